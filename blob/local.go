@@ -1,0 +1,300 @@
+package blob
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lancerdb/lancer"
+)
+
+// tmpPrefix marks the temporary files a LocalStore writes before it publishes
+// an object under its final name. List never shows them.
+const tmpPrefix = ".lancer-tmp-"
+
+// LocalStore keeps objects as files under a root directory. Writes go to a
+// temporary file in the destination directory, are synced, and are then
+// renamed (Write) or hard-linked (CreateIfAbsent) into place, so readers never
+// see a partial object and exclusive creation is atomic across processes.
+type LocalStore struct {
+	root string // absolute, cleaned
+}
+
+// NewLocalStore returns a store rooted at dir. The directory need not exist
+// yet; it is created by the first write.
+func NewLocalStore(dir string) (*LocalStore, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("blob: local root %q: %w", dir, lancer.ErrInvalidArgument)
+	}
+	return &LocalStore{root: filepath.Clean(abs)}, nil
+}
+
+// Root returns the absolute directory the store keeps its objects in.
+func (s *LocalStore) Root() string { return s.root }
+
+// URI implements Store.
+func (s *LocalStore) URI() string { return "file://" + filepath.ToSlash(s.root) }
+
+func (s *LocalStore) path(key string) (string, error) {
+	if err := CheckKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, filepath.FromSlash(key)), nil
+}
+
+func mapOSError(op, key string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("blob: %s %q: %w", op, key, lancer.ErrNotFound)
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("blob: %s %q: already exists: %w", op, key, lancer.ErrConflict)
+	}
+	return fmt.Errorf("blob: %s %q: %w", op, key, err)
+}
+
+// Stat implements Store.
+func (s *LocalStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return ObjectInfo{}, mapOSError("stat", key, err)
+	}
+	if fi.IsDir() {
+		return ObjectInfo{}, fmt.Errorf("blob: stat %q: is a directory: %w", key, lancer.ErrNotFound)
+	}
+	return ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// ReadRange implements Store.
+func (s *LocalStore) ReadRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, mapOSError("read", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, mapOSError("read", key, err)
+	}
+	if err := checkRange(key, offset, length, fi.Size()); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, length)
+	if _, err := f.ReadAt(buf, offset); err != nil && !(errors.Is(err, io.EOF) && length == 0) {
+		return nil, mapOSError("read", key, err)
+	}
+	return buf, nil
+}
+
+// ReadAll implements Store.
+func (s *LocalStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, mapOSError("read", key, err)
+	}
+	return b, nil
+}
+
+// List implements Store. Keys are yielded in lexical order; the walk collects
+// one directory level at a time, so memory grows with the widest directory,
+// not with the whole tree.
+func (s *LocalStore) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo, error] {
+	return func(yield func(ObjectInfo, error) bool) {
+		// The deepest existing directory that can contain keys with prefix.
+		dirKey := prefix
+		if i := strings.LastIndexByte(dirKey, '/'); i >= 0 {
+			dirKey = dirKey[:i]
+		} else {
+			dirKey = ""
+		}
+		s.walk(ctx, dirKey, prefix, yield)
+	}
+}
+
+// walk yields, in key order, every file under directory dirKey whose key
+// starts with prefix. It returns false when the consumer stopped.
+func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, yield func(ObjectInfo, error) bool) bool {
+	if err := ctx.Err(); err != nil {
+		yield(ObjectInfo{}, err)
+		return false
+	}
+	dir := s.root
+	if dirKey != "" {
+		dir = filepath.Join(s.root, filepath.FromSlash(dirKey))
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isNotDir(err) {
+			return true
+		}
+		return yield(ObjectInfo{}, mapOSError("list", dirKey, err))
+	}
+	// Sort by the key each entry contributes: a directory "a" contributes
+	// keys "a/…", which sort after a file "a.b" because '/' > '.'.
+	type item struct {
+		sortKey string
+		entry   fs.DirEntry
+	}
+	items := make([]item, 0, len(entries))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
+		}
+		k := e.Name()
+		if dirKey != "" {
+			k = dirKey + "/" + k
+		}
+		if e.IsDir() {
+			k += "/"
+		}
+		// Prune what cannot match: the entry's keys start with k.
+		if !strings.HasPrefix(k, prefix) && !strings.HasPrefix(prefix, k) {
+			continue
+		}
+		items = append(items, item{k, e})
+	}
+	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.sortKey, b.sortKey) })
+	for _, it := range items {
+		if it.entry.IsDir() {
+			if !s.walk(ctx, strings.TrimSuffix(it.sortKey, "/"), prefix, yield) {
+				return false
+			}
+			continue
+		}
+		if !strings.HasPrefix(it.sortKey, prefix) {
+			continue
+		}
+		fi, err := it.entry.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // deleted while listing
+			}
+			if !yield(ObjectInfo{}, mapOSError("list", it.sortKey, err)) {
+				return false
+			}
+			continue
+		}
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		if !yield(ObjectInfo{Key: it.sortKey, Size: fi.Size(), ModTime: fi.ModTime()}, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+func isNotDir(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+}
+
+// writeTemp writes data to a synced temporary file next to final and returns
+// its path.
+func writeTemp(final string, data []byte) (string, error) {
+	dir := filepath.Dir(final)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, tmpPrefix+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// syncDir makes a rename or link in dir durable.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// Write implements Store.
+func (s *LocalStore) Write(ctx context.Context, key string, data []byte) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp, err := writeTemp(p, data)
+	if err != nil {
+		return mapOSError("write", key, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return mapOSError("write", key, err)
+	}
+	syncDir(filepath.Dir(p))
+	return nil
+}
+
+// CreateIfAbsent implements Store with link(2): linking the finished
+// temporary file to the final name fails with EEXIST if any process created
+// it first, and readers can never see the final name half-written.
+func (s *LocalStore) CreateIfAbsent(ctx context.Context, key string, data []byte) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp, err := writeTemp(p, data)
+	if err != nil {
+		return mapOSError("create", key, err)
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, p); err != nil {
+		return mapOSError("create", key, err)
+	}
+	syncDir(filepath.Dir(p))
+	return nil
+}
+
+// Delete implements Store. Directories left empty are not removed; an object
+// store has none, and removing them would race with concurrent writers.
+func (s *LocalStore) Delete(ctx context.Context, key string) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return mapOSError("delete", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+// Package format reads Lance data files: bytes in a blob.Store ↔ Arrow
+// arrays. It knows nothing of datasets, manifests or branches; the dataset
+// package tells it which file to open and which fields live in which columns.
+//
+// # On-disk contract
+//
+// A Lance 2.x data file (versions 2.0, 2.1, 2.2, and 2.3 which reads like
+// 2.2) is laid out as
+//
+//	page buffers, out-of-line buffers           (anywhere, 64-byte aligned in 2.1+)
+//	global buffer 0: FileDescriptor protobuf    (schema + row count)
+//	column metadata 0..N-1: ColumnMetadata protobufs
+//	CMO table: N × (u64 offset, u64 size)
+//	GBO table: G × (u64 offset, u64 size)
+//	footer (40 B): u64 column_meta_start | u64 cmo_table_pos | u64 gbo_table_pos
+//	               | u32 G | u32 N | u16 major | u16 minor | "LANC"
+//
+// All integers are little-endian. 2.0 files say 0.3 in the footer. In 2.0
+// every schema field has a physical column (structs a header column, lists an
+// offsets column) and pages hold an ArrayEncoding tree; from 2.1 on only
+// leaves have columns, pages hold a PageLayout (mini-block, full-zip,
+// all-null/constant, blob), and struct and list structure travels as
+// repetition and definition levels inside each leaf.
+//
+// Legacy v1 files (table format 0.1, footer 0.1/0.2) end in a 16-byte footer
+// (u64 metadata position | u16 0 | u16 minor | "LANC") pointing at a
+// protobuf Metadata with a page table per field and batch.
+//
+// # Invariants
+//
+//   - Every offset and length read from a file is checked against the file
+//     size before use; a bad one yields an error wrapping lancer.ErrCorrupt
+//     that names the file. Decoders never panic and never allocate more than
+//     the input can justify.
+//   - Reading a row range or a set of rows reads only the pages that hold
+//     them, with ranged reads.
+//   - Arrays returned to callers are owned by the caller, who releases them.
+//   - Unknown encodings or layouts are refused with lancer.ErrUnsupported,
+//     never guessed at.
+package format

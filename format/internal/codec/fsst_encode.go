@@ -1,0 +1,370 @@
+package codec
+
+import (
+	"cmp"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// FSST encoding: training a symbol table on a sample and compressing with it.
+//
+// Training follows the idea of the FSST paper (Boncz, Neumann, Leis, VLDB
+// 2020) in a plain form: compress the sample with the current table, count
+// how often each symbol and each pair of adjacent symbols occurs, turn the
+// symbols and the concatenated pairs into candidates weighted by the bytes
+// they would cover, keep the best 255, repeat. Compression is greedy: at each
+// position emit the longest symbol that matches, else escape the byte.
+// Any table that maps codes to 1..8-byte symbols is valid for a decoder, so
+// the quality of training affects only the compression ratio.
+
+const (
+	fsstSampleTarget = 16 << 10 // sample this many bytes of input, as Lance does
+	fsstSampleMax    = 32 << 10 // never let one long value grow the sample past this
+	fsstRounds       = 5
+	// fsstSingleByteBoost favours 1-byte symbols when ranking candidates, as
+	// the FSST reference does: they remove escapes (2 bytes) at little cost.
+	fsstSingleByteBoost = 8
+)
+
+// fsstSymbol is a symbol under construction.
+type fsstSymbol struct {
+	val uint64 // bytes, first in the low bits, zero above len
+	len int    // 1..8
+}
+
+func (s fsstSymbol) concat(next fsstSymbol) fsstSymbol {
+	length := min(s.len+next.len, fsstMaxSymLen)
+	val := s.val | next.val<<(8*s.len)
+	return fsstSymbol{val: val & symbolMask(length), len: length}
+}
+
+// fsstMatcher finds the longest symbol of a table at a position.
+type fsstMatcher struct {
+	symbols []fsstSymbol
+	// long[b] lists the codes of multi-byte symbols starting with byte b,
+	// longest first, so the first match is the longest.
+	long [256][]uint8
+	// single[b] is the code of the 1-byte symbol b, or -1.
+	single [256]int16
+}
+
+func newFSSTMatcher(symbols []fsstSymbol) *fsstMatcher {
+	m := &fsstMatcher{symbols: symbols}
+	for b := range m.single {
+		m.single[b] = -1
+	}
+	for code, s := range symbols {
+		first := byte(s.val)
+		if s.len == 1 {
+			m.single[first] = int16(code)
+			continue
+		}
+		m.long[first] = append(m.long[first], uint8(code))
+	}
+	for b := range m.long {
+		slices.SortStableFunc(m.long[b], func(x, y uint8) int {
+			return cmp.Compare(symbols[y].len, symbols[x].len)
+		})
+	}
+	return m
+}
+
+// match returns the code and length of the longest symbol at the start of
+// s (which must not be empty), or code -1 and length 1 for an escape.
+func (m *fsstMatcher) match(s []byte) (code, length int) {
+	candidates := m.long[s[0]]
+	if len(candidates) > 0 {
+		var word uint64
+		avail := len(s)
+		if avail >= 8 {
+			word = binary.LittleEndian.Uint64(s)
+			avail = 8
+		} else {
+			for i := avail - 1; i >= 0; i-- {
+				word = word<<8 | uint64(s[i])
+			}
+		}
+		for _, c := range candidates {
+			sym := m.symbols[c]
+			if sym.len <= avail && word&symbolMask(sym.len) == sym.val {
+				return int(c), sym.len
+			}
+		}
+	}
+	if c := m.single[s[0]]; c >= 0 {
+		return int(c), 1
+	}
+	return -1, 1
+}
+
+// appendEncoded compresses src greedily and appends the codes to dst.
+func (m *fsstMatcher) appendEncoded(dst, src []byte) []byte {
+	for pos := 0; pos < len(src); {
+		code, length := m.match(src[pos:])
+		if code < 0 {
+			dst = append(dst, fsstEscape, src[pos])
+		} else {
+			dst = append(dst, byte(code))
+		}
+		pos += length
+	}
+	return dst
+}
+
+// AppendEncoded compresses one value with the table and appends the codes
+// to dst. With the table's switch off the value is appended unchanged.
+func (t *FSSTTable) AppendEncoded(dst, src []byte) []byte {
+	if !t.compressed {
+		return append(dst, src...)
+	}
+	t.matcherOnce.Do(func() {
+		symbols := make([]fsstSymbol, t.n)
+		for code := range symbols {
+			symbols[code] = fsstSymbol{val: t.symbols[code], len: int(t.lens[code])}
+		}
+		t.matcher = newFSSTMatcher(symbols)
+	})
+	return t.matcher.appendEncoded(dst, src)
+}
+
+// FSSTEncodeAll compresses a run of values the way Lance's FSST encoder does:
+// value i is data[offsets[i]:offsets[i+1]]. When the values total less than
+// FSSTMinInputSize bytes the table's switch is off and the values are
+// returned unchanged (the output then aliases data); otherwise a table is
+// trained on a sample and every value is compressed with it. It returns the
+// table and the offsets (starting at 0) and bytes of the compressed values.
+func FSSTEncodeAll[O Offset](offsets []O, data []byte) (*FSSTTable, []O, []byte, error) {
+	if err := checkOffsets("fsst", offsets, len(data)); err != nil {
+		return nil, nil, nil, err
+	}
+	first, last := offsets[0], offsets[len(offsets)-1]
+	out := make([]O, len(offsets))
+	if last-first < FSSTMinInputSize {
+		for i, off := range offsets {
+			out[i] = off - first
+		}
+		return NewPlainFSSTTable(), out, data[first:last], nil
+	}
+	table := TrainFSST(fsstSample(offsets, data))
+	compressed := make([]byte, 0, (last-first)/2)
+	for i := 1; i < len(offsets); i++ {
+		compressed = table.AppendEncoded(compressed, data[offsets[i-1]:offsets[i]])
+		if offsetBytes[O]() == 4 && uint64(len(compressed)) > math.MaxUint32 {
+			return nil, nil, nil, invalidf("fsst: %d compressed bytes do not fit 32-bit offsets", len(compressed))
+		}
+		out[i] = O(len(compressed))
+	}
+	return table, out, compressed, nil
+}
+
+// fsstSample picks values at random (with a fixed seed, so output is
+// reproducible) until about fsstSampleTarget bytes are collected.
+func fsstSample[O Offset](offsets []O, data []byte) [][]byte {
+	n := len(offsets) - 1
+	total := uint64(offsets[n] - offsets[0])
+	if total <= fsstSampleTarget {
+		sample := make([][]byte, n)
+		for i := range sample {
+			sample[i] = data[offsets[i]:offsets[i+1]]
+		}
+		return sample
+	}
+	rng := rand.New(rand.NewPCG(0x4653, 0x5354))
+	var sample [][]byte
+	size := 0
+	for tries := 0; size < fsstSampleTarget && tries < 16*n; tries++ {
+		i := rng.IntN(n)
+		value := data[offsets[i]:offsets[i+1]]
+		value = value[:min(len(value), fsstSampleMax-size)]
+		if len(value) == 0 {
+			continue
+		}
+		sample = append(sample, value)
+		size += len(value)
+	}
+	return sample
+}
+
+// TrainFSST builds a symbol table (with the compression switch on) suited to
+// strings like those in sample. If the sample offers nothing to compress the
+// table has the switch off.
+func TrainFSST(sample [][]byte) *FSSTTable {
+	var byteCounts [256]int
+	for _, s := range sample {
+		for _, b := range s {
+			byteCounts[b]++
+		}
+	}
+	tr := fsstTrainer{
+		sample:  sample,
+		count1:  make([]uint32, fsstCodeSpace),
+		count2:  make([]uint32, fsstCodeSpace*fsstCodeSpace),
+		symbols: nil,
+	}
+	best, bestSize := []fsstSymbol(nil), math.MaxInt
+	for round := 0; round <= fsstRounds; round++ {
+		// The last round only measures the table built by the one before.
+		size := tr.count(round < fsstRounds)
+		if size < bestSize {
+			best, bestSize = tr.symbols, size
+		}
+		if round < fsstRounds {
+			tr.symbols = tr.candidates()
+		}
+	}
+	if len(best) == 0 {
+		return NewPlainFSSTTable()
+	}
+	return finalizeFSSTTable(best, byteCounts)
+}
+
+// fsstCodeSpace numbers what the trainer counts: codes 0..254 are the
+// current symbols, 256+b is byte b written as an escape.
+const fsstCodeSpace = 512
+
+type fsstTrainer struct {
+	sample  [][]byte
+	symbols []fsstSymbol
+	count1  []uint32 // occurrences per code
+	count2  []uint32 // occurrences per adjacent pair of codes
+}
+
+func (tr *fsstTrainer) symbolOf(code int) fsstSymbol {
+	if code >= 256 {
+		return fsstSymbol{val: uint64(code - 256), len: 1}
+	}
+	return tr.symbols[code]
+}
+
+// count compresses the sample with the current symbols, recording symbol
+// (and, if pairs is set, pair) frequencies, and returns the compressed size.
+func (tr *fsstTrainer) count(pairs bool) int {
+	clear(tr.count1)
+	if pairs {
+		clear(tr.count2)
+	}
+	m := newFSSTMatcher(tr.symbols)
+	size := 0
+	for _, s := range tr.sample {
+		prev := -1
+		for pos := 0; pos < len(s); {
+			code, length := m.match(s[pos:])
+			if code < 0 {
+				code = 256 + int(s[pos])
+				size += 2
+			} else {
+				size++
+			}
+			tr.count1[code]++
+			// Also count the first byte on its own when a longer symbol
+			// matched, so that candidates can grow one byte at a time.
+			byteCode := 256 + int(s[pos])
+			if length > 1 {
+				tr.count1[byteCode]++
+			}
+			if pairs && prev >= 0 {
+				tr.count2[prev*fsstCodeSpace+code]++
+				if length > 1 {
+					tr.count2[prev*fsstCodeSpace+byteCode]++
+				}
+			}
+			prev = code
+			pos += length
+		}
+	}
+	return size
+}
+
+// candidates ranks the counted symbols and concatenated pairs by the bytes
+// they would cover and returns the best fsstMaxSymbols of them.
+func (tr *fsstTrainer) candidates() []fsstSymbol {
+	gains := make(map[fsstSymbol]uint64)
+	for code := range fsstCodeSpace {
+		n1 := tr.count1[code]
+		if n1 == 0 || (code < 256 && code >= len(tr.symbols)) {
+			continue
+		}
+		s := tr.symbolOf(code)
+		gain := uint64(n1) * uint64(s.len)
+		if s.len == 1 {
+			gain *= fsstSingleByteBoost
+		}
+		gains[s] += gain
+		if s.len == fsstMaxSymLen {
+			continue
+		}
+		row := tr.count2[code*fsstCodeSpace : (code+1)*fsstCodeSpace]
+		for next, n2 := range row {
+			if n2 == 0 {
+				continue
+			}
+			joined := s.concat(tr.symbolOf(next))
+			gains[joined] += uint64(n2) * uint64(joined.len)
+		}
+	}
+	ranked := make([]fsstSymbol, 0, len(gains))
+	for s := range gains {
+		ranked = append(ranked, s)
+	}
+	// Highest gain first; ties broken by the bytes so training is
+	// deterministic despite map iteration order.
+	slices.SortFunc(ranked, func(a, b fsstSymbol) int {
+		if c := cmp.Compare(gains[b], gains[a]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.len, b.len); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.val, b.val)
+	})
+	return ranked[:min(len(ranked), fsstMaxSymbols)]
+}
+
+// finalizeFSSTTable numbers the symbols in the order Lance's encoder leaves
+// them: 2-byte symbols that begin a longer symbol (codes below suffix_lim),
+// the other 2-byte symbols, then lengths 3 to 8, and 1-byte symbols last. The
+// terminator is the rarest byte of the sample. Decoders ignore both; they
+// only keep the table recognisably the same shape as Lance's.
+func finalizeFSSTTable(symbols []fsstSymbol, byteCounts [256]int) *FSSTTable {
+	type ranked struct {
+		fsstSymbol
+		group int
+	}
+	order := make([]ranked, len(symbols))
+	for i, s := range symbols {
+		group := s.len // lengths 3..8 sort between the 2- and 1-byte groups
+		switch s.len {
+		case 1:
+			group = fsstMaxSymLen + 1
+		case 2:
+			group = 1
+			for _, other := range symbols {
+				if other.len > 2 && other.val&0xFFFF == s.val {
+					group = 0
+					break
+				}
+			}
+		}
+		order[i] = ranked{s, group}
+	}
+	slices.SortStableFunc(order, func(a, b ranked) int { return cmp.Compare(a.group, b.group) })
+
+	t := &FSSTTable{compressed: true, n: len(order)}
+	for code, s := range order {
+		t.symbols[code] = s.val
+		t.lens[code] = uint8(s.len)
+		if s.group == 0 {
+			t.suffixLim++
+		}
+	}
+	rarest := 0
+	for b, c := range byteCounts {
+		if c < byteCounts[rarest] {
+			rarest = b
+		}
+	}
+	t.terminator = uint8(rarest)
+	return t
+}
