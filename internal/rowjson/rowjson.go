@@ -19,8 +19,8 @@ import (
 
 // AppendRow appends row `row` of rec to dst as one JSON object, members named
 // after the schema's fields and in schema order, with no trailing newline.
-// On error dst is returned unchanged up to the start of the row, so a
-// caller that keeps going does not print half an object.
+// On error dst is returned as it was passed in, so a caller never prints
+// half an object.
 func AppendRow(dst []byte, rec arrow.RecordBatch, row int) ([]byte, error) {
 	if row < 0 || int64(row) >= rec.NumRows() {
 		return dst, fmt.Errorf("rowjson: row %d out of range [0, %d): %w", row, rec.NumRows(), lancer.ErrInvalidArgument)

@@ -609,4 +609,3 @@ func BenchmarkWriteJSONL(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
 }
-
