@@ -1,6 +1,9 @@
 package codec
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // DecodeInlineBitpacked decodes n values stored as InlineBitpacking and
 // appends them to dst. src is a sequence of blocks, each one T-bit width word W
@@ -12,14 +15,17 @@ func DecodeInlineBitpacked[T Word](dst []T, src []byte, n int) ([]T, error) {
 	if n < 0 {
 		return dst, invalidf("inline bitpacking: negative value count %d", n)
 	}
-	blocks := (n + BlockLen - 1) / BlockLen
+	blocks := n / BlockLen
+	if n%BlockLen != 0 {
+		blocks++
+	}
 	// Every block has at least its width word; checking that first bounds the
 	// allocation below by the input length.
 	if len(src)/wordBytes < blocks {
 		return dst, corruptf("inline bitpacking: buffer of %d bytes too short for %d values (%d blocks of %d-bit words)",
 			len(src), n, blocks, t)
 	}
-	dst = slices.Grow(dst, n)
+	out := slices.Grow(dst, n)
 	var packed, partial [BlockLen]T
 	pos := 0
 	for block := range blocks {
@@ -42,22 +48,22 @@ func DecodeInlineBitpacked[T Word](dst []T, src []byte, n int) ([]T, error) {
 		pos += size
 		count := min(BlockLen, n-block*BlockLen)
 		if count == BlockLen {
-			start := len(dst)
-			dst = dst[:start+BlockLen]
-			if err := Unpack(int(width), packed[:words], dst[start:]); err != nil {
-				return dst[:start], err
+			start := len(out)
+			out = out[:start+BlockLen]
+			if err := Unpack(int(width), packed[:words], out[start:]); err != nil {
+				return dst, err
 			}
 			continue
 		}
 		if err := Unpack(int(width), packed[:words], partial[:]); err != nil {
 			return dst, err
 		}
-		dst = append(dst, partial[:count]...)
+		out = append(out, partial[:count]...)
 	}
 	if pos != len(src) {
 		return dst, corruptf("inline bitpacking: %d trailing bytes after %d values", len(src)-pos, n)
 	}
-	return dst, nil
+	return out, nil
 }
 
 // EncodeInlineBitpacked appends the InlineBitpacking form of values to dst:
@@ -90,6 +96,10 @@ func DecodeOutOfLineBitpacked[T Word](dst []T, src []byte, width, n int) ([]T, e
 	if n < 0 {
 		return dst, invalidf("out-of-line bitpacking: negative value count %d", n)
 	}
+	if n > math.MaxInt/8 {
+		// The sizes below would overflow; no buffer can be that large.
+		return dst, invalidf("out-of-line bitpacking: value count %d too large", n)
+	}
 	if width < 0 || width > t {
 		return dst, corruptf("out-of-line bitpacking: bit width %d out of range for %d-bit values", width, t)
 	}
@@ -109,33 +119,39 @@ func DecodeOutOfLineBitpacked[T Word](dst []T, src []byte, width, n int) ([]T, e
 		return dst, corruptf("out-of-line bitpacking: buffer of %d bytes for %d values of width %d, want %d (packed tail) or %d (raw tail)",
 			len(src), n, width, packedSize, rawSize)
 	}
-	dst = slices.Grow(dst, n)
+	out := slices.Grow(dst, n)
 	var packed [BlockLen]T
 	words := PackedWords[T](width)
 	for block := range whole {
 		loadWords(packed[:words], src[block*blockBytes:])
-		start := len(dst)
-		dst = dst[:start+BlockLen]
-		if err := Unpack(width, packed[:words], dst[start:]); err != nil {
-			return dst[:start], err
+		start := len(out)
+		out = out[:start+BlockLen]
+		if err := Unpack(width, packed[:words], out[start:]); err != nil {
+			return dst, err
 		}
 	}
 	if tail == 0 {
-		return dst, nil
+		return out, nil
 	}
 	rest := src[whole*blockBytes:]
 	if rawTail {
-		start := len(dst)
-		dst = dst[:start+tail]
-		loadWords(dst[start:], rest)
-		return dst, nil
+		start := len(out)
+		out = out[:start+tail]
+		loadWords(out[start:], rest)
+		// A writer picks the width from all values, raw tail included, so
+		// a wider tail value means the width or the data is damaged.
+		if need := BitWidth(out[start:]); need > width {
+			return dst, corruptf("out-of-line bitpacking: raw tail value needs %d bits, more than the width %d",
+				need, width)
+		}
+		return out, nil
 	}
 	var partial [BlockLen]T
 	loadWords(packed[:words], rest)
 	if err := Unpack(width, packed[:words], partial[:]); err != nil {
 		return dst, err
 	}
-	return append(dst, partial[:tail]...), nil
+	return append(out, partial[:tail]...), nil
 }
 
 // EncodeOutOfLineBitpacked appends values packed at one bit width to dst in

@@ -226,3 +226,34 @@ func BenchmarkDecodeInlineBitpacked32(b *testing.B) {
 		}
 	}
 }
+
+// TestPortableWordConversion runs the byte-order-independent conversions
+// (used on big-endian hosts) and checks them against the copy fast path.
+func TestPortableWordConversion(t *testing.T) {
+	src := make([]byte, 64)
+	for i := range src {
+		src[i] = byte(i*37 + 1)
+	}
+	// convert loads src as words of each size and writes them back,
+	// describing the loaded values and the bytes written.
+	convert := func() string {
+		w8, w16, w32, w64 := make([]uint8, 64), make([]uint16, 32), make([]uint32, 16), make([]uint64, 8)
+		loadWords(w8, src)
+		loadWords(w16, src)
+		loadWords(w32, src)
+		loadWords(w64, src)
+		return fmt.Sprint(w8, w16, w32, w64,
+			appendWords(nil, w8), appendWords(nil, w16), appendWords(nil, w32), appendWords(nil, w64))
+	}
+	fast := convert()
+	littleEndianHost = false
+	defer func() { littleEndianHost = true }()
+	if portable := convert(); portable != fast {
+		t.Errorf("portable conversion differs:\n%s\n%s", portable, fast)
+	}
+	var w [1]uint16
+	loadWords(w[:], []byte{1, 2})
+	if w[0] != 0x0201 {
+		t.Errorf("portable uint16 load = %#x, want 0x201", w[0])
+	}
+}

@@ -126,17 +126,19 @@ func (t *FSSTTable) AppendDecoded(dst, src []byte) ([]byte, error) {
 	if !t.compressed {
 		return append(dst, src...), nil
 	}
-	size, err := t.decodedSize(src, 0)
+	start := len(dst)
+	buf := growSlack(dst, maxDecodedLen(len(src)))
+	end, err := t.decodeValue(buf, start, src, 0)
 	if err != nil {
 		return dst, err
 	}
-	start := len(dst)
-	// The decode loop stores whole 8-byte symbol words, so it needs 8 bytes
-	// of slack past the last symbol.
-	buf := growSlack(dst, size+8)
-	end := t.decodeInto(buf[start:start+size+8], src)
-	return buf[:start+end], nil
+	return buf[:end], nil
 }
+
+// maxDecodedLen bounds the room decodeValue may touch for n code bytes: each
+// code yields at most 8 bytes, and the last symbol store writes a whole
+// 8-byte word.
+func maxDecodedLen(n int) int { return 8*n + 8 }
 
 // FSSTDecodeAll decodes a whole run of FSST-compressed values at once, the
 // way a page is decoded: value i is data[offsets[i]:offsets[i+1]]. It returns
@@ -161,70 +163,57 @@ func FSSTDecodeAll[O Offset](t *FSSTTable, offsets []O, data []byte) ([]O, []byt
 		}
 		return out, data[first:last], nil
 	}
-	// First pass: validate every value and size the output exactly. It only
-	// looks up lengths, which is much cheaper than the decode itself.
-	total := 0
+	// Start with room for a typical ratio and grow as needed: before each
+	// value there is always room for its worst case, so the decode loop
+	// needs no capacity checks.
+	buf := make([]byte, 3*(last-first)+64)
+	pos := 0
 	for i := 1; i < len(offsets); i++ {
-		size, err := t.decodedSize(data[offsets[i-1]:offsets[i]], i-1)
-		if err != nil {
+		value := data[offsets[i-1]:offsets[i]]
+		if need := pos + maxDecodedLen(len(value)); need > len(buf) {
+			grown := make([]byte, max(need, 2*len(buf)))
+			copy(grown, buf[:pos])
+			buf = grown
+		}
+		var err error
+		if pos, err = t.decodeValue(buf, pos, value, i-1); err != nil {
 			return nil, nil, err
 		}
-		total += size
-	}
-	if offsetBytes[O]() == 4 && total > math.MaxUint32 {
-		return nil, nil, corruptf("fsst: %d decoded bytes do not fit 32-bit offsets", total)
-	}
-	buf := make([]byte, total+8)
-	pos := 0
-	for i := 1; i < len(offsets); i++ {
-		pos += t.decodeInto(buf[pos:], data[offsets[i-1]:offsets[i]])
+		if offsetBytes[O]() == 4 && pos > math.MaxUint32 {
+			return nil, nil, corruptf("fsst: %d decoded bytes do not fit 32-bit offsets", pos)
+		}
 		out[i] = O(pos)
 	}
-	return out, buf[:total], nil
+	return out, buf[:pos], nil
 }
 
-// decodedSize validates one compressed value and returns its decoded length.
-// value is its index, for error messages.
-func (t *FSSTTable) decodedSize(src []byte, value int) (int, error) {
-	size := 0
+// decodeValue decodes the compressed value src into dst at pos and returns
+// the position after it. dst must have maxDecodedLen(len(src)) bytes of room
+// after pos. index numbers the value for error messages.
+func (t *FSSTTable) decodeValue(dst []byte, pos int, src []byte, index int) (int, error) {
+	symbols, lens := &t.symbols, &t.lens
 	for i := 0; i < len(src); i++ {
 		code := src[i]
 		if code == fsstEscape {
-			if i+1 == len(src) {
-				return 0, corruptf("fsst: value %d ends with an escape code and no literal byte", value)
+			i++
+			if i == len(src) {
+				return pos, corruptf("fsst: value %d ends with an escape code and no literal byte", index)
 			}
-			i++
-			size++
-			continue
-		}
-		length := t.lens[code]
-		if length == 0 {
-			return 0, corruptf("fsst: value %d uses code %d but the table has %d symbols", value, code, t.n)
-		}
-		size += int(length)
-	}
-	return size, nil
-}
-
-// decodeInto decodes a value that decodedSize accepted into dst, which must
-// have 8 bytes of room past the decoded length, and returns that length.
-func (t *FSSTTable) decodeInto(dst []byte, src []byte) int {
-	pos := 0
-	for i := 0; i < len(src); i++ {
-		code := src[i]
-		if code == fsstEscape {
-			i++
 			dst[pos] = src[i]
 			pos++
 			continue
 		}
+		length := lens[code]
+		if length == 0 {
+			return pos, corruptf("fsst: value %d uses code %d but the table has %d symbols", index, code, t.n)
+		}
 		// Store all 8 bytes of the symbol word and advance by its length:
 		// one store instead of a byte loop; the excess is overwritten by
 		// the next symbol or lies past the end.
-		binary.LittleEndian.PutUint64(dst[pos:], t.symbols[code])
-		pos += int(t.lens[code])
+		binary.LittleEndian.PutUint64(dst[pos:], symbols[code])
+		pos += int(length)
 	}
-	return pos
+	return pos, nil
 }
 
 // growSlack returns dst with at least extra bytes of length past len(dst);

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 )
 
 // FSST encoding: training a symbol table on a sample and compressing with it.
@@ -42,16 +43,23 @@ func (s fsstSymbol) concat(next fsstSymbol) fsstSymbol {
 
 // fsstMatcher finds the longest symbol of a table at a position.
 type fsstMatcher struct {
-	symbols []fsstSymbol
-	// long[b] lists the codes of multi-byte symbols starting with byte b,
-	// longest first, so the first match is the longest.
-	long [256][]uint8
+	// long[b] lists the multi-byte symbols starting with byte b, longest
+	// first, so the first match is the longest.
+	long [256][]fsstEntry
 	// single[b] is the code of the 1-byte symbol b, or -1.
 	single [256]int16
 }
 
+// fsstEntry is a multi-byte symbol ready for matching against a word loaded
+// from the input.
+type fsstEntry struct {
+	val, mask uint64
+	len       int
+	code      uint8
+}
+
 func newFSSTMatcher(symbols []fsstSymbol) *fsstMatcher {
-	m := &fsstMatcher{symbols: symbols}
+	m := &fsstMatcher{}
 	for b := range m.single {
 		m.single[b] = -1
 	}
@@ -61,12 +69,10 @@ func newFSSTMatcher(symbols []fsstSymbol) *fsstMatcher {
 			m.single[first] = int16(code)
 			continue
 		}
-		m.long[first] = append(m.long[first], uint8(code))
+		m.long[first] = append(m.long[first], fsstEntry{val: s.val, mask: symbolMask(s.len), len: s.len, code: uint8(code)})
 	}
 	for b := range m.long {
-		slices.SortStableFunc(m.long[b], func(x, y uint8) int {
-			return cmp.Compare(symbols[y].len, symbols[x].len)
-		})
+		slices.SortStableFunc(m.long[b], func(x, y fsstEntry) int { return cmp.Compare(y.len, x.len) })
 	}
 	return m
 }
@@ -74,8 +80,7 @@ func newFSSTMatcher(symbols []fsstSymbol) *fsstMatcher {
 // match returns the code and length of the longest symbol at the start of
 // s (which must not be empty), or code -1 and length 1 for an escape.
 func (m *fsstMatcher) match(s []byte) (code, length int) {
-	candidates := m.long[s[0]]
-	if len(candidates) > 0 {
+	if entries := m.long[s[0]]; len(entries) > 0 {
 		var word uint64
 		avail := len(s)
 		if avail >= 8 {
@@ -86,10 +91,9 @@ func (m *fsstMatcher) match(s []byte) (code, length int) {
 				word = word<<8 | uint64(s[i])
 			}
 		}
-		for _, c := range candidates {
-			sym := m.symbols[c]
-			if sym.len <= avail && word&symbolMask(sym.len) == sym.val {
-				return int(c), sym.len
+		for _, e := range entries {
+			if e.len <= avail && word&e.mask == e.val {
+				return int(e.code), e.len
 			}
 		}
 	}
@@ -197,12 +201,14 @@ func TrainFSST(sample [][]byte) *FSSTTable {
 			byteCounts[b]++
 		}
 	}
+	pairCounts := fsstPairCounts.Get().(*[]uint32)
+	defer fsstPairCounts.Put(pairCounts)
 	tr := fsstTrainer{
-		sample:  sample,
-		count1:  make([]uint32, fsstCodeSpace),
-		count2:  make([]uint32, fsstCodeSpace*fsstCodeSpace),
-		symbols: nil,
+		sample: sample,
+		count1: make([]uint32, fsstCodeSpace),
+		count2: *pairCounts,
 	}
+	defer tr.clearPairs() // the pool holds zeroed tables
 	best, bestSize := []fsstSymbol(nil), math.MaxInt
 	for round := 0; round <= fsstRounds; round++ {
 		// The last round only measures the table built by the one before.
@@ -228,7 +234,8 @@ type fsstTrainer struct {
 	sample  [][]byte
 	symbols []fsstSymbol
 	count1  []uint32 // occurrences per code
-	count2  []uint32 // occurrences per adjacent pair of codes
+	count2  []uint32 // occurrences per adjacent pair, at prev*fsstCodeSpace+next
+	pairs   []int    // the indices of count2 that are not zero
 }
 
 func (tr *fsstTrainer) symbolOf(code int) fsstSymbol {
@@ -242,9 +249,7 @@ func (tr *fsstTrainer) symbolOf(code int) fsstSymbol {
 // (and, if pairs is set, pair) frequencies, and returns the compressed size.
 func (tr *fsstTrainer) count(pairs bool) int {
 	clear(tr.count1)
-	if pairs {
-		clear(tr.count2)
-	}
+	tr.clearPairs()
 	m := newFSSTMatcher(tr.symbols)
 	size := 0
 	for _, s := range tr.sample {
@@ -265,9 +270,9 @@ func (tr *fsstTrainer) count(pairs bool) int {
 				tr.count1[byteCode]++
 			}
 			if pairs && prev >= 0 {
-				tr.count2[prev*fsstCodeSpace+code]++
+				tr.countPair(prev, code)
 				if length > 1 {
-					tr.count2[prev*fsstCodeSpace+byteCode]++
+					tr.countPair(prev, byteCode)
 				}
 			}
 			prev = code
@@ -277,41 +282,64 @@ func (tr *fsstTrainer) count(pairs bool) int {
 	return size
 }
 
+// fsstPairCounts recycles the 1 MiB pair-count tables of training, which
+// runs once per page.
+var fsstPairCounts = sync.Pool{New: func() any {
+	counts := make([]uint32, fsstCodeSpace*fsstCodeSpace)
+	return &counts
+}}
+
+// clearPairs zeroes the pair counts, touching only the entries in use.
+func (tr *fsstTrainer) clearPairs() {
+	for _, i := range tr.pairs {
+		tr.count2[i] = 0
+	}
+	tr.pairs = tr.pairs[:0]
+}
+
+func (tr *fsstTrainer) countPair(prev, next int) {
+	i := prev*fsstCodeSpace + next
+	if tr.count2[i] == 0 {
+		tr.pairs = append(tr.pairs, i)
+	}
+	tr.count2[i]++
+}
+
 // candidates ranks the counted symbols and concatenated pairs by the bytes
 // they would cover and returns the best fsstMaxSymbols of them.
 func (tr *fsstTrainer) candidates() []fsstSymbol {
 	gains := make(map[fsstSymbol]uint64)
-	for code := range fsstCodeSpace {
-		n1 := tr.count1[code]
-		if n1 == 0 || (code < 256 && code >= len(tr.symbols)) {
+	for code, n := range tr.count1 {
+		if n == 0 {
 			continue
 		}
 		s := tr.symbolOf(code)
-		gain := uint64(n1) * uint64(s.len)
+		gain := uint64(n) * uint64(s.len)
 		if s.len == 1 {
 			gain *= fsstSingleByteBoost
 		}
 		gains[s] += gain
-		if s.len == fsstMaxSymLen {
+	}
+	for _, i := range tr.pairs {
+		first := tr.symbolOf(i / fsstCodeSpace)
+		if first.len == fsstMaxSymLen {
 			continue
 		}
-		row := tr.count2[code*fsstCodeSpace : (code+1)*fsstCodeSpace]
-		for next, n2 := range row {
-			if n2 == 0 {
-				continue
-			}
-			joined := s.concat(tr.symbolOf(next))
-			gains[joined] += uint64(n2) * uint64(joined.len)
-		}
+		joined := first.concat(tr.symbolOf(i % fsstCodeSpace))
+		gains[joined] += uint64(tr.count2[i]) * uint64(joined.len)
 	}
-	ranked := make([]fsstSymbol, 0, len(gains))
-	for s := range gains {
-		ranked = append(ranked, s)
+	type candidate struct {
+		fsstSymbol
+		gain uint64
+	}
+	ranked := make([]candidate, 0, len(gains))
+	for s, gain := range gains {
+		ranked = append(ranked, candidate{s, gain})
 	}
 	// Highest gain first; ties broken by the bytes so training is
 	// deterministic despite map iteration order.
-	slices.SortFunc(ranked, func(a, b fsstSymbol) int {
-		if c := cmp.Compare(gains[b], gains[a]); c != 0 {
+	slices.SortFunc(ranked, func(a, b candidate) int {
+		if c := cmp.Compare(b.gain, a.gain); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.len, b.len); c != 0 {
@@ -319,7 +347,11 @@ func (tr *fsstTrainer) candidates() []fsstSymbol {
 		}
 		return cmp.Compare(a.val, b.val)
 	})
-	return ranked[:min(len(ranked), fsstMaxSymbols)]
+	best := make([]fsstSymbol, min(len(ranked), fsstMaxSymbols))
+	for i := range best {
+		best[i] = ranked[i].fsstSymbol
+	}
+	return best
 }
 
 // finalizeFSSTTable numbers the symbols in the order Lance's encoder leaves

@@ -2,7 +2,6 @@ package codec
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -37,10 +36,11 @@ func (s CompressionScheme) String() string {
 // as 28 B5 2F FD.
 const zstdMagic = 0xFD2FB528
 
-// zstdReservedBit is the bit of a frame header descriptor (byte 4 of a frame)
-// that the zstd format requires to be zero. A length prefix that happens to
-// start with the magic number is told apart from a bare frame by it.
-const zstdReservedBit = 0x10
+// zstdUnusedBit is bit 4 of a frame header descriptor (byte 4 of a frame),
+// which zstd writers leave clear (RFC 8878 §3.1.1.1.1 calls it unused; Lance
+// calls it reserved). Lance tells a length prefix that happens to start with
+// the magic number from a bare frame by it, and so does this package.
+const zstdUnusedBit = 0x10
 
 // Decompress undoes Lance's framing of one general-compressed buffer and
 // returns the uncompressed bytes, refusing (with ErrCorrupt) any buffer that
@@ -66,7 +66,9 @@ func Decompress(scheme CompressionScheme, src []byte, maxOut int) ([]byte, error
 
 // Compress frames src the way Lance writes a general-compressed buffer (see
 // Decompress). level is the zstd level of BufferCompression.level: 0 means
-// zstd's default (3); it is ignored for lz4, as Lance does.
+// zstd's default (3), and levels map to the nearest of the four speeds the Go
+// zstd encoder offers (fastest below 3, default 3–5, better 6–9, best from
+// 10). lz4 ignores the level, as Lance does.
 func Compress(scheme CompressionScheme, level int, src []byte) ([]byte, error) {
 	switch scheme {
 	case CompressionZstd:
@@ -79,8 +81,9 @@ func Compress(scheme CompressionScheme, level int, src []byte) ([]byte, error) {
 		out := make([]byte, 4+lz4.CompressBlockBound(len(src)))
 		binary.LittleEndian.PutUint32(out, uint32(len(src)))
 		// With room for the bound, the block compressor always succeeds.
-		var c lz4.Compressor
+		c := lz4Compressors.Get().(*lz4.Compressor)
 		n, err := c.CompressBlock(src, out[4:])
+		lz4Compressors.Put(c)
 		if err != nil {
 			return nil, fmt.Errorf("lz4: compress %d bytes: %w", len(src), err)
 		}
@@ -114,15 +117,17 @@ func decompressZstd(src []byte, maxOut int) ([]byte, error) {
 }
 
 // isBareZstdFrame reports whether src is a zstd frame without Lance's length
-// prefix. Lance's own test is the same: the magic number, then a frame header
-// descriptor whose reserved bit is clear.
+// prefix, by Lance's own test: the magic number, then a frame header
+// descriptor with bit 4 clear.
 func isBareZstdFrame(src []byte) bool {
-	return len(src) >= 5 && binary.LittleEndian.Uint32(src) == zstdMagic && src[4]&zstdReservedBit == 0
+	return len(src) >= 5 && binary.LittleEndian.Uint32(src) == zstdMagic && src[4]&zstdUnusedBit == 0
 }
 
 // decompressBareZstd decodes a frame whose uncompressed size is known only
-// from its own header, if at all. The output capacity starts small and
-// doubles up to maxOut, so hostile input cannot force a large allocation.
+// from its own header, if at all. Without a size the output capacity starts
+// small and doubles up to maxOut, so hostile input cannot force a large
+// allocation. The decoder reports running out of capacity no differently
+// from bad data, so any failure below the bound is retried with more room.
 func decompressBareZstd(src []byte, maxOut int) ([]byte, error) {
 	var header zstd.Header
 	if err := header.Decode(src); err != nil {
@@ -141,10 +146,10 @@ func decompressBareZstd(src []byte, maxOut int) ([]byte, error) {
 		if err == nil {
 			return out, nil
 		}
-		if !errors.Is(err, zstd.ErrDecoderSizeExceeded) || limit >= maxOut || header.HasFCS {
+		if limit >= maxOut {
 			return nil, corruptf("zstd: bare frame of %d bytes (limit %d bytes): %v", len(src), limit, err)
 		}
-		limit = min(maxOut, 2*limit)
+		limit = min(maxOut, max(2*limit, 64<<10))
 	}
 }
 
@@ -169,6 +174,10 @@ func decompressLZ4(src []byte, maxOut int) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// An lz4.Compressor holds a 128 KiB hash table and is not safe for
+// concurrent use, so compressors are pooled.
+var lz4Compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
 
 // zstd decoders and encoders are expensive to build and safe for concurrent
 // DecodeAll/EncodeAll calls, so the package shares them.

@@ -68,17 +68,20 @@ func decodeRLE[T Word](dst []T, runValues, runLengths []byte, n int, allowExcess
 	case total > n && !allowExcess:
 		return dst, corruptf("%s: runs cover %d values, more than the %d expected", form, total, n)
 	}
-	dst = slices.Grow(dst, n)
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	out := dst[start:]
 	var value [1]T
-	remaining := n
+	pos := 0
 	for run, length := range runLengths {
-		count := min(int(length), remaining)
+		count := min(int(length), n-pos)
 		loadWords(value[:], runValues[run*wordBytes:])
-		for range count {
-			dst = append(dst, value[0])
+		fill := out[pos : pos+count]
+		for i := range fill {
+			fill[i] = value[0]
 		}
-		remaining -= count
-		if remaining == 0 {
+		pos += count
+		if pos == n {
 			break
 		}
 	}

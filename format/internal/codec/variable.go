@@ -12,23 +12,7 @@ type Offset interface {
 	uint32 | uint64
 }
 
-func offsetBytes[O Offset]() int {
-	var zero O
-	if uint64(^zero) == math.MaxUint32 {
-		return 4
-	}
-	return 8
-}
-
-// loadOffsets decodes len(dst) little-endian offsets from src.
-func loadOffsets[O Offset](dst []O, src []byte) {
-	switch d := any(dst).(type) {
-	case []uint32:
-		loadWords(d, src)
-	case []uint64:
-		loadWords(d, src)
-	}
-}
+func offsetBytes[O Offset]() int { return wordBits[O]() / 8 }
 
 func appendOffset[O Offset](dst []byte, offset O) []byte {
 	if offsetBytes[O]() == 4 {
@@ -49,11 +33,11 @@ func DecodeBinaryChunk[O Offset](chunk []byte, n int) ([]O, []byte, error) {
 	if n < 0 {
 		return nil, nil, invalidf("binary chunk: negative value count %d", n)
 	}
-	if len(chunk)/width < n+1 {
+	if n >= len(chunk)/width { // n+1 offsets do not fit
 		return nil, nil, corruptf("binary chunk: %d bytes too short for %d offsets of %d bytes", len(chunk), n+1, width)
 	}
 	offsets := make([]O, n+1)
-	loadOffsets(offsets, chunk)
+	loadWords(offsets, chunk)
 	headerEnd := uint64((n + 1) * width)
 	first, last := uint64(offsets[0]), uint64(offsets[n])
 	if first < headerEnd || last > uint64(len(chunk)) {
@@ -137,7 +121,10 @@ func DecodeVariableBlock(src []byte) (VariableBlock, error) {
 		return VariableBlock{}, corruptf("variable block: old-style header with %d bits per offset in %d bytes", src[0], len(src))
 	case binary.LittleEndian.Uint32(src) == 32:
 		bits, start, offsetsAt = 32, uint64(binary.LittleEndian.Uint32(src[4:])), 8
-	case binary.LittleEndian.Uint32(src) == 64 && len(src) >= 16:
+	case binary.LittleEndian.Uint32(src) == 64:
+		if len(src) < 16 {
+			return VariableBlock{}, corruptf("variable block: %d bytes, too short for a 64-bit header", len(src))
+		}
 		bits, start, offsetsAt = 64, binary.LittleEndian.Uint64(src[8:]), 16
 	default:
 		return VariableBlock{}, corruptf("variable block: header %x does not name 32- or 64-bit offsets", src[:8])
