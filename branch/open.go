@@ -1,0 +1,108 @@
+package branch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// Ref selects a state of a dataset: the latest version or a given version
+// of the main line or of a branch, or a tag.
+type Ref struct {
+	// Branch is the branch to open; "" or "main" is the main line.
+	Branch string
+	// Version is the version to open; 0 is the branch's latest.
+	Version uint64
+	// Tag opens the version a tag names (on whatever branch it names). It
+	// cannot be combined with Branch or Version.
+	Tag string
+}
+
+func (r Ref) String() string {
+	switch {
+	case r.Tag != "":
+		return "tag " + r.Tag
+	case r.Version != 0:
+		return fmt.Sprintf("%s@%d", r.branchName(), r.Version)
+	}
+	return r.branchName()
+}
+
+func (r Ref) branchName() string {
+	if r.Branch == "" {
+		return Main
+	}
+	return r.Branch
+}
+
+// Open opens the dataset rooted at root at ref. opts may be nil; its Version
+// is overridden by ref and, unless the caller sets ResolveBase, base paths
+// recorded by branches are mapped onto root (see the package doc).
+func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
+	branchName, version := ref.Branch, ref.Version
+	if ref.Tag != "" {
+		if ref.Branch != "" || ref.Version != 0 {
+			return nil, fmt.Errorf("branch: open %s: a tag cannot be combined with a branch or version: %w", ref, lancer.ErrInvalidArgument)
+		}
+		tag, err := GetTag(ctx, root, ref.Tag)
+		if err != nil {
+			return nil, err
+		}
+		branchName, version = tag.Branch, tag.Version
+	}
+	store := root
+	if branchName != "" && branchName != Main {
+		if _, err := GetBranch(ctx, root, branchName); err != nil {
+			return nil, err
+		}
+		store = blob.Sub(root, treeDir+branchName)
+	}
+	o := dataset.OpenOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Version = version
+	if o.ResolveBase == nil {
+		o.ResolveBase = familyResolver(root)
+	}
+	ds, err := dataset.Open(ctx, store, &o)
+	if err != nil {
+		return nil, fmt.Errorf("branch: open %s: %w", ref, err)
+	}
+	return ds, nil
+}
+
+// OpenURI opens the dataset at uri (the main root) at ref.
+func OpenURI(ctx context.Context, uri string, ref Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
+	root, err := blob.Open(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, root, ref, opts)
+}
+
+// familyResolver maps the base paths Lance records in branch manifests onto
+// the dataset root that was actually opened. Lance writes the parent's
+// absolute location when a branch is made: the main root (a base path with
+// no name) or the main root plus "/tree/<parent>" (a base path named after
+// the parent branch). Those are mapped onto root and root/tree/<parent>, so
+// the family opens wherever it now lives. Any other base path (a shallow
+// clone's foreign source) is opened where it was recorded.
+func familyResolver(root blob.Store) func(context.Context, dataset.BasePath) (blob.Store, error) {
+	return func(ctx context.Context, bp dataset.BasePath) (blob.Store, error) {
+		if !bp.IsDatasetRoot {
+			return blob.Open(ctx, bp.Path)
+		}
+		if bp.Name == "" || bp.Name == Main {
+			return root, nil
+		}
+		if strings.HasSuffix(strings.TrimSuffix(bp.Path, "/"), "/"+treeDir+bp.Name) {
+			return blob.Sub(root, treeDir+bp.Name), nil
+		}
+		return blob.Open(ctx, bp.Path)
+	}
+}

@@ -1,0 +1,216 @@
+package branch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+)
+
+// Main is the name of the main line of a dataset. It is never a branch name.
+const Main = "main"
+
+const (
+	tagsDir     = "_refs/tags/"
+	branchesDir = "_refs/branches/"
+	treeDir     = "tree/"
+)
+
+// Tag names one version of the main line or of a branch.
+type Tag struct {
+	Name string
+	// Branch is the branch the version belongs to; "" for main.
+	Branch       string
+	Version      uint64
+	ManifestSize int64
+	CreatedAt    time.Time // zero when the tag file does not record it
+	UpdatedAt    time.Time
+	Metadata     map[string]string
+}
+
+// Branch describes one branch of a dataset.
+type Branch struct {
+	Name string
+	// ParentBranch is the branch this one forked from; "" for main.
+	ParentBranch  string
+	ParentVersion uint64
+	CreatedAt     time.Time
+	ManifestSize  int64
+	Metadata      map[string]string
+}
+
+type tagJSON struct {
+	Branch       *string           `json:"branch"`
+	Version      *uint64           `json:"version"`
+	CreatedAt    *time.Time        `json:"createdAt"`
+	UpdatedAt    *time.Time        `json:"updatedAt"`
+	ManifestSize int64             `json:"manifestSize"`
+	Metadata     map[string]string `json:"metadata"`
+}
+
+type branchJSON struct {
+	ParentBranch  *string           `json:"parentBranch"`
+	ParentVersion *uint64           `json:"parentVersion"`
+	CreateAt      int64             `json:"createAt"`
+	ManifestSize  int64             `json:"manifestSize"`
+	Metadata      map[string]string `json:"metadata"`
+}
+
+// ListTags returns the tags of the dataset rooted at root, by name.
+func ListTags(ctx context.Context, root blob.Store) ([]Tag, error) {
+	var tags []Tag
+	for info, err := range root.List(ctx, tagsDir) {
+		if err != nil {
+			return nil, fmt.Errorf("branch: list tags: %w", err)
+		}
+		name, ok := strings.CutSuffix(strings.TrimPrefix(info.Key, tagsDir), ".json")
+		if !ok || strings.Contains(name, "/") {
+			continue
+		}
+		t, err := GetTag(ctx, root, name)
+		if err != nil {
+			return nil, err
+		}
+		tags = append(tags, t)
+	}
+	slices.SortFunc(tags, func(a, b Tag) int { return strings.Compare(a.Name, b.Name) })
+	return tags, nil
+}
+
+// GetTag reads one tag. A missing tag is an error wrapping lancer.ErrNotFound.
+func GetTag(ctx context.Context, root blob.Store, name string) (Tag, error) {
+	if err := CheckTagName(name); err != nil {
+		return Tag{}, err
+	}
+	key := tagsDir + name + ".json"
+	b, err := root.ReadAll(ctx, key)
+	if err != nil {
+		if errors.Is(err, lancer.ErrNotFound) {
+			return Tag{}, fmt.Errorf("branch: tag %q: %w", name, lancer.ErrNotFound)
+		}
+		return Tag{}, fmt.Errorf("branch: tag %q: %w", name, err)
+	}
+	var j tagJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return Tag{}, fmt.Errorf("branch: tag file %s: %v: %w", key, err, lancer.ErrCorrupt)
+	}
+	if j.Version == nil {
+		return Tag{}, fmt.Errorf("branch: tag file %s has no version: %w", key, lancer.ErrCorrupt)
+	}
+	t := Tag{Name: name, Version: *j.Version, ManifestSize: j.ManifestSize, Metadata: j.Metadata}
+	if j.Branch != nil && *j.Branch != Main {
+		t.Branch = *j.Branch
+	}
+	if j.CreatedAt != nil {
+		t.CreatedAt = *j.CreatedAt
+	}
+	if j.UpdatedAt != nil {
+		t.UpdatedAt = *j.UpdatedAt
+	}
+	return t, nil
+}
+
+// ListBranches returns the branches of the dataset rooted at root, by name.
+func ListBranches(ctx context.Context, root blob.Store) ([]Branch, error) {
+	var branches []Branch
+	for info, err := range root.List(ctx, branchesDir) {
+		if err != nil {
+			return nil, fmt.Errorf("branch: list branches: %w", err)
+		}
+		file, ok := strings.CutSuffix(strings.TrimPrefix(info.Key, branchesDir), ".json")
+		if !ok || strings.Contains(file, "/") {
+			continue
+		}
+		b, err := GetBranch(ctx, root, strings.ReplaceAll(file, "%2F", "/"))
+		if err != nil {
+			return nil, err
+		}
+		branches = append(branches, b)
+	}
+	slices.SortFunc(branches, func(a, b Branch) int { return strings.Compare(a.Name, b.Name) })
+	return branches, nil
+}
+
+// GetBranch reads one branch's metadata. A missing branch is an error
+// wrapping lancer.ErrNotFound.
+func GetBranch(ctx context.Context, root blob.Store, name string) (Branch, error) {
+	if err := CheckBranchName(name); err != nil {
+		return Branch{}, err
+	}
+	key := branchesDir + strings.ReplaceAll(name, "/", "%2F") + ".json"
+	b, err := root.ReadAll(ctx, key)
+	if err != nil {
+		if errors.Is(err, lancer.ErrNotFound) {
+			return Branch{}, fmt.Errorf("branch: branch %q: %w", name, lancer.ErrNotFound)
+		}
+		return Branch{}, fmt.Errorf("branch: branch %q: %w", name, err)
+	}
+	var j branchJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return Branch{}, fmt.Errorf("branch: branch file %s: %v: %w", key, err, lancer.ErrCorrupt)
+	}
+	if j.ParentVersion == nil {
+		return Branch{}, fmt.Errorf("branch: branch file %s has no parentVersion: %w", key, lancer.ErrCorrupt)
+	}
+	br := Branch{Name: name, ParentVersion: *j.ParentVersion, ManifestSize: j.ManifestSize, Metadata: j.Metadata}
+	if j.ParentBranch != nil && *j.ParentBranch != Main {
+		br.ParentBranch = *j.ParentBranch
+	}
+	if j.CreateAt != 0 {
+		br.CreatedAt = time.Unix(j.CreateAt, 0).UTC()
+	}
+	return br, nil
+}
+
+// CheckTagName enforces Lance's tag name rules: non-empty; letters, digits,
+// '.', '-', '_'; no leading or trailing '.'; no ".."; not ending in ".lock".
+func CheckTagName(name string) error {
+	if err := checkSegment(name); err != nil {
+		return fmt.Errorf("branch: tag name %q: %w", name, err)
+	}
+	return nil
+}
+
+// CheckBranchName enforces Lance's branch name rules: '/'-separated
+// segments each following the tag rules, and not "main".
+func CheckBranchName(name string) error {
+	if name == Main {
+		return fmt.Errorf("branch: %q is the main line, not a branch name: %w", name, lancer.ErrInvalidArgument)
+	}
+	if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
+		return fmt.Errorf("branch: branch name %q: empty or with a leading or trailing '/': %w", name, lancer.ErrInvalidArgument)
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if err := checkSegment(seg); err != nil {
+			return fmt.Errorf("branch: branch name %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func checkSegment(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("empty name or segment: %w", lancer.ErrInvalidArgument)
+	case strings.HasPrefix(s, ".") || strings.HasSuffix(s, "."):
+		return fmt.Errorf("starts or ends with '.': %w", lancer.ErrInvalidArgument)
+	case strings.Contains(s, ".."):
+		return fmt.Errorf("contains '..': %w", lancer.ErrInvalidArgument)
+	case strings.HasSuffix(s, ".lock"):
+		return fmt.Errorf("ends with .lock: %w", lancer.ErrInvalidArgument)
+	}
+	for _, r := range s {
+		ok := r == '.' || r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
+		if !ok {
+			return fmt.Errorf("character %q not allowed: %w", r, lancer.ErrInvalidArgument)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/format"
+)
+
+func newSchemaCommand() *cobra.Command {
+	var (
+		rf        refFlags
+		formatArg string
+	)
+	cmd := &cobra.Command{
+		Use:   "schema [URI]",
+		Short: "Print a dataset's schema (field ids, types, nullability, metadata)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if formatArg != "text" && formatArg != "json" {
+				return fmt.Errorf("unknown --format %q (want text or json): %w", formatArg, lancer.ErrInvalidArgument)
+			}
+			ds, err := openDataset(cmd.Context(), cmd, args, &rf)
+			if err != nil {
+				return err
+			}
+			return printSchema(cmd.OutOrStdout(), ds.Schema(), formatArg)
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().StringVar(&formatArg, "format", "text", "output format: text or json")
+	return cmd
+}
+
+// schemaField is the JSON form of a schema field.
+type schemaField struct {
+	Name        string            `json:"name"`
+	ID          int32             `json:"id"`
+	Type        string            `json:"type"`
+	LogicalType string            `json:"logical_type"`
+	Nullable    bool              `json:"nullable"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Children    []schemaField     `json:"children,omitempty"`
+}
+
+func toSchemaField(f *format.Field) schemaField {
+	sf := schemaField{Name: f.Name, ID: f.ID, Type: f.Type.String(), LogicalType: f.LogicalType, Nullable: f.Nullable, Metadata: f.Metadata}
+	for _, c := range f.Children {
+		sf.Children = append(sf.Children, toSchemaField(c))
+	}
+	return sf
+}
+
+func printSchema(w io.Writer, s *format.Schema, formatArg string) error {
+	if formatArg == "json" {
+		fields := make([]schemaField, len(s.Fields))
+		for i, f := range s.Fields {
+			fields[i] = toSchemaField(f)
+		}
+		out := struct {
+			Fields   []schemaField     `json:"fields"`
+			Metadata map[string]string `json:"metadata,omitempty"`
+		}{fields, s.Metadata}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIELD\tID\tTYPE\tNULLABLE\tMETADATA")
+	var walk func(f *format.Field, depth int)
+	walk = func(f *format.Field, depth int) {
+		md := ""
+		if len(f.Metadata) > 0 {
+			keys := slices.Sorted(mapsKeys(f.Metadata))
+			parts := make([]string, len(keys))
+			for i, k := range keys {
+				parts[i] = k + "=" + f.Metadata[k]
+			}
+			md = strings.Join(parts, " ")
+		}
+		typ := f.LogicalType
+		if f.IsLeaf() || f.Type.ID().String() != typ {
+			typ = f.Type.String()
+		}
+		fmt.Fprintf(tw, "%s%s\t%d\t%s\t%t\t%s\n", strings.Repeat("  ", depth), f.Name, f.ID, typ, f.Nullable, md)
+		for _, c := range f.Children {
+			walk(c, depth+1)
+		}
+	}
+	for _, f := range s.Fields {
+		walk(f, 0)
+	}
+	return tw.Flush()
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func newVersionsCommand() *cobra.Command {
+	var (
+		branchName string
+		formatArg  string
+	)
+	cmd := &cobra.Command{
+		Use:   "versions [URI]",
+		Short: "List the versions of a dataset (or of one branch)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if formatArg != "table" && formatArg != "json" {
+				return fmt.Errorf("unknown --format %q (want table or json): %w", formatArg, lancer.ErrInvalidArgument)
+			}
+			ctx := cmd.Context()
+			ds, err := openDataset(ctx, cmd, args, &refFlags{branch: branchName})
+			if err != nil {
+				return err
+			}
+			versions, err := ds.Versions(ctx)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if formatArg == "json" {
+				type versionJSON struct {
+					Version     uint64            `json:"version"`
+					Timestamp   string            `json:"timestamp"`
+					TimestampMS int64             `json:"timestamp_ms"`
+					Operation   string            `json:"operation,omitempty"`
+					Metadata    map[string]string `json:"metadata"`
+				}
+				out := make([]versionJSON, len(versions))
+				for i, v := range versions {
+					out[i] = versionJSON{v.Version, v.Timestamp.UTC().Format(time.RFC3339Nano), v.Timestamp.UnixMilli(), v.Operation, v.Metadata}
+				}
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "VERSION\tTIMESTAMP\tOPERATION\tROWS\tFRAGMENTS")
+			for _, v := range versions {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", v.Version, v.Timestamp.UTC().Format(time.RFC3339), v.Operation,
+					v.Metadata["total_rows"], v.Metadata["total_fragments"])
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&branchName, "branch", "", "list the versions of this branch (default: main)")
+	cmd.Flags().StringVar(&formatArg, "format", "table", "output format: table or json")
+	return cmd
+}
+
+func newTagsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "tags [URI]",
+		Short: "List a dataset's tags",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			root, err := openRoot(ctx, cmd, args)
+			if err != nil {
+				return err
+			}
+			tags, err := branch.ListTags(ctx, root)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TAG\tBRANCH\tVERSION\tUPDATED")
+			for _, t := range tags {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", t.Name, orMain(t.Branch), t.Version, formatTime(t.UpdatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newBranchesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "branches [URI]",
+		Short: "List a dataset's branches",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			root, err := openRoot(ctx, cmd, args)
+			if err != nil {
+				return err
+			}
+			branches, err := branch.ListBranches(ctx, root)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "BRANCH\tPARENT\tPARENT VERSION\tCREATED")
+			for _, b := range branches {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", b.Name, orMain(b.ParentBranch), b.ParentVersion, formatTime(b.CreatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func orMain(b string) string {
+	if b == "" {
+		return branch.Main
+	}
+	return b
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func newInspectCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Describe a Lance data file: footer, schema, columns, pages and encodings",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			path := args[0]
+			store, err := blob.NewLocalStore(filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			r, err := format.Open(ctx, store, filepath.Base(path), nil)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			major, minor := r.FooterVersion()
+			fmt.Fprintf(w, "file:     %s (%d bytes)\n", path, r.Size())
+			fmt.Fprintf(w, "version:  %s (footer %d.%d)\n", r.Version(), major, minor)
+			fmt.Fprintf(w, "rows:     %d\n", r.NumRows())
+			fmt.Fprintf(w, "columns:  %d\n", r.NumColumns())
+			for i, g := range r.GlobalBuffers() {
+				fmt.Fprintf(w, "global buffer %d: offset %d, %d bytes\n", i, g.Offset, g.Size)
+			}
+			fmt.Fprintln(w, "\nschema:")
+			if err := printSchema(w, r.Schema(), "text"); err != nil {
+				return err
+			}
+			for _, c := range r.Columns() {
+				fmt.Fprintf(w, "\ncolumn %d: %s\n", c.Index, c.Encoding)
+				for _, b := range c.Buffers {
+					fmt.Fprintf(w, "  column buffer: offset %d, %d bytes\n", b.Offset, b.Size)
+				}
+				for p, pg := range c.Pages {
+					var bufs []string
+					for _, b := range pg.Buffers {
+						bufs = append(bufs, fmt.Sprintf("%d@%d", b.Size, b.Offset))
+					}
+					fmt.Fprintf(w, "  page %d: length %d, first row %d, buffers [%s]\n    %s\n", p, pg.Length, pg.Priority, strings.Join(bufs, " "), pg.Encoding)
+				}
+			}
+			return nil
+		},
+	}
+}

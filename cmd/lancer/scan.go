@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+func newScanCommand() *cobra.Command {
+	var (
+		rf        refFlags
+		columns   string
+		limit     int64
+		offset    int64
+		withRowID bool
+		formatArg string
+		batchSize int
+	)
+	cmd := &cobra.Command{
+		Use:   "scan [URI]",
+		Short: "Print the rows of a dataset",
+		Long: `Print the rows of a dataset at its latest version, or at --version, --tag or
+--branch. --format jsonl prints one JSON object per row: int64 as exact
+integers, binary as base64, timestamps as raw integers, decimals as strings,
+_rowid last when --with-rowid is given.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out, err := newRowWriter(formatArg, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			if limit < 0 || offset < 0 {
+				return fmt.Errorf("--limit and --offset must not be negative: %w", lancer.ErrInvalidArgument)
+			}
+			ctx := cmd.Context()
+			ds, err := openDataset(ctx, cmd, args, &rf)
+			if err != nil {
+				return err
+			}
+			opts := &dataset.ScanOptions{
+				Limit:     limit,
+				Offset:    offset,
+				WithRowID: withRowID,
+				BatchSize: batchSize,
+			}
+			if columns != "" {
+				for c := range strings.SplitSeq(columns, ",") {
+					opts.Columns = append(opts.Columns, strings.TrimSpace(c))
+				}
+			}
+			scanner, err := ds.Scan(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer scanner.Release()
+			if err := out.begin(scanner.Schema()); err != nil {
+				return err
+			}
+			for scanner.Next() {
+				if err := out.write(scanner.RecordBatch()); err != nil {
+					return err
+				}
+			}
+			if err := scanner.Err(); err != nil {
+				return err
+			}
+			return out.end()
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().StringVar(&columns, "columns", "", "comma-separated columns to print; nested members as a.b.c (default: all)")
+	cmd.Flags().Int64Var(&limit, "limit", 0, "print at most this many rows (0: all)")
+	cmd.Flags().Int64Var(&offset, "offset", 0, "skip this many rows first")
+	cmd.Flags().BoolVar(&withRowID, "with-rowid", false, "add the _rowid column last")
+	cmd.Flags().StringVar(&formatArg, "format", "table", "output format: table, jsonl or csv")
+	cmd.Flags().IntVar(&batchSize, "batch-size", 0, "rows per read batch (default: the dataset package's)")
+	_ = cmd.Flags().MarkHidden("batch-size")
+	return cmd
+}
