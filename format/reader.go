@@ -187,6 +187,30 @@ func (r *Reader) openV2(ctx context.Context, tail []byte) error {
 		}
 		r.columns[i] = cm
 	}
+	return r.checkRowCounts()
+}
+
+// checkRowCounts holds the file descriptor's row count against the pages:
+// from 2.1 on every column's pages hold every row; in 2.0 list item columns
+// count items, so only an upper bound holds.
+func (r *Reader) checkRowCounts() error {
+	var most uint64
+	for i, cm := range r.columns {
+		var sum uint64
+		for _, p := range cm.GetPages() {
+			if sum+p.GetLength() < sum {
+				return r.corruptf("column %d: page lengths overflow", i)
+			}
+			sum += p.GetLength()
+		}
+		if r.version.Structural() && sum != r.numRows {
+			return r.corruptf("column %d pages hold %d rows, the file descriptor says %d", i, sum, r.numRows)
+		}
+		most = max(most, sum)
+	}
+	if len(r.columns) > 0 && r.numRows > most {
+		return r.corruptf("the file descriptor says %d rows, but no column holds more than %d", r.numRows, most)
+	}
 	return nil
 }
 

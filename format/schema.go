@@ -520,7 +520,7 @@ func ParseLogicalType(lt string) (arrow.DataType, error) {
 			return bad()
 		}
 		n, err := strconv.Atoi(parts[len(parts)-1])
-		if err != nil || n < 0 || n > 1<<30 {
+		if err != nil || n <= 0 || n > 1<<30 { // Arrow has no empty fixed-size lists
 			return bad()
 		}
 		childLT := strings.Join(parts[1:len(parts)-1], ":")

@@ -1,0 +1,225 @@
+package format
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/fixturetest"
+)
+
+var updateMalformed = flag.Bool("update-malformed", false, "rewrite testdata/malformed from the fixtures")
+
+// readEverything opens the file held in data and reads every row of every
+// field (the first maxRowsRead of them), the way a scan would. The cap keeps
+// fuzzing fast: a valid all-null page may stand for billions of rows.
+func readEverything(t testing.TB, name string, data []byte, mem memory.Allocator) error {
+	ctx := context.Background()
+	store := blob.NewMemStore("t")
+	if err := store.Write(ctx, name, data); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, store, name, &OpenOptions{Allocator: mem})
+	if err != nil {
+		return err
+	}
+	c, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	const maxRowsRead = 100_000
+	n := min(r.NumRows(), maxRowsRead)
+	for start := uint64(0); start < n; start += 1000 {
+		arrs, err := c.ReadRange(ctx, start, min(start+1000, n))
+		if err != nil {
+			return err
+		}
+		releaseAll(arrs)
+	}
+	return nil
+}
+
+// isCategorized reports whether err wraps one of lancer's categories for bad
+// or unsupported input.
+func isCategorized(err error) bool {
+	return errors.Is(err, lancer.ErrCorrupt) || errors.Is(err, lancer.ErrUnsupported) || errors.Is(err, lancer.ErrInvalidArgument)
+}
+
+// smallFixtureFiles returns real data files of every version small enough to
+// serve as seeds and as the base of the malformed set.
+func smallFixtureFiles(t testing.TB) map[string][]byte {
+	out := map[string][]byte{}
+	for _, name := range []string{"history_vlegacy", "history_v2_0", "history_v2_1", "history_v2_2", "blob_v2_v2_2", "types_v2_2"} {
+		paths, _ := filepath.Glob(filepath.Join(fixturetest.DatasetPath(t, name), "data", "*.lance"))
+		slices.Sort(paths)
+		if len(paths) == 0 {
+			t.Fatalf("no data files in fixture %s", name)
+		}
+		b, err := os.ReadFile(paths[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = b
+	}
+	return out
+}
+
+// malformations derive broken files from a good one. Each must be refused
+// with ErrCorrupt.
+var malformations = []struct {
+	name  string
+	apply func(b []byte) []byte
+}{
+	{"empty", func(b []byte) []byte { return nil }},
+	{"tiny", func(b []byte) []byte { return []byte("LANC") }},
+	{"truncated_tail", func(b []byte) []byte { return b[:len(b)-7] }},
+	{"truncated_half", func(b []byte) []byte { return b[len(b)/2:] }},
+	{"bad_magic", func(b []byte) []byte { b[len(b)-1] = 'X'; return b }},
+	{"footer_offsets_past_end", func(b []byte) []byte {
+		if isLegacy(b) {
+			binary.LittleEndian.PutUint64(b[len(b)-16:], uint64(len(b))*4)
+			return b
+		}
+		f := b[len(b)-40:]
+		binary.LittleEndian.PutUint64(f[8:], uint64(len(b))*3)
+		binary.LittleEndian.PutUint64(f[16:], uint64(len(b))*3)
+		return b
+	}},
+	{"absurd_counts", func(b []byte) []byte {
+		if isLegacy(b) {
+			binary.LittleEndian.PutUint64(b[len(b)-16:], 1<<62)
+			return b
+		}
+		f := b[len(b)-40:]
+		binary.LittleEndian.PutUint32(f[24:], 0xFFFFFFF0)
+		binary.LittleEndian.PutUint32(f[28:], 0xFFFFFFF0)
+		return b
+	}},
+	{"table_entry_past_end", func(b []byte) []byte {
+		if isLegacy(b) {
+			pos := binary.LittleEndian.Uint64(b[len(b)-16:])
+			binary.LittleEndian.PutUint32(b[pos:], 0x7FFFFFFF) // metadata length
+			return b
+		}
+		f := b[len(b)-40:]
+		gbo := binary.LittleEndian.Uint64(f[16:])
+		binary.LittleEndian.PutUint64(b[gbo+8:], 1<<40) // global buffer 0 size
+		return b
+	}},
+	{"garbage_metadata", func(b []byte) []byte {
+		var start uint64
+		if isLegacy(b) {
+			start = binary.LittleEndian.Uint64(b[len(b)-16:]) + 4
+		} else {
+			f := b[len(b)-40:]
+			gbo := binary.LittleEndian.Uint64(f[16:])
+			start = binary.LittleEndian.Uint64(b[gbo:])
+		}
+		for i := start; i < start+24 && i < uint64(len(b))-40; i++ {
+			b[i] = 0xFF
+		}
+		return b
+	}},
+	{"zeroed_pages", func(b []byte) []byte {
+		// Wipe the data region: every page decoder sees garbage.
+		var end uint64
+		if isLegacy(b) {
+			end = binary.LittleEndian.Uint64(b[len(b)-16:]) / 2
+		} else {
+			// Pages end where global buffer 0 (the file descriptor) starts.
+			gbo := binary.LittleEndian.Uint64(b[len(b)-24:])
+			end = binary.LittleEndian.Uint64(b[gbo:])
+		}
+		for i := range min(end, uint64(len(b))) {
+			b[i] = 0xEE
+		}
+		return b
+	}},
+}
+
+func isLegacy(b []byte) bool {
+	major := binary.LittleEndian.Uint16(b[len(b)-8:])
+	minor := binary.LittleEndian.Uint16(b[len(b)-6:])
+	return major == 0 && minor < 3
+}
+
+// TestMalformedFiles reads every file in testdata/malformed: each must be
+// refused with an error wrapping ErrCorrupt that names the file, never a
+// panic. Regenerate with -update-malformed.
+func TestMalformedFiles(t *testing.T) {
+	dir := filepath.Join("testdata", "malformed")
+	if *updateMalformed {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for base, good := range smallFixtureFiles(t) {
+			for _, m := range malformations {
+				bad := m.apply(bytes.Clone(good))
+				if err := os.WriteFile(filepath.Join(dir, base+"."+m.name+".lance"), bad, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.lance"))
+	if want := 6 * len(malformations); len(paths) != want {
+		t.Fatalf("%d malformed files, want %d (run with -update-malformed)", len(paths), want)
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(p)
+		t.Run(name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			err := readEverything(t, name, b, mem)
+			if !errors.Is(err, lancer.ErrCorrupt) {
+				t.Fatalf("err = %v, want ErrCorrupt", err)
+			}
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+// TestGoodFilesStillRead guards the malformed set: the files it derives from
+// must read cleanly, or the set would test nothing.
+func TestGoodFilesStillRead(t *testing.T) {
+	for name, b := range smallFixtureFiles(t) {
+		if err := readEverything(t, name+".lance", b, memory.NewGoAllocator()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// FuzzOpen feeds mutated data files of every version to Open and a full
+// read: errors must be categorised, and nothing may panic or allocate
+// without bound.
+func FuzzOpen(f *testing.F) {
+	for _, b := range smallFixtureFiles(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := readEverything(t, "fuzz.lance", data, memory.NewGoAllocator()); err != nil && !isCategorized(err) {
+			t.Fatalf("uncategorised error: %v", err)
+		}
+	})
+}
