@@ -463,6 +463,13 @@ func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error)
 				c.r.key, row, c.r.numRows, lancer.ErrInvalidArgument)
 		}
 	}
+	if len(rows) == 0 {
+		out := make([]arrow.Array, len(c.proj.Fields))
+		for i, f := range c.proj.Fields {
+			out[i] = nullArray(c.r.mem, f.ScanType(), 0)
+		}
+		return out, nil
+	}
 	// Read each run of consecutive sorted rows with one ReadRange, then
 	// put the rows back in the requested order.
 	sorted := slices.Clone(rows)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
@@ -222,4 +223,34 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("uncategorised error: %v", err)
 		}
 	})
+}
+
+func TestTakeNoRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	store := blob.NewMemStore("t")
+	_ = store.Write(ctx, "f.lance", smallFixtureFiles(t)["history_v2_2"])
+	r, err := Open(ctx, store, "f.lance", &OpenOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	arrs, err := c.Take(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseAll(arrs)
+	if len(arrs) != len(r.Schema().Fields) {
+		t.Fatalf("%d arrays, want %d", len(arrs), len(r.Schema().Fields))
+	}
+	for i, a := range arrs {
+		if a.Len() != 0 || !arrow.TypeEqual(a.DataType(), r.Schema().Fields[i].ScanType()) {
+			t.Errorf("array %d: len %d type %s", i, a.Len(), a.DataType())
+		}
+	}
 }
