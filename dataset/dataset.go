@@ -1,0 +1,323 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format"
+)
+
+// OpenOptions configures Open. A nil *OpenOptions means all defaults.
+type OpenOptions struct {
+	// Version is the version to open. Default 0: the latest.
+	Version uint64
+	// Allocator allocates the Arrow arrays scans and takes return. Default
+	// memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// ResolveBase returns the store holding the files of a BasePath recorded
+	// in the manifest (the store is the base's root: its data/ and
+	// _deletions/ when IsDatasetRoot, else the data files themselves). It is
+	// called at most once per base and Dataset lineage, the first time a file
+	// there is read. Default: blob.Open(ctx, bp.Path), since Lance records
+	// absolute URIs or local paths. A caller whose dataset moved supplies
+	// one that maps the recorded path to where the files are now.
+	ResolveBase func(ctx context.Context, bp BasePath) (blob.Store, error)
+}
+
+// withDefaults returns a copy of opts with defaults filled in.
+func (o *OpenOptions) withDefaults() OpenOptions {
+	var out OpenOptions
+	if o != nil {
+		out = *o
+	}
+	if out.Allocator == nil {
+		out.Allocator = memory.DefaultAllocator
+	}
+	if out.ResolveBase == nil {
+		out.ResolveBase = func(ctx context.Context, bp BasePath) (blob.Store, error) {
+			return blob.Open(ctx, bp.Path)
+		}
+	}
+	return out
+}
+
+// Dataset is one version of the Lance dataset rooted at a store. It is
+// immutable and safe for concurrent use; Checkout gives another version.
+type Dataset struct {
+	store    blob.Store
+	opts     OpenOptions
+	manifest *Manifest
+	// manifestKey is the key of the manifest file, for error messages.
+	manifestKey string
+	bases       *baseStores
+	// deletions caches decoded deletion files by location.
+	deletions sync.Map // string → *deletionVector
+}
+
+// baseStores resolves BasePaths to stores once; versions of one Dataset
+// lineage (Checkout) share it.
+type baseStores struct {
+	resolve func(ctx context.Context, bp BasePath) (blob.Store, error)
+	mu      sync.Mutex
+	stores  map[string]blob.Store // by BasePath.Path
+}
+
+// Open opens the dataset rooted at store, at opts.Version (default the
+// latest). It reads one manifest and no data. Errors wrap lancer.ErrNotFound
+// (no such version, no dataset), lancer.ErrCorrupt (a malformed manifest,
+// named in the message) or lancer.ErrUnsupported (a feature flag or file
+// version lancer does not read).
+func Open(ctx context.Context, store blob.Store, opts *OpenOptions) (*Dataset, error) {
+	o := opts.withDefaults()
+	bases := &baseStores{resolve: o.ResolveBase, stores: map[string]blob.Store{}}
+	return open(ctx, store, o, bases, o.Version)
+}
+
+// OpenURI opens the dataset at uri (a local path, file:// or mem:// URI; see
+// blob.Open).
+func OpenURI(ctx context.Context, uri string, opts *OpenOptions) (*Dataset, error) {
+	store, err := blob.Open(ctx, uri)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: open %s: %w", uri, err)
+	}
+	return Open(ctx, store, opts)
+}
+
+func open(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, version uint64) (*Dataset, error) {
+	var (
+		e   manifestEntry
+		err error
+	)
+	if version == 0 {
+		e, err = latestManifest(ctx, store)
+	} else {
+		e, err = findManifest(ctx, store, version)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := readManifest(ctx, store, e.key, e.size, false)
+	if err != nil {
+		return nil, err
+	}
+	if c.manifest.Version != e.version {
+		return nil, fmt.Errorf("dataset: manifest %s records version %d: %w",
+			location(store, e.key), c.manifest.Version, lancer.ErrCorrupt)
+	}
+	o.Version = e.version
+	return &Dataset{store: store, opts: o, manifest: c.manifest, manifestKey: e.key, bases: bases}, nil
+}
+
+// Checkout opens another version of the same dataset (0 = the latest), with
+// the same options.
+func (d *Dataset) Checkout(ctx context.Context, version uint64) (*Dataset, error) {
+	return open(ctx, d.store, d.opts, d.bases, version)
+}
+
+// Version returns the version number.
+func (d *Dataset) Version() uint64 { return d.manifest.Version }
+
+// Timestamp returns the commit time of the version.
+func (d *Dataset) Timestamp() time.Time { return d.manifest.Timestamp }
+
+// Schema returns the dataset schema. Callers must not modify it.
+func (d *Dataset) Schema() *format.Schema { return d.manifest.Schema }
+
+// Store returns the store the dataset is rooted at.
+func (d *Dataset) Store() blob.Store { return d.store }
+
+// Manifest returns the version's manifest. Callers must not modify it.
+func (d *Dataset) Manifest() *Manifest { return d.manifest }
+
+// Indices lists the index segments of the version: read-only metadata, no
+// index file is opened.
+func (d *Dataset) Indices() []IndexInfo { return d.manifest.Indices }
+
+// CountRows returns the number of live rows from metadata: each fragment's
+// physical rows less its deleted rows. It reads a deletion file only when
+// the manifest does not record its count, and a data file only when a
+// (very old) manifest does not record a fragment's size.
+func (d *Dataset) CountRows(ctx context.Context) (uint64, error) {
+	var total uint64
+	for _, f := range d.manifest.Fragments {
+		n, err := d.liveRows(ctx, f)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// physicalRows returns the fragment's row count including deleted rows,
+// asking the first data file when the manifest does not record it.
+func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error) {
+	if f.PhysicalRows != 0 || len(f.Files) == 0 {
+		return f.PhysicalRows, nil
+	}
+	r, err := d.openDataFile(ctx, &f.Files[0])
+	if err != nil {
+		return 0, err
+	}
+	if r.NumRows() > maxRowsPerFragment {
+		return 0, fmt.Errorf("dataset: fragment %d: data file %s holds %d rows, more than a fragment can address: %w",
+			f.ID, f.Files[0].Path, r.NumRows(), lancer.ErrCorrupt)
+	}
+	return r.NumRows(), nil
+}
+
+// liveRows returns the fragment's row count without deleted rows.
+func (d *Dataset) liveRows(ctx context.Context, f *Fragment) (uint64, error) {
+	physical, err := d.physicalRows(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	deleted, known := f.NumDeletedRows()
+	if !known {
+		dv, err := d.deletionVector(ctx, f)
+		if err != nil {
+			return 0, err
+		}
+		deleted = dv.count()
+	}
+	if deleted > physical {
+		return 0, fmt.Errorf("dataset: fragment %d has %d deleted rows of %d: %w", f.ID, deleted, physical, lancer.ErrCorrupt)
+	}
+	return physical - deleted, nil
+}
+
+// deletionVector loads (once per Dataset) the fragment's deleted rows; nil
+// when it has none.
+func (d *Dataset) deletionVector(ctx context.Context, f *Fragment) (*deletionVector, error) {
+	if f.DeletionFile == nil {
+		return nil, nil
+	}
+	store, err := d.rootStore(ctx, f.DeletionFile.BaseID, "deletion file")
+	if err != nil {
+		return nil, fmt.Errorf("dataset: fragment %d: %w", f.ID, err)
+	}
+	key := f.DeletionFile.Key(f.ID)
+	cacheKey := location(store, key)
+	if dv, ok := d.deletions.Load(cacheKey); ok {
+		return dv.(*deletionVector), nil
+	}
+	frag := *f
+	if frag.PhysicalRows, err = d.physicalRows(ctx, f); err != nil {
+		return nil, err
+	}
+	dv, err := readDeletionFile(ctx, store, key, &frag)
+	if err != nil {
+		return nil, err
+	}
+	d.deletions.Store(cacheKey, dv)
+	return dv, nil
+}
+
+// basePath returns the BasePath with the given id.
+func (d *Dataset) basePath(id uint32) (BasePath, bool) {
+	for _, bp := range d.manifest.BasePaths {
+		if bp.ID == id {
+			return bp, true
+		}
+	}
+	return BasePath{}, false
+}
+
+// baseStore returns the store of base path id and the BasePath.
+func (d *Dataset) baseStore(ctx context.Context, id uint32) (blob.Store, BasePath, error) {
+	bp, ok := d.basePath(id)
+	if !ok {
+		// manifestFromProto checked every reference; this is a bug.
+		return nil, bp, fmt.Errorf("base path %d is not in the manifest: %w", id, lancer.ErrCorrupt)
+	}
+	d.bases.mu.Lock()
+	defer d.bases.mu.Unlock()
+	if s, ok := d.bases.stores[bp.Path]; ok {
+		return s, bp, nil
+	}
+	s, err := d.bases.resolve(ctx, bp)
+	if err != nil {
+		return nil, bp, fmt.Errorf("base path %d (%s): %w", bp.ID, bp.Path, err)
+	}
+	d.bases.stores[bp.Path] = s
+	return s, bp, nil
+}
+
+// rootStore returns the dataset root holding files recorded with baseID:
+// this dataset's store for nil, else the base's, which must be a dataset
+// root. what names the referring file in errors.
+func (d *Dataset) rootStore(ctx context.Context, baseID *uint32, what string) (blob.Store, error) {
+	if baseID == nil {
+		return d.store, nil
+	}
+	s, bp, err := d.baseStore(ctx, *baseID)
+	if err != nil {
+		return nil, err
+	}
+	if !bp.IsDatasetRoot {
+		return nil, fmt.Errorf("%s lives under base path %d (%s), which is not a dataset root: %w",
+			what, bp.ID, bp.Path, lancer.ErrCorrupt)
+	}
+	return s, nil
+}
+
+// dataFileLocation returns the store and key of a data file.
+func (d *Dataset) dataFileLocation(ctx context.Context, df *DataFile) (blob.Store, string, error) {
+	if df.BaseID == nil {
+		return d.store, "data/" + df.Path, nil
+	}
+	s, bp, err := d.baseStore(ctx, *df.BaseID)
+	if err != nil {
+		return nil, "", fmt.Errorf("dataset: data file %s: %w", df.Path, err)
+	}
+	if bp.IsDatasetRoot {
+		return s, "data/" + df.Path, nil
+	}
+	return s, df.Path, nil
+}
+
+// openDataFile opens a data file with the dataset's allocator.
+func (d *Dataset) openDataFile(ctx context.Context, df *DataFile) (*format.Reader, error) {
+	store, key, err := d.dataFileLocation(ctx, df)
+	if err != nil {
+		return nil, err
+	}
+	r, err := format.Open(ctx, store, key, &format.OpenOptions{Size: int64(df.SizeBytes), Allocator: d.opts.Allocator})
+	if err != nil {
+		return nil, fmt.Errorf("dataset: version %d: %w", d.manifest.Version, err)
+	}
+	return r, nil
+}
+
+// rowIDs decodes the fragment's stable row ids.
+func (d *Dataset) rowIDs(ctx context.Context, f *Fragment, physical uint64) (*rowIDSequence, error) {
+	if !f.rowIDs.present {
+		return nil, fmt.Errorf("dataset: fragment %d has no row ids: %w", f.ID, lancer.ErrCorrupt)
+	}
+	data := f.rowIDs.inline
+	if f.rowIDs.path != "" {
+		// A sequence of n ids takes at most about 8n bytes (plain u64
+		// values) plus per-segment framing.
+		if limit := 16*physical + 64<<10; f.rowIDs.size > limit || f.rowIDs.offset > math.MaxInt64-limit {
+			return nil, fmt.Errorf("dataset: fragment %d: row ids at %s [%d, +%d) for %d rows: %w",
+				f.ID, f.rowIDs.path, f.rowIDs.offset, f.rowIDs.size, physical, lancer.ErrCorrupt)
+		}
+		var err error
+		data, err = d.store.ReadRange(ctx, f.rowIDs.path, int64(f.rowIDs.offset), int64(f.rowIDs.size))
+		if err != nil {
+			return nil, fmt.Errorf("dataset: fragment %d row ids: %w", f.ID, err)
+		}
+	}
+	seq, err := decodeRowIDSequence(data, physical)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: fragment %d: %w", f.ID, err)
+	}
+	return seq, nil
+}

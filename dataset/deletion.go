@@ -1,0 +1,195 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+)
+
+// deletionVector is the set of deleted row offsets of one fragment. A nil
+// *deletionVector deletes nothing.
+type deletionVector struct {
+	bm *roaring.Bitmap
+}
+
+// count returns the number of deleted rows.
+func (dv *deletionVector) count() uint64 {
+	if dv == nil {
+		return 0
+	}
+	return dv.bm.GetCardinality()
+}
+
+// contains reports whether the row at offset is deleted.
+func (dv *deletionVector) contains(offset uint64) bool {
+	return dv != nil && offset <= 0xFFFFFFFF && dv.bm.Contains(uint32(offset))
+}
+
+// deletedBefore returns the number of deleted offsets below p.
+func (dv *deletionVector) deletedBefore(p uint64) uint64 {
+	switch {
+	case dv == nil || p == 0:
+		return 0
+	case p > 0xFFFFFFFF:
+		return dv.bm.GetCardinality()
+	}
+	return dv.bm.Rank(uint32(p - 1))
+}
+
+// skipLive returns the smallest p ≥ from such that [from, p) holds exactly
+// k live rows: where to start reading to skip k live rows, or where to stop
+// reading to get k of them.
+func (dv *deletionVector) skipLive(from, k uint64) uint64 {
+	base := dv.deletedBefore(from)
+	p := from + k
+	for {
+		next := from + k + dv.deletedBefore(p) - base
+		if next == p {
+			return p
+		}
+		p = next
+	}
+}
+
+// nextLive returns the first offset ≥ p that is not deleted.
+func (dv *deletionVector) nextLive(p uint64) uint64 {
+	if dv == nil || p > 0xFFFFFFFF {
+		return p
+	}
+	it := dv.bm.Iterator()
+	it.AdvanceIfNeeded(uint32(p))
+	for it.HasNext() && uint64(it.PeekNext()) == p {
+		it.Next()
+		p++
+	}
+	return p
+}
+
+// liveRuns calls fn with each maximal run [a, b) of live offsets inside
+// [start, end), in order.
+func (dv *deletionVector) liveRuns(start, end uint64, fn func(a, b uint64)) {
+	if start >= end {
+		return
+	}
+	if dv == nil || dv.deletedBefore(end) == dv.deletedBefore(start) {
+		fn(start, end)
+		return
+	}
+	it := dv.bm.Iterator()
+	it.AdvanceIfNeeded(uint32(start))
+	a := start
+	for it.HasNext() {
+		d := uint64(it.PeekNext())
+		if d >= end {
+			break
+		}
+		it.Next()
+		if d > a {
+			fn(a, d)
+		}
+		a = d + 1
+	}
+	if a < end {
+		fn(a, end)
+	}
+}
+
+// maxDeletionFileSize bounds the deletion files read whole: a bitmap of
+// every offset of a 2^32-row fragment takes 512 MiB plus headers.
+const maxDeletionFileSize = 520 << 20
+
+// readDeletionFile reads and decodes the deletion file of fragment frag
+// stored at key in store.
+func readDeletionFile(ctx context.Context, store blob.Store, key string, frag *Fragment) (*deletionVector, error) {
+	where := location(store, key)
+	info, err := store.Stat(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: deletion file %s: %w", where, err)
+	}
+	if info.Size > maxDeletionFileSize {
+		return nil, fmt.Errorf("dataset: deletion file %s: %d bytes exceed the %d a deletion file can need: %w",
+			where, info.Size, maxDeletionFileSize, lancer.ErrCorrupt)
+	}
+	data, err := store.ReadAll(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: deletion file %s: %w", where, err)
+	}
+	dv, err := decodeDeletionFile(frag.DeletionFile.Kind, data, frag.PhysicalRows)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: deletion file %s: %w", where, err)
+	}
+	if n := frag.DeletionFile.NumDeletedRows; n != 0 && n != dv.count() {
+		return nil, fmt.Errorf("dataset: deletion file %s holds %d rows but the manifest says %d: %w",
+			where, dv.count(), n, lancer.ErrCorrupt)
+	}
+	return dv, nil
+}
+
+// decodeDeletionFile decodes the bytes of a deletion file of the given kind
+// for a fragment of physicalRows rows (0 = unknown, then up to 2^32).
+// Offsets at or beyond physicalRows are corruption.
+func decodeDeletionFile(kind DeletionFileKind, data []byte, physicalRows uint64) (*deletionVector, error) {
+	limit := physicalRows
+	if limit == 0 {
+		limit = maxRowsPerFragment
+	}
+	var (
+		bm  *roaring.Bitmap
+		err error
+	)
+	switch kind {
+	case DeletionArrow:
+		bm, err = decodeArrowDeletions(data, limit)
+	case DeletionBitmap:
+		bm, err = decodeRoaring(data)
+	default:
+		return nil, fmt.Errorf("deletion file kind %d: %w", kind, lancer.ErrUnsupported)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !bm.IsEmpty() && uint64(bm.Maximum()) >= limit {
+		return nil, fmt.Errorf("deletes row %d of a fragment of %d rows: %w", bm.Maximum(), limit, lancer.ErrCorrupt)
+	}
+	return &deletionVector{bm: bm}, nil
+}
+
+// decodeRoaring reads a portable 32-bit Roaring bitmap that fills data
+// exactly.
+func decodeRoaring(data []byte) (bm *roaring.Bitmap, err error) {
+	// roaring validates what it reads, but a decoder of untrusted bytes must
+	// not bring the process down if it misses a case.
+	defer func() {
+		if r := recover(); r != nil {
+			bm, err = nil, fmt.Errorf("roaring bitmap: %v: %w", r, lancer.ErrCorrupt)
+		}
+	}()
+	bm = roaring.New()
+	n, err := bm.ReadFrom(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("roaring bitmap: %v: %w", err, lancer.ErrCorrupt)
+	}
+	if n != int64(len(data)) {
+		return nil, fmt.Errorf("roaring bitmap of %d bytes followed by %d more: %w", n, int64(len(data))-n, lancer.ErrCorrupt)
+	}
+	if err := bm.Validate(); err != nil {
+		return nil, fmt.Errorf("roaring bitmap: %v: %w", err, lancer.ErrCorrupt)
+	}
+	return bm, nil
+}
+
+// decodeArrowDeletions reads an Arrow IPC file with one non-nullable uint32
+// column named row_id (see deletion_ipc.go). Lance writes it with ZSTD body
+// compression, storing small buffers raw (length prefix -1).
+func decodeArrowDeletions(data []byte, physicalRows uint64) (*roaring.Bitmap, error) {
+	bm := roaring.New()
+	if err := readArrowRowIDs(data, physicalRows, bm.AddMany); err != nil {
+		return nil, err
+	}
+	return bm, nil
+}

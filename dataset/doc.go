@@ -1,0 +1,102 @@
+// Package dataset reads Lance datasets: it resolves versions to manifests,
+// decodes manifests, and scans and takes rows from fragments, data files and
+// deletion files, as real Lance (the format behind LanceDB) writes them.
+//
+// The package knows the Lance table format but not branches or tags: a
+// branch directory (tree/<name>) is just another dataset root whose manifest
+// names the main dataset's root in a base path; package branch builds on
+// that. Reading single data files is package format's job; dataset tells it
+// which file holds which fields.
+//
+// # On-disk contract
+//
+// A dataset is a directory (a blob.Store root):
+//
+//	_versions/<manifest>                   one manifest file per version
+//	_versions/latest_version_hint.json     {"version":N}: a hint only, never trusted
+//	_transactions/<read_version>-<uuid>.txn   the Transaction of each commit
+//	data/<name>.lance                      data files (DataFile.path is relative to data/)
+//	_deletions/<frag>-<read_version>-<id>.arrow|.bin   deleted row offsets
+//	_indices/<uuid>/...                    index segments
+//	_refs/, tree/                          tags and branches (package branch)
+//
+// A version exists exactly when its manifest file exists. Manifest files are
+// named in one of two schemes, never mixed in one directory:
+//
+//	V1: _versions/{v}.manifest                          (1.manifest, 2.manifest, ...)
+//	V2: _versions/{MaxUint64-v, 20 digits}.manifest     (v=1: 18446744073709551614.manifest)
+//
+// V2 names sort newest first, so the latest version is the first V2 name a
+// lexical listing returns; with V1 names it is the largest number. A
+// detached manifest, _versions/d{v}.manifest with bit 63 of v set, is not
+// part of the history and never the latest. Every other file in _versions/
+// (staging and temporary files, the hint) is ignored.
+//
+// A manifest file is
+//
+//	[u32 len | IndexSection]  [u32 len | Transaction]  u32 len | Manifest
+//	footer (16 B): u64 manifest_pos | u16 0 | u16 2 | "LANC"
+//
+// with the Manifest ending exactly at the footer; the sections are located
+// by the positions the Manifest records. All integers are little-endian;
+// the messages are lance.table protobufs.
+//
+// A manifest holds the schema (field ids are stable for the dataset's life)
+// and the fragments. A fragment is a set of rows stored as one or more data
+// files, each holding some fields for all rows (adding a column adds a file
+// per fragment). DataFile.fields and column_indices map field ids to the
+// file's physical columns: every field for 2.0 files, leaves only for 2.1+,
+// by field id for legacy files; -2 marks a field whose data moved to a newer
+// file. A field no file of a fragment holds reads as nulls. A deletion file
+// lists the deleted row offsets of a fragment: an Arrow IPC file with one
+// uint32 column row_id (.arrow), or a portable Roaring bitmap (.bin).
+//
+// Rows are addressed by row address, fragment_id << 32 | offset. A dataset
+// created with stable row ids also records a row id for every row of every
+// fragment (RowIdSequence); an update keeps a row's id but moves the row to
+// a new fragment, so an id can occur in two fragments, live in only one.
+// _rowid is the stable row id when the dataset has them, else the address.
+//
+// Scan order is fragment by fragment in manifest order, rows in fragment
+// order, deleted rows skipped. Take's positions count rows in that order.
+//
+// # Invariants
+//
+//   - I1. Bytes read from storage are never trusted: every position, length
+//     and count is checked before use, and malformed data yields an error
+//     wrapping lancer.ErrCorrupt that names the file; nothing panics and no
+//     allocation is sized by the input beyond what the input's own size or
+//     the fragment's row count bounds.
+//   - I2. A manifest whose reader feature flags include a feature lancer does
+//     not implement (data overlays, covering index fields, anything newer) is
+//     refused with lancer.ErrUnsupported, never half-read.
+//   - I3. A scan holds one fragment open at a time, reads BatchSize physical
+//     rows at a time, and skips whole fragments for Offset from metadata:
+//     memory does not grow with the dataset.
+//   - I4. Counting rows reads metadata only, unless a manifest lacks a count.
+//   - I5. Files named through a base path are reached only through
+//     OpenOptions.ResolveBase, so a moved dataset can be read by mapping its
+//     recorded root.
+//
+// # Concurrency
+//
+// A Dataset is immutable and safe for concurrent use. A Scanner is not.
+//
+// # Lifetimes
+//
+// Arrays and batches come from OpenOptions.Allocator. A batch returned by
+// Take or TakeRowIDs belongs to the caller, who releases it. A batch a
+// Scanner yields belongs to the Scanner and is valid until the next call to
+// Next (or the next loop iteration of All); Retain it to keep it.
+//
+// # Example
+//
+//	d, err := dataset.OpenURI(ctx, "/data/items.lance", nil)
+//	...
+//	s, err := d.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id", "vec"}, WithRowID: true})
+//	...
+//	defer s.Release()
+//	for rec, err := range s.All() {
+//		...
+//	}
+package dataset

@@ -1,0 +1,348 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format"
+)
+
+// Names of the virtual columns scans and takes can add.
+const (
+	// RowIDColumn is the row id column: the stable row id when the dataset
+	// has stable row ids, else the row address.
+	RowIDColumn = "_rowid"
+	// RowAddressColumn is the row address column: fragment id << 32 | row
+	// offset in the fragment.
+	RowAddressColumn = "_rowaddr"
+)
+
+// projection is what a scan or take produces: some fields of the schema and
+// maybe the virtual columns.
+type projection struct {
+	schema      *format.Schema // the projected (possibly pruned) fields
+	arrow       *arrow.Schema  // the output schema
+	withRowID   bool
+	withRowAddr bool
+}
+
+// project resolves column paths (nil = every field; "_rowid" and "_rowaddr"
+// may be named too) into a projection.
+func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*projection, error) {
+	p := &projection{schema: d.manifest.Schema, withRowID: withRowID, withRowAddr: withRowAddr}
+	if columns != nil {
+		var paths []string
+		for _, c := range columns {
+			switch {
+			case c == RowIDColumn && d.manifest.Schema.Field(c) == nil:
+				p.withRowID = true
+			case c == RowAddressColumn && d.manifest.Schema.Field(c) == nil:
+				p.withRowAddr = true
+			default:
+				paths = append(paths, c)
+			}
+		}
+		s, err := d.manifest.Schema.Project(paths)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: version %d: %w", d.manifest.Version, err)
+		}
+		p.schema = s
+	}
+	fields := make([]arrow.Field, 0, len(p.schema.Fields)+2)
+	for _, f := range p.schema.Fields {
+		fields = append(fields, scanField(f))
+	}
+	if p.withRowID {
+		fields = append(fields, arrow.Field{Name: RowIDColumn, Type: arrow.PrimitiveTypes.Uint64, Nullable: true})
+	}
+	if p.withRowAddr {
+		fields = append(fields, arrow.Field{Name: RowAddressColumn, Type: arrow.PrimitiveTypes.Uint64, Nullable: true})
+	}
+	md := d.manifest.Schema.Arrow().Metadata()
+	p.arrow = arrow.NewSchema(fields, &md)
+	return p, nil
+}
+
+// scanField is the output field of a top-level field. A blob v2 column
+// reads as its descriptor struct, and Lance labels that struct with the
+// blob and packed markers instead of the column's extension metadata.
+func scanField(f *format.Field) arrow.Field {
+	af := f.ArrowField()
+	if f.Blob == format.BlobV2 {
+		af.Metadata = arrow.NewMetadata(
+			[]string{format.MetaBlob, format.MetaPacked}, []string{"true", "true"})
+	}
+	return af
+}
+
+// fileRead is one data file's share of reading a projection from a
+// fragment.
+type fileRead struct {
+	file   *DataFile
+	fields []*format.Field // the projected top-level fields it holds, in output order
+	out    []int           // their positions among the projected fields
+	reader *format.Reader
+	cursor *format.Cursor
+}
+
+// fragmentReader reads the projected fields of one fragment: one cursor per
+// data file involved, and the fragment's deletions and row ids.
+type fragmentReader struct {
+	d        *Dataset
+	proj     *projection
+	frag     *Fragment
+	physical uint64
+	dv       *deletionVector
+	files    []*fileRead
+	rowIDs   *rowIDSequence // with withRowID on a dataset with stable row ids
+}
+
+// planFragment assigns each projected top-level field to the data file that
+// holds it. A field no file holds reads as nulls (a column added after the
+// fragment was written). A top-level field whose members are spread over
+// several data files (possible after adding a member to a struct) is refused
+// with lancer.ErrUnsupported: reading it would mean merging struct arrays
+// from different files.
+func planFragment(schema *format.Schema, f *Fragment) ([]*fileRead, error) {
+	var files []*fileRead
+	byFile := map[int]*fileRead{}
+	holder := map[int32]int{} // field id → index in f.Files
+	for i := range f.Files {
+		for _, id := range f.Files[i].Fields {
+			if id == tombstone || id < 0 {
+				continue
+			}
+			if j, dup := holder[id]; dup {
+				return nil, fmt.Errorf("field id %d is stored in data files %s and %s: %w",
+					id, f.Files[j].Path, f.Files[i].Path, lancer.ErrCorrupt)
+			}
+			holder[id] = i
+		}
+	}
+	for out, field := range schema.Fields {
+		fileIdx := -1
+		var clash error
+		field.Walk(func(c *format.Field) {
+			i, ok := holder[c.ID]
+			switch {
+			case !ok || clash != nil:
+			case fileIdx < 0:
+				fileIdx = i
+			case i != fileIdx:
+				clash = fmt.Errorf("column %q is spread over data files %s and %s; lancer reads a top-level field from one file only: %w",
+					field.Name, f.Files[fileIdx].Path, f.Files[i].Path, lancer.ErrUnsupported)
+			}
+		})
+		if clash != nil {
+			return nil, clash
+		}
+		if fileIdx < 0 {
+			continue
+		}
+		fr, ok := byFile[fileIdx]
+		if !ok {
+			fr = &fileRead{file: &f.Files[fileIdx]}
+			byFile[fileIdx] = fr
+			files = append(files, fr)
+		}
+		fr.fields = append(fr.fields, field)
+		fr.out = append(fr.out, out)
+	}
+	return files, nil
+}
+
+// columnMap returns the data file's field id → physical column mapping.
+// Legacy files have no column indices: their columns are named by field id.
+func columnMap(df *DataFile) func(int32) (int, bool) {
+	if df.isLegacy() && len(df.ColumnIndices) == 0 {
+		return func(id int32) (int, bool) { return int(id), true }
+	}
+	cols := make(map[int32]int, len(df.Fields))
+	for i, id := range df.Fields {
+		if id >= 0 && df.ColumnIndices[i] >= 0 {
+			cols[id] = int(df.ColumnIndices[i])
+		}
+	}
+	return func(id int32) (int, bool) {
+		c, ok := cols[id]
+		return c, ok
+	}
+}
+
+// withFileDictionaries returns copies of fields whose legacy dictionary
+// locations come from the data file's own schema: in legacy datasets the
+// manifest's locations point into the manifest file, not the data file.
+func withFileDictionaries(fields []*format.Field, file *format.Schema) []*format.Field {
+	var fix func(f *format.Field) *format.Field
+	fix = func(f *format.Field) *format.Field {
+		cp := *f
+		if ff := file.FieldByID(f.ID); ff != nil {
+			cp.Dictionary = ff.Dictionary
+		}
+		cp.Children = make([]*format.Field, len(f.Children))
+		for i, c := range f.Children {
+			cp.Children[i] = fix(c)
+		}
+		return &cp
+	}
+	out := make([]*format.Field, len(fields))
+	for i, f := range fields {
+		out[i] = fix(f)
+	}
+	return out
+}
+
+// openFragment prepares reading proj from fragment f: opens the data files
+// it needs, loads its deletions and, when asked, its stable row ids.
+func (d *Dataset) openFragment(ctx context.Context, proj *projection, f *Fragment) (*fragmentReader, error) {
+	fr := &fragmentReader{d: d, proj: proj, frag: f}
+	var err error
+	if fr.physical, err = d.physicalRows(ctx, f); err != nil {
+		return nil, err
+	}
+	if fr.dv, err = d.deletionVector(ctx, f); err != nil {
+		return nil, err
+	}
+	if proj.withRowID && d.manifest.StableRowIDs() {
+		if fr.rowIDs, err = d.rowIDs(ctx, f, fr.physical); err != nil {
+			return nil, err
+		}
+	}
+	if fr.files, err = planFragment(proj.schema, f); err != nil {
+		return nil, fmt.Errorf("dataset: version %d fragment %d: %w", d.manifest.Version, f.ID, err)
+	}
+	for _, file := range fr.files {
+		if err := fr.openFile(ctx, file); err != nil {
+			fr.close()
+			return nil, err
+		}
+	}
+	return fr, nil
+}
+
+func (fr *fragmentReader) openFile(ctx context.Context, file *fileRead) error {
+	r, err := fr.d.openDataFile(ctx, file.file)
+	if err != nil {
+		return err
+	}
+	if r.NumRows() != fr.physical {
+		return fmt.Errorf("dataset: fragment %d: data file %s holds %d rows, the fragment %d: %w",
+			fr.frag.ID, file.file.Path, r.NumRows(), fr.physical, lancer.ErrCorrupt)
+	}
+	fields := file.fields
+	if r.Version().IsLegacy() {
+		fields = withFileDictionaries(fields, r.Schema())
+	}
+	c, err := r.NewCursor(format.Projection{Fields: fields, Column: columnMap(file.file)})
+	if err != nil {
+		return fmt.Errorf("dataset: fragment %d: %w", fr.frag.ID, err)
+	}
+	file.reader, file.cursor = r, c
+	return nil
+}
+
+// close releases the cursors.
+func (fr *fragmentReader) close() {
+	for _, file := range fr.files {
+		if file.cursor != nil {
+			file.cursor.Close()
+			file.cursor = nil
+		}
+	}
+}
+
+// gather runs read on every data file and places the arrays by output
+// position: one array of n rows per projected field, nil where no file holds
+// the field. On error nothing is left allocated.
+func (fr *fragmentReader) gather(n int, read func(c *format.Cursor) ([]arrow.Array, error)) ([]arrow.Array, error) {
+	cols := make([]arrow.Array, len(fr.proj.schema.Fields))
+	for _, file := range fr.files {
+		arrs, err := read(file.cursor)
+		if err != nil {
+			releaseArrays(cols)
+			return nil, fmt.Errorf("dataset: fragment %d: %w", fr.frag.ID, err)
+		}
+		if len(arrs) != len(file.fields) {
+			releaseArrays(cols)
+			releaseArrays(arrs)
+			return nil, fmt.Errorf("dataset: fragment %d: data file %s returned %d columns for %d fields: %w",
+				fr.frag.ID, file.file.Path, len(arrs), len(file.fields), lancer.ErrCorrupt)
+		}
+		for j, a := range arrs {
+			cols[file.out[j]] = a
+		}
+		for j, a := range arrs {
+			want := fr.proj.arrow.Field(file.out[j]).Type
+			if a.Len() != n || !arrow.TypeEqual(a.DataType(), want) {
+				releaseArrays(cols)
+				return nil, fmt.Errorf("dataset: fragment %d: data file %s returned %d rows of %s for column %q, want %d of %s: %w",
+					fr.frag.ID, file.file.Path, a.Len(), a.DataType(), file.fields[j].Name, n, want, lancer.ErrCorrupt)
+			}
+		}
+	}
+	return cols, nil
+}
+
+// readRange returns rows [start, end) of the fragment (deleted ones
+// included), one array per projected field, nil for fields no file holds.
+func (fr *fragmentReader) readRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
+	return fr.gather(int(end-start), func(c *format.Cursor) ([]arrow.Array, error) {
+		return c.ReadRange(ctx, start, end)
+	})
+}
+
+// take returns the given rows of the fragment, in the given order.
+func (fr *fragmentReader) take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
+	return fr.gather(len(rows), func(c *format.Cursor) ([]arrow.Array, error) {
+		return c.Take(ctx, rows)
+	})
+}
+
+// fillNulls replaces the nil entries of cols (fields no data file holds)
+// with all-null arrays of n rows.
+func fillNulls(mem memory.Allocator, schema *arrow.Schema, cols []arrow.Array, n int) {
+	for i, c := range cols {
+		if c == nil {
+			cols[i] = array.MakeArrayOfNull(mem, schema.Field(i).Type, n)
+		}
+	}
+}
+
+// rowIDValue returns the _rowid of the fragment's row at offset.
+func (fr *fragmentReader) rowIDValue(offset uint64) uint64 {
+	if fr.rowIDs != nil {
+		return fr.rowIDs.at(offset)
+	}
+	return fr.frag.ID<<32 | offset
+}
+
+// appendVirtual appends the _rowid and _rowaddr columns for the fragment
+// rows at offsets, as the projection asks.
+func (fr *fragmentReader) appendVirtual(mem memory.Allocator, cols []arrow.Array, offsets func(yield func(uint64))) []arrow.Array {
+	build := func(value func(uint64) uint64) arrow.Array {
+		b := array.NewUint64Builder(mem)
+		defer b.Release()
+		offsets(func(off uint64) { b.Append(value(off)) })
+		return b.NewArray()
+	}
+	if fr.proj.withRowID {
+		cols = append(cols, build(fr.rowIDValue))
+	}
+	if fr.proj.withRowAddr {
+		cols = append(cols, build(func(off uint64) uint64 { return fr.frag.ID<<32 | off }))
+	}
+	return cols
+}
+
+func releaseArrays(arrs []arrow.Array) {
+	for _, a := range arrs {
+		if a != nil {
+			a.Release()
+		}
+	}
+}

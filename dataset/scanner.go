@@ -1,0 +1,340 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+)
+
+// DefaultBatchSize is the number of physical rows a scan reads at a time
+// when ScanOptions.BatchSize is 0.
+const DefaultBatchSize = 8192
+
+// ScanOptions configures Scan. A nil *ScanOptions means all defaults.
+type ScanOptions struct {
+	// Columns are the columns to read, in output order. A path "a.b.c"
+	// selects a member of a struct (the enclosing structs are kept with only
+	// the selected members). "_rowid" and "_rowaddr" may be named too; they
+	// are then added as with WithRowID and WithRowAddress. Default nil:
+	// every column of the schema.
+	Columns []string
+	// WithRowID appends a uint64 column "_rowid" after the columns: the
+	// stable row id when the dataset has stable row ids, else the row
+	// address.
+	WithRowID bool
+	// WithRowAddress appends a uint64 column "_rowaddr" (after "_rowid"):
+	// fragment id << 32 | row offset in the fragment.
+	WithRowAddress bool
+	// Limit is the maximum number of rows to return. Default 0: no limit.
+	Limit int64
+	// Offset is the number of rows to skip first. Default 0.
+	Offset int64
+	// BatchSize is the number of physical rows read at a time; batches hold
+	// at most that many rows, fewer where rows are deleted. Default
+	// DefaultBatchSize.
+	BatchSize int
+}
+
+// Scanner streams the rows of a dataset version in scan order (fragment by
+// fragment, rows in fragment order, deleted rows skipped) as Arrow record
+// batches. It implements array.RecordReader.
+//
+// A Scanner reads one fragment at a time with one cursor per data file of
+// that fragment, and holds at most one batch plus the cursors' cached pages:
+// memory does not grow with the dataset.
+//
+// A Scanner is not safe for concurrent use. Release it when done (it is
+// reference counted like every Arrow reader); that closes its cursors.
+type Scanner struct {
+	d    *Dataset
+	proj *projection
+	// ctx is the context given to Scan. array.RecordReader's Next takes no
+	// context, so the scan keeps the one it was started with; it is used
+	// for nothing else.
+	ctx       context.Context
+	batchSize uint64
+	refs      atomic.Int64
+
+	toSkip    uint64 // rows of Offset not yet skipped
+	remaining uint64 // rows Limit still allows
+	limited   bool
+
+	fragIdx int             // next fragment to open
+	cur     *fragmentReader // the open fragment
+	pos     uint64          // next physical row of cur to read
+
+	rec  arrow.RecordBatch // the current batch
+	err  error
+	done bool
+}
+
+var _ array.RecordReader = (*Scanner)(nil)
+
+// Scan starts a scan of the version. It checks the options and the columns
+// but reads no data; the first Next does.
+func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error) {
+	var o ScanOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Limit < 0 || o.Offset < 0 || o.BatchSize < 0 {
+		return nil, fmt.Errorf("dataset: scan with negative limit %d, offset %d or batch size %d: %w",
+			o.Limit, o.Offset, o.BatchSize, lancer.ErrInvalidArgument)
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	proj, err := d.project(o.Columns, o.WithRowID, o.WithRowAddress)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scanner{
+		d:         d,
+		proj:      proj,
+		ctx:       ctx,
+		batchSize: uint64(o.BatchSize),
+		toSkip:    uint64(o.Offset),
+		remaining: uint64(o.Limit),
+		limited:   o.Limit > 0,
+	}
+	s.refs.Store(1)
+	return s, nil
+}
+
+// Schema returns the schema of the batches: the projected columns (blob
+// columns as their descriptor structs), then "_rowid" and "_rowaddr" if
+// asked for.
+func (s *Scanner) Schema() *arrow.Schema { return s.proj.arrow }
+
+// Next advances to the next batch, reporting false at the end of the scan or
+// on error (see Err). The previous batch is released: Retain it to keep it.
+func (s *Scanner) Next() bool {
+	if s.rec != nil {
+		s.rec.Release()
+		s.rec = nil
+	}
+	if s.done {
+		return false
+	}
+	rec, err := s.next()
+	if err != nil || rec == nil {
+		s.err = err
+		s.finish()
+		return false
+	}
+	s.rec = rec
+	return true
+}
+
+// RecordBatch returns the current batch. It is valid until the next call to
+// Next or Release; Retain it to keep it longer.
+func (s *Scanner) RecordBatch() arrow.RecordBatch { return s.rec }
+
+// Record returns the current batch.
+//
+// Deprecated: Use RecordBatch, as array.RecordReader does.
+func (s *Scanner) Record() arrow.RecordBatch { return s.rec }
+
+// Err returns the error that ended the scan, if any.
+func (s *Scanner) Err() error { return s.err }
+
+// Retain adds a reference to the scanner.
+func (s *Scanner) Retain() { s.refs.Add(1) }
+
+// Release drops a reference; the last one releases the current batch and
+// closes the cursors.
+func (s *Scanner) Release() {
+	if s.refs.Add(-1) == 0 {
+		if s.rec != nil {
+			s.rec.Release()
+			s.rec = nil
+		}
+		s.finish()
+	}
+}
+
+// All returns the scan as an iterator of batches, for range loops:
+//
+//	for rec, err := range scanner.All() {
+//		if err != nil { ... }
+//		... // rec is valid until the next iteration
+//	}
+//
+// Each batch is owned by the scanner and valid only until the loop body
+// returns; Retain it (and later Release it) to keep it. An error is yielded
+// once, last. Breaking out of the loop stops the scan and closes its cursors;
+// the caller still Releases the scanner.
+func (s *Scanner) All() iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		defer s.finish()
+		for s.Next() {
+			if !yield(s.rec, nil) {
+				return
+			}
+		}
+		if s.err != nil {
+			yield(nil, s.err)
+		}
+	}
+}
+
+// finish ends the scan and closes the open fragment.
+func (s *Scanner) finish() {
+	s.done = true
+	if s.cur != nil {
+		s.cur.close()
+		s.cur = nil
+	}
+}
+
+// next produces the next non-empty batch, or nil at the end.
+func (s *Scanner) next() (arrow.RecordBatch, error) {
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s.limited && s.remaining == 0 {
+			return nil, nil
+		}
+		if s.cur == nil || s.pos >= s.cur.physical {
+			ok, err := s.openNextFragment()
+			if err != nil || !ok {
+				return nil, err
+			}
+			continue
+		}
+		rec, err := s.readBatch()
+		if err != nil || rec != nil {
+			return rec, err
+		}
+	}
+}
+
+// openNextFragment closes the current fragment and opens the next one with
+// rows to return, skipping whole fragments that Offset skips without
+// reading them. It reports false when no fragment is left.
+func (s *Scanner) openNextFragment() (bool, error) {
+	if s.cur != nil {
+		s.cur.close()
+		s.cur = nil
+	}
+	frags := s.d.manifest.Fragments
+	for s.fragIdx < len(frags) {
+		f := frags[s.fragIdx]
+		s.fragIdx++
+		if s.toSkip > 0 {
+			live, err := s.d.liveRows(s.ctx, f)
+			if err != nil {
+				return false, err
+			}
+			if s.toSkip >= live {
+				s.toSkip -= live
+				continue
+			}
+		}
+		fr, err := s.d.openFragment(s.ctx, s.proj, f)
+		if err != nil {
+			return false, err
+		}
+		s.cur = fr
+		// Start at the row after the last live row still to skip.
+		s.pos = fr.dv.skipLive(0, s.toSkip)
+		s.toSkip = 0
+		return true, nil
+	}
+	return false, nil
+}
+
+// readBatch reads the next BatchSize physical rows of the current fragment
+// (fewer at its end or when the limit is near) and returns their live rows,
+// or nil if all were deleted.
+func (s *Scanner) readBatch() (arrow.RecordBatch, error) {
+	fr := s.cur
+	start := s.pos
+	end := min(start+s.batchSize, fr.physical)
+	if s.limited {
+		// Stop right after the last row the limit allows.
+		end = min(end, fr.dv.skipLive(start, s.remaining))
+	}
+	s.pos = end
+
+	var runs [][2]uint64
+	live := 0
+	fr.dv.liveRuns(start, end, func(a, b uint64) {
+		runs = append(runs, [2]uint64{a, b})
+		live += int(b - a)
+	})
+	if live == 0 {
+		return nil, nil
+	}
+	mem := s.d.opts.Allocator
+	var cols []arrow.Array
+	if len(fr.files) > 0 {
+		raw, err := fr.readRange(s.ctx, start, end)
+		if err != nil {
+			return nil, err
+		}
+		cols, err = selectRuns(mem, raw, start, runs, live)
+		releaseArrays(raw)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: fragment %d: %w", fr.frag.ID, err)
+		}
+	} else {
+		cols = make([]arrow.Array, len(s.proj.schema.Fields))
+	}
+	fillNulls(mem, s.proj.arrow, cols, live)
+	cols = fr.appendVirtual(mem, cols, func(yield func(uint64)) {
+		for _, r := range runs {
+			for off := r[0]; off < r[1]; off++ {
+				yield(off)
+			}
+		}
+	})
+	if s.limited {
+		s.remaining -= uint64(live)
+	}
+	rec := array.NewRecordBatch(s.proj.arrow, cols, int64(live))
+	releaseArrays(cols)
+	return rec, nil
+}
+
+// selectRuns returns, for each array of rows [start, ...), the rows in the
+// given runs of physical offsets (live rows, live of them in total). nil
+// entries stay nil. Arrays that are wholly selected are returned as they are
+// (retained); others are sliced and, for several runs, concatenated.
+func selectRuns(mem memory.Allocator, arrs []arrow.Array, start uint64, runs [][2]uint64, live int) ([]arrow.Array, error) {
+	out := make([]arrow.Array, len(arrs))
+	for i, a := range arrs {
+		if a == nil {
+			continue
+		}
+		if live == a.Len() {
+			a.Retain()
+			out[i] = a
+			continue
+		}
+		pieces := make([]arrow.Array, len(runs))
+		for j, r := range runs {
+			pieces[j] = array.NewSlice(a, int64(r[0]-start), int64(r[1]-start))
+		}
+		if len(pieces) == 1 {
+			out[i] = pieces[0]
+			continue
+		}
+		cat, err := array.Concatenate(pieces, mem)
+		releaseArrays(pieces)
+		if err != nil {
+			releaseArrays(out)
+			return nil, fmt.Errorf("select live rows of %s: %w", a.DataType(), err)
+		}
+		out[i] = cat
+	}
+	return out, nil
+}

@@ -1,0 +1,276 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+)
+
+const versionsDir = "_versions/"
+
+// namingScheme is how a dataset names its manifest files (doc.go).
+type namingScheme uint8
+
+const (
+	schemeV1 namingScheme = iota + 1 // _versions/{v}.manifest
+	schemeV2                         // _versions/{MaxUint64-v:020}.manifest
+)
+
+func (s namingScheme) String() string {
+	if s == schemeV2 {
+		return "V2"
+	}
+	return "V1"
+}
+
+// detachedVersionBit marks a detached version: a manifest that is not part
+// of the history and never the latest.
+const detachedVersionBit = 1 << 63
+
+// manifestKey returns the key of version v's manifest under the scheme.
+func manifestKey(s namingScheme, v uint64) string {
+	if s == schemeV2 {
+		return fmt.Sprintf("%s%020d.manifest", versionsDir, uint64(math.MaxUint64)-v)
+	}
+	return versionsDir + strconv.FormatUint(v, 10) + ".manifest"
+}
+
+// manifestName is what a file name in _versions/ says.
+type manifestName struct {
+	scheme   namingScheme // 0: not a manifest (hint file, staging file, ...)
+	version  uint64
+	detached bool
+}
+
+// parseManifestName classifies a file name in _versions/. Anything that is
+// not a committed or detached manifest name (staging files
+// "N.manifest-<uuid>", temporary files, the version hint, a number that
+// encodes no valid version) is not a manifest, as for Lance.
+func parseManifestName(name string) manifestName {
+	stem, ok := strings.CutSuffix(name, ".manifest")
+	if !ok || strings.Contains(stem, "/") {
+		return manifestName{}
+	}
+	if digits, ok := strings.CutPrefix(stem, "d"); ok {
+		v, err := strconv.ParseUint(digits, 10, 64)
+		if err != nil || !isDigits(digits) || v&detachedVersionBit == 0 {
+			return manifestName{}
+		}
+		// Detached manifests only exist with V2 naming.
+		return manifestName{scheme: schemeV2, version: v, detached: true}
+	}
+	if !isDigits(stem) {
+		return manifestName{}
+	}
+	n, err := strconv.ParseUint(stem, 10, 64)
+	if err != nil {
+		return manifestName{}
+	}
+	s, v := schemeV1, n
+	if len(stem) == 20 {
+		s, v = schemeV2, math.MaxUint64-n
+	}
+	if v == 0 || v&detachedVersionBit != 0 {
+		return manifestName{}
+	}
+	return manifestName{scheme: s, version: v}
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// manifestEntry is one committed manifest found by listing.
+type manifestEntry struct {
+	version uint64
+	key     string
+	size    int64
+}
+
+// scanVersions lists _versions/ of store in lexical order and calls visit
+// with each committed (not detached) manifest, stopping when visit returns
+// false. It fails on a directory that mixes V1 and V2 names, as far as the
+// listing got.
+func scanVersions(ctx context.Context, store blob.Store, visit func(manifestEntry, namingScheme) bool) error {
+	var scheme namingScheme
+	for info, err := range store.List(ctx, versionsDir) {
+		if err != nil {
+			return fmt.Errorf("dataset: list %s: %w", location(store, versionsDir), err)
+		}
+		name := parseManifestName(strings.TrimPrefix(info.Key, versionsDir))
+		if name.scheme == 0 {
+			continue
+		}
+		if scheme != 0 && name.scheme != scheme {
+			return fmt.Errorf("dataset: %s mixes %s and %s manifest names (%s): %w",
+				location(store, versionsDir), scheme, name.scheme, info.Key, lancer.ErrCorrupt)
+		}
+		scheme = name.scheme
+		if name.detached {
+			continue
+		}
+		if !visit(manifestEntry{version: name.version, key: info.Key, size: info.Size}, scheme) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// listManifests returns every committed manifest of store, ascending by
+// version.
+func listManifests(ctx context.Context, store blob.Store) ([]manifestEntry, error) {
+	var entries []manifestEntry
+	err := scanVersions(ctx, store, func(e manifestEntry, _ namingScheme) bool {
+		entries = append(entries, e)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("dataset: no manifest in %s: %w", location(store, versionsDir), lancer.ErrNotFound)
+	}
+	slices.SortFunc(entries, func(a, b manifestEntry) int {
+		switch {
+		case a.version < b.version:
+			return -1
+		case a.version > b.version:
+			return 1
+		}
+		return 0
+	})
+	return entries, nil
+}
+
+// latestManifest finds the newest committed manifest. With V2 names the
+// first one in lexical order is the newest, so the listing stops there; with
+// V1 names every entry is looked at. The version hint file is not consulted:
+// it may be stale, and the listing is the truth.
+func latestManifest(ctx context.Context, store blob.Store) (manifestEntry, error) {
+	var (
+		latest manifestEntry
+		found  bool
+	)
+	err := scanVersions(ctx, store, func(e manifestEntry, s namingScheme) bool {
+		if !found || e.version > latest.version {
+			latest, found = e, true
+		}
+		return s != schemeV2
+	})
+	if err != nil {
+		return manifestEntry{}, err
+	}
+	if !found {
+		return manifestEntry{}, fmt.Errorf("dataset: no manifest in %s: %w", location(store, versionsDir), lancer.ErrNotFound)
+	}
+	return latest, nil
+}
+
+// findManifest locates version v's manifest: the V2 name first, then V1.
+func findManifest(ctx context.Context, store blob.Store, v uint64) (manifestEntry, error) {
+	if v == 0 || v&detachedVersionBit != 0 {
+		return manifestEntry{}, fmt.Errorf("dataset: version %d is not a committed version number: %w", v, lancer.ErrInvalidArgument)
+	}
+	for _, s := range []namingScheme{schemeV2, schemeV1} {
+		key := manifestKey(s, v)
+		info, err := store.Stat(ctx, key)
+		if err == nil {
+			return manifestEntry{version: v, key: key, size: info.Size}, nil
+		}
+		if !isNotFound(err) {
+			return manifestEntry{}, fmt.Errorf("dataset: version %d: %w", v, err)
+		}
+	}
+	return manifestEntry{}, fmt.Errorf("dataset: version %d of %s: %w", v, store.URI(), lancer.ErrNotFound)
+}
+
+func isNotFound(err error) bool { return errors.Is(err, lancer.ErrNotFound) }
+
+// ListVersions returns the committed versions of the dataset rooted at store,
+// ascending. Detached versions are not part of the history and are left out.
+// It lists _versions/ but reads no manifest. A store without manifests is an
+// error wrapping lancer.ErrNotFound; a _versions/ directory mixing V1 and V2
+// manifest names one wrapping lancer.ErrCorrupt.
+func ListVersions(ctx context.Context, store blob.Store) ([]uint64, error) {
+	entries, err := listManifests(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	versions := make([]uint64, len(entries))
+	for i, e := range entries {
+		versions[i] = e.version
+	}
+	return versions, nil
+}
+
+// LatestVersion returns the newest committed version of the dataset rooted
+// at store, or an error wrapping lancer.ErrNotFound if it has none. It lists
+// _versions/ but does not read the manifest.
+func LatestVersion(ctx context.Context, store blob.Store) (uint64, error) {
+	e, err := latestManifest(ctx, store)
+	if err != nil {
+		return 0, err
+	}
+	return e.version, nil
+}
+
+// VersionInfo describes one version of a dataset.
+type VersionInfo struct {
+	// Version is the version number.
+	Version uint64
+	// Timestamp is the commit time (zero if the manifest records none).
+	Timestamp time.Time
+	// Metadata holds the totals LanceDB's listVersions reports, under its
+	// keys: total_rows, total_fragments, total_data_files, total_files_size,
+	// total_deletion_files, total_deletion_file_rows, total_data_file_rows
+	// (see Summary).
+	Metadata map[string]string
+	// Operation names the transaction that made the version, as Lance names
+	// it: "Overwrite" (also dataset creation), "Append", "Delete",
+	// "Update", "Merge" (add columns), "Project" (drop or rename columns),
+	// "CreateIndex", "ReserveFragments", "Rewrite" (compaction), "Restore",
+	// "Clone" (branch creation), ... It is "" when the version records no
+	// transaction or its transaction file was cleaned up.
+	Operation string
+}
+
+// Versions returns every committed version under this dataset's root,
+// ascending, reading each version's manifest and transaction. For a branch
+// root that is the branch's own versions.
+func (d *Dataset) Versions(ctx context.Context) ([]VersionInfo, error) {
+	entries, err := listManifests(ctx, d.store)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VersionInfo, 0, len(entries))
+	for _, e := range entries {
+		c, err := readManifest(ctx, d.store, e.key, e.size, true)
+		if err != nil {
+			return nil, err
+		}
+		if c.manifest.Version != e.version {
+			return nil, fmt.Errorf("dataset: manifest %s records version %d: %w",
+				location(d.store, e.key), c.manifest.Version, lancer.ErrCorrupt)
+		}
+		out = append(out, VersionInfo{
+			Version:   e.version,
+			Timestamp: c.manifest.Timestamp,
+			Metadata:  c.manifest.Summary().Map(),
+			Operation: operationName(c.txn),
+		})
+	}
+	return out, nil
+}
