@@ -89,9 +89,11 @@ func printSchema(w io.Writer, s *format.Schema, formatArg string) error {
 			}
 			md = strings.Join(parts, " ")
 		}
-		typ := f.LogicalType
-		if f.IsLeaf() || f.Type.ID().String() != typ {
-			typ = f.Type.String()
+		// Nested fields show their kind; their members follow on their
+		// own lines.
+		typ := f.Type.String()
+		if !f.IsLeaf() {
+			typ = f.LogicalType
 		}
 		fmt.Fprintf(tw, "%s%s\t%d\t%s\t%t\t%s\n", strings.Repeat("  ", depth), f.Name, f.ID, typ, f.Nullable, md)
 		for _, c := range f.Children {
