@@ -1,0 +1,96 @@
+package format
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+)
+
+// FuzzV20File mutates 2.0 files — every data file of the 2.0 fixtures, the
+// multi-page test file and the encoding cases — and reads them: no input may panic, leak Arrow
+// memory, fail other than with ErrCorrupt, ErrUnsupported or
+// ErrInvalidArgument, or make the reader allocate far more than the input's
+// size.
+//
+//	go test ./format -run '^$' -fuzz FuzzV20File -fuzztime 60s
+func FuzzV20File(f *testing.F) {
+	for _, name := range v20Fixtures {
+		for _, path := range v20DataFiles(f, name) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	data, src, _, _ := v20MultiPage(f, 60, 60)
+	src.Release()
+	f.Add(data)
+	for _, tc := range v20EncodingCases(f) {
+		f.Add(tc.file(f))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := v20ReadBounded(t, data, mem)
+		runtime.ReadMemStats(&after)
+		mem.AssertSize(t, 0)
+		if err != nil && !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrUnsupported) &&
+			!errors.Is(err, lancer.ErrInvalidArgument) {
+			t.Fatalf("error of an unexpected kind: %v", err)
+		}
+		// Allocations are bounded by the bytes the input points at, and
+		// the reads below touch at most a few thousand rows.
+		const slack = 64 << 20
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64*uint64(len(data))+slack {
+			t.Fatalf("reading %d bytes allocated %d bytes", len(data), grew)
+		}
+	})
+}
+
+// v20ReadBounded opens data and reads its first rows in batches, its last
+// rows and a few scattered ones, releasing everything.
+func v20ReadBounded(t *testing.T, data []byte, mem memory.Allocator) error {
+	r, err := v20OpenBytes(t, data, mem)
+	if err != nil {
+		return err
+	}
+	if r.Version() != Version2_0 {
+		return nil // the fuzzer changed the version; other readers' business
+	}
+	cur, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
+	ctx := context.Background()
+	n := r.NumRows()
+	const chunk, maxRows = 37, 1024 // an odd chunk, to cut batches anywhere
+	for start := uint64(0); start < min(n, maxRows); start += chunk {
+		arrs, err := cur.ReadRange(ctx, start, min(start+chunk, n))
+		releaseAll(arrs)
+		if err != nil {
+			return err
+		}
+	}
+	if n > 0 {
+		arrs, err := cur.ReadRange(ctx, n-min(n, chunk), n)
+		releaseAll(arrs)
+		if err != nil {
+			return err
+		}
+		arrs, err = cur.Take(ctx, []uint64{n - 1, 0, n / 2, n / 3, 0})
+		releaseAll(arrs)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,491 @@
+package format
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/internal/rowjson"
+)
+
+// The 2.0 fixtures: datasets written by Lance 12 with storage version 2.0.
+var v20Fixtures = []string{"types_v2_0", "history_v2_0", "overwrite_v2_0", "blob_legacy_v2_0", "deletions_v2_0"}
+
+// v20DataFiles lists the data files of a fixture dataset.
+func v20DataFiles(t testing.TB, name string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(fixturetest.DatasetPath(t, name), "data", "*.lance"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s: no data files (%v)", name, err)
+	}
+	return files
+}
+
+// v20OpenPath opens a data file on disk.
+func v20OpenPath(t testing.TB, path string, mem memory.Allocator) *Reader {
+	t.Helper()
+	store, err := blob.NewLocalStore(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), store, filepath.Base(path), &OpenOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version() != Version2_0 {
+		t.Fatalf("%s: version %s, want 2.0", path, r.Version())
+	}
+	return r
+}
+
+// v20OpenBytes opens a data file held in memory.
+func v20OpenBytes(t testing.TB, data []byte, mem memory.Allocator) (*Reader, error) {
+	t.Helper()
+	store := blob.NewMemStore("v20")
+	if err := store.Write(context.Background(), "data/f.lance", data); err != nil {
+		t.Fatal(err)
+	}
+	return Open(context.Background(), store, "data/f.lance", &OpenOptions{Allocator: mem})
+}
+
+// v20Record reads rows [a, b) of fields with a new cursor.
+func v20Record(t testing.TB, r *Reader, fields []*Field, a, b uint64) arrow.RecordBatch {
+	t.Helper()
+	cur, err := r.NewCursor(r.FileProjection(fields))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	arrs, err := cur.ReadRange(context.Background(), a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v20MakeRecord(t, fields, arrs, int64(b-a))
+}
+
+// v20MakeRecord wraps the arrays of one read, checking their types and
+// lengths, and releases them.
+func v20MakeRecord(t testing.TB, fields []*Field, arrs []arrow.Array, rows int64) arrow.RecordBatch {
+	t.Helper()
+	defer releaseAll(arrs)
+	afs := make([]arrow.Field, len(fields))
+	for i, f := range fields {
+		afs[i] = f.ArrowField()
+		if !arrow.TypeEqual(arrs[i].DataType(), f.ScanType()) {
+			t.Fatalf("field %q: read %s, want %s", f.Name, arrs[i].DataType(), f.ScanType())
+		}
+		if int64(arrs[i].Len()) != rows {
+			t.Fatalf("field %q: read %d values, want %d", f.Name, arrs[i].Len(), rows)
+		}
+	}
+	return array.NewRecordBatch(arrow.NewSchema(afs, nil), arrs, rows)
+}
+
+// v20Cells prints every value of every column of rec (column-major), for
+// comparing reads of the same rows.
+func v20Cells(t testing.TB, rec arrow.RecordBatch) [][]string {
+	t.Helper()
+	out := make([][]string, rec.NumCols())
+	for c, col := range rec.Columns() {
+		for i := range col.Len() {
+			b, err := rowjson.AppendValue(nil, col, i)
+			if err != nil {
+				t.Fatalf("column %d row %d: %v", c, i, err)
+			}
+			out[c] = append(out[c], string(b))
+		}
+	}
+	return out
+}
+
+// TestV20Fixtures reads every data file of the 2.0 fixtures in full and
+// checks them against what Lance returned: for every version whose rows the
+// fixture records, each row's address (fragment << 32 | offset) names the
+// row of its fragment's data files that must hold it. Every data file of
+// types_v2_0 and blob_legacy_v2_0 must be checked this way, and at least one
+// of each other fixture.
+func TestV20Fixtures(t *testing.T) {
+	for _, name := range v20Fixtures {
+		t.Run(name, func(t *testing.T) {
+			exp := fixturetest.LoadExpected(t, name)
+			manifests := v20Manifests(t, name)
+			views := []struct {
+				version uint64
+				rows    []json.RawMessage
+			}{{exp.CurrentVersion, exp.Rows}}
+			for _, tt := range exp.TimeTravel {
+				views = append(views, struct {
+					version uint64
+					rows    []json.RawMessage
+				}{tt.Version, tt.Rows})
+			}
+			files := v20DataFiles(t, name)
+			checked := map[string]bool{}
+			for _, path := range files {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				r := v20OpenPath(t, path, mem)
+				rec := v20Record(t, r, r.Schema().Fields, 0, r.NumRows())
+				for _, view := range views {
+					m, ok := manifests[view.version]
+					if !ok || len(view.rows) == 0 {
+						continue
+					}
+					frag, ok := m.files[filepath.Base(path)]
+					if !ok {
+						continue
+					}
+					renamed := v20Renamed(rec, r.Schema(), m.names)
+					all := fixturetest.EncodeRows(t, renamed)
+					var cols []string
+					for _, f := range renamed.Schema().Fields() {
+						cols = append(cols, f.Name)
+					}
+					renamed.Release()
+					var got, want [][]byte
+					for _, row := range view.rows {
+						id := v20RowID(t, row)
+						if id>>32 != frag {
+							continue
+						}
+						if off := id & (1<<32 - 1); off < uint64(len(all)) {
+							got = append(got, all[off])
+						} else {
+							got = append(got, []byte(fmt.Sprintf(`{"_offset_past_the_file":%d}`, off)))
+						}
+						want = append(want, row)
+					}
+					if len(want) == 0 {
+						continue
+					}
+					fixturetest.CompareRows(t, fmt.Sprintf("%s version %d %s", name, view.version, filepath.Base(path)), got, want,
+						fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}, Columns: cols})
+					checked[path] = true
+				}
+				rec.Release()
+				mem.AssertSize(t, 0)
+			}
+			t.Logf("%s: %d of %d data files checked against Lance's rows", name, len(checked), len(files))
+			if name == "types_v2_0" || name == "blob_legacy_v2_0" {
+				if len(checked) != len(files) {
+					t.Fatalf("checked %d of %d files", len(checked), len(files))
+				}
+			} else if len(checked) == 0 {
+				t.Fatalf("no data file of %s checked against Lance's rows", name)
+			}
+		})
+	}
+}
+
+// v20Manifest is what one manifest says about the data files.
+type v20Manifest struct {
+	files map[string]uint64 // data file -> fragment id
+	names map[int32]string  // top-level field id -> column name
+}
+
+// v20Manifests reads every manifest of a fixture dataset, by version.
+func v20Manifests(t testing.TB, name string) map[uint64]v20Manifest {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(fixturetest.DatasetPath(t, name), "_versions", "*.manifest"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("%s: no manifests", name)
+	}
+	out := map[uint64]v20Manifest{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := binary.LittleEndian.Uint64(data[len(data)-16:])
+		size := binary.LittleEndian.Uint32(data[pos:])
+		var m tablepb.Manifest
+		if err := proto.Unmarshal(data[pos+4:pos+4+uint64(size)], &m); err != nil {
+			t.Fatalf("%s: manifest: %v", path, err)
+		}
+		v := v20Manifest{files: map[string]uint64{}, names: map[int32]string{}}
+		for _, f := range m.GetFields() {
+			if f.GetParentId() == -1 {
+				v.names[f.GetId()] = f.GetName()
+			}
+		}
+		for _, frag := range m.GetFragments() {
+			for _, df := range frag.GetFiles() {
+				v.files[df.GetPath()] = frag.GetId()
+			}
+		}
+		out[m.GetVersion()] = v
+	}
+	return out
+}
+
+// v20Renamed relabels rec's columns with the dataset's names for their
+// field ids (a rename changes the manifest, not the data files).
+func v20Renamed(rec arrow.RecordBatch, s *Schema, names map[int32]string) arrow.RecordBatch {
+	fields := slices.Clone(rec.Schema().Fields())
+	for i, f := range s.Fields {
+		if n, ok := names[f.ID]; ok {
+			fields[i].Name = n
+		}
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), rec.Columns(), rec.NumRows())
+}
+
+// v20RowID returns the _rowid of a fixture row.
+func v20RowID(t testing.TB, row []byte) uint64 {
+	t.Helper()
+	i := strings.LastIndex(string(row), `"_rowid":`)
+	if i < 0 {
+		t.Fatalf("row without _rowid: %s", row)
+	}
+	var id uint64
+	if _, err := fmt.Sscan(strings.TrimRight(string(row[i+len(`"_rowid":`):]), "} "), &id); err != nil {
+		t.Fatalf("row id in %s: %v", row, err)
+	}
+	return id
+}
+
+// TestV20Ranges reads every 2.0 fixture file in pieces — every [a, b) of
+// small files, batches of 7 rows through one cursor, and unsorted takes with
+// duplicates — and checks each piece against the same rows of a full read.
+func TestV20Ranges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 0))
+	for _, name := range v20Fixtures {
+		for _, path := range v20DataFiles(t, name) {
+			t.Run(name+"/"+filepath.Base(path)[:8], func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				defer mem.AssertSize(t, 0)
+				r := v20OpenPath(t, path, mem)
+				v20CheckRanges(t, r, r.Schema().Fields, rng)
+			})
+		}
+	}
+}
+
+// v20CheckRanges compares piecewise reads of r with a full read.
+func v20CheckRanges(t *testing.T, r *Reader, fields []*Field, rng *rand.Rand) {
+	t.Helper()
+	n := r.NumRows()
+	full := v20Record(t, r, fields, 0, n)
+	want := v20Cells(t, full)
+	full.Release()
+	check := func(what string, rec arrow.RecordBatch, rows []uint64) {
+		t.Helper()
+		got := v20Cells(t, rec)
+		rec.Release()
+		for c := range want {
+			for i, row := range rows {
+				if got[c][i] != want[c][row] {
+					t.Fatalf("%s: field %q row %d: got %s, want %s", what, fields[c].Name, row, got[c][i], want[c][row])
+				}
+			}
+		}
+	}
+	span := func(a, b uint64) []uint64 {
+		var rows []uint64
+		for i := a; i < b; i++ {
+			rows = append(rows, i)
+		}
+		return rows
+	}
+	if n <= 24 {
+		for a := uint64(0); a <= n; a++ {
+			for b := a; b <= n; b++ {
+				check(fmt.Sprintf("[%d, %d)", a, b), v20Record(t, r, fields, a, b), span(a, b))
+			}
+		}
+	} else {
+		for range 50 {
+			a := rng.Uint64N(n + 1)
+			b := a + rng.Uint64N(n-a+1)
+			check(fmt.Sprintf("[%d, %d)", a, b), v20Record(t, r, fields, a, b), span(a, b))
+		}
+	}
+	cur, err := r.NewCursor(r.FileProjection(fields))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	ctx := context.Background()
+	for a := uint64(0); a < n; a += 7 {
+		b := min(a+7, n)
+		arrs, err := cur.ReadRange(ctx, a, b)
+		if err != nil {
+			t.Fatalf("batch [%d, %d): %v", a, b, err)
+		}
+		check(fmt.Sprintf("batch [%d, %d)", a, b), v20MakeRecord(t, fields, arrs, int64(b-a)), span(a, b))
+	}
+	if n == 0 {
+		return
+	}
+	for range 5 {
+		rows := make([]uint64, 1+rng.IntN(12))
+		for i := range rows {
+			rows[i] = rng.Uint64N(n)
+		}
+		rows = append(rows, rows[0]) // a duplicate
+		arrs, err := cur.Take(ctx, rows)
+		if err != nil {
+			t.Fatalf("take %v: %v", rows, err)
+		}
+		check(fmt.Sprintf("take %v", rows), v20MakeRecord(t, fields, arrs, int64(len(rows))), rows)
+	}
+}
+
+// TestV20Projection reads pruned structs and single members of the types
+// fixture and compares them with the full read.
+func TestV20Projection(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r := v20OpenPath(t, v20DataFiles(t, "types_v2_0")[0], mem)
+	for _, paths := range [][]string{
+		{"nested_nn.inner.ys", "id"},
+		{"nested_nn.kv", "struct_nn.b"},
+		{"dict_utf8", "list_utf8", "emb8"},
+		{"nested_nn.name", "nested_nn.inner.x"},
+	} {
+		s, err := r.Schema().Project(paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := v20Record(t, r, s.Fields, 0, r.NumRows())
+		got := fixturetest.EncodeRows(t, rec)
+		rec.Release()
+		full := v20Record(t, r, r.Schema().Fields, 0, r.NumRows())
+		var want [][]byte
+		for i := range int(full.NumRows()) {
+			row, err := rowjson.AppendRow(nil, full, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, v20ProjectRow(t, row, paths))
+		}
+		full.Release()
+		fixturetest.CompareRows(t, strings.Join(paths, ","), got, want, fixturetest.CompareOptions{})
+	}
+}
+
+// v20ProjectRow keeps the members of a JSON row that paths select, with
+// Schema.Project's ordering: top-level fields in order of first mention.
+func v20ProjectRow(t testing.TB, row []byte, paths []string) []byte {
+	t.Helper()
+	var obj map[string]any
+	dec := json.NewDecoder(bytes.NewReader(row))
+	dec.UseNumber() // int64 values beyond 2^53 stay exact
+	if err := dec.Decode(&obj); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for _, p := range paths {
+		parts := strings.Split(p, ".")
+		src, dst := obj, out
+		for i, part := range parts {
+			if i == len(parts)-1 {
+				dst[part] = src[part]
+				break
+			}
+			next, _ := dst[part].(map[string]any)
+			if next == nil {
+				next = map[string]any{}
+				dst[part] = next
+			}
+			src, _ = src[part].(map[string]any)
+			dst = next
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestV20MissingColumns reads fields that have no column in the file (a
+// column added to the dataset later): nulls of the field's type.
+func TestV20MissingColumns(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r := v20OpenPath(t, v20DataFiles(t, "types_v2_0")[0], mem)
+	s, err := r.Schema().Project([]string{"id", "nested_nn", "list_i32", "dict_utf8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := r.defaultColumns()
+	proj := Projection{Fields: s.Fields, Column: func(id int32) (int, bool) {
+		switch id {
+		case 0, 32, 34: // id, nested_nn.name and nested_nn.inner.x keep their columns
+			return cols[id], true
+		}
+		return 0, false
+	}}
+	cur, err := r.NewCursor(proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	arrs, err := cur.ReadRange(context.Background(), 3, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := v20MakeRecord(t, s.Fields, arrs, 7)
+	defer rec.Release()
+	if got := rec.Column(2).NullN(); got != 7 {
+		t.Errorf("list_i32 without a column: %d nulls, want 7", got)
+	}
+	if got := rec.Column(3).NullN(); got != 7 {
+		t.Errorf("dict_utf8 without a column: %d nulls, want 7", got)
+	}
+	nested := rec.Column(1).(*array.Struct)
+	if nested.NullN() != 0 || nested.Field(0).NullN() == 7 {
+		t.Errorf("nested_nn with a member column: %d nulls, name %d nulls; want a valid struct with names", nested.NullN(), nested.Field(0).NullN())
+	}
+	kv := nested.Field(2)
+	if kv.NullN() != 7 {
+		t.Errorf("nested_nn.kv without a column: %d nulls, want 7", kv.NullN())
+	}
+	full := v20Record(t, r, r.Schema().Fields, 3, 10)
+	defer full.Release()
+	if !array.Equal(rec.Column(0), full.Column(0)) {
+		t.Errorf("id: got %v, want %v", rec.Column(0), full.Column(0))
+	}
+}
+
+// TestV20Errors checks requests outside the file and the error kinds of
+// fields the 2.0 reader cannot read.
+func TestV20Errors(t *testing.T) {
+	r := v20OpenPath(t, v20DataFiles(t, "types_v2_0")[0], memory.DefaultAllocator)
+	cur, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	if _, err := cur.ReadRange(context.Background(), 5, 101); !errors.Is(err, lancer.ErrInvalidArgument) {
+		t.Errorf("range past the end: %v, want ErrInvalidArgument", err)
+	}
+	bad := Projection{Fields: r.Schema().Fields[:1], Column: func(int32) (int, bool) { return 99, true }}
+	if _, err := r.NewCursor(bad); !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), r.Key()) {
+		t.Errorf("column past the file's columns: %v, want ErrCorrupt naming the file", err)
+	}
+	wrongSpace := Projection{Fields: r.Schema().Fields[24:25], Column: func(id int32) (int, bool) {
+		return map[int32]int{24: 24, 25: 0}[id], true // list items in the id column (100 values, not 191)
+	}}
+	if _, err := r.NewCursor(wrongSpace); !errors.Is(err, lancer.ErrCorrupt) {
+		t.Errorf("list items in a column of the wrong length: %v, want ErrCorrupt", err)
+	}
+}
