@@ -42,8 +42,12 @@ if [ $short = 0 ]; then
 	LANCEDB_NODE_DIR=$ref FIXTURE_SEED=7 node "$LANCER_FIXTURES/gen.mjs" "$fresh/written/lance" >"$fresh/gen.log" 2>&1 \
 		|| { cat "$fresh/gen.log" >&2; die "generating fresh datasets with real Lance failed"; }
 	mv "$fresh/written" "$fresh/moved"
-	export LANCER_FRESH_FIXTURES=$fresh/moved
 fi
 
 echo "== go test"
 go test -count=1 ./...
+
+if [ $short = 0 ]; then
+	echo "== the fixture tests again, on the fresh datasets"
+	LANCER_FIXTURES=$fresh/moved go test -count=1 -run 'Fixtures' ./dataset/ ./branch/
+fi
