@@ -3,12 +3,288 @@ package format
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
+// Page decoding for file versions 2.1 and later (spec §8–§11).
+//
+// A 2.1+ page holds whole top-level rows of one leaf column. Its encoding is
+// an Any(lance.encodings21.PageLayout) naming one of the structural layouts:
+//
+//	MiniBlockLayout  narrow values in independently compressed chunks (miniblock.go)
+//	FullZipLayout    wide values, each behind a rep/def control word (fullzip.go)
+//	ConstantLayout   (2.1: AllNullLayout) all null, or one repeated value (constantpage.go)
+//	BlobLayout       legacy blob descriptors with smuggled rep/def (blobpage.go)
+//	SparseLayout     2.3 only; refused
+//
+// Each layout yields the page's repetition and definition levels and the
+// values of its visible items (leafpage.go); the compressive encodings that
+// turn buffers into values are in compressive.go, dictionaries in
+// dictpage.go.
+
+// pageLayoutTypeName is the message an Any page encoding must name (the
+// part of the type URL after its last '/').
+const pageLayoutTypeName = "lance.encodings21.PageLayout"
+
 // decodeLeafPage reads page p of physical column col of a 2.1+ file and
-// decodes it into levels and values typed as leaf.ScanType().
+// decodes it into levels and values typed as leaf.ScanType(). Malformed pages
+// yield errors wrapping lancer.ErrCorrupt, layouts or encodings lancer does
+// not implement lancer.ErrUnsupported; both name the file, column and page.
 func (r *Reader) decodeLeafPage(ctx context.Context, col, p int, leaf *Field) (*leafPage, error) {
-	return nil, fmt.Errorf("format: %s: column %d page %d: %w", r.key, col, p, lancer.ErrUnsupported)
+	ref := pageRef{key: r.key, col: col, page: p}
+	if col < 0 || col >= len(r.columns) {
+		return nil, ref.wrap(pageInvalidf("the file has %d columns", len(r.columns)))
+	}
+	pages := r.columns[col].GetPages()
+	if p < 0 || p >= len(pages) {
+		return nil, ref.wrap(pageInvalidf("the column has %d pages", len(pages)))
+	}
+	if leaf == nil {
+		return nil, ref.wrap(pageInvalidf("no leaf field given"))
+	}
+	page := pages[p]
+	if page.GetLength() > r.numRows {
+		return nil, ref.wrap(pageCorruptf("page of %d rows in a file of %d rows", page.GetLength(), r.numRows))
+	}
+	layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), page.GetEncoding().GetIndirect() != nil)
+	if err != nil {
+		return nil, ref.wrap(err)
+	}
+	bufs, err := r.pageBuffers(ctx, page)
+	if err != nil {
+		return nil, err // already names the file
+	}
+	d := &pageDecoder{
+		mem:      r.mem,
+		numRows:  page.GetLength(),
+		scanType: leaf.ScanType(),
+	}
+	lp, err := d.decode(layout, bufs)
+	if err != nil {
+		return nil, ref.wrap(err)
+	}
+	return lp, nil
+}
+
+// parsePageLayout unpacks a page's Any(PageLayout) encoding. indirect
+// reports an encoding stored out of line (DeferredEncoding), which Lance
+// never writes.
+func parsePageLayout(encoding []byte, indirect bool) (*enc21pb.PageLayout, error) {
+	if indirect {
+		return nil, pageUnsupportedf("page encoding stored out of line (indirect)")
+	}
+	if len(encoding) == 0 {
+		return nil, pageCorruptf("page has no encoding")
+	}
+	var a anypb.Any
+	if err := proto.Unmarshal(encoding, &a); err != nil {
+		return nil, pageCorruptf("page encoding is not a protobuf Any: %v", err)
+	}
+	url := a.GetTypeUrl()
+	if name := url[strings.LastIndexByte(url, '/')+1:]; name != pageLayoutTypeName {
+		return nil, pageUnsupportedf("page encoding %q is not a %s", url, pageLayoutTypeName)
+	}
+	layout := &enc21pb.PageLayout{}
+	if err := proto.Unmarshal(a.GetValue(), layout); err != nil {
+		return nil, pageCorruptf("page layout: %v", err)
+	}
+	return layout, nil
+}
+
+// pageDecoder holds what decoding one page needs besides its layout and
+// buffers. It is separate from Reader so that tests and fuzzers can decode
+// pages built in memory.
+type pageDecoder struct {
+	mem memory.Allocator
+	// numRows is the page's row count (ColumnMetadata.Page.length).
+	numRows uint64
+	// scanType is the Arrow type the values must have.
+	scanType arrow.DataType
+}
+
+// decode turns a page layout and the page's buffers into a leafPage and
+// checks that its counts agree with each other and with the row count.
+func (d *pageDecoder) decode(layout *enc21pb.PageLayout, bufs [][]byte) (*leafPage, error) {
+	if d.numRows > maxPageItems {
+		return nil, pageUnsupportedf("page of %d rows is too large to decode", d.numRows)
+	}
+	lp, err := d.decodeLayout(layout, bufs)
+	if err != nil {
+		return nil, err
+	}
+	if err := lp.check(d.numRows); err != nil {
+		lp.release()
+		return nil, err
+	}
+	return lp, nil
+}
+
+// decodeLayout decodes a page without checking the result's counts (a blob
+// page's inner layout counts items, not rows).
+func (d *pageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*leafPage, error) {
+	switch l := layout.GetLayout().(type) {
+	case *enc21pb.PageLayout_MiniBlockLayout:
+		return d.decodeMiniBlock(l.MiniBlockLayout, bufs)
+	case *enc21pb.PageLayout_FullZipLayout:
+		return d.decodeFullZip(l.FullZipLayout, bufs)
+	case *enc21pb.PageLayout_ConstantLayout:
+		return d.decodeConstant(l.ConstantLayout, bufs)
+	case *enc21pb.PageLayout_BlobLayout:
+		return d.decodeBlob(l.BlobLayout, bufs)
+	case *enc21pb.PageLayout_SparseLayout:
+		return nil, pageUnsupportedf("sparse layout (file version 2.3)")
+	case nil:
+		return nil, pageCorruptf("page layout names no layout")
+	default:
+		return nil, pageUnsupportedf("page layout %T", l)
+	}
+}
+
+// maxPageItems bounds the item and row counts of one page: Arrow array
+// lengths and offsets are Go ints and, for most types, 32-bit.
+const maxPageItems = 1<<31 - 1
+
+// check verifies a decoded page's invariants (leafpage.go): level counts
+// equal numItems, visible items equal the values, levels stay within what
+// the layers define, and rows agree with the page's row count.
+func (lp *leafPage) check(numRows uint64) error {
+	if len(lp.layers) == 0 {
+		return pageCorruptf("page names no rep/def layers")
+	}
+	maxRep, maxDef, maxVisible, err := layerLimits(lp.layers)
+	if err != nil {
+		return err
+	}
+	if lp.rep != nil && len(lp.rep) != lp.numItems {
+		return pageCorruptf("%d repetition levels for %d items", len(lp.rep), lp.numItems)
+	}
+	if lp.def != nil && len(lp.def) != lp.numItems {
+		return pageCorruptf("%d definition levels for %d items", len(lp.def), lp.numItems)
+	}
+	visible := lp.numItems
+	if lp.def != nil {
+		visible = 0
+		for i, d := range lp.def {
+			if d > maxDef {
+				return pageCorruptf("item %d has definition level %d; the layers define at most %d", i, d, maxDef)
+			}
+			if d <= maxVisible {
+				visible++
+			}
+		}
+	}
+	if lp.values == nil || lp.values.Len() != visible {
+		n := -1
+		if lp.values != nil {
+			n = lp.values.Len()
+		}
+		return pageCorruptf("%d values for %d visible items", n, visible)
+	}
+	rows := uint64(lp.numItems)
+	if lp.rep != nil {
+		if maxRep == 0 {
+			return pageCorruptf("repetition levels without list layers")
+		}
+		rows = 0
+		for i, r := range lp.rep {
+			switch {
+			case r > maxRep:
+				return pageCorruptf("item %d has repetition level %d; the layers define at most %d", i, r, maxRep)
+			case r == maxRep:
+				rows++
+			case i == 0:
+				return pageCorruptf("first item has repetition level %d, not %d: the page does not start a row", r, maxRep)
+			}
+		}
+	} else if maxRep > 0 && lp.numItems > 0 {
+		return pageCorruptf("%d items under list layers but no repetition levels", lp.numItems)
+	}
+	if rows != numRows {
+		return pageCorruptf("levels describe %d rows, the page has %d", rows, numRows)
+	}
+	if lp.numRows != numRows {
+		return pageCorruptf("decoded %d rows, the page has %d", lp.numRows, numRows)
+	}
+	return nil
+}
+
+// layerLimits returns, for layers listed innermost first, the highest
+// repetition level (the number of list layers), the highest definition
+// level, and the highest definition level of a visible item: the levels of
+// the layers inside the innermost list (spec §8.2).
+func layerLimits(layers []enc21pb.RepDefLayer) (maxRep, maxDef, maxVisible uint16, err error) {
+	// Levels are u16; more layers than that cannot be numbered.
+	if len(layers) > 1<<14 {
+		return 0, 0, 0, pageCorruptf("%d rep/def layers", len(layers))
+	}
+	inList := false
+	for _, l := range layers {
+		levels := uint16(0)
+		list := false
+		switch l {
+		case enc21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM:
+		case enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM:
+			levels = 1
+		case enc21pb.RepDefLayer_REPDEF_ALL_VALID_LIST:
+			list = true
+		case enc21pb.RepDefLayer_REPDEF_NULLABLE_LIST, enc21pb.RepDefLayer_REPDEF_EMPTYABLE_LIST:
+			list, levels = true, 1
+		case enc21pb.RepDefLayer_REPDEF_NULL_AND_EMPTY_LIST:
+			list, levels = true, 2
+		default:
+			return 0, 0, 0, pageCorruptf("unknown rep/def layer %v", l)
+		}
+		maxDef += levels
+		if list {
+			maxRep++
+			inList = true
+		}
+		if !inList {
+			maxVisible += levels
+		}
+	}
+	return maxRep, maxDef, maxVisible, nil
+}
+
+// pageRef names a page in errors.
+type pageRef struct {
+	key       string
+	col, page int
+}
+
+// wrap prefixes err, which wraps one lancer error category, with the file,
+// column and page.
+func (p pageRef) wrap(err error) error {
+	return fmt.Errorf("format: %s: column %d page %d: %w", p.key, p.col, p.page, err)
+}
+
+// pageCorruptf reports page bytes or metadata that break the format. The
+// caller adds where (pageRef.wrap).
+func pageCorruptf(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, lancer.ErrCorrupt)...)
+}
+
+// pageUnsupportedf reports a valid page using something lancer does not
+// implement.
+func pageUnsupportedf(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, lancer.ErrUnsupported)...)
+}
+
+// pageInvalidf reports a caller mistake (a column or page that does not
+// exist).
+func pageInvalidf(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, lancer.ErrInvalidArgument)...)
+}
+
+// pageWrapf adds context to an error that already wraps a category.
+func pageWrapf(err error, format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, err)...)
 }
