@@ -1,12 +1,720 @@
 package format
 
 import (
+	"context"
 	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 )
 
+// Structural assembly: reading fields of 2.1+ files (spec §6.3, §8.2).
+//
+// Only leaves have columns (a fixed-size list, a blob and a packed struct
+// count as leaves). Each leaf's pages carry, besides its values, the
+// rep/def levels of every struct and list above it. To read a field the
+// cursor decodes the pages of its leaves that hold the rows asked for,
+// unravels the levels bottom-up (repdef.go) and assembles the Arrow array:
+// a leaf's array is its visible values with the validity of its own layer;
+// a struct's validity and a list's offsets and validity come from the first
+// leaf below it that has a column (every leaf below records the same
+// structure, so one suffices).
+//
+// Pages hold whole top-level rows, and the leaves of one field may have
+// different page boundaries, so every leaf is read in pieces (the rows of
+// the range within one page) whose unravelled layers are appended to one
+// another; each piece is unravelled with its own page's layers, which may
+// differ between pages (a page without nulls says ALL_VALID_ITEM).
+//
+// A cursor keeps the decoded pages it used, with a position in each page's
+// levels (rows → items and values), and after every read drops those that
+// do not hold the next row: a front-to-back scan in batches decodes every
+// page once, walks its levels once, and holds about one page per leaf.
+// Pages a read needs that are not cached are decoded in parallel, leaves
+// being independent. Values are sliced out of a page without copying when a
+// read stays within one page, so returned arrays may share (reference
+// counted) buffers with cached pages.
+
+// nodeKind is the shape of a projected field.
+type nodeKind uint8
+
+const (
+	nodeLeaf nodeKind = iota
+	nodeStruct
+	nodeList // list, large list and map
+	// nodeEmptyStruct is a top-level struct without members: Lance reads it
+	// as all-valid rows without touching its column.
+	nodeEmptyStruct
+)
+
+// structNode is one field of the projection tree.
+type structNode struct {
+	field    *Field
+	kind     nodeKind
+	dt       arrow.DataType // the type the node's array has
+	children []*structNode
+	leaf     *leafColumn // nodeLeaf with a column
+	// owner is the leaf whose levels give this node's validity and offsets
+	// (the first leaf below with a column), layer the index of this node's
+	// layer in the owner's layers. nil owner: nothing below has a column.
+	owner *leafColumn
+	layer int
+}
+
+// leafColumn is one physical column read for the projection, with its
+// cached pages and the state of the current read.
+type leafColumn struct {
+	field *Field
+	col   int
+	dt    arrow.DataType
+	// lists[k] tells whether layer k (innermost, the leaf itself, first) is
+	// a list layer; wide[k] whether that list has 64-bit offsets.
+	lists, wide []bool
+	// owned is the number of layers this leaf unravels: its own plus those
+	// of the ancestors it owns.
+	owned int
+	// pageEnds[p] is the first row after page p.
+	pageEnds []uint64
+	cache    map[int]*cachedPage
+
+	// state of one readRange
+	sinks  []layerSink
+	pieces []arrow.Array
+}
+
+// cachedPage is a decoded page with its checked levels.
+type cachedPage struct {
+	page   *leafPage
+	levels *pageLevels
+}
+
+// structuralCursor implements cursorImpl for 2.1+ files.
+type structuralCursor struct {
+	key     string
+	numRows uint64
+	mem     memory.Allocator
+	// decode decodes page p of column col for leaf (Reader.decodeLeafPage;
+	// tests substitute hand-built pages).
+	decode  func(ctx context.Context, col, p int, leaf *Field) (*leafPage, error)
+	fields  []*structNode
+	leaves  []*leafColumn
+	scratch levelScratch
+}
+
 // newStructuralCursor reads files of versions 2.1 and later.
 func newStructuralCursor(r *Reader, proj Projection) (cursorImpl, error) {
-	return nil, fmt.Errorf("format: %s: %s files: %w", r.key, r.version, lancer.ErrUnsupported)
+	pageRows := func(col int) ([]uint64, error) {
+		if col < 0 || col >= len(r.columns) {
+			return nil, fmt.Errorf("the file has %d columns: %w", len(r.columns), lancer.ErrCorrupt)
+		}
+		pages := r.columns[col].GetPages()
+		rows := make([]uint64, len(pages))
+		for i, p := range pages {
+			rows[i] = p.GetLength()
+		}
+		return rows, nil
+	}
+	return buildStructuralCursor(r.key, r.numRows, r.mem, proj, pageRows, r.decodeLeafPage)
+}
+
+// buildStructuralCursor plans the reading of proj from a file of numRows
+// rows whose column col has pages of pageRows(col) rows each.
+func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, proj Projection,
+	pageRows func(col int) ([]uint64, error),
+	decode func(ctx context.Context, col, p int, leaf *Field) (*leafPage, error),
+) (*structuralCursor, error) {
+	c := &structuralCursor{key: key, numRows: numRows, mem: mem, decode: decode}
+	for _, f := range proj.Fields {
+		n, err := c.plan(f, f.ScanType(), nil, nil, proj, true)
+		if err != nil {
+			return nil, fmt.Errorf("format: %s: field %q (id %d): %w", key, f.Name, f.ID, err)
+		}
+		assignOwners(n, 0)
+		c.fields = append(c.fields, n)
+	}
+	for _, l := range c.leaves {
+		rows, err := pageRows(l.col)
+		if err != nil {
+			return nil, fmt.Errorf("format: %s: column %d (field %q): %w", key, l.col, l.field.Name, err)
+		}
+		l.pageEnds = make([]uint64, len(rows))
+		var total uint64
+		for p, n := range rows {
+			if n > numRows-total {
+				return nil, fmt.Errorf("format: %s: column %d (field %q): page %d of %d rows runs past the file's %d rows: %w",
+					key, l.col, l.field.Name, p, n, numRows, lancer.ErrCorrupt)
+			}
+			total += n
+			l.pageEnds[p] = total
+		}
+		if total != numRows {
+			return nil, fmt.Errorf("format: %s: column %d (field %q): pages hold %d rows, the file %d: %w",
+				key, l.col, l.field.Name, total, numRows, lancer.ErrCorrupt)
+		}
+		l.cache = map[int]*cachedPage{}
+		l.sinks = make([]layerSink, l.owned)
+	}
+	return c, nil
+}
+
+// storedAsLeaf reports whether a 2.1+ file stores f as one column: leaves,
+// and blob and packed-struct fields whatever their children.
+func storedAsLeaf(f *Field) bool {
+	return f.IsLeaf() || f.Blob != NotBlob || f.Metadata[MetaPacked] == "true" || f.Metadata["packed"] == "true"
+}
+
+// plan builds the node of f, to be read as type dt, below the layers
+// (outermost first) of its ancestors.
+func (c *structuralCursor) plan(f *Field, dt arrow.DataType, lists, wide []bool, proj Projection, top bool) (*structNode, error) {
+	n := &structNode{field: f, dt: dt}
+	if storedAsLeaf(f) {
+		if st, ok := dt.(*arrow.StructType); ok && top && st.NumFields() == 0 && f.Blob == NotBlob {
+			n.kind = nodeEmptyStruct
+			return n, nil
+		}
+		n.kind = nodeLeaf
+		col, ok := proj.Column(f.ID)
+		if !ok {
+			return n, nil
+		}
+		l := &leafColumn{field: f, col: col, dt: dt}
+		// Layers innermost first: the leaf, then its ancestors inside out.
+		l.lists = append(l.lists, false)
+		l.wide = append(l.wide, false)
+		for i := len(lists) - 1; i >= 0; i-- {
+			l.lists = append(l.lists, lists[i])
+			l.wide = append(l.wide, wide[i])
+		}
+		n.leaf = l
+		c.leaves = append(c.leaves, l)
+		return n, nil
+	}
+	childType := func(i int) (arrow.DataType, error) {
+		switch t := dt.(type) {
+		case *arrow.StructType:
+			if i < t.NumFields() && len(f.Children) == t.NumFields() {
+				return t.Field(i).Type, nil
+			}
+		case *arrow.MapType:
+			if i == 0 {
+				return t.Elem(), nil
+			}
+		case *arrow.ListType:
+			if i == 0 {
+				return t.Elem(), nil
+			}
+		case *arrow.LargeListType:
+			if i == 0 {
+				return t.Elem(), nil
+			}
+		}
+		return nil, fmt.Errorf("type %s does not match the field's %d children: %w", dt, len(f.Children), lancer.ErrCorrupt)
+	}
+	switch dt.ID() {
+	case arrow.STRUCT:
+		n.kind = nodeStruct
+		lists = append(lists, false)
+		wide = append(wide, false)
+	case arrow.LIST, arrow.MAP, arrow.LARGE_LIST:
+		n.kind = nodeList
+		if len(f.Children) != 1 {
+			return nil, fmt.Errorf("%s field %q has %d children, want 1: %w", dt, f.Name, len(f.Children), lancer.ErrCorrupt)
+		}
+		lists = append(lists, true)
+		wide = append(wide, dt.ID() == arrow.LARGE_LIST)
+	default:
+		return nil, fmt.Errorf("field %q of type %s has %d children: %w", f.Name, dt, len(f.Children), lancer.ErrUnsupported)
+	}
+	for i, cf := range f.Children {
+		ct, err := childType(i)
+		if err != nil {
+			return nil, err
+		}
+		cn, err := c.plan(cf, ct, lists[:len(lists):len(lists)], wide[:len(wide):len(wide)], proj, false)
+		if err != nil {
+			return nil, err
+		}
+		n.children = append(n.children, cn)
+	}
+	return n, nil
+}
+
+// assignOwners sets each node's owner to the first leaf below it that has a
+// column and counts, per owner, the layers it unravels. depth is n's depth
+// below the top-level field.
+func assignOwners(n *structNode, depth int) (leafDepth int) {
+	switch n.kind {
+	case nodeLeaf:
+		if n.leaf != nil {
+			n.owner, n.layer = n.leaf, 0
+			n.leaf.owned = 1
+		}
+		return depth
+	case nodeEmptyStruct:
+		return depth
+	}
+	for _, ch := range n.children {
+		d := assignOwners(ch, depth+1)
+		if n.owner == nil && ch.owner != nil {
+			n.owner = ch.owner
+			n.layer = d - depth
+			n.owner.owned = n.layer + 1
+			leafDepth = d
+		}
+	}
+	return leafDepth
+}
+
+// readRange implements cursorImpl.
+func (c *structuralCursor) readRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
+	defer c.endRead()
+	if err := c.prefetch(ctx, start, end); err != nil {
+		return nil, err
+	}
+	for _, l := range c.leaves {
+		if err := c.readLeaf(ctx, l, start, end); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]arrow.Array, 0, len(c.fields))
+	for _, n := range c.fields {
+		a, err := c.assemble(n, int(end-start))
+		if err != nil {
+			releaseAll(out)
+			return nil, fmt.Errorf("format: %s: field %q (id %d): %w", c.key, n.field.Name, n.field.ID, err)
+		}
+		out = append(out, a)
+	}
+	c.evict(end)
+	return out, nil
+}
+
+// endRead drops what one read left in the leaves.
+func (c *structuralCursor) endRead() {
+	for _, l := range c.leaves {
+		for k := range l.sinks {
+			l.sinks[k].release()
+		}
+		releaseAll(l.pieces)
+		clear(l.pieces)
+		l.pieces = l.pieces[:0]
+	}
+}
+
+// evict releases cached pages a read starting at row next would not need:
+// a front-to-back scan keeps about one page per leaf.
+func (c *structuralCursor) evict(next uint64) {
+	for _, l := range c.leaves {
+		for p, cp := range l.cache {
+			first := uint64(0)
+			if p > 0 {
+				first = l.pageEnds[p-1]
+			}
+			if next < first || next >= l.pageEnds[p] {
+				cp.page.release()
+				delete(l.cache, p)
+			}
+		}
+	}
+}
+
+// release implements cursorImpl.
+func (c *structuralCursor) release() {
+	c.endRead()
+	for _, l := range c.leaves {
+		for p, cp := range l.cache {
+			cp.page.release()
+			delete(l.cache, p)
+		}
+	}
+}
+
+// page returns page p of leaf l, decoding and checking it on first use.
+func (c *structuralCursor) page(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
+	if cp, ok := l.cache[p]; ok {
+		return cp, nil
+	}
+	cp, err := c.loadPage(ctx, l, p)
+	if err != nil {
+		return nil, err
+	}
+	l.cache[p] = cp
+	return cp, nil
+}
+
+// loadPage decodes and checks page p of leaf l. It touches no cursor
+// state, so pages of several leaves can load at once.
+func (c *structuralCursor) loadPage(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
+	lp, err := c.decode(ctx, l.col, p, l.field)
+	if err != nil {
+		return nil, err
+	}
+	levels, err := c.checkPage(l, p, lp)
+	if err != nil {
+		lp.release()
+		return nil, fmt.Errorf("format: %s: column %d (field %q) page %d: %w", c.key, l.col, l.field.Name, p, err)
+	}
+	return &cachedPage{page: lp, levels: levels}, nil
+}
+
+// prefetch decodes, in parallel, the pages rows [start, end) need that are
+// not cached yet. Decoding (decompression above all) dominates a scan, and
+// the columns of a projection are independent.
+func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) error {
+	type job struct {
+		l   *leafColumn
+		p   int
+		cp  *cachedPage
+		err error
+	}
+	var jobs []job
+	for _, l := range c.leaves {
+		p := sort.Search(len(l.pageEnds), func(i int) bool { return l.pageEnds[i] > start })
+		for ; p < len(l.pageEnds) && start < end; p++ {
+			first := uint64(0)
+			if p > 0 {
+				first = l.pageEnds[p-1]
+			}
+			if first >= end {
+				break
+			}
+			if _, ok := l.cache[p]; !ok && l.pageEnds[p] > first {
+				jobs = append(jobs, job{l: l, p: p})
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+	if workers < 2 {
+		return nil // readLeaf decodes what little there is
+	}
+	next := make(chan int, len(jobs))
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				j := &jobs[i]
+				if ctx.Err() != nil {
+					j.err = ctx.Err()
+					continue
+				}
+				j.cp, j.err = c.loadPage(ctx, j.l, j.p)
+			}
+		})
+	}
+	wg.Wait()
+	var firstErr error
+	for _, j := range jobs {
+		switch {
+		case j.err != nil && firstErr == nil:
+			firstErr = j.err
+		case j.cp != nil && firstErr == nil:
+			j.l.cache[j.p] = j.cp
+		case j.cp != nil:
+			j.cp.page.release()
+		}
+	}
+	if firstErr != nil {
+		// Pages cached before the error stay cached; release frees them.
+		return firstErr
+	}
+	return nil
+}
+
+// checkPage validates a decoded page against the leaf's place in the schema
+// and the page's row count.
+func (c *structuralCursor) checkPage(l *leafColumn, p int, lp *leafPage) (*pageLevels, error) {
+	if lp == nil {
+		return nil, fmt.Errorf("the decoder returned no page: %w", lancer.ErrCorrupt)
+	}
+	first := uint64(0)
+	if p > 0 {
+		first = l.pageEnds[p-1]
+	}
+	if rows := l.pageEnds[p] - first; lp.numRows != rows {
+		return nil, fmt.Errorf("decoded %d rows, the column metadata says %d: %w", lp.numRows, rows, lancer.ErrCorrupt)
+	}
+	if len(lp.layers) != len(l.lists) {
+		return nil, fmt.Errorf("%d rep/def layers, the schema has %d levels of nesting: %w", len(lp.layers), len(l.lists), lancer.ErrCorrupt)
+	}
+	lay, err := newRepDefLayout(lp.layers)
+	if err != nil {
+		return nil, err
+	}
+	for k, isList := range l.lists {
+		if lay.info[k].list != isList {
+			what := "an item (struct or leaf)"
+			if isList {
+				what = "a list"
+			}
+			return nil, fmt.Errorf("layer %d is %s in the schema but %s in the page: %w", k, what, lp.layers[k], lancer.ErrCorrupt)
+		}
+	}
+	numValues := 0
+	if lp.values != nil {
+		numValues = lp.values.Len()
+		if !arrow.TypeEqual(lp.values.DataType(), l.dt) && !sameLayout(lp.values.DataType(), l.dt) {
+			return nil, fmt.Errorf("values of type %s, want %s: %w", lp.values.DataType(), l.dt, lancer.ErrCorrupt)
+		}
+	}
+	return checkLevels(lay, lp.rep, lp.def, lp.numItems, int(lp.numRows), numValues)
+}
+
+// sameLayout reports whether arrays of type a can be relabelled as type b:
+// they differ only in field names, nullability or metadata.
+func sameLayout(a, b arrow.DataType) bool {
+	if a.ID() != b.ID() {
+		return false
+	}
+	na, ok1 := a.(arrow.NestedType)
+	nb, ok2 := b.(arrow.NestedType)
+	if !ok1 || !ok2 {
+		return arrow.TypeEqual(a, b)
+	}
+	fa, fb := na.Fields(), nb.Fields()
+	if len(fa) != len(fb) {
+		return false
+	}
+	for i := range fa {
+		if !sameLayout(fa[i].Type, fb[i].Type) {
+			return false
+		}
+	}
+	if fa, ok := a.(*arrow.FixedSizeListType); ok && fa.Len() != b.(*arrow.FixedSizeListType).Len() {
+		return false
+	}
+	return true
+}
+
+// piece is the part of one page a read needs.
+type piece struct {
+	cp               *cachedPage
+	pageIndex        int
+	itemLo, itemHi   int
+	valueLo, valueHi int
+}
+
+// readLeaf unravels rows [start, end) of leaf l into l.sinks and l.pieces.
+func (c *structuralCursor) readLeaf(ctx context.Context, l *leafColumn, start, end uint64) error {
+	var pieces []piece
+	p := sort.Search(len(l.pageEnds), func(i int) bool { return l.pageEnds[i] > start })
+	for ; p < len(l.pageEnds) && start < end; p++ {
+		first := uint64(0)
+		if p > 0 {
+			first = l.pageEnds[p-1]
+		}
+		if first >= end {
+			break
+		}
+		if l.pageEnds[p] == first {
+			continue // a page without rows
+		}
+		cp, err := c.page(ctx, l, p)
+		if err != nil {
+			return err
+		}
+		lo, hi := max(start, first)-first, min(end, l.pageEnds[p])-first
+		pc := piece{cp: cp, pageIndex: p}
+		pc.itemLo, pc.valueLo = cp.levels.locate(int(lo))
+		pc.itemHi, pc.valueHi = cp.levels.locate(int(hi))
+		pieces = append(pieces, pc)
+	}
+
+	// A read within one page slices the page's values without copying;
+	// the leaf's validity bitmap must then line up with the slice's offset.
+	shift, withValues := 0, 0
+	for _, pc := range pieces {
+		if pc.valueHi > pc.valueLo {
+			shift = pc.cp.page.values.Data().Offset() + pc.valueLo
+			withValues++
+		}
+	}
+	if withValues != 1 {
+		shift = 0
+	}
+	for k := range l.sinks {
+		s := &l.sinks[k]
+		if k == 0 {
+			s.validity.reset(c.mem, shift)
+		} else {
+			s.validity.reset(c.mem, 0)
+		}
+		s.offsets.reset(c.mem, l.wide[k])
+		s.children = 0
+	}
+	for _, pc := range pieces {
+		lp := pc.cp.page
+		var rep, def []uint16
+		if lp.rep != nil {
+			rep = lp.rep[pc.itemLo:pc.itemHi]
+		}
+		if lp.def != nil {
+			def = lp.def[pc.itemLo:pc.itemHi]
+		}
+		before := l.sinks[0].slots()
+		if err := unravelPiece(pc.cp.levels.lay, rep, def, pc.itemHi-pc.itemLo, l.sinks, &c.scratch); err != nil {
+			return fmt.Errorf("format: %s: column %d (field %q) page %d: %w", c.key, l.col, l.field.Name, pc.pageIndex, err)
+		}
+		if got, want := l.sinks[0].slots()-before, pc.valueHi-pc.valueLo; got != want {
+			return fmt.Errorf("format: %s: column %d (field %q) page %d: %d leaf slots for %d values: %w",
+				c.key, l.col, l.field.Name, pc.pageIndex, got, want, lancer.ErrCorrupt)
+		}
+		if pc.valueHi > pc.valueLo {
+			l.pieces = append(l.pieces, array.NewSlice(lp.values, int64(pc.valueLo), int64(pc.valueHi)))
+		}
+	}
+	return nil
+}
+
+// assemble builds node n's array, which must have want slots.
+func (c *structuralCursor) assemble(n *structNode, want int) (arrow.Array, error) {
+	switch {
+	case n.kind == nodeEmptyStruct:
+		data := array.NewData(n.dt, want, []*memory.Buffer{nil}, nil, 0, 0)
+		defer data.Release()
+		return array.MakeFromData(data), nil
+	case n.owner == nil:
+		return nullArray(c.mem, n.dt, want), nil
+	}
+	sink := &n.owner.sinks[n.layer]
+	if got := sink.slots(); got != want {
+		return nil, fmt.Errorf("%s %q: column %d has %d slots, want %d: %w",
+			kindName(n), n.field.Name, n.owner.col, got, want, lancer.ErrCorrupt)
+	}
+	switch n.kind {
+	case nodeLeaf:
+		return c.assembleLeaf(n.leaf, want)
+	case nodeStruct:
+		members := make([]arrow.Array, 0, len(n.children))
+		defer func() { releaseAll(members) }()
+		for _, ch := range n.children {
+			m, err := c.assemble(ch, want)
+			if err != nil {
+				return nil, err
+			}
+			members = append(members, m)
+		}
+		validity, nulls := sink.validity.finish()
+		children := make([]arrow.ArrayData, len(members))
+		for i, m := range members {
+			children[i] = m.Data()
+		}
+		data := array.NewData(n.dt, want, []*memory.Buffer{validity}, children, nulls, 0)
+		if validity != nil {
+			validity.Release()
+		}
+		defer data.Release()
+		return array.MakeFromData(data), nil
+	case nodeList:
+		offsets, err := sink.offsets.finish(sink.children)
+		if err != nil {
+			return nil, err
+		}
+		defer offsets.Release()
+		items, err := c.assemble(n.children[0], int(sink.children))
+		if err != nil {
+			return nil, err
+		}
+		defer items.Release()
+		validity, nulls := sink.validity.finish()
+		data := array.NewData(n.dt, want, []*memory.Buffer{validity, offsets}, []arrow.ArrayData{items.Data()}, nulls, 0)
+		if validity != nil {
+			validity.Release()
+		}
+		defer data.Release()
+		return array.MakeFromData(data), nil
+	}
+	return nil, fmt.Errorf("node kind %d: %w", n.kind, lancer.ErrUnsupported)
+}
+
+// assembleLeaf joins the leaf's pieces and applies its validity.
+func (c *structuralCursor) assembleLeaf(l *leafColumn, want int) (arrow.Array, error) {
+	var values arrow.Array
+	switch len(l.pieces) {
+	case 0:
+		values = array.MakeArrayOfNull(c.mem, l.dt, 0)
+	case 1:
+		values = l.pieces[0]
+		values.Retain()
+	default:
+		var err error
+		if values, err = array.Concatenate(l.pieces, c.mem); err != nil {
+			return nil, fmt.Errorf("column %d (field %q): joining the values of %d pages: %v: %w",
+				l.col, l.field.Name, len(l.pieces), err, lancer.ErrUnsupported)
+		}
+	}
+	if values.Len() != want {
+		values.Release()
+		return nil, fmt.Errorf("column %d (field %q): %d values for %d slots: %w", l.col, l.field.Name, values.Len(), want, lancer.ErrCorrupt)
+	}
+	validity, nulls := l.sinks[0].validity.finish()
+	if validity != nil && len(l.pieces) != 1 {
+		// The bitmap was built from bit 0; the joined values start at
+		// offset 0 too, unless there were no pieces (then there are no slots).
+		if off := values.Data().Offset(); off != 0 {
+			validity.Release()
+			values.Release()
+			return nil, fmt.Errorf("column %d: joined values at offset %d: %w", l.col, off, lancer.ErrUnsupported)
+		}
+	}
+	values = withValidity(values, validity, nulls)
+	if !arrow.TypeEqual(values.DataType(), l.dt) {
+		values = retype(values, l.dt)
+	}
+	return values, nil
+}
+
+// retype relabels arr as dt, a type of the same layout (sameLayout).
+func retype(arr arrow.Array, dt arrow.DataType) arrow.Array {
+	data := arr.Data().(*array.Data)
+	nd := retypeData(data, dt)
+	defer nd.Release()
+	arr.Release()
+	return array.MakeFromData(nd)
+}
+
+func retypeData(data *array.Data, dt arrow.DataType) *array.Data {
+	children := data.Children()
+	newChildren := make([]arrow.ArrayData, len(children))
+	var childTypes []arrow.Field
+	if nt, ok := dt.(arrow.NestedType); ok {
+		childTypes = nt.Fields()
+	}
+	for i, ch := range children {
+		if i < len(childTypes) {
+			newChildren[i] = retypeData(ch.(*array.Data), childTypes[i].Type)
+		} else {
+			ch.Retain()
+			newChildren[i] = ch
+		}
+	}
+	var nd *array.Data
+	if dt.ID() == arrow.DICTIONARY {
+		nd = array.NewDataWithDictionary(dt, data.Len(), data.Buffers(), data.NullN(), data.Offset(), data.Dictionary().(*array.Data))
+	} else {
+		nd = array.NewData(dt, data.Len(), data.Buffers(), newChildren, data.NullN(), data.Offset())
+	}
+	for _, ch := range newChildren {
+		ch.Release()
+	}
+	return nd
+}
+
+func kindName(n *structNode) string {
+	switch n.kind {
+	case nodeStruct:
+		return "struct"
+	case nodeList:
+		return "list"
+	}
+	return "field"
 }
