@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # Runs every lancer test, interop with real Lance included. It installs what
-# the tests need (the pinned Lance reference from npm) and fails loudly when a
-# tool or the shared fixtures are missing: no test is skipped for want of one.
-#
-#   scripts/test.sh            everything (CI runs this through .ci/run)
-#   scripts/test.sh -short     skip the fresh-fixture generation (quicker local loop)
+# the tests need (the pinned Lance reference, from npm) and fails loudly when
+# a tool or the shared fixtures are missing: no test is skipped for want of
+# one. CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -18,36 +16,18 @@ fixtures=${LANCER_FIXTURES:-$repo/../shared/fixtures}
 [ -f "$fixtures/lance/MANIFEST.json" ] || die "shared fixtures not found at $fixtures (set LANCER_FIXTURES to the folder holding lance/ and encodings/)"
 export LANCER_FIXTURES=$(cd "$fixtures" && pwd)
 
-short=0
-[ "${1:-}" = "-short" ] && short=1
-
 echo "== gofmt, go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
 
-if [ $short = 0 ]; then
-	echo "== installing the Lance reference (@lancedb/lancedb, pinned in interop/package.json)"
-	ref=$repo/.cache/lance-ref
-	mkdir -p "$ref"
-	cp interop/package.json "$ref/package.json"
-	(cd "$ref" && npm install --no-audit --no-fund --loglevel=error) || die "npm install of the Lance reference failed"
-	node -e "require('$ref/node_modules/@lancedb/lancedb')" || die "the Lance reference does not load"
-
-	echo "== writing fresh datasets with real Lance (another seed), then moving them"
-	# Moving them after generation checks that branches, which record absolute
-	# paths, still open where the dataset now lives.
-	fresh=$(mktemp -d)
-	trap 'rm -rf "$fresh"' EXIT
-	LANCEDB_NODE_DIR=$ref FIXTURE_SEED=7 node "$LANCER_FIXTURES/gen.mjs" "$fresh/written/lance" >"$fresh/gen.log" 2>&1 \
-		|| { cat "$fresh/gen.log" >&2; die "generating fresh datasets with real Lance failed"; }
-	mv "$fresh/written" "$fresh/moved"
-fi
+echo "== installing the Lance reference (@lancedb/lancedb, pinned in interop/package.json)"
+ref=$repo/.cache/lance-ref
+mkdir -p "$ref"
+cp interop/package.json "$ref/package.json"
+(cd "$ref" && npm install --no-audit --no-fund --loglevel=error) || die "npm install of the Lance reference failed"
+node -e "require('$ref/node_modules/@lancedb/lancedb')" || die "the Lance reference does not load"
+export LANCER_LANCE_REF=$ref
 
 echo "== go test"
 go test -count=1 ./...
-
-if [ $short = 0 ]; then
-	echo "== the fixture tests again, on the fresh datasets"
-	LANCER_FIXTURES=$fresh/moved go test -count=1 -run 'Fixtures' ./dataset/ ./branch/
-fi
