@@ -55,7 +55,7 @@ func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*proje
 	}
 	fields := make([]arrow.Field, 0, len(p.schema.Fields)+2)
 	for _, f := range p.schema.Fields {
-		fields = append(fields, scanField(f))
+		fields = append(fields, f.ArrowField())
 	}
 	if p.withRowID {
 		fields = append(fields, arrow.Field{Name: RowIDColumn, Type: arrow.PrimitiveTypes.Uint64, Nullable: true})
@@ -66,18 +66,6 @@ func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*proje
 	md := d.manifest.Schema.Arrow().Metadata()
 	p.arrow = arrow.NewSchema(fields, &md)
 	return p, nil
-}
-
-// scanField is the output field of a top-level field. A blob v2 column
-// reads as its descriptor struct, and Lance labels that struct with the
-// blob and packed markers instead of the column's extension metadata.
-func scanField(f *format.Field) arrow.Field {
-	af := f.ArrowField()
-	if f.Blob == format.BlobV2 {
-		af.Metadata = arrow.NewMetadata(
-			[]string{format.MetaBlob, format.MetaPacked}, []string{"true", "true"})
-	}
-	return af
 }
 
 // fileRead is one data file's share of reading a projection from a

@@ -384,8 +384,8 @@ func (r *Reader) defaultColumns() map[int32]int {
 	visit = func(f *Field) {
 		// Blob and packed-struct fields are one column; their members
 		// have none of their own.
-		single := f.Blob != NotBlob || f.Metadata[MetaPacked] == "true" || f.Metadata["packed"] == "true"
-		if !r.version.Structural() || f.IsLeaf() || single {
+		single := f.storedWhole()
+		if !r.version.Structural() || storedAsLeaf(f) {
 			cols[f.ID] = next
 			next++
 		}

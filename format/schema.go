@@ -122,9 +122,15 @@ func (f *Field) hasBlob() bool {
 	return false
 }
 
-// ArrowField returns the field as an Arrow field with its scan type.
+// ArrowField returns the field as an Arrow field with its scan type. A blob
+// v2 field scans as its descriptor struct, which Lance labels with the blob
+// and packed markers instead of the column's extension metadata.
 func (f *Field) ArrowField() arrow.Field {
-	return arrow.Field{Name: f.Name, Type: f.ScanType(), Nullable: f.Nullable, Metadata: arrowMetadata(f.Metadata)}
+	md := arrowMetadata(f.Metadata)
+	if f.Blob == BlobV2 {
+		md = arrow.NewMetadata([]string{MetaBlob, MetaPacked}, []string{"true", "true"})
+	}
+	return arrow.Field{Name: f.Name, Type: f.ScanType(), Nullable: f.Nullable, Metadata: md}
 }
 
 // LogicalArrowField returns the field with its written (logical) type.
@@ -147,6 +153,17 @@ func arrowMetadata(m map[string]string) arrow.Metadata {
 // IsLeaf reports whether the field has no child fields. Fixed-size lists
 // are leaves: their element type lives in the logical type string.
 func (f *Field) IsLeaf() bool { return len(f.Children) == 0 }
+
+// storedWhole reports whether f's members are stored inside f's own
+// column rather than in columns of their own: blob fields and packed
+// structs.
+func (f *Field) storedWhole() bool {
+	return f.Blob != NotBlob || f.Metadata[MetaPacked] == "true" || f.Metadata["packed"] == "true"
+}
+
+// storedAsLeaf reports whether f is a leaf column in 2.1+ files: a field
+// without children, or one stored whole.
+func storedAsLeaf(f *Field) bool { return f.IsLeaf() || f.storedWhole() }
 
 // Walk calls fn on f and every descendant in pre-order (parents first).
 func (f *Field) Walk(fn func(*Field)) {
@@ -448,8 +465,11 @@ func fieldType(lt string, children []*Field, md map[string]string) (arrow.DataTy
 		}
 		entries := children[0]
 		k, v := entries.Children[0], entries.Children[1]
-		mt := arrow.MapOfFields(childField(k), childField(v))
-		return mt, nil
+		if k.Nullable {
+			// Arrow maps cannot hold null keys (arrow-go panics on the type).
+			return nil, fmt.Errorf("map key field %q is nullable: %w", k.Name, lancer.ErrCorrupt)
+		}
+		return arrow.MapOfFields(childField(k), childField(v)), nil
 	}
 	if len(children) != 0 {
 		return nil, fmt.Errorf("leaf type %q has %d children: %w", lt, len(children), lancer.ErrCorrupt)

@@ -163,12 +163,6 @@ func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, pro
 	return c, nil
 }
 
-// storedAsLeaf reports whether a 2.1+ file stores f as one column: leaves,
-// and blob and packed-struct fields whatever their children.
-func storedAsLeaf(f *Field) bool {
-	return f.IsLeaf() || f.Blob != NotBlob || f.Metadata[MetaPacked] == "true" || f.Metadata["packed"] == "true"
-}
-
 // plan builds the node of f, to be read as type dt, below the layers
 // (outermost first) of its ancestors.
 func (c *structuralCursor) plan(f *Field, dt arrow.DataType, lists, wide []bool, proj Projection, top bool) (*structNode, error) {

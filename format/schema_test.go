@@ -1,0 +1,101 @@
+package format
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/pb/filepb"
+)
+
+// TestSchemaFromProtoRefusesNullableMapKey: Arrow maps cannot hold null
+// keys, so such a schema is corrupt rather than a panic inside arrow.
+func TestSchemaFromProtoRefusesNullableMapKey(t *testing.T) {
+	fields := []*filepb.Field{
+		{Id: 0, ParentId: -1, Name: "m", LogicalType: "map", Nullable: true},
+		{Id: 1, ParentId: 0, Name: "entries", LogicalType: "struct"},
+		{Id: 2, ParentId: 1, Name: "key", LogicalType: "string", Nullable: true},
+		{Id: 3, ParentId: 1, Name: "value", LogicalType: "int32", Nullable: true},
+	}
+	if _, err := SchemaFromProto(fields, nil); !errors.Is(err, lancer.ErrCorrupt) {
+		t.Fatalf("err = %v, want ErrCorrupt", err)
+	}
+	fields[2].Nullable = false
+	s, err := SchemaFromProto(fields, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Fields[0].Type.String(); got != "map<utf8, int32, items_nullable>" {
+		t.Errorf("map type %s", got)
+	}
+}
+
+func TestParseLogicalType(t *testing.T) {
+	good := map[string]string{
+		"int64":                             "int64",
+		"timestamp:us:UTC":                  "timestamp[us, tz=UTC]",
+		"timestamp:ns:-":                    "timestamp[ns]",
+		"decimal:128:12:3":                  "decimal(12, 3)",
+		"fixed_size_list:float:128":         "fixed_size_list<item: float32, nullable>[128]",
+		"fixed_size_binary:16":              "fixed_size_binary[16]",
+		"dict:string:int32:false":           "dictionary<values=utf8, indices=int32, ordered=false>",
+		"fixed_size_list:decimal:128:9:2:4": "fixed_size_list<item: decimal(9, 2), nullable>[4]",
+	}
+	for lt, want := range good {
+		dt, err := ParseLogicalType(lt)
+		if err != nil || dt.String() != want {
+			t.Errorf("%s: %v, %v; want %s", lt, dt, err, want)
+		}
+	}
+	for _, lt := range []string{"", "int65", "fixed_size_list:float:0", "fixed_size_list:float:-1", "timestamp:xs:-", "decimal:64:1:1", "dict:string:float:false", "fixed_size_binary:x"} {
+		if _, err := ParseLogicalType(lt); !errors.Is(err, lancer.ErrUnsupported) {
+			t.Errorf("%q: err %v, want ErrUnsupported", lt, err)
+		}
+	}
+}
+
+func TestProject(t *testing.T) {
+	fields := []*filepb.Field{
+		{Id: 0, ParentId: -1, Name: "id", LogicalType: "int64"},
+		{Id: 1, ParentId: -1, Name: "meta", LogicalType: "struct", Nullable: true},
+		{Id: 2, ParentId: 1, Name: "a", LogicalType: "int32", Nullable: true},
+		{Id: 3, ParentId: 1, Name: "inner", LogicalType: "struct", Nullable: true},
+		{Id: 4, ParentId: 3, Name: "x", LogicalType: "double", Nullable: true},
+		{Id: 5, ParentId: 3, Name: "y", LogicalType: "string", Nullable: true},
+		{Id: 6, ParentId: -1, Name: "v", LogicalType: "fixed_size_list:float:4", Nullable: true},
+	}
+	s, err := SchemaFromProto(fields, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		paths []string
+		want  string
+	}{
+		{[]string{"v", "id"}, "v: fixed_size_list<item: float32, nullable>[4]; id: int64"},
+		{[]string{"meta.inner.y"}, "meta: struct<inner: struct<y: utf8 nullable> nullable>"},
+		// members keep the schema's order; a whole member wins over a part
+		{[]string{"meta.inner.y", "meta.a", "meta.inner"}, "meta: struct<a: int32 nullable, inner: struct<x: float64 nullable, y: utf8 nullable> nullable>"},
+		{[]string{"meta", "meta.a"}, "meta: struct<a: int32 nullable, inner: struct<x: float64 nullable, y: utf8 nullable> nullable>"},
+	}
+	for _, c := range cases {
+		p, err := s.Project(c.paths)
+		if err != nil {
+			t.Errorf("%v: %v", c.paths, err)
+			continue
+		}
+		var got []string
+		for _, f := range p.Fields {
+			got = append(got, f.Name+": "+f.Type.String())
+		}
+		if g := strings.Join(got, "; "); g != c.want {
+			t.Errorf("%v:\n got %s\nwant %s", c.paths, g, c.want)
+		}
+	}
+	for _, bad := range [][]string{{"nope"}, {"meta.nope"}, {"id.x"}, {"meta.inner.x.z"}} {
+		if _, err := s.Project(bad); !errors.Is(err, lancer.ErrNotFound) {
+			t.Errorf("%v: err %v, want ErrNotFound", bad, err)
+		}
+	}
+}
