@@ -23,6 +23,7 @@ var layers = map[string]int{
 	"server":               5,
 	"bench":                6,
 	"cmd":                  6,
+	"interop":              6,
 }
 
 // isolated packages may import no lancer package but the root (and, for
