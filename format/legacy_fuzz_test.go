@@ -1,7 +1,6 @@
 package format
 
 import (
-	"context"
 	"errors"
 	"os"
 	"runtime"
@@ -63,40 +62,12 @@ func FuzzLegacyFile(f *testing.F) {
 	})
 }
 
-// readLegacyBounded opens data and reads its first rows in batches, its last
-// rows and a few scattered rows, releasing everything.
+// readLegacyBounded opens data and reads it as readBounded does.
 func readLegacyBounded(t *testing.T, data []byte, mem memory.Allocator) error {
 	r, err := openBytes(t, "data/fuzz.lance", data, mem)
 	if err != nil {
 		return err
 	}
 	r.NumColumns()
-	cur, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
-	if err != nil {
-		return err
-	}
-	defer cur.Close()
-	ctx := context.Background()
-	n := r.NumRows()
-	const chunk, maxRows = 37, 1024 // an odd chunk, to cut batches anywhere
-	for start := uint64(0); start < min(n, maxRows); start += chunk {
-		arrs, err := cur.ReadRange(ctx, start, min(start+chunk, n))
-		releaseAll(arrs)
-		if err != nil {
-			return err
-		}
-	}
-	if n > 0 {
-		arrs, err := cur.ReadRange(ctx, n-min(n, chunk), n)
-		releaseAll(arrs)
-		if err != nil {
-			return err
-		}
-		arrs, err = cur.Take(ctx, []uint64{n - 1, 0, n / 2, n / 3})
-		releaseAll(arrs)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return readBounded(r)
 }

@@ -22,34 +22,48 @@ import (
 
 var updateMalformed = flag.Bool("update-malformed", false, "rewrite testdata/malformed from the fixtures")
 
-// readEverything opens the file held in data and reads every row of every
-// field (the first maxRowsRead of them), the way a scan would. The cap keeps
-// fuzzing fast: a valid all-null page may stand for billions of rows.
+// readEverything opens the file held in data and reads it the way
+// readBounded does.
 func readEverything(t testing.TB, name string, data []byte, mem memory.Allocator) error {
+	r, err := openBytes(t, name, data, mem)
+	if err != nil {
+		return err
+	}
+	return readBounded(r)
+}
+
+// readBounded reads every field of r's own schema: its first rows in odd
+// batches, its last rows and a few scattered rows, releasing everything. It
+// is what fuzz and malformed-input tests need to reach every decoder; the
+// cap on rows keeps them fast, since a valid all-null page may stand for
+// billions of rows.
+func readBounded(r *Reader) error {
+	cur, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
 	ctx := context.Background()
-	store := blob.NewMemStore("t")
-	if err := store.Write(ctx, name, data); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(ctx, store, name, &OpenOptions{Allocator: mem})
-	if err != nil {
-		return err
-	}
-	c, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	const maxRowsRead = 100_000
-	n := min(r.NumRows(), maxRowsRead)
-	for start := uint64(0); start < n; start += 1000 {
-		arrs, err := c.ReadRange(ctx, start, min(start+1000, n))
+	n := r.NumRows()
+	const chunk, maxRows = 37, 1024 // an odd chunk, to cut batches anywhere
+	for start := uint64(0); start < min(n, maxRows); start += chunk {
+		arrs, err := cur.ReadRange(ctx, start, min(start+chunk, n))
+		releaseAll(arrs)
 		if err != nil {
 			return err
 		}
-		releaseAll(arrs)
 	}
-	return nil
+	if n == 0 {
+		return nil
+	}
+	arrs, err := cur.ReadRange(ctx, n-min(n, chunk), n)
+	releaseAll(arrs)
+	if err != nil {
+		return err
+	}
+	arrs, err = cur.Take(ctx, []uint64{n - 1, 0, n / 2, n / 3, 0})
+	releaseAll(arrs)
+	return err
 }
 
 // isCategorized reports whether err wraps one of lancer's categories for bad

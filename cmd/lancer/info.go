@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -170,34 +172,33 @@ func newVersionsCommand() *cobra.Command {
 }
 
 func newTagsCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "tags [URI]",
-		Short: "List a dataset's tags",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			root, err := openRoot(ctx, cmd, args)
-			if err != nil {
-				return err
-			}
-			tags, err := branch.ListTags(ctx, root)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TAG\tBRANCH\tVERSION\tUPDATED")
-			for _, t := range tags {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", t.Name, orMain(t.Branch), t.Version, formatTime(t.UpdatedAt))
-			}
-			return tw.Flush()
-		},
-	}
+	return newRefListCommand("tags", "List a dataset's tags", func(ctx context.Context, root blob.Store) ([]string, [][]string, error) {
+		tags, err := branch.ListTags(ctx, root)
+		rows := make([][]string, len(tags))
+		for i, t := range tags {
+			rows[i] = []string{t.Name, orMain(t.Branch), strconv.FormatUint(t.Version, 10), formatTime(t.UpdatedAt)}
+		}
+		return []string{"TAG", "BRANCH", "VERSION", "UPDATED"}, rows, err
+	})
 }
 
 func newBranchesCommand() *cobra.Command {
+	return newRefListCommand("branches", "List a dataset's branches", func(ctx context.Context, root blob.Store) ([]string, [][]string, error) {
+		branches, err := branch.ListBranches(ctx, root)
+		rows := make([][]string, len(branches))
+		for i, b := range branches {
+			rows[i] = []string{b.Name, orMain(b.ParentBranch), strconv.FormatUint(b.ParentVersion, 10), formatTime(b.CreatedAt)}
+		}
+		return []string{"BRANCH", "PARENT", "PARENT VERSION", "CREATED"}, rows, err
+	})
+}
+
+// newRefListCommand builds a command that prints, as a table, what list
+// returns for the dataset root named by its argument.
+func newRefListCommand(name, short string, list func(context.Context, blob.Store) ([]string, [][]string, error)) *cobra.Command {
 	return &cobra.Command{
-		Use:   "branches [URI]",
-		Short: "List a dataset's branches",
+		Use:   name + " [URI]",
+		Short: short,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -205,14 +206,14 @@ func newBranchesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			branches, err := branch.ListBranches(ctx, root)
+			header, rows, err := list(ctx, root)
 			if err != nil {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "BRANCH\tPARENT\tPARENT VERSION\tCREATED")
-			for _, b := range branches {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", b.Name, orMain(b.ParentBranch), b.ParentVersion, formatTime(b.CreatedAt))
+			fmt.Fprintln(tw, strings.Join(header, "\t"))
+			for _, row := range rows {
+				fmt.Fprintln(tw, strings.Join(row, "\t"))
 			}
 			return tw.Flush()
 		},
