@@ -3,6 +3,7 @@ package format
 import (
 	"context"
 	"fmt"
+	"iter"
 	"runtime"
 	"sort"
 	"sync"
@@ -357,6 +358,26 @@ func (c *structuralCursor) loadPage(ctx context.Context, l *leafColumn, p int) (
 	return &cachedPage{page: lp, levels: levels}, nil
 }
 
+// pagesOverlapping yields the index and first row of each page of l that
+// holds some of rows [start, end), in order.
+func (l *leafColumn) pagesOverlapping(start, end uint64) iter.Seq2[int, uint64] {
+	return func(yield func(int, uint64) bool) {
+		if start >= end {
+			return
+		}
+		p := sort.Search(len(l.pageEnds), func(i int) bool { return l.pageEnds[i] > start })
+		for ; p < len(l.pageEnds); p++ {
+			first := uint64(0)
+			if p > 0 {
+				first = l.pageEnds[p-1]
+			}
+			if first >= end || !yield(p, first) {
+				return
+			}
+		}
+	}
+}
+
 // prefetch decodes, in parallel, the pages rows [start, end) need that are
 // not cached yet. Decoding (decompression above all) dominates a scan, and
 // the columns of a projection are independent.
@@ -369,15 +390,7 @@ func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) erro
 	}
 	var jobs []job
 	for _, l := range c.leaves {
-		p := sort.Search(len(l.pageEnds), func(i int) bool { return l.pageEnds[i] > start })
-		for ; p < len(l.pageEnds) && start < end; p++ {
-			first := uint64(0)
-			if p > 0 {
-				first = l.pageEnds[p-1]
-			}
-			if first >= end {
-				break
-			}
+		for p, first := range l.pagesOverlapping(start, end) {
 			if _, ok := l.cache[p]; !ok && l.pageEnds[p] > first {
 				jobs = append(jobs, job{l: l, p: p})
 			}
@@ -500,15 +513,7 @@ type piece struct {
 // readLeaf unravels rows [start, end) of leaf l into l.sinks and l.pieces.
 func (c *structuralCursor) readLeaf(ctx context.Context, l *leafColumn, start, end uint64) error {
 	var pieces []piece
-	p := sort.Search(len(l.pageEnds), func(i int) bool { return l.pageEnds[i] > start })
-	for ; p < len(l.pageEnds) && start < end; p++ {
-		first := uint64(0)
-		if p > 0 {
-			first = l.pageEnds[p-1]
-		}
-		if first >= end {
-			break
-		}
+	for p, first := range l.pagesOverlapping(start, end) {
 		if l.pageEnds[p] == first {
 			continue // a page without rows
 		}
