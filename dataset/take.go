@@ -95,16 +95,23 @@ func (d *Dataset) TakeRowIDs(ctx context.Context, ids []uint64, opts *TakeOption
 	if err != nil {
 		return nil, err
 	}
+	locs, err := d.locateRowIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return d.takeLocations(ctx, proj, locs)
+}
+
+// locateRowIDs finds the live row each _rowid value names.
+func (d *Dataset) locateRowIDs(ctx context.Context, ids []uint64) ([]rowLoc, error) {
 	locs := make([]rowLoc, len(ids))
+	var err error
 	if d.manifest.StableRowIDs() {
 		err = d.resolveStableRowIDs(ctx, ids, locs)
 	} else {
 		err = d.resolveRowAddresses(ctx, ids, locs)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return d.takeLocations(ctx, proj, locs)
+	return locs, err
 }
 
 func (d *Dataset) takeProjection(opts *TakeOptions) (*projection, error) {
