@@ -1,0 +1,51 @@
+package branch_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// A dataset written by real Lance, with four tags and a branch "exp".
+const historyFixture = "../../shared/fixtures/lance/history_v2_2.lance"
+
+// Open a branch, a tag, and list what the dataset has.
+func Example() {
+	ctx := context.Background()
+	exp, err := branch.OpenURI(ctx, historyFixture, branch.Ref{Branch: "exp"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	n, _ := exp.CountRows(ctx)
+	fmt.Printf("branch %s at version %d: %d rows\n", exp.Manifest().Branch, exp.Version(), n)
+
+	tagged, err := branch.OpenURI(ctx, historyFixture, branch.Ref{Tag: "three_fragments"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("tag three_fragments is version %d with %d fragments\n", tagged.Version(), len(tagged.Manifest().Fragments))
+
+	main, err := branch.OpenURI(ctx, historyFixture, branch.Ref{}, &dataset.OpenOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	branches, _ := branch.ListBranches(ctx, main.Store())
+	for _, b := range branches {
+		fmt.Printf("branch %s forked from %s@%d\n", b.Name, "main", b.ParentVersion)
+	}
+	tags, _ := branch.ListTags(ctx, main.Store())
+	for _, t := range tags {
+		fmt.Printf("tag %s → version %d\n", t.Name, t.Version)
+	}
+	// Output:
+	// branch exp at version 6: 52 rows
+	// tag three_fragments is version 3 with 3 fragments
+	// branch exp forked from main@4
+	// tag after_update → version 5
+	// tag final → version 8
+	// tag moving → version 4
+	// tag three_fragments → version 3
+}
