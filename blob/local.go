@@ -118,7 +118,10 @@ func (s *LocalStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
 
 // List implements Store. Keys are yielded in lexical order; the walk collects
 // one directory level at a time, so memory grows with the widest directory,
-// not with the whole tree.
+// not with the whole tree. Symbolic links are followed, as Lance's local
+// object store follows them (a dataset of linked files, such as a Hugging
+// Face cache snapshot, lists like a plain one); a dangling link is no object,
+// and a link back to a directory being walked is not entered again.
 func (s *LocalStore) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo, error] {
 	return func(yield func(ObjectInfo, error) bool) {
 		// The deepest existing directory that can contain keys with prefix.
@@ -128,13 +131,14 @@ func (s *LocalStore) List(ctx context.Context, prefix string) iter.Seq2[ObjectIn
 		} else {
 			dirKey = ""
 		}
-		s.walk(ctx, dirKey, prefix, yield)
+		s.walk(ctx, dirKey, prefix, nil, yield)
 	}
 }
 
 // walk yields, in key order, every file under directory dirKey whose key
-// starts with prefix. It returns false when the consumer stopped.
-func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, yield func(ObjectInfo, error) bool) bool {
+// starts with prefix. ancestors are the directories the walk is inside of.
+// It returns false when the consumer stopped.
+func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, ancestors []fs.FileInfo, yield func(ObjectInfo, error) bool) bool {
 	if err := ctx.Err(); err != nil {
 		yield(ObjectInfo{}, err)
 		return false
@@ -143,9 +147,28 @@ func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, yield func
 	if dirKey != "" {
 		dir = filepath.Join(s.root, filepath.FromSlash(dirKey))
 	}
+	gone := func(err error) bool {
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isNotDir(err)
+	}
+	self, err := os.Stat(dir)
+	if err != nil {
+		if gone(err) {
+			return true
+		}
+		return yield(ObjectInfo{}, mapOSError("list", dirKey, err))
+	}
+	if !self.IsDir() {
+		return true
+	}
+	for _, a := range ancestors {
+		if os.SameFile(a, self) {
+			return true // a link loop: this directory is being listed already
+		}
+	}
+	ancestors = append(ancestors, self)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isNotDir(err) {
+		if gone(err) {
 			return true
 		}
 		return yield(ObjectInfo{}, mapOSError("list", dirKey, err))
@@ -154,30 +177,48 @@ func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, yield func
 	// keys "a/…", which sort after a file "a.b" because '/' > '.'.
 	type item struct {
 		sortKey string
-		entry   fs.DirEntry
+		info    fs.FileInfo // the entry, or for a link what it points at
 	}
 	items := make([]item, 0, len(entries))
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tmpPrefix) {
-			continue
-		}
 		k := e.Name()
 		if dirKey != "" {
 			k = dirKey + "/" + k
 		}
-		if e.IsDir() {
-			k += "/"
+		// Prune what cannot match, before any stat: the entry's keys start
+		// with k (k + "/" for a directory).
+		if strings.HasPrefix(e.Name(), tmpPrefix) || !strings.HasPrefix(k, prefix) && !strings.HasPrefix(prefix, k) {
+			continue
 		}
-		// Prune what cannot match: the entry's keys start with k.
+		var fi fs.FileInfo
+		if e.Type()&fs.ModeSymlink != 0 {
+			fi, err = os.Stat(filepath.Join(dir, e.Name()))
+		} else {
+			fi, err = e.Info()
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a dangling link, or deleted while listing
+		}
+		if err != nil {
+			if !yield(ObjectInfo{}, mapOSError("list", k, err)) {
+				return false
+			}
+			continue
+		}
+		if fi.IsDir() {
+			k += "/"
+		} else if !fi.Mode().IsRegular() {
+			continue
+		}
 		if !strings.HasPrefix(k, prefix) && !strings.HasPrefix(prefix, k) {
 			continue
 		}
-		items = append(items, item{k, e})
+		items = append(items, item{k, fi})
 	}
 	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.sortKey, b.sortKey) })
 	for _, it := range items {
-		if it.entry.IsDir() {
-			if !s.walk(ctx, strings.TrimSuffix(it.sortKey, "/"), prefix, yield) {
+		if it.info.IsDir() {
+			if !s.walk(ctx, strings.TrimSuffix(it.sortKey, "/"), prefix, ancestors, yield) {
 				return false
 			}
 			continue
@@ -185,20 +226,7 @@ func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, yield func
 		if !strings.HasPrefix(it.sortKey, prefix) {
 			continue
 		}
-		fi, err := it.entry.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // deleted while listing
-			}
-			if !yield(ObjectInfo{}, mapOSError("list", it.sortKey, err)) {
-				return false
-			}
-			continue
-		}
-		if !fi.Mode().IsRegular() {
-			continue
-		}
-		if !yield(ObjectInfo{Key: it.sortKey, Size: fi.Size(), ModTime: fi.ModTime()}, nil) {
+		if !yield(ObjectInfo{Key: it.sortKey, Size: it.info.Size(), ModTime: it.info.ModTime()}, nil) {
 			return false
 		}
 	}

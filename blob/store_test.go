@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -183,6 +184,62 @@ func TestLocalStoreHidesTempFiles(t *testing.T) {
 	}
 	for info := range s.List(context.Background(), "") {
 		t.Fatalf("listed temp file %q", info.Key)
+	}
+}
+
+// TestLocalStoreFollowsLinks: List sees linked files and directories as
+// Stat and ReadRange do (and as Lance's local store does), skips dangling
+// links, and does not loop on a link to an enclosing directory.
+func TestLocalStoreFollowsLinks(t *testing.T) {
+	ctx := context.Background()
+	blobs, dir := t.TempDir(), t.TempDir()
+	write := func(path, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, name); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+	}
+	write(filepath.Join(blobs, "m1"), "manifest one")
+	write(filepath.Join(blobs, "d", "f.lance"), "data")
+	write(filepath.Join(dir, "_versions", "2.manifest"), "plain")
+	link(filepath.Join(blobs, "m1"), filepath.Join(dir, "_versions", "1.manifest"))
+	link(filepath.Join(blobs, "d"), filepath.Join(dir, "data"))
+	link(filepath.Join(blobs, "missing"), filepath.Join(dir, "_versions", "3.manifest"))
+	link(dir, filepath.Join(dir, "data2", "loop"))
+	s, _ := NewLocalStore(dir)
+	for _, tc := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"_versions/", []string{"_versions/1.manifest", "_versions/2.manifest"}},
+		{"", []string{"_versions/1.manifest", "_versions/2.manifest", "data/f.lance"}},
+		{"data/", []string{"data/f.lance"}},
+	} {
+		var keys []string
+		for info, err := range s.List(ctx, tc.prefix) {
+			if err != nil {
+				t.Fatalf("List(%q): %v", tc.prefix, err)
+			}
+			keys = append(keys, info.Key)
+			if st, err := s.Stat(ctx, info.Key); err != nil || st.Size != info.Size {
+				t.Errorf("List(%q) gives %s of %d bytes; Stat: %+v, %v", tc.prefix, info.Key, info.Size, st, err)
+			}
+		}
+		if !slices.Equal(keys, tc.want) {
+			t.Errorf("List(%q) = %q, want %q", tc.prefix, keys, tc.want)
+		}
 	}
 }
 

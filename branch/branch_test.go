@@ -2,6 +2,7 @@ package branch_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,12 +10,14 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 func scanAll(t *testing.T, ds *dataset.Dataset, mem memory.Allocator) [][]byte {
@@ -237,6 +240,95 @@ func TestNameRules(t *testing.T) {
 	for _, bad := range []string{"main", "/x", "x/", "a//b", "a/../b", "a\\b", "x.lock"} {
 		if err := branch.CheckBranchName(bad); !errors.Is(err, lancer.ErrInvalidArgument) {
 			t.Errorf("branch %q accepted (%v)", bad, err)
+		}
+	}
+}
+
+// TestMainLineBasePathOpensRecorded opens, as the main line, a dataset whose
+// manifests reach another dataset through an unnamed base path, as a shallow
+// clone of a version does. That base path is not the opened root: its files
+// are read where the manifest says.
+func TestMainLineBasePathOpensRecorded(t *testing.T) {
+	src := fixturetest.DatasetPath(t, "history_v2_2")
+	exp := fixturetest.LoadExpected(t, "history_v2_2")
+	dir := t.TempDir()
+	source := filepath.Join(dir, "source.lance")
+	clone := filepath.Join(dir, "clone.lance")
+	if err := os.CopyFS(source, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	// Branch exp's root is a shallow clone of main@4 plus its own commits.
+	if err := os.CopyFS(clone, os.DirFS(filepath.Join(src, "tree", "exp"))); err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := filepath.Glob(filepath.Join(clone, "_versions", "*.manifest"))
+	if err != nil || len(manifests) == 0 {
+		t.Fatalf("manifests of the clone: %v, %v", manifests, err)
+	}
+	for _, path := range manifests {
+		rewriteManifest(t, path, func(m *tablepb.Manifest) {
+			for _, bp := range m.BasePaths {
+				if bp.GetName() != "" {
+					t.Fatalf("base path %v has a name", bp)
+				}
+				bp.Path = source
+			}
+		})
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ds, err := branch.OpenURI(context.Background(), clone, branch.Ref{}, &dataset.OpenOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixturetest.CompareRows(t, "shallow clone rows", scanAll(t, ds, mem), exp.Branch.Rows, fixturetest.CompareOptions{})
+}
+
+// rewriteManifest edits the Manifest message of the manifest file at path in
+// place. The manifest is the file's last section, so the sections before it
+// keep their positions.
+func rewriteManifest(t *testing.T, path string, edit func(m *tablepb.Manifest)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	footer := b[len(b)-16:]
+	pos := binary.LittleEndian.Uint64(footer)
+	n := binary.LittleEndian.Uint32(b[pos:])
+	var m tablepb.Manifest
+	if err := proto.Unmarshal(b[pos+4:pos+4+uint64(n)], &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(&m)
+	body, err := proto.Marshal(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := binary.LittleEndian.AppendUint32(slices.Clone(b[:pos]), uint32(len(body)))
+	out = append(append(out, body...), footer...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTagWithoutVersion: a tag file must name a version. Version 0 is no
+// version (they start at 1), and must not open the latest one.
+func TestTagWithoutVersion(t *testing.T) {
+	ctx := context.Background()
+	root := blob.NewMemStore(t.Name())
+	for name, body := range map[string]string{
+		"zero":    `{"branch": null, "version": 0, "manifestSize": 10}`,
+		"missing": `{"branch": null, "manifestSize": 10}`,
+	} {
+		if err := root.Write(ctx, "_refs/tags/"+name+".json", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if tag, err := branch.GetTag(ctx, root, name); !errors.Is(err, lancer.ErrCorrupt) {
+			t.Errorf("GetTag(%s) = %+v, %v; want ErrCorrupt", name, tag, err)
+		}
+		if _, err := branch.Open(ctx, root, branch.Ref{Tag: name}, nil); !errors.Is(err, lancer.ErrCorrupt) {
+			t.Errorf("Open(tag %s): %v, want ErrCorrupt", name, err)
 		}
 	}
 }

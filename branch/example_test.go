@@ -34,7 +34,11 @@ func Example() {
 	}
 	branches, _ := branch.ListBranches(ctx, main.Store())
 	for _, b := range branches {
-		fmt.Printf("branch %s forked from %s@%d\n", b.Name, "main", b.ParentVersion)
+		parent := b.ParentBranch
+		if parent == "" {
+			parent = branch.Main
+		}
+		fmt.Printf("branch %s forked from %s@%d\n", b.Name, parent, b.ParentVersion)
 	}
 	tags, _ := branch.ListTags(ctx, main.Store())
 	for _, t := range tags {

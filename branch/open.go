@@ -55,7 +55,8 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 		branchName, version = tag.Branch, tag.Version
 	}
 	store := root
-	if branchName != "" && branchName != Main {
+	onBranch := branchName != "" && branchName != Main
+	if onBranch {
 		if _, err := GetBranch(ctx, root, branchName); err != nil {
 			return nil, err
 		}
@@ -67,7 +68,7 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 	}
 	o.Version = version
 	if o.ResolveBase == nil {
-		o.ResolveBase = familyResolver(root)
+		o.ResolveBase = familyResolver(root, onBranch)
 	}
 	ds, err := dataset.Open(ctx, store, &o)
 	if err != nil {
@@ -90,14 +91,20 @@ func OpenURI(ctx context.Context, uri string, ref Ref, opts *dataset.OpenOptions
 // absolute location when a branch is made: the main root (a base path with
 // no name) or the main root plus "/tree/<parent>" (a base path named after
 // the parent branch). Those are mapped onto root and root/tree/<parent>, so
-// the family opens wherever it now lives. Any other base path (a shallow
-// clone's foreign source) is opened where it was recorded.
-func familyResolver(root blob.Store) func(context.Context, dataset.BasePath) (blob.Store, error) {
+// the family opens wherever it now lives. Any other base path is opened
+// where it was recorded. That includes every unnamed base path of the main
+// line (onBranch false): a main manifest never names its own root, and Lance
+// writes an unnamed base path for the source of a shallow clone of a version
+// and for extra data roots given without a name.
+func familyResolver(root blob.Store, onBranch bool) func(context.Context, dataset.BasePath) (blob.Store, error) {
 	return func(ctx context.Context, bp dataset.BasePath) (blob.Store, error) {
 		if !bp.IsDatasetRoot {
 			return blob.Open(ctx, bp.Path)
 		}
 		if bp.Name == "" || bp.Name == Main {
+			if !onBranch {
+				return blob.Open(ctx, bp.Path)
+			}
 			return root, nil
 		}
 		if strings.HasSuffix(strings.TrimSuffix(bp.Path, "/"), "/"+treeDir+bp.Name) {

@@ -90,18 +90,12 @@ func GetTag(ctx context.Context, root blob.Store, name string) (Tag, error) {
 		return Tag{}, err
 	}
 	key := tagsDir + name + ".json"
-	b, err := root.ReadAll(ctx, key)
-	if err != nil {
-		if errors.Is(err, lancer.ErrNotFound) {
-			return Tag{}, fmt.Errorf("branch: tag %q: %w", name, lancer.ErrNotFound)
-		}
-		return Tag{}, fmt.Errorf("branch: tag %q: %w", name, err)
-	}
 	var j tagJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return Tag{}, fmt.Errorf("branch: tag file %s: %v: %w", key, err, lancer.ErrCorrupt)
+	if err := readRefFile(ctx, root, "tag", name, key, &j); err != nil {
+		return Tag{}, err
 	}
-	if j.Version == nil {
+	if j.Version == nil || *j.Version == 0 {
+		// Versions start at 1; Open would take 0 for "the latest".
 		return Tag{}, fmt.Errorf("branch: tag file %s has no version: %w", key, lancer.ErrCorrupt)
 	}
 	t := Tag{Name: name, Version: *j.Version, ManifestSize: j.ManifestSize, Metadata: j.Metadata}
@@ -145,16 +139,9 @@ func GetBranch(ctx context.Context, root blob.Store, name string) (Branch, error
 		return Branch{}, err
 	}
 	key := branchesDir + strings.ReplaceAll(name, "/", "%2F") + ".json"
-	b, err := root.ReadAll(ctx, key)
-	if err != nil {
-		if errors.Is(err, lancer.ErrNotFound) {
-			return Branch{}, fmt.Errorf("branch: branch %q: %w", name, lancer.ErrNotFound)
-		}
-		return Branch{}, fmt.Errorf("branch: branch %q: %w", name, err)
-	}
 	var j branchJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return Branch{}, fmt.Errorf("branch: branch file %s: %v: %w", key, err, lancer.ErrCorrupt)
+	if err := readRefFile(ctx, root, "branch", name, key, &j); err != nil {
+		return Branch{}, err
 	}
 	if j.ParentVersion == nil {
 		return Branch{}, fmt.Errorf("branch: branch file %s has no parentVersion: %w", key, lancer.ErrCorrupt)
@@ -167,6 +154,23 @@ func GetBranch(ctx context.Context, root blob.Store, name string) (Branch, error
 		br.CreatedAt = time.Unix(j.CreateAt, 0).UTC()
 	}
 	return br, nil
+}
+
+// readRefFile decodes the JSON file of the tag or branch (what) name, at key,
+// into v. A missing file is an error wrapping lancer.ErrNotFound, bad JSON
+// one wrapping lancer.ErrCorrupt.
+func readRefFile(ctx context.Context, root blob.Store, what, name, key string, v any) error {
+	b, err := root.ReadAll(ctx, key)
+	if err != nil {
+		if errors.Is(err, lancer.ErrNotFound) {
+			return fmt.Errorf("branch: %s %q: %w", what, name, lancer.ErrNotFound)
+		}
+		return fmt.Errorf("branch: %s %q: %w", what, name, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("branch: %s file %s: %v: %w", what, key, err, lancer.ErrCorrupt)
+	}
+	return nil
 }
 
 // CheckTagName enforces Lance's tag name rules: non-empty; letters, digits,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -84,7 +85,7 @@ func printSchema(w io.Writer, s *format.Schema, formatArg string) error {
 	walk = func(f *format.Field, depth int) {
 		md := ""
 		if len(f.Metadata) > 0 {
-			keys := slices.Sorted(mapsKeys(f.Metadata))
+			keys := slices.Sorted(maps.Keys(f.Metadata))
 			parts := make([]string, len(keys))
 			for i, k := range keys {
 				parts[i] = k + "=" + f.Metadata[k]
@@ -106,16 +107,6 @@ func printSchema(w io.Writer, s *format.Schema, formatArg string) error {
 		walk(f, 0)
 	}
 	return tw.Flush()
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func newVersionsCommand() *cobra.Command {

@@ -39,7 +39,9 @@
 //	run_end_encoded             the value of the run the row falls in
 //
 // Union and interval types are not part of the fixture encoding and fail with
-// an error wrapping lancer.ErrUnsupported that names the type.
+// an error wrapping lancer.ErrUnsupported that names the type, as does a
+// decimal whose scale lies outside [-128, 127] (Lance's Arrow keeps the scale
+// in a signed byte; a wider one would print that many zeros per value).
 //
 // Output is compact (no spaces), as JSON.stringify prints. The fixtures'
 // expected.json files are pretty-printed, so compare rows semantically

@@ -112,9 +112,10 @@ func CheckType(dt arrow.DataType) error {
 		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64,
 		arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW,
 		arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY,
-		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64, arrow.DURATION,
-		arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
+		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64, arrow.DURATION:
 		return nil
+	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
+		return checkScale(scaleOf(dt))
 	}
 	return unsupported(dt)
 }
@@ -199,15 +200,13 @@ func appendValue(dst []byte, arr arrow.Array, i int) ([]byte, error) {
 	case *array.Duration:
 		return strconv.AppendInt(dst, int64(a.Value(i)), 10), nil
 	case *array.Decimal32:
-		v := int64(a.Value(i))
-		return appendDecimalInt64(dst, v, scaleOf(a.DataType())), nil
+		return appendDecimalInt64(dst, int64(a.Value(i)), scaleOf(a.DataType()))
 	case *array.Decimal64:
-		v := int64(a.Value(i))
-		return appendDecimalInt64(dst, v, scaleOf(a.DataType())), nil
+		return appendDecimalInt64(dst, int64(a.Value(i)), scaleOf(a.DataType()))
 	case *array.Decimal128:
-		return appendDecimal128(dst, a.Value(i), scaleOf(a.DataType())), nil
+		return appendDecimal128(dst, a.Value(i), scaleOf(a.DataType()))
 	case *array.Decimal256:
-		return appendDecimal256(dst, a.Value(i), scaleOf(a.DataType())), nil
+		return appendDecimal256(dst, a.Value(i), scaleOf(a.DataType()))
 	case *array.Null:
 		return append(dst, "null"...), nil // unreachable: every Null element IsNull
 	case *array.Struct:
@@ -380,7 +379,17 @@ func scaleOf(dt arrow.DataType) int32 {
 	return dt.(arrow.DecimalType).GetScale()
 }
 
-func appendDecimalInt64(dst []byte, v int64, scale int32) []byte {
+// checkScale refuses a decimal scale beyond the signed byte that Arrow's
+// Rust implementation (Lance's) stores it in: the type comes from a file,
+// and a value prints with up to |scale| zeros.
+func checkScale(scale int32) error {
+	if scale < math.MinInt8 || scale > math.MaxInt8 {
+		return fmt.Errorf("rowjson: decimal scale %d is outside [%d, %d]: %w", scale, math.MinInt8, math.MaxInt8, lancer.ErrUnsupported)
+	}
+	return nil
+}
+
+func appendDecimalInt64(dst []byte, v int64, scale int32) ([]byte, error) {
 	var buf [24]byte
 	neg := v < 0
 	var digits []byte
@@ -393,7 +402,7 @@ func appendDecimalInt64(dst []byte, v int64, scale int32) []byte {
 	return appendDecimalDigits(dst, neg, digits, scale)
 }
 
-func appendDecimal128(dst []byte, n decimal128.Num, scale int32) []byte {
+func appendDecimal128(dst []byte, n decimal128.Num, scale int32) ([]byte, error) {
 	hi, lo := n.HighBits(), n.LowBits()
 	if (hi == 0 && lo < 1<<63) || (hi == -1 && lo >= 1<<63) {
 		return appendDecimalInt64(dst, int64(lo), scale)
@@ -404,7 +413,7 @@ func appendDecimal128(dst []byte, n decimal128.Num, scale int32) []byte {
 	return appendDecimalDigits(dst, neg, b.Abs(b).Append(buf[:0], 10), scale)
 }
 
-func appendDecimal256(dst []byte, n decimal256.Num, scale int32) []byte {
+func appendDecimal256(dst []byte, n decimal256.Num, scale int32) ([]byte, error) {
 	w := n.Array() // little-endian 64-bit words
 	if (w[3] == 0 && w[2] == 0 && w[1] == 0 && w[0] < 1<<63) ||
 		(w[3] == math.MaxUint64 && w[2] == math.MaxUint64 && w[1] == math.MaxUint64 && w[0] >= 1<<63) {
@@ -419,8 +428,11 @@ func appendDecimal256(dst []byte, n decimal256.Num, scale int32) []byte {
 // appendDecimalDigits prints the decimal whose unscaled magnitude has the
 // given digits: exactly scale fraction digits when scale > 0 (gen.mjs pads
 // with zeros: unscaled 5 at scale 3 is "0.005"), the integer
-// unscaled·10^-scale otherwise.
-func appendDecimalDigits(dst []byte, neg bool, digits []byte, scale int32) []byte {
+// unscaled·10^-scale otherwise. A scale checkScale refuses is an error.
+func appendDecimalDigits(dst []byte, neg bool, digits []byte, scale int32) ([]byte, error) {
+	if err := checkScale(scale); err != nil {
+		return dst, err
+	}
 	dst = append(dst, '"')
 	if neg {
 		dst = append(dst, '-')
@@ -447,5 +459,5 @@ func appendDecimalDigits(dst []byte, neg bool, digits []byte, scale int32) []byt
 	default:
 		dst = append(dst, digits...)
 	}
-	return append(dst, '"')
+	return append(dst, '"'), nil
 }

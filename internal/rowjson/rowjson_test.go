@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -397,6 +398,49 @@ func TestUnsupported(t *testing.T) {
 	_, err := AppendValue(nil, arr, 2)
 	if !errors.Is(err, lancer.ErrInvalidArgument) {
 		t.Errorf("out of range index: err = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestDecimalScaleBound: a decimal prints with up to |scale| zeros, and the
+// scale comes from a file, so a scale beyond Arrow's (an int8 in Lance's
+// Rust Arrow) is refused, null or not, rather than printed.
+func TestDecimalScaleBound(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	decimals := func(scale int32) []arrow.Array { // 5 and null, in 128 and 256 bits
+		b128 := array.NewDecimal128Builder(mem, &arrow.Decimal128Type{Precision: 38, Scale: scale})
+		defer b128.Release()
+		b128.Append(decimal128.FromI64(5))
+		b128.AppendNull()
+		b256 := array.NewDecimal256Builder(mem, &arrow.Decimal256Type{Precision: 76, Scale: scale})
+		defer b256.Release()
+		b256.Append(decimal256.FromI64(5))
+		b256.AppendNull()
+		return []arrow.Array{b128.NewArray(), b256.NewArray()}
+	}
+	for _, scale := range []int32{-129, 128, -1 << 30, 1 << 30} {
+		for _, arr := range decimals(scale) {
+			for i := range arr.Len() {
+				out, err := AppendValue([]byte("keep"), arr, i)
+				if !errors.Is(err, lancer.ErrUnsupported) || string(out) != "keep" {
+					t.Errorf("%s element %d: %.40q, %v; want ErrUnsupported", arr.DataType(), i, out, err)
+				}
+			}
+			if err := CheckType(arr.DataType()); !errors.Is(err, lancer.ErrUnsupported) {
+				t.Errorf("CheckType(%s) = %v, want ErrUnsupported", arr.DataType(), err)
+			}
+			arr.Release()
+		}
+	}
+	for _, scale := range []int32{-128, 127} {
+		for _, arr := range decimals(scale) {
+			out, err := AppendValue(nil, arr, 0)
+			// "5" then 128 zeros, or "0." then 126 zeros and "5", in quotes.
+			if err != nil || len(out) != 2+129 {
+				t.Errorf("%s: %.40s (%d bytes), %v", arr.DataType(), out, len(out), err)
+			}
+			arr.Release()
+		}
 	}
 }
 
