@@ -1,12 +1,16 @@
 package format
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
 )
 
 // Helpers that assemble Arrow arrays from decoded buffers. Decoders produce
@@ -66,13 +70,13 @@ func fixedWidthArray(dt arrow.DataType, n int, values, validity []byte) (arrow.A
 // varWidthArray wraps a utf8/binary (32-bit offsets) or large (64-bit
 // offsets) array: offsets holds n+1 little-endian offsets into data.
 func varWidthArray(dt arrow.DataType, n int, offsets, data, validity []byte) (arrow.Array, error) {
-	width := 4
-	switch dt.ID() {
-	case arrow.STRING, arrow.BINARY:
-	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
-		width = 8
-	default:
+	large, ok := binaryType(dt)
+	if !ok {
 		return nil, fmt.Errorf("varWidthArray: %s is not a binary type", dt)
+	}
+	width := 4
+	if large {
+		width = 8
 	}
 	if len(offsets) < (n+1)*width {
 		return nil, fmt.Errorf("%d offsets need %d bytes, have %d", n+1, (n+1)*width, len(offsets))
@@ -107,4 +111,126 @@ func fixedSizeListArray(dt *arrow.FixedSizeListType, n int, items arrow.Array, v
 // nullArray returns n nulls of any type (a column a file does not hold).
 func nullArray(mem memory.Allocator, dt arrow.DataType, n int) arrow.Array {
 	return array.MakeArrayOfNull(mem, dt, n)
+}
+
+// maxSyntheticBytes bounds how much memory values with no bytes in the file
+// behind them (nulls of a column the file lacks, all-null and constant
+// pages) may take in one read, unless they are the rows the caller asked
+// for themselves. Counts of such values come from metadata alone (a list's
+// item count, say), so nothing else bounds them; a file whose lists hold
+// more such items than this per read must be read in fewer rows at a time.
+const maxSyntheticBytes = 32 << 20
+
+// allowSynthetic reports whether n values of dt with no bytes behind them
+// may be built in a read of requested rows: the rows asked for are, unless
+// one value is huge (over 64 KiB); other counts are held to
+// maxSyntheticBytes.
+func allowSynthetic(n int, requested uint64, dt arrow.DataType) error {
+	per := max(valueBytes(dt), 1)
+	if uint64(n) <= requested && per <= 64<<10 {
+		return nil
+	}
+	if uint64(n) <= maxSyntheticBytes/per {
+		return nil
+	}
+	return fmt.Errorf("%d values of %s with no bytes stored behind them would take more than %d MiB; read fewer rows at a time: %w",
+		n, dt, maxSyntheticBytes>>20, lancer.ErrUnsupported)
+}
+
+// valueBytes estimates the memory one value of dt takes in an Arrow array,
+// saturating at 1<<40.
+func valueBytes(dt arrow.DataType) uint64 {
+	const limit = 1 << 40
+	switch t := dt.(type) {
+	case *arrow.FixedSizeListType:
+		hi, lo := bits.Mul64(uint64(max(t.Len(), 0)), valueBytes(t.Elem()))
+		if hi != 0 {
+			return limit
+		}
+		return min(lo, limit)
+	case *arrow.StructType:
+		var sum uint64 = 1
+		for _, f := range t.Fields() {
+			sum = min(sum+valueBytes(f.Type), limit)
+		}
+		return sum
+	case *arrow.DictionaryType:
+		return valueBytes(t.IndexType)
+	case arrow.FixedWidthDataType:
+		return uint64(max(t.BitWidth()/8, 1))
+	}
+	return 8
+}
+
+// binaryType reports whether a binary-like type has 64-bit offsets;
+// ok is false for other types.
+func binaryType(dt arrow.DataType) (large, ok bool) {
+	switch dt.ID() {
+	case arrow.STRING, arrow.BINARY:
+		return false, true
+	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
+		return true, true
+	}
+	return false, false
+}
+
+// offsetWriter accumulates the offsets of a var-width array, 32- or 64-bit.
+type offsetWriter struct {
+	large bool
+	buf   []byte
+}
+
+func newOffsetWriter(large bool, n int) *offsetWriter {
+	w := 4
+	if large {
+		w = 8
+	}
+	// n may come from metadata alone (a list's item count); the buffer
+	// grows with the offsets actually added.
+	o := &offsetWriter{large: large, buf: make([]byte, 0, (min(n, 1<<16)+1)*w)}
+	o.add(0)
+	return o
+}
+
+func (o *offsetWriter) add(v uint64) {
+	if o.large {
+		o.buf = binary.LittleEndian.AppendUint64(o.buf, v)
+	} else {
+		o.buf = binary.LittleEndian.AppendUint32(o.buf, uint32(v))
+	}
+}
+
+// nullBitmap builds the validity of n values, allocated at the first null
+// and grown with the nulls set, so that its size follows the values
+// decoded rather than a count from metadata.
+type nullBitmap struct {
+	n    int
+	bits []byte
+}
+
+func (b *nullBitmap) setNull(i int) {
+	if need := i/8 + 1; need > len(b.bits) {
+		b.grow(max(need, min(2*len(b.bits), int(bitutil.BytesForBits(int64(b.n))))))
+	}
+	bitutil.ClearBit(b.bits, i)
+}
+
+// grow extends the bitmap to size bytes of valid bits.
+func (b *nullBitmap) grow(size int) {
+	old := len(b.bits)
+	b.bits = append(b.bits, make([]byte, size-old)...)
+	for i := old; i < size; i++ {
+		b.bits[i] = 0xff
+	}
+}
+
+// finish returns the bitmap of all n values, nil if none is null.
+func (b *nullBitmap) finish() []byte {
+	if b.bits == nil {
+		return nil
+	}
+	if size := int(bitutil.BytesForBits(int64(b.n))); len(b.bits) < size {
+		b.grow(size)
+	}
+	return b.bits
 }

@@ -264,8 +264,9 @@ func (r *Reader) readLegacyDictionaries(ctx context.Context, tail []byte, l *leg
 		s.spans = []legacySpan{{uint64(r.size) - uint64(len(tail)), tail}}
 		var node legacyNode
 		var err error
+		_, isBinary := binaryType(dt.ValueType)
 		switch {
-		case isLegacyBinary(dt.ValueType):
+		case isBinary:
 			node, err = s.binaryNode(valueField, page, 0, page.length)
 		case arrow.IsInteger(dt.ValueType.ID()):
 			node, err = s.plainNode(valueField, page, 0, page.length)

@@ -66,16 +66,11 @@ func (c *legacyCursor) release() {}
 func (c *legacyCursor) readRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
 	l := c.r.legacy
 	out := make([]arrow.Array, len(c.proj.Fields))
-	if start == end {
-		for i, f := range c.proj.Fields {
-			out[i] = array.MakeArrayOfNull(c.r.mem, f.ScanType(), 0)
-		}
-		return out, nil
-	}
 	// Plan every page read of every batch the range touches, then run the
 	// reads in rounds (values, then what offsets point at), so ranges of one
 	// round that lie close together are read with one request.
 	s := newLegacyScan(ctx, c.r, c.proj.Column)
+	s.requested = end - start
 	first := sort.Search(l.numBatches(), func(b int) bool { return l.batchOffsets[b+1] > start })
 	nodes := make([][]legacyNode, len(c.proj.Fields))
 	for b := first; b < l.numBatches() && l.batchOffsets[b] < end; b++ {
@@ -150,8 +145,10 @@ type legacyScan struct {
 	r      *Reader
 	column func(fieldID int32) (int, bool)
 	// batch is the batch the nodes being planned read from.
-	batch   int
-	pending []legacyRead
+	batch int
+	// requested is the number of rows the read asked for (allowSynthetic).
+	requested uint64
+	pending   []legacyRead
 	// spans are the file bytes fetched so far.
 	spans []legacySpan
 }
@@ -292,6 +289,9 @@ func (s *legacyScan) node(f *Field, start, end uint64) (legacyNode, error) {
 		return nil, err
 	}
 	if !ok {
+		if err := allowSynthetic(int(n), s.requested, f.Type); err != nil {
+			return nil, fmt.Errorf("format: %s: field %q (id %d) batch %d has no column: %w", s.r.key, f.Name, f.ID, s.batch, err)
+		}
 		return &legacyNullNode{dt: f.Type, n: int(n)}, nil
 	}
 	switch t := f.Type.(type) {
@@ -309,18 +309,10 @@ func (s *legacyScan) node(f *Field, start, end uint64) (legacyNode, error) {
 		}
 		return &legacyDictNode{s: s, f: f, batch: s.batch, dt: t, indices: idx, dict: s.r.legacy.dictionaries[f.ID]}, nil
 	}
-	if isLegacyBinary(f.Type) {
+	if _, ok := binaryType(f.Type); ok {
 		return s.binaryNode(f, p, start, end)
 	}
 	return s.plainNode(f, p, start, end)
-}
-
-func isLegacyBinary(dt arrow.DataType) bool {
-	switch dt.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
-		return true
-	}
-	return false
 }
 
 // fixedStride describes a type stored as plain values: leaf is the innermost
@@ -554,31 +546,18 @@ type legacyBinaryNode struct {
 // nullable, as Lance reads it.
 func (bn *legacyBinaryNode) build(memory.Allocator) (arrow.Array, error) {
 	dt := bn.f.Type
-	wide := dt.ID() == arrow.LARGE_STRING || dt.ID() == arrow.LARGE_BINARY
-	width := 4
-	if wide {
-		width = 8
-	}
-	offsets := make([]byte, (bn.n+1)*width)
-	var validity []byte
+	large, _ := binaryType(dt)
+	offsets := newOffsetWriter(large, bn.n)
+	validity := nullBitmap{n: bn.n}
 	first := binary.LittleEndian.Uint64(bn.positions)
-	for i := 0; i <= bn.n; i++ {
-		o := binary.LittleEndian.Uint64(bn.positions[8*i:]) - first
-		if wide {
-			binary.LittleEndian.PutUint64(offsets[8*i:], o)
-		} else {
-			binary.LittleEndian.PutUint32(offsets[4*i:], uint32(o))
+	prev := first
+	for i := range bn.n {
+		pos := binary.LittleEndian.Uint64(bn.positions[8*(i+1):])
+		offsets.add(pos - first)
+		if pos == prev && bn.f.Nullable {
+			validity.setNull(i)
 		}
-		if i == 0 || !bn.f.Nullable {
-			continue
-		}
-		if binary.LittleEndian.Uint64(bn.positions[8*i:]) == binary.LittleEndian.Uint64(bn.positions[8*(i-1):]) {
-			if validity == nil {
-				validity = make([]byte, bitutil.BytesForBits(int64(bn.n)))
-				bitutil.SetBitsTo(validity, 0, int64(bn.n), true)
-			}
-			bitutil.ClearBit(validity, i-1)
-		}
+		prev = pos
 	}
 	if dt.ID() == arrow.STRING || dt.ID() == arrow.LARGE_STRING {
 		// Lance validates UTF-8 when it builds the array.
@@ -586,7 +565,7 @@ func (bn *legacyBinaryNode) build(memory.Allocator) (arrow.Array, error) {
 			return nil, bn.s.r.corruptf("field %q (id %d) batch %d: %v", bn.f.Name, bn.f.ID, bn.batch, err)
 		}
 	}
-	return varWidthArray(dt, bn.n, offsets, bn.data, validity)
+	return varWidthArray(dt, bn.n, offsets.buf, bn.data, validity.finish())
 }
 
 // checkUTF8Values reports the first of n values that is not valid UTF-8.

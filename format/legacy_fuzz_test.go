@@ -1,9 +1,7 @@
 package format
 
 import (
-	"errors"
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -44,21 +42,7 @@ func FuzzLegacyFile(f *testing.F) {
 	}
 	add(shrinkRows(f, typesFile(f), 3))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		err := readLegacyBounded(t, data, mem)
-		runtime.ReadMemStats(&after)
-		mem.AssertSize(t, 0)
-		if err != nil && !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrUnsupported) {
-			t.Fatalf("error of an unexpected kind: %v", err)
-		}
-		// Every allocation the input drives is bounded by the bytes it
-		// points at, and the reads below touch at most a few thousand rows.
-		const slack = 64 << 20
-		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64*uint64(len(data))+slack {
-			t.Fatalf("reading %d bytes allocated %d bytes", len(data), grew)
-		}
+		fuzzRead(t, data, readLegacyBounded, lancer.ErrCorrupt, lancer.ErrUnsupported)
 	})
 }
 

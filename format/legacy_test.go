@@ -331,7 +331,7 @@ func splitBatches(t testing.TB, data []byte, bounds []int32) []byte {
 				p = legacyPage{orig.pos + 4*start, count + 1}
 			case f.Type.ID() == arrow.LARGE_LIST:
 				p = legacyPage{orig.pos + 8*start, count + 1}
-			case isLegacyBinary(f.Type):
+			case isBinaryType(f.Type):
 				p = legacyPage{orig.pos + 8*start, count}
 			case f.Type.ID() == arrow.DICTIONARY:
 				w := f.Type.(*arrow.DictionaryType).IndexType.(arrow.FixedWidthDataType).BitWidth()
@@ -357,6 +357,8 @@ func splitBatches(t testing.TB, data []byte, bounds []int32) []byte {
 	md.BatchOffsets = bounds
 	return appendLegacyTail(t, data, md, nil, pages)
 }
+
+func isBinaryType(dt arrow.DataType) bool { _, ok := binaryType(dt); return ok }
 
 // shrinkRows rewrites a single-batch v1 file to hold only its first rows,
 // copying just the bytes those rows use (each page rebased, string
@@ -421,7 +423,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 				}
 			}
 			copyField(f.Children[0], first, last)
-		case isLegacyBinary(f.Type):
+		case isBinaryType(f.Type):
 			pages[f.ID-l.minFieldID] = legacyPage{copyBinary(p, start, end), n}
 		default:
 			dt := f.Type
@@ -811,5 +813,56 @@ func TestLegacyReadRequests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLegacyMissingItemsBounded: a list whose item field has no column
+// reads its items as nulls, and how many there are comes from the offsets
+// in the file. Nulls with no bytes behind them are bounded as in 2.0 files:
+// offsets claiming 16 million items for 100 rows are refused, not turned
+// into 64 MiB of nulls.
+func TestLegacyMissingItemsBounded(t *testing.T) {
+	orig := typesFile(t)
+	r, err := openBytes(t, "data/f.lance", orig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := r.Schema().Field("list_i32")
+	listPage, _ := r.legacy.page(list.ID, 0)
+	data := slices.Clone(orig)
+	binary.LittleEndian.PutUint32(data[listPage.pos+4*r.NumRows():], 1<<24) // the last list's end
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r, err = openBytes(t, "data/f.lance", data, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := r.NewCursor(Projection{Fields: []*Field{list}, Column: func(id int32) (int, bool) {
+		return int(id), id == list.ID // the items have no column
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	arrs, err := cur.ReadRange(context.Background(), 0, r.NumRows())
+	releaseAll(arrs)
+	if !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "data/f.lance") {
+		t.Fatalf("err = %v, want ErrUnsupported naming the file", err)
+	}
+	// The same projection of the intact file reads its items as nulls.
+	r, err = openBytes(t, "data/f.lance", orig, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrs, err = r.ReadRange(context.Background(), Projection{Fields: []*Field{list}, Column: func(id int32) (int, bool) {
+		return int(id), id == list.ID
+	}}, 0, r.NumRows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseAll(arrs)
+	items := arrs[0].(*array.List).ListValues()
+	if items.Len() == 0 || items.NullN() != items.Len() {
+		t.Errorf("items: %d of %d null, want all of them", items.NullN(), items.Len())
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
@@ -407,7 +406,7 @@ func (r *Reader) defaultColumns() map[int32]int {
 // non-overlapping row ranges in the common case, but any range must work.
 type cursorImpl interface {
 	// readRange returns one array per projected field for rows
-	// [start, end) of the file; the caller releases them.
+	// [start, end) of the file, start < end; the caller releases them.
 	readRange(ctx context.Context, start, end uint64) ([]arrow.Array, error)
 	// release frees cached pages.
 	release()
@@ -450,85 +449,14 @@ func (c *Cursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Arra
 		return nil, fmt.Errorf("format: %s: row range [%d, %d) outside the file's %d rows: %w",
 			c.r.key, start, end, c.r.numRows, lancer.ErrInvalidArgument)
 	}
-	return c.impl.readRange(ctx, start, end)
-}
-
-// Take returns one array per projected field holding the given rows, in the
-// given order (which need not be sorted; duplicates are allowed). Only the
-// pages holding those rows are read.
-func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
-	for _, row := range rows {
-		if row >= c.r.numRows {
-			return nil, fmt.Errorf("format: %s: row %d outside the file's %d rows: %w",
-				c.r.key, row, c.r.numRows, lancer.ErrInvalidArgument)
-		}
-	}
-	if len(rows) == 0 {
+	if start == end {
 		out := make([]arrow.Array, len(c.proj.Fields))
 		for i, f := range c.proj.Fields {
 			out[i] = nullArray(c.r.mem, f.ScanType(), 0)
 		}
 		return out, nil
 	}
-	// Read each run of consecutive sorted rows with one ReadRange, then
-	// put the rows back in the requested order.
-	sorted := slices.Clone(rows)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
-	type run struct{ start, end uint64 }
-	var runs []run
-	for _, row := range sorted {
-		if n := len(runs); n > 0 && runs[n-1].end == row {
-			runs[n-1].end++
-			continue
-		}
-		runs = append(runs, run{row, row + 1})
-	}
-	pieces := make([][]arrow.Array, len(c.proj.Fields))
-	defer func() {
-		for _, ps := range pieces {
-			for _, p := range ps {
-				p.Release()
-			}
-		}
-	}()
-	for _, rn := range runs {
-		arrs, err := c.ReadRange(ctx, rn.start, rn.end)
-		if err != nil {
-			return nil, err
-		}
-		for i, a := range arrs {
-			pieces[i] = append(pieces[i], a)
-		}
-	}
-	// position of each sorted row inside the concatenation
-	index := make(map[uint64]int, len(sorted))
-	for i, row := range sorted {
-		index[row] = i
-	}
-	out := make([]arrow.Array, len(c.proj.Fields))
-	for i := range c.proj.Fields {
-		var cat arrow.Array
-		if len(pieces[i]) == 1 {
-			cat = pieces[i][0]
-			cat.Retain()
-		} else {
-			var err error
-			cat, err = array.Concatenate(pieces[i], c.r.mem)
-			if err != nil {
-				releaseAll(out)
-				return nil, fmt.Errorf("format: %s: take: %w", c.r.key, err)
-			}
-		}
-		taken, err := takeRows(c.r.mem, cat, rows, index)
-		cat.Release()
-		if err != nil {
-			releaseAll(out)
-			return nil, fmt.Errorf("format: %s: take: %w", c.r.key, err)
-		}
-		out[i] = taken
-	}
-	return out, nil
+	return c.impl.readRange(ctx, start, end)
 }
 
 // Close releases the cursor's cached pages.

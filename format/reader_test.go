@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +65,27 @@ func readBounded(r *Reader) error {
 	arrs, err = cur.Take(ctx, []uint64{n - 1, 0, n / 2, n / 3, 0})
 	releaseAll(arrs)
 	return err
+}
+
+// fuzzRead runs read on fuzzed input with a checked allocator and fails the
+// test if it leaks Arrow memory, fails with an error wrapping none of kinds,
+// or allocates far more than the input's size: allocations are bounded by
+// the bytes the input points at, and readBounded touches at most a few
+// thousand rows.
+func fuzzRead(t *testing.T, data []byte, read func(t *testing.T, data []byte, mem memory.Allocator) error, kinds ...error) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := read(t, data, mem)
+	runtime.ReadMemStats(&after)
+	mem.AssertSize(t, 0)
+	if err != nil && !slices.ContainsFunc(kinds, func(k error) bool { return errors.Is(err, k) }) {
+		t.Fatalf("error of an unexpected kind: %v", err)
+	}
+	const slack = 64 << 20
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64*uint64(len(data))+slack {
+		t.Fatalf("reading %d bytes allocated %d bytes", len(data), grew)
+	}
 }
 
 // isCategorized reports whether err wraps one of lancer's categories for bad

@@ -158,7 +158,12 @@ func (f *Field) IsLeaf() bool { return len(f.Children) == 0 }
 // column rather than in columns of their own: blob fields and packed
 // structs.
 func (f *Field) storedWhole() bool {
-	return f.Blob != NotBlob || f.Metadata[MetaPacked] == "true" || f.Metadata["packed"] == "true"
+	return f.Blob != NotBlob || f.packed()
+}
+
+// packed reports whether f is marked as a packed struct (either key).
+func (f *Field) packed() bool {
+	return f.Metadata[MetaPacked] == "true" || f.Metadata["packed"] == "true"
 }
 
 // storedAsLeaf reports whether f is a leaf column in 2.1+ files: a field
@@ -477,13 +482,25 @@ func fieldType(lt string, children []*Field, md map[string]string) (arrow.DataTy
 	return ParseLogicalType(lt)
 }
 
+// maxLogicalTypeDepth bounds how deeply fixed-size lists and dictionaries
+// nest inside one logical type string. Each level re-parses the rest of the
+// string, so without a bound a long string costs quadratic time and memory.
+const maxLogicalTypeDepth = 32
+
 // ParseLogicalType maps a leaf logical type string to an Arrow type.
 func ParseLogicalType(lt string) (arrow.DataType, error) {
+	return parseLogicalType(lt, 0)
+}
+
+func parseLogicalType(lt string, depth int) (arrow.DataType, error) {
 	if t, ok := simpleTypes[lt]; ok {
 		return t, nil
 	}
 	bad := func() (arrow.DataType, error) {
 		return nil, fmt.Errorf("unknown logical type %q: %w", lt, lancer.ErrUnsupported)
+	}
+	if depth >= maxLogicalTypeDepth {
+		return nil, fmt.Errorf("logical type nested more than %d deep: %w", maxLogicalTypeDepth, lancer.ErrUnsupported)
 	}
 	parts := strings.Split(lt, ":")
 	switch parts[0] {
@@ -545,11 +562,13 @@ func ParseLogicalType(lt string) (arrow.DataType, error) {
 		}
 		childLT := strings.Join(parts[1:len(parts)-1], ":")
 		if childLT == "lance.bfloat16" {
+			// Lance labels the items with both extension keys, the
+			// metadata empty.
 			child := arrow.Field{Name: "item", Type: &arrow.FixedSizeBinaryType{ByteWidth: 2}, Nullable: true,
-				Metadata: arrow.NewMetadata([]string{MetaExtensionName}, []string{"lance.bfloat16"})}
+				Metadata: arrow.NewMetadata([]string{MetaExtensionName, "ARROW:extension:metadata"}, []string{"lance.bfloat16", ""})}
 			return arrow.FixedSizeListOfField(int32(n), child), nil
 		}
-		child, err := ParseLogicalType(childLT)
+		child, err := parseLogicalType(childLT, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -560,11 +579,11 @@ func ParseLogicalType(lt string) (arrow.DataType, error) {
 			return bad()
 		}
 		ordered := parts[len(parts)-1] == "true"
-		key, err := ParseLogicalType(parts[len(parts)-2])
+		key, err := parseLogicalType(parts[len(parts)-2], depth+1)
 		if err != nil {
 			return nil, err
 		}
-		val, err := ParseLogicalType(strings.Join(parts[1:len(parts)-2], ":"))
+		val, err := parseLogicalType(strings.Join(parts[1:len(parts)-2], ":"), depth+1)
 		if err != nil {
 			return nil, err
 		}

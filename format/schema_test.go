@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
@@ -51,6 +53,37 @@ func TestParseLogicalType(t *testing.T) {
 	for _, lt := range []string{"", "int65", "fixed_size_list:float:0", "fixed_size_list:float:-1", "timestamp:xs:-", "decimal:64:1:1", "dict:string:float:false", "fixed_size_binary:x"} {
 		if _, err := ParseLogicalType(lt); !errors.Is(err, lancer.ErrUnsupported) {
 			t.Errorf("%q: err %v, want ErrUnsupported", lt, err)
+		}
+	}
+}
+
+// TestParseLogicalTypeBfloat16: Lance reads bfloat16 vectors back as
+// fixed-size lists of 2-byte items labelled with both Arrow extension keys.
+func TestParseLogicalTypeBfloat16(t *testing.T) {
+	dt, err := ParseLogicalType("fixed_size_list:lance.bfloat16:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := dt.(*arrow.FixedSizeListType).ElemField()
+	want := arrow.NewMetadata([]string{"ARROW:extension:metadata", "ARROW:extension:name"}, []string{"", "lance.bfloat16"})
+	if item.Type.ID() != arrow.FIXED_SIZE_BINARY || !item.Nullable || !item.Metadata.Equal(want) {
+		t.Errorf("item field %s, want a nullable fixed_size_binary[2] with metadata %s", item, want)
+	}
+}
+
+// TestParseLogicalTypeDepth: every level of nesting re-parses the rest of
+// the string, so nesting is bounded; a long string of nested fixed-size
+// lists must be refused, not parsed in quadratic time and memory.
+func TestParseLogicalTypeDepth(t *testing.T) {
+	nested := func(n int) string {
+		return strings.Repeat("fixed_size_list:", n) + "int8" + strings.Repeat(":2", n)
+	}
+	if _, err := ParseLogicalType(nested(maxLogicalTypeDepth)); err != nil {
+		t.Errorf("%d levels: %v", maxLogicalTypeDepth, err)
+	}
+	for _, lt := range []string{nested(maxLogicalTypeDepth + 1), nested(20_000), strings.Repeat("dict:", 1000) + "string" + strings.Repeat(":int32:false", 1000)} {
+		if _, err := ParseLogicalType(lt); !errors.Is(err, lancer.ErrUnsupported) {
+			t.Errorf("%.40q... (%d bytes): err %v, want ErrUnsupported", lt, len(lt), err)
 		}
 	}
 }

@@ -2,36 +2,99 @@ package format
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
 )
 
-// takeRows returns the rows of src in the order of rows, where index maps a
-// row number to its position in src. When rows is already src's order, src
-// itself is returned (retained).
-func takeRows(mem memory.Allocator, src arrow.Array, rows []uint64, index map[uint64]int) (arrow.Array, error) {
-	identity := len(rows) == src.Len()
-	for i, row := range rows {
-		if !identity {
-			break
-		}
-		identity = index[row] == i
-	}
-	if identity {
-		src.Retain()
-		return src, nil
-	}
-	b := array.NewInt64Builder(mem)
-	defer b.Release()
-	b.Reserve(len(rows))
+// Take returns one array per projected field holding the given rows, in the
+// given order (which need not be sorted; duplicates are allowed). Only the
+// pages holding those rows are read.
+func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
 	for _, row := range rows {
-		b.UnsafeAppend(int64(index[row]))
+		if row >= c.r.numRows {
+			return nil, fmt.Errorf("format: %s: row %d outside the file's %d rows: %w",
+				c.r.key, row, c.r.numRows, lancer.ErrInvalidArgument)
+		}
 	}
-	idx := b.NewArray()
-	defer idx.Release()
-	ctx := compute.WithAllocator(context.Background(), mem)
-	return compute.TakeArray(ctx, src, idx)
+	if len(rows) == 0 {
+		return c.ReadRange(ctx, 0, 0)
+	}
+	// Read each run of consecutive sorted rows with one ReadRange, then
+	// put the rows back in the requested order.
+	sorted := slices.Clone(rows)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	type run struct{ start, end uint64 }
+	var runs []run
+	for _, row := range sorted {
+		if n := len(runs); n > 0 && runs[n-1].end == row {
+			runs[n-1].end++
+			continue
+		}
+		runs = append(runs, run{row, row + 1})
+	}
+	pieces := make([][]arrow.Array, len(c.proj.Fields))
+	defer func() {
+		for _, ps := range pieces {
+			releaseAll(ps)
+		}
+	}()
+	for _, rn := range runs {
+		arrs, err := c.ReadRange(ctx, rn.start, rn.end)
+		if err != nil {
+			return nil, err
+		}
+		for i, a := range arrs {
+			pieces[i] = append(pieces[i], a)
+		}
+	}
+	// Unless rows are sorted and distinct already, indices gives the
+	// position of each requested row in the concatenation of the runs.
+	var indices arrow.Array
+	if !slices.Equal(rows, sorted) {
+		position := make(map[uint64]int64, len(sorted))
+		for i, row := range sorted {
+			position[row] = int64(i)
+		}
+		b := array.NewInt64Builder(c.r.mem)
+		b.Reserve(len(rows))
+		for _, row := range rows {
+			b.UnsafeAppend(position[row])
+		}
+		indices = b.NewArray()
+		b.Release()
+		defer indices.Release()
+	}
+	out := make([]arrow.Array, len(c.proj.Fields))
+	for i := range c.proj.Fields {
+		var cat arrow.Array
+		if len(pieces[i]) == 1 {
+			cat = pieces[i][0]
+			cat.Retain()
+		} else {
+			var err error
+			if cat, err = array.Concatenate(pieces[i], c.r.mem); err != nil {
+				releaseAll(out)
+				return nil, fmt.Errorf("format: %s: take: %w", c.r.key, err)
+			}
+		}
+		if indices == nil {
+			out[i] = cat
+			continue
+		}
+		taken, err := compute.TakeArray(compute.WithAllocator(ctx, c.r.mem), cat, indices)
+		cat.Release()
+		if err != nil {
+			releaseAll(out)
+			return nil, fmt.Errorf("format: %s: take: %w", c.r.key, err)
+		}
+		out[i] = taken
+	}
+	return out, nil
 }

@@ -64,7 +64,6 @@ type v20Node struct {
 	pick       []int
 	col        *v20Column // leaf: values; list: offsets
 	children   []*v20Node
-	large      bool // list with 64-bit offsets
 }
 
 // v20Column is one column read by the cursor, with its cached page.
@@ -180,7 +179,7 @@ func (c *v20Cursor) plan(f *Field, total uint64, proj Projection) (*v20Node, err
 		if len(f.Children) != 1 {
 			return nil, v20Corruptf("list field with %d children", len(f.Children))
 		}
-		n.kind, n.large = v20List, n.dt.ID() == arrow.LARGE_LIST
+		n.kind = v20List
 		if err := c.useColumn(n, colIdx, total, false); err != nil {
 			return nil, err
 		}
@@ -259,7 +258,7 @@ func v20CheckColumnEncoding(cm *file2pb.ColumnMetadata, blob bool) error {
 // isPacked tells a packed struct (one column of PackedStruct pages) from a
 // struct with a header column.
 func (c *v20Cursor) isPacked(f *Field, colIdx int) bool {
-	if f.Metadata[MetaPacked] == "true" || f.Metadata["packed"] == "true" {
+	if f.packed() {
 		return true
 	}
 	pages := c.r.columns[colIdx].GetPages()
@@ -385,18 +384,10 @@ func (c *v20Cursor) read(ctx context.Context, n *v20Node, a, b uint64) (arrow.Ar
 // before allocating).
 func v20Count(n uint64) int { return int(min(n, math.MaxInt)) }
 
-// allow is the budget for values without buffers behind them (see
-// maxSyntheticBytes).
+// allow is the budget for values without buffers behind them in the
+// current read (allowSynthetic).
 func (c *v20Cursor) allow(n int, dt arrow.DataType) error {
-	per := v20ValueBytes(dt)
-	if uint64(n) <= c.requested && per <= 64<<10 {
-		return nil
-	}
-	if uint64(n) <= maxSyntheticBytes/per {
-		return nil
-	}
-	return v20Unsupportedf("%d values of %s with no bytes stored behind them would take more than %d MiB; read fewer rows at a time",
-		n, dt, maxSyntheticBytes>>20)
+	return allowSynthetic(n, c.requested, dt)
 }
 
 // pageRange yields the pages of col overlapping [a, b) with the part of
@@ -468,7 +459,7 @@ func v20PickMembers(dt *arrow.StructType, whole *array.Struct, pick []int) arrow
 	}
 	var validity []byte
 	if whole.NullN() > 0 {
-		bm := v20Bitmap{n: whole.Len()}
+		bm := nullBitmap{n: whole.Len()}
 		for i := range whole.Len() {
 			if whole.IsNull(i) {
 				bm.setNull(i)
@@ -483,8 +474,9 @@ func v20PickMembers(dt *arrow.StructType, whole *array.Struct, pick []int) arrow
 // pages, then the items those lists cover from the item field.
 func (c *v20Cursor) readList(ctx context.Context, n *v20Node, a, b uint64) (arrow.Array, error) {
 	count := v20Count(b - a)
-	offsets := newV20Offsets(n.large, count)
-	validity := v20Bitmap{n: count}
+	large := n.dt.ID() == arrow.LARGE_LIST
+	offsets := newOffsetWriter(large, count)
+	validity := nullBitmap{n: count}
 	type itemRange struct{ start, end uint64 }
 	var ranges []itemRange
 	var total uint64
@@ -502,7 +494,7 @@ func (c *v20Cursor) readList(ctx context.Context, n *v20Node, a, b uint64) (arro
 		for j := lo; j < hi; j++ {
 			total += op.ends[j] - prev
 			prev = op.ends[j]
-			if !n.large && total > math.MaxInt32 {
+			if !large && total > math.MaxInt32 {
 				return c.pageError(n, p, v20Corruptf("lists hold %d items, past 32-bit offsets", total))
 			}
 			offsets.add(total)
@@ -595,7 +587,7 @@ func (c *v20Cursor) offsetsPage(ctx context.Context, n *v20Node, p int) (*v20Off
 		return nil, c.pageError(n, p, fmt.Errorf("list offsets: %w", err))
 	}
 	op := &v20Offsets64{ends: raw}
-	validity := v20Bitmap{n: length}
+	validity := nullBitmap{n: length}
 	var prev uint64
 	for i, v := range raw {
 		if v >= info.adjustment {

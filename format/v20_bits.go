@@ -5,7 +5,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
 	"github.com/lancerdb/lancer/format/internal/codec"
 )
@@ -131,79 +130,6 @@ func v20AppendWord(dst []byte, v uint64, size int) []byte {
 	return binary.LittleEndian.AppendUint64(dst, v)
 }
 
-// v20IsLargeBinary reports whether a binary-like type has 64-bit offsets;
-// ok is false for other types.
-func v20IsLargeBinary(dt arrow.DataType) (large, ok bool) {
-	switch dt.ID() {
-	case arrow.STRING, arrow.BINARY:
-		return false, true
-	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
-		return true, true
-	}
-	return false, false
-}
-
-// v20Offsets accumulates the offsets of a var-width array, 32- or 64-bit.
-type v20Offsets struct {
-	large bool
-	buf   []byte
-}
-
-func newV20Offsets(large bool, n int) *v20Offsets {
-	w := 4
-	if large {
-		w = 8
-	}
-	// n may come from metadata alone (a list's item count); the buffer
-	// grows with the offsets actually added.
-	o := &v20Offsets{large: large, buf: make([]byte, 0, (min(n, 1<<16)+1)*w)}
-	o.add(0)
-	return o
-}
-
-func (o *v20Offsets) add(v uint64) {
-	if o.large {
-		o.buf = binary.LittleEndian.AppendUint64(o.buf, v)
-	} else {
-		o.buf = binary.LittleEndian.AppendUint32(o.buf, uint32(v))
-	}
-}
-
-// v20Bitmap builds the validity of n values, allocated at the first null
-// and grown with the nulls set, so that its size follows the values
-// decoded rather than a count from metadata.
-type v20Bitmap struct {
-	n    int
-	bits []byte
-}
-
-func (b *v20Bitmap) setNull(i int) {
-	if need := i/8 + 1; need > len(b.bits) {
-		b.grow(max(need, min(2*len(b.bits), int(bitutil.BytesForBits(int64(b.n))))))
-	}
-	bitutil.ClearBit(b.bits, i)
-}
-
-// grow extends the bitmap to size bytes of valid bits.
-func (b *v20Bitmap) grow(size int) {
-	old := len(b.bits)
-	b.bits = append(b.bits, make([]byte, size-old)...)
-	for i := old; i < size; i++ {
-		b.bits[i] = 0xff
-	}
-}
-
-// finish returns the bitmap of all n values, nil if none is null.
-func (b *v20Bitmap) finish() []byte {
-	if b.bits == nil {
-		return nil
-	}
-	if size := int(bitutil.BytesForBits(int64(b.n))); len(b.bits) < size {
-		b.grow(size)
-	}
-	return b.bits
-}
-
 // v20BinaryValue returns value i of a utf8/binary array of either offset
 // width.
 func v20BinaryValue(a array.BinaryLike, i int) []byte {
@@ -218,27 +144,6 @@ func v20BinaryValue(a array.BinaryLike, i int) []byte {
 		return a.Value(i)
 	}
 	return nil
-}
-
-// v20ValueBytes estimates the memory one value of dt takes in an Arrow
-// array, saturating at 1<<40.
-func v20ValueBytes(dt arrow.DataType) uint64 {
-	const limit = 1 << 40
-	switch t := dt.(type) {
-	case *arrow.FixedSizeListType:
-		return min(uint64(max(t.Len(), 0))*v20ValueBytes(t.Elem()), limit)
-	case *arrow.StructType:
-		var sum uint64 = 1
-		for _, f := range t.Fields() {
-			sum = min(sum+v20ValueBytes(f.Type), limit)
-		}
-		return sum
-	case *arrow.DictionaryType:
-		return v20ValueBytes(t.IndexType)
-	case arrow.FixedWidthDataType:
-		return uint64(max(t.BitWidth()/8, 1))
-	}
-	return 8
 }
 
 // v20BinaryParts returns the n+1 offsets and the value bytes of a

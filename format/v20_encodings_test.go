@@ -1,12 +1,12 @@
 package format
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -78,7 +78,7 @@ func v20ReadCells(t *testing.T, data []byte, paths []string) [][]string {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	r, err := v20OpenBytes(t, data, mem)
+	r, err := openBytes(t, "data/f.lance", data, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,6 +355,7 @@ func TestV20Malformed(t *testing.T) {
 	page := func(length uint64, enc *encpb.ArrayEncoding, bufs ...[]byte) []v20FileColumn {
 		return []v20FileColumn{{pages: []v20FilePage{{length: length, enc: enc, buffers: bufs}}}}
 	}
+	const hugeFSL = "fixed_size_list:fixed_size_list:fixed_size_binary:1073741824:1073741824:1073741824"
 	flatWith := func(bits uint64, scheme string) *encpb.ArrayEncoding {
 		e := v20Flat(bits, 0)
 		e.GetFlat().Compression = &encpb.Compression{Scheme: scheme}
@@ -417,6 +418,14 @@ func TestV20Malformed(t *testing.T) {
 			{pages: []v20FilePage{{length: 1, enc: v20ListEnc(0, 100e6+1, 100e6), buffers: [][]byte{v20U64s(100e6)}}}},
 			{pages: []v20FilePage{{length: 100e6, enc: v20AllNulls()}}},
 		}, lancer.ErrUnsupported},
+		// 2^30 lists of 2^30 values of 2^30 bytes each: the size of one
+		// null value must saturate, not wrap around to 0.
+		{"null of a type too big to hold", []*filepb.Field{v20Field(0, -1, "v", hugeFSL)}, 1,
+			page(1, v20AllNulls()), lancer.ErrUnsupported},
+		{"null list items of a type too big to hold", []*filepb.Field{v20Field(0, -1, "l", "list"), v20Field(1, 0, "item", hugeFSL)}, 1, []v20FileColumn{
+			{pages: []v20FilePage{{length: 1, enc: v20ListEnc(0, 3, 2), buffers: [][]byte{v20U64s(2)}}}},
+			{pages: []v20FilePage{{length: 2, enc: v20AllNulls()}}},
+		}, lancer.ErrUnsupported},
 		{"packed struct narrower than its type", []*filepb.Field{
 			{Id: 0, ParentId: -1, Name: "p", LogicalType: "struct", Metadata: map[string][]byte{MetaPacked: []byte("true")}},
 			v20Field(1, 0, "x", "int64"),
@@ -431,7 +440,7 @@ func TestV20Malformed(t *testing.T) {
 			data, _ := f.build(t)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			err := v20ReadAllErr(t, data, mem)
+			err := openAndReadAll(t, "data/f.lance", data, mem)
 			if err == nil {
 				t.Fatalf("read without error, want %v", tc.want)
 			}
@@ -468,7 +477,7 @@ func TestV20EncodingErrors(t *testing.T) {
 			f := good()
 			tc.edit(f)
 			data, _ := f.build(t)
-			err := v20ReadAllErr(t, data, memory.DefaultAllocator)
+			err := openAndReadAll(t, "data/f.lance", data, memory.DefaultAllocator)
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "data/f.lance") {
 				t.Fatalf("error %v, want one wrapping %v that names the file", err, tc.want)
 			}
@@ -476,20 +485,40 @@ func TestV20EncodingErrors(t *testing.T) {
 	}
 }
 
-// v20ReadAllErr opens data and reads all its rows, returning the first
-// error.
-func v20ReadAllErr(t testing.TB, data []byte, mem memory.Allocator) error {
-	t.Helper()
-	r, err := v20OpenBytes(t, data, mem)
-	if err != nil {
-		return err
+// TestV20DecompressionBounded: the length prefix of a compressed buffer
+// comes from the file, so a few bytes claiming half a gigabyte must be
+// refused before anything that size is allocated, however many bytes the
+// page's offsets claim too.
+func TestV20DecompressionBounded(t *testing.T) {
+	const claimed = 512 << 20
+	for _, scheme := range []string{"zstd", "lz4"} {
+		t.Run(scheme, func(t *testing.T) {
+			var compressed []byte
+			if scheme == "zstd" {
+				compressed = binary.LittleEndian.AppendUint64(nil, claimed)
+			} else {
+				compressed = binary.LittleEndian.AppendUint32(nil, claimed)
+			}
+			compressed = append(compressed, "not a real frame"...)
+			bytesEnc := v20Flat(8, 1)
+			bytesEnc.GetFlat().Compression = &encpb.Compression{Scheme: scheme}
+			f := &v20File{fields: []*filepb.Field{v20Field(0, -1, "s", "large_binary")}, rows: 1, columns: []v20FileColumn{{pages: []v20FilePage{{
+				length: 1,
+				enc: &encpb.ArrayEncoding{ArrayEncoding: &encpb.ArrayEncoding_Binary{Binary: &encpb.Binary{
+					Indices: v20NoNulls(v20Flat(64, 0)), Bytes: bytesEnc, NullAdjustment: claimed + 1}}},
+				buffers: [][]byte{v20U64s(claimed), compressed},
+			}}}}}
+			data, _ := f.build(t)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := openAndReadAll(t, "data/f.lance", data, memory.DefaultAllocator)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, lancer.ErrCorrupt) {
+				t.Errorf("err %v, want ErrCorrupt", err)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+				t.Errorf("a %d-byte file made the reader allocate %d bytes", len(data), grew)
+			}
+		})
 	}
-	cur, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
-	if err != nil {
-		return err
-	}
-	defer cur.Close()
-	arrs, err := cur.ReadRange(context.Background(), 0, r.NumRows())
-	releaseAll(arrs)
-	return err
 }

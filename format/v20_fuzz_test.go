@@ -1,9 +1,7 @@
 package format
 
 import (
-	"errors"
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -35,29 +33,14 @@ func FuzzV20File(f *testing.F) {
 		f.Add(tc.file(f))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		err := v20ReadBounded(t, data, mem)
-		runtime.ReadMemStats(&after)
-		mem.AssertSize(t, 0)
-		if err != nil && !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrUnsupported) &&
-			!errors.Is(err, lancer.ErrInvalidArgument) {
-			t.Fatalf("error of an unexpected kind: %v", err)
-		}
-		// Allocations are bounded by the bytes the input points at, and
-		// the reads below touch at most a few thousand rows.
-		const slack = 64 << 20
-		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64*uint64(len(data))+slack {
-			t.Fatalf("reading %d bytes allocated %d bytes", len(data), grew)
-		}
+		fuzzRead(t, data, v20ReadBounded, lancer.ErrCorrupt, lancer.ErrUnsupported, lancer.ErrInvalidArgument)
 	})
 }
 
 // v20ReadBounded opens data and, if it is still a 2.0 file, reads it as
 // readBounded does.
 func v20ReadBounded(t *testing.T, data []byte, mem memory.Allocator) error {
-	r, err := v20OpenBytes(t, data, mem)
+	r, err := openBytes(t, "data/f.lance", data, mem)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package format
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -44,14 +43,6 @@ const (
 	v20ArrayEncodingName  = "lance.encodings.ArrayEncoding"
 	v20ColumnEncodingName = "lance.encodings.ColumnEncoding"
 )
-
-// maxSyntheticBytes bounds how much memory values without buffers behind
-// them (all-null and constant pages, all-null dictionary items) may take in
-// one slice, unless they are the rows the caller asked for themselves.
-// Counts of such values come from metadata alone, so nothing else bounds
-// them; a file whose lists hold more null items than this per read must be
-// read in fewer rows at a time.
-const maxSyntheticBytes = 32 << 20
 
 // v20Corruptf and v20Unsupportedf report problems inside one page or column;
 // the cursor adds the file, column, page and field.
@@ -313,7 +304,9 @@ func (d *v20PageDecoder) flat(f *encpb.Flat, n, bits int) ([]byte, error) {
 		default:
 			return nil, v20Unsupportedf("flat buffer compressed with %q", c.GetScheme())
 		}
-		if buf, err = codec.Decompress(scheme, buf, need); err != nil {
+		// need comes from counts in the file; the buffer's own size bounds
+		// how much it may expand to (as for 2.1+ pages).
+		if buf, err = codec.Decompress(scheme, buf, min(need, decompressLimit(len(buf)))); err != nil {
 			return nil, err
 		}
 	}
@@ -399,7 +392,7 @@ func (d *v20PageDecoder) uints(enc *encpb.ArrayEncoding, n int) ([]uint64, []byt
 // binary decodes utf8/binary values: u64 end offsets (a null row's offset
 // is its end plus null_adjustment) and the value bytes.
 func (d *v20PageDecoder) binary(b *encpb.Binary, dt arrow.DataType, n int) (arrow.Array, error) {
-	large, ok := v20IsLargeBinary(dt)
+	large, ok := binaryType(dt)
 	if !ok {
 		return nil, v20Corruptf("binary encoding in a column of %s values", dt)
 	}
@@ -410,8 +403,8 @@ func (d *v20PageDecoder) binary(b *encpb.Binary, dt arrow.DataType, n int) (arro
 		return nil, fmt.Errorf("binary offsets: %w", err)
 	}
 	adj := b.GetNullAdjustment()
-	offsets := newV20Offsets(large, n)
-	validity := v20Bitmap{n: n}
+	offsets := newOffsetWriter(large, n)
+	validity := nullBitmap{n: n}
 	var prev uint64
 	for i, v := range ends {
 		end := v
@@ -441,7 +434,7 @@ func (d *v20PageDecoder) binary(b *encpb.Binary, dt arrow.DataType, n int) (arro
 // fsst decodes FSST-compressed strings: a Binary of compressed values and
 // the page's symbol table.
 func (d *v20PageDecoder) fsst(f *encpb.Fsst, dt arrow.DataType, n int) (arrow.Array, error) {
-	large, ok := v20IsLargeBinary(dt)
+	large, ok := binaryType(dt)
 	if !ok {
 		return nil, v20Corruptf("fsst encoding in a column of %s values", dt)
 	}
@@ -455,38 +448,24 @@ func (d *v20PageDecoder) fsst(f *encpb.Fsst, dt arrow.DataType, n int) (arrow.Ar
 	}
 	defer inner.Release()
 	compressed, values := v20BinaryParts(inner, large)
-	validity := v20Bitmap{n: n}
+	validity := nullBitmap{n: n}
 	for i := range n {
 		if inner.IsNull(i) {
 			validity.setNull(i)
 		}
 	}
-	var offsets []byte
-	var decoded []byte
-	if large {
-		out, bytes, err := codec.FSSTDecodeAll(table, compressed, values)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range out {
-			offsets = binary.LittleEndian.AppendUint64(offsets, o)
-		}
-		decoded = bytes
-	} else {
-		in := make([]uint32, len(compressed))
-		for i, o := range compressed {
-			in[i] = uint32(o) // 32-bit offsets of a utf8/binary array
-		}
-		out, bytes, err := codec.FSSTDecodeAll(table, in, values)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range out {
-			offsets = binary.LittleEndian.AppendUint32(offsets, o)
-		}
-		decoded = bytes
+	ends, decoded, err := codec.FSSTDecodeAll(table, compressed, values)
+	if err != nil {
+		return nil, err
 	}
-	return v20Checked(varWidthArray(dt, n, offsets, decoded, validity.finish()))
+	if !large && len(decoded) > math.MaxInt32 {
+		return nil, v20Corruptf("fsst values decode to %d bytes, past 32-bit offsets", len(decoded))
+	}
+	offsets := newOffsetWriter(large, n)
+	for _, end := range ends[1:] {
+		offsets.add(end)
+	}
+	return v20Checked(varWidthArray(dt, n, offsets.buf, decoded, validity.finish()))
 }
 
 // fixedSizeBinary decodes utf8/binary values that all have byte_width
@@ -503,7 +482,7 @@ func (d *v20PageDecoder) fixedSizeBinary(f *encpb.FixedSizeBinary, dt arrow.Data
 		}
 		return v20Checked(fixedWidthArray(dt, n, data, nil))
 	}
-	large, ok := v20IsLargeBinary(dt)
+	large, ok := binaryType(dt)
 	if !ok {
 		return nil, v20Corruptf("fixed-size binary encoding in a column of %s values", dt)
 	}
@@ -514,7 +493,7 @@ func (d *v20PageDecoder) fixedSizeBinary(f *encpb.FixedSizeBinary, dt arrow.Data
 	if err != nil {
 		return nil, err
 	}
-	offsets := newV20Offsets(large, n)
+	offsets := newOffsetWriter(large, n)
 	for i := 1; i <= n; i++ {
 		offsets.add(uint64(i * width))
 	}
@@ -585,7 +564,7 @@ func (d *v20PageDecoder) dictionary(dict *encpb.Dictionary, dt arrow.DataType, n
 		maxIndex >>= 1
 	}
 	out := make([]byte, 0, n*size)
-	validity := v20Bitmap{n: n}
+	validity := nullBitmap{n: n}
 	for i, idx := range indices {
 		switch {
 		case indexValid != nil && !bitutil.BitIsSet(indexValid, i):
@@ -627,7 +606,7 @@ func (d *v20PageDecoder) dictionaryParts(dict *encpb.Dictionary, itemType arrow.
 // utf8 column (few distinct strings): indices are 1-based, 0 meaning null,
 // and the reader returns the strings themselves.
 func (d *v20PageDecoder) dictionaryExpanded(dict *encpb.Dictionary, dt arrow.DataType, n int) (v20Page, error) {
-	large, ok := v20IsLargeBinary(dt)
+	large, ok := binaryType(dt)
 	if !ok {
 		return nil, v20Corruptf("dictionary in a column of %s values", dt)
 	}
@@ -843,9 +822,9 @@ func (p *v20ExpandedDictPage) slice(off, n int) (arrow.Array, error) {
 	if !p.large && total > math.MaxInt32 {
 		return nil, v20Unsupportedf("%d rows of strings take %d bytes, too many for 32-bit offsets", n, total)
 	}
-	offsets := newV20Offsets(p.large, n)
+	offsets := newOffsetWriter(p.large, n)
 	data := make([]byte, 0, total)
-	validity := v20Bitmap{n: n}
+	validity := nullBitmap{n: n}
 	for i, idx := range p.indices[off : off+n] {
 		if idx == 0 || p.items.IsNull(int(idx-1)) {
 			validity.setNull(i)

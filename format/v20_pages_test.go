@@ -149,7 +149,7 @@ func TestV20MultiPage(t *testing.T) {
 			defer src.Release()
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			r, err := v20OpenBytes(t, data, mem)
+			r, err := openBytes(t, "data/f.lance", data, mem)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -56,16 +56,6 @@ func v20OpenPath(t testing.TB, path string, mem memory.Allocator) *Reader {
 	return r
 }
 
-// v20OpenBytes opens a data file held in memory.
-func v20OpenBytes(t testing.TB, data []byte, mem memory.Allocator) (*Reader, error) {
-	t.Helper()
-	store := blob.NewMemStore("v20")
-	if err := store.Write(context.Background(), "data/f.lance", data); err != nil {
-		t.Fatal(err)
-	}
-	return Open(context.Background(), store, "data/f.lance", &OpenOptions{Allocator: mem})
-}
-
 // v20Record reads rows [a, b) of fields with a new cursor.
 func v20Record(t testing.TB, r *Reader, fields []*Field, a, b uint64) arrow.RecordBatch {
 	t.Helper()

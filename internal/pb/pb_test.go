@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
@@ -37,17 +38,11 @@ const (
 	magic             = "LANC"
 )
 
-// fixturesDir returns the fixture root, skipping the test when it is absent.
+// fixturesDir returns the fixture root. Missing fixtures fail the test: a
+// test that silently does not run proves nothing.
 func fixturesDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("LANCER_FIXTURES")
-	if dir == "" {
-		dir = "/work/shared/fixtures"
-	}
-	if _, err := os.Stat(filepath.Join(dir, "lance")); err != nil {
-		t.Skipf("Lance fixtures not available (%v); set LANCER_FIXTURES", err)
-	}
-	return dir
+	return fixturetest.Dir(t)
 }
 
 // unmarshal decodes b keeping unknown fields (the default, spelled out).
