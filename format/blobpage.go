@@ -29,7 +29,7 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPag
 		return nil, pageCorruptf("blob layout inside a blob layout")
 	}
 	layers := l.GetLayers()
-	_, _, maxVisible, err := layerLimits(layers)
+	lay, err := newRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPag
 			rep[i], def[i] = uint16(pos), uint16(pos>>16)
 			anyRep = anyRep || rep[i] != 0
 		}
-		if def[i] <= maxVisible {
+		if def[i] <= lay.maxVisible {
 			visible = append(visible, i)
 		}
 	}

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 	"unsafe"
@@ -254,14 +255,12 @@ func (b *nullBlock) length() int { return b.n }
 func toArrow(mem memory.Allocator, b valueBlock, dt arrow.DataType) (arrow.Array, error) {
 	if dict, ok := dt.(*arrow.DictionaryType); ok {
 		if _, isNull := b.(*nullBlock); !isNull {
-			// A plain page of a dictionary field: every value is its own
-			// dictionary entry.
-			values, err := toArrow(mem, b, dict.ValueType)
+			// A plain or constant page of a dictionary field.
+			entries, keys, err := plainDictionary(dict, b)
 			if err != nil {
 				return nil, err
 			}
-			defer values.Release()
-			return identityDictionary(dict, values)
+			return dictionaryArray(mem, dict, entries, keys, nil, false)
 		}
 	}
 	if dt.ID() == arrow.NULL {
@@ -422,29 +421,6 @@ func bufferBytes(bufs []*memory.Buffer) [][]byte {
 		}
 	}
 	return out
-}
-
-// identityDictionary makes a dictionary array whose value i is values[i].
-func identityDictionary(dt *arrow.DictionaryType, values arrow.Array) (arrow.Array, error) {
-	n := values.Len()
-	idxType, ok := dt.IndexType.(arrow.FixedWidthDataType)
-	if !ok {
-		return nil, pageUnsupportedf("dictionary index type %s", dt.IndexType)
-	}
-	width := idxType.BitWidth() / 8
-	if width < 8 && uint64(n) > 1<<(8*width-1) {
-		return nil, pageUnsupportedf("%d values do not fit dictionary indices of %s", n, dt.IndexType)
-	}
-	raw := make([]byte, n*width)
-	for i := range n {
-		putLE(raw[i*width:], width, uint64(i))
-	}
-	indices, err := fixedWidthArray(dt.IndexType, n, raw, nil)
-	if err != nil {
-		return nil, pageCorruptf("dictionary indices: %v", err)
-	}
-	defer indices.Release()
-	return array.NewDictionaryArray(dt, indices, values), nil
 }
 
 // putLE writes the low width bytes of v little-endian.
@@ -692,8 +668,16 @@ func wordBlockBits(enc *enc21pb.CompressiveEncoding) (int, error) {
 }
 
 // decodeWordsAs decodes n T-bit integers of a block that wordBlockBits
-// accepted for T.
+// accepted for T. n comes from metadata (a level count, a dictionary size),
+// so it is checked against the buffer before anything is allocated: these
+// encodings take at least one byte per BlockLen values, except out-of-line
+// bit-packing at width 0, which Lance does not write for more than one
+// value (all-zero levels are stored Flat, and a dictionary whose items all
+// fit in 0 bits has one item).
 func decodeWordsAs[T codec.Word](enc *enc21pb.CompressiveEncoding, buf []byte, n int) ([]T, error) {
+	if n < 0 || n > codec.BlockLen*max(len(buf), 1) {
+		return nil, pageCorruptf("block of %d bytes cannot hold %d values", len(buf), n)
+	}
 	var (
 		out []T
 		err error
@@ -755,15 +739,10 @@ func decodeLevels(enc *enc21pb.CompressiveEncoding, buf []byte, count int, wrapp
 		if e.Flat.GetBitsPerValue() != 16 || e.Flat.GetData() != nil {
 			return nil, pageUnsupportedf("levels stored flat at %d bits", e.Flat.GetBitsPerValue())
 		}
-		if len(buf)%2 != 0 {
-			return nil, pageCorruptf("flat levels of %d bytes (odd)", len(buf))
-		}
 		if n := len(buf) / 2; n != count && !(wrapped && n%(1<<16) == count) {
 			return nil, pageCorruptf("%d bytes of flat levels for %d levels", len(buf), count)
 		}
-		out := make([]uint16, len(buf)/2)
-		copy(wordsAsBytes(out), buf)
-		return out, nil
+		return rawLevels16(buf)
 	case *enc21pb.CompressiveEncoding_InlineBitpacking, *enc21pb.CompressiveEncoding_OutOfLineBitpacking,
 		*enc21pb.CompressiveEncoding_Rle:
 		bits, err := wordBlockBits(enc)
@@ -784,6 +763,16 @@ func decodeLevels(enc *enc21pb.CompressiveEncoding, buf []byte, count int, wrapp
 	}
 }
 
+// rawLevels16 reads levels stored as raw little-endian u16 values.
+func rawLevels16(buf []byte) ([]uint16, error) {
+	if len(buf)%2 != 0 {
+		return nil, pageCorruptf("raw levels of %d bytes (odd)", len(buf))
+	}
+	out := make([]uint16, len(buf)/2)
+	copy(wordsAsBytes(out), buf)
+	return out, nil
+}
+
 // impliedLevelCount returns the level count a bit-packed or RLE block of
 // u16 levels implies that is congruent to count modulo 2^16, or count when
 // the block does not tell (the decoder then checks count itself).
@@ -795,8 +784,7 @@ func impliedLevelCount(enc *enc21pb.CompressiveEncoding, buf []byte, count int) 
 		if len(buf) < 8 {
 			return count
 		}
-		valuesSize := uint64(buf[0]) | uint64(buf[1])<<8 | uint64(buf[2])<<16 | uint64(buf[3])<<24 |
-			uint64(buf[4])<<32 | uint64(buf[5])<<40 | uint64(buf[6])<<48 | uint64(buf[7])<<56
+		valuesSize := binary.LittleEndian.Uint64(buf)
 		if valuesSize > uint64(len(buf)-8) {
 			return count
 		}

@@ -2,7 +2,6 @@ package format
 
 import (
 	"bytes"
-	"encoding/binary"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -53,7 +52,7 @@ func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 		return nil, pageCorruptf("constant page with inline value %t has %d buffers", inline, len(bufs))
 	}
 	lp := &leafPage{numRows: d.numRows, layers: layers}
-	_, _, maxVisible, err := layerLimits(layers)
+	lay, err := newRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +85,7 @@ func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 	}
 	visible := lp.numItems
 	if lp.def != nil {
-		visible = countVisible(lp.def, maxVisible)
+		visible = countVisible(lp.def, lay.maxVisible)
 	}
 	// The value.
 	var block valueBlock
@@ -115,22 +114,14 @@ func constantLevels(buf []byte, enc *enc21pb.CompressiveEncoding, count uint64, 
 		return nil, nil
 	}
 	if enc != nil && allowCompressed {
-		// The count comes from metadata; a bit-packed or RLE block cannot
-		// describe more than 2^10 levels per byte (bit width 0), which
-		// bounds what decoding may allocate.
-		if count > maxPageItems || count > uint64(len(buf))*codec.BlockLen {
+		// decodeLevels bounds the count, which comes from metadata, by the
+		// buffer.
+		if count > maxPageItems {
 			return nil, pageCorruptf("%d levels in a %d-byte buffer", count, len(buf))
 		}
 		return decodeLevels(enc, buf, int(count), false)
 	}
-	if len(buf)%2 != 0 {
-		return nil, pageCorruptf("raw levels of %d bytes (odd)", len(buf))
-	}
-	out := make([]uint16, len(buf)/2)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint16(buf[2*i:])
-	}
-	return out, nil
+	return rawLevels16(buf)
 }
 
 // repeatFixed returns n copies of one fixed-width value.

@@ -24,7 +24,11 @@ func rawLevels(levels ...uint16) []byte { return slices.Clone(wordsAsBytes(level
 // (items of pages without lists are rows).
 func valuesJSON(t *testing.T, lp *leafPage) string {
 	t.Helper()
-	_, _, maxVisible, _ := layerLimits(lp.layers)
+	lay, err := newRepDefLayout(lp.layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxVisible := lay.maxVisible
 	out := []byte{'['}
 	value := 0
 	for i := range lp.numItems {

@@ -99,7 +99,7 @@ func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*l
 		return nil, pageCorruptf("control words of %d rep and %d def bits (levels are u16)", bitsRep, bitsDef)
 	}
 	layers := l.GetLayers()
-	maxRep, maxDef, maxVisible, err := layerLimits(layers)
+	lay, err := newRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*l
 	z := &zipReader{
 		data: bufs[0], ctrl: controlWordBytes(bitsRep, bitsDef),
 		bitsRep: bitsRep, bitsDef: bitsDef,
-		maxRep: maxRep, maxDef: maxDef, maxVisible: maxVisible,
+		maxRep: lay.maxRep, maxDef: lay.maxDef, maxVisible: lay.maxVisible,
 	}
 	// Every item takes at least its control word (or, without control
 	// words, at least one byte of value or length), which bounds the level
@@ -307,7 +307,7 @@ func zipVariable(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible in
 	if l.GetBitsPerOffset() != 32 && l.GetBitsPerOffset() != 64 {
 		return nil, pageUnsupportedf("full-zip lengths of %d bits", l.GetBitsPerOffset())
 	}
-	dec, err := newPerValue(l.GetValueCompression(), prefix == 8, min(numVisible, len(z.data)))
+	dec, err := newPerValue(l.GetValueCompression(), prefix == 8, min(numVisible, len(z.data)), len(z.data))
 	if err != nil {
 		return nil, err
 	}
@@ -343,27 +343,28 @@ func zipVariable(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible in
 	return dec.block(), nil
 }
 
-// newPerValue builds the decoder of a full-zip variable-width encoding.
-func newPerValue(enc *enc21pb.CompressiveEncoding, large bool, capHint int) (perValue, error) {
+// newPerValue builds the decoder of a full-zip variable-width encoding for
+// about capValues values stored in capBytes bytes (bounds from the page).
+func newPerValue(enc *enc21pb.CompressiveEncoding, large bool, capValues, capBytes int) (perValue, error) {
 	switch e := enc.GetCompression().(type) {
 	case *enc21pb.CompressiveEncoding_Variable:
 		if err := checkVariable(e.Variable); err != nil {
 			return nil, err
 		}
-		return &plainPerValue{out: newVarBlock(large, capHint)}, nil
+		return &plainPerValue{out: newVarBlockSized(large, capValues, capBytes)}, nil
 	case *enc21pb.CompressiveEncoding_Fsst:
 		table, err := codec.ParseFSSTTable(e.Fsst.GetSymbolTable())
 		if err != nil {
 			return nil, pageWrapf(err, "fsst symbol table")
 		}
-		return &fsstPerValue{table: table, out: newVarBlock(large, capHint)}, nil
+		return &fsstPerValue{table: table, out: newVarBlockSized(large, capValues, capBytes)}, nil
 	case *enc21pb.CompressiveEncoding_General:
 		if e.General.GetCompression() == nil {
 			return nil, pageCorruptf("general encoding names no compression")
 		}
-		return &generalPerValue{compression: e.General.GetCompression(), out: newVarBlock(large, capHint)}, nil
+		return &generalPerValue{compression: e.General.GetCompression(), out: newVarBlockSized(large, capValues, capBytes)}, nil
 	case *enc21pb.CompressiveEncoding_VariablePackedStruct:
-		return newPackedPerValue(e.VariablePackedStruct, capHint)
+		return newPackedPerValue(e.VariablePackedStruct, capValues)
 	case nil:
 		return nil, pageCorruptf("full-zip page has no value encoding")
 	default:

@@ -30,10 +30,11 @@ type testFullZip struct {
 
 func (z testFullZip) build(t testing.TB) (*enc21pb.FullZipLayout, [][]byte, uint64) {
 	t.Helper()
-	maxRep, _, maxVisible, err := layerLimits(z.layers)
+	lay, err := newRepDefLayout(z.layers)
 	if err != nil {
 		t.Fatal(err)
 	}
+	maxRep, maxVisible := lay.maxRep, lay.maxVisible
 	bitsOf := func(levels []uint16) uint32 {
 		m := uint16(0)
 		for _, l := range levels {

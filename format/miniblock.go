@@ -194,10 +194,11 @@ func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte)
 		}
 	}
 	layers := l.GetLayers()
-	_, _, maxVisible, err := layerLimits(layers)
+	lay, err := newRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
+	maxVisible := lay.maxVisible
 	// Size the page's value buffers from the chunk metadata up front
 	// instead of growing them chunk by chunk. The last chunk's count comes
 	// from num_items, not the metadata, so it only counts up to what a

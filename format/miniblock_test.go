@@ -44,10 +44,11 @@ type testMiniBlock struct {
 // the next chunk, and a repetition index when there are rep levels.
 func (m testMiniBlock) build(t testing.TB) (*enc21pb.MiniBlockLayout, [][]byte) {
 	t.Helper()
-	_, _, maxVisible, err := layerLimits(m.layers)
+	lay, err := newRepDefLayout(m.layers)
 	if err != nil {
 		t.Fatal(err)
 	}
+	maxVisible := lay.maxVisible
 	numItems := len(m.values)
 	if m.rep != nil {
 		numItems = len(m.rep)
@@ -218,8 +219,11 @@ func TestMiniBlockRoundTrip(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			l, bufs := tc.page.build(t)
-			maxRep, _, _, _ := layerLimits(tc.page.layers)
-			rows := rowsOf(tc.page.rep, len(tc.page.values), maxRep)
+			lay, err := newRepDefLayout(tc.page.layers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := rowsOf(tc.page.rep, len(tc.page.values), lay.maxRep)
 			lp, err := newTestDecoder(mem, rows, arrow.PrimitiveTypes.Int32).decode(miniBlockPage(l), bufs)
 			if err != nil {
 				t.Fatal(err)

@@ -120,7 +120,7 @@ func (d *pageDecoder) decode(layout *enc21pb.PageLayout, bufs [][]byte) (*leafPa
 	if err != nil {
 		return nil, err
 	}
-	if err := lp.check(d.numRows); err != nil {
+	if _, err := lp.check(d.numRows); err != nil {
 		lp.release()
 		return nil, err
 	}
@@ -152,106 +152,22 @@ func (d *pageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*
 // lengths and offsets are Go ints and, for most types, 32-bit.
 const maxPageItems = 1<<31 - 1
 
-// check verifies a decoded page's invariants (leafpage.go): level counts
-// equal numItems, visible items equal the values, levels stay within what
-// the layers define, and rows agree with the page's row count.
-func (lp *leafPage) check(numRows uint64) error {
-	if len(lp.layers) == 0 {
-		return pageCorruptf("page names no rep/def layers")
-	}
-	maxRep, maxDef, maxVisible, err := layerLimits(lp.layers)
+// check verifies a decoded page's invariants (leafpage.go) against its row
+// count: level counts equal numItems, levels stay within what the layers
+// define, visible items equal the values, and the levels describe numRows
+// rows. It returns the checked levels.
+func (lp *leafPage) check(numRows uint64) (*pageLevels, error) {
+	lay, err := newRepDefLayout(lp.layers)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if lp.rep != nil && len(lp.rep) != lp.numItems {
-		return pageCorruptf("%d repetition levels for %d items", len(lp.rep), lp.numItems)
-	}
-	if lp.def != nil && len(lp.def) != lp.numItems {
-		return pageCorruptf("%d definition levels for %d items", len(lp.def), lp.numItems)
-	}
-	visible := lp.numItems
-	if lp.def != nil {
-		visible = 0
-		for i, d := range lp.def {
-			if d > maxDef {
-				return pageCorruptf("item %d has definition level %d; the layers define at most %d", i, d, maxDef)
-			}
-			if d <= maxVisible {
-				visible++
-			}
-		}
-	}
-	if lp.values == nil || lp.values.Len() != visible {
-		n := -1
-		if lp.values != nil {
-			n = lp.values.Len()
-		}
-		return pageCorruptf("%d values for %d visible items", n, visible)
-	}
-	rows := uint64(lp.numItems)
-	if lp.rep != nil {
-		if maxRep == 0 {
-			return pageCorruptf("repetition levels without list layers")
-		}
-		rows = 0
-		for i, r := range lp.rep {
-			switch {
-			case r > maxRep:
-				return pageCorruptf("item %d has repetition level %d; the layers define at most %d", i, r, maxRep)
-			case r == maxRep:
-				rows++
-			case i == 0:
-				return pageCorruptf("first item has repetition level %d, not %d: the page does not start a row", r, maxRep)
-			}
-		}
-	} else if maxRep > 0 && lp.numItems > 0 {
-		return pageCorruptf("%d items under list layers but no repetition levels", lp.numItems)
-	}
-	if rows != numRows {
-		return pageCorruptf("levels describe %d rows, the page has %d", rows, numRows)
+	if lp.values == nil {
+		return nil, pageCorruptf("page has no values")
 	}
 	if lp.numRows != numRows {
-		return pageCorruptf("decoded %d rows, the page has %d", lp.numRows, numRows)
+		return nil, pageCorruptf("decoded %d rows, the page has %d", lp.numRows, numRows)
 	}
-	return nil
-}
-
-// layerLimits returns, for layers listed innermost first, the highest
-// repetition level (the number of list layers), the highest definition
-// level, and the highest definition level of a visible item: the levels of
-// the layers inside the innermost list (spec §8.2).
-func layerLimits(layers []enc21pb.RepDefLayer) (maxRep, maxDef, maxVisible uint16, err error) {
-	// Levels are u16; more layers than that cannot be numbered.
-	if len(layers) > 1<<14 {
-		return 0, 0, 0, pageCorruptf("%d rep/def layers", len(layers))
-	}
-	inList := false
-	for _, l := range layers {
-		levels := uint16(0)
-		list := false
-		switch l {
-		case enc21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM:
-		case enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM:
-			levels = 1
-		case enc21pb.RepDefLayer_REPDEF_ALL_VALID_LIST:
-			list = true
-		case enc21pb.RepDefLayer_REPDEF_NULLABLE_LIST, enc21pb.RepDefLayer_REPDEF_EMPTYABLE_LIST:
-			list, levels = true, 1
-		case enc21pb.RepDefLayer_REPDEF_NULL_AND_EMPTY_LIST:
-			list, levels = true, 2
-		default:
-			return 0, 0, 0, pageCorruptf("unknown rep/def layer %v", l)
-		}
-		maxDef += levels
-		if list {
-			maxRep++
-			inList = true
-		}
-		if !inList {
-			maxVisible += levels
-		}
-	}
-	return maxRep, maxDef, maxVisible, nil
+	return checkLevels(lay, lp.rep, lp.def, lp.numItems, int(numRows), lp.values.Len())
 }
 
 // pageRef names a page in errors.

@@ -73,8 +73,8 @@ type repDefLayout struct {
 // newRepDefLayout interprets layers (innermost first). It fails with
 // lancer.ErrCorrupt on unknown layer values or level counts past 16 bits.
 func newRepDefLayout(layers []enc21pb.RepDefLayer) (*repDefLayout, error) {
-	if len(layers) == 0 {
-		return nil, fmt.Errorf("page has no rep/def layers: %w", lancer.ErrCorrupt)
+	if len(layers) == 0 || len(layers) > 0xffff {
+		return nil, fmt.Errorf("page has %d rep/def layers: %w", len(layers), lancer.ErrCorrupt)
 	}
 	lay := &repDefLayout{info: make([]layerInfo, len(layers))}
 	var def int
@@ -115,7 +115,7 @@ func newRepDefLayout(layers []enc21pb.RepDefLayer) (*repDefLayout, error) {
 	if lay.info[0].list {
 		return nil, fmt.Errorf("the innermost layer is a list (%s), not the leaf's items: %w", layers[0], lancer.ErrCorrupt)
 	}
-	if def > 0xffff || len(layers) > 0xffff {
+	if def > 0xffff {
 		return nil, fmt.Errorf("%d layers with %d def levels do not fit 16-bit levels: %w", len(layers), def, lancer.ErrCorrupt)
 	}
 	lay.maxDef = uint16(def)

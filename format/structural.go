@@ -447,18 +447,15 @@ func (c *structuralCursor) checkPage(l *leafColumn, p int, lp *leafPage) (*pageL
 	if p > 0 {
 		first = l.pageEnds[p-1]
 	}
-	if rows := l.pageEnds[p] - first; lp.numRows != rows {
-		return nil, fmt.Errorf("decoded %d rows, the column metadata says %d: %w", lp.numRows, rows, lancer.ErrCorrupt)
-	}
 	if len(lp.layers) != len(l.lists) {
 		return nil, fmt.Errorf("%d rep/def layers, the schema has %d levels of nesting: %w", len(lp.layers), len(l.lists), lancer.ErrCorrupt)
 	}
-	lay, err := newRepDefLayout(lp.layers)
+	levels, err := lp.check(l.pageEnds[p] - first)
 	if err != nil {
 		return nil, err
 	}
 	for k, isList := range l.lists {
-		if lay.info[k].list != isList {
+		if levels.lay.info[k].list != isList {
 			what := "an item (struct or leaf)"
 			if isList {
 				what = "a list"
@@ -466,14 +463,10 @@ func (c *structuralCursor) checkPage(l *leafColumn, p int, lp *leafPage) (*pageL
 			return nil, fmt.Errorf("layer %d is %s in the schema but %s in the page: %w", k, what, lp.layers[k], lancer.ErrCorrupt)
 		}
 	}
-	numValues := 0
-	if lp.values != nil {
-		numValues = lp.values.Len()
-		if !arrow.TypeEqual(lp.values.DataType(), l.dt) && !sameLayout(lp.values.DataType(), l.dt) {
-			return nil, fmt.Errorf("values of type %s, want %s: %w", lp.values.DataType(), l.dt, lancer.ErrCorrupt)
-		}
+	if !arrow.TypeEqual(lp.values.DataType(), l.dt) && !sameLayout(lp.values.DataType(), l.dt) {
+		return nil, fmt.Errorf("values of type %s, want %s: %w", lp.values.DataType(), l.dt, lancer.ErrCorrupt)
 	}
-	return checkLevels(lay, lp.rep, lp.def, lp.numItems, int(lp.numRows), numValues)
+	return levels, nil
 }
 
 // sameLayout reports whether arrays of type a can be relabelled as type b:

@@ -19,22 +19,20 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
-const fixtureDir = "../../../../shared/fixtures/encodings"
-
-// fixturePath finds a fixture both from the repository checkout (where
-// /work/shared is a sibling of the module) and at its absolute location.
+// fixturePath returns the path of rel below the encodings fixtures, found
+// the way every fixture test finds them (LANCER_FIXTURES or shared/fixtures
+// above the working directory). A missing fixture fails the test.
 func fixturePath(t testing.TB, rel string) string {
 	t.Helper()
-	for _, base := range []string{fixtureDir, "/work/shared/fixtures/encodings"} {
-		p := filepath.Join(base, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
+	p := filepath.Join(fixturetest.Dir(t), "encodings", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("fixture %s: %v", rel, err)
 	}
-	t.Skipf("fixture %s not available", rel)
-	return ""
+	return p
 }
 
 // dataFiles returns the .lance data files of a fixture dataset.
