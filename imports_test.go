@@ -14,6 +14,7 @@ var layers = map[string]int{
 	"":                     0, // the root package: error categories only
 	"internal/pb":          0,
 	"internal/rowjson":     0,
+	"internal/arrowutil":   0,
 	"vector":               0,
 	"blob":                 1,
 	"format":               2,
@@ -28,7 +29,7 @@ var layers = map[string]int{
 
 // isolated packages may import no lancer package but the root (and, for
 // generated code, nothing at all): vector search knows no files.
-var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true}
+var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true}
 
 const module = "github.com/lancerdb/lancer"
 

@@ -8,10 +8,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
 // TakeOptions configures Take and TakeRowIDs. A nil *TakeOptions means all
@@ -243,29 +242,17 @@ func (d *Dataset) takeLocations(ctx context.Context, proj *projection, locs []ro
 	for i, p := range position {
 		identity = identity && p == int64(i)
 	}
+	if identity {
+		position = nil
+	}
 	out := make([]arrow.Array, nCols)
 	defer releaseArrays(out)
 	for c := range out {
-		var cat arrow.Array
-		if len(pieces[c]) == 1 {
-			cat = pieces[c][0]
-			cat.Retain()
-		} else {
-			var err error
-			if cat, err = array.Concatenate(pieces[c], mem); err != nil {
-				return nil, fmt.Errorf("dataset: take: column %q: %w", proj.arrow.Field(c).Name, err)
-			}
-		}
-		if identity {
-			out[c] = cat
-			continue
-		}
-		taken, err := permute(ctx, mem, cat, position)
-		cat.Release()
+		a, err := arrowutil.ConcatTake(ctx, mem, pieces[c], position)
 		if err != nil {
 			return nil, fmt.Errorf("dataset: take: column %q: %w", proj.arrow.Field(c).Name, err)
 		}
-		out[c] = taken
+		out[c] = a
 	}
 	return array.NewRecordBatch(proj.arrow, out, int64(len(locs))), nil
 }
@@ -291,14 +278,4 @@ func (d *Dataset) takeFromFragment(ctx context.Context, proj *projection, k int,
 			yield(r)
 		}
 	}), nil
-}
-
-// permute returns a[indices[0]], a[indices[1]], ...
-func permute(ctx context.Context, mem memory.Allocator, a arrow.Array, indices []int64) (arrow.Array, error) {
-	b := array.NewInt64Builder(mem)
-	defer b.Release()
-	b.AppendValues(indices, nil)
-	idx := b.NewArray()
-	defer idx.Release()
-	return compute.TakeArray(compute.WithAllocator(ctx, mem), a, idx)
 }

@@ -6,10 +6,9 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
 // Take returns one array per projected field holding the given rows, in the
@@ -56,45 +55,25 @@ func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error)
 	}
 	// Unless rows are sorted and distinct already, indices gives the
 	// position of each requested row in the concatenation of the runs.
-	var indices arrow.Array
+	var indices []int64
 	if !slices.Equal(rows, sorted) {
 		position := make(map[uint64]int64, len(sorted))
 		for i, row := range sorted {
 			position[row] = int64(i)
 		}
-		b := array.NewInt64Builder(c.r.mem)
-		b.Reserve(len(rows))
-		for _, row := range rows {
-			b.UnsafeAppend(position[row])
+		indices = make([]int64, len(rows))
+		for i, row := range rows {
+			indices[i] = position[row]
 		}
-		indices = b.NewArray()
-		b.Release()
-		defer indices.Release()
 	}
 	out := make([]arrow.Array, len(c.proj.Fields))
 	for i := range c.proj.Fields {
-		var cat arrow.Array
-		if len(pieces[i]) == 1 {
-			cat = pieces[i][0]
-			cat.Retain()
-		} else {
-			var err error
-			if cat, err = array.Concatenate(pieces[i], c.r.mem); err != nil {
-				releaseAll(out)
-				return nil, fmt.Errorf("format: %s: take: %w", c.r.key, err)
-			}
-		}
-		if indices == nil {
-			out[i] = cat
-			continue
-		}
-		taken, err := compute.TakeArray(compute.WithAllocator(ctx, c.r.mem), cat, indices)
-		cat.Release()
+		a, err := arrowutil.ConcatTake(ctx, c.r.mem, pieces[i], indices)
 		if err != nil {
 			releaseAll(out)
 			return nil, fmt.Errorf("format: %s: take: %w", c.r.key, err)
 		}
-		out[i] = taken
+		out[i] = a
 	}
 	return out, nil
 }

@@ -1,0 +1,56 @@
+// Package arrowutil holds small Arrow helpers several lancer layers need.
+// It knows nothing of files or datasets.
+package arrowutil
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+)
+
+// ConcatTake joins pieces (of one type) into one array and, when indices
+// is not nil, returns its rows in the order indices gives (repeats
+// allowed). The pieces stay owned by the caller; the result is the caller's
+// to release. Joining can fail only on Arrow's size limits (more than 2 GiB
+// of utf8 in one array, say): that is an error wrapping
+// lancer.ErrUnsupported, to be avoided by reading fewer rows at once.
+func ConcatTake(ctx context.Context, mem memory.Allocator, pieces []arrow.Array, indices []int64) (arrow.Array, error) {
+	var joined arrow.Array
+	switch len(pieces) {
+	case 0:
+		return nil, fmt.Errorf("arrowutil: nothing to join: %w", lancer.ErrInvalidArgument)
+	case 1:
+		joined = pieces[0]
+		joined.Retain()
+	default:
+		var err error
+		if joined, err = array.Concatenate(pieces, mem); err != nil {
+			return nil, fmt.Errorf("joining %d arrays of %s: %v: %w", len(pieces), pieces[0].DataType(), err, lancer.ErrUnsupported)
+		}
+	}
+	if indices == nil {
+		return joined, nil
+	}
+	defer joined.Release()
+	for _, i := range indices {
+		if i < 0 || i >= int64(joined.Len()) {
+			return nil, fmt.Errorf("arrowutil: index %d outside %d rows: %w", i, joined.Len(), lancer.ErrInvalidArgument)
+		}
+	}
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.AppendValues(indices, nil)
+	idx := b.NewArray()
+	defer idx.Release()
+	taken, err := compute.TakeArray(compute.WithAllocator(ctx, mem), joined, idx)
+	if err != nil {
+		return nil, fmt.Errorf("reordering %d rows of %s: %v: %w", len(indices), joined.DataType(), err, lancer.ErrUnsupported)
+	}
+	return taken, nil
+}
