@@ -19,7 +19,8 @@ import (
 type Manifest struct {
 	// Version is the version number (the first version is 1).
 	Version uint64
-	// Timestamp is the commit time; the zero time if the manifest has none.
+	// Timestamp is the commit time; the Unix epoch if the manifest has
+	// none, as Lance reports it.
 	Timestamp time.Time
 	// Schema is the dataset schema.
 	Schema *format.Schema
@@ -315,6 +316,8 @@ func manifestFromProto(where string, p *tablepb.Manifest) (*Manifest, error) {
 	if m.Version == 0 {
 		return nil, corrupt("version 0")
 	}
+	// Lance reports a manifest without a timestamp as the Unix epoch.
+	m.Timestamp = time.Unix(0, 0).UTC()
 	if ts := p.GetTimestamp(); ts != nil {
 		if err := ts.CheckValid(); err != nil {
 			return nil, corrupt("timestamp: %v", err)

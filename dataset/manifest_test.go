@@ -483,3 +483,22 @@ func TestManifestBadLogicalTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestManifestWithoutTimestamp: Lance lists such a version at the Unix
+// epoch, not at Go's zero time.
+func TestManifestWithoutTimestamp(t *testing.T) {
+	store := memDataset(t, map[string][]byte{
+		"_versions/1.manifest": encodeManifestFile(t, emptyManifest(1), appendTxn()),
+	})
+	d, err := Open(context.Background(), store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Timestamp(); got.UnixMilli() != 0 {
+		t.Errorf("timestamp %v (%d ms), want the Unix epoch", got, got.UnixMilli())
+	}
+	versions, err := d.Versions(context.Background())
+	if err != nil || len(versions) != 1 || versions[0].Timestamp.UnixMilli() != 0 {
+		t.Errorf("versions %+v, %v", versions, err)
+	}
+}

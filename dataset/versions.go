@@ -231,7 +231,8 @@ func LatestVersion(ctx context.Context, store blob.Store) (uint64, error) {
 type VersionInfo struct {
 	// Version is the version number.
 	Version uint64
-	// Timestamp is the commit time (zero if the manifest records none).
+	// Timestamp is the commit time (the Unix epoch if the manifest records
+	// none, as Lance reports it).
 	Timestamp time.Time
 	// Metadata holds the totals LanceDB's listVersions reports, under its
 	// keys: total_rows, total_fragments, total_data_files, total_files_size,
