@@ -34,6 +34,9 @@ func (s *FSStore) mapErr(op, key string, err error) error {
 
 // Stat implements Store.
 func (s *FSStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	if err := CheckKey(key); err != nil {
 		return ObjectInfo{}, err
 	}
@@ -49,6 +52,9 @@ func (s *FSStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 
 // ReadRange implements Store.
 func (s *FSStore) ReadRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	if err := CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -82,6 +88,9 @@ func (s *FSStore) ReadRange(ctx context.Context, key string, offset, length int6
 
 // ReadAll implements Store.
 func (s *FSStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	if err := CheckKey(key); err != nil {
 		return nil, err
 	}

@@ -64,6 +64,9 @@ func mapOSError(op, key string, err error) error {
 
 // Stat implements Store.
 func (s *LocalStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	p, err := s.path(key)
 	if err != nil {
 		return ObjectInfo{}, err
@@ -80,6 +83,9 @@ func (s *LocalStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 
 // ReadRange implements Store.
 func (s *LocalStore) ReadRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	p, err := s.path(key)
 	if err != nil {
 		return nil, err
@@ -105,6 +111,9 @@ func (s *LocalStore) ReadRange(ctx context.Context, key string, offset, length i
 
 // ReadAll implements Store.
 func (s *LocalStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	p, err := s.path(key)
 	if err != nil {
 		return nil, err

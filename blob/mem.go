@@ -49,6 +49,9 @@ func (s *MemStore) get(key string) (memObject, error) {
 
 // Stat implements Store.
 func (s *MemStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	o, err := s.get(key)
 	if err != nil {
 		return ObjectInfo{}, err
@@ -58,6 +61,9 @@ func (s *MemStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 
 // ReadRange implements Store.
 func (s *MemStore) ReadRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	o, err := s.get(key)
 	if err != nil {
 		return nil, err
@@ -70,6 +76,9 @@ func (s *MemStore) ReadRange(ctx context.Context, key string, offset, length int
 
 // ReadAll implements Store.
 func (s *MemStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("blob: %q: %w", key, err)
+	}
 	o, err := s.get(key)
 	if err != nil {
 		return nil, err

@@ -363,3 +363,23 @@ func TestFSStore(t *testing.T) {
 		t.Fatalf("Stat missing: %v", err)
 	}
 }
+
+// TestCancelledContext: every read honours a cancelled context.
+func TestCancelledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	local, _ := NewLocalStore(dir)
+	mem := NewMemStore("cancel")
+	for _, s := range []Store{local, mem, NewFSStore(os.DirFS(dir), "fs://t")} {
+		if _, err := s.Stat(ctx, "k"); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s Stat: %v", s.URI(), err)
+		}
+		if _, err := s.ReadRange(ctx, "k", 0, 1); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s ReadRange: %v", s.URI(), err)
+		}
+		if _, err := s.ReadAll(ctx, "k"); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s ReadAll: %v", s.URI(), err)
+		}
+	}
+}

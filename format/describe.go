@@ -42,7 +42,7 @@ type BufferInfo struct {
 }
 
 // Columns describes the file's physical columns. Legacy files have none in
-// this sense and return nil.
+// this sense and return an empty slice.
 func (r *Reader) Columns() []ColumnInfo {
 	out := make([]ColumnInfo, len(r.columns))
 	for i, cm := range r.columns {
