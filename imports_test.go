@@ -17,6 +17,7 @@ var layers = map[string]int{
 	"internal/arrowutil":   0,
 	"vector":               0,
 	"blob":                 1,
+	"internal/sample":      1,
 	"format":               2,
 	"internal/fixturetest": 2,
 	"dataset":              3,

@@ -10,7 +10,7 @@ import (
 )
 
 // A dataset written by real Lance, with four tags and a branch "exp".
-const historyFixture = "../../shared/fixtures/lance/history_v2_2.lance"
+const historyFixture = "testdata/history.lance"
 
 // Open a branch, a tag, and list what the dataset has.
 func Example() {

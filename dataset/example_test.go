@@ -12,7 +12,7 @@ import (
 
 // A dataset written by real Lance: 8 versions of appends, deletes, an
 // update, an added and a renamed column.
-const historyFixture = "../../shared/fixtures/lance/history_v2_2.lance"
+const historyFixture = "testdata/history.lance"
 
 // Open a dataset and scan some of its columns.
 func Example() {

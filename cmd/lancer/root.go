@@ -12,6 +12,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/sample"
 )
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -58,8 +59,8 @@ func (f *refFlags) ref() (branch.Ref, error) {
 // arguments: args[0], or the embedded sample when there is none.
 func openRoot(ctx context.Context, cmd *cobra.Command, args []string) (blob.Store, error) {
 	if len(args) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "lancer: no URI given; using the embedded sample dataset", sampleName)
-		return sampleStore(), nil
+		fmt.Fprintln(cmd.ErrOrStderr(), "lancer: no URI given; using the embedded sample dataset", sample.Name)
+		return sample.Store(), nil
 	}
 	uri := args[0]
 	if strings.TrimSpace(uri) == "" {

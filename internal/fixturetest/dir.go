@@ -63,6 +63,11 @@ func findDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return findDirFrom(wd)
+}
+
+// findDirFrom looks for shared/fixtures next to wd or one of its parents.
+func findDirFrom(wd string) (string, error) {
 	for d := wd; ; {
 		candidate := filepath.Join(d, "shared", "fixtures")
 		if isFile(filepath.Join(candidate, manifestRel)) {

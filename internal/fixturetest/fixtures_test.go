@@ -17,14 +17,27 @@ import (
 )
 
 func TestFindDir(t *testing.T) {
-	t.Setenv(EnvDir, "")
-	dir, err := findDir()
-	if err != nil {
-		t.Fatalf("walking up from the package directory: %v", err)
+	// Walking up: a checkout at <top>/repo finds <top>/shared/fixtures.
+	top := t.TempDir()
+	want := filepath.Join(top, "shared", "fixtures")
+	if err := os.MkdirAll(filepath.Join(want, "lance"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if !isFile(filepath.Join(dir, "lance", "MANIFEST.json")) {
-		t.Fatalf("findDir = %s, which has no lance/MANIFEST.json", dir)
+	if err := os.WriteFile(filepath.Join(want, "lance", "MANIFEST.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	pkg := filepath.Join(top, "repo", "internal", "pkg")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findDirFrom(pkg); err != nil || got != want {
+		t.Fatalf("findDirFrom = %q, %v; want %q", got, err, want)
+	}
+	if _, err := findDirFrom(t.TempDir()); err == nil || !strings.Contains(err.Error(), EnvDir) {
+		t.Fatalf("findDirFrom without fixtures: err = %v, want one naming %s", err, EnvDir)
+	}
+
+	dir := Dir(t)
 
 	t.Run("env", func(t *testing.T) {
 		t.Setenv(EnvDir, dir)
