@@ -51,7 +51,8 @@ func TestFindDir(t *testing.T) {
 			t.Errorf("err = %v, want one naming %s", err, EnvDir)
 		}
 	})
-	t.Run("no fixtures above the working directory", func(t *testing.T) {
+	t.Run("no env, no fixtures above the working directory", func(t *testing.T) {
+		t.Setenv(EnvDir, "")
 		t.Chdir(t.TempDir())
 		if _, err := findDir(); err == nil || !strings.Contains(err.Error(), EnvDir) {
 			t.Errorf("err = %v, want one telling to set %s", err, EnvDir)
