@@ -154,6 +154,11 @@ func (s *FSStore) CreateIfAbsent(ctx context.Context, key string, data []byte) e
 	return s.readOnly("create", key)
 }
 
+// NewWriter implements Store; FSStore is read-only.
+func (s *FSStore) NewWriter(ctx context.Context, key string) (ObjectWriter, error) {
+	return nil, s.readOnly("write", key)
+}
+
 // Delete implements Store; FSStore is read-only.
 func (s *FSStore) Delete(ctx context.Context, key string) error {
 	return s.readOnly("delete", key)

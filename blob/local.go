@@ -323,6 +323,76 @@ func (s *LocalStore) CreateIfAbsent(ctx context.Context, key string, data []byte
 	return nil
 }
 
+// NewWriter implements Store: bytes go to a temporary file in the
+// destination directory, which Close syncs and renames into place.
+func (s *LocalStore) NewWriter(ctx context.Context, key string) (ObjectWriter, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, mapOSError("write", key, err)
+	}
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return nil, mapOSError("write", key, err)
+	}
+	return &localWriter{f: f, final: p, key: key}, nil
+}
+
+type localWriter struct {
+	f     *os.File
+	final string
+	key   string
+	done  bool
+}
+
+func (w *localWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("blob: write %q after Close or Abort: %w", w.key, lancer.ErrClosed)
+	}
+	n, err := w.f.Write(p)
+	if err != nil {
+		return n, mapOSError("write", w.key, err)
+	}
+	return n, nil
+}
+
+func (w *localWriter) Close() error {
+	if w.done {
+		return fmt.Errorf("blob: close %q twice: %w", w.key, lancer.ErrClosed)
+	}
+	w.done = true
+	serr := w.f.Sync()
+	cerr := w.f.Close()
+	if err := errors.Join(serr, cerr); err != nil {
+		os.Remove(w.f.Name())
+		return mapOSError("write", w.key, err)
+	}
+	if err := os.Rename(w.f.Name(), w.final); err != nil {
+		os.Remove(w.f.Name())
+		return mapOSError("write", w.key, err)
+	}
+	syncDir(filepath.Dir(w.final))
+	return nil
+}
+
+func (w *localWriter) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	w.f.Close()
+	if err := os.Remove(w.f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return mapOSError("abort", w.key, err)
+	}
+	return nil
+}
+
 // Delete implements Store. Directories left empty are not removed; an object
 // store has none, and removing them would race with concurrent writers.
 func (s *LocalStore) Delete(ctx context.Context, key string) error {

@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"iter"
@@ -136,6 +137,45 @@ func (s *MemStore) CreateIfAbsent(ctx context.Context, key string, data []byte) 
 		return fmt.Errorf("blob: create %q: already exists: %w", key, lancer.ErrConflict)
 	}
 	s.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
+	return nil
+}
+
+// NewWriter implements Store.
+func (s *MemStore) NewWriter(ctx context.Context, key string) (ObjectWriter, error) {
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	return &memWriter{s: s, key: key}, nil
+}
+
+type memWriter struct {
+	s    *MemStore
+	key  string
+	buf  bytes.Buffer
+	done bool
+}
+
+func (w *memWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("blob: write %q after Close or Abort: %w", w.key, lancer.ErrClosed)
+	}
+	return w.buf.Write(p)
+}
+
+func (w *memWriter) Close() error {
+	if w.done {
+		return fmt.Errorf("blob: close %q twice: %w", w.key, lancer.ErrClosed)
+	}
+	w.done = true
+	w.s.mu.Lock()
+	w.s.objs[w.key] = memObject{data: w.buf.Bytes(), modTime: time.Now()}
+	w.s.mu.Unlock()
+	return nil
+}
+
+func (w *memWriter) Abort() error {
+	w.done = true
+	w.buf = bytes.Buffer{}
 	return nil
 }
 

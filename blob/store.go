@@ -3,6 +3,7 @@ package blob
 import (
 	"context"
 	"fmt"
+	"io"
 	"iter"
 	"strings"
 	"time"
@@ -18,6 +19,16 @@ type ObjectInfo struct {
 	Size int64
 	// ModTime is when the object was last written, as the backend reports it.
 	ModTime time.Time
+}
+
+// ObjectWriter streams one object. It is not safe for concurrent use.
+type ObjectWriter interface {
+	io.Writer
+	// Close publishes what was written under the writer's key.
+	Close() error
+	// Abort discards what was written. It is safe to call after Close
+	// (it then does nothing) and more than once.
+	Abort() error
 }
 
 // Store is the storage interface every layer above uses. Implementations must
@@ -47,6 +58,13 @@ type Store interface {
 	// the existing object untouched. The check and the write are one atomic
 	// step, across processes.
 	CreateIfAbsent(ctx context.Context, key string, data []byte) error
+
+	// NewWriter returns a writer that streams an object to key. Nothing is
+	// visible under key until Close returns nil; then the object replaces
+	// any existing one atomically, like Write. Abort, or a failed Close,
+	// leaves nothing behind. Data files and large blobs are written this
+	// way; manifests use CreateIfAbsent.
+	NewWriter(ctx context.Context, key string) (ObjectWriter, error)
 
 	// Delete removes key. Deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
@@ -180,6 +198,14 @@ func (s *subStore) CreateIfAbsent(ctx context.Context, key string, data []byte) 
 		return err
 	}
 	return s.parent.CreateIfAbsent(ctx, k, data)
+}
+
+func (s *subStore) NewWriter(ctx context.Context, key string) (ObjectWriter, error) {
+	k, err := s.key(key)
+	if err != nil {
+		return nil, err
+	}
+	return s.parent.NewWriter(ctx, k)
 }
 
 func (s *subStore) Delete(ctx context.Context, key string) error {

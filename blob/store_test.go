@@ -142,6 +142,58 @@ func conformance(t *testing.T, s Store) {
 		}
 	})
 
+	t.Run("streaming writer", func(t *testing.T) {
+		w, err := s.NewWriter(ctx, "w/obj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range []string{"hello, ", "stream"} {
+			if _, err := w.Write([]byte(part)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Stat(ctx, "w/obj"); !errors.Is(err, lancer.ErrNotFound) {
+			t.Fatalf("object visible before Close: %v", err)
+		}
+		for info := range s.List(ctx, "w/") {
+			t.Fatalf("List shows %q before Close", info.Key)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.ReadAll(ctx, "w/obj"); err != nil || string(got) != "hello, stream" {
+			t.Fatalf("after Close: %q, %v", got, err)
+		}
+		if err := w.Abort(); err != nil {
+			t.Fatalf("Abort after Close: %v", err)
+		}
+		if _, err := w.Write([]byte("x")); !errors.Is(err, lancer.ErrClosed) {
+			t.Fatalf("Write after Close: %v", err)
+		}
+
+		w, err = s.NewWriter(ctx, "w/aborted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte("junk"))
+		if err := w.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Stat(ctx, "w/aborted"); !errors.Is(err, lancer.ErrNotFound) {
+			t.Fatalf("aborted object exists: %v", err)
+		}
+		var keys []string
+		for info, err := range s.List(ctx, "w/") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, info.Key)
+		}
+		if fmt.Sprint(keys) != "[w/obj]" {
+			t.Fatalf("List after abort = %v (leftovers?)", keys)
+		}
+	})
+
 	t.Run("sub", func(t *testing.T) {
 		sub := Sub(s, "tree/exp")
 		if err := sub.Write(ctx, "data/f", []byte("x")); err != nil {
