@@ -356,6 +356,12 @@ func (w *Writer) Abort() {
 	if w.out != nil {
 		_ = w.out.Abort()
 	}
+	for _, fw := range w.fields {
+		// Field writers that hold buffers or wrote side files drop them.
+		if a, ok := fw.(interface{ abort() }); ok {
+			a.abort()
+		}
+	}
 	if w.err == nil {
 		w.err = fmt.Errorf("format: write %s: aborted: %w", w.key, lancer.ErrClosed)
 	}
