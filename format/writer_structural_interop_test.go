@@ -1,0 +1,355 @@
+package format
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// Real Lance reads what the 2.1/2.2 writer writes: every written file is
+// wrapped in a one-fragment dataset (a manifest written here) and read by
+// LanceDB for Node through interop/lance-rows.mjs; its rows must equal what
+// lancer reads from the same file.
+
+// lanceReference returns node, the interop directory and the installed
+// Lance reference, failing when either is missing.
+func lanceReference(t testing.TB) (node, interop, ref string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("the writer interop test needs node (Node.js 20+) on PATH: run scripts/test.sh")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..")
+	interop = filepath.Join(root, "interop")
+	ref = os.Getenv("LANCER_LANCE_REF")
+	if ref == "" {
+		ref = filepath.Join(root, ".cache", "lance-ref")
+	}
+	if _, err := os.Stat(filepath.Join(ref, "node_modules", "@lancedb", "lancedb", "package.json")); err != nil {
+		t.Fatalf("the Lance reference is not installed in %s: run scripts/test.sh (it installs interop/package.json there), or set LANCER_LANCE_REF", ref)
+	}
+	return node, interop, ref
+}
+
+// lanceRequest is one request to an interop script.
+type lanceRequest struct {
+	URI       string `json:"uri"`
+	WithRowID bool   `json:"withRowId"`
+	// Column and Rows ask lance-blobs.mjs for blob bytes.
+	Column string `json:"column,omitempty"`
+	Rows   []int  `json:"rows,omitempty"`
+}
+
+type lanceReply struct {
+	Rows  []json.RawMessage `json:"rows"`
+	Blobs []*string         `json:"blobs"`
+	Error string            `json:"error"`
+}
+
+// askLance runs script (in interop/) over reqs in one node process.
+func askLance(t testing.TB, script string, reqs []lanceRequest) []lanceReply {
+	t.Helper()
+	node, dir, ref := lanceReference(t)
+	var in bytes.Buffer
+	for _, r := range reqs {
+		b, _ := json.Marshal(r)
+		in.Write(append(b, '\n'))
+	}
+	cmd := exec.Command(node, script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LANCEDB_NODE_DIR="+ref)
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
+	}
+	var replies []lanceReply
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for sc.Scan() {
+		var r lanceReply
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.UseNumber()
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("%s printed %.200q: %v", script, sc.Text(), err)
+		}
+		replies = append(replies, r)
+	}
+	if len(replies) != len(reqs) {
+		t.Fatalf("%s answered %d of %d requests\n%s", script, len(replies), len(reqs), stderr.String())
+	}
+	return replies
+}
+
+// datasetCase is one dataset written for Lance to read.
+type datasetCase struct {
+	name string
+	uri  string
+	// want is what lancer reads from the written file.
+	want [][]byte
+}
+
+// writeDataset writes recs as the one data file of a new dataset at
+// dir/<name>.lance and returns its URI.
+func writeDataset(t testing.TB, dir, name string, schema *Schema, opts *WriterOptions, recs ...arrow.RecordBatch) (string, *WrittenFile) {
+	t.Helper()
+	uri := filepath.Join(dir, name+".lance")
+	store, err := blob.NewLocalStore(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := "lancer-" + name + ".lance"
+	wf := writeStructural(t, store, "data/"+file, schema, opts, recs...)
+	fields, md := schema.ToProto()
+	frag := &tablepb.DataFragment{
+		Id: 0,
+		Files: []*tablepb.DataFile{{
+			Path:             file,
+			Fields:           wf.Fields,
+			ColumnIndices:    wf.ColumnIndices,
+			FileMajorVersion: uint32(wf.Version.Major),
+			FileMinorVersion: uint32(wf.Version.Minor),
+			FileSizeBytes:    wf.Size,
+		}},
+		PhysicalRows: wf.Rows,
+	}
+	maxFrag := uint32(0)
+	m := &tablepb.Manifest{
+		Fields:         fields,
+		SchemaMetadata: md,
+		Fragments:      []*tablepb.DataFragment{frag},
+		Version:        1,
+		WriterVersion:  &tablepb.Manifest_WriterVersion{Library: "lancer", Version: "0.1.0"},
+		Timestamp:      timestamppb.New(time.Unix(1_800_000_000, 0)),
+		MaxFragmentId:  &maxFrag,
+		DataFormat:     &tablepb.Manifest_DataStorageFormat{FileFormat: "lance", Version: wf.Version.String()},
+	}
+	txn := &tablepb.Transaction{
+		ReadVersion: 0,
+		Uuid:        "00000000-0000-4000-8000-" + fmt.Sprintf("%012x", len(name)),
+		Operation: &tablepb.Transaction_Overwrite_{Overwrite: &tablepb.Transaction_Overwrite{
+			Fragments: []*tablepb.DataFragment{frag}, Schema: fields, SchemaMetadata: md,
+		}},
+	}
+	if err := store.Write(context.Background(), "_versions/1.manifest", manifestFile(t, m, txn)); err != nil {
+		t.Fatal(err)
+	}
+	return uri, wf
+}
+
+// manifestFile lays out a manifest file: the transaction, the manifest
+// pointing at it, and the 16-byte footer.
+func manifestFile(t testing.TB, m *tablepb.Manifest, txn *tablepb.Transaction) []byte {
+	t.Helper()
+	var buf []byte
+	section := func(msg proto.Message) uint64 {
+		b, err := proto.Marshal(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := uint64(len(buf))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(b)))
+		buf = append(buf, b...)
+		return pos
+	}
+	m = proto.Clone(m).(*tablepb.Manifest)
+	txnPos := section(txn)
+	m.TransactionSection = &txnPos
+	pos := section(m)
+	buf = binary.LittleEndian.AppendUint64(buf, pos)
+	buf = binary.LittleEndian.AppendUint16(buf, 0)
+	buf = binary.LittleEndian.AppendUint16(buf, 2)
+	return append(buf, "LANC"...)
+}
+
+// compareWithLance has Lance read every case and compares with want.
+func compareWithLance(t *testing.T, cases []datasetCase) {
+	t.Helper()
+	reqs := make([]lanceRequest, len(cases))
+	for i, c := range cases {
+		reqs[i] = lanceRequest{URI: c.uri}
+	}
+	replies := askLance(t, "lance-rows.mjs", reqs)
+	for i, c := range cases {
+		if replies[i].Error != "" {
+			t.Errorf("%s: real Lance refused the file: %s", c.name, replies[i].Error)
+			continue
+		}
+		if fixturetest.CompareRows(t, c.name+" (lancer vs Lance)", c.want, replies[i].Rows, fixturetest.CompareOptions{}) {
+			t.Logf("%s: real Lance read the %d rows lancer wrote", c.name, len(c.want))
+		}
+	}
+}
+
+// TestStructuralWriterLanceReadsFixtures writes the data of the 2.1/2.2
+// fixture files (types: every column type; encodings: compressive
+// encodings, multiple pages) and has real Lance read them.
+func TestStructuralWriterLanceReadsFixtures(t *testing.T) {
+	lanceReference(t)
+	dir := t.TempDir()
+	var cases []datasetCase
+	for _, f := range structuralFixtureFiles(t) {
+		big := strings.Contains(f.fixture, "pages_") || strings.Contains(f.fixture, "mpage_")
+		if !strings.HasPrefix(f.fixture, "types_") && !strings.HasPrefix(f.fixture, "encodings/") || big && testing.Short() {
+			continue
+		}
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		r := openStructural(t, f, mem)
+		version := r.Version()
+		if version == Version2_3 {
+			version = Version2_2
+		}
+		for _, pageSize := range []int{0, 16 << 10} {
+			name := fmt.Sprintf("%s_%s_p%d", strings.ReplaceAll(f.fixture, "/", "_"), f.name[:8], pageSize)
+			recs := readAllBatches(t, r, 4096)
+			uri, _ := writeDataset(t, dir, name, r.Schema(), &WriterOptions{Version: version, PageSize: pageSize, Allocator: mem}, recs...)
+			releaseRecords(recs)
+			st, err := blob.NewLocalStore(uri)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, rows := readRowsJSON(t, st, "data/lancer-"+name+".lance", mem, 0)
+			cases = append(cases, datasetCase{name: name, uri: uri, want: rows})
+			if big {
+				break
+			}
+		}
+		mem.AssertSize(t, 0)
+	}
+	if len(cases) < 8 {
+		t.Fatalf("only %d fixture files written", len(cases))
+	}
+	compareWithLance(t, cases)
+}
+
+// TestStructuralWriterLanceReadsRandom has real Lance read random nested
+// schemas written in both versions.
+func TestStructuralWriterLanceReadsRandom(t *testing.T) {
+	lanceReference(t)
+	sizes, seeds := []int{1, 1025, 70000}, 10
+	if testing.Short() {
+		sizes, seeds = []int{1, 1025}, 4
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	var cases []datasetCase
+	for _, c := range randomCases(t, mem, sizes, seeds, true) {
+		pageSize := 0
+		if strings.HasSuffix(c.name, "1025") {
+			pageSize = 8 << 10
+		}
+		uri, _ := writeDataset(t, dir, c.name, c.schema, &WriterOptions{Version: c.version, PageSize: pageSize, Allocator: mem}, c.recs...)
+		want := fixturetest.EncodeRows(t, c.recs...)
+		releaseRecords(c.recs)
+		cases = append(cases, datasetCase{name: c.name, uri: uri, want: want})
+	}
+	compareWithLance(t, cases)
+}
+
+// structListBatch is n rows of c: struct<a: list<int32>, b: int64> where,
+// by kind, every third row has a null struct, a null list, an empty list,
+// a null list item or a null b ("none": no nulls at all).
+func structListBatch(mem memory.Allocator, s *arrow.Schema, n int, kind string) arrow.RecordBatch {
+	dt := s.Field(0).Type.(*arrow.StructType)
+	b := array.NewStructBuilder(mem, dt)
+	defer b.Release()
+	lb := b.FieldBuilder(0).(*array.ListBuilder)
+	ib := lb.ValueBuilder().(*array.Int32Builder)
+	bb := b.FieldBuilder(1).(*array.Int64Builder)
+	for i := range n {
+		third := i%3 == 0
+		if kind == "struct" && third {
+			b.AppendNull()
+			continue
+		}
+		b.Append(true)
+		switch {
+		case kind == "list-null" && third:
+			lb.AppendNull()
+		case kind == "list-empty" && third:
+			lb.Append(true)
+		default:
+			lb.Append(true)
+			ib.Append(int32(i))
+			if kind == "item-null" && third {
+				ib.AppendNull()
+			} else {
+				ib.Append(int32(i + 1))
+			}
+		}
+		if kind == "b-null" && third {
+			bb.AppendNull()
+		} else {
+			bb.Append(int64(i))
+		}
+	}
+	col := b.NewArray()
+	defer col.Release()
+	return array.NewRecordBatch(s, []arrow.Array{col}, int64(n))
+}
+
+// TestStructuralWriterLanceReadsVaryingPages: pages of one column whose
+// layers differ (one page has nulls of some kind, the next none), read by
+// Lance in batches that span both pages. Lance 12 misreads a struct above a
+// list whose layer is all-valid in one page and nullable in the next, so
+// the writer keeps such layers nullable in every page (leafSpec.sticky).
+func TestStructuralWriterLanceReadsVaryingPages(t *testing.T) {
+	lanceReference(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	dt := arrow.StructOf(
+		arrow.Field{Name: "a", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+		arrow.Field{Name: "b", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	)
+	var cases []datasetCase
+	for _, nullable := range []bool{true, false} {
+		as := arrow.NewSchema([]arrow.Field{{Name: "c", Type: dt, Nullable: nullable}}, nil)
+		s, err := SchemaFromArrow(as, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{"struct", "list-null", "list-empty", "item-null", "b-null"} {
+			if kind == "struct" && !nullable {
+				continue
+			}
+			for _, v := range []Version{Version2_1, Version2_2} {
+				for _, first := range []bool{true, false} {
+					recs := []arrow.RecordBatch{structListBatch(mem, as, 600, "none"), structListBatch(mem, as, 600, kind)}
+					if first {
+						recs[0], recs[1] = recs[1], recs[0]
+					}
+					name := fmt.Sprintf("varying_%s_%t_%s_%t", kind, nullable, v, first)
+					uri, _ := writeDataset(t, dir, name, s, &WriterOptions{Version: v, PageSize: 1000, Allocator: mem}, recs...)
+					cases = append(cases, datasetCase{name: name, uri: uri, want: fixturetest.EncodeRows(t, recs...)})
+					releaseRecords(recs)
+				}
+			}
+		}
+	}
+	compareWithLance(t, cases)
+}

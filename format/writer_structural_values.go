@@ -1,0 +1,396 @@
+package format
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lancerdb/lancer"
+)
+
+// Gathering a page's visible values out of the Arrow arrays of its pieces
+// into the plain shapes the encoders take. Values of null items are zero
+// (fixed-width) or empty (variable-width): their content is arbitrary, and
+// zeros compress best.
+
+// fixedVals is n fixed-width values: bits 1 is an LSB-first bitmap from bit
+// 0, otherwise bits/8 bytes per value back to back.
+type fixedVals struct {
+	bits int
+	n    int
+	data []byte
+}
+
+// varVals is n variable-width values: value i is data[off[i]:off[i+1]],
+// off[0] == 0. large tells whether the Arrow type has 64-bit offsets.
+type varVals struct {
+	large bool
+	off   []uint64
+	data  []byte
+}
+
+func (v *varVals) len() int           { return len(v.off) - 1 }
+func (v *varVals) value(i int) []byte { return v.data[v.off[i]:v.off[i+1]] }
+
+// maxLen returns the longest value's length.
+func (v *varVals) maxLen() int {
+	m := uint64(0)
+	for i := 1; i < len(v.off); i++ {
+		m = max(m, v.off[i]-v.off[i-1])
+	}
+	return int(m)
+}
+
+// fslVals is n fixed-size lists (dims outermost first) of fixed-width
+// items; validity[k], when not nil, is the bitmap of the children of list
+// layer k.
+type fslVals struct {
+	n        int
+	dims     []int
+	validity [][]byte
+	items    fixedVals
+}
+
+// rowBits is the bits of one list's items (without validity).
+func (f *fslVals) rowBits() int {
+	b := f.items.bits
+	for _, d := range f.dims {
+		b *= d
+	}
+	return b
+}
+
+// packedVals is n structs stored row-major, one child per member, each a
+// *fixedVals or *varVals.
+type packedVals struct {
+	n        int
+	children []any
+}
+
+// valueNulls returns, for the visible values of a page in order, which are
+// null (their item's def level is not 0), or nil when none is.
+func valueNulls(spec *leafSpec, pieces []*leafPiece) []bool {
+	var out []bool
+	at := 0
+	for _, p := range pieces {
+		if p.key == nil {
+			at += p.values
+			continue
+		}
+		for _, k := range p.key {
+			if !spec.visibleKey(k) {
+				continue
+			}
+			if k != 0 {
+				if out == nil {
+					total := 0
+					for _, q := range pieces {
+						total += q.values
+					}
+					out = make([]bool, total)
+				}
+				out[at] = true
+			}
+			at++
+		}
+	}
+	return out
+}
+
+// fixedBuffer returns the value bytes of a fixed-width array and its slot
+// offset.
+func fixedBuffer(arr arrow.Array) ([]byte, int) {
+	data := arr.Data()
+	bufs := data.Buffers()
+	if len(bufs) < 2 || bufs[1] == nil {
+		return nil, data.Offset()
+	}
+	return bufs[1].Bytes(), data.Offset()
+}
+
+// gatherFixed copies the values at ranges of arr (bits per value) to out.
+func gatherFixed(out *fixedVals, arr arrow.Array, ranges []valueRange) error {
+	buf, off := fixedBuffer(arr)
+	if out.bits == 1 {
+		for _, rg := range ranges {
+			n := rg.end - rg.start
+			if buf == nil {
+				out.data = appendZeroBits(out.data, out.n, n)
+			} else {
+				if (off+rg.end+7)/8 > len(buf) {
+					return fmt.Errorf("bool array buffer of %d bytes for slots up to %d: %w", len(buf), off+rg.end, lancer.ErrInvalidArgument)
+				}
+				out.data = appendBits(out.data, out.n, buf, off+rg.start, n)
+			}
+			out.n += n
+		}
+		return nil
+	}
+	w := out.bits / 8
+	for _, rg := range ranges {
+		n := rg.end - rg.start
+		if buf == nil {
+			out.data = append(out.data, make([]byte, n*w)...)
+		} else {
+			if (off+rg.end)*w > len(buf) {
+				return fmt.Errorf("%s array buffer of %d bytes for slots up to %d: %w", arr.DataType(), len(buf), off+rg.end, lancer.ErrInvalidArgument)
+			}
+			out.data = append(out.data, buf[(off+rg.start)*w:(off+rg.end)*w]...)
+		}
+		out.n += n
+	}
+	return nil
+}
+
+// appendBits appends bits [srcBit, srcBit+n) of src to dst, a bitmap of
+// dstBits bits whose bits past dstBits are zero.
+func appendBits(dst []byte, dstBits int, src []byte, srcBit, n int) []byte {
+	if srcBit%8 == 0 {
+		start := srcBit / 8
+		return appendBitmap(dst, dstBits, src[start:start+bytesForBits(n)], n)
+	}
+	dst = appendZeroBits(dst, dstBits, n)
+	for i := range n {
+		if bitSet(src, srcBit+i) {
+			b := dstBits + i
+			dst[b/8] |= 1 << (b % 8)
+		}
+	}
+	return dst
+}
+
+// appendZeroBits grows a bitmap of dstBits bits by n zero bits.
+func appendZeroBits(dst []byte, dstBits, n int) []byte {
+	if need := bytesForBits(dstBits + n); need > len(dst) {
+		dst = append(dst, make([]byte, need-len(dst))...)
+	}
+	return dst
+}
+
+// zeroNulls clears the values that nulls marks.
+func (f *fixedVals) zeroNulls(nulls []bool) {
+	if nulls == nil {
+		return
+	}
+	if f.bits == 1 {
+		for i, isNull := range nulls {
+			if isNull {
+				f.data[i/8] &^= 1 << (i % 8)
+			}
+		}
+		return
+	}
+	w := f.bits / 8
+	for i, isNull := range nulls {
+		if isNull {
+			clear(f.data[i*w : (i+1)*w])
+		}
+	}
+}
+
+// gatherVar appends the values at ranges of arr to out; values that nulls
+// marks (indexed from first) are stored empty.
+func gatherVar(out *varVals, arr arrow.Array, ranges []valueRange, nulls []bool, first int) error {
+	offs := varOffsets(arr)
+	data := varData(arr)
+	if offs == nil {
+		// No offsets buffer: every value is empty.
+		for _, rg := range ranges {
+			for range rg.end - rg.start {
+				out.off = append(out.off, uint64(len(out.data)))
+			}
+		}
+		return nil
+	}
+	at := first
+	for _, rg := range ranges {
+		if nulls == nil {
+			start, end := offs(rg.start), offs(rg.end)
+			if start < 0 || end < start || end > int64(len(data)) {
+				return fmt.Errorf("%s array offsets [%d, %d) outside %d value bytes: %w", arr.DataType(), start, end, len(data), lancer.ErrInvalidArgument)
+			}
+			base := uint64(len(out.data)) - uint64(start)
+			out.data = append(out.data, data[start:end]...)
+			for i := rg.start + 1; i <= rg.end; i++ {
+				out.off = append(out.off, base+uint64(offs(i)))
+			}
+			at += rg.end - rg.start
+			continue
+		}
+		for i := rg.start; i < rg.end; i++ {
+			if !nulls[at] {
+				start, end := offs(i), offs(i+1)
+				if start < 0 || end < start || end > int64(len(data)) {
+					return fmt.Errorf("%s array offsets [%d, %d) outside %d value bytes: %w", arr.DataType(), start, end, len(data), lancer.ErrInvalidArgument)
+				}
+				out.data = append(out.data, data[start:end]...)
+			}
+			out.off = append(out.off, uint64(len(out.data)))
+			at++
+		}
+	}
+	return nil
+}
+
+// gatherFixedPage gathers a page's fixed-width values.
+func gatherFixedPage(bits int, pieces []*leafPiece, nulls []bool) (*fixedVals, error) {
+	out := &fixedVals{bits: bits}
+	for _, p := range pieces {
+		if err := gatherFixed(out, p.src, p.ranges); err != nil {
+			return nil, err
+		}
+	}
+	out.zeroNulls(nulls)
+	return out, nil
+}
+
+// gatherVarPage gathers a page's variable-width values.
+func gatherVarPage(large bool, pieces []*leafPiece, nulls []bool) (*varVals, error) {
+	out := &varVals{large: large, off: []uint64{0}}
+	at := 0
+	for _, p := range pieces {
+		if err := gatherVar(out, p.src, p.ranges, nulls, at); err != nil {
+			return nil, err
+		}
+		at += p.values
+	}
+	return out, nil
+}
+
+// gatherFSLPage gathers a page's fixed-size lists. A list layer gets item
+// validity only when some of the page's children at that layer are null.
+func gatherFSLPage(dt arrow.DataType, pieces []*leafPiece) (*fslVals, error) {
+	dims, item, err := fslShape(dt)
+	if err != nil {
+		return nil, err
+	}
+	out := &fslVals{dims: dims, validity: make([][]byte, len(dims)), items: fixedVals{bits: fixedBits(item)}}
+	type layerSlots struct {
+		arr    arrow.Array
+		ranges []valueRange
+	}
+	layers := make([][]layerSlots, len(pieces))
+	for pi, p := range pieces {
+		out.n += p.values
+		arr, ranges := p.src, p.ranges
+		for k := range dims {
+			l, ok := arr.(*array.FixedSizeList)
+			if !ok {
+				return nil, fmt.Errorf("fixed-size list layer %d is a %s array: %w", k, arr.DataType(), lancer.ErrInvalidArgument)
+			}
+			child := l.ListValues()
+			var next []valueRange
+			for _, rg := range ranges {
+				if rg.end == rg.start {
+					continue
+				}
+				s, _ := l.ValueOffsets(rg.start)
+				_, e := l.ValueOffsets(rg.end - 1)
+				if s < 0 || e > int64(child.Len()) {
+					return nil, fmt.Errorf("fixed-size list children [%d, %d) outside %d: %w", s, e, child.Len(), lancer.ErrInvalidArgument)
+				}
+				next = append(next, valueRange{int(s), int(e)})
+			}
+			layers[pi] = append(layers[pi], layerSlots{child, next})
+			arr, ranges = child, next
+		}
+	}
+	for k := range dims {
+		has := false
+		for pi := range pieces {
+			l := layers[pi][k]
+			if l.arr.NullN() == 0 {
+				continue
+			}
+			for _, rg := range l.ranges {
+				for i := rg.start; i < rg.end && !has; i++ {
+					has = l.arr.IsNull(i)
+				}
+			}
+		}
+		if !has {
+			continue
+		}
+		var bm []byte
+		bits := 0
+		for pi := range pieces {
+			l := layers[pi][k]
+			for _, rg := range l.ranges {
+				bm = appendZeroBits(bm, bits, rg.end-rg.start)
+				for i := rg.start; i < rg.end; i++ {
+					if l.arr.IsValid(i) {
+						bm[bits/8] |= 1 << (bits % 8)
+					}
+					bits++
+				}
+			}
+		}
+		out.validity[k] = bm
+	}
+	for pi := range pieces {
+		last := layers[pi][len(dims)-1]
+		if err := gatherFixed(&out.items, last.arr, last.ranges); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// gatherPackedPage gathers a packed struct page: each member's values.
+func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (*packedVals, error) {
+	out := &packedVals{}
+	for _, p := range pieces {
+		out.n += p.values
+	}
+	for _, p := range pieces {
+		s, ok := p.src.(*array.Struct)
+		if !ok {
+			return nil, fmt.Errorf("packed struct array of type %s: %w", p.src.DataType(), lancer.ErrInvalidArgument)
+		}
+		for m := range s.NumField() {
+			if s.Field(m).NullN() == 0 {
+				continue
+			}
+			for _, rg := range p.ranges {
+				for i := rg.start; i < rg.end; i++ {
+					if s.IsValid(i) && s.Field(m).IsNull(i) {
+						return nil, fmt.Errorf("packed struct member %q is null in a valid struct; packed structs store no member validity: %w",
+							st.Field(m).Name, lancer.ErrUnsupported)
+					}
+				}
+			}
+		}
+	}
+	for m, f := range st.Fields() {
+		if bits := fixedBits(f.Type); bits > 0 {
+			c := &fixedVals{bits: bits}
+			for _, p := range pieces {
+				s, ok := p.src.(*array.Struct)
+				if !ok {
+					return nil, fmt.Errorf("packed struct array of type %s: %w", p.src.DataType(), lancer.ErrInvalidArgument)
+				}
+				if err := gatherFixed(c, s.Field(m), p.ranges); err != nil {
+					return nil, err
+				}
+			}
+			c.zeroNulls(nulls)
+			out.children = append(out.children, c)
+			continue
+		}
+		c := &varVals{large: f.Type.ID() == arrow.LARGE_STRING || f.Type.ID() == arrow.LARGE_BINARY, off: []uint64{0}}
+		at := 0
+		for _, p := range pieces {
+			s, ok := p.src.(*array.Struct)
+			if !ok {
+				return nil, fmt.Errorf("packed struct array of type %s: %w", p.src.DataType(), lancer.ErrInvalidArgument)
+			}
+			if err := gatherVar(c, s.Field(m), p.ranges, nulls, at); err != nil {
+				return nil, err
+			}
+			at += p.values
+		}
+		out.children = append(out.children, c)
+	}
+	return out, nil
+}
