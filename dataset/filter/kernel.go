@@ -1,0 +1,212 @@
+package filter
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+)
+
+// operand is one argument of a hand-written kernel: an array, or a scalar
+// standing for every row. Kernels read it through the typed accessors
+// below, which resolve the array type once, not per row.
+type operand struct {
+	arr arrow.Array // nil for a scalar
+	sc  scalar.Scalar
+}
+
+// operandOf reads a datum; the operand holds its own reference, released
+// by release.
+func operandOf(d compute.Datum) operand {
+	if s := scalarOf(d); s != nil {
+		return operand{sc: s}
+	}
+	return operand{arr: d.(*compute.ArrayDatum).MakeArray()}
+}
+
+func (o operand) release() {
+	if o.arr != nil {
+		o.arr.Release()
+	}
+}
+
+func (o operand) valid(i int) bool {
+	if o.arr == nil {
+		return o.sc.IsValid()
+	}
+	return o.arr.IsValid(i)
+}
+
+// texts reads strings and binaries (utf8, large utf8, binary, large
+// binary, fixed-size binary) as Go strings, without copying where Arrow
+// allows.
+func (o operand) texts() func(i int) string {
+	if o.arr == nil {
+		s := ""
+		if b, ok := o.sc.(scalar.BinaryScalar); ok && o.sc.IsValid() {
+			s = string(b.Data())
+		}
+		return func(int) string { return s }
+	}
+	switch a := o.arr.(type) {
+	case *array.String:
+		return a.Value
+	case *array.LargeString:
+		return a.Value
+	case *array.Binary:
+		return a.ValueString
+	case *array.LargeBinary:
+		return a.ValueString
+	case *array.FixedSizeBinary:
+		return func(i int) string { return string(a.Value(i)) }
+	}
+	return func(int) string { return "" }
+}
+
+// bools reads a boolean operand.
+func (o operand) bools() func(i int) bool {
+	if o.arr == nil {
+		v := o.sc.IsValid() && o.sc.(*scalar.Boolean).Value
+		return func(int) bool { return v }
+	}
+	return o.arr.(*array.Boolean).Value
+}
+
+// int64s reads an integer operand of any width as int64 (a uint64 above
+// MaxInt64 wraps; callers that care check the type).
+func (o operand) int64s() func(i int) int64 {
+	if o.arr == nil {
+		var v int64
+		if o.sc.IsValid() {
+			switch s := o.sc.(type) {
+			case *scalar.Int8:
+				v = int64(s.Value)
+			case *scalar.Int16:
+				v = int64(s.Value)
+			case *scalar.Int32:
+				v = int64(s.Value)
+			case *scalar.Int64:
+				v = s.Value
+			case *scalar.Uint8:
+				v = int64(s.Value)
+			case *scalar.Uint16:
+				v = int64(s.Value)
+			case *scalar.Uint32:
+				v = int64(s.Value)
+			case *scalar.Uint64:
+				v = int64(s.Value)
+			}
+		}
+		return func(int) int64 { return v }
+	}
+	switch a := o.arr.(type) {
+	case *array.Int8:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int16:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int32:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int64:
+		return a.Value
+	case *array.Uint8:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Uint16:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Uint32:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Uint64:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	}
+	return func(int) int64 { return 0 }
+}
+
+// rowKernel computes a function row by row over n rows. It returns a new
+// array of n values.
+type rowKernel func(mem memory.Allocator, n int, args []operand) (arrow.Array, error)
+
+// kernelEval runs a hand-written kernel, for what Arrow's compute functions
+// lack (LIKE, string functions, list functions, modulo). When every
+// argument is a scalar the kernel runs on one row and the result is a
+// scalar.
+type kernelEval struct {
+	site
+	typ  arrow.DataType
+	args []evaluator
+	run  rowKernel
+}
+
+func (k *kernelEval) dataType() arrow.DataType { return k.typ }
+
+func (k *kernelEval) eval(ctx context.Context, in *input) (compute.Datum, error) {
+	ds, err := evalAll(ctx, in, k.args)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(ds)
+	ops := make([]operand, len(ds))
+	allScalar := true
+	for i, d := range ds {
+		ops[i] = operandOf(d)
+		defer ops[i].release()
+		allScalar = allScalar && ops[i].arr == nil
+	}
+	n := in.rows
+	if allScalar {
+		n = 1
+	}
+	arr, err := k.run(in.mem, n, ops)
+	if err != nil {
+		return nil, err
+	}
+	out, err := resultDatum(arr, allScalar)
+	if err != nil {
+		return nil, k.fail(err, "cannot read the result")
+	}
+	return out, nil
+}
+
+// textWriter builds a utf8 or large utf8 array.
+type textWriter struct {
+	small *array.StringBuilder
+	large *array.LargeStringBuilder
+}
+
+func newTextWriter(mem memory.Allocator, t arrow.DataType, n int) *textWriter {
+	w := &textWriter{}
+	if t.ID() == arrow.LARGE_STRING {
+		w.large = array.NewLargeStringBuilder(mem)
+		w.large.Reserve(n)
+	} else {
+		w.small = array.NewStringBuilder(mem)
+		w.small.Reserve(n)
+	}
+	return w
+}
+
+func (w *textWriter) append(s string) {
+	if w.large != nil {
+		w.large.Append(s)
+	} else {
+		w.small.Append(s)
+	}
+}
+
+func (w *textWriter) appendNull() {
+	if w.large != nil {
+		w.large.AppendNull()
+	} else {
+		w.small.AppendNull()
+	}
+}
+
+func (w *textWriter) finish() arrow.Array {
+	if w.large != nil {
+		defer w.large.Release()
+		return w.large.NewArray()
+	}
+	defer w.small.Release()
+	return w.small.NewArray()
+}
