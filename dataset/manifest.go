@@ -59,6 +59,8 @@ type Manifest struct {
 	// raw is the decoded protobuf, kept so that a writer can carry over
 	// fields lancer does not interpret.
 	raw *tablepb.Manifest
+	// rawIndices are the decoded index segments, kept for the same reason.
+	rawIndices []*tablepb.IndexMetadata
 }
 
 // StableRowIDs reports whether the dataset has stable row ids: then every

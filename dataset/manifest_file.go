@@ -154,6 +154,7 @@ func readManifest(ctx context.Context, store blob.Store, key string, size int64,
 		if m.Indices, err = indicesFromProto(sec.GetIndices(), m); err != nil {
 			return nil, fmt.Errorf("dataset: manifest %s: %w", f.where(), err)
 		}
+		m.rawIndices = sec.GetIndices()
 	}
 	c := &manifestContent{manifest: m}
 	if withTxn {

@@ -1,0 +1,383 @@
+package dataset
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// Where commits put their files.
+const (
+	transactionsDir = "_transactions/"
+	versionHintKey  = versionsDir + "latest_version_hint.json"
+)
+
+// commitOptions configures one commit.
+type commitOptions struct {
+	// readVersion is the version the operation was computed from; 0 when
+	// it creates the dataset.
+	readVersion uint64
+	// retries is how often a lost race is rebased and retried.
+	retries int
+	// naming is the manifest naming of a dataset this commit creates.
+	naming namingScheme
+	// createOnly makes a creation fail with lancer.ErrAlreadyExists when a
+	// dataset appeared meanwhile, instead of being rebased over it.
+	createOnly bool
+}
+
+// commit commits op read at d's version.
+func (d *Dataset) commit(ctx context.Context, op *operation, retries int) (*Dataset, error) {
+	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: d.manifest.Version, retries: retries})
+}
+
+// commit publishes op as the next version of the dataset rooted at store,
+// following Lance's protocol:
+//
+//  1. find the latest version L and, if it is newer than the read version,
+//     load the transaction of every version committed since and rebase op
+//     over them (or fail with a *ConflictError);
+//  2. write the transaction to _transactions/{read_version}-{uuid}.txn;
+//  3. build manifest L+1 from manifest L and op, with the transaction
+//     inline, and create it only if absent (the one atomic step);
+//  4. on losing that race, back off for a random time and go to 1.
+//
+// After a success it writes _versions/latest_version_hint.json (a hint only)
+// and returns the new version. Files written for op (data, deletion and
+// transaction files) are removed when the commit definitely failed; after
+// an error of unknown outcome they are left, unreferenced or referenced.
+func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, op *operation, co commitOptions) (ds *Dataset, err error) {
+	uuid := formatUUID(func() []byte { u := newUUID(); return u[:] }())
+	written := op.writtenFiles()
+	definite := false // whether err means the manifest was certainly not created
+	defer func() {
+		if err != nil && definite {
+			for _, key := range written {
+				_ = store.Delete(context.WithoutCancel(ctx), key)
+			}
+		}
+	}()
+	fail := func(e error) (*Dataset, error) {
+		definite = true
+		return nil, e
+	}
+
+	txns := map[uint64]*tablepb.Transaction{}
+	var backoff slotBackoff
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		latest, scheme, err := latestForCommit(ctx, store, o, bases, co)
+		if err != nil {
+			return fail(err)
+		}
+		cur, readVersion := op, co.readVersion
+		target := uint64(1)
+		var prev *Manifest
+		if latest != nil {
+			prev = latest.manifest
+			target = prev.Version + 1
+			if target&detachedVersionBit != 0 {
+				return fail(fmt.Errorf("dataset: version %d would be a detached version number: %w", target, lancer.ErrUnsupported))
+			}
+			if err := checkWritableManifest(prev, location(store, latest.manifestKey)); err != nil {
+				return fail(err)
+			}
+			if prev.Version > co.readVersion {
+				others, err := loadTransactions(ctx, store, co.readVersion+1, prev.Version, txns)
+				if err != nil {
+					return fail(err)
+				}
+				if cur, err = rebase(ctx, op, others, latest, &written); err != nil {
+					return fail(err)
+				}
+				if cur.kind == opDelete {
+					// Lance records a rebased delete as read at the
+					// version it was rebased on.
+					readVersion = prev.Version
+				}
+			}
+		}
+
+		txn := cur.transactionProto(readVersion, uuid)
+		txnBytes, err := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
+		if err != nil {
+			return fail(fmt.Errorf("dataset: encode transaction: %w", err))
+		}
+		txnName := fmt.Sprintf("%d-%s.txn", readVersion, uuid)
+		txnKey := transactionsDir + txnName
+		written = append(written, txnKey)
+		if err := store.Write(ctx, txnKey, txnBytes); err != nil {
+			return fail(fmt.Errorf("dataset: write transaction %s: %w", location(store, txnKey), err))
+		}
+
+		m, indices, err := buildManifest(prev, cur, target, txnName, time.Now())
+		if err != nil {
+			return fail(err)
+		}
+		file, err := marshalManifestFile(m, indices, txnBytes)
+		if err != nil {
+			return fail(err)
+		}
+		key := manifestKey(scheme, target)
+		err = store.CreateIfAbsent(ctx, key, file)
+		if err == nil {
+			removeSuperseded(ctx, store, written, cur, txnKey)
+			written = nil
+			writeVersionHint(ctx, store, target)
+			return committedDataset(store, o, bases, key, m, indices)
+		}
+		if !errors.Is(err, lancer.ErrConflict) {
+			return nil, fmt.Errorf("dataset: commit version %d: %w", target, err)
+		}
+		if co.readVersion == 0 && co.createOnly {
+			return fail(fmt.Errorf("dataset: create %s: a dataset was created concurrently: %w", store.URI(), lancer.ErrAlreadyExists))
+		}
+		if attempt >= co.retries {
+			return fail(&ConflictError{
+				Operation:   op.kind.String(),
+				ReadVersion: co.readVersion,
+				Version:     target,
+				Reason:      fmt.Sprintf("version %d was taken by a concurrent commit and %d retries were used up", target, co.retries),
+			})
+		}
+		if attempt == 0 {
+			backoff.unit = time.Since(start) * 11 / 10
+		}
+		if err := sleepCtx(ctx, backoff.next()); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// latestForCommit opens the latest version, or returns nil when the store
+// holds no dataset (which only a creation accepts), and the naming scheme
+// the next manifest must use.
+func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, co commitOptions) (*Dataset, namingScheme, error) {
+	e, err := latestManifest(ctx, store)
+	switch {
+	case isNotFound(err):
+		if co.readVersion != 0 {
+			return nil, 0, fmt.Errorf("dataset: commit: the dataset at %s has no versions any more: %w", store.URI(), err)
+		}
+		return nil, co.naming, nil
+	case err != nil:
+		return nil, 0, err
+	}
+	if co.readVersion == 0 && co.createOnly {
+		return nil, 0, fmt.Errorf("dataset: create %s: a dataset exists there: %w", store.URI(), lancer.ErrAlreadyExists)
+	}
+	if co.readVersion > e.version {
+		return nil, 0, fmt.Errorf("dataset: commit: read version %d is newer than the latest, %d: %w", co.readVersion, e.version, lancer.ErrCorrupt)
+	}
+	d, err := openEntry(ctx, store, o, bases, e)
+	if err != nil {
+		return nil, 0, err
+	}
+	scheme := parseManifestName(e.key[len(versionsDir):]).scheme
+	return d, scheme, nil
+}
+
+// openEntry opens the version whose manifest e names.
+func openEntry(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, e manifestEntry) (*Dataset, error) {
+	c, err := readManifest(ctx, store, e.key, e.size, false)
+	if err != nil {
+		return nil, err
+	}
+	if c.manifest.Version != e.version {
+		return nil, fmt.Errorf("dataset: manifest %s records version %d: %w", location(store, e.key), c.manifest.Version, lancer.ErrCorrupt)
+	}
+	o.Version = e.version
+	return &Dataset{store: store, opts: o, manifest: c.manifest, manifestKey: e.key, bases: bases}, nil
+}
+
+// committed is a version committed after the read version, with its
+// transaction.
+type committed struct {
+	version uint64
+	txn     *tablepb.Transaction
+}
+
+// loadTransactions returns the transactions of versions [from, to], from
+// the cache or their manifests (the inline copy first, else the .txn file).
+// A version without one cannot be checked for conflicts, so it fails the
+// commit, as in Lance.
+func loadTransactions(ctx context.Context, store blob.Store, from, to uint64, cache map[uint64]*tablepb.Transaction) ([]committed, error) {
+	out := make([]committed, 0, to-from+1)
+	for v := from; v <= to; v++ {
+		txn, ok := cache[v]
+		if !ok {
+			e, err := findManifest(ctx, store, v)
+			if err != nil {
+				return nil, err
+			}
+			c, err := readManifest(ctx, store, e.key, e.size, true)
+			if err != nil {
+				return nil, err
+			}
+			if c.manifest.Version != v {
+				return nil, fmt.Errorf("dataset: manifest %s records version %d: %w", location(store, e.key), c.manifest.Version, lancer.ErrCorrupt)
+			}
+			if c.txn == nil {
+				return nil, &ConflictError{Version: v, Reason: fmt.Sprintf("version %d records no transaction, so a commit cannot be checked against it", v)}
+			}
+			txn = c.txn
+			cache[v] = txn
+		}
+		out = append(out, committed{version: v, txn: txn})
+	}
+	return out, nil
+}
+
+// marshalManifestFile lays out a manifest file as Lance writes it: the index
+// section (if any) at 0, the transaction after it, the manifest, and the
+// footer. It sets the manifest's section positions.
+func marshalManifestFile(m *tablepb.Manifest, indices []*tablepb.IndexMetadata, txn []byte) ([]byte, error) {
+	opts := proto.MarshalOptions{Deterministic: true}
+	var buf []byte
+	appendSection := func(b []byte) (uint64, error) {
+		if len(b) > math.MaxUint32 {
+			return 0, fmt.Errorf("dataset: manifest section of %d bytes exceeds 4 GiB: %w", len(b), lancer.ErrInvalidArgument)
+		}
+		pos := uint64(len(buf))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(b)))
+		buf = append(buf, b...)
+		return pos, nil
+	}
+	if len(indices) > 0 {
+		sec, err := opts.Marshal(&tablepb.IndexSection{Indices: indices})
+		if err != nil {
+			return nil, fmt.Errorf("dataset: encode index section: %w", err)
+		}
+		pos, err := appendSection(sec)
+		if err != nil {
+			return nil, err
+		}
+		m.IndexSection = &pos
+	}
+	pos, err := appendSection(txn)
+	if err != nil {
+		return nil, err
+	}
+	m.TransactionSection = &pos
+	body, err := opts.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: encode manifest: %w", err)
+	}
+	mpos, err := appendSection(body)
+	if err != nil {
+		return nil, err
+	}
+	buf = binary.LittleEndian.AppendUint64(buf, mpos)
+	buf = binary.LittleEndian.AppendUint16(buf, 0)
+	buf = binary.LittleEndian.AppendUint16(buf, 2)
+	buf = append(buf, manifestMagic...)
+	return buf, nil
+}
+
+// committedDataset returns the Dataset of a manifest this process just
+// committed, without reading it back.
+func committedDataset(store blob.Store, o OpenOptions, bases *baseStores, key string, m *tablepb.Manifest, indices []*tablepb.IndexMetadata) (*Dataset, error) {
+	where := location(store, key)
+	man, err := manifestFromProto(where, m)
+	if err != nil {
+		return nil, err
+	}
+	if len(indices) > 0 {
+		if man.Indices, err = indicesFromProto(indices, man); err != nil {
+			return nil, fmt.Errorf("dataset: manifest %s: %w", where, err)
+		}
+		man.rawIndices = indices
+	}
+	o.Version = man.Version
+	return &Dataset{store: store, opts: o, manifest: man, manifestKey: key, bases: bases}, nil
+}
+
+// writeVersionHint records the latest version in
+// _versions/latest_version_hint.json, as Lance does after each commit.
+// Readers never trust it, so a failure is ignored.
+func writeVersionHint(ctx context.Context, store blob.Store, version uint64) {
+	_ = store.Write(ctx, versionHintKey, []byte(`{"version":`+strconv.FormatUint(version, 10)+`}`))
+}
+
+// slotBackoff spreads retries of commits that lost a race over random
+// slots, as Lance's SlotBackoff does: the slot is the duration of the first
+// attempt (plus 10%), and attempt n waits a random number of slots below
+// 2^(n+1).
+type slotBackoff struct {
+	unit    time.Duration
+	attempt int
+}
+
+func (b *slotBackoff) next() time.Duration {
+	unit := max(b.unit, time.Millisecond)
+	slots := 2 << min(b.attempt, 6)
+	b.attempt++
+	d := unit*time.Duration(rand.IntN(slots)) + time.Duration(rand.Int64N(int64(unit)))
+	return min(d, 5*time.Second)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// writtenFiles lists the files written for op before its commit: its data
+// files and deletion files, keys relative to the dataset root.
+func (op *operation) writtenFiles() []string {
+	var out []string
+	for _, f := range op.fragments {
+		for _, df := range f.Files {
+			if df.BaseId == nil {
+				out = append(out, dataDir+df.Path)
+			}
+		}
+	}
+	if op.del != nil {
+		out = append(out, op.del.written...)
+	}
+	return out
+}
+
+// removeSuperseded deletes, after a successful commit, the files earlier
+// attempts wrote that the committed version does not reference: the
+// transaction files of attempts read at other versions and deletion files
+// replaced while rebasing. Failures are ignored: the files are garbage
+// either way.
+func removeSuperseded(ctx context.Context, store blob.Store, written []string, op *operation, txnKey string) {
+	keep := map[string]bool{txnKey: true}
+	if op.del != nil {
+		for _, u := range op.del.updated {
+			d := &DeletionFile{ReadVersion: u.DeletionFile.GetReadVersion(), ID: u.DeletionFile.GetId()}
+			if u.DeletionFile.GetFileType() == tablepb.DeletionFile_BITMAP {
+				d.Kind = DeletionBitmap
+			}
+			keep[d.Key(u.Id)] = true
+		}
+	}
+	for _, key := range written {
+		if !keep[key] && (strings.HasPrefix(key, transactionsDir) || strings.HasPrefix(key, "_deletions/")) {
+			_ = store.Delete(context.WithoutCancel(ctx), key)
+		}
+	}
+}

@@ -1,0 +1,321 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// ConflictError reports a commit that cannot be rebased over a version a
+// concurrent writer committed after the version it read. It wraps
+// lancer.ErrConflict.
+type ConflictError struct {
+	// Operation is the operation that failed to commit, as Lance names it
+	// ("Append", "Delete", "Overwrite", "Restore", "Project").
+	Operation string
+	// ReadVersion is the version the operation was computed from.
+	ReadVersion uint64
+	// Version is the conflicting version: the one whose transaction is
+	// incompatible, or the version the commit could not take after its
+	// retries.
+	Version uint64
+	// OtherOperation and OtherTransaction name the conflicting version's
+	// transaction (operation and uuid); "" when there is none.
+	OtherOperation, OtherTransaction string
+	// Reason says why the commit was refused.
+	Reason string
+	// Retryable reports that the operation may succeed if computed again
+	// from the latest version (as Lance's retryable commit conflicts).
+	Retryable bool
+}
+
+// Error describes the conflict.
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	b.WriteString("dataset: commit")
+	if e.Operation != "" {
+		fmt.Fprintf(&b, " of %s", e.Operation)
+	}
+	fmt.Fprintf(&b, " read at version %d", e.ReadVersion)
+	if e.OtherOperation != "" || e.OtherTransaction != "" {
+		op := e.OtherOperation
+		if op == "" {
+			op = "an unknown operation"
+		}
+		fmt.Fprintf(&b, " conflicts with %s (transaction %s) committed as version %d", op, e.OtherTransaction, e.Version)
+	}
+	if e.Reason != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Reason)
+	}
+	b.WriteString(": ")
+	b.WriteString(lancer.ErrConflict.Error())
+	return b.String()
+}
+
+// Unwrap returns lancer.ErrConflict.
+func (e *ConflictError) Unwrap() error { return lancer.ErrConflict }
+
+// rebase checks op, read at readVersion, against the transactions committed
+// since (others, ascending) and returns the operation to commit on top of
+// latest, following Lance's conflict resolver (spec §4.4):
+//
+//   - Append conflicts only with Overwrite and Restore; its fragment ids and
+//     row ids are assigned when the manifest is built, so it needs no change.
+//   - Overwrite and Restore win over anything.
+//   - Delete is compatible with appends, index changes, config changes and
+//     column projections; deletes on the same fragments are merged (a new
+//     deletion file holding both); a fragment a concurrent delete removed is
+//     dropped from this one; data changes to the same fragments (update,
+//     compaction, data replacement, new columns) and overwrites conflict.
+//   - Project (drop or rename columns) is recomputed from the latest schema
+//     after a concurrent Project or Merge, and conflicts with Overwrite and
+//     Restore.
+//
+// Every operation conflicts with a transaction lancer does not know
+// (UpdateMemWalState, newer operations). Deletion files written while
+// merging are appended to written.
+func rebase(ctx context.Context, op *operation, others []committed, latest *Dataset, written *[]string) (*operation, error) {
+	conflict := func(c committed, retryable bool, format string, args ...any) error {
+		e := &ConflictError{
+			Operation:        op.kind.String(),
+			ReadVersion:      others[0].version - 1,
+			Version:          c.version,
+			OtherOperation:   operationName(c.txn),
+			OtherTransaction: c.txn.GetUuid(),
+			Reason:           fmt.Sprintf(format, args...),
+			Retryable:        retryable,
+		}
+		if e.OtherOperation == "" {
+			e.Reason = "lancer does not know that operation; " + e.Reason
+		}
+		return e
+	}
+	switch op.kind {
+	case opOverwrite, opRestore:
+		for _, c := range others {
+			switch c.txn.GetOperation().(type) {
+			case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_Overwrite_,
+				*tablepb.Transaction_CreateIndex_, *tablepb.Transaction_Rewrite_, *tablepb.Transaction_Merge_,
+				*tablepb.Transaction_Restore_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Update_,
+				*tablepb.Transaction_Project_, *tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_DataReplacement_,
+				*tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateBases_:
+			default:
+				return nil, conflict(c, false, "it cannot be overwritten safely")
+			}
+		}
+		return op, nil
+	case opAppend:
+		for _, c := range others {
+			switch c.txn.GetOperation().(type) {
+			case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_CreateIndex_,
+				*tablepb.Transaction_Rewrite_, *tablepb.Transaction_Merge_, *tablepb.Transaction_ReserveFragments_,
+				*tablepb.Transaction_Update_, *tablepb.Transaction_Project_, *tablepb.Transaction_UpdateConfig_,
+				*tablepb.Transaction_DataReplacement_, *tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateBases_:
+			case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+				return nil, conflict(c, false, "it replaced the rows this append was added to")
+			default:
+				return nil, conflict(c, false, "cannot append over it")
+			}
+		}
+		return op, nil
+	case opProject:
+		recompute := false
+		for _, c := range others {
+			switch c.txn.GetOperation().(type) {
+			case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_CreateIndex_,
+				*tablepb.Transaction_Rewrite_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Update_,
+				*tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_DataReplacement_, *tablepb.Transaction_Clone_,
+				*tablepb.Transaction_UpdateBases_:
+			case *tablepb.Transaction_Merge_, *tablepb.Transaction_Project_:
+				recompute = true
+			case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+				return nil, conflict(c, false, "it replaced the schema this change was made to")
+			default:
+				return nil, conflict(c, false, "cannot change columns over it")
+			}
+		}
+		if !recompute {
+			return op, nil
+		}
+		fields, err := op.project(latest.manifest)
+		if err != nil {
+			last := others[len(others)-1]
+			return nil, conflict(last, false, "the schema changed concurrently and the change no longer applies: %v", err)
+		}
+		out := *op
+		out.fields = fields
+		return &out, nil
+	case opDelete:
+		return rebaseDelete(ctx, op, others, latest, written, conflict)
+	}
+	return nil, fmt.Errorf("dataset: rebase of %s: %w", op.kind, lancer.ErrUnsupported)
+}
+
+// rebaseDelete rebases a delete (see rebase).
+func rebaseDelete(ctx context.Context, op *operation, others []committed, latest *Dataset, written *[]string,
+	conflict func(committed, bool, string, ...any) error) (*operation, error) {
+	del := op.del
+	mine := map[uint64]bool{}
+	for _, u := range del.updated {
+		mine[u.Id] = true
+	}
+	for _, id := range del.deleted {
+		mine[id] = true
+	}
+	var (
+		merge    = map[uint64]bool{} // fragments whose deletion file changed meanwhile
+		updated  = map[uint64]bool{} // ... by an Update, whose rows must not overlap ours
+		gone     = map[uint64]bool{} // fragments a concurrent delete removed
+		touching = func(ids []uint64) (uint64, bool) {
+			for _, id := range ids {
+				if mine[id] {
+					return id, true
+				}
+			}
+			return 0, false
+		}
+	)
+	changedFiles := func(u *tablepb.DataFragment) bool {
+		base := del.base[u.Id]
+		return base == nil || !slices.EqualFunc(base.Files, u.Files, func(a, b *tablepb.DataFile) bool { return proto.Equal(a, b) })
+	}
+	for _, c := range others {
+		switch t := c.txn.GetOperation().(type) {
+		case *tablepb.Transaction_Append_, *tablepb.Transaction_CreateIndex_, *tablepb.Transaction_ReserveFragments_,
+			*tablepb.Transaction_Clone_, *tablepb.Transaction_Project_, *tablepb.Transaction_UpdateConfig_,
+			*tablepb.Transaction_UpdateBases_:
+		case *tablepb.Transaction_Rewrite_:
+			var ids []uint64
+			for _, f := range t.Rewrite.GetOldFragments() {
+				ids = append(ids, f.GetId())
+			}
+			for _, g := range t.Rewrite.GetGroups() {
+				for _, f := range g.GetOldFragments() {
+					ids = append(ids, f.GetId())
+				}
+			}
+			if id, ok := touching(ids); ok {
+				return nil, conflict(c, true, "it rewrote fragment %d, which this delete changes", id)
+			}
+		case *tablepb.Transaction_DataReplacement_:
+			var ids []uint64
+			for _, r := range t.DataReplacement.GetReplacements() {
+				ids = append(ids, r.GetFragmentId())
+			}
+			if id, ok := touching(ids); ok {
+				return nil, conflict(c, true, "it replaced data of fragment %d, which this delete changes", id)
+			}
+		case *tablepb.Transaction_Delete_:
+			for _, id := range t.Delete.GetDeletedFragmentIds() {
+				if mine[id] {
+					gone[id] = true
+				}
+			}
+			for _, u := range t.Delete.GetUpdatedFragments() {
+				if !mine[u.GetId()] {
+					continue
+				}
+				if changedFiles(u) {
+					return nil, conflict(c, true, "it changed the data files of fragment %d, which this delete changes", u.GetId())
+				}
+				merge[u.GetId()] = true
+			}
+		case *tablepb.Transaction_Update_:
+			if id, ok := touching(t.Update.GetRemovedFragmentIds()); ok {
+				return nil, conflict(c, true, "it moved the rows of fragment %d, which this delete changes", id)
+			}
+			for _, u := range t.Update.GetUpdatedFragments() {
+				if !mine[u.GetId()] {
+					continue
+				}
+				if changedFiles(u) {
+					return nil, conflict(c, true, "it changed the data files of fragment %d, which this delete changes", u.GetId())
+				}
+				merge[u.GetId()] = true
+				updated[u.GetId()] = true
+			}
+		case *tablepb.Transaction_Merge_:
+			return nil, conflict(c, true, "it rewrote the fragment list")
+		case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+			return nil, conflict(c, false, "it replaced the rows this delete removes")
+		default:
+			return nil, conflict(c, false, "cannot delete over it")
+		}
+	}
+	if len(merge) == 0 && len(gone) == 0 {
+		return op, nil
+	}
+
+	last := others[len(others)-1]
+	byID := map[uint64]*Fragment{}
+	for _, f := range latest.manifest.Fragments {
+		byID[f.ID] = f
+	}
+	nd := *del
+	nd.updated, nd.deleted = nil, nil
+	for _, id := range del.deleted {
+		if !gone[id] {
+			nd.deleted = append(nd.deleted, id)
+		}
+	}
+	for _, u := range del.updated {
+		switch {
+		case gone[u.Id]:
+			continue
+		case !merge[u.Id]:
+			nd.updated = append(nd.updated, u)
+			continue
+		}
+		f := byID[u.Id]
+		if f == nil {
+			return nil, conflict(last, true, "fragment %d, which this delete changes, is gone", u.Id)
+		}
+		dv, err := latest.deletionVector(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		current := roaring.New()
+		if dv != nil {
+			current = dv.bm.Clone()
+		}
+		affected := del.affected[u.Id]
+		if updated[u.Id] {
+			theirs := roaring.AndNot(current, del.baseDV[u.Id])
+			if theirs.Intersects(affected) {
+				return nil, conflict(last, true, "a concurrent update moved rows of fragment %d that this delete removes", u.Id)
+			}
+		}
+		current.Or(affected)
+		physical, err := latest.physicalRows(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if current.GetCardinality() >= physical {
+			nd.deleted = append(nd.deleted, u.Id)
+			continue
+		}
+		df, key, err := writeDeletionFile(ctx, latest.store, u.Id, latest.manifest.Version, current)
+		if key != "" {
+			*written = append(*written, key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		raw := latest.manifest.raw.GetFragments()[slices.Index(latest.manifest.Fragments, f)]
+		nu := proto.Clone(raw).(*tablepb.DataFragment)
+		nu.DeletionFile = df
+		nu.PhysicalRows = physical
+		nd.updated = append(nd.updated, nu)
+	}
+	out := *op
+	out.del = &nd
+	return &out, nil
+}

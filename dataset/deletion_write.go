@@ -1,0 +1,240 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// bitmapDeletionThreshold is the number of deleted rows from which a
+// deletion file is a Roaring bitmap (.bin) rather than an Arrow file, as in
+// Lance.
+const bitmapDeletionThreshold = 5000
+
+// deletionSchema is the schema of an Arrow deletion file, exactly as Lance
+// compares it: one non-nullable uint32 column row_id, no metadata.
+var deletionSchema = arrow.NewSchema([]arrow.Field{{Name: "row_id", Type: arrow.PrimitiveTypes.Uint32}}, nil)
+
+// encodeDeletionFile returns the bytes of a deletion file listing the
+// offsets of dv, and its kind: an Arrow IPC file with ZSTD body compression
+// below bitmapDeletionThreshold rows, else a portable Roaring bitmap (no
+// run containers, which Lance's reader does not take).
+func encodeDeletionFile(dv *roaring.Bitmap) ([]byte, DeletionFileKind, error) {
+	if dv.GetCardinality() >= bitmapDeletionThreshold {
+		var buf bytes.Buffer
+		bm := dv
+		if bm.HasRunCompression() {
+			bm = roaring.New()
+			bm.AddMany(dv.ToArray())
+		}
+		if _, err := bm.WriteTo(&buf); err != nil {
+			return nil, 0, err
+		}
+		return buf.Bytes(), DeletionBitmap, nil
+	}
+	mem := memory.NewGoAllocator()
+	b := array.NewUint32Builder(mem)
+	defer b.Release()
+	b.AppendValues(dv.ToArray(), nil)
+	arr := b.NewArray()
+	defer arr.Release()
+	rec := array.NewRecordBatch(deletionSchema, []arrow.Array{arr}, int64(arr.Len()))
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := ipc.NewFileWriter(&buf, ipc.WithSchema(deletionSchema), ipc.WithAllocator(mem), ipc.WithZstd())
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := w.Write(rec); err != nil {
+		return nil, 0, errors.Join(err, w.Close())
+	}
+	if err := w.Close(); err != nil {
+		return nil, 0, err
+	}
+	return buf.Bytes(), DeletionArrow, nil
+}
+
+// writeDeletionFile writes a new deletion file of fragment fragID holding
+// every offset of dv, for a transaction that read readVersion, and returns
+// its manifest entry and key. The key is returned whenever the file may
+// exist, also on error.
+func writeDeletionFile(ctx context.Context, store blob.Store, fragID, readVersion uint64, dv *roaring.Bitmap) (*tablepb.DeletionFile, string, error) {
+	data, kind, err := encodeDeletionFile(dv)
+	if err != nil {
+		return nil, "", fmt.Errorf("dataset: encode deletion file of fragment %d: %w", fragID, err)
+	}
+	d := &DeletionFile{Kind: kind, ReadVersion: readVersion, ID: randomUint64(), NumDeletedRows: dv.GetCardinality()}
+	key := d.Key(fragID)
+	if err := store.Write(ctx, key, data); err != nil {
+		return nil, key, fmt.Errorf("dataset: write deletion file %s: %w", location(store, key), err)
+	}
+	pd := &tablepb.DeletionFile{ReadVersion: readVersion, Id: d.ID, NumDeletedRows: d.NumDeletedRows}
+	if kind == DeletionBitmap {
+		pd.FileType = tablepb.DeletionFile_BITMAP
+	}
+	return pd, key, nil
+}
+
+// DeleteRowIDs deletes the rows with the given row ids (the _rowid values a
+// scan returns: stable row ids when the dataset has them, else row
+// addresses) and returns the new version. Ids that name no live row of this
+// version are ignored, as a SQL DELETE ignores rows that are not there. Each
+// fragment that loses rows gets a new deletion file holding all its deleted
+// rows; a fragment that loses all its rows leaves the manifest. The commit
+// is rebased over concurrent commits as Lance does (see ConflictError).
+func (d *Dataset) DeleteRowIDs(ctx context.Context, ids []uint64) (*Dataset, error) {
+	rows, err := d.rowIDsToOffsets(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return d.deleteRows(ctx, "", rows, DefaultCommitRetries)
+}
+
+// rowIDsToOffsets maps row ids to the live row offsets of each fragment.
+func (d *Dataset) rowIDsToOffsets(ctx context.Context, ids []uint64) (map[uint64]*roaring.Bitmap, error) {
+	rows := map[uint64]*roaring.Bitmap{}
+	add := func(frag, offset uint64) {
+		bm := rows[frag]
+		if bm == nil {
+			bm = roaring.New()
+			rows[frag] = bm
+		}
+		bm.Add(uint32(offset))
+	}
+	if !d.manifest.StableRowIDs() {
+		byID := map[uint64]*Fragment{}
+		for _, f := range d.manifest.Fragments {
+			byID[f.ID] = f
+		}
+		for _, id := range ids {
+			f := byID[id>>32]
+			if f == nil {
+				continue
+			}
+			physical, err := d.physicalRows(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			if off := id & 0xFFFFFFFF; off < physical {
+				add(f.ID, off)
+			}
+		}
+		return rows, nil
+	}
+	want := map[uint64]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for _, f := range d.manifest.Fragments {
+		if len(want) == 0 {
+			break
+		}
+		physical, err := d.physicalRows(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		seq, err := d.rowIDs(ctx, f, physical)
+		if err != nil {
+			return nil, err
+		}
+		dv, err := d.deletionVector(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for id := range want {
+			for _, off := range seq.offsets(id) {
+				if !dv.contains(off) {
+					add(f.ID, off)
+					delete(want, id)
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+// deleteRows commits a Delete of the given row offsets per fragment
+// (offsets already deleted are ignored). predicate is recorded in the
+// transaction.
+func (d *Dataset) deleteRows(ctx context.Context, predicate string, rows map[uint64]*roaring.Bitmap, retries int) (*Dataset, error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	del := &deleteOp{
+		predicate:   predicate,
+		readVersion: d.manifest.Version,
+		base:        map[uint64]*tablepb.DataFragment{},
+		affected:    map[uint64]*roaring.Bitmap{},
+		baseDV:      map[uint64]*roaring.Bitmap{},
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			for _, key := range del.written {
+				_ = d.store.Delete(context.WithoutCancel(ctx), key)
+			}
+		}
+	}()
+	raw := d.manifest.raw.GetFragments()
+	for i, f := range d.manifest.Fragments {
+		want := rows[f.ID]
+		if want == nil || want.IsEmpty() {
+			continue
+		}
+		physical, err := d.physicalRows(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if uint64(want.Maximum()) >= physical {
+			return nil, fmt.Errorf("dataset: delete: row %d of fragment %d, which has %d rows: %w",
+				want.Maximum(), f.ID, physical, lancer.ErrInvalidArgument)
+		}
+		dv, err := d.deletionVector(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		current := roaring.New()
+		if dv != nil {
+			current = dv.bm.Clone()
+		}
+		affected := roaring.AndNot(want, current)
+		if affected.IsEmpty() {
+			continue
+		}
+		del.base[f.ID] = raw[i]
+		del.baseDV[f.ID] = current.Clone()
+		del.affected[f.ID] = affected
+		current.Or(affected)
+		if current.GetCardinality() == physical {
+			del.deleted = append(del.deleted, f.ID)
+			continue
+		}
+		df, key, err := writeDeletionFile(ctx, d.store, f.ID, d.manifest.Version, current)
+		if key != "" {
+			del.written = append(del.written, key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		u := proto.Clone(raw[i]).(*tablepb.DataFragment)
+		u.DeletionFile = df
+		u.PhysicalRows = physical
+		del.updated = append(del.updated, u)
+	}
+	slices.Sort(del.deleted)
+	ok = true
+	return d.commit(ctx, &operation{kind: opDelete, del: del}, retries)
+}

@@ -1,0 +1,144 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/filter"
+)
+
+// deleteReexecutions is how often Delete evaluates its filter again on the
+// latest version after a retryable conflict (a concurrent update,
+// compaction or added column touched its fragments), as Lance's delete
+// does.
+const deleteReexecutions = 3
+
+// Delete deletes the rows for which the SQL predicate is true (Lance's
+// filter syntax, as in "id % 5 = 0 AND label IS NOT NULL"; see package
+// filter) and returns the new version. It scans only the columns the
+// predicate names; "_rowid" and "_rowaddr" may be named too. Each fragment
+// that loses rows gets a new deletion file holding all its deleted rows; a
+// fragment that loses every row leaves the manifest. A predicate that
+// matches nothing still commits a version, as in Lance.
+//
+// The delete is rebased over concurrent commits (see ConflictError); when a
+// concurrent commit rewrote rows it deletes, the predicate is evaluated
+// again on the latest version, up to 3 times. A malformed predicate is an
+// error wrapping lancer.ErrInvalidArgument, an unknown column one wrapping
+// lancer.ErrNotFound.
+func (d *Dataset) Delete(ctx context.Context, predicate string) (*Dataset, error) {
+	expr, err := filter.Parse(predicate)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: delete: %w", err)
+	}
+	cur := d
+	for attempt := 0; ; attempt++ {
+		out, err := cur.deleteWhere(ctx, predicate, expr)
+		var ce *ConflictError
+		if err == nil || !errors.As(err, &ce) || !ce.Retryable || attempt >= deleteReexecutions {
+			return out, err
+		}
+		if cur, err = cur.Checkout(ctx, 0); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// deleteWhere evaluates expr on the version and deletes the matching rows.
+func (d *Dataset) deleteWhere(ctx context.Context, predicate string, expr *filter.Expr) (*Dataset, error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	columns := []string{}
+	seen := map[string]bool{}
+	for _, path := range expr.Columns() {
+		top := topLevelName(path)
+		if f := d.findColumn(top); f != "" && !seen[f] {
+			seen[f] = true
+			columns = append(columns, f)
+		}
+	}
+	s, err := d.Scan(ctx, &ScanOptions{Columns: columns, WithRowID: true, WithRowAddress: true})
+	if err != nil {
+		return nil, fmt.Errorf("dataset: delete: %w", err)
+	}
+	defer s.Release()
+	bound, err := expr.Bind(s.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("dataset: delete: %w", err)
+	}
+	addrCol := s.Schema().NumFields() - 1
+	rows := map[uint64]*roaring.Bitmap{}
+	for rec, err := range s.All() {
+		if err != nil {
+			return nil, err
+		}
+		mask, err := bound.Eval(ctx, d.opts.Allocator, rec)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: delete: %w", err)
+		}
+		keep, ok := mask.(*array.Boolean)
+		if !ok {
+			mask.Release()
+			return nil, fmt.Errorf("dataset: delete: predicate %q yields %s: %w", predicate, mask.DataType(), lancer.ErrInvalidArgument)
+		}
+		addrs := rec.Column(addrCol).(*array.Uint64)
+		for i := 0; i < keep.Len(); i++ {
+			if keep.IsValid(i) && keep.Value(i) {
+				a := addrs.Value(i)
+				bm := rows[a>>32]
+				if bm == nil {
+					bm = roaring.New()
+					rows[a>>32] = bm
+				}
+				bm.Add(uint32(a))
+			}
+		}
+		keep.Release()
+	}
+	return d.deleteRows(ctx, predicate, rows, DefaultCommitRetries)
+}
+
+// topLevelName returns the first segment of a column path as package filter
+// writes paths (a segment holding a dot or a backtick is quoted in
+// backticks, with backticks doubled).
+func topLevelName(path string) string {
+	if !strings.HasPrefix(path, "`") {
+		name, _, _ := strings.Cut(path, ".")
+		return name
+	}
+	var b strings.Builder
+	for i := 1; i < len(path); i++ {
+		if path[i] == '`' {
+			if i+1 < len(path) && path[i+1] == '`' {
+				b.WriteByte('`')
+				i++
+				continue
+			}
+			break
+		}
+		b.WriteByte(path[i])
+	}
+	return b.String()
+}
+
+// findColumn returns the schema's name of the top-level column name names,
+// matched exactly or else case-insensitively as the filter binds names;
+// "" for none (a virtual column or an unknown name, which Bind reports).
+func (d *Dataset) findColumn(name string) string {
+	if f := d.manifest.Schema.Field(name); f != nil {
+		return f.Name
+	}
+	for _, f := range d.manifest.Schema.Fields {
+		if strings.EqualFold(f.Name, name) {
+			return f.Name
+		}
+	}
+	return ""
+}

@@ -1,0 +1,23 @@
+package dataset
+
+import (
+	"context"
+)
+
+// Restore commits this version's state (schema, fragments, indices, config)
+// as a new latest version, as Lance's restore does, and returns it. The
+// versions in between stay in the history. Fragment ids and stable row ids
+// handed out since this version are not reused: the new version keeps the
+// latest's high-water marks. A Restore wins over concurrent commits, like an
+// overwrite.
+func (d *Dataset) Restore(ctx context.Context) (*Dataset, error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	latest, err := LatestVersion(ctx, d.store)
+	if err != nil {
+		return nil, err
+	}
+	op := &operation{kind: opRestore, restore: d.manifest}
+	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: latest, retries: DefaultCommitRetries})
+}

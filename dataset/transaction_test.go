@@ -1,0 +1,395 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// manifestBytes returns the bytes of version v's manifest file.
+func manifestBytes(t *testing.T, store blob.Store, v uint64) (string, []byte) {
+	t.Helper()
+	e, err := findManifest(context.Background(), store, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.ReadAll(context.Background(), e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.key, b
+}
+
+// TestCommitRecords checks what a commit records, against what Lance 12
+// records (spec §3, §4.7): the manifest file layout, the transaction in
+// both places, the version hint and every manifest field.
+func TestCommitRecords(t *testing.T) {
+	ctx := context.Background()
+	_, store := copyFixture(t, "indexed_v2_2")
+	mem := checkedAlloc(t)
+	d := openStore(t, store, 0, mem)
+	if len(d.manifest.rawIndices) == 0 {
+		t.Fatal("the fixture has no indices")
+	}
+	rows := scanAll(t, d)
+	start := time.Now()
+	d2, err := d.DeleteRowIDs(ctx, []uint64{rows[3].id, rows[700].id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := d2.Version()
+	key, file := manifestBytes(t, store, v)
+	if want := fmt.Sprintf("_versions/%020d.manifest", ^uint64(0)-v); key != want {
+		t.Errorf("manifest at %s, want %s", key, want)
+	}
+	// Layout: index section at 0, the transaction right after, then the
+	// manifest, which ends at the footer.
+	n := len(file)
+	if string(file[n-4:]) != "LANC" || binary.LittleEndian.Uint16(file[n-8:]) != 0 || binary.LittleEndian.Uint16(file[n-6:]) != 2 {
+		t.Errorf("footer % x, want version 0.2 and LANC", file[n-16:])
+	}
+	mpos := binary.LittleEndian.Uint64(file[n-16:])
+	var pm tablepb.Manifest
+	if err := proto.Unmarshal(file[mpos+4:n-16], &pm); err != nil {
+		t.Fatal(err)
+	}
+	if binary.LittleEndian.Uint32(file[mpos:]) != uint32(uint64(n-16)-mpos-4) {
+		t.Error("manifest length prefix does not reach the footer")
+	}
+	if pm.IndexSection == nil || *pm.IndexSection != 0 {
+		t.Errorf("index section at %v, want 0", pm.IndexSection)
+	}
+	secLen := binary.LittleEndian.Uint32(file)
+	if pm.TransactionSection == nil || *pm.TransactionSection != uint64(4+secLen) {
+		t.Errorf("transaction section at %v, want %d", pm.TransactionSection, 4+secLen)
+	}
+	txnLen := binary.LittleEndian.Uint32(file[4+secLen:])
+	txnBytes := file[8+secLen : 8+secLen+txnLen]
+	if mpos != uint64(8+secLen+txnLen) {
+		t.Errorf("manifest at %d, want right after the transaction (%d)", mpos, 8+secLen+txnLen)
+	}
+	fileTxn, err := store.ReadAll(ctx, transactionsDir+pm.TransactionFile)
+	if err != nil || !bytes.Equal(fileTxn, txnBytes) {
+		t.Errorf("transaction file %s: %v; equal to the inline copy: %v", pm.TransactionFile, err, bytes.Equal(fileTxn, txnBytes))
+	}
+	var txn tablepb.Transaction
+	if err := proto.Unmarshal(txnBytes, &txn); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(txn.Uuid) ||
+		pm.TransactionFile != fmt.Sprintf("%d-%s.txn", d.Version(), txn.Uuid) || txn.ReadVersion != d.Version() {
+		t.Errorf("transaction %s read %d recorded as %s", txn.Uuid, txn.ReadVersion, pm.TransactionFile)
+	}
+	del := txn.GetDelete()
+	if del == nil || len(del.UpdatedFragments) != 1 || len(del.DeletedFragmentIds) != 0 {
+		t.Errorf("transaction %v, want a Delete updating fragment 0", &txn)
+	}
+	hint, err := store.ReadAll(ctx, versionHintKey)
+	if err != nil || string(hint) != fmt.Sprintf(`{"version":%d}`, v) {
+		t.Errorf("version hint %q, %v", hint, err)
+	}
+	if wv := pm.WriterVersion; wv.GetLibrary() != "lancer" || len(strings.Split(wv.GetVersion(), ".")) != 3 {
+		t.Errorf("writer version %v", wv)
+	}
+	if ts := pm.Timestamp.AsTime(); ts.Before(start.Add(-time.Second)) || ts.After(time.Now().Add(time.Second)) {
+		t.Errorf("timestamp %v", ts)
+	}
+	prev := d.manifest.raw
+	if !proto.Equal(pm.DataFormat, prev.DataFormat) || pm.Version != v || pm.ReaderFeatureFlags != 1 || pm.WriterFeatureFlags != 1 ||
+		pm.GetMaxFragmentId() != prev.GetMaxFragmentId() || !proto.Equal(&tablepb.Manifest{Fields: pm.Fields}, &tablepb.Manifest{Fields: prev.Fields}) {
+		t.Errorf("manifest %v\nprevious %v", &pm, prev)
+	}
+	// Indices are kept as they were, byte for byte.
+	if !slices.EqualFunc(d2.manifest.rawIndices, d.manifest.rawIndices, func(a, b *tablepb.IndexMetadata) bool { return proto.Equal(a, b) }) {
+		t.Error("a delete changed the index section")
+	}
+	// The new deletion files are Lance's: .arrow below 5000 rows.
+	for _, f := range pm.Fragments {
+		if df := f.DeletionFile; df != nil && df.ReadVersion == d.Version() && df.FileType != tablepb.DeletionFile_ARROW_ARRAY {
+			t.Errorf("fragment %d deletion file %v", f.Id, df)
+		}
+	}
+
+	// Dropping an indexed column drops its index; the others stay.
+	d3, err := d2.DropColumns(ctx, "category")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ix := range d3.manifest.rawIndices {
+		names = append(names, ix.Name)
+		if i := slices.IndexFunc(d2.manifest.rawIndices, func(o *tablepb.IndexMetadata) bool { return o.Name == ix.Name }); i < 0 || !proto.Equal(ix, d2.manifest.rawIndices[i]) {
+			t.Errorf("index %s changed", ix.Name)
+		}
+	}
+	if slices.Contains(names, "category_idx") || len(names) != len(d2.manifest.rawIndices)-1 {
+		t.Errorf("indices after dropping category: %q", names)
+	}
+	if got := rawTransaction(t, store, d3.Version()).GetProject(); got == nil || !got.PreservesNullability {
+		t.Errorf("drop recorded as %v", got)
+	}
+
+	// An overwrite drops every index; a restore brings them back.
+	d4, err := overwriteBank(ctx, t, d3, loadBank(t, store), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, file4 := manifestBytes(t, store, d4.Version())
+	if len(d4.manifest.rawIndices) != 0 || d4.manifest.raw.IndexSection != nil || len(d4.Indices()) != 0 {
+		t.Error("an overwrite kept indices")
+	}
+	if binary.LittleEndian.Uint32(file4) == 0 {
+		t.Error("manifest without indices does not start with the transaction")
+	}
+	d5, err := d.Restore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(d5.manifest.rawIndices, d.manifest.rawIndices, func(a, b *tablepb.IndexMetadata) bool { return proto.Equal(a, b) }) {
+		t.Error("a restore did not bring back the indices")
+	}
+	if got := rawTransaction(t, store, d5.Version()).GetRestore(); got.GetVersion() != d.Version() {
+		t.Errorf("restore recorded as %v", got)
+	}
+	if *d5.manifest.MaxFragmentID < *d4.manifest.MaxFragmentID {
+		t.Errorf("restore lowered max_fragment_id to %d", *d5.manifest.MaxFragmentID)
+	}
+}
+
+// withUnknown returns m with an unknown field 9999 holding text.
+func withUnknown(m proto.Message, text string) {
+	b := protowire.AppendTag(nil, 9999, protowire.BytesType)
+	b = protowire.AppendString(b, text)
+	m.ProtoReflect().SetUnknown(protoreflect.RawFields(b))
+}
+
+func unknownOf(m proto.Message) string { return string(m.ProtoReflect().GetUnknown()) }
+
+// TestUnknownFieldsCarried: fields lancer does not know, config and table
+// metadata survive every kind of commit (spec §14).
+func TestUnknownFieldsCarried(t *testing.T) {
+	ctx := context.Background()
+	_, store := copyFixture(t, "indexed_v2_2")
+	d := openStore(t, store, 0, checkedAlloc(t))
+	// Commit, as a future Lance would, a version with unknown fields.
+	m := proto.Clone(d.manifest.raw).(*tablepb.Manifest)
+	m.Version++
+	withUnknown(m, "manifest")
+	withUnknown(m.Fragments[0], "fragment")
+	withUnknown(m.Fragments[0].Files[0], "file")
+	withUnknown(m.Fields[0], "field")
+	m.Config = map[string]string{"lance.future": "1", "user": "x"}
+	m.TableMetadata = map[string]string{"owner": "me"}
+	m.Fragments[0].Files[0].FileSizeBytes = d.manifest.raw.Fragments[0].Files[0].FileSizeBytes
+	indices := cloneIndices(d.manifest.rawIndices)
+	withUnknown(indices[0], "index")
+	txn := &tablepb.Transaction{ReadVersion: d.Version(), Uuid: "00000000-0000-4000-8000-000000000000",
+		Operation: &tablepb.Transaction_UpdateConfig_{UpdateConfig: &tablepb.Transaction_UpdateConfig{}}}
+	tb, _ := proto.Marshal(txn)
+	m.TransactionFile = ""
+	file, err := marshalManifestFile(m, indices, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateIfAbsent(ctx, manifestKey(schemeV2, m.Version), file); err != nil {
+		t.Fatal(err)
+	}
+	d = openStore(t, store, 0, checkedAlloc(t))
+	check := func(d *Dataset, what string) {
+		t.Helper()
+		m := d.manifest.raw
+		if unknownOf(m) == "" || unknownOf(m.Fragments[0].Files[0]) == "" || unknownOf(m.Fields[0]) == "" {
+			t.Errorf("%s: unknown fields lost", what)
+		}
+		if m.Fragments[0].Id == 0 && unknownOf(m.Fragments[0]) == "" {
+			t.Errorf("%s: unknown fragment field lost", what)
+		}
+		if m.Config["lance.future"] != "1" || m.Config["user"] != "x" || m.TableMetadata["owner"] != "me" {
+			t.Errorf("%s: config %v, table metadata %v", what, m.Config, m.TableMetadata)
+		}
+		if m.WriterFeatureFlags&uint64(FlagTableConfig) == 0 || m.ReaderFeatureFlags&uint64(FlagTableConfig) != 0 {
+			t.Errorf("%s: flags %d/%d with config", what, m.ReaderFeatureFlags, m.WriterFeatureFlags)
+		}
+		if len(d.manifest.rawIndices) == 0 || unknownOf(d.manifest.rawIndices[0]) == "" {
+			t.Errorf("%s: unknown index field lost", what)
+		}
+	}
+	rows := scanAll(t, d)
+	d, err = d.DeleteRowIDs(ctx, []uint64{rows[len(rows)-1].id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(d, "delete")
+	if d, err = d.RenameColumn(ctx, "text", "body"); err != nil {
+		t.Fatal(err)
+	}
+	check(d, "rename")
+	if d, err = appendBank(ctx, t, d, loadBank(t, store), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	check(d, "append")
+}
+
+// TestNamingFollowsDataset: commits on a V1-named dataset make V1 names.
+func TestNamingFollowsDataset(t *testing.T) {
+	ctx := context.Background()
+	dir, store := copyFixture(t, "v1_manifest_paths_v2_2")
+	d := openStore(t, store, 0, checkedAlloc(t))
+	d2, err := d.DeleteRowIDs(ctx, []uint64{rowIDs(scanAll(t, d))[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2.manifestKey != fmt.Sprintf("_versions/%d.manifest", d2.Version()) {
+		t.Fatalf("manifest %s in %s", d2.manifestKey, dir)
+	}
+}
+
+// recordReader makes a RecordReader of one batch.
+func recordReader(t *testing.T, fields []arrow.Field, cols ...arrow.Array) array.RecordReader {
+	t.Helper()
+	schema := arrow.NewSchema(fields, nil)
+	rec := array.NewRecordBatch(schema, cols, int64(cols[0].Len()))
+	for _, c := range cols {
+		c.Release()
+	}
+	defer rec.Release()
+	r, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Release)
+	return r
+}
+
+// TestWriteErrors: misuse is refused before anything is committed.
+func TestWriteErrors(t *testing.T) {
+	ctx := context.Background()
+	_, store := copyFixture(t, "history_v2_2")
+	d := openStore(t, store, 0, checkedAlloc(t))
+	mem := checkedAlloc(t)
+	ints := func(vals ...int64) arrow.Array {
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		b.AppendValues(vals, nil)
+		return b.NewArray()
+	}
+	check := func(what string, err error, want error) {
+		t.Helper()
+		if !errors.Is(err, want) {
+			t.Errorf("%s: %v, want %v", what, err, want)
+		}
+	}
+	_, err := Write(ctx, store, recordReader(t, []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, ints(1)), nil)
+	check("create over a dataset", err, lancer.ErrAlreadyExists)
+	_, err = d.Append(ctx, recordReader(t, []arrow.Field{{Name: "nope", Type: arrow.PrimitiveTypes.Int64}}, ints(1)), nil)
+	check("append of an unknown column", err, lancer.ErrInvalidArgument)
+	_, err = d.Append(ctx, recordReader(t, []arrow.Field{{Name: "label2", Type: arrow.PrimitiveTypes.Int64}}, ints(1)), nil)
+	check("append of a wrongly typed column", err, lancer.ErrInvalidArgument)
+	_, err = d.Append(ctx, recordReader(t, []arrow.Field{{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true}},
+		func() arrow.Array {
+			b := array.NewFloat64Builder(mem)
+			defer b.Release()
+			b.Append(1)
+			return b.NewArray()
+		}()), nil)
+	check("append without the non-nullable id", err, lancer.ErrInvalidArgument)
+	_, err = Write(ctx, blob.NewMemStore("x"), recordReader(t, []arrow.Field{{Name: RowIDColumn, Type: arrow.PrimitiveTypes.Int64}}, ints(1)), nil)
+	check("a reserved column name", err, lancer.ErrInvalidArgument)
+	_, err = d.DropColumns(ctx, "nope")
+	check("drop of an unknown column", err, lancer.ErrNotFound)
+	_, err = d.DropColumns(ctx, "id", "label2", "value", "vec", "flag", "tags", "extra")
+	check("drop of every column", err, lancer.ErrInvalidArgument)
+	_, err = d.RenameColumn(ctx, "id", "value")
+	check("rename to a taken name", err, lancer.ErrInvalidArgument)
+	_, err = d.RenameColumn(ctx, "id", "a.b")
+	check("rename to a dotted name", err, lancer.ErrInvalidArgument)
+	_, err = d.RenameColumn(ctx, "tags.item", "x")
+	check("rename of a list item", err, lancer.ErrInvalidArgument)
+	_, err = d.DropColumns(ctx, "vec.item")
+	check("drop of a list item", err, lancer.ErrInvalidArgument)
+	_, err = Write(ctx, store, recordReader(t, []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, ints(1)),
+		&WriteOptions{Mode: WriteAppend, FileVersion: format.Version2_3})
+	check("file version 2.3", err, lancer.ErrUnsupported)
+	if v, err := LatestVersion(ctx, store); err != nil || v != d.Version() {
+		t.Errorf("latest version %d, %v after refused writes, want %d", v, err, d.Version())
+	}
+}
+
+// TestDeleteNothing: a delete matching no live row still commits a version,
+// as Lance's does.
+func TestDeleteNothing(t *testing.T) {
+	ctx := context.Background()
+	_, store := copyFixture(t, "history_v2_2")
+	d := openStore(t, store, 0, checkedAlloc(t))
+	d2, err := d.DeleteRowIDs(ctx, []uint64{1 << 40, 0}) // no fragment 256; row 0 is deleted
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2.Version() != d.Version()+1 || len(scanAll(t, d2)) != len(scanAll(t, d)) {
+		t.Fatalf("version %d", d2.Version())
+	}
+	if del := rawTransaction(t, store, d2.Version()).GetDelete(); del == nil || len(del.UpdatedFragments)+len(del.DeletedFragmentIds) != 0 {
+		t.Fatalf("transaction %v", del)
+	}
+}
+
+// TestNestedRenameAndDrop renames and drops struct members.
+func TestNestedRenameAndDrop(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"types_v2_2", "types_v2_1", "types_v2_0"} {
+		t.Run(name, func(t *testing.T) {
+			_, store := copyFixture(t, name)
+			d := openStore(t, store, 0, checkedAlloc(t))
+			before := scanAll(t, d)
+			d2, err := d.RenameColumn(ctx, "struct_nn.a", "alpha")
+			if err != nil {
+				t.Fatal(err)
+			}
+			d3, err := d2.DropColumns(ctx, "struct_nn.b", "u8")
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := scanAll(t, d3)
+			if len(after) != len(before) {
+				t.Fatalf("%d rows, want %d", len(after), len(before))
+			}
+			for i := range after {
+				var b, a map[string]any
+				if err := json.Unmarshal(before[i].cols["struct_nn"], &b); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(after[i].cols["struct_nn"], &a); err != nil {
+					t.Fatal(err)
+				}
+				if len(a) != 1 || fmt.Sprint(a["alpha"]) != fmt.Sprint(b["a"]) {
+					t.Fatalf("row %d: struct_nn %v, was %v", i, a, b)
+				}
+				if _, ok := after[i].cols["u8"]; ok {
+					t.Fatalf("row %d still has u8", i)
+				}
+			}
+			if _, err := d3.DropColumns(ctx, "struct_nn.alpha"); !errors.Is(err, lancer.ErrInvalidArgument) {
+				t.Errorf("dropping the last struct member: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,551 @@
+package dataset
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// WriteMode says what Write does with a dataset that may already exist.
+type WriteMode int
+
+const (
+	// WriteCreate creates a new dataset and fails with an error wrapping
+	// lancer.ErrAlreadyExists if the store already holds one.
+	WriteCreate WriteMode = iota
+	// WriteAppend adds the rows to the latest version as new fragments
+	// (creating the dataset if there is none). The data's columns must be
+	// columns of the dataset, with the same types; missing nullable
+	// columns read as nulls.
+	WriteAppend
+	// WriteOverwrite replaces the rows (and possibly the schema) of the
+	// dataset with the data in a new version; older versions stay
+	// readable. It creates the dataset if there is none.
+	WriteOverwrite
+)
+
+// String names the mode: "create", "append" or "overwrite".
+func (m WriteMode) String() string {
+	switch m {
+	case WriteCreate:
+		return "create"
+	case WriteAppend:
+		return "append"
+	case WriteOverwrite:
+		return "overwrite"
+	}
+	return "WriteMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ManifestNaming is how a new dataset names its manifest files (see the
+// package documentation). A dataset keeps the scheme it was created with.
+type ManifestNaming uint8
+
+const (
+	// ManifestNamingV2 names version v _versions/{MaxUint64-v}.manifest,
+	// zero-padded to 20 digits, so a listing finds the latest first. It is
+	// what LanceDB uses.
+	ManifestNamingV2 ManifestNaming = iota
+	// ManifestNamingV1 names version v _versions/{v}.manifest, Lance's
+	// original scheme.
+	ManifestNamingV1
+)
+
+// String names the scheme: "V2" or "V1".
+func (n ManifestNaming) String() string {
+	switch n {
+	case ManifestNamingV2:
+		return "V2"
+	case ManifestNamingV1:
+		return "V1"
+	}
+	return "ManifestNaming(" + strconv.Itoa(int(n)) + ")"
+}
+
+func (n ManifestNaming) scheme() namingScheme {
+	if n == ManifestNamingV1 {
+		return schemeV1
+	}
+	return schemeV2
+}
+
+// Defaults of WriteOptions.
+const (
+	// DefaultMaxRowsPerFile is Lance's default cap on the rows of one data
+	// file (and so of one fragment).
+	DefaultMaxRowsPerFile = 1 << 20
+	// DefaultCommitRetries is how often a commit that lost a race is
+	// retried, as in Lance.
+	DefaultCommitRetries = 20
+)
+
+// WriteOptions configures Write, Append and the other operations that
+// commit a version. A nil *WriteOptions means all defaults.
+type WriteOptions struct {
+	// Mode is what Write does when a dataset exists. Default WriteCreate.
+	// The Dataset methods ignore it.
+	Mode WriteMode
+	// FileVersion is the data file version of a new dataset, or of an
+	// overwrite: 2.0, 2.1 or 2.2. Default: 2.2 (Lance 12's) for a new
+	// dataset, the dataset's own for an overwrite. Appends always write the
+	// dataset's version.
+	FileVersion format.Version
+	// MaxRowsPerFile caps the rows of one data file; a larger write makes
+	// several fragments. Default DefaultMaxRowsPerFile (Lance's).
+	MaxRowsPerFile int
+	// EnableStableRowIDs gives every row a stable row id (Lance feature flag
+	// 2; every fragment records its ids). It applies when a dataset is
+	// created or overwritten; a dataset keeps stable row ids once it has
+	// them. Default false.
+	EnableStableRowIDs bool
+	// ManifestNaming is the manifest naming scheme of a new dataset.
+	// Default ManifestNamingV2 (LanceDB's). An existing dataset keeps its
+	// own.
+	ManifestNaming ManifestNaming
+	// CommitRetries is how often a commit that lost the race for its
+	// version is rebased and retried, with randomized backoff. Default
+	// DefaultCommitRetries; negative means no retry.
+	CommitRetries int
+	// Allocator allocates the arrays read while writing (deletes scan the
+	// rows they filter) and those of the returned Dataset. Default
+	// memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+// withDefaults returns a copy of o with defaults filled in.
+func (o *WriteOptions) withDefaults() WriteOptions {
+	var out WriteOptions
+	if o != nil {
+		out = *o
+	}
+	if out.MaxRowsPerFile <= 0 {
+		out.MaxRowsPerFile = DefaultMaxRowsPerFile
+	}
+	if out.CommitRetries == 0 {
+		out.CommitRetries = DefaultCommitRetries
+	} else if out.CommitRetries < 0 {
+		out.CommitRetries = 0
+	}
+	if out.Allocator == nil {
+		out.Allocator = memory.DefaultAllocator
+	}
+	return out
+}
+
+// validate rejects options no write can honour.
+func (o *WriteOptions) validate() error {
+	switch o.Mode {
+	case WriteCreate, WriteAppend, WriteOverwrite:
+	default:
+		return fmt.Errorf("dataset: write mode %s: %w", o.Mode, lancer.ErrInvalidArgument)
+	}
+	switch o.ManifestNaming {
+	case ManifestNamingV1, ManifestNamingV2:
+	default:
+		return fmt.Errorf("dataset: %s: %w", o.ManifestNaming, lancer.ErrInvalidArgument)
+	}
+	if o.FileVersion != (format.Version{}) {
+		if err := checkWritableVersion(o.FileVersion); err != nil {
+			return err
+		}
+	}
+	if o.MaxRowsPerFile > maxRowsPerFragment {
+		return fmt.Errorf("dataset: MaxRowsPerFile %d exceeds the 2^32 rows a fragment can address: %w",
+			o.MaxRowsPerFile, lancer.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// checkWritableVersion accepts the data file versions lancer writes.
+func checkWritableVersion(v format.Version) error {
+	switch v {
+	case format.Version2_0, format.Version2_1, format.Version2_2:
+		return nil
+	}
+	return fmt.Errorf("dataset: writing data file version %s: %w", v, lancer.ErrUnsupported)
+}
+
+// openOptions are the options of a Dataset a write returns.
+func (o *WriteOptions) openOptions() OpenOptions {
+	return (&OpenOptions{Allocator: o.Allocator}).withDefaults()
+}
+
+// Write writes the rows of data to the dataset rooted at store and returns
+// the version it committed: a new dataset (WriteCreate, or any mode when
+// the store holds none), new fragments on the latest version (WriteAppend)
+// or a replacement of all rows and the schema (WriteOverwrite). Data files
+// are written first, invisible, and then published by the atomic creation
+// of the next manifest (see Commit in the package documentation).
+//
+// Errors wrap lancer.ErrAlreadyExists (WriteCreate on an existing dataset),
+// lancer.ErrInvalidArgument (data that does not fit the dataset's schema),
+// lancer.ErrUnsupported (a type or file version lancer cannot write) or
+// lancer.ErrConflict (a *ConflictError: a concurrent commit that this one
+// cannot be rebased over).
+func Write(ctx context.Context, store blob.Store, data array.RecordReader, opts *WriteOptions) (*Dataset, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	oo := o.openOptions()
+	bases := &baseStores{resolve: oo.ResolveBase, stores: map[string]blob.Store{}}
+	_, err := latestManifest(ctx, store)
+	switch {
+	case isNotFound(err):
+		return create(ctx, store, oo, bases, data, o)
+	case err != nil:
+		return nil, err
+	case o.Mode == WriteCreate:
+		return nil, fmt.Errorf("dataset: create %s: a dataset exists there: %w", store.URI(), lancer.ErrAlreadyExists)
+	}
+	d, err := open(ctx, store, oo, bases, 0)
+	if err != nil {
+		return nil, err
+	}
+	if o.Mode == WriteAppend {
+		return d.append(ctx, data, o)
+	}
+	return d.overwrite(ctx, data, o)
+}
+
+// Append adds the rows of data to the dataset as new fragments and returns
+// the new version. The read version is d's: if later versions exist, the
+// append is rebased over them (it conflicts only with an overwrite or a
+// restore). The data's columns must be columns of the dataset with the same
+// types, in any order; nullable columns may be missing and read as nulls.
+// opts.Mode, FileVersion, EnableStableRowIDs and ManifestNaming are ignored:
+// the dataset's own settings apply.
+func (d *Dataset) Append(ctx context.Context, data array.RecordReader, opts *WriteOptions) (*Dataset, error) {
+	o := opts.withDefaults()
+	o.Mode = WriteAppend
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return d.append(ctx, data, o)
+}
+
+// reservedColumns are names a dataset column cannot have: Lance's virtual
+// columns.
+var reservedColumns = map[string]bool{RowIDColumn: true, RowAddressColumn: true, "_rowoffset": true}
+
+// create writes a new dataset (version 1).
+func create(ctx context.Context, store blob.Store, oo OpenOptions, bases *baseStores, data array.RecordReader, o WriteOptions) (*Dataset, error) {
+	version := o.FileVersion
+	if version == (format.Version{}) {
+		version = format.Version2_2
+	}
+	schema, err := newSchema(data.Schema())
+	if err != nil {
+		return nil, err
+	}
+	frags, err := writeFragments(ctx, store, schema, data, version, o)
+	if err != nil {
+		return nil, err
+	}
+	op := newOverwrite(schema, frags, version, o.EnableStableRowIDs)
+	return commit(ctx, store, oo, bases, op, commitOptions{
+		readVersion: 0,
+		retries:     o.CommitRetries,
+		naming:      o.ManifestNaming.scheme(),
+		createOnly:  o.Mode != WriteOverwrite,
+	})
+}
+
+// newSchema builds the schema of a new dataset (or an overwrite) from the
+// data's Arrow schema, field ids from 0 as Lance numbers them.
+func newSchema(as *arrow.Schema) (*format.Schema, error) {
+	if as.NumFields() == 0 {
+		return nil, fmt.Errorf("dataset: a dataset needs at least one column: %w", lancer.ErrInvalidArgument)
+	}
+	seen := map[string]bool{}
+	for _, f := range as.Fields() {
+		if reservedColumns[f.Name] {
+			return nil, fmt.Errorf("dataset: column name %q is reserved: %w", f.Name, lancer.ErrInvalidArgument)
+		}
+		if seen[f.Name] {
+			return nil, fmt.Errorf("dataset: column %q appears twice: %w", f.Name, lancer.ErrInvalidArgument)
+		}
+		seen[f.Name] = true
+	}
+	s, err := format.SchemaFromArrow(as, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	return s, nil
+}
+
+// overwrite replaces the dataset's rows and schema in a new version.
+func (d *Dataset) overwrite(ctx context.Context, data array.RecordReader, o WriteOptions) (*Dataset, error) {
+	version := o.FileVersion
+	if version == (format.Version{}) {
+		version = d.manifest.DataFormat
+		if checkWritableVersion(version) != nil {
+			version = format.Version2_2
+		}
+	}
+	schema, err := newSchema(data.Schema())
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	frags, err := writeFragments(ctx, d.store, schema, data, version, o)
+	if err != nil {
+		return nil, err
+	}
+	op := newOverwrite(schema, frags, version, o.EnableStableRowIDs || d.manifest.StableRowIDs())
+	return d.commit(ctx, op, o.CommitRetries)
+}
+
+// append writes data as new fragments of d's schema and commits them.
+func (d *Dataset) append(ctx context.Context, data array.RecordReader, o WriteOptions) (*Dataset, error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	version := d.manifest.DataFormat
+	if err := checkWritableVersion(version); err != nil {
+		return nil, fmt.Errorf("dataset: append to a dataset of data format %s: %w", version, lancer.ErrUnsupported)
+	}
+	schema, err := appendSchema(d.manifest.Schema, data.Schema())
+	if err != nil {
+		return nil, err
+	}
+	frags, err := writeFragments(ctx, d.store, schema, data, version, o)
+	if err != nil {
+		return nil, err
+	}
+	return d.commit(ctx, &operation{kind: opAppend, fragments: frags}, o.CommitRetries)
+}
+
+// appendSchema returns the part of the dataset schema the data holds: its
+// top-level fields named by the data's columns, in dataset order, with the
+// dataset's field ids. Every data column must be a dataset column of the
+// same type, and every dataset column the data lacks must be nullable.
+func appendSchema(ds *format.Schema, as *arrow.Schema) (*format.Schema, error) {
+	byName := map[string]arrow.Field{}
+	for _, f := range as.Fields() {
+		if _, dup := byName[f.Name]; dup {
+			return nil, fmt.Errorf("dataset: append: column %q appears twice: %w", f.Name, lancer.ErrInvalidArgument)
+		}
+		if ds.Field(f.Name) == nil {
+			return nil, fmt.Errorf("dataset: append: the dataset has no column %q: %w", f.Name, lancer.ErrInvalidArgument)
+		}
+		byName[f.Name] = f
+	}
+	out := &format.Schema{Metadata: ds.Metadata}
+	for _, f := range ds.Fields {
+		af, ok := byName[f.Name]
+		if !ok {
+			if !f.Nullable {
+				return nil, fmt.Errorf("dataset: append: the data lacks non-nullable column %q: %w", f.Name, lancer.ErrInvalidArgument)
+			}
+			continue
+		}
+		if !arrow.TypeEqual(af.Type, f.Type) {
+			return nil, fmt.Errorf("dataset: append: column %q is %s, the dataset's is %s: %w",
+				f.Name, af.Type, f.Type, lancer.ErrInvalidArgument)
+		}
+		out.Fields = append(out.Fields, f)
+	}
+	return out, nil
+}
+
+// checkWritable refuses to commit on top of a version lancer cannot write
+// correctly.
+func (d *Dataset) checkWritable() error {
+	return checkWritableManifest(d.manifest, location(d.store, d.manifestKey))
+}
+
+// writableFlags are the writer feature flags lancer honours when it
+// commits: anything newer (data overlays, ...) is refused.
+const writableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig |
+	FlagBasePaths | FlagDisableTransactionFile
+
+func checkWritableManifest(m *Manifest, where string) error {
+	if unknown := m.WriterFeatureFlags &^ writableFlags; unknown != 0 {
+		return fmt.Errorf("dataset: manifest %s: writer feature flags %s: lancer cannot write %s: %w",
+			where, m.WriterFeatureFlags, unknown, lancer.ErrUnsupported)
+	}
+	if m.DataFormat.IsLegacy() {
+		// Legacy manifests hold dictionary values in the manifest file
+		// itself, which lancer does not rewrite.
+		hasDict := false
+		m.Schema.Walk(func(f *format.Field) { hasDict = hasDict || f.Dictionary != nil })
+		if hasDict {
+			return fmt.Errorf("dataset: manifest %s: a legacy dataset with dictionary columns: %w", where, lancer.ErrUnsupported)
+		}
+	}
+	return nil
+}
+
+// writeFragments writes the rows of data as data files of schema (whose
+// top-level fields are named by data's columns) and returns one fragment
+// per file, ids unassigned (0) as a transaction records them. On error the
+// files already written are removed.
+func writeFragments(ctx context.Context, store blob.Store, schema *format.Schema, data array.RecordReader,
+	version format.Version, o WriteOptions) (frags []*tablepb.DataFragment, err error) {
+	// cols[i] is the data column holding schema.Fields[i].
+	cols := make([]int, len(schema.Fields))
+	for i, f := range schema.Fields {
+		idx := data.Schema().FieldIndices(f.Name)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("dataset: write: column %q: %w", f.Name, lancer.ErrInvalidArgument)
+		}
+		cols[i] = idx[0]
+	}
+	var (
+		w       *format.Writer
+		written []string
+	)
+	defer func() {
+		if err == nil {
+			return
+		}
+		if w != nil {
+			w.Abort()
+		}
+		for _, key := range written {
+			_ = store.Delete(context.WithoutCancel(ctx), key)
+		}
+		frags = nil
+	}()
+	finish := func() error {
+		wf, err := w.Finish()
+		w = nil
+		if err != nil {
+			return err
+		}
+		written = append(written, wf.Key)
+		frags = append(frags, &tablepb.DataFragment{
+			Files: []*tablepb.DataFile{{
+				Path:             strings.TrimPrefix(wf.Key, dataDir),
+				Fields:           wf.Fields,
+				ColumnIndices:    wf.ColumnIndices,
+				FileMajorVersion: uint32(wf.Version.Major),
+				FileMinorVersion: uint32(wf.Version.Minor),
+				FileSizeBytes:    wf.Size,
+			}},
+			PhysicalRows: wf.Rows,
+		})
+		return nil
+	}
+	maxRows := int64(o.MaxRowsPerFile)
+	var inFile int64
+	arrowSchema := schema.LogicalArrow()
+	for data.Next() {
+		rec := data.RecordBatch()
+		arrs := make([]arrow.Array, len(cols))
+		for i, c := range cols {
+			arrs[i] = rec.Column(c)
+			f := schema.Fields[i]
+			if !arrow.TypeEqual(arrs[i].DataType(), f.Type) {
+				return nil, fmt.Errorf("dataset: write: column %q is %s, the schema says %s: %w",
+					f.Name, arrs[i].DataType(), f.Type, lancer.ErrInvalidArgument)
+			}
+			if !f.Nullable && arrs[i].NullN() > 0 {
+				return nil, fmt.Errorf("dataset: write: non-nullable column %q holds %d nulls: %w",
+					f.Name, arrs[i].NullN(), lancer.ErrInvalidArgument)
+			}
+		}
+		batch := array.NewRecordBatch(arrowSchema, arrs, rec.NumRows())
+		err := func() error {
+			defer batch.Release()
+			for start := int64(0); start < batch.NumRows(); {
+				if w == nil {
+					key := dataDir + newDataFileName()
+					nw, err := format.NewWriter(ctx, store, key, schema, &format.WriterOptions{Version: version, Allocator: o.Allocator})
+					if err != nil {
+						return fmt.Errorf("dataset: write: %w", err)
+					}
+					w, inFile = nw, 0
+				}
+				n := min(batch.NumRows()-start, maxRows-inFile)
+				part := batch
+				if start != 0 || n != batch.NumRows() {
+					part = batch.NewSlice(start, start+n)
+				}
+				err := w.Write(part)
+				if part != batch {
+					part.Release()
+				}
+				if err != nil {
+					return err
+				}
+				start += n
+				inFile += n
+				if inFile == maxRows {
+					if err := finish(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := data.Err(); err != nil {
+		return nil, fmt.Errorf("dataset: write: reading the data: %w", err)
+	}
+	if w != nil && inFile > 0 {
+		if err := finish(); err != nil {
+			return nil, err
+		}
+	} else if w != nil {
+		w.Abort()
+		w = nil
+	}
+	return frags, nil
+}
+
+// dataDir is where a dataset keeps its data files.
+const dataDir = "data/"
+
+// newDataFileName returns a fresh data file name as Lance makes them from a
+// random UUID: its first 3 bytes as 24 binary digits, the other 13 as 26
+// hex digits, and ".lance".
+func newDataFileName() string {
+	u := newUUID()
+	var b strings.Builder
+	for _, c := range u[:3] {
+		fmt.Fprintf(&b, "%08b", c)
+	}
+	b.WriteString(hex.EncodeToString(u[3:]))
+	b.WriteString(".lance")
+	return b.String()
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() [16]byte {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		panic(fmt.Sprintf("dataset: crypto/rand: %v", err)) // never fails on supported platforms
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u
+}
+
+// randomUint64 returns a random number (deletion file ids).
+func randomUint64() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("dataset: crypto/rand: %v", err))
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}

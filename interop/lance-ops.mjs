@@ -1,0 +1,139 @@
+// lance-ops.mjs: perform operations with real Lance (LanceDB for Node) on an
+// existing dataset, so that lancer's tests can interleave Lance's commits
+// with their own.
+//
+// It reads requests, one JSON object per line on stdin, each on a freshly
+// opened table:
+//   {"uri": "/p/t.lance", "op": "append", "rows": [{"id": 1, ...}, ...]}
+//   {"uri": "/p/t.lance", "op": "delete", "filter": "id % 3 = 0"}
+//   {"uri": "/p/t.lance", "op": "restore", "version": 3}
+//   {"uri": "/p/t.lance", "op": "listVersions"}
+//   {"uri": "/p/t.lance", "op": "countRows", "version": 2}
+//   {"uri": "/p/t.lance", "op": "schema", "version": 2}
+// and prints one JSON object per request on stdout: {"version": N} (the
+// table's version after the operation), {"versions": [{"version", "metadata"}]},
+// {"count": N}, {"fields": [...]}, or {"error": "..."}.
+//
+// Appended rows are JSON objects converted with the table's own schema:
+// 64-bit integers may be given as numbers or decimal strings, lists and
+// fixed-size lists as arrays, structs as objects, binaries as base64.
+//
+// LANCEDB_NODE_DIR names the folder whose node_modules holds the pinned
+// @lancedb/lancedb (see package.json here).
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import readline from 'node:readline';
+
+const dir = process.env.LANCEDB_NODE_DIR;
+if (!dir) { console.error('lance-ops: set LANCEDB_NODE_DIR'); process.exit(2); }
+const require = createRequire(path.join(dir, 'package.json'));
+const lancedb = require('@lancedb/lancedb');
+const arrow = require('apache-arrow');
+const { Type, vectorFromArray, makeData, Struct, Table, RecordBatch } = arrow;
+
+// jsValue converts a JSON value to what apache-arrow's vectorFromArray
+// expects for type t.
+function jsValue(v, t) {
+  if (v === null || v === undefined) return null;
+  switch (t.typeId) {
+    case Type.Int:
+      return t.bitWidth === 64 ? BigInt(v) : Number(v);
+    case Type.Float:
+      return Number(v);
+    case Type.Binary: case Type.LargeBinary: case Type.FixedSizeBinary:
+      return Uint8Array.from(Buffer.from(v, 'base64'));
+    case Type.Timestamp: case Type.Date: case Type.Time: case Type.Duration:
+      return typeof v === 'string' ? BigInt(v) : v;
+    case Type.List: case Type.LargeList: case Type.FixedSizeList:
+      return v.map((x) => jsValue(x, t.children[0].type));
+    case Type.Struct: {
+      const o = {};
+      for (const f of t.children) o[f.name] = jsValue(v[f.name], f.type);
+      return o;
+    }
+  }
+  return v;
+}
+
+// tableOf builds an Arrow table of rows with the given schema.
+function tableOf(schema, rows) {
+  const children = schema.fields.map((f) => columnData(rows.map((r) => jsValue(r[f.name], f.type)), f.type));
+  const data = makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children });
+  return new Table(schema, [new RecordBatch(schema, data)]);
+}
+
+// columnData builds one column. A fixed-size list with null entries is
+// built by hand: apache-arrow's builder leaves no child slots for them,
+// which Lance then rejects as a short values buffer.
+function columnData(values, t) {
+  if (t.typeId !== Type.FixedSizeList || !values.some((v) => v === null)) {
+    return vectorFromArray(values, t).data[0];
+  }
+  const n = t.listSize;
+  const filler = values.find((v) => v !== null)?.[0] ?? null;
+  const flat = [];
+  const valid = new Uint8Array(Math.ceil(values.length / 8));
+  values.forEach((v, i) => {
+    if (v === null) {
+      for (let k = 0; k < n; k++) flat.push(filler);
+    } else {
+      valid[i >> 3] |= 1 << (i & 7);
+      flat.push(...v);
+    }
+  });
+  const child = vectorFromArray(flat, t.children[0].type).data[0];
+  const nulls = values.filter((v) => v === null).length;
+  return makeData({ type: t, length: values.length, nullCount: nulls, nullBitmap: valid, child });
+}
+
+function describe(f) {
+  const d = { name: f.name, type: String(f.type), nullable: f.nullable };
+  if (f.type.children && f.type.children.length) d.children = f.type.children.map(describe);
+  return d;
+}
+
+// JSON with BigInt printed as an exact integer literal.
+function toJSON(v) {
+  return JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? `@@${x}@@` : x)).replace(/"@@(-?\d+)@@"/g, '$1');
+}
+
+async function serve(req) {
+  const uri = req.uri.replace(/\/+$/, '');
+  const db = await lancedb.connect(path.dirname(uri));
+  const table = await db.openTable(path.basename(uri).replace(/\.lance$/, ''));
+  switch (req.op) {
+    case 'append': {
+      const schema = await table.schema();
+      await table.add(tableOf(schema, req.rows));
+      return { version: await table.version() };
+    }
+    case 'delete':
+      await table.delete(req.filter);
+      return { version: await table.version() };
+    case 'restore':
+      await table.checkout(req.version);
+      await table.restore();
+      return { version: await table.version() };
+    case 'listVersions':
+      return { versions: (await table.listVersions()).map((v) => ({ version: v.version, metadata: v.metadata })) };
+    case 'countRows':
+      if (req.version) await table.checkout(req.version);
+      return { count: await table.countRows() };
+    case 'schema':
+      if (req.version) await table.checkout(req.version);
+      return { fields: (await table.schema()).fields.map(describe) };
+  }
+  throw new Error(`unknown op ${JSON.stringify(req.op)}`);
+}
+
+const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  let reply;
+  try {
+    reply = await serve(JSON.parse(line));
+  } catch (e) {
+    reply = { error: String(e && e.message ? e.message : e) };
+  }
+  process.stdout.write(toJSON(reply) + '\n');
+}
