@@ -1,16 +1,11 @@
 package format
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +18,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/lanceref"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
@@ -31,26 +27,9 @@ import (
 // LanceDB for Node through interop/lance-rows.mjs; its rows must equal what
 // lancer reads from the same file.
 
-// lanceReference returns node, the interop directory and the installed
-// Lance reference, failing when either is missing.
-func lanceReference(t testing.TB) (node, interop, ref string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("the writer interop test needs node (Node.js 20+) on PATH: run scripts/test.sh")
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..")
-	interop = filepath.Join(root, "interop")
-	ref = os.Getenv("LANCER_LANCE_REF")
-	if ref == "" {
-		ref = filepath.Join(root, ".cache", "lance-ref")
-	}
-	if _, err := os.Stat(filepath.Join(ref, "node_modules", "@lancedb", "lancedb", "package.json")); err != nil {
-		t.Fatalf("the Lance reference is not installed in %s: run scripts/test.sh (it installs interop/package.json there), or set LANCER_LANCE_REF", ref)
-	}
-	return node, interop, ref
-}
+// lanceReference fails the test early, before anything is written, when
+// Node or the Lance reference is missing.
+func lanceReference(t testing.TB) { lanceref.ForTest(t) }
 
 // lanceRequest is one request to an interop script.
 type lanceRequest struct {
@@ -70,36 +49,9 @@ type lanceReply struct {
 // askLance runs script (in interop/) over reqs in one node process.
 func askLance(t testing.TB, script string, reqs []lanceRequest) []lanceReply {
 	t.Helper()
-	node, dir, ref := lanceReference(t)
-	var in bytes.Buffer
-	for _, r := range reqs {
-		b, _ := json.Marshal(r)
-		in.Write(append(b, '\n'))
-	}
-	cmd := exec.Command(node, script)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LANCEDB_NODE_DIR="+ref)
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	replies, err := lanceref.Ask[lanceRequest, lanceReply](lanceref.ForTest(t), script, reqs)
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
-	}
-	var replies []lanceReply
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for sc.Scan() {
-		var r lanceReply
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.UseNumber()
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("%s printed %.200q: %v", script, sc.Text(), err)
-		}
-		replies = append(replies, r)
-	}
-	if len(replies) != len(reqs) {
-		t.Fatalf("%s answered %d of %d requests\n%s", script, len(replies), len(reqs), stderr.String())
+		t.Fatal(err)
 	}
 	return replies
 }

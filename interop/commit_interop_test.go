@@ -1,14 +1,10 @@
 package interop_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +18,7 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/lanceref"
 )
 
 // opRequest asks lance-ops.mjs to do one thing with real Lance.
@@ -61,35 +58,9 @@ func lanceOps(t *testing.T, node, ref string, reqs ...opRequest) []opReply {
 // runLanceOps is lanceOps returning its error, for use off the test's
 // goroutine (where t.Fatal would hang the test).
 func runLanceOps(node, ref string, reqs ...opRequest) ([]opReply, error) {
-	var in bytes.Buffer
-	for _, r := range reqs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		in.Write(append(b, '\n'))
-	}
-	cmd := exec.Command(node, "lance-ops.mjs")
-	cmd.Env = append(os.Environ(), "LANCEDB_NODE_DIR="+ref)
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	replies, err := lanceref.Ask[opRequest, opReply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
-		return nil, fmt.Errorf("lance-ops.mjs: %v\n%s", err, stderr.String())
-	}
-	var replies []opReply
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<28)
-	for sc.Scan() {
-		var r opReply
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("lance-ops.mjs printed %.200q: %v", sc.Text(), err)
-		}
-		replies = append(replies, r)
-	}
-	if len(replies) != len(reqs) {
-		return replies, fmt.Errorf("lance-ops.mjs answered %d of %d requests\n%s", len(replies), len(reqs), stderr.String())
+		return replies, err
 	}
 	for i, r := range replies {
 		if r.Error != "" {

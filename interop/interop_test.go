@@ -1,15 +1,12 @@
 package interop_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -18,25 +15,20 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/lanceref"
 )
 
 // lanceRef returns node and the folder holding the installed Lance
 // reference, failing the test when either is missing.
 func lanceRef(t *testing.T) (node, ref string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("interop tests need node (Node.js 20+) on PATH")
-	}
-	ref = os.Getenv("LANCER_LANCE_REF")
-	if ref == "" {
-		_, file, _, _ := runtime.Caller(0)
-		ref = filepath.Join(filepath.Dir(file), "..", ".cache", "lance-ref")
-	}
-	if _, err := os.Stat(filepath.Join(ref, "node_modules", "@lancedb", "lancedb", "package.json")); err != nil {
-		t.Fatalf("the Lance reference is not installed in %s: run scripts/test.sh (it runs npm install of interop/package.json there), or set LANCER_LANCE_REF", ref)
-	}
-	return node, ref
+	r := lanceref.ForTest(t)
+	return r.Node, r.Dir
+}
+
+// script is the reference for running the scripts of this directory.
+func script(node, ref string) lanceref.Ref {
+	return lanceref.Ref{Node: node, Dir: ref, Scripts: "."}
 }
 
 // request asks lance-rows.mjs for one state of one dataset.
@@ -55,34 +47,9 @@ type reply struct {
 // lanceRows reads every request with real Lance, in one node process.
 func lanceRows(t *testing.T, node, ref string, reqs []request) []reply {
 	t.Helper()
-	var in bytes.Buffer
-	for _, r := range reqs {
-		b, _ := json.Marshal(r)
-		in.Write(append(b, '\n'))
-	}
-	cmd := exec.Command(node, "lance-rows.mjs")
-	cmd.Env = append(os.Environ(), "LANCEDB_NODE_DIR="+ref)
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	replies, err := lanceref.Ask[request, reply](script(node, ref), "lance-rows.mjs", reqs)
 	if err != nil {
-		t.Fatalf("lance-rows.mjs: %v\n%s", err, stderr.String())
-	}
-	var replies []reply
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for sc.Scan() {
-		var r reply
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.UseNumber()
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("lance-rows.mjs printed %.200q: %v", sc.Text(), err)
-		}
-		replies = append(replies, r)
-	}
-	if len(replies) != len(reqs) {
-		t.Fatalf("lance-rows.mjs answered %d of %d requests\n%s", len(replies), len(reqs), stderr.String())
+		t.Fatal(err)
 	}
 	return replies
 }
