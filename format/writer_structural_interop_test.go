@@ -201,7 +201,9 @@ func TestStructuralWriterLanceReadsFixtures(t *testing.T) {
 // schemas written in both versions.
 func TestStructuralWriterLanceReadsRandom(t *testing.T) {
 	lanceReference(t)
-	sizes, seeds := []int{1, 1025, 70000}, 10
+	// Real Lance turns every row into JSON: the round trip of the 70000-row
+	// cases is TestStructuralWriterRandom's, Lance gets smaller ones.
+	sizes, seeds := []int{1, 1025, 20000}, 10
 	if testing.Short() {
 		sizes, seeds = []int{1, 1025}, 4
 	}
