@@ -105,9 +105,9 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 				if cur, err = rebase(ctx, op, others, latest, &written); err != nil {
 					return fail(err)
 				}
-				if cur.kind == opDelete {
-					// Lance records a rebased delete as read at the
-					// version it was rebased on.
+				if cur.kind == opDelete || cur.kind == opUpdate {
+					// Lance records a rebased delete or update as read at
+					// the version it was rebased on.
 					readVersion = prev.Version
 				}
 			}
@@ -355,6 +355,11 @@ func (op *operation) writtenFiles() []string {
 	}
 	if op.del != nil {
 		out = append(out, op.del.written...)
+	}
+	if op.merge != nil {
+		// Only the new files: the fragments' other files are the
+		// dataset's.
+		out = append(out, op.merge.written...)
 	}
 	return out
 }

@@ -18,7 +18,7 @@ import (
 // lancer.ErrConflict.
 type ConflictError struct {
 	// Operation is the operation that failed to commit, as Lance names it
-	// ("Append", "Delete", "Overwrite", "Restore", "Project").
+	// ("Append", "Delete", "Overwrite", "Restore", "Project", "Update").
 	Operation string
 	// ReadVersion is the version the operation was computed from.
 	ReadVersion uint64
@@ -75,9 +75,19 @@ func (e *ConflictError) Unwrap() error { return lancer.ErrConflict }
 //     deletion file holding both); a fragment a concurrent delete removed is
 //     dropped from this one; data changes to the same fragments (update,
 //     compaction, data replacement, new columns) and overwrites conflict.
+//   - Update (and merge insert) rewrites rows: the deletion of their old
+//     copies is rebased as a delete's, except that rows a concurrent
+//     commit deleted or rewrote meanwhile conflict (retryably): writing
+//     them again would resurrect or duplicate them.
 //   - Project (drop or rename columns) is recomputed from the latest schema
 //     after a concurrent Project or Merge, and conflicts with Overwrite and
 //     Restore.
+//   - Merge (added columns) records the whole fragment list and schema, so
+//     it is compatible only with index, config, clone and base changes and
+//     reserved fragment ids; any data change (append, delete, update,
+//     rewrite, merge, data replacement) is a retryable conflict, and
+//     Overwrite, Restore and Project an incompatible one, as in Lance's
+//     check_merge_txn.
 //
 // Every operation conflicts with a transaction lancer does not know
 // (UpdateMemWalState, newer operations). Deletion files written while
@@ -153,10 +163,112 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 		out := *op
 		out.fields = fields
 		return &out, nil
-	case opDelete:
+	case opMerge:
+		for _, c := range others {
+			switch c.txn.GetOperation().(type) {
+			case *tablepb.Transaction_CreateIndex_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Clone_,
+				*tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_UpdateBases_:
+			case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_Update_,
+				*tablepb.Transaction_Rewrite_, *tablepb.Transaction_Merge_, *tablepb.Transaction_DataReplacement_:
+				return nil, conflict(c, true, "it changed the rows or fragments the new columns were computed for")
+			case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_, *tablepb.Transaction_Project_:
+				return nil, conflict(c, false, "it replaced the schema or rows the new columns were added to")
+			default:
+				return nil, conflict(c, false, "cannot add columns over it")
+			}
+		}
+		return op, nil
+	case opDelete, opUpdate:
+		// An Update rewrites rows: its deletion of their old copies is
+		// rebased as a delete, more strictly (see rebaseDelete).
 		return rebaseDelete(ctx, op, others, latest, written, conflict)
+	case opRewrite:
+		if err := rebaseRewrite(op, others, conflict); err != nil {
+			return nil, err
+		}
+		return renumberRewrite(op, latest.manifest), nil
 	}
 	return nil, fmt.Errorf("dataset: rebase of %s: %w", op.kind, lancer.ErrUnsupported)
+}
+
+// rebaseRewrite checks a compaction against the transactions committed
+// since it read, as Lance's check_rewrite_txn: appends, projections,
+// reserved ids, config, clone and base changes are fine; a delete, update,
+// rewrite or data replacement of a fragment it rewrites, a merge, or an
+// index built over one is a retryable conflict; an overwrite or a restore
+// an incompatible one. A rewrite that survives keeps its groups; its new
+// fragments are given fresh ids if a concurrent commit took theirs (see
+// renumberRewrite).
+func rebaseRewrite(op *operation, others []committed, conflict func(committed, bool, string, ...any) error) error {
+	mine := map[uint64]bool{}
+	for _, g := range op.groups {
+		for _, f := range g.OldFragments {
+			mine[f.Id] = true
+		}
+	}
+	touching := func(c committed, what string, ids ...uint64) error {
+		for _, id := range ids {
+			if mine[id] {
+				return conflict(c, true, "it %s fragment %d, which this compaction rewrites", what, id)
+			}
+		}
+		return nil
+	}
+	ids := func(frags []*tablepb.DataFragment) []uint64 {
+		out := make([]uint64, len(frags))
+		for i, f := range frags {
+			out[i] = f.GetId()
+		}
+		return out
+	}
+	for _, c := range others {
+		var err error
+		switch t := c.txn.GetOperation().(type) {
+		case *tablepb.Transaction_Append_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Project_,
+			*tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_UpdateBases_:
+		case *tablepb.Transaction_Delete_:
+			err = touching(c, "deleted rows of", append(ids(t.Delete.GetUpdatedFragments()), t.Delete.GetDeletedFragmentIds()...)...)
+		case *tablepb.Transaction_Update_:
+			err = touching(c, "updated rows of", append(ids(t.Update.GetUpdatedFragments()), t.Update.GetRemovedFragmentIds()...)...)
+		case *tablepb.Transaction_Rewrite_:
+			old := ids(t.Rewrite.GetOldFragments())
+			for _, g := range t.Rewrite.GetGroups() {
+				old = append(old, ids(g.GetOldFragments())...)
+			}
+			err = touching(c, "rewrote", old...)
+		case *tablepb.Transaction_DataReplacement_:
+			var rs []uint64
+			for _, r := range t.DataReplacement.GetReplacements() {
+				rs = append(rs, r.GetFragmentId())
+			}
+			err = touching(c, "replaced data of", rs...)
+		case *tablepb.Transaction_CreateIndex_:
+			for _, ix := range t.CreateIndex.GetNewIndices() {
+				if len(ix.GetFragmentBitmap()) == 0 {
+					return conflict(c, true, "it built index %s without a fragment bitmap", ix.GetName())
+				}
+				bm, derr := decodeRoaring(ix.GetFragmentBitmap())
+				if derr != nil {
+					return conflict(c, true, "it built index %s with an unreadable fragment bitmap", ix.GetName())
+				}
+				for id := range mine {
+					if bm.Contains(uint32(id)) {
+						return conflict(c, true, "it indexed fragment %d, which this compaction rewrites", id)
+					}
+				}
+			}
+		case *tablepb.Transaction_Merge_:
+			err = conflict(c, true, "it rewrote the fragment list")
+		case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+			err = conflict(c, false, "it replaced the rows this compaction rewrites")
+		default:
+			err = conflict(c, false, "cannot compact over it")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rebaseDelete rebases a delete (see rebase).
@@ -215,6 +327,11 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 			}
 		case *tablepb.Transaction_Delete_:
 			for _, id := range t.Delete.GetDeletedFragmentIds() {
+				if mine[id] && op.kind == opUpdate {
+					// The rows this update rewrites were deleted: writing
+					// them again would bring them back.
+					return nil, conflict(c, true, "it deleted fragment %d, whose rows this update rewrites", id)
+				}
 				if mine[id] {
 					gone[id] = true
 				}
@@ -227,6 +344,11 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 					return nil, conflict(c, true, "it changed the data files of fragment %d, which this delete changes", u.GetId())
 				}
 				merge[u.GetId()] = true
+				// An update must not rewrite rows deleted meanwhile (as
+				// Lance's row-level check); deletes may overlap.
+				if op.kind == opUpdate {
+					updated[u.GetId()] = true
+				}
 			}
 		case *tablepb.Transaction_Update_:
 			if id, ok := touching(t.Update.GetRemovedFragmentIds()); ok {
@@ -262,6 +384,11 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 	nd := *del
 	nd.updated, nd.deleted = nil, nil
 	for _, id := range del.deleted {
+		if merge[id] && op.kind == opUpdate {
+			// Every live row of the fragment is this update's, so any
+			// row deleted meanwhile is one it would bring back.
+			return nil, conflict(last, true, "a concurrent commit deleted rows of fragment %d, which this update rewrites", id)
+		}
 		if !gone[id] {
 			nd.deleted = append(nd.deleted, id)
 		}
@@ -290,7 +417,7 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 		if updated[u.Id] {
 			theirs := roaring.AndNot(current, del.baseDV[u.Id])
 			if theirs.Intersects(affected) {
-				return nil, conflict(last, true, "a concurrent update moved rows of fragment %d that this delete removes", u.Id)
+				return nil, conflict(last, true, "a concurrent commit removed rows of fragment %d that this %s also removes", u.Id, strings.ToLower(op.kind.String()))
 			}
 		}
 		current.Or(affected)

@@ -173,6 +173,18 @@ func (d *Dataset) deleteRows(ctx context.Context, predicate string, rows map[uin
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
+	del, err := d.planDelete(ctx, predicate, rows)
+	if err != nil {
+		return nil, err
+	}
+	return d.commit(ctx, &operation{kind: opDelete, del: del}, retries)
+}
+
+// planDelete writes the deletion files that delete the given row offsets
+// per fragment (offsets already deleted are ignored) and returns the
+// deleteOp recording them; Delete commits it alone, Update with the
+// rewritten rows. On error the files written are removed.
+func (d *Dataset) planDelete(ctx context.Context, predicate string, rows map[uint64]*roaring.Bitmap) (*deleteOp, error) {
 	del := &deleteOp{
 		predicate:   predicate,
 		readVersion: d.manifest.Version,
@@ -236,5 +248,5 @@ func (d *Dataset) deleteRows(ctx context.Context, predicate string, rows map[uin
 	}
 	slices.Sort(del.deleted)
 	ok = true
-	return d.commit(ctx, &operation{kind: opDelete, del: del}, retries)
+	return del, nil
 }

@@ -40,6 +40,15 @@ type ScanOptions struct {
 	// at most that many rows, fewer where rows are deleted. Default
 	// DefaultBatchSize.
 	BatchSize int
+	// Filter is an SQL predicate (Lance's scanner filter, see package
+	// filter): only rows for which it is true are returned, rows where it
+	// is false or NULL are dropped. It may name columns that are not
+	// projected (they are read, then left out of the batches), members of
+	// structs ("meta.source = 'web'"), "_rowid" and "_rowaddr". Offset and
+	// Limit count the rows that pass, as in Lance. A malformed filter fails
+	// Scan with the filter package's error, which points at the offending
+	// column of the predicate. Default "": no filter.
+	Filter string
 }
 
 // Scanner streams the rows of a dataset version in scan order (fragment by
@@ -73,6 +82,10 @@ type Scanner struct {
 	rec  arrow.RecordBatch // the current batch
 	err  error
 	done bool
+
+	// filter is set by a filtered scan: proj is then what is read, and
+	// Offset and Limit apply to the filtered rows (see scanFilter).
+	filter *scanFilter
 }
 
 var _ array.RecordReader = (*Scanner)(nil)
@@ -104,6 +117,14 @@ func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error)
 		remaining: uint64(o.Limit),
 		limited:   o.Limit > 0,
 	}
+	if o.Filter != "" {
+		// Offset and Limit count filtered rows, so the reading itself
+		// neither skips nor stops early.
+		if s.proj, s.filter, err = d.planScanFilter(o.Filter, o.Columns, proj, o); err != nil {
+			return nil, err
+		}
+		s.toSkip, s.remaining, s.limited = 0, 0, false
+	}
 	s.refs.Store(1)
 	return s, nil
 }
@@ -111,7 +132,12 @@ func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error)
 // Schema returns the schema of the batches: the projected columns (blob
 // columns as their descriptor structs), then "_rowid" and "_rowaddr" if
 // asked for.
-func (s *Scanner) Schema() *arrow.Schema { return s.proj.arrow }
+func (s *Scanner) Schema() *arrow.Schema {
+	if s.filter != nil {
+		return s.filter.out
+	}
+	return s.proj.arrow
+}
 
 // Next advances to the next batch, reporting false at the end of the scan or
 // on error (see Err). The previous batch is released: Retain it to keep it.
@@ -200,7 +226,7 @@ func (s *Scanner) next() (arrow.RecordBatch, error) {
 		if err := s.ctx.Err(); err != nil {
 			return nil, err
 		}
-		if s.limited && s.remaining == 0 {
+		if s.limited && s.remaining == 0 || s.filter != nil && s.filter.exhausted() {
 			return nil, nil
 		}
 		if s.cur == nil || s.pos >= s.cur.physical {
@@ -211,6 +237,9 @@ func (s *Scanner) next() (arrow.RecordBatch, error) {
 			continue
 		}
 		rec, err := s.readBatch()
+		if err == nil && rec != nil && s.filter != nil {
+			rec, err = s.filter.apply(s.ctx, s.d.opts.Allocator, rec)
+		}
 		if err != nil || rec != nil {
 			return rec, err
 		}

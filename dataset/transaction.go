@@ -29,6 +29,9 @@ const (
 	opDelete
 	opRestore
 	opProject
+	opMerge // add_columns and merge (add_columns.go)
+	opUpdate
+	opRewrite // compaction (compact.go)
 )
 
 func (k opKind) String() string {
@@ -43,6 +46,12 @@ func (k opKind) String() string {
 		return "Restore"
 	case opProject:
 		return "Project"
+	case opMerge:
+		return "Merge"
+	case opUpdate:
+		return "Update"
+	case opRewrite:
+		return "Rewrite"
 	}
 	return "?"
 }
@@ -66,6 +75,11 @@ type operation struct {
 	// Delete.
 	del *deleteOp
 
+	// Rewrite: the groups of old fragments replaced by new ones (numbered
+	// by renumberRewrite); fragments then lists every new fragment, so that
+	// their files are removed if the commit fails.
+	groups []*tablepb.Transaction_Rewrite_RewriteGroup
+
 	// Restore: the version whose state becomes the latest.
 	restore *Manifest
 
@@ -73,6 +87,14 @@ type operation struct {
 	// again from a newer manifest when a concurrent commit changed the
 	// schema.
 	project func(m *Manifest) ([]*filepb.Field, error)
+
+	// Merge (add_columns.go): fields is the new schema; merge holds every
+	// fragment of the version read, with its new data files.
+	merge *mergeOp
+
+	// Update (update.go): fragments holds the rewritten rows, del the
+	// deletion of their old copies.
+	update *updateOp
 }
 
 // deleteOp is a delete: deletion files already written for the fragments
@@ -131,11 +153,20 @@ func (op *operation) transactionProto(readVersion uint64, uuid string) *tablepb.
 		}}
 	case opRestore:
 		t.Operation = &tablepb.Transaction_Restore_{Restore: &tablepb.Transaction_Restore{Version: op.restore.Version}}
+	case opMerge:
+		t.Operation = &tablepb.Transaction_Merge_{Merge: &tablepb.Transaction_Merge{
+			Fragments: op.merge.fragments,
+			Schema:    op.fields,
+		}}
 	case opProject:
 		t.Operation = &tablepb.Transaction_Project_{Project: &tablepb.Transaction_Project{
 			Schema:               op.fields,
 			PreservesNullability: true,
 		}}
+	case opUpdate:
+		t.Operation = &tablepb.Transaction_Update_{Update: op.updateProto()}
+	case opRewrite:
+		t.Operation = &tablepb.Transaction_Rewrite_{Rewrite: &tablepb.Transaction_Rewrite{Groups: op.groups}}
 	}
 	return t
 }
@@ -260,6 +291,31 @@ func buildManifest(prev *Manifest, op *operation, version uint64, txnFile string
 	case opProject:
 		m.Fields = op.fields
 		fragments = projectFragments(fragments, m.Fields)
+		indices = retainIndices(indices, m.Fields, fragments)
+	case opRewrite:
+		// New fragments carry their row ids already (compact.go).
+		var (
+			groups []*tablepb.Transaction_Rewrite_RewriteGroup
+			err    error
+		)
+		if fragments, groups, err = applyRewrite(fragments, op.groups, version, assignIDs); err != nil {
+			return nil, nil, err
+		}
+		if indices, err = rewriteIndexCoverage(indices, groups, stable, version); err != nil {
+			return nil, nil, err
+		}
+		indices = retainIndices(indices, m.Fields, fragments)
+	case opMerge:
+		// The fragments replace the version's, ids and row ids kept, as
+		// Lance's Merge does.
+		m.Fields = op.fields
+		fragments = cloneFragments(op.merge.fragments)
+		indices = retainIndices(indices, m.Fields, fragments)
+	case opUpdate:
+		var err error
+		if fragments, indices, nextRowID, err = applyUpdate(fragments, indices, op, assignIDs, stable, nextRowID, version); err != nil {
+			return nil, nil, err
+		}
 		indices = retainIndices(indices, m.Fields, fragments)
 	case opRestore:
 		stable = FeatureFlags(m.ReaderFeatureFlags)&FlagStableRowIDs != 0

@@ -6,6 +6,12 @@
 // opened table:
 //   {"uri": "/p/t.lance", "op": "append", "rows": [{"id": 1, ...}, ...]}
 //   {"uri": "/p/t.lance", "op": "delete", "filter": "id % 3 = 0"}
+//   {"uri": "/p/t.lance", "op": "query", "filter": "id % 3 = 0"}
+//   {"uri": "/p/t.lance", "op": "update", "filter": "id < 5", "valuesSql": {"v": "v + 1"}}
+//   {"uri": "/p/t.lance", "op": "mergeInsert", "on": ["id"], "rows": [...], ...}
+//   {"uri": "/p/t.lance", "op": "hold", "name": "a"}: keep this table open, at
+//     its version, for later "heldDelete"/"heldUpdate" requests (same
+//     fields as delete/update), which commit from it as a stale writer
 //   {"uri": "/p/t.lance", "op": "restore", "version": 3}
 //   {"uri": "/p/t.lance", "op": "listVersions"}
 //   {"uri": "/p/t.lance", "op": "countRows", "version": 2}
@@ -97,6 +103,9 @@ function toJSON(v) {
   return JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? `@@${x}@@` : x)).replace(/"@@(-?\d+)@@"/g, '$1');
 }
 
+// held are the tables "hold" keeps open, by name.
+const held = new Map();
+
 async function serve(req) {
   const uri = req.uri.replace(/\/+$/, '');
   const db = await lancedb.connect(path.dirname(uri));
@@ -110,10 +119,61 @@ async function serve(req) {
     case 'delete':
       await table.delete(req.filter);
       return { version: await table.version() };
+    case 'query': {
+      // {"op": "query", "filter": "id > 3", "version": 2}: the rows the
+      // filter keeps, _rowid last, as Arrow's toJSON gives them: int64 as
+      // exact integers, lists as arrays, structs as objects (the fixture
+      // encoding for the numeric, string, boolean, list and struct columns
+      // the callers use).
+      if (req.version) await table.checkout(req.version);
+      const rows = await table.query().where(req.filter).withRowId().toArray();
+      return { rows: rows.map((r) => r.toJSON()) };
+    }
+    case 'update': {
+      // {"op": "update", "filter": "id < 5", "valuesSql": {"value": "value * 2"}}
+      const r = await table.update({ where: req.filter || undefined, valuesSql: req.valuesSql });
+      return { version: await table.version(), rowsUpdated: r.rowsUpdated };
+    }
+    case 'mergeInsert': {
+      // {"op": "mergeInsert", "on": ["id"], "rows": [...], "whenMatchedUpdateAll": true,
+      //  "matchedWhere": "...", "whenNotMatchedInsertAll": true,
+      //  "whenNotMatchedBySourceDelete": false, "bySourceWhere": "..."}
+      const schema = await table.schema();
+      let b = table.mergeInsert(req.on);
+      if (req.whenMatchedUpdateAll) b = b.whenMatchedUpdateAll(req.matchedWhere ? { where: req.matchedWhere } : undefined);
+      if (req.whenNotMatchedInsertAll) b = b.whenNotMatchedInsertAll();
+      if (req.whenNotMatchedBySourceDelete) b = b.whenNotMatchedBySourceDelete(req.bySourceWhere ? { where: req.bySourceWhere } : undefined);
+      const r = await b.execute(tableOf(schema, req.rows));
+      return { version: await table.version(), inserted: r.numInsertedRows, updated: r.numUpdatedRows, deleted: r.numDeletedRows };
+    }
+    case 'hold':
+      held.set(req.name, table);
+      return { version: await table.version() };
+    case 'heldDelete': {
+      const t = held.get(req.name);
+      await t.delete(req.filter);
+      return { version: await t.version() };
+    }
+    case 'heldUpdate': {
+      const t = held.get(req.name);
+      const r = await t.update({ where: req.filter || undefined, valuesSql: req.valuesSql });
+      return { version: await t.version(), rowsUpdated: r.rowsUpdated };
+    }
     case 'restore':
       await table.checkout(req.version);
       await table.restore();
       return { version: await table.version() };
+    case 'optimize': {
+      // {"op": "optimize", "cleanupOlderThanMs": 0, "deleteUnverified": true}:
+      // compaction (Lance's defaults), index optimization, then cleanup of
+      // the versions committed more than cleanupOlderThanMs before now
+      // (Lance's default of 7 days when absent).
+      const opts = {};
+      if (req.cleanupOlderThanMs !== undefined) opts.cleanupOlderThan = new Date(Date.now() - req.cleanupOlderThanMs);
+      if (req.deleteUnverified) opts.deleteUnverified = true;
+      const stats = await table.optimize(opts);
+      return { version: await table.version(), optimize: stats };
+    }
     case 'listVersions':
       return { versions: (await table.listVersions()).map((v) => ({ version: v.version, metadata: v.metadata })) };
     case 'countRows':

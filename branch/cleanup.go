@@ -1,0 +1,169 @@
+package branch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// Cleanup removes old versions and unreferenced files of the dataset rooted
+// at root and of each of its branches, as dataset.Cleanup does for one
+// dataset root (see there for the rules and opts), without breaking a ref:
+//
+//   - every tagged version is kept, on main and on branches, besides
+//     opts.KeepVersions (which apply to main);
+//   - a file of main, or of a branch, that a retained version of another
+//     branch references through a base path is kept (a branch's first
+//     manifest points at its parent's files; opts.KeepFiles applies to main);
+//   - each branch's own root tree/<name>/ is cleaned with its tags kept;
+//     its latest version is kept like main's.
+//
+// Every manifest a kept reference depends on is read before anything is
+// removed; an unreadable one fails the whole cleanup with nothing removed.
+// The clock is read once, so main and every branch use the same cutoff.
+func Cleanup(ctx context.Context, root blob.Store, opts *dataset.CleanupOptions) (dataset.CleanupStats, error) {
+	var o dataset.CleanupOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.OlderThan == 0 {
+		o.OlderThan = dataset.DefaultCleanupOlderThan
+	}
+	now := time.Now()
+	if o.Now != nil {
+		now = o.Now()
+	}
+	o.Now = func() time.Time { return now }
+	cutoff := now.Add(-max(o.OlderThan, 0))
+
+	tags, err := ListTags(ctx, root)
+	if err != nil {
+		return dataset.CleanupStats{}, err
+	}
+	branches, err := ListBranches(ctx, root)
+	if err != nil {
+		return dataset.CleanupStats{}, err
+	}
+	tagged := map[string][]uint64{} // by branch, "" for main
+	for _, t := range tags {
+		b := t.Branch
+		if b == Main {
+			b = ""
+		}
+		tagged[b] = append(tagged[b], t.Version)
+	}
+
+	// kept[r] holds the keys (relative to root r: "" for main, else the
+	// branch name) that retained versions of other roots reference.
+	kept := map[string]map[string]bool{"": {}}
+	for _, b := range branches {
+		kept[b.Name] = map[string]bool{}
+	}
+	for _, b := range branches {
+		if err := branchReferences(ctx, root, b.Name, tagged[b.Name], cutoff, kept); err != nil {
+			return dataset.CleanupStats{}, err
+		}
+	}
+
+	var total dataset.CleanupStats
+	add := func(s dataset.CleanupStats) {
+		total.VersionsRemoved += s.VersionsRemoved
+		total.FilesRemoved += s.FilesRemoved
+		total.BytesRemoved += s.BytesRemoved
+	}
+	mainOpts := o
+	mainOpts.KeepVersions = append(slices.Clone(o.KeepVersions), tagged[""]...)
+	mainOpts.KeepFiles = keepFunc(kept[""], o.KeepFiles)
+	s, err := dataset.Cleanup(ctx, root, &mainOpts)
+	add(s)
+	if err != nil {
+		return total, fmt.Errorf("branch: cleanup main: %w", err)
+	}
+	for _, b := range branches {
+		bo := o
+		bo.KeepVersions = tagged[b.Name]
+		bo.KeepFiles = keepFunc(kept[b.Name], nil)
+		s, err := dataset.Cleanup(ctx, blob.Sub(root, treeDir+b.Name), &bo)
+		add(s)
+		if err != nil {
+			return total, fmt.Errorf("branch: cleanup branch %s: %w", b.Name, err)
+		}
+	}
+	return total, nil
+}
+
+func keepFunc(keys map[string]bool, also func(string) bool) func(string) bool {
+	return func(key string) bool {
+		if keys[key] {
+			return true
+		}
+		for k := range keys {
+			// Index segments are kept as whole directories.
+			if strings.HasSuffix(k, "/") && strings.HasPrefix(key, k) {
+				return true
+			}
+		}
+		return also != nil && also(key)
+	}
+}
+
+// branchReferences adds to kept the files of other roots that the versions
+// of branch name that Cleanup retains (the latest, tagged ones, and those
+// committed at or after cutoff) reference through base paths.
+func branchReferences(ctx context.Context, root blob.Store, name string, tagged []uint64, cutoff time.Time, kept map[string]map[string]bool) error {
+	store := blob.Sub(root, treeDir+name)
+	versions, err := dataset.ListVersions(ctx, store)
+	if err != nil {
+		return fmt.Errorf("branch: cleanup: branch %s: %w", name, err)
+	}
+	for i, v := range versions {
+		ds, err := Open(ctx, root, Ref{Branch: name, Version: v}, nil)
+		if err != nil {
+			return fmt.Errorf("branch: cleanup: %w", err)
+		}
+		m := ds.Manifest()
+		if i != len(versions)-1 && !slices.Contains(tagged, v) && m.Timestamp.Before(cutoff) {
+			continue
+		}
+		// Which root each base path is, as familyResolver maps them.
+		owner := map[uint32]string{}
+		for _, bp := range m.BasePaths {
+			if !bp.IsDatasetRoot {
+				continue
+			}
+			switch {
+			case bp.Name == "" || bp.Name == Main:
+				owner[bp.ID] = ""
+			case strings.HasSuffix(strings.TrimSuffix(bp.Path, "/"), "/"+treeDir+bp.Name):
+				if _, ok := kept[bp.Name]; ok {
+					owner[bp.ID] = bp.Name
+				}
+			}
+		}
+		mark := func(id *uint32, key string) {
+			if id == nil {
+				return
+			}
+			if r, ok := owner[*id]; ok {
+				kept[r][key] = true
+			}
+		}
+		for _, f := range m.Fragments {
+			for _, df := range f.Files {
+				mark(df.BaseID, "data/"+df.Path)
+			}
+			if f.DeletionFile != nil {
+				mark(f.DeletionFile.BaseID, f.DeletionFile.Key(f.ID))
+			}
+		}
+		for _, ix := range m.Indices {
+			mark(ix.BaseID, "_indices/"+ix.UUID+"/")
+		}
+	}
+	return nil
+}

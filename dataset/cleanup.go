@@ -1,0 +1,238 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lancerdb/lancer/blob"
+)
+
+// Defaults of CleanupOptions, Lance's.
+const (
+	// DefaultCleanupOlderThan is the age past which versions are removed.
+	DefaultCleanupOlderThan = 7 * 24 * time.Hour
+	// UnverifiedFileAge is the age past which a file no version references
+	// is taken for the garbage of a failed commit rather than the work of a
+	// commit in flight (Lance's UNVERIFIED_THRESHOLD_DAYS).
+	UnverifiedFileAge = 7 * 24 * time.Hour
+)
+
+// CleanupOptions configures Cleanup. A nil *CleanupOptions means all
+// defaults.
+type CleanupOptions struct {
+	// OlderThan: versions committed before now-OlderThan are removed,
+	// except the latest and those in KeepVersions. Default
+	// DefaultCleanupOlderThan (Lance's 7 days); negative means every
+	// version but the latest (and the kept ones).
+	OlderThan time.Duration
+	// KeepVersions are versions never removed, whatever their age (the
+	// caller's tagged versions).
+	KeepVersions []uint64
+	// KeepFiles reports files (keys relative to the dataset root, e.g.
+	// "data/x.lance") that must stay although no version of this dataset
+	// references them: files other datasets use, such as branches.
+	KeepFiles func(key string) bool
+	// DeleteUnverified also removes unreferenced files younger than
+	// UnverifiedFileAge (Lance's delete_unverified). Default false: a recent
+	// file no version references may belong to a commit in flight; set it
+	// only when no one else writes to the dataset.
+	DeleteUnverified bool
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+}
+
+// CleanupStats counts what Cleanup removed: versions (their manifests),
+// other files, and the bytes of both.
+type CleanupStats struct {
+	VersionsRemoved, FilesRemoved int
+	BytesRemoved                  int64
+}
+
+// cleanupRefs are the files a set of manifests references.
+type cleanupRefs struct {
+	files   map[string]bool // data, deletion and transaction files, by key
+	indices map[string]bool // index segment uuids
+}
+
+func newCleanupRefs() cleanupRefs {
+	return cleanupRefs{files: map[string]bool{}, indices: map[string]bool{}}
+}
+
+func (r cleanupRefs) add(m *Manifest) {
+	for _, f := range m.Fragments {
+		for _, df := range f.Files {
+			// Files under a base path belong to another dataset, which
+			// cleans them.
+			if df.BaseID == nil {
+				r.files[dataDir+df.Path] = true
+			}
+		}
+		if f.DeletionFile != nil && f.DeletionFile.BaseID == nil {
+			r.files[f.DeletionFile.Key(f.ID)] = true
+		}
+	}
+	if m.TransactionFile != "" {
+		r.files[transactionsDir+m.TransactionFile] = true
+	}
+	for _, ix := range m.Indices {
+		if ix.BaseID == nil {
+			r.indices[ix.UUID] = true
+		}
+	}
+}
+
+// Cleanup removes old versions of the dataset rooted at store and the files
+// only they referenced, as Lance's cleanup_old_versions:
+//
+//   - a version is removed if it was committed before now-OlderThan, unless
+//     it is the latest or in KeepVersions;
+//   - a data file (data/*.lance), deletion file (_deletions/*), transaction
+//     file (_transactions/*.txn) or index directory (_indices/<uuid>/) is
+//     removed if no retained version references it and KeepFiles does not
+//     keep it, provided that a removed version referenced it, or it is
+//     older than UnverifiedFileAge, or DeleteUnverified is set (the garbage
+//     of failed and crashed commits); so are leftover temporary manifests;
+//   - an unreferenced file written after the oldest retained version was
+//     committed is never taken for garbage: it may belong to a commit in
+//     flight. (Lance does not look at such files at all, so the files of
+//     removed versions newer than a kept old version wait for the unverified
+//     age; lancer removes them with their versions.)
+//
+// Every manifest is read before anything is removed; if one cannot be read
+// nothing is removed and the error (naming the file) is returned. Manifests
+// of removed versions are deleted first, oldest first, then the files: a
+// crash in between leaves only unreferenced files, which a later Cleanup
+// removes once old enough. Files other than those listed (refs, branches
+// under tree/, the version hint) are never touched. Cleanup must not run
+// concurrently with itself; concurrent commits are safe, as in Lance, except
+// a restore of a version being removed.
+func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (CleanupStats, error) {
+	var o CleanupOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.OlderThan == 0 {
+		o.OlderThan = DefaultCleanupOlderThan
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	now := o.Now()
+	cutoff := now.Add(-max(o.OlderThan, 0))
+	unverifiedCutoff := now.Add(-UnverifiedFileAge)
+
+	entries, err := listManifests(ctx, store)
+	if err != nil {
+		return CleanupStats{}, err
+	}
+	latest := entries[len(entries)-1].version
+	var (
+		referenced = newCleanupRefs() // by retained versions
+		verified   = newCleanupRefs() // by removed versions
+		removed    []manifestEntry
+		oldestKept time.Time
+	)
+	for _, e := range entries {
+		c, err := readManifest(ctx, store, e.key, e.size, false)
+		if err != nil {
+			return CleanupStats{}, fmt.Errorf("dataset: cleanup: %w", err)
+		}
+		m := c.manifest
+		keep := e.version == latest || slices.Contains(o.KeepVersions, e.version) || !m.Timestamp.Before(cutoff)
+		if keep {
+			referenced.add(m)
+			if oldestKept.IsZero() || m.Timestamp.Before(oldestKept) {
+				oldestKept = m.Timestamp
+			}
+		} else {
+			verified.add(m)
+			removed = append(removed, e)
+		}
+	}
+
+	// Decide on every other file before removing anything.
+	type victim struct {
+		key  string
+		size int64
+	}
+	var victims []victim
+	for info, err := range store.List(ctx, "") {
+		if err != nil {
+			return CleanupStats{}, fmt.Errorf("dataset: cleanup: list %s: %w", store.URI(), err)
+		}
+		// A file no version references that was written after the oldest
+		// retained version may belong to a commit in flight (Lance lists
+		// only older files); a store that reports no time gives no age to
+		// go by.
+		unverified := info.ModTime.Before(oldestKept) &&
+			(o.DeleteUnverified || (!info.ModTime.IsZero() && info.ModTime.Before(unverifiedCutoff)))
+		if cleanupRemovable(info.Key, unverified, referenced, verified) && (o.KeepFiles == nil || !o.KeepFiles(info.Key)) {
+			victims = append(victims, victim{info.Key, info.Size})
+		}
+	}
+
+	var stats CleanupStats
+	for _, e := range removed {
+		if err := store.Delete(ctx, e.key); err != nil && !isNotFound(err) {
+			return stats, fmt.Errorf("dataset: cleanup: remove version %d (%s): %w", e.version, location(store, e.key), err)
+		}
+		stats.VersionsRemoved++
+		stats.BytesRemoved += e.size
+	}
+	for _, v := range victims {
+		if err := store.Delete(ctx, v.key); err != nil && !isNotFound(err) {
+			return stats, fmt.Errorf("dataset: cleanup: remove %s: %w", location(store, v.key), err)
+		}
+		stats.FilesRemoved++
+		stats.BytesRemoved += v.size
+	}
+	return stats, nil
+}
+
+// cleanupRemovable reports whether Cleanup may remove the file at key,
+// following Lance's path_if_not_referenced: never a file a retained version
+// references; a file a removed version references; an unreferenced one
+// only when unverified (old enough, or the caller says no commit is in
+// flight). Only the kinds of file a commit writes are considered.
+func cleanupRemovable(key string, unverified bool, referenced, verified cleanupRefs) bool {
+	dir, rest, _ := strings.Cut(key, "/")
+	switch dir {
+	case "_versions":
+		// A temporary manifest left by an interrupted commit.
+		return strings.HasPrefix(rest, ".tmp") && unverified
+	case "_indices":
+		uuid, _, ok := strings.Cut(rest, "/")
+		switch {
+		case !ok || referenced.indices[uuid]:
+			return false
+		case verified.indices[uuid]:
+			return true
+		}
+		return unverified
+	case "data":
+		if path.Ext(key) != ".lance" {
+			return false
+		}
+	case "_deletions":
+		if ext := path.Ext(key); ext != ".arrow" && ext != ".bin" {
+			return false
+		}
+	case "_transactions":
+		if path.Ext(key) != ".txn" {
+			return false
+		}
+	default:
+		return false
+	}
+	switch {
+	case referenced.files[key]:
+		return false
+	case verified.files[key]:
+		return true
+	}
+	return unverified
+}

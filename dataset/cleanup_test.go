@@ -1,0 +1,317 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format"
+)
+
+// storeFiles lists the keys of store.
+func storeFiles(t testing.TB, store blob.Store) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for info, err := range store.List(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[info.Key] = true
+	}
+	return out
+}
+
+// checkOnlyReferenced fails if store holds a data, deletion or transaction
+// file no version references, or misses one a version references.
+func checkOnlyReferenced(t testing.TB, store blob.Store) {
+	t.Helper()
+	checkReferencedSince(t, store, time.Now().Add(time.Hour))
+}
+
+// checkReferencedSince is checkOnlyReferenced for files written before
+// since: Cleanup leaves the files written after the oldest version it
+// keeps, which might belong to a commit in flight.
+func checkReferencedSince(t testing.TB, store blob.Store, since time.Time) {
+	t.Helper()
+	refs := referencedFiles(t, store)
+	files := map[string]bool{}
+	for info, err := range store.List(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[info.Key] = true
+		if strings.HasPrefix(info.Key, dataDir) || strings.HasPrefix(info.Key, "_deletions/") || strings.HasPrefix(info.Key, transactionsDir) {
+			if !refs[info.Key] && info.ModTime.Before(since) {
+				t.Errorf("%s (written %v) is referenced by no version", info.Key, info.ModTime)
+			}
+		}
+	}
+	for key := range refs {
+		if !strings.HasPrefix(key, "_indices/") && key != versionHintKey && !files[key] {
+			t.Errorf("%s is referenced but missing", key)
+		}
+	}
+}
+
+func TestCleanup(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := blob.NewMemStore(t.Name())
+	d := smallFragments(t, store, mem, format.Version2_2, false, 5, 10)
+	var err error
+	if d, err = d.Delete(ctx, "id < 3 or id = 44"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _, err = d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 100, Allocator: mem}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = d.Delete(ctx, "id = 20"); err != nil {
+		t.Fatal(err)
+	}
+	latest := contents(scanAll(t, d))
+	v2 := contents(scanAll(t, openStore(t, store, 2, mem)))
+	filesBefore := storeFiles(t, store)
+
+	// The default keeps a week of versions.
+	stats, err := Cleanup(ctx, store, nil)
+	if err != nil || stats != (CleanupStats{}) {
+		t.Fatalf("default cleanup of fresh versions: %+v, %v", stats, err)
+	}
+
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	stats, err = Cleanup(ctx, store, &CleanupOptions{OlderThan: time.Minute, KeepVersions: []uint64{2}, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := ListVersions(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{2, d.Version()}; !slices.Equal(versions, want) {
+		t.Fatalf("versions %v after cleanup, want %v", versions, want)
+	}
+	if stats.VersionsRemoved != int(d.Version())-2 || stats.FilesRemoved == 0 || stats.BytesRemoved == 0 {
+		t.Errorf("stats %+v", stats)
+	}
+	// Exactly the files of the retained versions are left.
+	checkOnlyReferenced(t, store)
+	after := storeFiles(t, store)
+	removed := 0
+	for key := range filesBefore {
+		if !after[key] {
+			removed++
+		}
+	}
+	if removed != stats.VersionsRemoved+stats.FilesRemoved {
+		t.Errorf("%d files gone, stats say %d", removed, stats.VersionsRemoved+stats.FilesRemoved)
+	}
+	if got := contents(scanAll(t, openStore(t, store, 0, mem))); !slices.Equal(got, latest) {
+		t.Errorf("latest version changed")
+	}
+	if got := contents(scanAll(t, openStore(t, store, 2, mem))); !slices.Equal(got, v2) {
+		t.Errorf("kept version 2 changed")
+	}
+	if _, err := Open(ctx, store, &OpenOptions{Version: 3}); !errors.Is(err, lancer.ErrNotFound) {
+		t.Errorf("open removed version 3: %v", err)
+	}
+	// The latest is never removed, and the dataset takes commits.
+	if _, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, Now: later}); err != nil {
+		t.Fatal(err)
+	}
+	if versions, _ := ListVersions(ctx, store); !slices.Equal(versions, []uint64{d.Version()}) {
+		t.Errorf("versions %v, want only the latest", versions)
+	}
+	checkOnlyReferenced(t, store)
+	if _, err := openStore(t, store, 0, mem).Append(ctx, idRows(t, mem, 900, 2), &WriteOptions{Allocator: mem}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCleanupUnreadableManifest checks that nothing is removed when a
+// manifest cannot be read.
+func TestCleanupUnreadableManifest(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := blob.NewMemStore(t.Name())
+	smallFragments(t, store, mem, format.Version2_2, false, 3, 5)
+	if err := store.Write(ctx, manifestKey(schemeV2, 2), []byte("not a manifest")); err != nil {
+		t.Fatal(err)
+	}
+	before := storeFiles(t, store)
+	_, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, DeleteUnverified: true})
+	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), manifestKey(schemeV2, 2)) {
+		t.Fatalf("cleanup with a corrupt manifest: %v", err)
+	}
+	if after := storeFiles(t, store); len(after) != len(before) {
+		t.Errorf("%d files before, %d after a failed cleanup", len(before), len(after))
+	}
+}
+
+// TestCleanupCrashedCommit checks that the files of a commit that died
+// before publishing its manifest are removed once unverified files may go,
+// and kept while they may belong to a commit in flight.
+func TestCleanupCrashedCommit(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := blob.NewMemStore(t.Name())
+	d := smallFragments(t, store, mem, format.Version2_2, false, 2, 5)
+
+	// Find the mutation that creates the manifest, and die there.
+	counting := &faultStore{Store: blob.NewMemStore("count")}
+	dc := smallFragments(t, counting.Store, mem, format.Version2_2, false, 2, 5)
+	dc = &Dataset{store: counting, opts: dc.opts, manifest: dc.manifest, manifestKey: dc.manifestKey, bases: dc.bases}
+	if _, err := dc.Append(ctx, idRows(t, mem, 100, 3), &WriteOptions{Allocator: mem}); err != nil {
+		t.Fatal(err)
+	}
+	failAt := slices.IndexFunc(counting.log, func(s string) bool { return strings.HasPrefix(s, "create "+versionsDir) }) + 1
+	if failAt == 0 {
+		t.Fatalf("no manifest creation in %v", counting.log)
+	}
+	faulty := &faultStore{Store: store, failAt: failAt, crash: true}
+	dead := &Dataset{store: faulty, opts: d.opts, manifest: d.manifest, manifestKey: d.manifestKey, bases: d.bases}
+	if _, err := dead.Append(ctx, idRows(t, mem, 100, 3), &WriteOptions{Allocator: mem}); !errors.Is(err, errInjected) {
+		t.Fatalf("crashed append: %v", err)
+	}
+	garbage := map[string]bool{}
+	refs := referencedFiles(t, store)
+	for key := range storeFiles(t, store) {
+		if !refs[key] {
+			garbage[key] = true
+		}
+	}
+	if len(garbage) < 2 {
+		t.Fatalf("the crashed commit left %v, want its data and transaction files", garbage)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := d.Append(ctx, idRows(t, mem, 200, 3), &WriteOptions{Allocator: mem}); err != nil {
+		t.Fatal(err)
+	}
+	want := contents(scanAll(t, openStore(t, store, 0, mem)))
+	// A file of a commit still in flight, written after the latest version.
+	time.Sleep(2 * time.Millisecond)
+	inFlight := dataDir + "in-flight.lance"
+	if err := store.Write(ctx, inFlight, []byte("not yet committed")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Young unreferenced files may be a commit in flight: kept.
+	if _, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1}); err != nil {
+		t.Fatal(err)
+	}
+	for key := range garbage {
+		if !storeFiles(t, store)[key] {
+			t.Errorf("young unreferenced %s removed", key)
+		}
+	}
+	// A week later they are garbage.
+	stats, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, Now: func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.FilesRemoved < len(garbage) {
+		t.Errorf("stats %+v, want at least %d files", stats, len(garbage))
+	}
+	// Whatever its age, a file written after every retained version may
+	// belong to a commit in flight, even with DeleteUnverified.
+	if _, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, DeleteUnverified: true,
+		Now: func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }}); err != nil {
+		t.Fatal(err)
+	}
+	if !storeFiles(t, store)[inFlight] {
+		t.Errorf("the in-flight %s was removed", inFlight)
+	}
+	if err := store.Delete(ctx, inFlight); err != nil {
+		t.Fatal(err)
+	}
+	checkOnlyReferenced(t, store)
+	if got := contents(scanAll(t, openStore(t, store, 0, mem))); !slices.Equal(got, want) {
+		t.Errorf("latest version changed")
+	}
+}
+
+// TestCleanupModel runs random commits and cleanups (fixed seed) and checks
+// after each cleanup that exactly the retained versions are left, that they
+// read as when committed, and that no other file is left.
+func TestCleanupModel(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprint("stable=", stable), func(t *testing.T) {
+			store := blob.NewMemStore(t.Name())
+			d := smallFragments(t, store, mem, format.Version2_1, stable, 3, 8)
+			snaps := map[uint64][]string{}
+			stamps := map[uint64]time.Time{}
+			record := func(d *Dataset) {
+				snaps[d.Version()] = contents(scanAll(t, d))
+				stamps[d.Version()] = d.Timestamp()
+			}
+			for v := uint64(1); v <= d.Version(); v++ {
+				record(openStore(t, store, v, mem))
+			}
+			next := 1000
+			for step := range 40 {
+				var err error
+				switch k := rng.IntN(10); {
+				case k < 4:
+					d, err = d.Append(ctx, idRows(t, mem, next, 1+rng.IntN(6)), &WriteOptions{Allocator: mem})
+					next += 10
+				case k < 6:
+					d, err = d.Delete(ctx, fmt.Sprintf("id %% %d = %d", 3+rng.IntN(5), rng.IntN(3)))
+				case k < 8:
+					d, _, err = d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 10 + rng.IntN(20), Allocator: mem})
+				default:
+					// Cleanup at a random version's timestamp, keeping a
+					// random other version.
+					var live []uint64
+					for v := range snaps {
+						live = append(live, v)
+					}
+					slices.Sort(live)
+					cut := live[rng.IntN(len(live))]
+					keep := live[rng.IntN(len(live))]
+					now := stamps[cut].Add(time.Hour)
+					if _, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: time.Hour, KeepVersions: []uint64{keep},
+						Now: func() time.Time { return now }}); err != nil {
+						t.Fatalf("step %d: cleanup: %v", step, err)
+					}
+					for _, v := range live {
+						if v < cut && v != keep && v != d.Version() {
+							delete(snaps, v)
+						}
+					}
+					versions, err := ListVersions(ctx, store)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var want []uint64
+					for v := range snaps {
+						want = append(want, v)
+					}
+					slices.Sort(want)
+					if !slices.Equal(versions, want) {
+						t.Fatalf("step %d: versions %v after cleanup at %d keeping %d, want %v", step, versions, cut, keep, want)
+					}
+					for _, v := range versions {
+						if got := contents(scanAll(t, openStore(t, store, v, mem))); !slices.Equal(got, snaps[v]) {
+							t.Fatalf("step %d: version %d changed by cleanup", step, v)
+						}
+					}
+					checkOnlyReferenced(t, store)
+					continue
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				record(d)
+			}
+		})
+	}
+}

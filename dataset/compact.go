@@ -1,0 +1,643 @@
+package dataset
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// Defaults of CompactOptions, Lance's (CompactionOptions::default).
+const (
+	// DefaultTargetRowsPerFragment is the row count compaction aims for.
+	DefaultTargetRowsPerFragment = 1 << 20
+	// DefaultMaterializeDeletionsThreshold is the fraction of deleted rows
+	// above which a fragment is rewritten on its own.
+	DefaultMaterializeDeletionsThreshold = 0.1
+)
+
+// CompactOptions configures Compact. A nil *CompactOptions means all
+// defaults.
+type CompactOptions struct {
+	// TargetRowsPerFragment is the number of rows compaction aims for: a
+	// fragment with fewer physical rows is merged with its small neighbours,
+	// and no new fragment gets more. Default DefaultTargetRowsPerFragment.
+	TargetRowsPerFragment int
+	// MaterializeDeletionsThreshold is the fraction of deleted rows above
+	// which a fragment is rewritten even without neighbours, dropping its
+	// deleted rows (Lance's materialize_deletions). Default 0 means
+	// DefaultMaterializeDeletionsThreshold; a value of 1 or more turns it
+	// off (Lance's materialize_deletions = false).
+	MaterializeDeletionsThreshold float64
+	// CommitRetries is as in WriteOptions. Default DefaultCommitRetries.
+	CommitRetries int
+	// Allocator allocates the arrays read and written. Default
+	// memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+func (o *CompactOptions) withDefaults() CompactOptions {
+	var out CompactOptions
+	if o != nil {
+		out = *o
+	}
+	if out.TargetRowsPerFragment <= 0 {
+		out.TargetRowsPerFragment = DefaultTargetRowsPerFragment
+	}
+	if out.MaterializeDeletionsThreshold <= 0 {
+		out.MaterializeDeletionsThreshold = DefaultMaterializeDeletionsThreshold
+	}
+	if out.CommitRetries == 0 {
+		out.CommitRetries = DefaultCommitRetries
+	} else if out.CommitRetries < 0 {
+		out.CommitRetries = 0
+	}
+	if out.Allocator == nil {
+		out.Allocator = memory.DefaultAllocator
+	}
+	return out
+}
+
+// CompactStats counts what a compaction changed, as Lance's
+// CompactionMetrics: files are data files and deletion files.
+type CompactStats struct {
+	FragmentsRemoved, FragmentsAdded, FilesRemoved, FilesAdded int
+}
+
+// compactTask is a run of adjacent fragments rewritten together.
+type compactTask struct {
+	frags []*Fragment
+	raw   []*tablepb.DataFragment
+}
+
+// Compact rewrites the dataset's small and heavily deleted fragments into
+// fewer, larger ones and commits the result as a Rewrite transaction, as
+// Lance's compact_files does. The plan follows Lance's plan_compaction:
+// walking the fragments in order, a fragment is a candidate if more than
+// MaterializeDeletionsThreshold of its rows are deleted, or if it has fewer
+// physical rows than TargetRowsPerFragment; maximal runs of candidates
+// covered by the same indices form bins (a lone small fragment is left
+// alone), and bins are split so that each holds about the target number of
+// live rows. Each bin's live rows are written, in order, as new fragments
+// of at most TargetRowsPerFragment rows without deletion files.
+//
+// With stable row ids every row keeps its id and its created/last-updated
+// versions (the new fragments record them); indices then keep covering the
+// rows, under the new fragment ids. Without stable row ids, rows get new
+// addresses: Lance would remap the indices, which lancer cannot, so an
+// index keeps covering only the old fragment ids, whose rows are gone (as
+// after a delete), and the new fragments are unindexed: queries stay
+// correct and fall back to scanning the rewritten rows.
+//
+// Nothing to do returns d, zero stats and no new version. The commit is
+// rebased like Lance's: a concurrent append is fine; a concurrent delete,
+// update or rewrite of a rewritten fragment, an overwrite or a restore
+// conflict (lancer.ErrConflict). Datasets with blob columns are refused
+// (lancer.ErrUnsupported): lancer does not rewrite blob storage.
+func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, CompactStats, error) {
+	o := opts.withDefaults()
+	if o.TargetRowsPerFragment > maxRowsPerFragment {
+		return nil, CompactStats{}, fmt.Errorf("dataset: compact: TargetRowsPerFragment %d exceeds the rows a fragment can address: %w",
+			o.TargetRowsPerFragment, lancer.ErrInvalidArgument)
+	}
+	if err := d.checkWritable(); err != nil {
+		return nil, CompactStats{}, err
+	}
+	if err := checkWritableVersion(d.manifest.DataFormat); err != nil {
+		return nil, CompactStats{}, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, err)
+	}
+	hasBlob := false
+	d.manifest.Schema.Walk(func(f *format.Field) { hasBlob = hasBlob || f.Blob != format.NotBlob })
+	if hasBlob {
+		return nil, CompactStats{}, fmt.Errorf("dataset: compact version %d: a dataset with blob columns: %w",
+			d.manifest.Version, lancer.ErrUnsupported)
+	}
+	tasks, err := d.planCompaction(ctx, o)
+	switch {
+	case err != nil:
+		return nil, CompactStats{}, err
+	case len(tasks) == 0:
+		return d, CompactStats{}, nil
+	}
+
+	op := &operation{kind: opRewrite}
+	var stats CompactStats
+	defer func() {
+		if op != nil {
+			// Not committed: the new data files are garbage.
+			for _, key := range op.writtenFiles() {
+				_ = d.store.Delete(context.WithoutCancel(ctx), key)
+			}
+		}
+	}()
+	for _, t := range tasks {
+		newFrags, err := d.rewriteTask(ctx, t, o)
+		op.fragments = append(op.fragments, newFrags...)
+		if err != nil {
+			return nil, CompactStats{}, err
+		}
+		g := &tablepb.Transaction_Rewrite_RewriteGroup{NewFragments: newFrags}
+		for _, f := range t.raw {
+			g.OldFragments = append(g.OldFragments, proto.Clone(f).(*tablepb.DataFragment))
+			stats.FilesRemoved += len(f.Files)
+			if f.DeletionFile != nil {
+				stats.FilesRemoved++
+			}
+		}
+		for _, f := range newFrags {
+			stats.FilesAdded += len(f.Files)
+		}
+		stats.FragmentsRemoved += len(t.raw)
+		stats.FragmentsAdded += len(newFrags)
+		op.groups = append(op.groups, g)
+	}
+	op = renumberRewrite(op, d.manifest)
+	nd, err := d.commit(ctx, op, o.CommitRetries)
+	if err != nil {
+		// commit removed the files if it definitely failed, and must leave
+		// them after an error of unknown outcome.
+		op = nil
+		return nil, CompactStats{}, err
+	}
+	op = nil
+	return nd, stats, nil
+}
+
+// planCompaction returns the groups of fragments to rewrite (see Compact).
+func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compactTask, error) {
+	// The indices covering each fragment: bins never mix fragments covered
+	// by different indices, so that an index covers all or none of a
+	// rewritten group (the invariant Lance's fragment bitmap rewrite needs).
+	var bitmaps []*roaring.Bitmap
+	for _, ix := range d.manifest.rawIndices {
+		if len(ix.FragmentBitmap) == 0 {
+			bitmaps = append(bitmaps, nil) // covers everything it was built on
+			continue
+		}
+		bm, err := decodeRoaring(ix.FragmentBitmap)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: compact: index %s of version %d: fragment bitmap: %v: %w",
+				ix.GetName(), d.manifest.Version, err, lancer.ErrCorrupt)
+		}
+		bitmaps = append(bitmaps, bm)
+	}
+	indexKey := func(id uint64) string {
+		var b strings.Builder
+		for i, bm := range bitmaps {
+			if bm == nil || bm.Contains(uint32(id)) {
+				fmt.Fprintf(&b, "%d,", i)
+			}
+		}
+		return b.String()
+	}
+
+	type bin struct {
+		task   compactTask
+		itself []bool // candidate on its own (deletions to materialize)
+		rows   []uint64
+		key    string
+	}
+	var (
+		bins []*bin
+		cur  *bin
+	)
+	raw := d.manifest.raw.GetFragments()
+	for i, f := range d.manifest.Fragments {
+		physical, err := d.physicalRows(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		live, err := d.liveRows(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		itself := physical > 0 && float64(physical-live)/float64(physical) > o.MaterializeDeletionsThreshold
+		candidate := itself || physical < uint64(o.TargetRowsPerFragment)
+		if !candidate {
+			if cur != nil {
+				bins, cur = append(bins, cur), nil
+			}
+			continue
+		}
+		key := indexKey(f.ID)
+		if cur != nil && cur.key != key {
+			bins, cur = append(bins, cur), nil
+		}
+		if cur == nil {
+			cur = &bin{key: key}
+		}
+		cur.task.frags = append(cur.task.frags, f)
+		cur.task.raw = append(cur.task.raw, raw[i])
+		cur.itself = append(cur.itself, itself)
+		cur.rows = append(cur.rows, live)
+	}
+	if cur != nil {
+		bins = append(bins, cur)
+	}
+
+	target := uint64(o.TargetRowsPerFragment)
+	var tasks []compactTask
+	for _, b := range bins {
+		if len(b.task.frags) == 1 && !b.itself[0] {
+			continue // a lone small fragment: nothing to merge it with
+		}
+		// Lance's split_for_size: cut a bin once it holds the target rows,
+		// if what remains could fill another.
+		frags, raws, rows := b.task.frags, b.task.raw, b.rows
+		for len(frags) > 0 {
+			n, sum := 0, uint64(0)
+			for sum < target && n < len(rows) {
+				sum += rows[n]
+				n++
+			}
+			var rest uint64
+			for _, r := range rows[n:] {
+				rest += r
+			}
+			if rest < target {
+				n = len(frags)
+			}
+			tasks = append(tasks, compactTask{frags: frags[:n:n], raw: raws[:n:n]})
+			frags, raws, rows = frags[n:], raws[n:], rows[n:]
+		}
+	}
+	return tasks, nil
+}
+
+// rewriteTask writes the live rows of a task's fragments, in order, as new
+// fragments (ids unassigned) and, with stable row ids, gives them the rows'
+// ids and version sequences.
+func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptions) ([]*tablepb.DataFragment, error) {
+	// A view of the version holding only the task's fragments.
+	m := *d.manifest
+	m.Fragments = t.frags
+	sub := &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, bases: d.bases}
+	sub.opts.Allocator = o.Allocator
+	sc, err := sub.Scan(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.Release()
+	wo := WriteOptions{MaxRowsPerFile: o.TargetRowsPerFragment, Allocator: o.Allocator}
+	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, sc, d.manifest.DataFormat, wo)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, err)
+	}
+	if d.manifest.StableRowIDs() {
+		if err := d.carryRowIDs(ctx, t, frags); err != nil {
+			for _, f := range frags {
+				for _, df := range f.Files {
+					_ = d.store.Delete(context.WithoutCancel(ctx), dataDir+df.Path)
+				}
+			}
+			return nil, err
+		}
+	}
+	return frags, nil
+}
+
+// carryRowIDs gives the new fragments the stable row ids and the created
+// and last-updated versions of the live rows of the old ones, in row order,
+// as Lance's rechunk_stable_row_ids and
+// recalc_versions_for_rewritten_fragments do.
+func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*tablepb.DataFragment) error {
+	var ids, created, updated []uint64
+	for i, f := range t.frags {
+		physical, err := d.physicalRows(ctx, f)
+		if err != nil {
+			return err
+		}
+		seq, err := d.rowIDs(ctx, f, physical)
+		if err != nil {
+			return err
+		}
+		dv, err := d.deletionVector(ctx, f)
+		if err != nil {
+			return err
+		}
+		cv, err := d.versionSequence(ctx, f.ID, t.raw[i].GetCreatedAtVersionSequence(), physical, nil)
+		if err != nil {
+			return err
+		}
+		uv, err := d.versionSequence(ctx, f.ID, t.raw[i].GetLastUpdatedAtVersionSequence(), physical, cv)
+		if err != nil {
+			return err
+		}
+		for r := range physical {
+			if dv != nil && dv.contains(r) {
+				continue
+			}
+			ids = append(ids, seq.at(r))
+			created = append(created, cv[r])
+			updated = append(updated, uv[r])
+		}
+	}
+	var total uint64
+	for _, f := range newFrags {
+		total += f.PhysicalRows
+	}
+	if total != uint64(len(ids)) {
+		return fmt.Errorf("dataset: compact version %d: wrote %d rows for %d live rows: %w",
+			d.manifest.Version, total, len(ids), lancer.ErrCorrupt)
+	}
+	var at uint64
+	for _, f := range newFrags {
+		n := f.PhysicalRows
+		seq, err := proto.Marshal(&tablepb.RowIdSequence{Segments: []*tablepb.U64Segment{encodeIDSegment(ids[at : at+n])}})
+		if err != nil {
+			return err
+		}
+		cb, err := proto.Marshal(encodeVersionRuns(created[at : at+n]))
+		if err != nil {
+			return err
+		}
+		ub, err := proto.Marshal(encodeVersionRuns(updated[at : at+n]))
+		if err != nil {
+			return err
+		}
+		f.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: seq}
+		f.CreatedAtVersionSequence = &tablepb.DataFragment_InlineCreatedAtVersions{InlineCreatedAtVersions: cb}
+		f.LastUpdatedAtVersionSequence = &tablepb.DataFragment_InlineLastUpdatedAtVersions{InlineLastUpdatedAtVersions: ub}
+		at += n
+	}
+	return nil
+}
+
+// versionSequence expands a fragment's RowDatasetVersionSequence (created
+// or last-updated versions) into one version per physical row. A fragment
+// without one gets def, or version 1 for every row when def is nil, as
+// Lance defaults them.
+func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src any, physical uint64, def []uint64) ([]uint64, error) {
+	var data []byte
+	var ext *tablepb.ExternalFile
+	switch s := src.(type) {
+	case *tablepb.DataFragment_InlineCreatedAtVersions:
+		data = s.InlineCreatedAtVersions
+	case *tablepb.DataFragment_InlineLastUpdatedAtVersions:
+		data = s.InlineLastUpdatedAtVersions
+	case *tablepb.DataFragment_ExternalCreatedAtVersions:
+		ext = s.ExternalCreatedAtVersions
+	case *tablepb.DataFragment_ExternalLastUpdatedAtVersions:
+		ext = s.ExternalLastUpdatedAtVersions
+	default:
+		if def != nil {
+			return def, nil
+		}
+		out := make([]uint64, physical)
+		for i := range out {
+			out[i] = 1
+		}
+		return out, nil
+	}
+	if ext != nil {
+		if ext.GetSize() > 16*physical+64<<10 || ext.GetOffset() > math.MaxInt64/2 {
+			return nil, fmt.Errorf("dataset: fragment %d: version sequence at %s [%d, +%d): %w",
+				fragID, ext.GetPath(), ext.GetOffset(), ext.GetSize(), lancer.ErrCorrupt)
+		}
+		var err error
+		if data, err = d.store.ReadRange(ctx, ext.GetPath(), int64(ext.GetOffset()), int64(ext.GetSize())); err != nil {
+			return nil, fmt.Errorf("dataset: fragment %d version sequence: %w", fragID, err)
+		}
+	}
+	var p tablepb.RowDatasetVersionSequence
+	if err := proto.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("dataset: fragment %d: version sequence: %v: %w", fragID, err, lancer.ErrCorrupt)
+	}
+	out := make([]uint64, 0, physical)
+	for _, run := range p.GetRuns() {
+		seg, err := decodeSegment(run.GetSpan())
+		if err != nil {
+			return nil, fmt.Errorf("dataset: fragment %d: version sequence: %v: %w", fragID, err, lancer.ErrCorrupt)
+		}
+		if uint64(len(out))+seg.n > physical {
+			break
+		}
+		for range seg.n {
+			out = append(out, run.GetVersion())
+		}
+	}
+	if uint64(len(out)) != physical {
+		return nil, fmt.Errorf("dataset: fragment %d: version sequence covers %d of %d rows: %w",
+			fragID, len(out), physical, lancer.ErrCorrupt)
+	}
+	return out, nil
+}
+
+// encodeVersionRuns encodes per-row versions as runs over row offsets.
+func encodeVersionRuns(vs []uint64) *tablepb.RowDatasetVersionSequence {
+	p := &tablepb.RowDatasetVersionSequence{}
+	for start := 0; start < len(vs); {
+		end := start + 1
+		for end < len(vs) && vs[end] == vs[start] {
+			end++
+		}
+		p.Runs = append(p.Runs, &tablepb.RowDatasetVersionRun{
+			Span:    &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: uint64(start), End: uint64(end)}}},
+			Version: vs[start],
+		})
+		start = end
+	}
+	return p
+}
+
+// encodeIDSegment encodes a fragment's row ids as one U64Segment: a range
+// when they are consecutive, a range with holes when they increase with
+// few gaps, else a (sorted) array.
+func encodeIDSegment(ids []uint64) *tablepb.U64Segment {
+	if len(ids) == 0 {
+		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{}}}
+	}
+	sorted := true
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Array{Array: encodeU64Array(ids)}}
+	}
+	first, last := ids[0], ids[len(ids)-1]
+	span := last - first + 1
+	holes := span - uint64(len(ids))
+	switch {
+	case holes == 0:
+		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: first, End: last + 1}}}
+	case holes <= uint64(len(ids)):
+		hs := make([]uint64, 0, holes)
+		next := first
+		for _, id := range ids {
+			for ; next < id; next++ {
+				hs = append(hs, next)
+			}
+			next = id + 1
+		}
+		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_RangeWithHoles_{RangeWithHoles: &tablepb.U64Segment_RangeWithHoles{
+			Start: first, End: last + 1, Holes: encodeU64Array(hs),
+		}}}
+	}
+	return &tablepb.U64Segment{Segment: &tablepb.U64Segment_SortedArray{SortedArray: encodeU64Array(ids)}}
+}
+
+// encodeU64Array encodes values as offsets from their minimum in the
+// narrowest width that holds them, as Lance's EncodedU64Array.
+func encodeU64Array(vs []uint64) *tablepb.EncodedU64Array {
+	lo, hi := slices.Min(vs), slices.Max(vs)
+	switch {
+	case hi-lo <= math.MaxUint16:
+		b := make([]byte, 0, 2*len(vs))
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint16(b, uint16(v-lo))
+		}
+		return &tablepb.EncodedU64Array{Array: &tablepb.EncodedU64Array_U16Array_{U16Array: &tablepb.EncodedU64Array_U16Array{Base: lo, Offsets: b}}}
+	case hi-lo <= math.MaxUint32:
+		b := make([]byte, 0, 4*len(vs))
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v-lo))
+		}
+		return &tablepb.EncodedU64Array{Array: &tablepb.EncodedU64Array_U32Array_{U32Array: &tablepb.EncodedU64Array_U32Array{Base: lo, Offsets: b}}}
+	}
+	b := make([]byte, 0, 8*len(vs))
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	return &tablepb.EncodedU64Array{Array: &tablepb.EncodedU64Array_U64Array_{U64Array: &tablepb.EncodedU64Array_U64Array{Values: b}}}
+}
+
+// renumberRewrite returns op with its new fragments numbered after the
+// fragment ids m has used, unless they already are. Lance reserves the ids
+// of a compaction's new fragments (a ReserveFragments commit) so that its
+// Rewrite transaction records them; lancer numbers them from the version it
+// commits on instead, which needs no extra version: the transaction records
+// the ids the manifest gets.
+func renumberRewrite(op *operation, m *Manifest) *operation {
+	next := uint64(0)
+	if hwm, ok := fragmentHighWater(m.raw); ok {
+		next = hwm + 1
+	}
+	fresh := true
+	for _, g := range op.groups {
+		for _, f := range g.NewFragments {
+			fresh = fresh && f.Id >= next
+		}
+	}
+	if fresh {
+		return op
+	}
+	out := *op
+	out.groups = make([]*tablepb.Transaction_Rewrite_RewriteGroup, len(op.groups))
+	for i, g := range op.groups {
+		ng := &tablepb.Transaction_Rewrite_RewriteGroup{OldFragments: g.OldFragments}
+		for _, f := range g.NewFragments {
+			f = proto.Clone(f).(*tablepb.DataFragment)
+			f.Id = next
+			next++
+			ng.NewFragments = append(ng.NewFragments, f)
+		}
+		out.groups[i] = ng
+	}
+	return &out
+}
+
+// applyRewrite replaces each group's old fragments by its new ones (ids
+// assigned by assign), as Lance's handle_rewrite_fragments: every old
+// fragment must still be in the version, unchanged in its files and
+// deletions, or the rewrite conflicts. It returns the fragments and the
+// groups with ids assigned.
+func applyRewrite(frags []*tablepb.DataFragment, groups []*tablepb.Transaction_Rewrite_RewriteGroup, version uint64,
+	assign func([]*tablepb.DataFragment) []*tablepb.DataFragment) ([]*tablepb.DataFragment, []*tablepb.Transaction_Rewrite_RewriteGroup, error) {
+	byID := map[uint64]*tablepb.DataFragment{}
+	for _, f := range frags {
+		byID[f.Id] = f
+	}
+	gone := map[uint64]bool{}
+	out := make([]*tablepb.Transaction_Rewrite_RewriteGroup, len(groups))
+	var added []*tablepb.DataFragment
+	for i, g := range groups {
+		for _, old := range g.OldFragments {
+			cur, ok := byID[old.Id]
+			if !ok || gone[old.Id] {
+				return nil, nil, fmt.Errorf("dataset: building version %d: fragment %d, which a rewrite replaces, is not in the version: %w",
+					version, old.Id, lancer.ErrConflict)
+			}
+			if !proto.Equal(cur.DeletionFile, old.DeletionFile) ||
+				!slices.EqualFunc(cur.Files, old.Files, func(a, b *tablepb.DataFile) bool { return proto.Equal(a, b) }) {
+				return nil, nil, fmt.Errorf("dataset: building version %d: fragment %d, which a rewrite replaces, changed: %w",
+					version, old.Id, lancer.ErrConflict)
+			}
+			gone[old.Id] = true
+		}
+		nf := assign(g.NewFragments)
+		out[i] = &tablepb.Transaction_Rewrite_RewriteGroup{OldFragments: g.OldFragments, NewFragments: nf}
+		added = append(added, nf...)
+	}
+	kept := make([]*tablepb.DataFragment, 0, len(frags)-len(gone)+len(added))
+	for _, f := range frags {
+		if !gone[f.Id] {
+			kept = append(kept, f)
+		}
+	}
+	return append(kept, added...), out, nil
+}
+
+// rewriteIndexCoverage updates the fragment bitmaps of indices after a
+// rewrite with stable row ids, as Lance's recalculate_fragment_bitmap: an
+// index covering a group's old fragments covers its new ones instead (the
+// rows kept their ids, so the index still finds them). Without stable row
+// ids the bitmaps are left alone: the old fragments' rows are gone, so the
+// index entries for them match nothing, and the new fragments are scanned
+// unindexed. A group only partly covered by an index is refused, as in
+// Lance.
+func rewriteIndexCoverage(indices []*tablepb.IndexMetadata, groups []*tablepb.Transaction_Rewrite_RewriteGroup, stable bool, version uint64) ([]*tablepb.IndexMetadata, error) {
+	if !stable {
+		return indices, nil
+	}
+	for _, ix := range indices {
+		if len(ix.FragmentBitmap) == 0 {
+			continue
+		}
+		bm, err := decodeRoaring(ix.FragmentBitmap)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: building version %d: index %s fragment bitmap: %v: %w", version, ix.Name, err, lancer.ErrCorrupt)
+		}
+		nb := bm.Clone()
+		for _, g := range groups {
+			in := 0
+			for _, f := range g.OldFragments {
+				if bm.Contains(uint32(f.Id)) {
+					in++
+				}
+			}
+			switch {
+			case in == 0:
+				continue
+			case in != len(g.OldFragments):
+				return nil, fmt.Errorf("dataset: building version %d: a rewrite group mixes fragments index %s covers and fragments it does not: %w",
+					version, ix.Name, lancer.ErrInvalidArgument)
+			}
+			for _, f := range g.OldFragments {
+				nb.Remove(uint32(f.Id))
+			}
+			for _, f := range g.NewFragments {
+				nb.Add(uint32(f.Id))
+			}
+		}
+		nb.RunOptimize()
+		b, err := nb.ToBytes()
+		if err != nil {
+			return nil, err
+		}
+		ix.FragmentBitmap = b
+	}
+	return indices, nil
+}

@@ -1,0 +1,708 @@
+package dataset
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/filter"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// updateReexecutions is how often Update and MergeInsert compute their rows
+// again on the latest version after a retryable conflict (a concurrent
+// commit changed the rows they rewrite), as Lance's UpdateJob retries.
+const updateReexecutions = 10
+
+// UpdateStats reports what an Update did.
+type UpdateStats struct {
+	// RowsUpdated is the number of rows the predicate matched (and so
+	// rewrote, even where the new values equal the old ones).
+	RowsUpdated uint64
+}
+
+// updateOp is what an Update operation holds beyond its new fragments
+// (operation.fragments) and the deletion of the rows' old copies
+// (operation.del).
+type updateOp struct {
+	// carried[i] are the stable row ids of the first rows of fragments[i]:
+	// the ids of the rows they rewrite, which an update keeps. The other
+	// rows (inserted by a merge) get new ids when the manifest is built.
+	// Nil without stable row ids.
+	carried [][]uint64
+	// createdAt[i][j] is the version that created the row carried[i][j].
+	createdAt [][]uint64
+	// preserveFields are Lance's fields_for_preserving_frag_bitmap: the
+	// fields whose values the update sets (all of them for a merge).
+	preserveFields []uint32
+}
+
+// Update sets columns of the rows matching predicate ("" = every row) to
+// SQL expressions over the row's current values, e.g. set =
+// map[string]string{"price": "price * 1.1", "label": "'x'"} (package
+// filter's syntax), and returns the new version, as Lance's update does:
+// the matching rows are written again, with their new values, as new
+// fragments, and deleted from their old fragments with deletion files, in
+// one Update transaction. Rows keep their stable row ids when the dataset
+// has them. Every expression sees the row's values before the update (SQL's
+// semantics), and its value is cast to the column's type. A predicate that
+// matches nothing still commits a version, as in Lance.
+//
+// The update is rebased over concurrent commits like a delete, but it
+// conflicts with a concurrent delete or update of the same rows; then (and
+// after a concurrent compaction of its fragments) it runs again on the
+// latest version, up to 10 times, as Lance's does.
+//
+// An unknown SET column is an error wrapping lancer.ErrNotFound; an empty
+// set, a malformed expression or predicate, or a value that does not fit
+// its column, one wrapping lancer.ErrInvalidArgument (syntax errors give
+// the column of the offending character). Datasets lancer cannot write
+// back (legacy or 2.3 data files, blob columns) are refused with
+// lancer.ErrUnsupported.
+func (d *Dataset) Update(ctx context.Context, set map[string]string, predicate string) (*Dataset, UpdateStats, error) {
+	u, err := d.parseUpdate(set, predicate)
+	if err != nil {
+		return nil, UpdateStats{}, err
+	}
+	cur := d
+	for attempt := 0; ; attempt++ {
+		out, stats, err := cur.update(ctx, u)
+		var ce *ConflictError
+		if err == nil || !errors.As(err, &ce) || !ce.Retryable || attempt >= updateReexecutions {
+			return out, stats, err
+		}
+		if cur, err = cur.Checkout(ctx, 0); err != nil {
+			return nil, UpdateStats{}, err
+		}
+	}
+}
+
+// updateSpec is a parsed Update.
+type updateSpec struct {
+	predicate string
+	where     *filter.Expr // nil: every row
+	columns   []string     // the SET columns, sorted
+	exprs     []*filter.Expr
+}
+
+func (d *Dataset) parseUpdate(set map[string]string, predicate string) (*updateSpec, error) {
+	if len(set) == 0 {
+		return nil, fmt.Errorf("dataset: update: no column to set: %w", lancer.ErrInvalidArgument)
+	}
+	u := &updateSpec{predicate: predicate}
+	for name := range set {
+		u.columns = append(u.columns, name)
+	}
+	slices.Sort(u.columns)
+	for _, name := range u.columns {
+		if d.manifest.Schema.Field(name) == nil {
+			if reservedColumns[name] {
+				return nil, fmt.Errorf("dataset: update: column %q cannot be set: %w", name, lancer.ErrInvalidArgument)
+			}
+			if top, _, ok := strings.Cut(name, "."); ok && d.manifest.Schema.Field(top) != nil {
+				// As Lance: a struct's field is set by setting the struct.
+				return nil, fmt.Errorf("dataset: update: setting the nested field %q: %w", name, lancer.ErrUnsupported)
+			}
+			return nil, fmt.Errorf("dataset: update: the dataset has no column %q: %w", name, lancer.ErrNotFound)
+		}
+		e, err := filter.ParseExpr(set[name])
+		if err != nil {
+			return nil, fmt.Errorf("dataset: update: SET %s: %w", name, err)
+		}
+		u.exprs = append(u.exprs, e)
+	}
+	if strings.TrimSpace(predicate) != "" {
+		e, err := filter.Parse(predicate)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: update: %w", err)
+		}
+		u.where = e
+	}
+	return u, nil
+}
+
+// setter evaluates one SET expression into column col of the output.
+type setter struct {
+	name  string
+	col   int
+	bound *filter.Bound
+	to    arrow.DataType
+}
+
+// eval returns the new values of the column for the rows of rec.
+func (s setter) eval(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.Array, error) {
+	v, err := s.bound.Eval(ctx, mem, rec)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: update: SET %s: %w", s.name, err)
+	}
+	return castTo(ctx, mem, v, s.to, s.name)
+}
+
+// castTo casts v (released) to type to, as Lance casts a SET value to its
+// column's type: integer overflow is an error, a float loses its fraction.
+func castTo(ctx context.Context, mem memory.Allocator, v arrow.Array, to arrow.DataType, column string) (arrow.Array, error) {
+	if arrow.TypeEqual(v.DataType(), to) {
+		return v, nil
+	}
+	defer v.Release()
+	if v.DataType().ID() == arrow.NULL {
+		return array.MakeArrayOfNull(mem, to, v.Len()), nil
+	}
+	opts := compute.SafeCastOptions(to)
+	opts.AllowFloatTruncate = true
+	out, err := compute.CastArray(compute.WithAllocator(ctx, mem), v, opts)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: column %q: casting %s to %s: %v: %w", column, v.DataType(), to, err, lancer.ErrInvalidArgument)
+	}
+	return out, nil
+}
+
+// checkCast reports a value type that cannot become the column's type.
+func checkCast(from, to arrow.DataType, column string) error {
+	if arrow.TypeEqual(from, to) || from.ID() == arrow.NULL || compute.CanCast(from, to) {
+		return nil
+	}
+	return fmt.Errorf("dataset: column %q is %s, a value of type %s cannot be cast to it: %w", column, to, from, lancer.ErrInvalidArgument)
+}
+
+// rewriteScan opens the scan an update or merge reads the target rows
+// with: every column, with _rowaddr (and _rowid with stable row ids), and
+// checks that lancer can write back what it reads. It returns the scan, the
+// schema the rows are written with, and the positions of _rowid (-1 when
+// absent) and _rowaddr.
+func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out *arrow.Schema, idCol, addrCol int, err error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, nil, 0, 0, err
+	}
+	if err := checkWritableVersion(d.manifest.DataFormat); err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("dataset: %s on a dataset of data format %s: %w", what, d.manifest.DataFormat, lancer.ErrUnsupported)
+	}
+	stable := d.manifest.StableRowIDs()
+	s, err = d.Scan(ctx, &ScanOptions{WithRowID: stable, WithRowAddress: true})
+	if err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("dataset: %s: %w", what, err)
+	}
+	fields := d.manifest.Schema.Fields
+	sch := s.Schema()
+	for i, f := range fields {
+		if sf := sch.Field(i); sf.Name != f.Name || !arrow.TypeEqual(sf.Type, f.Type) {
+			s.Release()
+			// Blob columns scan as descriptions, not their bytes.
+			return nil, nil, 0, 0, fmt.Errorf("dataset: %s: column %q scans as %s but is stored as %s: %w", what, f.Name, sf.Type, f.Type, lancer.ErrUnsupported)
+		}
+	}
+	idCol = -1
+	if stable {
+		idCol = len(fields)
+	}
+	addrCol = sch.NumFields() - 1
+	return s, arrow.NewSchema(sch.Fields()[:len(fields)], nil), idCol, addrCol, nil
+}
+
+// rewritten collects, while an update or merge streams the rows it writes,
+// the old copies to delete and (with stable row ids) the ids and creation
+// versions they keep.
+type rewritten struct {
+	d         *Dataset
+	stable    bool
+	rows      map[uint64]*roaring.Bitmap // old copies, by fragment
+	ids       []uint64                   // in write order
+	createdAt []uint64
+	versions  map[uint64][]uint64 // created-at version by offset, per fragment
+	raw       map[uint64]*tablepb.DataFragment
+}
+
+func newRewritten(d *Dataset) *rewritten {
+	w := &rewritten{d: d, stable: d.manifest.StableRowIDs(), rows: map[uint64]*roaring.Bitmap{}}
+	if w.stable {
+		w.versions = map[uint64][]uint64{}
+		w.raw = map[uint64]*tablepb.DataFragment{}
+		for _, f := range d.manifest.raw.GetFragments() {
+			w.raw[f.Id] = f
+		}
+	}
+	return w
+}
+
+// add records a rewritten row: its address and, with stable row ids, its id.
+func (w *rewritten) add(addr, id uint64) error {
+	w.remove(addr)
+	if !w.stable {
+		return nil
+	}
+	w.ids = append(w.ids, id)
+	frag := addr >> 32
+	vs, ok := w.versions[frag]
+	if !ok {
+		var err error
+		if vs, err = createdAtVersions(w.raw[frag]); err != nil {
+			return err
+		}
+		w.versions[frag] = vs
+	}
+	// As Lance, a row whose creation is not recorded counts as created
+	// by version 1.
+	created := uint64(1)
+	if off := addr & math.MaxUint32; off < uint64(len(vs)) {
+		created = vs[off]
+	}
+	w.createdAt = append(w.createdAt, created)
+	return nil
+}
+
+// addBatch adds the rows of rec, whose _rowaddr is column addrCol and
+// _rowid (with stable row ids) column idCol.
+func (w *rewritten) addBatch(rec arrow.RecordBatch, idCol, addrCol int) error {
+	var ids *array.Uint64
+	if idCol >= 0 {
+		ids = rec.Column(idCol).(*array.Uint64)
+	}
+	addrs := rec.Column(addrCol).(*array.Uint64)
+	for i := range addrs.Len() {
+		var id uint64
+		if ids != nil {
+			id = ids.Value(i)
+		}
+		if err := w.add(addrs.Value(i), id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove records a row deleted without being written again.
+func (w *rewritten) remove(addr uint64) {
+	bm := w.rows[addr>>32]
+	if bm == nil {
+		bm = roaring.New()
+		w.rows[addr>>32] = bm
+	}
+	bm.Add(uint32(addr))
+}
+
+// finish writes the deletion files of the rewritten rows and returns the
+// Update operation committing frags (whose first rows are the rewritten
+// ones, in the order added).
+func (w *rewritten) finish(ctx context.Context, frags []*tablepb.DataFragment, preserve []uint32, predicate string) (*operation, error) {
+	del, err := w.d.planDelete(ctx, predicate, w.rows)
+	if err != nil {
+		return nil, err
+	}
+	op := &operation{kind: opUpdate, fragments: frags, del: del, update: &updateOp{preserveFields: preserve}}
+	if !w.stable {
+		return op, nil
+	}
+	ids, created := w.ids, w.createdAt
+	for _, f := range frags {
+		n := min(uint64(len(ids)), f.PhysicalRows)
+		op.update.carried = append(op.update.carried, ids[:n])
+		op.update.createdAt = append(op.update.createdAt, created[:n])
+		if n > 0 {
+			// The transaction records the ids the fragment keeps, as
+			// Lance's does.
+			seq, err := proto.Marshal(&tablepb.RowIdSequence{Segments: rowIDSegments(ids[:n])})
+			if err != nil {
+				return nil, err
+			}
+			f.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: seq}
+		}
+		ids, created = ids[n:], created[n:]
+	}
+	if len(ids) > 0 {
+		return nil, fmt.Errorf("dataset: %d rewritten rows were not written: %w", len(ids), lancer.ErrCorrupt)
+	}
+	return op, nil
+}
+
+// update runs u once on d's version.
+func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateStats, error) {
+	s, outSchema, idCol, addrCol, err := d.rewriteScan(ctx, "update")
+	if err != nil {
+		return nil, UpdateStats{}, err
+	}
+	defer s.Release()
+	sch := s.Schema()
+	var where *filter.Bound
+	if u.where != nil {
+		if where, err = u.where.Bind(sch); err != nil {
+			return nil, UpdateStats{}, fmt.Errorf("dataset: update: %w", err)
+		}
+	}
+	setters := make([]setter, len(u.columns))
+	var preserve []uint32
+	for i, name := range u.columns {
+		b, err := u.exprs[i].Bind(sch)
+		if err != nil {
+			return nil, UpdateStats{}, fmt.Errorf("dataset: update: SET %s: %w", name, err)
+		}
+		f := d.manifest.Schema.Field(name)
+		if err := checkCast(b.Type(), f.Type, name); err != nil {
+			return nil, UpdateStats{}, fmt.Errorf("dataset: update: %w", err)
+		}
+		setters[i] = setter{name: name, col: slices.IndexFunc(d.manifest.Schema.Fields, func(g *format.Field) bool { return g == f }), bound: b, to: f.Type}
+		preserve = append(preserve, uint32(f.ID))
+	}
+	slices.Sort(preserve)
+
+	mem := d.opts.Allocator
+	w := newRewritten(d)
+	var (
+		updated uint64
+		rowErr  error // what stopped the rows, reported as is
+	)
+	rows := func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range s.All() {
+			var out arrow.RecordBatch
+			if err == nil {
+				out, err = u.apply(ctx, mem, rec, where, setters, outSchema, func(sub arrow.RecordBatch) error {
+					return w.addBatch(sub, idCol, addrCol)
+				})
+			}
+			if err != nil {
+				rowErr = err
+				yield(nil, err)
+				return
+			}
+			if out == nil {
+				continue
+			}
+			updated += uint64(out.NumRows())
+			if !yield(out, nil) {
+				return
+			}
+		}
+	}
+	frags, err := d.writeRows(ctx, outSchema, rows)
+	if rowErr != nil {
+		return nil, UpdateStats{}, rowErr
+	}
+	if err != nil {
+		return nil, UpdateStats{}, fmt.Errorf("dataset: update: %w", err)
+	}
+	op, err := w.finish(ctx, frags, preserve, u.predicate)
+	if err != nil {
+		removeFragments(ctx, d, frags)
+		return nil, UpdateStats{}, err
+	}
+	out, err := d.commit(ctx, op, DefaultCommitRetries)
+	if err != nil {
+		return nil, UpdateStats{}, err
+	}
+	return out, UpdateStats{RowsUpdated: updated}, nil
+}
+
+// apply returns the rows of rec that where selects with the SET columns
+// replaced, in outSchema (nil when no row is selected). It reports the
+// selected rows (all scanned columns) to seen first.
+func (u *updateSpec) apply(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, where *filter.Bound,
+	setters []setter, outSchema *arrow.Schema, seen func(arrow.RecordBatch) error) (arrow.RecordBatch, error) {
+	sub := rec
+	if where != nil {
+		mask, err := where.Eval(ctx, mem, rec)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: update: %w", err)
+		}
+		// Filter keeps the TRUE rows: a NULL predicate updates nothing.
+		sub, err = compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), rec, mask, compute.DefaultFilterOptions())
+		mask.Release()
+		if err != nil {
+			return nil, fmt.Errorf("dataset: update: selecting rows: %w", err)
+		}
+		defer sub.Release()
+	}
+	if sub.NumRows() == 0 {
+		return nil, nil
+	}
+	if err := seen(sub); err != nil {
+		return nil, err
+	}
+	cols := slices.Clone(sub.Columns()[:outSchema.NumFields()])
+	var fresh []arrow.Array
+	defer func() {
+		for _, a := range fresh {
+			a.Release()
+		}
+	}()
+	for _, st := range setters {
+		v, err := st.eval(ctx, mem, sub)
+		if err != nil {
+			return nil, err
+		}
+		fresh = append(fresh, v)
+		cols[st.col] = v
+	}
+	return array.NewRecordBatch(outSchema, cols, sub.NumRows()), nil
+}
+
+// writeRows writes the batches rows yields (in schema, each released after
+// use) as new fragments of the dataset's schema and data file version.
+func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func(func(arrow.RecordBatch, error) bool)) ([]*tablepb.DataFragment, error) {
+	o := (&WriteOptions{Allocator: d.opts.Allocator}).withDefaults()
+	r := array.ReaderFromIter(schema, rows)
+	defer r.Release()
+	return writeFragments(ctx, d.store, d.manifest.Schema, r, d.manifest.DataFormat, o)
+}
+
+// removeFragments deletes the data files of fragments that will not be
+// committed.
+func removeFragments(ctx context.Context, d *Dataset, frags []*tablepb.DataFragment) {
+	for _, f := range frags {
+		for _, df := range f.Files {
+			_ = d.store.Delete(context.WithoutCancel(ctx), dataDir+df.Path)
+		}
+	}
+}
+
+// updateProto returns the Update transaction of op, as Lance 12 records
+// an update or merge-insert in its default mode (rewrite rows).
+func (op *operation) updateProto() *tablepb.Transaction_Update {
+	return &tablepb.Transaction_Update{
+		RemovedFragmentIds:            op.del.deleted,
+		UpdatedFragments:              op.del.updated,
+		NewFragments:                  op.fragments,
+		FieldsForPreservingFragBitmap: op.update.preserveFields,
+		UpdateMode:                    tablepb.Transaction_REWRITE_ROWS,
+	}
+}
+
+// applyUpdate returns frags with op (an Update) applied, as Lance's
+// build_manifest does: the old copies deleted, the new fragments appended
+// with fresh ids and, with stable row ids, their rows' ids (the ids they
+// keep, then new ones from nextRowID) and versions (created when the
+// original row was, last updated now), and the indices told about them
+// (see coverUpdatedFragments). It returns the next free row id.
+func applyUpdate(frags []*tablepb.DataFragment, indices []*tablepb.IndexMetadata, op *operation,
+	assignIDs func([]*tablepb.DataFragment) []*tablepb.DataFragment,
+	stable bool, nextRowID, version uint64) ([]*tablepb.DataFragment, []*tablepb.IndexMetadata, uint64, error) {
+	out, err := applyDelete(frags, op.del)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	added := assignIDs(op.fragments)
+	for i, f := range added {
+		if !stable {
+			f.RowIdSequence = nil
+			continue
+		}
+		var carried, created []uint64
+		if i < len(op.update.carried) {
+			carried, created = op.update.carried[i], op.update.createdAt[i]
+		}
+		n := f.PhysicalRows
+		if uint64(len(carried)) > n {
+			return nil, nil, 0, fmt.Errorf("dataset: update: fragment %d keeps %d row ids for %d rows: %w", f.Id, len(carried), n, lancer.ErrCorrupt)
+		}
+		fresh := n - uint64(len(carried))
+		segs := rowIDSegments(carried)
+		if fresh > 0 {
+			segs = append(segs, rangeSegment(nextRowID, nextRowID+fresh))
+		}
+		nextRowID += fresh
+		ids, err := proto.Marshal(&tablepb.RowIdSequence{Segments: segs})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		createdRuns := versionRuns(created)
+		if fresh > 0 {
+			createdRuns = append(createdRuns, versionRun(uint64(len(carried)), n, version))
+		}
+		createdSeq, err := proto.Marshal(&tablepb.RowDatasetVersionSequence{Runs: createdRuns})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		updatedSeq, err := proto.Marshal(&tablepb.RowDatasetVersionSequence{Runs: []*tablepb.RowDatasetVersionRun{versionRun(0, n, version)}})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		f.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: ids}
+		f.CreatedAtVersionSequence = &tablepb.DataFragment_InlineCreatedAtVersions{InlineCreatedAtVersions: createdSeq}
+		f.LastUpdatedAtVersionSequence = &tablepb.DataFragment_InlineLastUpdatedAtVersions{InlineLastUpdatedAtVersions: updatedSeq}
+	}
+	if stable {
+		if indices, err = coverUpdatedFragments(indices, op, added); err != nil {
+			return nil, nil, 0, fmt.Errorf("dataset: building version %d: %w", version, err)
+		}
+	}
+	return append(out, added...), indices, nextRowID, nil
+}
+
+// coverUpdatedFragments adds the fragments an update wrote to the
+// fragment bitmaps of the indices that still describe their rows, as
+// Lance's register_pure_rewrite_rows_update_frags_in_indices: with stable
+// row ids an index finds rows by id, so an index on columns the update did
+// not set (fields_for_preserving_frag_bitmap), covering every fragment the
+// rows came from, is right about the moved rows too; leaving their new
+// fragments out would make a query search them again. Like Lance it counts
+// every new fragment, merge-inserted rows included (a merge names every
+// field, so no index qualifies then).
+func coverUpdatedFragments(indices []*tablepb.IndexMetadata, op *operation, added []*tablepb.DataFragment) ([]*tablepb.IndexMetadata, error) {
+	if len(added) == 0 {
+		return indices, nil
+	}
+	set := map[int32]bool{}
+	for _, id := range op.update.preserveFields {
+		set[int32(id)] = true
+	}
+	origins := slices.Clone(op.del.deleted)
+	for _, f := range op.del.updated {
+		origins = append(origins, f.Id)
+	}
+	for _, ix := range indices {
+		if len(ix.FragmentBitmap) == 0 || slices.ContainsFunc(ix.Fields, func(id int32) bool { return set[id] }) {
+			continue
+		}
+		bm, err := decodeRoaring(ix.FragmentBitmap)
+		if err != nil {
+			return nil, fmt.Errorf("index %s fragment bitmap: %v: %w", ix.Name, err, lancer.ErrCorrupt)
+		}
+		if slices.ContainsFunc(origins, func(id uint64) bool { return !bm.Contains(uint32(id)) }) {
+			continue
+		}
+		for _, f := range added {
+			bm.Add(uint32(f.Id))
+		}
+		bm.RunOptimize()
+		if ix.FragmentBitmap, err = bm.ToBytes(); err != nil {
+			return nil, err
+		}
+	}
+	return indices, nil
+}
+
+// minRangeRun is the shortest run of consecutive row ids rowIDSegments
+// stores as a range rather than as array values (unless the run is all
+// the ids: then it is a range, as Lance writes it).
+const minRangeRun = 8
+
+// rowIDSegments encodes row ids, in order, as RowIdSequence segments: runs
+// of consecutive ids as ranges, the rest as (sorted) arrays of offsets
+// from their minimum, in the narrowest width that holds them.
+func rowIDSegments(ids []uint64) []*tablepb.U64Segment {
+	var (
+		segs  []*tablepb.U64Segment
+		loose []uint64
+	)
+	flush := func() {
+		if len(loose) > 0 {
+			segs = append(segs, arraySegment(loose))
+			loose = nil
+		}
+	}
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && ids[j-1] != math.MaxUint64 && ids[j] == ids[j-1]+1 {
+			j++
+		}
+		if j-i >= minRangeRun || j-i == len(ids) {
+			flush()
+			segs = append(segs, rangeSegment(ids[i], ids[j-1]+1))
+		} else {
+			loose = append(loose, ids[i:j]...)
+		}
+		i = j
+	}
+	flush()
+	return segs
+}
+
+func rangeSegment(start, end uint64) *tablepb.U64Segment {
+	return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: start, End: end}}}
+}
+
+// arraySegment stores values as a sorted array when they strictly
+// increase, else as an array.
+func arraySegment(values []uint64) *tablepb.U64Segment {
+	lo, hi := slices.Min(values), slices.Max(values)
+	enc := &tablepb.EncodedU64Array{}
+	switch span := hi - lo; {
+	case span <= math.MaxUint16:
+		b := make([]byte, 0, 2*len(values))
+		for _, v := range values {
+			b = binary.LittleEndian.AppendUint16(b, uint16(v-lo))
+		}
+		enc.Array = &tablepb.EncodedU64Array_U16Array_{U16Array: &tablepb.EncodedU64Array_U16Array{Base: lo, Offsets: b}}
+	case span <= math.MaxUint32:
+		b := make([]byte, 0, 4*len(values))
+		for _, v := range values {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v-lo))
+		}
+		enc.Array = &tablepb.EncodedU64Array_U32Array_{U32Array: &tablepb.EncodedU64Array_U32Array{Base: lo, Offsets: b}}
+	default:
+		b := make([]byte, 0, 8*len(values))
+		for _, v := range values {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		enc.Array = &tablepb.EncodedU64Array_U64Array_{U64Array: &tablepb.EncodedU64Array_U64Array{Values: b}}
+	}
+	sorted := true
+	for i := 1; i < len(values); i++ {
+		sorted = sorted && values[i] > values[i-1]
+	}
+	if sorted {
+		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_SortedArray{SortedArray: enc}}
+	}
+	return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Array{Array: enc}}
+}
+
+// versionRun says that rows [from, to) of a fragment have version v.
+func versionRun(from, to, v uint64) *tablepb.RowDatasetVersionRun {
+	return &tablepb.RowDatasetVersionRun{Span: rangeSegment(from, to), Version: v}
+}
+
+// versionRuns encodes per-row versions as runs of equal versions.
+func versionRuns(versions []uint64) []*tablepb.RowDatasetVersionRun {
+	var runs []*tablepb.RowDatasetVersionRun
+	for i := 0; i < len(versions); {
+		j := i + 1
+		for j < len(versions) && versions[j] == versions[i] {
+			j++
+		}
+		runs = append(runs, versionRun(uint64(i), uint64(j), versions[i]))
+		i = j
+	}
+	return runs
+}
+
+// createdAtVersions returns the version that created each row of a
+// fragment, by row offset, from its inline created-at sequence; nil when
+// the fragment records none inline (or a sequence of another length).
+func createdAtVersions(f *tablepb.DataFragment) ([]uint64, error) {
+	data := f.GetInlineCreatedAtVersions()
+	if data == nil {
+		return nil, nil
+	}
+	var seq tablepb.RowDatasetVersionSequence
+	if err := proto.Unmarshal(data, &seq); err != nil {
+		return nil, fmt.Errorf("dataset: fragment %d: created-at versions: %v: %w", f.Id, err, lancer.ErrCorrupt)
+	}
+	var out []uint64
+	for i, r := range seq.GetRuns() {
+		s, err := decodeSegment(r.GetSpan())
+		if err != nil {
+			return nil, fmt.Errorf("dataset: fragment %d: created-at versions: run %d: %v: %w", f.Id, i, err, lancer.ErrCorrupt)
+		}
+		if uint64(len(out))+s.n > f.PhysicalRows {
+			return nil, nil
+		}
+		for range s.n {
+			out = append(out, r.GetVersion())
+		}
+	}
+	if uint64(len(out)) != f.PhysicalRows {
+		return nil, nil
+	}
+	return out, nil
+}
