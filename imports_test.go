@@ -27,6 +27,7 @@ var layers = map[string]int{
 	"bench":                6,
 	"cmd":                  6,
 	"interop":              6,
+	"internal/importer":    6,
 }
 
 // isolated packages may import no lancer package but the root (and, for

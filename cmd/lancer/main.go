@@ -1,17 +1,26 @@
-// Command lancer reads (and, in later versions, writes) Lance datasets from
-// the command line:
+// Command lancer reads and writes Lance datasets from the command line:
 //
-//	lancer scan URI [--version N | --tag T | --branch B] [--columns a,b.c]
+//	lancer scan URI [--version N | --tag T | --branch B] [--columns a,b.c] [--filter SQL]
 //	                [--limit N] [--offset N] [--with-rowid] [--format table|jsonl|csv]
+//	lancer count URI [--filter SQL] [--version N | --tag T | --branch B]
 //	lancer schema URI [--format text|json]
 //	lancer versions URI [--format table|json]
 //	lancer tags URI
 //	lancer branches URI
 //	lancer inspect FILE
+//	lancer import SRC URI [--mode create|append|overwrite] [--format jsonl|csv|parquet|arrow]
+//	                      [--storage-version 2.0|2.1|2.2] [--stable-row-ids] [--schema-from URI]
+//	lancer delete URI --filter SQL
+//	lancer update URI --set 'col=expr' [--set ...] [--filter SQL]
+//	lancer compact URI [--target-rows N]
+//	lancer cleanup URI --older-than DURATION
+//	lancer restore URI --version N
 //
 // URI is a local path or file:// URI of a dataset's main root. Without a
 // URI, scan, schema, versions, tags and branches use a small sample dataset
-// embedded in the binary. Errors go to stderr with exit status 1.
+// embedded in the binary. The writing verbs act on the latest version of
+// the main branch and print one line saying what they did and the version
+// they committed. Errors go to stderr with exit status 1.
 package main
 
 import (

@@ -18,7 +18,7 @@ import (
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "lancer",
-		Short:         "Read Lance datasets: scan rows, show schemas, versions, tags and branches",
+		Short:         "Read and write Lance datasets: import, scan, count, delete, update, compact, clean up, restore",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -31,6 +31,13 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newTagsCommand(),
 		newBranchesCommand(),
 		newInspectCommand(),
+		newImportCommand(),
+		newCountCommand(),
+		newDeleteCommand(),
+		newUpdateCommand(),
+		newCompactCommand(),
+		newCleanupCommand(),
+		newRestoreCommand(),
 	)
 	return root
 }

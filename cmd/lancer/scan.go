@@ -17,6 +17,7 @@ func newScanCommand() *cobra.Command {
 		limit     int64
 		offset    int64
 		withRowID bool
+		filter    string
 		formatArg string
 		batchSize int
 	)
@@ -24,7 +25,8 @@ func newScanCommand() *cobra.Command {
 		Use:   "scan [URI]",
 		Short: "Print the rows of a dataset",
 		Long: `Print the rows of a dataset at its latest version, or at --version, --tag or
---branch. --format jsonl prints one JSON object per row: int64 as exact
+--branch, or only those matching --filter (Lance's SQL filter syntax, e.g.
+"id > 10 AND label LIKE 'a%'"). --format jsonl prints one JSON object per row: int64 as exact
 integers, binary as base64, timestamps as raw integers, decimals as strings,
 _rowid last when --with-rowid is given.`,
 		Args: cobra.MaximumNArgs(1),
@@ -46,6 +48,7 @@ _rowid last when --with-rowid is given.`,
 				Offset:    offset,
 				WithRowID: withRowID,
 				BatchSize: batchSize,
+				Filter:    filter,
 			}
 			if columns != "" {
 				for c := range strings.SplitSeq(columns, ",") {
@@ -76,6 +79,7 @@ _rowid last when --with-rowid is given.`,
 	cmd.Flags().Int64Var(&limit, "limit", 0, "print at most this many rows (0: all)")
 	cmd.Flags().Int64Var(&offset, "offset", 0, "skip this many rows first")
 	cmd.Flags().BoolVar(&withRowID, "with-rowid", false, "add the _rowid column last")
+	cmd.Flags().StringVar(&filter, "filter", "", "print only the rows for which this SQL predicate is true (before --offset and --limit)")
 	cmd.Flags().StringVar(&formatArg, "format", "table", "output format: table, jsonl or csv")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 0, "rows per read batch (default: the dataset package's)")
 	_ = cmd.Flags().MarkHidden("batch-size")

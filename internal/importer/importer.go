@@ -1,0 +1,199 @@
+// Package importer reads rows from JSON lines, CSV, Parquet and Arrow IPC
+// files as a stream of Arrow record batches, for `lancer import` to hand to
+// dataset.Write.
+//
+// # Schemas
+//
+// With Options.Schema set (appending to a dataset, or importing with the
+// schema of one), values are converted to that schema's types: the reader's
+// schema is Options.Schema, and columns the file lacks read as nulls. A
+// column the schema lacks is an error.
+//
+// Without it, Parquet and Arrow files keep their own schema, and the schema
+// of JSON lines and CSV is inferred from the whole file in a first pass
+// (the file is read twice, never held in memory):
+//
+//	JSON lines  integer → int64 (float64 once any value of the column has a
+//	            fraction or exponent, or exceeds int64), other numbers →
+//	            float64, string → utf8, true/false → bool, array → list of
+//	            the inferred item type (arrays of numbers stay lists even
+//	            when they all have one length: vectors need an append to a
+//	            dataset with a fixed_size_list column, or Parquet/Arrow
+//	            input), object → struct with members in order of first
+//	            appearance. A column or member that is only ever null, and
+//	            the items of arrays that are always empty, are utf8. A
+//	            column holding two kinds of value (a string on one line, a
+//	            number on another) is an error naming both lines.
+//	CSV         the first row names the columns; an empty cell is null.
+//	            A column is int64 if every non-empty cell parses as one,
+//	            else float64, else bool (true/false), else date32
+//	            (YYYY-MM-DD), else timestamp[us] (ISO 8601; with time zone
+//	            UTC when any cell carries a zone offset), else utf8.
+//
+// Every inferred column is nullable.
+//
+// # Value encoding
+//
+// JSON values are read in the row encoding of the Lance fixtures, which is
+// what `lancer scan --format jsonl` prints (see package rowjson): int64 and
+// uint64 as exact integers (or strings), binary as base64, timestamps,
+// dates, times and durations as raw integers in the column's unit (or, for
+// timestamps and dates, ISO 8601 text), decimals as strings or numbers,
+// maps as [[key, value], ...] (or objects), fixed-size lists as arrays of
+// exactly their size. So scanned rows import back into a dataset of the
+// same schema. CSV cells of list, struct and map columns hold such JSON
+// (as `lancer scan --format csv` prints them); other cells hold the text
+// of the value.
+//
+// # Errors
+//
+// Errors wrap lancer.ErrInvalidArgument and name the file, the line (or,
+// for Parquet and Arrow, the file alone) and the column, with the position
+// inside a nested value ("at .member[2]").
+package importer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+)
+
+// Format is an input file format.
+type Format string
+
+// The formats Open reads.
+const (
+	JSONL   Format = "jsonl"   // one JSON object per line
+	CSV     Format = "csv"     // comma-separated values with a header row
+	Parquet Format = "parquet" // Apache Parquet, read by row groups
+	Arrow   Format = "arrow"   // Arrow IPC, file or stream format
+)
+
+// Formats lists the formats, for help texts.
+var Formats = []Format{JSONL, CSV, Parquet, Arrow}
+
+// ParseFormat parses a format name.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("importer: unknown format %q (want jsonl, csv, parquet or arrow): %w", s, lancer.ErrInvalidArgument)
+}
+
+// FormatOf infers a file's format from its extension: .jsonl, .ndjson,
+// .json → JSONL; .csv → CSV; .parquet, .pq → Parquet; .arrow, .arrows,
+// .ipc, .feather → Arrow.
+func FormatOf(name string) (Format, error) {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".jsonl", ".ndjson", ".json":
+		return JSONL, nil
+	case ".csv":
+		return CSV, nil
+	case ".parquet", ".pq":
+		return Parquet, nil
+	case ".arrow", ".arrows", ".ipc", ".feather":
+		return Arrow, nil
+	}
+	return "", fmt.Errorf("importer: cannot tell the format of %s from its extension (give one: jsonl, csv, parquet or arrow): %w",
+		name, lancer.ErrInvalidArgument)
+}
+
+// Source is a file to import. JSON lines and CSV are read sequentially,
+// once more from the start when their schema is inferred; Parquet and Arrow
+// files are read at offsets.
+type Source interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+}
+
+// DefaultBatchSize is the rows per batch of JSON lines and CSV input (and
+// at most per batch of Parquet input) when Options.BatchSize is 0.
+const DefaultBatchSize = 8192
+
+// Options configures Open. The zero value reads by the file name's
+// extension with an inferred schema.
+type Options struct {
+	// Name is the file's name, for errors and to infer Format.
+	Name string
+	// Format is the file's format. Default: from Name (FormatOf).
+	Format Format
+	// Schema is the schema to convert the rows to (see the package
+	// documentation). Default nil: the file's own or an inferred one.
+	Schema *arrow.Schema
+	// BatchSize is the rows per record batch. Default DefaultBatchSize.
+	BatchSize int
+	// Allocator allocates the batches. Default memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Format == "" {
+		f, err := FormatOf(o.Name)
+		if err != nil {
+			return o, err
+		}
+		o.Format = f
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	return o, nil
+}
+
+// Open starts reading the rows of src. Inferring a schema reads the whole
+// file first (JSON lines and CSV); the rows themselves are read batch by
+// batch as the returned reader is advanced. Release the reader when done.
+func Open(ctx context.Context, src Source, opts Options) (array.RecordReader, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	switch o.Format {
+	case JSONL:
+		return openJSONL(src, o)
+	case CSV:
+		return openCSV(src, o)
+	case Parquet:
+		return openParquet(ctx, src, o)
+	case Arrow:
+		return openArrow(ctx, src, o)
+	}
+	_, err = ParseFormat(string(o.Format))
+	return nil, err
+}
+
+// lineError is an error at a line and column of a text file.
+func lineError(name string, line int, column string, err error) error {
+	where := fmt.Sprintf("%s line %d", name, line)
+	if column != "" {
+		where += fmt.Sprintf(", column %q", column)
+	}
+	if errors.Is(err, lancer.ErrInvalidArgument) {
+		return fmt.Errorf("importer: %s: %w", where, err)
+	}
+	return fmt.Errorf("importer: %s: %v: %w", where, err, lancer.ErrInvalidArgument)
+}
+
+// fieldIndex maps the column names of a schema to their positions.
+func fieldIndex(s *arrow.Schema) map[string]int {
+	m := make(map[string]int, s.NumFields())
+	for i, f := range s.Fields() {
+		m[f.Name] = i
+	}
+	return m
+}

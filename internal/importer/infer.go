@@ -1,0 +1,146 @@
+package importer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// kind is what an inferred JSON column holds.
+type kind uint8
+
+const (
+	kindNull kind = iota
+	kindBool
+	kindInt
+	kindFloat
+	kindString
+	kindList
+	kindStruct
+)
+
+func (k kind) String() string {
+	return [...]string{"null", "bool", "integer", "number", "string", "array", "object"}[k]
+}
+
+// inferred is the type inferred so far for a JSON value position.
+type inferred struct {
+	kind kind
+	line int // the line that set kind
+	elem *inferred
+	// members of an object, in order of first appearance
+	names   []string
+	members map[string]*inferred
+}
+
+// add widens t to hold v, seen on line; path names the position for errors.
+func (t *inferred) add(v any, line int, path string) error {
+	k := kindOf(v)
+	switch {
+	case k == kindNull:
+		return nil
+	case t.kind == kindNull:
+		t.kind, t.line = k, line
+	case t.kind == kindInt && k == kindFloat:
+		t.kind = kindFloat
+	case t.kind == kindFloat && k == kindInt:
+	case t.kind != k:
+		where := ""
+		if path != "" {
+			where = "at " + path + ": "
+		}
+		return fmt.Errorf("%s%s here but %s on line %d (a column holds one type of value)",
+			where, article(k), article(t.kind), t.line)
+	}
+	switch v := v.(type) {
+	case []any:
+		if t.elem == nil {
+			t.elem = &inferred{}
+		}
+		for _, item := range v {
+			if err := t.elem.add(item, line, path+"[]"); err != nil {
+				return err
+			}
+		}
+	case *object:
+		if t.members == nil {
+			t.members = map[string]*inferred{}
+		}
+		for _, name := range v.keys {
+			m := t.members[name]
+			if m == nil {
+				m = &inferred{}
+				t.members[name] = m
+				t.names = append(t.names, name)
+			}
+			if err := m.add(v.vals[name], line, path+"."+name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func article(k kind) string {
+	switch k {
+	case kindInt, kindList, kindStruct:
+		return "an " + k.String()
+	}
+	return "a " + k.String()
+}
+
+func kindOf(v any) kind {
+	switch v := v.(type) {
+	case nil:
+		return kindNull
+	case bool:
+		return kindBool
+	case json.Number:
+		if isIntegerLiteral(string(v)) {
+			if _, err := v.Int64(); err == nil {
+				return kindInt
+			}
+		}
+		return kindFloat
+	case string:
+		return kindString
+	case []any:
+		return kindList
+	}
+	return kindStruct
+}
+
+func isIntegerLiteral(s string) bool { return !strings.ContainsAny(s, ".eE") }
+
+// arrowType is the Arrow type of the inferred position: int64, float64,
+// bool, utf8, list<...> or struct<...>; a position that only ever held
+// null (or an array that was always empty) becomes utf8.
+func (t *inferred) arrowType() arrow.DataType {
+	switch t.kind {
+	case kindBool:
+		return arrow.FixedWidthTypes.Boolean
+	case kindInt:
+		return arrow.PrimitiveTypes.Int64
+	case kindFloat:
+		return arrow.PrimitiveTypes.Float64
+	case kindList:
+		elem := &inferred{}
+		if t.elem != nil {
+			elem = t.elem
+		}
+		return arrow.ListOf(elem.arrowType())
+	case kindStruct:
+		return arrow.StructOf(t.fields()...)
+	}
+	return arrow.BinaryTypes.String
+}
+
+func (t *inferred) fields() []arrow.Field {
+	fields := make([]arrow.Field, len(t.names))
+	for i, name := range t.names {
+		fields[i] = arrow.Field{Name: name, Type: t.members[name].arrowType(), Nullable: true}
+	}
+	return fields
+}

@@ -1,0 +1,680 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/float16"
+)
+
+// object is a decoded JSON object that keeps its members in input order.
+type object struct {
+	keys []string
+	vals map[string]any
+}
+
+// parseJSON decodes text holding exactly one JSON value into nil, bool,
+// json.Number, string, []any or *object. Duplicate object members are an
+// error. It is a small recursive-descent parser: encoding/json's token
+// stream costs several times more per value.
+func parseJSON(text []byte) (any, error) {
+	p := jsonParser{b: text}
+	p.space()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.i != len(p.b) {
+		return nil, p.errorf("unexpected %q after the value", p.b[p.i])
+	}
+	return v, nil
+}
+
+// maxJSONDepth bounds the nesting of a value.
+const maxJSONDepth = 1000
+
+type jsonParser struct {
+	b []byte
+	i int
+}
+
+func (p *jsonParser) errorf(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at byte %d: %s", p.i+1, fmt.Sprintf(format, args...))
+}
+
+func (p *jsonParser) space() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsonParser) value(depth int) (any, error) {
+	if depth > maxJSONDepth {
+		return nil, p.errorf("nested deeper than %d", maxJSONDepth)
+	}
+	if p.i >= len(p.b) {
+		return nil, p.errorf("unexpected end of line")
+	}
+	switch c := p.b[p.i]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		return p.str()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	case p.literal("true"):
+		return true, nil
+	case p.literal("false"):
+		return false, nil
+	case p.literal("null"):
+		return nil, nil
+	default:
+		return nil, p.errorf("unexpected %q", c)
+	}
+}
+
+func (p *jsonParser) literal(word string) bool {
+	if bytes.HasPrefix(p.b[p.i:], []byte(word)) {
+		p.i += len(word)
+		return true
+	}
+	return false
+}
+
+func (p *jsonParser) object(depth int) (any, error) {
+	p.i++ // '{'
+	obj := &object{vals: map[string]any{}}
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == '}' {
+		p.i++
+		return obj, nil
+	}
+	for {
+		p.space()
+		if p.i >= len(p.b) || p.b[p.i] != '"' {
+			return nil, p.errorf("want a member name")
+		}
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := obj.vals[k]; dup {
+			return nil, fmt.Errorf("invalid JSON: member %q appears twice", k)
+		}
+		p.space()
+		if p.i >= len(p.b) || p.b[p.i] != ':' {
+			return nil, p.errorf("want ':' after member name %q", k)
+		}
+		p.i++
+		p.space()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		obj.keys = append(obj.keys, k)
+		obj.vals[k] = v
+		p.space()
+		if p.i >= len(p.b) {
+			return nil, p.errorf("unexpected end of line in an object")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return obj, nil
+		default:
+			return nil, p.errorf("want ',' or '}' in an object, got %q", p.b[p.i])
+		}
+	}
+}
+
+func (p *jsonParser) array(depth int) (any, error) {
+	p.i++ // '['
+	list := []any{}
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == ']' {
+		p.i++
+		return list, nil
+	}
+	for {
+		p.space()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, v)
+		p.space()
+		if p.i >= len(p.b) {
+			return nil, p.errorf("unexpected end of line in an array")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return list, nil
+		default:
+			return nil, p.errorf("want ',' or ']' in an array, got %q", p.b[p.i])
+		}
+	}
+}
+
+// str reads a string; escapes (and invalid UTF-8, which becomes U+FFFD)
+// are decoded by encoding/json.
+func (p *jsonParser) str() (string, error) {
+	start := p.i
+	p.i++ // '"'
+	escaped := false
+	for p.i < len(p.b) {
+		switch c := p.b[p.i]; {
+		case c == '"':
+			p.i++
+			if !escaped && utf8.Valid(p.b[start+1:p.i-1]) {
+				return string(p.b[start+1 : p.i-1]), nil
+			}
+			var s string
+			if err := json.Unmarshal(p.b[start:p.i], &s); err != nil {
+				p.i = start
+				return "", p.errorf("bad string escape")
+			}
+			return s, nil
+		case c == '\\':
+			escaped = true
+			p.i += 2
+		case c < 0x20:
+			return "", p.errorf("control character in a string")
+		default:
+			p.i++
+		}
+	}
+	p.i = start
+	return "", p.errorf("unterminated string")
+}
+
+// number reads a number as a json.Number, checking its syntax.
+func (p *jsonParser) number() (any, error) {
+	start := p.i
+	digits := func() int {
+		n := 0
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	if p.b[p.i] == '-' {
+		p.i++
+	}
+	if n := digits(); n == 0 || (n > 1 && p.b[p.i-n] == '0') {
+		p.i = start
+		return nil, p.errorf("bad number")
+	}
+	if p.i < len(p.b) && p.b[p.i] == '.' {
+		p.i++
+		if digits() == 0 {
+			p.i = start
+			return nil, p.errorf("bad number")
+		}
+	}
+	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			p.i = start
+			return nil, p.errorf("bad number")
+		}
+	}
+	return json.Number(p.b[start:p.i]), nil
+}
+
+// valueError is a conversion error of a value inside a column: Path is
+// where in the value (".member", "[3]"), empty for the value itself.
+type valueError struct {
+	Path string
+	Msg  string
+}
+
+func (e *valueError) Error() string {
+	if e.Path == "" {
+		return e.Msg
+	}
+	return "at " + e.Path + ": " + e.Msg
+}
+
+func (e *valueError) under(prefix string) *valueError {
+	return &valueError{Path: prefix + e.Path, Msg: e.Msg}
+}
+
+func mismatch(want string, v any) *valueError {
+	return &valueError{Msg: fmt.Sprintf("want %s, got %s", want, describe(v))}
+}
+
+// describe names a decoded JSON value for an error message.
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		return "number " + v.String()
+	case string:
+		if len(v) > 40 {
+			v = v[:37] + "..."
+		}
+		return "string " + strconv.Quote(v)
+	case []any:
+		return "an array"
+	case *object:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// text returns the text of a number or string value.
+func text(v any) (string, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		return v.String(), true
+	case string:
+		return strings.TrimSpace(v), true
+	}
+	return "", false
+}
+
+// appendValue appends one decoded value (see decodeJSON; CSV cells arrive
+// as strings) to b, converting it to b's type. It accepts the fixtures' row
+// encoding (that of `lancer scan --format jsonl`) and a few friendlier
+// spellings: integers and floats as strings, dates and timestamps as
+// ISO 8601 text, maps as objects.
+func appendValue(b array.Builder, v any) *valueError {
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	switch b := b.(type) {
+	case *array.BooleanBuilder:
+		switch v := v.(type) {
+		case bool:
+			b.Append(v)
+			return nil
+		case string:
+			if x, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
+				b.Append(x)
+				return nil
+			}
+		}
+		return mismatch("a bool", v)
+	case *array.Int8Builder:
+		x, err := parseInt(v, 8)
+		if err == nil {
+			b.Append(int8(x))
+		}
+		return err
+	case *array.Int16Builder:
+		x, err := parseInt(v, 16)
+		if err == nil {
+			b.Append(int16(x))
+		}
+		return err
+	case *array.Int32Builder:
+		x, err := parseInt(v, 32)
+		if err == nil {
+			b.Append(int32(x))
+		}
+		return err
+	case *array.Int64Builder:
+		x, err := parseInt(v, 64)
+		if err == nil {
+			b.Append(x)
+		}
+		return err
+	case *array.Uint8Builder:
+		x, err := parseUint(v, 8)
+		if err == nil {
+			b.Append(uint8(x))
+		}
+		return err
+	case *array.Uint16Builder:
+		x, err := parseUint(v, 16)
+		if err == nil {
+			b.Append(uint16(x))
+		}
+		return err
+	case *array.Uint32Builder:
+		x, err := parseUint(v, 32)
+		if err == nil {
+			b.Append(uint32(x))
+		}
+		return err
+	case *array.Uint64Builder:
+		x, err := parseUint(v, 64)
+		if err == nil {
+			b.Append(x)
+		}
+		return err
+	case *array.Float16Builder:
+		x, err := parseFloat(v, 32)
+		if err == nil {
+			b.Append(float16.New(float32(x)))
+		}
+		return err
+	case *array.Float32Builder:
+		x, err := parseFloat(v, 32)
+		if err == nil {
+			b.Append(float32(x))
+		}
+		return err
+	case *array.Float64Builder:
+		x, err := parseFloat(v, 64)
+		if err == nil {
+			b.Append(x)
+		}
+		return err
+	case *array.StringBuilder:
+		s, ok := v.(string)
+		if !ok {
+			return mismatch("a string", v)
+		}
+		b.Append(s)
+		return nil
+	case *array.LargeStringBuilder:
+		s, ok := v.(string)
+		if !ok {
+			return mismatch("a string", v)
+		}
+		b.Append(s)
+		return nil
+	case *array.StringViewBuilder:
+		s, ok := v.(string)
+		if !ok {
+			return mismatch("a string", v)
+		}
+		b.Append(s)
+		return nil
+	case *array.BinaryBuilder:
+		p, err := parseBase64(v)
+		if err == nil {
+			b.Append(p)
+		}
+		return err
+	case *array.BinaryViewBuilder:
+		p, err := parseBase64(v)
+		if err == nil {
+			b.Append(p)
+		}
+		return err
+	case *array.FixedSizeBinaryBuilder:
+		p, err := parseBase64(v)
+		if err != nil {
+			return err
+		}
+		if w := b.Type().(*arrow.FixedSizeBinaryType).ByteWidth; len(p) != w {
+			return &valueError{Msg: fmt.Sprintf("want %d bytes, got %d", w, len(p))}
+		}
+		b.Append(p)
+		return nil
+	case *array.Date32Builder:
+		if x, err := parseInt(v, 32); err == nil {
+			b.Append(arrow.Date32(x))
+			return nil
+		}
+		t, err := parseTime(v, "a date (days since 1970-01-01 or YYYY-MM-DD)")
+		if err == nil {
+			b.Append(arrow.Date32FromTime(t))
+		}
+		return err
+	case *array.Date64Builder:
+		if x, err := parseInt(v, 64); err == nil {
+			b.Append(arrow.Date64(x))
+			return nil
+		}
+		t, err := parseTime(v, "a date (milliseconds since 1970-01-01 or YYYY-MM-DD)")
+		if err == nil {
+			b.Append(arrow.Date64FromTime(t))
+		}
+		return err
+	case *array.TimestampBuilder:
+		if x, err := parseInt(v, 64); err == nil {
+			b.Append(arrow.Timestamp(x))
+			return nil
+		}
+		t, err := parseTime(v, "a timestamp (an integer in the column's unit or ISO 8601 text)")
+		if err != nil {
+			return err
+		}
+		ts, terr := arrow.TimestampFromTime(t, b.Type().(*arrow.TimestampType).Unit)
+		if terr != nil {
+			return &valueError{Msg: terr.Error()}
+		}
+		b.Append(ts)
+		return nil
+	case *array.Time32Builder:
+		if x, err := parseInt(v, 32); err == nil {
+			b.Append(arrow.Time32(x))
+			return nil
+		}
+		s, _ := v.(string)
+		t, err := arrow.Time32FromString(s, b.Type().(*arrow.Time32Type).Unit)
+		if err != nil {
+			return mismatch("a time of day", v)
+		}
+		b.Append(t)
+		return nil
+	case *array.Time64Builder:
+		if x, err := parseInt(v, 64); err == nil {
+			b.Append(arrow.Time64(x))
+			return nil
+		}
+		s, _ := v.(string)
+		t, err := arrow.Time64FromString(s, b.Type().(*arrow.Time64Type).Unit)
+		if err != nil {
+			return mismatch("a time of day", v)
+		}
+		b.Append(t)
+		return nil
+	case *array.DurationBuilder:
+		x, err := parseInt(v, 64)
+		if err == nil {
+			b.Append(arrow.Duration(x))
+		}
+		return err
+	case *array.NullBuilder:
+		return mismatch("null", v)
+	case *array.FixedSizeListBuilder:
+		list, ok := v.([]any)
+		if !ok {
+			return mismatch("an array", v)
+		}
+		if n := int(b.Type().(*arrow.FixedSizeListType).Len()); len(list) != n {
+			return &valueError{Msg: fmt.Sprintf("want an array of %d values, got %d", n, len(list))}
+		}
+		b.Append(true)
+		return appendItems(b.ValueBuilder(), list)
+	case *array.MapBuilder:
+		return appendMap(b, v)
+	case array.VarLenListLikeBuilder:
+		list, ok := v.([]any)
+		if !ok {
+			return mismatch("an array", v)
+		}
+		b.AppendWithSize(true, len(list))
+		return appendItems(b.ValueBuilder(), list)
+	case *array.StructBuilder:
+		obj, ok := v.(*object)
+		if !ok {
+			return mismatch("an object", v)
+		}
+		st := b.Type().(*arrow.StructType)
+		for _, k := range obj.keys {
+			if _, ok := st.FieldIdx(k); !ok {
+				return &valueError{Path: "." + k, Msg: "no such member"}
+			}
+		}
+		b.Append(true)
+		for i, f := range st.Fields() {
+			if err := appendValue(b.FieldBuilder(i), obj.vals[f.Name]); err != nil {
+				return err.under("." + f.Name)
+			}
+		}
+		return nil
+	}
+	return appendFallback(b, v)
+}
+
+func appendItems(b array.Builder, list []any) *valueError {
+	for i, item := range list {
+		if err := appendValue(b, item); err != nil {
+			return err.under("[" + strconv.Itoa(i) + "]")
+		}
+	}
+	return nil
+}
+
+// appendMap takes a map as [[key, value], ...] (the row encoding) or, for
+// string keys, as an object.
+func appendMap(b *array.MapBuilder, v any) *valueError {
+	var keys, items []any
+	switch v := v.(type) {
+	case []any:
+		for i, e := range v {
+			pair, ok := e.([]any)
+			if !ok || len(pair) != 2 {
+				return mismatch("a [key, value] pair", e).under("[" + strconv.Itoa(i) + "]")
+			}
+			keys, items = append(keys, pair[0]), append(items, pair[1])
+		}
+	case *object:
+		for _, k := range v.keys {
+			keys, items = append(keys, k), append(items, v.vals[k])
+		}
+	default:
+		return mismatch("an array of [key, value] pairs", v)
+	}
+	b.Append(true)
+	for i := range keys {
+		if keys[i] == nil {
+			return &valueError{Path: "[" + strconv.Itoa(i) + "]", Msg: "map key is null"}
+		}
+		if err := appendValue(b.KeyBuilder(), keys[i]); err != nil {
+			return err.under("[" + strconv.Itoa(i) + "][0]")
+		}
+		if err := appendValue(b.ItemBuilder(), items[i]); err != nil {
+			return err.under("[" + strconv.Itoa(i) + "][1]")
+		}
+	}
+	return nil
+}
+
+// appendFallback hands the value to the builder's own JSON decoding: it is
+// how decimals and dictionaries are read (decimals as "-12.345" or as
+// numbers, dictionaries as their decoded values).
+func appendFallback(b array.Builder, v any) *valueError {
+	switch v.(type) {
+	case []any, *object:
+		return &valueError{Msg: fmt.Sprintf("importing %s values is not supported", b.Type())}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return &valueError{Msg: err.Error()}
+	}
+	n := b.Len()
+	if err := b.UnmarshalJSON(slices.Concat([]byte("["), raw, []byte("]"))); err != nil || b.Len() != n+1 {
+		return mismatch(b.Type().String(), v)
+	}
+	return nil
+}
+
+func parseInt(v any, bits int) (int64, *valueError) {
+	s, ok := text(v)
+	if ok {
+		if x, err := strconv.ParseInt(s, 10, bits); err == nil {
+			return x, nil
+		}
+	}
+	return 0, mismatch(fmt.Sprintf("an int%d", bits), v)
+}
+
+func parseUint(v any, bits int) (uint64, *valueError) {
+	s, ok := text(v)
+	if ok {
+		if x, err := strconv.ParseUint(s, 10, bits); err == nil {
+			return x, nil
+		}
+	}
+	return 0, mismatch(fmt.Sprintf("a uint%d", bits), v)
+}
+
+func parseFloat(v any, bits int) (float64, *valueError) {
+	s, ok := text(v)
+	if ok {
+		if x, err := strconv.ParseFloat(s, bits); err == nil || (errors.Is(err, strconv.ErrRange) && math.IsInf(x, 0)) {
+			return x, nil
+		}
+	}
+	return 0, mismatch("a number", v)
+}
+
+func parseBase64(v any) ([]byte, *valueError) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, mismatch("base64 text", v)
+	}
+	p, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, mismatch("base64 text", v)
+	}
+	return p, nil
+}
+
+// timeLayouts are the timestamp and date spellings text values may use.
+// Times without a zone are taken as UTC.
+var timeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02",
+}
+
+// parseTimeText parses s by the first of timeLayouts that fits and reports
+// whether s carried a zone offset.
+func parseTimeText(s string) (t time.Time, zoned, ok bool) {
+	for i, layout := range timeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, i == 0 || i == 2, true
+		}
+	}
+	return time.Time{}, false, false
+}
+
+func parseTime(v any, want string) (time.Time, *valueError) {
+	if s, ok := v.(string); ok {
+		if t, _, ok := parseTimeText(strings.TrimSpace(s)); ok {
+			return t, nil
+		}
+	}
+	return time.Time{}, mismatch(want, v)
+}
