@@ -1,6 +1,8 @@
-// Package dataset reads Lance datasets: it resolves versions to manifests,
-// decodes manifests, and scans and takes rows from fragments, data files and
-// deletion files, as real Lance (the format behind LanceDB) writes them.
+// Package dataset reads and writes Lance datasets, as real Lance (the
+// format behind LanceDB) does: it resolves versions to manifests, scans and
+// takes rows from fragments, data files and deletion files, and commits new
+// versions: create, append, overwrite, delete, update, merge-insert, add,
+// drop and rename columns, compact, restore; Cleanup removes old versions.
 //
 // The package knows the Lance table format but not branches or tags: a
 // branch directory (tree/<name>) is just another dataset root whose manifest
@@ -78,9 +80,37 @@
 //     OpenOptions.ResolveBase, so a moved dataset can be read by mapping its
 //     recorded root.
 //
+// # Commits
+//
+// Every write operation writes its new files first (data files under
+// fresh random names, deletion files, the transaction file) and then
+// publishes the version by creating its manifest with
+// blob.Store.CreateIfAbsent: the one atomic step. A writer that loses the
+// race for version N+1 reads the transactions committed since its read
+// version and rebases over them where Lance would (two appends both land;
+// deletes of different rows both land), or fails with a *ConflictError
+// wrapping lancer.ErrConflict that names the other transaction.
+//
+//   - C1. A version, once its manifest exists, never changes; no commit
+//     overwrites or deletes a manifest (only Cleanup removes old ones).
+//   - C2. A failed or crashed write leaves the dataset at its last committed
+//     version; what it wrote is unreferenced garbage that Cleanup removes.
+//   - C3. Fragment ids and field ids are not reused: new fragments continue
+//     after the manifest's max_fragment_id, new fields after the highest id
+//     the schema or any data file still holds (Lance's max_field_id).
+//   - C4. latest_version_hint.json is written after the manifest and read
+//     as a hint only.
+//   - C5. Cleanup reads every retained manifest before it deletes anything,
+//     never deletes the latest version or a file a retained version
+//     references, and keeps unreferenced files younger than a week (they
+//     may belong to a commit in flight) unless told otherwise.
+//
 // # Concurrency
 //
-// A Dataset is immutable and safe for concurrent use. A Scanner is not.
+// A Dataset is immutable and safe for concurrent use; a write operation
+// returns a new Dataset at the version it committed. Writers in many
+// goroutines or processes may commit to one dataset at once. A Scanner is
+// not safe for concurrent use.
 //
 // # Lifetimes
 //
