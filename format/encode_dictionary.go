@@ -1,10 +1,13 @@
 package format
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
 	"strconv"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -174,33 +177,117 @@ func autoDictionaryVar(pg *writePage, vals *varVals) *dictBuild {
 		return nil
 	}
 	// A prefix that spends its share of the budget already means mostly
-	// distinct values: give up before hashing them all.
+	// distinct values: give up before hashing them all. The page is
+	// indexed on the way; the values are copied only once it pays.
 	const probe = 4096
-	seen := map[string]struct{}{}
+	set := newVarSet(vals, min(n, probe))
+	indices := make([]byte, 4*n)
 	dictBytes := 0
 	for i := range n {
 		if i == probe && float64(dictBytes) >= budget*probe/float64(n) {
 			return nil
 		}
 		if pg.nulls != nil && pg.nulls[i] {
-			continue
+			continue // index 0
 		}
-		if _, ok := seen[string(vals.value(i))]; !ok {
+		id, added := set.add(i)
+		if added {
 			dictBytes += len(vals.value(i)) + w
 			if float64(dictBytes) >= budget {
 				return nil
 			}
-			seen[string(vals.value(i))] = struct{}{}
 		}
+		binary.LittleEndian.PutUint32(indices[4*i:], id)
 	}
-	if len(seen) == 0 {
+	firsts := set.firsts
+	if len(firsts) == 0 {
 		return nil
 	}
-	d := newDictIndexer(0, vals.large, n)
-	for i := range n {
-		d.add(vals.value(i), pg.nulls != nil && pg.nulls[i])
+	dict := &varVals{large: vals.large, off: make([]uint64, 1, len(firsts)+1), data: make([]byte, 0, dictBytes-len(firsts)*w)}
+	for _, i := range firsts {
+		dict.data = append(dict.data, vals.value(i)...)
+		dict.off = append(dict.off, uint64(len(dict.data)))
 	}
-	return d.finish()
+	return &dictBuild{
+		indices: &fixedVals{bits: 32, n: n, data: indices},
+		items:   len(firsts),
+		vars:    dict,
+	}
+}
+
+// varSet numbers the distinct values of a varVals in first-seen order,
+// without copying them.
+type varSet struct {
+	vals   *varVals
+	firsts []int // the first value of each id
+	// Short values are keyed by their bytes (strings that view vals.data,
+	// which outlives the set). Long ones, 1–8 KiB images say, by a
+	// fingerprint, so that distinct ones are told apart without hashing
+	// them whole; equal fingerprints are compared in full, and values
+	// whose fingerprint is taken by another value go to short.
+	short map[string]uint32
+	long  map[varFingerprint]uint32
+}
+
+// varFingerprintMin: values longer than this are keyed by fingerprint.
+const varFingerprintMin = 64
+
+// varFingerprint is a long value's length and 8 bytes from each of its
+// start, middle and end.
+type varFingerprint struct {
+	n               int
+	head, mid, tail uint64
+}
+
+// newVarSet returns an empty set with room for about hint values.
+func newVarSet(vals *varVals, hint int) *varSet {
+	s := &varSet{vals: vals}
+	if n := vals.len(); n > 0 && len(vals.data)/n > varFingerprintMin {
+		s.long = make(map[varFingerprint]uint32, hint)
+	} else {
+		s.short = make(map[string]uint32, hint)
+	}
+	return s
+}
+
+// add returns the id of value i and whether i is its first occurrence.
+func (s *varSet) add(i int) (uint32, bool) {
+	v := s.vals.value(i)
+	if len(v) > varFingerprintMin {
+		fp := varFingerprint{
+			n:    len(v),
+			head: binary.LittleEndian.Uint64(v),
+			mid:  binary.LittleEndian.Uint64(v[len(v)/2:]),
+			tail: binary.LittleEndian.Uint64(v[len(v)-8:]),
+		}
+		if s.long == nil {
+			s.long = make(map[varFingerprint]uint32)
+		}
+		id, ok := s.long[fp]
+		if !ok {
+			id = s.next(i)
+			s.long[fp] = id
+			return id, true
+		}
+		if bytes.Equal(s.vals.value(s.firsts[id]), v) {
+			return id, false
+		}
+	}
+	key := unsafe.String(unsafe.SliceData(v), len(v))
+	if s.short == nil {
+		s.short = make(map[string]uint32)
+	}
+	if id, ok := s.short[key]; ok {
+		return id, false
+	}
+	id := s.next(i)
+	s.short[key] = id
+	return id, true
+}
+
+func (s *varSet) next(i int) uint32 {
+	s.firsts = append(s.firsts, i)
+	return uint32(len(s.firsts) - 1)
 }
 
 // autoDictionaryFixed dictionary-encodes 128-bit values (Lance's estimate

@@ -22,6 +22,9 @@ type zipEncoder interface {
 	bitsPerValue() int
 	bitsPerOffset() int
 	count() int
+	// valueBytes is the bytes appendValue appends for all values, without
+	// length prefixes (an estimate where it compresses values one by one).
+	valueBytes() int
 	// appendValue appends the stored bytes of visible value v.
 	appendValue(dst []byte, v int) ([]byte, error)
 }
@@ -33,6 +36,7 @@ func (e *fixedZip) proto() *enc21pb.CompressiveEncoding { return flatEncoding(e.
 func (e *fixedZip) bitsPerValue() int                   { return e.vals.bits }
 func (e *fixedZip) bitsPerOffset() int                  { return 0 }
 func (e *fixedZip) count() int                          { return e.vals.n }
+func (e *fixedZip) valueBytes() int                     { return e.vals.n * e.vals.bits / 8 }
 func (e *fixedZip) appendValue(dst []byte, v int) ([]byte, error) {
 	w := e.vals.bits / 8
 	return append(dst, e.vals.data[v*w:(v+1)*w]...), nil
@@ -45,6 +49,7 @@ type fslZip struct{ vals *fslVals }
 func (e *fslZip) proto() *enc21pb.CompressiveEncoding { return fslEncoding(e.vals) }
 func (e *fslZip) bitsPerOffset() int                  { return 0 }
 func (e *fslZip) count() int                          { return e.vals.n }
+func (e *fslZip) valueBytes() int                     { return e.vals.n * e.bitsPerValue() / 8 }
 func (e *fslZip) bitsPerValue() int {
 	b, children := 0, 1
 	for k, d := range e.vals.dims {
@@ -101,6 +106,10 @@ func (e *varZip) bitsPerOffset() int {
 	return 32
 }
 func (e *varZip) count() int { return e.vals.len() }
+
+// valueBytes is exact for plain and FSST values; for zstd it is the bytes
+// before compression.
+func (e *varZip) valueBytes() int { return int(e.vals.off[len(e.vals.off)-1] - e.vals.off[0]) }
 func (e *varZip) appendValue(dst []byte, v int) ([]byte, error) {
 	if !e.zstd {
 		return append(dst, e.vals.value(v)...), nil
@@ -171,6 +180,22 @@ func (e *packedZip) proto() *enc21pb.CompressiveEncoding {
 func (e *packedZip) bitsPerValue() int  { return 0 }
 func (e *packedZip) bitsPerOffset() int { return 32 }
 func (e *packedZip) count() int         { return e.vals.n }
+func (e *packedZip) valueBytes() int {
+	b := 0
+	for _, c := range e.vals.children {
+		switch c := c.(type) {
+		case *fixedVals:
+			b += e.vals.n * c.bits / 8
+		case *varVals:
+			w := 4
+			if c.large {
+				w = 8
+			}
+			b += e.vals.n*w + int(c.off[len(c.off)-1]-c.off[0])
+		}
+	}
+	return b
+}
 func (e *packedZip) appendValue(dst []byte, v int) ([]byte, error) {
 	for _, c := range e.vals.children {
 		switch c := c.(type) {
@@ -214,10 +239,9 @@ func encodeFullZip(pg *writePage, enc zipEncoder) ([][]byte, *enc21pb.PageLayout
 	}
 	needIndex := variable || bitsRep > 0
 	prefix := enc.bitsPerOffset() / 8
-	var zipped []byte
-	if !variable {
-		zipped = make([]byte, 0, pg.items*ctrl+pg.values*fixedBits/8)
-	}
+	// Room for every control word, length prefix and value, so that the
+	// values are copied once, straight into place.
+	zipped := make([]byte, 0, pg.items*ctrl+pg.values*prefix+enc.valueBytes())
 	var rowStarts []uint64
 	if needIndex {
 		rowStarts = make([]uint64, 0, pg.rows+1)
@@ -225,7 +249,6 @@ func encodeFullZip(pg *writePage, enc zipEncoder) ([][]byte, *enc21pb.PageLayout
 	maxRepLevel := pg.spec.maxRep
 	v := 0
 	var err error
-	var scratch []byte
 	for i := range pg.items {
 		var r, d uint16
 		if pg.rep != nil {
@@ -257,18 +280,22 @@ func encodeFullZip(pg *writePage, enc zipEncoder) ([][]byte, *enc21pb.PageLayout
 				return nil, nil, err
 			}
 		case d == 0:
-			if scratch, err = enc.appendValue(scratch[:0], v); err != nil {
+			// The length prefix goes in front of the value once its
+			// length is known.
+			at := len(zipped)
+			zipped = append(zipped, make([]byte, prefix)...)
+			if zipped, err = enc.appendValue(zipped, v); err != nil {
 				return nil, nil, err
 			}
+			n := len(zipped) - at - prefix
 			if prefix == 4 {
-				if len(scratch) > math.MaxUint32 {
-					return nil, nil, fmt.Errorf("value of %d bytes overflows a 32-bit length: %w", len(scratch), lancer.ErrUnsupported)
+				if n > math.MaxUint32 {
+					return nil, nil, fmt.Errorf("value of %d bytes overflows a 32-bit length: %w", n, lancer.ErrUnsupported)
 				}
-				zipped = binary.LittleEndian.AppendUint32(zipped, uint32(len(scratch)))
+				binary.LittleEndian.PutUint32(zipped[at:], uint32(n))
 			} else {
-				zipped = binary.LittleEndian.AppendUint64(zipped, uint64(len(scratch)))
+				binary.LittleEndian.PutUint64(zipped[at:], uint64(n))
 			}
-			zipped = append(zipped, scratch...)
 		}
 		v++
 	}

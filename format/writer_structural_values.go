@@ -245,9 +245,26 @@ func gatherFixedPage(bits int, pieces []*leafPiece, nulls []bool) (*fixedVals, e
 	return out, nil
 }
 
-// gatherVarPage gathers a page's variable-width values.
+// gatherVarPage gathers a page's variable-width values. When they are
+// one run of an Arrow buffer with no nulls the values are that buffer, not
+// a copy: the page's pieces hold it until the page is written.
 func gatherVarPage(large bool, pieces []*leafPiece, nulls []bool) (*varVals, error) {
-	out := &varVals{large: large, off: []uint64{0}}
+	if out := borrowVar(large, pieces, nulls); out != nil {
+		return out, nil
+	}
+	values, bytes := 0, int64(0)
+	for _, p := range pieces {
+		offs, data := varOffsets(p.src), varData(p.src)
+		for _, rg := range p.ranges {
+			values += rg.end - rg.start
+			if offs != nil {
+				if start, end := offs(rg.start), offs(rg.end); 0 <= start && start <= end && end <= int64(len(data)) {
+					bytes += end - start
+				}
+			}
+		}
+	}
+	out := &varVals{large: large, off: make([]uint64, 1, values+1), data: make([]byte, 0, bytes)}
 	at := 0
 	for _, p := range pieces {
 		if err := gatherVar(out, p.src, p.ranges, nulls, at); err != nil {
@@ -256,6 +273,44 @@ func gatherVarPage(large bool, pieces []*leafPiece, nulls []bool) (*varVals, err
 		at += p.values
 	}
 	return out, nil
+}
+
+// borrowVar returns the values of a page of one piece whose values are
+// not null and lie back to back in its Arrow buffer, with data aliasing
+// that buffer; otherwise nil.
+func borrowVar(large bool, pieces []*leafPiece, nulls []bool) *varVals {
+	if len(pieces) != 1 || nulls != nil || len(pieces[0].ranges) == 0 {
+		return nil
+	}
+	p := pieces[0]
+	offs, data := varOffsets(p.src), varData(p.src)
+	if offs == nil {
+		return nil
+	}
+	values := 0
+	for i, rg := range p.ranges {
+		values += rg.end - rg.start
+		if i > 0 && offs(rg.start) != offs(p.ranges[i-1].end) {
+			return nil
+		}
+	}
+	start, end := offs(p.ranges[0].start), offs(p.ranges[len(p.ranges)-1].end)
+	if start < 0 || end < start || end > int64(len(data)) {
+		return nil // gatherVar reports it
+	}
+	out := &varVals{large: large, off: make([]uint64, 1, values+1), data: data[start:end:end]}
+	for _, rg := range p.ranges {
+		prev := offs(rg.start)
+		for i := rg.start + 1; i <= rg.end; i++ {
+			o := offs(i)
+			if o < prev || o > end {
+				return nil
+			}
+			out.off = append(out.off, uint64(o-start))
+			prev = o
+		}
+	}
+	return out
 }
 
 // gatherFSLPage gathers a page's fixed-size lists. A list layer gets item

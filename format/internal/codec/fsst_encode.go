@@ -11,19 +11,47 @@ import (
 
 // FSST encoding: training a symbol table on a sample and compressing with it.
 //
-// Training follows the idea of the FSST paper (Boncz, Neumann, Leis, VLDB
-// 2020) in a plain form: compress the sample with the current table, count
-// how often each symbol and each pair of adjacent symbols occurs, turn the
-// symbols and the concatenated pairs into candidates weighted by the bytes
-// they would cover, keep the best 255, repeat. Compression is greedy: at each
-// position emit the longest symbol that matches, else escape the byte.
-// Any table that maps codes to 1..8-byte symbols is valid for a decoder, so
-// the quality of training affects only the compression ratio.
+// Training follows the reference algorithm of the FSST paper (Boncz,
+// Neumann, Leis, VLDB 2020), from which Lance's encoder derives:
+//
+//   - The sample is about 16 KiB of chunks of at most 512 bytes, each taken
+//     from a random value.
+//   - Each round compresses the sample with the current table, counting how
+//     often each symbol, each escaped byte and each pair of adjacent
+//     symbols occurs, and the bytes the table saves.
+//   - The symbols and concatenated pairs then become candidates whose gain
+//     is count × length (×8 for 1-byte symbols, which remove 2-byte
+//     escapes), and the 255 best make the next table.
+//   - The table that saved the most bytes wins.
+//
+// Where this differs from the reference, it is for compression measured on
+// captions, URLs, log lines and JSON:
+//
+//   - Every round compresses the whole sample, for 8 rounds. The
+//     reference takes 5 rounds over a growing part of the sample (8, 38,
+//     68, 98, then 128 parts in 128) to save time; its tables were still
+//     improving, and the 8 full rounds give captions 4–8% and URLs and
+//     log lines about 4% smaller.
+//   - A table is trained under two candidate policies and the one that
+//     saves more wins. The reference's, forced by its hash-table matcher,
+//     admits one symbol of 3 or more bytes per 3-byte prefix, which keeps
+//     long symbols from crowding each other out (captions 7% smaller than
+//     without it); text with many symbols sharing a prefix, JSON's `","`
+//     say, does 10% better without it.
+//   - Candidates from pairs seen once are dropped (the reference drops
+//     those seen fewer than 5·frac/128 times), which makes training
+//     quicker at no measurable cost.
+//
+// Compression is greedy: at each position emit the longest symbol that
+// matches, else escape the byte. Any table that maps codes to 1..8-byte
+// symbols is valid for a decoder, so the quality of training affects only
+// the compression ratio.
 
 const (
 	fsstSampleTarget = 16 << 10 // sample this many bytes of input, as Lance does
-	fsstSampleMax    = 32 << 10 // never let one long value grow the sample past this
-	fsstRounds       = 5
+	fsstSampleLine   = 512      // the longest chunk of one value in the sample
+	// fsstRounds is the rounds of table building per candidate policy.
+	fsstRounds = 8
 	// fsstSingleByteBoost favours 1-byte symbols when ranking candidates, as
 	// the FSST reference does: they remove escapes (2 bytes) at little cost.
 	fsstSingleByteBoost = 8
@@ -163,8 +191,10 @@ func FSSTEncodeAll[O Offset](offsets []O, data []byte) (*FSSTTable, []O, []byte,
 	return table, out, compressed, nil
 }
 
-// fsstSample picks values at random (with a fixed seed, so output is
-// reproducible) until about fsstSampleTarget bytes are collected.
+// fsstSample picks chunks of at most fsstSampleLine bytes of values chosen
+// at random (with a fixed seed, so output is reproducible) until about
+// fsstSampleTarget bytes are collected; inputs no larger than that are
+// their own sample.
 func fsstSample[O Offset](offsets []O, data []byte) [][]byte {
 	n := len(offsets) - 1
 	total := uint64(offsets[n] - offsets[0])
@@ -178,13 +208,17 @@ func fsstSample[O Offset](offsets []O, data []byte) [][]byte {
 	rng := rand.New(rand.NewPCG(0x4653, 0x5354))
 	var sample [][]byte
 	size := 0
-	for tries := 0; size < fsstSampleTarget && tries < 16*n; tries++ {
+	for size < fsstSampleTarget {
 		i := rng.IntN(n)
-		value := data[offsets[i]:offsets[i+1]]
-		value = value[:min(len(value), fsstSampleMax-size)]
-		if len(value) == 0 {
-			continue
+		for offsets[i] == offsets[i+1] { // total > 0: some value is not empty
+			if i++; i == n {
+				i = 0
+			}
 		}
+		value := data[offsets[i]:offsets[i+1]]
+		chunks := (len(value) + fsstSampleLine - 1) / fsstSampleLine
+		value = value[fsstSampleLine*rng.IntN(chunks):]
+		value = value[:min(len(value), fsstSampleLine)]
 		sample = append(sample, value)
 		size += len(value)
 	}
@@ -209,15 +243,25 @@ func TrainFSST(sample [][]byte) *FSSTTable {
 		count2: *pairCounts,
 	}
 	defer tr.clearPairs() // the pool holds zeroed tables
-	best, bestSize := []fsstSymbol(nil), math.MaxInt
-	for round := 0; round <= fsstRounds; round++ {
-		// The last round only measures the table built by the one before.
-		size := tr.count(round < fsstRounds)
-		if size < bestSize {
-			best, bestSize = tr.symbols, size
-		}
-		if round < fsstRounds {
-			tr.symbols = tr.candidates()
+	// Train one table with each candidate policy and keep the one that
+	// saved the most bytes on the sample. The first table holds only 1-
+	// and 2-byte symbols, so the policies start from the same one.
+	var best []fsstSymbol
+	bestGain := tr.count(true)
+	first := tr.candidates(false)
+	for _, uniquePrefix := range []bool{true, false} {
+		tr.symbols = first
+		for round := 1; ; round++ {
+			// The last round only measures the table built by the one
+			// before.
+			last := round == fsstRounds
+			if gain := tr.count(!last); gain >= bestGain {
+				best, bestGain = tr.symbols, gain
+			}
+			if last {
+				break
+			}
+			tr.symbols = tr.candidates(uniquePrefix)
 		}
 	}
 	if len(best) == 0 {
@@ -236,6 +280,12 @@ type fsstTrainer struct {
 	count1  []uint32 // occurrences per code
 	count2  []uint32 // occurrences per adjacent pair, at prev*fsstCodeSpace+next
 	pairs   []int    // the indices of count2 that are not zero
+
+	// Scratch of candidates, kept across rounds.
+	index     map[fsstSymbol]int32 // candidate symbol → index in cands
+	cands     []fsstCandidate
+	gainList  []uint64
+	top, rest []fsstCandidate
 }
 
 func (tr *fsstTrainer) symbolOf(code int) fsstSymbol {
@@ -246,21 +296,22 @@ func (tr *fsstTrainer) symbolOf(code int) fsstSymbol {
 }
 
 // count compresses the sample with the current symbols, recording symbol
-// (and, if pairs is set, pair) frequencies, and returns the compressed size.
+// (and, if pairs is set, pair) frequencies, and returns the bytes saved:
+// symbol lengths less one byte per code and one more per escape.
 func (tr *fsstTrainer) count(pairs bool) int {
 	clear(tr.count1)
 	tr.clearPairs()
 	m := newFSSTMatcher(tr.symbols)
-	size := 0
+	gain := 0
 	for _, s := range tr.sample {
 		prev := -1
 		for pos := 0; pos < len(s); {
 			code, length := m.match(s[pos:])
 			if code < 0 {
 				code = 256 + int(s[pos])
-				size += 2
+				gain--
 			} else {
-				size++
+				gain += length - 1
 			}
 			tr.count1[code]++
 			// Also count the first byte on its own when a longer symbol
@@ -279,7 +330,7 @@ func (tr *fsstTrainer) count(pairs bool) int {
 			pos += length
 		}
 	}
-	return size
+	return gain
 }
 
 // fsstPairCounts recycles the 1 MiB pair-count tables of training, which
@@ -305,10 +356,36 @@ func (tr *fsstTrainer) countPair(prev, next int) {
 	tr.count2[i]++
 }
 
+// fsstCandidate is a symbol and the bytes it would cover.
+type fsstCandidate struct {
+	fsstSymbol
+	gain uint64
+}
+
+// fsstMinPairCount: pairs seen once in the sample are no candidates; they
+// would rarely make the table, and dropping them makes training quicker
+// (the reference drops up to 5·frac/128 for the same reason).
+const fsstMinPairCount = 2
+
 // candidates ranks the counted symbols and concatenated pairs by the bytes
-// they would cover and returns the best fsstMaxSymbols of them.
-func (tr *fsstTrainer) candidates() []fsstSymbol {
-	gains := make(map[fsstSymbol]uint64)
+// they would cover, 1-byte symbols boosted, and returns the best
+// fsstMaxSymbols of them. With uniquePrefix, symbols of 3 or more bytes
+// must differ in their first 3 bytes, as in the FSST reference, whose
+// matcher keeps one such symbol per 3-byte prefix.
+func (tr *fsstTrainer) candidates(uniquePrefix bool) []fsstSymbol {
+	if tr.index == nil {
+		tr.index = make(map[fsstSymbol]int32)
+	}
+	clear(tr.index)
+	cands := tr.cands[:0]
+	add := func(s fsstSymbol, gain uint64) {
+		if i, ok := tr.index[s]; ok {
+			cands[i].gain += gain
+			return
+		}
+		tr.index[s] = int32(len(cands))
+		cands = append(cands, fsstCandidate{s, gain})
+	}
 	for code, n := range tr.count1 {
 		if n == 0 {
 			continue
@@ -318,38 +395,79 @@ func (tr *fsstTrainer) candidates() []fsstSymbol {
 		if s.len == 1 {
 			gain *= fsstSingleByteBoost
 		}
-		gains[s] += gain
+		add(s, gain)
 	}
 	for _, i := range tr.pairs {
+		if tr.count2[i] < fsstMinPairCount {
+			continue
+		}
 		first := tr.symbolOf(i / fsstCodeSpace)
 		if first.len == fsstMaxSymLen {
 			continue
 		}
 		joined := first.concat(tr.symbolOf(i % fsstCodeSpace))
-		gains[joined] += uint64(tr.count2[i]) * uint64(joined.len)
+		add(joined, uint64(tr.count2[i])*uint64(joined.len))
 	}
-	type candidate struct {
-		fsstSymbol
-		gain uint64
+	tr.cands = cands
+	// Sort only the candidates that can make the table, those at least as
+	// good as the k-th best (k leaving room for the prefixes uniquePrefix
+	// skips), and the rest only if that room runs out.
+	k := fsstMaxSymbols
+	if uniquePrefix {
+		k *= 2
 	}
-	ranked := make([]candidate, 0, len(gains))
-	for s, gain := range gains {
-		ranked = append(ranked, candidate{s, gain})
-	}
-	// Highest gain first; ties broken by the bytes so training is
-	// deterministic despite map iteration order.
-	slices.SortFunc(ranked, func(a, b candidate) int {
-		if c := cmp.Compare(b.gain, a.gain); c != 0 {
-			return c
+	cut := uint64(0)
+	if len(cands) > k {
+		gains := tr.gainList[:0]
+		for _, c := range cands {
+			gains = append(gains, c.gain)
 		}
-		if c := cmp.Compare(a.len, b.len); c != 0 {
-			return c
+		slices.Sort(gains)
+		cut = gains[len(gains)-k]
+		tr.gainList = gains
+	}
+	top, rest := tr.top[:0], tr.rest[:0]
+	for _, c := range cands {
+		if c.gain >= cut {
+			top = append(top, c)
+		} else {
+			rest = append(rest, c)
 		}
-		return cmp.Compare(a.val, b.val)
-	})
-	best := make([]fsstSymbol, min(len(ranked), fsstMaxSymbols))
-	for i := range best {
-		best[i] = ranked[i].fsstSymbol
+	}
+	tr.top, tr.rest = top, rest
+	best := make([]fsstSymbol, 0, fsstMaxSymbols)
+	var prefixes map[uint64]bool
+	if uniquePrefix {
+		prefixes = make(map[uint64]bool)
+	}
+	for _, ranked := range [][]fsstCandidate{top, rest} {
+		if len(best) == fsstMaxSymbols {
+			break
+		}
+		// Highest gain first; ties broken by the bytes so training is
+		// deterministic.
+		slices.SortFunc(ranked, func(a, b fsstCandidate) int {
+			if c := cmp.Compare(b.gain, a.gain); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.len, b.len); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.val, b.val)
+		})
+		for _, c := range ranked {
+			if len(best) == fsstMaxSymbols {
+				break
+			}
+			if uniquePrefix && c.len >= 3 {
+				p := c.val & 0xFFFFFF
+				if prefixes[p] {
+					continue
+				}
+				prefixes[p] = true
+			}
+			best = append(best, c.fsstSymbol)
+		}
 	}
 	return best
 }
