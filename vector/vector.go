@@ -1,0 +1,114 @@
+package vector
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lancerdb/lancer"
+)
+
+// Metric is a distance between two vectors; smaller is nearer for every
+// metric, as in Lance (_distance).
+type Metric uint8
+
+const (
+	// L2 is the squared Euclidean distance, Lance's "l2" (Lance reports it
+	// squared too).
+	L2 Metric = iota
+	// Cosine is 1 - cos(a, b), Lance's "cosine".
+	Cosine
+	// Dot is -a·b, Lance's "dot": larger products are nearer.
+	Dot
+)
+
+// String returns the metric's name as Lance spells it.
+func (m Metric) String() string {
+	switch m {
+	case L2:
+		return "l2"
+	case Cosine:
+		return "cosine"
+	case Dot:
+		return "dot"
+	}
+	return fmt.Sprintf("metric(%d)", uint8(m))
+}
+
+// ParseMetric parses a metric name as Lance accepts it ("l2", "euclidean",
+// "cosine", "dot"), case-insensitively.
+func ParseMetric(s string) (Metric, error) {
+	switch lower(s) {
+	case "l2", "euclidean":
+		return L2, nil
+	case "cosine":
+		return Cosine, nil
+	case "dot":
+		return Dot, nil
+	}
+	return 0, fmt.Errorf("vector: unknown distance metric %q (want l2, cosine or dot): %w", s, lancer.ErrInvalidArgument)
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// Func returns the distance function of m. Both vectors have the same
+// length; the function does not check it.
+func (m Metric) Func() func(a, b []float32) float32 {
+	switch m {
+	case Cosine:
+		return CosineDistance
+	case Dot:
+		return DotDistance
+	}
+	return L2Squared
+}
+
+// Neighbor is one search result: a vector's id (its position in the input,
+// or whatever id the caller gave it) and its distance to the query.
+type Neighbor struct {
+	ID       uint64
+	Distance float32
+}
+
+// L2Squared returns the squared Euclidean distance of a and b.
+func L2Squared(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		d := a[i] - b[i]
+		s += d * d
+	}
+	return s
+}
+
+// DotProduct returns a·b.
+func DotProduct(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// DotDistance returns -a·b.
+func DotDistance(a, b []float32) float32 { return -DotProduct(a, b) }
+
+// CosineDistance returns 1 - a·b / (|a| |b|); 1 when either is zero.
+func CosineDistance(a, b []float32) float32 {
+	var dot, na, nb float32
+	for i := range a {
+		dot += a[i] * b[i]
+		na += a[i] * a[i]
+		nb += b[i] * b[i]
+	}
+	if na == 0 || nb == 0 {
+		return 1
+	}
+	return 1 - dot/float32(math.Sqrt(float64(na)*float64(nb)))
+}
