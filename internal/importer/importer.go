@@ -32,6 +32,10 @@
 //
 // Every inferred column is nullable.
 //
+// A JSON line (or a JSON value in a CSV cell) nests at most 64 arrays and
+// objects deep, and a line holds at most 256 MiB; more is an error naming
+// the line.
+//
 // # Value encoding
 //
 // JSON values are read in the row encoding of the Lance fixtures, which is

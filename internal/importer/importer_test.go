@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -162,7 +163,15 @@ func TestErrors(t *testing.T) {
 		{"x.jsonl", "{\"id\": 1, \"s\": {\"w\": 1}}\n", schema, `x.jsonl line 1, column "s": at .w: no such member`},
 		{"x.jsonl", "{\"id\": 1, \"t\": 1}\n", schema, `x.jsonl line 1, column "t": no such column in the schema`},
 		{"x.jsonl", "{\"s\": null}\n", schema, `x.jsonl line 1, column "id": null (or missing) value in a non-nullable column`},
+		{"x.jsonl", "{\"a\": 1}\f\n", nil, `x.jsonl line 1: invalid JSON at byte 9: unexpected '\f'`},
+		{"x.jsonl", "{\"a\": 1}\n\n{\"a\": \"" + strings.Repeat("x", 70000) + "\"}\n", nil, `x.jsonl line 3: line too long: longer than 65536 bytes`},
+		{"x.jsonl", "{\"a\":" + strings.Repeat("[", 65) + strings.Repeat("]", 65) + "}", nil, `x.jsonl line 1: invalid JSON at byte 70: nested deeper than 64`},
+		{"x.jsonl", `{"req": "", "dec": 1e999999999}`, wideSchema, `x.jsonl line 1, column "dec": number 1e999999999 is out of range for a decimal`},
+		{"x.jsonl", `{"req": "", "dec256": "Inf"}`, wideSchema, `x.jsonl line 1, column "dec256": string "Inf" is out of range for a decimal`},
+		{"x.jsonl", `{"req": "", "dec": ` + strings.Repeat("7", 300) + `}`, wideSchema, `x.jsonl line 1, column "dec": number 7777777777777777777777777777777777777... is longer than the 256 bytes a decimal may take`},
+		{"x.jsonl", manyDictValues(129), wideSchema, `x.jsonl line 129, column "dict": more than 128 distinct values for a dictionary with int8 indices`},
 		{"x.csv", "", nil, `x.csv is empty`},
+		{"x.csv", "req,dec\n,-1e999999999\n", wideSchema, `x.csv line 2, column "dec": string "-1e999999999" is out of range for a decimal`},
 		{"x.csv", "a,a\n", nil, `x.csv line 1, column "a": the header names the column twice`},
 		{"x.csv", "a,b\n1,2\n3\n", nil, `x.csv line 3: wrong number of fields`},
 		{"x.csv", "id\n1\nx\n", schema, `x.csv line 3, column "id": want an int64, got string "x"`},
@@ -172,12 +181,23 @@ func TestErrors(t *testing.T) {
 		{"x.arrow", "not arrow", nil, `x.arrow is not an Arrow IPC file or stream`},
 		{"x.txt", "", nil, `cannot tell the format of x.txt`},
 	}
+	defer func(n int) { maxLineBytes = n }(maxLineBytes)
+	maxLineBytes = 1 << 16
 	for _, c := range cases {
 		_, _, err := readAll(t, []byte(c.in), Options{Name: c.name, Schema: c.schema})
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, lancer.ErrInvalidArgument) {
 			t.Errorf("%s %q: error %v, want one containing %q", c.name, c.in, err, c.want)
 		}
 	}
+}
+
+// manyDictValues is n JSON lines with n distinct "dict" values.
+func manyDictValues(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"req\": \"\", \"dict\": \"v%d\"}\n", i)
+	}
+	return b.String()
 }
 
 // testRecord is a small batch of every column kind the columnar tests use.
@@ -294,7 +314,7 @@ func TestParseJSON(t *testing.T) {
 		`{"a":1,}`:                "want a member name",
 		`tru`:                     "unexpected 't'",
 		"\"a\tb\"":                "control character",
-		strings.Repeat("[", 2000): "nested deeper than 1000",
+		strings.Repeat("[", 2000): "nested deeper than 64",
 	} {
 		if _, err := parseJSON([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%.20s: error %v, want %q", in, err, want)

@@ -35,8 +35,27 @@ type inferred struct {
 	members map[string]*inferred
 }
 
+// valuePath is where a value lies inside a column (".member", "[]"), for
+// errors. It is built as a chain and rendered only for an error, so that
+// a long member name is not copied for every value under it.
+type valuePath struct {
+	up   *valuePath
+	name string // the member name, unless item
+	item bool   // an item of an array
+}
+
+func (p *valuePath) String() string {
+	if p == nil {
+		return ""
+	}
+	if p.item {
+		return p.up.String() + "[]"
+	}
+	return p.up.String() + "." + p.name
+}
+
 // add widens t to hold v, seen on line; path names the position for errors.
-func (t *inferred) add(v any, line int, path string) error {
+func (t *inferred) add(v any, line int, path *valuePath) error {
 	k := kindOf(v)
 	switch {
 	case k == kindNull:
@@ -48,8 +67,8 @@ func (t *inferred) add(v any, line int, path string) error {
 	case t.kind == kindFloat && k == kindInt:
 	case t.kind != k:
 		where := ""
-		if path != "" {
-			where = "at " + path + ": "
+		if path != nil {
+			where = "at " + path.String() + ": "
 		}
 		return fmt.Errorf("%s%s here but %s on line %d (a column holds one type of value)",
 			where, article(k), article(t.kind), t.line)
@@ -59,8 +78,9 @@ func (t *inferred) add(v any, line int, path string) error {
 		if t.elem == nil {
 			t.elem = &inferred{}
 		}
-		for _, item := range v {
-			if err := t.elem.add(item, line, path+"[]"); err != nil {
+		item := &valuePath{up: path, item: true}
+		for _, x := range v {
+			if err := t.elem.add(x, line, item); err != nil {
 				return err
 			}
 		}
@@ -75,7 +95,7 @@ func (t *inferred) add(v any, line int, path string) error {
 				t.members[name] = m
 				t.names = append(t.names, name)
 			}
-			if err := m.add(v.vals[name], line, path+"."+name); err != nil {
+			if err := m.add(v.vals[name], line, &valuePath{up: path, name: name}); err != nil {
 				return err
 			}
 		}

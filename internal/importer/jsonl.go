@@ -13,6 +13,14 @@ import (
 	"github.com/lancerdb/lancer"
 )
 
+// maxLineBytes bounds a line of JSON lines input, so that a file without
+// line breaks is an error rather than a buffer as large as the file. A
+// variable for tests.
+var maxLineBytes = 256 << 20
+
+// errLongLine is the error of a line longer than maxLineBytes.
+var errLongLine = errors.New("line too long")
+
 // lineReader reads the lines of a text file, counting them.
 type lineReader struct {
 	r    *bufio.Reader
@@ -24,13 +32,16 @@ func newLineReader(r io.Reader) *lineReader {
 	return &lineReader{r: bufio.NewReaderSize(r, 1<<16)}
 }
 
-// next returns the next non-blank line (valid until the next call), or
-// io.EOF.
+// next returns the next line holding more than JSON whitespace (valid until
+// the next call), or io.EOF.
 func (l *lineReader) next() ([]byte, error) {
 	for {
 		l.buf = l.buf[:0]
 		for {
 			chunk, err := l.r.ReadSlice('\n')
+			if len(l.buf)+len(chunk) > maxLineBytes {
+				return nil, fmt.Errorf("%w: longer than %d bytes", errLongLine, maxLineBytes)
+			}
 			l.buf = append(l.buf, chunk...)
 			if err == bufio.ErrBufferFull {
 				continue
@@ -47,7 +58,7 @@ func (l *lineReader) next() ([]byte, error) {
 		if l.line == 1 {
 			l.buf = bytes.TrimPrefix(l.buf, []byte("\xef\xbb\xbf"))
 		}
-		if line := bytes.TrimSpace(l.buf); len(line) > 0 {
+		if line := bytes.Trim(l.buf, " \t\r\n"); len(line) > 0 {
 			return line, nil
 		}
 	}
@@ -59,6 +70,9 @@ func (l *lineReader) readObject(name string) (*object, error) {
 	if err != nil {
 		if err == io.EOF {
 			return nil, err
+		}
+		if errors.Is(err, errLongLine) {
+			return nil, lineError(name, l.line+1, "", err)
 		}
 		return nil, fmt.Errorf("importer: read %s: %w", name, err)
 	}
@@ -133,7 +147,7 @@ func inferJSONL(src io.Reader, name string) (*arrow.Schema, error) {
 				root.members[k] = m
 				root.names = append(root.names, k)
 			}
-			if err := m.add(obj.vals[k], lines.line, ""); err != nil {
+			if err := m.add(obj.vals[k], lines.line, nil); err != nil {
 				return nil, lineError(name, lines.line, k, err)
 			}
 		}

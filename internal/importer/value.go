@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,8 +43,12 @@ func parseJSON(text []byte) (any, error) {
 	return v, nil
 }
 
-// maxJSONDepth bounds the nesting of a value.
-const maxJSONDepth = 1000
+// maxJSONDepth bounds the nesting of a value. It also bounds the nesting
+// of inferred column types: arrow-go rebuilds a nested type from its
+// children on every StructBuilder.Type call, so the cost of a value grows
+// with the cube of its depth (a 1000-deep object cost 800 MB to import).
+// No Lance column nests anywhere near this deep.
+const maxJSONDepth = 64
 
 type jsonParser struct {
 	b []byte
@@ -279,6 +284,9 @@ func describe(v any) string {
 	case bool:
 		return strconv.FormatBool(v)
 	case json.Number:
+		if len(v) > 40 {
+			v = v[:37] + "..."
+		}
 		return "number " + v.String()
 	case string:
 		if len(v) > 40 {
@@ -596,6 +604,11 @@ func appendFallback(b array.Builder, v any) *valueError {
 	case []any, *object:
 		return &valueError{Msg: fmt.Sprintf("importing %s values is not supported", b.Type())}
 	}
+	if isDecimal(b.Type()) {
+		if err := checkDecimal(v); err != nil {
+			return err
+		}
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return &valueError{Msg: err.Error()}
@@ -603,6 +616,73 @@ func appendFallback(b array.Builder, v any) *valueError {
 	n := b.Len()
 	if err := b.UnmarshalJSON(slices.Concat([]byte("["), raw, []byte("]"))); err != nil || b.Len() != n+1 {
 		return mismatch(b.Type().String(), v)
+	}
+	if db, ok := b.(array.DictionaryBuilder); ok {
+		// arrow-go converts a dictionary index to the index type without
+		// a check: the 129th value of an int8-indexed dictionary would
+		// get index -128.
+		idx := b.Type().(*arrow.DictionaryType).IndexType
+		if limit := dictionaryLimit(idx); db.DictionarySize() > limit {
+			return &valueError{Msg: fmt.Sprintf("more than %d distinct values for a dictionary with %s indices", limit, idx)}
+		}
+	}
+	return nil
+}
+
+// dictionaryLimit is the number of values a dictionary with index type idx
+// can hold.
+func dictionaryLimit(idx arrow.DataType) int {
+	switch idx.ID() {
+	case arrow.INT8:
+		return math.MaxInt8 + 1
+	case arrow.UINT8:
+		return math.MaxUint8 + 1
+	case arrow.INT16:
+		return math.MaxInt16 + 1
+	case arrow.UINT16:
+		return math.MaxUint16 + 1
+	case arrow.INT32:
+		return math.MaxInt32 + 1
+	}
+	return math.MaxInt
+}
+
+// isDecimal reports whether dt is a decimal type or a dictionary of one.
+func isDecimal(dt arrow.DataType) bool {
+	if d, ok := dt.(*arrow.DictionaryType); ok {
+		dt = d.ValueType
+	}
+	switch dt.ID() {
+	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
+		return true
+	}
+	return false
+}
+
+// maxDecimalText bounds the text of a decimal value: a decimal256 has 76
+// digits, and arrow-go parses the text with big.ParseFloat, whose time
+// grows with the square of the digits (5 s for a million).
+const maxDecimalText = 256
+
+// checkDecimal refuses the decimal text arrow-go's decimal parsers panic on
+// rather than refuse (text that parses as an infinite big.Float, such as
+// 1e999999999 or "Inf") and text too long to parse in reasonable time.
+func checkDecimal(v any) *valueError {
+	var s string
+	switch v := v.(type) {
+	case json.Number:
+		s = string(v)
+	case string:
+		s = v
+	default:
+		return nil
+	}
+	if len(s) > maxDecimalText {
+		return &valueError{Msg: fmt.Sprintf("%s is longer than the %d bytes a decimal may take", describe(v), maxDecimalText)}
+	}
+	f, _, err := big.ParseFloat(s, 10, 128, big.ToNearestEven)
+	if err == nil && f.IsInf() {
+		return &valueError{Msg: fmt.Sprintf("%s is out of range for a decimal", describe(v))}
 	}
 	return nil
 }
