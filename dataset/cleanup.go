@@ -214,7 +214,13 @@ func cleanupRemovable(key string, unverified bool, referenced, verified cleanupR
 		}
 		return unverified
 	case "data":
-		if path.Ext(key) != ".lance" {
+		switch {
+		case path.Ext(key) == ".lance":
+		case path.Ext(key) == ".blob" && strings.Count(rest, "/") == 1:
+			// A blob v2 sidecar, data/<file>/<id>.blob, lives and dies
+			// with its data file data/<file>.lance.
+			key = path.Dir(key) + ".lance"
+		default:
 			return false
 		}
 	case "_deletions":

@@ -315,3 +315,41 @@ func TestCleanupModel(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanupBlobSidecars: the blob v2 sidecars of a data file that only
+// removed versions reference go with it; those of retained files stay.
+func TestCleanupBlobSidecars(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := blob.NewMemStore("cleanup-sidecars")
+	d, vals := newBlobDataset(t, mem, store, blobCases[3], 18)
+	sidecars := func() map[string]bool {
+		out := map[string]bool{}
+		for key := range storeFiles(t, store) {
+			if strings.HasSuffix(key, ".blob") {
+				out[key] = true
+			}
+		}
+		return out
+	}
+	old := sidecars()
+	if len(old) == 0 {
+		t.Fatal("the blob v2 dataset has no sidecar files")
+	}
+	if _, _, err := d.Compact(ctx, &CompactOptions{Allocator: mem, TargetRowsPerFragment: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: time.Nanosecond, DeleteUnverified: true}); err != nil {
+		t.Fatal(err)
+	}
+	now := sidecars()
+	for key := range old {
+		if now[key] {
+			t.Errorf("%s: the sidecar of a compacted-away file survived cleanup", key)
+		}
+	}
+	if len(now) == 0 {
+		t.Error("cleanup removed the sidecars of the compacted file")
+	}
+	checkBlobs(t, openStore(t, store, 0, mem), vals)
+}

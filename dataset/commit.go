@@ -65,7 +65,7 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 	defer func() {
 		if err != nil && definite {
 			for _, key := range written {
-				_ = store.Delete(context.WithoutCancel(ctx), key)
+				removeDataFile(ctx, store, key) // with its blob sidecars
 			}
 		}
 	}()

@@ -9,11 +9,12 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
@@ -102,8 +103,14 @@ type compactTask struct {
 // Nothing to do returns d, zero stats and no new version. The commit is
 // rebased like Lance's: a concurrent append is fine; a concurrent delete,
 // update or rewrite of a rewritten fragment, an overwrite or a restore
-// conflict (lancer.ErrConflict). Datasets with blob columns are refused
-// (lancer.ErrUnsupported): lancer does not rewrite blob storage.
+// conflict (lancer.ErrConflict).
+//
+// Blob columns are rewritten as Lance's compaction does: every live row's
+// blob bytes are read and written into the new data files (and their
+// sidecars), a chunk of rows at a time so that a fragment of large blobs is
+// never held whole (see blobRewriteBudget); external blob v2 values stay
+// external. Blobs nested below the top level are refused
+// (lancer.ErrUnsupported).
 func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, CompactStats, error) {
 	o := opts.withDefaults()
 	if o.TargetRowsPerFragment > maxRowsPerFragment {
@@ -116,11 +123,8 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 	if err := checkWritableVersion(d.manifest.DataFormat); err != nil {
 		return nil, CompactStats{}, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, err)
 	}
-	hasBlob := false
-	d.manifest.Schema.Walk(func(f *format.Field) { hasBlob = hasBlob || f.Blob != format.NotBlob })
-	if hasBlob {
-		return nil, CompactStats{}, fmt.Errorf("dataset: compact version %d: a dataset with blob columns: %w",
-			d.manifest.Version, lancer.ErrUnsupported)
+	if _, err := d.newBlobRewriter(o.Allocator, fmt.Sprintf("compact version %d", d.manifest.Version)); err != nil {
+		return nil, CompactStats{}, err
 	}
 	tasks, err := d.planCompaction(ctx, o)
 	switch {
@@ -136,7 +140,7 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		if op != nil {
 			// Not committed: the new data files are garbage.
 			for _, key := range op.writtenFiles() {
-				_ = d.store.Delete(context.WithoutCancel(ctx), key)
+				removeDataFile(ctx, d.store, key)
 			}
 		}
 	}()
@@ -283,23 +287,52 @@ func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptio
 	m.Fragments = t.frags
 	sub := &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, bases: d.bases}
 	sub.opts.Allocator = o.Allocator
-	sc, err := sub.Scan(ctx, nil)
+	br, err := sub.newBlobRewriter(o.Allocator, "compact")
+	if err != nil {
+		return nil, err
+	}
+	sc, err := sub.Scan(ctx, &ScanOptions{WithRowAddress: br != nil})
 	if err != nil {
 		return nil, err
 	}
 	defer sc.Release()
+	var rows array.RecordReader = sc
+	var rowErr error
+	if br != nil {
+		// The scan gives blob descriptors: write the blobs' bytes instead.
+		scanned := sc.Schema()
+		out := br.writeSchema(scanned)
+		r := array.ReaderFromIter(out, func(yield func(arrow.RecordBatch, error) bool) {
+			for rec, err := range sc.All() {
+				if err != nil {
+					rowErr = err
+					yield(nil, err)
+					return
+				}
+				for part, err := range br.load(ctx, rec, scanned.NumFields()-1, out) {
+					if err != nil {
+						rowErr = err
+					}
+					if !yield(part, err) || err != nil {
+						return
+					}
+				}
+			}
+		})
+		defer r.Release()
+		rows = r
+	}
 	wo := WriteOptions{MaxRowsPerFile: o.TargetRowsPerFragment, Allocator: o.Allocator}
-	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, sc, d.manifest.DataFormat, wo)
+	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, rows, d.manifest.DataFormat, wo)
+	if rowErr != nil && err != nil {
+		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, rowErr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, err)
 	}
 	if d.manifest.StableRowIDs() {
 		if err := d.carryRowIDs(ctx, t, frags); err != nil {
-			for _, f := range frags {
-				for _, df := range f.Files {
-					_ = d.store.Delete(context.WithoutCancel(ctx), dataDir+df.Path)
-				}
-			}
+			removeFragments(ctx, d, frags)
 			return nil, err
 		}
 	}

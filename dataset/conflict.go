@@ -90,8 +90,10 @@ func (e *ConflictError) Unwrap() error { return lancer.ErrConflict }
 //     check_merge_txn.
 //
 // Every operation conflicts with a transaction lancer does not know
-// (UpdateMemWalState, newer operations). Deletion files written while
-// merging are appended to written.
+// (UpdateMemWalState, newer operations). Transactions are not trusted
+// blindly: a delete or update conflicts (retryably) when a fragment it
+// changes has a new deletion file in latest that no transaction records.
+// Deletion files written while merging are appended to written.
 func rebase(ctx context.Context, op *operation, others []committed, latest *Dataset, written *[]string) (*operation, error) {
 	conflict := func(c committed, retryable bool, format string, args ...any) error {
 		e := &ConflictError{
@@ -271,6 +273,40 @@ func rebaseRewrite(op *operation, others []committed, conflict func(committed, b
 	return nil
 }
 
+// checkUnreported fails with a retryable conflict if a fragment op's
+// delete changes, and that no transaction since reported changing (neither
+// merged nor gone), has another deletion file in latest than when op read it.
+func checkUnreported(op *operation, latest *Dataset, merge, gone map[uint64]bool, last committed,
+	conflict func(committed, bool, string, ...any) error) error {
+	del := op.del
+	now := map[uint64]*tablepb.DataFragment{}
+	for _, f := range latest.manifest.raw.GetFragments() {
+		now[f.GetId()] = f
+	}
+	check := func(id uint64) error {
+		base, f := del.base[id], now[id]
+		if base == nil || f == nil || merge[id] || gone[id] {
+			return nil
+		}
+		if !proto.Equal(base.GetDeletionFile(), f.GetDeletionFile()) {
+			return conflict(last, true, "the deletion file of fragment %d, which this %s changes, changed though no transaction since records it",
+				id, strings.ToLower(op.kind.String()))
+		}
+		return nil
+	}
+	for _, u := range del.updated {
+		if err := check(u.Id); err != nil {
+			return err
+		}
+	}
+	for _, id := range del.deleted {
+		if err := check(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // rebaseDelete rebases a delete (see rebase).
 func rebaseDelete(ctx context.Context, op *operation, others []committed, latest *Dataset, written *[]string,
 	conflict func(committed, bool, string, ...any) error) (*operation, error) {
@@ -371,6 +407,15 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 		default:
 			return nil, conflict(c, false, "cannot delete over it")
 		}
+	}
+	// The transactions are only what their writers recorded; the latest
+	// manifest is what the commit builds on. A fragment this operation
+	// changes whose deletion file changed meanwhile though no transaction
+	// said so (a corrupt or incomplete transaction) must not get this
+	// operation's deletion file: that would bring the rows deleted
+	// meanwhile back.
+	if err := checkUnreported(op, latest, merge, gone, others[len(others)-1], conflict); err != nil {
+		return nil, err
 	}
 	if len(merge) == 0 && len(gone) == 0 {
 		return op, nil

@@ -79,6 +79,10 @@ type MergeInsertStats struct {
 // rows is an error wrapping lancer.ErrInvalidArgument ("ambiguous merge
 // insert"), as in Lance; a source row may match several target rows.
 //
+// Blob columns take their written types in the source (large_binary for a
+// legacy blob, struct<data, uri> for blob v2), and merged rows are written
+// with the source's blobs; the target's blobs are never read.
+//
 // The merge is rebased over concurrent commits as Update is, and computed
 // again on the latest version after a retryable conflict, up to 10 times.
 func (d *Dataset) MergeInsert(ctx context.Context, source array.RecordReader, opts *MergeInsertOptions) (*Dataset, MergeInsertStats, error) {
@@ -324,7 +328,9 @@ func appendKey(b []byte, cols []arrow.Array, i int) ([]byte, bool) {
 // mergeInsert runs m once on d's version.
 func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec) (*Dataset, MergeInsertStats, error) {
 	var stats MergeInsertStats
-	s, outSchema, idCol, addrCol, err := d.rewriteScan(ctx, "merge insert")
+	// Merged rows come from the source, which holds blob columns' bytes:
+	// target blobs are never read.
+	s, outSchema, _, idCol, addrCol, err := d.rewriteScan(ctx, "merge insert")
 	if err != nil {
 		return nil, stats, err
 	}
@@ -339,8 +345,10 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec) (*Dataset, Merg
 	mem := m.o.Allocator
 	sch := s.Schema()
 	var matchedIf, deleteIf *filter.Bound
+	// The target's blob columns hold their descriptors.
+	targetFields := sch.Fields()[:outSchema.NumFields()]
 	pairSchema := arrow.NewSchema([]arrow.Field{
-		{Name: "target", Type: arrow.StructOf(outSchema.Fields()...), Nullable: true},
+		{Name: "target", Type: arrow.StructOf(targetFields...), Nullable: true},
 		{Name: "source", Type: arrow.StructOf(outSchema.Fields()...), Nullable: true},
 	}, nil)
 	if m.matchedIf != nil {
@@ -401,7 +409,7 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec) (*Dataset, Merg
 			pairS = append(pairS, int64(match[0]))
 		}
 		if matchedIf != nil && len(pairT) > 0 {
-			keep, err := m.evalPairs(ctx, mem, matchedIf, pairSchema, rec, pairT, pairS)
+			keep, err := m.evalPairs(ctx, mem, matchedIf, pairSchema, targetFields, rec, pairT, pairS)
 			if err != nil {
 				return nil, stats, err
 			}
@@ -507,9 +515,9 @@ func takeBatchRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBa
 // evalPairs evaluates the when-matched condition on candidate updates:
 // target row pairT[k] of rec with source row pairS[k].
 func (m *mergeSpec) evalPairs(ctx context.Context, mem memory.Allocator, cond *filter.Bound, pairSchema *arrow.Schema,
-	rec arrow.RecordBatch, pairT, pairS []int64) (*array.Boolean, error) {
+	targetFields []arrow.Field, rec arrow.RecordBatch, pairT, pairS []int64) (*array.Boolean, error) {
 	n := int(m.src.NumCols())
-	structOf := func(from arrow.RecordBatch, rows []int64) (arrow.Array, error) {
+	structOf := func(from arrow.RecordBatch, fields []arrow.Field, rows []int64) (arrow.Array, error) {
 		cols := make([]arrow.Array, n)
 		defer releaseArrays(cols)
 		for c := range n {
@@ -518,14 +526,14 @@ func (m *mergeSpec) evalPairs(ctx context.Context, mem memory.Allocator, cond *f
 				return nil, fmt.Errorf("dataset: merge insert: column %q: %w", m.src.Schema().Field(c).Name, err)
 			}
 		}
-		return array.NewStructArrayWithFields(cols, m.src.Schema().Fields())
+		return array.NewStructArrayWithFields(cols, fields)
 	}
-	t, err := structOf(rec, pairT)
+	t, err := structOf(rec, targetFields, pairT)
 	if err != nil {
 		return nil, err
 	}
 	defer t.Release()
-	s, err := structOf(m.src, pairS)
+	s, err := structOf(m.src, m.src.Schema().Fields(), pairS)
 	if err != nil {
 		return nil, err
 	}

@@ -69,9 +69,17 @@ type updateOp struct {
 // An unknown SET column is an error wrapping lancer.ErrNotFound; an empty
 // set, a malformed expression or predicate, or a value that does not fit
 // its column, one wrapping lancer.ErrInvalidArgument (syntax errors give
-// the column of the offending character). Datasets lancer cannot write
-// back (legacy or 2.3 data files, blob columns) are refused with
-// lancer.ErrUnsupported.
+// the column of the offending character); such errors name the SET clause
+// ("dataset: update: SET age = 'old': cannot cast utf8 to int64: ...").
+// Datasets lancer cannot write back (legacy or 2.3 data files, blobs nested
+// below the top level) are refused with lancer.ErrUnsupported.
+//
+// Rows with blob columns are written again with their blobs' bytes, read
+// a chunk of rows at a time (see blobRewriteBudget), as Lance's rewrites
+// do; an external blob v2 value stays external. SET on a blob column takes
+// a binary or string expression (or NULL), whose bytes become the blob,
+// e.g. "CAST('...' AS BINARY)"; any other type is refused with
+// lancer.ErrInvalidArgument.
 func (d *Dataset) Update(ctx context.Context, set map[string]string, predicate string) (*Dataset, UpdateStats, error) {
 	u, err := d.parseUpdate(set, predicate)
 	if err != nil {
@@ -95,6 +103,7 @@ type updateSpec struct {
 	predicate string
 	where     *filter.Expr // nil: every row
 	columns   []string     // the SET columns, sorted
+	texts     []string     // their expressions, as given
 	exprs     []*filter.Expr
 }
 
@@ -120,8 +129,9 @@ func (d *Dataset) parseUpdate(set map[string]string, predicate string) (*updateS
 		}
 		e, err := filter.ParseExpr(set[name])
 		if err != nil {
-			return nil, fmt.Errorf("dataset: update: SET %s: %w", name, err)
+			return nil, fmt.Errorf("dataset: update: SET %s = %s: %w", name, set[name], err)
 		}
+		u.texts = append(u.texts, set[name])
 		u.exprs = append(u.exprs, e)
 	}
 	if strings.TrimSpace(predicate) != "" {
@@ -137,23 +147,53 @@ func (d *Dataset) parseUpdate(set map[string]string, predicate string) (*updateS
 // setter evaluates one SET expression into column col of the output.
 type setter struct {
 	name  string
+	expr  string // as given, for errors
 	col   int
 	bound *filter.Bound
-	to    arrow.DataType
+	field *format.Field
+}
+
+// errorf wraps err as the failure of this SET clause.
+func (s setter) errorf(err error) error {
+	return fmt.Errorf("dataset: update: SET %s = %s: %w", s.name, s.expr, err)
+}
+
+// check reports a value type that cannot become the column's.
+func (s setter) check() error {
+	from := s.bound.Type()
+	if s.field.Blob != format.NotBlob {
+		if err := blobSetType(from, s.field); err != nil {
+			return s.errorf(err)
+		}
+		return nil
+	}
+	if err := checkCast(from, s.field.Type); err != nil {
+		return s.errorf(err)
+	}
+	return nil
 }
 
 // eval returns the new values of the column for the rows of rec.
 func (s setter) eval(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.Array, error) {
 	v, err := s.bound.Eval(ctx, mem, rec)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: update: SET %s: %w", s.name, err)
+		return nil, s.errorf(err)
 	}
-	return castTo(ctx, mem, v, s.to, s.name)
+	if s.field.Blob != format.NotBlob {
+		v, err = blobSetValue(ctx, mem, v, s.field)
+	} else {
+		v, err = castTo(ctx, mem, v, s.field.Type)
+	}
+	if err != nil {
+		return nil, s.errorf(err)
+	}
+	return v, nil
 }
 
 // castTo casts v (released) to type to, as Lance casts a SET value to its
 // column's type: integer overflow is an error, a float loses its fraction.
-func castTo(ctx context.Context, mem memory.Allocator, v arrow.Array, to arrow.DataType, column string) (arrow.Array, error) {
+// A value that does not fit is an error wrapping lancer.ErrInvalidArgument.
+func castTo(ctx context.Context, mem memory.Allocator, v arrow.Array, to arrow.DataType) (arrow.Array, error) {
 	if arrow.TypeEqual(v.DataType(), to) {
 		return v, nil
 	}
@@ -165,43 +205,52 @@ func castTo(ctx context.Context, mem memory.Allocator, v arrow.Array, to arrow.D
 	opts.AllowFloatTruncate = true
 	out, err := compute.CastArray(compute.WithAllocator(ctx, mem), v, opts)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: column %q: casting %s to %s: %v: %w", column, v.DataType(), to, err, lancer.ErrInvalidArgument)
+		// Arrow's own category prefix adds nothing to ours.
+		msg := strings.TrimPrefix(err.Error(), arrow.ErrInvalid.Error()+": ")
+		return nil, fmt.Errorf("cannot cast %s to %s: %s: %w", v.DataType(), to, msg, lancer.ErrInvalidArgument)
 	}
 	return out, nil
 }
 
-// checkCast reports a value type that cannot become the column's type.
-func checkCast(from, to arrow.DataType, column string) error {
+// checkCast reports a value type that cannot become type to.
+func checkCast(from, to arrow.DataType) error {
 	if arrow.TypeEqual(from, to) || from.ID() == arrow.NULL || compute.CanCast(from, to) {
 		return nil
 	}
-	return fmt.Errorf("dataset: column %q is %s, a value of type %s cannot be cast to it: %w", column, to, from, lancer.ErrInvalidArgument)
+	return fmt.Errorf("cannot cast %s to %s: %w", from, to, lancer.ErrInvalidArgument)
 }
 
 // rewriteScan opens the scan an update or merge reads the target rows
 // with: every column, with _rowaddr (and _rowid with stable row ids), and
 // checks that lancer can write back what it reads. It returns the scan, the
-// schema the rows are written with, and the positions of _rowid (-1 when
-// absent) and _rowaddr.
-func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out *arrow.Schema, idCol, addrCol int, err error) {
+// schema the rows are written with (blob columns with their written types:
+// the scan gives their descriptors, which br, nil without blob columns,
+// turns back into bytes), and the positions of _rowid (-1 when absent) and
+// _rowaddr.
+func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out *arrow.Schema, br *blobRewriter, idCol, addrCol int, err error) {
 	if err := d.checkWritable(); err != nil {
-		return nil, nil, 0, 0, err
+		return nil, nil, nil, 0, 0, err
 	}
 	if err := checkWritableVersion(d.manifest.DataFormat); err != nil {
-		return nil, nil, 0, 0, fmt.Errorf("dataset: %s on a dataset of data format %s: %w", what, d.manifest.DataFormat, lancer.ErrUnsupported)
+		return nil, nil, nil, 0, 0, fmt.Errorf("dataset: %s on a dataset of data format %s: %w", what, d.manifest.DataFormat, lancer.ErrUnsupported)
+	}
+	if br, err = d.newBlobRewriter(d.opts.Allocator, what); err != nil {
+		return nil, nil, nil, 0, 0, err
 	}
 	stable := d.manifest.StableRowIDs()
 	s, err = d.Scan(ctx, &ScanOptions{WithRowID: stable, WithRowAddress: true})
 	if err != nil {
-		return nil, nil, 0, 0, fmt.Errorf("dataset: %s: %w", what, err)
+		return nil, nil, nil, 0, 0, fmt.Errorf("dataset: %s: %w", what, err)
 	}
 	fields := d.manifest.Schema.Fields
 	sch := s.Schema()
 	for i, f := range fields {
+		if f.Blob != format.NotBlob {
+			continue
+		}
 		if sf := sch.Field(i); sf.Name != f.Name || !arrow.TypeEqual(sf.Type, f.Type) {
 			s.Release()
-			// Blob columns scan as descriptions, not their bytes.
-			return nil, nil, 0, 0, fmt.Errorf("dataset: %s: column %q scans as %s but is stored as %s: %w", what, f.Name, sf.Type, f.Type, lancer.ErrUnsupported)
+			return nil, nil, nil, 0, 0, fmt.Errorf("dataset: %s: column %q scans as %s but is stored as %s: %w", what, f.Name, sf.Type, f.Type, lancer.ErrUnsupported)
 		}
 	}
 	idCol = -1
@@ -209,7 +258,11 @@ func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out
 		idCol = len(fields)
 	}
 	addrCol = sch.NumFields() - 1
-	return s, arrow.NewSchema(sch.Fields()[:len(fields)], nil), idCol, addrCol, nil
+	out = arrow.NewSchema(sch.Fields()[:len(fields)], nil)
+	if br != nil {
+		out = br.writeSchema(sch)
+	}
+	return s, out, br, idCol, addrCol, nil
 }
 
 // rewritten collects, while an update or merge streams the rows it writes,
@@ -329,7 +382,7 @@ func (w *rewritten) finish(ctx context.Context, frags []*tablepb.DataFragment, p
 
 // update runs u once on d's version.
 func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateStats, error) {
-	s, outSchema, idCol, addrCol, err := d.rewriteScan(ctx, "update")
+	s, outSchema, br, idCol, addrCol, err := d.rewriteScan(ctx, "update")
 	if err != nil {
 		return nil, UpdateStats{}, err
 	}
@@ -346,43 +399,67 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateSt
 	for i, name := range u.columns {
 		b, err := u.exprs[i].Bind(sch)
 		if err != nil {
-			return nil, UpdateStats{}, fmt.Errorf("dataset: update: SET %s: %w", name, err)
+			return nil, UpdateStats{}, fmt.Errorf("dataset: update: SET %s = %s: %w", name, u.texts[i], err)
 		}
 		f := d.manifest.Schema.Field(name)
-		if err := checkCast(b.Type(), f.Type, name); err != nil {
-			return nil, UpdateStats{}, fmt.Errorf("dataset: update: %w", err)
+		setters[i] = setter{name: name, expr: u.texts[i], col: slices.IndexFunc(d.manifest.Schema.Fields, func(g *format.Field) bool { return g == f }), bound: b, field: f}
+		if err := setters[i].check(); err != nil {
+			return nil, UpdateStats{}, err
 		}
-		setters[i] = setter{name: name, col: slices.IndexFunc(d.manifest.Schema.Fields, func(g *format.Field) bool { return g == f }), bound: b, to: f.Type}
 		preserve = append(preserve, uint32(f.ID))
 	}
 	slices.Sort(preserve)
 
 	mem := d.opts.Allocator
 	w := newRewritten(d)
+	keepAddr := -1
+	if br != nil {
+		keepAddr = addrCol
+	}
 	var (
 		updated uint64
 		rowErr  error // what stopped the rows, reported as is
 	)
 	rows := func(yield func(arrow.RecordBatch, error) bool) {
+		fail := func(err error) {
+			rowErr = err
+			yield(nil, err)
+		}
 		for rec, err := range s.All() {
 			var out arrow.RecordBatch
 			if err == nil {
-				out, err = u.apply(ctx, mem, rec, where, setters, outSchema, func(sub arrow.RecordBatch) error {
+				out, err = u.apply(ctx, mem, rec, where, setters, outSchema, keepAddr, func(sub arrow.RecordBatch) error {
 					return w.addBatch(sub, idCol, addrCol)
 				})
 			}
 			if err != nil {
-				rowErr = err
-				yield(nil, err)
+				fail(err)
 				return
 			}
 			if out == nil {
 				continue
 			}
-			updated += uint64(out.NumRows())
-			if !yield(out, nil) {
-				return
+			if br == nil {
+				updated += uint64(out.NumRows())
+				if !yield(out, nil) {
+					return
+				}
+				continue
 			}
+			// Read the blobs of the updated rows a chunk at a time.
+			for part, err := range br.load(ctx, out, int(out.NumCols())-1, outSchema) {
+				if err != nil {
+					out.Release()
+					fail(fmt.Errorf("dataset: update: %w", err))
+					return
+				}
+				updated += uint64(part.NumRows())
+				if !yield(part, nil) {
+					out.Release()
+					return
+				}
+			}
+			out.Release()
 		}
 	}
 	frags, err := d.writeRows(ctx, outSchema, rows)
@@ -406,9 +483,12 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateSt
 
 // apply returns the rows of rec that where selects with the SET columns
 // replaced, in outSchema (nil when no row is selected). It reports the
-// selected rows (all scanned columns) to seen first.
+// selected rows (all scanned columns) to seen first. With keepAddr >= 0
+// (blob columns to read) the columns keep their scanned types where not
+// set, blob columns their descriptors, and column keepAddr of rec
+// (_rowaddr) follows them.
 func (u *updateSpec) apply(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, where *filter.Bound,
-	setters []setter, outSchema *arrow.Schema, seen func(arrow.RecordBatch) error) (arrow.RecordBatch, error) {
+	setters []setter, outSchema *arrow.Schema, keepAddr int, seen func(arrow.RecordBatch) error) (arrow.RecordBatch, error) {
 	sub := rec
 	if where != nil {
 		mask, err := where.Eval(ctx, mem, rec)
@@ -444,7 +524,16 @@ func (u *updateSpec) apply(ctx context.Context, mem memory.Allocator, rec arrow.
 		fresh = append(fresh, v)
 		cols[st.col] = v
 	}
-	return array.NewRecordBatch(outSchema, cols, sub.NumRows()), nil
+	schema := outSchema
+	if keepAddr >= 0 {
+		fields := make([]arrow.Field, len(cols), len(cols)+1)
+		for i, c := range cols {
+			fields[i] = arrow.Field{Name: outSchema.Field(i).Name, Type: c.DataType(), Nullable: true}
+		}
+		schema = arrow.NewSchema(append(fields, sub.Schema().Field(keepAddr)), nil)
+		cols = append(cols, sub.Column(keepAddr))
+	}
+	return array.NewRecordBatch(schema, cols, sub.NumRows()), nil
 }
 
 // writeRows writes the batches rows yields (in schema, each released after
@@ -456,12 +545,12 @@ func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func
 	return writeFragments(ctx, d.store, d.manifest.Schema, r, d.manifest.DataFormat, o)
 }
 
-// removeFragments deletes the data files of fragments that will not be
-// committed.
+// removeFragments deletes the data files (and blob sidecars) of fragments
+// that will not be committed.
 func removeFragments(ctx context.Context, d *Dataset, frags []*tablepb.DataFragment) {
 	for _, f := range frags {
 		for _, df := range f.Files {
-			_ = d.store.Delete(context.WithoutCancel(ctx), dataDir+df.Path)
+			removeDataFile(ctx, d.store, dataDir+df.Path)
 		}
 	}
 }

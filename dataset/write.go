@@ -419,7 +419,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *format.Schema
 			w.Abort()
 		}
 		for _, key := range written {
-			_ = store.Delete(context.WithoutCancel(ctx), key)
+			removeDataFile(ctx, store, key) // with its blob sidecars
 		}
 		frags = nil
 	}()
