@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -490,4 +491,23 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 	out := *op
 	out.del = &nd
 	return &out, nil
+}
+
+// reexecute runs op on d and, while it fails with a retryable conflict,
+// again on the latest version, at most times more: the operations whose
+// effect depends on the rows they read (delete by filter, update,
+// merge-insert) compute it anew rather than rebase it, as Lance does.
+func reexecute[S any](ctx context.Context, d *Dataset, times int, op func(*Dataset) (*Dataset, S, error)) (*Dataset, S, error) {
+	cur := d
+	for attempt := 0; ; attempt++ {
+		out, stats, err := op(cur)
+		var ce *ConflictError
+		if err == nil || !errors.As(err, &ce) || !ce.Retryable || attempt >= times {
+			return out, stats, err
+		}
+		if cur, err = cur.Checkout(ctx, 0); err != nil {
+			var zero S
+			return nil, zero, err
+		}
+	}
 }

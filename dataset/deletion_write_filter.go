@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -37,17 +36,11 @@ func (d *Dataset) Delete(ctx context.Context, predicate string) (*Dataset, error
 	if err != nil {
 		return nil, fmt.Errorf("dataset: delete: %w", err)
 	}
-	cur := d
-	for attempt := 0; ; attempt++ {
+	out, _, err := reexecute(ctx, d, deleteReexecutions, func(cur *Dataset) (*Dataset, struct{}, error) {
 		out, err := cur.deleteWhere(ctx, predicate, expr)
-		var ce *ConflictError
-		if err == nil || !errors.As(err, &ce) || !ce.Retryable || attempt >= deleteReexecutions {
-			return out, err
-		}
-		if cur, err = cur.Checkout(ctx, 0); err != nil {
-			return nil, err
-		}
-	}
+		return out, struct{}{}, err
+	})
+	return out, err
 }
 
 // deleteWhere evaluates expr on the version and deletes the matching rows.

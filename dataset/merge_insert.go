@@ -3,7 +3,6 @@ package dataset
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -103,17 +102,9 @@ func (d *Dataset) MergeInsert(ctx context.Context, source array.RecordReader, op
 	}
 	defer src.Release()
 	m.src = src
-	cur := d
-	for attempt := 0; ; attempt++ {
-		out, stats, err := cur.mergeInsert(ctx, m)
-		var ce *ConflictError
-		if err == nil || !errors.As(err, &ce) || !ce.Retryable || attempt >= updateReexecutions {
-			return out, stats, err
-		}
-		if cur, err = cur.Checkout(ctx, 0); err != nil {
-			return nil, MergeInsertStats{}, err
-		}
-	}
+	return reexecute(ctx, d, updateReexecutions, func(cur *Dataset) (*Dataset, MergeInsertStats, error) {
+		return cur.mergeInsert(ctx, m)
+	})
 }
 
 // mergeSpec is a parsed MergeInsert.

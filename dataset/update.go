@@ -3,7 +3,6 @@ package dataset
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -85,17 +84,9 @@ func (d *Dataset) Update(ctx context.Context, set map[string]string, predicate s
 	if err != nil {
 		return nil, UpdateStats{}, err
 	}
-	cur := d
-	for attempt := 0; ; attempt++ {
-		out, stats, err := cur.update(ctx, u)
-		var ce *ConflictError
-		if err == nil || !errors.As(err, &ce) || !ce.Retryable || attempt >= updateReexecutions {
-			return out, stats, err
-		}
-		if cur, err = cur.Checkout(ctx, 0); err != nil {
-			return nil, UpdateStats{}, err
-		}
-	}
+	return reexecute(ctx, d, updateReexecutions, func(cur *Dataset) (*Dataset, UpdateStats, error) {
+		return cur.update(ctx, u)
+	})
 }
 
 // updateSpec is a parsed Update.
