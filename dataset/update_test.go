@@ -28,102 +28,17 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
-// histFields is the schema of the history fixtures (and of the interop
-// tests): every column type an update or merge must carry over.
-var histFields = []arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "label", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-	{Name: "vec", Type: arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32), Nullable: true},
-	{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-	{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-}
-
-// histCell is the value of column name for the row with key id, as the
-// history fixtures have it (nil = null).
-func histCell(name string, id int64) any {
-	switch name {
-	case "id":
-		return id
-	case "label":
-		if id%7 == 3 {
-			return nil
-		}
-		return fmt.Sprintf("row-%d", id)
-	case "value":
-		if id%11 == 5 {
-			return nil
-		}
-		return float64(id) * 1.5
-	case "vec":
-		if id%13 == 4 {
-			return nil
-		}
-		return []float32{float32(id), float32(id) + 0.5, -float32(id), 1}
-	case "flag":
-		if id%3 == 0 {
-			return nil
-		}
-		return id%2 == 0
-	case "tags":
-		if id%4 == 0 {
-			return []string{}
-		}
-		if id%9 == 1 {
-			return nil
-		}
-		return []string{fmt.Sprintf("g%d", id%3), fmt.Sprintf("h%d", id%5)}
-	}
-	panic(name)
-}
-
-// histRow is the history row of key id.
-func histRow(id int64) map[string]any {
-	r := map[string]any{}
-	for _, f := range histFields {
-		r[f.Name] = histCell(f.Name, id)
-	}
-	return r
-}
+// The history schema and rows (see fixturetest.HistoryFields).
+var (
+	histFields = fixturetest.HistoryFields
+	histCell   = fixturetest.HistoryValue
+	histRow    = fixturetest.HistoryRow
+)
 
 // buildBatch builds a batch of the given fields from rows (by column name,
 // nil or absent = null).
 func buildBatch(t testing.TB, mem memory.Allocator, fields []arrow.Field, rows []map[string]any) arrow.RecordBatch {
-	t.Helper()
-	cols := make([]arrow.Array, len(fields))
-	for i, f := range fields {
-		b := array.NewBuilder(mem, f.Type)
-		for _, r := range rows {
-			v := r[f.Name]
-			if v == nil {
-				b.AppendNull()
-				continue
-			}
-			switch bb := b.(type) {
-			case *array.Int64Builder:
-				bb.Append(v.(int64))
-			case *array.StringBuilder:
-				bb.Append(v.(string))
-			case *array.Float64Builder:
-				bb.Append(v.(float64))
-			case *array.BooleanBuilder:
-				bb.Append(v.(bool))
-			case *array.FixedSizeListBuilder:
-				bb.Append(true)
-				bb.ValueBuilder().(*array.Float32Builder).AppendValues(v.([]float32), nil)
-			case *array.ListBuilder:
-				bb.Append(true)
-				bb.ValueBuilder().(*array.StringBuilder).AppendValues(v.([]string), nil)
-			default:
-				t.Fatalf("buildBatch: %s", f.Type)
-			}
-		}
-		cols[i] = b.NewArray()
-		b.Release()
-	}
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(len(rows)))
-	releaseArrays(cols)
-	return rec
+	return fixturetest.BuildRows(t, mem, fields, rows)
 }
 
 // rowsReader returns a reader of rows (one batch per chunk rows).

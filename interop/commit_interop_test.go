@@ -153,103 +153,31 @@ func agree(t *testing.T, node, ref, uri string) {
 	t.Logf("%s: %d versions, %d rows read identically by real Lance and lancer", filepath.Base(uri), len(ours), rows)
 }
 
-// histColumns is the schema the interop datasets start with: the same as
-// the history fixtures'.
-var histColumns = []arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "label", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-	{Name: "vec", Type: arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32), Nullable: true},
-	{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
-	{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-}
-
-// histValue is the value of column role for row id (nil = null), as JSON
-// would carry it to Lance.
-func histValue(role string, id int64) any {
-	switch role {
-	case "id":
-		return id
-	case "label":
-		if id%7 == 3 {
-			return nil
-		}
-		return fmt.Sprintf("row-%d", id)
-	case "value":
-		if id%11 == 5 {
-			return nil
-		}
-		return float64(id) * 1.5
-	case "vec":
-		if id%13 == 4 {
-			return nil
-		}
-		return []any{float64(id), float64(id) + 0.5, -float64(id), 1.0}
-	case "flag":
-		if id%3 == 0 {
-			return nil
-		}
-		return id%2 == 0
-	case "tags":
-		if id%4 == 0 {
-			return []any{}
-		}
-		if id%9 == 1 {
-			return nil
-		}
-		return []any{fmt.Sprintf("g%d", id%3), fmt.Sprintf("h%d", id%5)}
-	}
-	panic(role)
-}
+// histValue is the value of column role for row id (nil = null): the
+// history fixtures' (and JSON encodes it as the interop scripts take it).
+var histValue = fixturetest.HistoryValue
 
 // histReader returns rows [from, to) of the given columns (named by role,
 // written under the given names).
 func histReader(t *testing.T, mem memory.Allocator, roles, names []string, from, to int64) array.RecordReader {
 	t.Helper()
 	var fields []arrow.Field
-	var cols []arrow.Array
 	for i, role := range roles {
-		f := histColumns[slices.IndexFunc(histColumns, func(f arrow.Field) bool { return f.Name == role })]
+		f := fixturetest.HistoryFields[slices.IndexFunc(fixturetest.HistoryFields, func(f arrow.Field) bool { return f.Name == role })]
 		f.Name = names[i]
 		fields = append(fields, f)
-		b := array.NewBuilder(mem, f.Type)
-		for id := from; id < to; id++ {
-			v := histValue(role, id)
-			if v == nil {
-				b.AppendNull()
-				continue
-			}
-			switch bb := b.(type) {
-			case *array.Int64Builder:
-				bb.Append(v.(int64))
-			case *array.StringBuilder:
-				bb.Append(v.(string))
-			case *array.Float64Builder:
-				bb.Append(v.(float64))
-			case *array.BooleanBuilder:
-				bb.Append(v.(bool))
-			case *array.FixedSizeListBuilder:
-				bb.Append(true)
-				for _, x := range v.([]any) {
-					bb.ValueBuilder().(*array.Float32Builder).Append(float32(x.(float64)))
-				}
-			case *array.ListBuilder:
-				bb.Append(true)
-				for _, x := range v.([]any) {
-					bb.ValueBuilder().(*array.StringBuilder).Append(x.(string))
-				}
-			}
+	}
+	var rows []map[string]any
+	for id := from; id < to; id++ {
+		r := map[string]any{}
+		for i, role := range roles {
+			r[names[i]] = histValue(role, id)
 		}
-		cols = append(cols, b.NewArray())
-		b.Release()
+		rows = append(rows, r)
 	}
-	schema := arrow.NewSchema(fields, nil)
-	rec := array.NewRecordBatch(schema, cols, to-from)
-	for _, c := range cols {
-		c.Release()
-	}
+	rec := fixturetest.BuildRows(t, mem, fields, rows)
 	defer rec.Release()
-	r, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	r, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 	if err != nil {
 		t.Fatal(err)
 	}
