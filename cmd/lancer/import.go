@@ -88,10 +88,7 @@ twice). A progress bar shows on stderr when it is a terminal.`,
 			} else if _, err := importer.FormatOf(srcPath); err != nil {
 				return err
 			}
-			if strings.TrimSpace(uri) == "" {
-				return fmt.Errorf("empty dataset URI: %w", lancer.ErrInvalidArgument)
-			}
-			store, err := blob.Open(ctx, uri)
+			store, err := openRoot(ctx, cmd, args[1:])
 			if err != nil {
 				return err
 			}
@@ -124,9 +121,8 @@ twice). A progress bar shows on stderr when it is a terminal.`,
 			if opts.Mode != dataset.WriteCreate && ds.Version() == 1 {
 				what = "new dataset"
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "imported %d rows from %s into %s (%s); version %d\n",
+			return report(cmd, "imported %d rows from %s into %s (%s); version %d",
 				rows, srcPath, uri, what, ds.Version())
-			return err
 		},
 	}
 	cmd.Flags().StringVar(&modeArg, "mode", "create", "create, append or overwrite")

@@ -25,11 +25,7 @@ import (
 // Decimal arithmetic is exact, in the decimal types DataFusion gives it
 // (decimalResult).
 func (b *binder) bindArithmetic(n *binaryNode) (evaluator, error) {
-	l, err := b.bind(n.l)
-	if err != nil {
-		return nil, err
-	}
-	r, err := b.bind(n.r)
+	l, r, err := b.bindPair(n.l, n.r)
 	if err != nil {
 		return nil, err
 	}
@@ -389,11 +385,7 @@ func (o operand) int64sOfDate() func(i int) int64 {
 // bindConcat binds ||, string concatenation: NULL if either side is. A
 // side that is not a string is cast to one.
 func (b *binder) bindConcat(n *binaryNode) (evaluator, error) {
-	l, err := b.bind(n.l)
-	if err != nil {
-		return nil, err
-	}
-	r, err := b.bind(n.r)
+	l, r, err := b.bindPair(n.l, n.r)
 	if err != nil {
 		return nil, err
 	}

@@ -31,25 +31,10 @@ func (b *binder) bindPredicate(n node, what string) (evaluator, error) {
 	bound := n
 	switch n := n.(type) {
 	case *logicNode:
-		what := "an operand of AND"
-		if n.or {
-			what = "an operand of OR"
-		}
-		terms := make([]evaluator, len(n.terms))
-		for i, t := range n.terms {
-			var err error
-			if terms[i], err = b.bindPredicate(t, what); err != nil {
-				return nil, err
-			}
-		}
-		return &logicEval{or: n.or, terms: terms}, nil
+		return b.bindLogic(n, b.bindPredicate)
 	case *unaryNode:
 		if n.op == opNot {
-			x, err := b.bindPredicate(n.x, "the operand of NOT")
-			if err != nil {
-				return nil, err
-			}
-			return &notEval{x: x}, nil
+			return b.bindNot(n, b.bindPredicate)
 		}
 	case *callNode:
 		if n.name == "regexp_match" {
@@ -59,6 +44,42 @@ func (b *binder) bindPredicate(n node, what string) (evaluator, error) {
 		}
 	}
 	ev, err := b.bind(bound)
+	if err != nil {
+		return nil, err
+	}
+	return b.boolean(n, ev, what)
+}
+
+// bindLogic binds AND and OR, each term by bindTerm (bindPredicate or
+// bindBoolean).
+func (b *binder) bindLogic(n *logicNode, bindTerm func(n node, what string) (evaluator, error)) (evaluator, error) {
+	what := "an operand of AND"
+	if n.or {
+		what = "an operand of OR"
+	}
+	terms := make([]evaluator, len(n.terms))
+	for i, t := range n.terms {
+		var err error
+		if terms[i], err = bindTerm(t, what); err != nil {
+			return nil, err
+		}
+	}
+	return &logicEval{or: n.or, terms: terms}, nil
+}
+
+// bindNot binds NOT, its operand by bindOperand (bindPredicate or
+// bindBoolean).
+func (b *binder) bindNot(n *unaryNode, bindOperand func(n node, what string) (evaluator, error)) (evaluator, error) {
+	x, err := bindOperand(n.x, "the operand of NOT")
+	if err != nil {
+		return nil, err
+	}
+	return &notEval{x: x}, nil
+}
+
+// bindBoolean binds n where what needs a boolean (see boolean).
+func (b *binder) bindBoolean(n node, what string) (evaluator, error) {
+	ev, err := b.bind(n)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +110,18 @@ func shorten(n node) string {
 	return s
 }
 
+// bindPair binds the two operands of a binary expression (or any two
+// nodes), left first.
+func (b *binder) bindPair(ln, rn node) (l, r evaluator, err error) {
+	if l, err = b.bind(ln); err != nil {
+		return nil, nil, err
+	}
+	if r, err = b.bind(rn); err != nil {
+		return nil, nil, err
+	}
+	return l, r, nil
+}
+
 func (b *binder) bind(n node) (evaluator, error) {
 	switch n := n.(type) {
 	case *literalNode:
@@ -97,14 +130,7 @@ func (b *binder) bind(n node) (evaluator, error) {
 		return b.bindColumn(n)
 	case *unaryNode:
 		if n.op == opNot {
-			x, err := b.bind(n.x)
-			if err != nil {
-				return nil, err
-			}
-			if x, err = b.boolean(n.x, x, "the operand of NOT"); err != nil {
-				return nil, err
-			}
-			return &notEval{x: x}, nil
+			return b.bindNot(n, b.bindBoolean)
 		}
 		return b.bindNegate(n)
 	case *binaryNode:
@@ -119,21 +145,7 @@ func (b *binder) bind(n node) (evaluator, error) {
 			return b.bindArithmetic(n)
 		}
 	case *logicNode:
-		terms := make([]evaluator, len(n.terms))
-		for i, t := range n.terms {
-			ev, err := b.bind(t)
-			if err != nil {
-				return nil, err
-			}
-			what := "an operand of AND"
-			if n.or {
-				what = "an operand of OR"
-			}
-			if terms[i], err = b.boolean(t, ev, what); err != nil {
-				return nil, err
-			}
-		}
-		return &logicEval{or: n.or, terms: terms}, nil
+		return b.bindLogic(n, b.bindBoolean)
 	case *isNode:
 		return b.bindIs(n)
 	case *betweenNode:

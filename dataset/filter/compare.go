@@ -14,11 +14,7 @@ import (
 )
 
 func (b *binder) bindComparison(n *binaryNode) (evaluator, error) {
-	l, err := b.bind(n.l)
-	if err != nil {
-		return nil, err
-	}
-	r, err := b.bind(n.r)
+	l, r, err := b.bindPair(n.l, n.r)
 	if err != nil {
 		return nil, err
 	}
@@ -324,11 +320,7 @@ func (b *binder) bindIn(n *inNode) (evaluator, error) {
 // bindDistinct binds IS [NOT] DISTINCT FROM, a comparison where NULL is a
 // value: NULL IS DISTINCT FROM 1 is TRUE, NULL IS DISTINCT FROM NULL FALSE.
 func (b *binder) bindDistinct(n *binaryNode) (evaluator, error) {
-	l, err := b.bind(n.l)
-	if err != nil {
-		return nil, err
-	}
-	r, err := b.bind(n.r)
+	l, r, err := b.bindPair(n.l, n.r)
 	if err != nil {
 		return nil, err
 	}

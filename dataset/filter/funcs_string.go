@@ -66,25 +66,34 @@ func allValid(args []operand, i int) bool {
 	return true
 }
 
+// textRow returns a reader of the string arguments of row i. The slice
+// it returns is reused from row to row.
+func textRow(ops []operand) func(i int) []string {
+	readers := make([]func(int) string, len(ops))
+	for k, o := range ops {
+		readers[k] = o.texts()
+	}
+	row := make([]string, len(ops))
+	return func(i int) []string {
+		for k, r := range readers {
+			row[k] = r(i)
+		}
+		return row
+	}
+}
+
 // mapText builds a string function of one or more string arguments from
 // f, which sees the arguments of one row; NULL in, NULL out.
 func (b *binder) mapText(n *callNode, args []evaluator, t arrow.DataType, f func(s []string) string) evaluator {
 	run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
-		readers := make([]func(int) string, len(ops))
-		for i, o := range ops {
-			readers[i] = o.texts()
-		}
-		row := make([]string, len(ops))
+		row := textRow(ops)
 		out := newTextWriter(mem, t, rows)
 		for i := 0; i < rows; i++ {
 			if !allValid(ops, i) {
 				out.appendNull()
 				continue
 			}
-			for k, r := range readers {
-				row[k] = r(i)
-			}
-			out.append(f(row))
+			out.append(f(row(i)))
 		}
 		return out.finish(), nil
 	}
@@ -94,11 +103,7 @@ func (b *binder) mapText(n *callNode, args []evaluator, t arrow.DataType, f func
 // mapInt builds an integer-valued function of string arguments.
 func (b *binder) mapInt(n *callNode, args []evaluator, t arrow.DataType, f func(s []string) int64) evaluator {
 	run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
-		readers := make([]func(int) string, len(ops))
-		for i, o := range ops {
-			readers[i] = o.texts()
-		}
-		row := make([]string, len(ops))
+		row := textRow(ops)
 		bld := array.NewBuilder(mem, t)
 		defer bld.Release()
 		for i := 0; i < rows; i++ {
@@ -106,10 +111,7 @@ func (b *binder) mapInt(n *callNode, args []evaluator, t arrow.DataType, f func(
 				bld.AppendNull()
 				continue
 			}
-			for k, r := range readers {
-				row[k] = r(i)
-			}
-			appendInteger(bld, f(row))
+			appendInteger(bld, f(row(i)))
 		}
 		return bld.NewArray(), nil
 	}
@@ -119,21 +121,14 @@ func (b *binder) mapInt(n *callNode, args []evaluator, t arrow.DataType, f func(
 // mapBool builds a boolean function of string arguments.
 func (b *binder) mapBool(n *callNode, args []evaluator, f func(s []string) bool) evaluator {
 	run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
-		readers := make([]func(int) string, len(ops))
-		for i, o := range ops {
-			readers[i] = o.texts()
-		}
-		row := make([]string, len(ops))
+		row := textRow(ops)
 		out := newBoolWriter(mem, rows)
 		for i := 0; i < rows; i++ {
 			if !allValid(ops, i) {
 				out.setNull(i)
 				continue
 			}
-			for k, r := range readers {
-				row[k] = r(i)
-			}
-			out.set(i, f(row))
+			out.set(i, f(row(i)))
 		}
 		return out.finish(), nil
 	}

@@ -170,43 +170,28 @@ func (k *kernelEval) eval(ctx context.Context, in *input) (compute.Datum, error)
 
 // textWriter builds a utf8 or large utf8 array.
 type textWriter struct {
-	small *array.StringBuilder
-	large *array.LargeStringBuilder
+	b interface {
+		array.Builder
+		Append(string)
+	}
 }
 
 func newTextWriter(mem memory.Allocator, t arrow.DataType, n int) *textWriter {
 	w := &textWriter{}
 	if t.ID() == arrow.LARGE_STRING {
-		w.large = array.NewLargeStringBuilder(mem)
-		w.large.Reserve(n)
+		w.b = array.NewLargeStringBuilder(mem)
 	} else {
-		w.small = array.NewStringBuilder(mem)
-		w.small.Reserve(n)
+		w.b = array.NewStringBuilder(mem)
 	}
+	w.b.Reserve(n)
 	return w
 }
 
-func (w *textWriter) append(s string) {
-	if w.large != nil {
-		w.large.Append(s)
-	} else {
-		w.small.Append(s)
-	}
-}
+func (w *textWriter) append(s string) { w.b.Append(s) }
 
-func (w *textWriter) appendNull() {
-	if w.large != nil {
-		w.large.AppendNull()
-	} else {
-		w.small.AppendNull()
-	}
-}
+func (w *textWriter) appendNull() { w.b.AppendNull() }
 
 func (w *textWriter) finish() arrow.Array {
-	if w.large != nil {
-		defer w.large.Release()
-		return w.large.NewArray()
-	}
-	defer w.small.Release()
-	return w.small.NewArray()
+	defer w.b.Release()
+	return w.b.NewArray()
 }

@@ -15,11 +15,7 @@ import (
 // (backslash unless ESCAPE names another) makes the next character literal.
 // ILIKE folds case. NULL on either side gives NULL.
 func (b *binder) bindLike(n *likeNode) (evaluator, error) {
-	x, err := b.bind(n.x)
-	if err != nil {
-		return nil, err
-	}
-	pattern, err := b.bind(n.pattern)
+	x, pattern, err := b.bindPair(n.x, n.pattern)
 	if err != nil {
 		return nil, err
 	}

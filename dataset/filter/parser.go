@@ -369,13 +369,25 @@ func (p *parser) parseIn(x node, negated bool) (node, *syntaxError) {
 	if isOp(p.peek(), ")") {
 		return nil, &syntaxError{pos: p.peek().pos, msg: "empty IN list"}
 	}
-	n := &inNode{at: kw.pos, negated: negated, x: x}
+	list, err := p.parseExprList()
+	if err != nil {
+		return nil, err
+	}
+	n := &inNode{at: kw.pos, negated: negated, x: x, list: list}
+	n.d = depthOver(append([]node{x}, n.list...)...)
+	return n, nil
+}
+
+// parseExprList parses one or more comma-separated expressions and the
+// ")" that ends them.
+func (p *parser) parseExprList() ([]node, *syntaxError) {
+	var list []node
 	for {
-		item, err := p.parseOr()
+		x, err := p.parseOr()
 		if err != nil {
 			return nil, err
 		}
-		n.list = append(n.list, item)
+		list = append(list, x)
 		if !p.acceptOp(",") {
 			break
 		}
@@ -383,8 +395,7 @@ func (p *parser) parseIn(x node, negated bool) (node, *syntaxError) {
 	if err := p.expectOp(")"); err != nil {
 		return nil, err
 	}
-	n.d = depthOver(append([]node{x}, n.list...)...)
-	return n, nil
+	return list, nil
 }
 
 func (p *parser) parseLike(x node, negated bool) (node, *syntaxError) {
@@ -570,19 +581,11 @@ func (p *parser) parseCall(name token) (node, *syntaxError) {
 	defer p.leave()
 	n := &callNode{at: name.pos, name: fn.name}
 	if !p.acceptOp(")") {
-		for {
-			arg, err := p.parseOr()
-			if err != nil {
-				return nil, err
-			}
-			n.args = append(n.args, arg)
-			if !p.acceptOp(",") {
-				break
-			}
-		}
-		if err := p.expectOp(")"); err != nil {
+		args, err := p.parseExprList()
+		if err != nil {
 			return nil, err
 		}
+		n.args = args
 	}
 	if len(n.args) < fn.minArgs || (fn.maxArgs >= 0 && len(n.args) > fn.maxArgs) {
 		return nil, &syntaxError{pos: name.pos, msg: fn.name + " takes " + fn.arity() + ", found " + strconv.Itoa(len(n.args))}

@@ -336,53 +336,21 @@ func appendValue(b array.Builder, v any) *valueError {
 		}
 		return mismatch("a bool", v)
 	case *array.Int8Builder:
-		x, err := parseInt(v, 8)
-		if err == nil {
-			b.Append(int8(x))
-		}
-		return err
+		return appendInt(b, v, 8)
 	case *array.Int16Builder:
-		x, err := parseInt(v, 16)
-		if err == nil {
-			b.Append(int16(x))
-		}
-		return err
+		return appendInt(b, v, 16)
 	case *array.Int32Builder:
-		x, err := parseInt(v, 32)
-		if err == nil {
-			b.Append(int32(x))
-		}
-		return err
+		return appendInt(b, v, 32)
 	case *array.Int64Builder:
-		x, err := parseInt(v, 64)
-		if err == nil {
-			b.Append(x)
-		}
-		return err
+		return appendInt(b, v, 64)
 	case *array.Uint8Builder:
-		x, err := parseUint(v, 8)
-		if err == nil {
-			b.Append(uint8(x))
-		}
-		return err
+		return appendUint(b, v, 8)
 	case *array.Uint16Builder:
-		x, err := parseUint(v, 16)
-		if err == nil {
-			b.Append(uint16(x))
-		}
-		return err
+		return appendUint(b, v, 16)
 	case *array.Uint32Builder:
-		x, err := parseUint(v, 32)
-		if err == nil {
-			b.Append(uint32(x))
-		}
-		return err
+		return appendUint(b, v, 32)
 	case *array.Uint64Builder:
-		x, err := parseUint(v, 64)
-		if err == nil {
-			b.Append(x)
-		}
-		return err
+		return appendUint(b, v, 64)
 	case *array.Float16Builder:
 		x, err := parseFloat(v, 32)
 		if err == nil {
@@ -402,38 +370,15 @@ func appendValue(b array.Builder, v any) *valueError {
 		}
 		return err
 	case *array.StringBuilder:
-		s, ok := v.(string)
-		if !ok {
-			return mismatch("a string", v)
-		}
-		b.Append(s)
-		return nil
+		return appendString(b, v)
 	case *array.LargeStringBuilder:
-		s, ok := v.(string)
-		if !ok {
-			return mismatch("a string", v)
-		}
-		b.Append(s)
-		return nil
+		return appendString(b, v)
 	case *array.StringViewBuilder:
-		s, ok := v.(string)
-		if !ok {
-			return mismatch("a string", v)
-		}
-		b.Append(s)
-		return nil
+		return appendString(b, v)
 	case *array.BinaryBuilder:
-		p, err := parseBase64(v)
-		if err == nil {
-			b.Append(p)
-		}
-		return err
+		return appendBase64(b, v)
 	case *array.BinaryViewBuilder:
-		p, err := parseBase64(v)
-		if err == nil {
-			b.Append(p)
-		}
-		return err
+		return appendBase64(b, v)
 	case *array.FixedSizeBinaryBuilder:
 		p, err := parseBase64(v)
 		if err != nil {
@@ -550,6 +495,39 @@ func appendValue(b array.Builder, v any) *valueError {
 		return nil
 	}
 	return appendFallback(b, v)
+}
+
+func appendInt[T int8 | int16 | int32 | int64](b interface{ Append(T) }, v any, bits int) *valueError {
+	x, err := parseInt(v, bits)
+	if err == nil {
+		b.Append(T(x))
+	}
+	return err
+}
+
+func appendUint[T uint8 | uint16 | uint32 | uint64](b interface{ Append(T) }, v any, bits int) *valueError {
+	x, err := parseUint(v, bits)
+	if err == nil {
+		b.Append(T(x))
+	}
+	return err
+}
+
+func appendString(b interface{ Append(string) }, v any) *valueError {
+	s, ok := v.(string)
+	if !ok {
+		return mismatch("a string", v)
+	}
+	b.Append(s)
+	return nil
+}
+
+func appendBase64(b interface{ Append([]byte) }, v any) *valueError {
+	p, err := parseBase64(v)
+	if err == nil {
+		b.Append(p)
+	}
+	return err
 }
 
 func appendItems(b array.Builder, list []any) *valueError {
