@@ -2,7 +2,6 @@ package vector
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/lancerdb/lancer"
 )
@@ -77,38 +76,18 @@ type Neighbor struct {
 	Distance float32
 }
 
-// L2Squared returns the squared Euclidean distance of a and b.
-func L2Squared(a, b []float32) float32 {
-	var s float32
-	for i := range a {
-		d := a[i] - b[i]
-		s += d * d
-	}
-	return s
-}
+// L2Squared returns the squared Euclidean distance of a and b. It uses
+// SIMD where the CPU has it (distance.go); b must be at least as long as a.
+func L2Squared(a, b []float32) float32 { return l2(a, b) }
 
 // DotProduct returns a·b.
-func DotProduct(a, b []float32) float32 {
-	var s float32
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
+func DotProduct(a, b []float32) float32 { return dot(a, b) }
 
 // DotDistance returns -a·b.
-func DotDistance(a, b []float32) float32 { return -DotProduct(a, b) }
+func DotDistance(a, b []float32) float32 { return -dot(a, b) }
 
 // CosineDistance returns 1 - a·b / (|a| |b|); 1 when either is zero.
 func CosineDistance(a, b []float32) float32 {
-	var dot, na, nb float32
-	for i := range a {
-		dot += a[i] * b[i]
-		na += a[i] * a[i]
-		nb += b[i] * b[i]
-	}
-	if na == 0 || nb == 0 {
-		return 1
-	}
-	return 1 - dot/float32(math.Sqrt(float64(na)*float64(nb)))
+	d, na, nb := cosineParts(a, b)
+	return cosineFromParts(d, na, nb)
 }

@@ -1,0 +1,168 @@
+package vector
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// flatBlock is how many rows exact search scores per Distances call: the
+// distances of a block fit in L1 next to the query.
+const flatBlock = 256
+
+// FlatSearch returns the k vectors of vectors (packed rows of dim float32s)
+// nearest to query under m, nearest first, ties broken by smaller ID. IDs
+// are row positions. allow, if not nil, restricts the search to the rows
+// whose positions it contains. It returns fewer than k neighbors when fewer
+// rows are allowed, and none when k <= 0. Rows whose distance is NaN are
+// never returned. It panics if vectors is not whole rows of dim or query is
+// not dim long.
+func FlatSearch(vectors []float32, dim int, query []float32, k int, m Metric, allow Filter) []Neighbor {
+	n := checkPacked(len(vectors), dim, len(query))
+	t := NewTopK(k)
+	if k > 0 {
+		var buf [flatBlock]float32
+		flatRange(t, vectors, dim, query, m, allow, 0, n, buf[:])
+	}
+	return t.Sorted()
+}
+
+// FlatSearchParallel is FlatSearch on workers goroutines (GOMAXPROCS when
+// workers <= 0), each scoring chunks of rows into its own TopK; the results
+// are merged. Its result is identical to FlatSearch's: every row's distance
+// is computed by the same kernel, and ties are broken by ID.
+func FlatSearchParallel(vectors []float32, dim int, query []float32, k int, m Metric, allow Filter, workers int) []Neighbor {
+	// A chunk is large enough to amortize the scheduling and small enough
+	// to balance load when a filter allows rows unevenly.
+	return flatSearchParallel(vectors, dim, query, k, m, allow, workers, 4096)
+}
+
+func flatSearchParallel(vectors []float32, dim int, query []float32, k int, m Metric, allow Filter, workers, minChunk int) []Neighbor {
+	n := checkPacked(len(vectors), dim, len(query))
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	chunk := max(minChunk, (n+4*workers-1)/(4*workers))
+	chunks := (n + chunk - 1) / chunk
+	workers = min(workers, chunks)
+	if workers <= 1 || k <= 0 {
+		return FlatSearch(vectors, dim, query, k, m, allow)
+	}
+	tops := make([]*TopK, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range tops {
+		t := NewTopK(k)
+		tops[w] = t
+		wg.Go(func() {
+			var buf [flatBlock]float32
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					return
+				}
+				lo := c * chunk
+				flatRange(t, vectors, dim, query, m, allow, lo, min(lo+chunk, n), buf[:])
+			}
+		})
+	}
+	wg.Wait()
+	for _, t := range tops[1:] {
+		tops[0].Merge(t)
+	}
+	return tops[0].Sorted()
+}
+
+// flatRange pushes the allowed rows of [lo, hi) into t. buf is scratch of
+// flatBlock distances.
+func flatRange(t *TopK, vectors []float32, dim int, query []float32, m Metric, allow Filter, lo, hi int, buf []float32) {
+	switch f := allow.(type) {
+	case nil:
+		for b := lo; b < hi; b += flatBlock {
+			e := min(b+flatBlock, hi)
+			d := Distances(m, query, vectors[b*dim:e*dim], dim, buf)
+			worst := t.Worst()
+			for i, x := range d {
+				if x <= worst && t.Push(uint64(b+i), x) {
+					worst = t.Worst()
+				}
+			}
+		}
+	case *AllowList:
+		count := f.countIn(uint64(lo), uint64(hi))
+		if count == 0 {
+			return
+		}
+		it := f.iter(uint64(lo))
+		var ids [64]uint64
+		if 3*count >= uint64(hi-lo) {
+			// Dense: a sequential scan of every row beats a walk that
+			// defeats the hardware prefetcher; keep the allowed ones.
+			for b := lo; b < hi; b += flatBlock {
+				e := min(b+flatBlock, hi)
+				d := Distances(m, query, vectors[b*dim:e*dim], dim, buf)
+				for {
+					n := nextIDs(it, uint64(e), ids[:])
+					if n == 0 {
+						break
+					}
+					for _, id := range ids[:n] {
+						t.Push(id, d[int(id)-b])
+					}
+				}
+			}
+			return
+		}
+		// Sparse: walk the allowed rows. They come out of order, so
+		// prefetch a few ahead of scoring.
+		const ahead = 4
+		fn := m.Func()
+		for {
+			n := nextIDs(it, uint64(hi), ids[:])
+			if n == 0 {
+				return
+			}
+			for _, id := range ids[:min(ahead, n)] {
+				prefetchRow(vectors[int(id)*dim : (int(id)+1)*dim])
+			}
+			for j, id := range ids[:n] {
+				if j+ahead < n {
+					p := int(ids[j+ahead])
+					prefetchRow(vectors[p*dim : (p+1)*dim])
+				}
+				i := int(id)
+				t.Push(id, fn(query, vectors[i*dim:(i+1)*dim]))
+			}
+		}
+	default:
+		fn := m.Func()
+		for i := lo; i < hi; i++ {
+			if f.Contains(uint64(i)) {
+				t.Push(uint64(i), fn(query, vectors[i*dim:(i+1)*dim]))
+			}
+		}
+	}
+}
+
+// Rerank recomputes the exact distance under m of each candidate (an ID is a
+// row position in vectors) and returns the k nearest, nearest first. It is
+// the second step of a quantized or approximate search; the candidates'
+// distances are ignored, and their IDs should be distinct.
+func Rerank(vectors []float32, dim int, query []float32, candidates []Neighbor, k int, m Metric) []Neighbor {
+	checkPacked(len(vectors), dim, len(query))
+	const ahead = 4
+	fn := m.Func()
+	t := NewTopK(k)
+	for _, c := range candidates[:min(ahead, len(candidates))] {
+		prefetchRow(vectors[int(c.ID)*dim : (int(c.ID)+1)*dim])
+	}
+	for j, c := range candidates {
+		if j+ahead < len(candidates) {
+			p := int(candidates[j+ahead].ID)
+			prefetchRow(vectors[p*dim : (p+1)*dim])
+		}
+		i := int(c.ID)
+		t.Push(c.ID, fn(query, vectors[i*dim:(i+1)*dim]))
+	}
+	return t.Sorted()
+}

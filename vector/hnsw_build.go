@@ -1,0 +1,269 @@
+package vector
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lancerdb/lancer"
+)
+
+const (
+	defaultHNSWM              = 16
+	defaultHNSWEfConstruction = 150
+	// keepPrunedConnections fills a node's list up to its capacity with the
+	// nearest candidates the heuristic rejected (Algorithm 4's
+	// keepPrunedConnections): fuller lists keep clustered data connected.
+	keepPrunedConnections = true
+)
+
+func (o HNSWOptions) withDefaults() HNSWOptions {
+	if o.M == 0 {
+		o.M = defaultHNSWM
+	}
+	if o.EfConstruction == 0 {
+		o.EfConstruction = defaultHNSWEfConstruction
+	}
+	if o.Workers == 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	return o
+}
+
+// Validate reports options BuildHNSW would reject (after defaults).
+func (o HNSWOptions) Validate() error {
+	o = o.withDefaults()
+	switch {
+	case o.M < 2 || o.M > maxHNSWM:
+		return fmt.Errorf("vector: HNSW M = %d, want 2..%d: %w", o.M, maxHNSWM, lancer.ErrInvalidArgument)
+	case o.EfConstruction < 1 || o.EfConstruction > 1<<20:
+		return fmt.Errorf("vector: HNSW EfConstruction = %d: %w", o.EfConstruction, lancer.ErrInvalidArgument)
+	case o.Metric > Dot:
+		return fmt.Errorf("vector: HNSW metric %v: %w", o.Metric, lancer.ErrInvalidArgument)
+	case o.Workers < 1:
+		return fmt.Errorf("vector: HNSW Workers = %d: %w", o.Workers, lancer.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// BuildHNSW builds an HNSW graph over vectors, which holds n = len/dim
+// vectors of dim floats one after another; node i is vectors[i*dim:][:dim].
+// The graph keeps vectors (it does not copy them): the caller must not
+// change them while the HNSW is in use. opts may be nil for the defaults.
+//
+// Nodes get levels from a generator seeded with opts.Seed (mL = 1/ln M);
+// node 0 is inserted first, then Workers goroutines insert the rest, each
+// with a best-first search of width EfConstruction per layer and the
+// neighbour-selection heuristic (the paper's Algorithm 4). Node lists are
+// guarded by striped mutexes.
+func BuildHNSW(vectors []float32, dim int, opts *HNSWOptions) (*HNSW, error) {
+	var o HNSWOptions
+	if opts != nil {
+		o = *opts
+	}
+	o = o.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if dim < 1 || len(vectors)%dim != 0 {
+		return nil, fmt.Errorf("vector: HNSW of %d floats with dimension %d: %w", len(vectors), dim, lancer.ErrInvalidArgument)
+	}
+	n := len(vectors) / dim
+	if uint64(n) >= math.MaxUint32 {
+		return nil, fmt.Errorf("vector: HNSW of %d vectors, at most %d: %w", n, uint32(math.MaxUint32-1), lancer.ErrInvalidArgument)
+	}
+	h := &HNSW{dim: dim, n: n, metric: o.Metric, dist: o.Metric.Func(), m: o.M, m0: 2 * o.M, efc: o.EfConstruction, vectors: vectors}
+
+	rng := rand.New(rand.NewPCG(o.Seed, 0x9e3779b97f4a7c15))
+	mL := 1 / math.Log(float64(o.M))
+	levels := make([]uint8, n)
+	for i := range levels {
+		l := int(-math.Log(1-rng.Float64()) * mL)
+		levels[i] = uint8(min(l, maxHNSWLevel))
+	}
+	h.alloc(levels)
+	if n == 0 {
+		return h, nil
+	}
+	h.entry, h.maxLevel = 0, int(levels[0])
+
+	b := &builder{h: h, locks: make(graphLocks, lockStripes)}
+	workers := min(o.Workers, n-1)
+	var next atomic.Int64
+	next.Store(1)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &buildWorker{s: newSearcher(n)}
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				b.insert(w, uint32(i))
+			}
+		}()
+	}
+	wg.Wait()
+	return h, nil
+}
+
+// builder is the state of one build: the node locks and the lock of the
+// entry point.
+type builder struct {
+	h     *HNSW
+	locks graphLocks
+	epMu  sync.Mutex
+}
+
+// buildWorker is one inserting goroutine's scratch.
+type buildWorker struct {
+	s      *searcher
+	eps    []cand
+	sel    []cand
+	pruned []cand
+	conn   []cand
+	layers [][]cand // per layer, top first: the selected neighbours
+}
+
+// insert is the paper's Algorithm 1 for node q.
+func (b *builder) insert(w *buildWorker, q uint32) {
+	h := b.h
+	lvl := int(h.levels[q])
+	b.epMu.Lock()
+	ep, maxL := h.entry, h.maxLevel
+	if lvl > maxL {
+		// A new top level: hold the entry lock for the whole insert so no
+		// other insert starts from a half-linked entry point (rare: about
+		// log_M n times per build).
+		defer func() {
+			h.entry, h.maxLevel = q, lvl
+			b.epMu.Unlock()
+		}()
+	} else {
+		b.epMu.Unlock()
+	}
+	qv := h.vec(q)
+	cur := cand{h.dist(qv, h.vec(ep)), ep}
+	for l := maxL; l > lvl; l-- {
+		cur = h.greedy(w.s, qv, cur, l, b.locks)
+	}
+	w.eps = append(w.eps[:0], cur)
+	// Search top-down, keeping each layer's selection; then link bottom-up,
+	// so that when q becomes reachable on some layer (through a reverse
+	// link) its lists on every layer below are already in place.
+	top := min(lvl, maxL)
+	w.layers = w.layers[:0]
+	for l := top; l >= 0; l-- {
+		h.searchLayer(w.s, qv, w.eps, h.efc, l, b.locks, nil)
+		w.eps = w.s.results.popSorted(w.eps[:0])
+		w.eps = slices.DeleteFunc(w.eps, func(c cand) bool { return c.id == q })
+		w.layers = append(w.layers, append([]cand(nil), w.selectNeighbors(h, w.eps, h.m)...))
+		if len(w.eps) == 0 {
+			w.eps = append(w.eps, cur)
+		}
+	}
+	mu := b.locks.of(q)
+	mu.Lock()
+	for i, sel := range w.layers {
+		blk := h.links(q, top-i)
+		blk[0] = uint32(len(sel))
+		for j, c := range sel {
+			blk[1+j] = c.id
+		}
+	}
+	mu.Unlock()
+	for i := len(w.layers) - 1; i >= 0; i-- {
+		l := top - i
+		capacity := h.m
+		if l == 0 {
+			capacity = h.m0
+		}
+		for _, c := range w.layers[i] {
+			b.connect(w, c.id, cand{c.d, q}, l, capacity)
+		}
+	}
+}
+
+// connect adds the link nb → q (q at distance c.d from nb) on layer l,
+// shrinking nb's list with the heuristic when it is full.
+func (b *builder) connect(w *buildWorker, nb uint32, c cand, l, capacity int) {
+	h := b.h
+	mu := b.locks.of(nb)
+	mu.Lock()
+	defer mu.Unlock()
+	blk := h.links(nb, l)
+	cnt := int(blk[0])
+	for _, x := range blk[1 : 1+cnt] {
+		if x == c.id {
+			return
+		}
+	}
+	if cnt < capacity {
+		blk[1+cnt] = c.id
+		blk[0]++
+		return
+	}
+	nv := h.vec(nb)
+	cs := w.conn[:0]
+	for _, x := range blk[1 : 1+cnt] {
+		cs = append(cs, cand{h.dist(nv, h.vec(x)), x})
+	}
+	cs = append(cs, c)
+	slices.SortFunc(cs, candCmp)
+	sel := w.selectNeighbors(h, cs, capacity)
+	blk[0] = uint32(len(sel))
+	for i, s := range sel {
+		blk[1+i] = s.id
+	}
+	w.conn = cs
+}
+
+// selectNeighbors is the paper's Algorithm 4 over cs (sorted nearest
+// first): a candidate is kept when it is nearer to the base node than to
+// every neighbour kept so far, so links spread in different directions
+// instead of piling into the nearest cluster. With keepPrunedConnections the
+// rejected candidates then fill the remaining slots, nearest first. The
+// result aliases w.sel.
+func (w *buildWorker) selectNeighbors(h *HNSW, cs []cand, m int) []cand {
+	sel := w.sel[:0]
+	pruned := w.pruned[:0]
+	if len(cs) <= m && keepPrunedConnections {
+		// Everything fits: the heuristic would only reorder.
+		return append(sel, cs...)
+	}
+	for _, c := range cs {
+		if len(sel) >= m {
+			break
+		}
+		cv := h.vec(c.id)
+		good := true
+		for _, r := range sel {
+			if h.dist(cv, h.vec(r.id)) < c.d {
+				good = false
+				break
+			}
+		}
+		if good {
+			sel = append(sel, c)
+		} else {
+			pruned = append(pruned, c)
+		}
+	}
+	if keepPrunedConnections {
+		for _, c := range pruned {
+			if len(sel) >= m {
+				break
+			}
+			sel = append(sel, c)
+		}
+	}
+	w.sel, w.pruned = sel, pruned
+	return sel
+}
