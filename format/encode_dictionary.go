@@ -79,7 +79,7 @@ func (d *dictIndexer) add(v []byte, null bool) {
 			}
 		}
 	}
-	d.indices = append(d.indices, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+	d.indices = binary.LittleEndian.AppendUint32(d.indices, id)
 }
 
 func (d *dictIndexer) finish() *dictBuild {
@@ -93,7 +93,7 @@ func (d *dictIndexer) finish() *dictBuild {
 func arrowDictionaryPage(pg *writePage) (*dictBuild, error) {
 	dt := pg.spec.dt.(*arrow.DictionaryType)
 	bitsPer := fixedBits(dt.ValueType)
-	large := dt.ValueType.ID() == arrow.LARGE_STRING || dt.ValueType.ID() == arrow.LARGE_BINARY
+	large, _ := binaryType(dt.ValueType)
 	d := newDictIndexer(bitsPer, large, pg.values)
 	at := 0
 	var one [1]byte
@@ -103,24 +103,45 @@ func arrowDictionaryPage(pg *writePage) (*dictBuild, error) {
 			return nil, fmt.Errorf("dictionary field holds a %s array: %w", p.src.DataType(), lancer.ErrInvalidArgument)
 		}
 		dict := da.Dictionary()
-		var value func(k int) []byte
+		// value returns dictionary value k, false when the array's buffers
+		// do not hold it.
+		var value func(k int) ([]byte, bool)
 		switch {
 		case bitsPer == 1:
 			buf, off := fixedBuffer(dict)
-			value = func(k int) []byte {
+			value = func(k int) ([]byte, bool) {
 				one[0] = 0
-				if buf != nil && bitSet(buf, off+k) {
-					one[0] = 1
+				if buf != nil {
+					if (off+k)/8 >= len(buf) {
+						return nil, false
+					}
+					if bitSet(buf, off+k) {
+						one[0] = 1
+					}
 				}
-				return one[:]
+				return one[:], true
 			}
 		case bitsPer > 0:
 			buf, off := fixedBuffer(dict)
 			w := bitsPer / 8
-			value = func(k int) []byte { return buf[(off+k)*w : (off+k+1)*w] }
+			value = func(k int) ([]byte, bool) {
+				if (off+k+1)*w > len(buf) {
+					return nil, false
+				}
+				return buf[(off+k)*w : (off+k+1)*w], true
+			}
 		default:
 			offs, data := varOffsets(dict), varData(dict)
-			value = func(k int) []byte { return data[offs(k):offs(k+1)] }
+			value = func(k int) ([]byte, bool) {
+				if offs == nil {
+					return nil, true // no offsets buffer: every value is empty, as gatherVar takes it
+				}
+				start, end := offs(k), offs(k+1)
+				if start < 0 || end < start || end > int64(len(data)) {
+					return nil, false
+				}
+				return data[start:end], true
+			}
 		}
 		for _, rg := range p.ranges {
 			for i := rg.start; i < rg.end; i++ {
@@ -131,7 +152,11 @@ func arrowDictionaryPage(pg *writePage) (*dictBuild, error) {
 					if k < 0 || k >= dict.Len() {
 						return nil, fmt.Errorf("dictionary index %d outside %d values: %w", k, dict.Len(), lancer.ErrInvalidArgument)
 					}
-					d.add(value(k), false)
+					v, ok := value(k)
+					if !ok {
+						return nil, fmt.Errorf("%s dictionary value %d outside the array's buffers: %w", dict.DataType(), k, lancer.ErrInvalidArgument)
+					}
+					d.add(v, false)
 				}
 				at++
 			}

@@ -250,13 +250,7 @@ func encodeFullZip(pg *writePage, enc zipEncoder) ([][]byte, *enc21pb.PageLayout
 	v := 0
 	var err error
 	for i := range pg.items {
-		var r, d uint16
-		if pg.rep != nil {
-			r = pg.rep[i]
-		}
-		if pg.def != nil {
-			d = pg.def[i]
-		}
+		r, d := pg.levels(i)
 		if needIndex && (pg.rep == nil || r == maxRepLevel) {
 			rowStarts = append(rowStarts, uint64(len(zipped)))
 		}

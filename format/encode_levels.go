@@ -36,11 +36,13 @@ const generalBlockMin = 32 << 10
 // width), then (2.2) zstd for large blocks, then raw u16. This writer takes
 // the same candidates but picks the smallest by estimate, so that a page
 // whose runs are many but narrow is bit-packed rather than run-length
-// encoded. allowRLE is false where a reader may not take RLE blocks.
+// encoded.
 func chooseLevelEncoding(levels []uint16, v22 bool) *levelEncoding {
 	return chooseLevelEncodingRLE(levels, v22, v22)
 }
 
+// chooseLevelEncodingRLE is chooseLevelEncoding with allowRLE false where a
+// reader may not take RLE blocks.
 func chooseLevelEncodingRLE(levels []uint16, v22, allowRLE bool) *levelEncoding {
 	n := len(levels)
 	if n == 0 {

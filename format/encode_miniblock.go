@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -526,7 +527,7 @@ func encodeMiniBlock(pg *writePage, enc miniEncoder, dict *encodedDict) ([][]byt
 		for {
 			last := pos+n == total
 			end := itemEnd(pos+n, last)
-			chunk, err := buildChunk(pg, enc, pos, n, item, end, repEnc, defEnc, limit)
+			grown, err := buildChunk(data, pg, enc, pos, n, item, end, repEnc, defEnc, limit)
 			if errors.Is(err, errChunkTooLarge) && n > 1 {
 				n = 1 << (bits.Len(uint(n-1)) - 1) // the largest power of two below n
 				continue
@@ -534,7 +535,7 @@ func encodeMiniBlock(pg *writePage, enc miniEncoder, dict *encodedDict) ([][]byt
 			if err != nil {
 				return nil, nil, err
 			}
-			word := uint32(len(chunk)/miniBlockAlign-1) << 4
+			word := uint32((len(grown)-len(data))/miniBlockAlign-1) << 4
 			if !last {
 				word |= uint32(bits.TrailingZeros(uint(n)))
 			}
@@ -543,7 +544,7 @@ func encodeMiniBlock(pg *writePage, enc miniEncoder, dict *encodedDict) ([][]byt
 			} else {
 				meta = binary.LittleEndian.AppendUint16(meta, uint16(word))
 			}
-			data = append(data, chunk...)
+			data = grown
 			if pg.rep != nil {
 				repIndex = appendRepIndex(repIndex, pg.rep[item:end], pg.spec.maxRep, item == 0, last)
 			}
@@ -585,9 +586,9 @@ func encodeMiniBlock(pg *writePage, enc miniEncoder, dict *encodedDict) ([][]byt
 // chunkPad is what Lance fills chunk padding with.
 const chunkPad = 0xFE
 
-// buildChunk serializes one chunk: values [pos, pos+n) and items
-// [itemStart, itemEnd).
-func buildChunk(pg *writePage, enc miniEncoder, pos, n, itemStart, itemEnd int, repEnc, defEnc *levelEncoding, limit int) ([]byte, error) {
+// buildChunk appends one chunk to dst: values [pos, pos+n) and items
+// [itemStart, itemEnd). On error dst is left as it was.
+func buildChunk(dst []byte, pg *writePage, enc miniEncoder, pos, n, itemStart, itemEnd int, repEnc, defEnc *levelEncoding, limit int) ([]byte, error) {
 	vbufs, err := enc.encodeChunk(pos, n)
 	if err != nil {
 		return nil, err
@@ -638,7 +639,7 @@ func buildChunk(pg *writePage, enc miniEncoder, pos, n, itemStart, itemEnd int, 
 	if size > limit {
 		return nil, errChunkTooLarge
 	}
-	out := make([]byte, 0, size)
+	out := slices.Grow(dst, size)
 	out = binary.LittleEndian.AppendUint16(out, uint16(levels))
 	if repEnc != nil {
 		out = binary.LittleEndian.AppendUint16(out, uint16(len(rep)))

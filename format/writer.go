@@ -76,6 +76,7 @@ type Writer struct {
 	fieldIDs      []int32
 	columnIndices []int32
 	err           error // sticky: the first failure poisons the writer
+	finished      bool  // Finish published the file: Abort leaves it be
 }
 
 // columnState collects the metadata of one physical column.
@@ -345,14 +346,19 @@ func (w *Writer) Finish() (*WrittenFile, error) {
 		return fail(fmt.Errorf("format: write %s: %w", w.key, err))
 	}
 	w.err = fmt.Errorf("format: write %s: already finished: %w", w.key, lancer.ErrClosed)
+	w.finished = true
 	return &WrittenFile{
 		Key: w.key, Size: w.pos, Rows: w.rows, Version: w.version,
 		Fields: w.fieldIDs, ColumnIndices: w.columnIndices,
 	}, nil
 }
 
-// Abort discards the file. It is safe to call at any time, more than once.
+// Abort discards the file. It is safe to call at any time, more than once;
+// after a successful Finish it does nothing.
 func (w *Writer) Abort() {
+	if w.finished {
+		return
+	}
 	if w.out != nil {
 		_ = w.out.Abort()
 	}

@@ -2,6 +2,7 @@ package format
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -59,8 +60,7 @@ type leafSpec struct {
 	maxRep uint16
 	kind   valueKind
 	dt     arrow.DataType
-	// packed children of a packed struct leaf, in order.
-	large bool // variable: 64-bit offsets
+	large  bool // variable: 64-bit offsets
 }
 
 // structuralFieldWriter writes one top-level field of a 2.1+ file.
@@ -87,7 +87,7 @@ type leafWriter struct {
 func newStructuralFieldWriter(w *Writer, f *Field, firstCol int) (fieldWriter, error) {
 	fw := &structuralFieldWriter{w: w, field: f}
 	var specs []*leafSpec
-	if err := planLeaves(w, f, nil, &specs, true); err != nil {
+	if err := planLeaves(w, f, nil, nil, &specs, true); err != nil {
 		return nil, err
 	}
 	for _, s := range specs {
@@ -101,12 +101,9 @@ func newStructuralFieldWriter(w *Writer, f *Field, firstCol int) (fieldWriter, e
 }
 
 // planLeaves appends the leaves of f (below the list/item layers lists,
-// top-down) to specs, in column order.
-func planLeaves(w *Writer, f *Field, lists []bool, specs *[]*leafSpec, top bool) error {
-	return planLeavesSticky(w, f, lists, nil, specs, top)
-}
-
-func planLeavesSticky(w *Writer, f *Field, lists, sticky []bool, specs *[]*leafSpec, top bool) error {
+// top-down, whose item layers sticky marks as in leafSpec) to specs, in
+// column order.
+func planLeaves(w *Writer, f *Field, lists, sticky []bool, specs *[]*leafSpec, top bool) error {
 	// NewWriter names the top-level field in errors; members name
 	// themselves.
 	at := ""
@@ -141,7 +138,7 @@ func planLeavesSticky(w *Writer, f *Field, lists, sticky []bool, specs *[]*leafS
 		}
 		s.kind = kind
 		if kind == kindVariable {
-			s.large = f.Type.ID() == arrow.LARGE_STRING || f.Type.ID() == arrow.LARGE_BINARY
+			s.large, _ = binaryType(f.Type)
 		}
 		*specs = append(*specs, s)
 		return nil
@@ -166,7 +163,7 @@ func planLeavesSticky(w *Writer, f *Field, lists, sticky []bool, specs *[]*leafS
 	lists = append(lists[:len(lists):len(lists)], isList)
 	sticky = append(sticky[:len(sticky):len(sticky)], !isList && f.Nullable && hasListBelow(f))
 	for _, c := range f.Children {
-		if err := planLeavesSticky(w, c, lists, sticky, specs, false); err != nil {
+		if err := planLeaves(w, c, lists, sticky, specs, false); err != nil {
 			return err
 		}
 	}
@@ -210,11 +207,12 @@ func leafKind(w *Writer, f *Field, top bool) (valueKind, error) {
 		return kindBlobV2, nil
 	}
 	dt := f.Type
+	if isBinaryLike(dt) {
+		return kindVariable, nil
+	}
 	switch dt.ID() {
 	case arrow.NULL:
 		return kindNull, nil
-	case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
-		return kindVariable, nil
 	case arrow.FIXED_SIZE_LIST:
 		if _, _, err := fslShape(dt); err != nil {
 			return 0, err
@@ -225,12 +223,8 @@ func leafKind(w *Writer, f *Field, top bool) (valueKind, error) {
 		if _, ok := d.IndexType.(arrow.FixedWidthDataType); !ok || !arrow.IsInteger(d.IndexType.ID()) {
 			return 0, fmt.Errorf("dictionary index type %s: %w", d.IndexType, lancer.ErrUnsupported)
 		}
-		switch d.ValueType.ID() {
-		case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
-		default:
-			if fixedBits(d.ValueType) <= 0 {
-				return 0, fmt.Errorf("dictionary of %s values: %w", d.ValueType, lancer.ErrUnsupported)
-			}
+		if !isBinaryLike(d.ValueType) && fixedBits(d.ValueType) <= 0 {
+			return 0, fmt.Errorf("dictionary of %s values: %w", d.ValueType, lancer.ErrUnsupported)
 		}
 		return kindDictionary, nil
 	case arrow.STRUCT:
@@ -274,12 +268,10 @@ func fixedBits(dt arrow.DataType) int {
 	return 0
 }
 
+// isBinaryLike reports whether dt is utf8 or binary, large or not.
 func isBinaryLike(dt arrow.DataType) bool {
-	switch dt.ID() {
-	case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
-		return true
-	}
-	return false
+	_, ok := binaryType(dt)
+	return ok
 }
 
 // fslShape returns the dims (outermost first) and item type of a
@@ -378,7 +370,7 @@ func (fw *structuralFieldWriter) flushPage(lw *leafWriter, limit int) error {
 			if rows < p.rows {
 				head, tail := p.split(lw.spec, rows)
 				lw.pending[i] = head
-				lw.pending = append(lw.pending[:i+1], append([]*leafPiece{tail}, lw.pending[i+1:]...)...)
+				lw.pending = slices.Insert(lw.pending, i+1, tail)
 			}
 			take = i + 1
 			break

@@ -1,6 +1,8 @@
 package format
 
 import (
+	"context"
+	"encoding/binary"
 	"fmt"
 	"path"
 	"strconv"
@@ -143,14 +145,16 @@ func (s *blobSidecars) closePacked() error {
 // one).
 func (s *blobSidecars) close() error { return s.closePacked() }
 
-// abort discards every sidecar written.
+// abort discards every sidecar written, also when the write was aborted
+// because its context was cancelled.
 func (s *blobSidecars) abort() {
 	if s.packed != nil {
 		_ = s.packed.Abort()
 		s.packed = nil
 	}
+	ctx := context.WithoutCancel(s.w.ctx)
 	for _, key := range s.closed {
-		_ = s.w.store.Delete(s.w.ctx, key)
+		_ = s.w.store.Delete(ctx, key)
 	}
 	s.closed = nil
 }
@@ -196,9 +200,9 @@ func (fw *structuralFieldWriter) encodeBlobV2(pg *writePage) ([][]byte, *enc21pb
 	uris := &varVals{off: []uint64{0}}
 	put := func(k uint8, p, s uint64, id uint32, uri []byte) {
 		kind.data = append(kind.data, k)
-		pos.data = appendU64(pos.data, p)
-		size.data = appendU64(size.data, s)
-		ids.data = append(ids.data, byte(id), byte(id>>8), byte(id>>16), byte(id>>24))
+		pos.data = binary.LittleEndian.AppendUint64(pos.data, p)
+		size.data = binary.LittleEndian.AppendUint64(size.data, s)
+		ids.data = binary.LittleEndian.AppendUint32(ids.data, id)
 		uris.data = append(uris.data, uri...)
 		uris.off = append(uris.off, uint64(len(uris.data)))
 	}
@@ -249,16 +253,10 @@ func (fw *structuralFieldWriter) encodeBlobV2(pg *writePage) ([][]byte, *enc21pb
 			}
 		}
 	}
-	n := kind.len8()
+	n := len(kind.data)
 	kind.n, pos.n, size.n, ids.n = n, n, n, n
 	vals := &packedVals{n: n, children: []any{kind, pos, size, ids, uris}}
 	return encodeFullZip(pg, &packedZip{vals: vals})
-}
-
-func (f *fixedVals) len8() int { return len(f.data) }
-
-func appendU64(b []byte, v uint64) []byte {
-	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24), byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
 }
 
 // encodeLegacyBlob writes the payloads of a legacy blob page as out-of-line
@@ -268,6 +266,12 @@ func (fw *structuralFieldWriter) encodeLegacyBlob(pg *writePage) ([][]byte, *enc
 	size := &fixedVals{bits: 64, n: pg.items}
 	v := 0
 	pi, ri, slot := 0, 0, 0 // piece, range and slot of the next visible value
+	// The value accessors of the last piece read.
+	var (
+		cur  arrow.Array
+		offs func(int) int64
+		data []byte
+	)
 	next := func() (arrow.Array, int) {
 		for pi < len(pg.pieces) {
 			p := pg.pieces[pi]
@@ -290,13 +294,7 @@ func (fw *structuralFieldWriter) encodeLegacyBlob(pg *writePage) ([][]byte, *enc
 		return nil, -1
 	}
 	for i := range pg.items {
-		var r, d uint16
-		if pg.rep != nil {
-			r = pg.rep[i]
-		}
-		if pg.def != nil {
-			d = pg.def[i]
-		}
+		r, d := pg.levels(i)
 		visible := pg.def == nil || d <= pg.maxVisible
 		var src arrow.Array
 		s := -1
@@ -305,23 +303,25 @@ func (fw *structuralFieldWriter) encodeLegacyBlob(pg *writePage) ([][]byte, *enc
 			v++
 		}
 		if d != 0 || src == nil {
-			pos.data = appendU64(pos.data, uint64(d)<<16|uint64(r))
-			size.data = appendU64(size.data, 0)
+			pos.data = binary.LittleEndian.AppendUint64(pos.data, uint64(d)<<16|uint64(r))
+			size.data = binary.LittleEndian.AppendUint64(size.data, 0)
 			continue
 		}
-		offs, data := varOffsets(src), varData(src)
+		if src != cur {
+			cur, offs, data = src, varOffsets(src), varData(src)
+		}
 		b := data[offs(s):offs(s+1)]
 		if len(b) == 0 {
-			pos.data = appendU64(pos.data, 0)
-			size.data = appendU64(size.data, 0)
+			pos.data = binary.LittleEndian.AppendUint64(pos.data, 0)
+			size.data = binary.LittleEndian.AppendUint64(size.data, 0)
 			continue
 		}
 		off, err := fw.w.writeBuffer(b)
 		if err != nil {
 			return nil, nil, err
 		}
-		pos.data = appendU64(pos.data, off)
-		size.data = appendU64(size.data, uint64(len(b)))
+		pos.data = binary.LittleEndian.AppendUint64(pos.data, off)
+		size.data = binary.LittleEndian.AppendUint64(size.data, uint64(len(b)))
 	}
 	if v != pg.values {
 		return nil, nil, fmt.Errorf("legacy blob page: %d visible items, %d values: %w", v, pg.values, lancer.ErrInvalidArgument)

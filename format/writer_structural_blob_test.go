@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -222,6 +223,44 @@ func TestStructuralWriterBlobV2Abort(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Errorf("left behind %s", info.Key)
+	}
+}
+
+// TestStructuralWriterBlobV2AbortAfterFinish: Abort after a successful
+// Finish (a deferred one, say) leaves the file and its sidecars.
+func TestStructuralWriterBlobV2AbortAfterFinish(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s, rec := blobV2Batch(t, mem, blobPayloads(), nil)
+	defer rec.Release()
+	store := blob.NewMemStore("abort")
+	w, err := NewWriter(context.Background(), store, "data/b.lance", s, &WriterOptions{Version: Version2_2, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	list := func() []string {
+		var keys []string
+		for info, err := range store.List(context.Background(), "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, info.Key)
+		}
+		return keys
+	}
+	before := list()
+	if len(before) < 2 {
+		t.Fatalf("finished file and sidecars: %v", before)
+	}
+	w.Abort()
+	if after := list(); !slices.Equal(after, before) {
+		t.Errorf("after Abort: %v, want %v", after, before)
 	}
 }
 

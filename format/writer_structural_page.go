@@ -131,6 +131,18 @@ func newWritePage(spec *leafSpec, v22 bool, pieces []*leafPiece) *writePage {
 	return pg
 }
 
+// levels returns the repetition and definition levels of item i (0 where
+// the page has none).
+func (pg *writePage) levels(i int) (rep, def uint16) {
+	if pg.rep != nil {
+		rep = pg.rep[i]
+	}
+	if pg.def != nil {
+		def = pg.def[i]
+	}
+	return rep, def
+}
+
 // encodePage encodes pieces (whole rows of one leaf) as one page starting
 // at row firstRow and returns its row count.
 func (fw *structuralFieldWriter) encodePage(spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {

@@ -395,14 +395,14 @@ func gatherFSLPage(dt arrow.DataType, pieces []*leafPiece) (*fslVals, error) {
 // gatherPackedPage gathers a packed struct page: each member's values.
 func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (*packedVals, error) {
 	out := &packedVals{}
-	for _, p := range pieces {
-		out.n += p.values
-	}
-	for _, p := range pieces {
+	structs := make([]*array.Struct, len(pieces))
+	for pi, p := range pieces {
 		s, ok := p.src.(*array.Struct)
 		if !ok {
 			return nil, fmt.Errorf("packed struct array of type %s: %w", p.src.DataType(), lancer.ErrInvalidArgument)
 		}
+		structs[pi] = s
+		out.n += p.values
 		for m := range s.NumField() {
 			if s.Field(m).NullN() == 0 {
 				continue
@@ -420,12 +420,8 @@ func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (
 	for m, f := range st.Fields() {
 		if bits := fixedBits(f.Type); bits > 0 {
 			c := &fixedVals{bits: bits}
-			for _, p := range pieces {
-				s, ok := p.src.(*array.Struct)
-				if !ok {
-					return nil, fmt.Errorf("packed struct array of type %s: %w", p.src.DataType(), lancer.ErrInvalidArgument)
-				}
-				if err := gatherFixed(c, s.Field(m), p.ranges); err != nil {
+			for pi, p := range pieces {
+				if err := gatherFixed(c, structs[pi].Field(m), p.ranges); err != nil {
 					return nil, err
 				}
 			}
@@ -433,14 +429,11 @@ func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (
 			out.children = append(out.children, c)
 			continue
 		}
-		c := &varVals{large: f.Type.ID() == arrow.LARGE_STRING || f.Type.ID() == arrow.LARGE_BINARY, off: []uint64{0}}
+		large, _ := binaryType(f.Type)
+		c := &varVals{large: large, off: []uint64{0}}
 		at := 0
-		for _, p := range pieces {
-			s, ok := p.src.(*array.Struct)
-			if !ok {
-				return nil, fmt.Errorf("packed struct array of type %s: %w", p.src.DataType(), lancer.ErrInvalidArgument)
-			}
-			if err := gatherVar(c, s.Field(m), p.ranges, nulls, at); err != nil {
+		for pi, p := range pieces {
+			if err := gatherVar(c, structs[pi].Field(m), p.ranges, nulls, at); err != nil {
 				return nil, err
 			}
 			at += p.values

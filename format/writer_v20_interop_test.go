@@ -85,16 +85,7 @@ func TestV20WriteLanceReads(t *testing.T) {
 		v20wInteropCase{name: "dictionaries_pages", schema: dictSchema, opts: WriterOptions{PageSize: 256}, batches: slices.Clone(dicts)},
 	)
 	// Legacy blobs inside a struct and a list.
-	blobMeta := arrow.NewMetadata([]string{MetaBlob}, []string{"true"})
-	blobSchema := v20wSchema(t,
-		arrow.Field{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "b", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: blobMeta})},
-		arrow.Field{Name: "l", Type: arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: blobMeta}), Nullable: true},
-	)
-	g := newV20wRand(77)
-	g.specs["l"] = &v20wSpec{nulls: 0.2, items: 3}
-	g.specs["l.item"] = &v20wSpec{nulls: 0.2}
-	g.specs["s.b"] = &v20wSpec{nulls: 0.2}
-	blobs := v20wRandomRecord(g, blobSchema, 60, mem)
+	blobSchema, blobs := v20wNestedBlobs(t, mem)
 	cases = append(cases, v20wInteropCase{name: "nested_blobs", schema: blobSchema, opts: WriterOptions{PageSize: 100}, batches: v20wSlices(blobs, 7), nestedBlobs: true})
 	blobs.Release()
 	for seed := range uint64(40) {

@@ -117,9 +117,9 @@ func (g *v20wRand) field(name, path string, depth int, top bool) arrow.Field {
 		if k := g.IntN(8); k < 3 {
 			// Compression on request (lance-encoding:compression).
 			scheme := []string{"zstd", "lz4", "fsst"}[k]
-			f.Metadata = arrow.NewMetadata([]string{v20CompressionKey}, []string{scheme})
+			f.Metadata = arrow.NewMetadata([]string{metaCompression}, []string{scheme})
 			if g.IntN(2) == 0 {
-				f.Metadata = arrow.NewMetadata([]string{v20CompressionKey, v20CompressionLevelKey}, []string{scheme, "7"})
+				f.Metadata = arrow.NewMetadata([]string{metaCompression, metaCompressionLevel}, []string{scheme, "7"})
 			}
 		}
 	case arrow.NULL:

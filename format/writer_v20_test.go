@@ -425,7 +425,7 @@ func TestV20WriteRandom(t *testing.T) {
 func v20wTextRecord(t testing.TB, n int, mem memory.Allocator) (*Schema, arrow.RecordBatch) {
 	t.Helper()
 	md := func(scheme string) arrow.Metadata {
-		return arrow.NewMetadata([]string{v20CompressionKey}, []string{scheme})
+		return arrow.NewMetadata([]string{metaCompression}, []string{scheme})
 	}
 	schema := v20wSchema(t,
 		arrow.Field{Name: "zstd", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: md("zstd")},
@@ -603,11 +603,9 @@ func TestV20WriteNullArrays(t *testing.T) {
 	}
 }
 
-// TestV20WriteNestedBlobs: legacy blobs inside a struct and a list hold
-// the bytes written.
-func TestV20WriteNestedBlobs(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+// v20wNestedBlobs returns a schema with legacy blobs inside a struct and a
+// list, and 60 random rows of it.
+func v20wNestedBlobs(t testing.TB, mem memory.Allocator) (*Schema, arrow.RecordBatch) {
 	blobMeta := arrow.NewMetadata([]string{MetaBlob}, []string{"true"})
 	schema := v20wSchema(t,
 		arrow.Field{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "b", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: blobMeta})},
@@ -617,7 +615,15 @@ func TestV20WriteNestedBlobs(t *testing.T) {
 	g.specs["l"] = &v20wSpec{nulls: 0.2, items: 3}
 	g.specs["l.item"] = &v20wSpec{nulls: 0.2}
 	g.specs["s.b"] = &v20wSpec{nulls: 0.2}
-	rec := v20wRandomRecord(g, schema, 60, mem)
+	return schema, v20wRandomRecord(g, schema, 60, mem)
+}
+
+// TestV20WriteNestedBlobs: legacy blobs inside a struct and a list hold
+// the bytes written.
+func TestV20WriteNestedBlobs(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema, rec := v20wNestedBlobs(t, mem)
 	defer rec.Release()
 	batches := v20wSlices(rec, 7)
 	defer func() {

@@ -194,21 +194,17 @@ func (f *v20FixedValues) add(arr arrow.Array, i, j int) error {
 	if f.bits == 0 {
 		return nil
 	}
-	d := arr.Data()
-	var src []byte
-	if bufs := d.Buffers(); len(bufs) > 1 && bufs[1] != nil {
-		src = bufs[1].Bytes()
-	}
+	src, off := fixedBuffer(arr)
 	if f.bits == 1 {
 		need := int(bitutil.BytesForBits(int64(start + j - i)))
 		f.values = append(f.values, make([]byte, need-len(f.values))...)
-		if int(bitutil.BytesForBits(int64(d.Offset()+j))) <= len(src) {
-			bitutil.CopyBitmap(src, d.Offset()+i, j-i, f.values, start)
+		if int(bitutil.BytesForBits(int64(off+j))) <= len(src) {
+			bitutil.CopyBitmap(src, off+i, j-i, f.values, start)
 		}
 		return nil
 	}
 	w := f.bits / 8
-	lo, hi := (d.Offset()+i)*w, (d.Offset()+j)*w
+	lo, hi := (off+i)*w, (off+j)*w
 	if hi <= len(src) {
 		f.values = append(f.values, src[lo:hi]...)
 	} else {
@@ -420,24 +416,18 @@ func (b *v20BinaryValues) encodeFSST(bufs [][]byte, null func(int) bool) (*encpb
 // binary (not large) values; anything else is ignored. A page that picks
 // the dictionary encoding is not compressed.
 func (b *v20BinaryValues) compressAs(md map[string]string) {
-	scheme := md[v20CompressionKey]
+	scheme := md[metaCompression]
 	switch {
 	case scheme == "fsst" && !b.large:
 		b.fsst = true
 	case scheme == "zstd" || scheme == "lz4":
 		b.compression = &encpb.Compression{Scheme: scheme}
-		if level, err := strconv.ParseInt(md[v20CompressionLevelKey], 10, 32); err == nil {
+		if level, err := strconv.ParseInt(md[metaCompressionLevel], 10, 32); err == nil {
 			l := int32(level)
 			b.compression.Level = &l
 		}
 	}
 }
-
-// Field metadata keys of the compression a field asks for.
-const (
-	v20CompressionKey      = "lance-encoding:compression"
-	v20CompressionLevelKey = "lance-encoding:compression-level"
-)
 
 // v20BinaryEncode encodes values ending at ends (cumulative byte offsets)
 // with their bytes data (compressed as compression says, if not nil), the
@@ -719,11 +709,8 @@ func v20ValueKey(arr arrow.Array, i int) string {
 	}
 	bits, _ := v20BitWidth(arr.DataType())
 	w := bits / 8
-	d := arr.Data()
-	if bufs := d.Buffers(); len(bufs) > 1 && bufs[1] != nil {
-		if src := bufs[1].Bytes(); (d.Offset()+i+1)*w <= len(src) {
-			return string(src[(d.Offset()+i)*w : (d.Offset()+i+1)*w])
-		}
+	if src, off := fixedBuffer(arr); (off+i+1)*w <= len(src) {
+		return string(src[(off+i)*w : (off+i+1)*w])
 	}
 	return ""
 }
@@ -844,9 +831,10 @@ func v20AppendRows(dst []byte, arr arrow.Array, i, j int) []byte {
 	}
 	bits, _ := v20BitWidth(arr.DataType())
 	w := bits / 8
-	lo, hi := (d.Offset()+i)*w, (d.Offset()+j)*w
-	if bufs := d.Buffers(); len(bufs) > 1 && bufs[1] != nil && hi <= bufs[1].Len() {
-		return append(dst, bufs[1].Bytes()[lo:hi]...)
+	src, off := fixedBuffer(arr)
+	lo, hi := (off+i)*w, (off+j)*w
+	if hi <= len(src) {
+		return append(dst, src[lo:hi]...)
 	}
 	return append(dst, make([]byte, hi-lo)...)
 }
