@@ -159,10 +159,11 @@ func (d *Dataset) AddColumnsFromData(ctx context.Context, data array.RecordReade
 	if err != nil {
 		return nil, err
 	}
-	leftKey := read.arrow.FieldIndices(d.findColumn(on))
-	if d.findColumn(on) == "" {
-		leftKey = read.arrow.FieldIndices(on)
+	name := d.findColumn(on)
+	if name == "" {
+		name = on // _rowid or _rowaddr, or unknown
 	}
+	leftKey := read.arrow.FieldIndices(name)
 	if len(leftKey) != 1 {
 		return nil, fmt.Errorf("dataset: add columns: no column %q to join on: %w", on, lancer.ErrNotFound)
 	}
@@ -236,23 +237,7 @@ func (d *Dataset) checkNewNames(names []string) error {
 // (as package filter writes them) name; "_rowid" and "_rowaddr" add the
 // virtual columns. Unknown names are left out, for Bind to report.
 func (d *Dataset) readProjection(paths []string) (*projection, error) {
-	cols := []string{}
-	var withRowID, withRowAddr bool
-	seen := map[string]bool{}
-	for _, p := range paths {
-		top := topLevelName(p)
-		name := d.findColumn(top)
-		switch {
-		case name == "" && strings.EqualFold(top, RowIDColumn):
-			withRowID = true
-		case name == "" && strings.EqualFold(top, RowAddressColumn):
-			withRowAddr = true
-		case name != "" && !seen[name]:
-			seen[name] = true
-			cols = append(cols, name)
-		}
-	}
-	return d.project(cols, withRowID, withRowAddr)
+	return d.project(d.namedColumns(paths))
 }
 
 // newFields returns the new columns as a schema whose field ids follow the
@@ -293,7 +278,7 @@ func (d *Dataset) writeColumns(ctx context.Context, read *projection, schema *fo
 	defer func() {
 		if err != nil {
 			for _, key := range merge.written {
-				_ = d.store.Delete(context.WithoutCancel(ctx), key)
+				removeDataFile(ctx, d.store, key) // with its blob sidecars
 			}
 		}
 	}()
@@ -367,14 +352,7 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 	if wf.Rows != fr.physical {
 		return nil, wf.Key, fmt.Errorf("dataset: add columns: fragment %d: wrote %d rows for its %d: %w", f.ID, wf.Rows, fr.physical, lancer.ErrCorrupt)
 	}
-	return &tablepb.DataFile{
-		Path:             strings.TrimPrefix(wf.Key, dataDir),
-		Fields:           wf.Fields,
-		ColumnIndices:    wf.ColumnIndices,
-		FileMajorVersion: uint32(wf.Version.Major),
-		FileMinorVersion: uint32(wf.Version.Minor),
-		FileSizeBytes:    wf.Size,
-	}, wf.Key, nil
+	return dataFileProto(wf), wf.Key, nil
 }
 
 // physicalBatch reads rows [start, end) of the fragment, hands fn its
@@ -382,36 +360,11 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 // at the deleted ones.
 func (fr *fragmentReader) physicalBatch(ctx context.Context, mem memory.Allocator, start, end uint64,
 	fn func(live arrow.RecordBatch) ([]arrow.Array, error)) ([]arrow.Array, error) {
-	var runs [][2]uint64
-	live := 0
-	fr.dv.liveRuns(start, end, func(a, b uint64) {
-		runs = append(runs, [2]uint64{a, b})
-		live += int(b - a)
-	})
-	var cols []arrow.Array
-	if len(fr.files) > 0 && live > 0 {
-		raw, err := fr.readRange(ctx, start, end)
-		if err != nil {
-			return nil, err
-		}
-		cols, err = selectRuns(mem, raw, start, runs, live)
-		releaseArrays(raw)
-		if err != nil {
-			return nil, fmt.Errorf("dataset: fragment %d: %w", fr.frag.ID, err)
-		}
-	} else {
-		cols = make([]arrow.Array, len(fr.proj.schema.Fields))
+	runs, live := fr.liveRuns(start, end)
+	rec, err := fr.readLive(ctx, mem, start, end, runs, live)
+	if err != nil {
+		return nil, err
 	}
-	fillNulls(mem, fr.proj.arrow, cols, live)
-	cols = fr.appendVirtual(mem, cols, func(yield func(uint64)) {
-		for _, r := range runs {
-			for off := r[0]; off < r[1]; off++ {
-				yield(off)
-			}
-		}
-	})
-	rec := array.NewRecordBatch(fr.proj.arrow, cols, int64(live))
-	releaseArrays(cols)
 	out, err := fn(rec)
 	rec.Release()
 	if err != nil || live == int(end-start) {

@@ -59,7 +59,8 @@ func (d *Dataset) commit(ctx context.Context, op *operation, retries int) (*Data
 // transaction files) are removed when the commit definitely failed; after
 // an error of unknown outcome they are left, unreferenced or referenced.
 func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, op *operation, co commitOptions) (ds *Dataset, err error) {
-	uuid := formatUUID(func() []byte { u := newUUID(); return u[:] }())
+	u := newUUID()
+	uuid := formatUUID(u[:])
 	written := op.writtenFiles()
 	definite := false // whether err means the manifest was certainly not created
 	defer func() {
@@ -190,19 +191,6 @@ func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases
 	}
 	scheme := parseManifestName(e.key[len(versionsDir):]).scheme
 	return d, scheme, nil
-}
-
-// openEntry opens the version whose manifest e names.
-func openEntry(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, e manifestEntry) (*Dataset, error) {
-	c, err := readManifest(ctx, store, e.key, e.size, false)
-	if err != nil {
-		return nil, err
-	}
-	if c.manifest.Version != e.version {
-		return nil, fmt.Errorf("dataset: manifest %s records version %d: %w", location(store, e.key), c.manifest.Version, lancer.ErrCorrupt)
-	}
-	o.Version = e.version
-	return &Dataset{store: store, opts: o, manifest: c.manifest, manifestKey: e.key, bases: bases}, nil
 }
 
 // committed is a version committed after the read version, with its

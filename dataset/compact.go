@@ -167,13 +167,12 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 	}
 	op = renumberRewrite(op, d.manifest)
 	nd, err := d.commit(ctx, op, o.CommitRetries)
+	// From here the files are commit's: it removed them if it definitely
+	// failed, and must leave them after an error of unknown outcome.
+	op = nil
 	if err != nil {
-		// commit removed the files if it definitely failed, and must leave
-		// them after an error of unknown outcome.
-		op = nil
 		return nil, CompactStats{}, err
 	}
-	op = nil
 	return nd, stats, nil
 }
 

@@ -217,34 +217,19 @@ func rebaseRewrite(op *operation, others []committed, conflict func(committed, b
 		}
 		return nil
 	}
-	ids := func(frags []*tablepb.DataFragment) []uint64 {
-		out := make([]uint64, len(frags))
-		for i, f := range frags {
-			out[i] = f.GetId()
-		}
-		return out
-	}
 	for _, c := range others {
 		var err error
 		switch t := c.txn.GetOperation().(type) {
 		case *tablepb.Transaction_Append_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Project_,
 			*tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_UpdateBases_:
 		case *tablepb.Transaction_Delete_:
-			err = touching(c, "deleted rows of", append(ids(t.Delete.GetUpdatedFragments()), t.Delete.GetDeletedFragmentIds()...)...)
+			err = touching(c, "deleted rows of", append(fragmentIDs(t.Delete.GetUpdatedFragments()), t.Delete.GetDeletedFragmentIds()...)...)
 		case *tablepb.Transaction_Update_:
-			err = touching(c, "updated rows of", append(ids(t.Update.GetUpdatedFragments()), t.Update.GetRemovedFragmentIds()...)...)
+			err = touching(c, "updated rows of", append(fragmentIDs(t.Update.GetUpdatedFragments()), t.Update.GetRemovedFragmentIds()...)...)
 		case *tablepb.Transaction_Rewrite_:
-			old := ids(t.Rewrite.GetOldFragments())
-			for _, g := range t.Rewrite.GetGroups() {
-				old = append(old, ids(g.GetOldFragments())...)
-			}
-			err = touching(c, "rewrote", old...)
+			err = touching(c, "rewrote", rewrittenIDs(t.Rewrite)...)
 		case *tablepb.Transaction_DataReplacement_:
-			var rs []uint64
-			for _, r := range t.DataReplacement.GetReplacements() {
-				rs = append(rs, r.GetFragmentId())
-			}
-			err = touching(c, "replaced data of", rs...)
+			err = touching(c, "replaced data of", replacedIDs(t.DataReplacement)...)
 		case *tablepb.Transaction_CreateIndex_:
 			for _, ix := range t.CreateIndex.GetNewIndices() {
 				if len(ix.GetFragmentBitmap()) == 0 {
@@ -272,6 +257,34 @@ func rebaseRewrite(op *operation, others []committed, conflict func(committed, b
 		}
 	}
 	return nil
+}
+
+// fragmentIDs lists the ids of frags.
+func fragmentIDs(frags []*tablepb.DataFragment) []uint64 {
+	out := make([]uint64, len(frags))
+	for i, f := range frags {
+		out[i] = f.GetId()
+	}
+	return out
+}
+
+// rewrittenIDs lists the fragments a Rewrite replaced: its old fragments
+// and those of its groups.
+func rewrittenIDs(r *tablepb.Transaction_Rewrite) []uint64 {
+	ids := fragmentIDs(r.GetOldFragments())
+	for _, g := range r.GetGroups() {
+		ids = append(ids, fragmentIDs(g.GetOldFragments())...)
+	}
+	return ids
+}
+
+// replacedIDs lists the fragments a DataReplacement changed.
+func replacedIDs(r *tablepb.Transaction_DataReplacement) []uint64 {
+	var ids []uint64
+	for _, x := range r.GetReplacements() {
+		ids = append(ids, x.GetFragmentId())
+	}
+	return ids
 }
 
 // checkUnreported fails with a retryable conflict if a fragment op's
@@ -336,30 +349,34 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 		base := del.base[u.Id]
 		return base == nil || !slices.EqualFunc(base.Files, u.Files, func(a, b *tablepb.DataFile) bool { return proto.Equal(a, b) })
 	}
+	// mergeWith records the fragments of ours whose deletion file c
+	// changed; rowsMatter when ours must not remove rows c removed.
+	mergeWith := func(c committed, frags []*tablepb.DataFragment, rowsMatter bool) error {
+		for _, u := range frags {
+			if !mine[u.GetId()] {
+				continue
+			}
+			if changedFiles(u) {
+				return conflict(c, true, "it changed the data files of fragment %d, which this delete changes", u.GetId())
+			}
+			merge[u.GetId()] = true
+			if rowsMatter {
+				updated[u.GetId()] = true
+			}
+		}
+		return nil
+	}
 	for _, c := range others {
 		switch t := c.txn.GetOperation().(type) {
 		case *tablepb.Transaction_Append_, *tablepb.Transaction_CreateIndex_, *tablepb.Transaction_ReserveFragments_,
 			*tablepb.Transaction_Clone_, *tablepb.Transaction_Project_, *tablepb.Transaction_UpdateConfig_,
 			*tablepb.Transaction_UpdateBases_:
 		case *tablepb.Transaction_Rewrite_:
-			var ids []uint64
-			for _, f := range t.Rewrite.GetOldFragments() {
-				ids = append(ids, f.GetId())
-			}
-			for _, g := range t.Rewrite.GetGroups() {
-				for _, f := range g.GetOldFragments() {
-					ids = append(ids, f.GetId())
-				}
-			}
-			if id, ok := touching(ids); ok {
+			if id, ok := touching(rewrittenIDs(t.Rewrite)); ok {
 				return nil, conflict(c, true, "it rewrote fragment %d, which this delete changes", id)
 			}
 		case *tablepb.Transaction_DataReplacement_:
-			var ids []uint64
-			for _, r := range t.DataReplacement.GetReplacements() {
-				ids = append(ids, r.GetFragmentId())
-			}
-			if id, ok := touching(ids); ok {
+			if id, ok := touching(replacedIDs(t.DataReplacement)); ok {
 				return nil, conflict(c, true, "it replaced data of fragment %d, which this delete changes", id)
 			}
 		case *tablepb.Transaction_Delete_:
@@ -373,33 +390,17 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 					gone[id] = true
 				}
 			}
-			for _, u := range t.Delete.GetUpdatedFragments() {
-				if !mine[u.GetId()] {
-					continue
-				}
-				if changedFiles(u) {
-					return nil, conflict(c, true, "it changed the data files of fragment %d, which this delete changes", u.GetId())
-				}
-				merge[u.GetId()] = true
-				// An update must not rewrite rows deleted meanwhile (as
-				// Lance's row-level check); deletes may overlap.
-				if op.kind == opUpdate {
-					updated[u.GetId()] = true
-				}
+			// An update must not rewrite rows deleted meanwhile (as
+			// Lance's row-level check); deletes may overlap.
+			if err := mergeWith(c, t.Delete.GetUpdatedFragments(), op.kind == opUpdate); err != nil {
+				return nil, err
 			}
 		case *tablepb.Transaction_Update_:
 			if id, ok := touching(t.Update.GetRemovedFragmentIds()); ok {
 				return nil, conflict(c, true, "it moved the rows of fragment %d, which this delete changes", id)
 			}
-			for _, u := range t.Update.GetUpdatedFragments() {
-				if !mine[u.GetId()] {
-					continue
-				}
-				if changedFiles(u) {
-					return nil, conflict(c, true, "it changed the data files of fragment %d, which this delete changes", u.GetId())
-				}
-				merge[u.GetId()] = true
-				updated[u.GetId()] = true
+			if err := mergeWith(c, t.Update.GetUpdatedFragments(), true); err != nil {
+				return nil, err
 			}
 		case *tablepb.Transaction_Merge_:
 			return nil, conflict(c, true, "it rewrote the fragment list")
@@ -423,9 +424,9 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 	}
 
 	last := others[len(others)-1]
-	byID := map[uint64]*Fragment{}
-	for _, f := range latest.manifest.Fragments {
-		byID[f.ID] = f
+	index := map[uint64]int{} // fragment id → position in latest
+	for i, f := range latest.manifest.Fragments {
+		index[f.ID] = i
 	}
 	nd := *del
 	nd.updated, nd.deleted = nil, nil
@@ -447,18 +448,16 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 			nd.updated = append(nd.updated, u)
 			continue
 		}
-		f := byID[u.Id]
-		if f == nil {
+		i, ok := index[u.Id]
+		if !ok {
 			return nil, conflict(last, true, "fragment %d, which this delete changes, is gone", u.Id)
 		}
+		f := latest.manifest.Fragments[i]
 		dv, err := latest.deletionVector(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		current := roaring.New()
-		if dv != nil {
-			current = dv.bm.Clone()
-		}
+		current := dv.bitmap()
 		affected := del.affected[u.Id]
 		if updated[u.Id] {
 			theirs := roaring.AndNot(current, del.baseDV[u.Id])
@@ -471,22 +470,15 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 		if err != nil {
 			return nil, err
 		}
-		if current.GetCardinality() >= physical {
-			nd.deleted = append(nd.deleted, u.Id)
-			continue
-		}
-		df, key, err := writeDeletionFile(ctx, latest.store, u.Id, latest.manifest.Version, current)
-		if key != "" {
-			*written = append(*written, key)
-		}
-		if err != nil {
+		nu, err := latest.withDeletions(ctx, latest.manifest.raw.GetFragments()[i], physical, current, written)
+		switch {
+		case err != nil:
 			return nil, err
+		case nu == nil:
+			nd.deleted = append(nd.deleted, u.Id)
+		default:
+			nd.updated = append(nd.updated, nu)
 		}
-		raw := latest.manifest.raw.GetFragments()[slices.Index(latest.manifest.Fragments, f)]
-		nu := proto.Clone(raw).(*tablepb.DataFragment)
-		nu.DeletionFile = df
-		nu.PhysicalRows = physical
-		nd.updated = append(nd.updated, nu)
 	}
 	out := *op
 	out.del = &nd

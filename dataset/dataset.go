@@ -103,6 +103,11 @@ func open(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStore
 	if err != nil {
 		return nil, err
 	}
+	return openEntry(ctx, store, o, bases, e)
+}
+
+// openEntry opens the version whose manifest e names.
+func openEntry(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, e manifestEntry) (*Dataset, error) {
 	c, err := readManifest(ctx, store, e.key, e.size, false)
 	if err != nil {
 		return nil, err

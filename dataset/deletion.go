@@ -25,6 +25,14 @@ func (dv *deletionVector) count() uint64 {
 	return dv.bm.GetCardinality()
 }
 
+// bitmap returns a copy of the deleted offsets, for the caller to change.
+func (dv *deletionVector) bitmap() *roaring.Bitmap {
+	if dv == nil {
+		return roaring.New()
+	}
+	return dv.bm.Clone()
+}
+
 // contains reports whether the row at offset is deleted.
 func (dv *deletionVector) contains(offset uint64) bool {
 	return dv != nil && offset <= 0xFFFFFFFF && dv.bm.Contains(uint32(offset))

@@ -103,17 +103,20 @@ func (d *Dataset) DeleteRowIDs(ctx context.Context, ids []uint64) (*Dataset, err
 	return d.deleteRows(ctx, "", rows, DefaultCommitRetries)
 }
 
+// addRow adds row offset of fragment frag to rows, the row offsets of each
+// fragment.
+func addRow(rows map[uint64]*roaring.Bitmap, frag, offset uint64) {
+	bm := rows[frag]
+	if bm == nil {
+		bm = roaring.New()
+		rows[frag] = bm
+	}
+	bm.Add(uint32(offset))
+}
+
 // rowIDsToOffsets maps row ids to the live row offsets of each fragment.
 func (d *Dataset) rowIDsToOffsets(ctx context.Context, ids []uint64) (map[uint64]*roaring.Bitmap, error) {
 	rows := map[uint64]*roaring.Bitmap{}
-	add := func(frag, offset uint64) {
-		bm := rows[frag]
-		if bm == nil {
-			bm = roaring.New()
-			rows[frag] = bm
-		}
-		bm.Add(uint32(offset))
-	}
 	if !d.manifest.StableRowIDs() {
 		byID := map[uint64]*Fragment{}
 		for _, f := range d.manifest.Fragments {
@@ -129,7 +132,7 @@ func (d *Dataset) rowIDsToOffsets(ctx context.Context, ids []uint64) (map[uint64
 				return nil, err
 			}
 			if off := id & 0xFFFFFFFF; off < physical {
-				add(f.ID, off)
+				addRow(rows, f.ID, off)
 			}
 		}
 		return rows, nil
@@ -157,7 +160,7 @@ func (d *Dataset) rowIDsToOffsets(ctx context.Context, ids []uint64) (map[uint64
 		for id := range want {
 			for _, off := range seq.offsets(id) {
 				if !dv.contains(off) {
-					add(f.ID, off)
+					addRow(rows, f.ID, off)
 					delete(want, id)
 				}
 			}
@@ -218,10 +221,7 @@ func (d *Dataset) planDelete(ctx context.Context, predicate string, rows map[uin
 		if err != nil {
 			return nil, err
 		}
-		current := roaring.New()
-		if dv != nil {
-			current = dv.bm.Clone()
-		}
+		current := dv.bitmap()
 		affected := roaring.AndNot(want, current)
 		if affected.IsEmpty() {
 			continue
@@ -230,23 +230,39 @@ func (d *Dataset) planDelete(ctx context.Context, predicate string, rows map[uin
 		del.baseDV[f.ID] = current.Clone()
 		del.affected[f.ID] = affected
 		current.Or(affected)
-		if current.GetCardinality() == physical {
-			del.deleted = append(del.deleted, f.ID)
-			continue
-		}
-		df, key, err := writeDeletionFile(ctx, d.store, f.ID, d.manifest.Version, current)
-		if key != "" {
-			del.written = append(del.written, key)
-		}
-		if err != nil {
+		u, err := d.withDeletions(ctx, raw[i], physical, current, &del.written)
+		switch {
+		case err != nil:
 			return nil, err
+		case u == nil:
+			del.deleted = append(del.deleted, f.ID)
+		default:
+			del.updated = append(del.updated, u)
 		}
-		u := proto.Clone(raw[i]).(*tablepb.DataFragment)
-		u.DeletionFile = df
-		u.PhysicalRows = physical
-		del.updated = append(del.updated, u)
 	}
 	slices.Sort(del.deleted)
 	ok = true
 	return del, nil
+}
+
+// withDeletions returns fragment raw of d's version, of physical rows, with
+// the rows of dv deleted, for a transaction read at d's version: nil when
+// dv holds every row (the fragment leaves the manifest), else a copy with a
+// new deletion file, whose key is appended to written whenever the file may
+// exist, also on error.
+func (d *Dataset) withDeletions(ctx context.Context, raw *tablepb.DataFragment, physical uint64, dv *roaring.Bitmap, written *[]string) (*tablepb.DataFragment, error) {
+	if dv.GetCardinality() >= physical {
+		return nil, nil
+	}
+	df, key, err := writeDeletionFile(ctx, d.store, raw.GetId(), d.manifest.Version, dv)
+	if key != "" {
+		*written = append(*written, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	u := proto.Clone(raw).(*tablepb.DataFragment)
+	u.DeletionFile = df
+	u.PhysicalRows = physical
+	return u, nil
 }

@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -48,15 +49,7 @@ func (d *Dataset) deleteWhere(ctx context.Context, predicate string, expr *filte
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	columns := []string{}
-	seen := map[string]bool{}
-	for _, path := range expr.Columns() {
-		top := topLevelName(path)
-		if f := d.findColumn(top); f != "" && !seen[f] {
-			seen[f] = true
-			columns = append(columns, f)
-		}
-	}
+	columns, _, _ := d.namedColumns(expr.Columns())
 	s, err := d.Scan(ctx, &ScanOptions{Columns: columns, WithRowID: true, WithRowAddress: true})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: delete: %w", err)
@@ -85,12 +78,7 @@ func (d *Dataset) deleteWhere(ctx context.Context, predicate string, expr *filte
 		for i := 0; i < keep.Len(); i++ {
 			if keep.IsValid(i) && keep.Value(i) {
 				a := addrs.Value(i)
-				bm := rows[a>>32]
-				if bm == nil {
-					bm = roaring.New()
-					rows[a>>32] = bm
-				}
-				bm.Add(uint32(a))
+				addRow(rows, a>>32, a&math.MaxUint32)
 			}
 		}
 		keep.Release()
@@ -119,6 +107,30 @@ func topLevelName(path string) string {
 		b.WriteByte(path[i])
 	}
 	return b.String()
+}
+
+// namedColumns returns the top-level columns that paths (as package filter
+// writes them) name, each once in the order first named (never nil, so
+// that a projection of them is not one of every column), and whether they
+// name the virtual columns "_rowid" and "_rowaddr". Unknown names are left
+// out, for Bind to report.
+func (d *Dataset) namedColumns(paths []string) (cols []string, withRowID, withRowAddr bool) {
+	cols = []string{}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		top := topLevelName(p)
+		name := d.findColumn(top)
+		switch {
+		case name == "" && strings.EqualFold(top, RowIDColumn):
+			withRowID = true
+		case name == "" && strings.EqualFold(top, RowAddressColumn):
+			withRowAddr = true
+		case name != "" && !seen[name]:
+			seen[name] = true
+			cols = append(cols, name)
+		}
+	}
+	return cols, withRowID, withRowAddr
 }
 
 // findColumn returns the schema's name of the top-level column name names,

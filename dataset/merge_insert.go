@@ -204,6 +204,9 @@ func readSource(ctx context.Context, mem memory.Allocator, d *Dataset, source ar
 	}()
 	var rows int64
 	for source.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		rec := source.RecordBatch()
 		if rec.NumRows() == 0 {
 			continue

@@ -3,7 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -40,30 +40,13 @@ func (d *Dataset) planScanFilter(predicate string, columns []string, out *projec
 	if err != nil {
 		return nil, nil, fmt.Errorf("dataset: scan: %w", err)
 	}
+	named, withRowID, withRowAddr := d.namedColumns(expr.Columns())
 	readCols := columns
-	withRowID, withRowAddr := out.withRowID, out.withRowAddr
 	if columns != nil {
-		readCols = append([]string(nil), columns...)
+		// With every column read (nil) there is nothing to add.
+		readCols = append(slices.Clip(columns), named...)
 	}
-	seen := map[string]bool{}
-	for _, path := range expr.Columns() {
-		top := topLevelName(path)
-		name := d.findColumn(top)
-		switch {
-		case name == "" && strings.EqualFold(top, RowIDColumn):
-			withRowID = true
-		case name == "" && strings.EqualFold(top, RowAddressColumn):
-			withRowAddr = true
-		case name == "" || seen[name] || columns == nil:
-			// An unknown name is left to Bind, which reports it with
-			// its position; with every column read there is nothing
-			// to add.
-		default:
-			seen[name] = true
-			readCols = append(readCols, name)
-		}
-	}
-	read, err := d.project(readCols, withRowID, withRowAddr)
+	read, err := d.project(readCols, out.withRowID || withRowID, out.withRowAddr || withRowAddr)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -294,19 +294,38 @@ func (s *Scanner) readBatch() (arrow.RecordBatch, error) {
 	}
 	s.pos = end
 
-	var runs [][2]uint64
-	live := 0
+	runs, live := fr.liveRuns(start, end)
+	if live == 0 {
+		return nil, nil
+	}
+	rec, err := fr.readLive(s.ctx, s.d.opts.Allocator, start, end, runs, live)
+	if err != nil {
+		return nil, err
+	}
+	if s.limited {
+		s.remaining -= uint64(live)
+	}
+	return rec, nil
+}
+
+// liveRuns returns the runs of live rows among physical rows [start, end)
+// of the fragment, and how many rows they hold.
+func (fr *fragmentReader) liveRuns(start, end uint64) (runs [][2]uint64, live int) {
 	fr.dv.liveRuns(start, end, func(a, b uint64) {
 		runs = append(runs, [2]uint64{a, b})
 		live += int(b - a)
 	})
-	if live == 0 {
-		return nil, nil
-	}
-	mem := s.d.opts.Allocator
+	return runs, live
+}
+
+// readLive reads physical rows [start, end) of the fragment and returns the
+// live ones (runs, live of them, as liveRuns gives) as a batch of fr.proj:
+// its columns, nulls for those no data file holds, then the virtual
+// columns.
+func (fr *fragmentReader) readLive(ctx context.Context, mem memory.Allocator, start, end uint64, runs [][2]uint64, live int) (arrow.RecordBatch, error) {
 	var cols []arrow.Array
-	if len(fr.files) > 0 {
-		raw, err := fr.readRange(s.ctx, start, end)
+	if len(fr.files) > 0 && live > 0 {
+		raw, err := fr.readRange(ctx, start, end)
 		if err != nil {
 			return nil, err
 		}
@@ -316,9 +335,9 @@ func (s *Scanner) readBatch() (arrow.RecordBatch, error) {
 			return nil, fmt.Errorf("dataset: fragment %d: %w", fr.frag.ID, err)
 		}
 	} else {
-		cols = make([]arrow.Array, len(s.proj.schema.Fields))
+		cols = make([]arrow.Array, len(fr.proj.schema.Fields))
 	}
-	fillNulls(mem, s.proj.arrow, cols, live)
+	fillNulls(mem, fr.proj.arrow, cols, live)
 	cols = fr.appendVirtual(mem, cols, func(yield func(uint64)) {
 		for _, r := range runs {
 			for off := r[0]; off < r[1]; off++ {
@@ -326,10 +345,7 @@ func (s *Scanner) readBatch() (arrow.RecordBatch, error) {
 			}
 		}
 	})
-	if s.limited {
-		s.remaining -= uint64(live)
-	}
-	rec := array.NewRecordBatch(s.proj.arrow, cols, int64(live))
+	rec := array.NewRecordBatch(fr.proj.arrow, cols, int64(live))
 	releaseArrays(cols)
 	return rec, nil
 }

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"runtime/debug"
@@ -347,15 +348,7 @@ func buildManifest(prev *Manifest, op *operation, version uint64, txnFile string
 		}
 	}
 
-	slices.SortStableFunc(fragments, func(a, b *tablepb.DataFragment) int {
-		switch {
-		case a.Id < b.Id:
-			return -1
-		case a.Id > b.Id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(fragments, func(a, b *tablepb.DataFragment) int { return cmp.Compare(a.Id, b.Id) })
 	for i := 1; i < len(fragments); i++ {
 		if fragments[i].Id == fragments[i-1].Id {
 			return nil, nil, fmt.Errorf("dataset: building version %d: fragment id %d used twice: %w", version, fragments[i].Id, lancer.ErrCorrupt)
@@ -496,7 +489,6 @@ func applyDelete(frags []*tablepb.DataFragment, del *deleteOp) ([]*tablepb.DataF
 	out := make([]*tablepb.DataFragment, 0, len(frags))
 	for _, f := range frags {
 		if gone[f.Id] {
-			delete(gone, f.Id)
 			continue
 		}
 		if u, ok := updated[f.Id]; ok {
@@ -615,13 +607,7 @@ func retainIndices(indices []*tablepb.IndexMetadata, fields []*filepb.Field, fra
 			}
 		default:
 			oldest := slices.MinFunc(emptyOnes, func(a, b *tablepb.IndexMetadata) int {
-				switch {
-				case a.DatasetVersion < b.DatasetVersion:
-					return -1
-				case a.DatasetVersion > b.DatasetVersion:
-					return 1
-				}
-				return 0
+				return cmp.Compare(a.DatasetVersion, b.DatasetVersion)
 			})
 			if !vector(oldest) {
 				keep[oldest] = true

@@ -329,12 +329,7 @@ func (w *rewritten) addBatch(rec arrow.RecordBatch, idCol, addrCol int) error {
 
 // remove records a row deleted without being written again.
 func (w *rewritten) remove(addr uint64) {
-	bm := w.rows[addr>>32]
-	if bm == nil {
-		bm = roaring.New()
-		w.rows[addr>>32] = bm
-	}
-	bm.Add(uint32(addr))
+	addRow(w.rows, addr>>32, addr&math.MaxUint32)
 }
 
 // finish writes the deletion files of the rewritten rows and returns the
@@ -393,6 +388,10 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateSt
 			return nil, UpdateStats{}, fmt.Errorf("dataset: update: SET %s = %s: %w", name, u.texts[i], err)
 		}
 		f := d.manifest.Schema.Field(name)
+		if f == nil {
+			// Dropped by a concurrent commit before a re-execution.
+			return nil, UpdateStats{}, fmt.Errorf("dataset: update: the dataset has no column %q: %w", name, lancer.ErrNotFound)
+		}
 		setters[i] = setter{name: name, expr: u.texts[i], col: slices.IndexFunc(d.manifest.Schema.Fields, func(g *format.Field) bool { return g == f }), bound: b, field: f}
 		if err := setters[i].check(); err != nil {
 			return nil, UpdateStats{}, err

@@ -202,7 +202,7 @@ func Write(ctx context.Context, store blob.Store, data array.RecordReader, opts 
 	}
 	oo := o.openOptions()
 	bases := &baseStores{resolve: oo.ResolveBase, stores: map[string]blob.Store{}}
-	_, err := latestManifest(ctx, store)
+	e, err := latestManifest(ctx, store)
 	switch {
 	case isNotFound(err):
 		return create(ctx, store, oo, bases, data, o)
@@ -211,7 +211,7 @@ func Write(ctx context.Context, store blob.Store, data array.RecordReader, opts 
 	case o.Mode == WriteCreate:
 		return nil, fmt.Errorf("dataset: create %s: a dataset exists there: %w", store.URI(), lancer.ErrAlreadyExists)
 	}
-	d, err := open(ctx, store, oo, bases, 0)
+	d, err := openEntry(ctx, store, oo, bases, e)
 	if err != nil {
 		return nil, err
 	}
@@ -431,14 +431,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *format.Schema
 		}
 		written = append(written, wf.Key)
 		frags = append(frags, &tablepb.DataFragment{
-			Files: []*tablepb.DataFile{{
-				Path:             strings.TrimPrefix(wf.Key, dataDir),
-				Fields:           wf.Fields,
-				ColumnIndices:    wf.ColumnIndices,
-				FileMajorVersion: uint32(wf.Version.Major),
-				FileMinorVersion: uint32(wf.Version.Minor),
-				FileSizeBytes:    wf.Size,
-			}},
+			Files:        []*tablepb.DataFile{dataFileProto(wf)},
 			PhysicalRows: wf.Rows,
 		})
 		return nil
@@ -447,6 +440,9 @@ func writeFragments(ctx context.Context, store blob.Store, schema *format.Schema
 	var inFile int64
 	arrowSchema := schema.LogicalArrow()
 	for data.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		rec := data.RecordBatch()
 		arrs := make([]arrow.Array, len(cols))
 		for i, c := range cols {
@@ -515,6 +511,18 @@ func writeFragments(ctx context.Context, store blob.Store, schema *format.Schema
 
 // dataDir is where a dataset keeps its data files.
 const dataDir = "data/"
+
+// dataFileProto describes a data file just written, for a fragment.
+func dataFileProto(wf *format.WrittenFile) *tablepb.DataFile {
+	return &tablepb.DataFile{
+		Path:             strings.TrimPrefix(wf.Key, dataDir),
+		Fields:           wf.Fields,
+		ColumnIndices:    wf.ColumnIndices,
+		FileMajorVersion: uint32(wf.Version.Major),
+		FileMinorVersion: uint32(wf.Version.Minor),
+		FileSizeBytes:    wf.Size,
+	}
+}
 
 // newDataFileName returns a fresh data file name as Lance makes them from a
 // random UUID: its first 3 bytes as 24 binary digits, the other 13 as 26
