@@ -68,7 +68,10 @@ func (h *minHeap) pop() cand {
 	return top
 }
 
-// maxHeap keeps the farthest candidate on top (the result set).
+// maxHeap keeps the farthest candidate on top (the result set). It mirrors
+// minHeap rather than sharing a generic heap with an order parameter: the
+// search loop spends its time here, and a generic method call through a
+// shape dictionary is an indirect call per comparison.
 type maxHeap []cand
 
 func (h *maxHeap) push(c cand) {
