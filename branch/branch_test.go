@@ -2,7 +2,6 @@ package branch_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
@@ -266,7 +264,7 @@ func TestMainLineBasePathOpensRecorded(t *testing.T) {
 		t.Fatalf("manifests of the clone: %v, %v", manifests, err)
 	}
 	for _, path := range manifests {
-		rewriteManifest(t, path, func(m *tablepb.Manifest) {
+		fixturetest.EditManifest(t, path, func(m *tablepb.Manifest) {
 			for _, bp := range m.BasePaths {
 				if bp.GetName() != "" {
 					t.Fatalf("base path %v has a name", bp)
@@ -282,34 +280,6 @@ func TestMainLineBasePathOpensRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixturetest.CompareRows(t, "shallow clone rows", scanAll(t, ds, mem), exp.Branch.Rows, fixturetest.CompareOptions{})
-}
-
-// rewriteManifest edits the Manifest message of the manifest file at path in
-// place. The manifest is the file's last section, so the sections before it
-// keep their positions.
-func rewriteManifest(t *testing.T, path string, edit func(m *tablepb.Manifest)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	footer := b[len(b)-16:]
-	pos := binary.LittleEndian.Uint64(footer)
-	n := binary.LittleEndian.Uint32(b[pos:])
-	var m tablepb.Manifest
-	if err := proto.Unmarshal(b[pos+4:pos+4+uint64(n)], &m); err != nil {
-		t.Fatal(err)
-	}
-	edit(&m)
-	body, err := proto.Marshal(&m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := binary.LittleEndian.AppendUint32(slices.Clone(b[:pos]), uint32(len(body)))
-	out = append(append(out, body...), footer...)
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestTagWithoutVersion: a tag file must name a version. Version 0 is no

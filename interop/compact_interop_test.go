@@ -2,7 +2,6 @@ package interop_test
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
@@ -200,7 +198,7 @@ func TestBranchCleanupInterop(t *testing.T) {
 		t.Fatalf("branch manifests: %v %v", manifests, err)
 	}
 	for _, path := range manifests {
-		editManifest(t, path, func(m *tablepb.Manifest) {
+		fixturetest.EditManifest(t, path, func(m *tablepb.Manifest) {
 			for _, bp := range m.BasePaths {
 				if rest, ok := strings.CutPrefix(bp.Path, recorded); ok {
 					bp.Path = uri + rest
@@ -279,34 +277,6 @@ func TestBranchCleanupInterop(t *testing.T) {
 	for i := range states {
 		fixturetest.CompareRows(t, fmt.Sprintf("%s@%d after cleanup", orMain(states[i].branch), states[i].version),
 			after[i], slices.Clone(before[i]), fixturetest.CompareOptions{})
-	}
-}
-
-// editManifest edits the Manifest message of the manifest file at path in
-// place. The manifest is the file's last section, so the sections before it
-// keep their positions.
-func editManifest(t *testing.T, path string, edit func(m *tablepb.Manifest)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	footer := b[len(b)-16:]
-	pos := binary.LittleEndian.Uint64(footer)
-	n := binary.LittleEndian.Uint32(b[pos:])
-	var m tablepb.Manifest
-	if err := proto.Unmarshal(b[pos+4:pos+4+uint64(n)], &m); err != nil {
-		t.Fatal(err)
-	}
-	edit(&m)
-	body, err := proto.Marshal(&m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := binary.LittleEndian.AppendUint32(slices.Clone(b[:pos]), uint32(len(body)))
-	out = append(append(out, body...), footer...)
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
