@@ -16,6 +16,7 @@ var layers = map[string]int{
 	"internal/rowjson":     0,
 	"internal/arrowutil":   0,
 	"internal/lanceref":    0,
+	"internal/jsonvalue":   0,
 	"vector":               0,
 	"blob":                 1,
 	"internal/sample":      1,
@@ -32,7 +33,7 @@ var layers = map[string]int{
 
 // isolated packages may import no lancer package but the root (and, for
 // generated code, nothing at all): vector search knows no files.
-var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lanceref": true}
+var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lanceref": true, "internal/jsonvalue": true}
 
 const module = "github.com/lancerdb/lancer"
 

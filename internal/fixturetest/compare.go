@@ -156,7 +156,7 @@ func contains(list []string, s string) bool {
 // compareRow compares two rows, applying IgnoreKeys and Columns to their
 // top-level members.
 func (c *RowChecker) compareRow(row int, got, want *jvalue) {
-	if got.kind != jObject || want.kind != jObject {
+	if got.Kind != jObject || want.Kind != jObject {
 		c.compare(row, got, want)
 		return
 	}
@@ -167,12 +167,12 @@ func (c *RowChecker) compareRow(row int, got, want *jvalue) {
 		return keepGot(k) && (len(c.opts.Columns) == 0 || contains(c.opts.Columns, k))
 	}
 	g, w := *got, *want
-	g.keys, g.elems = filterMembers(got, keepGot)
-	w.keys, w.elems = filterMembers(want, keepWant)
+	g.Keys, g.Elems = filterMembers(got, keepGot)
+	w.Keys, w.Elems = filterMembers(want, keepWant)
 	c.compareObjects(row, &g, &w)
 	if len(c.opts.Columns) > 0 {
 		for _, k := range c.opts.Columns {
-			if !contains(c.opts.IgnoreKeys, k) && !contains(w.keys, k) {
+			if !contains(c.opts.IgnoreKeys, k) && !contains(w.Keys, k) {
 				c.report(row, "."+k, "listed in CompareOptions.Columns but absent from want")
 			}
 		}
@@ -181,21 +181,21 @@ func (c *RowChecker) compareRow(row int, got, want *jvalue) {
 
 func filterMembers(v *jvalue, keep func(string) bool) ([]string, []jvalue) {
 	all := true
-	for _, k := range v.keys {
+	for _, k := range v.Keys {
 		if !keep(k) {
 			all = false
 			break
 		}
 	}
 	if all {
-		return v.keys, v.elems
+		return v.Keys, v.Elems
 	}
-	keys := make([]string, 0, len(v.keys))
-	elems := make([]jvalue, 0, len(v.keys))
-	for i, k := range v.keys {
+	keys := make([]string, 0, len(v.Keys))
+	elems := make([]jvalue, 0, len(v.Keys))
+	for i, k := range v.Keys {
 		if keep(k) {
 			keys = append(keys, k)
-			elems = append(elems, v.elems[i])
+			elems = append(elems, v.Elems[i])
 		}
 	}
 	return keys, elems
@@ -203,37 +203,37 @@ func filterMembers(v *jvalue, keep func(string) bool) ([]string, []jvalue) {
 
 // compare compares two values at c.path, reporting each difference.
 func (c *RowChecker) compare(row int, got, want *jvalue) {
-	if got.kind != want.kind {
+	if got.Kind != want.Kind {
 		c.report(row, string(c.path), fmt.Sprintf("got %s, want %s", render(got), render(want)))
 		return
 	}
-	switch want.kind {
+	switch want.Kind {
 	case jNull:
 	case jBool:
-		if got.text != want.text {
-			c.report(row, string(c.path), fmt.Sprintf("got %s, want %s", got.text, want.text))
+		if got.Text != want.Text {
+			c.report(row, string(c.path), fmt.Sprintf("got %s, want %s", got.Text, want.Text))
 		}
 	case jString:
-		if got.text != want.text {
-			c.report(row, string(c.path), describeStrings(got.text, want.text))
+		if got.Text != want.Text {
+			c.report(row, string(c.path), describeStrings(got.Text, want.Text))
 		}
 	case jNumber:
-		if !numbersEqual(got.text, want.text) {
-			c.report(row, string(c.path), fmt.Sprintf("got %s, want %s", got.text, want.text))
+		if !numbersEqual(got.Text, want.Text) {
+			c.report(row, string(c.path), fmt.Sprintf("got %s, want %s", got.Text, want.Text))
 		}
 	case jArray:
-		if len(got.elems) != len(want.elems) {
+		if len(got.Elems) != len(want.Elems) {
 			// Element-wise reports after a missing element would all be
 			// off by one; show both values instead.
 			c.report(row, string(c.path), fmt.Sprintf("got %d elements %s, want %d elements %s",
-				len(got.elems), render(got), len(want.elems), render(want)))
+				len(got.Elems), render(got), len(want.Elems), render(want)))
 			return
 		}
 		n := len(c.path)
-		for i := range want.elems {
+		for i := range want.Elems {
 			c.path = strconv.AppendInt(append(c.path, '['), int64(i), 10)
 			c.path = append(c.path, ']')
-			c.compare(row, &got.elems[i], &want.elems[i])
+			c.compare(row, &got.Elems[i], &want.Elems[i])
 			c.path = c.path[:n]
 		}
 	case jObject:
@@ -244,15 +244,15 @@ func (c *RowChecker) compare(row int, got, want *jvalue) {
 // compareObjects matches members by name; their order does not matter.
 func (c *RowChecker) compareObjects(row int, got, want *jvalue) {
 	n := len(c.path)
-	matched := make([]bool, len(got.keys))
-	for wi, k := range want.keys {
+	matched := make([]bool, len(got.Keys))
+	for wi, k := range want.Keys {
 		gi := -1
 		// Members are usually in the same order on both sides: try the
 		// same position first.
-		if wi < len(got.keys) && !matched[wi] && got.keys[wi] == k {
+		if wi < len(got.Keys) && !matched[wi] && got.Keys[wi] == k {
 			gi = wi
 		} else {
-			for j, gk := range got.keys {
+			for j, gk := range got.Keys {
 				if !matched[j] && gk == k {
 					gi = j
 					break
@@ -261,17 +261,17 @@ func (c *RowChecker) compareObjects(row int, got, want *jvalue) {
 		}
 		c.path = appendKey(c.path, k)
 		if gi < 0 {
-			c.report(row, string(c.path), fmt.Sprintf("missing from got (want %s)", render(&want.elems[wi])))
+			c.report(row, string(c.path), fmt.Sprintf("missing from got (want %s)", render(&want.Elems[wi])))
 		} else {
 			matched[gi] = true
-			c.compare(row, &got.elems[gi], &want.elems[wi])
+			c.compare(row, &got.Elems[gi], &want.Elems[wi])
 		}
 		c.path = c.path[:n]
 	}
-	for j, k := range got.keys {
+	for j, k := range got.Keys {
 		if !matched[j] {
 			c.path = appendKey(c.path, k)
-			c.report(row, string(c.path), fmt.Sprintf("not in want (got %s)", render(&got.elems[j])))
+			c.report(row, string(c.path), fmt.Sprintf("not in want (got %s)", render(&got.Elems[j])))
 			c.path = c.path[:n]
 		}
 	}
@@ -373,31 +373,31 @@ func appendRendered(b []byte, v *jvalue) []byte {
 	if len(b) > maxRendered {
 		return b // the rest would be clipped anyway
 	}
-	switch v.kind {
+	switch v.Kind {
 	case jNull:
 		return append(b, "null"...)
 	case jBool, jNumber:
-		return append(b, v.text...)
+		return append(b, v.Text...)
 	case jString:
-		return strconv.AppendQuote(b, v.text)
+		return strconv.AppendQuote(b, v.Text)
 	case jArray:
 		b = append(b, '[')
-		for i := range v.elems {
+		for i := range v.Elems {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendRendered(b, &v.elems[i])
+			b = appendRendered(b, &v.Elems[i])
 		}
 		return append(b, ']')
 	default:
 		b = append(b, '{')
-		for i, k := range v.keys {
+		for i, k := range v.Keys {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = strconv.AppendQuote(b, k)
 			b = append(b, ':')
-			b = appendRendered(b, &v.elems[i])
+			b = appendRendered(b, &v.Elems[i])
 		}
 		return append(b, '}')
 	}

@@ -253,7 +253,7 @@ func TestParseJSON(t *testing.T) {
 }
 
 func TestRenderClipsLongValues(t *testing.T) {
-	v := jvalue{kind: jString, text: strings.Repeat("é", 200)}
+	v := jvalue{Kind: jString, Text: strings.Repeat("é", 200)}
 	s := render(&v)
 	if !strings.Contains(s, "…(") || len(s) > maxRendered+20 {
 		t.Errorf("render = %q", s)

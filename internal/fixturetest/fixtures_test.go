@@ -88,7 +88,7 @@ func TestLoadEveryExpected(t *testing.T) {
 			check := func(where string, rows []json.RawMessage) {
 				for i, r := range rows {
 					v, err := parseJSON(r)
-					if err != nil || v.kind != jObject || !contains(v.keys, "_rowid") {
+					if err != nil || v.Kind != jObject || !contains(v.Keys, "_rowid") {
 						t.Fatalf("%s row %d: %v: %s", where, i, err, clip(string(r)))
 					}
 				}
@@ -188,22 +188,22 @@ func TestFixtureNumbersPrintLikeRowjson(t *testing.T) {
 	var numbers int
 	var walk func(v *jvalue)
 	walk = func(v *jvalue) {
-		switch v.kind {
+		switch v.Kind {
 		case jNumber:
-			f, err := strconv.ParseFloat(v.text, 64)
+			f, err := strconv.ParseFloat(v.Text, 64)
 			if err != nil {
-				t.Fatalf("%s: %v", v.text, err)
+				t.Fatalf("%s: %v", v.Text, err)
 			}
-			if isInteger(v.text) && math.Abs(f) >= 1<<53 {
+			if isInteger(v.Text) && math.Abs(f) >= 1<<53 {
 				return // an int64 literal, not a float
 			}
 			numbers++
-			if got := string(rowjson.AppendFloat(nil, f)); got != v.text {
-				t.Errorf("AppendFloat(%s) = %s", v.text, got)
+			if got := string(rowjson.AppendFloat(nil, f)); got != v.Text {
+				t.Errorf("AppendFloat(%s) = %s", v.Text, got)
 			}
 		case jArray, jObject:
-			for i := range v.elems {
-				walk(&v.elems[i])
+			for i := range v.Elems {
+				walk(&v.Elems[i])
 			}
 		}
 	}

@@ -1,254 +1,83 @@
 package fixturetest
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/lancerdb/lancer/internal/jsonvalue"
 )
 
-// A small JSON parser for the comparison. encoding/json would do, but it
+// Rows are compared as jsonvalue trees: encoding/json would do, but it
 // loses member order (needed for readable reports) and turns numbers into
-// float64 unless told otherwise; this one keeps every number as its literal
-// text and is fast enough for a million rows.
+// float64 unless told otherwise; jsonvalue keeps every number as its
+// literal text and is fast enough for a million rows.
 
-type jkind uint8
+type jvalue = jsonvalue.Value
 
 const (
-	jNull jkind = iota
-	jBool
-	jNumber
-	jString
-	jArray
-	jObject
+	jNull   = jsonvalue.Null
+	jBool   = jsonvalue.Bool
+	jNumber = jsonvalue.Number
+	jString = jsonvalue.String
+	jArray  = jsonvalue.Array
+	jObject = jsonvalue.Object
 )
-
-type jvalue struct {
-	kind  jkind
-	text  string   // bool: "true"/"false"; number: the literal; string: the decoded value
-	keys  []string // object member names, parallel to elems
-	elems []jvalue // array elements or object member values
-}
 
 // maxDepth bounds nesting so malformed input cannot exhaust the stack.
 const maxDepth = 1000
 
 func parseJSON(data []byte) (jvalue, error) {
-	p := parser{s: data}
-	p.skipSpace()
-	v, err := p.value(0)
-	if err != nil {
-		return jvalue{}, err
+	v, err := jsonvalue.Parse(data, jsonvalue.Options{MaxDepth: maxDepth})
+	if e, ok := err.(*jsonvalue.Error); ok {
+		return jvalue{}, jsonError(e)
 	}
-	p.skipSpace()
-	if p.i != len(p.s) {
-		return jvalue{}, p.errorf("trailing data")
-	}
-	return v, nil
+	return v, err
 }
 
-type parser struct {
-	s []byte
-	i int
-}
-
-func (p *parser) errorf(format string, args ...any) error {
-	return fmt.Errorf("offset %d: %s", p.i, fmt.Sprintf(format, args...))
-}
-
-func (p *parser) skipSpace() {
-	for p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
+// jsonError words a syntax error for a comparison report.
+func jsonError(e *jsonvalue.Error) error {
+	var msg string
+	switch e.Kind {
+	case jsonvalue.ErrTooDeep:
+		msg = "nested too deeply"
+	case jsonvalue.ErrEnd:
+		msg = "unexpected end of input"
+	case jsonvalue.ErrUnexpected:
+		msg = fmt.Sprintf("unexpected %q", e.Char)
+	case jsonvalue.ErrWantMemberName:
+		msg = "want a member name"
+	case jsonvalue.ErrWantColon:
+		msg = "want ':'"
+	case jsonvalue.ErrUnterminatedObject:
+		msg = "unterminated object"
+	case jsonvalue.ErrWantCommaOrBrace:
+		msg = "want ',' or '}'"
+	case jsonvalue.ErrUnterminatedArray:
+		msg = "unterminated array"
+	case jsonvalue.ErrWantCommaOrBracket:
+		msg = "want ',' or ']'"
+	case jsonvalue.ErrTrailing:
+		msg = "trailing data"
+	case jsonvalue.ErrBadEscape:
+		return fmt.Errorf("offset %d: %v", e.Start, e.Err)
+	case jsonvalue.ErrControlChar:
+		msg = "control character in string"
+	case jsonvalue.ErrUnterminatedString:
+		return errors.New("unterminated string")
+	case jsonvalue.ErrBadNumber:
+		msg = "malformed number"
+	case jsonvalue.ErrLeadingZero:
+		// The number ends at the zero; what follows it is out of place.
+		switch e.In {
+		case jsonvalue.Array:
+			msg = "want ',' or ']'"
+		case jsonvalue.Object:
+			msg = "want ',' or '}'"
 		default:
-			return
+			msg = "trailing data"
 		}
-	}
-}
-
-func (p *parser) value(depth int) (jvalue, error) {
-	if depth > maxDepth {
-		return jvalue{}, p.errorf("nested too deeply")
-	}
-	if p.i >= len(p.s) {
-		return jvalue{}, p.errorf("unexpected end of input")
-	}
-	switch c := p.s[p.i]; {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
-		return p.array(depth)
-	case c == '"':
-		s, err := p.str()
-		return jvalue{kind: jString, text: s}, err
-	case c == '-' || c >= '0' && c <= '9':
-		lit, err := p.number()
-		return jvalue{kind: jNumber, text: lit}, err
-	case p.literal("true"):
-		return jvalue{kind: jBool, text: "true"}, nil
-	case p.literal("false"):
-		return jvalue{kind: jBool, text: "false"}, nil
-	case p.literal("null"):
-		return jvalue{kind: jNull}, nil
 	default:
-		return jvalue{}, p.errorf("unexpected %q", c)
+		return e
 	}
-}
-
-func (p *parser) literal(word string) bool {
-	if len(p.s)-p.i >= len(word) && string(p.s[p.i:p.i+len(word)]) == word {
-		p.i += len(word)
-		return true
-	}
-	return false
-}
-
-func (p *parser) object(depth int) (jvalue, error) {
-	v := jvalue{kind: jObject}
-	p.i++ // '{'
-	p.skipSpace()
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
-		return v, nil
-	}
-	// Rows have a handful to a few dozen members; starting at 8 skips the
-	// first few slice growths, which dominate parsing time.
-	v.keys = make([]string, 0, 8)
-	v.elems = make([]jvalue, 0, 8)
-	for {
-		p.skipSpace()
-		if p.i >= len(p.s) || p.s[p.i] != '"' {
-			return v, p.errorf("want a member name")
-		}
-		k, err := p.str()
-		if err != nil {
-			return v, err
-		}
-		p.skipSpace()
-		if p.i >= len(p.s) || p.s[p.i] != ':' {
-			return v, p.errorf("want ':'")
-		}
-		p.i++
-		p.skipSpace()
-		e, err := p.value(depth + 1)
-		if err != nil {
-			return v, err
-		}
-		v.keys = append(v.keys, k)
-		v.elems = append(v.elems, e)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return v, p.errorf("unterminated object")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return v, nil
-		default:
-			return v, p.errorf("want ',' or '}'")
-		}
-	}
-}
-
-func (p *parser) array(depth int) (jvalue, error) {
-	v := jvalue{kind: jArray}
-	p.i++ // '['
-	p.skipSpace()
-	if p.i < len(p.s) && p.s[p.i] == ']' {
-		p.i++
-		v.elems = []jvalue{}
-		return v, nil
-	}
-	for {
-		p.skipSpace()
-		e, err := p.value(depth + 1)
-		if err != nil {
-			return v, err
-		}
-		v.elems = append(v.elems, e)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return v, p.errorf("unterminated array")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return v, nil
-		default:
-			return v, p.errorf("want ',' or ']'")
-		}
-	}
-}
-
-// str reads a string at p.i. Strings without escapes, the usual case, are
-// taken as they are; the rare escaped ones are decoded by encoding/json.
-func (p *parser) str() (string, error) {
-	start := p.i
-	p.i++ // opening quote
-	escaped := false
-	for p.i < len(p.s) {
-		switch c := p.s[p.i]; {
-		case c == '"':
-			p.i++
-			raw := p.s[start:p.i]
-			if !escaped {
-				return string(raw[1 : len(raw)-1]), nil
-			}
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", fmt.Errorf("offset %d: %v", start, err)
-			}
-			return s, nil
-		case c == '\\':
-			escaped = true
-			p.i += 2
-		case c < 0x20:
-			return "", p.errorf("control character in string")
-		default:
-			p.i++
-		}
-	}
-	return "", errors.New("unterminated string")
-}
-
-// number reads a number literal at p.i, checking the JSON grammar
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
-func (p *parser) number() (string, error) {
-	start := p.i
-	digits := func() int {
-		n := 0
-		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-			p.i++
-			n++
-		}
-		return n
-	}
-	if p.s[p.i] == '-' {
-		p.i++
-	}
-	if p.i < len(p.s) && p.s[p.i] == '0' {
-		p.i++
-	} else if digits() == 0 {
-		return "", p.errorf("malformed number")
-	}
-	if p.i < len(p.s) && p.s[p.i] == '.' {
-		p.i++
-		if digits() == 0 {
-			return "", p.errorf("malformed number")
-		}
-	}
-	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
-			p.i++
-		}
-		if digits() == 0 {
-			return "", p.errorf("malformed number")
-		}
-	}
-	return string(p.s[start:p.i]), nil
+	return fmt.Errorf("offset %d: %s", e.Offset, msg)
 }

@@ -327,8 +327,8 @@ func toPlain(v any) any {
 	switch v := v.(type) {
 	case *object:
 		m := map[string]any{}
-		for _, k := range v.keys {
-			m[k] = toPlain(v.vals[k])
+		for i, k := range v.keys {
+			m[k] = toPlain(v.vals[i])
 		}
 		return m
 	case []any:

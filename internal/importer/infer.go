@@ -88,14 +88,14 @@ func (t *inferred) add(v any, line int, path *valuePath) error {
 		if t.members == nil {
 			t.members = map[string]*inferred{}
 		}
-		for _, name := range v.keys {
+		for j, name := range v.keys {
 			m := t.members[name]
 			if m == nil {
 				m = &inferred{}
 				t.members[name] = m
 				t.names = append(t.names, name)
 			}
-			if err := m.add(v.vals[name], line, &valuePath{up: path, name: name}); err != nil {
+			if err := m.add(v.vals[j], line, &valuePath{up: path, name: name}); err != nil {
 				return err
 			}
 		}

@@ -108,12 +108,12 @@ func openJSONL(src Source, o Options) (array.RecordReader, error) {
 			return err
 		}
 		clear(vals)
-		for _, k := range obj.keys {
+		for j, k := range obj.keys {
 			i, ok := index[k]
 			if !ok {
 				return lineError(o.Name, lines.line, k, errors.New("no such column in the schema"))
 			}
-			vals[i] = obj.vals[k]
+			vals[i] = obj.vals[j]
 		}
 		for i, v := range vals {
 			if v == nil && !fields[i].Nullable {
@@ -140,14 +140,14 @@ func inferJSONL(src io.Reader, name string) (*arrow.Schema, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, k := range obj.keys {
+		for j, k := range obj.keys {
 			m := root.members[k]
 			if m == nil {
 				m = &inferred{}
 				root.members[k] = m
 				root.names = append(root.names, k)
 			}
-			if err := m.add(obj.vals[k], lines.line, nil); err != nil {
+			if err := m.add(obj.vals[j], lines.line, nil); err != nil {
 				return nil, lineError(name, lines.line, k, err)
 			}
 		}

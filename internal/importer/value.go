@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,35 +11,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/float16"
+
+	"github.com/lancerdb/lancer/internal/jsonvalue"
 )
 
-// object is a decoded JSON object that keeps its members in input order.
+// object is a decoded JSON object that keeps its members in input order:
+// vals[i] is the value of member keys[i]. Member names are unique.
 type object struct {
 	keys []string
-	vals map[string]any
-}
-
-// parseJSON decodes text holding exactly one JSON value into nil, bool,
-// json.Number, string, []any or *object. Duplicate object members are an
-// error. It is a small recursive-descent parser: encoding/json's token
-// stream costs several times more per value.
-func parseJSON(text []byte) (any, error) {
-	p := jsonParser{b: text}
-	p.space()
-	v, err := p.value(0)
-	if err != nil {
-		return nil, err
-	}
-	p.space()
-	if p.i != len(p.b) {
-		return nil, p.errorf("unexpected %q after the value", p.b[p.i])
-	}
-	return v, nil
+	vals []any
 }
 
 // maxJSONDepth bounds the nesting of a value. It also bounds the nesting
@@ -50,208 +33,72 @@ func parseJSON(text []byte) (any, error) {
 // No Lance column nests anywhere near this deep.
 const maxJSONDepth = 64
 
-type jsonParser struct {
-	b []byte
-	i int
+// jsonOptions are the importer's parsing rules: duplicate members are an
+// error and invalid UTF-8 becomes U+FFFD.
+var jsonOptions = jsonvalue.Options{MaxDepth: maxJSONDepth, RejectDuplicateMembers: true, ReplaceInvalidUTF8: true}
+
+// parseJSON decodes text holding exactly one JSON value into nil, bool,
+// json.Number, string, []any or *object. Duplicate object members are an
+// error.
+func parseJSON(text []byte) (any, error) {
+	v, err := jsonvalue.ParseWith[any](text, jsonOptions, plainBuilder{})
+	if e, ok := err.(*jsonvalue.Error); ok {
+		return nil, jsonError(e)
+	}
+	return v, err
 }
 
-func (p *jsonParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("invalid JSON at byte %d: %s", p.i+1, fmt.Sprintf(format, args...))
+// plainBuilder builds the values parseJSON returns.
+type plainBuilder struct{}
+
+func (plainBuilder) Null() any             { return nil }
+func (plainBuilder) Bool(b bool) any       { return b }
+func (plainBuilder) Number(lit string) any { return json.Number(lit) }
+func (plainBuilder) String(s string) any   { return s }
+func (plainBuilder) Array(elems []any) any { return elems }
+func (plainBuilder) Object(keys []string, vals []any) any {
+	return &object{keys: keys, vals: vals}
 }
 
-func (p *jsonParser) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-func (p *jsonParser) value(depth int) (any, error) {
-	if depth > maxJSONDepth {
-		return nil, p.errorf("nested deeper than %d", maxJSONDepth)
-	}
-	if p.i >= len(p.b) {
-		return nil, p.errorf("unexpected end of line")
-	}
-	switch c := p.b[p.i]; {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
-		return p.array(depth)
-	case c == '"':
-		return p.str()
-	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number()
-	case p.literal("true"):
-		return true, nil
-	case p.literal("false"):
-		return false, nil
-	case p.literal("null"):
-		return nil, nil
+// jsonError words a syntax error for the importer's line errors.
+func jsonError(e *jsonvalue.Error) error {
+	at := e.Offset
+	var msg string
+	switch e.Kind {
+	case jsonvalue.ErrTooDeep:
+		msg = fmt.Sprintf("nested deeper than %d", e.Depth)
+	case jsonvalue.ErrEnd:
+		msg = "unexpected end of line"
+	case jsonvalue.ErrUnexpected:
+		msg = fmt.Sprintf("unexpected %q", e.Char)
+	case jsonvalue.ErrWantMemberName:
+		msg = "want a member name"
+	case jsonvalue.ErrWantColon:
+		msg = fmt.Sprintf("want ':' after member name %q", e.Key)
+	case jsonvalue.ErrUnterminatedObject:
+		msg = "unexpected end of line in an object"
+	case jsonvalue.ErrWantCommaOrBrace:
+		msg = fmt.Sprintf("want ',' or '}' in an object, got %q", e.Char)
+	case jsonvalue.ErrUnterminatedArray:
+		msg = "unexpected end of line in an array"
+	case jsonvalue.ErrWantCommaOrBracket:
+		msg = fmt.Sprintf("want ',' or ']' in an array, got %q", e.Char)
+	case jsonvalue.ErrTrailing:
+		msg = fmt.Sprintf("unexpected %q after the value", e.Char)
+	case jsonvalue.ErrDuplicateMember:
+		return fmt.Errorf("invalid JSON: member %q appears twice", e.Key)
+	case jsonvalue.ErrBadEscape:
+		at, msg = e.Start, "bad string escape"
+	case jsonvalue.ErrControlChar:
+		msg = "control character in a string"
+	case jsonvalue.ErrUnterminatedString:
+		at, msg = e.Start, "unterminated string"
+	case jsonvalue.ErrBadNumber, jsonvalue.ErrLeadingZero:
+		at, msg = e.Start, "bad number"
 	default:
-		return nil, p.errorf("unexpected %q", c)
+		return fmt.Errorf("invalid JSON: %v", e)
 	}
-}
-
-func (p *jsonParser) literal(word string) bool {
-	if bytes.HasPrefix(p.b[p.i:], []byte(word)) {
-		p.i += len(word)
-		return true
-	}
-	return false
-}
-
-func (p *jsonParser) object(depth int) (any, error) {
-	p.i++ // '{'
-	obj := &object{vals: map[string]any{}}
-	p.space()
-	if p.i < len(p.b) && p.b[p.i] == '}' {
-		p.i++
-		return obj, nil
-	}
-	for {
-		p.space()
-		if p.i >= len(p.b) || p.b[p.i] != '"' {
-			return nil, p.errorf("want a member name")
-		}
-		k, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := obj.vals[k]; dup {
-			return nil, fmt.Errorf("invalid JSON: member %q appears twice", k)
-		}
-		p.space()
-		if p.i >= len(p.b) || p.b[p.i] != ':' {
-			return nil, p.errorf("want ':' after member name %q", k)
-		}
-		p.i++
-		p.space()
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		obj.keys = append(obj.keys, k)
-		obj.vals[k] = v
-		p.space()
-		if p.i >= len(p.b) {
-			return nil, p.errorf("unexpected end of line in an object")
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return obj, nil
-		default:
-			return nil, p.errorf("want ',' or '}' in an object, got %q", p.b[p.i])
-		}
-	}
-}
-
-func (p *jsonParser) array(depth int) (any, error) {
-	p.i++ // '['
-	list := []any{}
-	p.space()
-	if p.i < len(p.b) && p.b[p.i] == ']' {
-		p.i++
-		return list, nil
-	}
-	for {
-		p.space()
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, v)
-		p.space()
-		if p.i >= len(p.b) {
-			return nil, p.errorf("unexpected end of line in an array")
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return list, nil
-		default:
-			return nil, p.errorf("want ',' or ']' in an array, got %q", p.b[p.i])
-		}
-	}
-}
-
-// str reads a string; escapes (and invalid UTF-8, which becomes U+FFFD)
-// are decoded by encoding/json.
-func (p *jsonParser) str() (string, error) {
-	start := p.i
-	p.i++ // '"'
-	escaped := false
-	for p.i < len(p.b) {
-		switch c := p.b[p.i]; {
-		case c == '"':
-			p.i++
-			if !escaped && utf8.Valid(p.b[start+1:p.i-1]) {
-				return string(p.b[start+1 : p.i-1]), nil
-			}
-			var s string
-			if err := json.Unmarshal(p.b[start:p.i], &s); err != nil {
-				p.i = start
-				return "", p.errorf("bad string escape")
-			}
-			return s, nil
-		case c == '\\':
-			escaped = true
-			p.i += 2
-		case c < 0x20:
-			return "", p.errorf("control character in a string")
-		default:
-			p.i++
-		}
-	}
-	p.i = start
-	return "", p.errorf("unterminated string")
-}
-
-// number reads a number as a json.Number, checking its syntax.
-func (p *jsonParser) number() (any, error) {
-	start := p.i
-	digits := func() int {
-		n := 0
-		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-			p.i++
-			n++
-		}
-		return n
-	}
-	if p.b[p.i] == '-' {
-		p.i++
-	}
-	if n := digits(); n == 0 || (n > 1 && p.b[p.i-n] == '0') {
-		p.i = start
-		return nil, p.errorf("bad number")
-	}
-	if p.i < len(p.b) && p.b[p.i] == '.' {
-		p.i++
-		if digits() == 0 {
-			p.i = start
-			return nil, p.errorf("bad number")
-		}
-	}
-	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
-			p.i++
-		}
-		if digits() == 0 {
-			p.i = start
-			return nil, p.errorf("bad number")
-		}
-	}
-	return json.Number(p.b[start:p.i]), nil
+	return fmt.Errorf("invalid JSON at byte %d: %s", at+1, msg)
 }
 
 // valueError is a conversion error of a value inside a column: Path is
@@ -481,14 +328,17 @@ func appendValue(b array.Builder, v any) *valueError {
 			return mismatch("an object", v)
 		}
 		st := b.Type().(*arrow.StructType)
-		for _, k := range obj.keys {
-			if _, ok := st.FieldIdx(k); !ok {
+		vals := make([]any, st.NumFields())
+		for j, k := range obj.keys {
+			i, ok := st.FieldIdx(k)
+			if !ok {
 				return &valueError{Path: "." + k, Msg: "no such member"}
 			}
+			vals[i] = obj.vals[j]
 		}
 		b.Append(true)
 		for i, f := range st.Fields() {
-			if err := appendValue(b.FieldBuilder(i), obj.vals[f.Name]); err != nil {
+			if err := appendValue(b.FieldBuilder(i), vals[i]); err != nil {
 				return err.under("." + f.Name)
 			}
 		}
@@ -553,8 +403,8 @@ func appendMap(b *array.MapBuilder, v any) *valueError {
 			keys, items = append(keys, pair[0]), append(items, pair[1])
 		}
 	case *object:
-		for _, k := range v.keys {
-			keys, items = append(keys, k), append(items, v.vals[k])
+		for i, k := range v.keys {
+			keys, items = append(keys, k), append(items, v.vals[i])
 		}
 	default:
 		return mismatch("an array of [key, value] pairs", v)
