@@ -91,8 +91,12 @@ func BuildHNSW(vectors []float32, dim int, opts *HNSWOptions) (*HNSW, error) {
 	}
 	h.entry, h.maxLevel = 0, int(levels[0])
 
-	b := &builder{h: h, locks: make(graphLocks, lockStripes)}
+	b := &builder{h: h, d0: make([]float32, len(h.layer0)), dU: make([]float32, len(h.upper))}
 	workers := min(o.Workers, n-1)
+	if workers > 1 {
+		// A single worker has the graph to itself: no node locks.
+		b.locks = make(graphLocks, lockStripes)
+	}
 	var next atomic.Int64
 	next.Store(1)
 	var wg sync.WaitGroup
@@ -114,12 +118,28 @@ func BuildHNSW(vectors []float32, dim int, opts *HNSWOptions) (*HNSW, error) {
 	return h, nil
 }
 
-// builder is the state of one build: the node locks and the lock of the
-// entry point.
+// builder is the state of one build: the node locks (nil with one worker)
+// and the lock of the entry point.
 type builder struct {
 	h     *HNSW
 	locks graphLocks
 	epMu  sync.Mutex
+	// d0 and dU mirror h.layer0 and h.upper: the slot of each link holds
+	// its distance to the list's owner, so shrinking a full list (connect)
+	// does not recompute them. The kernels are symmetric bit for bit
+	// (d(a,b) == d(b,a)), so a distance measured from either end serves.
+	d0, dU []float32
+}
+
+// linkDists is the distance block parallel to h.links(id, l).
+func (b *builder) linkDists(id uint32, l int) []float32 {
+	h := b.h
+	if l == 0 {
+		o := int(id) * (h.m0 + 1)
+		return b.d0[o : o+h.m0+1 : o+h.m0+1]
+	}
+	o := int(h.upperOff[id]) + (l-1)*(h.m+1)
+	return b.dU[o : o+h.m+1 : o+h.m+1]
 }
 
 // buildWorker is one inserting goroutine's scratch.
@@ -130,6 +150,7 @@ type buildWorker struct {
 	pruned []cand
 	conn   []cand
 	layers [][]cand // per layer, top first: the selected neighbours
+	sink   uint32   // see HNSW.touch
 }
 
 // insert is the paper's Algorithm 1 for node q.
@@ -164,21 +185,27 @@ func (b *builder) insert(w *buildWorker, q uint32) {
 		h.searchLayer(w.s, qv, w.eps, h.efc, l, b.locks, nil)
 		w.eps = w.s.results.popSorted(w.eps[:0])
 		w.eps = slices.DeleteFunc(w.eps, func(c cand) bool { return c.id == q })
-		w.layers = append(w.layers, append([]cand(nil), w.selectNeighbors(h, w.eps, h.m)...))
+		sel := w.selectNeighbors(h, w.eps, h.m)
+		if k := len(w.layers); k < cap(w.layers) {
+			// Reuse the slice this layer slot had on an earlier insert.
+			w.layers = w.layers[:k+1]
+			w.layers[k] = append(w.layers[k][:0], sel...)
+		} else {
+			w.layers = append(w.layers, append([]cand(nil), sel...))
+		}
 		if len(w.eps) == 0 {
 			w.eps = append(w.eps, cur)
 		}
 	}
-	mu := b.locks.of(q)
-	mu.Lock()
+	b.locks.lock(q)
 	for i, sel := range w.layers {
-		blk := h.links(q, top-i)
+		blk, ds := h.links(q, top-i), b.linkDists(q, top-i)
 		blk[0] = uint32(len(sel))
 		for j, c := range sel {
-			blk[1+j] = c.id
+			blk[1+j], ds[1+j] = c.id, c.d
 		}
 	}
-	mu.Unlock()
+	b.locks.unlock(q)
 	for i := len(w.layers) - 1; i >= 0; i-- {
 		l := top - i
 		capacity := h.m
@@ -195,10 +222,9 @@ func (b *builder) insert(w *buildWorker, q uint32) {
 // shrinking nb's list with the heuristic when it is full.
 func (b *builder) connect(w *buildWorker, nb uint32, c cand, l, capacity int) {
 	h := b.h
-	mu := b.locks.of(nb)
-	mu.Lock()
-	defer mu.Unlock()
-	blk := h.links(nb, l)
+	b.locks.lock(nb)
+	defer b.locks.unlock(nb)
+	blk, ds := h.links(nb, l), b.linkDists(nb, l)
 	cnt := int(blk[0])
 	for _, x := range blk[1 : 1+cnt] {
 		if x == c.id {
@@ -206,21 +232,22 @@ func (b *builder) connect(w *buildWorker, nb uint32, c cand, l, capacity int) {
 		}
 	}
 	if cnt < capacity {
-		blk[1+cnt] = c.id
+		blk[1+cnt], ds[1+cnt] = c.id, c.d
 		blk[0]++
 		return
 	}
-	nv := h.vec(nb)
+	// The heuristic below reads every neighbour's vector: start the loads.
+	w.sink = h.touch(blk[1 : 1+cnt])
 	cs := w.conn[:0]
-	for _, x := range blk[1 : 1+cnt] {
-		cs = append(cs, cand{h.dist(nv, h.vec(x)), x})
+	for j, x := range blk[1 : 1+cnt] {
+		cs = append(cs, cand{ds[1+j], x})
 	}
 	cs = append(cs, c)
 	slices.SortFunc(cs, candCmp)
 	sel := w.selectNeighbors(h, cs, capacity)
 	blk[0] = uint32(len(sel))
 	for i, s := range sel {
-		blk[1+i] = s.id
+		blk[1+i], ds[1+i] = s.id, s.d
 	}
 	w.conn = cs
 }

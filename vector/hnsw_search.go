@@ -135,6 +135,8 @@ type searcher struct {
 	cands   minHeap
 	results maxHeap
 	buf     []uint32
+	dists   []float32
+	sink    uint32 // see HNSW.touch
 	sorted  []cand
 }
 
@@ -173,6 +175,20 @@ type graphLocks []sync.Mutex
 const lockStripes = 1 << 12
 
 func (g graphLocks) of(id uint32) *sync.Mutex { return &g[id%lockStripes] }
+
+// lock locks node id's stripe; a no-op on nil locks.
+func (g graphLocks) lock(id uint32) {
+	if g != nil {
+		g.of(id).Lock()
+	}
+}
+
+// unlock unlocks node id's stripe; a no-op on nil locks.
+func (g graphLocks) unlock(id uint32) {
+	if g != nil {
+		g.of(id).Unlock()
+	}
+}
 
 // copyNeighbors appends node id's neighbours on layer l to dst, under its
 // lock when a build is running.
@@ -224,12 +240,26 @@ func (h *HNSW) searchLayer(s *searcher, q []float32, eps []cand, ef, l int, lock
 		if len(s.results) >= ef && c.d > s.results.top().d {
 			break
 		}
+		// Score the unvisited neighbours in one tight loop before touching
+		// the heaps: every unvisited neighbour is scored either way, and
+		// the independent distance calls overlap their memory loads.
 		s.buf = h.copyNeighbors(s.buf[:0], c.id, l, locks)
+		fresh := s.buf[:0]
 		for _, nb := range s.buf {
-			if !s.visit(nb) {
-				continue
+			if s.visit(nb) {
+				fresh = append(fresh, nb)
 			}
-			d := h.dist(q, h.vec(nb))
+		}
+		if len(fresh) > 1 {
+			s.sink = h.touch(fresh)
+		}
+		ds := grow(s.dists, len(fresh))
+		s.dists = ds
+		for i, nb := range fresh {
+			ds[i] = h.dist(q, h.vec(nb))
+		}
+		for i, nb := range fresh {
+			d := ds[i]
 			if len(s.results) < ef || d < s.results.top().d {
 				s.cands.push(cand{d, nb})
 				if accept == nil || accept(nb) {
@@ -360,4 +390,21 @@ func (h *HNSW) exact(q []float32, k int, allow Filter) []Neighbor {
 // isDeletedFast is IsDeleted without the bounds check (id < n).
 func (h *HNSW) isDeletedFast(id uint32) bool {
 	return atomic.LoadUint64(&h.deleted[id/64])&(1<<(id%64)) != 0
+}
+
+// touch loads one word from every cache line of the vectors of ids, so
+// that the misses are in flight together before the distance loop needs
+// them (Go has no prefetch instruction; independent loads serve). Callers
+// keep the result in a sink field so the loads are not dropped. It works on
+// the bits, not the floats: no FP latency chain, no subnormal slow paths.
+func (h *HNSW) touch(ids []uint32) uint32 {
+	var acc uint32
+	dim := h.dim
+	for _, id := range ids {
+		v := h.vec(id)
+		for j := 0; j < dim; j += 16 {
+			acc ^= math.Float32bits(v[j])
+		}
+	}
+	return acc
 }

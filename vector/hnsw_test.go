@@ -2,6 +2,7 @@ package vector
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -564,5 +565,26 @@ func TestHNSWConcurrentSearchDelete(t *testing.T) {
 	wg.Wait()
 	if h.Deleted() != 200 {
 		t.Fatalf("deleted %d, want 200", h.Deleted())
+	}
+}
+
+// BuildHNSW keeps each link's distance as measured from the other end
+// (builder.d0/dU), which relies on every metric's kernel being symmetric
+// bit for bit.
+func TestHNSWDistanceSymmetric(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, m := range []Metric{L2, Cosine, Dot} {
+		f := m.Func()
+		for _, dim := range []int{1, 3, 7, 8, 9, 16, 31, 33, 128, 131} {
+			for range 50 {
+				a, b := make([]float32, dim), make([]float32, dim)
+				for i := range a {
+					a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+				}
+				if x, y := f(a, b), f(b, a); math.Float32bits(x) != math.Float32bits(y) {
+					t.Fatalf("%v dim %d: d(a,b) = %v, d(b,a) = %v", m, dim, x, y)
+				}
+			}
+		}
 	}
 }
