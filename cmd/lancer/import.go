@@ -31,6 +31,7 @@ func newImportCommand() *cobra.Command {
 		schemaFrom     string
 		batchSize      int
 		progress       bool
+		vectorCols     string
 	)
 	cmd := &cobra.Command{
 		Use:   "import SRC URI",
@@ -43,8 +44,9 @@ rows and schema (overwrite). The format comes from SRC's extension (.jsonl,
 
 JSON lines hold one object per line. Their schema is inferred from the whole
 file: integers as int64, other numbers as float64, strings as utf8, arrays as
-lists (also arrays of numbers: to import vectors as fixed_size_list, append to
-a dataset that has such a column or use --schema-from), objects as structs;
+lists, objects as structs, except that the arrays of numbers of the columns
+--vector-columns names (default: "vector", as LanceDB) become vectors,
+fixed_size_list<float32, n>, when they all have the same length n;
 columns that are always null as utf8. CSV has a header row, empty cells are
 null, and each column is int64, float64, bool, date32 (YYYY-MM-DD),
 timestamp[us] (ISO 8601) or else utf8. When appending, or with --schema-from,
@@ -78,7 +80,12 @@ twice). A progress bar shows on stderr when it is a terminal.`,
 				}
 				opts.FileVersion = v
 			}
-			iopts := importer.Options{Name: srcPath, BatchSize: batchSize}
+			iopts := importer.Options{Name: srcPath, BatchSize: batchSize, VectorColumns: []string{}}
+			for c := range strings.SplitSeq(vectorCols, ",") {
+				if c = strings.TrimSpace(c); c != "" {
+					iopts.VectorColumns = append(iopts.VectorColumns, c)
+				}
+			}
 			if formatArg != "" {
 				f, err := importer.ParseFormat(formatArg)
 				if err != nil {
@@ -130,6 +137,7 @@ twice). A progress bar shows on stderr when it is a terminal.`,
 	cmd.Flags().StringVar(&storageVersion, "storage-version", "", "data file version of a new dataset or an overwrite: 2.0, 2.1 or 2.2 (default 2.2)")
 	cmd.Flags().BoolVar(&stableRowIDs, "stable-row-ids", false, "give a new (or overwritten) dataset stable row ids")
 	cmd.Flags().StringVar(&schemaFrom, "schema-from", "", "convert the rows to the schema of this dataset (JSON lines and CSV: instead of inferring one)")
+	cmd.Flags().StringVar(&vectorCols, "vector-columns", "vector", "JSON lines columns whose equal-length number arrays become float32 vectors (comma-separated)")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 0, "rows per batch (default: the importer's)")
 	cmd.Flags().BoolVar(&progress, "progress", false, "show the progress bar even when stderr is not a terminal")
 	_ = cmd.Flags().MarkHidden("batch-size")

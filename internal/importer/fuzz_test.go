@@ -283,7 +283,7 @@ func TestInferLongNames(t *testing.T) {
 		`{"` + long + `": [` + strings.Join(items, ", ") + `]}`,
 	} {
 		before := allocated()
-		if _, err := inferJSONL(strings.NewReader(line), "x.jsonl"); err != nil {
+		if _, err := inferJSONL(strings.NewReader(line), "x.jsonl", []string{"vector"}); err != nil {
 			t.Fatal(err)
 		}
 		if grew := allocated() - before; grew > 8<<20+256*uint64(len(line)) {

@@ -140,6 +140,20 @@ type Options struct {
 	BatchSize int
 	// Allocator allocates the batches. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// VectorColumns names the top-level JSON lines columns that become
+	// vectors, fixed_size_list<float32, n>, when a schema is inferred and
+	// every array they hold has the same length n (as LanceDB's
+	// makeArrowTable treats its vector columns); otherwise they stay
+	// list<float64>. Default nil: {"vector"}, LanceDB's default; an empty
+	// non-nil slice names none.
+	VectorColumns []string
+}
+
+func (o Options) vectorColumns() []string {
+	if o.VectorColumns == nil {
+		return []string{"vector"}
+	}
+	return o.VectorColumns
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -340,3 +340,35 @@ func toPlain(v any) any {
 	}
 	return v
 }
+
+// A "vector" column of equal-length number arrays becomes a float32
+// vector, as LanceDB's makeArrowTable makes it; other arrays stay lists.
+func TestJSONLVectorColumns(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		cols     []string
+		want     map[string]string
+	}{
+		{"default", `{"vector": [1, 2.5, 3], "emb": [1, 2]}` + "\n" + `{"vector": null, "emb": [3, 4]}` + "\n", nil,
+			map[string]string{"vector": "fixed_size_list<item: float32, nullable>[3]", "emb": "list<item: int64, nullable>"}},
+		{"named", `{"vector": [1, 2], "emb": [1, 2]}` + "\n", []string{"emb"},
+			map[string]string{"vector": "list<item: int64, nullable>", "emb": "fixed_size_list<item: float32, nullable>[2]"}},
+		{"ragged", `{"vector": [1, 2]}` + "\n" + `{"vector": [1]}` + "\n", nil,
+			map[string]string{"vector": "list<item: int64, nullable>"}},
+		{"empty", `{"vector": []}` + "\n", nil, map[string]string{"vector": "list<item: utf8, nullable>"}},
+		{"strings", `{"vector": ["a"]}` + "\n", nil, map[string]string{"vector": "list<item: utf8, nullable>"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			schema, _, err := readAll(t, []byte(tc.in), Options{Name: "x.jsonl", VectorColumns: tc.cols})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for col, want := range tc.want {
+				f, ok := schema.FieldsByName(col)
+				if !ok || f[0].Type.String() != want {
+					t.Errorf("%s: %v, want %s", col, f, want)
+				}
+			}
+		})
+	}
+}

@@ -33,6 +33,11 @@ type inferred struct {
 	// members of an object, in order of first appearance
 	names   []string
 	members map[string]*inferred
+	// minLen and maxLen bound the lengths of the arrays seen (kindList).
+	minLen, maxLen int
+	// vector makes an array of numbers of one length a vector:
+	// fixed_size_list<float32, length> (see Options.VectorColumns).
+	vector bool
 }
 
 // valuePath is where a value lies inside a column (".member", "[]"), for
@@ -77,7 +82,9 @@ func (t *inferred) add(v any, line int, path *valuePath) error {
 	case []any:
 		if t.elem == nil {
 			t.elem = &inferred{}
+			t.minLen, t.maxLen = len(v), len(v)
 		}
+		t.minLen, t.maxLen = min(t.minLen, len(v)), max(t.maxLen, len(v))
 		item := &valuePath{up: path, item: true}
 		for _, x := range v {
 			if err := t.elem.add(x, line, item); err != nil {
@@ -146,6 +153,9 @@ func (t *inferred) arrowType() arrow.DataType {
 	case kindFloat:
 		return arrow.PrimitiveTypes.Float64
 	case kindList:
+		if t.isVector() {
+			return arrow.FixedSizeListOf(int32(t.minLen), arrow.PrimitiveTypes.Float32)
+		}
 		elem := &inferred{}
 		if t.elem != nil {
 			elem = t.elem
@@ -156,6 +166,16 @@ func (t *inferred) arrowType() arrow.DataType {
 	}
 	return arrow.BinaryTypes.String
 }
+
+// isVector reports whether t becomes a vector column: marked as one, and
+// every array seen holds the same number (at least one) of numbers.
+func (t *inferred) isVector() bool {
+	return t.vector && t.kind == kindList && t.elem != nil && (t.elem.kind == kindInt || t.elem.kind == kindFloat) &&
+		t.minLen == t.maxLen && t.minLen > 0 && t.minLen <= maxVectorDim
+}
+
+// maxVectorDim bounds the dimension of an inferred vector column.
+const maxVectorDim = 1 << 16
 
 func (t *inferred) fields() []arrow.Field {
 	fields := make([]arrow.Field, len(t.names))

@@ -91,7 +91,7 @@ func openJSONL(src Source, o Options) (array.RecordReader, error) {
 	schema := o.Schema
 	if schema == nil {
 		var err error
-		if schema, err = inferJSONL(src, o.Name); err != nil {
+		if schema, err = inferJSONL(src, o.Name, o.vectorColumns()); err != nil {
 			return nil, err
 		}
 		if _, err := src.Seek(0, io.SeekStart); err != nil {
@@ -129,7 +129,7 @@ func openJSONL(src Source, o Options) (array.RecordReader, error) {
 
 // inferJSONL reads every line of src and returns the schema that holds
 // them all.
-func inferJSONL(src io.Reader, name string) (*arrow.Schema, error) {
+func inferJSONL(src io.Reader, name string, vectorColumns []string) (*arrow.Schema, error) {
 	lines := newLineReader(src)
 	root := &inferred{kind: kindStruct, members: map[string]*inferred{}}
 	for {
@@ -154,6 +154,11 @@ func inferJSONL(src io.Reader, name string) (*arrow.Schema, error) {
 	}
 	if len(root.names) == 0 {
 		return nil, fmt.Errorf("importer: %s holds no JSON objects to infer a schema from: %w", name, lancer.ErrInvalidArgument)
+	}
+	for _, c := range vectorColumns {
+		if m := root.members[c]; m != nil {
+			m.vector = true
+		}
 	}
 	return arrow.NewSchema(root.fields(), nil), nil
 }
