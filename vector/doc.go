@@ -57,4 +57,41 @@
 // keeps 0.1% of rows is exact and fast. MarshalBinary stores the graph
 // without its vectors; UnmarshalBinary validates every count and id before
 // it allocates.
+//
+// # IVF
+//
+// TrainKMeans clusters vectors: k-means++ initialization and Lloyd
+// iterations on a deterministic sample (min(n, 256k) rows by default, as
+// Lance), L2 for L2 and Dot (Lance also partitions dot indexes by L2),
+// spherical (unit centroids) for Cosine. Assignments are exact, sped up by
+// Elkan's triangle-inequality bound from a guess; empty clusters are
+// re-seeded by splitting the largest; sums are taken in row order, so the
+// centroids do not depend on Workers. AssignPartitions maps rows to their
+// nearest centroid in parallel.
+//
+// BuildIVF partitions n vectors with caller ids (Lance row ids) into
+// Partitions (default √n) k-means cells and builds every partition on its
+// own goroutine: SubFlat scans a partition, SubHNSW gives it an HNSW graph
+// (for partitions up to 2048 rows built layer by layer from exact
+// candidate lists with HNSW's selection heuristic, larger ones by
+// incremental insertion; always on the exact vectors). StoreFloat32 keeps the vectors; StoreSQ8 keeps
+// SQ8 codes (one quantizer over all rows) and distances are to the decoded
+// vectors. IVF.Search ranks the centroids, searches the NProbes nearest
+// partitions (default 20) and merges their results by (distance, caller
+// id); for L2 a partition whose rows are all provably farther than the
+// k-th result (centroid distance minus partition radius) is skipped.
+// Selective filters are answered exactly. The index is immutable, safe for
+// concurrent searches, and a pure function of its input and options
+// (Workers aside). On the 200k×128 clustered benchmark IVF_HNSW_SQ with 447
+// partitions builds in about 4.5 s on two cores, takes 54 MB serialized and
+// answers over 4000 queries/s on one goroutine at recall@10 0.96 (the
+// ceiling SQ8 leaves) with the default options; TestIVFClusteredBench
+// (LANCER_IVF_BENCH=1) measures it.
+//
+// WriteTo/MarshalBinary and UnmarshalIVF store the index as "LNCRIVF1",
+// a version, a fixed header (dimension, metric, sub-index, storage,
+// partitions, rows, HNSW parameters), the centroids, the SQ8 ranges, the
+// partition sizes, then per partition its ids, vectors or codes and graph
+// (HNSW.MarshalBinary), and a CRC-32C of it all (layout in ivf_codec.go).
+// UnmarshalIVF checks the checksum and every count before it allocates.
 package vector
