@@ -344,6 +344,7 @@ func (op *operation) writtenFiles() []string {
 	if op.del != nil {
 		out = append(out, op.del.written...)
 	}
+	out = append(out, op.indexFiles...)
 	if op.merge != nil {
 		// Only the new files: the fragments' other files are the
 		// dataset's.

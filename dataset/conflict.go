@@ -83,6 +83,11 @@ func (e *ConflictError) Unwrap() error { return lancer.ErrConflict }
 //   - Project (drop or rename columns) is recomputed from the latest schema
 //     after a concurrent Project or Merge, and conflicts with Overwrite and
 //     Restore.
+//   - CreateIndex (new or dropped index segments) is compatible with
+//     appends, deletes, updates and column additions (rows it does not
+//     cover are searched exactly, deleted ones are filtered out); a
+//     compaction of a fragment it covers, a concurrent change to an index
+//     of the same name, or the loss of an indexed column conflicts.
 //   - Merge (added columns) records the whole fragment list and schema, so
 //     it is compatible only with index, config, clone and base changes and
 //     reserved fragment ids; any data change (append, delete, update,
@@ -190,6 +195,8 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 			return nil, err
 		}
 		return renumberRewrite(op, latest.manifest), nil
+	case opCreateIndex:
+		return op, rebaseCreateIndex(op, others, latest, conflict)
 	}
 	return nil, fmt.Errorf("dataset: rebase of %s: %w", op.kind, lancer.ErrUnsupported)
 }
@@ -502,4 +509,56 @@ func reexecute[S any](ctx context.Context, d *Dataset, times int, op func(*Datas
 			return nil, zero, err
 		}
 	}
+}
+
+// rebaseCreateIndex checks an index change against the transactions
+// committed since it read (see rebase).
+func rebaseCreateIndex(op *operation, others []committed, latest *Dataset, conflict func(committed, bool, string, ...any) error) error {
+	names := map[string]bool{}
+	covered := roaring.New()
+	for _, ix := range op.newIndices {
+		names[ix.Name] = true
+		if bm, err := decodeRoaring(ix.FragmentBitmap); err == nil {
+			covered.Or(bm)
+		}
+	}
+	for _, ix := range op.removedIndices {
+		names[ix.Name] = true
+	}
+	for _, c := range others {
+		switch t := c.txn.GetOperation().(type) {
+		case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_Update_,
+			*tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_Merge_,
+			*tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateBases_, *tablepb.Transaction_DataReplacement_,
+			*tablepb.Transaction_Project_:
+		case *tablepb.Transaction_CreateIndex_:
+			for _, ix := range append(slices.Clone(t.CreateIndex.GetNewIndices()), t.CreateIndex.GetRemovedIndices()...) {
+				if names[ix.GetName()] {
+					return conflict(c, true, "it changed index %q too", ix.GetName())
+				}
+			}
+		case *tablepb.Transaction_Rewrite_:
+			for _, id := range rewrittenIDs(t.Rewrite) {
+				if covered.Contains(uint32(id)) {
+					return conflict(c, true, "it compacted fragment %d, which the new index covers", id)
+				}
+			}
+		case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+			return conflict(c, false, "it replaced the rows the index was built on")
+		default:
+			return conflict(c, false, "cannot change indices over it")
+		}
+	}
+	inSchema := map[int32]bool{}
+	for _, f := range latest.manifest.raw.Fields {
+		inSchema[f.Id] = true
+	}
+	for _, ix := range op.newIndices {
+		for _, id := range ix.Fields {
+			if !inSchema[id] {
+				return conflict(others[len(others)-1], false, "the indexed field %d was dropped", id)
+			}
+		}
+	}
+	return nil
 }

@@ -59,6 +59,12 @@ type Dataset struct {
 	bases       *baseStores
 	// deletions caches decoded deletion files by location.
 	deletions sync.Map // string → *deletionVector
+	// searchState caches what vector searches of this version computed
+	// once: live row sets of index segments, vectors of unindexed
+	// fragments (vector_search.go).
+	searchState sync.Map
+	// readers caches open data file readers by location (openDataFile).
+	readers sync.Map
 }
 
 // baseStores resolves BasePaths to stores once; versions of one Dataset
@@ -288,17 +294,25 @@ func (d *Dataset) dataFileLocation(ctx context.Context, df *DataFile) (blob.Stor
 	return s, df.Path, nil
 }
 
-// openDataFile opens a data file with the dataset's allocator.
+// openDataFile opens a data file with the dataset's allocator. Readers
+// are immutable once open, so each Dataset opens a file once and shares
+// the reader: takes and searches then read only the rows' pages, not the
+// file's footer and metadata again.
 func (d *Dataset) openDataFile(ctx context.Context, df *DataFile) (*format.Reader, error) {
 	store, key, err := d.dataFileLocation(ctx, df)
 	if err != nil {
 		return nil, err
 	}
+	cacheKey := location(store, key)
+	if r, ok := d.readers.Load(cacheKey); ok {
+		return r.(*format.Reader), nil
+	}
 	r, err := format.Open(ctx, store, key, &format.OpenOptions{Size: int64(df.SizeBytes), Allocator: d.opts.Allocator})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: version %d: %w", d.manifest.Version, err)
 	}
-	return r, nil
+	actual, _ := d.readers.LoadOrStore(cacheKey, r)
+	return actual.(*format.Reader), nil
 }
 
 // rowIDs decodes the fragment's stable row ids.

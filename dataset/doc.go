@@ -105,6 +105,28 @@
 //     references, and keeps unreferenced files younger than a week (they
 //     may belong to a commit in flight) unless told otherwise.
 //
+// # Vector indices
+//
+// CreateIndex builds one of lancer's vector indices (package vector: IVF
+// partitions over HNSW graphs or flat lists, float32 or 8-bit quantized)
+// and commits it as Lance commits an index: a CreateIndex transaction and an
+// IndexMetadata segment in the manifest's index section, whose files live in
+// _indices/<uuid>/ (here one file, vectors.lancer-ivf, in the vector
+// package's format). The segment's details have the type URL
+// "/lancer.index.LancerVectorIndex" (internal/pb/lancerpb), which is not a
+// Lance index type: real Lance 12 does not list such a segment, searches the
+// column exactly, keeps the segment across its own commits and does not
+// compact the fragments it covers (tested in interop/). The ids in the file
+// are stable row ids when the dataset has them, else row addresses.
+//
+// Search trusts a segment only for rows it can prove current: the live rows
+// of the fragments its bitmap covers in the version searched. When those
+// are exactly the ids the file holds, no filter is applied; otherwise
+// (rows deleted, updated away or compacted) the segment's results are
+// restricted to them, so a deleted or moved row is never returned. The
+// fragments no segment covers are scored exactly; OptimizeIndexes gives
+// them a delta segment of the same name.
+//
 // # Concurrency
 //
 // A Dataset is immutable and safe for concurrent use; a write operation

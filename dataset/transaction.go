@@ -32,7 +32,8 @@ const (
 	opProject
 	opMerge // add_columns and merge (add_columns.go)
 	opUpdate
-	opRewrite // compaction (compact.go)
+	opRewrite     // compaction (compact.go)
+	opCreateIndex // index segments added or removed (vector_index.go)
 )
 
 func (k opKind) String() string {
@@ -53,6 +54,8 @@ func (k opKind) String() string {
 		return "Update"
 	case opRewrite:
 		return "Rewrite"
+	case opCreateIndex:
+		return "CreateIndex"
 	}
 	return "?"
 }
@@ -96,6 +99,11 @@ type operation struct {
 	// Update (update.go): fragments holds the rewritten rows, del the
 	// deletion of their old copies.
 	update *updateOp
+
+	// CreateIndex (vector_index.go): segments added and removed (matched
+	// by uuid), and the index files written, removed if the commit fails.
+	newIndices, removedIndices []*tablepb.IndexMetadata
+	indexFiles                 []string
 }
 
 // deleteOp is a delete: deletion files already written for the fragments
@@ -168,6 +176,11 @@ func (op *operation) transactionProto(readVersion uint64, uuid string) *tablepb.
 		t.Operation = &tablepb.Transaction_Update_{Update: op.updateProto()}
 	case opRewrite:
 		t.Operation = &tablepb.Transaction_Rewrite_{Rewrite: &tablepb.Transaction_Rewrite{Groups: op.groups}}
+	case opCreateIndex:
+		t.Operation = &tablepb.Transaction_CreateIndex_{CreateIndex: &tablepb.Transaction_CreateIndex{
+			NewIndices:     op.newIndices,
+			RemovedIndices: op.removedIndices,
+		}}
 	}
 	return t
 }
@@ -311,6 +324,9 @@ func buildManifest(prev *Manifest, op *operation, version uint64, txnFile string
 		// Lance's Merge does.
 		m.Fields = op.fields
 		fragments = cloneFragments(op.merge.fragments)
+		indices = retainIndices(indices, m.Fields, fragments)
+	case opCreateIndex:
+		indices = applyCreateIndex(indices, op)
 		indices = retainIndices(indices, m.Fields, fragments)
 	case opUpdate:
 		var err error

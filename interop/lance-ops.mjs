@@ -16,6 +16,10 @@
 //   {"uri": "/p/t.lance", "op": "listVersions"}
 //   {"uri": "/p/t.lance", "op": "countRows", "version": 2}
 //   {"uri": "/p/t.lance", "op": "schema", "version": 2}
+//   {"uri": "/p/t.lance", "op": "search", "column": "vec", "vector": [...], "k": 5,
+//    "filter": "id > 3", "distanceType": "l2"}: nearest rows, id/_rowid/_distance
+//   {"uri": "/p/t.lance", "op": "listIndices"}
+//   {"uri": "/p/t.lance", "op": "createIndex", "column": "id", "type": "btree"}
 // and prints one JSON object per request on stdout: {"version": N} (the
 // table's version after the operation), {"versions": [{"version", "metadata"}]},
 // {"count": N}, {"fields": [...]}, or {"error": "..."}.
@@ -173,6 +177,23 @@ async function serve(req) {
       if (req.deleteUnverified) opts.deleteUnverified = true;
       const stats = await table.optimize(opts);
       return { version: await table.version(), optimize: stats };
+    }
+    case 'search': {
+      if (req.version) await table.checkout(req.version);
+      let q = table.vectorSearch(req.vector).column(req.column).limit(req.k || 10);
+      if (req.distanceType) q = q.distanceType(req.distanceType);
+      if (req.filter) q = q.where(req.filter);
+      q = q.withRowId();
+      if (req.select) q = q.select(req.select);
+      const rows = await q.toArray();
+      return { rows: rows.map((r) => r.toJSON()) };
+    }
+    case 'listIndices':
+      return { indices: await table.listIndices() };
+    case 'createIndex': {
+      const cfg = req.type === 'btree' ? lancedb.Index.btree() : undefined;
+      await table.createIndex(req.column, cfg ? { config: cfg } : {});
+      return { version: await table.version() };
     }
     case 'listVersions':
       return { versions: (await table.listVersions()).map((v) => ({ version: v.version, metadata: v.metadata })) };

@@ -9,6 +9,7 @@
 //	lance.encodings21   enc21pb/encodings_v2_1.proto                       enc21pb
 //	lance.table         tablepb/{table,transaction,rowids,index_old}.proto tablepb
 //	lance.index.pb      indexpb/index.proto                                indexpb
+//	lancer.index        lancerpb/lancer_index.proto                        lancerpb (lancer's own)
 //
 // The .proto files were written for lancer from the Lance format specification
 // (our own text); package, message, enum and field names and field numbers

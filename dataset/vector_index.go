@@ -1,0 +1,511 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/pb/lancerpb"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// Vector index types CreateIndex builds.
+const (
+	// IndexFlat keeps a contiguous copy of the vectors and answers every
+	// search exactly (one partition, float32).
+	IndexFlat = "flat"
+	// IndexIVFFlat partitions the vectors with k-means and scans the
+	// NProbes nearest partitions exactly (Lance's IVF_FLAT).
+	IndexIVFFlat = "ivf_flat"
+	// IndexHNSW is one HNSW graph over all vectors, stored as 8-bit scalar
+	// quantized codes.
+	IndexHNSW = "hnsw"
+	// IndexIVFHNSWSQ partitions the vectors with k-means and builds one
+	// HNSW graph per partition over 8-bit scalar-quantized codes (Lance's
+	// IVF_HNSW_SQ). The default.
+	IndexIVFHNSWSQ = "ivf_hnsw_sq"
+)
+
+// lancerIndexTypeURL is the type URL of lancer's vector index details (see
+// internal/pb/lancerpb): not a Lance index type, so real Lance leaves the
+// segment alone.
+const lancerIndexTypeURL = "/lancer.index.LancerVectorIndex"
+
+// vectorIndexFile is the name of a lancer vector index file in its segment
+// directory, _indices/<uuid>/.
+const vectorIndexFile = "vectors.lancer-ivf"
+
+// lancerIndexVersion is the index_version recorded for lancer's segments.
+const lancerIndexVersion = 1
+
+// CreateIndexOptions configures CreateIndex. A nil pointer or zero fields
+// mean the defaults.
+type CreateIndexOptions struct {
+	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat or
+	// IndexFlat. Lance's spellings ("IVF_HNSW_SQ", "IVF_FLAT") are accepted.
+	Type string
+	// Name is the index name. Default: "<column>_idx", as Lance names
+	// indices.
+	Name string
+	// Metric is the distance the index orders by. Default vector.L2.
+	Metric vector.Metric
+	// Partitions is the number of IVF partitions of the ivf_* types.
+	// Default round(√rows), Lance's default.
+	Partitions int
+	// M and EfConstruction are the HNSW parameters of the *hnsw* types.
+	// Defaults: vector.HNSWOptions' M and, per partition, the vector
+	// package's default for IVF partitions.
+	M, EfConstruction int
+	// Replace replaces an index of the same name. Default false: creating
+	// an index whose name exists fails with lancer.ErrAlreadyExists.
+	Replace bool
+	// Seed seeds the build (k-means sampling, HNSW levels): the same seed
+	// and data give the same index. Default 0.
+	Seed uint64
+	// Workers is the number of goroutines building. Default GOMAXPROCS.
+	Workers int
+	// Progress, if set, is called as the build goes on: stage is "read"
+	// (rows read of the total), then the vector package's stages
+	// ("kmeans", "assign", "partitions"), then "write". It may be called
+	// from several goroutines and must be cheap.
+	Progress func(stage string, done, total int)
+}
+
+// normalizeIndexType maps the accepted spellings onto the Index* constants.
+func normalizeIndexType(t string) (string, error) {
+	switch strings.ToLower(t) {
+	case "", IndexIVFHNSWSQ:
+		return IndexIVFHNSWSQ, nil
+	case IndexHNSW, "hnsw_sq":
+		return IndexHNSW, nil
+	case IndexIVFFlat:
+		return IndexIVFFlat, nil
+	case IndexFlat:
+		return IndexFlat, nil
+	}
+	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw or ivf_hnsw_sq: %w", t, lancer.ErrInvalidArgument)
+}
+
+// ivfOptions returns the vector package's build options for an index type.
+func ivfOptions(typ string, o *CreateIndexOptions, n int) *vector.IVFOptions {
+	io := &vector.IVFOptions{
+		Metric:  o.Metric,
+		Seed:    o.Seed,
+		Workers: o.Workers,
+		HNSW:    vector.HNSWOptions{M: o.M, EfConstruction: o.EfConstruction, Metric: o.Metric, Seed: o.Seed},
+		KMeans:  vector.KMeansOptions{Metric: o.Metric, Seed: o.Seed, Workers: o.Workers},
+	}
+	switch typ {
+	case IndexFlat:
+		io.Partitions, io.Sub, io.Storage = 1, vector.SubFlat, vector.StoreFloat32
+	case IndexIVFFlat:
+		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StoreFloat32
+	case IndexHNSW:
+		io.Partitions, io.Sub, io.Storage = 1, vector.SubHNSW, vector.StoreSQ8
+	default:
+		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubHNSW, vector.StoreSQ8
+	}
+	if io.Partitions <= 0 {
+		io.Partitions = max(1, int(math.Round(math.Sqrt(float64(n)))))
+	}
+	io.Partitions = min(io.Partitions, max(n, 1))
+	if o.Progress != nil {
+		io.Progress = o.Progress
+	}
+	return io
+}
+
+// vectorColumn resolves column to a field holding fixed-size lists of
+// floats and returns it with its dimension.
+func (d *Dataset) vectorColumn(column string) (*format.Field, int, error) {
+	f, _, err := resolveColumn(d.manifest.Schema, column)
+	if err != nil {
+		return nil, 0, err
+	}
+	fsl, ok := f.Type.(*arrow.FixedSizeListType)
+	if !ok {
+		return nil, 0, fmt.Errorf("dataset: column %q is %s, not a vector (fixed-size list of floats): %w",
+			column, f.Type, lancer.ErrInvalidArgument)
+	}
+	switch fsl.Elem().ID() {
+	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+	default:
+		return nil, 0, fmt.Errorf("dataset: column %q holds %s, not floats: %w", column, fsl.Elem(), lancer.ErrInvalidArgument)
+	}
+	if fsl.Len() <= 0 {
+		return nil, 0, fmt.Errorf("dataset: column %q has dimension %d: %w", column, fsl.Len(), lancer.ErrInvalidArgument)
+	}
+	return f, int(fsl.Len()), nil
+}
+
+// CreateIndex builds a vector index over column (a fixed-size list of
+// float16, float32 or float64) from every row of this version and commits it
+// as a new version (a CreateIndex transaction, as Lance records index
+// creation). The index is written to _indices/<uuid>/ and covers the
+// fragments of this version; rows appended later are searched exactly until
+// OptimizeIndexes indexes them, and deleted rows are never returned. Null
+// vectors, and vectors holding NaN or ±Inf, are not indexed (Search never
+// returns them).
+//
+// lancer's vector index files are its own (see internal/pb/lancerpb): real
+// Lance opens, reads and writes a dataset that has them, and searches the
+// column without an index.
+func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIndexOptions) (*Dataset, error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	var o CreateIndexOptions
+	if opts != nil {
+		o = *opts
+	}
+	typ, err := normalizeIndexType(o.Type)
+	if err != nil {
+		return nil, err
+	}
+	field, dim, err := d.vectorColumn(column)
+	if err != nil {
+		return nil, err
+	}
+	if o.Name == "" {
+		o.Name = column + "_idx"
+	}
+	var removed []*tablepb.IndexMetadata
+	for _, ix := range d.manifest.rawIndices {
+		if ix.Name != o.Name {
+			continue
+		}
+		if !o.Replace {
+			return nil, fmt.Errorf("dataset: an index named %q exists (set Replace to rebuild it): %w", o.Name, lancer.ErrAlreadyExists)
+		}
+		removed = append(removed, ix)
+	}
+	frags := make([]uint64, len(d.manifest.Fragments))
+	for i, f := range d.manifest.Fragments {
+		frags[i] = f.ID
+	}
+	seg, files, err := d.buildVectorSegment(ctx, column, field, dim, typ, &o, frags)
+	if err != nil {
+		return nil, err
+	}
+	op := &operation{kind: opCreateIndex, newIndices: []*tablepb.IndexMetadata{seg}, removedIndices: removed, indexFiles: files}
+	return d.commit(ctx, op, DefaultCommitRetries)
+}
+
+// buildVectorSegment reads column from the fragments frags, builds an
+// index of type typ and writes it to a new segment directory. It returns
+// the segment's metadata and the files written.
+func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *format.Field, dim int, typ string,
+	o *CreateIndexOptions, frags []uint64) (*tablepb.IndexMetadata, []string, error) {
+	vecs, ids, err := d.readVectors(ctx, column, dim, frags, o.Progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(ids)
+	io := ivfOptions(typ, o, n)
+	ivf, err := vector.BuildIVF(vecs, dim, ids, io)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dataset: build index on %q: %w", column, err)
+	}
+	data, err := ivf.MarshalBinary()
+	if err != nil {
+		return nil, nil, fmt.Errorf("dataset: encode index on %q: %w", column, err)
+	}
+	u := newUUID()
+	uuid := formatUUID(u[:])
+	key := indicesDir + uuid + "/" + vectorIndexFile
+	if o.Progress != nil {
+		o.Progress("write", 0, len(data))
+	}
+	if err := d.store.Write(ctx, key, data); err != nil {
+		return nil, nil, fmt.Errorf("dataset: write index %s: %w", location(d.store, key), err)
+	}
+	if o.Progress != nil {
+		o.Progress("write", len(data), len(data))
+	}
+	details := &lancerpb.LancerVectorIndex{
+		Type:         typ,
+		Metric:       o.Metric.String(),
+		Dim:          uint32(dim),
+		Partitions:   uint32(ivf.Partitions()),
+		StableRowIds: d.manifest.StableRowIDs(),
+		Rows:         uint64(n),
+		File:         vectorIndexFile,
+		Seed:         o.Seed,
+	}
+	if io.Sub == vector.SubHNSW {
+		details.M = uint32(io.HNSW.M)
+		details.EfConstruction = uint32(io.HNSW.EfConstruction)
+	}
+	value, err := proto.MarshalOptions{Deterministic: true}.Marshal(details)
+	if err != nil {
+		return nil, nil, err
+	}
+	bm := roaring.New()
+	for _, id := range frags {
+		bm.Add(uint32(id))
+	}
+	bm.RunOptimize()
+	bitmap, err := bm.ToBytes()
+	if err != nil {
+		return nil, nil, err
+	}
+	version := int32(lancerIndexVersion)
+	created := uint64(time.Now().UnixMilli())
+	seg := &tablepb.IndexMetadata{
+		Uuid:           &tablepb.UUID{Uuid: u[:]},
+		Fields:         []int32{field.ID},
+		Name:           o.Name,
+		DatasetVersion: d.manifest.Version,
+		FragmentBitmap: bitmap,
+		IndexDetails:   &anypb.Any{TypeUrl: lancerIndexTypeURL, Value: value},
+		IndexVersion:   &version,
+		CreatedAt:      &created,
+		Files:          []*tablepb.IndexFile{{Path: vectorIndexFile, SizeBytes: uint64(len(data))}},
+	}
+	return seg, []string{key}, nil
+}
+
+// indicesDir is where index segments live, one directory per uuid.
+const indicesDir = "_indices/"
+
+// readVectors reads column from the fragments frags (in their scan order)
+// and returns the finite, non-null vectors packed row-major with their row
+// ids (stable row ids, or row addresses without them).
+func (d *Dataset) readVectors(ctx context.Context, column string, dim int, frags []uint64,
+	progress func(string, int, int)) ([]float32, []uint64, error) {
+	view := d.withFragments(frags)
+	total := 0
+	for _, f := range view.manifest.Fragments {
+		total += int(f.PhysicalRows)
+	}
+	s, err := view.Scan(ctx, &ScanOptions{Columns: []string{column}, WithRowID: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Release()
+	vecs := make([]float32, 0, total*dim)
+	ids := make([]uint64, 0, total)
+	done := 0
+	for s.Next() {
+		rec := s.RecordBatch()
+		col, ok := rec.Column(0).(*array.FixedSizeList)
+		if !ok {
+			return nil, nil, fmt.Errorf("dataset: column %q read as %s: %w", column, rec.Column(0).DataType(), lancer.ErrCorrupt)
+		}
+		rowIDs := rec.Column(1).(*array.Uint64).Values()
+		vecs, ids = appendVectors(vecs, ids, col, rowIDs, dim)
+		done += int(rec.NumRows())
+		if progress != nil {
+			progress("read", done, total)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, nil, err
+	}
+	return vecs, ids, nil
+}
+
+// appendVectors appends the finite, non-null vectors of col (and their ids)
+// as float32.
+func appendVectors(vecs []float32, ids []uint64, col *array.FixedSizeList, rowIDs []uint64, dim int) ([]float32, []uint64) {
+	off := col.Offset()
+	values := col.ListValues()
+	var row []float32
+	for i := 0; i < col.Len(); i++ {
+		if col.IsNull(i) {
+			continue
+		}
+		row = vectorAt(row[:0], values, (off+i)*dim, dim)
+		if row == nil {
+			continue
+		}
+		vecs = append(vecs, row...)
+		ids = append(ids, rowIDs[i])
+	}
+	return vecs, ids
+}
+
+// vectorAt appends values[start:start+dim] to dst as float32; nil if a
+// value is null, NaN or infinite.
+func vectorAt(dst []float32, values arrow.Array, start, dim int) []float32 {
+	if values.NullN() > 0 {
+		for j := start; j < start+dim; j++ {
+			if values.IsNull(j) {
+				return nil
+			}
+		}
+	}
+	switch v := values.(type) {
+	case *array.Float32:
+		dst = append(dst, v.Float32Values()[start:start+dim]...)
+	case *array.Float16:
+		for _, h := range v.Values()[start : start+dim] {
+			dst = append(dst, h.Float32())
+		}
+	case *array.Float64:
+		for _, x := range v.Float64Values()[start : start+dim] {
+			dst = append(dst, float32(x))
+		}
+	default:
+		return nil
+	}
+	for _, x := range dst[len(dst)-dim:] {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil
+		}
+	}
+	return dst
+}
+
+// withFragments returns a view of d holding only the fragments whose ids
+// are in ids (in d's order), for reading a subset of the rows.
+func (d *Dataset) withFragments(ids []uint64) *Dataset {
+	keep := map[uint64]bool{}
+	for _, id := range ids {
+		keep[id] = true
+	}
+	m := *d.manifest
+	m.Fragments = nil
+	for _, f := range d.manifest.Fragments {
+		if keep[f.ID] {
+			m.Fragments = append(m.Fragments, f)
+		}
+	}
+	return &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, bases: d.bases}
+}
+
+// DropIndex removes every segment of the index named name in a new version
+// (a CreateIndex transaction with removed segments, as Lance records it).
+// The index files stay until Cleanup removes them with the versions that
+// use them. Dropping a name no segment has fails with lancer.ErrNotFound.
+func (d *Dataset) DropIndex(ctx context.Context, name string) (*Dataset, error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	var removed []*tablepb.IndexMetadata
+	for _, ix := range d.manifest.rawIndices {
+		if ix.Name == name {
+			removed = append(removed, ix)
+		}
+	}
+	if len(removed) == 0 {
+		return nil, fmt.Errorf("dataset: no index named %q: %w", name, lancer.ErrNotFound)
+	}
+	return d.commit(ctx, &operation{kind: opCreateIndex, removedIndices: removed}, DefaultCommitRetries)
+}
+
+// OptimizeIndexes brings lancer's vector indices up to date with the rows
+// appended since they were built: for each index, one new segment (same
+// name, type and parameters) over the fragments no segment covers, committed
+// together as one version, as Lance's optimize_indices adds delta segments.
+// Indices that cover every fragment, and indices lancer did not build, are
+// left alone; with nothing to do it returns d.
+func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	groups := map[string][]*tablepb.IndexMetadata{}
+	var names []string
+	for _, ix := range d.manifest.rawIndices {
+		if ix.GetIndexDetails().GetTypeUrl() != lancerIndexTypeURL {
+			continue
+		}
+		if _, ok := groups[ix.Name]; !ok {
+			names = append(names, ix.Name)
+		}
+		groups[ix.Name] = append(groups[ix.Name], ix)
+	}
+	op := &operation{kind: opCreateIndex}
+	defer func() {
+		if op != nil {
+			for _, key := range op.indexFiles {
+				_ = d.store.Delete(context.WithoutCancel(ctx), key)
+			}
+		}
+	}()
+	for _, name := range names {
+		segs := groups[name]
+		covered := roaring.New()
+		for _, ix := range segs {
+			if bm, err := decodeRoaring(ix.FragmentBitmap); err == nil {
+				covered.Or(bm)
+			}
+		}
+		var missing []uint64
+		for _, f := range d.manifest.Fragments {
+			if !covered.Contains(uint32(f.ID)) {
+				missing = append(missing, f.ID)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		last := segs[len(segs)-1]
+		var det lancerpb.LancerVectorIndex
+		if err := proto.Unmarshal(last.IndexDetails.Value, &det); err != nil {
+			return nil, fmt.Errorf("dataset: index %q: details: %v: %w", name, err, lancer.ErrCorrupt)
+		}
+		metric, err := vector.ParseMetric(det.Metric)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: index %q: %w", name, errors.Join(err, lancer.ErrCorrupt))
+		}
+		if len(last.Fields) != 1 {
+			return nil, fmt.Errorf("dataset: index %q has %d fields: %w", name, len(last.Fields), lancer.ErrCorrupt)
+		}
+		column, ok := fieldPaths(d.manifest.Schema)[last.Fields[0]]
+		if !ok {
+			continue // the column was dropped; retainIndices drops the index
+		}
+		field, dim, err := d.vectorColumn(column)
+		if err != nil {
+			return nil, err
+		}
+		o := &CreateIndexOptions{Name: name, Metric: metric, M: int(det.M), EfConstruction: int(det.EfConstruction), Seed: det.Seed}
+		if det.Type == IndexIVFFlat || det.Type == IndexIVFHNSWSQ {
+			// A delta gets partitions in proportion to its rows.
+			o.Partitions = 0
+		}
+		seg, files, err := d.buildVectorSegment(ctx, column, field, dim, det.Type, o, missing)
+		if err != nil {
+			return nil, err
+		}
+		op.newIndices = append(op.newIndices, seg)
+		op.indexFiles = append(op.indexFiles, files...)
+	}
+	if len(op.newIndices) == 0 {
+		op = nil
+		return d, nil
+	}
+	out, err := d.commit(ctx, op, DefaultCommitRetries)
+	op = nil // commit removes the files itself when it definitely failed
+	return out, err
+}
+
+// applyCreateIndex returns indices without the segments op removes (by
+// uuid) and with the ones it adds.
+func applyCreateIndex(indices []*tablepb.IndexMetadata, op *operation) []*tablepb.IndexMetadata {
+	gone := map[string]bool{}
+	for _, ix := range op.removedIndices {
+		gone[string(ix.GetUuid().GetUuid())] = true
+	}
+	out := slices.DeleteFunc(slices.Clone(indices), func(ix *tablepb.IndexMetadata) bool {
+		return gone[string(ix.GetUuid().GetUuid())]
+	})
+	for _, ix := range op.newIndices {
+		out = append(out, proto.Clone(ix).(*tablepb.IndexMetadata))
+	}
+	return out
+}

@@ -1,0 +1,512 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/pb/lancerpb"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// DistanceColumn is the column Search adds: the distance of each row to the
+// query, as Lance's "_distance".
+const DistanceColumn = "_distance"
+
+// SearchOptions configures Search. A nil pointer or zero fields mean the
+// defaults.
+type SearchOptions struct {
+	// K is the number of nearest rows to return. Default 10.
+	K int
+	// Metric is the distance: "l2", "cosine" or "dot". Default: the
+	// index's metric, or l2 without an index. An index built for another
+	// metric is not used (the search is exact).
+	Metric string
+	// Filter is an SQL predicate over the dataset's columns (as
+	// ScanOptions.Filter). Default "": every row.
+	Filter string
+	// Postfilter applies Filter to the K nearest rows instead of searching
+	// only the rows it keeps (the default, a prefilter): cheaper for broad
+	// filters, but it may return fewer than K rows, as in Lance.
+	Postfilter bool
+	// NProbes is the number of IVF partitions searched per index segment.
+	// Default 20, LanceDB's default.
+	NProbes int
+	// Ef is the HNSW beam width. Default: the vector package's.
+	Ef int
+	// RefineFactor, when positive, takes K*RefineFactor candidates from the
+	// index and re-ranks them by their exact vectors (read from the
+	// dataset), so that the distances returned are exact. Default 0:
+	// distances of quantized indices are those of the quantized vectors.
+	RefineFactor int
+	// Columns are the columns returned, before DistanceColumn. Default nil:
+	// every column. "_rowid" may be named.
+	Columns []string
+	// WithRowID appends "_rowid" before DistanceColumn.
+	WithRowID bool
+	// Exact ignores indices and scores every row (Lance's
+	// bypass_vector_index).
+	Exact bool
+	// Index names the index to use. Default: any lancer index on the
+	// column with the search's metric.
+	Index string
+	// Workers is the parallelism of exact scoring. Default GOMAXPROCS.
+	Workers int
+}
+
+// Search returns the K rows nearest to query in column (a vector column, see
+// CreateIndex) of this version, nearest first, with their distances in
+// DistanceColumn (float32). It uses the column's lancer vector index for the
+// fragments the index covers and scores the other fragments exactly, so rows
+// appended after the index was built are found; deleted rows are never
+// returned. Rows whose vector is null or not finite are never returned.
+//
+// A Dataset keeps the vectors of the fragments it scored exactly in memory,
+// and loaded indices are cached process-wide, so repeated searches on one
+// Dataset do not read them again. Search is safe for concurrent use. The
+// caller releases the batch.
+func (d *Dataset) Search(ctx context.Context, column string, query []float32, opts *SearchOptions) (arrow.RecordBatch, error) {
+	var o SearchOptions
+	if opts != nil {
+		o = *opts
+	}
+	hits, err := d.SearchRowIDs(ctx, column, query, &o)
+	if err != nil {
+		return nil, err
+	}
+	return d.searchResult(ctx, hits, o)
+}
+
+// SearchRowIDs is Search returning only the row ids (as _rowid) and
+// distances of the nearest rows, without reading their columns.
+func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float32, opts *SearchOptions) ([]vector.Neighbor, error) {
+	var o SearchOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.K == 0 {
+		o.K = 10
+	}
+	if o.K < 0 || o.NProbes < 0 || o.Ef < 0 || o.RefineFactor < 0 {
+		return nil, fmt.Errorf("dataset: search: negative k, nprobes, ef or refine factor: %w", lancer.ErrInvalidArgument)
+	}
+	if o.NProbes == 0 {
+		o.NProbes = 20
+	}
+	field, dim, err := d.vectorColumn(column)
+	if err != nil {
+		return nil, err
+	}
+	if len(query) != dim {
+		return nil, fmt.Errorf("dataset: search: query of %d dimensions for column %q of %d: %w", len(query), column, dim, lancer.ErrInvalidArgument)
+	}
+	for i, x := range query {
+		if x != x || x > maxFloat32 || x < -maxFloat32 {
+			return nil, fmt.Errorf("dataset: search: query element %d is %v: %w", i, x, lancer.ErrInvalidArgument)
+		}
+	}
+	segs, metric, err := d.searchSegments(field.ID, o)
+	if err != nil {
+		return nil, err
+	}
+	var allow *roaring64.Bitmap
+	if o.Filter != "" {
+		if allow, err = d.filterRowIDs(ctx, o.Filter); err != nil {
+			return nil, err
+		}
+	}
+	pre := allow
+	if o.Postfilter {
+		pre = nil
+	}
+
+	want := o.K
+	if o.RefineFactor > 0 {
+		want = o.K * o.RefineFactor
+	}
+	top := vector.NewTopK(want)
+	covered := roaring.New()
+	for _, seg := range segs {
+		ivf, err := d.loadVectorIndex(ctx, seg)
+		if err != nil {
+			return nil, err
+		}
+		live, err := d.segmentLiveRows(ctx, seg, ivf)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range seg.Fragments {
+			covered.Add(id)
+		}
+		var f vector.Filter
+		switch {
+		case live == nil && pre == nil:
+		case live == nil:
+			f = vector.AllowBitmap(pre)
+		case pre == nil:
+			f = vector.AllowBitmap(live)
+		default:
+			f = vector.AllowBitmap(roaring64.And(live, pre))
+		}
+		for _, n := range ivf.index.Search(query, want, &vector.IVFSearchOptions{NProbes: o.NProbes, Ef: o.Ef}, f) {
+			top.Push(n.ID, n.Distance)
+		}
+	}
+	var rest []uint64
+	for _, f := range d.manifest.Fragments {
+		if !covered.Contains(uint32(f.ID)) {
+			rest = append(rest, f.ID)
+		}
+	}
+	if len(rest) > 0 {
+		flat, err := d.flatVectors(ctx, column, dim, rest)
+		if err != nil {
+			return nil, err
+		}
+		var f vector.Filter
+		if pre != nil {
+			f = flatFilter{ids: flat.ids, allow: pre}
+		}
+		workers := o.Workers
+		if workers <= 0 {
+			workers = 0 // FlatSearchParallel's default
+		}
+		for _, n := range vector.FlatSearchParallel(flat.vecs, dim, query, want, metric, f, workers) {
+			top.Push(flat.ids[n.ID], n.Distance)
+		}
+	}
+	hits := top.Sorted()
+	if o.RefineFactor > 0 && len(segs) > 0 {
+		if hits, err = d.refine(ctx, column, dim, query, hits, o.K, metric); err != nil {
+			return nil, err
+		}
+	}
+	if len(hits) > o.K {
+		hits = hits[:o.K]
+	}
+	if o.Postfilter && allow != nil {
+		hits = slices.DeleteFunc(hits, func(n vector.Neighbor) bool { return !allow.Contains(n.ID) })
+	}
+	return hits, nil
+}
+
+const maxFloat32 = 3.4028234663852886e38
+
+// flatFilter maps positions in a flat vector list to row ids for a filter.
+type flatFilter struct {
+	ids   []uint64
+	allow *roaring64.Bitmap
+}
+
+func (f flatFilter) Contains(pos uint64) bool { return f.allow.Contains(f.ids[pos]) }
+
+// searchSegments returns the lancer vector index segments on field that a
+// search with o uses, and the metric of the search.
+func (d *Dataset) searchSegments(field int32, o SearchOptions) ([]IndexInfo, vector.Metric, error) {
+	var want *vector.Metric
+	if o.Metric != "" {
+		m, err := vector.ParseMetric(o.Metric)
+		if err != nil {
+			return nil, 0, err
+		}
+		want = &m
+	}
+	var (
+		segs   []IndexInfo
+		metric vector.Metric
+		found  bool
+	)
+	for i, ix := range d.manifest.Indices {
+		if ix.TypeURL != lancerIndexTypeURL || len(ix.FieldIDs) != 1 || ix.FieldIDs[0] != field {
+			continue
+		}
+		if o.Index != "" && ix.Name != o.Index {
+			continue
+		}
+		var det lancerpb.LancerVectorIndex
+		if err := proto.Unmarshal(d.manifest.rawIndices[i].GetIndexDetails().GetValue(), &det); err != nil {
+			return nil, 0, fmt.Errorf("dataset: index %q: details: %v: %w", ix.Name, err, lancer.ErrCorrupt)
+		}
+		m, err := vector.ParseMetric(det.Metric)
+		if err != nil {
+			return nil, 0, fmt.Errorf("dataset: index %q: %v: %w", ix.Name, err, lancer.ErrCorrupt)
+		}
+		if want != nil && m != *want {
+			continue
+		}
+		if found && m != metric {
+			continue // two indices of different metrics: use the first one's
+		}
+		metric, found = m, true
+		if len(ix.Fragments) > 0 {
+			segs = append(segs, ix)
+		}
+	}
+	if o.Index != "" && !found && !o.Exact {
+		return nil, 0, fmt.Errorf("dataset: search: no lancer vector index %q on this column with that metric: %w", o.Index, lancer.ErrNotFound)
+	}
+	if want != nil {
+		metric = *want
+	}
+	if o.Exact {
+		segs = nil
+	}
+	return segs, metric, nil
+}
+
+// filterRowIDs returns the row ids of the rows predicate keeps.
+func (d *Dataset) filterRowIDs(ctx context.Context, predicate string) (*roaring64.Bitmap, error) {
+	s, err := d.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}, Filter: predicate})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Release()
+	out := roaring64.New()
+	for s.Next() {
+		rec := s.RecordBatch()
+		out.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
+	}
+	return out, s.Err()
+}
+
+// segmentLiveRows returns the row ids of the live rows of the fragments seg
+// covers in this version, or nil when they are exactly the rows the index
+// holds (no row deleted, moved or compacted away since): then the index
+// needs no filter. The answer is cached per Dataset and segment.
+func (d *Dataset) segmentLiveRows(ctx context.Context, seg IndexInfo, ivf *loadedIndex) (*roaring64.Bitmap, error) {
+	type liveEntry struct {
+		once sync.Once
+		live *roaring64.Bitmap
+		err  error
+	}
+	v, _ := d.searchState.LoadOrStore("live/"+seg.UUID, &liveEntry{})
+	e := v.(*liveEntry)
+	e.once.Do(func() {
+		view := d.withFragments(toUint64s(seg.Fragments))
+		s, err := view.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}})
+		if err != nil {
+			e.err = err
+			return
+		}
+		defer s.Release()
+		live := roaring64.New()
+		for s.Next() {
+			rec := s.RecordBatch()
+			live.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
+		}
+		if e.err = s.Err(); e.err != nil {
+			return
+		}
+		if !live.Equals(ivf.ids) {
+			e.live = live
+		}
+	})
+	if e.err != nil {
+		d.searchState.Delete("live/" + seg.UUID) // retry next time
+	}
+	return e.live, e.err
+}
+
+func toUint64s(ids []uint32) []uint64 {
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		out[i] = uint64(id)
+	}
+	return out
+}
+
+// flatVectorSet holds the vectors of some fragments for exact scoring.
+type flatVectorSet struct {
+	vecs []float32
+	ids  []uint64
+}
+
+// flatVectors returns the vectors of column in fragments frags, read once
+// per Dataset.
+func (d *Dataset) flatVectors(ctx context.Context, column string, dim int, frags []uint64) (*flatVectorSet, error) {
+	type flatEntry struct {
+		once sync.Once
+		set  *flatVectorSet
+		err  error
+	}
+	key := fmt.Sprintf("flat/%s/%v", column, frags)
+	v, _ := d.searchState.LoadOrStore(key, &flatEntry{})
+	e := v.(*flatEntry)
+	e.once.Do(func() {
+		vecs, ids, err := d.readVectors(ctx, column, dim, frags, nil)
+		e.set, e.err = &flatVectorSet{vecs: vecs, ids: ids}, err
+	})
+	if e.err != nil {
+		d.searchState.Delete(key)
+	}
+	return e.set, e.err
+}
+
+// refine re-scores candidates with their exact vectors and keeps the k
+// nearest.
+func (d *Dataset) refine(ctx context.Context, column string, dim int, query []float32, cands []vector.Neighbor, k int, m vector.Metric) ([]vector.Neighbor, error) {
+	if len(cands) == 0 {
+		return cands, nil
+	}
+	ids := make([]uint64, len(cands))
+	for i, c := range cands {
+		ids[i] = c.ID
+	}
+	rec, err := d.TakeRowIDs(ctx, ids, &TakeOptions{Columns: []string{column}})
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	col := rec.Column(0).(*array.FixedSizeList)
+	vecs, kept := appendVectors(nil, nil, col, ids, dim)
+	exact := vector.FlatSearch(vecs, dim, query, k, m, nil)
+	for i := range exact {
+		exact[i].ID = kept[exact[i].ID]
+	}
+	return exact, nil
+}
+
+// searchResult takes the rows of hits and appends DistanceColumn.
+func (d *Dataset) searchResult(ctx context.Context, hits []vector.Neighbor, o SearchOptions) (arrow.RecordBatch, error) {
+	ids := make([]uint64, len(hits))
+	dist := make([]float32, len(hits))
+	for i, h := range hits {
+		ids[i], dist[i] = h.ID, h.Distance
+	}
+	rec, err := d.TakeRowIDs(ctx, ids, &TakeOptions{Columns: o.Columns, WithRowID: o.WithRowID})
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	mem := d.opts.Allocator
+	b := array.NewFloat32Builder(mem)
+	defer b.Release()
+	b.AppendValues(dist, nil)
+	darr := b.NewArray()
+	defer darr.Release()
+	fields := append(slices.Clone(rec.Schema().Fields()), arrow.Field{Name: DistanceColumn, Type: arrow.PrimitiveTypes.Float32, Nullable: true})
+	md := rec.Schema().Metadata()
+	schema := arrow.NewSchema(fields, &md)
+	cols := append(slices.Clone(rec.Columns()), darr)
+	return array.NewRecordBatch(schema, cols, int64(len(hits))), nil
+}
+
+// loadedIndex is a decoded index file with the set of ids it holds.
+type loadedIndex struct {
+	index *vector.IVF
+	ids   *roaring64.Bitmap
+	bytes int
+}
+
+// loadVectorIndex returns seg's index, from the process-wide cache or read.
+func (d *Dataset) loadVectorIndex(ctx context.Context, seg IndexInfo) (*loadedIndex, error) {
+	store, err := d.rootStore(ctx, seg.BaseID, "index "+seg.Name)
+	if err != nil {
+		return nil, err
+	}
+	key := indicesDir + seg.UUID + "/" + vectorIndexFile
+	return indexCache.get(ctx, store, key)
+}
+
+// vectorIndexCache keeps decoded index files, least recently used evicted
+// first once they hold more than limit bytes.
+type vectorIndexCache struct {
+	mu      sync.Mutex
+	limit   int
+	used    int
+	tick    uint64
+	entries map[indexCacheKey]*indexCacheEntry
+}
+
+type indexCacheKey struct {
+	store any
+	key   string
+}
+
+type indexCacheEntry struct {
+	once    sync.Once
+	idx     *loadedIndex
+	err     error
+	lastUse uint64
+}
+
+// indexCache is the process-wide cache of decoded vector indices: 4 GiB.
+var indexCache = &vectorIndexCache{limit: 4 << 30, entries: map[indexCacheKey]*indexCacheEntry{}}
+
+func (c *vectorIndexCache) get(ctx context.Context, store blob.Store, key string) (*loadedIndex, error) {
+	if !reflect.TypeOf(store).Comparable() {
+		return readVectorIndex(ctx, store, key)
+	}
+	k := indexCacheKey{store, key}
+	c.mu.Lock()
+	e, ok := c.entries[k]
+	if !ok {
+		e = &indexCacheEntry{}
+		c.entries[k] = e
+	}
+	c.tick++
+	e.lastUse = c.tick
+	c.mu.Unlock()
+	e.once.Do(func() {
+		e.idx, e.err = readVectorIndex(ctx, store, key)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if e.err != nil {
+			delete(c.entries, k)
+			return
+		}
+		c.used += e.idx.bytes
+		c.evict(k)
+	})
+	return e.idx, e.err
+}
+
+// evict drops least recently used entries (never keep) while over the
+// limit. c.mu is held.
+func (c *vectorIndexCache) evict(keep indexCacheKey) {
+	for c.used > c.limit {
+		var (
+			oldest indexCacheKey
+			found  bool
+			min    uint64
+		)
+		for k, e := range c.entries {
+			if k == keep || e.idx == nil {
+				continue
+			}
+			if !found || e.lastUse < min {
+				oldest, min, found = k, e.lastUse, true
+			}
+		}
+		if !found {
+			return
+		}
+		c.used -= c.entries[oldest].idx.bytes
+		delete(c.entries, oldest)
+	}
+}
+
+// readVectorIndex reads and decodes an index file.
+func readVectorIndex(ctx context.Context, store blob.Store, key string) (*loadedIndex, error) {
+	data, err := store.ReadAll(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: read index %s: %w", location(store, key), err)
+	}
+	ivf, err := vector.UnmarshalIVF(data)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: index %s: %w", location(store, key), err)
+	}
+	ids := roaring64.New()
+	ids.AddMany(ivf.IDs())
+	return &loadedIndex{index: ivf, ids: ids, bytes: len(data)}, nil
+}
