@@ -18,7 +18,7 @@ import (
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "lancer",
-		Short:         "Read and write Lance datasets: import, scan, count, delete, update, compact, clean up, restore",
+		Short:         "Read and write Lance datasets: import, scan, count, delete, update, compact, clean up, restore, index, search",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -38,6 +38,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newCompactCommand(),
 		newCleanupCommand(),
 		newRestoreCommand(),
+		newIndexCommand(),
+		newSearchCommand(),
 	)
 	return root
 }

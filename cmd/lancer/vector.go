@@ -1,0 +1,492 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/spf13/cobra"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// The vector verbs: index create/list/drop/optimize and search.
+
+func newIndexCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "index",
+		Short: "Create, list, drop and update vector indices",
+	}
+	cmd.AddCommand(newIndexCreateCommand(), newIndexListCommand(), newIndexDropCommand(), newIndexOptimizeCommand())
+	return cmd
+}
+
+func newIndexCreateCommand() *cobra.Command {
+	var (
+		column, typ, metric, name string
+		partitions, m, efc        int
+		replace                   bool
+		progress                  string
+	)
+	cmd := &cobra.Command{
+		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|flat] [--metric l2|cosine|dot]",
+		Short: "Build a vector index over a column and commit it",
+		Long: `Build a vector index over --column (a fixed-size list of floats) from every row
+of the latest version, and commit it as a new version. Rows appended later are
+searched exactly until "lancer index optimize" indexes them.
+
+Types: ivf_hnsw_sq (default; k-means partitions, each an HNSW graph over 8-bit
+quantized vectors, like Lance's IVF_HNSW_SQ), hnsw (one graph), ivf_flat
+(partitions scanned exactly) and flat (exact search over a packed copy).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if column == "" {
+				return fmt.Errorf("index create needs --column: %w", lancer.ErrInvalidArgument)
+			}
+			met, err := vector.ParseMetric(metric)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			ds, err := openLatest(cmd, args)
+			if err != nil {
+				return err
+			}
+			bar, err := newProgress(cmd.ErrOrStderr(), progress)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			out, err := ds.CreateIndex(ctx, column, &dataset.CreateIndexOptions{
+				Type: typ, Name: name, Metric: met, Partitions: partitions, M: m, EfConstruction: efc,
+				Replace: replace, Progress: bar.update,
+			})
+			bar.done()
+			if err != nil {
+				return err
+			}
+			info := out.Indices()[len(out.Indices())-1]
+			return report(cmd, "created index %q on %s over %s in %.1f s; version %d",
+				info.Name, column, rows(uint64(indexedRows(out, info))), time.Since(start).Seconds(), out.Version())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&column, "column", "", "the vector column to index (required)")
+	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat or flat")
+	f.StringVar(&metric, "metric", "l2", "distance: l2, cosine or dot")
+	f.StringVar(&name, "name", "", "index name (default: COLUMN_idx)")
+	f.IntVar(&partitions, "partitions", 0, "IVF partitions (default: √rows)")
+	f.IntVar(&m, "m", 0, "HNSW neighbours per node (default 16)")
+	f.IntVar(&efc, "ef-construction", 0, "HNSW beam width while building (default: the vector package's)")
+	f.BoolVar(&replace, "replace", false, "replace an index of the same name")
+	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
+	return cmd
+}
+
+// indexedRows returns how many rows the segment info says it indexed, from
+// the fragments it covers.
+func indexedRows(ds *dataset.Dataset, info dataset.IndexInfo) uint64 {
+	covered := map[uint32]bool{}
+	for _, id := range info.Fragments {
+		covered[id] = true
+	}
+	var n uint64
+	for _, f := range ds.Manifest().Fragments {
+		if covered[uint32(f.ID)] {
+			n += f.PhysicalRows
+		}
+	}
+	return n
+}
+
+func newIndexListCommand() *cobra.Command {
+	var (
+		rf        refFlags
+		formatArg string
+	)
+	cmd := &cobra.Command{
+		Use:   "list URI",
+		Short: "List the indices of a dataset (lancer's and Lance's)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ds, err := openDataset(cmd.Context(), cmd, args, &rf)
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name      string   `json:"name"`
+				Type      string   `json:"type"`
+				Columns   []string `json:"columns"`
+				UUID      string   `json:"uuid"`
+				Version   uint64   `json:"dataset_version"`
+				Fragments []uint32 `json:"fragments"`
+				Unindexed int      `json:"unindexed_fragments"`
+			}
+			var out []row
+			for _, ix := range ds.Indices() {
+				out = append(out, row{ix.Name, ix.Type, ix.Fields, ix.UUID, ix.DatasetVersion, ix.Fragments,
+					len(ds.Manifest().Fragments) - len(ix.Fragments)})
+			}
+			w := cmd.OutOrStdout()
+			switch formatArg {
+			case "json":
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				if out == nil {
+					out = []row{}
+				}
+				return enc.Encode(out)
+			case "table":
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "name\ttype\tcolumns\tuuid\tbuilt at\tfragments\tunindexed")
+				for _, r := range out {
+					fmt.Fprintln(tw, strings.Join([]string{r.Name, r.Type, strings.Join(r.Columns, ","), r.UUID,
+						strconv.FormatUint(r.Version, 10), strconv.Itoa(len(r.Fragments)), strconv.Itoa(r.Unindexed)}, "\t"))
+				}
+				return tw.Flush()
+			}
+			return fmt.Errorf("unknown --format %q (want table or json): %w", formatArg, lancer.ErrInvalidArgument)
+		},
+	}
+	rf.register(cmd)
+	cmd.Flags().StringVar(&formatArg, "format", "table", "output format: table or json")
+	return cmd
+}
+
+func newIndexDropCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "drop URI NAME",
+		Short: "Drop an index (its files go with the versions that use them, at cleanup)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ds, err := openLatest(cmd, args[:1])
+			if err != nil {
+				return err
+			}
+			out, err := ds.DropIndex(cmd.Context(), args[1])
+			if err != nil {
+				return err
+			}
+			return report(cmd, "dropped index %q; version %d", args[1], out.Version())
+		},
+	}
+}
+
+func newIndexOptimizeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "optimize URI",
+		Short: "Index the rows appended since lancer's vector indices were built",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ds, err := openLatest(cmd, args)
+			if err != nil {
+				return err
+			}
+			out, err := ds.OptimizeIndexes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if out.Version() == ds.Version() {
+				return report(cmd, "indices are up to date; version %d", out.Version())
+			}
+			return report(cmd, "indexed the new fragments; version %d", out.Version())
+		},
+	}
+}
+
+func newSearchCommand() *cobra.Command {
+	var (
+		rf                    refFlags
+		column, vec, queries  string
+		nearRow               int64
+		k                     int
+		filter, columns       string
+		formatArg, metric     string
+		nprobes, ef, refine   int
+		postfilter, exact     bool
+		nearRowSet, withRowID bool
+	)
+	cmd := &cobra.Command{
+		Use:   "search URI --column C (--vector JSON | --near-row ID | --queries FILE) [-k 10]",
+		Short: "Find the rows nearest to a vector",
+		Long: `Print the -k rows whose --column vectors are nearest to a query, nearest first,
+with their distance in _distance. The query is --vector (a JSON array of
+numbers), the vector of the row whose _rowid is --near-row, or every line of
+--queries FILE (one JSON array per line; - reads stdin), each result row then
+starting with its query_index (the 0-based line number).
+
+The column's vector index is used where it covers the rows, the other rows are
+scored exactly. --filter keeps only rows for which a SQL predicate is true
+(before the search, or after it with --postfilter).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			nearRowSet = cmd.Flags().Changed("near-row")
+			given := 0
+			for _, b := range []bool{vec != "", nearRowSet, queries != ""} {
+				if b {
+					given++
+				}
+			}
+			if column == "" || given != 1 {
+				return fmt.Errorf("search needs --column and exactly one of --vector, --near-row or --queries: %w", lancer.ErrInvalidArgument)
+			}
+			if k <= 0 {
+				return fmt.Errorf("-k must be positive: %w", lancer.ErrInvalidArgument)
+			}
+			out, err := newRowWriter(formatArg, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			ds, err := openDataset(ctx, cmd, args, &rf)
+			if err != nil {
+				return err
+			}
+			opts := &dataset.SearchOptions{K: k, Metric: metric, Filter: filter, Postfilter: postfilter,
+				NProbes: nprobes, Ef: ef, RefineFactor: refine, Exact: exact, WithRowID: withRowID}
+			if columns != "" {
+				for c := range strings.SplitSeq(columns, ",") {
+					opts.Columns = append(opts.Columns, strings.TrimSpace(c))
+				}
+			}
+			switch {
+			case vec != "":
+				q, err := parseVector(vec)
+				if err != nil {
+					return fmt.Errorf("--vector: %w", err)
+				}
+				return searchOne(ctx, ds, column, q, opts, out, -1, true)
+			case nearRowSet:
+				q, err := rowVector(ctx, ds, column, nearRow)
+				if err != nil {
+					return err
+				}
+				return searchOne(ctx, ds, column, q, opts, out, -1, true)
+			}
+			return searchMany(ctx, cmd, ds, column, queries, opts, out)
+		},
+	}
+	rf.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&column, "column", "", "the vector column to search (required)")
+	f.StringVar(&vec, "vector", "", "the query: a JSON array of numbers")
+	f.Int64Var(&nearRow, "near-row", 0, "use the vector of the row with this _rowid as the query")
+	f.StringVar(&queries, "queries", "", "a file of queries, one JSON array per line (- for stdin)")
+	f.IntVarP(&k, "k", "k", 10, "number of rows to return per query")
+	f.StringVar(&filter, "filter", "", "only rows for which this SQL predicate is true")
+	f.BoolVar(&postfilter, "postfilter", false, "apply --filter to the k nearest rows instead of before the search")
+	f.StringVar(&columns, "columns", "", "comma-separated columns to print (default: all)")
+	f.BoolVar(&withRowID, "with-rowid", false, "add the _rowid column")
+	f.StringVar(&formatArg, "format", "table", "output format: table, jsonl or csv")
+	f.StringVar(&metric, "metric", "", "distance: l2, cosine or dot (default: the index's, else l2)")
+	f.IntVar(&nprobes, "nprobes", 0, "IVF partitions searched (default 20)")
+	f.IntVar(&ef, "ef", 0, "HNSW beam width (default: the vector package's)")
+	f.IntVar(&refine, "refine-factor", 0, "re-rank k*N index candidates by their exact vectors")
+	f.BoolVar(&exact, "exact", false, "ignore indices and score every row")
+	return cmd
+}
+
+// parseVector parses a JSON array of numbers.
+func parseVector(s string) ([]float32, error) {
+	var xs []float64
+	if err := json.Unmarshal([]byte(s), &xs); err != nil {
+		return nil, fmt.Errorf("want a JSON array of numbers: %v: %w", err, lancer.ErrInvalidArgument)
+	}
+	if len(xs) == 0 {
+		return nil, fmt.Errorf("empty vector: %w", lancer.ErrInvalidArgument)
+	}
+	out := make([]float32, len(xs))
+	for i, x := range xs {
+		out[i] = float32(x)
+	}
+	return out, nil
+}
+
+// rowVector returns the vector of column in the row with _rowid id.
+func rowVector(ctx context.Context, ds *dataset.Dataset, column string, id int64) ([]float32, error) {
+	if id < 0 {
+		return nil, fmt.Errorf("--near-row %d: row ids are not negative: %w", id, lancer.ErrInvalidArgument)
+	}
+	rec, err := ds.TakeRowIDs(ctx, []uint64{uint64(id)}, &dataset.TakeOptions{Columns: []string{column}})
+	if err != nil {
+		return nil, fmt.Errorf("--near-row %d: %w", id, err)
+	}
+	defer rec.Release()
+	col, ok := rec.Column(0).(*array.FixedSizeList)
+	if !ok || col.IsNull(0) {
+		return nil, fmt.Errorf("--near-row %d: the row has no vector in %q: %w", id, column, lancer.ErrInvalidArgument)
+	}
+	vals := col.ListValues()
+	dim := int(col.DataType().(*arrow.FixedSizeListType).Len())
+	out := make([]float32, dim)
+	for i := range dim {
+		j := (col.Offset())*dim + i
+		switch v := vals.(type) {
+		case *array.Float32:
+			out[i] = v.Value(j)
+		case *array.Float64:
+			out[i] = float32(v.Value(j))
+		case *array.Float16:
+			out[i] = v.Value(j).Float32()
+		default:
+			return nil, fmt.Errorf("--near-row: column %q holds %s: %w", column, vals.DataType(), lancer.ErrInvalidArgument)
+		}
+	}
+	return out, nil
+}
+
+// searchOne runs one query and writes its rows, with query_index first
+// when qi >= 0. first says whether out.begin must be called.
+func searchOne(ctx context.Context, ds *dataset.Dataset, column string, q []float32, opts *dataset.SearchOptions,
+	out rowWriter, qi int, first bool) error {
+	rec, err := ds.Search(ctx, column, q, opts)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	if qi >= 0 {
+		with := withQueryIndex(rec, qi)
+		defer with.Release()
+		rec = with
+	}
+	if first {
+		if err := out.begin(rec.Schema()); err != nil {
+			return err
+		}
+	}
+	if err := out.write(rec); err != nil {
+		return err
+	}
+	if qi < 0 {
+		return out.end()
+	}
+	return nil
+}
+
+// withQueryIndex returns rec with an int32 query_index column first, as
+// LanceDB's batch queries return it.
+func withQueryIndex(rec arrow.RecordBatch, qi int) arrow.RecordBatch {
+	b := array.NewInt32Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for range rec.NumRows() {
+		b.Append(int32(qi))
+	}
+	idx := b.NewArray()
+	defer idx.Release()
+	fields := append([]arrow.Field{{Name: "query_index", Type: arrow.PrimitiveTypes.Int32}}, rec.Schema().Fields()...)
+	cols := append([]arrow.Array{idx}, rec.Columns()...)
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+}
+
+// searchMany runs every query of a file, in order.
+func searchMany(ctx context.Context, cmd *cobra.Command, ds *dataset.Dataset, column, file string,
+	opts *dataset.SearchOptions, out rowWriter) error {
+	var r io.Reader
+	if file == "-" {
+		r = cmd.InOrStdin()
+	} else {
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("--queries: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	qi, line := 0, 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		q, err := parseVector(text)
+		if err != nil {
+			return fmt.Errorf("--queries %s line %d: %w", file, line, err)
+		}
+		if err := searchOne(ctx, ds, column, q, opts, out, qi, qi == 0); err != nil {
+			return fmt.Errorf("--queries %s line %d: %w", file, line, err)
+		}
+		qi++
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("--queries %s: %w", file, err)
+	}
+	if qi == 0 {
+		return fmt.Errorf("--queries %s: no queries: %w", file, lancer.ErrInvalidArgument)
+	}
+	return out.end()
+}
+
+// progressBar draws build progress on a terminal: one line, redrawn at most
+// every 200 ms.
+type progressBar struct {
+	w       io.Writer
+	on      bool
+	mu      sync.Mutex
+	last    time.Time
+	stage   string
+	drawn   bool
+	started time.Time
+}
+
+func newProgress(w io.Writer, mode string) (*progressBar, error) {
+	p := &progressBar{w: w, started: time.Now()}
+	switch mode {
+	case "always":
+		p.on = true
+	case "never":
+	case "auto":
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				p.on = true
+			}
+		}
+	default:
+		return nil, fmt.Errorf("--progress %q: want auto, always or never: %w", mode, lancer.ErrInvalidArgument)
+	}
+	return p, nil
+}
+
+func (p *progressBar) update(stage string, done, total int) {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if stage == p.stage && now.Sub(p.last) < 200*time.Millisecond && done < total {
+		return
+	}
+	p.stage, p.last, p.drawn = stage, now, true
+	const width = 30
+	frac := 0.0
+	if total > 0 {
+		frac = min(1, float64(done)/float64(total))
+	}
+	n := int(frac * width)
+	fmt.Fprintf(p.w, "\r%-10s [%s%s] %3.0f%%  %5.1fs", stage, strings.Repeat("=", n), strings.Repeat(" ", width-n),
+		frac*100, now.Sub(p.started).Seconds())
+}
+
+func (p *progressBar) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeVectors writes a JSON lines file of n rows {id, label, vector}: row
+// i's vector is (i, i, i, 1) scaled, so the rows nearest to row i are i±1,
+// i±2, ...
+func writeVectors(t *testing.T, dir string, from, to int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, `{"id": %d, "label": "l%d", "vector": [%d, %d, %d, 1]}`+"\n", i, i%3, i, i, i)
+	}
+	p := filepath.Join(dir, fmt.Sprintf("v%d.jsonl", from))
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type hit struct {
+	QueryIndex *int    `json:"query_index"`
+	ID         int64   `json:"id"`
+	Label      string  `json:"label"`
+	Distance   float32 `json:"_distance"`
+}
+
+func hits(t *testing.T, out string) []hit {
+	t.Helper()
+	var hs []hit
+	for _, line := range jsonLines(out) {
+		var h hit
+		if err := json.Unmarshal(line, &h); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+func hitIDs(hs []hit) []int64 {
+	var out []int64
+	for _, h := range hs {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+func TestIndexAndSearchVerbs(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "v.lance")
+	mustRun(t, "import", writeVectors(t, dir, 0, 200), ds)
+
+	if got := mustRun(t, "index", "list", ds); strings.Count(got, "\n") != 1 {
+		t.Fatalf("index list of an unindexed dataset: %q", got)
+	}
+	out := mustRun(t, "index", "create", ds, "--column", "vector", "--type", "ivf_hnsw_sq", "--partitions", "4")
+	if !strings.HasPrefix(out, `created index "vector_idx" on vector over 200 rows in `) || !strings.HasSuffix(out, "; version 2\n") {
+		t.Fatalf("index create printed %q", out)
+	}
+	var list []struct {
+		Name      string `json:"name"`
+		Type      string `json:"type"`
+		Unindexed int    `json:"unindexed_fragments"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "index", "list", ds, "--format", "json")), &list); err != nil ||
+		len(list) != 1 || list[0].Name != "vector_idx" || list[0].Type != "LancerVectorIndex" || list[0].Unindexed != 0 {
+		t.Fatalf("index list: %v %+v", err, list)
+	}
+
+	// Rows appended after the index are found.
+	mustRun(t, "import", writeVectors(t, dir, 200, 210), ds, "--mode", "append")
+	hs := hits(t, mustRun(t, "search", ds, "--column", "vector", "--vector", "[205, 205, 205, 1]", "-k", "3", "--format", "jsonl", "--nprobes", "4"))
+	if ids := hitIDs(hs); len(ids) != 3 || ids[0] != 205 || hs[0].Distance != 0 {
+		t.Fatalf("search near 205: %+v", hs)
+	}
+	hs = hits(t, mustRun(t, "search", ds, "--column", "vector", "--near-row", "50", "-k", "3", "--format", "jsonl",
+		"--filter", "label = 'l1'", "--columns", "id,label"))
+	for _, h := range hs {
+		if h.Label != "l1" {
+			t.Fatalf("filter ignored: %+v", hs)
+		}
+	}
+	if ids := hitIDs(hs); fmt.Sprint(ids) != "[49 52 46]" && fmt.Sprint(ids) != "[52 49 46]" {
+		t.Fatalf("search near row 50 with label l1: %v", ids)
+	}
+
+	// Many queries in one process, each row with its query_index.
+	qf := filepath.Join(dir, "q.jsonl")
+	if err := os.WriteFile(qf, []byte("[10, 10, 10, 1]\n\n[100, 100, 100, 1]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hs = hits(t, mustRun(t, "search", ds, "--column", "vector", "--queries", qf, "-k", "2", "--format", "jsonl", "--exact"))
+	if len(hs) != 4 || *hs[0].QueryIndex != 0 || hs[0].ID != 10 || *hs[2].QueryIndex != 1 || hs[2].ID != 100 {
+		t.Fatalf("batch search: %+v", hs)
+	}
+	if got := mustRun(t, "search", ds, "--column", "vector", "--vector", "[1,1,1,1]", "-k", "1", "--columns", "id"); !strings.Contains(got, "_distance") || !strings.Contains(got, "(1 rows)") {
+		t.Fatalf("table output: %q", got)
+	}
+
+	if got := mustRun(t, "index", "optimize", ds); got != "indexed the new fragments; version 4\n" {
+		t.Fatalf("index optimize: %q", got)
+	}
+	if got := mustRun(t, "index", "optimize", ds); got != "indices are up to date; version 4\n" {
+		t.Fatalf("second index optimize: %q", got)
+	}
+	if got := mustRun(t, "index", "drop", ds, "vector_idx"); got != `dropped index "vector_idx"; version 5`+"\n" {
+		t.Fatalf("index drop: %q", got)
+	}
+}
+
+func TestSearchErrors(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "v.lance")
+	mustRun(t, "import", writeVectors(t, dir, 0, 20), ds)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"search", ds, "--vector", "[1,2,3,4]"}, "exactly one of"},
+		{[]string{"search", ds, "--column", "vector"}, "exactly one of"},
+		{[]string{"search", ds, "--column", "vector", "--vector", "[1,2]"}, "query of 2 dimensions"},
+		{[]string{"search", ds, "--column", "vector", "--vector", "nope"}, "--vector: want a JSON array"},
+		{[]string{"search", ds, "--column", "label", "--vector", "[1]"}, "not a vector"},
+		{[]string{"search", ds, "--column", "vector", "--near-row", "999"}, "--near-row 999"},
+		{[]string{"search", ds, "--column", "vector", "--vector", "[1,2,3,4]", "--filter", "nosuch = 1"}, "nosuch"},
+		{[]string{"search", ds, "--column", "vector", "--queries", filepath.Join(dir, "missing")}, "--queries"},
+		{[]string{"index", "create", ds}, "needs --column"},
+		{[]string{"index", "create", ds, "--column", "vector", "--type", "pq"}, `index type "pq"`},
+		{[]string{"index", "create", ds, "--column", "vector", "--metric", "hamming"}, "hamming"},
+		{[]string{"index", "drop", ds, "nosuch"}, `no index named "nosuch"`},
+	} {
+		code, _, errOut := runLancer(t, tc.args...)
+		if code != 1 || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "goroutine") {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
