@@ -203,6 +203,61 @@ async function serve(req) {
     case 'schema':
       if (req.version) await table.checkout(req.version);
       return { fields: (await table.schema()).fields.map(describe) };
+    // Tags and branches:
+    //   {"op": "listBranches"} → {"branches": {name: {parentBranch, parentVersion, manifestSize}}}
+    //   {"op": "listTags"} → {"tags": {name: {version, manifestSize}}}
+    //   {"op": "checkoutBranch", "branch": "b", "version": 3} → {"version", "count", "currentBranch"}
+    //   {"op": "checkoutTag", "tag": "t"} → {"version", "count"}
+    //   {"op": "createBranch", "name": "b", "fromRef": "main", "fromVersion": 2} → {"version", "count"}
+    //   {"op": "deleteBranch", "name": "b"}, {"op": "createTag", "tag": "t", "version": 2} → {}
+    //   {"op": "branchAppend", "branch": "b", "rows": [...]}, {"op": "branchDelete", "branch": "b", "filter": "..."},
+    //   {"op": "branchUpdate", "branch": "b", "filter": "...", "valuesSql": {...}} → {"version"}
+    case 'listBranches': {
+      const out = {};
+      for (const [name, b] of Object.entries(await (await table.branches()).list())) {
+        out[name] = { parentBranch: b.parentBranch ?? null, parentVersion: b.parentVersion, manifestSize: b.manifestSize };
+      }
+      return { branches: out };
+    }
+    case 'listTags': {
+      const out = {};
+      for (const [name, t] of Object.entries(await (await table.tags()).list())) {
+        out[name] = { version: t.version, manifestSize: t.manifestSize };
+      }
+      return { tags: out };
+    }
+    case 'checkoutBranch': {
+      const b = await (await table.branches()).checkout(req.branch, req.version || undefined);
+      return { version: await b.version(), count: await b.countRows(), currentBranch: b.currentBranch() };
+    }
+    case 'checkoutTag':
+      await table.checkout(req.tag);
+      return { version: await table.version(), count: await table.countRows() };
+    case 'createBranch': {
+      const b = await (await table.branches()).create(req.name, req.fromRef || undefined, req.fromVersion || undefined);
+      return { version: await b.version(), count: await b.countRows() };
+    }
+    case 'deleteBranch':
+      await (await table.branches()).delete(req.name);
+      return {};
+    case 'createTag':
+      await (await table.tags()).create(req.tag, req.version);
+      return {};
+    case 'branchAppend': {
+      const b = await (await table.branches()).checkout(req.branch);
+      await b.add(tableOf(await b.schema(), req.rows));
+      return { version: await b.version() };
+    }
+    case 'branchDelete': {
+      const b = await (await table.branches()).checkout(req.branch);
+      await b.delete(req.filter);
+      return { version: await b.version() };
+    }
+    case 'branchUpdate': {
+      const b = await (await table.branches()).checkout(req.branch);
+      const r = await b.update({ where: req.filter || undefined, valuesSql: req.valuesSql });
+      return { version: await b.version(), rowsUpdated: r.rowsUpdated };
+    }
   }
   throw new Error(`unknown op ${JSON.stringify(req.op)}`);
 }

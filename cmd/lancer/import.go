@@ -32,6 +32,7 @@ func newImportCommand() *cobra.Command {
 		batchSize      int
 		progress       bool
 		vectorCols     string
+		onBranch       string
 	)
 	cmd := &cobra.Command{
 		Use:   "import SRC URI",
@@ -99,6 +100,15 @@ twice). A progress bar shows on stderr when it is a terminal.`,
 			if err != nil {
 				return err
 			}
+			if onBranch != "" {
+				if opts.Mode == dataset.WriteCreate {
+					return fmt.Errorf("--branch writes on an existing branch: use --mode append or overwrite: %w", lancer.ErrInvalidArgument)
+				}
+				if store, err = openBranchStore(ctx, store, onBranch); err != nil {
+					return err
+				}
+				uri += " branch " + onBranch
+			}
 			if iopts.Schema, err = importSchema(ctx, store, uri, opts.Mode, schemaFrom); err != nil {
 				return err
 			}
@@ -138,6 +148,7 @@ twice). A progress bar shows on stderr when it is a terminal.`,
 	cmd.Flags().BoolVar(&stableRowIDs, "stable-row-ids", false, "give a new (or overwritten) dataset stable row ids")
 	cmd.Flags().StringVar(&schemaFrom, "schema-from", "", "convert the rows to the schema of this dataset (JSON lines and CSV: instead of inferring one)")
 	cmd.Flags().StringVar(&vectorCols, "vector-columns", "vector", "JSON lines columns whose equal-length number arrays become float32 vectors (comma-separated)")
+	cmd.Flags().StringVar(&onBranch, "branch", "", "append to or overwrite this branch (default: main)")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 0, "rows per batch (default: the importer's)")
 	cmd.Flags().BoolVar(&progress, "progress", false, "show the progress bar even when stderr is not a terminal")
 	_ = cmd.Flags().MarkHidden("batch-size")

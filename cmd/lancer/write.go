@@ -14,7 +14,8 @@ import (
 )
 
 // The verbs that change a dataset (besides import). They act on the
-// latest version of the main branch and print one line: what they did and
+// latest version of the main branch, or of the branch --branch names, and
+// print one line: what they did and
 // the version it made.
 
 func newCountCommand() *cobra.Command {
@@ -46,9 +47,9 @@ func newCountCommand() *cobra.Command {
 }
 
 func newDeleteCommand() *cobra.Command {
-	var filter string
+	var filter, onBranch string
 	cmd := &cobra.Command{
-		Use:   "delete URI --filter SQL",
+		Use:   "delete URI --filter SQL [--branch B]",
 		Short: "Delete the rows for which a SQL predicate is true",
 		Long: `Delete the rows for which the --filter predicate is true (Lance's SQL filter
 syntax, e.g. "id % 5 = 0 AND label IS NOT NULL"), committing a new version.
@@ -59,7 +60,7 @@ Use --filter true to delete every row.`,
 				return fmt.Errorf("delete needs --filter (use --filter true to delete every row): %w", lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openLatest(cmd, args)
+			ds, err := openLatestOn(cmd, args, onBranch)
 			if err != nil {
 				return err
 			}
@@ -85,16 +86,18 @@ Use --filter true to delete every row.`,
 		},
 	}
 	cmd.Flags().StringVar(&filter, "filter", "", "the SQL predicate of the rows to delete (required)")
+	branchFlag(cmd, &onBranch)
 	return cmd
 }
 
 func newUpdateCommand() *cobra.Command {
 	var (
-		sets   []string
-		filter string
+		sets     []string
+		filter   string
+		onBranch string
 	)
 	cmd := &cobra.Command{
-		Use:   "update URI --set 'col=expr' [--set ...] [--filter SQL]",
+		Use:   "update URI --set 'col=expr' [--set ...] [--filter SQL] [--branch B]",
 		Short: "Set columns of the rows matching a SQL predicate",
 		Long: `Set columns to SQL expressions of the row's current values, e.g.
 --set 'price=price * 1.1' --set "label='sale'", in the rows for which the
@@ -118,7 +121,7 @@ Every expression sees the values before the update.`,
 				set[col] = expr
 			}
 			ctx := cmd.Context()
-			ds, err := openLatest(cmd, args)
+			ds, err := openLatestOn(cmd, args, onBranch)
 			if err != nil {
 				return err
 			}
@@ -131,13 +134,17 @@ Every expression sees the values before the update.`,
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "col=expr: set column col to the SQL expression expr (repeatable)")
 	cmd.Flags().StringVar(&filter, "filter", "", "update only the rows for which this SQL predicate is true (default: all)")
+	branchFlag(cmd, &onBranch)
 	return cmd
 }
 
 func newCompactCommand() *cobra.Command {
-	var targetRows int
+	var (
+		targetRows int
+		onBranch   string
+	)
 	cmd := &cobra.Command{
-		Use:   "compact URI [--target-rows N]",
+		Use:   "compact URI [--target-rows N] [--branch B]",
 		Short: "Rewrite small and heavily deleted fragments into larger ones",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -145,7 +152,7 @@ func newCompactCommand() *cobra.Command {
 				return fmt.Errorf("--target-rows must not be negative: %w", lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openLatest(cmd, args)
+			ds, err := openLatestOn(cmd, args, onBranch)
 			if err != nil {
 				return err
 			}
@@ -162,6 +169,7 @@ func newCompactCommand() *cobra.Command {
 	}
 	cmd.Flags().IntVar(&targetRows, "target-rows", 0,
 		"rows per fragment to aim for (default: "+strconv.Itoa(dataset.DefaultTargetRowsPerFragment)+")")
+	branchFlag(cmd, &onBranch)
 	return cmd
 }
 
@@ -229,9 +237,12 @@ func parseAge(s string) (time.Duration, error) {
 }
 
 func newRestoreCommand() *cobra.Command {
-	var version uint64
+	var (
+		version  uint64
+		onBranch string
+	)
 	cmd := &cobra.Command{
-		Use:   "restore URI --version N",
+		Use:   "restore URI --version N [--branch B]",
 		Short: "Make an old version the latest again",
 		Long: `Commit the state of version N (schema, rows, indices) as a new latest version.
 The versions in between stay in the history.`,
@@ -241,7 +252,7 @@ The versions in between stay in the history.`,
 				return fmt.Errorf("restore needs --version N: %w", lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openDataset(ctx, cmd, args, &refFlags{version: version})
+			ds, err := openDataset(ctx, cmd, args, &refFlags{version: version, branch: onBranch})
 			if err != nil {
 				return err
 			}
@@ -254,13 +265,25 @@ The versions in between stay in the history.`,
 	}
 	cmd.Flags().Uint64Var(&version, "version", 0, "the version to restore (required)")
 	_ = cmd.MarkFlagRequired("version")
+	branchFlag(cmd, &onBranch)
 	return cmd
+}
+
+// branchFlag registers the --branch flag of a write verb.
+func branchFlag(cmd *cobra.Command, b *string) {
+	cmd.Flags().StringVar(b, "branch", "", "write on this branch (default: main)")
 }
 
 // openLatest opens the latest version of the main branch of the dataset
 // args[0] names.
 func openLatest(cmd *cobra.Command, args []string) (*dataset.Dataset, error) {
-	return openDataset(cmd.Context(), cmd, args, &refFlags{})
+	return openLatestOn(cmd, args, "")
+}
+
+// openLatestOn opens the latest version of branch b ("" for main) of the
+// dataset args[0] names.
+func openLatestOn(cmd *cobra.Command, args []string, b string) (*dataset.Dataset, error) {
+	return openDataset(cmd.Context(), cmd, args, &refFlags{branch: b})
 }
 
 // report prints the one line a write verb ends with.

@@ -1,0 +1,246 @@
+package branch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// DiscardOptions configures DeleteBranch.
+type DiscardOptions struct {
+	// DryRun lists what would be removed and removes nothing.
+	DryRun bool
+}
+
+// DiscardStats reports what DeleteBranch removed (or would remove).
+type DiscardStats struct {
+	FilesRemoved int
+	BytesRemoved int64
+	// Files are the keys removed, relative to the main root
+	// (tree/<name>/...), sorted. The ref file is not counted.
+	Files []string
+}
+
+// DeleteBranch discards branch name: it deletes the branch's ref file and
+// garbage-collects the files under tree/<name>/ that nothing else needs.
+//
+// Kept are the files that any version of main or of another branch reaches
+// through a base path naming tree/<name>: a branch forked from this one
+// reads the data, deletion and index files it inherited there, so they stay
+// (the child keeps working, in lancer and in Lance), while the manifests,
+// transactions and every file only this branch used go. The directories of
+// branches nested under the name (tree/<name>/<sub>/) are not touched.
+//
+// What is left of a branch deleted earlier (the files a child still read)
+// is collected with the last branch that reads it: deleting a branch also
+// removes the files of such a leftover root that its versions referenced
+// and no remaining root does.
+//
+// A branch that a tag points into is not deleted: that is an error wrapping
+// lancer.ErrConflict naming the tags, which must be deleted or moved first.
+// A missing branch is an error wrapping lancer.ErrNotFound.
+//
+// Every manifest that could reference the branch is read before anything
+// is removed; one that cannot be read fails the call with nothing removed.
+// The ref file is removed first, so a failure part way leaves unreferenced
+// garbage, never a branch with files missing. Unlike Lance, which removes
+// tree/<name>/ entirely, this keeps the files children still need.
+func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *DiscardOptions) (DiscardStats, error) {
+	var o DiscardOptions
+	if opts != nil {
+		o = *opts
+	}
+	if _, err := GetBranch(ctx, root, name); err != nil {
+		return DiscardStats{}, err
+	}
+	tags, err := ListTags(ctx, root)
+	if err != nil {
+		return DiscardStats{}, err
+	}
+	var pinned []string
+	for _, t := range tags {
+		if t.Branch == name {
+			pinned = append(pinned, t.Name)
+		}
+	}
+	if len(pinned) > 0 {
+		return DiscardStats{}, fmt.Errorf("branch: delete %q: tags %s point into it; delete or move them first: %w",
+			name, strings.Join(pinned, ", "), lancer.ErrConflict)
+	}
+	branches, err := ListBranches(ctx, root)
+	if err != nil {
+		return DiscardStats{}, err
+	}
+
+	// The roots to collect: the branch's, and the leftovers of deleted
+	// branches that only its versions still referenced (an ancestor
+	// discarded earlier, whose files it inherited).
+	exists := map[string]bool{}
+	for _, b := range branches {
+		exists[b.Name] = true
+	}
+	targets := map[string]map[string]bool{name: {}}
+	orphans, err := referencedRoots(ctx, root, name)
+	if err != nil {
+		return DiscardStats{}, err
+	}
+	for _, o := range orphans {
+		if !exists[o] {
+			targets[o] = map[string]bool{}
+		}
+	}
+	// What the other roots reference there, relative to each.
+	if err := collectReferences(ctx, root, "", targets); err != nil {
+		return DiscardStats{}, err
+	}
+	for _, b := range branches {
+		if b.Name == name {
+			continue
+		}
+		if err := collectReferences(ctx, root, b.Name, targets); err != nil {
+			return DiscardStats{}, err
+		}
+	}
+
+	var stats DiscardStats
+	var manifests, others []string
+	for target, kept := range targets {
+		keep := keepFunc(kept, func(key string) bool {
+			for k := range kept {
+				// A data file's blob sidecars live in data/<stem>/.
+				if stem, ok := strings.CutSuffix(k, ".lance"); ok && strings.HasPrefix(key, stem+"/") {
+					return true
+				}
+			}
+			return false
+		})
+		prefix := treeDir + target + "/"
+		for info, err := range root.List(ctx, prefix) {
+			if err != nil {
+				return DiscardStats{}, fmt.Errorf("branch: delete %q: list %s: %w", name, prefix, err)
+			}
+			rel := strings.TrimPrefix(info.Key, prefix)
+			if keep(rel) || nestedIn(rel, target, exists, targets) {
+				continue
+			}
+			stats.FilesRemoved++
+			stats.BytesRemoved += info.Size
+			stats.Files = append(stats.Files, info.Key)
+			if strings.HasPrefix(rel, "_versions/") {
+				manifests = append(manifests, info.Key)
+			} else {
+				others = append(others, info.Key)
+			}
+		}
+	}
+	slices.Sort(stats.Files)
+	if o.DryRun {
+		return stats, nil
+	}
+	if err := root.Delete(ctx, branchKey(name)); err != nil {
+		return DiscardStats{}, fmt.Errorf("branch: delete %q: %w", name, err)
+	}
+	// Manifests first: a directory left half deleted is then no dataset.
+	for _, key := range append(manifests, others...) {
+		if err := root.Delete(ctx, key); err != nil {
+			return stats, fmt.Errorf("branch: delete %q: the ref is gone, but %s remains: %w", name, key, err)
+		}
+	}
+	return stats, nil
+}
+
+// nestedIn reports whether rel, a key under tree/<target>/, belongs to
+// another branch's directory nested there (an existing branch, or another
+// root being collected).
+func nestedIn(rel, target string, exists map[string]bool, targets map[string]map[string]bool) bool {
+	dir := target
+	for seg := range strings.SplitSeq(rel, "/") {
+		dir += "/" + seg
+		if _, collected := targets[dir]; exists[dir] || collected {
+			return true
+		}
+	}
+	return false
+}
+
+// familyBase returns the branch whose root a base path names (a dataset
+// root named after a branch, at .../tree/<branch>), and whether it does.
+func familyBase(bp dataset.BasePath) (string, bool) {
+	if !bp.IsDatasetRoot || bp.Name == "" || bp.Name == Main {
+		return "", false
+	}
+	return bp.Name, strings.HasSuffix(strings.TrimSuffix(bp.Path, "/"), "/"+treeDir+bp.Name)
+}
+
+// referencedRoots returns the branch roots that versions of branch name
+// reach through base paths.
+func referencedRoots(ctx context.Context, root blob.Store, name string) ([]string, error) {
+	var out []string
+	err := eachManifest(ctx, root, name, func(m *dataset.Manifest) {
+		for _, bp := range m.BasePaths {
+			if b, ok := familyBase(bp); ok && b != name && !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	})
+	return out, err
+}
+
+// eachManifest calls visit with the manifest of every version of branch
+// from ("" for main).
+func eachManifest(ctx context.Context, root blob.Store, from string, visit func(*dataset.Manifest)) error {
+	store := root
+	if from != "" {
+		store = blob.Sub(root, treeDir+from)
+	}
+	versions, err := dataset.ListVersions(ctx, store)
+	if err != nil {
+		return fmt.Errorf("branch: versions of %s: %w", Ref{Branch: from}, err)
+	}
+	for _, v := range versions {
+		ds, err := Open(ctx, root, Ref{Branch: from, Version: v}, nil)
+		if err != nil {
+			return err
+		}
+		visit(ds.Manifest())
+	}
+	return nil
+}
+
+// collectReferences adds to targets[t] the keys under tree/<t>/ (relative
+// to it) that any version of the root of branch from ("" for main)
+// references through a base path naming tree/<t>.
+func collectReferences(ctx context.Context, root blob.Store, from string, targets map[string]map[string]bool) error {
+	return eachManifest(ctx, root, from, func(m *dataset.Manifest) {
+		owner := map[uint32]map[string]bool{}
+		for _, bp := range m.BasePaths {
+			if b, ok := familyBase(bp); ok && targets[b] != nil {
+				owner[bp.ID] = targets[b]
+			}
+		}
+		if len(owner) == 0 {
+			return
+		}
+		mark := func(id *uint32, key string) {
+			if id != nil && owner[*id] != nil {
+				owner[*id][key] = true
+			}
+		}
+		for _, f := range m.Fragments {
+			for _, df := range f.Files {
+				mark(df.BaseID, "data/"+df.Path)
+			}
+			if f.DeletionFile != nil {
+				mark(f.DeletionFile.BaseID, f.DeletionFile.Key(f.ID))
+			}
+		}
+		for _, ix := range m.Indices {
+			mark(ix.BaseID, "_indices/"+ix.UUID+"/")
+		}
+	})
+}
