@@ -360,14 +360,23 @@ func (op *operation) writtenFiles() []string {
 // either way.
 func removeSuperseded(ctx context.Context, store blob.Store, written []string, op *operation, txnKey string) {
 	keep := map[string]bool{txnKey: true}
-	if op.del != nil {
-		for _, u := range op.del.updated {
+	keepDeletions := func(frags []*tablepb.DataFragment) {
+		for _, u := range frags {
+			if u.DeletionFile == nil || u.DeletionFile.BaseId != nil {
+				continue
+			}
 			d := &DeletionFile{ReadVersion: u.DeletionFile.GetReadVersion(), ID: u.DeletionFile.GetId()}
 			if u.DeletionFile.GetFileType() == tablepb.DeletionFile_BITMAP {
 				d.Kind = DeletionBitmap
 			}
 			keep[d.Key(u.Id)] = true
 		}
+	}
+	if op.del != nil {
+		keepDeletions(op.del.updated)
+	}
+	if op.merge != nil {
+		keepDeletions(op.merge.fragments)
 	}
 	for _, key := range written {
 		if !keep[key] && (strings.HasPrefix(key, transactionsDir) || strings.HasPrefix(key, "_deletions/")) {

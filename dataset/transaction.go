@@ -104,6 +104,12 @@ type operation struct {
 	// by uuid), and the index files written, removed if the commit fails.
 	newIndices, removedIndices []*tablepb.IndexMetadata
 	indexFiles                 []string
+
+	// Merge of a version graph (merge3.go): base paths to add to the
+	// manifest, the lowest next stable row id, and transaction properties.
+	addBasePaths []*tablepb.BasePath
+	minNextRowID uint64
+	properties   map[string]string
 }
 
 // deleteOp is a delete: deletion files already written for the fragments
@@ -144,7 +150,7 @@ func newOverwrite(schema *format.Schema, frags []*tablepb.DataFragment, version 
 
 // transactionProto returns the Transaction protobuf recording op.
 func (op *operation) transactionProto(readVersion uint64, uuid string) *tablepb.Transaction {
-	t := &tablepb.Transaction{ReadVersion: readVersion, Uuid: uuid}
+	t := &tablepb.Transaction{ReadVersion: readVersion, Uuid: uuid, TransactionProperties: op.properties}
 	switch op.kind {
 	case opOverwrite:
 		t.Operation = &tablepb.Transaction_Overwrite_{Overwrite: &tablepb.Transaction_Overwrite{
@@ -325,6 +331,10 @@ func buildManifest(prev *Manifest, op *operation, version uint64, txnFile string
 		m.Fields = op.fields
 		fragments = cloneFragments(op.merge.fragments)
 		indices = retainIndices(indices, m.Fields, fragments)
+		for _, bp := range op.addBasePaths {
+			m.BasePaths = append(m.BasePaths, proto.Clone(bp).(*tablepb.BasePath))
+		}
+		nextRowID = max(nextRowID, op.minNextRowID)
 	case opCreateIndex:
 		indices = applyCreateIndex(indices, op)
 		indices = retainIndices(indices, m.Fields, fragments)

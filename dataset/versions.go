@@ -246,6 +246,9 @@ type VersionInfo struct {
 	// "Clone" (branch creation), ... It is "" when the version records no
 	// transaction or its transaction file was cleaned up.
 	Operation string
+	// Properties are the transaction's properties (lancer records a merge's
+	// source and base there); nil when there are none.
+	Properties map[string]string
 }
 
 // Versions returns every committed version under this dataset's root,
@@ -267,10 +270,11 @@ func (d *Dataset) Versions(ctx context.Context) ([]VersionInfo, error) {
 				location(d.store, e.key), c.manifest.Version, lancer.ErrCorrupt)
 		}
 		out = append(out, VersionInfo{
-			Version:   e.version,
-			Timestamp: c.manifest.Timestamp,
-			Metadata:  c.manifest.Summary().Map(),
-			Operation: operationName(c.txn),
+			Version:    e.version,
+			Timestamp:  c.manifest.Timestamp,
+			Metadata:   c.manifest.Summary().Map(),
+			Operation:  operationName(c.txn),
+			Properties: c.txn.GetTransactionProperties(),
 		})
 	}
 	return out, nil

@@ -1,0 +1,1055 @@
+package dataset
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// MergeStrategy says how ThreeWayMerge resolves rows changed on both sides.
+type MergeStrategy string
+
+const (
+	// MergeFail stops the merge at the first conflict and reports them all
+	// (the default).
+	MergeFail MergeStrategy = "fail"
+	// MergeOurs keeps the target's version of a conflicting row.
+	MergeOurs MergeStrategy = "ours"
+	// MergeTheirs takes the source's version of a conflicting row.
+	MergeTheirs MergeStrategy = "theirs"
+)
+
+// ParseMergeStrategy parses "fail", "ours" or "theirs" ("" is fail).
+func ParseMergeStrategy(s string) (MergeStrategy, error) {
+	switch MergeStrategy(strings.ToLower(s)) {
+	case "", MergeFail:
+		return MergeFail, nil
+	case MergeOurs:
+		return MergeOurs, nil
+	case MergeTheirs:
+		return MergeTheirs, nil
+	}
+	return "", fmt.Errorf("dataset: merge strategy %q: want fail, ours or theirs: %w", s, lancer.ErrInvalidArgument)
+}
+
+// ThreeWayOptions configures ThreeWayMerge. A nil pointer means defaults.
+type ThreeWayOptions struct {
+	// Strategy resolves conflicting rows. Default MergeFail.
+	Strategy MergeStrategy
+	// TheirsName names the base path recorded for the source's root when
+	// the result references files there (Lance names a branch's base path
+	// after the branch). Default "".
+	TheirsName string
+	// Properties are recorded in the transaction's properties.
+	Properties map[string]string
+	// DryRun computes the merge and its report without writing anything.
+	DryRun bool
+}
+
+// Conflict kinds of RowConflict.
+const (
+	ConflictBothUpdated      = "updated on both sides"
+	ConflictUpdatedDeleted   = "updated by the source, deleted by the target"
+	ConflictDeletedUpdated   = "deleted by the source, updated by the target"
+	ConflictRewrittenChanged = "fragment compacted on one side and changed on the other"
+)
+
+// RowConflict is one row changed incompatibly on both sides.
+type RowConflict struct {
+	// RowID is the row's stable row id; without stable row ids it is the
+	// row's address in the base (fragment id << 32 | offset).
+	RowID uint64 `json:"row_id"`
+	// Kind is one of the Conflict* constants.
+	Kind string `json:"kind"`
+	// Columns are the columns both sides changed (for ConflictBothUpdated).
+	Columns []string `json:"columns,omitempty"`
+}
+
+// MergeReport says what ThreeWayMerge did (or would do, with DryRun).
+type MergeReport struct {
+	// RowsAdded, RowsDeleted and RowsUpdated count the source's changes
+	// applied to the target.
+	RowsAdded, RowsDeleted, RowsUpdated uint64
+	// ColumnsAdded, ColumnsDropped name the source's schema changes
+	// applied.
+	ColumnsAdded, ColumnsDropped []string
+	// Conflicts lists every conflicting row (also those a strategy
+	// resolved).
+	Conflicts []RowConflict
+	// DeletionFilesWritten counts the deletion files the merge wrote; data
+	// files are never written: the source's are referenced in place.
+	DeletionFilesWritten int
+}
+
+// MergeConflictError is returned when rows conflict under MergeFail, or
+// when the schemas or compactions cannot be combined. It wraps
+// lancer.ErrConflict.
+type MergeConflictError struct {
+	Report *MergeReport
+	Reason string
+}
+
+func (e *MergeConflictError) Error() string {
+	if e.Reason != "" {
+		return "dataset: merge: " + e.Reason
+	}
+	n := len(e.Report.Conflicts)
+	first := e.Report.Conflicts[0]
+	return fmt.Sprintf("dataset: merge: %d conflicting rows (row %d %s%s)", n, first.RowID, first.Kind, columnList(first.Columns))
+}
+
+func columnList(cols []string) string {
+	if len(cols) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(cols, ", ")
+}
+
+func (e *MergeConflictError) Unwrap() error { return lancer.ErrConflict }
+
+// ThreeWayMerge applies to ours (the target, a latest version) the changes
+// theirs (the source) made since base, their common ancestor, and commits
+// the result on ours's dataset, as git merges commits. All three are
+// versions of one family of datasets (a dataset and its shallow clones), so
+// fragments are the same files in each.
+//
+// Rows: deletions on both sides are unioned, rows the source added are
+// added, and, with stable row ids, a row the source updated replaces the
+// target's copy. A row updated on both sides, or updated on one side and
+// deleted on the other, is a conflict, resolved by opts.Strategy. Without
+// stable row ids an update is a deletion plus an insertion, so those
+// conflicts cannot be seen (both copies are kept); a fragment compacted on
+// one side and changed on the other is then a conflict no strategy
+// resolves. Schemas: columns added, dropped or renamed on one side apply; a
+// column changed on both sides differently is a conflict.
+//
+// Nothing of the source is copied: the result's new fragments reference the
+// source's data and deletion files where they are, through a base path to
+// the source's root; only deletion files whose content changes are written.
+// The commit is a Merge transaction (the whole fragment list and schema)
+// recording opts.Properties; a concurrent commit on the target makes it
+// fail with a retryable *ConflictError, and the caller merges again.
+func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *ThreeWayOptions) (*Dataset, *MergeReport, error) {
+	var o ThreeWayOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Strategy == "" {
+		o.Strategy = MergeFail
+	}
+	if err := ours.checkWritable(); err != nil {
+		return nil, nil, err
+	}
+	m := &merger{ctx: ctx, base: base, ours: ours, theirs: theirs, o: o, report: &MergeReport{}}
+	stable := [3]bool{base.manifest.StableRowIDs(), ours.manifest.StableRowIDs(), theirs.manifest.StableRowIDs()}
+	if stable[0] != stable[1] || stable[1] != stable[2] {
+		return nil, nil, &MergeConflictError{Report: m.report, Reason: "one side has stable row ids and another does not"}
+	}
+	m.stable = stable[0]
+	fields, err := m.mergeSchema()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.load(); err != nil {
+		return nil, nil, err
+	}
+	if err := m.classify(); err != nil {
+		return nil, nil, err
+	}
+	if len(m.report.Conflicts) > 0 {
+		if err := m.conflictColumns(); err != nil {
+			return nil, nil, err
+		}
+		if o.Strategy == MergeFail {
+			return nil, m.report, &MergeConflictError{Report: m.report}
+		}
+	}
+	frags, err := m.assemble()
+	if err != nil {
+		m.removeWritten()
+		return nil, nil, err
+	}
+	if o.DryRun {
+		m.removeWritten()
+		return ours, m.report, nil
+	}
+	props := maps.Clone(o.Properties)
+	op := &operation{
+		kind:         opMerge,
+		fields:       fields,
+		merge:        &mergeOp{fragments: frags, written: m.written},
+		addBasePaths: m.newBases,
+		properties:   props,
+		minNextRowID: m.nextRowID,
+	}
+	out, err := ours.commit(ctx, op, DefaultCommitRetries)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, m.report, nil
+}
+
+// merger holds one three-way merge in progress.
+type merger struct {
+	ctx                context.Context
+	base, ours, theirs *Dataset
+	o                  ThreeWayOptions
+	stable             bool
+	report             *MergeReport
+
+	// sides[0..2] are base, ours, theirs.
+	sides [3]*mergeSide
+	// keys interns fragment keys (the canonical location of a fragment's
+	// first data file) so that a fragment is the same in every side.
+	keys map[string]uint32
+
+	// live rows of each side: identity → location.
+	live [3]map[uint64]rowAt
+	// classification of the source's (1) and the target's (0) changes.
+	deletedBy, updatedBy, relocatedBy [2]map[uint64]bool
+	addedByTheirs                     []uint64
+	// choose maps each identity of the result to the side and location
+	// its row comes from.
+	choose map[uint64]choice
+	// rewritten[side] holds the base fragment keys a side compacted.
+	rewritten [2]map[uint32]bool
+
+	written  []string
+	newBases []*tablepb.BasePath
+	// renumber maps the stable row ids the source added after the base
+	// to the ids they get in the result; nextRowID is the result's next.
+	renumber  map[uint64]uint64
+	nextRowID uint64
+}
+
+type rowAt struct {
+	key     uint32 // interned fragment key
+	offset  uint32
+	updated uint64 // last-updated version (stable row ids)
+}
+
+type choice struct {
+	side int // 1 ours, 2 theirs
+	at   rowAt
+}
+
+// mergeSide is one of the three versions with its fragments by key.
+type mergeSide struct {
+	d     *Dataset
+	frags map[uint32]*sideFrag
+	order []uint32 // keys in manifest order
+}
+
+type sideFrag struct {
+	raw      *tablepb.DataFragment
+	frag     *Fragment
+	physical uint64
+	deleted  *roaring.Bitmap
+	ids      []uint64 // identity of each physical row
+	updated  []uint64 // last-updated versions (stable), nil otherwise
+	files    map[string]bool
+}
+
+func (m *merger) intern(key string) uint32 {
+	if id, ok := m.keys[key]; ok {
+		return id
+	}
+	id := uint32(len(m.keys))
+	m.keys[key] = id
+	return id
+}
+
+// rootURI returns the canonical location of the root a base id names.
+func (d *Dataset) rootURI(ctx context.Context, baseID *uint32) (string, bool, error) {
+	if baseID == nil {
+		return strings.TrimSuffix(d.store.URI(), "/"), true, nil
+	}
+	s, bp, err := d.baseStore(ctx, *baseID)
+	if err != nil {
+		return "", false, err
+	}
+	return strings.TrimSuffix(s.URI(), "/"), bp.IsDatasetRoot, nil
+}
+
+// fileKey is the canonical location of a data file.
+func (d *Dataset) fileKey(ctx context.Context, df *tablepb.DataFile) (string, error) {
+	var id *uint32
+	if df.BaseId != nil {
+		v := df.GetBaseId()
+		id = &v
+	}
+	root, isRoot, err := d.rootURI(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if isRoot {
+		return root + "/data/" + df.Path, nil
+	}
+	return root + "/" + df.Path, nil
+}
+
+func (m *merger) load() error {
+	m.keys = map[string]uint32{}
+	for i, d := range []*Dataset{m.base, m.ours, m.theirs} {
+		s := &mergeSide{d: d, frags: map[uint32]*sideFrag{}}
+		raws := map[uint64]*tablepb.DataFragment{}
+		for _, r := range d.manifest.raw.Fragments {
+			raws[r.Id] = r
+		}
+		live := map[uint64]rowAt{}
+		for _, f := range d.manifest.Fragments {
+			raw := raws[f.ID]
+			if raw == nil || len(raw.Files) == 0 {
+				return fmt.Errorf("dataset: merge: fragment %d of version %d has no data file: %w", f.ID, d.Version(), lancer.ErrUnsupported)
+			}
+			k, err := d.fileKey(m.ctx, raw.Files[0])
+			if err != nil {
+				return err
+			}
+			key := m.intern(k)
+			sf := &sideFrag{raw: raw, frag: f, files: map[string]bool{}}
+			for _, df := range raw.Files {
+				fk, err := d.fileKey(m.ctx, df)
+				if err != nil {
+					return err
+				}
+				sf.files[fk] = true
+			}
+			if sf.physical, err = d.physicalRows(m.ctx, f); err != nil {
+				return err
+			}
+			if sf.physical >= 1<<32 {
+				return fmt.Errorf("dataset: merge: fragment %d has %d rows: %w", f.ID, sf.physical, lancer.ErrCorrupt)
+			}
+			dv, err := d.deletionVector(m.ctx, f)
+			if err != nil {
+				return err
+			}
+			sf.deleted = dv.bitmap()
+			sf.ids = make([]uint64, sf.physical)
+			if m.stable {
+				seq, err := d.rowIDs(m.ctx, f, sf.physical)
+				if err != nil {
+					return err
+				}
+				for j := range sf.ids {
+					sf.ids[j] = seq.at(uint64(j))
+				}
+				if sf.updated, err = d.versionSequence(m.ctx, f.ID, raw.LastUpdatedAtVersionSequence, sf.physical, nil); err != nil {
+					return err
+				}
+			} else {
+				for j := range sf.ids {
+					sf.ids[j] = uint64(key)<<32 | uint64(j)
+				}
+			}
+			for j := uint64(0); j < sf.physical; j++ {
+				if sf.deleted.Contains(uint32(j)) {
+					continue
+				}
+				at := rowAt{key: key, offset: uint32(j)}
+				if sf.updated != nil {
+					at.updated = sf.updated[j]
+				}
+				if _, dup := live[sf.ids[j]]; dup {
+					return fmt.Errorf("dataset: merge: row id %d is live twice in version %d: %w", sf.ids[j], d.Version(), lancer.ErrCorrupt)
+				}
+				live[sf.ids[j]] = at
+			}
+			if _, dup := s.frags[key]; dup {
+				return fmt.Errorf("dataset: merge: two fragments of version %d share data file %s: %w", d.Version(), k, lancer.ErrCorrupt)
+			}
+			s.frags[key] = sf
+			s.order = append(s.order, key)
+		}
+		m.sides[i], m.live[i] = s, live
+	}
+	for side := range 2 {
+		rw, err := m.rewrittenSince(m.sides[side+1].d)
+		if err != nil {
+			return err
+		}
+		m.rewritten[side] = rw
+	}
+	return nil
+}
+
+// rewrittenSince returns the keys of the base fragments that compactions
+// committed on d's line after the base version replaced.
+func (m *merger) rewrittenSince(d *Dataset) (map[uint32]bool, error) {
+	out := map[uint32]bool{}
+	from := m.base.Version() + 1
+	if from > d.Version() {
+		return out, nil
+	}
+	txns, err := loadTransactions(m.ctx, d.store, from, d.Version(), map[uint64]*tablepb.Transaction{})
+	if err != nil {
+		// Versions before a branch's first one are not in its store:
+		// judge by the versions that are.
+		txns = nil
+		for v := from; v <= d.Version(); v++ {
+			t, err := loadTransactions(m.ctx, d.store, v, v, map[uint64]*tablepb.Transaction{})
+			if err == nil {
+				txns = append(txns, t...)
+			}
+		}
+	}
+	base := m.sides[0]
+	byID := map[uint64]uint32{}
+	for key, f := range base.frags {
+		byID[f.frag.ID] = key
+	}
+	for _, c := range txns {
+		if rw := c.txn.GetRewrite(); rw != nil {
+			for _, id := range rewrittenIDs(rw) {
+				if key, ok := byID[id]; ok {
+					out[key] = true
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// classify works out what each side changed since the base and the
+// conflicts.
+func (m *merger) classify() error {
+	base := m.live[0]
+	if m.stable {
+		// Rows are matched by stable row id: a fragment both sides share
+		// must give its rows the same ids on both, which an earlier merge
+		// that renumbered the source's rows breaks.
+		for side := 1; side <= 2; side++ {
+			for key, bf := range m.sides[0].frags {
+				if f, ok := m.sides[side].frags[key]; ok && !slices.Equal(f.ids, bf.ids) {
+					return fmt.Errorf("dataset: merge: fragment %d holds other row ids in version %d than in the base version %d "+
+						"(an earlier merge renumbered them): %w", f.frag.ID, m.sides[side].d.Version(), m.base.Version(), lancer.ErrUnsupported)
+				}
+			}
+		}
+	}
+	for side := range 2 {
+		live := m.live[side+1]
+		del, upd, rel := map[uint64]bool{}, map[uint64]bool{}, map[uint64]bool{}
+		for id, at := range base {
+			now, ok := live[id]
+			switch {
+			case !ok:
+				del[id] = true
+			case now.key != at.key:
+				if m.stable && now.updated == at.updated {
+					rel[id] = true // compaction moved it
+				} else {
+					upd[id] = true
+				}
+			}
+		}
+		m.deletedBy[side], m.updatedBy[side], m.relocatedBy[side] = del, upd, rel
+	}
+	for id := range m.live[2] {
+		if _, ok := base[id]; !ok {
+			m.addedByTheirs = append(m.addedByTheirs, id)
+		}
+	}
+	slices.Sort(m.addedByTheirs)
+
+	// Without stable row ids a compaction on one side hides which rows the
+	// other side's changes to the same fragment refer to.
+	if !m.stable {
+		for side := range 2 {
+			other := 1 - side
+			for key := range m.rewritten[side] {
+				bf := m.sides[0].frags[key]
+				of, ok := m.sides[other+1].frags[key]
+				if !ok || !of.deleted.Equals(bf.deleted) {
+					return &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
+						"base fragment %d was compacted on one side and changed on the other; without stable row ids its rows cannot be matched",
+						bf.frag.ID)}
+				}
+			}
+		}
+	}
+
+	var conflicts []RowConflict
+	for id := range m.updatedBy[1] {
+		switch {
+		case m.updatedBy[0][id]:
+			conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictBothUpdated})
+		case m.deletedBy[0][id]:
+			conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictUpdatedDeleted})
+		}
+	}
+	for id := range m.deletedBy[1] {
+		if m.updatedBy[0][id] {
+			conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictDeletedUpdated})
+		}
+	}
+	slices.SortFunc(conflicts, func(a, b RowConflict) int {
+		switch {
+		case a.RowID < b.RowID:
+			return -1
+		case a.RowID > b.RowID:
+			return 1
+		}
+		return 0
+	})
+	if !m.stable {
+		// A base address of an identity is key<<32|offset; report the
+		// base fragment id instead of the key.
+		for i := range conflicts {
+			conflicts[i].RowID = m.baseAddress(conflicts[i].RowID)
+		}
+	}
+	m.report.Conflicts = conflicts
+
+	// Choose where every row of the result comes from.
+	theirsWins := m.o.Strategy == MergeTheirs
+	m.choose = map[uint64]choice{}
+	for id, at := range m.live[1] {
+		switch {
+		case m.deletedBy[1][id]:
+			if m.updatedBy[0][id] && !theirsWins {
+				m.choose[id] = choice{1, at}
+			} else {
+				m.report.RowsDeleted++
+			}
+			continue
+		case m.updatedBy[1][id]:
+			if m.updatedBy[0][id] && !theirsWins {
+				m.choose[id] = choice{1, at}
+				continue
+			}
+			m.choose[id] = choice{2, m.live[2][id]}
+			m.report.RowsUpdated++
+			continue
+		case m.relocatedBy[1][id] && !m.updatedBy[0][id] && !m.relocatedBy[0][id]:
+			m.choose[id] = choice{2, m.live[2][id]}
+			continue
+		}
+		m.choose[id] = choice{1, at}
+	}
+	for id := range m.updatedBy[1] {
+		if m.deletedBy[0][id] && theirsWins {
+			m.choose[id] = choice{2, m.live[2][id]}
+			m.report.RowsUpdated++
+		}
+	}
+	// Rows the source added keep their identity unless it is a stable row
+	// id the source handed out after the base: the target may have given
+	// the same ids to its own new rows, so they get the target's next ones.
+	if m.stable {
+		m.nextRowID = m.ours.manifest.NextRowID
+		// A branch lancer creates allocates row ids from a range of its
+		// own, so the source's new ids are free in the target. Lance's
+		// branches allocate from where the fork left off, as the target
+		// does: then the source's new rows get new ids, after both
+		// sides' next ids.
+		taken := map[uint64]bool{}
+		for _, f := range m.sides[1].frags {
+			for _, id := range f.ids {
+				taken[id] = true
+			}
+		}
+		collide := false
+		for _, id := range m.addedByTheirs {
+			collide = collide || taken[id]
+		}
+		if collide {
+			m.renumber = map[uint64]uint64{}
+			next := max(m.ours.manifest.NextRowID, m.theirs.manifest.NextRowID)
+			for _, id := range m.addedByTheirs {
+				m.renumber[id] = next
+				next++
+			}
+			m.nextRowID = next
+		}
+	}
+	for _, id := range m.addedByTheirs {
+		key := id
+		if n, ok := m.renumber[id]; ok {
+			key = n
+		}
+		if _, taken := m.choose[key]; taken {
+			return fmt.Errorf("dataset: merge: row id %d added by the source is taken in the target: %w", key, lancer.ErrCorrupt)
+		}
+		m.choose[key] = choice{2, m.live[2][id]}
+		m.report.RowsAdded++
+	}
+	return nil
+}
+
+// baseAddress turns an identity (key<<32|offset) into the row's address in
+// the base version.
+func (m *merger) baseAddress(id uint64) uint64 {
+	key := uint32(id >> 32)
+	if f, ok := m.sides[0].frags[key]; ok {
+		return f.frag.ID<<32 | id&0xFFFFFFFF
+	}
+	return id
+}
+
+// conflictColumns names, for rows updated on both sides, the columns both
+// changed.
+func (m *merger) conflictColumns() error {
+	var ids []uint64
+	var idx []int
+	for i, c := range m.report.Conflicts {
+		if c.Kind == ConflictBothUpdated && m.stable && len(ids) < 10000 {
+			ids = append(ids, c.RowID)
+			idx = append(idx, i)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	cols := commonColumns(m.base, m.ours, m.theirs)
+	take := func(d *Dataset) ([]arrow.Array, func(), error) {
+		rec, err := d.TakeRowIDs(m.ctx, ids, &TakeOptions{Columns: cols})
+		if err != nil {
+			return nil, nil, err
+		}
+		out := make([]arrow.Array, len(cols))
+		for i := range cols {
+			out[i] = rec.Column(i)
+		}
+		return out, rec.Release, nil
+	}
+	b, rb, err := take(m.base)
+	if err != nil {
+		return err
+	}
+	defer rb()
+	o, ro, err := take(m.ours)
+	if err != nil {
+		return err
+	}
+	defer ro()
+	t, rt, err := take(m.theirs)
+	if err != nil {
+		return err
+	}
+	defer rt()
+	for j, i := range idx {
+		for c, name := range cols {
+			if !array.SliceEqual(b[c], int64(j), int64(j+1), o[c], int64(j), int64(j+1)) &&
+				!array.SliceEqual(b[c], int64(j), int64(j+1), t[c], int64(j), int64(j+1)) {
+				m.report.Conflicts[i].Columns = append(m.report.Conflicts[i].Columns, name)
+			}
+		}
+	}
+	return nil
+}
+
+// commonColumns are the top-level columns all three versions have.
+func commonColumns(ds ...*Dataset) []string {
+	var out []string
+	for _, f := range ds[0].manifest.Schema.Fields {
+		ok := true
+		for _, d := range ds[1:] {
+			ok = ok && d.manifest.Schema.Field(f.Name) != nil
+		}
+		if ok && f.Blob == 0 {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+func (m *merger) removeWritten() {
+	for _, key := range m.written {
+		_ = m.ours.store.Delete(context.WithoutCancel(m.ctx), key)
+	}
+	m.written = nil
+}
+
+// assemble builds the result's fragment list: the target's fragments with
+// the rows no longer chosen deleted, and the source's fragments that hold
+// chosen rows, renumbered and pointed at where their files are.
+func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
+	// Chosen offsets per (side, key).
+	picked := [3]map[uint32]*roaring.Bitmap{{}, {}, {}}
+	for _, c := range m.choose {
+		bm := picked[c.side][c.at.key]
+		if bm == nil {
+			bm = roaring.New()
+			picked[c.side][c.at.key] = bm
+		}
+		bm.Add(c.at.offset)
+	}
+	ours, theirs := m.sides[1], m.sides[2]
+	var out []*tablepb.DataFragment
+	nextFrag := uint64(0)
+	if hwm, ok := fragmentHighWater(m.ours.manifest.raw); ok {
+		nextFrag = hwm + 1
+	}
+	for _, key := range ours.order {
+		f := ours.frags[key]
+		keep := picked[1][key]
+		if keep == nil || keep.IsEmpty() {
+			continue
+		}
+		raw := proto.Clone(f.raw).(*tablepb.DataFragment)
+		// Columns the source added to this (base) fragment.
+		if tf, ok := theirs.frags[key]; ok {
+			if bf, ok := m.sides[0].frags[key]; ok {
+				for _, df := range tf.raw.Files {
+					k, err := m.theirs.fileKey(m.ctx, df)
+					if err != nil {
+						return nil, err
+					}
+					if !bf.files[k] && !f.files[k] {
+						mapped, err := m.mapFile(df)
+						if err != nil {
+							return nil, err
+						}
+						raw.Files = append(raw.Files, mapped)
+					}
+				}
+			}
+		}
+		del := allRows(f.physical)
+		del.AndNot(keep)
+		if !del.Equals(f.deleted) {
+			if err := m.writeDeletions(raw, f.physical, del); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, raw)
+	}
+	for _, key := range theirs.order {
+		if _, inOurs := ours.frags[key]; inOurs {
+			continue
+		}
+		keep := picked[2][key]
+		if keep == nil || keep.IsEmpty() {
+			continue
+		}
+		f := theirs.frags[key]
+		raw := proto.Clone(f.raw).(*tablepb.DataFragment)
+		raw.Id = nextFrag
+		nextFrag++
+		raw.Files = nil
+		for _, df := range f.raw.Files {
+			mapped, err := m.mapFile(df)
+			if err != nil {
+				return nil, err
+			}
+			raw.Files = append(raw.Files, mapped)
+		}
+		del := allRows(f.physical)
+		del.AndNot(keep)
+		// A deletion file's name holds its fragment's id: the source's
+		// file can be referenced only while the id stays.
+		switch {
+		case del.Equals(f.deleted) && f.raw.DeletionFile != nil && raw.Id == f.raw.Id:
+			mapped, err := m.mapDeletionFile(f.raw.DeletionFile)
+			if err != nil {
+				return nil, err
+			}
+			raw.DeletionFile = mapped
+		case del.IsEmpty():
+			raw.DeletionFile = nil
+		default:
+			raw.DeletionFile = nil
+			if err := m.writeDeletions(raw, f.physical, del); err != nil {
+				return nil, err
+			}
+		}
+		if m.stable {
+			ids := make([]uint64, len(f.ids))
+			for j, id := range f.ids {
+				if n, ok := m.renumber[id]; ok {
+					id = n
+				}
+				ids[j] = id
+			}
+			seq, err := encodeRowIDArray(ids)
+			if err != nil {
+				return nil, err
+			}
+			raw.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: seq}
+			if err := m.inlineVersions(raw, f); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// inlineVersions makes a source fragment's version sequences inline (an
+// external one lives in the source's root).
+func (m *merger) inlineVersions(raw *tablepb.DataFragment, f *sideFrag) error {
+	enc := func(vs []uint64) ([]byte, error) {
+		p := &tablepb.RowDatasetVersionSequence{}
+		for i := 0; i < len(vs); {
+			j := i
+			for j < len(vs) && vs[j] == vs[i] {
+				j++
+			}
+			p.Runs = append(p.Runs, &tablepb.RowDatasetVersionRun{
+				Span:    &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: uint64(i), End: uint64(j)}}},
+				Version: vs[i],
+			})
+			i = j
+		}
+		return proto.Marshal(p)
+	}
+	if _, ext := raw.LastUpdatedAtVersionSequence.(*tablepb.DataFragment_ExternalLastUpdatedAtVersions); ext {
+		b, err := enc(f.updated)
+		if err != nil {
+			return err
+		}
+		raw.LastUpdatedAtVersionSequence = &tablepb.DataFragment_InlineLastUpdatedAtVersions{InlineLastUpdatedAtVersions: b}
+	}
+	if _, ext := raw.CreatedAtVersionSequence.(*tablepb.DataFragment_ExternalCreatedAtVersions); ext {
+		created, err := m.theirs.versionSequence(m.ctx, f.frag.ID, f.raw.CreatedAtVersionSequence, f.physical, nil)
+		if err != nil {
+			return err
+		}
+		b, err := enc(created)
+		if err != nil {
+			return err
+		}
+		raw.CreatedAtVersionSequence = &tablepb.DataFragment_InlineCreatedAtVersions{InlineCreatedAtVersions: b}
+	}
+	return nil
+}
+
+// encodeRowIDArray encodes ids as a RowIdSequence: runs of at least 8
+// consecutive ids as ranges, everything between them as plain arrays.
+func encodeRowIDArray(ids []uint64) ([]byte, error) {
+	seq := &tablepb.RowIdSequence{}
+	var pending []uint64
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		vals := make([]byte, 8*len(pending))
+		for k, id := range pending {
+			binary.LittleEndian.PutUint64(vals[8*k:], id)
+		}
+		seq.Segments = append(seq.Segments, &tablepb.U64Segment{Segment: &tablepb.U64Segment_Array{
+			Array: &tablepb.EncodedU64Array{Array: &tablepb.EncodedU64Array_U64Array_{
+				U64Array: &tablepb.EncodedU64Array_U64Array{Values: vals}}}}})
+		pending = nil
+	}
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && ids[j] == ids[j-1]+1 {
+			j++
+		}
+		if j-i >= 8 {
+			flush()
+			seq.Segments = append(seq.Segments, &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{
+				Range: &tablepb.U64Segment_Range{Start: ids[i], End: ids[j-1] + 1}}})
+		} else {
+			pending = append(pending, ids[i:j]...)
+		}
+		i = j
+	}
+	flush()
+	return proto.Marshal(seq)
+}
+
+func allRows(n uint64) *roaring.Bitmap {
+	bm := roaring.New()
+	bm.AddRange(0, n)
+	return bm
+}
+
+// writeDeletions gives raw (a fragment of the result) a new deletion file
+// in the target's root holding del.
+func (m *merger) writeDeletions(raw *tablepb.DataFragment, physical uint64, del *roaring.Bitmap) error {
+	m.report.DeletionFilesWritten++
+	if m.o.DryRun {
+		raw.DeletionFile = &tablepb.DeletionFile{NumDeletedRows: del.GetCardinality()}
+		return nil
+	}
+	df, key, err := writeDeletionFile(m.ctx, m.ours.store, raw.Id, m.ours.manifest.Version, del)
+	if key != "" {
+		m.written = append(m.written, key)
+	}
+	if err != nil {
+		return err
+	}
+	raw.DeletionFile = df
+	raw.PhysicalRows = physical
+	return nil
+}
+
+// basePathFor returns the id, in the result, of the base path for the
+// source root with canonical location uri, adding one if needed; nil when
+// uri is the target's own root.
+func (m *merger) basePathFor(uri string, isRoot bool, srcBase *BasePath) (*uint32, error) {
+	if isRoot && uri == strings.TrimSuffix(m.ours.store.URI(), "/") {
+		return nil, nil
+	}
+	for _, bp := range m.ours.manifest.BasePaths {
+		s, b, err := m.ours.baseStore(m.ctx, bp.ID)
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSuffix(s.URI(), "/") == uri && b.IsDatasetRoot == isRoot {
+			id := bp.ID
+			return &id, nil
+		}
+	}
+	for _, bp := range m.newBases {
+		if bp.Path == localPath(uri) && bp.IsDatasetRoot == isRoot {
+			id := bp.Id
+			return &id, nil
+		}
+	}
+	next := uint32(0)
+	for _, bp := range m.ours.manifest.BasePaths {
+		next = max(next, bp.ID+1)
+	}
+	for _, bp := range m.newBases {
+		next = max(next, bp.Id+1)
+	}
+	nb := &tablepb.BasePath{Id: next, IsDatasetRoot: isRoot, Path: localPath(uri)}
+	switch {
+	case srcBase != nil && srcBase.Name != "":
+		name := srcBase.Name
+		nb.Name = &name
+	case srcBase == nil && m.o.TheirsName != "":
+		name := m.o.TheirsName
+		nb.Name = &name
+	}
+	m.newBases = append(m.newBases, nb)
+	return &next, nil
+}
+
+// localPath records a file:// location as a plain path, as Lance records
+// base paths.
+func localPath(uri string) string {
+	if p, ok := strings.CutPrefix(uri, "file://"); ok {
+		return p
+	}
+	return uri
+}
+
+// mapFile rewrites a data file of the source for the result.
+func (m *merger) mapFile(df *tablepb.DataFile) (*tablepb.DataFile, error) {
+	out := proto.Clone(df).(*tablepb.DataFile)
+	var (
+		id  *uint32
+		src *BasePath
+	)
+	if df.BaseId != nil {
+		v := df.GetBaseId()
+		id = &v
+		bp, ok := m.theirs.basePath(v)
+		if !ok {
+			return nil, fmt.Errorf("dataset: merge: data file %s names base path %d: %w", df.Path, v, lancer.ErrCorrupt)
+		}
+		src = &bp
+	}
+	uri, isRoot, err := m.theirs.rootURI(m.ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	nid, err := m.basePathFor(uri, isRoot, src)
+	if err != nil {
+		return nil, err
+	}
+	out.BaseId = nid
+	return out, nil
+}
+
+// mapDeletionFile points a source deletion file at where it is.
+func (m *merger) mapDeletionFile(df *tablepb.DeletionFile) (*tablepb.DeletionFile, error) {
+	out := proto.Clone(df).(*tablepb.DeletionFile)
+	var (
+		id  *uint32
+		src *BasePath
+	)
+	if df.BaseId != nil {
+		v := df.GetBaseId()
+		id = &v
+		bp, ok := m.theirs.basePath(v)
+		if !ok {
+			return nil, fmt.Errorf("dataset: merge: deletion file names base path %d: %w", v, lancer.ErrCorrupt)
+		}
+		src = &bp
+	}
+	uri, isRoot, err := m.theirs.rootURI(m.ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	nid, err := m.basePathFor(uri, isRoot, src)
+	if err != nil {
+		return nil, err
+	}
+	out.BaseId = nid
+	return out, nil
+}
+
+// mergeSchema merges the three schemas field by field (by field id).
+func (m *merger) mergeSchema() ([]*filepb.Field, error) {
+	index := func(d *Dataset) map[int32]*filepb.Field {
+		out := map[int32]*filepb.Field{}
+		for _, f := range d.manifest.raw.Fields {
+			out[f.Id] = f
+		}
+		return out
+	}
+	b, o, t := index(m.base), index(m.ours), index(m.theirs)
+	same := func(x, y *filepb.Field) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
+		return proto.Equal(x, y)
+	}
+	var out []*filepb.Field
+	for _, f := range m.ours.manifest.raw.Fields {
+		bf, tf := b[f.Id], t[f.Id]
+		switch {
+		case same(bf, tf): // the source did not touch it
+			out = append(out, proto.Clone(f).(*filepb.Field))
+		case bf == nil: // both added a field with this id
+			if !same(f, tf) {
+				return nil, &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
+					"both sides added a column with field id %d (%q and %q); add columns on one side only", f.Id, f.Name, tf.Name)}
+			}
+			out = append(out, proto.Clone(f).(*filepb.Field))
+		case same(bf, f): // only the source changed it
+			if tf != nil {
+				out = append(out, proto.Clone(tf).(*filepb.Field))
+			} else {
+				m.report.ColumnsDropped = append(m.report.ColumnsDropped, f.Name)
+			}
+		case !same(f, tf):
+			return nil, &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
+				"column %q (field id %d) was changed differently on both sides", bf.Name, f.Id)}
+		default:
+			out = append(out, proto.Clone(f).(*filepb.Field))
+		}
+	}
+	for _, f := range m.theirs.manifest.raw.Fields {
+		if _, inBase := b[f.Id]; inBase {
+			continue
+		}
+		if _, inOurs := o[f.Id]; inOurs {
+			continue
+		}
+		out = append(out, proto.Clone(f).(*filepb.Field))
+		if f.ParentId < 0 {
+			m.report.ColumnsAdded = append(m.report.ColumnsAdded, f.Name)
+		}
+	}
+	return out, nil
+}
