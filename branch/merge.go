@@ -1,0 +1,297 @@
+package branch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// Transaction properties lancer records on a merge commit, so that later
+// merges and Log find the merge's parents.
+const (
+	// PropMergeSource is the source line ("main" or a branch name).
+	PropMergeSource = "lancer.merge.source"
+	// PropMergeSourceVersion is the source version merged.
+	PropMergeSourceVersion = "lancer.merge.source_version"
+	// PropMergeBase is the merge base, as "line@version".
+	PropMergeBase = "lancer.merge.base"
+	// PropMergeStrategy is the strategy used.
+	PropMergeStrategy = "lancer.merge.strategy"
+)
+
+// MergeOptions configures Merge. A nil pointer means the defaults.
+type MergeOptions struct {
+	// Into is the line merged into: a branch name, or "" / "main" for the
+	// main line. Its latest version is the target.
+	Into string
+	// Strategy resolves rows changed on both sides. Default
+	// dataset.MergeFail: a conflict stops the merge with a
+	// *dataset.MergeConflictError listing every conflicting row.
+	Strategy dataset.MergeStrategy
+	// DryRun computes the merge and reports it, writing nothing.
+	DryRun bool
+	// Retries is how many times a merge that lost a race with another
+	// commit on the target is computed again. Default 5.
+	Retries int
+}
+
+// MergeResult reports a merge.
+type MergeResult struct {
+	// Source, Target and Base are the states merged: the source version,
+	// the target's latest version before the merge, and their merge base.
+	Source, Target, Base Ref
+	// UpToDate is set when the target already holds every change of the
+	// source: nothing was committed.
+	UpToDate bool
+	// FastForward is set when the target had not moved since the base: the
+	// result is the source's state.
+	FastForward bool
+	// Version is the target's version after the merge (its old latest
+	// version when nothing was committed).
+	Version uint64
+	// Report counts what was applied and lists conflicts.
+	Report *dataset.MergeReport
+}
+
+// Merge merges the changes the source made since its merge base with the
+// target into the target (opts.Into, default main), as one commit on the
+// target, and returns what it did. The source is a line (branch or main)
+// at its latest version, or at source.Version.
+//
+// The merge base is the latest state both sides contain: the fork point of
+// the two lines (walking parent branches), or the source version an earlier
+// merge of the same source brought into the target, or the target version
+// an earlier merge brought into the source, whichever is newest. When the
+// target has not moved since the base the merge fast-forwards. Otherwise it
+// is a three-way merge (see dataset.ThreeWayMerge): appends on both sides
+// are kept, deletions unioned, updates of different rows combined, added
+// columns combined; a conflict stops the merge unless opts.Strategy
+// resolves it. Source files are referenced in place, never copied.
+func Merge(ctx context.Context, root blob.Store, source Ref, opts *MergeOptions) (*MergeResult, error) {
+	var o MergeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Retries == 0 {
+		o.Retries = 5
+	}
+	if source.Tag != "" {
+		tag, err := GetTag(ctx, root, source.Tag)
+		if err != nil {
+			return nil, err
+		}
+		source = Ref{Branch: tag.Branch, Version: tag.Version}
+	}
+	srcLine, dstLine := lineName(source.Branch), lineName(o.Into)
+	if srcLine == dstLine {
+		return nil, fmt.Errorf("branch: merge %s into itself: %w", srcLine, lancer.ErrInvalidArgument)
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := mergeOnce(ctx, root, srcLine, source.Version, dstLine, o)
+		var ce *dataset.ConflictError
+		if errors.As(err, &ce) && attempt < o.Retries {
+			// The target moved while the merge was computed: merge again
+			// against its new state.
+			continue
+		}
+		return res, err
+	}
+}
+
+func lineName(b string) string {
+	if b == "" {
+		return Main
+	}
+	return b
+}
+
+func refOf(line string, version uint64) Ref {
+	if line == Main {
+		return Ref{Version: version}
+	}
+	return Ref{Branch: line, Version: version}
+}
+
+func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion uint64, dstLine string, o MergeOptions) (*MergeResult, error) {
+	theirs, err := Open(ctx, root, refOf(srcLine, srcVersion), nil)
+	if err != nil {
+		return nil, err
+	}
+	ours, err := Open(ctx, root, refOf(dstLine, 0), nil)
+	if err != nil {
+		return nil, err
+	}
+	g, err := mergeGraph(ctx, root, srcLine, theirs.Version(), dstLine, ours.Version())
+	if err != nil {
+		return nil, err
+	}
+	baseLine, baseVersion := g.base.line, g.base.version
+	res := &MergeResult{
+		Source:  refOf(srcLine, theirs.Version()),
+		Target:  refOf(dstLine, ours.Version()),
+		Base:    refOf(baseLine, baseVersion),
+		Version: ours.Version(),
+	}
+	if g.aInB {
+		// The target already holds the source's state.
+		res.UpToDate = true
+		res.Report = &dataset.MergeReport{}
+		return res, nil
+	}
+	res.FastForward = g.bInA
+	base, err := Open(ctx, root, refOf(baseLine, baseVersion), nil)
+	if err != nil {
+		return nil, fmt.Errorf("branch: merge base %s: %w", res.Base, err)
+	}
+	props := map[string]string{
+		PropMergeSource:        srcLine,
+		PropMergeSourceVersion: strconv.FormatUint(theirs.Version(), 10),
+		PropMergeBase:          res.Base.String(),
+		PropMergeStrategy:      string(o.Strategy),
+	}
+	if o.Strategy == "" {
+		props[PropMergeStrategy] = string(dataset.MergeFail)
+	}
+	name := ""
+	if srcLine != Main {
+		name = srcLine
+	}
+	out, report, err := dataset.ThreeWayMerge(ctx, base, ours, theirs, &dataset.ThreeWayOptions{
+		Strategy:   o.Strategy,
+		TheirsName: name,
+		Properties: props,
+		DryRun:     o.DryRun,
+	})
+	res.Report = report
+	if err != nil {
+		return res, err
+	}
+	res.Version = out.Version()
+	return res, nil
+}
+
+// MergeBase returns the merge base of line a at version av and line b at
+// version bv: the newest state both descend from, in the graph whose edges
+// are each line's previous version, a branch's fork point and a merge's
+// source (see Log). Of several such states (criss-cross merges) it takes
+// the most recently committed. A branch's first version (its Clone) is the
+// state it was forked from.
+func MergeBase(ctx context.Context, root blob.Store, a string, av uint64, b string, bv uint64) (string, uint64, error) {
+	g, err := mergeGraph(ctx, root, a, av, b, bv)
+	if err != nil {
+		return "", 0, err
+	}
+	return g.base.line, g.base.version, nil
+}
+
+type graphNode struct {
+	line    string
+	version uint64
+}
+
+// graphBase is what mergeGraph finds: the merge base, and whether one side
+// already contains the other.
+type graphBase struct {
+	base           graphNode
+	aInB, bInA     bool
+	canonA, canonB graphNode
+}
+
+func mergeGraph(ctx context.Context, root blob.Store, a string, av uint64, b string, bv uint64) (graphBase, error) {
+	log, err := Log(ctx, root)
+	if err != nil {
+		return graphBase{}, err
+	}
+	commits := map[graphNode]Commit{}
+	for _, c := range log {
+		commits[graphNode{c.Line, c.Version}] = c
+	}
+	// canon maps a branch's first version (a Clone of another line's
+	// state) to that state.
+	var canon func(n graphNode) graphNode
+	canon = func(n graphNode) graphNode {
+		for i := 0; i < 64; i++ {
+			c, ok := commits[n]
+			if !ok || c.Operation != "Clone" || len(c.Parents) != 1 || lineName(c.Parents[0].Branch) == n.line {
+				return n
+			}
+			n = graphNode{lineName(c.Parents[0].Branch), c.Parents[0].Version}
+		}
+		return n
+	}
+	parents := map[graphNode][]graphNode{}
+	for n, c := range commits {
+		cn := canon(n)
+		for _, p := range c.Parents {
+			pn := canon(graphNode{lineName(p.Branch), p.Version})
+			if pn != cn {
+				parents[cn] = append(parents[cn], pn)
+			}
+		}
+	}
+	ancestors := func(start graphNode) map[graphNode]bool {
+		seen := map[graphNode]bool{start: true}
+		queue := []graphNode{start}
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			for _, p := range parents[n] {
+				if !seen[p] {
+					seen[p] = true
+					queue = append(queue, p)
+				}
+			}
+		}
+		return seen
+	}
+	na, nb := graphNode{a, av}, graphNode{b, bv}
+	for _, n := range []graphNode{na, nb} {
+		if _, ok := commits[n]; !ok {
+			return graphBase{}, fmt.Errorf("branch: %s@%d is not a version of the dataset: %w", n.line, n.version, lancer.ErrNotFound)
+		}
+	}
+	ca, cb := canon(na), canon(nb)
+	ancA, ancB := ancestors(ca), ancestors(cb)
+	g := graphBase{aInB: ancB[ca], bInA: ancA[cb], canonA: ca, canonB: cb}
+	var common []graphNode
+	for n := range ancA {
+		if ancB[n] {
+			common = append(common, n)
+		}
+	}
+	if len(common) == 0 {
+		return graphBase{}, fmt.Errorf("branch: %s and %s share no history: %w", a, b, lancer.ErrInvalidArgument)
+	}
+	// The strict ancestors of common states are not merge bases.
+	below := map[graphNode]bool{}
+	var queue []graphNode
+	for _, n := range common {
+		queue = append(queue, parents[n]...)
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		if below[n] {
+			continue
+		}
+		below[n] = true
+		queue = append(queue, parents[n]...)
+	}
+	found := false
+	for _, n := range common {
+		if below[n] {
+			continue
+		}
+		best := g.base
+		if !found || commits[n].Timestamp.After(commits[best].Timestamp) ||
+			(commits[n].Timestamp.Equal(commits[best].Timestamp) && (n.line < best.line || n.line == best.line && n.version > best.version)) {
+			g.base, found = n, true
+		}
+	}
+	return g, nil
+}

@@ -1,0 +1,380 @@
+package branch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// kv builds rows {id, val} for the given ids, val "v<id>" unless vals
+// says otherwise.
+func kv(ids []int64, vals map[int64]string) array.RecordReader {
+	mem := memory.DefaultAllocator
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "val", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for _, id := range ids {
+		b.Field(0).(*array.Int64Builder).Append(id)
+		v, ok := vals[id]
+		if !ok {
+			v = fmt.Sprintf("v%d", id)
+		}
+		b.Field(1).(*array.StringBuilder).Append(v)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	r, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	return r
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// model is the expected content of a line: id → val.
+type model map[int64]string
+
+func (m model) clone() model { return maps.Clone(m) }
+
+// contents reads a state as a model; it fails on duplicate ids.
+func contents(t *testing.T, root blob.Store, ref branch.Ref) model {
+	t.Helper()
+	ds, err := branch.Open(context.Background(), root, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ds.Scan(context.Background(), &dataset.ScanOptions{Columns: []string{"id", "val"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	out := model{}
+	for s.Next() {
+		rec := s.RecordBatch()
+		ids := rec.Column(0).(*array.Int64)
+		vals := rec.Column(1).(*array.String)
+		for i := range int(rec.NumRows()) {
+			if _, dup := out[ids.Value(i)]; dup {
+				t.Fatalf("%s: id %d twice", ref, ids.Value(i))
+			}
+			v := vals.Value(i)
+			if vals.IsNull(i) {
+				v = "<null>"
+			}
+			out[ids.Value(i)] = v
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameModel(t *testing.T, what string, got, want model) {
+	t.Helper()
+	if maps.Equal(got, want) {
+		return
+	}
+	var diffs []string
+	for id, v := range want {
+		if g, ok := got[id]; !ok {
+			diffs = append(diffs, fmt.Sprintf("missing %d", id))
+		} else if g != v {
+			diffs = append(diffs, fmt.Sprintf("%d: %q, want %q", id, g, v))
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			diffs = append(diffs, fmt.Sprintf("extra %d", id))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 10 {
+		diffs = diffs[:10]
+	}
+	t.Fatalf("%s: %d rows, want %d: %v", what, len(got), len(want), diffs)
+}
+
+// line is a test helper writing to one line of a dataset.
+type line struct {
+	t    *testing.T
+	root blob.Store
+	ref  branch.Ref
+	m    model
+}
+
+func (l *line) open() *dataset.Dataset {
+	l.t.Helper()
+	ds, err := branch.Open(context.Background(), l.root, branch.Ref{Branch: l.ref.Branch}, nil)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return ds
+}
+
+func (l *line) add(ids ...int64) {
+	l.t.Helper()
+	r := kv(ids, nil)
+	defer r.Release()
+	if _, err := l.open().Append(context.Background(), r, nil); err != nil {
+		l.t.Fatal(err)
+	}
+	for _, id := range ids {
+		l.m[id] = fmt.Sprintf("v%d", id)
+	}
+}
+
+func (l *line) del(pred string, ids ...int64) {
+	l.t.Helper()
+	if _, err := l.open().Delete(context.Background(), pred); err != nil {
+		l.t.Fatal(err)
+	}
+	for _, id := range ids {
+		delete(l.m, id)
+	}
+}
+
+func (l *line) set(id int64, val string) {
+	l.t.Helper()
+	if _, _, err := l.open().Update(context.Background(), map[string]string{"val": "'" + val + "'"}, fmt.Sprintf("id = %d", id)); err != nil {
+		l.t.Fatal(err)
+	}
+	l.m[id] = val
+}
+
+func newFamily(t *testing.T, stable bool, ids []int64) (blob.Store, *line) {
+	t.Helper()
+	root, err := blob.NewLocalStore(filepath.Join(t.TempDir(), "t.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := kv(ids, nil)
+	defer r.Release()
+	if _, err := dataset.Write(context.Background(), root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 40}); err != nil {
+		t.Fatal(err)
+	}
+	m := model{}
+	for _, id := range ids {
+		m[id] = fmt.Sprintf("v%d", id)
+	}
+	return root, &line{t: t, root: root, m: m}
+}
+
+func (l *line) branch(name string) *line {
+	l.t.Helper()
+	if _, err := branch.CreateBranch(context.Background(), l.root, name, l.ref, nil); err != nil {
+		l.t.Fatal(err)
+	}
+	return &line{t: l.t, root: l.root, ref: branch.Ref{Branch: name}, m: l.m.clone()}
+}
+
+func merge(t *testing.T, root blob.Store, src, into string, strategy dataset.MergeStrategy) *branch.MergeResult {
+	t.Helper()
+	res, err := branch.Merge(context.Background(), root, branch.Ref{Branch: src}, &branch.MergeOptions{Into: into, Strategy: strategy})
+	if err != nil {
+		t.Fatalf("merge %s into %s: %v", src, into, err)
+	}
+	return res
+}
+
+func TestMergeFastForwardAndThreeWay(t *testing.T) {
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stable=%v", stable), func(t *testing.T) {
+			root, main := newFamily(t, stable, span(0, 100))
+			exp := main.branch("exp")
+			exp.add(span(100, 110)...)
+			exp.del("id < 5", span(0, 5)...)
+			exp.set(50, "changed on exp")
+
+			res := merge(t, root, "exp", "", "")
+			if !res.FastForward || res.UpToDate {
+				t.Fatalf("not a fast-forward: %+v", res)
+			}
+			main.m = exp.m.clone()
+			sameModel(t, "main after fast-forward", contents(t, root, branch.Ref{}), main.m)
+
+			// Both lines move on: a three-way merge.
+			main.add(span(200, 210)...)
+			main.del("id >= 10 AND id < 15", span(10, 15)...)
+			exp.add(span(300, 305)...)
+			exp.del("id >= 20 AND id < 25", span(20, 25)...)
+			exp.set(30, "exp 30")
+			main.set(31, "main 31")
+			res = merge(t, root, "exp", "", "")
+			if res.FastForward || res.UpToDate || res.Base.Branch != "exp" {
+				t.Fatalf("three-way merge: %+v", res)
+			}
+			want := main.m.clone()
+			for _, id := range span(300, 305) {
+				want[id] = fmt.Sprintf("v%d", id)
+			}
+			for _, id := range span(20, 25) {
+				delete(want, id)
+			}
+			if stable {
+				want[30] = "exp 30"
+			} else {
+				// Without stable row ids an update is a delete and an
+				// insert: both land.
+				want[30] = "exp 30"
+			}
+			sameModel(t, "main after three-way merge", contents(t, root, branch.Ref{}), want)
+			main.m = want
+
+			// Nothing new on exp: up to date.
+			if res := merge(t, root, "exp", "", ""); !res.UpToDate {
+				t.Fatalf("second merge: %+v", res)
+			}
+			// Merge main back into exp.
+			res = merge(t, root, "", "exp", "")
+			sameModel(t, "exp after merging main", contents(t, root, branch.Ref{Branch: "exp"}), main.m)
+		})
+	}
+}
+
+func TestMergeConflicts(t *testing.T) {
+	root, main := newFamily(t, true, span(0, 50))
+	exp := main.branch("exp")
+	exp.set(40, "exp")
+	main.set(40, "main")
+	exp.set(41, "exp")
+	main.del("id = 41", 41)
+	exp.del("id = 42", 42)
+	main.set(42, "main")
+	exp.add(60)
+
+	_, err := branch.Merge(context.Background(), root, branch.Ref{Branch: "exp"}, nil)
+	var mc *dataset.MergeConflictError
+	if !errors.As(err, &mc) || !errors.Is(err, lancer.ErrConflict) {
+		t.Fatalf("conflicting merge: %v", err)
+	}
+	got := map[uint64]string{}
+	for _, c := range mc.Report.Conflicts {
+		got[c.RowID] = c.Kind + fmt.Sprint(c.Columns)
+	}
+	want := map[uint64]string{
+		40: dataset.ConflictBothUpdated + "[val]",
+		41: dataset.ConflictUpdatedDeleted + "[]",
+		42: dataset.ConflictDeletedUpdated + "[]",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("conflicts %v, want %v", got, want)
+	}
+	sameModel(t, "main after a failed merge", contents(t, root, branch.Ref{}), main.m)
+
+	dry, err := branch.Merge(context.Background(), root, branch.Ref{Branch: "exp"}, &branch.MergeOptions{Strategy: dataset.MergeOurs, DryRun: true})
+	if err != nil || dry.Version != dry.Target.Version || dry.Report.RowsAdded != 1 {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	sameModel(t, "main after a dry run", contents(t, root, branch.Ref{}), main.m)
+
+	// ours: main's versions win.
+	ours := main.m.clone()
+	ours[60] = "v60"
+	res := merge(t, root, "exp", "", dataset.MergeOurs)
+	if len(res.Report.Conflicts) != 3 {
+		t.Fatalf("ours: %+v", res.Report)
+	}
+	sameModel(t, "ours", contents(t, root, branch.Ref{}), ours)
+
+	// theirs, on a fresh pair of lines.
+	root2, main2 := newFamily(t, true, span(0, 50))
+	exp2 := main2.branch("exp")
+	exp2.set(40, "exp")
+	main2.set(40, "main")
+	exp2.set(41, "exp")
+	main2.del("id = 41", 41)
+	exp2.del("id = 42", 42)
+	main2.set(42, "main")
+	theirs := main2.m.clone()
+	theirs[40], theirs[41] = "exp", "exp"
+	delete(theirs, 42)
+	merge(t, root2, "exp", "", dataset.MergeTheirs)
+	sameModel(t, "theirs", contents(t, root2, branch.Ref{}), theirs)
+}
+
+func TestMergeAddedColumns(t *testing.T) {
+	root, main := newFamily(t, true, span(0, 30))
+	exp := main.branch("exp")
+	ds := exp.open()
+	if _, err := ds.AddColumns(context.Background(), []dataset.NewColumn{{Name: "twice", Expr: "id * 2"}}); err != nil {
+		t.Fatal(err)
+	}
+	main.add(span(30, 35)...)
+	res := merge(t, root, "exp", "", "")
+	if !slices.Equal(res.Report.ColumnsAdded, []string{"twice"}) {
+		t.Fatalf("report %+v", res.Report)
+	}
+	sameModel(t, "main", contents(t, root, branch.Ref{}), main.m)
+	d, err := branch.Open(context.Background(), root, branch.Ref{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := d.Count(context.Background(), "twice = id * 2")
+	if err != nil || n != 30 {
+		t.Fatalf("rows with the new column: %d %v", n, err)
+	}
+	if n, err := d.Count(context.Background(), "twice IS NULL"); err != nil || n != 5 {
+		t.Fatalf("main's new rows without it: %d %v", n, err)
+	}
+}
+
+func TestMergeErrors(t *testing.T) {
+	root, _ := newFamily(t, false, span(0, 5))
+	if _, err := branch.Merge(context.Background(), root, branch.Ref{}, nil); !errors.Is(err, lancer.ErrInvalidArgument) {
+		t.Fatalf("main into main: %v", err)
+	}
+	if _, err := branch.Merge(context.Background(), root, branch.Ref{Branch: "nosuch"}, nil); !errors.Is(err, lancer.ErrNotFound) {
+		t.Fatalf("missing branch: %v", err)
+	}
+}
+
+// Merges into one target from several goroutines: each lands (a loser
+// merges again against the new target) and the target ends with every
+// branch's rows.
+func TestConcurrentMerges(t *testing.T) {
+	root, main := newFamily(t, true, span(0, 20))
+	want := main.m.clone()
+	const n = 4
+	for i := range n {
+		b := main.branch(fmt.Sprintf("b%d", i))
+		b.add(int64(100 + i))
+		b.del(fmt.Sprintf("id = %d", i), int64(i))
+		want[int64(100+i)] = fmt.Sprintf("v%d", 100+i)
+		delete(want, int64(i))
+	}
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := branch.Merge(context.Background(), root, branch.Ref{Branch: fmt.Sprintf("b%d", i)}, &branch.MergeOptions{Retries: 20})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameModel(t, "main after concurrent merges", contents(t, root, branch.Ref{}), want)
+}
