@@ -30,6 +30,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newVersionsCommand(),
 		newTagsCommand(),
 		newBranchesCommand(),
+		newBranchCommand(),
+		newTagCommand(),
 		newInspectCommand(),
 		newImportCommand(),
 		newCountCommand(),
@@ -40,6 +42,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newRestoreCommand(),
 		newIndexCommand(),
 		newSearchCommand(),
+		newDiffCommand(),
+		newMergeCommand(),
+		newLogCommand(),
 	)
 	return root
 }

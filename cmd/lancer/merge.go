@@ -1,0 +1,272 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// The version-graph verbs that read or join lines: diff, merge and log.
+
+func newDiffCommand() *cobra.Command {
+	var (
+		formatArg, columns string
+		summary            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "diff URI REF_A REF_B [--format jsonl|table|csv] [--summary]",
+		Short: "Print the rows that differ between two refs",
+		Long: `Print the rows deleted, updated and inserted going from REF_A to REF_B, each
+with _change (delete, update or insert) and _rowid first: deleted rows as they
+were in REF_A, the others as they are in REF_B. A REF is main, a branch, a tag,
+branch@version or main@version (tag:NAME and branch:NAME disambiguate). With
+stable row ids an updated row is one update; without them it shows as a delete
+and an insert. --summary prints only the counts and the columns added and
+dropped.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			root, err := openRoot(ctx, cmd, args[:1])
+			if err != nil {
+				return err
+			}
+			a, err := branch.ResolveRef(ctx, root, args[1])
+			if err != nil {
+				return err
+			}
+			b, err := branch.ResolveRef(ctx, root, args[2])
+			if err != nil {
+				return err
+			}
+			opts := &dataset.DiffOptions{}
+			if columns != "" {
+				for c := range strings.SplitSeq(columns, ",") {
+					opts.Columns = append(opts.Columns, strings.TrimSpace(c))
+				}
+			}
+			r, err := branch.Diff(ctx, root, a, b, opts)
+			if err != nil {
+				return err
+			}
+			defer r.Release()
+			if summary {
+				s := r.Summary()
+				return report(cmd, "%d inserted, %d updated, %d deleted; columns added: %s; dropped: %s",
+					s.Inserted, s.Updated, s.Deleted, listOrNone(s.ColumnsAdded), listOrNone(s.ColumnsDropped))
+			}
+			out, err := newRowWriter(formatArg, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			if err := out.begin(r.Schema()); err != nil {
+				return err
+			}
+			for r.Next() {
+				if err := out.write(r.RecordBatch()); err != nil {
+					return err
+				}
+			}
+			if err := r.Err(); err != nil {
+				return err
+			}
+			return out.end()
+		},
+	}
+	cmd.Flags().StringVar(&formatArg, "format", "table", "output format: table, jsonl or csv")
+	cmd.Flags().StringVar(&columns, "columns", "", "comma-separated columns to print (default: those both refs have)")
+	cmd.Flags().BoolVar(&summary, "summary", false, "print only the counts of changes")
+	return cmd
+}
+
+func listOrNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func newMergeCommand() *cobra.Command {
+	var (
+		into, strategy string
+		dryRun         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "merge URI SRC [--into DST] [--strategy fail|ours|theirs] [--dry-run]",
+		Short: "Merge a branch (or main) into another line",
+		Long: `Merge the changes SRC (a branch or main, at its latest version or SRC@N) made
+since its merge base with DST (default main) into DST, as one commit on DST.
+If DST has not moved since the base it fast-forwards. Otherwise appends on both
+sides are kept, deletions unioned, updates of different rows and added columns
+combined. A row changed on both sides (updated twice, or updated on one side
+and deleted on the other) is a conflict: with --strategy fail (the default)
+the merge stops and lists every conflicting row id and column; ours keeps
+DST's version, theirs takes SRC's. No data file is copied: DST references
+SRC's files in place.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			strat, err := dataset.ParseMergeStrategy(strategy)
+			if err != nil {
+				return err
+			}
+			root, err := openRoot(ctx, cmd, args[:1])
+			if err != nil {
+				return err
+			}
+			src, err := branch.ResolveRef(ctx, root, args[1])
+			if err != nil {
+				return err
+			}
+			if into == branch.Main {
+				into = ""
+			}
+			res, err := branch.Merge(ctx, root, src, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun})
+			var mc *dataset.MergeConflictError
+			if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 {
+				printConflicts(cmd.ErrOrStderr(), mc.Report)
+				return fmt.Errorf("merge stopped: %d conflicting rows (see above; --strategy ours or theirs resolves them): %w",
+					len(mc.Report.Conflicts), lancer.ErrConflict)
+			}
+			if err != nil {
+				return err
+			}
+			r := res.Report
+			what := "merged"
+			switch {
+			case res.UpToDate:
+				return report(cmd, "%s is up to date with %s; version %d", orMain(res.Target.Branch), res.Source, res.Version)
+			case dryRun:
+				what = "would merge"
+			case res.FastForward:
+				what = "fast-forwarded"
+			}
+			if len(r.Conflicts) > 0 && !dryRun {
+				printConflicts(cmd.ErrOrStderr(), r)
+			}
+			return report(cmd, "%s %s into %s (base %s): %d inserted, %d updated, %d deleted, %d conflicts resolved by %s; version %d",
+				what, res.Source, orMain(res.Target.Branch), res.Base, r.RowsAdded, r.RowsUpdated, r.RowsDeleted,
+				len(r.Conflicts), strat, res.Version)
+		},
+	}
+	cmd.Flags().StringVar(&into, "into", "", "the line to merge into (default main)")
+	cmd.Flags().StringVar(&strategy, "strategy", "fail", "conflicting rows: fail, ours (keep DST's) or theirs (take SRC's)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what the merge would do, writing nothing")
+	return cmd
+}
+
+// printConflicts lists conflicting rows, one per line.
+func printConflicts(w io.Writer, r *dataset.MergeReport) {
+	for _, c := range r.Conflicts {
+		cols := ""
+		if len(c.Columns) > 0 {
+			cols = " (columns " + strings.Join(c.Columns, ", ") + ")"
+		}
+		fmt.Fprintf(w, "conflict: row %d %s%s\n", c.RowID, c.Kind, cols)
+	}
+}
+
+func newLogCommand() *cobra.Command {
+	var (
+		graph     bool
+		formatArg string
+	)
+	cmd := &cobra.Command{
+		Use:   "log URI [--graph] [--format text|json]",
+		Short: "List the versions of every line, newest first, with branch points and merges",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			root, err := openRoot(ctx, cmd, args)
+			if err != nil {
+				return err
+			}
+			log, err := branch.Log(ctx, root)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			switch formatArg {
+			case "json":
+				type entry struct {
+					Ref       string   `json:"ref"`
+					Timestamp string   `json:"timestamp"`
+					Operation string   `json:"operation"`
+					Parents   []string `json:"parents"`
+				}
+				out := []entry{}
+				for _, c := range log {
+					e := entry{Ref: c.Ref().String(), Timestamp: formatTime(c.Timestamp), Operation: c.Operation, Parents: []string{}}
+					for _, p := range c.Parents {
+						e.Parents = append(e.Parents, p.String())
+					}
+					out = append(out, e)
+				}
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			case "text":
+				return printLog(w, log, graph)
+			}
+			return fmt.Errorf("unknown --format %q (want text or json): %w", formatArg, lancer.ErrInvalidArgument)
+		},
+	}
+	cmd.Flags().BoolVar(&graph, "graph", false, "draw the lines as columns, git-style")
+	cmd.Flags().StringVar(&formatArg, "format", "text", "output format: text or json")
+	return cmd
+}
+
+// printLog prints one commit per line. With graph, each line of the
+// dataset is a column: '*' marks the commit's line, '|' a line that exists
+// at that point, and the text names branch points and merges.
+func printLog(w io.Writer, log []branch.Commit, graph bool) error {
+	// Columns in order of first appearance from the oldest commit.
+	var cols []string
+	first, last := map[string]int{}, map[string]int{}
+	for i := len(log) - 1; i >= 0; i-- {
+		l := log[i].Line
+		if _, ok := first[l]; !ok {
+			first[l] = i
+			cols = append(cols, l)
+		}
+		last[l] = i
+	}
+	for i, c := range log {
+		var b strings.Builder
+		if graph {
+			for _, l := range cols {
+				switch {
+				case l == c.Line:
+					b.WriteString("* ")
+				case i >= last[l] && i <= first[l]:
+					b.WriteString("| ")
+				default:
+					b.WriteString("  ")
+				}
+			}
+		}
+		fmt.Fprintf(&b, "%s  %s  %s", c.Ref(), formatTime(c.Timestamp), c.Operation)
+		for _, p := range c.Parents {
+			switch {
+			case p.Branch != c.Ref().Branch && c.Properties[branch.PropMergeSource] != "" && lineOf(p) == c.Properties[branch.PropMergeSource]:
+				fmt.Fprintf(&b, "  merge %s (base %s)", p, c.Properties[branch.PropMergeBase])
+			case lineOf(p) != c.Line:
+				fmt.Fprintf(&b, "  branched from %s", p)
+			}
+		}
+		b.WriteByte('\n')
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func lineOf(r branch.Ref) string { return orMain(r.Branch) }

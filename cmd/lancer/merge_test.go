@@ -1,0 +1,57 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDiffMergeLog branches a dataset, changes both lines, and diffs,
+// merges and logs them through the CLI.
+func TestDiffMergeLog(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "people")
+	mustRun(t, "import", filepath.Join("testdata", "people.jsonl"), ds, "--stable-row-ids")
+	mustRun(t, "branch", "create", ds, "exp")
+	mustRun(t, "update", ds, "--branch", "exp", "--set", "name='Ada L'", "--filter", "id = 1")
+	mustRun(t, "delete", ds, "--branch", "exp", "--filter", "id = 2")
+	mustRun(t, "update", ds, "--set", "score=0", "--filter", "id = 4")
+
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"diff", ds, "main", "exp", "--summary"}, "0 inserted, 2 updated, 1 deleted; columns added: none; dropped: none\n"},
+		{[]string{"diff", ds, "main@1", "exp", "--format", "csv", "--columns", "id,name"}, "_change,_rowid,id,name\ndelete,1,2,Brian\nupdate,0,1,Ada L\n"},
+		{[]string{"merge", ds, "exp", "--dry-run"}, "would merge exp@3 into main (base main@1): 0 inserted, 1 updated, 1 deleted, 0 conflicts resolved by fail; version 2\n"},
+		{[]string{"merge", ds, "exp"}, "merged exp@3 into main (base main@1): 0 inserted, 1 updated, 1 deleted, 0 conflicts resolved by fail; version 3\n"},
+		{[]string{"merge", ds, "exp"}, "main is up to date with exp@3; version 3\n"},
+		{[]string{"scan", ds, "--format", "csv", "--columns", "id,name,score"}, "id,name,score\n3,Chen,8.25\n4,Dana,0\n1,Ada L,9.5\n"},
+		{[]string{"merge", ds, "main", "--into", "exp"}, "fast-forwarded main@3 into exp (base exp@3): 0 inserted, 1 updated, 0 deleted, 0 conflicts resolved by fail; version 4\n"},
+	}
+	for _, s := range steps {
+		if got := mustRun(t, s.args...); got != s.want {
+			t.Errorf("%v printed %q, want %q", s.args, got, s.want)
+		}
+	}
+	log := mustRun(t, "log", ds, "--graph")
+	for _, want := range []string{"  * exp@4", "merge main@3 (base exp@3)", "* | main@3", "merge exp@3 (base main@1)", "| * exp@2", "branched from main@1"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log --graph lacks %q:\n%s", want, log)
+		}
+	}
+
+	// Conflicts stop the merge and name the rows.
+	mustRun(t, "update", ds, "--set", "score=1", "--filter", "id = 3")
+	mustRun(t, "update", ds, "--branch", "exp", "--set", "score=2", "--filter", "id = 3")
+	code, _, errOut := runLancer(t, "merge", ds, "exp")
+	if code != 1 || !strings.Contains(errOut, "conflict: row 2 updated on both sides (columns score)") || !strings.Contains(errOut, "merge stopped: 1 conflicting rows") {
+		t.Fatalf("conflicting merge: exit %d, %q", code, errOut)
+	}
+	if got := mustRun(t, "merge", ds, "exp", "--strategy", "theirs"); !strings.Contains(got, "1 conflicts resolved by theirs") {
+		t.Fatalf("merge --strategy theirs: %q", got)
+	}
+	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,score", "--filter", "id = 3"); got != "id,score\n3,2\n" {
+		t.Fatalf("after theirs: %q", got)
+	}
+}

@@ -1,0 +1,185 @@
+package interop_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/lanceref"
+)
+
+// graphRequest asks lance-ops.mjs for a branch operation.
+type graphRequest struct {
+	URI       string            `json:"uri"`
+	Op        string            `json:"op"`
+	Name      string            `json:"name,omitempty"`
+	FromRef   string            `json:"fromRef,omitempty"`
+	Branch    string            `json:"branch,omitempty"`
+	Rows      []map[string]any  `json:"rows,omitempty"`
+	Filter    string            `json:"filter,omitempty"`
+	ValuesSQL map[string]string `json:"valuesSql,omitempty"`
+}
+
+type graphReply struct {
+	Version uint64 `json:"version"`
+	Count   uint64 `json:"count"`
+	Error   string `json:"error"`
+}
+
+func graphOps(t *testing.T, node, ref string, reqs ...graphRequest) []graphReply {
+	t.Helper()
+	replies, err := lanceref.Ask[graphRequest, graphReply](script(node, ref), "lance-ops.mjs", reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replies {
+		if r.Error != "" {
+			t.Fatalf("real Lance refused %s on %s: %s", reqs[i].Op, reqs[i].URI, r.Error)
+		}
+	}
+	return replies
+}
+
+func idVal(ids []int64, val string) array.RecordReader {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "val", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for _, id := range ids {
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("%s%d", val, id))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	r, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	return r
+}
+
+func ids(from, to int64) []int64 {
+	var out []int64
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// branchRows reads a branch with real Lance and with lancer and requires the
+// same rows.
+func branchAgree(t *testing.T, node, ref, uri string, root blob.Store, name string) {
+	t.Helper()
+	r := lanceRows(t, node, ref, []request{{URI: uri, Branch: name, WithRowID: true}})[0]
+	if r.Error != "" {
+		t.Fatalf("real Lance cannot read branch %s: %s", name, r.Error)
+	}
+	ds, err := branch.Open(context.Background(), root, branch.Ref{Branch: name}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := scanRowsWithID(t, ds)
+	fixturetest.CompareRows(t, fmt.Sprintf("branch %s (real Lance vs lancer)", name), got, r.Rows, fixturetest.CompareOptions{})
+}
+
+func scanRowsWithID(t *testing.T, ds *dataset.Dataset) [][]byte {
+	t.Helper()
+	s, err := ds.Scan(context.Background(), &dataset.ScanOptions{WithRowID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	var out [][]byte
+	for s.Next() {
+		out = append(out, fixturetest.EncodeRows(t, s.RecordBatch())...)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestLanceReadsLancerMerges: lancer branches, writes on both lines and
+// merges (three-way, then fast-forward back); real Lance reads every
+// version of main and the branch with the rows lancer computed. Then Lance
+// writes on its own branch and lancer merges it.
+func TestLanceReadsLancerMerges(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stable=%v", stable), func(t *testing.T) {
+			uri := filepath.Join(t.TempDir(), "m.lance")
+			root, err := blob.NewLocalStore(uri)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := idVal(ids(0, 50), "v")
+			main, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 20})
+			r.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp, err := branch.CreateBranch(ctx, root, "exp", branch.Ref{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r = idVal(ids(100, 110), "e")
+			if exp, err = exp.Append(ctx, r, nil); err != nil {
+				t.Fatal(err)
+			}
+			r.Release()
+			if exp, err = exp.Delete(ctx, "id < 3"); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err = exp.Update(ctx, map[string]string{"val": "'exp'"}, "id = 30"); err != nil {
+				t.Fatal(err)
+			}
+			r = idVal(ids(200, 205), "m")
+			if main, err = main.Append(ctx, r, nil); err != nil {
+				t.Fatal(err)
+			}
+			r.Release()
+			if _, err = main.Delete(ctx, "id = 40"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, nil)
+			if err != nil || res.FastForward {
+				t.Fatalf("merge: %+v %v", res, err)
+			}
+			agree(t, node, ref, uri)
+			if res, err = branch.Merge(ctx, root, branch.Ref{}, &branch.MergeOptions{Into: "exp"}); err != nil || !res.FastForward {
+				t.Fatalf("merge back: %+v %v", res, err)
+			}
+			branchAgree(t, node, ref, uri, root, "exp")
+
+			// Lance branches and writes; lancer merges Lance's branch.
+			rows := []map[string]any{{"id": 300, "val": "lance"}, {"id": 301, "val": "lance"}}
+			graphOps(t, node, ref,
+				graphRequest{URI: uri, Op: "createBranch", Name: "lb", FromRef: "main"},
+				graphRequest{URI: uri, Op: "branchAppend", Branch: "lb", Rows: rows},
+				graphRequest{URI: uri, Op: "branchDelete", Branch: "lb", Filter: "id = 10"},
+			)
+			if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "lb"}, nil); err != nil {
+				t.Fatalf("merge of Lance's branch: %v", err)
+			}
+			agree(t, node, ref, uri)
+			d, err := dataset.OpenURI(ctx, uri, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for pred, want := range map[string]uint64{"id = 10": 0, "id >= 300": 2, "id >= 100 AND id < 110": 10, "val = 'exp'": 1, "id = 40": 0} {
+				if n, err := d.Count(ctx, pred); err != nil || n != want {
+					t.Errorf("main after the merges: %s: %d rows, want %d (%v)", pred, n, want, err)
+				}
+			}
+		})
+	}
+}
