@@ -69,6 +69,10 @@ func Cleanup(ctx context.Context, root blob.Store, opts *dataset.CleanupOptions)
 			return dataset.CleanupStats{}, err
 		}
 	}
+	// Main references branch files too once a branch was merged into it.
+	if err := branchReferences(ctx, root, "", append(slices.Clone(o.KeepVersions), tagged[""]...), cutoff, kept); err != nil {
+		return dataset.CleanupStats{}, err
+	}
 
 	var total dataset.CleanupStats
 	add := func(s dataset.CleanupStats) {
@@ -113,10 +117,14 @@ func keepFunc(keys map[string]bool, also func(string) bool) func(string) bool {
 }
 
 // branchReferences adds to kept the files of other roots that the versions
-// of branch name that Cleanup retains (the latest, tagged ones, and those
-// committed at or after cutoff) reference through base paths.
+// of branch name ("" for main) that Cleanup retains (the latest, tagged
+// ones, and those committed at or after cutoff) reference through base
+// paths.
 func branchReferences(ctx context.Context, root blob.Store, name string, tagged []uint64, cutoff time.Time, kept map[string]map[string]bool) error {
-	store := blob.Sub(root, treeDir+name)
+	store := root
+	if name != "" {
+		store = blob.Sub(root, treeDir+name)
+	}
 	versions, err := dataset.ListVersions(ctx, store)
 	if err != nil {
 		return fmt.Errorf("branch: cleanup: branch %s: %w", name, err)
@@ -138,7 +146,9 @@ func branchReferences(ctx context.Context, root blob.Store, name string, tagged 
 			}
 			switch {
 			case bp.Name == "" || bp.Name == Main:
-				owner[bp.ID] = ""
+				if name != "" { // on main an unnamed base path is another dataset
+					owner[bp.ID] = ""
+				}
 			case strings.HasSuffix(strings.TrimSuffix(bp.Path, "/"), "/"+treeDir+bp.Name):
 				if _, ok := kept[bp.Name]; ok {
 					owner[bp.ID] = bp.Name

@@ -295,3 +295,81 @@ func mergeGraph(ctx context.Context, root blob.Store, a string, av uint64, b str
 	}
 	return g, nil
 }
+
+// PropCherryPick records, on a cherry-pick's commit, the version it applied
+// ("line@version").
+const PropCherryPick = "lancer.cherry_pick"
+
+// CherryPick applies to the target line (opts.Into, default main) the
+// changes one commit made: the difference between commit (a branch@version
+// or main@version) and the version before it on its line, merged three-way
+// into the target's latest version (see dataset.ThreeWayMerge) as one
+// commit. opts.Strategy resolves conflicts; the result records the commit
+// applied but, unlike a merge, does not make it a parent.
+func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOptions) (*MergeResult, error) {
+	var o MergeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Retries == 0 {
+		o.Retries = 5
+	}
+	if commit.Tag != "" {
+		tag, err := GetTag(ctx, root, commit.Tag)
+		if err != nil {
+			return nil, err
+		}
+		commit = Ref{Branch: tag.Branch, Version: tag.Version}
+	}
+	line := lineName(commit.Branch)
+	theirs, err := Open(ctx, root, refOf(line, commit.Version), nil)
+	if err != nil {
+		return nil, err
+	}
+	versions, err := theirs.Versions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var prev uint64
+	for _, v := range versions {
+		if v.Version < theirs.Version() {
+			prev = v.Version
+		}
+		if v.Version == theirs.Version() && v.Operation == "Clone" {
+			return nil, fmt.Errorf("branch: cherry-pick %s: a branch's first version changes nothing: %w", refOf(line, theirs.Version()), lancer.ErrInvalidArgument)
+		}
+	}
+	if prev == 0 {
+		return nil, fmt.Errorf("branch: cherry-pick %s: no earlier version on %s to compare with: %w", refOf(line, theirs.Version()), line, lancer.ErrInvalidArgument)
+	}
+	base, err := Open(ctx, root, refOf(line, prev), nil)
+	if err != nil {
+		return nil, err
+	}
+	dst := lineName(o.Into)
+	for attempt := 0; ; attempt++ {
+		ours, err := Open(ctx, root, refOf(dst, 0), nil)
+		if err != nil {
+			return nil, err
+		}
+		res := &MergeResult{Source: refOf(line, theirs.Version()), Target: refOf(dst, ours.Version()), Base: refOf(line, prev), Version: ours.Version()}
+		name := ""
+		if line != Main {
+			name = line
+		}
+		out, report, err := dataset.ThreeWayMerge(ctx, base, ours, theirs, &dataset.ThreeWayOptions{
+			Strategy: o.Strategy, TheirsName: name, DryRun: o.DryRun,
+			Properties: map[string]string{PropCherryPick: res.Source.String()},
+		})
+		res.Report = report
+		var ce *dataset.ConflictError
+		if errors.As(err, &ce) && attempt < o.Retries {
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Version = out.Version()
+		return res, nil
+	}
+}

@@ -378,3 +378,39 @@ func TestConcurrentMerges(t *testing.T) {
 	}
 	sameModel(t, "main after concurrent merges", contents(t, root, branch.Ref{}), want)
 }
+
+func TestCherryPick(t *testing.T) {
+	ctx := context.Background()
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stable=%v", stable), func(t *testing.T) {
+			root, main := newFamily(t, stable, span(0, 20))
+			exp := main.branch("exp")
+			exp.add(100)
+			exp.del("id = 3", 3) // the commit picked
+			exp.add(101)
+			main.add(200)
+			d, err := branch.Open(ctx, root, branch.Ref{Branch: "exp"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pick := branch.Ref{Branch: "exp", Version: d.Version() - 1}
+			res, err := branch.CherryPick(ctx, root, pick, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Report.RowsDeleted != 1 || res.Report.RowsAdded != 0 {
+				t.Fatalf("cherry-pick report %+v", res.Report)
+			}
+			want := main.m.clone()
+			delete(want, 3)
+			sameModel(t, "main after cherry-pick", contents(t, root, branch.Ref{}), want)
+			// The pick is no merge: merging exp later brings 100 and 101.
+			merge(t, root, "exp", "", "")
+			want[100], want[101] = "v100", "v101"
+			sameModel(t, "main after merging exp", contents(t, root, branch.Ref{}), want)
+			if _, err := branch.CherryPick(ctx, root, branch.Ref{Branch: "exp", Version: 1}, nil); !errors.Is(err, lancer.ErrInvalidArgument) {
+				t.Fatalf("cherry-pick of the clone: %v", err)
+			}
+		})
+	}
+}

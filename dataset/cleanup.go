@@ -43,10 +43,12 @@ type CleanupOptions struct {
 	DeleteUnverified bool
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
+	// DryRun removes nothing: the stats say what would go.
+	DryRun bool
 }
 
-// CleanupStats counts what Cleanup removed: versions (their manifests),
-// other files, and the bytes of both.
+// CleanupStats counts what Cleanup removed (or, with DryRun, would
+// remove): versions (their manifests), other files, and the bytes of both.
 type CleanupStats struct {
 	VersionsRemoved, FilesRemoved int
 	BytesRemoved                  int64
@@ -177,6 +179,11 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 
 	var stats CleanupStats
 	for _, e := range removed {
+		if o.DryRun {
+			stats.VersionsRemoved++
+			stats.BytesRemoved += e.size
+			continue
+		}
 		if err := store.Delete(ctx, e.key); err != nil && !isNotFound(err) {
 			return stats, fmt.Errorf("dataset: cleanup: remove version %d (%s): %w", e.version, location(store, e.key), err)
 		}
@@ -184,6 +191,11 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		stats.BytesRemoved += e.size
 	}
 	for _, v := range victims {
+		if o.DryRun {
+			stats.FilesRemoved++
+			stats.BytesRemoved += v.size
+			continue
+		}
 		if err := store.Delete(ctx, v.key); err != nil && !isNotFound(err) {
 			return stats, fmt.Errorf("dataset: cleanup: remove %s: %w", location(store, v.key), err)
 		}

@@ -270,3 +270,104 @@ func printLog(w io.Writer, log []branch.Commit, graph bool) error {
 }
 
 func lineOf(r branch.Ref) string { return orMain(r.Branch) }
+
+func newGCCommand() *cobra.Command {
+	var (
+		olderThan string
+		dryRun    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gc URI [--older-than 7d] [--dry-run]",
+		Short: "Remove old versions and unreferenced files on every line",
+		Long: `Collect garbage on main and every branch: versions committed more than
+--older-than ago (default 7d, Lance's default; 0 keeps only each line's latest),
+and the files no remaining version of any line, tag or merge still reaches:
+a file of a branch that main references since a merge stays. Unreferenced
+files younger than a week are kept (they may belong to a commit in flight).
+--dry-run reports what would go and removes nothing.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			age, err := parseAge(olderThan)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			root, err := openRoot(ctx, cmd, args)
+			if err != nil {
+				return err
+			}
+			opts := &dataset.CleanupOptions{OlderThan: age, DryRun: dryRun}
+			if age == 0 {
+				opts.OlderThan = -1
+			}
+			stats, err := branch.Cleanup(ctx, root, opts)
+			if err != nil {
+				return err
+			}
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			return report(cmd, "%s %d versions and %d files (%s)", verb, stats.VersionsRemoved, stats.FilesRemoved, byteSize(stats.BytesRemoved))
+		},
+	}
+	cmd.Flags().StringVar(&olderThan, "older-than", "7d", "remove versions older than this: a Go duration (36h) or days (7d)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, removing nothing")
+	return cmd
+}
+
+func newCherryPickCommand() *cobra.Command {
+	var (
+		into, strategy string
+		dryRun         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "cherry-pick URI BRANCH@VERSION [--into DST] [--strategy fail|ours|theirs] [--dry-run]",
+		Short: "Apply the changes of one commit of a line to another line",
+		Long: `Apply to DST (default main) what the commit BRANCH@VERSION changed since the
+version before it on its line, as one commit on DST, with the conflict rules of
+merge.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			strat, err := dataset.ParseMergeStrategy(strategy)
+			if err != nil {
+				return err
+			}
+			root, err := openRoot(ctx, cmd, args[:1])
+			if err != nil {
+				return err
+			}
+			ref, err := branch.ResolveRef(ctx, root, args[1])
+			if err != nil {
+				return err
+			}
+			if ref.Tag == "" && ref.Version == 0 {
+				return fmt.Errorf("cherry-pick needs a commit: BRANCH@VERSION or a tag: %w", lancer.ErrInvalidArgument)
+			}
+			if into == branch.Main {
+				into = ""
+			}
+			res, err := branch.CherryPick(ctx, root, ref, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun})
+			var mc *dataset.MergeConflictError
+			if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 {
+				printConflicts(cmd.ErrOrStderr(), mc.Report)
+				return fmt.Errorf("cherry-pick stopped: %d conflicting rows: %w", len(mc.Report.Conflicts), lancer.ErrConflict)
+			}
+			if err != nil {
+				return err
+			}
+			r := res.Report
+			what := "applied"
+			if dryRun {
+				what = "would apply"
+			}
+			return report(cmd, "%s %s to %s: %d inserted, %d updated, %d deleted; version %d",
+				what, res.Source, orMain(res.Target.Branch), r.RowsAdded, r.RowsUpdated, r.RowsDeleted, res.Version)
+		},
+	}
+	cmd.Flags().StringVar(&into, "into", "", "the line to apply the commit to (default main)")
+	cmd.Flags().StringVar(&strategy, "strategy", "fail", "conflicting rows: fail, ours or theirs")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would change, writing nothing")
+	return cmd
+}

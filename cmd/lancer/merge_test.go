@@ -48,10 +48,50 @@ func TestDiffMergeLog(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "conflict: row 2 updated on both sides (columns score)") || !strings.Contains(errOut, "merge stopped: 1 conflicting rows") {
 		t.Fatalf("conflicting merge: exit %d, %q", code, errOut)
 	}
+	mustRun(t, "delete", ds, "--branch", "exp", "--filter", "id = 4")
+	if got := mustRun(t, "cherry-pick", ds, "exp@6", "--dry-run"); got != "would apply exp@6 to main: 0 inserted, 0 updated, 1 deleted; version 4\n" {
+		t.Fatalf("cherry-pick --dry-run: %q", got)
+	}
 	if got := mustRun(t, "merge", ds, "exp", "--strategy", "theirs"); !strings.Contains(got, "1 conflicts resolved by theirs") {
 		t.Fatalf("merge --strategy theirs: %q", got)
 	}
 	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,score", "--filter", "id = 3"); got != "id,score\n3,2\n" {
 		t.Fatalf("after theirs: %q", got)
+	}
+}
+
+// gc keeps what merges made main reference on a branch.
+func TestGCAfterMerge(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "people")
+	mustRun(t, "import", filepath.Join("testdata", "people.jsonl"), ds)
+	mustRun(t, "branch", "create", ds, "exp")
+	mustRun(t, "import", filepath.Join("testdata", "people.jsonl"), ds, "--branch", "exp", "--mode", "append")
+	mustRun(t, "delete", ds, "--branch", "exp", "--filter", "id = 1")
+	mustRun(t, "merge", ds, "exp")
+	mustRun(t, "delete", ds, "--branch", "exp", "--filter", "id = 2")
+	// exp's latest no longer uses the files main took from it.
+	mustRun(t, "compact", ds, "--branch", "exp")
+	before := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id")
+	dry := mustRun(t, "gc", ds, "--older-than", "0", "--dry-run")
+	if !strings.HasPrefix(dry, "would remove ") {
+		t.Fatalf("gc --dry-run: %q", dry)
+	}
+	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id"); got != before {
+		t.Fatalf("dry run changed main: %q", got)
+	}
+	out := mustRun(t, "gc", ds, "--older-than", "0")
+	if !strings.HasPrefix(out, "removed ") || strings.HasPrefix(out, "removed 0 versions") {
+		t.Fatalf("gc: %q", out)
+	}
+	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id"); got != before {
+		t.Fatalf("main after gc: %q, want %q", got, before)
+	}
+	if got := mustRun(t, "count", ds, "--branch", "exp"); got != "4\n" {
+		t.Fatalf("exp after gc: %q", got)
+	}
+	mustRun(t, "branch", "delete", ds, "exp")
+	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id"); got != before {
+		t.Fatalf("main after deleting the branch: %q, want %q", got, before)
 	}
 }

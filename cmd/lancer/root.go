@@ -45,6 +45,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newDiffCommand(),
 		newMergeCommand(),
 		newLogCommand(),
+		newGCCommand(),
+		newCherryPickCommand(),
 	)
 	return root
 }
