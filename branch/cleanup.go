@@ -3,6 +3,7 @@ package branch
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -21,7 +22,12 @@ import (
 //     branch references through a base path is kept (a branch's first
 //     manifest points at its parent's files; opts.KeepFiles applies to main);
 //   - each branch's own root tree/<name>/ is cleaned with its tags kept;
-//     its latest version is kept like main's.
+//     its latest version is kept like main's;
+//   - the versions later merges need are kept (see graphKeeps): each
+//     branch's first version, the latest merge between each pair of lines,
+//     and the merge base of every pair of lines, so that a merge after a
+//     cleanup finds the same base and never applies a change twice; and a
+//     file main references in a branch since a merge is kept.
 //
 // Every manifest a kept reference depends on is read before anything is
 // removed; an unreadable one fails the whole cleanup with nothing removed.
@@ -56,6 +62,13 @@ func Cleanup(ctx context.Context, root blob.Store, opts *dataset.CleanupOptions)
 			b = ""
 		}
 		tagged[b] = append(tagged[b], t.Version)
+	}
+	graph, err := graphKeeps(ctx, root, branches)
+	if err != nil {
+		return dataset.CleanupStats{}, err
+	}
+	for line, vs := range graph {
+		tagged[line] = append(tagged[line], vs...)
 	}
 
 	// kept[r] holds the keys (relative to root r: "" for main, else the
@@ -176,4 +189,60 @@ func branchReferences(ctx context.Context, root blob.Store, name string, tagged 
 		}
 	}
 	return nil
+}
+
+// graphKeeps returns, by line ("" for main), the versions Cleanup keeps so
+// that later merges still find their bases: each branch's first version
+// (its fork point), on each line the latest merge from each other line
+// (the edge that says what was merged), and the merge base of every pair
+// of lines' latest versions.
+func graphKeeps(ctx context.Context, root blob.Store, branches []Branch) (map[string][]uint64, error) {
+	out := map[string][]uint64{}
+	if len(branches) == 0 {
+		return out, nil
+	}
+	key := func(line string) string {
+		if line == Main {
+			return ""
+		}
+		return line
+	}
+	log, err := Log(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]uint64{}
+	first := map[string]uint64{}
+	lastMerge := map[[2]string]uint64{}
+	for _, c := range log { // newest first
+		if _, ok := latest[c.Line]; !ok {
+			latest[c.Line] = c.Version
+		}
+		first[c.Line] = c.Version
+		if src := c.Properties[PropMergeSource]; src != "" {
+			k := [2]string{c.Line, src}
+			if _, ok := lastMerge[k]; !ok {
+				lastMerge[k] = c.Version
+			}
+		}
+	}
+	for line, v := range first {
+		if line != Main {
+			out[key(line)] = append(out[key(line)], v)
+		}
+	}
+	for k, v := range lastMerge {
+		out[key(k[0])] = append(out[key(k[0])], v)
+	}
+	lines := slices.Sorted(maps.Keys(latest))
+	for i, a := range lines {
+		for _, b := range lines[i+1:] {
+			g, err := mergeGraph(ctx, root, a, latest[a], b, latest[b])
+			if err != nil {
+				continue // lines without common history need no base
+			}
+			out[key(g.base.line)] = append(out[key(g.base.line)], g.base.version)
+		}
+	}
+	return out, nil
 }

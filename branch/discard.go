@@ -2,6 +2,7 @@ package branch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,6 +42,10 @@ type DiscardStats struct {
 // removes the files of such a leftover root that its versions referenced
 // and no remaining root does.
 //
+// A child branch is re-parented onto the deleted branch's own fork point
+// (its ref file's parentBranch and parentVersion are rewritten), so that
+// the version graph still connects it to main.
+//
 // A branch that a tag points into is not deleted: that is an error wrapping
 // lancer.ErrConflict naming the tags, which must be deleted or moved first.
 // A missing branch is an error wrapping lancer.ErrNotFound.
@@ -55,7 +60,8 @@ func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *Disca
 	if opts != nil {
 		o = *opts
 	}
-	if _, err := GetBranch(ctx, root, name); err != nil {
+	self, err := GetBranch(ctx, root, name)
+	if err != nil {
 		return DiscardStats{}, err
 	}
 	tags, err := ListTags(ctx, root)
@@ -141,6 +147,15 @@ func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *Disca
 	slices.Sort(stats.Files)
 	if o.DryRun {
 		return stats, nil
+	}
+	// Children fork from the deleted branch's own fork point from now on,
+	// so that the version graph (merge bases, Log) still reaches main.
+	for _, b := range branches {
+		if b.ParentBranch == name {
+			if err := reparent(ctx, root, b.Name, self); err != nil {
+				return DiscardStats{}, err
+			}
+		}
 	}
 	if err := root.Delete(ctx, branchKey(name)); err != nil {
 		return DiscardStats{}, fmt.Errorf("branch: delete %q: %w", name, err)
@@ -243,4 +258,26 @@ func collectReferences(ctx context.Context, root blob.Store, from string, target
 			mark(ix.BaseID, "_indices/"+ix.UUID+"/")
 		}
 	})
+}
+
+// reparent rewrites child's ref so that it forks from where gone forked.
+func reparent(ctx context.Context, root blob.Store, child string, gone Branch) error {
+	var f branchFile
+	if err := readRefFile(ctx, root, "branch", child, branchKey(child), &f); err != nil {
+		return err
+	}
+	f.ParentBranch = nil
+	if gone.ParentBranch != "" && gone.ParentBranch != Main {
+		p := gone.ParentBranch
+		f.ParentBranch = &p
+	}
+	f.ParentVersion = gone.ParentVersion
+	body, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("branch: encode branch %q: %w", child, err)
+	}
+	if err := root.Write(ctx, branchKey(child), body); err != nil {
+		return fmt.Errorf("branch: delete: re-parent child branch %q: %w", child, err)
+	}
+	return nil
 }

@@ -13,13 +13,14 @@ import (
 )
 
 // TestVersionGraphModel runs seeded random sequences of branch, append,
-// delete, update and merge on a dataset with stable row ids, against a
+// delete, update, merge, discard and gc on a dataset with stable row ids,
+// against a
 // model of each line's rows (id → value), and checks every line after
 // every step. Merges use the "theirs" strategy, which the model applies
 // to rows changed on both sides.
 func TestVersionGraphModel(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runGraphModel(t, seed, 40) })
+	for seed := uint64(1); seed <= 6; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runGraphModel(t, seed, 50) })
 	}
 }
 
@@ -54,7 +55,7 @@ func runGraphModel(t *testing.T, seed uint64, steps int) {
 		name := ns[rng.IntN(len(ns))]
 		l := lines[name]
 		var what string
-		switch op := rng.IntN(10); {
+		switch op := rng.IntN(12); {
 		case op < 3:
 			n := 1 + rng.IntN(3)
 			ids := span(nextID, nextID+int64(n))
@@ -75,6 +76,21 @@ func runGraphModel(t *testing.T, seed uint64, steps int) {
 			}
 			l.set(id, fmt.Sprintf("u%d", step))
 			what = fmt.Sprintf("update %d on %s", id, name)
+		case op == 8 && name != branch.Main:
+			// Discard a branch; the others must not notice.
+			if _, err := branch.DeleteBranch(ctx, root, name, nil); err != nil {
+				t.Fatalf("step %d: delete branch %s: %v", step, name, err)
+			}
+			delete(lines, name)
+			what = "discard " + name
+			name = branch.Main
+		case op == 9:
+			// Collect garbage: every version but those refs and later
+			// merges need.
+			if _, err := branch.Cleanup(ctx, root, &dataset.CleanupOptions{OlderThan: -1, DeleteUnverified: true}); err != nil {
+				t.Fatalf("step %d: gc: %v", step, err)
+			}
+			what = "gc"
 		case op < 8 && len(lines) < 4:
 			nb := fmt.Sprintf("b%d", step)
 			lines[nb] = l.branch(nb)
@@ -108,6 +124,7 @@ func runGraphModel(t *testing.T, seed uint64, steps int) {
 			name = dst
 		}
 		record(name)
+		t.Logf("step %d: %s", step, what)
 		for _, n := range names() {
 			sameModel(t, fmt.Sprintf("seed %d step %d (%s): line %s", seed, step, what, n),
 				contents(t, root, branch.Ref{Branch: srcName(n)}), lines[n].m)
@@ -142,10 +159,7 @@ func modelMerge(base, ours, theirs model) model {
 		case !inBase:
 			out[id] = o
 		case !inTheirs:
-			if o != b && false {
-				out[id] = o
-			}
-			// deleted by theirs: gone (theirs wins a conflict too)
+			// deleted by theirs: gone (theirs also wins over an update)
 		case t != b:
 			out[id] = t
 		default:

@@ -459,9 +459,15 @@ func (m *merger) classify() error {
 		m.deletedBy[side], m.updatedBy[side], m.relocatedBy[side] = del, upd, rel
 	}
 	for id := range m.live[2] {
-		if _, ok := base[id]; !ok {
-			m.addedByTheirs = append(m.addedByTheirs, id)
+		if _, ok := base[id]; ok {
+			continue
 		}
+		if o, ok := m.live[1][id]; ok {
+			if t := m.live[2][id]; o.key == t.key && o.offset == t.offset {
+				continue // the target has it already
+			}
+		}
+		m.addedByTheirs = append(m.addedByTheirs, id)
 	}
 	slices.Sort(m.addedByTheirs)
 
@@ -482,6 +488,18 @@ func (m *merger) classify() error {
 		}
 	}
 
+	// A change both sides made identically (the same copy of the row, as
+	// after an earlier merge of one into the other) is no conflict.
+	same := func(id uint64) bool {
+		o, ok1 := m.live[1][id]
+		t, ok2 := m.live[2][id]
+		return ok1 && ok2 && o.key == t.key && o.offset == t.offset
+	}
+	for id := range m.updatedBy[1] {
+		if m.updatedBy[0][id] && same(id) {
+			delete(m.updatedBy[1], id)
+		}
+	}
 	var conflicts []RowConflict
 	for id := range m.updatedBy[1] {
 		switch {
@@ -582,10 +600,22 @@ func (m *merger) classify() error {
 			key = n
 		}
 		if _, taken := m.choose[key]; taken {
-			return fmt.Errorf("dataset: merge: row id %d added by the source is taken in the target: %w", key, lancer.ErrCorrupt)
+			// The target has another row of this id that the base lacks:
+			// both sides added it.
+			m.report.Conflicts = append(m.report.Conflicts, RowConflict{RowID: key, Kind: ConflictBothUpdated})
+			if !theirsWins {
+				continue
+			}
 		}
 		m.choose[key] = choice{2, m.live[2][id]}
 		m.report.RowsAdded++
+	}
+	// A row the source has in a fragment the target also has is taken
+	// through the target's fragment.
+	for id, c := range m.choose {
+		if _, inOurs := m.sides[1].frags[c.at.key]; c.side == 2 && inOurs {
+			m.choose[id] = choice{1, c.at}
+		}
 	}
 	return nil
 }
