@@ -1,6 +1,6 @@
-// Package branch is lancer's version graph: tags, branches, and opening a
-// dataset at any of them. (Creating branches, diff, merge, discard and GC come
-// in later layers of this package.)
+// Package branch is lancer's version graph: tags, zero-copy branches,
+// opening a dataset at any ref, diff, three-way merge, cherry-pick, log,
+// discard and garbage collection.
 //
 // # On-disk contract (Lance's, unchanged)
 //
@@ -23,6 +23,35 @@
 // base path holding the parent's absolute location. That location is where
 // the dataset was when the branch was made; this package maps it onto the
 // root actually opened, so a dataset that was moved or copied still opens.
+//
+// # The graph and merges
+//
+// The graph's nodes are the versions of every line (main and each branch);
+// its edges are a line's previous version, a branch's fork point (its first
+// version is a Clone of the parent's state) and, for a merge commit, the
+// source version it merged, which Merge records in the commit's
+// transaction properties (PropMergeSource, PropMergeSourceVersion). Log
+// lists it; MergeBase finds the newest state two lines share in it.
+//
+// Merge brings the changes a source line made since that base into a
+// target line as one commit (dataset.ThreeWayMerge): up to date when the
+// target contains the source, a fast-forward when the source contains the
+// target, otherwise three-way: deletions unioned, additions kept, updates of
+// different rows combined, and a row changed on both sides a conflict
+// reported by row id and columns unless a strategy resolves it. Rows are
+// matched by stable row id when the dataset has them (a lancer branch
+// allocates ids from a range of its own, so two lines never hand out the
+// same id), else by data file and offset, which sees an update as a delete
+// plus an insert. The target references the source's files in place.
+//
+// Invariants the seeded model test (model_test.go) checks after every step
+// of random branch, append, delete, update, merge, discard and gc
+// sequences: every line holds exactly the rows of a simple model of it, and
+// no file a live line needs is gone. Cleanup keeps the versions later
+// merges start from (each branch's first version, the latest merge between
+// two lines, each pair's merge base) and the files main reaches in a branch
+// since a merge; DeleteBranch re-parents child branches onto its own fork
+// point.
 //
 // Nothing below this package knows branches exist: to the dataset package a
 // branch is just a dataset root with base paths.
