@@ -108,7 +108,8 @@
 // # Vector indices
 //
 // CreateIndex builds one of lancer's vector indices (package vector: IVF
-// partitions over HNSW graphs or flat lists, float32 or 8-bit quantized)
+// partitions over HNSW graphs or flat lists, float32, 8-bit scalar or
+// product quantized)
 // and commits it as Lance commits an index: a CreateIndex transaction and an
 // IndexMetadata segment in the manifest's index section, whose files live in
 // _indices/<uuid>/ (here one file, vectors.lancer-ivf, in the vector
@@ -118,6 +119,8 @@
 // column exactly, keeps the segment across its own commits and does not
 // compact the fragments it covers (tested in interop/). The ids in the file
 // are stable row ids when the dataset has them, else row addresses.
+// Search opens the file lazily (vector.OpenIVF over ranged reads): its row
+// ids and centroids at once, each partition when a search first probes it.
 //
 // Search trusts a segment only for rows it can prove current: the live rows
 // of the fragments its bitmap covers in the version searched. When those

@@ -37,6 +37,13 @@ const (
 	// HNSW graph per partition over 8-bit scalar-quantized codes (Lance's
 	// IVF_HNSW_SQ). The default.
 	IndexIVFHNSWSQ = "ivf_hnsw_sq"
+	// IndexIVFPQ partitions the vectors with k-means and keeps each row as
+	// a product-quantized code of its residual to its partition centroid
+	// (CreateIndexOptions.SubVectors bytes), scanned with per-query lookup
+	// tables (Lance's IVF_PQ). The smallest index; its distances are
+	// coarse, so search it with SearchOptions.RefineFactor for exact
+	// distances and good recall.
+	IndexIVFPQ = "ivf_pq"
 )
 
 // lancerIndexTypeURL is the type URL of lancer's vector index details (see
@@ -54,8 +61,9 @@ const lancerIndexVersion = 1
 // CreateIndexOptions configures CreateIndex. A nil pointer or zero fields
 // mean the defaults.
 type CreateIndexOptions struct {
-	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat or
-	// IndexFlat. Lance's spellings ("IVF_HNSW_SQ", "IVF_FLAT") are accepted.
+	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat, IndexIVFPQ
+	// or IndexFlat. Lance's spellings ("IVF_HNSW_SQ", "IVF_FLAT",
+	// "IVF_PQ") are accepted.
 	Type string
 	// Name is the index name. Default: "<column>_idx", as Lance names
 	// indices.
@@ -65,6 +73,11 @@ type CreateIndexOptions struct {
 	// Partitions is the number of IVF partitions of the ivf_* types.
 	// Default round(√rows), Lance's default.
 	Partitions int
+	// SubVectors is the number of product-quantization sub-vectors of
+	// IndexIVFPQ, the bytes each row takes; it must divide the dimension.
+	// Default: the largest divisor of the dimension not above dim/8 (16 for
+	// 128 dimensions; see vector.PQOptions). Ignored by the other types.
+	SubVectors int
 	// M and EfConstruction are the HNSW parameters of the *hnsw* types.
 	// Defaults: vector.HNSWOptions' M and, per partition, the vector
 	// package's default for IVF partitions.
@@ -93,10 +106,12 @@ func normalizeIndexType(t string) (string, error) {
 		return IndexHNSW, nil
 	case IndexIVFFlat:
 		return IndexIVFFlat, nil
+	case IndexIVFPQ:
+		return IndexIVFPQ, nil
 	case IndexFlat:
 		return IndexFlat, nil
 	}
-	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw or ivf_hnsw_sq: %w", t, lancer.ErrInvalidArgument)
+	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq or ivf_pq: %w", t, lancer.ErrInvalidArgument)
 }
 
 // ivfOptions returns the vector package's build options for an index type.
@@ -115,6 +130,9 @@ func ivfOptions(typ string, o *CreateIndexOptions, n int) *vector.IVFOptions {
 		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StoreFloat32
 	case IndexHNSW:
 		io.Partitions, io.Sub, io.Storage = 1, vector.SubHNSW, vector.StoreSQ8
+	case IndexIVFPQ:
+		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StorePQ
+		io.PQ = vector.PQOptions{SubVectors: o.SubVectors}
 	default:
 		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubHNSW, vector.StoreSQ8
 	}
@@ -216,24 +234,35 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	n := len(ids)
 	io := ivfOptions(typ, o, n)
 	ivf, err := vector.BuildIVF(vecs, dim, ids, io)
+	vecs, ids = nil, nil // the index holds what it needs: let the GC have them
 	if err != nil {
 		return nil, nil, fmt.Errorf("dataset: build index on %q: %w", column, err)
-	}
-	data, err := ivf.MarshalBinary()
-	if err != nil {
-		return nil, nil, fmt.Errorf("dataset: encode index on %q: %w", column, err)
 	}
 	u := newUUID()
 	uuid := formatUUID(u[:])
 	key := indicesDir + uuid + "/" + vectorIndexFile
+	// Stream the file rather than encode it whole in memory.
+	size := ivf.EncodedSize()
 	if o.Progress != nil {
-		o.Progress("write", 0, len(data))
+		o.Progress("write", 0, int(size))
 	}
-	if err := d.store.Write(ctx, key, data); err != nil {
+	w, err := d.store.NewWriter(ctx, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dataset: write index %s: %w", location(d.store, key), err)
+	}
+	written, err := ivf.WriteTo(w)
+	if err == nil && written != size {
+		err = fmt.Errorf("wrote %d bytes, expected %d", written, size)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		_ = w.Abort()
 		return nil, nil, fmt.Errorf("dataset: write index %s: %w", location(d.store, key), err)
 	}
 	if o.Progress != nil {
-		o.Progress("write", len(data), len(data))
+		o.Progress("write", int(size), int(size))
 	}
 	details := &lancerpb.LancerVectorIndex{
 		Type:         typ,
@@ -244,6 +273,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 		Rows:         uint64(n),
 		File:         vectorIndexFile,
 		Seed:         o.Seed,
+		SubVectors:   uint32(ivf.PQSubVectors()),
 	}
 	if io.Sub == vector.SubHNSW {
 		details.M = uint32(io.HNSW.M)
@@ -273,7 +303,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 		IndexDetails:   &anypb.Any{TypeUrl: lancerIndexTypeURL, Value: value},
 		IndexVersion:   &version,
 		CreatedAt:      &created,
-		Files:          []*tablepb.IndexFile{{Path: vectorIndexFile, SizeBytes: uint64(len(data))}},
+		Files:          []*tablepb.IndexFile{{Path: vectorIndexFile, SizeBytes: uint64(size)}},
 	}
 	return seg, []string{key}, nil
 }
@@ -473,8 +503,8 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
 		if err != nil {
 			return nil, err
 		}
-		o := &CreateIndexOptions{Name: name, Metric: metric, M: int(det.M), EfConstruction: int(det.EfConstruction), Seed: det.Seed}
-		if det.Type == IndexIVFFlat || det.Type == IndexIVFHNSWSQ {
+		o := &CreateIndexOptions{Name: name, Metric: metric, M: int(det.M), EfConstruction: int(det.EfConstruction), Seed: det.Seed, SubVectors: int(det.SubVectors)}
+		if det.Type == IndexIVFFlat || det.Type == IndexIVFHNSWSQ || det.Type == IndexIVFPQ {
 			// A delta gets partitions in proportion to its rows.
 			o.Partitions = 0
 		}

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/pb/lancerpb"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -418,8 +421,13 @@ func TestVectorIndexCorruptFile(t *testing.T) {
 	fresh := blob.NewMemStore("w") // another store: not in the index cache
 	copyStore(t, store, fresh)
 	d2 := openStore(t, fresh, 0, checkedAlloc(t))
-	_, err = d2.Search(ctx, "vec", vecs[:dim], nil)
-	if !errors.Is(err, lancer.ErrCorrupt) {
+	// The index loads partitions lazily: search them all (K = every row,
+	// so none is skipped) to reach the damaged byte wherever it is.
+	rec, err := d2.Search(ctx, "vec", vecs[:dim], &SearchOptions{K: 200})
+	if err == nil {
+		rec.Release()
+	}
+	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), vectorIndexFile) {
 		t.Fatalf("corrupt index: %v", err)
 	}
 }
@@ -565,5 +573,98 @@ func TestVectorSearchConcurrent(t *testing.T) {
 		if !slices.Equal(got[qi], want[qi]) {
 			t.Fatalf("query %d: concurrent %v, alone %v", qi, got[qi], want[qi])
 		}
+	}
+}
+
+func TestVectorIndexIVFPQ(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 16, 4000
+	rng := rand.New(rand.NewPCG(21, 22))
+	vecs := clustered(rng, n, dim)
+	queries := clustered(rng, 20, dim)
+	store := blob.NewMemStore("v")
+	d := newVecDataset(t, store, vecs, dim, n, 1000, false)
+	if _, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: "IVF_PQ", SubVectors: 3}); !errors.Is(err, lancer.ErrInvalidArgument) {
+		t.Fatalf("3 sub-vectors of 16 dimensions: %v", err)
+	}
+	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: "IVF_PQ", SubVectors: 8, Partitions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2 := openStore(t, store, 0, checkedAlloc(t))
+	raw, refined := 0.0, 0.0
+	for qi := range 20 {
+		q := queries[qi*dim : (qi+1)*dim]
+		want := exactTop(vecs, dim, q, 10, vector.L2, nil)
+		got, _ := searchIDs(t, d2, q, &SearchOptions{K: 10, NProbes: 8})
+		raw += recallOf(got, want)
+		got, dists := searchIDs(t, d2, q, &SearchOptions{K: 10, NProbes: 8, RefineFactor: 10})
+		refined += recallOf(got, want)
+		for i, id := range got {
+			if exact := vector.L2Squared(q, vecs[int(id)*dim:int(id+1)*dim]); dists[i] != exact {
+				t.Fatalf("row %d: refined distance %v, exact %v", id, dists[i], exact)
+			}
+		}
+	}
+	t.Logf("IVF_PQ recall@10 %.3f, refined ×10 %.3f", raw/20, refined/20)
+	if refined/20 < 0.95 {
+		t.Fatalf("refined recall@10 %.3f", refined/20)
+	}
+	// Deltas keep the type and sub-vectors.
+	r := vecReader(checkedAlloc(t), clustered(rng, 500, dim), dim, 0, 500)
+	d, err = d.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = d.OptimizeIndexes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := d.Indices()
+	if len(segs) != 2 {
+		t.Fatalf("%d segments after optimize", len(segs))
+	}
+	for i, raw := range d.manifest.rawIndices {
+		var det lancerpb.LancerVectorIndex
+		if err := proto.Unmarshal(raw.GetIndexDetails().GetValue(), &det); err != nil {
+			t.Fatal(err)
+		}
+		if det.Type != IndexIVFPQ || det.SubVectors != 8 {
+			t.Fatalf("segment %d: type %q, %d sub-vectors", i, det.Type, det.SubVectors)
+		}
+	}
+}
+
+// A damaged partition of a lazily opened index is reported by the search
+// that needs it, naming the file and the partition.
+func TestVectorIndexCorruptPartition(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 4, 2000
+	vecs := clustered(rand.New(rand.NewPCG(11, 11)), n, dim)
+	store := blob.NewMemStore("v")
+	d := newVecDataset(t, store, vecs, dim, n, n, false)
+	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: IndexIVFFlat, Partitions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := indicesDir + d.Indices()[0].UUID + "/" + vectorIndexFile
+	data, err := store.ReadAll(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The partitions (4·dim bytes a row) end before the 8-partition
+	// directory and the checksum: damage the last partition's vectors.
+	data[len(data)-4-20*8-10] ^= 0x40
+	if err := store.Write(ctx, key, data); err != nil {
+		t.Fatal(err)
+	}
+	fresh := blob.NewMemStore("w") // another store: not in the index cache
+	copyStore(t, store, fresh)
+	d2 := openStore(t, fresh, 0, checkedAlloc(t))
+	// K = n: no partition can be skipped.
+	_, err = d2.Search(ctx, "vec", vecs[:dim], &SearchOptions{K: n, NProbes: 8})
+	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), vectorIndexFile) || !strings.Contains(err.Error(), "partition 7") {
+		t.Fatalf("corrupt partition: %v", err)
 	}
 }

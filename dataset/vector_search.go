@@ -158,7 +158,11 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 		default:
 			f = vector.AllowBitmap(roaring64.And(live, pre))
 		}
-		for _, n := range ivf.index.Search(query, want, &vector.IVFSearchOptions{NProbes: o.NProbes, Ef: o.Ef}, f) {
+		found, err := ivf.index.SearchErr(query, want, &vector.IVFSearchOptions{NProbes: o.NProbes, Ef: o.Ef}, f)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: search index %s: %w", ivf.location, err)
+		}
+		for _, n := range found {
 			top.Push(n.ID, n.Distance)
 		}
 	}
@@ -401,11 +405,18 @@ func (d *Dataset) searchResult(ctx context.Context, hits []vector.Neighbor, o Se
 	return array.NewRecordBatch(schema, cols, int64(len(hits))), nil
 }
 
-// loadedIndex is a decoded index file with the set of ids it holds.
+// loadedIndex is an opened index file with the set of ids it holds. The
+// index loads its partitions lazily (vector.OpenIVF).
 type loadedIndex struct {
-	index *vector.IVF
-	ids   *roaring64.Bitmap
-	bytes int
+	index    *vector.IVF
+	ids      *roaring64.Bitmap
+	location string // the file, for errors
+}
+
+// residentBytes is what the cache charges for idx: its front matter, its
+// id bitmap and the partitions it has loaded so far.
+func (idx *loadedIndex) residentBytes() int64 {
+	return idx.index.ResidentBytes() + int64(idx.ids.GetSizeInBytes())
 }
 
 // loadVectorIndex returns seg's index, from the process-wide cache or read.
@@ -418,12 +429,14 @@ func (d *Dataset) loadVectorIndex(ctx context.Context, seg IndexInfo) (*loadedIn
 	return indexCache.get(ctx, store, key)
 }
 
-// vectorIndexCache keeps decoded index files, least recently used evicted
-// first once they hold more than limit bytes.
+// vectorIndexCache keeps opened index files, least recently used evicted
+// first once they hold more than limit bytes. An index loads partitions as
+// searches need them, so what it holds grows after it is cached: the total
+// is recounted (each index's ResidentBytes) whenever an index is opened,
+// and each index bounds its own partitions to limit.
 type vectorIndexCache struct {
 	mu      sync.Mutex
-	limit   int
-	used    int
+	limit   int64
 	tick    uint64
 	entries map[indexCacheKey]*indexCacheEntry
 }
@@ -440,12 +453,12 @@ type indexCacheEntry struct {
 	lastUse uint64
 }
 
-// indexCache is the process-wide cache of decoded vector indices: 4 GiB.
+// indexCache is the process-wide cache of opened vector indices: 4 GiB.
 var indexCache = &vectorIndexCache{limit: 4 << 30, entries: map[indexCacheKey]*indexCacheEntry{}}
 
 func (c *vectorIndexCache) get(ctx context.Context, store blob.Store, key string) (*loadedIndex, error) {
 	if !reflect.TypeOf(store).Comparable() {
-		return readVectorIndex(ctx, store, key)
+		return readVectorIndex(ctx, store, key, c.limit)
 	}
 	k := indexCacheKey{store, key}
 	c.mu.Lock()
@@ -458,14 +471,14 @@ func (c *vectorIndexCache) get(ctx context.Context, store blob.Store, key string
 	e.lastUse = c.tick
 	c.mu.Unlock()
 	e.once.Do(func() {
-		e.idx, e.err = readVectorIndex(ctx, store, key)
+		idx, err := readVectorIndex(ctx, store, key, c.limit)
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if e.err != nil {
+		e.idx, e.err = idx, err
+		if err != nil {
 			delete(c.entries, k)
 			return
 		}
-		c.used += e.idx.bytes
 		c.evict(k)
 	})
 	return e.idx, e.err
@@ -474,7 +487,13 @@ func (c *vectorIndexCache) get(ctx context.Context, store blob.Store, key string
 // evict drops least recently used entries (never keep) while over the
 // limit. c.mu is held.
 func (c *vectorIndexCache) evict(keep indexCacheKey) {
-	for c.used > c.limit {
+	used := int64(0)
+	for _, e := range c.entries {
+		if e.idx != nil {
+			used += e.idx.residentBytes()
+		}
+	}
+	for used > c.limit {
 		var (
 			oldest indexCacheKey
 			found  bool
@@ -491,22 +510,32 @@ func (c *vectorIndexCache) evict(keep indexCacheKey) {
 		if !found {
 			return
 		}
-		c.used -= c.entries[oldest].idx.bytes
+		used -= c.entries[oldest].idx.residentBytes()
 		delete(c.entries, oldest)
 	}
 }
 
-// readVectorIndex reads and decodes an index file.
-func readVectorIndex(ctx context.Context, store blob.Store, key string) (*loadedIndex, error) {
-	data, err := store.ReadAll(ctx, key)
+// readVectorIndex opens an index file lazily (vector.OpenIVF over ranged
+// reads): it reads the front matter (centroids, quantizer, row ids,
+// partition directory) now and each partition when a search first probes
+// it, keeping at most cacheBytes of partitions. Partition reads use ctx
+// without its cancellation, since the index outlives this call in the
+// cache.
+func readVectorIndex(ctx context.Context, store blob.Store, key string, cacheBytes int64) (*loadedIndex, error) {
+	loc := location(store, key)
+	info, err := store.Stat(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: read index %s: %w", location(store, key), err)
+		return nil, fmt.Errorf("dataset: read index %s: %w", loc, err)
 	}
-	ivf, err := vector.UnmarshalIVF(data)
+	rctx := context.WithoutCancel(ctx)
+	readAt := func(off, n int64) ([]byte, error) {
+		return store.ReadRange(rctx, key, off, n)
+	}
+	ivf, err := vector.OpenIVF(info.Size, readAt, &vector.OpenIVFOptions{CacheBytes: cacheBytes})
 	if err != nil {
-		return nil, fmt.Errorf("dataset: index %s: %w", location(store, key), err)
+		return nil, fmt.Errorf("dataset: index %s: %w", loc, err)
 	}
 	ids := roaring64.New()
 	ids.AddMany(ivf.IDs())
-	return &loadedIndex{index: ivf, ids: ids, bytes: len(data)}, nil
+	return &loadedIndex{index: ivf, ids: ids, location: loc}, nil
 }

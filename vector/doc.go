@@ -74,9 +74,9 @@
 // own goroutine: SubFlat scans a partition, SubHNSW gives it an HNSW graph
 // (for partitions up to 2048 rows built layer by layer from exact
 // candidate lists with HNSW's selection heuristic, larger ones by
-// incremental insertion; always on the exact vectors). StoreFloat32 keeps the vectors; StoreSQ8 keeps
-// SQ8 codes (one quantizer over all rows) and distances are to the decoded
-// vectors. IVF.Search ranks the centroids, searches the NProbes nearest
+// incremental insertion; always on the exact vectors). StoreFloat32 keeps
+// the vectors; StoreSQ8 keeps SQ8 codes (one quantizer over all rows) and
+// distances are to the decoded vectors. IVF.Search ranks the centroids, searches the NProbes nearest
 // partitions (default 20) and merges their results by (distance, caller
 // id); for L2 a partition whose rows are all provably farther than the
 // k-th result (centroid distance minus partition radius) is skipped.
@@ -88,10 +88,46 @@
 // ceiling SQ8 leaves) with the default options; TestIVFClusteredBench
 // (LANCER_IVF_BENCH=1) measures it.
 //
-// WriteTo/MarshalBinary and UnmarshalIVF store the index as "LNCRIVF1",
-// a version, a fixed header (dimension, metric, sub-index, storage,
-// partitions, rows, HNSW parameters), the centroids, the SQ8 ranges, the
-// partition sizes, then per partition its ids, vectors or codes and graph
-// (HNSW.MarshalBinary), and a CRC-32C of it all (layout in ivf_codec.go).
-// UnmarshalIVF checks the checksum and every count before it allocates.
+// # Product quantization
+//
+// StorePQ (Lance's IVF_PQ, SubFlat only) splits each row's residual to its
+// partition centroid (of the normalized row for Cosine) into
+// PQOptions.SubVectors sub-vectors (default dim/8 when 8 divides dim) and
+// keeps, per sub-vector, the byte naming the nearest of 256 codewords
+// trained by k-means on a sample of residuals (65536 rows by default), one
+// codebook per sub-space: 16 bytes for a 128-dimension row. A search builds
+// lookup tables of the query's distances to the codewords (per probed
+// partition for L2, once per query plus a partition constant for Dot and
+// Cosine), so a code costs SubVectors table lookups; the distance is the
+// metric's distance to the decoded vector (exact cosine, the decoded norm
+// coming from a second table). Quantization error is large: rerank a few
+// times k candidates with exact vectors (Rerank, or the dataset's
+// RefineFactor). On the 200k×128 clustered benchmark with 447 partitions and
+// 16 sub-vectors the index builds in about 24 s on two (shared) cores,
+// takes 5.2 MB and gives recall@10 0.317 alone and 0.876 reranking 100
+// candidates (Lance: 21.7 s, 4.7 MB, 0.317 and 0.857);
+// TestIVFPQClusteredBench measures it.
+//
+// # Serialization and lazy loading
+//
+// WriteTo/MarshalBinary store the index as "LNCRIVF1" format version 2
+// (layout in ivf_codec.go): a fixed header (dimension, metric, sub-index,
+// storage, partitions, rows, HNSW and PQ parameters), then everything a
+// search needs before it reads a partition — centroids, SQ8 ranges or PQ
+// codebooks, partition radii and sizes, all row ids — then the partitions
+// (vectors or codes, and graphs), and at the end a directory of the
+// partitions (offset, length, CRC-32C) and a CRC-32C of the header, front
+// matter and directory. UnmarshalIVF decodes versions 2 and 1 (the
+// earlier format, a single checksum at the end) whole, checking checksums
+// and every count before it allocates.
+//
+// OpenIVF serves indexes larger than memory: given the file's size and a
+// ranged reader it reads the header, front matter and directory (row ids
+// cost 8 bytes a row, since IDs and filters need them), and loads each
+// partition, checking its CRC-32C and contents, when a search first probes
+// it, into a least-recently-used cache bounded by OpenIVFOptions.CacheBytes
+// (default unbounded); concurrent searches share loads. Search leaves out a
+// partition that fails to load; SearchErr reports the failure (a read
+// error, or lancer.ErrCorrupt naming the partition). Both give exactly the
+// results of the fully decoded index.
 package vector

@@ -45,15 +45,24 @@ const (
 	// StoreSQ8 keeps 8-bit scalar-quantized codes (one SQ8 trained over all
 	// vectors), 4× smaller; distances are to the decoded vectors.
 	StoreSQ8
+	// StorePQ keeps product-quantized codes of each row's residual to its
+	// partition centroid (Lance's IVF_PQ; see PQOptions): one byte per
+	// sub-vector, 32× smaller than float32 with the default sub-vectors.
+	// Distances are to the decoded vectors, computed with per-query
+	// lookup tables (asymmetric distance), and are coarse: follow a search
+	// with Rerank over a few times k candidates. Only SubFlat supports it.
+	StorePQ
 )
 
-// String returns "float32" or "sq8".
+// String returns "float32", "sq8" or "pq".
 func (s Storage) String() string {
 	switch s {
 	case StoreFloat32:
 		return "float32"
 	case StoreSQ8:
 		return "sq8"
+	case StorePQ:
+		return "pq"
 	}
 	return fmt.Sprintf("storage(%d)", uint8(s))
 }
@@ -84,6 +93,8 @@ type IVFOptions struct {
 	Sub SubIndex
 	// Storage is how vectors are kept. Default StoreFloat32.
 	Storage Storage
+	// PQ configures the product quantizer of StorePQ (ignored otherwise).
+	PQ PQOptions
 	// HNSW configures the per-partition graphs of SubHNSW: M (default 16)
 	// and EfConstruction (default 100 here: partitions are small). Its
 	// Metric, Seed and Workers are ignored: graphs use Metric, a seed
@@ -124,9 +135,11 @@ type IVFSearchOptions struct {
 // partitions, and a search visits the partitions of the centroids nearest
 // the query, scanning each (SubFlat) or walking its HNSW graph (SubHNSW).
 //
-// Rows are kept contiguous by partition: partition p holds positions
-// [offsets[p], offsets[p+1]) of ids, vectors and codes. An IVF is immutable
-// and safe for concurrent use.
+// Rows are numbered contiguously by partition: partition p holds positions
+// [offsets[p], offsets[p+1]) of ids, and its vectors, codes and graph in
+// an ivfPart. An index built or decoded whole has every partition in
+// memory; one opened with OpenIVF loads them on first use. An IVF is
+// immutable (apart from that cache) and safe for concurrent use.
 type IVF struct {
 	dim     int
 	metric  Metric
@@ -134,22 +147,40 @@ type IVF struct {
 	storage Storage
 	m, efc  int // HNSW parameters; 0 for SubFlat
 
-	centroids []float32 // P*dim; unit length for Cosine
-	offsets   []uint32  // P+1
-	ids       []uint64  // n caller ids, partition order
-	vecs      []float32 // n*dim: exact, or decoded codes for SQ8+HNSW; nil for SQ8+flat
-	codes     []uint8   // n*dim for StoreSQ8
-	sq        *SQ8      // StoreSQ8
-	graphs    []*HNSW   // SubHNSW: per partition, nil for an empty one
+	centroids []float32   // P*dim; unit length for Cosine
+	offsets   []uint32    // P+1
+	ids       []uint64    // n caller ids, partition order
+	sq        *SQ8        // StoreSQ8
+	pq        *pqCodebook // StorePQ
 
 	// radius[p] is the largest L2 distance (not squared) from centroid p to
-	// a row of p as searched (decoded for SQ8): for L2, no row of p is
-	// nearer to q than dist(q, centroid) - radius, which lets a search skip
-	// partitions that cannot improve its result. Nil for other metrics.
+	// a row of p as searched (decoded for SQ8 and PQ): for L2, no row of p
+	// is nearer to q than dist(q, centroid) - radius, which lets a search
+	// skip partitions that cannot improve its result. Nil for other
+	// metrics.
 	radius []float32
 	// byID is ids sorted with each id's position: the exact search of a
 	// selective filter walks the filter's ids and looks them up here.
 	byID []idPos
+
+	parts []*ivfPart // every partition; nil for a lazily opened index
+	lazy  *ivfLazy   // OpenIVF's partition loader; nil otherwise
+}
+
+// ivfPart is the searchable data of one partition of c rows.
+type ivfPart struct {
+	vecs  []float32 // c*dim: exact (StoreFloat32) or decoded codes (StoreSQ8 with SubHNSW); else nil
+	codes []uint8   // StoreSQ8: c*dim; StorePQ: c*sub-vectors
+	graph *HNSW     // SubHNSW, nil for an empty partition
+}
+
+// memBytes estimates the memory pt holds.
+func (pt *ivfPart) memBytes() int64 {
+	b := int64(64 + 4*len(pt.vecs) + len(pt.codes))
+	if pt.graph != nil {
+		b += int64(pt.graph.encodedSize())
+	}
+	return b
 }
 
 type idPos struct {
@@ -175,7 +206,17 @@ func (x *IVF) Sub() SubIndex { return x.sub }
 // Storage returns how the vectors are kept.
 func (x *IVF) Storage() Storage { return x.storage }
 
+// PQSubVectors returns the number of PQ sub-vectors (bytes per row) of a
+// StorePQ index, 0 for other storages.
+func (x *IVF) PQSubVectors() int {
+	if x.pq == nil {
+		return 0
+	}
+	return x.pq.m
+}
+
 // IDs returns a copy of the ids of all indexed vectors, in partition order.
+// A lazily opened index holds them all from the start.
 func (x *IVF) IDs() []uint64 { return slices.Clone(x.ids) }
 
 // Centroids returns the partition centroids, Partitions()*Dim() floats (unit
@@ -191,21 +232,32 @@ func (x *IVF) PartitionSizes() []int {
 	return out
 }
 
+// part returns partition p's data, loading it for a lazily opened index.
+func (x *IVF) part(p int) (*ivfPart, error) {
+	if x.lazy == nil {
+		return x.parts[p], nil
+	}
+	return x.lazy.get(x, p)
+}
+
 // BuildIVF builds an index over n = len(ids) vectors: vectors holds n rows
 // of dim float32s, and ids[i] is the caller's id of row i (a Lance row id),
 // which results report and filters are asked about. Ids must be distinct.
-// The index copies what it keeps; opts may be nil for the defaults.
+// The index copies what it keeps (only the codes for StoreSQ8 and StorePQ
+// with SubFlat); opts may be nil for the defaults.
 //
 // The build trains k-means on a sample (KMeans), assigns every row to its
 // nearest centroid (in parallel), trains one SQ8 over all rows for
-// StoreSQ8, and builds the partitions concurrently on Workers goroutines.
-// Graphs are built on the exact vectors, also for StoreSQ8 (a better
-// graph), then searched over the decoded codes; a partition of up to 2048
-// rows gets a one-layer graph from exact neighbour lists (see
-// buildPartitionGraph), a larger one an incremental BuildHNSW graph.
+// StoreSQ8 or the PQ codebooks on a sample of residuals for StorePQ, and
+// builds the partitions concurrently on Workers goroutines. Graphs are
+// built on the exact vectors, also for StoreSQ8 (a better graph), then
+// searched over the decoded codes; a partition of up to 2048 rows gets a
+// one-layer graph from exact neighbour lists (see buildPartitionGraph), a
+// larger one an incremental BuildHNSW graph.
 //
 // Bad arguments (no rows, a non-finite value, duplicate ids, bad options)
-// are errors wrapping lancer.ErrInvalidArgument.
+// are errors wrapping lancer.ErrInvalidArgument; StorePQ with SubHNSW is
+// lancer.ErrUnsupported.
 func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF, error) {
 	var o IVFOptions
 	if opts != nil {
@@ -223,10 +275,19 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 		return nil, fmt.Errorf("vector: IVF metric %v: %w", o.Metric, lancer.ErrInvalidArgument)
 	case o.Sub > SubHNSW:
 		return nil, fmt.Errorf("vector: IVF sub-index %v: %w", o.Sub, lancer.ErrInvalidArgument)
-	case o.Storage > StoreSQ8:
+	case o.Storage > StorePQ:
 		return nil, fmt.Errorf("vector: IVF storage %v: %w", o.Storage, lancer.ErrInvalidArgument)
+	case o.Storage == StorePQ && o.Sub == SubHNSW:
+		return nil, fmt.Errorf("vector: IVF with PQ storage and HNSW partitions: %w", lancer.ErrUnsupported)
 	case o.Partitions < 0 || o.Workers < 0:
 		return nil, fmt.Errorf("vector: IVF Partitions %d, Workers %d must not be negative: %w", o.Partitions, o.Workers, lancer.ErrInvalidArgument)
+	}
+	var pqo PQOptions
+	if o.Storage == StorePQ {
+		var err error
+		if pqo, err = o.PQ.resolve(dim); err != nil {
+			return nil, err
+		}
 	}
 	if o.Workers == 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -303,18 +364,18 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 		return nil, fmt.Errorf("vector: IVF ids: %w: %w", err, lancer.ErrInvalidArgument)
 	}
 
-	if o.Storage == StoreSQ8 {
+	switch o.Storage {
+	case StoreSQ8:
 		if x.sq, err = TrainSQ8(vectors, dim); err != nil {
 			return nil, err
 		}
-		x.codes = make([]uint8, n*dim)
+	case StorePQ:
+		if x.pq, err = trainPQ(vectors, dim, cent, assign, o.Metric, pqo, o.Seed, o.Workers); err != nil {
+			return nil, err
+		}
 	}
-	if o.Storage == StoreFloat32 || o.Sub == SubHNSW {
-		x.vecs = make([]float32, n*dim)
-	}
-	if o.Sub == SubHNSW {
-		x.graphs = make([]*HNSW, parts)
-	}
+	assign = nil
+	x.parts = make([]*ivfPart, parts)
 
 	// Build the partitions, largest first for load balance.
 	order := make([]int, parts)
@@ -359,34 +420,51 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 func (x *IVF) buildPartition(p int, vectors []float32, perm []uint32, hopts HNSWOptions, seed uint64) error {
 	dim := x.dim
 	lo, hi := int(x.offsets[p]), int(x.offsets[p+1])
-	if x.vecs != nil {
+	c := hi - lo
+	pt := &ivfPart{}
+	row := func(pos int) []float32 {
+		i := int(perm[pos])
+		return vectors[i*dim : (i+1)*dim]
+	}
+	if x.storage == StoreFloat32 || x.sub == SubHNSW {
+		pt.vecs = make([]float32, c*dim)
 		for pos := lo; pos < hi; pos++ {
-			i := int(perm[pos])
-			copy(x.vecs[pos*dim:(pos+1)*dim], vectors[i*dim:(i+1)*dim])
+			copy(pt.vecs[(pos-lo)*dim:(pos-lo+1)*dim], row(pos))
 		}
 	}
-	if x.sq != nil {
+	switch x.storage {
+	case StoreSQ8:
+		pt.codes = make([]uint8, 0, c*dim)
 		for pos := lo; pos < hi; pos++ {
-			i := int(perm[pos])
-			x.sq.Encode(x.codes[pos*dim:pos*dim:(pos+1)*dim], vectors[i*dim:(i+1)*dim])
+			pt.codes = x.sq.Encode(pt.codes, row(pos))
+		}
+	case StorePQ:
+		pt.codes = make([]uint8, 0, c*x.pq.m)
+		r := make([]float32, dim)
+		var acc [pqCodebookSize]float32
+		cent := x.centroids[p*dim : (p+1)*dim]
+		for pos := lo; pos < hi; pos++ {
+			residual(r, row(pos), cent, x.metric)
+			pt.codes = x.pq.encode(pt.codes, r, &acc)
 		}
 	}
-	if x.sub == SubHNSW && hi > lo {
+	if x.sub == SubHNSW && c > 0 {
 		hopts.Seed = seed ^ (uint64(p)+1)*0x9e3779b97f4a7c15
-		g, err := buildPartitionGraph(x.vecs[lo*dim:hi*dim:hi*dim], dim, hopts)
+		g, err := buildPartitionGraph(pt.vecs[:c*dim:c*dim], dim, hopts)
 		if err != nil {
 			return fmt.Errorf("vector: IVF partition %d: %w", p, err)
 		}
-		x.graphs[p] = g
+		pt.graph = g
 		if x.sq != nil {
 			// The graph was built on the exact vectors; search the decoded
 			// ones (the graph keeps this very slice).
-			seg := x.vecs[lo*dim : lo*dim]
-			for pos := lo; pos < hi; pos++ {
-				seg = x.sq.Decode(seg, x.codes[pos*dim:(pos+1)*dim])
+			seg := pt.vecs[:0]
+			for i := 0; i < c; i++ {
+				seg = x.sq.Decode(seg, pt.codes[i*dim:(i+1)*dim])
 			}
 		}
 	}
+	x.parts[p] = pt
 	return nil
 }
 
@@ -432,26 +510,36 @@ func (x *IVF) buildByID() error {
 	return nil
 }
 
-// computeRadii sets radius for L2 indexes.
+// computeRadii sets radius for L2 indexes whose partitions are in memory.
 func (x *IVF) computeRadii() {
 	if x.metric != L2 {
 		return
 	}
 	dim := x.dim
 	x.radius = make([]float32, x.Partitions())
+	var norms []float32
+	if x.pq != nil {
+		// Squared codeword norms: ‖x̂ − c‖² is the sum over sub-spaces.
+		norms = make([]float32, x.pq.m*pqCodebookSize)
+		x.pq.l2Table(norms, make([]float32, dim))
+	}
 	for p := range x.radius {
 		c := x.centroids[p*dim : (p+1)*dim]
+		pt := x.parts[p]
 		var sq *SQ8Query
-		if x.vecs == nil {
+		if pt.vecs == nil && x.sq != nil {
 			sq = x.sq.Query(L2, c)
 		}
 		r := float32(0)
-		for pos := int(x.offsets[p]); pos < int(x.offsets[p+1]); pos++ {
+		for i := 0; i < int(x.offsets[p+1]-x.offsets[p]); i++ {
 			var d float32
-			if sq != nil {
-				d = sq.Distance(x.codes[pos*dim : (pos+1)*dim])
-			} else {
-				d = l2(c, x.vecs[pos*dim:(pos+1)*dim])
+			switch {
+			case norms != nil:
+				d = pqSum(norms, pt.codes[i*x.pq.m:(i+1)*x.pq.m])
+			case sq != nil:
+				d = sq.Distance(pt.codes[i*dim : (i+1)*dim])
+			default:
+				d = l2(c, pt.vecs[i*dim:(i+1)*dim])
 			}
 			r = max(r, d)
 		}
@@ -481,13 +569,30 @@ func (x *IVF) probeMetric() Metric { return x.metric }
 // fewer than k. So a filter keeping 0.1% of rows returns exactly the nearest
 // allowed rows.
 //
+// An index opened with OpenIVF loads the partitions a search needs; a
+// partition that cannot be read or is corrupt is left out of Search's
+// result. SearchErr reports it instead.
+//
 // It returns nil when k <= 0 and panics if len(query) != Dim().
 func (x *IVF) Search(query []float32, k int, o *IVFSearchOptions, allow Filter) []Neighbor {
+	res, _ := x.search(query, k, o, allow, true)
+	return res
+}
+
+// SearchErr is Search that fails when a partition it needs cannot be
+// loaded: the read error, or for damaged bytes an error wrapping
+// lancer.ErrCorrupt that names the partition. For an index built by
+// BuildIVF or decoded by UnmarshalIVF it never fails.
+func (x *IVF) SearchErr(query []float32, k int, o *IVFSearchOptions, allow Filter) ([]Neighbor, error) {
+	return x.search(query, k, o, allow, false)
+}
+
+func (x *IVF) search(query []float32, k int, o *IVFSearchOptions, allow Filter, skipErrs bool) ([]Neighbor, error) {
 	if len(query) != x.dim {
 		panic(fmt.Sprintf("vector: IVF.Search with a %d-dim query on a %d-dim index", len(query), x.dim))
 	}
 	if k <= 0 || len(x.ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	var so IVFSearchOptions
 	if o != nil {
@@ -512,10 +617,7 @@ func (x *IVF) Search(query []float32, k int, o *IVFSearchOptions, allow Filter) 
 	}
 	probes := pt.Sorted()
 
-	var sq *SQ8Query
-	if x.vecs == nil {
-		sq = x.sq.Query(x.metric, query)
-	}
+	s := x.newScorer(query)
 	if allow != nil {
 		est := x.estimate(allow)
 		probed := 0
@@ -524,7 +626,7 @@ func (x *IVF) Search(query []float32, k int, o *IVFSearchOptions, allow Filter) 
 		}
 		n := len(x.ids)
 		if est < k || est <= 32*ef || float64(est)*float64(probed) < 2*float64(k)*float64(n) {
-			return x.exact(query, k, allow, sq)
+			return x.exact(s, k, allow, skipErrs)
 		}
 	}
 	t := NewTopK(k)
@@ -540,51 +642,109 @@ func (x *IVF) Search(query []float32, k int, o *IVFSearchOptions, allow Filter) 
 				continue
 			}
 		}
-		x.searchPartition(t, p, query, k, ef, allow, sq, buf[:])
+		if x.offsets[p] == x.offsets[p+1] {
+			continue
+		}
+		part, err := x.part(p)
+		if err != nil {
+			if skipErrs {
+				continue
+			}
+			return nil, err
+		}
+		x.searchPartition(t, p, part, s, k, ef, allow, buf[:])
 	}
 	if allow != nil && t.Len() < k {
-		return x.exact(query, k, allow, sq)
+		return x.exact(s, k, allow, skipErrs)
 	}
-	return t.Sorted()
+	return t.Sorted(), nil
 }
 
-// searchPartition pushes partition p's nearest allowed rows into t.
-func (x *IVF) searchPartition(t *TopK, p int, query []float32, k, ef int, allow Filter, sq *SQ8Query, buf []float32) {
+// ivfScorer scores the rows of partitions against one query.
+type ivfScorer struct {
+	x     *IVF
+	query []float32
+	fn    func(a, b []float32) float32
+	sq    *SQ8Query // StoreSQ8 with SubFlat: scores codes
+	pq    *pqQuery  // StorePQ
+}
+
+func (x *IVF) newScorer(query []float32) *ivfScorer {
+	s := &ivfScorer{x: x, query: query, fn: x.metric.Func()}
+	switch {
+	case x.pq != nil:
+		s.pq = newPQQuery(x, query)
+	case x.sq != nil && x.sub == SubFlat:
+		s.sq = x.sq.Query(x.metric, query)
+	}
+	return s
+}
+
+// dist returns the distance of row i of partition p (data pt).
+func (s *ivfScorer) dist(p int, pt *ivfPart, i int) float32 {
+	dim := s.x.dim
+	switch {
+	case s.pq != nil:
+		s.pq.setPartition(p)
+		m := s.x.pq.m
+		return s.pq.distance(pt.codes[i*m : (i+1)*m])
+	case s.sq != nil:
+		return s.sq.Distance(pt.codes[i*dim : (i+1)*dim])
+	}
+	return s.fn(s.query, pt.vecs[i*dim:(i+1)*dim])
+}
+
+// searchPartition pushes partition p's (data pt) nearest allowed rows
+// into t.
+func (x *IVF) searchPartition(t *TopK, p int, pt *ivfPart, s *ivfScorer, k, ef int, allow Filter, buf []float32) {
 	dim := x.dim
 	lo, hi := int(x.offsets[p]), int(x.offsets[p+1])
 	if hi == lo {
 		return
 	}
 	ids := x.ids[lo:hi]
-	if x.graphs != nil {
+	if pt.graph != nil {
 		var f Filter
 		if allow != nil {
 			f = FilterFunc(func(local uint64) bool { return allow.Contains(ids[local]) })
 		}
-		for _, nb := range x.graphs[p].Search(query, k, ef, f) {
+		for _, nb := range pt.graph.Search(s.query, k, ef, f) {
 			t.Push(ids[nb.ID], nb.Distance)
 		}
 		return
 	}
-	if sq != nil {
-		codes := x.codes[lo*dim : hi*dim]
+	if s.pq != nil {
+		s.pq.setPartition(p)
+		m := x.pq.m
 		worst := t.Worst()
 		for i, id := range ids {
 			if allow != nil && !allow.Contains(id) {
 				continue
 			}
-			if d := sq.Distance(codes[i*dim : (i+1)*dim]); d <= worst && t.Push(id, d) {
+			if d := s.pq.distance(pt.codes[i*m : (i+1)*m]); d <= worst && t.Push(id, d) {
 				worst = t.Worst()
 			}
 		}
 		return
 	}
-	for b := lo; b < hi; b += flatBlock {
-		e := min(b+flatBlock, hi)
-		d := Distances(x.metric, query, x.vecs[b*dim:e*dim], dim, buf)
+	if s.sq != nil {
+		worst := t.Worst()
+		for i, id := range ids {
+			if allow != nil && !allow.Contains(id) {
+				continue
+			}
+			if d := s.sq.Distance(pt.codes[i*dim : (i+1)*dim]); d <= worst && t.Push(id, d) {
+				worst = t.Worst()
+			}
+		}
+		return
+	}
+	for b := 0; b < hi-lo; b += flatBlock {
+		e := min(b+flatBlock, hi-lo)
+		d := Distances(x.metric, s.query, pt.vecs[b*dim:e*dim], dim, buf)
 		worst := t.Worst()
 		for i, v := range d {
-			id := x.ids[b+i]
+			id := ids[b+i]
 			if v > worst || (allow != nil && !allow.Contains(id)) {
 				continue
 			}
@@ -612,35 +772,71 @@ func (x *IVF) estimate(allow Filter) int {
 	return int(math.Round(float64(hits) * float64(n) / float64(samples)))
 }
 
+// partitionOf returns the partition holding position pos.
+func (x *IVF) partitionOf(pos int) int {
+	return sort.Search(x.Partitions(), func(p int) bool { return int(x.offsets[p+1]) > pos })
+}
+
 // exact scores every allowed row: it walks an AllowList no longer than the
-// index and asks any other filter about every row.
-func (x *IVF) exact(query []float32, k int, allow Filter, sq *SQ8Query) []Neighbor {
-	dim := x.dim
-	fn := x.metric.Func()
-	dist := func(pos int) float32 {
-		if sq != nil {
-			return sq.Distance(x.codes[pos*dim : (pos+1)*dim])
-		}
-		return fn(query, x.vecs[pos*dim:(pos+1)*dim])
-	}
+// index and asks any other filter about every row. It loads only the
+// partitions holding allowed rows.
+func (x *IVF) exact(s *ivfScorer, k int, allow Filter, skipErrs bool) ([]Neighbor, error) {
 	t := NewTopK(k)
 	if al, ok := allow.(*AllowList); ok && al.Len() <= uint64(len(x.ids)) {
 		// Walk the list (usually the shorter), looking each id up.
+		lastP := -1
+		var bad map[int]bool // partitions that failed to load
+		var pt *ivfPart
 		for it := al.Bitmap().Iterator(); it.HasNext(); {
 			id := it.Next()
 			j := sort.Search(len(x.byID), func(j int) bool { return x.byID[j].id >= id })
-			if j < len(x.byID) && x.byID[j].id == id {
-				t.Push(id, dist(int(x.byID[j].pos)))
+			if j >= len(x.byID) || x.byID[j].id != id {
+				continue
 			}
+			pos := int(x.byID[j].pos)
+			p := x.partitionOf(pos)
+			if bad[p] {
+				continue
+			}
+			if p != lastP {
+				var err error
+				if pt, err = x.part(p); err != nil {
+					if !skipErrs {
+						return nil, err
+					}
+					if bad == nil {
+						bad = map[int]bool{}
+					}
+					bad[p] = true
+					continue
+				}
+				lastP = p
+			}
+			t.Push(id, s.dist(p, pt, pos-int(x.offsets[p])))
 		}
-		return t.Sorted()
+		return t.Sorted(), nil
 	}
-	for pos, id := range x.ids {
-		if allow.Contains(id) {
-			t.Push(id, dist(pos))
+	for p := 0; p < x.Partitions(); p++ {
+		lo, hi := int(x.offsets[p]), int(x.offsets[p+1])
+		var pt *ivfPart
+		for pos := lo; pos < hi; pos++ {
+			id := x.ids[pos]
+			if !allow.Contains(id) {
+				continue
+			}
+			if pt == nil {
+				var err error
+				if pt, err = x.part(p); err != nil {
+					if !skipErrs {
+						return nil, err
+					}
+					break
+				}
+			}
+			t.Push(id, s.dist(p, pt, pos-lo))
 		}
 	}
-	return t.Sorted()
+	return t.Sorted(), nil
 }
 
 // exactGraphMax is the largest partition whose graph buildPartitionGraph

@@ -170,3 +170,57 @@ func BenchmarkIVFBuild(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "build-s")
 }
+
+// TestIVFPQClusteredBench measures IVF_PQ (16 sub-vectors, 447
+// partitions) on the same workload, without and with re-ranking by exact
+// vectors (refine factor 10: 100 candidates), as Lance's IVF_PQ benchmark:
+//
+//	LANCER_IVF_BENCH=1 go test ./vector -run TestIVFPQClusteredBench -v -count=1
+func TestIVFPQClusteredBench(t *testing.T) {
+	if os.Getenv("LANCER_IVF_BENCH") == "" {
+		t.Skip("set LANCER_IVF_BENCH=1 to run the 200k×128 IVF_PQ measurement")
+	}
+	s := ivfBenchData(200000)
+	sample := 0 // LANCER_PQ_SAMPLE overrides PQOptions.SampleSize
+	if v := os.Getenv("LANCER_PQ_SAMPLE"); v != "" {
+		if _, err := fmt.Sscan(v, &sample); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	x, err := BuildIVF(s.vecs, 128, seqIDs(200000), &IVFOptions{Partitions: 447, Storage: StorePQ, PQ: PQOptions{SubVectors: 16, SampleSize: sample}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := time.Since(start)
+	data, err := x.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("IVF_PQ: build %.2fs on %d procs, %d bytes (%.1f MB; Lance 4.7 MB, 21.7 s)", build.Seconds(), runtime.GOMAXPROCS(0), len(data), float64(len(data))/1e6)
+	for _, np := range []int{10, 20} {
+		so := &IVFSearchOptions{NProbes: np}
+		r, qps := ivfMeasure(x, s, so, 500*time.Millisecond)
+		t.Logf("IVF_PQ nprobes=%d: recall@10 %.3f, %.0f QPS", np, r, qps)
+		for _, refine := range []int{10} {
+			search := func(q int) []Neighbor {
+				query := s.queries[q*128 : (q+1)*128]
+				return Rerank(s.vecs, 128, query, x.Search(query, 10*refine, so, nil), 10, L2)
+			}
+			recall := 0.0
+			for q := range s.truth {
+				recall += recallAt(search(q), s.truth[q])
+			}
+			recall /= float64(len(s.truth))
+			t0 := time.Now()
+			count := 0
+			for time.Since(t0) < 500*time.Millisecond {
+				for q := range s.truth {
+					search(q)
+				}
+				count += len(s.truth)
+			}
+			t.Logf("IVF_PQ nprobes=%d refine=%d: recall@10 %.3f, %.0f QPS", np, refine, recall, float64(count)/time.Since(t0).Seconds())
+		}
+	}
+}

@@ -2,8 +2,10 @@ package vector
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -243,7 +245,10 @@ func TestIVFBuildErrors(t *testing.T) {
 		{"duplicate ids", vecs, 2, []uint64{5, 5}, nil},
 		{"metric", vecs, 2, ids, &IVFOptions{Metric: 3}},
 		{"sub", vecs, 2, ids, &IVFOptions{Sub: 2}},
-		{"storage", vecs, 2, ids, &IVFOptions{Storage: 2}},
+		{"storage", vecs, 2, ids, &IVFOptions{Storage: 3}},
+		{"pq bits", vecs, 2, ids, &IVFOptions{Storage: StorePQ, PQ: PQOptions{Bits: 4}}},
+		{"pq sub-vectors", vecs, 2, ids, &IVFOptions{Storage: StorePQ, PQ: PQOptions{SubVectors: 3}}},
+		{"pq negative", vecs, 2, ids, &IVFOptions{Storage: StorePQ, PQ: PQOptions{SubVectors: -1}}},
 		{"partitions", vecs, 2, ids, &IVFOptions{Partitions: -1}},
 		{"workers", vecs, 2, ids, &IVFOptions{Workers: -1}},
 		{"hnsw M", vecs, 2, ids, &IVFOptions{Sub: SubHNSW, HNSW: HNSWOptions{M: 1}}},
@@ -252,6 +257,9 @@ func TestIVFBuildErrors(t *testing.T) {
 		if _, err := BuildIVF(c.vecs, c.dim, c.ids, c.o); !errors.Is(err, lancer.ErrInvalidArgument) {
 			t.Errorf("%s: err = %v, want ErrInvalidArgument", c.name, err)
 		}
+	}
+	if _, err := BuildIVF(vecs, 2, ids, &IVFOptions{Storage: StorePQ, Sub: SubHNSW}); !errors.Is(err, lancer.ErrUnsupported) {
+		t.Errorf("PQ with HNSW: err = %v, want ErrUnsupported", err)
 	}
 }
 
@@ -379,7 +387,7 @@ func TestIVFMarshalRoundTrip(t *testing.T) {
 // smallIVFBytes returns a small serialized index for the corruption tests.
 func smallIVFBytes(t testing.TB, sub SubIndex, st Storage) []byte {
 	vecs, _ := clusteredData(300, 0, 8, 6, 5)
-	x, err := BuildIVF(vecs, 8, seqIDs(300), &IVFOptions{Sub: sub, Storage: st, Partitions: 6, HNSW: HNSWOptions{M: 4}})
+	x, err := BuildIVF(vecs, 8, seqIDs(300), &IVFOptions{Sub: sub, Storage: st, Partitions: 6, HNSW: HNSWOptions{M: 4}, PQ: PQOptions{SubVectors: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,14 +398,47 @@ func smallIVFBytes(t testing.TB, sub SubIndex, st Storage) []byte {
 	return b
 }
 
-// withCRC returns b with its trailing checksum recomputed, so that the
-// structural checks behind the checksum are reached.
+// withCRC returns b with its checksums recomputed, so that the structural
+// checks behind them are reached: the trailing one of format version 1,
+// and for version 2 every partition's in the directory and then the
+// metadata's, where the header's counts leave them in range.
 func withCRC(b []byte) []byte {
 	b = slices.Clone(b)
+	if len(b) >= 10 && binary.LittleEndian.Uint16(b[8:]) == ivfVersion {
+		fixV2Checksums(b)
+		return b
+	}
 	if len(b) >= 4 {
 		le32put(b[len(b)-4:], crc32c(b[:len(b)-4]))
 	}
 	return b
+}
+
+func fixV2Checksums(b []byte) {
+	le := binary.LittleEndian
+	if len(b) < ivfHeaderLen+4 {
+		return
+	}
+	dim, P, n := uint64(le.Uint32(b[12:])), uint64(le.Uint32(b[20:])), uint64(le.Uint32(b[24:]))
+	if dim > 1<<20 {
+		return
+	}
+	metaEnd := uint64(ivfMetaEnd(dim, P, n, Storage(b[18]), uint64(le.Uint16(b[36:]))))
+	dirLen := uint64(ivfDirEntry) * P
+	if metaEnd+dirLen+4 > uint64(len(b)) {
+		return
+	}
+	dir := b[uint64(len(b))-4-dirLen : len(b)-4]
+	for i := uint64(0); i < P; i++ {
+		e := dir[ivfDirEntry*i:]
+		off, length := le.Uint64(e), le.Uint64(e[8:])
+		if off <= uint64(len(b)) && length <= uint64(len(b))-off {
+			le32put(e[16:], crc32c(b[off:off+length]))
+		}
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	sum := crc32.Update(crc32.Checksum(b[:metaEnd], tab), tab, dir)
+	le32put(b[len(b)-4:], sum)
 }
 
 func TestIVFUnmarshalCorrupt(t *testing.T) {
@@ -405,7 +446,10 @@ func TestIVFUnmarshalCorrupt(t *testing.T) {
 		return errors.Is(err, lancer.ErrCorrupt) || errors.Is(err, lancer.ErrUnsupported)
 	}
 	for _, sub := range []SubIndex{SubFlat, SubHNSW} {
-		for _, st := range []Storage{StoreFloat32, StoreSQ8} {
+		for _, st := range []Storage{StoreFloat32, StoreSQ8, StorePQ} {
+			if st == StorePQ && sub == SubHNSW {
+				continue
+			}
 			b := smallIVFBytes(t, sub, st)
 			if _, err := UnmarshalIVF(b); err != nil {
 				t.Fatal(err)
@@ -424,8 +468,9 @@ func TestIVFUnmarshalCorrupt(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			for range 300 {
 				c := slices.Clone(b)
-				c[r.IntN(len(c))] ^= 1 << r.IntN(8)
-				if _, err := UnmarshalIVF(c); !errors.Is(err, lancer.ErrCorrupt) {
+				off := r.IntN(len(c))
+				c[off] ^= 1 << r.IntN(8)
+				if _, err := UnmarshalIVF(c); !errors.Is(err, lancer.ErrCorrupt) && !(off == 8 && errors.Is(err, lancer.ErrUnsupported)) {
 					t.Fatalf("%v/%v bit flip: err = %v", sub, st, err)
 				}
 			}
@@ -445,7 +490,7 @@ func TestIVFUnmarshalCorrupt(t *testing.T) {
 					x.Search(make([]float32, x.Dim()), 5, nil, nil)
 				}
 			}
-			for _, off := range []int{0, 12, 16, 17, 18, 19, 20, 24, 28, 30} {
+			for _, off := range []int{0, 12, 16, 17, 18, 19, 20, 24, 28, 30, 34, 36, 38} {
 				c := slices.Clone(b)
 				c[off] ^= 0x55
 				if off == 28 || off == 30 {
@@ -488,7 +533,7 @@ func TestIVFLargePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for p, size := range x.PartitionSizes() {
-		if size > exactGraphMax && x.graphs[p].maxLevel == 0 {
+		if size > exactGraphMax && x.parts[p].graph.maxLevel == 0 {
 			t.Logf("partition %d of %d rows has one layer", p, size)
 		}
 	}

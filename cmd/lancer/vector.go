@@ -37,12 +37,12 @@ func newIndexCommand() *cobra.Command {
 func newIndexCreateCommand() *cobra.Command {
 	var (
 		column, typ, metric, name string
-		partitions, m, efc        int
+		partitions, m, efc, pqSub int
 		replace                   bool
 		progress                  string
 	)
 	cmd := &cobra.Command{
-		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|flat] [--metric l2|cosine|dot]",
+		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|flat] [--metric l2|cosine|dot]",
 		Short: "Build a vector index over a column and commit it",
 		Long: `Build a vector index over --column (a fixed-size list of floats) from every row
 of the latest version, and commit it as a new version. Rows appended later are
@@ -50,7 +50,9 @@ searched exactly until "lancer index optimize" indexes them.
 
 Types: ivf_hnsw_sq (default; k-means partitions, each an HNSW graph over 8-bit
 quantized vectors, like Lance's IVF_HNSW_SQ), hnsw (one graph), ivf_flat
-(partitions scanned exactly) and flat (exact search over a packed copy).`,
+(partitions scanned exactly), ivf_pq (partitions of product-quantized codes,
+dim/8 bytes a row, like Lance's IVF_PQ; search it with --refine-factor for
+exact distances) and flat (exact search over a packed copy).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if column == "" {
@@ -72,7 +74,7 @@ quantized vectors, like Lance's IVF_HNSW_SQ), hnsw (one graph), ivf_flat
 			start := time.Now()
 			out, err := ds.CreateIndex(ctx, column, &dataset.CreateIndexOptions{
 				Type: typ, Name: name, Metric: met, Partitions: partitions, M: m, EfConstruction: efc,
-				Replace: replace, Progress: bar.update,
+				Replace: replace, Progress: bar.update, SubVectors: pqSub,
 			})
 			bar.done()
 			if err != nil {
@@ -85,12 +87,13 @@ quantized vectors, like Lance's IVF_HNSW_SQ), hnsw (one graph), ivf_flat
 	}
 	f := cmd.Flags()
 	f.StringVar(&column, "column", "", "the vector column to index (required)")
-	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat or flat")
+	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq or flat")
 	f.StringVar(&metric, "metric", "l2", "distance: l2, cosine or dot")
 	f.StringVar(&name, "name", "", "index name (default: COLUMN_idx)")
 	f.IntVar(&partitions, "partitions", 0, "IVF partitions (default: √rows)")
 	f.IntVar(&m, "m", 0, "HNSW neighbours per node (default 16)")
 	f.IntVar(&efc, "ef-construction", 0, "HNSW beam width while building (default: the vector package's)")
+	f.IntVar(&pqSub, "sub-vectors", 0, "ivf_pq: sub-vectors per row, each one byte (default: dim/8, or the largest divisor of dim below it)")
 	f.BoolVar(&replace, "replace", false, "replace an index of the same name")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
 	return cmd

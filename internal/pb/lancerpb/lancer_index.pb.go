@@ -35,7 +35,7 @@ const (
 // _indices/<uuid>/<file>.
 type LancerVectorIndex struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Index type: "flat", "ivf_flat", "hnsw" or "ivf_hnsw_sq".
+	// Index type: "flat", "ivf_flat", "hnsw", "ivf_hnsw_sq" or "ivf_pq".
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	// Distance: "l2", "cosine" or "dot".
 	Metric string `protobuf:"bytes,2,opt,name=metric,proto3" json:"metric,omitempty"`
@@ -54,7 +54,10 @@ type LancerVectorIndex struct {
 	// Name of the index file in the segment directory.
 	File string `protobuf:"bytes,9,opt,name=file,proto3" json:"file,omitempty"`
 	// Seed of the build (k-means sampling, HNSW levels).
-	Seed          uint64 `protobuf:"varint,10,opt,name=seed,proto3" json:"seed,omitempty"`
+	Seed uint64 `protobuf:"varint,10,opt,name=seed,proto3" json:"seed,omitempty"`
+	// Product-quantization sub-vectors (bytes per row) of ivf_pq; 0 for the
+	// other types.
+	SubVectors    uint32 `protobuf:"varint,11,opt,name=sub_vectors,json=subVectors,proto3" json:"sub_vectors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -159,11 +162,18 @@ func (x *LancerVectorIndex) GetSeed() uint64 {
 	return 0
 }
 
+func (x *LancerVectorIndex) GetSubVectors() uint32 {
+	if x != nil {
+		return x.SubVectors
+	}
+	return 0
+}
+
 var File_lancerpb_lancer_index_proto protoreflect.FileDescriptor
 
 const file_lancerpb_lancer_index_proto_rawDesc = "" +
 	"\n" +
-	"\x1blancerpb/lancer_index.proto\x12\flancer.index\"\x8a\x02\n" +
+	"\x1blancerpb/lancer_index.proto\x12\flancer.index\"\xab\x02\n" +
 	"\x11LancerVectorIndex\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06metric\x18\x02 \x01(\tR\x06metric\x12\x10\n" +
@@ -177,7 +187,9 @@ const file_lancerpb_lancer_index_proto_rawDesc = "" +
 	"\x04rows\x18\b \x01(\x04R\x04rows\x12\x12\n" +
 	"\x04file\x18\t \x01(\tR\x04file\x12\x12\n" +
 	"\x04seed\x18\n" +
-	" \x01(\x04R\x04seedB1Z/github.com/lancerdb/lancer/internal/pb/lancerpbb\x06proto3"
+	" \x01(\x04R\x04seed\x12\x1f\n" +
+	"\vsub_vectors\x18\v \x01(\rR\n" +
+	"subVectorsB1Z/github.com/lancerdb/lancer/internal/pb/lancerpbb\x06proto3"
 
 var (
 	file_lancerpb_lancer_index_proto_rawDescOnce sync.Once
