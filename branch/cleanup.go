@@ -168,27 +168,34 @@ func branchReferences(ctx context.Context, root blob.Store, name string, tagged 
 				}
 			}
 		}
-		mark := func(id *uint32, key string) {
+		manifestFiles(m, func(id *uint32, key string) {
 			if id == nil {
 				return
 			}
 			if r, ok := owner[*id]; ok {
 				kept[r][key] = true
 			}
-		}
-		for _, f := range m.Fragments {
-			for _, df := range f.Files {
-				mark(df.BaseID, "data/"+df.Path)
-			}
-			if f.DeletionFile != nil {
-				mark(f.DeletionFile.BaseID, f.DeletionFile.Key(f.ID))
-			}
-		}
-		for _, ix := range m.Indices {
-			mark(ix.BaseID, "_indices/"+ix.UUID+"/")
-		}
+		})
 	}
 	return nil
+}
+
+// manifestFiles calls visit with every data file, deletion file and index
+// directory (ending in "/") a manifest references: the base path it is
+// under (nil for the manifest's own root) and its key relative to that
+// root.
+func manifestFiles(m *dataset.Manifest, visit func(baseID *uint32, key string)) {
+	for _, f := range m.Fragments {
+		for _, df := range f.Files {
+			visit(df.BaseID, "data/"+df.Path)
+		}
+		if f.DeletionFile != nil {
+			visit(f.DeletionFile.BaseID, f.DeletionFile.Key(f.ID))
+		}
+	}
+	for _, ix := range m.Indices {
+		visit(ix.BaseID, "_indices/"+ix.UUID+"/")
+	}
 }
 
 // graphKeeps returns, by line ("" for main), the versions Cleanup keeps so

@@ -241,22 +241,11 @@ func collectReferences(ctx context.Context, root blob.Store, from string, target
 		if len(owner) == 0 {
 			return
 		}
-		mark := func(id *uint32, key string) {
+		manifestFiles(m, func(id *uint32, key string) {
 			if id != nil && owner[*id] != nil {
 				owner[*id][key] = true
 			}
-		}
-		for _, f := range m.Fragments {
-			for _, df := range f.Files {
-				mark(df.BaseID, "data/"+df.Path)
-			}
-			if f.DeletionFile != nil {
-				mark(f.DeletionFile.BaseID, f.DeletionFile.Key(f.ID))
-			}
-		}
-		for _, ix := range m.Indices {
-			mark(ix.BaseID, "_indices/"+ix.UUID+"/")
-		}
+		})
 	})
 }
 

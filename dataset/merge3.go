@@ -975,57 +975,35 @@ func localPath(uri string) string {
 // mapFile rewrites a data file of the source for the result.
 func (m *merger) mapFile(df *tablepb.DataFile) (*tablepb.DataFile, error) {
 	out := proto.Clone(df).(*tablepb.DataFile)
-	var (
-		id  *uint32
-		src *BasePath
-	)
-	if df.BaseId != nil {
-		v := df.GetBaseId()
-		id = &v
-		bp, ok := m.theirs.basePath(v)
-		if !ok {
-			return nil, fmt.Errorf("dataset: merge: data file %s names base path %d: %w", df.Path, v, lancer.ErrCorrupt)
-		}
-		src = &bp
-	}
-	uri, isRoot, err := m.theirs.rootURI(m.ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	nid, err := m.basePathFor(uri, isRoot, src)
-	if err != nil {
-		return nil, err
-	}
-	out.BaseId = nid
-	return out, nil
+	id, err := m.mapBase(df.BaseId, "data file "+df.Path)
+	out.BaseId = id
+	return out, err
 }
 
 // mapDeletionFile points a source deletion file at where it is.
 func (m *merger) mapDeletionFile(df *tablepb.DeletionFile) (*tablepb.DeletionFile, error) {
 	out := proto.Clone(df).(*tablepb.DeletionFile)
-	var (
-		id  *uint32
-		src *BasePath
-	)
-	if df.BaseId != nil {
-		v := df.GetBaseId()
-		id = &v
-		bp, ok := m.theirs.basePath(v)
+	id, err := m.mapBase(df.BaseId, "deletion file")
+	out.BaseId = id
+	return out, err
+}
+
+// mapBase returns the result's base id for a file of the source recorded
+// with base id baseID (nil: the source's own root).
+func (m *merger) mapBase(baseID *uint32, what string) (*uint32, error) {
+	var src *BasePath
+	if baseID != nil {
+		bp, ok := m.theirs.basePath(*baseID)
 		if !ok {
-			return nil, fmt.Errorf("dataset: merge: deletion file names base path %d: %w", v, lancer.ErrCorrupt)
+			return nil, fmt.Errorf("dataset: merge: %s names base path %d: %w", what, *baseID, lancer.ErrCorrupt)
 		}
 		src = &bp
 	}
-	uri, isRoot, err := m.theirs.rootURI(m.ctx, id)
+	uri, isRoot, err := m.theirs.rootURI(m.ctx, baseID)
 	if err != nil {
 		return nil, err
 	}
-	nid, err := m.basePathFor(uri, isRoot, src)
-	if err != nil {
-		return nil, err
-	}
-	out.BaseId = nid
-	return out, nil
+	return m.basePathFor(uri, isRoot, src)
 }
 
 // mergeSchema merges the three schemas field by field (by field id).

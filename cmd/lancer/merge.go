@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 )
@@ -112,29 +114,7 @@ DST's version, theirs takes SRC's. No data file is copied: DST references
 SRC's files in place.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			strat, err := dataset.ParseMergeStrategy(strategy)
-			if err != nil {
-				return err
-			}
-			root, err := openRoot(ctx, cmd, args[:1])
-			if err != nil {
-				return err
-			}
-			src, err := branch.ResolveRef(ctx, root, args[1])
-			if err != nil {
-				return err
-			}
-			if into == branch.Main {
-				into = ""
-			}
-			res, err := branch.Merge(ctx, root, src, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun})
-			var mc *dataset.MergeConflictError
-			if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 {
-				printConflicts(cmd.ErrOrStderr(), mc.Report)
-				return fmt.Errorf("merge stopped: %d conflicting rows (see above; --strategy ours or theirs resolves them): %w",
-					len(mc.Report.Conflicts), lancer.ErrConflict)
-			}
+			res, strat, err := runMerge(cmd, args, into, strategy, dryRun, "merge", branch.Merge)
 			if err != nil {
 				return err
 			}
@@ -160,6 +140,36 @@ SRC's files in place.`,
 	cmd.Flags().StringVar(&strategy, "strategy", "fail", "conflicting rows: fail, ours (keep DST's) or theirs (take SRC's)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what the merge would do, writing nothing")
 	return cmd
+}
+
+// runMerge runs a merge-like verb (merge, cherry-pick): args are URI and a
+// REF; a conflict report goes to stderr.
+func runMerge(cmd *cobra.Command, args []string, into, strategy string, dryRun bool, verb string,
+	do func(context.Context, blob.Store, branch.Ref, *branch.MergeOptions) (*branch.MergeResult, error)) (*branch.MergeResult, dataset.MergeStrategy, error) {
+	ctx := cmd.Context()
+	strat, err := dataset.ParseMergeStrategy(strategy)
+	if err != nil {
+		return nil, "", err
+	}
+	root, err := openRoot(ctx, cmd, args[:1])
+	if err != nil {
+		return nil, "", err
+	}
+	ref, err := branch.ResolveRef(ctx, root, args[1])
+	if err != nil {
+		return nil, "", err
+	}
+	if into == branch.Main {
+		into = ""
+	}
+	res, err := do(ctx, root, ref, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun})
+	var mc *dataset.MergeConflictError
+	if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 {
+		printConflicts(cmd.ErrOrStderr(), mc.Report)
+		return nil, "", fmt.Errorf("%s stopped: %d conflicting rows (see above; --strategy ours or theirs resolves them): %w",
+			verb, len(mc.Report.Conflicts), lancer.ErrConflict)
+	}
+	return res, strat, err
 }
 
 // printConflicts lists conflicting rows, one per line.
@@ -329,31 +339,12 @@ version before it on its line, as one commit on DST, with the conflict rules of
 merge.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			strat, err := dataset.ParseMergeStrategy(strategy)
-			if err != nil {
-				return err
-			}
-			root, err := openRoot(ctx, cmd, args[:1])
-			if err != nil {
-				return err
-			}
-			ref, err := branch.ResolveRef(ctx, root, args[1])
-			if err != nil {
-				return err
-			}
-			if ref.Tag == "" && ref.Version == 0 {
-				return fmt.Errorf("cherry-pick needs a commit: BRANCH@VERSION or a tag: %w", lancer.ErrInvalidArgument)
-			}
-			if into == branch.Main {
-				into = ""
-			}
-			res, err := branch.CherryPick(ctx, root, ref, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun})
-			var mc *dataset.MergeConflictError
-			if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 {
-				printConflicts(cmd.ErrOrStderr(), mc.Report)
-				return fmt.Errorf("cherry-pick stopped: %d conflicting rows: %w", len(mc.Report.Conflicts), lancer.ErrConflict)
-			}
+			res, _, err := runMerge(cmd, args, into, strategy, dryRun, "cherry-pick", func(ctx context.Context, root blob.Store, ref branch.Ref, o *branch.MergeOptions) (*branch.MergeResult, error) {
+				if ref.Tag == "" && ref.Version == 0 {
+					return nil, fmt.Errorf("cherry-pick needs a commit: BRANCH@VERSION or a tag: %w", lancer.ErrInvalidArgument)
+				}
+				return branch.CherryPick(ctx, root, ref, o)
+			})
 			if err != nil {
 				return err
 			}
