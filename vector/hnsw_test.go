@@ -11,23 +11,6 @@ import (
 	"github.com/lancerdb/lancer"
 )
 
-// TestClusteredDataMatchesLanceBaseline pins the generator to values that
-// lance-baseline.mjs's generator prints under Node (first centre
-// coordinates, the last centre coordinate, the first and third vectors).
-func TestClusteredDataMatchesLanceBaseline(t *testing.T) {
-	r := &mulberry32{12345}
-	centers := make([]float32, 256*128)
-	for i := range centers {
-		centers[i] = float32(r.gauss())
-	}
-	vecs, _ := lanceBaselineData(3)
-	got := []float32{centers[0], centers[1], centers[32767], vecs[0], vecs[383]}
-	want := []float32{-0.07064807415008545, 0.49860718846321106, 0.3720998764038086, 1.2214338779449463, 0.8119993209838867}
-	if !slices.Equal(got, want) {
-		t.Fatalf("generator drifted from lance-baseline.mjs: got %v, want %v", got, want)
-	}
-}
-
 // hnswFixtureN is the size of the shared fixture: 20k, or 5k under -race or
 // -short, where the build is many times slower.
 func hnswFixtureN() int {
