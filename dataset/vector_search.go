@@ -3,7 +3,6 @@ package dataset
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 
@@ -441,10 +440,10 @@ type vectorIndexCache struct {
 	entries map[indexCacheKey]*indexCacheEntry
 }
 
-type indexCacheKey struct {
-	store any
-	key   string
-}
+// indexCacheKey is an index file's location: index files are immutable
+// and named by a random uuid, so one location is one index whichever store
+// object (each Open makes its own) reads it.
+type indexCacheKey string
 
 type indexCacheEntry struct {
 	once    sync.Once
@@ -457,10 +456,7 @@ type indexCacheEntry struct {
 var indexCache = &vectorIndexCache{limit: 4 << 30, entries: map[indexCacheKey]*indexCacheEntry{}}
 
 func (c *vectorIndexCache) get(ctx context.Context, store blob.Store, key string) (*loadedIndex, error) {
-	if !reflect.TypeOf(store).Comparable() {
-		return readVectorIndex(ctx, store, key, c.limit)
-	}
-	k := indexCacheKey{store, key}
+	k := indexCacheKey(location(store, key))
 	c.mu.Lock()
 	e, ok := c.entries[k]
 	if !ok {
