@@ -36,6 +36,11 @@ type IndexInfo struct {
 	// "BloomFilter", "Json", "FragmentReuse", "MemWal", ...; "" when there
 	// are no details.
 	Type string
+	// Details is the encoded details message TypeURL names (for lancer's
+	// vector indices an internal/pb/lancerpb.LancerVectorIndex: the index
+	// type, metric and build parameters); nil when there are none. Callers
+	// must not modify it.
+	Details []byte
 	// DatasetVersion is the version the segment was built from.
 	DatasetVersion uint64
 	// Fragments are the ids of the fragments of this version that the
@@ -83,6 +88,7 @@ func indicesFromProto(pis []*tablepb.IndexMetadata, m *Manifest) ([]IndexInfo, e
 		if d := p.GetIndexDetails(); d != nil {
 			info.TypeURL = d.GetTypeUrl()
 			info.Type = indexType(info.TypeURL)
+			info.Details = d.GetValue()
 		}
 		if p.CreatedAt != nil {
 			info.CreatedAt = time.UnixMilli(int64(p.GetCreatedAt())).UTC()

@@ -1,6 +1,82 @@
-// Package server is lancer's HTTP API: LanceDB's remote protocol, so the
-// official LanceDB clients work against lancer unchanged, plus endpoints for
-// branches and a browser UI.
+// Package server is lancer's HTTP API: LanceDB's remote (db://) protocol,
+// as the official clients speak it (the Node, Python and Rust clients share
+// one implementation; @lancedb/lancedb 0.39.0 is the pinned reference),
+// over a folder of Lance datasets on local disk. A client connects
+// unchanged:
 //
-// (Not yet implemented: this package is filled in by the server work.)
+//	lancedb.connect("db://mydb", {apiKey: KEY, hostOverride: "http://127.0.0.1:8080"})
+//
+// Table t is the dataset <DataDir>/t.lance; anything lancer or real Lance
+// writes there is served, and what the server writes real Lance reads.
+//
+// # Endpoints
+//
+// Every table path is accepted with or without its trailing slash.
+//
+//	GET  /v1/table/?limit&page_token                 table names, sorted, paged
+//	POST /v1/table/{t}/create/?mode=create|overwrite|exist_ok   Arrow IPC stream
+//	POST /v1/table/{t}/describe/                     {"version","schema"} (Lance's JSON schema)
+//	POST /v1/table/{t}/drop/, rename/
+//	POST /v1/table/{t}/count_rows/                   a bare JSON integer
+//	POST /v1/table/{t}/insert/?mode=append|overwrite Arrow IPC stream
+//	POST /v1/table/{t}/delete/, update/
+//	POST /v1/table/{t}/merge_insert/?on&when_...     Arrow IPC stream
+//	POST /v1/table/{t}/query/                        Arrow IPC file
+//	POST /v1/table/{t}/create_index/, index/list/, index/{n}/stats/, index/{n}/drop/
+//	POST /v1/table/{t}/version/list/, restore/
+//	POST /v1/table/{t}/tags/{list,version,create,update,delete}/
+//	GET  /healthz                                    no key needed
+//
+// Reads take "version" in their body (a client's checkout) and "branch";
+// writes act on the latest version of main or of ?branch=. Queries are
+// plain scans (filter, columns, offset, limit) or vector searches (one
+// query vector or a batch, answered with a query_index column; k, offset,
+// distance type, prefilter or postfilter, nprobes, ef, refine factor,
+// distance bounds, bypass_vector_index), with _distance last.
+// create_index builds lancer's own vector indices: IVF_PQ, IVF_HNSW_SQ
+// and IVF_FLAT map to dataset.IndexIVFPQ, IndexIVFHNSWSQ and IndexIVFFlat;
+// an index of the same name is replaced, as the client's default asks.
+//
+// Not served: full-text search and order_by in queries, scalar and FTS
+// indices, namespaces other than the root, multipart writes, jobs,
+// branches, blobs, column operations, stats, explain and analyze plans.
+// They are answered with a 400 (or a 404 for unknown endpoints) naming
+// what is missing.
+//
+// # Contract
+//
+//   - Every request but /healthz needs the API key in x-api-key (or as an
+//     "authorization: Bearer" token), checked in constant time; a missing
+//     or wrong key is a 401. A server without a key must listen on loopback.
+//   - Every response carries phalanx-version: PhalanxVersion. Query and
+//     count_rows responses carry x-lancedb-version, the version read.
+//   - Errors are JSON {"error": message, "code": code}, with no stack trace
+//     and no path outside the data folder. Statuses follow what the client
+//     maps (spec §9): a missing table is a 404 (TableNotFound); a missing
+//     column, a malformed filter or body, an unsupported feature and an
+//     existing table, tag or index name are 400s ("already exists" in the
+//     message, which create relies on; 409 would make the client retry);
+//     a commit conflict is a 409 (retried by the client); a missing
+//     version is a 404; a body over Options.MaxBodyBytes is a 413; a
+//     request past its timeout is a 504; anything else is a 500 logged in
+//     full and answered with the request id only.
+//   - Table names match [A-Za-z0-9_.-]{1,128} and do not start with a dot
+//     (CheckTableName), so no name leaves the data folder.
+//   - An Arrow request body must end with its end-of-stream marker; one the
+//     client cut short is refused before anything is committed.
+//   - The server's own writes to a table are serialized (one lock per
+//     table); every request opens the latest version afresh, so the
+//     client's freshness headers (x-lancedb-min-version, ...) hold. Other
+//     writers (lancer, real Lance) may commit concurrently; commits rebase
+//     as package dataset describes.
+//   - A write retried with the x-request-id of one that already committed
+//     is answered with the first response and not applied again. The
+//     server remembers the last 256 writes per table, in memory: a restart
+//     forgets them. The client resends insert and merge_insert with a new
+//     request id per attempt, so a retry of those after a lost response
+//     still applies twice.
+//
+// Request bodies and query results are held in memory (results are
+// written as one Arrow IPC file), so a query without a limit over a large
+// table costs its size in memory; index builds run inside the request.
 package server

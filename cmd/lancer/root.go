@@ -47,6 +47,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newLogCommand(),
 		newGCCommand(),
 		newCherryPickCommand(),
+		newServeCommand(),
 	)
 	return root
 }

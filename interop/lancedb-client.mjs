@@ -1,0 +1,218 @@
+// lancedb-client.mjs: drive the official LanceDB client (@lancedb/lancedb,
+// pinned in package.json here) against a lancer server through one
+// scenario, and print what each step saw as one JSON object on stdout:
+// {"steps": {"<step>": <result> | {"error": "..."}}}.
+//
+// LANCEDB_NODE_DIR names the folder whose node_modules holds the client;
+// LANCER_URL is the server's base URL (hostOverride) and LANCER_API_KEY its
+// key. The Go test (server_client_test.go) checks the results.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const dir = process.env.LANCEDB_NODE_DIR;
+if (!dir) { console.error('lancedb-client: set LANCEDB_NODE_DIR'); process.exit(2); }
+const require = createRequire(path.join(dir, 'package.json'));
+const lancedb = require('@lancedb/lancedb');
+
+const url = process.env.LANCER_URL;
+const apiKey = process.env.LANCER_API_KEY;
+const steps = {};
+
+// plain turns query results into JSON-friendly rows: vectors as arrays,
+// floats rounded so that the Go side compares them exactly.
+function plain(rows) {
+  return rows.map((r) => {
+    const o = {};
+    for (const [k, v] of Object.entries(r)) {
+      if (v && typeof v === 'object' && typeof v.length === 'number') o[k] = Array.from(v);
+      else if (typeof v === 'bigint') o[k] = Number(v);
+      else o[k] = v;
+    }
+    return o;
+  });
+}
+
+async function step(name, fn) {
+  try {
+    steps[name] = (await fn()) ?? null;
+  } catch (e) {
+    steps[name] = { error: String(e && e.message ? e.message : e) };
+  }
+}
+
+// vec is row i's vector: 8 floats, row i nearest to query vec(i).
+const vec = (i) => Array.from({ length: 8 }, (_, d) => i + d / 10);
+
+const clientConfig = { retryConfig: { retries: 2, backoffFactor: 0.05 } };
+const db = await lancedb.connect('db://lancer-test', { apiKey, hostOverride: url, clientConfig });
+
+await step('createTable', async () => {
+  const rows = Array.from({ length: 10 }, (_, i) => ({ id: i, text: `row ${i}`, price: i * 1.5, vector: vec(i) }));
+  const t = await db.createTable('items', rows);
+  return { name: t.name };
+});
+await step('createTableAgain', async () => {
+  await db.createTable('items', [{ id: 1, text: 'x', price: 1, vector: vec(1) }]);
+  return 'created';
+});
+await step('createExistOk', async () => {
+  const t = await db.createTable('items', [{ id: 1, text: 'x', price: 1, vector: vec(1) }], { existOk: true });
+  return { rows: await t.countRows() };
+});
+await step('createSecond', async () => {
+  await db.createTable('other', [{ id: 1, text: 'x', price: 1, vector: vec(1) }]);
+  return 'ok';
+});
+await step('tableNames', async () => await db.tableNames());
+await step('tableNamesPaged', async () => await db.tableNames({ limit: 1 }));
+
+const t = await db.openTable('items');
+await step('schema', async () => (await t.schema()).fields.map((f) => `${f.name}:${f.type}`));
+await step('add', async () => {
+  await t.add([{ id: 10, text: 'row 10', price: 15, vector: vec(10) }, { id: 11, text: 'row 11', price: 16.5, vector: vec(11) }]);
+  return await t.countRows();
+});
+await step('countRowsFilter', async () => await t.countRows('price > 10'));
+await step('query', async () =>
+  plain(await t.query().where('id >= 3').select(['id', 'text']).limit(3).toArray()));
+await step('queryOffset', async () =>
+  plain(await t.query().select(['id']).offset(10).limit(5).toArray()));
+await step('vectorSearch', async () =>
+  plain(await t.vectorSearch(vec(4)).select(['id', 'text']).limit(3).toArray()));
+await step('searchFiltered', async () =>
+  plain(await t.search(vec(4)).where('id > 4').select(['id']).limit(2).toArray()));
+await step('searchPostfilter', async () =>
+  plain(await t.search(vec(0)).where('id > 0').postfilter().select(['id']).limit(2).toArray()));
+await step('batchSearch', async () =>
+  plain(await t.query().nearestTo(vec(1)).addQueryVector(vec(8)).select(['id']).limit(1).toArray()));
+await step('update', async () => {
+  await t.update({ where: 'id = 2', values: { text: 'two' } });
+  await t.update({ where: 'id = 3', valuesSql: { price: 'price * 10' } });
+  return plain(await t.query().where('id IN (2, 3)').select(['id', 'text', 'price']).toArray());
+});
+await step('delete', async () => {
+  await t.delete('id = 0 OR id = 11');
+  return await t.countRows();
+});
+await step('mergeInsert', async () => {
+  const res = await t.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll()
+    .execute([{ id: 1, text: 'one', price: 1, vector: vec(1) }, { id: 20, text: 'row 20', price: 30, vector: vec(20) }]);
+  const rows = plain(await t.query().where('id IN (1, 20)').select(['id', 'text']).toArray());
+  return { inserted: Number(res.numInsertedRows), updated: Number(res.numUpdatedRows), rows, count: await t.countRows() };
+});
+await step('createIndex', async () => {
+  await t.createIndex('vector', { config: lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 2 }) });
+  return 'ok';
+});
+await step('listIndices', async () => (await t.listIndices()).map((i) => ({ name: i.name, type: i.indexType, columns: i.columns })));
+await step('indexStats', async () => {
+  const s = await t.indexStats('vector_idx');
+  return { indexed: s.numIndexedRows, unindexed: s.numUnindexedRows, type: s.indexType, distance: s.distanceType };
+});
+await step('indexedSearch', async () =>
+  plain(await t.vectorSearch(vec(5)).select(['id']).refineFactor(5).limit(3).toArray()));
+await step('scalarIndex', async () => {
+  await t.createIndex('id', { config: lancedb.Index.btree() });
+  return 'created';
+});
+await step('dropIndex', async () => {
+  await t.dropIndex('vector_idx');
+  return (await t.listIndices()).length;
+});
+let versionBeforeTag = 0;
+await step('versions', async () => {
+  const v = await t.version();
+  versionBeforeTag = v;
+  const list = await t.listVersions();
+  return { version: v, listed: list.map((x) => x.version), hasTimestamps: list.every((x) => x.timestamp instanceof Date && !isNaN(x.timestamp)) };
+});
+await step('tags', async () => {
+  const tags = await t.tags();
+  await tags.create('v2', 2);
+  await tags.create('v3', 3);
+  await tags.update('v3', 4);
+  await tags.delete('v2');
+  const list = await tags.list();
+  return { list: Object.fromEntries(Object.entries(list).map(([k, v]) => [k, v.version])), v3: await tags.getVersion('v3') };
+});
+await step('checkout', async () => {
+  const old = await db.openTable('items');
+  await old.checkout(1);
+  const count = await old.countRows();
+  const rows = plain(await old.query().where('id = 2').select(['id', 'text']).toArray());
+  let writeError = null;
+  try { await old.add([{ id: 99, text: 'x', price: 1, vector: vec(1) }]); } catch (e) { writeError = String(e.message); }
+  await old.restore();
+  return { count, rows, writeRefused: writeError !== null, afterRestore: await old.countRows(), version: await old.version() };
+});
+await step('missingVersion', async () => {
+  const h = await db.openTable('items');
+  await h.checkout(999);
+  return 'checked out';
+});
+await step('missingTable', async () => {
+  const m = await db.openTable('nope');
+  return await m.countRows();
+});
+await step('badFilter', async () => await t.query().where('no_such_column > 1').toArray());
+await step('badSyntax', async () => await t.countRows('id >>> 1'));
+await step('badKey', async () => {
+  const bad = await lancedb.connect('db://lancer-test', { apiKey: 'wrong-key', hostOverride: url, clientConfig });
+  return await bad.tableNames();
+});
+await step('extras', async () => {
+  const out = {};
+  const arrow = require('apache-arrow');
+  const schema = new arrow.Schema([
+    new arrow.Field('id', new arrow.Int64(), false),
+    new arrow.Field('label', new arrow.Utf8(), true),
+    new arrow.Field('vector', new arrow.FixedSizeList(8, new arrow.Field('item', new arrow.Float32(), true)), true),
+  ]);
+  const e = await db.createEmptyTable('empty', schema);
+  out.emptyCount = await e.countRows();
+  out.emptySchema = (await e.schema()).fields.map((f) => `${f.name}:${f.type}:${f.nullable}`);
+  await e.add(Array.from({ length: 6 }, (_, i) => ({ id: i, label: i % 2 ? 'odd' : 'even', vector: vec(i) })));
+  out.withRowId = plain(await e.query().select(['id']).withRowId().limit(2).toArray());
+  out.alias = plain(await e.query().select({ ident: 'id' }).limit(2).toArray());
+  out.takeOffsets = plain(await e.takeOffsets([4, 1]).select(['id']).toArray());
+  out.cosine = plain(await e.vectorSearch(vec(3)).distanceType('cosine').select(['id']).limit(1).toArray())
+    .map((r) => ({ id: r.id, near0: Math.abs(r._distance) < 1e-6 }));
+  out.exact = plain(await e.vectorSearch(vec(2)).bypassVectorIndex().nprobes(3).select(['id']).limit(1).toArray());
+  const mi = await e.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedBySourceDelete({ where: "label = 'odd'" })
+    .execute([{ id: 1, label: 'one', vector: vec(1) }, { id: 2, label: 'two', vector: vec(2) }]);
+  out.mergeDelete = { updated: Number(mi.numUpdatedRows), deleted: Number(mi.numDeletedRows),
+    ids: plain(await e.query().select(['id']).toArray()).map((r) => r.id).sort() };
+  const v = await e.version();
+  await e.add([{ id: 50, label: 'x', vector: vec(50) }], { mode: 'overwrite' });
+  out.overwrite = await e.countRows();
+  const tags = await e.tags();
+  await tags.create('before', v);
+  const old = await db.openTable('empty');
+  await old.checkout('before');
+  out.checkoutTag = await old.countRows();
+  try { await e.dropIndex('nope_idx'); out.dropMissingIndex = 'dropped'; } catch (err) { out.dropMissingIndex = String(err.message); }
+  const st = await e.stats();
+  out.stats = { rows: st.numRows, indices: st.numIndices, fragments: st.fragmentStats.numFragments, bytes: st.totalBytes > 0 };
+  await db.renameTable('empty', 'renamed');
+  out.renamed = (await db.listTables()).tables;
+  const r = await db.openTable('renamed');
+  out.renamedCount = await r.countRows();
+  await db.dropTable('renamed');
+  return out;
+});
+await step('bulk', async () => {
+  // Big enough that the client LZ4-compresses the Arrow buffers it sends.
+  const rows = Array.from({ length: 3000 }, (_, i) => ({ id: i, text: 'repeated text '.repeat(4), price: 1, vector: vec(i % 7) }));
+  const b = await db.createTable('bulk', rows);
+  await b.add(rows.slice(0, 1000));
+  const n = await b.countRows("text LIKE 'repeated%'");
+  const top = plain(await b.vectorSearch(vec(3)).where('id < 20').select(['id']).limit(3).toArray()).map((r) => r.id);
+  await db.dropTable('bulk');
+  return { n, top };
+});
+await step('dropTable', async () => {
+  await db.dropTable('other');
+  return await db.tableNames();
+});
+
+console.log(JSON.stringify({ steps }));

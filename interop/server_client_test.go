@@ -1,0 +1,169 @@
+package interop_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/server"
+)
+
+// TestServerClient runs the official LanceDB Node client (pinned, unmodified)
+// against lancer's server through lancedb-client.mjs's scenario: create,
+// list, add, count, query, vector and batch search, update, delete,
+// merge-insert (with a delete of unmatched rows), index create/list/stats/
+// drop, versions, tags, checkout by version and by tag, restore, empty
+// tables, row ids, aliases, takeOffsets, stats, rename, drop, and the errors
+// the client maps (missing table, version and index, bad filter, bad key).
+// Then real Lance opens the table the server wrote, from disk.
+func TestServerClient(t *testing.T) {
+	ref := lanceref.ForTest(t)
+	dataDir := t.TempDir()
+	const key = "sk-lancer-test"
+	var logs bytes.Buffer
+	h, err := server.New(server.Options{DataDir: dataDir, APIKey: key, Addr: "127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	cmd := ref.Command("lancedb-client.mjs")
+	cmd.Env = append(cmd.Env, "LANCER_URL=http://"+ln.Addr().String(), "LANCER_API_KEY="+key)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("lancedb-client.mjs: %v\n%s\nserver log:\n%s", err, stderr.String(), logs.String())
+	}
+	var res struct {
+		Steps map[string]json.RawMessage `json:"steps"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("lancedb-client.mjs printed %.500q: %v", out, err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	}()
+
+	// want compares a step's JSON result with the expected JSON text.
+	want := func(step, expected string) {
+		t.Helper()
+		got, ok := res.Steps[step]
+		if !ok {
+			t.Errorf("%s: no result", step)
+			return
+		}
+		var g, e any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if err := json.Unmarshal([]byte(expected), &e); err != nil {
+			t.Fatalf("%s: bad expectation: %v", step, err)
+		}
+		gb, _ := json.Marshal(g)
+		eb, _ := json.Marshal(e)
+		if !bytes.Equal(gb, eb) {
+			t.Errorf("%s:\n got  %s\n want %s", step, gb, eb)
+		}
+	}
+	// wantError checks that a step failed with a message holding every
+	// fragment.
+	wantError := func(step string, fragments ...string) {
+		t.Helper()
+		var r struct {
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(res.Steps[step], &r); err != nil || r.Error == "" {
+			t.Errorf("%s: want an error, got %s", step, res.Steps[step])
+			return
+		}
+		for _, f := range fragments {
+			if !strings.Contains(r.Error, f) {
+				t.Errorf("%s: error %q does not mention %q", step, r.Error, f)
+			}
+		}
+		if strings.Contains(r.Error, dataDir) {
+			t.Errorf("%s: error %q shows the server's data folder", step, r.Error)
+		}
+	}
+
+	want("createTable", `{"name":"items"}`)
+	wantError("createTableAgain", "Table 'items' already exists")
+	want("createExistOk", `{"rows":10}`)
+	want("createSecond", `"ok"`)
+	want("tableNames", `["items","other"]`)
+	want("tableNamesPaged", `["items"]`)
+	want("schema", `["id:Float64","text:Utf8","price:Float64","vector:FixedSizeList[8]<Float32>"]`)
+	want("add", `12`)
+	want("countRowsFilter", `5`)
+	want("query", `[{"id":3,"text":"row 3"},{"id":4,"text":"row 4"},{"id":5,"text":"row 5"}]`)
+	want("queryOffset", `[{"id":10},{"id":11}]`)
+	want("vectorSearch", `[{"id":4,"text":"row 4","_distance":0},{"id":3,"text":"row 3","_distance":7.999999523162842},{"id":5,"text":"row 5","_distance":8}]`)
+	want("searchFiltered", `[{"id":5,"_distance":8},{"id":6,"_distance":32}]`)
+	want("searchPostfilter", `[{"id":1,"_distance":8}]`)
+	want("batchSearch", `[{"query_index":0,"id":1,"_distance":0},{"query_index":1,"id":8,"_distance":0}]`)
+	want("update", `[{"id":2,"text":"two","price":3},{"id":3,"text":"row 3","price":45}]`)
+	want("delete", `10`)
+	want("mergeInsert", `{"inserted":1,"updated":1,"rows":[{"id":1,"text":"one"},{"id":20,"text":"row 20"}],"count":11}`)
+	want("createIndex", `"ok"`)
+	want("listIndices", `[{"name":"vector_idx","type":"IvfPq","columns":["vector"]}]`)
+	want("indexStats", `{"indexed":11,"unindexed":0,"type":"IVF_PQ","distance":"l2"}`)
+	want("indexedSearch", `[{"id":5,"_distance":0},{"id":4,"_distance":8},{"id":6,"_distance":8}]`)
+	wantError("scalarIndex", "400", "index type BTREE is not supported")
+	want("dropIndex", `0`)
+	want("versions", `{"version":8,"listed":[1,2,3,4,5,6,7,8],"hasTimestamps":true}`)
+	want("tags", `{"list":{"v3":4},"v3":4}`)
+	want("checkout", `{"count":10,"rows":[{"id":2,"text":"row 2"}],"writeRefused":true,"afterRestore":10,"version":9}`)
+	wantError("missingVersion", "was not found", "no version 999")
+	wantError("missingTable", "Table 'nope' was not found")
+	wantError("badFilter", "400", "no column no_such_column")
+	wantError("badSyntax", "400", "unexpected '>' at column 5")
+	wantError("badKey", "401")
+	want("extras", `{"emptyCount":0,"emptySchema":["id:Int64:false","label:Utf8:true","vector:FixedSizeList[8]<Float32>:true"],`+
+		`"withRowId":[{"id":0,"_rowid":0},{"id":1,"_rowid":1}],"alias":[{"ident":0},{"ident":1}],"takeOffsets":[{"id":4},{"id":1}],`+
+		`"cosine":[{"id":3,"near0":true}],"exact":[{"id":2,"_distance":0}],"mergeDelete":{"updated":2,"deleted":2,"ids":[0,1,2,4]},`+
+		`"overwrite":1,"checkoutTag":4,"dropMissingIndex":"Index 'nope_idx' was not found",`+
+		`"stats":{"rows":1,"indices":0,"fragments":1,"bytes":true},"renamed":["items","other","renamed"],"renamedCount":1}`)
+	want("bulk", `{"n":4000,"top":[3,10,17]}`)
+	want("dropTable", `["items"]`)
+	if _, err := os.Stat(filepath.Join(dataDir, "other.lance")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dropped table's folder: %v", err)
+	}
+
+	// Real Lance reads what the server wrote: after the restore, version 1's
+	// ten rows.
+	replies := lanceRows(t, ref.Node, ref.Dir, []request{{URI: filepath.Join(dataDir, "items.lance")}})
+	if replies[0].Error != "" {
+		t.Fatalf("real Lance opening the table: %s", replies[0].Error)
+	}
+	var ids []float64
+	for _, row := range replies[0].Rows {
+		var r struct {
+			ID float64 `json:"id"`
+		}
+		if err := json.Unmarshal(row, &r); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	if got, _ := json.Marshal(ids); string(got) != `[0,1,2,3,4,5,6,7,8,9]` {
+		t.Errorf("real Lance reads ids %s, want 0..9", got)
+	}
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Content types of Arrow bodies.
+const (
+	arrowStreamType = "application/vnd.apache.arrow.stream"
+	arrowFileType   = "application/vnd.apache.arrow.file"
+)
+
+// eosMarker ends an Arrow IPC stream: a continuation token and a zero
+// length.
+var eosMarker = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
+
+// streamReader reads an Arrow IPC stream request body (LZ4_FRAME or ZSTD
+// compressed buffers included) as an array.RecordReader. Arrow's reader
+// takes a stream cut off between two messages for a complete one; this
+// one reports such a stream as an error, so nothing is committed from a
+// body the client did not finish (the client cuts a body short on its own
+// errors, such as NaN in a vector).
+type streamReader struct {
+	*ipc.Reader
+	tail *tailReader
+	err  error
+}
+
+// tailReader remembers the last bytes read through it.
+type tailReader struct {
+	r    io.Reader
+	last [8]byte
+	n    int64
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		if n >= len(t.last) {
+			copy(t.last[:], p[n-len(t.last):n])
+		} else {
+			copy(t.last[:], t.last[n:])
+			copy(t.last[len(t.last)-n:], p[:n])
+		}
+		t.n += int64(n)
+	}
+	return n, err
+}
+
+// readStream opens the Arrow stream of a request body.
+func readStream(r *http.Request) (*streamReader, error) {
+	if ct := r.Header.Get("content-type"); ct != "" && ct != arrowStreamType {
+		return nil, invalidf("expected an Arrow IPC stream body (content-type %s), got %q", arrowStreamType, ct)
+	}
+	tail := &tailReader{r: r.Body}
+	rd, err := ipc.NewReader(tail, ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
+			return nil, &http.MaxBytesError{}
+		}
+		return nil, invalidf("reading the Arrow IPC stream body: %v", err)
+	}
+	return &streamReader{Reader: rd, tail: tail}, nil
+}
+
+// Next advances, checking at the end that the stream ended with its
+// end-of-stream marker.
+func (s *streamReader) Next() bool {
+	if s.err != nil {
+		return false
+	}
+	if s.Reader.Next() {
+		return true
+	}
+	if err := s.Reader.Err(); err != nil {
+		s.err = fmt.Errorf("reading the Arrow IPC stream body: %w", err)
+	} else if !bytes.Equal(s.tail.last[:], eosMarker) {
+		s.err = invalidf("the Arrow IPC stream body ended before its end-of-stream marker (after %d bytes)", s.tail.n)
+	}
+	return false
+}
+
+// Err returns the error that ended the stream.
+func (s *streamReader) Err() error { return s.err }
+
+// writeArrowFile answers batches (all of schema) as an Arrow IPC file,
+// with at least one batch so that the client keeps the schema of an empty
+// result, and the x-lancedb-version of the data read.
+func writeArrowFile(w http.ResponseWriter, schema *arrow.Schema, batches []arrow.RecordBatch, version uint64) error {
+	var buf bytes.Buffer
+	fw, err := ipc.NewFileWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return err
+	}
+	if len(batches) == 0 {
+		empty := array.NewRecordBatch(schema, emptyColumns(schema), 0)
+		defer empty.Release()
+		batches = []arrow.RecordBatch{empty}
+	}
+	for _, b := range batches {
+		if err := fw.Write(b); err != nil {
+			return err
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return err
+	}
+	w.Header().Set("content-type", arrowFileType)
+	w.Header().Set("x-lancedb-version", strconv.FormatUint(version, 10))
+	w.Header().Set("content-length", strconv.Itoa(buf.Len()))
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// emptyColumns returns a 0-row array for each field of schema.
+func emptyColumns(schema *arrow.Schema) []arrow.Array {
+	cols := make([]arrow.Array, schema.NumFields())
+	for i, f := range schema.Fields() {
+		cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0)
+	}
+	return cols
+}

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/lancerdb/lancer"
+)
+
+// Error codes in the "code" field of error bodies.
+const (
+	codeInvalidInput  = "InvalidInput"
+	codeNotFound      = "NotFound"
+	codeTableNotFound = "TableNotFound"
+	codeAlreadyExists = "AlreadyExists"
+	codeConflict      = "Conflict"
+	codeUnsupported   = "NotSupported"
+	codeUnauthorized  = "Unauthorized"
+	codeTooLarge      = "PayloadTooLarge"
+	codeTimeout       = "Timeout"
+	codeInternal      = "Internal"
+)
+
+// apiError is an error with the HTTP status and code it is answered with.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+	err    error // the cause, if any
+}
+
+func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Unwrap() error { return e.err }
+
+// errorBody is the JSON body of every error response. The client puts the
+// body into its error message verbatim.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// invalidf returns a 400 error.
+func invalidf(format string, args ...any) error {
+	return &apiError{status: http.StatusBadRequest, code: codeInvalidInput, msg: fmt.Sprintf(format, args...)}
+}
+
+// unsupportedf returns a 400 error for a feature lancer does not have.
+// (Not 501: the client reports 400 as invalid input with the message.)
+func unsupportedf(format string, args ...any) error {
+	return &apiError{status: http.StatusBadRequest, code: codeUnsupported, msg: fmt.Sprintf(format, args...)}
+}
+
+// tableNotFound returns the 404 the client turns into TableNotFound.
+func tableNotFound(name string) error {
+	return &apiError{status: http.StatusNotFound, code: codeTableNotFound, msg: fmt.Sprintf("table %q not found", name)}
+}
+
+// inTable maps an error of an operation on an existing table: a missing
+// column, row or index named by the request is the request's fault (400),
+// not a missing table (a 404 the client would report as TableNotFound).
+func inTable(err error) error {
+	var ae *apiError
+	if err == nil || errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, lancer.ErrNotFound) {
+		return &apiError{status: http.StatusBadRequest, code: codeInvalidInput, msg: err.Error(), err: err}
+	}
+	return err
+}
+
+// classify returns the status and code an error is answered with:
+//
+//	lancer.ErrInvalidArgument, ErrUnsupported      400 (InvalidInput, NotSupported)
+//	lancer.ErrAlreadyExists                        400 with "already exists" (409 is retried by the client)
+//	lancer.ErrNotFound                             404
+//	lancer.ErrConflict                             409 (the client retries it)
+//	a body over the size limit                     413
+//	context.DeadlineExceeded                       504
+//	anything else, lancer.ErrCorrupt included      500, with a generic message
+func classify(err error) (status int, code string, public bool) {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.code, true
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, codeTooLarge, true
+	case errors.Is(err, lancer.ErrInvalidArgument):
+		return http.StatusBadRequest, codeInvalidInput, true
+	case errors.Is(err, lancer.ErrUnsupported):
+		return http.StatusBadRequest, codeUnsupported, true
+	case errors.Is(err, lancer.ErrAlreadyExists):
+		return http.StatusBadRequest, codeAlreadyExists, true
+	case errors.Is(err, lancer.ErrNotFound):
+		return http.StatusNotFound, codeNotFound, true
+	case errors.Is(err, lancer.ErrConflict):
+		return http.StatusConflict, codeConflict, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, codeTimeout, true
+	}
+	return http.StatusInternalServerError, codeInternal, false
+}
+
+// writeError answers err as JSON. Errors that are not the client's
+// (500s) are logged in full and answered with a generic message naming
+// the request id.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
+		err = &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+			msg: fmt.Sprintf("request body larger than the server's limit of %d bytes", s.maxBody)}
+	}
+	status, code, public := classify(err)
+	// Messages name files by their paths; the client needs no more than
+	// the part under the data folder.
+	msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), "file://"+s.dir+"/", ""), s.dir+"/", "")
+	if !public {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path,
+			"request_id", r.Header.Get("x-request-id"), "err", err)
+		msg = fmt.Sprintf("internal error (request_id=%s)", r.Header.Get("x-request-id"))
+	}
+	if status == http.StatusBadRequest && code == codeAlreadyExists && !strings.Contains(msg, "already exists") {
+		// The client recognizes "already exists" in a 400 body.
+		msg += " (already exists)"
+	}
+	b, _ := marshal(errorBody{Error: msg, Code: code})
+	w.Header().Set("content-type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// bodyReader is a request body under the size limit. It remembers whether
+// the limit was hit, since readers above it (Arrow's IPC reader) may not
+// keep the error's type.
+type bodyReader struct {
+	r        io.ReadCloser // http.MaxBytesReader over body
+	body     io.ReadCloser
+	tooLarge bool
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		b.tooLarge = true
+	}
+	return n, err
+}
+
+func (b *bodyReader) Close() error { return b.r.Close() }

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/pb/lancerpb"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// vectorIndexTypes maps the client's index_type names to lancer's index
+// types. The scalar and full-text types (BTREE, BITMAP, LABEL_LIST, FTS,
+// ...) and the quantizers lancer lacks are refused.
+var vectorIndexTypes = map[string]string{
+	"IVF_PQ":      dataset.IndexIVFPQ,
+	"IVF_HNSW_SQ": dataset.IndexIVFHNSWSQ,
+	"IVF_FLAT":    dataset.IndexIVFFlat,
+}
+
+// clientIndexTypes names lancer's index types as the client does.
+var clientIndexTypes = map[string]string{
+	dataset.IndexIVFPQ:     "IVF_PQ",
+	dataset.IndexIVFHNSWSQ: "IVF_HNSW_SQ",
+	dataset.IndexIVFFlat:   "IVF_FLAT",
+	dataset.IndexFlat:      "IVF_FLAT",
+	dataset.IndexHNSW:      "IVF_HNSW_SQ",
+}
+
+// createIndex answers create_index/ (spec §7.5) by building one of
+// lancer's vector indices, synchronously. Like the client's default it
+// replaces an index of the same name.
+func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Column         string      `json:"column"`
+		IndexType      string      `json:"index_type"`
+		MetricType     string      `json:"metric_type"`
+		Name           string      `json:"name"`
+		NumPartitions  json.Number `json:"num_partitions"`
+		NumSubVectors  json.Number `json:"num_sub_vectors"`
+		M              json.Number `json:"m"`
+		EfConstruction json.Number `json:"ef_construction"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if body.Column == "" {
+		return invalidf("create_index needs a column")
+	}
+	typ, ok := vectorIndexTypes[strings.ToUpper(body.IndexType)]
+	if !ok {
+		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ and IVF_FLAT only", body.IndexType)
+	}
+	opts := &dataset.CreateIndexOptions{Type: typ, Name: body.Name, Replace: true}
+	if body.MetricType != "" {
+		if opts.Metric, err = vector.ParseMetric(body.MetricType); err != nil {
+			return invalidf("metric_type: %v", err)
+		}
+	}
+	for _, p := range []struct {
+		field string
+		n     json.Number
+		dst   *int
+	}{
+		{"num_partitions", body.NumPartitions, &opts.Partitions},
+		{"num_sub_vectors", body.NumSubVectors, &opts.SubVectors},
+		{"m", body.M, &opts.M},
+		{"ef_construction", body.EfConstruction, &opts.EfConstruction},
+	} {
+		if *p.dst, err = nonNegative(p.field, p.n, 0); err != nil {
+			return err
+		}
+	}
+	branchName := r.URL.Query().Get("branch")
+	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		ds, err := s.open(ctx, name, 0, branchName)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := ds.CreateIndex(ctx, body.Column, opts); err != nil {
+			return nil, inTable(err)
+		}
+		return struct{}{}, nil
+	})
+}
+
+// indexSummary is one logical index (its segments together) as the
+// client lists it.
+type indexSummary struct {
+	Name        string   `json:"index_name"`
+	Columns     []string `json:"columns"`
+	Type        string   `json:"index_type"`
+	UUID        string   `json:"index_uuid"`
+	CreatedAt   string   `json:"created_at,omitempty"`
+	Indexed     uint64   `json:"num_indexed_rows"`
+	Unindexed   uint64   `json:"num_unindexed_rows"`
+	Segments    int      `json:"num_segments"`
+	Version     int32    `json:"index_version"`
+	TypeURL     string   `json:"type_url,omitempty"`
+	metric      string
+	segmentUUID []string
+}
+
+// summarizeIndices groups a version's index segments by name, in the
+// order the names first appear.
+func summarizeIndices(ds *dataset.Dataset) []*indexSummary {
+	live := map[uint32]uint64{}
+	var total uint64
+	for _, f := range ds.Manifest().Fragments {
+		n := f.PhysicalRows
+		if d, _ := f.NumDeletedRows(); d <= n {
+			n -= d
+		}
+		live[uint32(f.ID)] = n
+		total += n
+	}
+	var out []*indexSummary
+	byName := map[string]*indexSummary{}
+	covered := map[string]map[uint32]bool{}
+	for _, ix := range ds.Indices() {
+		sum := byName[ix.Name]
+		if sum == nil {
+			sum = &indexSummary{Name: ix.Name, Columns: ix.Fields, UUID: ix.UUID, Version: ix.IndexVersion,
+				TypeURL: ix.TypeURL, Type: indexTypeName(ix)}
+			if !ix.CreatedAt.IsZero() {
+				sum.CreatedAt = ix.CreatedAt.Format(time.RFC3339Nano)
+			}
+			if det, ok := lancerDetails(ix); ok {
+				sum.metric = det.Metric
+			}
+			byName[ix.Name] = sum
+			covered[ix.Name] = map[uint32]bool{}
+			out = append(out, sum)
+		}
+		sum.Segments++
+		sum.segmentUUID = append(sum.segmentUUID, ix.UUID)
+		for _, f := range ix.Fragments {
+			if !covered[ix.Name][f] {
+				covered[ix.Name][f] = true
+				sum.Indexed += live[f]
+			}
+		}
+	}
+	for _, sum := range out {
+		sum.Unindexed = total - min(sum.Indexed, total)
+	}
+	return out
+}
+
+// lancerDetails decodes the details of one of lancer's vector indices.
+func lancerDetails(ix dataset.IndexInfo) (*lancerpb.LancerVectorIndex, bool) {
+	if !strings.HasSuffix(ix.TypeURL, "/lancer.index.LancerVectorIndex") {
+		return nil, false
+	}
+	det := &lancerpb.LancerVectorIndex{}
+	if proto.Unmarshal(ix.Details, det) != nil {
+		return nil, false
+	}
+	return det, true
+}
+
+// indexTypeName names an index segment's type as the client does.
+func indexTypeName(ix dataset.IndexInfo) string {
+	if det, ok := lancerDetails(ix); ok {
+		if n, ok := clientIndexTypes[det.Type]; ok {
+			return n
+		}
+	}
+	switch ix.Type {
+	case "BTree":
+		return "BTREE"
+	case "Bitmap":
+		return "BITMAP"
+	case "LabelList":
+		return "LABEL_LIST"
+	case "Inverted":
+		return "INVERTED"
+	case "Vector":
+		return "IVF_PQ"
+	}
+	return strings.ToUpper(ix.Type)
+}
+
+// listIndices answers index/list/ {"version"}.
+func (s *Server) listIndices(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var body versionBody
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	ds, err := s.open(r.Context(), name, body.version(), body.Branch)
+	if err != nil {
+		return err
+	}
+	out := summarizeIndices(ds)
+	if out == nil {
+		out = []*indexSummary{}
+	}
+	return writeJSON(w, map[string]any{"indexes": out})
+}
+
+// indexStats answers index/{name}/stats/ {"version"}; a missing index is
+// a 404, which the client reports as undefined.
+func (s *Server) indexStats(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var body versionBody
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	ds, err := s.open(r.Context(), name, body.version(), body.Branch)
+	if err != nil {
+		return err
+	}
+	index := r.PathValue("name")
+	for _, sum := range summarizeIndices(ds) {
+		if sum.Name != index {
+			continue
+		}
+		resp := map[string]any{
+			"num_indexed_rows":   sum.Indexed,
+			"num_unindexed_rows": sum.Unindexed,
+			"index_type":         sum.Type,
+			"num_indices":        sum.Segments,
+		}
+		if sum.metric != "" {
+			resp["distance_type"] = sum.metric
+		}
+		return writeJSON(w, resp)
+	}
+	return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: fmt.Sprintf("index %q not found in table %q", index, name)}
+}
+
+// dropIndex answers index/{name}/drop/; a missing index is a 404, which
+// the client reports as IndexNotFound.
+func (s *Server) dropIndex(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	index := r.PathValue("name")
+	branchName := r.URL.Query().Get("branch")
+	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		ds, err := s.open(ctx, name, 0, branchName)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := ds.DropIndex(ctx, index); err != nil {
+			if errors.Is(err, lancer.ErrNotFound) {
+				return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
+					msg: fmt.Sprintf("index %q not found in table %q", index, name), err: err}
+			}
+			return nil, err
+		}
+		return struct{}{}, nil
+	})
+}

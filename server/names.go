@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// MaxTableNameLength bounds table names (in bytes).
+const MaxTableNameLength = 128
+
+// tableSuffix ends the directory of every table in the data folder.
+const tableSuffix = ".lance"
+
+// CheckTableName reports whether name is a table name the server accepts:
+// 1 to MaxTableNameLength characters from [A-Za-z0-9_.-] (LanceDB's own
+// rule), not starting with a dot, so that no name is "..", reaches outside
+// the data folder or names a hidden file. Errors wrap
+// lancer.ErrInvalidArgument.
+func CheckTableName(name string) error {
+	if name == "" || len(name) > MaxTableNameLength {
+		return fmt.Errorf("table name must have 1 to %d characters: %w", MaxTableNameLength, lancer.ErrInvalidArgument)
+	}
+	if name[0] == '.' {
+		return fmt.Errorf("table name %q must not start with a dot: %w", name, lancer.ErrInvalidArgument)
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+		if !ok {
+			return fmt.Errorf("table name %q may only hold letters, digits, '_', '-' and '.': %w", name, lancer.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// tableName returns the validated {id} of a table path. A namespaced id
+// (ns$table) is refused: the server has only the root namespace.
+func tableName(r *http.Request) (string, error) {
+	name := r.PathValue("id")
+	if err := CheckTableName(name); err != nil {
+		return "", invalidf("%v", err)
+	}
+	return name, nil
+}
+
+// tableDir is the directory of a table.
+func (s *Server) tableDir(name string) string {
+	return filepath.Join(s.dir, name+tableSuffix)
+}
+
+// tableStore returns the store rooted at a table's directory, which may
+// not exist yet.
+func (s *Server) tableStore(name string) (blob.Store, error) {
+	return blob.NewLocalStore(s.tableDir(name))
+}
+
+// tableExists reports whether a table has a committed version.
+func (s *Server) tableExists(ctx context.Context, name string) (bool, error) {
+	if _, err := os.Stat(s.tableDir(name)); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	store, err := s.tableStore(name)
+	if err != nil {
+		return false, err
+	}
+	_, err = dataset.LatestVersion(ctx, store)
+	if errors.Is(err, lancer.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// open opens a table at a version of a branch (0: the latest; "": main).
+// A missing table is a 404 the client reports as TableNotFound; a missing
+// version of an existing table a plain 404.
+func (s *Server) open(ctx context.Context, name string, version uint64, branchName string) (*dataset.Dataset, error) {
+	ok, err := s.tableExists(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, tableNotFound(name)
+	}
+	store, err := s.tableStore(name)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := branch.Open(ctx, store, branch.Ref{Branch: branchName, Version: version}, nil)
+	if err != nil {
+		if errors.Is(err, lancer.ErrNotFound) {
+			return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
+				msg: fmt.Sprintf("table %q has no version %d: %v", name, version, err), err: err}
+		}
+		return nil, err
+	}
+	return ds, nil
+}
+
+// dedupCache remembers the responses of a table's recent writes by
+// request id, so that a write the client retries with the same
+// x-request-id after its first attempt committed (the response was lost)
+// is answered with the first response instead of being applied twice.
+// It holds the last dedupEntries writes of the table, in memory only:
+// a restart forgets them, and so does a retry after that many other
+// writes. The client retries delete, update, create_index, tag and
+// column calls with the same request id; it resends insert and
+// merge_insert with a new id per attempt, which no server can match.
+type dedupCache struct {
+	mu    sync.Mutex
+	order []string
+	resp  map[string]dedupResponse
+}
+
+// dedupEntries is how many writes per table the dedup cache remembers.
+const dedupEntries = 256
+
+type dedupResponse struct {
+	status int
+	body   []byte
+}
+
+func (c *dedupCache) get(id string) (dedupResponse, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.resp[id]
+	return r, ok
+}
+
+func (c *dedupCache) put(id string, r dedupResponse) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resp == nil {
+		c.resp = map[string]dedupResponse{}
+	}
+	if _, ok := c.resp[id]; ok {
+		return
+	}
+	if len(c.order) >= dedupEntries {
+		delete(c.resp, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.order = append(c.order, id)
+	c.resp[id] = r
+}

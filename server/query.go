@@ -1,0 +1,427 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/format"
+)
+
+// queryBody is the body of query/ (spec §6.4). Numbers are json.Number,
+// since k is i64 max when there is no limit.
+type queryBody struct {
+	versionBody
+	Vector            json.RawMessage `json:"vector"`
+	K                 json.Number     `json:"k"`
+	Offset            json.Number     `json:"offset"`
+	Filter            string          `json:"filter"`
+	Columns           json.RawMessage `json:"columns"`
+	Prefilter         *bool           `json:"prefilter"`
+	NProbes           json.Number     `json:"nprobes"`
+	Ef                json.Number     `json:"ef"`
+	RefineFactor      json.Number     `json:"refine_factor"`
+	LowerBound        *float64        `json:"lower_bound"`
+	UpperBound        *float64        `json:"upper_bound"`
+	DistanceType      string          `json:"distance_type"`
+	VectorColumn      string          `json:"vector_column"`
+	WithRowID         bool            `json:"with_row_id"`
+	BypassVectorIndex bool            `json:"bypass_vector_index"`
+	FullTextQuery     json.RawMessage `json:"full_text_query"`
+	OrderBy           json.RawMessage `json:"order_by"`
+}
+
+// nonNegative parses an optional JSON integer; empty is def, and values
+// past MaxInt (k's "no limit") are MaxInt.
+func nonNegative(field string, n json.Number, def int) (int, error) {
+	if n == "" {
+		return def, nil
+	}
+	u, err := strconv.ParseUint(n.String(), 10, 64)
+	if err != nil {
+		return 0, invalidf("%s must be a non-negative integer, got %s", field, n)
+	}
+	if u > math.MaxInt {
+		return math.MaxInt, nil
+	}
+	return int(u), nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}
+
+// vectors decodes the "vector" field: [] (no search), [f, ...] (one query)
+// or [[f, ...], ...] (a batch).
+func (q *queryBody) vectors() ([][]float32, error) {
+	if isNull(q.Vector) {
+		return nil, nil
+	}
+	var one []float32
+	if err := json.Unmarshal(q.Vector, &one); err == nil {
+		if len(one) == 0 {
+			return nil, nil
+		}
+		return [][]float32{one}, nil
+	}
+	var many [][]float32
+	if err := json.Unmarshal(q.Vector, &many); err != nil {
+		return nil, invalidf("vector must be an array of numbers or of arrays of numbers")
+	}
+	return many, nil
+}
+
+// columns decodes "columns": a list of names, or an object of alias →
+// expression where each expression is a plain column name.
+func (q *queryBody) columns() (names, aliases []string, err error) {
+	if isNull(q.Columns) {
+		return nil, nil, nil
+	}
+	if err := json.Unmarshal(q.Columns, &names); err == nil {
+		return names, nil, nil
+	}
+	var obj map[string]string
+	if err := json.Unmarshal(q.Columns, &obj); err != nil {
+		return nil, nil, invalidf("columns must be a list of names or an object of alias to column")
+	}
+	// Keep the client's order: decode the object again as tokens.
+	dec := json.NewDecoder(bytes.NewReader(q.Columns))
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, invalidf("columns: %v", err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, invalidf("columns: %v", err)
+		}
+		alias := tok.(string)
+		var expr string
+		if err := dec.Decode(&expr); err != nil {
+			return nil, nil, invalidf("columns: %v", err)
+		}
+		aliases = append(aliases, alias)
+		names = append(names, expr)
+	}
+	return names, aliases, nil
+}
+
+// query answers query/: a filtered scan, or a vector search (one query or
+// a batch, then with an Int32 query_index column first), as an Arrow IPC
+// file.
+func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var q queryBody
+	if err := decodeJSON(r, &q); err != nil {
+		return err
+	}
+	if !isNull(q.FullTextQuery) {
+		return unsupportedf("full-text search is not supported")
+	}
+	if t := bytes.TrimSpace(q.OrderBy); !isNull(q.OrderBy) && !bytes.Equal(t, []byte("[]")) {
+		return unsupportedf("order_by is not supported")
+	}
+	vectors, err := q.vectors()
+	if err != nil {
+		return err
+	}
+	columns, aliases, err := q.columns()
+	if err != nil {
+		return err
+	}
+	k, err := nonNegative("k", q.K, 0)
+	if err != nil {
+		return err
+	}
+	offset, err := nonNegative("offset", q.Offset, 0)
+	if err != nil {
+		return err
+	}
+	ds, err := s.open(r.Context(), name, q.version(), q.Branch)
+	if err != nil {
+		return err
+	}
+	var (
+		schema  *arrow.Schema
+		batches []arrow.RecordBatch
+	)
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	if offsets, ok := rowOffsets(q.Filter); ok && len(vectors) == 0 {
+		schema, batches, err = s.take(r, ds, offsets, columns, q.WithRowID)
+	} else if len(vectors) == 0 {
+		schema, batches, err = s.scan(r, ds, &q, columns, k, offset)
+	} else {
+		schema, batches, err = s.search(r, ds, &q, vectors, columns, k, offset)
+	}
+	if err != nil {
+		return inTable(err)
+	}
+	if aliases != nil {
+		schema, batches = renameColumns(schema, batches, columns, aliases)
+	}
+	return writeArrowFile(w, schema, batches, ds.Manifest().Version)
+}
+
+// scan runs a plain query: filter, columns, offset and limit.
+func (s *Server) scan(r *http.Request, ds *dataset.Dataset, q *queryBody, columns []string, k, offset int) (*arrow.Schema, []arrow.RecordBatch, error) {
+	opts := &dataset.ScanOptions{Columns: columns, Filter: q.Filter, Offset: int64(offset), WithRowID: q.WithRowID}
+	if k != math.MaxInt {
+		// 0 (never sent by the client) is no limit too.
+		opts.Limit = int64(k)
+	}
+	sc, err := ds.Scan(r.Context(), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sc.Release()
+	var batches []arrow.RecordBatch
+	for sc.Next() {
+		b := sc.RecordBatch()
+		b.Retain()
+		batches = append(batches, b)
+	}
+	if err := sc.Err(); err != nil {
+		for _, b := range batches {
+			b.Release()
+		}
+		return nil, nil, err
+	}
+	return sc.Schema(), batches, nil
+}
+
+// rowOffsetsFilter is the filter takeOffsets sends.
+var rowOffsetsFilter = regexp.MustCompile(`^\s*_rowoffset\s+IN\s*\(([0-9,\s]*)\)\s*$`)
+
+// rowOffsets recognizes the filter of takeOffsets, "_rowoffset IN (0, 1)",
+// and returns its offsets.
+func rowOffsets(filter string) ([]uint64, bool) {
+	m := rowOffsetsFilter.FindStringSubmatch(filter)
+	if m == nil {
+		return nil, false
+	}
+	var out []uint64
+	for _, f := range strings.Split(m[1], ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, true
+}
+
+// take answers takeOffsets: the rows at the given positions, in order.
+// A _rowoffset column asked for is the position.
+func (s *Server) take(r *http.Request, ds *dataset.Dataset, offsets []uint64, columns []string, withRowID bool) (*arrow.Schema, []arrow.RecordBatch, error) {
+	var cols []string
+	wantOffset := -1
+	for i, c := range columns {
+		if c == "_rowoffset" {
+			wantOffset = i
+			continue
+		}
+		cols = append(cols, c)
+	}
+	if columns != nil && cols == nil {
+		return nil, nil, unsupportedf("selecting only _rowoffset is not supported")
+	}
+	b, err := ds.Take(r.Context(), offsets, &dataset.TakeOptions{Columns: cols, WithRowID: withRowID})
+	if err != nil {
+		return nil, nil, err
+	}
+	if wantOffset < 0 {
+		return b.Schema(), []arrow.RecordBatch{b}, nil
+	}
+	bld := array.NewUint64Builder(memory.DefaultAllocator)
+	defer bld.Release()
+	bld.AppendValues(offsets, nil)
+	off := bld.NewArray()
+	defer off.Release()
+	fields := slices.Insert(b.Schema().Fields(), wantOffset, arrow.Field{Name: "_rowoffset", Type: arrow.PrimitiveTypes.Uint64})
+	arrs := slices.Insert(slices.Clone(b.Columns()), wantOffset, arrow.Array(off))
+	md := b.Schema().Metadata()
+	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), arrs, b.NumRows())
+	b.Release()
+	return out.Schema(), []arrow.RecordBatch{out}, nil
+}
+
+// search runs a vector query per query vector, nearest first, with
+// _distance last, and for a batch the query_index column first.
+func (s *Server) search(r *http.Request, ds *dataset.Dataset, q *queryBody, vectors [][]float32, columns []string, k, offset int) (*arrow.Schema, []arrow.RecordBatch, error) {
+	column, err := vectorColumn(ds.Schema(), q.VectorColumn, len(vectors[0]))
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := &dataset.SearchOptions{
+		Metric:     q.DistanceType,
+		Filter:     q.Filter,
+		Columns:    columns,
+		WithRowID:  q.WithRowID,
+		Exact:      q.BypassVectorIndex,
+		Postfilter: q.Prefilter != nil && !*q.Prefilter,
+	}
+	if opts.Metric == "hamming" {
+		return nil, nil, unsupportedf("distance type hamming is not supported")
+	}
+	if k == 0 {
+		k = 10
+	}
+	if k > math.MaxInt32 || offset > math.MaxInt32 || k+offset > math.MaxInt32 {
+		return nil, nil, invalidf("vector search needs a limit (k + offset at most %d)", math.MaxInt32)
+	}
+	opts.K = k + offset
+	if opts.NProbes, err = nonNegative("nprobes", q.NProbes, 0); err != nil {
+		return nil, nil, err
+	}
+	if opts.Ef, err = nonNegative("ef", q.Ef, 0); err != nil {
+		return nil, nil, err
+	}
+	if opts.RefineFactor, err = nonNegative("refine_factor", q.RefineFactor, 0); err != nil {
+		return nil, nil, err
+	}
+	var (
+		schema  *arrow.Schema
+		batches []arrow.RecordBatch
+	)
+	fail := func(err error) (*arrow.Schema, []arrow.RecordBatch, error) {
+		for _, b := range batches {
+			b.Release()
+		}
+		return nil, nil, err
+	}
+	for i, v := range vectors {
+		res, err := ds.Search(r.Context(), column, v, opts)
+		if err != nil {
+			return fail(err)
+		}
+		res = cutResult(res, offset, q.LowerBound, q.UpperBound)
+		if len(vectors) > 1 {
+			res = withQueryIndex(res, int32(i))
+		}
+		schema = res.Schema()
+		batches = append(batches, res)
+	}
+	return schema, batches, nil
+}
+
+// vectorColumn picks the column to search: the one named, else the only
+// fixed-size-list column of floats, else the only one of the query's
+// dimension.
+func vectorColumn(s *format.Schema, named string, dim int) (string, error) {
+	if named != "" {
+		return named, nil
+	}
+	var all, ofDim []string
+	for _, f := range s.Arrow().Fields() {
+		fsl, ok := f.Type.(*arrow.FixedSizeListType)
+		if !ok {
+			continue
+		}
+		switch fsl.Elem().ID() {
+		case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+		default:
+			continue
+		}
+		all = append(all, f.Name)
+		if int(fsl.Len()) == dim {
+			ofDim = append(ofDim, f.Name)
+		}
+	}
+	switch {
+	case len(all) == 1:
+		return all[0], nil
+	case len(ofDim) == 1:
+		return ofDim[0], nil
+	case len(all) == 0:
+		return "", invalidf("the table has no vector column (fixed-size list of floats) to search")
+	}
+	return "", invalidf("the table has several vector columns %v: name one with column()", all)
+}
+
+// cutResult drops the first offset rows and the rows whose distance is
+// outside [lower, upper).
+func cutResult(b arrow.RecordBatch, offset int, lower, upper *float64) arrow.RecordBatch {
+	n := int(b.NumRows())
+	start := min(offset, n)
+	end := n
+	if lower != nil || upper != nil {
+		idx := b.Schema().FieldIndices(dataset.DistanceColumn)
+		if len(idx) == 1 {
+			dist := b.Column(idx[0]).(*array.Float32)
+			// Rows are nearest first: keep the run inside the bounds.
+			for start < end && lower != nil && float64(dist.Value(start)) < *lower {
+				start++
+			}
+			cut := start
+			for cut < end && (upper == nil || float64(dist.Value(cut)) < *upper) {
+				cut++
+			}
+			end = cut
+		}
+	}
+	if start == 0 && end == n {
+		return b
+	}
+	out := b.NewSlice(int64(start), int64(end))
+	b.Release()
+	return out
+}
+
+// withQueryIndex puts an Int32 query_index column holding i first.
+func withQueryIndex(b arrow.RecordBatch, i int32) arrow.RecordBatch {
+	bld := array.NewInt32Builder(memory.DefaultAllocator)
+	defer bld.Release()
+	for range b.NumRows() {
+		bld.Append(i)
+	}
+	qi := bld.NewArray()
+	defer qi.Release()
+	fields := append([]arrow.Field{{Name: "query_index", Type: arrow.PrimitiveTypes.Int32}}, b.Schema().Fields()...)
+	cols := append([]arrow.Array{qi}, b.Columns()...)
+	md := b.Schema().Metadata()
+	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, b.NumRows())
+	b.Release()
+	return out
+}
+
+// renameColumns gives the selected columns the client's aliases.
+func renameColumns(schema *arrow.Schema, batches []arrow.RecordBatch, columns, aliases []string) (*arrow.Schema, []arrow.RecordBatch) {
+	rename := make(map[string]string, len(columns))
+	for i, c := range columns {
+		rename[c] = aliases[i]
+	}
+	fields := schema.Fields()
+	for i := range fields {
+		if a, ok := rename[fields[i].Name]; ok {
+			fields[i].Name = a
+		}
+	}
+	md := schema.Metadata()
+	out := arrow.NewSchema(fields, &md)
+	for i, b := range batches {
+		nb := array.NewRecordBatch(out, b.Columns(), b.NumRows())
+		b.Release()
+		batches[i] = nb
+	}
+	return out, batches
+}

@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lancerdb/lancer"
+)
+
+// PhalanxVersion is the server version sent in the phalanx-version header
+// of every response. The client picks request shapes by it: 0.2.0 makes it
+// send a batch vector query as one request (answered with a query_index
+// column) and keeps full-text queries (which lancer refuses) in their legacy
+// form; 0.4.0 would promise multipart writes, which lancer does not have.
+const PhalanxVersion = "0.2.0"
+
+// DefaultMaxBodyBytes is the default cap on a request body.
+const DefaultMaxBodyBytes = 256 << 20
+
+// Options configures a Server.
+type Options struct {
+	// DataDir is the folder holding the tables, one dataset per
+	// <table>.lance directory. Required; it must exist.
+	DataDir string
+	// APIKey is the key clients must send in x-api-key (or as
+	// "authorization: Bearer <key>"). It may be empty only when Addr is a
+	// loopback address, and then no key is checked.
+	APIKey string
+	// Addr is the address the server listens on. It is used only to allow
+	// an empty APIKey on loopback addresses ("127.0.0.1:8080",
+	// "localhost:0", "[::1]:80").
+	Addr string
+	// Logger receives one line per request and the errors behind 500s.
+	// Default: slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes caps a request body; a larger body is answered with 413.
+	// Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// RequestTimeout bounds the work done for one request (a request's
+	// x-request-timeout-ms may shorten it). Default 0: no bound.
+	RequestTimeout time.Duration
+}
+
+// Server answers LanceDB's remote protocol over the tables of a folder.
+// It is an http.Handler, safe for concurrent use.
+type Server struct {
+	dir     string
+	apiKey  string
+	log     *slog.Logger
+	maxBody int64
+	timeout time.Duration
+	mux     *http.ServeMux
+
+	mu     sync.Mutex
+	tables map[string]*tableState // by name; entries live as long as the server
+}
+
+// tableState is what the server keeps per table name: a lock that
+// serializes the server's own writes to it, and the responses of recent
+// writes by request id (see dedup).
+type tableState struct {
+	mu    sync.Mutex
+	dedup dedupCache
+}
+
+// New returns a server over opts.DataDir. It fails with an error wrapping
+// lancer.ErrInvalidArgument when the folder is missing or the API key is
+// empty on an address that is not loopback.
+func New(opts Options) (*Server, error) {
+	if opts.DataDir == "" {
+		return nil, fmt.Errorf("server: no data folder given: %w", lancer.ErrInvalidArgument)
+	}
+	dir, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("server: data folder %q: %v: %w", opts.DataDir, err, lancer.ErrInvalidArgument)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("server: data folder %q is not a directory: %w", opts.DataDir, lancer.ErrInvalidArgument)
+	}
+	if opts.APIKey == "" && !isLoopback(opts.Addr) {
+		return nil, fmt.Errorf("server: an API key is required when listening on %q (not a loopback address): %w", opts.Addr, lancer.ErrInvalidArgument)
+	}
+	s := &Server{
+		dir:     dir,
+		apiKey:  opts.APIKey,
+		log:     opts.Logger,
+		maxBody: opts.MaxBodyBytes,
+		timeout: opts.RequestTimeout,
+		tables:  map[string]*tableState{},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	s.routes()
+	return s, nil
+}
+
+// isLoopback reports whether addr ("host:port" or a host) names only the
+// loopback interface.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// handlerFunc is a handler that returns its error; serve writes it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// routes registers every endpoint. Table paths are accepted with and
+// without their trailing slash.
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("content-type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	s.handle("GET /v1/table", s.listTables)
+	s.handle("GET /v1/namespace/{ns}/table/list", s.listTables)
+	table := func(method, op string, h handlerFunc) {
+		s.handle(method+" /v1/table/{id}/"+op, h)
+	}
+	table("POST", "create", s.createTable)
+	table("POST", "describe", s.describeTable)
+	table("POST", "drop", s.dropTable)
+	table("POST", "rename", s.renameTable)
+	table("POST", "count_rows", s.countRows)
+	table("POST", "insert", s.insert)
+	table("POST", "delete", s.deleteRows)
+	table("POST", "update", s.update)
+	table("POST", "merge_insert", s.mergeInsert)
+	table("POST", "query", s.query)
+	table("POST", "create_index", s.createIndex)
+	table("POST", "index/list", s.listIndices)
+	table("POST", "index/{name}/stats", s.indexStats)
+	table("POST", "index/{name}/drop", s.dropIndex)
+	table("POST", "version/list", s.listVersions)
+	table("POST", "restore", s.restore)
+	table("POST", "stats", s.tableStats)
+	table("POST", "tags/list", s.listTags)
+	table("POST", "tags/version", s.tagVersion)
+	table("POST", "tags/create", s.createTag)
+	table("POST", "tags/update", s.updateTag)
+	table("POST", "tags/delete", s.deleteTag)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
+			msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+	})
+}
+
+// handle registers h under pattern, with and without a trailing slash.
+func (s *Server) handle(pattern string, h handlerFunc) {
+	serve := func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
+	s.mux.HandleFunc(pattern+"/{$}", serve)
+	s.mux.HandleFunc(pattern, serve)
+}
+
+// ServeHTTP logs the request, checks the API key, sets the
+// phalanx-version header, bounds the body and the time, and dispatches.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+			if !rec.wrote {
+				s.writeError(rec, r, fmt.Errorf("internal error"))
+			}
+		}
+		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds(),
+			"request_id", r.Header.Get("x-request-id"), "remote", r.RemoteAddr)
+	}()
+	rec.Header().Set("phalanx-version", PhalanxVersion)
+	if r.URL.Path != "/healthz" && !s.authorized(r) {
+		s.writeError(rec, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
+			msg: "missing or invalid API key (x-api-key)"})
+		return
+	}
+	ctx := r.Context()
+	timeout := s.timeout
+	if ms := r.Header.Get("x-request-timeout-ms"); ms != "" {
+		if d, err := time.ParseDuration(ms + "ms"); err == nil && d > 0 && (timeout == 0 || d < timeout) {
+			timeout = d
+		}
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	r = r.WithContext(ctx)
+	r.Body = &bodyReader{r: http.MaxBytesReader(rec, r.Body, s.maxBody), body: r.Body}
+	s.mux.ServeHTTP(rec, r)
+}
+
+// authorized checks the API key in x-api-key or an authorization bearer
+// token, in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.apiKey == "" {
+		return true
+	}
+	key := r.Header.Get("x-api-key")
+	if key == "" {
+		if b, ok := strings.CutPrefix(r.Header.Get("authorization"), "Bearer "); ok {
+			key = b
+		}
+	}
+	return subtle.ConstantTimeCompare([]byte(key), []byte(s.apiKey)) == 1
+}
+
+// table returns the server's state for a table name.
+func (s *Server) table(name string) *tableState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tables[name]
+	if t == nil {
+		t = &tableState{}
+		s.tables[name] = t
+	}
+	return t
+}
+
+// statusRecorder remembers the status and size of a response for the log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	w.wrote = true
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}

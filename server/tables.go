@@ -1,0 +1,588 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// decodeJSON decodes a JSON request body into v. An empty body leaves v
+// as it is (the client sends some calls without a body).
+func decodeJSON(r *http.Request, v any) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return invalidf("malformed JSON request body: %v", err)
+	}
+	return nil
+}
+
+// marshal encodes v as one line of JSON, without escaping <, > and &
+// (messages quote filters such as "id > 1").
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeJSON answers v as JSON with status 200.
+func writeJSON(w http.ResponseWriter, v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("content-type", "application/json")
+	_, err = w.Write(b)
+	return err
+}
+
+// write runs a write to table name under the table's lock and answers its
+// result as JSON. A retry of a write already answered (same x-request-id)
+// gets the first answer again without running (see dedupCache).
+func (s *Server) write(w http.ResponseWriter, r *http.Request, name string, op func(ctx context.Context) (any, error)) error {
+	t := s.table(name)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := r.Header.Get("x-request-id")
+	if id != "" {
+		if resp, ok := t.dedup.get(id); ok {
+			w.Header().Set("content-type", "application/json")
+			w.WriteHeader(resp.status)
+			_, err := w.Write(resp.body)
+			return err
+		}
+	}
+	v, err := op(r.Context())
+	if err != nil {
+		return err
+	}
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		t.dedup.put(id, dedupResponse{status: http.StatusOK, body: b})
+	}
+	w.Header().Set("content-type", "application/json")
+	_, err = w.Write(b)
+	return err
+}
+
+// versionBody is the {"version": N|null, "branch"?: ...} of reads.
+type versionBody struct {
+	Version *uint64 `json:"version"`
+	Branch  string  `json:"branch"`
+}
+
+func (v versionBody) version() uint64 {
+	if v.Version == nil {
+		return 0
+	}
+	return *v.Version
+}
+
+// listTables answers GET /v1/table/?limit=N&page_token=T (and the root
+// namespace's GET /v1/namespace/$/table/list): the names after
+// T, sorted, at most N of them, with the last name as the next page token
+// when more follow.
+func (s *Server) listTables(w http.ResponseWriter, r *http.Request) error {
+	if ns := r.PathValue("ns"); ns != "" && ns != "$" {
+		return unsupportedf("namespace %q: the server has only the root namespace ($)", ns)
+	}
+	q := r.URL.Query()
+	limit := 0
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			return invalidf("limit must be a non-negative integer, got %q", l)
+		}
+		limit = n
+	}
+	after := q.Get("page_token")
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), tableSuffix)
+		if !ok || !e.IsDir() || CheckTableName(name) != nil || name <= after {
+			continue
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	resp := struct {
+		Tables    []string `json:"tables"`
+		PageToken string   `json:"page_token,omitempty"`
+	}{Tables: []string{}}
+	if limit > 0 && len(names) > limit {
+		names = names[:limit]
+		resp.PageToken = names[limit-1]
+	}
+	resp.Tables = append(resp.Tables, names...)
+	return writeJSON(w, resp)
+}
+
+// createTable answers create/?mode=create|overwrite|exist_ok with an Arrow
+// stream body: a new table, a replaced one, or (exist_ok) the existing one
+// unchanged. mode=create on an existing table is a 400 saying "already
+// exists", which the client reports as TableAlreadyExists.
+func (s *Server) createTable(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	mode := r.URL.Query().Get("mode")
+	switch mode {
+	case "", "create", "overwrite", "exist_ok":
+	default:
+		return invalidf("unknown create mode %q (want create, overwrite or exist_ok)", mode)
+	}
+	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		exists, err := s.tableExists(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if exists && mode == "exist_ok" {
+			ds, err := s.open(ctx, name, 0, "")
+			if err != nil {
+				return nil, err
+			}
+			return map[string]uint64{"version": ds.Manifest().Version}, nil
+		}
+		if exists && mode != "overwrite" {
+			return nil, &apiError{status: http.StatusBadRequest, code: codeAlreadyExists,
+				msg: fmt.Sprintf("table %q already exists", name)}
+		}
+		data, err := readStream(r)
+		if err != nil {
+			return nil, err
+		}
+		defer data.Release()
+		store, err := s.tableStore(name)
+		if err != nil {
+			return nil, err
+		}
+		wm := dataset.WriteCreate
+		if mode == "overwrite" {
+			wm = dataset.WriteOverwrite
+		}
+		ds, err := dataset.Write(ctx, store, data, &dataset.WriteOptions{Mode: wm})
+		if err != nil {
+			if errors.Is(err, lancer.ErrAlreadyExists) {
+				return nil, &apiError{status: http.StatusBadRequest, code: codeAlreadyExists,
+					msg: fmt.Sprintf("table %q already exists", name), err: err}
+			}
+			return nil, err
+		}
+		return map[string]uint64{"version": ds.Manifest().Version}, nil
+	})
+}
+
+// describeTable answers describe/ with the version, Lance's JSON schema
+// and a few statistics. A missing version is a 404 (checkout(n) relies
+// on it).
+func (s *Server) describeTable(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var body versionBody
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	ds, err := s.open(r.Context(), name, body.version(), body.Branch)
+	if err != nil {
+		return err
+	}
+	schema, err := schemaJSON(ds.Schema().LogicalArrow())
+	if err != nil {
+		return err
+	}
+	m := ds.Manifest()
+	var deleted uint64
+	for _, f := range m.Fragments {
+		n, _ := f.NumDeletedRows()
+		deleted += n
+	}
+	return writeJSON(w, map[string]any{
+		"table":   name,
+		"version": m.Version,
+		"schema":  schema,
+		"stats":   map[string]uint64{"num_deleted_rows": deleted, "num_fragments": uint64(len(m.Fragments))},
+	})
+}
+
+// dropTable answers drop/: the table's directory is removed.
+func (s *Server) dropTable(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		if _, err := os.Stat(s.tableDir(name)); err != nil {
+			return nil, tableNotFound(name)
+		}
+		if err := os.RemoveAll(s.tableDir(name)); err != nil {
+			return nil, err
+		}
+		return struct{}{}, nil
+	})
+}
+
+// renameTable answers rename/ {"new_table_name": ...} by renaming the
+// table's directory. Namespaces other than the root are refused.
+func (s *Server) renameTable(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		NewName      string   `json:"new_table_name"`
+		NewNamespace []string `json:"new_namespace"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if len(body.NewNamespace) > 0 {
+		return unsupportedf("namespaces are not supported: the server has only the root namespace")
+	}
+	if err := CheckTableName(body.NewName); err != nil {
+		return invalidf("%v", err)
+	}
+	// Lock both names, in order, so that two opposite renames cannot
+	// deadlock. (The client never retries a rename: no dedup.)
+	first, second := name, body.NewName
+	if second < first {
+		first, second = second, first
+	}
+	s.table(first).mu.Lock()
+	defer s.table(first).mu.Unlock()
+	if second != first {
+		s.table(second).mu.Lock()
+		defer s.table(second).mu.Unlock()
+	}
+	if _, err := os.Stat(s.tableDir(name)); err != nil {
+		return tableNotFound(name)
+	}
+	if _, err := os.Stat(s.tableDir(body.NewName)); err == nil {
+		return &apiError{status: http.StatusBadRequest, code: codeAlreadyExists,
+			msg: fmt.Sprintf("table %q already exists", body.NewName)}
+	}
+	if err := os.Rename(s.tableDir(name), s.tableDir(body.NewName)); err != nil {
+		return err
+	}
+	return writeJSON(w, struct{}{})
+}
+
+// countRows answers count_rows/ {"predicate"?, "version"} with a bare JSON
+// integer.
+func (s *Server) countRows(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		versionBody
+		Predicate string `json:"predicate"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	ds, err := s.open(r.Context(), name, body.version(), body.Branch)
+	if err != nil {
+		return err
+	}
+	n, err := ds.Count(r.Context(), body.Predicate)
+	if err != nil {
+		return inTable(err)
+	}
+	w.Header().Set("x-lancedb-version", strconv.FormatUint(ds.Manifest().Version, 10))
+	return writeJSON(w, n)
+}
+
+// insert answers insert/?mode=append|overwrite with an Arrow stream body.
+func (s *Server) insert(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if q.Get("upload_id") != "" {
+		return unsupportedf("multipart writes are not supported")
+	}
+	mode := q.Get("mode")
+	if mode != "" && mode != "append" && mode != "overwrite" {
+		return invalidf("unknown insert mode %q (want append or overwrite)", mode)
+	}
+	branchName := q.Get("branch")
+	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		ds, err := s.open(ctx, name, 0, branchName)
+		if err != nil {
+			return nil, err
+		}
+		data, err := readStream(r)
+		if err != nil {
+			return nil, err
+		}
+		defer data.Release()
+		if mode == "overwrite" {
+			ds, err = dataset.Write(ctx, ds.Store(), data, &dataset.WriteOptions{Mode: dataset.WriteOverwrite})
+		} else {
+			ds, err = ds.Append(ctx, data, nil)
+		}
+		if err != nil {
+			return nil, inTable(err)
+		}
+		return map[string]uint64{"version": ds.Manifest().Version}, nil
+	})
+}
+
+// deleteRows answers delete/ {"predicate": ...}.
+func (s *Server) deleteRows(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Predicate string `json:"predicate"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if strings.TrimSpace(body.Predicate) == "" {
+		return invalidf("delete needs a predicate")
+	}
+	branchName := r.URL.Query().Get("branch")
+	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		ds, err := s.open(ctx, name, 0, branchName)
+		if err != nil {
+			return nil, err
+		}
+		before, err := ds.CountRows(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out, err := ds.Delete(ctx, body.Predicate)
+		if err != nil {
+			return nil, inTable(err)
+		}
+		after, err := out.CountRows(ctx)
+		if err != nil {
+			return nil, err
+		}
+		deleted := uint64(0)
+		if before > after {
+			deleted = before - after
+		}
+		return map[string]uint64{"num_deleted_rows": deleted, "version": out.Manifest().Version}, nil
+	})
+}
+
+// update answers update/ {"predicate": ...|null, "updates": [[col, sql], ...]}.
+func (s *Server) update(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Predicate *string     `json:"predicate"`
+		Updates   [][2]string `json:"updates"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if len(body.Updates) == 0 {
+		return invalidf("update needs at least one column to set")
+	}
+	set := make(map[string]string, len(body.Updates))
+	for _, u := range body.Updates {
+		if _, dup := set[u[0]]; dup {
+			return invalidf("column %q is set twice", u[0])
+		}
+		set[u[0]] = u[1]
+	}
+	pred := ""
+	if body.Predicate != nil {
+		pred = *body.Predicate
+	}
+	branchName := r.URL.Query().Get("branch")
+	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		ds, err := s.open(ctx, name, 0, branchName)
+		if err != nil {
+			return nil, err
+		}
+		out, stats, err := ds.Update(ctx, set, pred)
+		if err != nil {
+			return nil, inTable(err)
+		}
+		return map[string]uint64{"rows_updated": stats.RowsUpdated, "version": out.Manifest().Version}, nil
+	})
+}
+
+// mergeInsert answers merge_insert/?on=...&when_... with the source rows
+// as an Arrow stream body.
+func (s *Server) mergeInsert(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	flag := func(key string) (bool, error) {
+		v := q.Get(key)
+		if v == "" {
+			return false, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, invalidf("%s must be true or false, got %q", key, v)
+		}
+		return b, nil
+	}
+	opts := &dataset.MergeInsertOptions{
+		WhenMatchedCondition:            q.Get("when_matched_update_all_filt"),
+		WhenNotMatchedBySourceCondition: q.Get("when_not_matched_by_source_delete_filt"),
+	}
+	for _, on := range q["on"] {
+		for c := range strings.SplitSeq(on, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				opts.On = append(opts.On, c)
+			}
+		}
+	}
+	if len(opts.On) == 0 {
+		return invalidf("merge_insert needs the key column in ?on=")
+	}
+	if opts.WhenMatchedUpdateAll, err = flag("when_matched_update_all"); err != nil {
+		return err
+	}
+	if opts.WhenNotMatchedInsertAll, err = flag("when_not_matched_insert_all"); err != nil {
+		return err
+	}
+	if opts.WhenNotMatchedBySourceDelete, err = flag("when_not_matched_by_source_delete"); err != nil {
+		return err
+	}
+	if opts.WhenNotMatchedBySourceCondition != "" {
+		// The client names the target's columns target.col; lancer's
+		// condition names them plainly.
+		opts.WhenNotMatchedBySourceCondition = strings.ReplaceAll(opts.WhenNotMatchedBySourceCondition, "target.", "")
+	}
+	if !opts.WhenMatchedUpdateAll && !opts.WhenNotMatchedInsertAll && !opts.WhenNotMatchedBySourceDelete {
+		return invalidf("merge_insert needs at least one of when_matched_update_all, when_not_matched_insert_all, when_not_matched_by_source_delete")
+	}
+	if b, _ := flag("use_lsm"); b {
+		return unsupportedf("use_lsm is not supported")
+	}
+	branchName := q.Get("branch")
+	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		ds, err := s.open(ctx, name, 0, branchName)
+		if err != nil {
+			return nil, err
+		}
+		data, err := readStream(r)
+		if err != nil {
+			return nil, err
+		}
+		defer data.Release()
+		out, stats, err := ds.MergeInsert(ctx, data, opts)
+		if err != nil {
+			return nil, inTable(err)
+		}
+		return map[string]uint64{
+			"version":           out.Manifest().Version,
+			"num_inserted_rows": stats.RowsInserted,
+			"num_updated_rows":  stats.RowsUpdated,
+			"num_deleted_rows":  stats.RowsDeleted,
+			"num_attempts":      1,
+		}, nil
+	})
+}
+
+// smallFragmentRows is the row count under which stats/ counts a fragment
+// as small, as LanceDB does.
+const smallFragmentRows = 100_000
+
+// tableStats answers stats/ with LanceDB's TableStatistics: sizes, rows,
+// indices and the distribution of fragment lengths (live rows).
+func (s *Server) tableStats(w http.ResponseWriter, r *http.Request) error {
+	name, err := tableName(r)
+	if err != nil {
+		return err
+	}
+	ds, err := s.open(r.Context(), name, 0, r.URL.Query().Get("branch"))
+	if err != nil {
+		return err
+	}
+	m := ds.Manifest()
+	var (
+		bytes, rows uint64
+		lengths     []uint64
+		small       int
+	)
+	for _, f := range m.Fragments {
+		for _, df := range f.Files {
+			bytes += df.SizeBytes
+		}
+		n := f.PhysicalRows
+		if d, _ := f.NumDeletedRows(); d <= n {
+			n -= d
+		}
+		rows += n
+		lengths = append(lengths, n)
+		if n < smallFragmentRows {
+			small++
+		}
+	}
+	slices.Sort(lengths)
+	pct := func(p int) uint64 {
+		if len(lengths) == 0 {
+			return 0
+		}
+		return lengths[min(len(lengths)-1, (len(lengths)-1)*p/100)]
+	}
+	mean := uint64(0)
+	if len(lengths) > 0 {
+		mean = rows / uint64(len(lengths))
+	}
+	names := map[string]bool{}
+	for _, ix := range ds.Indices() {
+		names[ix.Name] = true
+	}
+	return writeJSON(w, map[string]any{
+		"total_bytes": bytes,
+		"num_rows":    rows,
+		"num_indices": len(names),
+		"fragment_stats": map[string]any{
+			"num_fragments":       len(lengths),
+			"num_small_fragments": small,
+			"lengths": map[string]uint64{
+				"min": pct(0), "max": pct(100), "mean": mean,
+				"p25": pct(25), "p50": pct(50), "p75": pct(75), "p99": pct(99),
+			},
+		},
+	})
+}
