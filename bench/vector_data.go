@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/lancerdb/lancer/internal/baseline"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -21,57 +22,15 @@ const (
 	DefaultVectorSeed    = 12345
 )
 
-// mulberry32 is the PRNG of lance-baseline.mjs, bit for bit: JavaScript's
-// Math.imul is a wrapping uint32 product.
-type mulberry32 struct{ a uint32 }
-
-func (r *mulberry32) float() float64 {
-	r.a += 0x6D2B79F5
-	t := r.a
-	t = (t ^ t>>15) * (t | 1)
-	t ^= t + (t^t>>7)*(t|61)
-	return float64(t^t>>14) / 4294967296
-}
-
-// gauss is the script's Box–Muller draw.
-func (r *mulberry32) gauss() float64 {
-	u := 0.0
-	for u == 0 {
-		u = r.float()
-	}
-	return math.Sqrt(-2*math.Log(u)) * math.Cos(2*math.Pi*r.float())
-}
-
-// ClusteredVectors draws the lance-baseline vector workload: centers
-// centres with N(0,1) coordinates, then n vectors and nq queries, each a
-// uniformly drawn centre plus N(0, 0.5²) noise per coordinate, all from
-// one mulberry32 stream seeded with seed, in the script's order. The
-// queries are not in the table. With n = 200000, dim = 128, centers = 256,
-// nq = 100 and seed 12345 it reproduces the baseline's table and queries
-// (up to last-bit libm differences between Go and V8 that rounding to
-// float32 almost always hides; the suite hands Lance these very numbers,
-// see WriteFloat32s, so both sides search the same data regardless).
+// ClusteredVectors draws the lance-baseline vector workload (see package
+// internal/baseline): centers centres, n vectors and nq queries not in the
+// table. With the defaults above it reproduces the baseline's table and
+// queries; the suite hands Lance these very numbers (see WriteFloat32s), so
+// both sides search the same data regardless of libm differences.
 //
 // Both results are packed row-major: vector i is vectors[i*dim:(i+1)*dim].
 func ClusteredVectors(n, dim, centers, nq int, seed uint32) (vectors, queries []float32) {
-	r := &mulberry32{seed}
-	c := make([]float32, centers*dim)
-	for i := range c {
-		c[i] = float32(r.gauss())
-	}
-	draw := func(count int) []float32 {
-		out := make([]float32, count*dim)
-		for i := 0; i < count; i++ {
-			k := int(math.Floor(r.float() * float64(centers)))
-			for d := 0; d < dim; d++ {
-				out[i*dim+d] = float32(float64(c[k*dim+d]) + 0.5*r.gauss())
-			}
-		}
-		return out
-	}
-	vectors = draw(n)
-	queries = draw(nq)
-	return vectors, queries
+	return baseline.Clustered(n, dim, centers, nq, seed)
 }
 
 // GroundTruth returns, per query, the row indices of the k vectors nearest

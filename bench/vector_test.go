@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/lancerdb/lancer/internal/baseline"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -17,9 +18,9 @@ import (
 // which lance-baseline.mjs's mulberry32(12345) makes too, and that it is a
 // pure function of its arguments.
 func TestClusteredVectorsDeterministic(t *testing.T) {
-	r := &mulberry32{12345}
+	r := baseline.NewRNG(12345)
 	// mulberry32(12345)() in JavaScript.
-	if got, want := r.float(), 0.9797282677609473; got != want {
+	if got, want := r.Float(), 0.9797282677609473; got != want {
 		t.Fatalf("first mulberry32(12345) draw = %v, want %v (JavaScript's)", got, want)
 	}
 	v1, q1 := ClusteredVectors(100, 8, 4, 3, 7)

@@ -6,8 +6,19 @@ package baseline
 
 import "math"
 
-// mulberry32 is the PRNG of lance-baseline.mjs, bit for bit: JavaScript's
-// Math.imul is a wrapping uint32 product.
+// RNG is the PRNG of lance-baseline.mjs (mulberry32), bit for bit:
+// JavaScript's Math.imul is a wrapping uint32 product.
+type RNG = mulberry32
+
+// NewRNG returns the script's mulberry32(seed).
+func NewRNG(seed uint32) *RNG { return &mulberry32{seed} }
+
+// Float is the script's next uniform draw in [0, 1).
+func (r *mulberry32) Float() float64 { return r.float() }
+
+// Gauss is the script's Box–Muller N(0, 1) draw.
+func (r *mulberry32) Gauss() float64 { return r.gauss() }
+
 type mulberry32 struct{ a uint32 }
 
 func (r *mulberry32) float() float64 {
