@@ -210,6 +210,37 @@ await step('bulk', async () => {
   await db.dropTable('bulk');
   return { n, top };
 });
+await step('branches', async () => {
+  // Branches through the protocol's own endpoints; diff and cherry-pick
+  // are Enterprise-only in LanceDB.
+  const rows = Array.from({ length: 6 }, (_, i) => ({ id: i, text: `b${i}`, price: 1, vector: vec(i) }));
+  const t = await db.createTable('br', rows);
+  const br = await t.branches();
+  const dev = await br.create('dev');
+  await dev.add([{ id: 100, text: 'dev', price: 2, vector: vec(100) }]);
+  await dev.delete('id = 0');
+  let again;
+  try {
+    await br.create('dev');
+    again = 'created twice';
+  } catch (e) {
+    again = /exist/i.test(String(e.message)) ? 'exists' : String(e.message);
+  }
+  const out = { again, list: Object.keys(await br.list()), devCount: await dev.countRows(), mainCount: await t.countRows() };
+  const diff = await br.diff('dev');
+  out.diff = { newOnBranch: diff.rowSummary.newOnBranch, newOnBase: diff.rowSummary.newOnBase, baseMoved: diff.baseMoved, errors: diff.errors.length };
+  out.dry = (await br.cherryPick('dev', true)).status;
+  out.afterDry = await t.countRows();
+  const pick = await br.cherryPick('dev');
+  out.pick = pick.status;
+  out.afterPick = await t.countRows();
+  out.has100 = await t.countRows('id = 100');
+  out.has0 = await t.countRows('id = 0');
+  await br.delete('dev');
+  out.listAfter = Object.keys(await br.list());
+  await db.dropTable('br');
+  return out;
+});
 await step('dropTable', async () => {
   await db.dropTable('other');
   return await db.tableNames();

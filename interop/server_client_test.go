@@ -142,6 +142,9 @@ func TestServerClient(t *testing.T) {
 		`"overwrite":1,"checkoutTag":4,"dropMissingIndex":"Index 'nope_idx' was not found",`+
 		`"stats":{"rows":1,"indices":0,"fragments":1,"bytes":true},"renamed":["items","other","renamed"],"renamedCount":1}`)
 	want("bulk", `{"n":4000,"top":[3,10,17]}`)
+	want("branches", `{"again":"exists","list":["dev"],"devCount":6,"mainCount":6,`+
+		`"diff":{"newOnBranch":1,"newOnBase":0,"baseMoved":false,"errors":0},"dry":"ready","afterDry":6,`+
+		`"pick":"cherryPicked","afterPick":6,"has100":1,"has0":0,"listAfter":[]}`)
 	want("dropTable", `["items"]`)
 	if _, err := os.Stat(filepath.Join(dataDir, "other.lance")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dropped table's folder: %v", err)

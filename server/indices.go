@@ -52,6 +52,7 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 		NumSubVectors  json.Number `json:"num_sub_vectors"`
 		M              json.Number `json:"m"`
 		EfConstruction json.Number `json:"ef_construction"`
+		Branch         string      `json:"branch"`
 	}
 	if err := decodeJSON(r, &body); err != nil {
 		return err
@@ -83,7 +84,7 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	branchName := r.URL.Query().Get("branch")
+	branchName := branchOf(r, body.Branch)
 	return s.write(w, r, name, func(ctx context.Context) (any, error) {
 		ds, err := s.open(ctx, name, 0, branchName)
 		if err != nil {

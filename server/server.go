@@ -159,6 +159,11 @@ func (s *Server) routes() {
 	table("POST", "tags/create", s.createTag)
 	table("POST", "tags/update", s.updateTag)
 	table("POST", "tags/delete", s.deleteTag)
+	table("POST", "branches/list", s.listBranches)
+	table("POST", "branches/create", s.createBranch)
+	table("POST", "branches/delete", s.deleteBranch)
+	table("POST", "branches/diff", s.diffBranch)
+	table("POST", "branches/cherry_pick", s.cherryPick)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
 			msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})

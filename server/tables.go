@@ -91,6 +91,16 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, name string, op f
 	return err
 }
 
+// branchOf returns the branch a write names: the client puts it in the
+// JSON body of some calls (delete, update, create_index, ...) and in the
+// ?branch= query of others (insert, merge_insert, drop_index, ...).
+func branchOf(r *http.Request, inBody string) string {
+	if inBody != "" {
+		return inBody
+	}
+	return r.URL.Query().Get("branch")
+}
+
 // versionBody is the {"version": N|null, "branch"?: ...} of reads.
 type versionBody struct {
 	Version *uint64 `json:"version"`
@@ -370,6 +380,7 @@ func (s *Server) deleteRows(w http.ResponseWriter, r *http.Request) error {
 	}
 	var body struct {
 		Predicate string `json:"predicate"`
+		Branch    string `json:"branch"`
 	}
 	if err := decodeJSON(r, &body); err != nil {
 		return err
@@ -377,7 +388,7 @@ func (s *Server) deleteRows(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(body.Predicate) == "" {
 		return invalidf("delete needs a predicate")
 	}
-	branchName := r.URL.Query().Get("branch")
+	branchName := branchOf(r, body.Branch)
 	return s.write(w, r, name, func(ctx context.Context) (any, error) {
 		ds, err := s.open(ctx, name, 0, branchName)
 		if err != nil {
@@ -412,6 +423,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Predicate *string     `json:"predicate"`
 		Updates   [][2]string `json:"updates"`
+		Branch    string      `json:"branch"`
 	}
 	if err := decodeJSON(r, &body); err != nil {
 		return err
@@ -430,7 +442,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) error {
 	if body.Predicate != nil {
 		pred = *body.Predicate
 	}
-	branchName := r.URL.Query().Get("branch")
+	branchName := branchOf(r, body.Branch)
 	return s.write(w, r, name, func(ctx context.Context) (any, error) {
 		ds, err := s.open(ctx, name, 0, branchName)
 		if err != nil {
