@@ -297,20 +297,7 @@ files younger than a week are kept (they may belong to a commit in flight).
 --dry-run reports what would go and removes nothing.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			age, err := parseAge(olderThan)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			root, err := openRoot(ctx, cmd, args)
-			if err != nil {
-				return err
-			}
-			opts := &dataset.CleanupOptions{OlderThan: age, DryRun: dryRun}
-			if age == 0 {
-				opts.OlderThan = -1
-			}
-			stats, err := branch.Cleanup(ctx, root, opts)
+			_, stats, err := runCleanup(cmd, args, olderThan, dryRun)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 )
@@ -184,26 +185,11 @@ the latest), and the data, deletion and index files no remaining version
 uses. The latest version, tagged versions and the files of branches stay.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			age, err := parseAge(olderThan)
+			root, stats, err := runCleanup(cmd, args, olderThan, false)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			root, err := openRoot(ctx, cmd, args)
-			if err != nil {
-				return err
-			}
-			// A zero OlderThan means the package default; the flag's 0
-			// means now.
-			opts := &dataset.CleanupOptions{OlderThan: age}
-			if age == 0 {
-				opts.OlderThan = -1
-			}
-			stats, err := cleanup(ctx, root, opts)
-			if err != nil {
-				return err
-			}
-			latest, err := dataset.LatestVersion(ctx, root)
+			latest, err := dataset.LatestVersion(cmd.Context(), root)
 			if err != nil {
 				return err
 			}
@@ -214,6 +200,28 @@ uses. The latest version, tagged versions and the files of branches stay.`,
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "remove versions older than this: a Go duration (36h) or days (7d) (required)")
 	_ = cmd.MarkFlagRequired("older-than")
 	return cmd
+}
+
+// runCleanup runs branch.Cleanup on the dataset args[0] names, removing
+// the versions older than olderThan (a duration or days; 0 means every
+// version but the latest).
+func runCleanup(cmd *cobra.Command, args []string, olderThan string, dryRun bool) (blob.Store, dataset.CleanupStats, error) {
+	age, err := parseAge(olderThan)
+	if err != nil {
+		return nil, dataset.CleanupStats{}, err
+	}
+	ctx := cmd.Context()
+	root, err := openRoot(ctx, cmd, args)
+	if err != nil {
+		return nil, dataset.CleanupStats{}, err
+	}
+	// A zero OlderThan means the package default; the flag's 0 means now.
+	opts := &dataset.CleanupOptions{OlderThan: age, DryRun: dryRun}
+	if age == 0 {
+		opts.OlderThan = -1
+	}
+	stats, err := cleanup(ctx, root, opts)
+	return root, stats, err
 }
 
 // parseAge parses a Go duration or a number of days ("7d").
