@@ -81,6 +81,10 @@ func branchKey(name string) string {
 //   - _refs/branches/<name>.json records the parent, its version, the size
 //     of its manifest and the branch's lineage.
 //
+// One difference from Lance: with stable row ids the branch's next row id
+// starts a random range of its own (see branchRowIDs), so rows the branch
+// and its parent add never share an id and a merge matches rows exactly.
+//
 // The ref file is created atomically. When two writers create the same
 // name, exactly one succeeds; the other gets an error wrapping
 // lancer.ErrAlreadyExists and removes what it wrote (a clone of another
