@@ -25,6 +25,7 @@
 //	POST /v1/table/{t}/create_index/, index/list/, index/{n}/stats/, index/{n}/drop/
 //	POST /v1/table/{t}/version/list/, restore/
 //	POST /v1/table/{t}/tags/{list,version,create,update,delete}/
+//	POST /v1/table/{t}/branches/{list,create,delete,diff,cherry_pick}/
 //	GET  /healthz                                    no key needed
 //
 // Reads take "version" in their body (a client's checkout) and "branch";
@@ -38,8 +39,14 @@
 // an index of the same name is replaced, as the client's default asks.
 //
 // Not served: full-text search and order_by in queries, scalar and FTS
-// indices, namespaces other than the root, multipart writes, jobs,
-// branches, blobs, column operations, stats, explain and analyze plans.
+// indices, namespaces other than the root, multipart writes, jobs, blobs,
+// column operations, explain and analyze plans.
+//
+// Branches: the client's table.branches() list/create/delete/checkout work
+// on lancer's branches (package branch); diff compares a branch with main
+// since their merge base, and cherryPick, which LanceDB serves only to its
+// Enterprise tables, merges the branch into main (branch.Merge), answering
+// a conflict with a 409 whose body lists the rows (status "failed").
 // They are answered with a 400 (or a 404 for unknown endpoints) naming
 // what is missing.
 //
