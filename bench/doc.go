@@ -116,6 +116,42 @@
 // the JSON report round-trips. Like TestCompareSmall, it fails when node
 // or the Lance reference is missing.
 //
+// # The core suite: issue #8
+//
+// RunCore (and the command bench/cmd/bench) is issue #8's one command:
+//
+//	go run ./bench/cmd/bench -suite=core                  # 200k rows, 3 runs per side, report in bench/results
+//	go run ./bench/cmd/bench -suite=core -n 20000 -out /tmp/core
+//	go run ./bench/cmd/bench -suite=scale                 # 1M x 128 and 100k x 768, bench/results/scale/*
+//
+// (bench is a library package, so the command lives in bench/cmd/bench.)
+// CoreData draws the baseline's table from its seed (12345): id int64,
+// vector float32[128] (ClusteredVectors' numbers) and 50-byte texts, and
+// 100 queries; Lance gets the very same rows as Arrow IPC files. Every step
+// runs -runs times per side, alternating lancer (in this process) and Lance
+// (lance-core.mjs, one node process with the pinned LanceDB, timing itself
+// inside node), so that a change of the shared machine's load hits both:
+// write (one call; a create and 19 appends), full scans (the 20-fragment
+// and the one-file table), one-column scans, take of 1,000 rows by offset
+// and by row id, a 1% filter, count, flat search, the IVF_HNSW_SQ build,
+// and the indexed searches at each (nprobes, ef) setting, with recall@10;
+// then data and index bytes on disk and each process's resident memory.
+// Lance's query figures are analyzePlan() wall times: the engine runs the
+// query to the end in Rust and no Arrow data crosses into JavaScript; the
+// report also gives the engine's own elapsed and the toArrow() time, and
+// says, step by step, what each side's figure includes.
+//
+// The report (CoreReport.Write) is report.json (a "steps" list of {name,
+// lancer_ms, lance_ms, ratio}, ratio = lance_ms / lancer_ms, above 1 when
+// lancer is faster; "recall_qps" of {engine, setting, recall, qps}; the
+// versions, the machine, every run of every step, sizes, memory and the
+// issues' targets), report.md, recall_qps.png and steps.png. The plots are
+// drawn with gonum.org/v1/plot (the Go module proxy serves it; it is pure
+// Go, the Gonum project's plotting library, and only this package and its
+// command import it, never the library packages). TestCoreSmall runs the
+// suite at 5,000 rows with real Lance and checks properties only; like the
+// other suites' tests it fails when node or the reference is missing.
+//
 // # Go benchmarks
 //
 // BenchmarkWriteV2_0, BenchmarkWriteV2_1 and BenchmarkWriteV2_2 time

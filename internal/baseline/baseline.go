@@ -4,7 +4,10 @@
 // tests tune against is the data the benchmarks compare on.
 package baseline
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // RNG is the PRNG of lance-baseline.mjs (mulberry32), bit for bit:
 // JavaScript's Math.imul is a wrapping uint32 product.
@@ -48,12 +51,33 @@ func (r *mulberry32) gauss() float64 {
 //
 // Both results are packed row-major: vector i is vectors[i*dim:(i+1)*dim].
 func Clustered(n, dim, centers, nq int, seed uint32) (vectors, queries []float32) {
+	vectors, queries, _ = draw(n, dim, centers, nq, seed, false)
+	return vectors, queries
+}
+
+// TextBytes is the length of the workload's texts: "row <i>:" followed by
+// words, cut at 50 characters (all ASCII).
+const TextBytes = 50
+
+// words are lance-baseline.mjs's WORDS, in its order.
+var words = []string{"lance", "arrow", "vector", "column", "fragment", "manifest", "index", "query", "image", "video",
+	"audio", "text", "blob", "dataset", "table", "scan", "filter", "search", "embedding", "model"}
+
+// Workload draws the whole lance-baseline table from one stream: Clustered's
+// vectors and queries, then the n texts ("row <i>:" plus words drawn
+// uniformly from the script's 20 until the text is at least TextBytes
+// long, cut there).
+func Workload(n, dim, centers, nq int, seed uint32) (vectors, queries []float32, texts []string) {
+	return draw(n, dim, centers, nq, seed, true)
+}
+
+func draw(n, dim, centers, nq int, seed uint32, withTexts bool) (vectors, queries []float32, texts []string) {
 	r := &mulberry32{seed}
 	c := make([]float32, centers*dim)
 	for i := range c {
 		c[i] = float32(r.gauss())
 	}
-	draw := func(count int) []float32 {
+	rows := func(count int) []float32 {
 		out := make([]float32, count*dim)
 		for i := 0; i < count; i++ {
 			k := int(math.Floor(r.float() * float64(centers)))
@@ -63,7 +87,22 @@ func Clustered(n, dim, centers, nq int, seed uint32) (vectors, queries []float32
 		}
 		return out
 	}
-	vectors = draw(n)
-	queries = draw(nq)
-	return vectors, queries
+	vectors = rows(n)
+	queries = rows(nq)
+	if !withTexts {
+		return vectors, queries, nil
+	}
+	texts = make([]string, n)
+	buf := make([]byte, 0, 64)
+	for i := range texts {
+		buf = append(buf[:0], "row "...)
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, ':')
+		for len(buf) < TextBytes {
+			buf = append(buf, ' ')
+			buf = append(buf, words[int(math.Floor(r.float()*float64(len(words))))]...)
+		}
+		texts[i] = string(buf[:TextBytes])
+	}
+	return vectors, queries, texts
 }

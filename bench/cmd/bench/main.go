@@ -1,0 +1,101 @@
+// Command bench runs issue #8's benchmark suites, lancer against real
+// Lance (the pinned LanceDB for Node) on the workload of
+// shared/bench/lance-baseline.mjs, and writes the report: report.md,
+// report.json and PNG plots (recall against QPS, time per step) in -out.
+//
+//	go run ./bench/cmd/bench -suite=core                 # 200k rows, 3 runs per side, bench/results/
+//	go run ./bench/cmd/bench -suite=core -n 20000 -out /tmp/core
+//	go run ./bench/cmd/bench -suite=scale                # 1M x 128 and 100k x 768, one folder each
+//
+// Each step runs -runs times per side, alternating lancer and Lance; the
+// report gives medians, min and max, and the ratio Lance / lancer (above 1:
+// lancer faster). It fails when node or the Lance reference (scripts/test.sh
+// installs it in .cache/lance-ref, or $LANCER_LANCE_REF) is missing. See
+// package bench.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lancerdb/lancer/bench"
+)
+
+func main() {
+	var (
+		o        bench.CoreOptions
+		suite    string
+		out      string
+		settings string
+		seed     uint
+	)
+	flag.StringVar(&suite, "suite", "core", "suite to run: core, or scale (1M x 128 and 100k x 768)")
+	flag.IntVar(&o.Rows, "n", bench.DefaultVectorRows, "rows of the table (core suite)")
+	flag.IntVar(&o.Dim, "dim", bench.DefaultVectorDim, "vector dimension (core suite)")
+	flag.IntVar(&o.Runs, "runs", 3, "runs of each step per side (alternating lancer, Lance)")
+	flag.UintVar(&seed, "seed", bench.DefaultVectorSeed, "generator seed")
+	flag.StringVar(&settings, "settings", "", "search settings nprobes:ef, comma-separated (default 1:20,5:40,10:0,10:100,20:100,50:200)")
+	flag.StringVar(&out, "out", "", "folder of the report (default bench/results for core, bench/results/scale for scale)")
+	flag.StringVar(&o.Dir, "dir", "", "scratch folder, kept afterwards (default a temporary folder, removed)")
+	quiet := flag.Bool("q", false, "print no progress")
+	flag.Parse()
+	o.Seed = uint32(seed)
+	if settings != "" {
+		var err error
+		if o.Settings, err = bench.ParseVectorSettings(settings); err != nil {
+			fail(err)
+		}
+	}
+	if !*quiet {
+		o.Log = os.Stderr
+	}
+	ctx := context.Background()
+	switch suite {
+	case "core":
+		if out == "" {
+			out = filepath.Join(bench.RepoRoot(), "bench", "results")
+		}
+		run(ctx, o, out)
+	case "scale":
+		if out == "" {
+			out = filepath.Join(bench.RepoRoot(), "bench", "results", "scale")
+		}
+		for _, s := range []struct {
+			name      string
+			rows, dim int
+		}{{"1m-128", 1_000_000, 128}, {"100k-768", 100_000, 768}} {
+			so := o
+			so.Suite, so.Rows, so.Dim = "scale "+s.name, s.rows, s.dim
+			if o.Dir != "" {
+				so.Dir = filepath.Join(o.Dir, s.name)
+			}
+			run(ctx, so, filepath.Join(out, s.name))
+		}
+	case "s3", "server":
+		fail(fmt.Errorf("suite %q is not written yet (issue #8 waits for the object-storage and server issues)", suite))
+	default:
+		fail(fmt.Errorf("unknown suite %q (core, scale)", suite))
+	}
+}
+
+func run(ctx context.Context, o bench.CoreOptions, out string) {
+	start := time.Now()
+	rep, err := bench.RunCore(ctx, o)
+	if err != nil {
+		fail(err)
+	}
+	if err := rep.Write(out); err != nil {
+		fail(err)
+	}
+	fmt.Print(rep.Markdown(false))
+	fmt.Fprintf(os.Stderr, "report in %s (%s)\n", out, time.Since(start).Round(time.Second))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}

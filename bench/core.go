@@ -1,0 +1,712 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/baseline"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// CoreSettings are the (nprobes, ef) settings the core suite searches the
+// IVF_HNSW_SQ index at: the baseline's (10 and 20 partitions, ef default
+// and 100) plus cheaper and costlier ones, so that recall against QPS
+// draws a curve for each engine.
+var CoreSettings = []VectorSetting{{1, 20}, {5, 40}, {10, 0}, {10, 100}, {20, 100}, {50, 200}}
+
+// CoreOptions configures RunCore. Zero fields mean the defaults.
+type CoreOptions struct {
+	// Suite names the suite in the report. Default "core".
+	Suite string
+	// Rows, Dim, Centers, Queries and Seed shape the data (CoreData).
+	// Defaults: the baseline's 200,000 × 128, 256 centres, 100 queries,
+	// seed 12345.
+	Rows, Dim, Centers, Queries int
+	Seed                        uint32
+	// K is the neighbours per query. Default 10.
+	K int
+	// Appends is the number of writes of write_appends (a create and
+	// Appends-1 appends, one fragment each), and so the fragments of the
+	// table every read step uses, as the baseline's. Default 20.
+	Appends int
+	// Take is the number of rows the take steps fetch. Default 1000.
+	Take int
+	// Runs is how often each step runs on each side, alternating: lancer,
+	// Lance, lancer, Lance… Default 3.
+	Runs int
+	// Settings are the index search settings. Default CoreSettings.
+	Settings []VectorSetting
+	// Partitions is the IVF partitions of both indices. Default
+	// round(√Rows), Lance's default and the baseline's.
+	Partitions int
+	// Dir is the scratch folder. Default: a new temporary folder, removed
+	// afterwards.
+	Dir string
+	// Log, if set, gets a line per step.
+	Log io.Writer
+}
+
+func (o CoreOptions) withDefaults() CoreOptions {
+	def := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	if o.Suite == "" {
+		o.Suite = "core"
+	}
+	def(&o.Rows, DefaultVectorRows)
+	def(&o.Dim, DefaultVectorDim)
+	def(&o.Centers, DefaultVectorCenters)
+	def(&o.Queries, DefaultVectorQueries)
+	def(&o.K, DefaultVectorK)
+	def(&o.Appends, 20)
+	def(&o.Take, 1000)
+	def(&o.Runs, 3)
+	def(&o.Partitions, max(1, int(math.Round(math.Sqrt(float64(o.Rows))))))
+	if o.Seed == 0 {
+		o.Seed = DefaultVectorSeed
+	}
+	if len(o.Settings) == 0 {
+		o.Settings = CoreSettings
+	}
+	o.Appends = min(o.Appends, o.Rows)
+	o.Take = min(o.Take, o.Rows)
+	return o
+}
+
+// coreRun is one run of the suite in progress.
+type coreRun struct {
+	o     CoreOptions
+	ctx   context.Context
+	rep   *CoreReport
+	lance *lanceProc
+	logf  func(string, ...any)
+	// peakRSS is lancer's running maximum of VmHWM, which the index build
+	// resets.
+	peakRSS int64
+	// build holds the index build's memory: each side's peak resident set
+	// during a build and its growth over the resident set just before
+	// (the largest over the runs).
+	build struct{ lancerPeak, lancerGrowth, lancePeak, lanceGrowth int64 }
+}
+
+func (c *coreRun) hwm() int64 {
+	c.peakRSS = max(c.peakRSS, procStatus("VmHWM"))
+	return c.peakRSS
+}
+
+// RunCore runs issue #8's core suite: it draws the baseline's workload
+// and runs every step in lancer (in this process) and in real Lance
+// (lance-core.mjs in one node process), alternating run by run, and
+// returns the report. It fails when node or the Lance reference is
+// missing.
+func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
+	o := opts.withDefaults()
+	began := time.Now()
+	c := &coreRun{o: o, ctx: ctx, logf: func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, time.Now().Format("15:04:05 ")+format+"\n", args...)
+		}
+	}}
+	ref, err := findRef()
+	if err != nil {
+		return nil, err
+	}
+	if o.Dir == "" {
+		dir, err := os.MkdirTemp("", "lancer-core-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		o.Dir = dir
+		c.o.Dir = dir
+	} else {
+		for _, sub := range []string{"lancer", "lance", "input"} {
+			if err := os.RemoveAll(filepath.Join(o.Dir, sub)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, sub := range []string{"lancer", "lance", "input"} {
+		if err := os.MkdirAll(filepath.Join(o.Dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	c.rep = newCoreReport(o)
+
+	// The data, the ground truth and the files node reads.
+	c.logf("generating %d x %d vectors, texts and %d queries (seed %d)", o.Rows, o.Dim, o.Queries, o.Seed)
+	vecs, queries, texts := CoreData(o.Rows, o.Dim, o.Centers, o.Queries, o.Seed)
+	start := time.Now()
+	truth := GroundTruth(vecs, queries, o.Dim, o.K)
+	c.rep.Workload.GroundTruthS = time.Since(start).Seconds()
+	chunk := (o.Rows + o.Appends - 1) / o.Appends
+	schema, chunks := coreRecords(vecs, texts, o.Dim, chunk)
+	defer releaseAll(chunks)
+	texts = nil
+	c.rep.Workload.RawBytes = RawBytes(chunks)
+	in := filepath.Join(o.Dir, "input")
+	wholeFile, qFile := filepath.Join(in, "whole.arrow"), filepath.Join(in, "queries.f32")
+	if err := WriteIPC(wholeFile, schema, chunks); err != nil {
+		return nil, err
+	}
+	var chunkFiles []string
+	for i, r := range chunks {
+		f := filepath.Join(in, fmt.Sprintf("chunk-%d.arrow", i))
+		if err := WriteIPC(f, schema, []arrow.RecordBatch{r}); err != nil {
+			return nil, err
+		}
+		chunkFiles = append(chunkFiles, f)
+	}
+	if err := WriteFloat32s(qFile, queries); err != nil {
+		return nil, err
+	}
+
+	c.logf("starting node (%s)", lanceCoreScript)
+	if c.lance, err = startLance(ref); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if c.lance != nil {
+			c.lance.close()
+		}
+	}()
+	v, err := c.lance.ask(lanceCoreRequest{Op: "versions"})
+	if err != nil {
+		return nil, err
+	}
+	c.rep.Versions.LanceDB, c.rep.Versions.Lance, c.rep.Versions.ArrowJS, c.rep.Versions.Node = v.LanceDB, v.Lance, v.ArrowJS, v.Node
+	loaded, err := c.lance.ask(lanceCoreRequest{Op: "init", Dir: filepath.Join(o.Dir, "lance"), Whole: wholeFile,
+		Chunks: chunkFiles, Queries: qFile, Dim: o.Dim})
+	if err != nil {
+		return nil, err
+	}
+	runtime.GC()
+	lancerLoaded := procStatus("VmRSS")
+
+	if err := c.writes(schema, chunks); err != nil {
+		return nil, err
+	}
+	d, err := dataset.OpenURI(ctx, c.lancerPath("a0"), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.reads(d, chunk); err != nil {
+		return nil, err
+	}
+	if err := c.vectors(d, queries, truth); err != nil {
+		return nil, err
+	}
+
+	m, err := c.lance.ask(lanceCoreRequest{Op: "mem"})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.lance.close(); err != nil {
+		return nil, err
+	}
+	c.lance = nil
+	c.rep.addMemory("rss_after_load", lancerLoaded, loaded.RSS,
+		"resident set once the input is in memory (lancer: the generated vectors, texts, Arrow batches and ground truth, in the Go process; Lance: node, the LanceDB addon and the IPC files of the whole table and of its chunks)")
+	c.rep.addMemory("peak_rss", c.hwm(), m.HWM,
+		"peak resident set of the whole process over the suite (VmHWM, kept as a running maximum across the build's reset); includes the input above")
+	c.rep.addMemory("peak_rss_growth", c.hwm()-lancerLoaded, m.HWM-loaded.RSS,
+		"peak_rss minus rss_after_load: what the engine's work added on top of the input")
+	c.rep.addMemory("peak_rss_build", c.build.lancerPeak, c.build.lancePeak,
+		"peak resident set of the process during the index build (VmHWM reset just before it; the largest over the runs)")
+	c.rep.addMemory("peak_rss_build_growth", c.build.lancerGrowth, c.build.lanceGrowth,
+		"the build's peak minus the resident set just before it (the largest over the runs)")
+	c.rep.finish(began)
+	return c.rep, nil
+}
+
+// lancerPath is the path of lancer's dataset name.
+func (c *coreRun) lancerPath(name string) string {
+	return filepath.Join(c.o.Dir, "lancer", name+".lance")
+}
+
+// lancePath is the path of Lance's table name.
+func (c *coreRun) lancePath(name string) string {
+	return filepath.Join(c.o.Dir, "lance", name+".lance")
+}
+
+// run times one step, alternating lancer and Lance o.Runs times, and
+// records it. lancerFn returns lancer's time and CPU time (0 when not
+// measured); lanceFn Lance's reply.
+func (c *coreRun) run(s stepSpec, lancerFn func(run int) (time.Duration, time.Duration, error),
+	lanceFn func(run int) (*lanceCoreReply, error)) error {
+	c.logf("%s: %d runs each, alternating", s.Name, c.o.Runs)
+	var got stepSamples
+	for r := range c.o.Runs {
+		runtime.GC()
+		wall, cpu, err := lancerFn(r)
+		if err != nil {
+			return fmt.Errorf("bench: lancer %s: %w", s.Name, err)
+		}
+		got.lancer = append(got.lancer, ms(wall))
+		got.lancerCPU = append(got.lancerCPU, ms(cpu))
+		L, err := lanceFn(r)
+		if err != nil {
+			return err
+		}
+		got.lance = append(got.lance, L.MS)
+		got.lanceCPU = append(got.lanceCPU, L.CPUMS)
+		got.lanceEngine = append(got.lanceEngine, L.EngineMS)
+		got.lanceJS = append(got.lanceJS, L.JSMS)
+	}
+	c.rep.addStep(s, got)
+	return nil
+}
+
+// timed runs f and returns its wall and CPU time.
+func timed(f func() error) (time.Duration, time.Duration, error) {
+	cpu := processCPU()
+	start := time.Now()
+	err := f()
+	return time.Since(start), processCPU() - cpu, err
+}
+
+// writes: the one-shot write and the create + appends, each run a new
+// dataset; run 0's are kept (the read steps use the appended one).
+func (c *coreRun) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error {
+	write := func(path string, recs []arrow.RecordBatch, appendEach bool) error {
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return err
+		}
+		store, err := blob.NewLocalStore(path)
+		if err != nil {
+			return err
+		}
+		reader := func(recs []arrow.RecordBatch) (array.RecordReader, error) {
+			return array.NewRecordReader(schema, recs)
+		}
+		if !appendEach {
+			rr, err := reader(recs)
+			if err != nil {
+				return err
+			}
+			defer rr.Release()
+			_, err = dataset.Write(c.ctx, store, rr, nil)
+			return err
+		}
+		var d *dataset.Dataset
+		for i, r := range recs {
+			rr, err := reader([]arrow.RecordBatch{r})
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				d, err = dataset.Write(c.ctx, store, rr, nil)
+			} else {
+				d, err = d.Append(c.ctx, rr, nil)
+			}
+			rr.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, w := range []struct {
+		prefix     string
+		op         string
+		spec       stepSpec
+		appendEach bool
+	}{
+		{"o", "write_oneshot", stepWriteOneshot(c.o), false},
+		{"a", "write_appends", stepWriteAppends(c.o), true},
+	} {
+		err := c.run(w.spec, func(r int) (time.Duration, time.Duration, error) {
+			path := c.lancerPath(fmt.Sprint(w.prefix, r))
+			wall, cpu, err := timed(func() error { return write(path, chunks, w.appendEach) })
+			if r > 0 {
+				os.RemoveAll(path)
+			}
+			return wall, cpu, err
+		}, func(r int) (*lanceCoreReply, error) {
+			name := fmt.Sprint(w.prefix, r)
+			L, err := c.lance.ask(lanceCoreRequest{Op: w.op, Name: name})
+			if err != nil {
+				return nil, err
+			}
+			if L.Rows != int64(c.o.Rows) {
+				return nil, fmt.Errorf("bench: Lance %s wrote %d rows, want %d", w.op, L.Rows, c.o.Rows)
+			}
+			if r > 0 {
+				if _, err := c.lance.ask(lanceCoreRequest{Op: "drop", Name: name}); err != nil {
+					return nil, err
+				}
+			}
+			return L, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, x := range []struct{ name, ds, sub, what string }{
+		{"dataset_oneshot", "o0", "", "the one-shot dataset's folder (data files, manifests, transactions)"},
+		{"dataset_appends", "a0", "", fmt.Sprintf("the %d-fragment dataset's folder before any index", c.o.Appends)},
+		{"data_files_appends", "a0", "data", "its data files (data/) alone"},
+	} {
+		a, err := dirBytes(filepath.Join(c.lancerPath(x.ds), x.sub))
+		if err != nil {
+			return err
+		}
+		b, err := dirBytes(filepath.Join(c.lancePath(x.ds), x.sub))
+		if err != nil {
+			return err
+		}
+		c.rep.addSize(x.name, a, b, x.what)
+	}
+	return nil
+}
+
+// lancerScanRows scans d with opts and returns the rows it read.
+func lancerScanRows(ctx context.Context, d *dataset.Dataset, opts *dataset.ScanOptions) (int64, error) {
+	s, err := d.Scan(ctx, opts)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Release()
+	var n int64
+	for rec, err := range s.All() {
+		if err != nil {
+			return 0, err
+		}
+		n += rec.NumRows()
+	}
+	return n, nil
+}
+
+// reads: scans, takes, the 1% filter and the count, on the appended
+// dataset (and one scan of the one-shot one).
+func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
+	o := c.o
+	one, err := dataset.OpenURI(c.ctx, c.lancerPath("o0"), nil)
+	if err != nil {
+		return err
+	}
+	want := func(what string, got, want int64) error {
+		if got != want {
+			return fmt.Errorf("bench: %s returned %d rows, want %d", what, got, want)
+		}
+		return nil
+	}
+	scan := func(spec stepSpec, ds *dataset.Dataset, table string, cols []string, filter string, rows int64) error {
+		return c.run(spec, func(int) (time.Duration, time.Duration, error) {
+			var n int64
+			wall, cpu, err := timed(func() (err error) {
+				n, err = lancerScanRows(c.ctx, ds, &dataset.ScanOptions{Columns: cols, Filter: filter})
+				return err
+			})
+			if err == nil {
+				err = want("lancer "+spec.Name, n, rows)
+			}
+			return wall, cpu, err
+		}, func(int) (*lanceCoreReply, error) {
+			L, err := c.lance.ask(lanceCoreRequest{Op: "query", Name: table, Columns: cols, Filter: filter})
+			if err == nil {
+				err = want("Lance "+spec.Name, L.Rows, rows)
+			}
+			return L, err
+		})
+	}
+	n := int64(o.Rows)
+	if err := scan(stepScan("scan_full", "every column", o.Appends), d, "a0", nil, "", n); err != nil {
+		return err
+	}
+	if err := scan(stepScan("scan_full_1file", "every column", 1), one, "o0", nil, "", n); err != nil {
+		return err
+	}
+	for _, col := range []string{"id", "vector", "text"} {
+		if err := scan(stepScan("scan_"+col, "the "+col+" column alone", o.Appends), d, "a0", []string{col}, "", n); err != nil {
+			return err
+		}
+	}
+
+	// Take: o.Take distinct random offsets (mulberry32, seed 777, as the
+	// baseline, skipping repeats: Lance's takeRowIds returns a repeated row
+	// once, lancer's as often as asked), and the same rows by row id
+	// (fragment i holds rows i*chunk on).
+	rng := baseline.NewRNG(777)
+	offsets := make([]uint64, 0, o.Take)
+	rowIDs := make([]uint64, 0, o.Take)
+	seen := make(map[uint64]bool, o.Take)
+	for len(offsets) < o.Take {
+		off := uint64(math.Floor(rng.Float() * float64(o.Rows)))
+		if seen[off] {
+			continue
+		}
+		seen[off] = true
+		offsets = append(offsets, off)
+		rowIDs = append(rowIDs, off/uint64(chunk)<<32|off%uint64(chunk))
+	}
+	if err := c.checkRowIDs(d, offsets, rowIDs); err != nil {
+		return err
+	}
+	take := func(spec stepSpec, ids []uint64, byRowID bool) error {
+		return c.run(spec, func(int) (time.Duration, time.Duration, error) {
+			var rows int64
+			wall, cpu, err := timed(func() error {
+				var rec arrow.RecordBatch
+				var err error
+				if byRowID {
+					rec, err = d.TakeRowIDs(c.ctx, ids, nil)
+				} else {
+					rec, err = d.Take(c.ctx, ids, nil)
+				}
+				if err != nil {
+					return err
+				}
+				rows = rec.NumRows()
+				rec.Release()
+				return nil
+			})
+			if err == nil {
+				err = want("lancer "+spec.Name, rows, int64(len(ids)))
+			}
+			return wall, cpu, err
+		}, func(int) (*lanceCoreReply, error) {
+			req := lanceCoreRequest{Op: "query", Name: "a0", Offsets: ids}
+			if byRowID {
+				req.Offsets, req.RowIDs = nil, ids
+			}
+			L, err := c.lance.ask(req)
+			if err == nil {
+				err = want("Lance "+spec.Name, L.Rows, int64(len(ids)))
+			}
+			return L, err
+		})
+	}
+	if err := take(stepTake("take_offsets", o.Take, "offsets (positions in scan order)"), offsets, false); err != nil {
+		return err
+	}
+	if err := take(stepTake("take_rowids", o.Take, "row ids"), rowIDs, true); err != nil {
+		return err
+	}
+
+	// The 1% filter: id > X returns the last round(N/100) rows.
+	pct := max(1, int64(math.Round(float64(o.Rows)/100)))
+	x := n - pct - 1
+	if err := scan(stepFilter(fmt.Sprintf("id > %d", x), pct), d, "a0", nil, fmt.Sprintf("id > %d", x), pct); err != nil {
+		return err
+	}
+
+	return c.run(stepCount(), func(int) (time.Duration, time.Duration, error) {
+		var rows uint64
+		wall, cpu, err := timed(func() (err error) {
+			rows, err = d.CountRows(c.ctx)
+			return err
+		})
+		if err == nil {
+			err = want("lancer count", int64(rows), n)
+		}
+		return wall, cpu, err
+	}, func(int) (*lanceCoreReply, error) {
+		L, err := c.lance.ask(lanceCoreRequest{Op: "count", Name: "a0"})
+		if err == nil {
+			err = want("Lance count", L.Rows, n)
+		}
+		return L, err
+	})
+}
+
+// checkRowIDs checks that both engines' row ids are the row addresses the
+// suite computed: taking them returns the rows of the offsets.
+func (c *coreRun) checkRowIDs(d *dataset.Dataset, offsets, rowIDs []uint64) error {
+	wantIDs := make([]int64, len(offsets))
+	for i, o := range offsets {
+		wantIDs[i] = int64(o)
+	}
+	slices.Sort(wantIDs)
+	rec, err := d.TakeRowIDs(c.ctx, rowIDs, &dataset.TakeOptions{Columns: []string{"id"}})
+	if err != nil {
+		return fmt.Errorf("bench: lancer TakeRowIDs: %w", err)
+	}
+	col, ok := rec.Column(0).(*array.Int64)
+	if !ok {
+		rec.Release()
+		return fmt.Errorf("bench: lancer TakeRowIDs returned id as %s", rec.Column(0).DataType())
+	}
+	got := slices.Clone(col.Int64Values())
+	rec.Release()
+	slices.Sort(got)
+	if !slices.Equal(got, wantIDs) {
+		return fmt.Errorf("bench: lancer's row ids are not fragment<<32|offset with fragments 0..%d", c.o.Appends-1)
+	}
+	L, err := c.lance.ask(lanceCoreRequest{Op: "query", Name: "a0", RowIDs: rowIDs, Columns: []string{"id"}, WantIDs: true})
+	if err != nil {
+		return err
+	}
+	var lids []int64
+	if err := jsonInts(L.RawIDs, &lids); err != nil {
+		return err
+	}
+	slices.Sort(lids)
+	if !slices.Equal(lids, wantIDs) {
+		return fmt.Errorf("bench: Lance's row ids are not fragment<<32|offset with fragments 0..%d (%d rows for %d ids; first %v, want %v)",
+			c.o.Appends-1, len(lids), len(wantIDs), lids[:min(5, len(lids))], wantIDs[:min(5, len(wantIDs))])
+	}
+	return nil
+}
+
+// vectors: flat search, the index build and the indexed searches.
+func (c *coreRun) vectors(d *dataset.Dataset, queries []float32, truth [][]uint64) error {
+	o := c.o
+	nq := len(queries) / o.Dim
+	pass := func(d *dataset.Dataset, so *dataset.SearchOptions, ids *[][]uint64) func(int) (time.Duration, time.Duration, error) {
+		return func(r int) (time.Duration, time.Duration, error) {
+			res := make([][]uint64, nq)
+			wall, cpu, err := timed(func() error {
+				for q := range nq {
+					got, err := lancerSearchIDs(c.ctx, d, queries[q*o.Dim:(q+1)*o.Dim], so)
+					if err != nil {
+						return err
+					}
+					res[q] = got
+				}
+				return nil
+			})
+			if r == 0 {
+				*ids = res
+			}
+			return wall, cpu, err
+		}
+	}
+	lancePass := func(req lanceCoreRequest, ids *[][]uint64) func(int) (*lanceCoreReply, error) {
+		return func(r int) (*lanceCoreReply, error) {
+			L, err := c.lance.ask(req)
+			if err != nil {
+				return nil, err
+			}
+			if len(L.IDs) != nq {
+				return nil, fmt.Errorf("bench: Lance answered %d of %d queries", len(L.IDs), nq)
+			}
+			if r == 0 {
+				*ids = toUint64s(L.IDs)
+			}
+			return L, nil
+		}
+	}
+	search := func(spec stepSpec, so *dataset.SearchOptions, req lanceCoreRequest, setting string) error {
+		var lids, Lids [][]uint64
+		req.Op, req.Name, req.K = "search", "a0", o.K
+		if err := c.run(spec, pass(d, so, &lids), lancePass(req, &Lids)); err != nil {
+			return err
+		}
+		st := c.rep.StepDetails[len(c.rep.StepDetails)-1]
+		qps := func(msPerPass float64) float64 {
+			if msPerPass <= 0 {
+				return 0
+			}
+			return float64(nq) / (msPerPass / 1000)
+		}
+		c.rep.RecallQPS = append(c.rep.RecallQPS,
+			RecallQPS{Engine: "lancer", Setting: setting, Recall: Recall(lids, truth), QPS: qps(st.Lancer.MedianMS)},
+			RecallQPS{Engine: "lance", Setting: setting, Recall: Recall(Lids, truth), QPS: qps(st.Lance.MedianMS),
+				QPSJS: qps(st.LanceJS.MedianMS)})
+		return nil
+	}
+	if err := search(stepSearch("flat_search", "exact (flat) search, no index", nq, o.K),
+		&dataset.SearchOptions{K: o.K, Exact: true}, lanceCoreRequest{Flat: true}, "flat"); err != nil {
+		return err
+	}
+
+	// The index: IVF_HNSW_SQ on both sides, rebuilt (replaced) each run.
+	b := &c.build
+	err := c.run(stepBuild(o.Partitions), func(r int) (time.Duration, time.Duration, error) {
+		runtime.GC()
+		c.hwm()
+		before := procStatus("VmRSS")
+		resetPeakRSS()
+		wall, cpu, err := timed(func() error {
+			nd, err := d.CreateIndex(c.ctx, "vector", &dataset.CreateIndexOptions{
+				Type: dataset.IndexIVFHNSWSQ, Name: "vector_idx", Metric: vector.L2, Partitions: o.Partitions, Replace: true,
+			})
+			if err == nil {
+				d = nd
+			}
+			return err
+		})
+		peak := procStatus("VmHWM")
+		b.lancerPeak, b.lancerGrowth = max(b.lancerPeak, peak), max(b.lancerGrowth, peak-before)
+		c.hwm()
+		if r == 0 && err == nil {
+			n, err := dirBytes(filepath.Join(c.lancerPath("a0"), "_indices"))
+			if err != nil {
+				return 0, 0, err
+			}
+			c.rep.addSize("index", n, -1, "the IVF_HNSW_SQ index's files (_indices/) after the first build")
+		}
+		return wall, cpu, err
+	}, func(r int) (*lanceCoreReply, error) {
+		L, err := c.lance.ask(lanceCoreRequest{Op: "build", Name: "a0", Partitions: o.Partitions})
+		if err != nil {
+			return nil, err
+		}
+		b.lancePeak, b.lanceGrowth = max(b.lancePeak, L.PeakRSS), max(b.lanceGrowth, L.PeakRSS-L.RSSBefore)
+		if r == 0 {
+			// replace: true leaves the earlier index folders behind: measure
+			// the first build's alone.
+			n, err := dirBytes(filepath.Join(c.lancePath("a0"), "_indices"))
+			if err != nil {
+				return nil, err
+			}
+			c.rep.Sizes[len(c.rep.Sizes)-1].setLance(n)
+		}
+		return L, nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// Search a freshly opened dataset, as a reader would.
+	if d, err = dataset.OpenURI(c.ctx, c.lancerPath("a0"), nil); err != nil {
+		return err
+	}
+	for _, s := range o.Settings {
+		if err := search(stepSearch("search_"+settingSlug(s), "IVF_HNSW_SQ search, "+s.String(), nq, o.K),
+			&dataset.SearchOptions{K: o.K, NProbes: s.NProbes, Ef: s.Ef, Index: "vector_idx"},
+			lanceCoreRequest{NProbes: s.NProbes, Ef: s.Ef}, s.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settingSlug names a setting in step names: "np10_ef100", "np10_efdef".
+func settingSlug(s VectorSetting) string {
+	ef := "def"
+	if s.Ef > 0 {
+		ef = fmt.Sprint(s.Ef)
+	}
+	np := "def"
+	if s.NProbes > 0 {
+		np = fmt.Sprint(s.NProbes)
+	}
+	return "np" + np + "_ef" + ef
+}
+
+func toUint64s(xs [][]int64) [][]uint64 {
+	out := make([][]uint64, len(xs))
+	for i, row := range xs {
+		out[i] = make([]uint64, len(row))
+		for j, x := range row {
+			out[i][j] = uint64(x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lancerdb/lancer/internal/baseline"
+)
+
+// TestCoreDataMatchesClustered checks that the core suite's data is the
+// vector suite's (ClusteredVectors) and that its texts are
+// lance-baseline.mjs's, whose first three texts (N = 3) node printed.
+func TestCoreDataMatchesClustered(t *testing.T) {
+	vecs, queries, texts := CoreData(3, 128, 256, 100, 12345)
+	wv, wq := ClusteredVectors(3, 128, 256, 100, 12345)
+	if !slices.Equal(vecs, wv) || !slices.Equal(queries, wq) {
+		t.Fatal("CoreData's vectors or queries differ from ClusteredVectors'")
+	}
+	want := []string{
+		"row 0: fragment embedding search dataset lance blo",
+		"row 1: vector manifest scan table table video sear",
+		"row 2: dataset blob fragment image filter dataset ",
+	}
+	if !slices.Equal(texts, want) {
+		t.Fatalf("texts = %q, want %q (lance-baseline.mjs's)", texts, want)
+	}
+	// The take offsets' stream: mulberry32(777) × 200000, as the baseline.
+	r := baseline.NewRNG(777)
+	var offs []int
+	for range 5 {
+		offs = append(offs, int(r.Float()*200000))
+	}
+	if w := []int{137275, 6890, 38477, 24600, 126593}; !slices.Equal(offs, w) {
+		t.Fatalf("take offsets %v, want %v (lance-baseline.mjs's)", offs, w)
+	}
+}
+
+// TestCoreSmall runs the core suite at 5,000 rows with real Lance and
+// checks properties of the report only, never timings: every step has
+// both sides' runs, the ratios are positive, recall is measured for both
+// engines at every setting, report.json round-trips, and the plots are
+// PNG files. Like the other suites' tests it fails, never skips, when node
+// or the Lance reference is missing.
+func TestCoreSmall(t *testing.T) {
+	out := t.TempDir()
+	opts := CoreOptions{Rows: 5000, Runs: 2, Settings: []VectorSetting{{10, 0}, {20, 100}}, Dir: t.TempDir()}
+	if testing.Verbose() {
+		opts.Log = os.Stderr
+	}
+	rep, err := RunCore(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Write(out); err != nil {
+		t.Fatal(err)
+	}
+
+	wantSteps := []string{"write_oneshot", "write_appends", "scan_full", "scan_full_1file", "scan_id", "scan_vector", "scan_text",
+		"take_offsets", "take_rowids", "filter_1pct", "count_rows", "flat_search", "index_build", "search_np10_efdef", "search_np20_ef100"}
+	var names []string
+	for _, s := range rep.Steps {
+		names = append(names, s.Name)
+		if s.LancerMS <= 0 || s.LanceMS <= 0 || s.Ratio <= 0 {
+			t.Errorf("step %s: lancer %v ms, Lance %v ms, ratio %v: want all positive", s.Name, s.LancerMS, s.LanceMS, s.Ratio)
+		}
+	}
+	if !slices.Equal(names, wantSteps) {
+		t.Errorf("steps %v, want %v", names, wantSteps)
+	}
+	for _, d := range rep.StepDetails {
+		if len(d.Lancer.RunsMS) != 2 || len(d.Lance.RunsMS) != 2 {
+			t.Errorf("step %s: %d lancer and %d Lance runs, want 2 each", d.Name, len(d.Lancer.RunsMS), len(d.Lance.RunsMS))
+		}
+		if d.Lancer.Includes == "" || d.Lance.Includes == "" {
+			t.Errorf("step %s does not say what its figures include", d.Name)
+		}
+		if !(d.Lancer.MinMS <= d.Lancer.MedianMS && d.Lancer.MedianMS <= d.Lancer.MaxMS) {
+			t.Errorf("step %s: lancer min/median/max %v/%v/%v", d.Name, d.Lancer.MinMS, d.Lancer.MedianMS, d.Lancer.MaxMS)
+		}
+	}
+	if len(rep.RecallQPS) != 2*3 {
+		t.Errorf("%d recall_qps entries, want 6 (flat and 2 settings, both engines)", len(rep.RecallQPS))
+	}
+	for _, x := range rep.RecallQPS {
+		if x.QPS <= 0 || x.Recall < 0 || x.Recall > 1 {
+			t.Errorf("recall_qps %+v: want QPS > 0 and recall in [0, 1]", x)
+		}
+		if x.Setting == "flat" && x.Recall != 1 {
+			t.Errorf("%s's exact search has recall %v, want 1", x.Engine, x.Recall)
+		}
+	}
+	for _, s := range append(slices.Clone(rep.Sizes), rep.Memory...) {
+		if s.LancerBytes <= 0 || s.LanceBytes <= 0 || s.Ratio <= 0 {
+			t.Errorf("%s: lancer %d B, Lance %d B, ratio %v: want all positive", s.Name, s.LancerBytes, s.LanceBytes, s.Ratio)
+		}
+	}
+	if len(rep.Targets) == 0 {
+		t.Error("no targets")
+	}
+	if rep.Versions.LanceDB == "" || rep.Versions.Node == "" || rep.Machine.CPUs == 0 {
+		t.Errorf("versions %+v, machine %+v: want them filled in", rep.Versions, rep.Machine)
+	}
+
+	// report.json: the fields the issue names, and a round trip.
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic struct {
+		Steps []map[string]any `json:"steps"`
+		RQ    []map[string]any `json:"recall_qps"`
+	}
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range generic.Steps {
+		for _, k := range []string{"name", "lancer_ms", "lance_ms", "ratio"} {
+			if _, ok := s[k]; !ok {
+				t.Fatalf("report.json step %v has no %q", s, k)
+			}
+		}
+	}
+	for _, s := range generic.RQ {
+		for _, k := range []string{"engine", "setting", "recall", "qps"} {
+			if _, ok := s[k]; !ok {
+				t.Fatalf("report.json recall_qps %v has no %q", s, k)
+			}
+		}
+	}
+	back, err := ReadCoreReport(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := json.MarshalIndent(back, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(append(again, '\n'), raw) {
+		t.Error("report.json does not round-trip through CoreReport")
+	}
+
+	for _, name := range []string{"recall_qps.png", "steps.png"} {
+		f, err := os.Open(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
+			t.Errorf("%s is %v", name, b)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| step |", "recall_qps.png", "steps.png", "write_appends"} {
+		if !strings.Contains(string(md), s) {
+			t.Errorf("report.md lacks %q", s)
+		}
+	}
+}

@@ -1,0 +1,241 @@
+// lance-core.mjs: the real-Lance side of lancer's core suite (package
+// bench, core.go). One node process serves every step of a run, so the
+// suite can alternate lancer and Lance run by run (A B A B): it reads
+// requests, one JSON object per line on stdin, and answers each with one
+// JSON object on stdout before reading the next.
+//
+//   {"op": "init", "dir": "/p/lance", "whole": "/p/whole.arrow",
+//    "chunks": ["/p/chunk-0.arrow", ...], "queries": "/p/queries.f32", "dim": 128}
+//      reads the Arrow IPC files (the whole table, and the same rows cut in
+//      the append chunks) and the queries into memory, connects to dir.
+//   {"op": "versions"}          the versions of LanceDB, the lance crate, arrow JS, node
+//   {"op": "write_oneshot", "name": "o0"}   one createTable of every row
+//   {"op": "write_appends", "name": "a0"}   createTable(chunk 0) + one add per further chunk
+//   {"op": "drop", "name": "o1"}
+//   {"op": "query", "name": "a0", "columns": ["id"] | null, "filter": "id > 5",
+//    "offsets": [...], "rowIds": [...]}      a scan (filtered), takeOffsets or takeRowIds
+//   {"op": "count", "name": "a0"}
+//   {"op": "search", "name": "a0", "k": 10, "flat": true, "nprobes": 0, "ef": 0}
+//      one pass over every query
+//   {"op": "build", "name": "a0", "partitions": 447}   createIndex IVF_HNSW_SQ (replace)
+//   {"op": "mem"}
+// Replies: {"ms": …, "engineMs": …, "jsMs": …, "rows": …, …} or {"error": "…"}.
+//
+// What the times include (all wall clock, performance.now(), inside node):
+//   - writes: the native createTable / add calls (db.inner, table.inner)
+//     given Arrow IPC bytes read before the timing, which is exactly what
+//     LanceDB's JavaScript createTable/add do after serializing their
+//     input; that JavaScript serialization is excluded.
+//   - queries (scan, take, filter, vector search): "ms" is the wall time of
+//     the query's analyzePlan(): Lance plans the query, executes it to the
+//     end in Rust and returns only the plan text with its metrics, so no
+//     Arrow data crosses into JavaScript. "engineMs" is the root node's
+//     elapsed= in that text, the engine's own execution time (no planning,
+//     no binding). "jsMs" is the wall time of the same query's toArrow(),
+//     what a LanceDB JavaScript user waits for (execution plus Arrow IPC to
+//     JS and decoding), measured right after.
+//   - count: countRows() (no plan to analyze).
+//   - build: createIndex (IVF_HNSW_SQ, LanceDB's defaults m = 20,
+//     ef_construction = 300), with the CPU time of the whole process.
+//   - search: one pass over every query, one at a time; "ms" sums
+//     analyzePlan() wall times, "engineMs" the engines' elapsed, "jsMs" a
+//     pass of vectorSearch(q).select(['id', '_distance']).limit(k).toArrow(), whose ids
+//     ("ids") the suite scores for recall.
+// Memory: "rss" is the resident set now, "hwm" the peak resident set of
+// the process so far (Linux VmHWM; the build resets the kernel's peak to
+// measure its own, "peakRss", and this script keeps the running maximum).
+//
+// LANCEDB_NODE_DIR names the folder whose node_modules holds the pinned
+// @lancedb/lancedb (interop/package.json).
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { performance } from 'node:perf_hooks';
+
+const dir = process.env.LANCEDB_NODE_DIR;
+if (!dir) { console.error('lance-core: set LANCEDB_NODE_DIR'); process.exit(2); }
+const require = createRequire(path.join(dir, 'package.json'));
+const lancedb = require('@lancedb/lancedb');
+
+const cpuSince = (c0) => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
+
+function procStatus(field) {
+  try {
+    const m = fs.readFileSync('/proc/self/status', 'utf8').match(new RegExp(`^${field}:\\s*(\\d+) kB`, 'm'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch { return 0; }
+}
+let hwmMax = 0;
+function hwm() {
+  hwmMax = Math.max(hwmMax, procStatus('VmHWM') || process.resourceUsage().maxRSS * 1024);
+  return hwmMax;
+}
+function resetPeakRss() {
+  hwm();
+  try { fs.writeFileSync('/proc/self/clear_refs', '5'); return true; } catch { return false; }
+}
+
+// elapsedMs reads the root node's elapsed= of an analyzePlan() text.
+const UNIT = { ns: 1e-6, 'µs': 1e-3, us: 1e-3, ms: 1, s: 1000 };
+function elapsedMs(plan) {
+  const m = plan.split('\n')[0].match(/elapsed=([\d.]+)(ns|µs|us|ms|s)\b/);
+  return m ? Number(m[1]) * UNIT[m[2]] : -1;
+}
+
+const S = { db: null, whole: null, chunks: [], queries: [], tables: new Map() };
+
+async function table(name) {
+  let t = S.tables.get(name);
+  if (!t) { t = await S.db.openTable(name); S.tables.set(name, t); }
+  return t;
+}
+
+const ops = {
+  async init(req) {
+    S.whole = fs.readFileSync(req.whole);
+    S.chunks = req.chunks.map((f) => fs.readFileSync(f));
+    const buf = fs.readFileSync(req.queries);
+    const flat = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+    S.queries = [];
+    for (let i = 0; i + req.dim <= flat.length; i += req.dim) S.queries.push(flat.slice(i, i + req.dim));
+    fs.mkdirSync(req.dir, { recursive: true });
+    S.db = await lancedb.connect(req.dir);
+    if (typeof S.db.inner?.createTable !== 'function') throw new Error('lancedb Connection has no native createTable (inner): update lance-core.mjs for this LanceDB version');
+    return { rss: process.memoryUsage().rss, hwm: hwm() };
+  },
+
+  async versions() {
+    const pkg = (n) => JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', n, 'package.json'), 'utf8')).version;
+    let crate = 'unknown';
+    try {
+      const d = path.join(dir, 'node_modules', '@lancedb', `lancedb-${process.platform}-${process.arch}-gnu`);
+      const bin = fs.readFileSync(path.join(d, fs.readdirSync(d).find((f) => f.endsWith('.node'))));
+      const m = bin.toString('latin1').match(/crates\.io-[0-9a-f]+\/lance-(\d+\.\d+\.\d+[^/]*)\//);
+      if (m) crate = m[1];
+    } catch { /* keep unknown */ }
+    return { lancedb: pkg('@lancedb/lancedb'), lance: crate, arrowJs: pkg('apache-arrow'), node: process.version };
+  },
+
+  async write_oneshot(req) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const inner = await S.db.inner.createTable(req.name, S.whole, 'create', [], {});
+    const ms = performance.now() - t0;
+    const cpuMs = cpuSince(c0);
+    const rows = await inner.countRows();
+    inner.close?.();
+    return { ms, cpuMs, rows };
+  },
+
+  async write_appends(req) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const inner = await S.db.inner.createTable(req.name, S.chunks[0], 'create', [], {});
+    for (const c of S.chunks.slice(1)) await inner.add(c, 'append');
+    const ms = performance.now() - t0;
+    const cpuMs = cpuSince(c0);
+    const rows = await inner.countRows();
+    inner.close?.();
+    return { ms, cpuMs, rows };
+  },
+
+  async drop(req) {
+    const t = S.tables.get(req.name);
+    if (t) { t.close(); S.tables.delete(req.name); }
+    await S.db.dropTable(req.name);
+    return {};
+  },
+
+  async query(req) {
+    const t = await table(req.name);
+    const build = () => {
+      let q;
+      if (req.offsets) q = t.takeOffsets(req.offsets);
+      else if (req.rowIds) q = t.takeRowIds(req.rowIds.map((x) => BigInt(x)));
+      else q = t.query();
+      if (req.filter) q = q.where(req.filter);
+      if (req.columns) q = q.select(req.columns);
+      return q;
+    };
+    let t0 = performance.now();
+    const plan = await build().analyzePlan();
+    const ms = performance.now() - t0;
+    t0 = performance.now();
+    const tbl = await build().toArrow();
+    const jsMs = performance.now() - t0;
+    const out = { ms, engineMs: elapsedMs(plan), jsMs, rows: tbl.numRows };
+    if (req.wantIds) out.ids = Array.from(tbl.getChild('id').toArray(), Number);
+    return out;
+  },
+
+  async count(req) {
+    const t = await table(req.name);
+    const t0 = performance.now();
+    const rows = await t.countRows();
+    return { ms: performance.now() - t0, rows };
+  },
+
+  async search(req) {
+    const t = await table(req.name);
+    const build = (q) => {
+      let b = t.vectorSearch(q).distanceType('l2');
+      if (req.flat) b = b.bypassVectorIndex();
+      if (req.nprobes) b = b.nprobes(req.nprobes);
+      if (req.ef) b = b.ef(req.ef);
+      return b.select(['id', '_distance']).limit(req.k);
+    };
+    let ms = 0; let engineMs = 0;
+    for (const q of S.queries) {
+      const t0 = performance.now();
+      const plan = await build(q).analyzePlan();
+      ms += performance.now() - t0;
+      engineMs += elapsedMs(plan);
+    }
+    const ids = [];
+    const t0 = performance.now();
+    for (const q of S.queries) {
+      const res = await build(q).toArrow();
+      const col = res.getChild('id');
+      ids.push(col ? Array.from(col.toArray(), Number) : []);
+    }
+    const jsMs = performance.now() - t0;
+    return { ms, engineMs, jsMs, rows: ids.length, ids };
+  },
+
+  async build(req) {
+    const t = await table(req.name);
+    const rssBefore = process.memoryUsage().rss;
+    const reset = resetPeakRss();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await t.createIndex('vector', {
+      config: lancedb.Index.hnswSq({ numPartitions: req.partitions, distanceType: 'l2' }),
+      replace: true, name: 'vector_idx',
+    });
+    const ms = performance.now() - t0;
+    const cpuMs = cpuSince(c0);
+    const peakRss = reset ? procStatus('VmHWM') : 0;
+    hwm();
+    return { ms, cpuMs, rssBefore, peakRss };
+  },
+
+  async mem() {
+    return { rss: process.memoryUsage().rss, hwm: hwm() };
+  },
+};
+
+const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of rl) {
+  if (!line.trim()) continue;
+  let reply;
+  try {
+    const req = JSON.parse(line);
+    const op = ops[req.op];
+    if (!op) throw new Error(`unknown op ${JSON.stringify(req.op)}`);
+    reply = await op(req);
+  } catch (e) {
+    reply = { error: String(e?.stack ?? e) };
+  }
+  process.stdout.write(JSON.stringify(reply) + '\n');
+}
