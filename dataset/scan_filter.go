@@ -28,6 +28,15 @@ type scanFilter struct {
 	toSkip    uint64 // matching rows of Offset not yet skipped
 	remaining uint64 // matching rows Limit still allows
 	limited   bool
+
+	// probe, when set, reads only the columns the filter names, and
+	// probeBound is the filter bound to it: a batch is read whole only when
+	// the probe finds a match in it, so a selective filter over a range
+	// (time, id) does not read the other columns (vectors, blobs) of the
+	// batches it rejects. (Taking only the matching rows of a batch with
+	// scattered matches measured no faster than reading it whole.)
+	probe      *projection
+	probeBound *filter.Bound
 }
 
 // planScanFilter parses predicate and returns the projection to read for
@@ -61,6 +70,11 @@ func (d *Dataset) planScanFilter(predicate string, columns []string, out *projec
 		remaining: uint64(o.Limit),
 		limited:   o.Limit > 0,
 	}
+	if probe, err := d.project(named, withRowID, withRowAddr); err == nil && probe.arrow.NumFields() < read.arrow.NumFields() {
+		if pb, err := expr.Bind(probe.arrow); err == nil {
+			sf.probe, sf.probeBound = probe, pb
+		}
+	}
 	// The output's schema fields are the first ones read, in the same
 	// order (Project keeps the order in which top-level fields are first
 	// named); the virtual columns are found by name.
@@ -76,6 +90,27 @@ func (d *Dataset) planScanFilter(predicate string, columns []string, out *projec
 		sf.outIdx = append(sf.outIdx, idx)
 	}
 	return read, sf, nil
+}
+
+// matches reports whether any row of physical rows [start, end) of the
+// fragment (read through pr, the probe's reader) passes the filter.
+func (sf *scanFilter) matches(ctx context.Context, mem memory.Allocator, pr *fragmentReader, start, end uint64) (bool, error) {
+	runs, live := pr.liveRuns(start, end)
+	if live == 0 {
+		return false, nil
+	}
+	rec, err := pr.readLive(ctx, mem, start, end, runs, live)
+	if err != nil {
+		return false, err
+	}
+	kept, err := sf.probeBound.Filter(ctx, mem, rec)
+	rec.Release()
+	if err != nil {
+		return false, fmt.Errorf("dataset: scan: %w", err)
+	}
+	n := kept.NumRows()
+	kept.Release()
+	return n > 0, nil
 }
 
 // exhausted reports that Limit is reached.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -405,5 +406,60 @@ func TestScanFilterBoundedMemory(t *testing.T) {
 	t.Logf("peak live Arrow memory %d bytes", mem.peak)
 	if mem.peak > maxScanPeak {
 		t.Errorf("peak live Arrow memory %d bytes, want at most %d", mem.peak, maxScanPeak)
+	}
+}
+
+// A filtered scan probes the filter's columns first and skips the batches
+// where nothing passes; what it returns must not change.
+func TestFilteredScanSkipsBatches(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 4, 1000
+	vecs := clustered(rand.New(rand.NewPCG(14, 14)), n, dim)
+	d := newVecDataset(t, blob.NewMemStore("f"), vecs, dim, n, 300, false)
+	d, err := d.Delete(ctx, "id = 950")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		filter string
+		want   func(int) bool
+	}{
+		{"id >= 900 OR id < 10", func(i int) bool { return (i >= 900 || i < 10) && i != 950 }},
+		{"category = 'c3' AND id > 500", func(i int) bool { return i%7 == 3 && i > 500 && i != 950 }},
+		{"id < 0", func(int) bool { return false }},
+	} {
+		for _, cols := range [][]string{nil, {"vec", "id"}} {
+			s, err := d.Scan(ctx, &ScanOptions{Filter: tc.filter, Columns: cols, BatchSize: 64, WithRowID: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for s.Next() {
+				rec := s.RecordBatch()
+				idCol := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int64)
+				vecCol := rec.Column(rec.Schema().FieldIndices("vec")[0]).(*array.FixedSizeList)
+				for i := range int(rec.NumRows()) {
+					id := int(idCol.Value(i))
+					got = append(got, id)
+					v := vecCol.ListValues().(*array.Float32).Float32Values()[(vecCol.Offset()+i)*dim : (vecCol.Offset()+i+1)*dim]
+					if !slices.Equal(v, vecs[id*dim:(id+1)*dim]) {
+						t.Fatalf("%s: row %d has another row's vector", tc.filter, id)
+					}
+				}
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			s.Release()
+			var want []int
+			for i := range n {
+				if tc.want(i) {
+					want = append(want, i)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s %v: %d rows %v, want %d", tc.filter, cols, len(got), got, len(want))
+			}
+		}
 	}
 }

@@ -86,6 +86,9 @@ type Scanner struct {
 	// filter is set by a filtered scan: proj is then what is read, and
 	// Offset and Limit apply to the filtered rows (see scanFilter).
 	filter *scanFilter
+	// probeCur reads the filter's columns of the open fragment (see
+	// scanFilter.probe); nil without a probe.
+	probeCur *fragmentReader
 }
 
 var _ array.RecordReader = (*Scanner)(nil)
@@ -218,6 +221,10 @@ func (s *Scanner) finish() {
 		s.cur.close()
 		s.cur = nil
 	}
+	if s.probeCur != nil {
+		s.probeCur.close()
+		s.probeCur = nil
+	}
 }
 
 // next produces the next non-empty batch, or nil at the end.
@@ -235,6 +242,18 @@ func (s *Scanner) next() (arrow.RecordBatch, error) {
 				return nil, err
 			}
 			continue
+		}
+		if s.probeCur != nil {
+			start := s.pos
+			end := min(start+s.batchSize, s.cur.physical)
+			ok, err := s.filter.matches(s.ctx, s.d.opts.Allocator, s.probeCur, start, end)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				s.pos = end // nothing here passes: skip the other columns
+				continue
+			}
 		}
 		rec, err := s.readBatch()
 		if err == nil && rec != nil && s.filter != nil {
@@ -254,6 +273,10 @@ func (s *Scanner) openNextFragment() (bool, error) {
 		s.cur.close()
 		s.cur = nil
 	}
+	if s.probeCur != nil {
+		s.probeCur.close()
+		s.probeCur = nil
+	}
 	frags := s.d.manifest.Fragments
 	for s.fragIdx < len(frags) {
 		f := frags[s.fragIdx]
@@ -271,6 +294,12 @@ func (s *Scanner) openNextFragment() (bool, error) {
 		fr, err := s.d.openFragment(s.ctx, s.proj, f)
 		if err != nil {
 			return false, err
+		}
+		if s.filter != nil && s.filter.probe != nil {
+			if s.probeCur, err = s.d.openFragment(s.ctx, s.filter.probe, f); err != nil {
+				fr.close()
+				return false, err
+			}
 		}
 		s.cur = fr
 		// Start at the row after the last live row still to skip.
