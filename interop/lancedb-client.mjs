@@ -241,6 +241,36 @@ await step('branches', async () => {
   await db.dropTable('br');
   return out;
 });
+await step('columns', async () => {
+  // Schema evolution: addColumns (SQL), alterColumns (rename; a type
+  // change is refused, a nullability the column has is a no-op),
+  // dropColumns; then schema() and queries see the new columns.
+  const rows = Array.from({ length: 4 }, (_, i) => ({ id: i, text: `c${i}`, price: i * 2, vector: vec(i) }));
+  const c = await db.createTable('cols', rows);
+  const v0 = await c.version();
+  const out = {};
+  out.added = (await c.addColumns([{ name: 'double_price', valueSql: 'price * 2' }, { name: 'note', valueSql: 'CAST(NULL AS string)' }])).version - v0;
+  out.renamed = (await c.alterColumns([{ path: 'text', rename: 'label' }])).version - v0;
+  try {
+    await c.alterColumns([{ path: 'price', dataType: 'int32' }]);
+    out.cast = 'altered';
+  } catch (e) {
+    out.cast = /400/.test(e.message) && /data type of column \W*price\W* is not supported/.test(e.message) ? 'refused' : String(e.message);
+  }
+  out.sameNullable = (await c.alterColumns([{ path: 'price', nullable: true }])).version - v0;
+  out.dropped = (await c.dropColumns(['note'])).version - v0;
+  out.schema = (await c.schema()).fields.map((f) => `${f.name}:${f.type}`);
+  out.rows = plain(await c.query().where('double_price > 5').select(['id', 'label', 'double_price']).toArray());
+  out.search = plain(await c.vectorSearch(vec(3)).select(['label', 'double_price']).limit(1).toArray());
+  try {
+    await c.query().select(['text']).toArray();
+    out.oldName = 'still there';
+  } catch (e) {
+    out.oldName = /400/.test(e.message) ? 'gone' : String(e.message);
+  }
+  await db.dropTable('cols');
+  return out;
+});
 await step('dropTable', async () => {
   await db.dropTable('other');
   return await db.tableNames();

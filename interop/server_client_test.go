@@ -21,7 +21,8 @@ import (
 // list, add, count, query, vector and batch search, update, delete,
 // merge-insert (with a delete of unmatched rows), index create/list/stats/
 // drop, versions, tags, checkout by version and by tag, restore, empty
-// tables, row ids, aliases, takeOffsets, stats, rename, drop, and the errors
+// tables, row ids, aliases, takeOffsets, stats, rename, drop, column
+// operations (add, alter, drop), and the errors
 // the client maps (missing table, version and index, bad filter, bad key).
 // Then real Lance opens the table the server wrote, from disk.
 func TestServerClient(t *testing.T) {
@@ -145,6 +146,10 @@ func TestServerClient(t *testing.T) {
 	want("branches", `{"again":"exists","list":["dev"],"devCount":6,"mainCount":6,`+
 		`"diff":{"newOnBranch":1,"newOnBase":0,"baseMoved":false,"errors":0},"dry":"ready","afterDry":6,`+
 		`"pick":"cherryPicked","afterPick":6,"has100":1,"has0":0,"listAfter":[]}`)
+	want("columns", `{"added":1,"renamed":2,"cast":"refused","sameNullable":2,"dropped":3,`+
+		`"schema":["id:Float64","label:Utf8","price:Float64","vector:FixedSizeList[8]<Float32>","double_price:Float64"],`+
+		`"rows":[{"id":2,"label":"c2","double_price":8},{"id":3,"label":"c3","double_price":12}],`+
+		`"search":[{"label":"c3","double_price":12,"_distance":0}],"oldName":"gone"}`)
 	want("dropTable", `["items"]`)
 	if _, err := os.Stat(filepath.Join(dataDir, "other.lance")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dropped table's folder: %v", err)

@@ -26,6 +26,10 @@
 //	POST /v1/table/{t}/version/list/, restore/
 //	POST /v1/table/{t}/tags/{list,version,create,update,delete}/
 //	POST /v1/table/{t}/branches/{list,create,delete,diff,cherry_pick}/
+//	POST /v1/table/{t}/add_columns/                  {"new_columns":[{"name","expression"}]} → {"version"}
+//	POST /v1/table/{t}/alter_columns/                {"alterations":[{"path","rename"?,...}]} → {"version"}
+//	POST /v1/table/{t}/drop_columns/                 {"columns":[...]} → {"version"}
+//	GET  /metrics                                    Prometheus text format
 //	GET  /healthz                                    no key needed
 //
 // Reads take "version" in their body (a client's checkout) and "branch";
@@ -38,9 +42,15 @@
 // and IVF_FLAT map to dataset.IndexIVFPQ, IndexIVFHNSWSQ and IndexIVFFlat;
 // an index of the same name is replaced, as the client's default asks.
 //
+// add_columns computes columns from SQL expressions (dataset.AddColumns);
+// alter_columns renames (dataset.RenameColumn), accepts a data type or
+// nullability the column already has, and refuses any other type or
+// nullability change with a 400 before committing anything; drop_columns
+// is dataset.DropColumns. All three act on the body's "branch" if given.
+//
 // Not served: full-text search and order_by in queries, scalar and FTS
 // indices, namespaces other than the root, multipart writes, jobs, blobs,
-// column operations, explain and analyze plans.
+// computed and function columns, explain and analyze plans.
 //
 // Branches: the client's table.branches() list/create/delete/checkout work
 // on lancer's branches (package branch); diff compares a branch with main
@@ -82,6 +92,28 @@
 //     forgets them. The client resends insert and merge_insert with a new
 //     request id per attempt, so a retry of those after a lost response
 //     still applies twice.
+//
+// # Metrics
+//
+// GET /metrics answers Prometheus's text format (see metrics): requests by
+// route pattern (never the raw path, so table names do not multiply the
+// series) and status, a latency histogram per route, requests in flight,
+// rows returned and searched by queries, commits by operation, and the
+// dataset cache's hits and misses. It needs the API key like every other
+// endpoint (a scraper sends it as a bearer token); a server without a key
+// listens on loopback only, and there /metrics is open too.
+//
+// # Cache
+//
+// The server keeps the last Options.CacheSize opened versions
+// (*dataset.Dataset, by table, branch and version; DefaultCacheSize) and
+// the versions its own writes commit. A request for the latest version
+// still lists the table's versions afresh (dataset.LatestVersion), so
+// commits by anyone are seen at once, and reuses the cached Dataset of
+// that version: its search state (the vectors of unindexed fragments,
+// index parts) survives across requests. An entry is used only while its
+// manifest file is unchanged (size and modification time), so a table
+// dropped and written again is never served from a stale entry.
 //
 // Request bodies and query results are held in memory (results are
 // written as one Arrow IPC file), so a query without a limit over a large

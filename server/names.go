@@ -81,8 +81,55 @@ func (s *Server) tableExists(ctx context.Context, name string) (bool, error) {
 
 // open opens a table at a version of a branch (0: the latest; "": main).
 // A missing table is a 404 the client reports as TableNotFound; a missing
-// version of an existing table a plain 404.
+// version of an existing table a plain 404. The latest version is looked
+// up afresh on every call; the version found is taken from the server's
+// cache of opened versions when it is there (see datasetCache).
 func (s *Server) open(ctx context.Context, name string, version uint64, branchName string) (*dataset.Dataset, error) {
+	if branchName == branch.Main {
+		branchName = ""
+	}
+	if !s.cache.enabled() {
+		return s.openUncached(ctx, name, version, branchName)
+	}
+	if version == 0 {
+		store, err := s.tableStore(name)
+		if err != nil {
+			return nil, err
+		}
+		line := store
+		if branchName != "" {
+			line = blob.Sub(store, "tree/"+branchName)
+		}
+		// On an error (no such table or branch) the uncached path below
+		// finds the same and reports it.
+		if latest, err := dataset.LatestVersion(ctx, line); err == nil {
+			version = latest
+		}
+	}
+	if version != 0 {
+		if ds := s.cache.get(name, branchName, version); ds != nil {
+			return ds, nil
+		}
+	}
+	ds, err := s.openUncached(ctx, name, version, branchName)
+	if err != nil {
+		return nil, err
+	}
+	s.remember(name, branchName, ds)
+	return ds, nil
+}
+
+// remember caches a version of a table's line that the server opened or
+// committed.
+func (s *Server) remember(name, branchName string, ds *dataset.Dataset) {
+	if branchName == branch.Main {
+		branchName = ""
+	}
+	s.cache.put(s.tableDir(name), name, branchName, ds)
+}
+
+// openUncached is open without the cache.
+func (s *Server) openUncached(ctx context.Context, name string, version uint64, branchName string) (*dataset.Dataset, error) {
 	ok, err := s.tableExists(ctx, name)
 	if err != nil {
 		return nil, err

@@ -163,9 +163,12 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
 			b.Release()
 		}
 	}()
+	kind := "search"
 	if offsets, ok := rowOffsets(q.Filter); ok && len(vectors) == 0 {
+		kind = "take"
 		schema, batches, err = s.take(r, ds, offsets, columns, q.WithRowID)
 	} else if len(vectors) == 0 {
+		kind = "scan"
 		schema, batches, err = s.scan(r, ds, &q, columns, k, offset)
 	} else {
 		schema, batches, err = s.search(r, ds, &q, vectors, columns, k, offset)
@@ -173,6 +176,15 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return inTable(err)
 	}
+	var returned int64
+	for _, b := range batches {
+		returned += b.NumRows()
+	}
+	searched := uint64(len(offsets(q.Filter)))
+	if kind != "take" {
+		searched = liveRows(ds) * uint64(max(1, len(vectors)))
+	}
+	s.metrics.query(kind, uint64(returned), searched)
 	if aliases != nil {
 		schema, batches = renameColumns(schema, batches, columns, aliases)
 	}
@@ -424,4 +436,23 @@ func renameColumns(schema *arrow.Schema, batches []arrow.RecordBatch, columns, a
 		batches[i] = nb
 	}
 	return out, batches
+}
+
+// liveRows is the number of rows of a version that are not deleted, from
+// its manifest.
+func liveRows(ds *dataset.Dataset) uint64 {
+	var n uint64
+	for _, f := range ds.Manifest().Fragments {
+		d, _ := f.NumDeletedRows()
+		if d <= f.PhysicalRows {
+			n += f.PhysicalRows - d
+		}
+	}
+	return n
+}
+
+// offsets returns the offsets of a takeOffsets filter, or none.
+func offsets(filter string) []uint64 {
+	o, _ := rowOffsets(filter)
+	return o
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// RequestTimeout bounds the work done for one request (a request's
 	// x-request-timeout-ms may shorten it). Default 0: no bound.
 	RequestTimeout time.Duration
+	// CacheSize is how many opened table versions the server keeps for
+	// reuse across requests (see datasetCache). Default DefaultCacheSize;
+	// negative disables the cache.
+	CacheSize int
 }
 
 // Server answers LanceDB's remote protocol over the tables of a folder.
@@ -59,6 +63,8 @@ type Server struct {
 	maxBody int64
 	timeout time.Duration
 	mux     *http.ServeMux
+	cache   *datasetCache
+	metrics *metrics
 
 	mu     sync.Mutex
 	tables map[string]*tableState // by name; entries live as long as the server
@@ -96,6 +102,15 @@ func New(opts Options) (*Server, error) {
 		maxBody: opts.MaxBodyBytes,
 		timeout: opts.RequestTimeout,
 		tables:  map[string]*tableState{},
+		metrics: newMetrics(),
+	}
+	switch {
+	case opts.CacheSize == 0:
+		s.cache = newDatasetCache(DefaultCacheSize)
+	case opts.CacheSize > 0:
+		s.cache = newDatasetCache(opts.CacheSize)
+	default:
+		s.cache = newDatasetCache(0)
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -132,6 +147,7 @@ func (s *Server) routes() {
 		w.Header().Set("content-type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	s.handle("GET /metrics", s.serveMetrics)
 	s.handle("GET /v1/table", s.listTables)
 	s.handle("GET /v1/namespace/{ns}/table/list", s.listTables)
 	table := func(method, op string, h handlerFunc) {
@@ -154,6 +170,9 @@ func (s *Server) routes() {
 	table("POST", "version/list", s.listVersions)
 	table("POST", "restore", s.restore)
 	table("POST", "stats", s.tableStats)
+	table("POST", "add_columns", s.addColumns)
+	table("POST", "alter_columns", s.alterColumns)
+	table("POST", "drop_columns", s.dropColumns)
 	table("POST", "tags/list", s.listTags)
 	table("POST", "tags/version", s.tagVersion)
 	table("POST", "tags/create", s.createTag)
@@ -186,6 +205,8 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	s.metrics.inFlight.Add(1)
+	endpoint := "unauthorized"
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
@@ -193,6 +214,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.writeError(rec, r, fmt.Errorf("internal error"))
 			}
 		}
+		s.metrics.inFlight.Add(-1)
+		s.metrics.request(endpoint, rec.status, time.Since(start))
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 			"bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"request_id", r.Header.Get("x-request-id"), "remote", r.RemoteAddr)
@@ -217,7 +240,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(ctx)
 	r.Body = &bodyReader{r: http.MaxBytesReader(rec, r.Body, s.maxBody), body: r.Body}
+	endpoint = "unmatched"
 	s.mux.ServeHTTP(rec, r)
+	// The mux sets the pattern it matched on r.
+	endpoint = endpointLabel(r.Pattern)
 }
 
 // authorized checks the API key in x-api-key or an authorization bearer

@@ -79,6 +79,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, name string, op f
 	if err != nil {
 		return err
 	}
+	s.metrics.commit(commitOp(r.Pattern))
 	b, err := marshal(v)
 	if err != nil {
 		return err
@@ -209,6 +210,7 @@ func (s *Server) createTable(w http.ResponseWriter, r *http.Request) error {
 			}
 			return nil, err
 		}
+		s.remember(name, "", ds)
 		return map[string]uint64{"version": ds.Manifest().Version}, nil
 	})
 }
@@ -257,6 +259,7 @@ func (s *Server) dropTable(w http.ResponseWriter, r *http.Request) error {
 		if _, err := os.Stat(s.tableDir(name)); err != nil {
 			return nil, tableNotFound(name)
 		}
+		s.cache.dropTable(name)
 		if err := os.RemoveAll(s.tableDir(name)); err != nil {
 			return nil, err
 		}
@@ -303,6 +306,8 @@ func (s *Server) renameTable(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{status: http.StatusBadRequest, code: codeAlreadyExists,
 			msg: fmt.Sprintf("table %q already exists", body.NewName)}
 	}
+	s.cache.dropTable(name)
+	s.cache.dropTable(body.NewName)
 	if err := os.Rename(s.tableDir(name), s.tableDir(body.NewName)); err != nil {
 		return err
 	}
@@ -368,6 +373,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
+		s.remember(name, branchName, ds)
 		return map[string]uint64{"version": ds.Manifest().Version}, nil
 	})
 }
@@ -402,6 +408,7 @@ func (s *Server) deleteRows(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
+		s.remember(name, branchName, out)
 		after, err := out.CountRows(ctx)
 		if err != nil {
 			return nil, err
@@ -452,6 +459,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
+		s.remember(name, branchName, out)
 		return map[string]uint64{"rows_updated": stats.RowsUpdated, "version": out.Manifest().Version}, nil
 	})
 }
@@ -524,6 +532,7 @@ func (s *Server) mergeInsert(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
+		s.remember(name, branchName, out)
 		return map[string]uint64{
 			"version":           out.Manifest().Version,
 			"num_inserted_rows": stats.RowsInserted,

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"container/list"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// DefaultCacheSize is how many opened versions the server keeps by default.
+const DefaultCacheSize = 16
+
+// datasetCache keeps recently opened versions (*dataset.Dataset) by table,
+// branch and version, least recently used first out. A Dataset is
+// immutable and caches what searches computed (the vectors of unindexed
+// fragments, index parts), so reusing one across requests saves reopening
+// the manifest and rereading those.
+//
+// Freshness is unchanged: a request for the latest version still lists
+// the line's versions (dataset.LatestVersion) and uses the cached Dataset
+// of that version only. An entry is trusted only while its manifest file
+// is the one it was opened from (same size and modification time), so a
+// table dropped and written again, by the server or by anyone else, is
+// opened afresh even where its version numbers repeat.
+type datasetCache struct {
+	max int // 0: disabled
+
+	mu      sync.Mutex
+	lru     *list.List // of *cacheEntry, most recent first
+	entries map[cacheKey]*list.Element
+
+	hits, misses atomic.Uint64
+}
+
+type cacheKey struct {
+	table, branch string
+	version       uint64
+}
+
+type cacheEntry struct {
+	key  cacheKey
+	ds   *dataset.Dataset
+	path string // the manifest file
+	size int64
+	mod  time.Time
+}
+
+func newDatasetCache(max int) *datasetCache {
+	if max < 0 {
+		max = 0
+	}
+	return &datasetCache{max: max, lru: list.New(), entries: map[cacheKey]*list.Element{}}
+}
+
+func (c *datasetCache) enabled() bool { return c != nil && c.max > 0 }
+
+// lineDir is the directory of a table's line: the table's for main, its
+// tree/<branch> for a branch.
+func lineDir(tableDir, branchName string) string {
+	if branchName == "" {
+		return tableDir
+	}
+	return filepath.Join(tableDir, "tree", filepath.FromSlash(branchName))
+}
+
+// get returns the cached version, or nil.
+func (c *datasetCache) get(table, branchName string, version uint64) *dataset.Dataset {
+	if !c.enabled() {
+		return nil
+	}
+	k := cacheKey{table, branchName, version}
+	c.mu.Lock()
+	el, ok := c.entries[k]
+	var e *cacheEntry
+	if ok {
+		e = el.Value.(*cacheEntry)
+		c.lru.MoveToFront(el)
+	}
+	c.mu.Unlock()
+	if e == nil {
+		c.misses.Add(1)
+		return nil
+	}
+	if fi, err := os.Stat(e.path); err != nil || fi.Size() != e.size || !fi.ModTime().Equal(e.mod) {
+		c.remove(k, e)
+		c.misses.Add(1)
+		return nil
+	}
+	c.hits.Add(1)
+	return e.ds
+}
+
+// put caches ds as version ds.Version() of a table's line in tableDir.
+func (c *datasetCache) put(tableDir, table, branchName string, ds *dataset.Dataset) {
+	if !c.enabled() || ds == nil {
+		return
+	}
+	path := filepath.Join(lineDir(tableDir, branchName), filepath.FromSlash(ds.ManifestKey()))
+	fi, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	k := cacheKey{table, branchName, ds.Manifest().Version}
+	e := &cacheEntry{key: k, ds: ds, path: path, size: fi.Size(), mod: fi.ModTime()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[k]; ok {
+		old := el.Value.(*cacheEntry)
+		if old.size == e.size && old.mod.Equal(e.mod) {
+			// Keep the entry already there: its Dataset may have cached
+			// search state.
+			c.lru.MoveToFront(el)
+			return
+		}
+		el.Value = e
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.entries[k] = c.lru.PushFront(e)
+	for c.lru.Len() > c.max {
+		last := c.lru.Back()
+		c.lru.Remove(last)
+		delete(c.entries, last.Value.(*cacheEntry).key)
+	}
+}
+
+// remove drops k's entry if it is still e.
+func (c *datasetCache) remove(k cacheKey, e *cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[k]; ok && el.Value.(*cacheEntry) == e {
+		c.lru.Remove(el)
+		delete(c.entries, k)
+	}
+}
+
+// dropTable forgets every version of a table (dropped, renamed or
+// overwritten).
+func (c *datasetCache) dropTable(table string) {
+	if !c.enabled() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, el := range c.entries {
+		if k.table == table {
+			c.lru.Remove(el)
+			delete(c.entries, k)
+		}
+	}
+}
+
+// len returns the number of cached versions.
+func (c *datasetCache) len() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
