@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -63,6 +64,8 @@ type Dataset struct {
 	// once: live row sets of index segments, vectors of unindexed
 	// fragments (vector_search.go).
 	searchState sync.Map
+	// cachedFilters counts the prefilter results searchState holds.
+	cachedFilters atomic.Int64
 	// readers caches open data file readers by location (openDataFile).
 	readers sync.Map
 }

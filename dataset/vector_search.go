@@ -267,8 +267,30 @@ func (d *Dataset) searchSegments(field int32, o SearchOptions) ([]IndexInfo, vec
 	return segs, metric, nil
 }
 
-// filterRowIDs returns the row ids of the rows predicate keeps.
+// maxCachedFilters bounds the prefilter results a Dataset keeps.
+const maxCachedFilters = 64
+
+// filterRowIDs returns the row ids of the rows predicate keeps. A Dataset
+// is one immutable version, so the answer is kept for the next search with
+// the same predicate (up to maxCachedFilters of them); callers must not
+// modify it.
 func (d *Dataset) filterRowIDs(ctx context.Context, predicate string) (*roaring64.Bitmap, error) {
+	key := "filter/" + predicate
+	if v, ok := d.searchState.Load(key); ok {
+		return v.(*roaring64.Bitmap), nil
+	}
+	ids, err := d.scanFilterRowIDs(ctx, predicate)
+	if err != nil {
+		return nil, err
+	}
+	if d.cachedFilters.Add(1) <= maxCachedFilters {
+		d.searchState.Store(key, ids)
+	}
+	return ids, nil
+}
+
+// scanFilterRowIDs scans for the row ids of the rows predicate keeps.
+func (d *Dataset) scanFilterRowIDs(ctx context.Context, predicate string) (*roaring64.Bitmap, error) {
 	s, err := d.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}, Filter: predicate})
 	if err != nil {
 		return nil, err
