@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -394,22 +395,31 @@ func TestBranchRoot(t *testing.T) {
 	}
 }
 
-// peakAllocator tracks the most memory a checked allocator ever held.
+// peakAllocator tracks the most memory a checked allocator ever held. It
+// is safe for concurrent use: arrow's compute kernels allocate from
+// several goroutines.
 type peakAllocator struct {
 	*memory.CheckedAllocator
+	mu   sync.Mutex
 	peak int
 }
 
 func (p *peakAllocator) Allocate(n int) []byte {
 	b := p.CheckedAllocator.Allocate(n)
-	p.peak = max(p.peak, p.CurrentAlloc())
+	p.note()
 	return b
 }
 
 func (p *peakAllocator) Reallocate(n int, b []byte) []byte {
 	b = p.CheckedAllocator.Reallocate(n, b)
-	p.peak = max(p.peak, p.CurrentAlloc())
+	p.note()
 	return b
+}
+
+func (p *peakAllocator) note() {
+	p.mu.Lock()
+	p.peak = max(p.peak, p.CurrentAlloc())
+	p.mu.Unlock()
 }
 
 // maxScanPeak bounds the live Arrow memory of a scan of pages_2_2 (1.1
