@@ -6,6 +6,7 @@
 //	go run ./bench/cmd/bench -suite=core                 # 200k rows, 3 runs per side, bench/results/
 //	go run ./bench/cmd/bench -suite=core -n 20000 -out /tmp/core
 //	go run ./bench/cmd/bench -suite=scale                # 1M x 128 and 100k x 768, one folder each
+//	go run ./bench/cmd/bench -suite=server               # 32 official clients against lancer serve, 60 s
 //
 // Each step runs -runs times per side, alternating lancer and Lance; the
 // report gives medians, min and max, and the ratio Lance / lancer (above 1:
@@ -33,7 +34,7 @@ func main() {
 		settings string
 		seed     uint
 	)
-	flag.StringVar(&suite, "suite", "core", "suite to run: core, or scale (1M x 128 and 100k x 768)")
+	flag.StringVar(&suite, "suite", "core", "suite to run: core, scale (1M x 128 and 100k x 768) or server (the load test of lancer serve)")
 	flag.IntVar(&o.Rows, "n", bench.DefaultVectorRows, "rows of the table (core suite)")
 	flag.IntVar(&o.Dim, "dim", bench.DefaultVectorDim, "vector dimension (core suite)")
 	flag.IntVar(&o.Runs, "runs", 3, "runs of each step per side (alternating lancer, Lance)")
@@ -75,10 +76,32 @@ func main() {
 			}
 			run(ctx, so, filepath.Join(out, s.name))
 		}
-	case "s3", "server":
-		fail(fmt.Errorf("suite %q is not written yet (issue #8 waits for the object-storage and server issues)", suite))
+	case "server":
+		// The load test of issue #7 (see bench/cmd/serverload for its
+		// knobs): 32 official clients against lancer serve for 60 s.
+		if out == "" {
+			out = filepath.Join(bench.RepoRoot(), "bench", "results", "server")
+		}
+		rep, err := bench.RunServerLoad(ctx, bench.ServerLoadOptions{})
+		if err != nil {
+			fail(err)
+		}
+		if err := rep.Print(os.Stdout); err != nil {
+			fail(err)
+		}
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			fail(err)
+		}
+		if err := rep.WriteJSON(filepath.Join(out, "report.json")); err != nil {
+			fail(err)
+		}
+		if !rep.OK() {
+			fail(fmt.Errorf("the load test saw errors or lost inserts"))
+		}
+	case "s3":
+		fail(fmt.Errorf("suite %q is not written yet (issue #8 waits for the object-storage issue)", suite))
 	default:
-		fail(fmt.Errorf("unknown suite %q (core, scale)", suite))
+		fail(fmt.Errorf("unknown suite %q (core, scale, server)", suite))
 	}
 }
 
