@@ -2,7 +2,7 @@ package server
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -62,7 +62,14 @@ func readStream(r *http.Request) (*streamReader, error) {
 		return nil, invalidf("expected an Arrow IPC stream body (content-type %s), got %q", arrowStreamType, ct)
 	}
 	tail := &tailReader{r: r.Body}
-	rd, err := ipc.NewReader(tail, ipc.WithAllocator(memory.DefaultAllocator))
+	checked, err := checkedStream(tail)
+	if err != nil {
+		if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
+			return nil, &http.MaxBytesError{}
+		}
+		return nil, err
+	}
+	rd, err := ipc.NewReader(checked, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
 			return nil, &http.MaxBytesError{}
@@ -79,15 +86,31 @@ func (s *streamReader) Next() bool {
 		return false
 	}
 	if s.Reader.Next() {
+		// arrow-go takes a batch's row count on trust; one far beyond what
+		// the bytes read could hold would have the write allocate for it.
+		if rows := s.Reader.RecordBatch().NumRows(); rows > 8*s.tail.n+maxRowsSlack {
+			s.err = invalidf("an Arrow IPC batch claims %d rows in a body of %d bytes", rows, s.tail.n)
+			return false
+		}
 		return true
 	}
 	if err := s.Reader.Err(); err != nil {
-		s.err = fmt.Errorf("reading the Arrow IPC stream body: %w", err)
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			s.err = err
+		} else {
+			// A body that does not decode is the client's fault.
+			s.err = invalidf("reading the Arrow IPC stream body: %v", err)
+		}
 	} else if !bytes.Equal(s.tail.last[:], eosMarker) {
 		s.err = invalidf("the Arrow IPC stream body ended before its end-of-stream marker (after %d bytes)", s.tail.n)
 	}
 	return false
 }
+
+// maxRowsSlack is what a batch may claim beyond 8 rows per body byte
+// (columns of booleans or nulls hold more rows than bytes).
+const maxRowsSlack = 1 << 16
 
 // Err returns the error that ended the stream.
 func (s *streamReader) Err() error { return s.err }
