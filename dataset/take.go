@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -221,7 +222,8 @@ func (d *Dataset) takeLocations(ctx context.Context, proj *projection, locs []ro
 	}()
 	position := make([]int64, len(locs)) // where request i lands in the concatenation
 	var next int64
-	for _, k := range order {
+	rowsOf := make([][]uint64, len(order))
+	for g, k := range order {
 		reqs := groups[k]
 		rows := make([]uint64, len(reqs))
 		for j, i := range reqs {
@@ -229,10 +231,32 @@ func (d *Dataset) takeLocations(ctx context.Context, proj *projection, locs []ro
 			position[i] = next
 			next++
 		}
-		cols, err := d.takeFromFragment(ctx, proj, k, rows)
-		if err != nil {
-			return nil, err
+		rowsOf[g] = rows
+	}
+	// Fragments are read concurrently: a take is mostly waiting for small
+	// random reads, which a store serves in parallel.
+	got := make([][]arrow.Array, len(order))
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, takeParallelism)
+	for g, k := range order {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			got[g], errs[g] = d.takeFromFragment(ctx, proj, k, rowsOf[g])
+		}()
+	}
+	wg.Wait()
+	for g := range order {
+		if errs[g] != nil {
+			for _, cols := range got {
+				releaseArrays(cols)
+			}
+			return nil, errs[g]
 		}
+	}
+	for _, cols := range got {
 		for c, a := range cols {
 			pieces[c] = append(pieces[c], a)
 		}
@@ -256,6 +280,9 @@ func (d *Dataset) takeLocations(ctx context.Context, proj *projection, locs []ro
 	}
 	return array.NewRecordBatch(proj.arrow, out, int64(len(locs))), nil
 }
+
+// takeParallelism is how many fragments a take reads at once.
+const takeParallelism = 8
 
 // takeFromFragment reads the given physical rows of fragment k, in order,
 // as the projection's output columns.
