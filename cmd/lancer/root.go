@@ -48,6 +48,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newGCCommand(),
 		newCherryPickCommand(),
 		newServeCommand(),
+		newCatCommand(),
+		newImportImagesCommand(),
 	)
 	return root
 }
