@@ -23,6 +23,10 @@ type branchBody struct {
 	FromBranch  *string `json:"from_branch"`
 	FromVersion *uint64 `json:"from_version"`
 	DryRun      bool    `json:"dry_run"`
+	// branches/merge/ only: the line merged into ("" or "main" for main)
+	// and the conflict strategy (fail, ours, theirs).
+	Into     string `json:"into"`
+	Strategy string `json:"strategy"`
 }
 
 // branchRoot decodes the body and returns the table's root store.
@@ -377,4 +381,84 @@ func columnsOf(cols []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (columns %v)", cols)
+}
+
+// mergeBranch answers lancer's own branches/merge/ {"from_branch",
+// "into"?, "strategy"?: "fail"|"ours"|"theirs", "dry_run"?} with what
+// branch.Merge did: {"status": "merged"|"fastForward"|"upToDate"|"ready",
+// "source", "target", "base", "version", "rowsAdded", "rowsUpdated",
+// "rowsDeleted", "columnsAdded", "columnsDropped", "conflicts": [{"row_id",
+// "kind", "columns"}]}. Conflicts under "fail" are a 409 with status
+// "failed" and the same body, as cherry_pick answers them.
+func (s *Server) mergeBranch(w http.ResponseWriter, r *http.Request) error {
+	root, body, err := s.branchRoot(r)
+	if err != nil {
+		return err
+	}
+	strategy, err := dataset.ParseMergeStrategy(body.Strategy)
+	if err != nil {
+		return err
+	}
+	from := fromBranch(body)
+	src := branch.Ref{}
+	if from != branch.Main {
+		src.Branch = from
+	}
+	into := body.Into
+	if into == branch.Main {
+		into = ""
+	}
+	t := s.table(r.PathValue("id"))
+	t.mu.Lock()
+	res, err := branch.Merge(r.Context(), root, src, &branch.MergeOptions{Into: into, Strategy: strategy, DryRun: body.DryRun})
+	t.mu.Unlock()
+	var fail *dataset.MergeConflictError
+	status := http.StatusOK
+	out := map[string]any{"source": from, "conflicts": []dataset.RowConflict{}}
+	switch {
+	case errors.As(err, &fail):
+		status = http.StatusConflict
+		out["status"] = "failed"
+		out["message"] = fail.Error()
+		if fail.Report != nil && fail.Report.Conflicts != nil {
+			out["conflicts"] = fail.Report.Conflicts
+		}
+	case errors.Is(err, lancer.ErrNotFound):
+		return branchNotFound(from, err)
+	case err != nil:
+		return err
+	default:
+		rep := res.Report
+		out["status"] = "merged"
+		switch {
+		case res.UpToDate:
+			out["status"] = "upToDate"
+		case body.DryRun:
+			out["status"] = "ready"
+		case res.FastForward:
+			out["status"] = "fastForward"
+		}
+		out["source"], out["target"], out["base"] = res.Source.String(), res.Target.String(), res.Base.String()
+		out["version"] = res.Version
+		out["rowsAdded"], out["rowsUpdated"], out["rowsDeleted"] = rep.RowsAdded, rep.RowsUpdated, rep.RowsDeleted
+		out["columnsAdded"], out["columnsDropped"] = nonNil(rep.ColumnsAdded), nonNil(rep.ColumnsDropped)
+		if rep.Conflicts != nil {
+			out["conflicts"] = rep.Conflicts
+		}
+	}
+	b, err := marshal(out)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("content-type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(b)
+	return err
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
 }

@@ -183,6 +183,7 @@ func (s *Server) routes() {
 	table("POST", "branches/delete", s.deleteBranch)
 	table("POST", "branches/diff", s.diffBranch)
 	table("POST", "branches/cherry_pick", s.cherryPick)
+	table("POST", "branches/merge", s.mergeBranch)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
 			msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})

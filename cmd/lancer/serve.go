@@ -29,6 +29,7 @@ func newServeCommand() *cobra.Command {
 		addr       string
 		apiKeyFile string
 		maxBody    int64
+		cacheSize  int
 		timeout    time.Duration
 	)
 	cmd := &cobra.Command{
@@ -59,7 +60,7 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			h, err := server.New(server.Options{DataDir: dataDir, APIKey: key, Addr: addr, Logger: logger,
-				MaxBodyBytes: maxBody, RequestTimeout: timeout})
+				MaxBodyBytes: maxBody, RequestTimeout: timeout, CacheSize: cacheSize})
 			if err != nil {
 				return err
 			}
@@ -95,6 +96,7 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 	cmd.Flags().StringVar(&apiKeyFile, "api-key-file", "", "file whose first line is the API key clients must send")
 	cmd.Flags().Int64Var(&maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted")
 	cmd.Flags().DurationVar(&timeout, "request-timeout", 0, "bound on the work for one request (0: none)")
+	cmd.Flags().IntVar(&cacheSize, "cache-size", 0, "opened table versions kept for reuse across requests (0: the server's default; negative: none)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }
