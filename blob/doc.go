@@ -1,6 +1,6 @@
 // Package blob is where lancer's bytes live: one small Store interface over
-// local disk, memory and (in a later layer) object stores such as S3, GCS and
-// Azure.
+// local disk (LocalStore), memory (MemStore) and object stores (CloudStore,
+// over any gocloud.dev/blob bucket; Open understands s3:// URIs).
 //
 // # Contract
 //
@@ -15,8 +15,22 @@
 // of several concurrent callers creating the same key (even in different
 // processes), exactly one succeeds and the others get an error wrapping
 // lancer.ErrConflict. Local disk implements it with link(2), which is atomic
-// across processes; memory with a mutex.
+// across processes; memory with a mutex; CloudStore with the backend's
+// conditional write (S3 If-None-Match: *, GCS and Azure preconditions).
 //
 // Errors wrap lancer.ErrNotFound for missing keys, lancer.ErrInvalidArgument
 // for malformed keys and ranges, and lancer.ErrConflict as above.
+//
+// # Dependencies
+//
+// gocloud.dev/blob (v0.49.0) gives one API over S3, GCS, Azure and memory
+// buckets, with range reads and conditional create (WriterOptions
+// IfNotExist) on each; it is why CloudStore is small. The S3 driver brings
+// the AWS SDK (aws-sdk-go-v2: aws, config, credentials, service/s3), which
+// OpenWithOptions uses to build a client from Lance-style storage options.
+// github.com/johannesboyne/gofakes3 is a test-only dependency: an
+// in-process S3 server that honours If-None-Match on PUT, so the
+// conformance suite (blob/blobtest) and the dataset tests run against S3
+// semantics without a network. GCS (gs://) and Azure (az://) URIs are not
+// wired into Open yet; NewCloudStore accepts their buckets already.
 package blob

@@ -16,9 +16,21 @@ var (
 )
 
 // Open returns the store for a URI: a bare path or file:// URI (local disk),
-// or mem://name (process-wide in-memory store, shared by every Open of the
-// same name). Object-store schemes are added by a later layer.
+// mem://name (process-wide in-memory store, shared by every Open of the
+// same name), or s3://bucket/prefix (configured from the environment only;
+// see OpenWithOptions).
 func Open(ctx context.Context, uri string) (Store, error) {
+	return OpenWithOptions(ctx, uri, nil)
+}
+
+// OpenWithOptions is Open with storage options, named as Lance names them
+// (storage_options in Lance's Python and Rust APIs). For s3:// they are
+// aws_endpoint, aws_region, aws_access_key_id, aws_secret_access_key,
+// aws_session_token, allow_http, aws_virtual_hosted_style_request and
+// aws_skip_signature; each falls back to the environment variable of the
+// same name in upper case (AWS_ENDPOINT, AWS_REGION, ..., also
+// AWS_ENDPOINT_URL and AWS_DEFAULT_REGION). See openS3.
+func OpenWithOptions(ctx context.Context, uri string, options map[string]string) (Store, error) {
 	if uri == "" {
 		return nil, fmt.Errorf("blob: empty URI: %w", lancer.ErrInvalidArgument)
 	}
@@ -46,6 +58,8 @@ func Open(ctx context.Context, uri string) (Store, error) {
 			memStores[name] = s
 		}
 		return s, nil
+	case "s3", "s3a":
+		return openS3(ctx, uri, rest, options)
 	}
 	return nil, fmt.Errorf("blob: URI %q: scheme %q is not supported yet: %w", uri, scheme, lancer.ErrUnsupported)
 }

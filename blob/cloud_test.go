@@ -1,0 +1,229 @@
+package blob_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	gcblob "gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/blob/blobtest"
+)
+
+func TestConformanceMemStore(t *testing.T) {
+	blobtest.Run(t, func(t *testing.T) blob.Store { return blob.NewMemStore(t.Name()) })
+}
+
+func TestConformanceLocalStore(t *testing.T) {
+	blobtest.Run(t, func(t *testing.T) blob.Store {
+		s, err := blob.NewLocalStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestConformanceCloudMemblob(t *testing.T) {
+	blobtest.Run(t, func(t *testing.T) blob.Store {
+		b := memblob.OpenBucket(nil)
+		t.Cleanup(func() { b.Close() })
+		return blob.NewCloudStore(b, "mem://bucket/p", "p")
+	})
+}
+
+// fakeS3 is an in-process S3 server (gofakes3 over memory) on loopback with
+// one bucket, "bkt". The returned middleware hook, if set, sees every
+// request first and may answer it itself by returning true.
+type fakeS3 struct {
+	URL  string
+	hook atomic.Pointer[func(w http.ResponseWriter, r *http.Request, next http.Handler) bool]
+}
+
+func newFakeS3(t *testing.T) *fakeS3 {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket("bkt"); err != nil {
+		t.Fatal(err)
+	}
+	h := gofakes3.New(backend).Server()
+	f := &fakeS3{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hook := f.hook.Load(); hook != nil && (*hook)(w, r, h) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+func (f *fakeS3) options() map[string]string {
+	return map[string]string{
+		"aws_endpoint":          f.URL,
+		"aws_region":            "us-east-1",
+		"aws_access_key_id":     "AK",
+		"aws_secret_access_key": "SK",
+		"allow_http":            "true",
+	}
+}
+
+func (f *fakeS3) open(t *testing.T, prefix string) *blob.CloudStore {
+	t.Helper()
+	s, err := blob.OpenWithOptions(context.Background(), "s3://bkt/"+prefix, f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := s.(*blob.CloudStore)
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestConformanceCloudS3(t *testing.T) {
+	f := newFakeS3(t)
+	var n atomic.Int32
+	blobtest.Run(t, func(t *testing.T) blob.Store {
+		return f.open(t, fmt.Sprintf("t%d/ds.lance", n.Add(1)))
+	})
+}
+
+func TestOpenS3Options(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeS3(t)
+	s := f.open(t, "a/b.lance")
+	if s.URI() != "s3://bkt/a/b.lance" {
+		t.Errorf("URI = %q", s.URI())
+	}
+	if err := s.Write(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	// The prefix is a key prefix in the bucket.
+	root := f.open(t, "")
+	if got, err := root.ReadAll(ctx, "a/b.lance/k"); err != nil || string(got) != "v" {
+		t.Fatalf("root read = %q, %v", got, err)
+	}
+	if root.URI() != "s3://bkt" {
+		t.Errorf("root URI = %q", root.URI())
+	}
+
+	opts := f.options()
+	delete(opts, "allow_http")
+	t.Setenv("AWS_ALLOW_HTTP", "")
+	if _, err := blob.OpenWithOptions(ctx, "s3://bkt/x", opts); !errors.Is(err, lancer.ErrInvalidArgument) {
+		t.Errorf("plain http without allow_http: %v", err)
+	}
+	// The environment configures what options do not.
+	t.Setenv("AWS_ENDPOINT", f.URL)
+	t.Setenv("AWS_ALLOW_HTTP", "true")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AK")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "SK")
+	t.Setenv("AWS_REGION", "us-east-1")
+	e, err := blob.Open(ctx, "s3://bkt/a/b.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.ReadAll(ctx, "k"); err != nil || string(got) != "v" {
+		t.Fatalf("env-configured read = %q, %v", got, err)
+	}
+	e.(*blob.CloudStore).Close()
+
+	for _, bad := range []string{"s3://", "s3:///x", "s3://bkt/a/../b"} {
+		if _, err := blob.OpenWithOptions(ctx, bad, f.options()); !errors.Is(err, lancer.ErrInvalidArgument) {
+			t.Errorf("Open(%q): %v", bad, err)
+		}
+	}
+	if _, err := blob.OpenWithOptions(ctx, "s3://bkt", map[string]string{"allow_http": "maybe"}); !errors.Is(err, lancer.ErrInvalidArgument) {
+		t.Errorf("bad boolean: %v", err)
+	}
+	if _, err := blob.OpenWithOptions(ctx, "s3://bkt", map[string]string{"aws_endpoint": "ftp://x"}); !errors.Is(err, lancer.ErrInvalidArgument) {
+		t.Errorf("bad endpoint: %v", err)
+	}
+}
+
+// TestCloudRetries: transient server errors are retried; a conditional
+// create whose response was lost (the object landed, the client saw a 503)
+// still succeeds once, and a real conflict is never retried into a win.
+func TestCloudRetries(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeS3(t)
+	s := f.open(t, "r")
+	s.Backoff = 1
+
+	var fails atomic.Int32
+	var seen atomic.Int32
+	hook := func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
+		if !strings.Contains(r.URL.Path, "/flaky") {
+			return false
+		}
+		seen.Add(1)
+		if fails.Add(-1) >= 0 {
+			if r.Method == http.MethodPut {
+				// Let the write land, then lose the answer.
+				next.ServeHTTP(httptest.NewRecorder(), r)
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	}
+	f.hook.Store(&hook)
+
+	fails.Store(2)
+	if err := s.Write(ctx, "flaky", []byte("w")); err != nil {
+		t.Fatalf("Write through two 503s: %v", err)
+	}
+	fails.Store(2)
+	if got, err := s.ReadAll(ctx, "flaky"); err != nil || string(got) != "w" {
+		t.Fatalf("ReadAll through two 503s: %q, %v", got, err)
+	}
+	seen.Store(0)
+	fails.Store(10)
+	if _, err := s.Stat(ctx, "flaky"); err == nil {
+		t.Fatal("Stat succeeded through 10 failures")
+	}
+	if n := seen.Load(); n != blob.DefaultMaxTries {
+		t.Errorf("%d tries, want %d", n, blob.DefaultMaxTries)
+	}
+
+	fails.Store(1)
+	if err := s.CreateIfAbsent(ctx, "flaky2", []byte("mine")); err != nil {
+		t.Fatalf("create whose first answer was lost: %v", err)
+	}
+	seen.Store(0)
+	fails.Store(0)
+	if err := s.CreateIfAbsent(ctx, "flaky2", []byte("other")); !errors.Is(err, lancer.ErrConflict) {
+		t.Fatalf("second create: %v", err)
+	}
+	if n := seen.Load(); n != 1 {
+		t.Errorf("a conflict was tried %d times, want 1", n)
+	}
+	f.hook.Store(nil)
+}
+
+// TestCloudStoreOverBucketURL: NewCloudStore takes any gocloud bucket.
+func TestCloudStoreOverBucketURL(t *testing.T) {
+	ctx := context.Background()
+	b, err := gcblob.OpenBucket(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := blob.NewCloudStore(b, "mem://x", "")
+	if err := s.CreateIfAbsent(ctx, "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateIfAbsent(ctx, "a", nil); !errors.Is(err, lancer.ErrConflict) {
+		t.Fatal(err)
+	}
+}
