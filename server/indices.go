@@ -196,15 +196,7 @@ func indexTypeName(ix dataset.IndexInfo) string {
 
 // listIndices answers index/list/ {"version"}.
 func (s *Server) listIndices(w http.ResponseWriter, r *http.Request) error {
-	name, err := tableName(r)
-	if err != nil {
-		return err
-	}
-	var body versionBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	ds, err := s.open(r.Context(), name, body.version(), body.Branch)
+	ds, err := s.openRead(r)
 	if err != nil {
 		return err
 	}
@@ -218,15 +210,7 @@ func (s *Server) listIndices(w http.ResponseWriter, r *http.Request) error {
 // indexStats answers index/{name}/stats/ {"version"}; a missing index is
 // a 404, which the client reports as undefined.
 func (s *Server) indexStats(w http.ResponseWriter, r *http.Request) error {
-	name, err := tableName(r)
-	if err != nil {
-		return err
-	}
-	var body versionBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	ds, err := s.open(r.Context(), name, body.version(), body.Branch)
+	ds, err := s.openRead(r)
 	if err != nil {
 		return err
 	}
@@ -246,7 +230,7 @@ func (s *Server) indexStats(w http.ResponseWriter, r *http.Request) error {
 		}
 		return writeJSON(w, resp)
 	}
-	return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: fmt.Sprintf("index %q not found in table %q", index, name)}
+	return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: fmt.Sprintf("index %q not found in table %q", index, r.PathValue("id"))}
 }
 
 // dropIndex answers index/{name}/drop/; a missing index is a 404, which

@@ -108,6 +108,20 @@ type versionBody struct {
 	Branch  string  `json:"branch"`
 }
 
+// openRead opens the table a read names at the version and branch its
+// {"version", "branch"} body gives.
+func (s *Server) openRead(r *http.Request) (*dataset.Dataset, error) {
+	name, err := tableName(r)
+	if err != nil {
+		return nil, err
+	}
+	var body versionBody
+	if err := decodeJSON(r, &body); err != nil {
+		return nil, err
+	}
+	return s.open(r.Context(), name, body.version(), body.Branch)
+}
+
 func (v versionBody) version() uint64 {
 	if v.Version == nil {
 		return 0
@@ -219,15 +233,7 @@ func (s *Server) createTable(w http.ResponseWriter, r *http.Request) error {
 // and a few statistics. A missing version is a 404 (checkout(n) relies
 // on it).
 func (s *Server) describeTable(w http.ResponseWriter, r *http.Request) error {
-	name, err := tableName(r)
-	if err != nil {
-		return err
-	}
-	var body versionBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	ds, err := s.open(r.Context(), name, body.version(), body.Branch)
+	ds, err := s.openRead(r)
 	if err != nil {
 		return err
 	}
@@ -242,7 +248,7 @@ func (s *Server) describeTable(w http.ResponseWriter, r *http.Request) error {
 		deleted += n
 	}
 	return writeJSON(w, map[string]any{
-		"table":   name,
+		"table":   r.PathValue("id"), // checked by openRead
 		"version": m.Version,
 		"schema":  schema,
 		"stats":   map[string]uint64{"num_deleted_rows": deleted, "num_fragments": uint64(len(m.Fragments))},
