@@ -111,6 +111,17 @@ await step('indexStats', async () => {
 });
 await step('indexedSearch', async () =>
   plain(await t.vectorSearch(vec(5)).select(['id']).refineFactor(5).limit(3).toArray()));
+await step('plans', async () => {
+  // explain_plan / analyze_plan: lancer's own plan text, checked by the Go
+  // test for what it must mention.
+  const explain = await t.vectorSearch(vec(5)).where('id > 2').select(['id']).nprobes(4).refineFactor(5).limit(3).explainPlan(true);
+  const postfilter = await t.vectorSearch(vec(5)).where('id > 2').postfilter().bypassVectorIndex().limit(3).explainPlan();
+  const scan = await t.query().where('id >= 3').select(['id', 'text']).limit(2).explainPlan();
+  const analyze = await t.query().where('id >= 3').select(['id']).limit(2).analyzePlan();
+  const analyzeSearch = await t.vectorSearch(vec(5)).select(['id']).limit(3).analyzePlan();
+  return { explain, postfilter, scan, analyze, analyzeSearch };
+});
+await step('fullTextSearch', async () => await t.query().fullTextSearch('row').select(['id']).limit(2).toArray());
 await step('scalarIndex', async () => {
   await t.createIndex('id', { config: lancedb.Index.btree() });
   return 'created';
@@ -175,6 +186,8 @@ await step('extras', async () => {
   out.withRowId = plain(await e.query().select(['id']).withRowId().limit(2).toArray());
   out.alias = plain(await e.query().select({ ident: 'id' }).limit(2).toArray());
   out.takeOffsets = plain(await e.takeOffsets([4, 1]).select(['id']).toArray());
+  out.takeRowIds = plain(await e.takeRowIds([4n, 1n]).select(['id']).toArray());
+  out.takeRowIdsWithId = plain(await e.takeRowIds([2, 5]).select(['id']).withRowId().toArray());
   out.cosine = plain(await e.vectorSearch(vec(3)).distanceType('cosine').select(['id']).limit(1).toArray())
     .map((r) => ({ id: r.id, near0: Math.abs(r._distance) < 1e-6 }));
   out.exact = plain(await e.vectorSearch(vec(2)).bypassVectorIndex().nprobes(3).select(['id']).limit(1).toArray());
@@ -209,6 +222,29 @@ await step('bulk', async () => {
   const top = plain(await b.vectorSearch(vec(3)).where('id < 20').select(['id']).limit(3).toArray()).map((r) => r.id);
   await db.dropTable('bulk');
   return { n, top };
+});
+await step('multipart', async () => {
+  // More than a million rows (with LANCE_CPU_THREADS > 1) makes add() a
+  // multipart write against a 0.4.0 server: create, parts, one complete.
+  const arrow = require('apache-arrow');
+  const big = await db.createTable('big', [{ id: -1 }]);
+  const v0 = await big.version();
+  const batches = [];
+  const per = 300_000;
+  for (let b = 0; b < 4; b++) {
+    const ids = new Float64Array(per);
+    for (let i = 0; i < per; i++) ids[i] = b * per + i;
+    batches.push(...arrow.tableFromArrays({ id: ids }).batches);
+  }
+  const res = await big.add(new arrow.Table(batches));
+  const out = {
+    versionStep: res.version - v0,
+    count: await big.countRows(),
+    max: await big.countRows('id = 1199999'),
+    versions: (await big.listVersions()).length,
+  };
+  await db.dropTable('big');
+  return out;
 });
 await step('branches', async () => {
   // Branches through the protocol's own endpoints; diff and cherry-pick

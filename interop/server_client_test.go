@@ -21,9 +21,11 @@ import (
 // list, add, count, query, vector and batch search, update, delete,
 // merge-insert (with a delete of unmatched rows), index create/list/stats/
 // drop, versions, tags, checkout by version and by tag, restore, empty
-// tables, row ids, aliases, takeOffsets, stats, rename, drop, column
-// operations (add, alter, drop), and the errors
-// the client maps (missing table, version and index, bad filter, bad key).
+// tables, row ids, aliases, takeOffsets, takeRowIds, stats, rename, drop,
+// column operations (add, alter, drop), explain and analyze plans, a
+// 1.2M-row add() as a multipart write, and the errors
+// the client maps (missing table, version and index, bad filter, bad key,
+// full-text search).
 // Then real Lance opens the table the server wrote, from disk.
 func TestServerClient(t *testing.T) {
 	ref := lanceref.ForTest(t)
@@ -44,7 +46,9 @@ func TestServerClient(t *testing.T) {
 	defer srv.Close()
 
 	cmd := ref.Command("lancedb-client.mjs")
-	cmd.Env = append(cmd.Env, "LANCER_URL=http://"+ln.Addr().String(), "LANCER_API_KEY="+key)
+	// More than one compute thread lets the client split a large add() into
+	// a multipart write (spec §7.10); on a small machine it would not.
+	cmd.Env = append(cmd.Env, "LANCER_URL=http://"+ln.Addr().String(), "LANCER_API_KEY="+key, "LANCE_CPU_THREADS=4")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -127,6 +131,28 @@ func TestServerClient(t *testing.T) {
 	want("listIndices", `[{"name":"vector_idx","type":"IvfPq","columns":["vector"]}]`)
 	want("indexStats", `{"indexed":11,"unindexed":0,"type":"IVF_PQ","distance":"l2"}`)
 	want("indexedSearch", `[{"id":5,"_distance":0},{"id":4,"_distance":8},{"id":6,"_distance":8}]`)
+	// The plans are lancer's own text: check what each must say.
+	var plans map[string]string
+	if err := json.Unmarshal(res.Steps["plans"], &plans); err != nil {
+		t.Errorf("plans: %s", res.Steps["plans"])
+	}
+	for step, fragments := range map[string][]string{
+		"explain": {`VectorSearch table "items" version 7: column vector, 1 query vector(s) of 8 dimensions, k=3`,
+			"index: vector_idx (IVF_PQ), 1 segment(s), nprobes=4", "indexed: 5 of 5 fragments (11 rows)",
+			"refine_factor=5: the 15 best candidates", "filter: id > 2 (prefilter", "fragment 0: 10 rows, 4 deleted"},
+		"postfilter": {"index: none (bypass_vector_index)", "filter: id > 2 (postfilter"},
+		"scan":       {`Scan table "items" version 7: 5 fragments, 11 live rows`, "columns: id, text", "filter: id >= 3 (pushed down", "limit: 2"},
+		"analyze":    {"Executed in", "rows returned: 2", "rows scanned: 6 (whole fragments", "fragments read: 1 of 5"},
+		"analyzeSearch": {"index: vector_idx (IVF_PQ)", "nprobes=20", "rows returned: 3",
+			"rows scanned: 0 scored exactly (flat), and 11 indexed rows searched through the index"},
+	} {
+		for _, f := range fragments {
+			if !strings.Contains(plans[step], f) {
+				t.Errorf("plans.%s does not mention %q:\n%s", step, f, plans[step])
+			}
+		}
+	}
+	wantError("fullTextSearch", "400", "full-text search (match query) is not supported")
 	wantError("scalarIndex", "400", "index type BTREE is not supported")
 	want("dropIndex", `0`)
 	want("versions", `{"version":8,"listed":[1,2,3,4,5,6,7,8],"hasTimestamps":true}`)
@@ -139,10 +165,21 @@ func TestServerClient(t *testing.T) {
 	wantError("badKey", "401")
 	want("extras", `{"emptyCount":0,"emptySchema":["id:Int64:false","label:Utf8:true","vector:FixedSizeList[8]<Float32>:true"],`+
 		`"withRowId":[{"id":0,"_rowid":0},{"id":1,"_rowid":1}],"alias":[{"ident":0},{"ident":1}],"takeOffsets":[{"id":4},{"id":1}],`+
+		`"takeRowIds":[{"id":1},{"id":4}],"takeRowIdsWithId":[{"id":2,"_rowid":2},{"id":5,"_rowid":5}],`+
 		`"cosine":[{"id":3,"near0":true}],"exact":[{"id":2,"_distance":0}],"mergeDelete":{"updated":2,"deleted":2,"ids":[0,1,2,4]},`+
 		`"overwrite":1,"checkoutTag":4,"dropMissingIndex":"Index 'nope_idx' was not found",`+
 		`"stats":{"rows":1,"indices":0,"fragments":1,"bytes":true},"renamed":["items","other","renamed"],"renamedCount":1}`)
 	want("bulk", `{"n":4000,"top":[3,10,17]}`)
+	// The 1.2M-row add went through one multipart write (create, parts,
+	// one complete) and landed once, in one new version.
+	want("multipart", `{"versionStep":1,"count":1200001,"max":1,"versions":2}`)
+	log := logs.String()
+	creates := strings.Count(log, "path=/v1/table/big/multipart_write/create ")
+	completes := strings.Count(log, "path=/v1/table/big/multipart_write/complete ")
+	parts := strings.Count(log, "path=/v1/table/big/insert/ status=200")
+	if creates != 1 || completes != 1 || parts < 1 {
+		t.Errorf("multipart add: %d creates, %d parts, %d completes; want 1, at least 1, 1", creates, parts, completes)
+	}
 	want("branches", `{"again":"exists","list":["dev"],"devCount":6,"mainCount":6,`+
 		`"diff":{"newOnBranch":1,"newOnBase":0,"baseMoved":false,"errors":0},"dry":"ready","afterDry":6,`+
 		`"pick":"cherryPicked","afterPick":6,"has100":1,"has0":0,"listAfter":[]}`)

@@ -58,10 +58,16 @@ func (t *tailReader) Read(p []byte) (int, error) {
 
 // readStream opens the Arrow stream of a request body.
 func readStream(r *http.Request) (*streamReader, error) {
+	return readStreamFrom(r, r.Body)
+}
+
+// readStreamFrom opens the Arrow stream of a request body read through
+// body (r.Body, or a reader over it).
+func readStreamFrom(r *http.Request, body io.Reader) (*streamReader, error) {
 	if ct := r.Header.Get("content-type"); ct != "" && ct != arrowStreamType {
 		return nil, invalidf("expected an Arrow IPC stream body (content-type %s), got %q", arrowStreamType, ct)
 	}
-	tail := &tailReader{r: r.Body}
+	tail := &tailReader{r: body}
 	checked, err := checkedStream(tail)
 	if err != nil {
 		if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {

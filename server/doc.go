@@ -19,9 +19,13 @@
 //	POST /v1/table/{t}/drop/, rename/
 //	POST /v1/table/{t}/count_rows/                   a bare JSON integer
 //	POST /v1/table/{t}/insert/?mode=append|overwrite Arrow IPC stream
+//	POST /v1/table/{t}/insert/?upload_id&upload_part_id  a part of a multipart write
+//	POST /v1/table/{t}/multipart_write/{create,complete,abort}  ?branch= / ?upload_id=
 //	POST /v1/table/{t}/delete/, update/
 //	POST /v1/table/{t}/merge_insert/?on&when_...     Arrow IPC stream
 //	POST /v1/table/{t}/query/                        Arrow IPC file
+//	POST /v1/table/{t}/explain_plan/, analyze_plan/  the plan as a JSON string
+//	POST /v1/table/{t}/stats/                        TableStatistics
 //	POST /v1/table/{t}/create_index/, index/list/, index/{n}/stats/, index/{n}/drop/
 //	POST /v1/table/{t}/version/list/, restore/
 //	POST /v1/table/{t}/tags/{list,version,create,update,delete}/
@@ -49,9 +53,19 @@
 // nullability change with a 400 before committing anything; drop_columns
 // is dataset.DropColumns. All three act on the body's "branch" if given.
 //
-// Not served: full-text search and order_by in queries, scalar and FTS
-// indices, namespaces other than the root, multipart writes, jobs, blobs,
-// computed and function columns, explain and analyze plans.
+// explain_plan ({"verbose", "query"}) answers the plan lancer follows for a
+// query without running it: a scan (fragments, columns, the filter pushed
+// down into the read, offset and limit), a take by offsets, or a vector
+// search (the index segments used with nprobes, ef and refine factor, the
+// unindexed fragments scored exactly, prefilter or postfilter, distance
+// bounds); verbose adds the fragments. analyze_plan (the query body) runs
+// the query and adds rows returned and scanned, fragments read and the
+// time taken.
+//
+// Not served: full-text search (the structured queries a 0.3.0+ server
+// receives are refused with a 400 naming their kind) and order_by in
+// queries, scalar and FTS indices, namespaces other than the root, jobs,
+// blobs, computed and function columns.
 //
 // Branches: the client's table.branches() list/create/delete/checkout work
 // on lancer's branches (package branch); diff compares a branch with main
@@ -90,9 +104,41 @@
 //   - A write retried with the x-request-id of one that already committed
 //     is answered with the first response and not applied again. The
 //     server remembers the last 256 writes per table, in memory: a restart
-//     forgets them. The client resends insert and merge_insert with a new
-//     request id per attempt, so a retry of those after a lost response
-//     still applies twice.
+//     forgets them.
+//   - The client resends insert and merge_insert with a new request id per
+//     attempt, so those are de-duplicated by content instead, but only
+//     when the server knows the client missed the answer to a commit: the
+//     handler failed after committing, the request's context ended (the
+//     client gave up, or its x-request-timeout-ms passed) before the
+//     answer was written, or writing the answer failed. Then the table,
+//     endpoint, query string (mode, branch, merge options) and SHA-256 of
+//     the body are remembered with the answer for Options.UnackedWindow
+//     (default two minutes; at most 1024 entries, in memory), and an
+//     identical request in that window is answered with it and not
+//     applied again. An acknowledged insert leaves no entry: inserting
+//     the same rows twice on purpose inserts them twice. A response lost
+//     without the server noticing (the connection broke after the answer
+//     was handed to the kernel) still leaves the retry to apply twice.
+//
+// # Multipart writes
+//
+// With phalanx-version 0.4.0 the client sends an add() it estimates at more
+// than one write partition (over a million rows or 2 GiB, with more than
+// one compute thread) as a multipart write (spec §7.10): create returns an
+// upload id; each part is an insert carrying upload_id and upload_part_id,
+// checked as a complete Arrow stream and staged as it came in a file under
+// <DataDir>/.lancer-uploads/ named after its part id, so that a retried part
+// replaces its earlier copy; complete commits every part in one append
+// (one overwrite when the parts carried mode=overwrite) and answers the new
+// version; abort removes the parts. Nothing is visible before complete. A
+// complete retried after success (same or new request id) answers the same
+// version without committing again. Staged bytes are bounded by
+// Options.MultipartMaxBytes over all uploads (a part that cannot fit is a
+// 413, or a 503, which the client retries, when other uploads fill the
+// area), at most 1024 uploads are open at once, and an upload untouched
+// for Options.MultipartTTL is dropped with its files when the next
+// multipart call arrives. Each part is a request body, bounded by
+// Options.MaxBodyBytes.
 //
 // # Metrics
 //

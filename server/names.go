@@ -160,7 +160,8 @@ func (s *Server) openUncached(ctx context.Context, name string, version uint64, 
 // a restart forgets them, and so does a retry after that many other
 // writes. The client retries delete, update, create_index, tag and
 // column calls with the same request id; it resends insert and
-// merge_insert with a new id per attempt, which no server can match.
+// merge_insert with a new id per attempt, which unackedCache matches by
+// body instead.
 type dedupCache struct {
 	mu    sync.Mutex
 	order []string

@@ -116,6 +116,104 @@ func (q *queryBody) columns() (names, aliases []string, err error) {
 	return names, aliases, nil
 }
 
+// preparedQuery is a query/ body checked and bound to the version it
+// reads: what query, explain_plan and analyze_plan share.
+type preparedQuery struct {
+	q                *queryBody
+	ds               *dataset.Dataset
+	vectors          [][]float32
+	columns, aliases []string
+	k, offset        int
+	kind             string   // "take", "scan" or "search"
+	offsets          []uint64 // of a take
+}
+
+// prepareQuery checks a query body and opens the version it reads.
+func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*preparedQuery, error) {
+	if !isNull(q.FullTextQuery) {
+		return nil, unsupportedf("full-text search (%s) is not supported: lancer has no full-text index; use a filter such as text LIKE '%%word%%'", ftsKind(q.FullTextQuery))
+	}
+	if t := bytes.TrimSpace(q.OrderBy); !isNull(q.OrderBy) && !bytes.Equal(t, []byte("[]")) {
+		return nil, unsupportedf("order_by is not supported")
+	}
+	p := &preparedQuery{q: q}
+	var err error
+	if p.vectors, err = q.vectors(); err != nil {
+		return nil, err
+	}
+	if p.columns, p.aliases, err = q.columns(); err != nil {
+		return nil, err
+	}
+	if p.k, err = nonNegative("k", q.K, 0); err != nil {
+		return nil, err
+	}
+	if p.offset, err = nonNegative("offset", q.Offset, 0); err != nil {
+		return nil, err
+	}
+	if p.ds, err = s.open(r.Context(), name, q.version(), q.Branch); err != nil {
+		return nil, err
+	}
+	switch offsets, ok := rowOffsets(q.Filter); {
+	case ok && len(p.vectors) == 0:
+		p.kind, p.offsets = "take", offsets
+	case len(p.vectors) == 0:
+		p.kind = "scan"
+	default:
+		p.kind = "search"
+	}
+	return p, nil
+}
+
+// ftsKind names the kind of a full_text_query: the structured form's
+// query key (match, phrase, multi_match, boost, boolean) or "legacy".
+func ftsKind(raw json.RawMessage) string {
+	var body struct {
+		Query json.RawMessage `json:"query"`
+	}
+	if json.Unmarshal(raw, &body) == nil {
+		var tree map[string]json.RawMessage
+		if json.Unmarshal(body.Query, &tree) == nil && len(tree) == 1 {
+			for k := range tree {
+				return k + " query"
+			}
+		}
+	}
+	return "legacy query"
+}
+
+// run runs a prepared query. The caller releases the batches.
+func (s *Server) run(r *http.Request, p *preparedQuery) (*arrow.Schema, []arrow.RecordBatch, error) {
+	var (
+		schema  *arrow.Schema
+		batches []arrow.RecordBatch
+		err     error
+	)
+	switch p.kind {
+	case "take":
+		schema, batches, err = s.take(r, p.ds, p.offsets, p.columns, p.q.WithRowID)
+	case "scan":
+		schema, batches, err = s.scan(r, p.ds, p.q, p.columns, p.k, p.offset)
+	default:
+		schema, batches, err = s.search(r, p.ds, p.q, p.vectors, p.columns, p.k, p.offset)
+	}
+	if err != nil {
+		return nil, nil, inTable(err)
+	}
+	if p.aliases != nil {
+		schema, batches = renameColumns(schema, batches, p.columns, p.aliases)
+	}
+	return schema, batches, nil
+}
+
+// searched is how many rows a prepared query looks at: the rows taken, or
+// every live row once per query vector.
+func (p *preparedQuery) searched() uint64 {
+	if p.kind == "take" {
+		return uint64(len(p.offsets))
+	}
+	return liveRows(p.ds) * uint64(max(1, len(p.vectors)))
+}
+
 // query answers query/: a filtered scan, or a vector search (one query or
 // a batch, then with an Int32 query_index column first), as an Arrow IPC
 // file.
@@ -128,67 +226,25 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &q); err != nil {
 		return err
 	}
-	if !isNull(q.FullTextQuery) {
-		return unsupportedf("full-text search is not supported")
-	}
-	if t := bytes.TrimSpace(q.OrderBy); !isNull(q.OrderBy) && !bytes.Equal(t, []byte("[]")) {
-		return unsupportedf("order_by is not supported")
-	}
-	vectors, err := q.vectors()
+	p, err := s.prepareQuery(r, name, &q)
 	if err != nil {
 		return err
 	}
-	columns, aliases, err := q.columns()
+	schema, batches, err := s.run(r, p)
 	if err != nil {
 		return err
 	}
-	k, err := nonNegative("k", q.K, 0)
-	if err != nil {
-		return err
-	}
-	offset, err := nonNegative("offset", q.Offset, 0)
-	if err != nil {
-		return err
-	}
-	ds, err := s.open(r.Context(), name, q.version(), q.Branch)
-	if err != nil {
-		return err
-	}
-	var (
-		schema  *arrow.Schema
-		batches []arrow.RecordBatch
-	)
 	defer func() {
 		for _, b := range batches {
 			b.Release()
 		}
 	}()
-	kind := "search"
-	if offsets, ok := rowOffsets(q.Filter); ok && len(vectors) == 0 {
-		kind = "take"
-		schema, batches, err = s.take(r, ds, offsets, columns, q.WithRowID)
-	} else if len(vectors) == 0 {
-		kind = "scan"
-		schema, batches, err = s.scan(r, ds, &q, columns, k, offset)
-	} else {
-		schema, batches, err = s.search(r, ds, &q, vectors, columns, k, offset)
-	}
-	if err != nil {
-		return inTable(err)
-	}
 	var returned int64
 	for _, b := range batches {
 		returned += b.NumRows()
 	}
-	searched := uint64(len(offsets(q.Filter)))
-	if kind != "take" {
-		searched = liveRows(ds) * uint64(max(1, len(vectors)))
-	}
-	s.metrics.query(kind, uint64(returned), searched)
-	if aliases != nil {
-		schema, batches = renameColumns(schema, batches, columns, aliases)
-	}
-	return writeArrowFile(w, schema, batches, ds.Manifest().Version)
+	s.metrics.query(p.kind, uint64(returned), p.searched())
+	return writeArrowFile(w, schema, batches, p.ds.Manifest().Version)
 }
 
 // scan runs a plain query: filter, columns, offset and limit.
@@ -449,10 +505,4 @@ func liveRows(ds *dataset.Dataset) uint64 {
 		}
 	}
 	return n
-}
-
-// offsets returns the offsets of a takeOffsets filter, or none.
-func offsets(filter string) []uint64 {
-	o, _ := rowOffsets(filter)
-	return o
 }

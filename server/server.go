@@ -17,11 +17,13 @@ import (
 )
 
 // PhalanxVersion is the server version sent in the phalanx-version header
-// of every response. The client picks request shapes by it: 0.2.0 makes it
-// send a batch vector query as one request (answered with a query_index
-// column) and keeps full-text queries (which lancer refuses) in their legacy
-// form; 0.4.0 would promise multipart writes, which lancer does not have.
-const PhalanxVersion = "0.2.0"
+// of every response. The client picks request shapes by it (spec §4):
+// 0.2.0 makes it send a batch vector query as one request (answered with
+// a query_index column); 0.3.0 makes it send full-text queries as
+// structured trees, which lancer refuses with a 400 naming the query
+// kind; 0.4.0 makes it send large add() calls as multipart writes. 0.5.0
+// (blob endpoints) is not served.
+const PhalanxVersion = "0.4.0"
 
 // DefaultMaxBodyBytes is the default cap on a request body.
 const DefaultMaxBodyBytes = 256 << 20
@@ -52,6 +54,19 @@ type Options struct {
 	// reuse across requests (see datasetCache). Default DefaultCacheSize;
 	// negative disables the cache.
 	CacheSize int
+	// MultipartMaxBytes caps the bytes staged by all multipart uploads
+	// together (in <DataDir>/.lancer-uploads). Default
+	// DefaultMultipartMaxBytes.
+	MultipartMaxBytes int64
+	// MultipartTTL is how long an upload may go untouched before it is
+	// dropped with its staged parts, and how long a completed upload
+	// answers a retried complete. Default DefaultMultipartTTL.
+	MultipartTTL time.Duration
+	// UnackedWindow is how long an insert or merge_insert that committed
+	// without the client seeing the answer is remembered, so that the
+	// client's retry of it is not applied twice (see unackedCache).
+	// Default DefaultUnackedWindow; negative disables it.
+	UnackedWindow time.Duration
 }
 
 // Server answers LanceDB's remote protocol over the tables of a folder.
@@ -65,6 +80,12 @@ type Server struct {
 	mux     *http.ServeMux
 	cache   *datasetCache
 	metrics *metrics
+	uploads *uploadStore  // multipart writes
+	unacked *unackedCache // commits the client may not have seen
+
+	// afterCommit, if set (by tests), runs after a write committed and
+	// before its answer is written; an error fails the request.
+	afterCommit func(r *http.Request) error
 
 	mu     sync.Mutex
 	tables map[string]*tableState // by name; entries live as long as the server
@@ -103,6 +124,8 @@ func New(opts Options) (*Server, error) {
 		timeout: opts.RequestTimeout,
 		tables:  map[string]*tableState{},
 		metrics: newMetrics(),
+		uploads: newUploadStore(dir, opts.MultipartMaxBytes, opts.MultipartTTL),
+		unacked: newUnackedCache(opts.UnackedWindow),
 	}
 	switch {
 	case opts.CacheSize == 0:
@@ -170,6 +193,11 @@ func (s *Server) routes() {
 	table("POST", "version/list", s.listVersions)
 	table("POST", "restore", s.restore)
 	table("POST", "stats", s.tableStats)
+	table("POST", "explain_plan", s.explainPlan)
+	table("POST", "analyze_plan", s.analyzePlan)
+	table("POST", "multipart_write/create", s.createMultipart)
+	table("POST", "multipart_write/complete", s.completeMultipart)
+	table("POST", "multipart_write/abort", s.abortMultipart)
 	table("POST", "add_columns", s.addColumns)
 	table("POST", "alter_columns", s.alterColumns)
 	table("POST", "drop_columns", s.dropColumns)

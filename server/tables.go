@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"os"
@@ -63,16 +65,50 @@ func writeJSON(w http.ResponseWriter, v any) error {
 // result as JSON. A retry of a write already answered (same x-request-id)
 // gets the first answer again without running (see dedupCache).
 func (s *Server) write(w http.ResponseWriter, r *http.Request, name string, op func(ctx context.Context) (any, error)) error {
+	return s.writeOnce(w, r, name, false, op)
+}
+
+// writeData is write for insert and merge_insert, whose retries the
+// client sends with a new request id: their commits that the client may
+// not have seen are remembered by body (see unackedCache), and an
+// identical body within the window is answered from there.
+func (s *Server) writeData(w http.ResponseWriter, r *http.Request, name string, op func(ctx context.Context) (any, error)) error {
+	return s.writeOnce(w, r, name, s.unacked.enabled(), op)
+}
+
+func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, byBody bool, op func(ctx context.Context) (any, error)) error {
 	t := s.table(name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id := r.Header.Get("x-request-id")
 	if id != "" {
 		if resp, ok := t.dedup.get(id); ok {
-			w.Header().Set("content-type", "application/json")
-			w.WriteHeader(resp.status)
-			_, err := w.Write(resp.body)
-			return err
+			return writeResponse(w, resp)
+		}
+	}
+	var (
+		key    string    // set once the body's hash is known
+		hasher hash.Hash // hashes the body as op reads it
+	)
+	if byBody {
+		if s.unacked.has(name) {
+			// A write of this table may be a retry: read the body first
+			// to look it up (bodies are held in memory anyway).
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			key = unackedKey(name, r, sum[:])
+			if resp, ok := s.unacked.get(key); ok {
+				s.log.Info("write answered as an unacknowledged earlier commit", "path", r.URL.Path,
+					"request_id", id)
+				return writeResponse(w, resp)
+			}
+			replaceBody(r, bytes.NewReader(b))
+		} else {
+			hasher = sha256.New()
+			replaceBody(r, io.TeeReader(bodyOf(r), hasher))
 		}
 	}
 	v, err := op(r.Context())
@@ -84,13 +120,85 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, name string, op f
 	if err != nil {
 		return err
 	}
+	resp := dedupResponse{status: http.StatusOK, body: b}
 	if id != "" {
-		t.dedup.put(id, dedupResponse{status: http.StatusOK, body: b})
+		t.dedup.put(id, resp)
 	}
+	// From here on the write is committed: whatever keeps the client from
+	// seeing this answer makes it an unacknowledged commit.
+	unacked := func() {
+		if !byBody {
+			return
+		}
+		if key == "" {
+			// Hash what op left unread (nothing, for a well-formed
+			// stream) so that the key covers the whole body.
+			_, _ = io.Copy(io.Discard, r.Body)
+			key = unackedKey(name, r, hasher.Sum(nil))
+		}
+		s.unacked.put(name, key, resp)
+		s.log.Warn("commit not acknowledged; an identical retry will not apply it again", "path", r.URL.Path,
+			"request_id", id, "window", s.unacked.window)
+	}
+	if s.afterCommit != nil {
+		if err := s.afterCommit(r); err != nil {
+			unacked()
+			return err
+		}
+	}
+	if r.Context().Err() != nil {
+		// The client gave up (or its timeout passed): it may never read
+		// the answer written below.
+		unacked()
+	}
+	if err := writeResponse(w, resp); err != nil {
+		unacked()
+		return err
+	}
+	// Push the answer out now: a connection that broke shows here, while
+	// the handler can still remember the commit.
+	if err := http.NewResponseController(w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		unacked()
+		return err
+	}
+	return nil
+}
+
+// writeResponse writes a JSON response of a write.
+func writeResponse(w http.ResponseWriter, resp dedupResponse) error {
 	w.Header().Set("content-type", "application/json")
-	_, err = w.Write(b)
+	w.WriteHeader(resp.status)
+	_, err := w.Write(resp.body)
 	return err
 }
+
+// bodyOf returns the reader under the request body's size limit, which
+// readers placed in front of it must read through.
+func bodyOf(r *http.Request) io.Reader {
+	if br, ok := r.Body.(*bodyReader); ok {
+		return br.r
+	}
+	return r.Body
+}
+
+// replaceBody makes the request body read from src, keeping the
+// *bodyReader (which remembers a body over the size limit) in place.
+func replaceBody(r *http.Request, src io.Reader) {
+	if br, ok := r.Body.(*bodyReader); ok {
+		br.r = readCloser{Reader: src, Closer: br.r}
+		return
+	}
+	r.Body = readCloser{Reader: src, Closer: r.Body}
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer
+// (writeOnce flushes a write's answer through it).
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // branchOf returns the branch a write names: the client puts it in the
 // JSON body of some calls (delete, update, create_index, ...) and in the
@@ -346,7 +454,8 @@ func (s *Server) countRows(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, n)
 }
 
-// insert answers insert/?mode=append|overwrite with an Arrow stream body.
+// insert answers insert/?mode=append|overwrite with an Arrow stream body,
+// or stages a part of a multipart write (?upload_id=&upload_part_id=).
 func (s *Server) insert(w http.ResponseWriter, r *http.Request) error {
 	name, err := tableName(r)
 	if err != nil {
@@ -354,14 +463,14 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	if q.Get("upload_id") != "" {
-		return unsupportedf("multipart writes are not supported")
+		return s.stagePart(w, r, name)
 	}
 	mode := q.Get("mode")
 	if mode != "" && mode != "append" && mode != "overwrite" {
 		return invalidf("unknown insert mode %q (want append or overwrite)", mode)
 	}
 	branchName := q.Get("branch")
-	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+	return s.writeData(w, r, name, func(ctx context.Context) (any, error) {
 		ds, err := s.open(ctx, name, 0, branchName)
 		if err != nil {
 			return nil, err
@@ -524,7 +633,7 @@ func (s *Server) mergeInsert(w http.ResponseWriter, r *http.Request) error {
 		return unsupportedf("use_lsm is not supported")
 	}
 	branchName := q.Get("branch")
-	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+	return s.writeData(w, r, name, func(ctx context.Context) (any, error) {
 		ds, err := s.open(ctx, name, 0, branchName)
 		if err != nil {
 			return nil, err
