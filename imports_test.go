@@ -26,6 +26,7 @@ var layers = map[string]int{
 	"dataset":              3,
 	"branch":               4,
 	"server":               5,
+	"internal/demo":        5, // builds the demo table with dataset and branch
 	"bench":                6,
 	"cmd":                  6,
 	"interop":              6,

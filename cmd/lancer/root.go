@@ -50,6 +50,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newServeCommand(),
 		newCatCommand(),
 		newImportImagesCommand(),
+		newDemoCommand(),
 	)
 	return root
 }
