@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every lancer test, interop with real Lance included. It installs what
-# the tests need (the pinned Lance reference, from npm) and fails loudly when
-# a tool or the shared fixtures are missing: no test is skipped for want of
-# one. CI runs it through .ci/run.
+# the tests need (the pinned Lance reference and playwright-core, from npm;
+# Debian's chromium, for the browser UI test) and fails loudly when a tool
+# or the shared fixtures are missing: no test is skipped for want of one.
+# CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -21,12 +22,25 @@ unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
 
-echo "== installing the Lance reference (@lancedb/lancedb, pinned in interop/package.json)"
+echo "== Chromium (the browser UI test, interop/ui_e2e_test.go, drives /usr/bin/chromium)"
+if [ ! -x /usr/bin/chromium ]; then
+	sudo=""
+	if [ "$(id -u)" != 0 ]; then
+		command -v sudo >/dev/null 2>&1 || die "/usr/bin/chromium is missing and sudo is not available to install it (apt-get install chromium)"
+		sudo=sudo
+	fi
+	$sudo apt-get update || die "apt-get update failed (needed to install chromium)"
+	$sudo apt-get install -y chromium || die "apt-get install chromium failed"
+	[ -x /usr/bin/chromium ] || die "chromium was installed but /usr/bin/chromium is missing"
+fi
+
+echo "== installing the Lance reference (@lancedb/lancedb and playwright-core, pinned in interop/package.json)"
 ref=$repo/.cache/lance-ref
 mkdir -p "$ref"
 cp interop/package.json "$ref/package.json"
 (cd "$ref" && npm install --no-audit --no-fund --loglevel=error) || die "npm install of the Lance reference failed"
 node -e "require('$ref/node_modules/@lancedb/lancedb')" || die "the Lance reference does not load"
+node -e "require('$ref/node_modules/playwright-core')" || die "playwright-core (for the browser UI test) does not load"
 export LANCER_LANCE_REF=$ref
 
 echo "== go test"

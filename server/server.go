@@ -212,6 +212,7 @@ func (s *Server) routes() {
 	table("POST", "branches/diff", s.diffBranch)
 	table("POST", "branches/cherry_pick", s.cherryPick)
 	table("POST", "branches/merge", s.mergeBranch)
+	s.uiRoutes() // the dataset browser (ui.go)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
 			msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
@@ -250,7 +251,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"request_id", r.Header.Get("x-request-id"), "remote", r.RemoteAddr)
 	}()
 	rec.Header().Set("phalanx-version", PhalanxVersion)
-	if r.URL.Path != "/healthz" && !s.authorized(r) {
+	if r.URL.Path != "/healthz" && !s.uiAllowed(r) && !s.authorized(r) {
 		s.writeError(rec, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
 			msg: "missing or invalid API key (x-api-key)"})
 		return
