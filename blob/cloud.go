@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -23,6 +24,7 @@ import (
 	gcblob "gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
 
 	"github.com/lancerdb/lancer"
 )
@@ -35,7 +37,9 @@ const DefaultMaxTries = 4
 // memblob, fileblob, ...) with every key under a fixed prefix.
 //
 // CreateIfAbsent uses the driver's conditional write (WriterOptions
-// IfNotExist: S3 If-None-Match: *, GCS DoesNotExist, Azure If-None-Match).
+// IfNotExist: S3 If-None-Match: *; GCS ifGenerationMatch=0 on the upload;
+// Azure If-None-Match: * on the Put Blob or Put Block List that publishes
+// the object).
 // It is atomic only where the backend makes it so: on S3, GCS, Azure and
 // memblob yes; on fileblob only within one process. fileblob also lists
 // "a/b" before "a.b" and shows in-progress writes as *.tmp keys, so it does
@@ -53,6 +57,9 @@ type CloudStore struct {
 	bucket *gcblob.Bucket
 	prefix string // "" or "p/q/" (ends with "/")
 	uri    string
+	// closers are closed after the bucket: SDK clients that openGCS made
+	// and the bucket does not own.
+	closers []io.Closer
 	// MaxTries bounds the tries of one request; values below 1 mean 1.
 	MaxTries int
 	// Backoff is the wait before the first retry; it doubles on each retry
@@ -74,8 +81,15 @@ func NewCloudStore(bucket *gcblob.Bucket, uri, prefix string) *CloudStore {
 // Bucket returns the underlying bucket.
 func (s *CloudStore) Bucket() *gcblob.Bucket { return s.bucket }
 
-// Close closes the underlying bucket.
-func (s *CloudStore) Close() error { return s.bucket.Close() }
+// Close closes the underlying bucket, and the SDK client under it when
+// OpenWithOptions made one.
+func (s *CloudStore) Close() error {
+	err := s.bucket.Close()
+	for _, c := range s.closers {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
 
 // URI implements Store.
 func (s *CloudStore) URI() string { return s.uri }
@@ -118,17 +132,30 @@ func transient(err error) bool {
 	}
 	// Drivers such as s3blob report throttling and server errors as Unknown;
 	// look at the HTTP status underneath.
-	var st interface{ HTTPStatusCode() int }
-	if errors.As(err, &st) {
-		switch c := st.HTTPStatusCode(); {
-		case c == 408, c == 429, c >= 500 && c <= 599:
-			return true
-		}
-		return false
+	if c, ok := httpStatus(err); ok {
+		return c == 408 || c == 429 || c >= 500 && c <= 599
 	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// httpStatus returns the HTTP status of a failed request under err, as the
+// AWS SDK (smithy), the Google API client and the Azure SDK each report it.
+func httpStatus(err error) (int, bool) {
+	var st interface{ HTTPStatusCode() int }
+	if errors.As(err, &st) {
+		return st.HTTPStatusCode(), true
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return ge.Code, true
+	}
+	var ae *azcore.ResponseError
+	if errors.As(err, &ae) {
+		return ae.StatusCode, true
+	}
+	return 0, false
 }
 
 // retry runs op until it succeeds, fails for good, or has been tried
@@ -429,7 +456,8 @@ func (s *CloudStore) Delete(ctx context.Context, key string) error {
 }
 
 // storageOption returns the first of names set in options (keys compared
-// case-insensitively), else in the environment (the upper-cased aws_ names).
+// case-insensitively), else in the environment (the upper-cased aws_,
+// google_ and azure_ names, as object_store's from_env reads them).
 func storageOption(options map[string]string, names ...string) (string, bool) {
 	for _, n := range names {
 		for k, v := range options {
@@ -439,7 +467,7 @@ func storageOption(options map[string]string, names ...string) (string, bool) {
 		}
 	}
 	for _, n := range names {
-		if !strings.HasPrefix(n, "aws_") {
+		if !strings.HasPrefix(n, "aws_") && !strings.HasPrefix(n, "google_") && !strings.HasPrefix(n, "azure_") {
 			continue // no generic ENDPOINT or TOKEN from the environment
 		}
 		if v, ok := os.LookupEnv(strings.ToUpper(n)); ok && v != "" {

@@ -1,6 +1,7 @@
 // Package blob is where lancer's bytes live: one small Store interface over
 // local disk (LocalStore), memory (MemStore) and object stores (CloudStore,
-// over any gocloud.dev/blob bucket; Open understands s3:// URIs).
+// over any gocloud.dev/blob bucket; Open understands s3://, gs:// and az://
+// URIs, configured by Lance's storage options).
 //
 // # Contract
 //
@@ -31,6 +32,14 @@
 // github.com/johannesboyne/gofakes3 is a test-only dependency: an
 // in-process S3 server that honours If-None-Match on PUT, so the
 // conformance suite (blob/blobtest) and the dataset tests run against S3
-// semantics without a network. GCS (gs://) and Azure (az://) URIs are not
-// wired into Open yet; NewCloudStore accepts their buckets already.
+// semantics without a network.
+//
+// gs:// uses the GCS driver's cloud.google.com/go/storage client, built by
+// openGCS with google.golang.org/api/option (credentials, endpoint) and
+// golang.org/x/oauth2 (a static bearer token). az:// uses the Azure driver's
+// SDK: azblob's container client, azcore (client options, the retry policy
+// turned off, token credentials) and azidentity (service principal and
+// default credentials). github.com/fsouza/fake-gcs-server is a test-only
+// dependency: an in-process GCS server that honours ifGenerationMatch=0.
+// The Azure tests run Azurite (npm's azurite, installed by scripts/test.sh).
 package blob

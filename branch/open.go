@@ -68,7 +68,7 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 	}
 	o.Version = version
 	if o.ResolveBase == nil {
-		o.ResolveBase = familyResolver(root, onBranch)
+		o.ResolveBase = familyResolver(root, onBranch, o.StorageOptions)
 	}
 	ds, err := dataset.Open(ctx, store, &o)
 	if err != nil {
@@ -77,9 +77,14 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 	return ds, nil
 }
 
-// OpenURI opens the dataset at uri (the main root) at ref.
+// OpenURI opens the dataset at uri (the main root) at ref, with the store
+// configured by opts.StorageOptions.
 func OpenURI(ctx context.Context, uri string, ref Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
-	root, err := blob.Open(ctx, uri)
+	var storageOptions map[string]string
+	if opts != nil {
+		storageOptions = opts.StorageOptions
+	}
+	root, err := blob.OpenWithOptions(ctx, uri, storageOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -95,21 +100,22 @@ func OpenURI(ctx context.Context, uri string, ref Ref, opts *dataset.OpenOptions
 // where it was recorded. That includes every unnamed base path of the main
 // line (onBranch false): a main manifest never names its own root, and Lance
 // writes an unnamed base path for the source of a shallow clone of a version
-// and for extra data roots given without a name.
-func familyResolver(root blob.Store, onBranch bool) func(context.Context, dataset.BasePath) (blob.Store, error) {
+// and for extra data roots given without a name. Those are opened with
+// storageOptions (dataset.OpenOptions.StorageOptions).
+func familyResolver(root blob.Store, onBranch bool, storageOptions map[string]string) func(context.Context, dataset.BasePath) (blob.Store, error) {
 	return func(ctx context.Context, bp dataset.BasePath) (blob.Store, error) {
 		if !bp.IsDatasetRoot {
-			return blob.Open(ctx, bp.Path)
+			return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
 		}
 		if bp.Name == "" || bp.Name == Main {
 			if !onBranch {
-				return blob.Open(ctx, bp.Path)
+				return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
 			}
 			return root, nil
 		}
 		if strings.HasSuffix(strings.TrimSuffix(bp.Path, "/"), "/"+treeDir+bp.Name) {
 			return blob.Sub(root, treeDir+bp.Name), nil
 		}
-		return blob.Open(ctx, bp.Path)
+		return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
 	}
 }

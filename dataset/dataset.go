@@ -26,10 +26,16 @@ type OpenOptions struct {
 	// in the manifest (the store is the base's root: its data/ and
 	// _deletions/ when IsDatasetRoot, else the data files themselves). It is
 	// called at most once per base and Dataset lineage, the first time a file
-	// there is read. Default: blob.Open(ctx, bp.Path), since Lance records
-	// absolute URIs or local paths. A caller whose dataset moved supplies
-	// one that maps the recorded path to where the files are now.
+	// there is read. Default: blob.OpenWithOptions(ctx, bp.Path,
+	// StorageOptions), since Lance records absolute URIs or local paths. A
+	// caller whose dataset moved supplies one that maps the recorded path to
+	// where the files are now.
 	ResolveBase func(ctx context.Context, bp BasePath) (blob.Store, error)
+	// StorageOptions configure the stores OpenURI and the default
+	// ResolveBase open (Lance's storage_options: aws_endpoint,
+	// google_service_account, azure_storage_account_name, ...; see
+	// blob.OpenWithOptions). Default none: the environment alone.
+	StorageOptions map[string]string
 }
 
 // withDefaults returns a copy of opts with defaults filled in.
@@ -42,8 +48,9 @@ func (o *OpenOptions) withDefaults() OpenOptions {
 		out.Allocator = memory.DefaultAllocator
 	}
 	if out.ResolveBase == nil {
+		storageOptions := out.StorageOptions
 		out.ResolveBase = func(ctx context.Context, bp BasePath) (blob.Store, error) {
-			return blob.Open(ctx, bp.Path)
+			return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
 		}
 	}
 	return out
@@ -89,10 +96,15 @@ func Open(ctx context.Context, store blob.Store, opts *OpenOptions) (*Dataset, e
 	return open(ctx, store, o, bases, o.Version)
 }
 
-// OpenURI opens the dataset at uri (a local path, file:// or mem:// URI; see
-// blob.Open).
+// OpenURI opens the dataset at uri (a local path, file://, mem://, s3://,
+// gs:// or az:// URI; see blob.OpenWithOptions), configured by
+// opts.StorageOptions.
 func OpenURI(ctx context.Context, uri string, opts *OpenOptions) (*Dataset, error) {
-	store, err := blob.Open(ctx, uri)
+	var storageOptions map[string]string
+	if opts != nil {
+		storageOptions = opts.StorageOptions
+	}
+	store, err := blob.OpenWithOptions(ctx, uri, storageOptions)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: open %s: %w", uri, err)
 	}

@@ -43,5 +43,13 @@ node -e "require('$ref/node_modules/@lancedb/lancedb')" || die "the Lance refere
 node -e "require('$ref/node_modules/playwright-core')" || die "playwright-core (for the browser UI test) does not load"
 export LANCER_LANCE_REF=$ref
 
+echo "== installing Azurite (Azure blob emulator for the az:// tests in blob/ and dataset/), pinned"
+azurite=$repo/.cache/azurite
+mkdir -p "$azurite"
+printf '{"private": true, "dependencies": {"azurite": "3.37.0"}}\n' > "$azurite/package.json"
+(cd "$azurite" && npm install --no-audit --no-fund --loglevel=error) || die "npm install of azurite failed"
+[ -x "$azurite/node_modules/.bin/azurite-blob" ] || die "azurite-blob is missing after npm install"
+export LANCER_AZURITE=$azurite/node_modules/.bin/azurite-blob
+
 echo "== go test"
 go test -count=1 ./...

@@ -105,7 +105,11 @@ stderr and skipped. Images are written in batches of a few MB.`,
 					return err
 				}
 			} else {
-				ds, err := dataset.Open(ctx, store, nil)
+				oopts, err := openOptions(cmd)
+				if err != nil {
+					return err
+				}
+				ds, err := dataset.Open(ctx, store, oopts)
 				switch {
 				case errors.Is(err, lancer.ErrNotFound):
 					// append creates the dataset

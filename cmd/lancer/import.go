@@ -109,7 +109,11 @@ twice). A progress bar shows on stderr when it is a terminal.`,
 				}
 				uri += " branch " + onBranch
 			}
-			if iopts.Schema, err = importSchema(ctx, store, uri, opts.Mode, schemaFrom); err != nil {
+			oopts, err := openOptions(cmd)
+			if err != nil {
+				return err
+			}
+			if iopts.Schema, err = importSchema(ctx, store, uri, opts.Mode, schemaFrom, oopts); err != nil {
 				return err
 			}
 
@@ -184,7 +188,7 @@ func parseStorageVersion(s string) (format.Version, error) {
 // importSchema is the schema rows are converted to: the --schema-from
 // dataset's, or when appending, the existing dataset's; nil to keep or
 // infer the file's.
-func importSchema(ctx context.Context, store blob.Store, uri string, mode dataset.WriteMode, schemaFrom string) (*arrow.Schema, error) {
+func importSchema(ctx context.Context, store blob.Store, uri string, mode dataset.WriteMode, schemaFrom string, oopts *dataset.OpenOptions) (*arrow.Schema, error) {
 	if mode == dataset.WriteCreate {
 		// Fail before reading the file, not after.
 		_, err := dataset.LatestVersion(ctx, store)
@@ -199,7 +203,7 @@ func importSchema(ctx context.Context, store blob.Store, uri string, mode datase
 		if mode == dataset.WriteAppend {
 			return nil, fmt.Errorf("--schema-from cannot be combined with --mode append (which uses the dataset's schema): %w", lancer.ErrInvalidArgument)
 		}
-		ds, err := dataset.OpenURI(ctx, schemaFrom, nil)
+		ds, err := dataset.OpenURI(ctx, schemaFrom, oopts)
 		if err != nil {
 			return nil, fmt.Errorf("--schema-from: %w", err)
 		}
@@ -208,7 +212,7 @@ func importSchema(ctx context.Context, store blob.Store, uri string, mode datase
 	if mode != dataset.WriteAppend {
 		return nil, nil
 	}
-	ds, err := dataset.Open(ctx, store, nil)
+	ds, err := dataset.Open(ctx, store, oopts)
 	if errors.Is(err, lancer.ErrNotFound) {
 		return nil, nil // append creates the dataset
 	}

@@ -24,6 +24,10 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentFlags().StringArray(storageOptionFlag, nil,
+		"a storage option for cloud URIs, as Lance names them (repeatable): e.g. aws_endpoint=http://127.0.0.1:9000, "+
+			"allow_http=true, google_service_account=key.json, azure_storage_account_name=acct; "+
+			"each falls back to the environment variable of the same name in upper case")
 	root.AddCommand(
 		newScanCommand(),
 		newSchemaCommand(),
@@ -75,8 +79,37 @@ func (f *refFlags) ref() (branch.Ref, error) {
 	return branch.Ref{Branch: f.branch, Version: f.version, Tag: f.tag}, nil
 }
 
+// storageOptionFlag is the persistent flag that carries Lance's
+// storage_options on every verb.
+const storageOptionFlag = "storage-option"
+
+// storageOptions returns the command's --storage-option key=value pairs as
+// a map (nil when there are none). A pair without "=" or with an empty key,
+// and a key given twice, are errors; they name the key only, since values
+// are often secrets.
+func storageOptions(cmd *cobra.Command) (map[string]string, error) {
+	pairs, err := cmd.Flags().GetStringArray(storageOptionFlag)
+	if err != nil || len(pairs) == 0 {
+		return nil, nil // the flag is on every command; nothing given
+	}
+	out := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--%s %q: want key=value: %w", storageOptionFlag, k, lancer.ErrInvalidArgument)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("--%s %s given twice: %w", storageOptionFlag, k, lancer.ErrInvalidArgument)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
 // openRoot returns the store of the dataset named by the command's
-// arguments: args[0], or the embedded sample when there is none.
+// arguments: args[0], or the embedded sample when there is none. Cloud
+// URIs are configured by --storage-option and the environment.
 func openRoot(ctx context.Context, cmd *cobra.Command, args []string) (blob.Store, error) {
 	if len(args) == 0 {
 		fmt.Fprintln(cmd.ErrOrStderr(), "lancer: no URI given; using the embedded sample dataset", sample.Name)
@@ -86,7 +119,22 @@ func openRoot(ctx context.Context, cmd *cobra.Command, args []string) (blob.Stor
 	if strings.TrimSpace(uri) == "" {
 		return nil, fmt.Errorf("empty dataset URI: %w", lancer.ErrInvalidArgument)
 	}
-	return blob.Open(ctx, uri)
+	opts, err := storageOptions(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return blob.OpenWithOptions(ctx, uri, opts)
+}
+
+// openOptions returns the dataset.OpenOptions that carry the command's
+// --storage-option pairs, so that base paths a manifest records in the
+// cloud are opened with them too.
+func openOptions(cmd *cobra.Command) (*dataset.OpenOptions, error) {
+	opts, err := storageOptions(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &dataset.OpenOptions{StorageOptions: opts}, nil
 }
 
 // openDataset opens the dataset the arguments and ref flags name.
@@ -99,5 +147,9 @@ func openDataset(ctx context.Context, cmd *cobra.Command, args []string, rf *ref
 	if err != nil {
 		return nil, err
 	}
-	return branch.Open(ctx, root, ref, nil)
+	opts, err := openOptions(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return branch.Open(ctx, root, ref, opts)
 }
