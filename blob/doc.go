@@ -22,6 +22,19 @@
 // Errors wrap lancer.ErrNotFound for missing keys, lancer.ErrInvalidArgument
 // for malformed keys and ranges, and lancer.ErrConflict as above.
 //
+// # Wrappers
+//
+// Stores compose: WithRetry retries transient failures with backoff over any
+// store (never a not-found, a conflict or a bad argument; a lost answer to
+// a CreateIfAbsent is settled by reading the key back, since a commit that
+// landed must not be reported as lost); CountingStore counts requests and
+// bytes by operation (bench reports them); FaultStore fails, delays or
+// truncates chosen requests, for tests that prove a failed write never
+// leaves a half-committed version. ReadRanges merges nearby ranges of one
+// object into fewer requests (CoalesceRanges: gaps under 64 KiB, at most
+// 16 MiB per request) and issues them with bounded parallelism; format/
+// reads the pages of a batch through it.
+//
 // # Dependencies
 //
 // gocloud.dev/blob (v0.49.0) gives one API over S3, GCS, Azure and memory

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -89,6 +88,9 @@ func Open(ctx context.Context, store blob.Store, key string, opts *OpenOptions) 
 	tail, err := r.store.ReadRange(ctx, key, r.size-tailLen, tailLen)
 	if err != nil {
 		return nil, fmt.Errorf("format: open %s: %w", key, err)
+	}
+	if int64(len(tail)) != tailLen {
+		return nil, fmt.Errorf("format: open %s: got %d of %d bytes at offset %d: %w", key, len(tail), tailLen, r.size-tailLen, blob.ErrShortRead)
 	}
 	if string(tail[len(tail)-4:]) != magic {
 		return nil, r.corruptf("bad magic %q at end of file, want %q", tail[len(tail)-4:], magic)
@@ -264,50 +266,26 @@ func (r *Reader) readAt(ctx context.Context, off, n uint64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("format: read %s: %w", r.key, err)
 	}
+	if uint64(len(b)) != n {
+		// The store broke its contract (never short); decoding misplaced
+		// bytes could yield wrong values instead of an error.
+		return nil, fmt.Errorf("format: read %s: got %d of %d bytes at offset %d: %w", r.key, len(b), n, off, blob.ErrShortRead)
+	}
 	return b, nil
 }
 
 // readBuffers reads several ranges of the file, merging ranges that lie
-// close together into one request. Results are in the order of ranges.
+// close together into one request and running the requests in parallel
+// (readRanges). Results are in the order of ranges.
 func (r *Reader) readBuffers(ctx context.Context, ranges []bufferRange) ([][]byte, error) {
-	const mergeGap = 64 << 10
-	out := make([][]byte, len(ranges))
-	order := make([]int, len(ranges))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		switch {
-		case ranges[a].Offset < ranges[b].Offset:
-			return -1
-		case ranges[a].Offset > ranges[b].Offset:
-			return 1
-		}
-		return 0
-	})
-	for i := 0; i < len(order); {
-		start := ranges[order[i]].Offset
-		end := start + ranges[order[i]].Size
-		j := i + 1
-		for j < len(order) && ranges[order[j]].Offset <= end+mergeGap {
-			end = max(end, ranges[order[j]].Offset+ranges[order[j]].Size)
-			j++
-		}
-		buf, err := r.readAt(ctx, start, end-start)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range order[i:j] {
-			o := ranges[k].Offset - start
-			out[k] = buf[o : o+ranges[k].Size : o+ranges[k].Size]
-		}
-		i = j
-	}
-	return out, nil
+	return r.readRanges(ctx, ranges)
 }
 
 // pageBuffers reads every buffer of one page.
 func (r *Reader) pageBuffers(ctx context.Context, page *file2pb.ColumnMetadata_Page) ([][]byte, error) {
+	if bufs, ok := preloadedBuffers(ctx, page); ok {
+		return bufs, nil // read ahead with the other pages of a batch
+	}
 	ranges := make([]bufferRange, len(page.GetBufferOffsets()))
 	for i, off := range page.GetBufferOffsets() {
 		ranges[i] = bufferRange{off, page.GetBufferSizes()[i]}

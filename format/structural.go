@@ -37,8 +37,9 @@ import (
 // levels (rows → items and values), and after every read drops those that
 // do not hold the next row: a front-to-back scan in batches decodes every
 // page once, walks its levels once, and holds about one page per leaf.
-// Pages a read needs that are not cached are decoded in parallel, leaves
-// being independent. Values are sliced out of a page without copying when a
+// Pages a read needs that are not cached are fetched with one coalesced
+// batch of requests (coalesce.go) and decoded in parallel, leaves being
+// independent. Values are sliced out of a page without copying when a
 // read stays within one page, so returned arrays may share (reference
 // counted) buffers with cached pages.
 
@@ -102,10 +103,16 @@ type structuralCursor struct {
 	mem     memory.Allocator
 	// decode decodes page p of column col for leaf (Reader.decodeLeafPage;
 	// tests substitute hand-built pages).
-	decode  func(ctx context.Context, col, p int, leaf *Field) (*leafPage, error)
-	fields  []*structNode
-	leaves  []*leafColumn
-	scratch levelScratch
+	decode func(ctx context.Context, col, p int, leaf *Field) (*leafPage, error)
+	// preload, if set, reads the buffers of several pages in one coalesced
+	// batch and returns a context that hands them to decode
+	// (Reader.preloadPages); nil for hand-built pages in tests.
+	preload func(ctx context.Context, pages []pageID) (context.Context, error)
+	// pageBytes is the size of a page's buffers (Reader.pageBytes).
+	pageBytes func(pageID) uint64
+	fields    []*structNode
+	leaves    []*leafColumn
+	scratch   levelScratch
 }
 
 // newStructuralCursor reads files of versions 2.1 and later.
@@ -121,7 +128,12 @@ func newStructuralCursor(r *Reader, proj Projection) (cursorImpl, error) {
 		}
 		return rows, nil
 	}
-	return buildStructuralCursor(r.key, r.numRows, r.mem, proj, pageRows, r.decodeLeafPage)
+	c, err := buildStructuralCursor(r.key, r.numRows, r.mem, proj, pageRows, r.decodeLeafPage)
+	if err != nil {
+		return nil, err
+	}
+	c.preload, c.pageBytes = r.preloadPages, r.pageBytes
+	return c, nil
 }
 
 // buildStructuralCursor plans the reading of proj from a file of numRows
@@ -397,7 +409,19 @@ func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) erro
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(jobs))
-	if workers < 2 {
+	switch {
+	case c.preload != nil && len(jobs) > 1:
+		// One batch of coalesced requests for all the pages, rather than
+		// a request (a round trip) per page; decoding stays parallel.
+		pages := make([]pageID, len(jobs))
+		for i, j := range jobs {
+			pages[i] = pageID{j.l.col, j.p}
+		}
+		var err error
+		if ctx, err = c.preload(ctx, pages); err != nil {
+			return err
+		}
+	case workers < 2:
 		return nil // readLeaf decodes what little there is
 	}
 	next := make(chan int, len(jobs))

@@ -29,14 +29,13 @@ func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error)
 	sorted := slices.Clone(rows)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
-	type run struct{ start, end uint64 }
-	var runs []run
+	var runs []rowRun
 	for _, row := range sorted {
 		if n := len(runs); n > 0 && runs[n-1].end == row {
 			runs[n-1].end++
 			continue
 		}
-		runs = append(runs, run{row, row + 1})
+		runs = append(runs, rowRun{row, row + 1})
 	}
 	pieces := make([][]arrow.Array, len(c.proj.Fields))
 	defer func() {
@@ -44,8 +43,21 @@ func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error)
 			releaseAll(ps)
 		}
 	}()
-	for _, rn := range runs {
-		arrs, err := c.ReadRange(ctx, rn.start, rn.end)
+	// Cursors that can fetch the pages of many runs in one coalesced batch
+	// do (a few requests instead of one per page); the runs then decode
+	// from those bytes.
+	planner, _ := c.impl.(runPlanner)
+	rctx, ahead := ctx, 0
+	for i, rn := range runs {
+		if planner != nil && i == ahead {
+			n := 0
+			var err error
+			if rctx, n, err = planner.readAhead(ctx, runs[i:], takeReadAhead); err != nil {
+				return nil, err
+			}
+			ahead = i + n
+		}
+		arrs, err := c.ReadRange(rctx, rn.start, rn.end)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,211 @@
+package blob
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/lancerdb/lancer"
+)
+
+// Defaults of ReadRangesOptions. On an object store a request costs a round
+// trip (tens of milliseconds) and is billed, while a few more bytes in one
+// response cost next to nothing, so ranges close together are fetched whole
+// and requests that remain run side by side.
+const (
+	// DefaultCoalesceGap is the largest gap between two ranges that are
+	// still read with one request: 64 KiB, Lance's block size for cloud
+	// stores (object_store's own coalesce_ranges default,
+	// OBJECT_STORE_COALESCE_DEFAULT, is 1 MiB). The gap is bytes read and
+	// thrown away, so it stays small next to a typical page.
+	DefaultCoalesceGap = 64 << 10
+	// DefaultMaxCoalesced caps what merging may grow one request to: 16
+	// MiB, Lance's default max_iop_size. A single range larger than that
+	// is still one request; it is merging that stops.
+	DefaultMaxCoalesced = 16 << 20
+	// DefaultReadParallelism bounds the requests ReadRanges has in flight
+	// (object_store's OBJECT_STORE_COALESCE_PARALLEL is 10).
+	DefaultReadParallelism = 8
+)
+
+// Range is a byte range of an object.
+type Range struct {
+	Offset, Length int64
+}
+
+// End returns the offset just past the range.
+func (r Range) End() int64 { return r.Offset + r.Length }
+
+// ReadRangesOptions configures ReadRanges. The zero value (or nil) means
+// every default.
+type ReadRangesOptions struct {
+	// MaxGap: two ranges (in offset order) separated by at most MaxGap
+	// bytes are read with one request. Default DefaultCoalesceGap; a
+	// negative value merges only ranges that overlap or touch.
+	MaxGap int64
+	// MaxCoalesced: merging stops before a request would span more than
+	// this many bytes. Default DefaultMaxCoalesced.
+	MaxCoalesced int64
+	// Parallelism is the most requests in flight at once. Default
+	// DefaultReadParallelism; 1 reads one request at a time.
+	Parallelism int
+}
+
+func (o *ReadRangesOptions) withDefaults() ReadRangesOptions {
+	var out ReadRangesOptions
+	if o != nil {
+		out = *o
+	}
+	switch {
+	case out.MaxGap == 0:
+		out.MaxGap = DefaultCoalesceGap
+	case out.MaxGap < 0:
+		out.MaxGap = 0
+	}
+	if out.MaxCoalesced <= 0 {
+		out.MaxCoalesced = DefaultMaxCoalesced
+	}
+	if out.Parallelism <= 0 {
+		out.Parallelism = DefaultReadParallelism
+	}
+	return out
+}
+
+// CoalesceRanges returns the requests that cover ranges when ranges at most
+// maxGap bytes apart are merged and no merged request grows past
+// maxCoalesced bytes (a negative maxGap merges only overlapping or touching
+// ranges; maxCoalesced <= 0 means no cap). The result is sorted by offset
+// and its requests do not overlap. Empty ranges need no bytes and are left
+// out.
+func CoalesceRanges(ranges []Range, maxGap, maxCoalesced int64) []Range {
+	sorted := make([]Range, 0, len(ranges))
+	for _, r := range ranges {
+		if r.Length > 0 {
+			sorted = append(sorted, r)
+		}
+	}
+	slices.SortFunc(sorted, func(a, b Range) int { return cmp.Compare(a.Offset, b.Offset) })
+	maxGap = max(maxGap, 0)
+	var out []Range
+	for _, r := range sorted {
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			end := max(last.End(), r.End())
+			if r.Offset <= last.End()+maxGap && (maxCoalesced <= 0 || end-last.Offset <= maxCoalesced || r.Offset < last.End()) {
+				// Overlapping ranges always merge: splitting them would
+				// read their shared bytes twice.
+				last.Length = end - last.Offset
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ReadRanges reads several ranges of key: ranges close together are merged
+// into one request (CoalesceRanges), the requests run with bounded
+// parallelism, and the result holds one slice per range, in the order of
+// ranges, each exactly Length bytes (slices of a merged response share its
+// array; they are capped so appending to one cannot overwrite another).
+// Ranges may overlap and repeat. The first failed request cancels the rest
+// and its error is returned. A store that returns fewer bytes than asked
+// breaks the Store contract; ReadRanges then fails with an error wrapping
+// ErrShortRead rather than hand out misplaced bytes.
+func ReadRanges(ctx context.Context, s Store, key string, ranges []Range, opts *ReadRangesOptions) ([][]byte, error) {
+	o := opts.withDefaults()
+	for _, r := range ranges {
+		if r.Offset < 0 || r.Length < 0 {
+			return nil, fmt.Errorf("blob: read %q: range [%d, %d+%d): %w", key, r.Offset, r.Offset, r.Length, lancer.ErrInvalidArgument)
+		}
+	}
+	reqs := CoalesceRanges(ranges, o.MaxGap, o.MaxCoalesced)
+	bufs := make([][]byte, len(reqs))
+	read := func(ctx context.Context, i int) error {
+		b, err := s.ReadRange(ctx, key, reqs[i].Offset, reqs[i].Length)
+		if err != nil {
+			return err
+		}
+		if int64(len(b)) != reqs[i].Length {
+			return shortRead(key, reqs[i].Offset, reqs[i].Length, len(b))
+		}
+		bufs[i] = b
+		return nil
+	}
+	if err := forEachLimit(ctx, len(reqs), o.Parallelism, read); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ranges))
+	for i, r := range ranges {
+		if r.Length == 0 {
+			out[i] = []byte{}
+			continue
+		}
+		// The request holding r is the last one starting at or before it.
+		k, found := slices.BinarySearchFunc(reqs, r.Offset, func(q Range, off int64) int { return cmp.Compare(q.Offset, off) })
+		if !found {
+			k--
+		}
+		lo := r.Offset - reqs[k].Offset
+		out[i] = bufs[k][lo : lo+r.Length : lo+r.Length]
+	}
+	return out, nil
+}
+
+// forEachLimit runs fn(ctx, 0..n-1) with at most limit calls at once. The
+// first error cancels the context the others see and is returned.
+func forEachLimit(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	if n == 1 || limit <= 1 {
+		for i := range n {
+			if err := fn(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		done     int
+		wg       sync.WaitGroup
+	)
+	next := make(chan int)
+	for range min(limit, n) {
+		wg.Go(func() {
+			for i := range next {
+				err := fn(ctx, i)
+				mu.Lock()
+				switch {
+				case err == nil:
+					done++
+				case firstErr == nil:
+					firstErr = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil && done < n {
+		// Cancelled from outside before every call ran.
+		firstErr = fmt.Errorf("blob: read ranges: %w", context.Cause(ctx))
+	}
+	return firstErr
+}

@@ -1,0 +1,172 @@
+package format
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/pb/file2pb"
+)
+
+// Coalesced reads.
+//
+// On an object store every request is a round trip, so the reader asks for
+// bytes in as few requests as it can: the buffers of one page, and the pages
+// of every column one batch of a scan needs, are read with blob.ReadRanges,
+// which merges ranges less than a gap apart and runs what remains in
+// parallel. Lance's writer lays out the pages of the columns of a row group
+// next to each other, so a batch of a scan over many columns costs about one
+// request instead of one per column.
+//
+// Pages read ahead this way travel to the page decoders in the context
+// (withPageBuffers): the decoders' signatures stay as they are, and a
+// decoder whose page was not read ahead reads it itself.
+
+// readOptions is how the reader coalesces: blob's defaults (64 KiB gap, 16
+// MiB per merged request, 8 requests in flight).
+var readOptions = blob.ReadRangesOptions{}
+
+// readRanges reads ranges of the file with coalescing and bounded
+// parallelism. A range outside the file is corruption (ranges come from
+// metadata); errors name the file.
+func (r *Reader) readRanges(ctx context.Context, ranges []bufferRange) ([][]byte, error) {
+	rs := make([]blob.Range, len(ranges))
+	for i, b := range ranges {
+		if err := r.checkRange(b, "read"); err != nil {
+			return nil, err
+		}
+		rs[i] = blob.Range{Offset: int64(b.Offset), Length: int64(b.Size)}
+	}
+	out, err := blob.ReadRanges(ctx, r.store, r.key, rs, &readOptions)
+	if err != nil {
+		// A short read wraps blob.ErrShortRead, hence lancer.ErrCorrupt.
+		return nil, fmt.Errorf("format: read %s: %w", r.key, err)
+	}
+	return out, nil
+}
+
+// pageBuffersKey is the context key of read-ahead page buffers.
+type pageBuffersKey struct{}
+
+// withPageBuffers returns ctx carrying bufs, the buffers of some pages read
+// ahead; pageBuffers takes a page's buffers from there when it can.
+func withPageBuffers(ctx context.Context, bufs map[*file2pb.ColumnMetadata_Page][][]byte) context.Context {
+	return context.WithValue(ctx, pageBuffersKey{}, bufs)
+}
+
+// preloadedBuffers returns the read-ahead buffers of page, if ctx has them.
+func preloadedBuffers(ctx context.Context, page *file2pb.ColumnMetadata_Page) ([][]byte, bool) {
+	m, _ := ctx.Value(pageBuffersKey{}).(map[*file2pb.ColumnMetadata_Page][][]byte)
+	bufs, ok := m[page]
+	return bufs, ok
+}
+
+// pageID names page p of physical column col.
+type pageID struct{ col, page int }
+
+// page returns the metadata of page id, or nil if there is no such page.
+func (r *Reader) page(id pageID) *file2pb.ColumnMetadata_Page {
+	if id.col < 0 || id.col >= len(r.columns) || id.page < 0 || id.page >= len(r.columns[id.col].GetPages()) {
+		return nil
+	}
+	return r.columns[id.col].GetPages()[id.page]
+}
+
+// pageBytes returns the bytes of page id's buffers (0 for no such page).
+func (r *Reader) pageBytes(id pageID) uint64 {
+	var n uint64
+	for _, s := range r.page(id).GetBufferSizes() {
+		n += s
+	}
+	return n
+}
+
+// preloadPages reads the buffers of the given pages (of 2.x columns) with
+// one coalesced batch of requests and returns ctx carrying them, and those
+// ctx carried already, for pageBuffers. Pages ctx carries are not read
+// again; unknown pages are left for the decoder to report.
+func (r *Reader) preloadPages(ctx context.Context, pages []pageID) (context.Context, error) {
+	var (
+		ranges []bufferRange
+		owners []*file2pb.ColumnMetadata_Page
+		counts []int
+	)
+	had, _ := ctx.Value(pageBuffersKey{}).(map[*file2pb.ColumnMetadata_Page][][]byte)
+	for _, id := range pages {
+		page := r.page(id)
+		if page == nil || had[page] != nil || slices.Contains(owners, page) {
+			continue
+		}
+		sizes := page.GetBufferSizes()
+		if len(page.GetBufferOffsets()) != len(sizes) {
+			continue // checkColumn refused such a file already
+		}
+		for i, off := range page.GetBufferOffsets() {
+			ranges = append(ranges, bufferRange{off, sizes[i]})
+		}
+		owners = append(owners, page)
+		counts = append(counts, len(sizes))
+	}
+	if len(owners) < 2 {
+		return ctx, nil // nothing to merge: the decoder reads its page
+	}
+	bufs, err := r.readRanges(ctx, ranges)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[*file2pb.ColumnMetadata_Page][][]byte, len(had)+len(owners))
+	maps.Copy(m, had)
+	for i, page := range owners {
+		m[page], bufs = bufs[:counts[i]:counts[i]], bufs[counts[i]:]
+	}
+	return withPageBuffers(ctx, m), nil
+}
+
+// takeReadAhead bounds the page bytes Take reads ahead in one batch: the
+// pages of as many runs as fit are fetched together, then decoded run by
+// run. It keeps a take over a large file from holding all its pages' raw
+// bytes at once.
+const takeReadAhead = 64 << 20
+
+// runPlanner is implemented by cursors that can read the pages of several
+// row runs ahead in one batch (structuralCursor).
+type runPlanner interface {
+	// readAhead returns ctx carrying the page buffers that reading runs
+	// runs[0:n] needs, n >= 1, fetched with one coalesced batch of at most
+	// about budget bytes (at least one run's pages).
+	readAhead(ctx context.Context, runs []rowRun, budget uint64) (_ context.Context, n int, _ error)
+}
+
+// rowRun is rows [start, end) of a file.
+type rowRun struct{ start, end uint64 }
+
+// readAhead implements runPlanner.
+func (c *structuralCursor) readAhead(ctx context.Context, runs []rowRun, budget uint64) (context.Context, int, error) {
+	if c.preload == nil || c.pageBytes == nil {
+		return ctx, len(runs), nil
+	}
+	var (
+		pages []pageID
+		seen  = map[pageID]bool{}
+		bytes uint64
+		n     int
+	)
+	for n < len(runs) && (n == 0 || bytes < budget) {
+		for _, l := range c.leaves {
+			for p, first := range l.pagesOverlapping(runs[n].start, runs[n].end) {
+				id := pageID{l.col, p}
+				if _, ok := l.cache[p]; ok || seen[id] || l.pageEnds[p] == first {
+					continue
+				}
+				seen[id] = true
+				pages = append(pages, id)
+				bytes += c.pageBytes(id)
+			}
+		}
+		n++
+	}
+	ctx, err := c.preload(ctx, pages)
+	return ctx, n, err
+}
