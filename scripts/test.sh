@@ -43,6 +43,9 @@ node -e "require('$ref/node_modules/@lancedb/lancedb')" || die "the Lance refere
 node -e "require('$ref/node_modules/playwright-core')" || die "playwright-core (for the browser UI test) does not load"
 export LANCER_LANCE_REF=$ref
 
+echo "== versitygw (the local S3 server of the S3 tests and bench -suite=s3; internal/versitygw finds it in .cache/bin)"
+GOBIN=$repo/.cache/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 || die "go install of versitygw failed"
+
 echo "== installing Azurite (Azure blob emulator for the az:// tests in blob/ and dataset/), pinned"
 azurite=$repo/.cache/azurite
 mkdir -p "$azurite"
