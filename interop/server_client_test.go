@@ -2,8 +2,10 @@ package interop_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,7 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/versitygw"
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -30,13 +34,102 @@ import (
 func TestServerClient(t *testing.T) {
 	ref := lanceref.ForTest(t)
 	dataDir := t.TempDir()
-	const key = "sk-lancer-test"
-	var logs bytes.Buffer
-	h, err := server.New(server.Options{DataDir: dataDir, APIKey: key, Addr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	runClientScenario(t, ref, server.Options{DataDir: dataDir}, clientTarget{
+		location: dataDir,
+		gone: func(table string) error {
+			if _, err := os.Stat(filepath.Join(dataDir, table+".lance")); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("the dropped table's folder: %v", err)
+			}
+			return nil
+		},
+		lanceIDs: func() ([]float64, error) {
+			replies := lanceRows(t, ref.Node, ref.Dir, []request{{URI: filepath.Join(dataDir, "items.lance")}})
+			if replies[0].Error != "" {
+				return nil, errors.New(replies[0].Error)
+			}
+			return rowIDs(replies[0].Rows)
+		},
+	})
+}
+
+// TestServerClientS3 runs the same scenario against a server whose data is
+// in an S3 bucket (versitygw, a real S3 server, on loopback), then real
+// Lance reads the table the server wrote from the bucket. Everything
+// answers as on local disk but rename, which object storage refuses: the
+// scenario's "extras" step ends at its renameTable call (every call before
+// it succeeded, or the step would have failed with another error), so its
+// table "empty" is still listed at the end.
+func TestServerClientS3(t *testing.T) {
+	ref := lanceref.ForTest(t)
+	gw := versitygw.ForTest(t, "lancer-server")
+	uri := gw.URI("db")
+	bucket, err := blob.OpenWithOptions(context.Background(), uri, gw.Options())
 	if err != nil {
 		t.Fatal(err)
 	}
+	runClientScenario(t, ref, server.Options{Data: uri, StorageOptions: gw.Options()}, clientTarget{
+		location:       uri,
+		renameRefused:  true,
+		remainingAtEnd: `["empty","items"]`,
+		gone: func(table string) error {
+			for info, err := range bucket.List(context.Background(), table+".lance/") {
+				if err != nil {
+					return err
+				}
+				return fmt.Errorf("key %s left in the bucket", info.Key)
+			}
+			return nil
+		},
+		lanceIDs: func() ([]float64, error) {
+			replies := s3Lance(t, s3Request{URI: gw.URI("db/items.lance"), StorageOptions: gw.Options(), Op: "rows"})
+			return rowIDs(replies[0].Rows)
+		},
+	})
+}
+
+// clientTarget is what differs between the data locations the client
+// scenario runs against.
+type clientTarget struct {
+	// location is the data folder or URI, which no error may show.
+	location string
+	// renameRefused: the server refuses renames (object storage).
+	renameRefused bool
+	// remainingAtEnd is the table list after the last drop; default
+	// ["items"].
+	remainingAtEnd string
+	// gone checks that a dropped table left nothing behind.
+	gone func(table string) error
+	// lanceIDs reads table items with real Lance and returns its ids.
+	lanceIDs func() ([]float64, error)
+}
+
+// rowIDs returns the id column of rows.
+func rowIDs(rows []json.RawMessage) ([]float64, error) {
+	var ids []float64
+	for _, row := range rows {
+		var r struct {
+			ID float64 `json:"id"`
+		}
+		if err := json.Unmarshal(row, &r); err != nil {
+			return nil, err
+		}
+		ids = append(ids, r.ID)
+	}
+	return ids, nil
+}
+
+// runClientScenario serves opts (with a key and a log added) and runs
+// lancedb-client.mjs against it, checking every step.
+func runClientScenario(t *testing.T, ref lanceref.Ref, opts server.Options, target clientTarget) {
+	const key = "sk-lancer-test"
+	var logs bytes.Buffer
+	opts.APIKey, opts.Addr = key, "127.0.0.1:0"
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	h, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +197,8 @@ func TestServerClient(t *testing.T) {
 				t.Errorf("%s: error %q does not mention %q", step, r.Error, f)
 			}
 		}
-		if strings.Contains(r.Error, dataDir) {
-			t.Errorf("%s: error %q shows the server's data folder", step, r.Error)
+		if strings.Contains(r.Error, target.location) {
+			t.Errorf("%s: error %q shows the server's data location", step, r.Error)
 		}
 	}
 
@@ -163,12 +256,16 @@ func TestServerClient(t *testing.T) {
 	wantError("badFilter", "400", "no column no_such_column")
 	wantError("badSyntax", "400", "unexpected '>' at column 5")
 	wantError("badKey", "401")
-	want("extras", `{"emptyCount":0,"emptySchema":["id:Int64:false","label:Utf8:true","vector:FixedSizeList[8]<Float32>:true"],`+
-		`"withRowId":[{"id":0,"_rowid":0},{"id":1,"_rowid":1}],"alias":[{"ident":0},{"ident":1}],"takeOffsets":[{"id":4},{"id":1}],`+
-		`"takeRowIds":[{"id":1},{"id":4}],"takeRowIdsWithId":[{"id":2,"_rowid":2},{"id":5,"_rowid":5}],`+
-		`"cosine":[{"id":3,"near0":true}],"exact":[{"id":2,"_distance":0}],"mergeDelete":{"updated":2,"deleted":2,"ids":[0,1,2,4]},`+
-		`"overwrite":1,"checkoutTag":4,"dropMissingIndex":"Index 'nope_idx' was not found",`+
-		`"stats":{"rows":1,"indices":0,"fragments":1,"bytes":true},"renamed":["items","other","renamed"],"renamedCount":1}`)
+	if target.renameRefused {
+		wantError("extras", "400", "renaming a table is not supported when the data is on object storage")
+	} else {
+		want("extras", `{"emptyCount":0,"emptySchema":["id:Int64:false","label:Utf8:true","vector:FixedSizeList[8]<Float32>:true"],`+
+			`"withRowId":[{"id":0,"_rowid":0},{"id":1,"_rowid":1}],"alias":[{"ident":0},{"ident":1}],"takeOffsets":[{"id":4},{"id":1}],`+
+			`"takeRowIds":[{"id":1},{"id":4}],"takeRowIdsWithId":[{"id":2,"_rowid":2},{"id":5,"_rowid":5}],`+
+			`"cosine":[{"id":3,"near0":true}],"exact":[{"id":2,"_distance":0}],"mergeDelete":{"updated":2,"deleted":2,"ids":[0,1,2,4]},`+
+			`"overwrite":1,"checkoutTag":4,"dropMissingIndex":"Index 'nope_idx' was not found",`+
+			`"stats":{"rows":1,"indices":0,"fragments":1,"bytes":true},"renamed":["items","other","renamed"],"renamedCount":1}`)
+	}
 	want("bulk", `{"n":4000,"top":[3,10,17]}`)
 	// The 1.2M-row add went through one multipart write (create, parts,
 	// one complete) and landed once, in one new version.
@@ -187,26 +284,22 @@ func TestServerClient(t *testing.T) {
 		`"schema":["id:Float64","label:Utf8","price:Float64","vector:FixedSizeList[8]<Float32>","double_price:Float64"],`+
 		`"rows":[{"id":2,"label":"c2","double_price":8},{"id":3,"label":"c3","double_price":12}],`+
 		`"search":[{"label":"c3","double_price":12,"_distance":0}],"oldName":"gone"}`)
-	want("dropTable", `["items"]`)
-	if _, err := os.Stat(filepath.Join(dataDir, "other.lance")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("dropped table's folder: %v", err)
+	remaining := target.remainingAtEnd
+	if remaining == "" {
+		remaining = `["items"]`
+	}
+	want("dropTable", remaining)
+	for _, table := range []string{"other", "bulk", "big", "br", "cols"} {
+		if err := target.gone(table); err != nil {
+			t.Errorf("dropped table %s: %v", table, err)
+		}
 	}
 
 	// Real Lance reads what the server wrote: after the restore, version 1's
 	// ten rows.
-	replies := lanceRows(t, ref.Node, ref.Dir, []request{{URI: filepath.Join(dataDir, "items.lance")}})
-	if replies[0].Error != "" {
-		t.Fatalf("real Lance opening the table: %s", replies[0].Error)
-	}
-	var ids []float64
-	for _, row := range replies[0].Rows {
-		var r struct {
-			ID float64 `json:"id"`
-		}
-		if err := json.Unmarshal(row, &r); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.ID)
+	ids, err := target.lanceIDs()
+	if err != nil {
+		t.Fatalf("real Lance reading the table: %v", err)
 	}
 	if got, _ := json.Marshal(ids); string(got) != `[0,1,2,3,4,5,6,7,8,9]` {
 		t.Errorf("real Lance reads ids %s, want 0..9", got)

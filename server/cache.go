@@ -2,8 +2,7 @@ package server
 
 import (
 	"container/list"
-	"os"
-	"path/filepath"
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +24,11 @@ const DefaultCacheSize = 16
 // of that version only. An entry is trusted only while its manifest file
 // is the one it was opened from (same size and modification time), so a
 // table dropped and written again, by the server or by anyone else, is
-// opened afresh even where its version numbers repeat.
+// opened afresh even where its version numbers repeat. (Object stores
+// report modification times to the second: a table another writer drops
+// and creates again within one second, with a manifest of the same size,
+// could be served from the old entry until it is evicted. The server's
+// own drops forget the table's entries.)
 type datasetCache struct {
 	max int // 0: disabled
 
@@ -43,8 +46,7 @@ type cacheKey struct {
 
 type cacheEntry struct {
 	key  cacheKey
-	ds   *dataset.Dataset
-	path string // the manifest file
+	ds   *dataset.Dataset // its Store and ManifestKey name the manifest
 	size int64
 	mod  time.Time
 }
@@ -58,17 +60,9 @@ func newDatasetCache(max int) *datasetCache {
 
 func (c *datasetCache) enabled() bool { return c != nil && c.max > 0 }
 
-// lineDir is the directory of a table's line: the table's for main, its
-// tree/<branch> for a branch.
-func lineDir(tableDir, branchName string) string {
-	if branchName == "" {
-		return tableDir
-	}
-	return filepath.Join(tableDir, "tree", filepath.FromSlash(branchName))
-}
-
-// get returns the cached version, or nil.
-func (c *datasetCache) get(table, branchName string, version uint64) *dataset.Dataset {
+// get returns the cached version, or nil. Checking the manifest is one
+// Stat of the store (a HEAD request on object storage).
+func (c *datasetCache) get(ctx context.Context, table, branchName string, version uint64) *dataset.Dataset {
 	if !c.enabled() {
 		return nil
 	}
@@ -85,7 +79,7 @@ func (c *datasetCache) get(table, branchName string, version uint64) *dataset.Da
 		c.misses.Add(1)
 		return nil
 	}
-	if fi, err := os.Stat(e.path); err != nil || fi.Size() != e.size || !fi.ModTime().Equal(e.mod) {
+	if fi, err := e.ds.Store().Stat(ctx, e.ds.ManifestKey()); err != nil || fi.Size != e.size || !fi.ModTime.Equal(e.mod) {
 		c.remove(k, e)
 		c.misses.Add(1)
 		return nil
@@ -94,18 +88,18 @@ func (c *datasetCache) get(table, branchName string, version uint64) *dataset.Da
 	return e.ds
 }
 
-// put caches ds as version ds.Version() of a table's line in tableDir.
-func (c *datasetCache) put(tableDir, table, branchName string, ds *dataset.Dataset) {
+// put caches ds as version ds.Version() of a table's line (ds.Store() is
+// the line's store: the table's for main, its tree/<branch> for a branch).
+func (c *datasetCache) put(ctx context.Context, table, branchName string, ds *dataset.Dataset) {
 	if !c.enabled() || ds == nil {
 		return
 	}
-	path := filepath.Join(lineDir(tableDir, branchName), filepath.FromSlash(ds.ManifestKey()))
-	fi, err := os.Stat(path)
+	fi, err := ds.Store().Stat(ctx, ds.ManifestKey())
 	if err != nil {
 		return
 	}
 	k := cacheKey{table, branchName, ds.Manifest().Version}
-	e := &cacheEntry{key: k, ds: ds, path: path, size: fi.Size(), mod: fi.ModTime()}
+	e := &cacheEntry{key: k, ds: ds, size: fi.Size, mod: fi.ModTime}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[k]; ok {

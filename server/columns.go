@@ -67,7 +67,7 @@ func (s *Server) addColumns(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
-		s.remember(name, branchName, out)
+		s.remember(ctx, name, branchName, out)
 		return map[string]uint64{"version": out.Manifest().Version}, nil
 	})
 }
@@ -142,7 +142,7 @@ func (s *Server) alterColumns(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		if out != ds {
-			s.remember(name, branchName, out)
+			s.remember(ctx, name, branchName, out)
 		}
 		return map[string]uint64{"version": out.Manifest().Version}, nil
 	})
@@ -174,7 +174,7 @@ func (s *Server) dropColumns(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
-		s.remember(name, branchName, out)
+		s.remember(ctx, name, branchName, out)
 		return map[string]uint64{"version": out.Manifest().Version}, nil
 	})
 }

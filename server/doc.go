@@ -1,13 +1,47 @@
 // Package server is lancer's HTTP API: LanceDB's remote (db://) protocol,
 // as the official clients speak it (the Node, Python and Rust clients share
 // one implementation; @lancedb/lancedb 0.39.0 is the pinned reference),
-// over a folder of Lance datasets on local disk. A client connects
-// unchanged:
+// over a folder of Lance datasets on local disk or in object storage. A
+// client connects unchanged:
 //
 //	lancedb.connect("db://mydb", {apiKey: KEY, hostOverride: "http://127.0.0.1:8080"})
 //
-// Table t is the dataset <DataDir>/t.lance; anything lancer or real Lance
-// writes there is served, and what the server writes real Lance reads.
+// Table t is the dataset t.lance in the data location (Options.Data); anything
+// lancer or real Lance writes there is served, and what the server writes
+// real Lance reads.
+//
+// # Data locations
+//
+// Options.Data is a local folder or an object store URI (s3://bucket/prefix,
+// gs://..., az://..., configured by Options.StorageOptions as Lance's
+// storage_options are; Options.Root takes a blob.Store). Every table
+// operation goes through that root store: table t is blob.Sub(root,
+// "t.lance"), its branches are under t.lance/tree/, and
+//
+//   - the table list is the "<name>.lance/" folders of the root that hold a
+//     committed version: one delimiter listing (blob.ListDirs; a directory
+//     read on local disk), then one listing of _versions/ per table looked
+//     at, a page's worth when the client pages. A folder without a version
+//     (a table being created or dropped elsewhere, the leftover of an
+//     interrupted drop) is no table;
+//   - drop removes the table's directory on local disk; on object storage it
+//     lists the keys under "t.lance/" once and deletes them (blob.DeleteKeys:
+//     1000 keys per request on S3), the main line's manifests first, so
+//     that the table is gone for every reader before its files are;
+//   - rename renames the directory on local disk, and is refused on object
+//     storage with a 400 NotSupported, as LanceDB's own server refuses it:
+//     object stores have no rename, only a copy of every file;
+//   - multipart parts are staged as objects of the same store (see below).
+//
+// Several servers may serve one bucket (or one folder) at once. Each
+// serializes its own writes to a table; between servers, commits are
+// atomic because a manifest is created only if absent (S3 If-None-Match,
+// GCS and Azure preconditions, hard links on disk), so a losing commit
+// rebases or fails with a conflict (409, which the client retries) and
+// never overwrites another's version. Caches follow: every request lists
+// the latest version afresh. What stays per server is in memory: the
+// request-id and unacknowledged-commit de-duplication, and multipart
+// uploads, whose calls must all reach the server that created them.
 //
 // # Endpoints
 //
@@ -83,7 +117,7 @@
 //   - Every response carries phalanx-version: PhalanxVersion. Query and
 //     count_rows responses carry x-lancedb-version, the version read.
 //   - Errors are JSON {"error": message, "code": code}, with no stack trace
-//     and no path outside the data folder. Statuses follow what the client
+//     and no path or URI of the data location itself. Statuses follow what the client
 //     maps (spec §9): a missing table is a 404 (TableNotFound); a missing
 //     column, a malformed filter or body, an unsupported feature and an
 //     existing table, tag or index name are 400s ("already exists" in the
@@ -93,7 +127,7 @@
 //     request past its timeout is a 504; anything else is a 500 logged in
 //     full and answered with the request id only.
 //   - Table names match [A-Za-z0-9_.-]{1,128} and do not start with a dot
-//     (CheckTableName), so no name leaves the data folder.
+//     (CheckTableName), so no name leaves the data location.
 //   - An Arrow request body must end with its end-of-stream marker; one the
 //     client cut short is refused before anything is committed.
 //   - The server's own writes to a table are serialized (one lock per
@@ -126,9 +160,11 @@
 // than one write partition (over a million rows or 2 GiB, with more than
 // one compute thread) as a multipart write (spec §7.10): create returns an
 // upload id; each part is an insert carrying upload_id and upload_part_id,
-// checked as a complete Arrow stream and staged as it came in a file under
-// <DataDir>/.lancer-uploads/ named after its part id, so that a retried part
-// replaces its earlier copy; complete commits every part in one append
+// checked as a complete Arrow stream and staged as it came, as the object
+// .lancer-uploads/<server>/<upload>/<part> of the data location (a file on
+// local disk) named after its part id, so that a retried part replaces its
+// earlier copy, and so that a server on object storage needs no disk of
+// its own; complete reads the parts back in ranges of 8 MiB; complete commits every part in one append
 // (one overwrite when the parts carried mode=overwrite) and answers the new
 // version; abort removes the parts. Nothing is visible before complete. A
 // complete retried after success (same or new request id) answers the same
@@ -137,7 +173,8 @@
 // 413, or a 503, which the client retries, when other uploads fill the
 // area), at most 1024 uploads are open at once, and an upload untouched
 // for Options.MultipartTTL is dropped with its files when the next
-// multipart call arrives. Each part is a request body, bounded by
+// multipart call arrives; at start a server removes the staging folders of
+// servers gone for that long. Each part is a request body, bounded by
 // Options.MaxBodyBytes.
 //
 // # Metrics

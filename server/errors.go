@@ -115,9 +115,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			msg: fmt.Sprintf("request body larger than the server's limit of %d bytes", s.maxBody)}
 	}
 	status, code, public := classify(err)
-	// Messages name files by their paths; the client needs no more than
-	// the part under the data folder.
-	msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), "file://"+s.dir+"/", ""), s.dir+"/", "")
+	// Messages name files by their paths or URIs; the client needs no
+	// more than the part under the data location.
+	msg := strings.ReplaceAll(err.Error(), strings.TrimSuffix(s.root.URI(), "/")+"/", "")
+	if s.dir != "" {
+		msg = strings.ReplaceAll(strings.ReplaceAll(msg, "file://"+s.dir+"/", ""), s.dir+"/", "")
+	}
 	if !public {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", r.Header.Get("x-request-id"), "err", err)

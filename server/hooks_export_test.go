@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"path/filepath"
 	"time"
 )
 
@@ -16,5 +17,11 @@ func SetClock(s *Server, now func() time.Time) {
 	s.unacked.now = now
 }
 
-// StagingDir is the folder where s stages multipart parts.
-func StagingDir(s *Server) string { return s.uploads.root }
+// StagingDir is the folder where s stages multipart parts (on local disk).
+func StagingDir(s *Server) string {
+	return filepath.Join(s.uploads.localDir, filepath.FromSlash(s.uploads.prefix))
+}
+
+// StagingPrefix is the key prefix, in the data location, of the parts s
+// stages.
+func StagingPrefix(s *Server) string { return s.uploads.prefix + "/" }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 )
 
@@ -33,35 +35,51 @@ const (
 // create calls cannot grow the server's memory without limit.
 const maxUploads = 1024
 
-// stagingDirName is the folder under the data folder where multipart parts
-// are staged. It starts with a dot, so it is never taken for a table.
+// stagingDirName is the folder (key prefix) of the data location where
+// multipart parts are staged. It starts with a dot, so it is never taken
+// for a table.
 const stagingDirName = ".lancer-uploads"
 
 // uploadStore is the staging area of multipart writes (spec §7.10). A
 // part is the Arrow IPC stream body the client sent, stored as it came (so
-// LZ4 buffers stay compressed) in a file named after its upload_part_id:
-// a retried part replaces the earlier copy instead of adding to it.
-// complete reads every part of an upload back and commits them in one
-// append (or overwrite). Staged bytes are bounded by maxBytes over all
-// uploads; an upload untouched for ttl is dropped with its files, checked
-// whenever a multipart call arrives. A completed upload is remembered
-// (without its files) for ttl, so that a retried complete is answered with
-// the version of the first one.
+// LZ4 buffers stay compressed) as an object of the data location's store,
+// .lancer-uploads/<server>/<upload>/<part>.arrows, named after its
+// upload_part_id: a retried part replaces the earlier copy instead of
+// adding to it. Staging in the data location rather than on the server's
+// own disk keeps a server on object storage stateless on disk, and every
+// server sharing a bucket stages under a folder of its own. complete
+// reads every part of an upload back and commits them in one append (or
+// overwrite). Staged bytes are bounded by maxBytes over all uploads; an
+// upload untouched for ttl is dropped with its parts, checked whenever a
+// multipart call arrives. A completed upload is remembered (without its
+// parts) for ttl, so that a retried complete is answered with the version
+// of the first one. Uploads live in the memory of the server that created
+// them: every call of an upload must reach that server.
 type uploadStore struct {
-	root     string // per-server folder, created on first use
+	store    blob.Store // the data location
+	localDir string     // its folder on local disk, or ""
+	prefix   string     // .lancer-uploads/<server id>, this server's keys
 	maxBytes int64
 	ttl      time.Duration
 	now      func() time.Time
 
-	mu     sync.Mutex
-	staged int64 // bytes in part files and partial files being written
-	byID   map[string]*upload
+	mu      sync.Mutex
+	staged  int64 // bytes in staged parts and parts being written
+	byID    map[string]*upload
+	pending []dropped // parts to delete once mu is released
+}
+
+// dropped is what is left to delete of an upload: its part keys and, on
+// local disk, its folder.
+type dropped struct {
+	keys []string
+	dir  string
 }
 
 // upload is one multipart write.
 type upload struct {
 	id, table, branch string
-	dir               string
+	prefix            string // key prefix of its parts
 	touched           time.Time
 	overwrite         bool // a part carried mode=overwrite
 	parts             map[string]*stagedPart
@@ -74,35 +92,85 @@ type upload struct {
 }
 
 type stagedPart struct {
-	path string
+	key  string
 	size int64
 	rows int64
 }
 
-// newUploadStore returns the staging area of a server over dataDir. Staging
-// folders that earlier servers left behind and that nothing touched for
-// ttl are removed.
-func newUploadStore(dataDir string, maxBytes int64, ttl time.Duration) *uploadStore {
+// partKey is the key of a part: a hash of its id, which the client
+// chooses, so that any id makes a valid key.
+func (u *upload) partKey(partID string) string {
+	sum := sha256.Sum256([]byte(partID))
+	return u.prefix + "/" + hex.EncodeToString(sum[:16]) + ".arrows"
+}
+
+// newUploadStore returns the staging area of a server over store (whose
+// local folder is localDir, "" on object storage). Staging folders that
+// earlier servers left behind and that nothing touched for ttl are
+// removed.
+func newUploadStore(store blob.Store, localDir string, maxBytes int64, ttl time.Duration) *uploadStore {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMultipartMaxBytes
 	}
 	if ttl <= 0 {
 		ttl = DefaultMultipartTTL
 	}
-	base := filepath.Join(dataDir, stagingDirName)
-	if entries, err := os.ReadDir(base); err == nil {
-		for _, e := range entries {
-			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > ttl {
-				_ = os.RemoveAll(filepath.Join(base, e.Name()))
-			}
-		}
-	}
-	return &uploadStore{
-		root:     filepath.Join(base, randomID()),
+	st := &uploadStore{
+		store:    store,
+		localDir: localDir,
+		prefix:   stagingDirName + "/" + randomID(),
 		maxBytes: maxBytes,
 		ttl:      ttl,
 		now:      time.Now,
 		byID:     map[string]*upload{},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rootProbeTimeout)
+	defer cancel()
+	st.removeStale(ctx)
+	return st
+}
+
+// removeStale removes the staging folders of servers that are gone: those
+// nothing was written to for ttl. On local disk that is a folder's
+// modification time; on object storage the newest part under it (a
+// server's folder holds keys only while uploads are open). Failures are
+// ignored: the next server start tries again.
+func (st *uploadStore) removeStale(ctx context.Context) {
+	if st.localDir != "" {
+		base := filepath.Join(st.localDir, stagingDirName)
+		if entries, err := os.ReadDir(base); err == nil {
+			for _, e := range entries {
+				if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > st.ttl {
+					_ = os.RemoveAll(filepath.Join(base, e.Name()))
+				}
+			}
+		}
+		return
+	}
+	type folder struct {
+		keys   []string
+		newest time.Time
+	}
+	folders := map[string]*folder{}
+	for info, err := range st.store.List(ctx, stagingDirName+"/") {
+		if err != nil {
+			return
+		}
+		server, _, _ := strings.Cut(strings.TrimPrefix(info.Key, stagingDirName+"/"), "/")
+		f := folders[server]
+		if f == nil {
+			f = &folder{}
+			folders[server] = f
+		}
+		f.keys = append(f.keys, info.Key)
+		if info.ModTime.After(f.newest) {
+			f.newest = info.ModTime
+		}
+	}
+	for _, f := range folders {
+		if time.Since(f.newest) > st.ttl {
+			_ = blob.DeleteKeys(ctx, st.store, f.keys)
+		}
 	}
 }
 
@@ -124,21 +192,44 @@ func (st *uploadStore) sweep() {
 	}
 }
 
-// dropFiles removes an upload's staged files and releases their bytes.
-// Called with mu held.
+// dropFiles releases the bytes of an upload's parts and queues the parts
+// for deletion by deletePending. Called with mu held.
 func (st *uploadStore) dropFiles(u *upload) {
+	d := dropped{}
 	for _, p := range u.parts {
 		st.staged -= p.size
 		u.staged -= p.size
+		d.keys = append(d.keys, p.key)
+	}
+	if st.localDir != "" {
+		d.dir = filepath.Join(st.localDir, filepath.FromSlash(u.prefix))
 	}
 	u.parts, u.order = nil, nil
-	if u.dir != "" {
-		_ = os.RemoveAll(u.dir)
+	st.pending = append(st.pending, d)
+}
+
+// deletePending deletes the parts dropFiles queued. It runs after mu is
+// released (deferred before the lock), since deleting from object storage
+// is a request per part. It does not stop when the request that dropped
+// them ends.
+func (st *uploadStore) deletePending(ctx context.Context) {
+	st.mu.Lock()
+	pending := st.pending
+	st.pending = nil
+	st.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	for _, d := range pending {
+		_ = blob.DeleteKeys(ctx, st.store, d.keys)
+		if d.dir != "" {
+			// Empty now, unless a part is still being written into it.
+			_ = os.Remove(d.dir)
+		}
 	}
 }
 
 // create opens an upload of table on branch.
-func (st *uploadStore) create(table, branchName string) (string, error) {
+func (st *uploadStore) create(ctx context.Context, table, branchName string) (string, error) {
+	defer st.deletePending(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sweep()
@@ -148,7 +239,7 @@ func (st *uploadStore) create(table, branchName string) (string, error) {
 			msg: fmt.Sprintf("too many multipart uploads in progress (at most %d)", maxUploads)}
 	}
 	id := randomID()
-	st.byID[id] = &upload{id: id, table: table, branch: branchName, dir: filepath.Join(st.root, id),
+	st.byID[id] = &upload{id: id, table: table, branch: branchName, prefix: st.prefix + "/" + id,
 		touched: st.now(), parts: map[string]*stagedPart{}}
 	return id, nil
 }
@@ -164,7 +255,8 @@ func (st *uploadStore) lookup(id, table string) (*upload, error) {
 }
 
 // beginPart marks a part of an upload as being received.
-func (st *uploadStore) beginPart(id, table string) (*upload, error) {
+func (st *uploadStore) beginPart(ctx context.Context, id, table string) (*upload, error) {
+	defer st.deletePending(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sweep()
@@ -174,9 +266,6 @@ func (st *uploadStore) beginPart(id, table string) (*upload, error) {
 	}
 	if u.done || u.completing {
 		return nil, invalidf("multipart upload %q is already completed", id)
-	}
-	if err := os.MkdirAll(u.dir, 0o755); err != nil {
-		return nil, err
 	}
 	u.inflight++
 	u.touched = st.now()
@@ -202,31 +291,25 @@ func (st *uploadStore) reserve(u *upload, n int64) error {
 	return nil
 }
 
-// endPart ends the receipt of a part: on success the file at tmp becomes
-// the part partID (replacing an earlier copy), otherwise the file is
-// removed; reserved bytes are released accordingly.
-func (st *uploadStore) endPart(u *upload, partID, tmp string, size, rows int64, overwrite, ok bool) error {
+// endPart ends the receipt of a part: on success the object written under
+// its key becomes the part partID (replacing an earlier copy, which the
+// write replaced); reserved bytes are released accordingly.
+func (st *uploadStore) endPart(ctx context.Context, u *upload, partID string, size, rows int64, overwrite, ok bool) error {
+	defer st.deletePending(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	u.inflight--
 	u.touched = st.now()
 	if !ok || u.done || u.completing || st.byID[u.id] != u {
-		// Failed, or the upload ended while the part was arriving.
+		// Failed (nothing was published), or the upload ended while the
+		// part was arriving (what was published goes).
 		st.staged -= size
 		u.staged -= size
-		_ = os.Remove(tmp)
 		if ok {
+			st.pending = append(st.pending, dropped{keys: []string{u.partKey(partID)}})
 			return invalidf("multipart upload %q ended while part %q was being received", u.id, partID)
 		}
 		return nil
-	}
-	sum := sha256.Sum256([]byte(partID))
-	final := filepath.Join(u.dir, hex.EncodeToString(sum[:16])+".arrows")
-	if err := os.Rename(tmp, final); err != nil {
-		st.staged -= size
-		u.staged -= size
-		_ = os.Remove(tmp)
-		return err
 	}
 	if old := u.parts[partID]; old != nil {
 		st.staged -= old.size
@@ -234,14 +317,15 @@ func (st *uploadStore) endPart(u *upload, partID, tmp string, size, rows int64, 
 	} else {
 		u.order = append(u.order, partID)
 	}
-	u.parts[partID] = &stagedPart{path: final, size: size, rows: rows}
+	u.parts[partID] = &stagedPart{key: u.partKey(partID), size: size, rows: rows}
 	u.overwrite = u.overwrite || overwrite
 	return nil
 }
 
 // beginComplete marks an upload as completing and returns its parts in
 // order of arrival, or done with the version of an earlier complete.
-func (st *uploadStore) beginComplete(id, table string) (u *upload, parts []*stagedPart, done bool, err error) {
+func (st *uploadStore) beginComplete(ctx context.Context, id, table string) (u *upload, parts []*stagedPart, done bool, err error) {
+	defer st.deletePending(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sweep()
@@ -266,7 +350,8 @@ func (st *uploadStore) beginComplete(id, table string) (u *upload, parts []*stag
 
 // endComplete ends a complete: on success the upload is done at version
 // and its files are removed; on failure its parts stay for another try.
-func (st *uploadStore) endComplete(u *upload, version uint64, ok bool) {
+func (st *uploadStore) endComplete(ctx context.Context, u *upload, version uint64, ok bool) {
+	defer st.deletePending(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	u.completing = false
@@ -280,7 +365,8 @@ func (st *uploadStore) endComplete(u *upload, version uint64, ok bool) {
 // abort drops an upload and its files. An unknown upload is no error (the
 // client's abort is retried). A completed upload stays remembered, so that
 // a complete retried after it still answers its version.
-func (st *uploadStore) abort(id, table string) error {
+func (st *uploadStore) abort(ctx context.Context, id, table string) error {
+	defer st.deletePending(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sweep()
@@ -309,7 +395,7 @@ func (s *Server) createMultipart(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.open(r.Context(), name, 0, branchName); err != nil {
 		return err
 	}
-	id, err := s.uploads.create(name, branchName)
+	id, err := s.uploads.create(r.Context(), name, branchName)
 	if err != nil {
 		return err
 	}
@@ -329,30 +415,32 @@ func (s *Server) stagePart(w http.ResponseWriter, r *http.Request, name string) 
 	if mode != "" && mode != "append" && mode != "overwrite" {
 		return invalidf("unknown insert mode %q (want append or overwrite)", mode)
 	}
-	u, err := s.uploads.beginPart(uploadID, name)
+	ctx := r.Context()
+	u, err := s.uploads.beginPart(ctx, uploadID, name)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(u.dir, "part-*.tmp")
+	ow, err := s.root.NewWriter(ctx, u.partKey(partID))
 	if err != nil {
-		_ = s.uploads.endPart(u, partID, "", 0, 0, false, false)
+		_ = s.uploads.endPart(ctx, u, partID, 0, 0, false, false)
 		return err
 	}
-	tmp := f.Name()
-	sw := &stagingWriter{f: f, st: s.uploads, u: u}
+	sw := &stagingWriter{w: ow, st: s.uploads, u: u}
 	rows, err := readPart(r, sw)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if sw.err != nil {
 		// The staging bound, not the body, ended the read.
 		err = sw.err
 	}
+	if err == nil {
+		err = ow.Close()
+	}
 	if err != nil {
-		_ = s.uploads.endPart(u, partID, tmp, sw.n, 0, false, false)
+		// Nothing was published: an earlier copy of the part stays.
+		_ = ow.Abort()
+		_ = s.uploads.endPart(ctx, u, partID, sw.n, 0, false, false)
 		return err
 	}
-	if err := s.uploads.endPart(u, partID, tmp, sw.n, rows, mode == "overwrite", true); err != nil {
+	if err := s.uploads.endPart(ctx, u, partID, sw.n, rows, mode == "overwrite", true); err != nil {
 		return err
 	}
 	// The client ignores part responses; nothing is committed yet.
@@ -374,10 +462,10 @@ func readPart(r *http.Request, dst io.Writer) (int64, error) {
 	return rows, data.Err()
 }
 
-// stagingWriter writes a part file, reserving its bytes in the staging
-// area as they come.
+// stagingWriter writes a part, reserving its bytes in the staging area as
+// they come.
 type stagingWriter struct {
-	f   *os.File
+	w   blob.ObjectWriter
 	st  *uploadStore
 	u   *upload
 	n   int64 // bytes reserved (and written, unless err)
@@ -392,7 +480,7 @@ func (w *stagingWriter) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	w.n += int64(len(p))
-	n, err := w.f.Write(p)
+	n, err := w.w.Write(p)
 	if err != nil {
 		w.err = err
 	}
@@ -410,7 +498,7 @@ func (s *Server) completeMultipart(w http.ResponseWriter, r *http.Request) error
 	}
 	uploadID := r.URL.Query().Get("upload_id")
 	return s.write(w, r, name, func(ctx context.Context) (any, error) {
-		u, parts, done, err := s.uploads.beginComplete(uploadID, name)
+		u, parts, done, err := s.uploads.beginComplete(ctx, uploadID, name)
 		if err != nil {
 			return nil, err
 		}
@@ -418,7 +506,7 @@ func (s *Server) completeMultipart(w http.ResponseWriter, r *http.Request) error
 			return map[string]uint64{"version": u.version}, nil
 		}
 		version, err := s.commitParts(ctx, name, u, parts)
-		s.uploads.endComplete(u, version, err == nil)
+		s.uploads.endComplete(ctx, u, version, err == nil)
 		if err != nil {
 			return nil, err
 		}
@@ -440,7 +528,7 @@ func (s *Server) commitParts(ctx context.Context, name string, u *upload, parts 
 		// An append of nothing commits nothing.
 		return ds.Manifest().Version, nil
 	}
-	data, err := openParts(parts)
+	data, err := openParts(ctx, s.root, parts)
 	if err != nil {
 		return 0, err
 	}
@@ -456,26 +544,28 @@ func (s *Server) commitParts(ctx context.Context, name string, u *upload, parts 
 	if err != nil {
 		return 0, inTable(err)
 	}
-	s.remember(name, u.branch, ds)
+	s.remember(ctx, name, u.branch, ds)
 	return ds.Manifest().Version, nil
 }
 
 // partsReader reads the staged parts of an upload one after the other as
 // one stream of batches. Every part must have the first part's schema.
 type partsReader struct {
+	ctx    context.Context
+	store  blob.Store
 	refs   int64
 	parts  []*stagedPart
 	schema *arrow.Schema
 	i      int
-	f      *os.File
+	src    *objectReader // what rd reads
 	rd     *ipc.Reader
 	cur    arrow.RecordBatch
 	err    error
 }
 
 // openParts opens the first part to learn the schema.
-func openParts(parts []*stagedPart) (*partsReader, error) {
-	p := &partsReader{refs: 1, parts: parts}
+func openParts(ctx context.Context, store blob.Store, parts []*stagedPart) (*partsReader, error) {
+	p := &partsReader{ctx: ctx, store: store, refs: 1, parts: parts}
 	if err := p.open(0); err != nil {
 		return nil, err
 	}
@@ -485,32 +575,62 @@ func openParts(parts []*stagedPart) (*partsReader, error) {
 
 func (p *partsReader) open(i int) error {
 	p.closePart()
-	f, err := os.Open(p.parts[i].path)
+	part := p.parts[i]
+	src := &objectReader{ctx: p.ctx, store: p.store, key: part.key, size: part.size}
+	rd, err := ipc.NewReader(src, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
-		return fmt.Errorf("opening a staged part: %v: %w", err, lancer.ErrNotFound)
-	}
-	rd, err := ipc.NewReader(f, ipc.WithAllocator(memory.DefaultAllocator))
-	if err != nil {
-		f.Close()
+		if src.err != nil {
+			return fmt.Errorf("reading a staged part: %w", src.err)
+		}
 		return fmt.Errorf("reading a staged part: %v: %w", err, lancer.ErrCorrupt)
 	}
 	if p.schema != nil && !rd.Schema().Equal(p.schema) {
 		rd.Release()
-		f.Close()
 		return invalidf("the parts of a multipart upload have different schemas: %v and %v", p.schema, rd.Schema())
 	}
-	p.i, p.f, p.rd = i, f, rd
+	p.i, p.src, p.rd = i, src, rd
 	return nil
+}
+
+// objectReadChunk is how much of a staged part objectReader reads per
+// request.
+const objectReadChunk = 8 << 20
+
+// objectReader reads an object of known size from the start, one range
+// request per objectReadChunk, so that a part is never held whole in
+// memory.
+type objectReader struct {
+	ctx   context.Context
+	store blob.Store
+	key   string
+	size  int64
+	off   int64
+	buf   []byte
+	err   error // the store's error, kept for the message
+}
+
+func (o *objectReader) Read(p []byte) (int, error) {
+	if len(o.buf) == 0 {
+		if o.off >= o.size {
+			return 0, io.EOF
+		}
+		n := min(o.size-o.off, objectReadChunk)
+		b, err := o.store.ReadRange(o.ctx, o.key, o.off, n)
+		if err != nil {
+			o.err = err
+			return 0, err
+		}
+		o.buf, o.off = b, o.off+n
+	}
+	n := copy(p, o.buf)
+	o.buf = o.buf[n:]
+	return n, nil
 }
 
 func (p *partsReader) closePart() {
 	if p.rd != nil {
 		p.rd.Release()
 		p.rd = nil
-	}
-	if p.f != nil {
-		p.f.Close()
-		p.f = nil
 	}
 }
 
@@ -531,6 +651,11 @@ func (p *partsReader) Next() bool {
 			return true
 		}
 		if err := p.rd.Err(); err != nil && !errors.Is(err, io.EOF) {
+			if p.src != nil && p.src.err != nil {
+				// The store failed, not the bytes: keep its category.
+				p.err = fmt.Errorf("reading a staged part: %w", p.src.err)
+				return false
+			}
 			p.err = fmt.Errorf("reading a staged part: %v: %w", err, lancer.ErrCorrupt)
 			return false
 		}
@@ -558,7 +683,7 @@ func (s *Server) abortMultipart(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.uploads.abort(r.URL.Query().Get("upload_id"), name); err != nil {
+	if err := s.uploads.abort(r.Context(), r.URL.Query().Get("upload_id"), name); err != nil {
 		return err
 	}
 	return writeJSON(w, struct{}{})

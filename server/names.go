@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/lancerdb/lancer"
@@ -52,22 +53,50 @@ func tableName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-// tableDir is the directory of a table.
+// tablePrefix is the key prefix of a table's dataset in the root store.
+func tablePrefix(name string) string { return name + tableSuffix }
+
+// tableDir is the directory of a table when the data is on local disk.
 func (s *Server) tableDir(name string) string {
-	return filepath.Join(s.dir, name+tableSuffix)
+	return filepath.Join(s.dir, tablePrefix(name))
 }
 
-// tableStore returns the store rooted at a table's directory, which may
-// not exist yet.
+// local reports whether the tables are on local disk, where drop and
+// rename work on the table's directory.
+func (s *Server) local() bool { return s.dir != "" }
+
+// tableStore returns the store rooted at a table's dataset, which may not
+// exist yet. It is a view of the root store, so that branches (tree/...)
+// and every other key of the table resolve inside the same location.
 func (s *Server) tableStore(name string) (blob.Store, error) {
-	return blob.NewLocalStore(s.tableDir(name))
+	return blob.Sub(s.root, tablePrefix(name)), nil
+}
+
+// tableFolders returns the names of the <name>.lance folders (or key
+// prefixes) of the root, sorted, whether or not they hold a committed
+// version: one directory read on local disk, one delimiter listing on
+// object storage, never a walk of the tables' files.
+func (s *Server) tableFolders(ctx context.Context) ([]string, error) {
+	var names []string
+	for dir, err := range blob.ListDirs(ctx, s.root, "") {
+		if err != nil {
+			return nil, err
+		}
+		if name, ok := strings.CutSuffix(dir, tableSuffix); ok && CheckTableName(name) == nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// openOptions are the options tables are opened with.
+func (s *Server) openOptions() *dataset.OpenOptions {
+	return &dataset.OpenOptions{StorageOptions: s.storageOptions}
 }
 
 // tableExists reports whether a table has a committed version.
 func (s *Server) tableExists(ctx context.Context, name string) (bool, error) {
-	if _, err := os.Stat(s.tableDir(name)); errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
 	store, err := s.tableStore(name)
 	if err != nil {
 		return false, err
@@ -107,7 +136,7 @@ func (s *Server) open(ctx context.Context, name string, version uint64, branchNa
 		}
 	}
 	if version != 0 {
-		if ds := s.cache.get(name, branchName, version); ds != nil {
+		if ds := s.cache.get(ctx, name, branchName, version); ds != nil {
 			return ds, nil
 		}
 	}
@@ -115,41 +144,43 @@ func (s *Server) open(ctx context.Context, name string, version uint64, branchNa
 	if err != nil {
 		return nil, err
 	}
-	s.remember(name, branchName, ds)
+	s.remember(ctx, name, branchName, ds)
 	return ds, nil
 }
 
 // remember caches a version of a table's line that the server opened or
 // committed.
-func (s *Server) remember(name, branchName string, ds *dataset.Dataset) {
+func (s *Server) remember(ctx context.Context, name, branchName string, ds *dataset.Dataset) {
 	if branchName == branch.Main {
 		branchName = ""
 	}
-	s.cache.put(s.tableDir(name), name, branchName, ds)
+	s.cache.put(ctx, name, branchName, ds)
 }
 
-// openUncached is open without the cache.
+// openUncached is open without the cache. Whether the table exists is
+// looked up only when opening fails, which saves a listing per open on
+// object storage.
 func (s *Server) openUncached(ctx context.Context, name string, version uint64, branchName string) (*dataset.Dataset, error) {
-	ok, err := s.tableExists(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, tableNotFound(name)
-	}
 	store, err := s.tableStore(name)
 	if err != nil {
 		return nil, err
 	}
-	ds, err := branch.Open(ctx, store, branch.Ref{Branch: branchName, Version: version}, nil)
-	if err != nil {
-		if errors.Is(err, lancer.ErrNotFound) {
-			return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
-				msg: fmt.Sprintf("table %q has no version %d: %v", name, version, err), err: err}
-		}
+	ds, err := branch.Open(ctx, store, branch.Ref{Branch: branchName, Version: version}, s.openOptions())
+	if err == nil {
+		return ds, nil
+	}
+	if !errors.Is(err, lancer.ErrNotFound) {
 		return nil, err
 	}
-	return ds, nil
+	ok, xerr := s.tableExists(ctx, name)
+	if xerr != nil {
+		return nil, xerr
+	}
+	if !ok {
+		return nil, tableNotFound(name)
+	}
+	return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
+		msg: fmt.Sprintf("table %q has no version %d: %v", name, version, err), err: err}
 }
 
 // dedupCache remembers the responses of a table's recent writes by

@@ -4,16 +4,17 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
 )
 
 // PhalanxVersion is the server version sent in the phalanx-version header
@@ -30,8 +31,25 @@ const DefaultMaxBodyBytes = 256 << 20
 
 // Options configures a Server.
 type Options struct {
-	// DataDir is the folder holding the tables, one dataset per
-	// <table>.lance directory. Required; it must exist.
+	// Data is where the tables live, one dataset per <table>.lance
+	// folder or key prefix: a local folder (a path or file:// URI; it
+	// must exist) or an object store URI, s3://bucket/prefix,
+	// gs://bucket/prefix, az://container/prefix (see
+	// blob.OpenWithOptions), or mem://name (in-process, for tests).
+	// Exactly one of Data, DataDir and Root is set.
+	Data string
+	// StorageOptions configure the store Data names, as Lance's
+	// storage_options do (aws_endpoint, allow_http, credentials, ...;
+	// each falls back to its environment variable). Tables are opened
+	// with them too, so that base paths a manifest records elsewhere in
+	// the same cloud (a shallow clone's source) are reachable.
+	StorageOptions map[string]string
+	// Root is the store holding the tables, for callers that built one
+	// (tests, programs embedding the server). The server does not close
+	// it.
+	Root blob.Store
+	// DataDir is a local folder holding the tables: Data with a path.
+	// Kept for the callers that predate Data.
 	DataDir string
 	// APIKey is the key clients must send in x-api-key (or as
 	// "authorization: Bearer <key>"). It may be empty only when Addr is a
@@ -55,7 +73,8 @@ type Options struct {
 	// negative disables the cache.
 	CacheSize int
 	// MultipartMaxBytes caps the bytes staged by all multipart uploads
-	// together (in <DataDir>/.lancer-uploads). Default
+	// of this server together (under .lancer-uploads/ in the data
+	// location). Default
 	// DefaultMultipartMaxBytes.
 	MultipartMaxBytes int64
 	// MultipartTTL is how long an upload may go untouched before it is
@@ -69,19 +88,23 @@ type Options struct {
 	UnackedWindow time.Duration
 }
 
-// Server answers LanceDB's remote protocol over the tables of a folder.
+// Server answers LanceDB's remote protocol over the tables of a folder or
+// an object store prefix.
 // It is an http.Handler, safe for concurrent use.
 type Server struct {
-	dir     string
-	apiKey  string
-	log     *slog.Logger
-	maxBody int64
-	timeout time.Duration
-	mux     *http.ServeMux
-	cache   *datasetCache
-	metrics *metrics
-	uploads *uploadStore  // multipart writes
-	unacked *unackedCache // commits the client may not have seen
+	root           blob.Store        // holds <table>.lance/ and .lancer-uploads/
+	dir            string            // the local folder of root, "" on object storage
+	storageOptions map[string]string // for tables' other base paths
+	closeRoot      func() error      // closes a root the server opened
+	apiKey         string
+	log            *slog.Logger
+	maxBody        int64
+	timeout        time.Duration
+	mux            *http.ServeMux
+	cache          *datasetCache
+	metrics        *metrics
+	uploads        *uploadStore  // multipart writes
+	unacked        *unackedCache // commits the client may not have seen
 
 	// afterCommit, if set (by tests), runs after a write committed and
 	// before its answer is written; an error fails the request.
@@ -99,34 +122,45 @@ type tableState struct {
 	dedup dedupCache
 }
 
-// New returns a server over opts.DataDir. It fails with an error wrapping
-// lancer.ErrInvalidArgument when the folder is missing or the API key is
-// empty on an address that is not loopback.
+// New returns a server over the tables of opts.Data (or opts.DataDir, or
+// opts.Root). It fails with an error wrapping lancer.ErrInvalidArgument
+// when no location or more than one is given, a local folder is missing,
+// an object store location cannot be listed (a missing bucket, a wrong
+// endpoint or credentials), or the API key is empty on an address that
+// is not loopback.
 func New(opts Options) (*Server, error) {
-	if opts.DataDir == "" {
-		return nil, fmt.Errorf("server: no data folder given: %w", lancer.ErrInvalidArgument)
+	given := 0
+	for _, set := range []bool{opts.Data != "", opts.DataDir != "", opts.Root != nil} {
+		if set {
+			given++
+		}
 	}
-	dir, err := filepath.Abs(opts.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("server: data folder %q: %v: %w", opts.DataDir, err, lancer.ErrInvalidArgument)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("server: data folder %q is not a directory: %w", opts.DataDir, lancer.ErrInvalidArgument)
+	if given != 1 {
+		return nil, fmt.Errorf("server: give exactly one of Data, DataDir and Root (got %d): %w", given, lancer.ErrInvalidArgument)
 	}
 	if opts.APIKey == "" && !isLoopback(opts.Addr) {
 		return nil, fmt.Errorf("server: an API key is required when listening on %q (not a loopback address): %w", opts.Addr, lancer.ErrInvalidArgument)
 	}
-	s := &Server{
-		dir:     dir,
-		apiKey:  opts.APIKey,
-		log:     opts.Logger,
-		maxBody: opts.MaxBodyBytes,
-		timeout: opts.RequestTimeout,
-		tables:  map[string]*tableState{},
-		metrics: newMetrics(),
-		uploads: newUploadStore(dir, opts.MultipartMaxBytes, opts.MultipartTTL),
-		unacked: newUnackedCache(opts.UnackedWindow),
+	root, closeRoot, err := openRoot(opts)
+	if err != nil {
+		return nil, err
 	}
+	s := &Server{
+		root:           root,
+		storageOptions: opts.StorageOptions,
+		closeRoot:      closeRoot,
+		apiKey:         opts.APIKey,
+		log:            opts.Logger,
+		maxBody:        opts.MaxBodyBytes,
+		timeout:        opts.RequestTimeout,
+		tables:         map[string]*tableState{},
+		metrics:        newMetrics(),
+		unacked:        newUnackedCache(opts.UnackedWindow),
+	}
+	if ls, ok := root.(*blob.LocalStore); ok {
+		s.dir = ls.Root()
+	}
+	s.uploads = newUploadStore(root, s.dir, opts.MultipartMaxBytes, opts.MultipartTTL)
 	switch {
 	case opts.CacheSize == 0:
 		s.cache = newDatasetCache(DefaultCacheSize)
@@ -143,6 +177,57 @@ func New(opts Options) (*Server, error) {
 	}
 	s.routes()
 	return s, nil
+}
+
+// openRoot opens the store the options name and checks that it can be
+// used: a local folder must exist; an object store location must answer a
+// listing now, so that a wrong bucket or endpoint fails at start rather
+// than on every request.
+func openRoot(opts Options) (blob.Store, func() error, error) {
+	if opts.Root != nil {
+		return opts.Root, nil, nil
+	}
+	loc := opts.Data
+	if loc == "" {
+		loc = opts.DataDir
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rootProbeTimeout)
+	defer cancel()
+	root, err := blob.OpenWithOptions(ctx, loc, opts.StorageOptions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("server: data location %q: %w", loc, err)
+	}
+	closeRoot := func() error { return nil }
+	if c, ok := root.(io.Closer); ok {
+		closeRoot = c.Close
+	}
+	if ls, ok := root.(*blob.LocalStore); ok {
+		if fi, err := os.Stat(ls.Root()); err != nil || !fi.IsDir() {
+			return nil, nil, fmt.Errorf("server: data folder %q is not a directory: %w", loc, lancer.ErrInvalidArgument)
+		}
+		return root, closeRoot, nil
+	}
+	for _, err := range blob.ListDirs(ctx, root, "") {
+		if err != nil {
+			_ = closeRoot()
+			return nil, nil, fmt.Errorf("server: data location %q cannot be listed: %v: %w", loc, err, lancer.ErrInvalidArgument)
+		}
+		break
+	}
+	return root, closeRoot, nil
+}
+
+// rootProbeTimeout bounds opening and listing the data location in New.
+const rootProbeTimeout = 30 * time.Second
+
+// Close releases the store the server opened for Options.Data (an object
+// store client). It does not stop requests in flight; call it after the
+// http.Server has shut down.
+func (s *Server) Close() error {
+	if s.closeRoot == nil {
+		return nil
+	}
+	return s.closeRoot()
 }
 
 // isLoopback reports whether addr ("host:port" or a host) names only the

@@ -12,11 +12,12 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 )
 
@@ -255,19 +256,15 @@ func (s *Server) listTables(w http.ResponseWriter, r *http.Request) error {
 		limit = n
 	}
 	after := q.Get("page_token")
-	entries, err := os.ReadDir(s.dir)
+	candidates, err := s.tableFolders(r.Context())
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), tableSuffix)
-		if !ok || !e.IsDir() || CheckTableName(name) != nil || name <= after {
-			continue
-		}
-		names = append(names, name)
+	candidates = slices.DeleteFunc(candidates, func(n string) bool { return n <= after })
+	names, err := s.committedTables(r.Context(), candidates, limit)
+	if err != nil {
+		return err
 	}
-	sort.Strings(names)
 	resp := struct {
 		Tables    []string `json:"tables"`
 		PageToken string   `json:"page_token,omitempty"`
@@ -278,6 +275,43 @@ func (s *Server) listTables(w http.ResponseWriter, r *http.Request) error {
 	}
 	resp.Tables = append(resp.Tables, names...)
 	return writeJSON(w, resp)
+}
+
+// existsConcurrency bounds the tables whose versions committedTables looks
+// up at once (each a listing of _versions/, a request on object storage).
+const existsConcurrency = 8
+
+// committedTables returns the names (sorted) that hold a committed
+// version, in order, stopping once it has limit+1 of them (limit 0: no
+// bound), so that a page costs about its own size in lookups. A folder
+// without one (being created or dropped by another server, or the
+// leftover of an interrupted drop) is not a table.
+func (s *Server) committedTables(ctx context.Context, names []string, limit int) ([]string, error) {
+	var out []string
+	for len(names) > 0 && (limit == 0 || len(out) <= limit) {
+		n := min(len(names), existsConcurrency)
+		if limit > 0 {
+			n = min(n, limit+1-len(out))
+		}
+		batch := names[:n]
+		names = names[len(batch):]
+		ok := make([]bool, len(batch))
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for i, name := range batch {
+			wg.Go(func() { ok[i], errs[i] = s.tableExists(ctx, name) })
+		}
+		wg.Wait()
+		for i, name := range batch {
+			if errs[i] != nil {
+				return nil, errs[i]
+			}
+			if ok[i] {
+				out = append(out, name)
+			}
+		}
+	}
+	return out, nil
 }
 
 // createTable answers create/?mode=create|overwrite|exist_ok with an Arrow
@@ -332,7 +366,7 @@ func (s *Server) createTable(w http.ResponseWriter, r *http.Request) error {
 			}
 			return nil, err
 		}
-		s.remember(name, "", ds)
+		s.remember(ctx, name, "", ds)
 		return map[string]uint64{"version": ds.Manifest().Version}, nil
 	})
 }
@@ -363,26 +397,68 @@ func (s *Server) describeTable(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// dropTable answers drop/: the table's directory is removed.
+// dropTable answers drop/: the table's directory is removed, or on
+// object storage every key under its prefix (see dropKeys).
 func (s *Server) dropTable(w http.ResponseWriter, r *http.Request) error {
 	name, err := tableName(r)
 	if err != nil {
 		return err
 	}
 	return s.write(w, r, name, func(ctx context.Context) (any, error) {
-		if _, err := os.Stat(s.tableDir(name)); err != nil {
-			return nil, tableNotFound(name)
+		if s.local() {
+			if _, err := os.Stat(s.tableDir(name)); err != nil {
+				return nil, tableNotFound(name)
+			}
+			s.cache.dropTable(name)
+			if err := os.RemoveAll(s.tableDir(name)); err != nil {
+				return nil, err
+			}
+			return struct{}{}, nil
 		}
 		s.cache.dropTable(name)
-		if err := os.RemoveAll(s.tableDir(name)); err != nil {
+		n, err := s.dropKeys(ctx, tablePrefix(name)+"/")
+		if err != nil {
 			return nil, err
+		}
+		if n == 0 {
+			return nil, tableNotFound(name)
 		}
 		return struct{}{}, nil
 	})
 }
 
+// dropKeys deletes every key under prefix in the root store and returns
+// how many there were. The manifests of the main line (_versions/) go
+// first, so that the table stops existing for every reader and lister
+// (which look for a committed version) before its files disappear; a drop
+// cut short leaves files no version refers to, which list as no table and
+// which a later drop removes.
+func (s *Server) dropKeys(ctx context.Context, prefix string) (int, error) {
+	var first, rest []string
+	for info, err := range s.root.List(ctx, prefix) {
+		if err != nil {
+			return 0, err
+		}
+		if strings.HasPrefix(info.Key, prefix+"_versions/") {
+			first = append(first, info.Key)
+		} else {
+			rest = append(rest, info.Key)
+		}
+	}
+	for _, keys := range [][]string{first, rest} {
+		// One request per 1000 keys on S3 (DeleteObjects).
+		if err := blob.DeleteKeys(ctx, s.root, keys); err != nil {
+			return 0, err
+		}
+	}
+	return len(first) + len(rest), nil
+}
+
 // renameTable answers rename/ {"new_table_name": ...} by renaming the
-// table's directory. Namespaces other than the root are refused.
+// table's directory. Namespaces other than the root are refused, and so
+// is a rename on object storage, which has no rename: it would be a copy
+// of every file followed by a delete, neither atomic nor cheap (LanceDB's
+// own server refuses it too).
 func (s *Server) renameTable(w http.ResponseWriter, r *http.Request) error {
 	name, err := tableName(r)
 	if err != nil {
@@ -400,6 +476,10 @@ func (s *Server) renameTable(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := CheckTableName(body.NewName); err != nil {
 		return invalidf("%v", err)
+	}
+	if !s.local() {
+		return unsupportedf("renaming a table is not supported when the data is on object storage: " +
+			"object stores have no atomic rename; copy the table to the new name and drop the old one instead")
 	}
 	// Lock both names, in order, so that two opposite renames cannot
 	// deadlock. (The client never retries a rename: no dedup.)
@@ -488,7 +568,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
-		s.remember(name, branchName, ds)
+		s.remember(ctx, name, branchName, ds)
 		return map[string]uint64{"version": ds.Manifest().Version}, nil
 	})
 }
@@ -523,7 +603,7 @@ func (s *Server) deleteRows(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
-		s.remember(name, branchName, out)
+		s.remember(ctx, name, branchName, out)
 		after, err := out.CountRows(ctx)
 		if err != nil {
 			return nil, err
@@ -574,7 +654,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
-		s.remember(name, branchName, out)
+		s.remember(ctx, name, branchName, out)
 		return map[string]uint64{"rows_updated": stats.RowsUpdated, "version": out.Manifest().Version}, nil
 	})
 }
@@ -647,7 +727,7 @@ func (s *Server) mergeInsert(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, inTable(err)
 		}
-		s.remember(name, branchName, out)
+		s.remember(ctx, name, branchName, out)
 		return map[string]uint64{
 			"version":           out.Manifest().Version,
 			"num_inserted_rows": stats.RowsInserted,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,16 +156,12 @@ type uiTable struct {
 // count and number of columns. A table that cannot be read is listed
 // with an error rather than failing the list.
 func (s *Server) uiTables(w http.ResponseWriter, r *http.Request) error {
-	entries, err := os.ReadDir(s.dir)
+	names, err := s.tableFolders(r.Context())
 	if err != nil {
 		return err
 	}
 	out := []uiTable{}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), tableSuffix)
-		if !ok || !e.IsDir() || CheckTableName(name) != nil {
-			continue
-		}
+	for _, name := range names {
 		if len(out) == uiMaxTables {
 			break
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,7 +26,7 @@ const shutdownGrace = 30 * time.Second
 
 func newServeCommand() *cobra.Command {
 	var (
-		dataDir    string
+		data       string
 		addr       string
 		apiKeyFile string
 		maxBody    int64
@@ -33,12 +34,23 @@ func newServeCommand() *cobra.Command {
 		timeout    time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "serve --data DIR",
+		Use:   "serve --data DIR|URI",
 		Short: "Serve a folder of datasets over LanceDB's remote protocol",
-		Long: `Serve the <table>.lance datasets of a folder over LanceDB's REST protocol, so
-that the official clients connect unchanged:
+		Long: `Serve the <table>.lance datasets of a folder, or of an object store prefix,
+over LanceDB's REST protocol, so that the official clients connect unchanged:
 
   lancedb.connect("db://mydb", {apiKey: KEY, hostOverride: "http://127.0.0.1:8080"})
+
+--data is a local folder or a URI: s3://bucket/prefix, gs://bucket/prefix,
+az://container/prefix, configured by --storage-option key=value (Lance's
+storage_options: aws_endpoint, aws_region, allow_http, credentials, ...) and
+the environment:
+
+  lancer serve --data s3://bucket/db --storage-option aws_endpoint=http://127.0.0.1:9000 \
+      --storage-option allow_http=true
+
+Several servers may serve the same bucket: commits are atomic there. On
+object storage tables cannot be renamed. The dataset browser is at /ui/.
 
 The API key is read from --api-key-file (first line) or $LANCER_API_KEY; it
 may be left out only on a loopback address. One log line per request goes
@@ -58,12 +70,17 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 					return fmt.Errorf("--api-key-file %s is empty: %w", apiKeyFile, lancer.ErrInvalidArgument)
 				}
 			}
+			storage, err := storageOptions(cmd)
+			if err != nil {
+				return err
+			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			h, err := server.New(server.Options{DataDir: dataDir, APIKey: key, Addr: addr, Logger: logger,
+			h, err := server.New(server.Options{Data: data, StorageOptions: storage, APIKey: key, Addr: addr, Logger: logger,
 				MaxBodyBytes: maxBody, RequestTimeout: timeout, CacheSize: cacheSize})
 			if err != nil {
 				return err
 			}
+			defer h.Close()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err
@@ -73,7 +90,8 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 			defer stop()
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
-			logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "auth", key != "")
+			logger.Info("serving", "addr", ln.Addr().String(), "data", data, "auth", key != "")
+			fmt.Fprintf(cmd.OutOrStdout(), "lancer: serving %s; dataset browser: http://%s/ui/\n", data, browserAddr(ln.Addr()))
 			select {
 			case err := <-errc:
 				return err
@@ -91,7 +109,7 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dataDir, "data", "", "folder of <table>.lance datasets (required)")
+	cmd.Flags().StringVar(&data, "data", "", "folder, or s3:// gs:// az:// URI, of <table>.lance datasets (required)")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on")
 	cmd.Flags().StringVar(&apiKeyFile, "api-key-file", "", "file whose first line is the API key clients must send")
 	cmd.Flags().Int64Var(&maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted")
@@ -99,4 +117,19 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 	cmd.Flags().IntVar(&cacheSize, "cache-size", 0, "opened table versions kept for reuse across requests (0: the server's default; negative: none)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
+}
+
+// browserAddr is the address a browser on this machine reaches the
+// listener at: the one actually bound (--addr may end in :0), with an
+// unspecified host (0.0.0.0, ::) replaced by the loopback address.
+func browserAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }

@@ -3,13 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/lancerdb/lancer/blob"
 )
 
 // freeAddr returns a loopback address nothing listens on.
@@ -54,5 +61,92 @@ func TestServerCommandChecksKeyAndShutsDown(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 || status != http.StatusOK {
 		t.Errorf("serve: status %d, exit %d: %s", status, code, stderr.String())
+	}
+	if want := "dataset browser: http://" + addr + "/ui/"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("serve printed %q, want it to mention %q", stdout.String(), want)
+	}
+}
+
+// TestServeObjectStorage: lancer serve --data s3://... --storage-option ...
+// serves the tables under the prefix (gofakes3 on loopback), refuses a
+// rename, drops a table by deleting its keys, and refuses at start a
+// bucket it cannot list.
+func TestServeObjectStorage(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("bkt"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3.Close)
+	options := map[string]string{
+		"aws_endpoint": s3.URL, "allow_http": "true", "aws_region": "us-east-1",
+		"aws_access_key_id": "AK", "aws_secret_access_key": "SK",
+	}
+	var flags []string
+	for k, v := range options {
+		flags = append(flags, "--storage-option", k+"="+v)
+	}
+	for _, name := range []string{"a", "b"} {
+		mustRun(t, append([]string{"import", filepath.Join("testdata", "people.csv"), "s3://bkt/db/" + name + ".lance"}, flags...)...)
+	}
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--data", "s3://bkt/db", "--addr", addr}, flags...), &stdout, &stderr)
+	}()
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		for range 200 {
+			req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, strings.TrimSpace(string(b))
+		}
+		t.Fatalf("serve never answered: %s", stderr.String())
+		return 0, ""
+	}
+	if code, body := call("GET", "/v1/table/?limit=1", ""); code != 200 || body != `{"tables":["a"],"page_token":"a"}` {
+		t.Errorf("tables: %d %s", code, body)
+	}
+	if code, body := call("POST", "/v1/table/b/count_rows/", "{}"); code != 200 || body != "4" {
+		t.Errorf("count_rows: %d %s", code, body)
+	}
+	if code, body := call("POST", "/v1/table/a/rename/", `{"new_table_name":"c"}`); code != 400 || !strings.Contains(body, "NotSupported") {
+		t.Errorf("rename: %d %s", code, body)
+	}
+	if code, body := call("POST", "/v1/table/a/drop/", ""); code != 200 {
+		t.Errorf("drop: %d %s", code, body)
+	}
+	if code, body := call("GET", "/v1/table/", ""); code != 200 || body != `{"tables":["b"]}` {
+		t.Errorf("tables after drop: %d %s", code, body)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d: %s", code, stderr.String())
+	}
+	if want := "serving s3://bkt/db; dataset browser: http://" + addr + "/ui/"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("serve printed %q, want it to mention %q", stdout.String(), want)
+	}
+	store, err := blob.OpenWithOptions(context.Background(), "s3://bkt/db/a.lance", options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for info, err := range store.List(context.Background(), "") {
+		t.Errorf("left in the bucket after drop: %s %v", info.Key, err)
+		break
+	}
+
+	code, _, errOut := runLancer(t, append([]string{"serve", "--data", "s3://nope/db", "--addr", freeAddr(t)}, flags...)...)
+	if code != 1 || !strings.Contains(errOut, "cannot be listed") {
+		t.Errorf("serve over a missing bucket: exit %d: %s", code, errOut)
 	}
 }
