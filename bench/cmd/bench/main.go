@@ -7,6 +7,7 @@
 //	go run ./bench/cmd/bench -suite=core -n 20000 -out /tmp/core
 //	go run ./bench/cmd/bench -suite=scale                # 1M x 128 and 100k x 768, one folder each
 //	go run ./bench/cmd/bench -suite=server               # 32 official clients against lancer serve, 60 s
+//	go run ./bench/cmd/bench -suite=s3 -n 20000          # lancer and Lance on a local S3 server (versitygw)
 //
 // Each step runs -runs times per side, alternating lancer and Lance; the
 // report gives medians, min and max, and the ratio Lance / lancer (above 1:
@@ -34,7 +35,7 @@ func main() {
 		settings string
 		seed     uint
 	)
-	flag.StringVar(&suite, "suite", "core", "suite to run: core, scale (1M x 128 and 100k x 768) or server (the load test of lancer serve)")
+	flag.StringVar(&suite, "suite", "core", "suite to run: core, scale (1M x 128 and 100k x 768), server (the load test of lancer serve) or s3 (core reads and writes on a local S3 server)")
 	flag.IntVar(&o.Rows, "n", bench.DefaultVectorRows, "rows of the table (core suite)")
 	flag.IntVar(&o.Dim, "dim", bench.DefaultVectorDim, "vector dimension (core suite)")
 	flag.IntVar(&o.Runs, "runs", 3, "runs of each step per side (alternating lancer, Lance)")
@@ -99,9 +100,21 @@ func main() {
 			fail(fmt.Errorf("the load test saw errors or lost inserts"))
 		}
 	case "s3":
-		fail(fmt.Errorf("suite %q is not written yet (issue #8 waits for the object-storage issue)", suite))
+		// The core suite's writes and reads, both engines against one
+		// local S3 server (versitygw), with request and byte counts.
+		if out == "" {
+			out = filepath.Join(bench.RepoRoot(), "bench", "results", "s3")
+		}
+		rep, err := bench.RunS3(ctx, bench.S3Options{Rows: o.Rows, Dim: o.Dim, Seed: o.Seed, Runs: o.Runs, Dir: o.Dir, Log: o.Log})
+		if err != nil {
+			fail(err)
+		}
+		if err := rep.Write(out); err != nil {
+			fail(err)
+		}
+		fmt.Print(rep.Markdown())
 	default:
-		fail(fmt.Errorf("unknown suite %q (core, scale, server)", suite))
+		fail(fmt.Errorf("unknown suite %q (core, scale, server, s3)", suite))
 	}
 }
 
