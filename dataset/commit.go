@@ -36,11 +36,16 @@ type commitOptions struct {
 	// createOnly makes a creation fail with lancer.ErrAlreadyExists when a
 	// dataset appeared meanwhile, instead of being rebased over it.
 	createOnly bool
+	// read, if set, is the opened readVersion: when it is still the latest,
+	// the commit builds on it instead of reading its manifest again (a
+	// version's manifest never changes once created), which saves a GET
+	// per commit on object stores.
+	read *Dataset
 }
 
 // commit commits op read at d's version.
 func (d *Dataset) commit(ctx context.Context, op *operation, retries int) (*Dataset, error) {
-	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: d.manifest.Version, retries: retries})
+	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: d.manifest.Version, retries: retries, read: d})
 }
 
 // commit publishes op as the next version of the dataset rooted at store,
@@ -185,11 +190,14 @@ func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases
 	if co.readVersion > e.version {
 		return nil, 0, fmt.Errorf("dataset: commit: read version %d is newer than the latest, %d: %w", co.readVersion, e.version, lancer.ErrCorrupt)
 	}
+	scheme := parseManifestName(e.key[len(versionsDir):]).scheme
+	if r := co.read; r != nil && r.manifest.Version == e.version && r.manifestKey == e.key {
+		return r, scheme, nil
+	}
 	d, err := openEntry(ctx, store, o, bases, e)
 	if err != nil {
 		return nil, 0, err
 	}
-	scheme := parseManifestName(e.key[len(versionsDir):]).scheme
 	return d, scheme, nil
 }
 
@@ -296,9 +304,14 @@ func committedDataset(store blob.Store, o OpenOptions, bases *baseStores, key st
 }
 
 // writeVersionHint records the latest version in
-// _versions/latest_version_hint.json, as Lance does after each commit.
-// Readers never trust it, so a failure is ignored.
+// _versions/latest_version_hint.json, as Lance does after each commit on a
+// file system (on object stores Lance writes none: listing is cheap there
+// and the hint would cost a PUT per commit). Readers never trust it, so a
+// failure is ignored.
 func writeVersionHint(ctx context.Context, store blob.Store, version uint64) {
+	if blob.IsObjectStore(store) {
+		return
+	}
 	_ = store.Write(ctx, versionHintKey, []byte(`{"version":`+strconv.FormatUint(version, 10)+`}`))
 }
 

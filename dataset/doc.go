@@ -98,8 +98,9 @@
 //   - C3. Fragment ids and field ids are not reused: new fragments continue
 //     after the manifest's max_fragment_id, new fields after the highest id
 //     the schema or any data file still holds (Lance's max_field_id).
-//   - C4. latest_version_hint.json is written after the manifest and read
-//     as a hint only.
+//   - C4. latest_version_hint.json is written after the manifest (on file
+//     systems and memory; not on object stores, as Lance) and read as a
+//     hint only.
 //   - C5. Cleanup reads every retained manifest before it deletes anything,
 //     never deletes the latest version or a file a retained version
 //     references, and keeps unreferenced files younger than a week (they
