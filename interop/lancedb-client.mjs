@@ -307,6 +307,59 @@ await step('columns', async () => {
   await db.dropTable('cols');
   return out;
 });
+await step('blobs', async () => {
+  // Blob v2 values through the client's blob API, which it calls only on a
+  // 0.5.0 server: fetchBlobs (fetch_blobs/), and fetchBlobFiles handles,
+  // which probe each value's size with "bytes=0-0" and read ranges of it
+  // (blob/{col}/{row}/bytes). thumb is a plain binary column.
+  const arrow = require('apache-arrow');
+  const big = Buffer.alloc(3 << 20);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 31 + (i >> 9)) & 255;
+  const small = Buffer.from('hello blob');
+  const schema = new arrow.Schema([
+    new arrow.Field('id', new arrow.Int64(), false),
+    lancedb.blob('video'),
+    new arrow.Field('thumb', new arrow.Binary(), true),
+  ]);
+  const m = await db.createTable('media', [
+    { id: 0n, video: small, thumb: Buffer.from('t0') },
+    { id: 1n, video: big, thumb: null },
+    { id: 2n, video: Buffer.alloc(0), thumb: Buffer.alloc(0) },
+    { id: 3n, video: null, thumb: Buffer.from('t3') },
+  ], { schema });
+  const out = { columns: await m.blobColumns() };
+  const rows = await m.query().select(['id']).withRowId().toArray();
+  const rid = {};
+  for (const r of rows) rid[Number(r.id)] = r._rowid;
+  const want = [small, big, Buffer.alloc(0), null];
+  // what describes a fetched value against the value written.
+  const what = (b, w) => (b === null ? null : { len: b.length, same: w !== null && Buffer.compare(b, w) === 0 });
+  const order = [1, 0, 3, 2, 0];
+  out.fetch = (await m.fetchBlobs('video', order.map((i) => rid[i]))).map((b, k) => what(b, want[order[k]]));
+  out.thumbs = (await m.fetchBlobs('thumb', [0, 1, 2, 3].map((i) => rid[i]))).map((b) => (b === null ? null : b.toString()));
+  const files = await m.fetchBlobFiles('video', [0, 1, 2, 3].map((i) => rid[i]));
+  out.sizes = files.map((f) => (f === null ? null : Number(f.size())));
+  const head = await files[1].readRange(1000n, 1000n + 65536n);
+  out.range = what(head, big.subarray(1000, 1000 + 65536));
+  out.whole = what(await files[1].read(), big);
+  out.again = (await files[1].read()).length;
+  out.small = (await files[0].read()).toString();
+  out.empty = (await files[2].read()).length;
+  try {
+    await m.fetchBlobs('id', [rid[0]]);
+    out.notBlob = 'fetched';
+  } catch (e) {
+    out.notBlob = /400/.test(e.message) && /blob and binary columns only/.test(e.message) ? 'refused' : String(e.message);
+  }
+  try {
+    await m.fetchBlobs('video', [rid[0] + 1000n]);
+    out.missingRow = 'fetched';
+  } catch (e) {
+    out.missingRow = /400/.test(e.message) && /no live row/.test(e.message) ? 'refused' : String(e.message);
+  }
+  await db.dropTable('media');
+  return out;
+});
 await step('dropTable', async () => {
   await db.dropTable('other');
   return await db.tableNames();

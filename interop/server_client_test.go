@@ -27,7 +27,8 @@ import (
 // drop, versions, tags, checkout by version and by tag, restore, empty
 // tables, row ids, aliases, takeOffsets, takeRowIds, stats, rename, drop,
 // column operations (add, alter, drop), explain and analyze plans, a
-// 1.2M-row add() as a multipart write, and the errors
+// 1.2M-row add() as a multipart write, blob values (fetchBlobs,
+// fetchBlobFiles), and the errors
 // the client maps (missing table, version and index, bad filter, bad key,
 // full-text search).
 // Then real Lance opens the table the server wrote, from disk.
@@ -284,12 +285,22 @@ func runClientScenario(t *testing.T, ref lanceref.Ref, opts server.Options, targ
 		`"schema":["id:Float64","label:Utf8","price:Float64","vector:FixedSizeList[8]<Float32>","double_price:Float64"],`+
 		`"rows":[{"id":2,"label":"c2","double_price":8},{"id":3,"label":"c3","double_price":12}],`+
 		`"search":[{"label":"c3","double_price":12,"_distance":0}],"oldName":"gone"}`)
+	// Blob v2 and binary values through fetchBlobs and fetchBlobFiles
+	// (phalanx-version 0.5.0): in the order asked, nulls and empty values
+	// told apart, sizes probed, a 64 KiB range and the whole 3 MiB value.
+	want("blobs", `{"columns":["video"],`+
+		`"fetch":[{"len":3145728,"same":true},{"len":10,"same":true},null,{"len":0,"same":true},{"len":10,"same":true}],`+
+		`"thumbs":["t0",null,"","t3"],"sizes":[10,3145728,0,null],"range":{"len":65536,"same":true},`+
+		`"whole":{"len":3145728,"same":true},"again":0,"small":"hello blob","empty":0,"notBlob":"refused","missingRow":"refused"}`)
+	if probes := strings.Count(log, "path=/v1/table/media/blob/video/"); probes < 7 {
+		t.Errorf("the blob files read through blob/.../bytes %d times, want at least 7 (4 probes, a range, 2 reads)", probes)
+	}
 	remaining := target.remainingAtEnd
 	if remaining == "" {
 		remaining = `["items"]`
 	}
 	want("dropTable", remaining)
-	for _, table := range []string{"other", "bulk", "big", "br", "cols"} {
+	for _, table := range []string{"other", "bulk", "big", "br", "cols", "media"} {
 		if err := target.gone(table); err != nil {
 			t.Errorf("dropped table %s: %v", table, err)
 		}

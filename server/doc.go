@@ -68,6 +68,8 @@
 //	POST /v1/table/{t}/add_columns/                  {"new_columns":[{"name","expression"}]} → {"version"}
 //	POST /v1/table/{t}/alter_columns/                {"alterations":[{"path","rename"?,...}]} → {"version"}
 //	POST /v1/table/{t}/drop_columns/                 {"columns":[...]} → {"version"}
+//	POST /v1/table/{t}/fetch_blobs/                  {"version","branch"?,"column","row_ids"} → Arrow IPC stream
+//	GET  /v1/table/{t}/blob/{col}/{row}/bytes?version&branch   one value; Range: bytes=a-b | a- | -n
 //	GET  /metrics                                    Prometheus text format
 //	GET  /healthz                                    no key needed
 //
@@ -96,10 +98,31 @@
 // the query and adds rows returned and scanned, fragments read and the
 // time taken.
 //
+// Blobs (phalanx-version 0.5.0, the client's fetchBlobs and
+// fetchBlobFiles): both endpoints read blob columns (Lance's legacy blob
+// encoding and blob v2: inline, packed and dedicated values; an external
+// blob v2 value is a 400) and plain binary columns, by _rowid as a query
+// with_row_id returns it, at the version and branch asked for.
+// fetch_blobs answers one nullable binary column named after the column,
+// a value per row id in the order given, null for a null; it takes at
+// most 65536 ids, and the values of one answer may add up to at most
+// Options.MaxBodyBytes (checked from the blob descriptors before any value
+// is read; a larger answer is a 400), written a batch of about 8 MiB at a
+// time. blob/.../bytes answers a whole value (200) or one byte range of it
+// (206 with Content-Range and Content-Length), streamed from storage a
+// range at a time (dataset.OpenBlob), so a value of any size costs a
+// buffer of at most a few MiB; a null value is a 204 and a range the value
+// cannot satisfy (any range of an empty value) a 416 with Content-Range
+// "bytes */size", which is how the client's "bytes=0-0" size probe tells
+// null and empty values. A column that is neither blob nor binary is a
+// 400; a missing column or row is a 404 of blob/.../bytes and a 400 of
+// fetch_blobs, as of query/, since the client reports any 404 of
+// fetch_blobs as a missing table.
+//
 // Not served: full-text search (the structured queries a 0.3.0+ server
 // receives are refused with a 400 naming their kind) and order_by in
 // queries, scalar and FTS indices, namespaces other than the root, jobs,
-// blobs, computed and function columns.
+// computed and function columns.
 //
 // Branches: the client's table.branches() list/create/delete/checkout work
 // on lancer's branches (package branch); diff compares a branch with main

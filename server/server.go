@@ -22,9 +22,11 @@ import (
 // 0.2.0 makes it send a batch vector query as one request (answered with
 // a query_index column); 0.3.0 makes it send full-text queries as
 // structured trees, which lancer refuses with a 400 naming the query
-// kind; 0.4.0 makes it send large add() calls as multipart writes. 0.5.0
-// (blob endpoints) is not served.
-const PhalanxVersion = "0.4.0"
+// kind; 0.4.0 makes it send large add() calls as multipart writes; 0.5.0
+// lets it call the blob endpoints (fetchBlobs, fetchBlobFiles), which it
+// refuses to call below 0.5.0 and which are all that 0.5.0 changes in the
+// client (0.39.0).
+const PhalanxVersion = "0.5.0"
 
 // DefaultMaxBodyBytes is the default cap on a request body.
 const DefaultMaxBodyBytes = 256 << 20
@@ -297,6 +299,8 @@ func (s *Server) routes() {
 	table("POST", "branches/diff", s.diffBranch)
 	table("POST", "branches/cherry_pick", s.cherryPick)
 	table("POST", "branches/merge", s.mergeBranch)
+	table("POST", "fetch_blobs", s.fetchBlobs)
+	table("GET", "blob/{column}/{row}/bytes", s.blobBytes)
 	s.uiRoutes() // the dataset browser (ui.go)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
