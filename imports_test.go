@@ -19,6 +19,7 @@ var layers = map[string]int{
 	"internal/jsonvalue":   0,
 	"internal/baseline":    0,
 	"internal/versitygw":   0, // starts a local S3 server for tests; knows no lancer package
+	"internal/azurite":     0, // starts a local Azure blob service for tests; knows no lancer package
 	"vector":               0,
 	"blob":                 1,
 	"internal/sample":      1,

@@ -16,7 +16,6 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/baseline"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -116,35 +115,17 @@ func (c *coreRun) hwm() int64 {
 func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	o := opts.withDefaults()
 	began := time.Now()
-	c := &coreRun{o: o, ctx: ctx, logf: func(format string, args ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, time.Now().Format("15:04:05 ")+format+"\n", args...)
-		}
-	}}
+	c := &coreRun{o: o, ctx: ctx, logf: stepLogger(o.Log)}
 	ref, err := findRef()
 	if err != nil {
 		return nil, err
 	}
-	if o.Dir == "" {
-		dir, err := os.MkdirTemp("", "lancer-core-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		o.Dir = dir
-		c.o.Dir = dir
-	} else {
-		for _, sub := range []string{"lancer", "lance", "input"} {
-			if err := os.RemoveAll(filepath.Join(o.Dir, sub)); err != nil {
-				return nil, err
-			}
-		}
+	dir, cleanup, err := scratchDir(o.Dir, "lancer-core-", "lancer", "lance", "input")
+	if err != nil {
+		return nil, err
 	}
-	for _, sub := range []string{"lancer", "lance", "input"} {
-		if err := os.MkdirAll(filepath.Join(o.Dir, sub), 0o755); err != nil {
-			return nil, err
-		}
-	}
+	defer cleanup()
+	o.Dir, c.o.Dir = dir, dir
 	c.rep = newCoreReport(o)
 
 	// The data, the ground truth and the files node reads.
@@ -159,18 +140,11 @@ func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	texts = nil
 	c.rep.Workload.RawBytes = RawBytes(chunks)
 	in := filepath.Join(o.Dir, "input")
-	wholeFile, qFile := filepath.Join(in, "whole.arrow"), filepath.Join(in, "queries.f32")
-	if err := WriteIPC(wholeFile, schema, chunks); err != nil {
+	wholeFile, chunkFiles, err := writeInputs(in, schema, chunks)
+	if err != nil {
 		return nil, err
 	}
-	var chunkFiles []string
-	for i, r := range chunks {
-		f := filepath.Join(in, fmt.Sprintf("chunk-%d.arrow", i))
-		if err := WriteIPC(f, schema, []arrow.RecordBatch{r}); err != nil {
-			return nil, err
-		}
-		chunkFiles = append(chunkFiles, f)
-	}
+	qFile := filepath.Join(in, "queries.f32")
 	if err := WriteFloat32s(qFile, queries); err != nil {
 		return nil, err
 	}
@@ -188,7 +162,7 @@ func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.rep.Versions.LanceDB, c.rep.Versions.Lance, c.rep.Versions.ArrowJS, c.rep.Versions.Node = v.LanceDB, v.Lance, v.ArrowJS, v.Node
+	c.rep.Versions.setLance(v.nodeReply)
 	loaded, err := c.lance.ask(lanceCoreRequest{Op: "init", Dir: filepath.Join(o.Dir, "lance"), Whole: wholeFile,
 		Chunks: chunkFiles, Queries: qFile, Dim: o.Dim})
 	if err != nil {
@@ -282,7 +256,7 @@ func timed(f func() error) (time.Duration, time.Duration, error) {
 // writes: the one-shot write and the create + appends, each run a new
 // dataset; run 0's are kept (the read steps use the appended one).
 func (c *coreRun) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error {
-	write := func(path string, recs []arrow.RecordBatch, appendEach bool) error {
+	write := func(path string, appendEach bool) error {
 		if err := os.MkdirAll(path, 0o755); err != nil {
 			return err
 		}
@@ -290,35 +264,7 @@ func (c *coreRun) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error
 		if err != nil {
 			return err
 		}
-		reader := func(recs []arrow.RecordBatch) (array.RecordReader, error) {
-			return array.NewRecordReader(schema, recs)
-		}
-		if !appendEach {
-			rr, err := reader(recs)
-			if err != nil {
-				return err
-			}
-			defer rr.Release()
-			_, err = dataset.Write(c.ctx, store, rr, nil)
-			return err
-		}
-		var d *dataset.Dataset
-		for i, r := range recs {
-			rr, err := reader([]arrow.RecordBatch{r})
-			if err != nil {
-				return err
-			}
-			if i == 0 {
-				d, err = dataset.Write(c.ctx, store, rr, nil)
-			} else {
-				d, err = d.Append(c.ctx, rr, nil)
-			}
-			rr.Release()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeChunks(c.ctx, store, schema, chunks, appendEach)
 	}
 	for _, w := range []struct {
 		prefix     string
@@ -331,7 +277,7 @@ func (c *coreRun) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error
 	} {
 		err := c.run(w.spec, func(r int) (time.Duration, time.Duration, error) {
 			path := c.lancerPath(fmt.Sprint(w.prefix, r))
-			wall, cpu, err := timed(func() error { return write(path, chunks, w.appendEach) })
+			wall, cpu, err := timed(func() error { return write(path, w.appendEach) })
 			if r > 0 {
 				os.RemoveAll(path)
 			}
@@ -399,12 +345,6 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 	if err != nil {
 		return err
 	}
-	want := func(what string, got, want int64) error {
-		if got != want {
-			return fmt.Errorf("bench: %s returned %d rows, want %d", what, got, want)
-		}
-		return nil
-	}
 	scan := func(spec stepSpec, ds *dataset.Dataset, table string, cols []string, filter string, rows int64) error {
 		return c.run(spec, func(int) (time.Duration, time.Duration, error) {
 			var n int64
@@ -413,13 +353,13 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 				return err
 			})
 			if err == nil {
-				err = want("lancer "+spec.Name, n, rows)
+				err = wantRows("lancer "+spec.Name, n, rows)
 			}
 			return wall, cpu, err
 		}, func(int) (*lanceCoreReply, error) {
 			L, err := c.lance.ask(lanceCoreRequest{Op: "query", Name: table, Columns: cols, Filter: filter})
 			if err == nil {
-				err = want("Lance "+spec.Name, L.Rows, rows)
+				err = wantRows("Lance "+spec.Name, L.Rows, rows)
 			}
 			return L, err
 		})
@@ -437,46 +377,20 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 		}
 	}
 
-	// Take: o.Take distinct random offsets (mulberry32, seed 777, as the
-	// baseline, skipping repeats: Lance's takeRowIds returns a repeated row
-	// once, lancer's as often as asked), and the same rows by row id
-	// (fragment i holds rows i*chunk on).
-	rng := baseline.NewRNG(777)
-	offsets := make([]uint64, 0, o.Take)
-	rowIDs := make([]uint64, 0, o.Take)
-	seen := make(map[uint64]bool, o.Take)
-	for len(offsets) < o.Take {
-		off := uint64(math.Floor(rng.Float() * float64(o.Rows)))
-		if seen[off] {
-			continue
-		}
-		seen[off] = true
-		offsets = append(offsets, off)
-		rowIDs = append(rowIDs, off/uint64(chunk)<<32|off%uint64(chunk))
-	}
+	// Take: the baseline's distinct random rows, by offset and by row id.
+	offsets, rowIDs := takeRows(o.Take, o.Rows, chunk)
 	if err := c.checkRowIDs(d, offsets, rowIDs); err != nil {
 		return err
 	}
 	take := func(spec stepSpec, ids []uint64, byRowID bool) error {
 		return c.run(spec, func(int) (time.Duration, time.Duration, error) {
 			var rows int64
-			wall, cpu, err := timed(func() error {
-				var rec arrow.RecordBatch
-				var err error
-				if byRowID {
-					rec, err = d.TakeRowIDs(c.ctx, ids, nil)
-				} else {
-					rec, err = d.Take(c.ctx, ids, nil)
-				}
-				if err != nil {
-					return err
-				}
-				rows = rec.NumRows()
-				rec.Release()
-				return nil
+			wall, cpu, err := timed(func() (err error) {
+				rows, err = lancerTakeRows(c.ctx, d, ids, byRowID)
+				return err
 			})
 			if err == nil {
-				err = want("lancer "+spec.Name, rows, int64(len(ids)))
+				err = wantRows("lancer "+spec.Name, rows, int64(len(ids)))
 			}
 			return wall, cpu, err
 		}, func(int) (*lanceCoreReply, error) {
@@ -486,7 +400,7 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 			}
 			L, err := c.lance.ask(req)
 			if err == nil {
-				err = want("Lance "+spec.Name, L.Rows, int64(len(ids)))
+				err = wantRows("Lance "+spec.Name, L.Rows, int64(len(ids)))
 			}
 			return L, err
 		})
@@ -499,7 +413,7 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 	}
 
 	// The 1% filter: id > X returns the last round(N/100) rows.
-	pct := max(1, int64(math.Round(float64(o.Rows)/100)))
+	pct := onePercent(o.Rows)
 	x := n - pct - 1
 	if err := scan(stepFilter(fmt.Sprintf("id > %d", x), pct), d, "a0", nil, fmt.Sprintf("id > %d", x), pct); err != nil {
 		return err
@@ -512,13 +426,13 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 			return err
 		})
 		if err == nil {
-			err = want("lancer count", int64(rows), n)
+			err = wantRows("lancer count", int64(rows), n)
 		}
 		return wall, cpu, err
 	}, func(int) (*lanceCoreReply, error) {
 		L, err := c.lance.ask(lanceCoreRequest{Op: "count", Name: "a0"})
 		if err == nil {
-			err = want("Lance count", L.Rows, n)
+			err = wantRows("Lance count", L.Rows, n)
 		}
 		return L, err
 	})

@@ -233,19 +233,14 @@ func stepBuild(partitions int) stepSpec {
 
 func newCoreReport(o CoreOptions) *CoreReport {
 	r := &CoreReport{
-		Suite:   o.Suite,
-		Started: time.Now().UTC().Truncate(time.Second),
-		Machine: machine(),
-		Versions: CoreVersions{
-			Go: runtime.Version(), Lancer: lancerCommit(),
-		},
+		Suite: o.Suite,
 		Workload: CoreWorkload{
 			Rows: o.Rows, Dim: o.Dim, Centers: o.Centers, Queries: o.Queries, K: o.K, Seed: o.Seed,
 			TextBytes: CoreTextBytes, Fragments: o.Appends, Take: o.Take, Partitions: o.Partitions,
 			Settings: o.Settings, Runs: o.Runs,
 		},
 	}
-	r.Machine.Load[0] = loadAverage()
+	r.Started, r.Machine, r.Versions = suiteStart()
 	return r
 }
 
@@ -325,8 +320,7 @@ func (r *CoreReport) size(name string) *ByteRatio {
 
 // finish computes the targets and the notes and stamps the end.
 func (r *CoreReport) finish(began time.Time) {
-	r.Machine.Load[1] = loadAverage()
-	r.Seconds = math.Round(time.Since(began).Seconds()*10) / 10
+	r.Seconds = suiteEnd(&r.Machine, began)
 	r.Targets = nil
 	add := func(issue, name string, ratio, atLeast float64, note string) {
 		r.Targets = append(r.Targets, Target{Issue: issue, Name: name, Ratio: ratio, AtLeast: atLeast, Met: ratio >= atLeast && ratio > 0, Note: note})
@@ -395,13 +389,7 @@ func (r *CoreReport) finish(began time.Time) {
 }
 
 // WriteJSON writes the report, indented, to path.
-func (r *CoreReport) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+func (r *CoreReport) WriteJSON(path string) error { return writeJSON(path, r) }
 
 // ReadCoreReport reads a report.json.
 func ReadCoreReport(path string) (*CoreReport, error) {
@@ -424,11 +412,7 @@ func (r *CoreReport) Markdown(plots bool) string {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w := r.Workload
 	p("# lancer vs Lance: %s suite\n\n", r.Suite)
-	p("%s; %s/%s, %d CPUs (%s), %.1f GiB, GOMAXPROCS %d; load average %.2f at the start, %.2f at the end; the suite took %.0f s.\n\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.Machine.OS, r.Machine.Arch, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemGiB,
-		r.Machine.GOMAXPROCS, r.Machine.Load[0], r.Machine.Load[1], r.Seconds)
-	p("Versions: lancer %s (%s); @lancedb/lancedb %s (lance %s), apache-arrow JS %s, node %s.\n\n",
-		r.Versions.Lancer, r.Versions.Go, r.Versions.LanceDB, r.Versions.Lance, r.Versions.ArrowJS, r.Versions.Node)
+	b.WriteString(suiteHeader(r.Started, r.Machine, r.Seconds, r.Versions))
 	p("Workload (shared/bench/lance-baseline.mjs): %d rows of id int64, vector float32[%d] (%d gaussian clusters + noise), text utf8 (%d B), seed %d, %.1f MB raw; %d queries drawn the same way, k = %d; "+
 		"read steps use the table written as %d fragments; IVF_HNSW_SQ with %d partitions. %d runs per side, alternating; medians.\n\n",
 		w.Rows, w.Dim, w.Centers, w.TextBytes, w.Seed, float64(w.RawBytes)/1e6, w.Queries, w.K, w.Fragments, w.Partitions, w.Runs)

@@ -45,18 +45,13 @@
 // the process so far (Linux VmHWM; the build resets the kernel's peak to
 // measure its own, "peakRss", and this script keeps the running maximum).
 //
-// LANCEDB_NODE_DIR names the folder whose node_modules holds the pinned
-// @lancedb/lancedb (interop/package.json).
-import { createRequire } from 'node:module';
+// lance-common.mjs holds what this script shares with the other suite's,
+// and reads LANCEDB_NODE_DIR, the folder whose node_modules holds the
+// pinned @lancedb/lancedb (interop/package.json).
 import fs from 'node:fs';
-import path from 'node:path';
-import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
-const dir = process.env.LANCEDB_NODE_DIR;
-if (!dir) { console.error('lance-core: set LANCEDB_NODE_DIR'); process.exit(2); }
-const require = createRequire(path.join(dir, 'package.json'));
-const lancedb = require('@lancedb/lancedb');
+import { buildQuery, elapsedMs, lancedb, serve, table, versions } from './lance-common.mjs';
 
 const cpuSince = (c0) => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
 
@@ -76,20 +71,8 @@ function resetPeakRss() {
   try { fs.writeFileSync('/proc/self/clear_refs', '5'); return true; } catch { return false; }
 }
 
-// elapsedMs reads the root node's elapsed= of an analyzePlan() text.
-const UNIT = { ns: 1e-6, 'µs': 1e-3, us: 1e-3, ms: 1, s: 1000 };
-function elapsedMs(plan) {
-  const m = plan.split('\n')[0].match(/elapsed=([\d.]+)(ns|µs|us|ms|s)\b/);
-  return m ? Number(m[1]) * UNIT[m[2]] : -1;
-}
 
 const S = { db: null, whole: null, chunks: [], queries: [], tables: new Map() };
-
-async function table(name) {
-  let t = S.tables.get(name);
-  if (!t) { t = await S.db.openTable(name); S.tables.set(name, t); }
-  return t;
-}
 
 const ops = {
   async init(req) {
@@ -105,17 +88,7 @@ const ops = {
     return { rss: process.memoryUsage().rss, hwm: hwm() };
   },
 
-  async versions() {
-    const pkg = (n) => JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', n, 'package.json'), 'utf8')).version;
-    let crate = 'unknown';
-    try {
-      const d = path.join(dir, 'node_modules', '@lancedb', `lancedb-${process.platform}-${process.arch}-gnu`);
-      const bin = fs.readFileSync(path.join(d, fs.readdirSync(d).find((f) => f.endsWith('.node'))));
-      const m = bin.toString('latin1').match(/crates\.io-[0-9a-f]+\/lance-(\d+\.\d+\.\d+[^/]*)\//);
-      if (m) crate = m[1];
-    } catch { /* keep unknown */ }
-    return { lancedb: pkg('@lancedb/lancedb'), lance: crate, arrowJs: pkg('apache-arrow'), node: process.version };
-  },
+  versions,
 
   async write_oneshot(req) {
     const c0 = process.cpuUsage();
@@ -148,16 +121,8 @@ const ops = {
   },
 
   async query(req) {
-    const t = await table(req.name);
-    const build = () => {
-      let q;
-      if (req.offsets) q = t.takeOffsets(req.offsets);
-      else if (req.rowIds) q = t.takeRowIds(req.rowIds.map((x) => BigInt(x)));
-      else q = t.query();
-      if (req.filter) q = q.where(req.filter);
-      if (req.columns) q = q.select(req.columns);
-      return q;
-    };
+    const t = await table(S, req.name);
+    const build = () => buildQuery(t, req);
     let t0 = performance.now();
     const plan = await build().analyzePlan();
     const ms = performance.now() - t0;
@@ -170,14 +135,14 @@ const ops = {
   },
 
   async count(req) {
-    const t = await table(req.name);
+    const t = await table(S, req.name);
     const t0 = performance.now();
     const rows = await t.countRows();
     return { ms: performance.now() - t0, rows };
   },
 
   async search(req) {
-    const t = await table(req.name);
+    const t = await table(S, req.name);
     const build = (q) => {
       let b = t.vectorSearch(q).distanceType('l2');
       if (req.flat) b = b.bypassVectorIndex();
@@ -204,7 +169,7 @@ const ops = {
   },
 
   async build(req) {
-    const t = await table(req.name);
+    const t = await table(S, req.name);
     const rssBefore = process.memoryUsage().rss;
     const reset = resetPeakRss();
     const c0 = process.cpuUsage();
@@ -225,17 +190,4 @@ const ops = {
   },
 };
 
-const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-for await (const line of rl) {
-  if (!line.trim()) continue;
-  let reply;
-  try {
-    const req = JSON.parse(line);
-    const op = ops[req.op];
-    if (!op) throw new Error(`unknown op ${JSON.stringify(req.op)}`);
-    reply = await op(req);
-  } catch (e) {
-    reply = { error: String(e?.stack ?? e) };
-  }
-  process.stdout.write(JSON.stringify(reply) + '\n');
-}
+await serve(ops);

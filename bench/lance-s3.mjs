@@ -29,32 +29,15 @@
 // "engineMs" is the root node's elapsed= in that text. Each query request
 // runs its query once, so the proxy counts one execution.
 //
-// LANCEDB_NODE_DIR names the folder whose node_modules holds the pinned
-// @lancedb/lancedb (interop/package.json).
-import { createRequire } from 'node:module';
+// lance-common.mjs holds what this script shares with the other suite's,
+// and reads LANCEDB_NODE_DIR, the folder whose node_modules holds the
+// pinned @lancedb/lancedb (interop/package.json).
 import fs from 'node:fs';
-import path from 'node:path';
-import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
-const dir = process.env.LANCEDB_NODE_DIR;
-if (!dir) { console.error('lance-s3: set LANCEDB_NODE_DIR'); process.exit(2); }
-const require = createRequire(path.join(dir, 'package.json'));
-const lancedb = require('@lancedb/lancedb');
-
-const UNIT = { ns: 1e-6, 'µs': 1e-3, us: 1e-3, ms: 1, s: 1000 };
-function elapsedMs(plan) {
-  const m = plan.split('\n')[0].match(/elapsed=([\d.]+)(ns|µs|us|ms|s)\b/);
-  return m ? Number(m[1]) * UNIT[m[2]] : -1;
-}
+import { buildQuery, elapsedMs, lancedb, serve, table, versions } from './lance-common.mjs';
 
 const S = { uri: '', options: {}, db: null, whole: null, chunks: [], tables: new Map() };
-
-async function table(name) {
-  let t = S.tables.get(name);
-  if (!t) { t = await S.db.openTable(name); S.tables.set(name, t); }
-  return t;
-}
 
 const ops = {
   async init(req) {
@@ -67,17 +50,7 @@ const ops = {
     return {};
   },
 
-  async versions() {
-    const pkg = (n) => JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', n, 'package.json'), 'utf8')).version;
-    let crate = 'unknown';
-    try {
-      const d = path.join(dir, 'node_modules', '@lancedb', `lancedb-${process.platform}-${process.arch}-gnu`);
-      const bin = fs.readFileSync(path.join(d, fs.readdirSync(d).find((f) => f.endsWith('.node'))));
-      const m = bin.toString('latin1').match(/crates\.io-[0-9a-f]+\/lance-(\d+\.\d+\.\d+[^/]*)\//);
-      if (m) crate = m[1];
-    } catch { /* keep unknown */ }
-    return { lancedb: pkg('@lancedb/lancedb'), lance: crate, arrowJs: pkg('apache-arrow'), node: process.version };
-  },
+  versions,
 
   async write_oneshot(req) {
     const t0 = performance.now();
@@ -108,13 +81,7 @@ const ops = {
   },
 
   async query(req) {
-    const t = await table(req.name);
-    let q;
-    if (req.offsets) q = t.takeOffsets(req.offsets);
-    else if (req.rowIds) q = t.takeRowIds(req.rowIds.map((x) => BigInt(x)));
-    else q = t.query();
-    if (req.filter) q = q.where(req.filter);
-    if (req.columns) q = q.select(req.columns);
+    const q = buildQuery(await table(S, req.name), req);
     if (req.check) return { rows: (await q.toArrow()).numRows };
     const t0 = performance.now();
     const plan = await q.analyzePlan();
@@ -123,24 +90,11 @@ const ops = {
   },
 
   async count(req) {
-    const t = await table(req.name);
+    const t = await table(S, req.name);
     const t0 = performance.now();
     const rows = await t.countRows();
     return { ms: performance.now() - t0, rows };
   },
 };
 
-const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-for await (const line of rl) {
-  if (!line.trim()) continue;
-  let reply;
-  try {
-    const req = JSON.parse(line);
-    const op = ops[req.op];
-    if (!op) throw new Error(`unknown op ${JSON.stringify(req.op)}`);
-    reply = await op(req);
-  } catch (e) {
-    reply = { error: String(e?.stack ?? e) };
-  }
-  process.stdout.write(JSON.stringify(reply) + '\n');
-}
+await serve(ops);

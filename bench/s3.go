@@ -1,25 +1,17 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/baseline"
 	"github.com/lancerdb/lancer/internal/lanceref"
 	"github.com/lancerdb/lancer/internal/versitygw"
 )
@@ -99,11 +91,7 @@ func (c *s3Run) lancerURI(name string) string {
 func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 	o := opts.withDefaults()
 	began := time.Now()
-	c := &s3Run{o: o, ctx: ctx, logf: func(format string, args ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, time.Now().Format("15:04:05 ")+format+"\n", args...)
-		}
-	}}
+	c := &s3Run{o: o, ctx: ctx, logf: stepLogger(o.Log)}
 	ref, err := findRef()
 	if err != nil {
 		return nil, err
@@ -111,25 +99,12 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 	if _, err := versitygw.Find(); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	if o.Dir == "" {
-		dir, err := os.MkdirTemp("", "lancer-s3-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		o.Dir = dir
-		c.o.Dir = dir
-	} else {
-		for _, sub := range []string{"input", "s3"} {
-			if err := os.RemoveAll(filepath.Join(o.Dir, sub)); err != nil {
-				return nil, err
-			}
-		}
-	}
-	in := filepath.Join(o.Dir, "input")
-	if err := os.MkdirAll(in, 0o755); err != nil {
+	dir, cleanup, err := scratchDir(o.Dir, "lancer-s3-", "input", "s3")
+	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
+	o.Dir, c.o.Dir = dir, dir
 	c.rep = newS3Report(o)
 
 	c.logf("generating %d x %d vectors and texts (seed %d)", o.Rows, o.Dim, o.Seed)
@@ -141,17 +116,9 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 	defer releaseAll(chunks)
 	texts = nil
 	c.rep.Workload.RawBytes = RawBytes(chunks)
-	wholeFile := filepath.Join(in, "whole.arrow")
-	if err := WriteIPC(wholeFile, schema, chunks); err != nil {
+	wholeFile, chunkFiles, err := writeInputs(filepath.Join(o.Dir, "input"), schema, chunks)
+	if err != nil {
 		return nil, err
-	}
-	var chunkFiles []string
-	for i, r := range chunks {
-		f := filepath.Join(in, fmt.Sprintf("chunk-%d.arrow", i))
-		if err := WriteIPC(f, schema, []arrow.RecordBatch{r}); err != nil {
-			return nil, err
-		}
-		chunkFiles = append(chunkFiles, f)
 	}
 
 	c.logf("starting versitygw and the counting proxy")
@@ -181,7 +148,7 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.rep.Versions.LanceDB, c.rep.Versions.Lance, c.rep.Versions.ArrowJS, c.rep.Versions.Node = v.LanceDB, v.Lance, v.ArrowJS, v.Node
+	c.rep.Versions.setLance(v.nodeReply)
 	if _, err := c.lance.ask(s3LanceRequest{Op: "init", URI: fmt.Sprintf("s3://%s/lance", s3Bucket),
 		StorageOptions: c.options, Whole: wholeFile, Chunks: chunkFiles}); err != nil {
 		return nil, err
@@ -249,32 +216,7 @@ func (c *s3Run) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error {
 			return err
 		}
 		defer closeStore()
-		if !appendEach {
-			rr, err := array.NewRecordReader(schema, chunks)
-			if err != nil {
-				return err
-			}
-			defer rr.Release()
-			_, err = dataset.Write(c.ctx, store, rr, nil)
-			return err
-		}
-		var d *dataset.Dataset
-		for i, r := range chunks {
-			rr, err := array.NewRecordReader(schema, []arrow.RecordBatch{r})
-			if err != nil {
-				return err
-			}
-			if i == 0 {
-				d, err = dataset.Write(c.ctx, store, rr, nil)
-			} else {
-				d, err = d.Append(c.ctx, rr, nil)
-			}
-			rr.Release()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeChunks(c.ctx, store, schema, chunks, appendEach)
 	}
 	for _, w := range []struct {
 		prefix, op string
@@ -311,12 +253,6 @@ func (c *s3Run) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error {
 func (c *s3Run) reads(chunk int) error {
 	o := c.o
 	uri := c.lancerURI("a0")
-	want := func(what string, got, want int64) error {
-		if got != want {
-			return fmt.Errorf("bench: %s returned %d rows, want %d", what, got, want)
-		}
-		return nil
-	}
 
 	// Open: a new store and dataset, as a fresh reader pays.
 	err := c.run(s3StepSpec{Name: "open", What: fmt.Sprintf("open the %d-fragment dataset at its latest version, from nothing cached", o.Appends),
@@ -359,7 +295,7 @@ func (c *s3Run) reads(chunk int) error {
 		if err != nil {
 			return fmt.Errorf("bench: lancer %s: %w", name, err)
 		}
-		if err := want("lancer "+name, got, rows); err != nil {
+		if err := wantRows("lancer "+name, got, rows); err != nil {
 			return err
 		}
 		req.Op, req.Name, req.Check = "query", "a0", true
@@ -367,7 +303,7 @@ func (c *s3Run) reads(chunk int) error {
 		if err != nil {
 			return err
 		}
-		return want("Lance "+name, L.Rows, rows)
+		return wantRows("Lance "+name, L.Rows, rows)
 	}
 	scan := func(spec s3StepSpec, filter string, rows int64) error {
 		lancerRows := func() (int64, error) { return lancerScanRows(c.ctx, d, &dataset.ScanOptions{Filter: filter}) }
@@ -377,7 +313,7 @@ func (c *s3Run) reads(chunk int) error {
 		return c.run(spec, func(int) error {
 			got, err := lancerRows()
 			if err == nil {
-				err = want("lancer "+spec.Name, got, rows)
+				err = wantRows("lancer "+spec.Name, got, rows)
 			}
 			return err
 		}, func(int) (*s3LanceReply, error) {
@@ -390,36 +326,10 @@ func (c *s3Run) reads(chunk int) error {
 		return err
 	}
 
-	// The core suite's take rows: distinct random offsets (mulberry32,
-	// seed 777) and the same rows by row id.
-	rng := baseline.NewRNG(777)
-	offsets := make([]uint64, 0, o.Take)
-	rowIDs := make([]uint64, 0, o.Take)
-	seen := make(map[uint64]bool, o.Take)
-	for len(offsets) < o.Take {
-		off := uint64(math.Floor(rng.Float() * float64(o.Rows)))
-		if seen[off] {
-			continue
-		}
-		seen[off] = true
-		offsets = append(offsets, off)
-		rowIDs = append(rowIDs, off/uint64(chunk)<<32|off%uint64(chunk))
-	}
+	// The core suite's take rows.
+	offsets, rowIDs := takeRows(o.Take, o.Rows, chunk)
 	take := func(spec s3StepSpec, ids []uint64, byRowID bool) error {
-		lancerRows := func() (int64, error) {
-			var rec arrow.RecordBatch
-			var err error
-			if byRowID {
-				rec, err = d.TakeRowIDs(c.ctx, ids, nil)
-			} else {
-				rec, err = d.Take(c.ctx, ids, nil)
-			}
-			if err != nil {
-				return 0, err
-			}
-			defer rec.Release()
-			return rec.NumRows(), nil
-		}
+		lancerRows := func() (int64, error) { return lancerTakeRows(c.ctx, d, ids, byRowID) }
 		req := s3LanceRequest{Op: "query", Name: "a0", Offsets: ids}
 		if byRowID {
 			req.Offsets, req.RowIDs = nil, ids
@@ -430,7 +340,7 @@ func (c *s3Run) reads(chunk int) error {
 		return c.run(spec, func(int) error {
 			got, err := lancerRows()
 			if err == nil {
-				err = want("lancer "+spec.Name, got, int64(len(ids)))
+				err = wantRows("lancer "+spec.Name, got, int64(len(ids)))
 			}
 			return err
 		}, func(int) (*s3LanceReply, error) {
@@ -446,7 +356,7 @@ func (c *s3Run) reads(chunk int) error {
 		return err
 	}
 
-	pct := max(1, int64(math.Round(float64(o.Rows)/100)))
+	pct := onePercent(o.Rows)
 	pred := fmt.Sprintf("id > %d", n-pct-1)
 	if err := scan(s3StepSpec{Name: "filter_1pct", What: fmt.Sprintf("scan every column where %s (%d rows, 1%%), no scalar index", pred, pct),
 		Lancer: "Dataset.Scan with Filter", Lance: "analyzePlan() of query().where()"}, pred, pct); err != nil {
@@ -458,13 +368,13 @@ func (c *s3Run) reads(chunk int) error {
 		func(int) error {
 			got, err := d.CountRows(c.ctx)
 			if err == nil {
-				err = want("lancer count", int64(got), n)
+				err = wantRows("lancer count", int64(got), n)
 			}
 			return err
 		}, func(int) (*s3LanceReply, error) {
 			L, err := c.lance.ask(s3LanceRequest{Op: "count", Name: "a0"})
 			if err == nil {
-				err = want("Lance count", L.Rows, n)
+				err = wantRows("Lance count", L.Rows, n)
 			}
 			return L, err
 		})
@@ -486,74 +396,29 @@ type s3LanceRequest struct {
 
 // s3LanceReply is its answer.
 type s3LanceReply struct {
+	nodeReply
 	MS       float64 `json:"ms"`
 	EngineMS float64 `json:"engineMs"`
 	Rows     int64   `json:"rows"`
-	LanceDB  string  `json:"lancedb"`
-	Lance    string  `json:"lance"`
-	ArrowJS  string  `json:"arrowJs"`
-	Node     string  `json:"node"`
-	Error    string  `json:"error"`
 }
 
 // s3Lance is one running lance-s3.mjs, asked one request at a time.
-type s3Lance struct {
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	stderr tailWriter
-}
+type s3Lance struct{ *nodeProc }
 
 func startS3Lance(ref lanceref.Ref) (*s3Lance, error) {
-	p := &s3Lance{cmd: ref.Command(lanceS3Script)}
-	p.cmd.Stderr = &p.stderr
-	var err error
-	if p.in, err = p.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := p.cmd.StdoutPipe()
+	p, err := startNode(ref, lanceS3Script)
 	if err != nil {
 		return nil, err
 	}
-	p.out = bufio.NewReaderSize(out, 1<<20)
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: starting node %s: %w", lanceS3Script, err)
-	}
-	return p, nil
+	return &s3Lance{p}, nil
 }
 
 // ask sends req and waits for its reply; a reply carrying an error is
 // returned as one.
 func (p *s3Lance) ask(req s3LanceRequest) (*s3LanceReply, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	b, err := json.Marshal(req)
-	if err != nil {
+	var r s3LanceReply
+	if err := p.call(req.Op, req.Name, req, &r); err != nil {
 		return nil, err
 	}
-	if _, err := p.in.Write(append(b, '\n')); err != nil {
-		return nil, fmt.Errorf("bench: Lance %s: writing the request: %w\n%s", req.Op, err, p.stderr.String())
-	}
-	line, err := p.out.ReadBytes('\n')
-	if err != nil {
-		return nil, fmt.Errorf("bench: Lance %s: node stopped answering: %w\n%s", req.Op, err, p.stderr.String())
-	}
-	var r s3LanceReply
-	if err := json.Unmarshal(line, &r); err != nil {
-		return nil, fmt.Errorf("bench: Lance %s printed %.200q: %w", req.Op, line, err)
-	}
-	if r.Error != "" {
-		return nil, fmt.Errorf("bench: Lance %s %s: %s", req.Op, req.Name, r.Error)
-	}
 	return &r, nil
-}
-
-// close ends the process (closing its stdin ends its request loop).
-func (p *s3Lance) close() error {
-	p.in.Close()
-	if err := p.cmd.Wait(); err != nil {
-		return fmt.Errorf("bench: node %s: %w\n%s", lanceS3Script, err, p.stderr.String())
-	}
-	return nil
 }

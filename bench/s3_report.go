@@ -2,12 +2,9 @@ package bench
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -82,14 +79,11 @@ type s3Samples struct {
 
 func newS3Report(o S3Options) *S3Report {
 	r := &S3Report{
-		Suite:    "s3",
-		Started:  time.Now().UTC().Truncate(time.Second),
-		Machine:  machine(),
-		Versions: CoreVersions{Go: runtime.Version(), Lancer: lancerCommit()},
+		Suite: "s3",
 		Workload: S3Workload{Rows: o.Rows, Dim: o.Dim, Centers: o.Centers, Seed: o.Seed, TextBytes: CoreTextBytes,
 			Fragments: o.Appends, Take: o.Take, Runs: o.Runs},
 	}
-	r.Machine.Load[0] = loadAverage()
+	r.Started, r.Machine, r.Versions = suiteStart()
 	return r
 }
 
@@ -125,8 +119,7 @@ func (r *S3Report) addStep(s s3StepSpec, got s3Samples) {
 }
 
 func (r *S3Report) finish(began time.Time) {
-	r.Machine.Load[1] = loadAverage()
-	r.Seconds = math.Round(time.Since(began).Seconds()*10) / 10
+	r.Seconds = suiteEnd(&r.Machine, began)
 	r.Notes = []string{
 		"ratio = Lance / lancer for times, requests and bytes: above 1 means lancer is faster (makes fewer requests, fetches fewer bytes).",
 		"both engines reach one local versitygw through one counting HTTP proxy with the same storage options; a step's requests and bytes are what the proxy saw between the start and the end of one side's call (the sides never overlap). Bytes are HTTP bodies: fetched = response bodies, sent = request bodies.",
@@ -138,13 +131,7 @@ func (r *S3Report) finish(began time.Time) {
 }
 
 // WriteJSON writes the report, indented, to path.
-func (r *S3Report) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+func (r *S3Report) WriteJSON(path string) error { return writeJSON(path, r) }
 
 // Write writes report.json and report.md to dir.
 func (r *S3Report) Write(dir string) error {
@@ -164,11 +151,7 @@ func (r *S3Report) Markdown() string {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w := r.Workload
 	p("# lancer vs Lance: s3 suite\n\n")
-	p("%s; %s/%s, %d CPUs (%s), %.1f GiB, GOMAXPROCS %d; load average %.2f at the start, %.2f at the end; the suite took %.0f s.\n\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.Machine.OS, r.Machine.Arch, r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemGiB,
-		r.Machine.GOMAXPROCS, r.Machine.Load[0], r.Machine.Load[1], r.Seconds)
-	p("Versions: lancer %s (%s); @lancedb/lancedb %s (lance %s), apache-arrow JS %s, node %s.\n\n",
-		r.Versions.Lancer, r.Versions.Go, r.Versions.LanceDB, r.Versions.Lance, r.Versions.ArrowJS, r.Versions.Node)
+	b.WriteString(suiteHeader(r.Started, r.Machine, r.Seconds, r.Versions))
 	p("Server: %s.\n\n", r.Server)
 	p("Workload (the core suite's): %d rows of id int64, vector float32[%d], text utf8 (%d B), seed %d, %.1f MB raw; "+
 		"read steps use the table written as %d fragments; takes of %d rows. %d runs per side, alternating; medians.\n\n",

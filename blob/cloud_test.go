@@ -81,7 +81,13 @@ func (f *fakeS3) options() map[string]string {
 
 func (f *fakeS3) open(t *testing.T, prefix string) *blob.CloudStore {
 	t.Helper()
-	s, err := blob.OpenWithOptions(context.Background(), "s3://bkt/"+prefix, f.options())
+	return openCloud(t, "s3://bkt/"+prefix, f.options())
+}
+
+// openCloud opens uri with opts as a CloudStore, closed when t ends.
+func openCloud(t *testing.T, uri string, opts map[string]string) *blob.CloudStore {
+	t.Helper()
+	s, err := blob.OpenWithOptions(context.Background(), uri, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,64 +157,104 @@ func TestOpenS3Options(t *testing.T) {
 	}
 }
 
-// TestCloudRetries: transient server errors are retried; a conditional
-// create whose response was lost (the object landed, the client saw a 503)
-// still succeeds once, and a real conflict is never retried into a win.
+// TestCloudRetries: testRetries on S3, whose conditional create is a PUT
+// with If-None-Match: *.
 func TestCloudRetries(t *testing.T) {
-	ctx := context.Background()
 	f := newFakeS3(t)
-	s := f.open(t, "r")
-	s.Backoff = 1
+	faults := &retryFaults{}
+	faults.install(t, &f.hook)
+	testRetries(t, f.open(t, "r"), faults, true)
+}
 
-	var fails atomic.Int32
-	var seen atomic.Int32
-	hook := func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
-		if !strings.Contains(r.URL.Path, "/flaky") {
-			return false
-		}
-		seen.Add(1)
-		if fails.Add(-1) >= 0 {
-			if r.Method == http.MethodPut {
-				// Let the write land, then lose the answer.
-				next.ServeHTTP(httptest.NewRecorder(), r)
-			}
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return true
-		}
+// retryFaults fails the requests for the keys named flaky…: while fails is
+// positive, each such request counts it down and is answered 503, an
+// upload (PUT, or POST on GCS) only after it has landed, so that the write
+// happens and its answer is lost. seen counts the requests for those keys;
+// ifNoneMatch holds the If-None-Match header of the last upload.
+type retryFaults struct {
+	fails, seen atomic.Int32
+	ifNoneMatch atomic.Value
+}
+
+// hook answers r itself, returning true, when it fails it; next is the
+// server.
+func (f *retryFaults) hook(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
+	if !strings.Contains(r.URL.Path, "flaky") && !strings.Contains(r.URL.RawQuery, "flaky") {
 		return false
 	}
-	f.hook.Store(&hook)
+	f.seen.Add(1)
+	upload := r.Method == http.MethodPut || r.Method == http.MethodPost
+	if upload {
+		f.ifNoneMatch.Store(r.Header.Get("If-None-Match"))
+	}
+	if f.fails.Add(-1) >= 0 {
+		if upload {
+			// Let the write land, then lose the answer.
+			next.ServeHTTP(httptest.NewRecorder(), r)
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
+	}
+	return false
+}
 
-	fails.Store(2)
+// install makes faults a fake server's hook until t ends.
+func (f *retryFaults) install(t *testing.T, hook *atomic.Pointer[func(w http.ResponseWriter, r *http.Request, next http.Handler) bool]) {
+	h := f.hook
+	hook.Store(&h)
+	t.Cleanup(func() { hook.Store(nil) })
+}
+
+// testRetries checks s's retries against a server failing requests through
+// faults: transient server errors are retried, exactly DefaultMaxTries times
+// (the client library's own retries must be off, CloudStore's apply); a
+// conditional create whose answer was lost (the object landed, the client
+// saw a 503) still succeeds once; a real conflict is tried once, never
+// retried into a win. With ifNoneMatch, the backend's conditional create is
+// an upload with If-None-Match: *, which a plain write does not send.
+func testRetries(t *testing.T, s *blob.CloudStore, faults *retryFaults, ifNoneMatch bool) {
+	t.Helper()
+	ctx := context.Background()
+	s.Backoff = 1
+
+	faults.fails.Store(2)
 	if err := s.Write(ctx, "flaky", []byte("w")); err != nil {
 		t.Fatalf("Write through two 503s: %v", err)
 	}
-	fails.Store(2)
+	if v := faults.ifNoneMatch.Load(); ifNoneMatch && v != "" {
+		t.Errorf("a plain write sent If-None-Match %q", v)
+	}
+	faults.fails.Store(2)
 	if got, err := s.ReadAll(ctx, "flaky"); err != nil || string(got) != "w" {
 		t.Fatalf("ReadAll through two 503s: %q, %v", got, err)
 	}
-	seen.Store(0)
-	fails.Store(10)
+	faults.seen.Store(0)
+	faults.fails.Store(10)
 	if _, err := s.Stat(ctx, "flaky"); err == nil {
 		t.Fatal("Stat succeeded through 10 failures")
 	}
-	if n := seen.Load(); n != blob.DefaultMaxTries {
-		t.Errorf("%d tries, want %d", n, blob.DefaultMaxTries)
+	if n := faults.seen.Load(); n != blob.DefaultMaxTries {
+		t.Errorf("%d tries, want %d (the client library's own retries must be off)", n, blob.DefaultMaxTries)
 	}
 
-	fails.Store(1)
+	faults.fails.Store(1)
 	if err := s.CreateIfAbsent(ctx, "flaky2", []byte("mine")); err != nil {
 		t.Fatalf("create whose first answer was lost: %v", err)
 	}
-	seen.Store(0)
-	fails.Store(0)
+	if v := faults.ifNoneMatch.Load(); ifNoneMatch && v != "*" {
+		t.Errorf("CreateIfAbsent sent If-None-Match %q, want *", v)
+	}
+	faults.seen.Store(0)
+	faults.fails.Store(0)
 	if err := s.CreateIfAbsent(ctx, "flaky2", []byte("other")); !errors.Is(err, lancer.ErrConflict) {
 		t.Fatalf("second create: %v", err)
 	}
-	if n := seen.Load(); n != 1 {
+	if n := faults.seen.Load(); n != 1 {
 		t.Errorf("a conflict was tried %d times, want 1", n)
 	}
-	f.hook.Store(nil)
+	if got, err := s.ReadAll(ctx, "flaky2"); err != nil || string(got) != "mine" {
+		t.Fatalf("after the conflict: %q, %v", got, err)
+	}
 }
 
 // TestCloudStoreOverBucketURL: NewCloudStore takes any gocloud bucket.

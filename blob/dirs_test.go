@@ -36,9 +36,10 @@ func collectDirs(t *testing.T, s blob.Store, prefix string) ([]string, error) {
 	return out, nil
 }
 
-func TestListDirs(t *testing.T) {
-	ctx := context.Background()
-	stores := map[string]func(t *testing.T) blob.Store{
+// basicStores make the stores ListDirs and DeleteKeys are tested on, by
+// name.
+func basicStores() map[string]func(t *testing.T) blob.Store {
+	return map[string]func(t *testing.T) blob.Store{
 		"mem": func(t *testing.T) blob.Store { return blob.NewMemStore(t.Name()) },
 		"local": func(t *testing.T) blob.Store {
 			s, err := blob.NewLocalStore(t.TempDir())
@@ -52,17 +53,15 @@ func TestListDirs(t *testing.T) {
 			t.Cleanup(func() { b.Close() })
 			return blob.NewCloudStore(b, "mem://bucket/p", "p")
 		},
-		"s3": func(t *testing.T) blob.Store {
-			f := newFakeS3(t)
-			s, err := blob.OpenWithOptions(ctx, "s3://bkt/root", f.options())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-		"walk":     func(t *testing.T) blob.Store { return plainStore{blob.NewMemStore(t.Name())} },
-		"counting": func(t *testing.T) blob.Store { return blob.NewCountingStore(blob.NewMemStore(t.Name())) },
+		"s3": func(t *testing.T) blob.Store { return newFakeS3(t).open(t, "root") },
 	}
+}
+
+func TestListDirs(t *testing.T) {
+	ctx := context.Background()
+	stores := basicStores()
+	stores["walk"] = func(t *testing.T) blob.Store { return plainStore{blob.NewMemStore(t.Name())} }
+	stores["counting"] = func(t *testing.T) blob.Store { return blob.NewCountingStore(blob.NewMemStore(t.Name())) }
 	for name, mk := range stores {
 		t.Run(name, func(t *testing.T) {
 			base := mk(t)
@@ -107,10 +106,7 @@ func TestListDirs(t *testing.T) {
 func TestListDirsS3OneDelimiterListing(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeS3(t)
-	s, err := blob.OpenWithOptions(ctx, "s3://bkt/db", f.options())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.open(t, "db")
 	for _, table := range []string{"t1", "t2"} {
 		for i := range 30 {
 			if err := s.Write(ctx, table+".lance/data/"+strings.Repeat("f", i+1), []byte{1}); err != nil {
@@ -144,29 +140,7 @@ func TestListDirsS3OneDelimiterListing(t *testing.T) {
 // anything.
 func TestDeleteKeys(t *testing.T) {
 	ctx := context.Background()
-	stores := map[string]func(t *testing.T) blob.Store{
-		"mem": func(t *testing.T) blob.Store { return blob.NewMemStore(t.Name()) },
-		"local": func(t *testing.T) blob.Store {
-			s, err := blob.NewLocalStore(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-		"memblob": func(t *testing.T) blob.Store {
-			b := memblob.OpenBucket(nil)
-			t.Cleanup(func() { b.Close() })
-			return blob.NewCloudStore(b, "mem://bucket/p", "p")
-		},
-		"s3": func(t *testing.T) blob.Store {
-			f := newFakeS3(t)
-			s, err := blob.OpenWithOptions(ctx, "s3://bkt/root", f.options())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-	}
+	stores := basicStores()
 	for name, mk := range stores {
 		t.Run(name, func(t *testing.T) {
 			base := mk(t)
@@ -213,10 +187,7 @@ func TestDeleteKeys(t *testing.T) {
 func TestDeleteKeysS3Batches(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeS3(t)
-	s, err := blob.OpenWithOptions(ctx, "s3://bkt/db", f.options())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.open(t, "db")
 	var keys []string
 	for i := range 1500 {
 		keys = append(keys, fmt.Sprintf("t.lance/data/%04d", i))

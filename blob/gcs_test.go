@@ -68,13 +68,7 @@ func (f *fakeGCS) options() map[string]string {
 
 func (f *fakeGCS) open(t *testing.T, prefix string) *blob.CloudStore {
 	t.Helper()
-	s, err := blob.OpenWithOptions(context.Background(), "gs://bkt/"+prefix, f.options())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := s.(*blob.CloudStore)
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return openCloud(t, "gs://bkt/"+prefix, f.options())
 }
 
 func TestConformanceGCS(t *testing.T) {
@@ -115,63 +109,15 @@ func TestGCSCreateIfAbsentPrecondition(t *testing.T) {
 	f.hook.Store(nil)
 }
 
-// TestGCSRetries: the Go client's own retries are off and CloudStore's
-// apply (GCS reports a 503 as a *googleapi.Error); a create whose answer
-// was lost still succeeds once, and a conflict is tried once.
+// TestGCSRetries: testRetries on GCS. The Go client's own retries must be
+// off (GCS reports a 503 as a *googleapi.Error); its conditional create is
+// ifGenerationMatch=0 (TestGCSCreateIfAbsentPrecondition), not
+// If-None-Match.
 func TestGCSRetries(t *testing.T) {
-	ctx := context.Background()
 	f := newFakeGCS(t)
-	s := f.open(t, "r")
-	s.Backoff = 1
-
-	var fails, seen atomic.Int32
-	hook := func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
-		if !strings.Contains(r.URL.RawQuery, "flaky") && !strings.Contains(r.URL.Path, "flaky") {
-			return false
-		}
-		seen.Add(1)
-		if fails.Add(-1) >= 0 {
-			if r.Method == http.MethodPost {
-				// Let the upload land, then lose the answer.
-				next.ServeHTTP(httptest.NewRecorder(), r)
-			}
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return true
-		}
-		return false
-	}
-	f.hook.Store(&hook)
-
-	fails.Store(2)
-	if err := s.Write(ctx, "flaky", []byte("w")); err != nil {
-		t.Fatalf("Write through two 503s: %v", err)
-	}
-	fails.Store(2)
-	if got, err := s.ReadAll(ctx, "flaky"); err != nil || string(got) != "w" {
-		t.Fatalf("ReadAll through two 503s: %q, %v", got, err)
-	}
-	seen.Store(0)
-	fails.Store(10)
-	if _, err := s.Stat(ctx, "flaky"); err == nil {
-		t.Fatal("Stat succeeded through 10 failures")
-	}
-	if n := seen.Load(); n != blob.DefaultMaxTries {
-		t.Errorf("%d tries, want %d (the client's own retries must be off)", n, blob.DefaultMaxTries)
-	}
-
-	fails.Store(1)
-	if err := s.CreateIfAbsent(ctx, "flaky2", []byte("mine")); err != nil {
-		t.Fatalf("create whose first answer was lost: %v", err)
-	}
-	seen.Store(0)
-	fails.Store(0)
-	if err := s.CreateIfAbsent(ctx, "flaky2", []byte("other")); !errors.Is(err, lancer.ErrConflict) {
-		t.Fatalf("second create: %v", err)
-	}
-	if n := seen.Load(); n != 1 {
-		t.Errorf("a conflict was tried %d times, want 1", n)
-	}
-	f.hook.Store(nil)
+	faults := &retryFaults{}
+	faults.install(t, &f.hook)
+	testRetries(t, f.open(t, "r"), faults, false)
 }
 
 func TestOpenGCSOptions(t *testing.T) {
