@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -164,6 +165,28 @@ type serverLoadReply struct {
 	Error         string               `json:"error"`
 }
 
+// startLoadProfile writes a CPU profile of this process (the server)
+// while the clients run to the file $LANCER_SERVERLOAD_CPUPROFILE names, if
+// set: measurement only, for finding where the server spends its time.
+func startLoadProfile() (stop func(), err error) {
+	path := os.Getenv("LANCER_SERVERLOAD_CPUPROFILE")
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
 // loadStride separates the ids of the clients' inserts.
 const loadStride = 100_000_000
 
@@ -236,7 +259,12 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 		Seed:    o.Seed, IDBase: int64(o.Rows), Stride: loadStride,
 	}
 	rep.LoadAvg[0] = loadAvg()
+	stopProfile, err := startLoadProfile()
+	if err != nil {
+		return nil, err
+	}
 	replies, err := lanceref.Ask[serverLoadRequest, serverLoadReply](ref, serverLoadScript, []serverLoadRequest{req})
+	stopProfile()
 	rep.LoadAvg[1] = loadAvg()
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)

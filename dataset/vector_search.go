@@ -72,8 +72,11 @@ type SearchOptions struct {
 //
 // A Dataset keeps the vectors of the fragments it scored exactly in memory,
 // and loaded indices are cached process-wide, so repeated searches on one
-// Dataset do not read them again. Search is safe for concurrent use. The
-// caller releases the batch.
+// Dataset do not read them again. The vectors of unindexed fragments and
+// each fragment's prefilter result are also kept process-wide (bounded)
+// for the fragment as it is, so a newly opened version reads and filters
+// only its new or changed fragments. Search is safe for concurrent use.
+// The caller releases the batch.
 func (d *Dataset) Search(ctx context.Context, column string, query []float32, opts *SearchOptions) (arrow.RecordBatch, error) {
 	var o SearchOptions
 	if opts != nil {
@@ -272,74 +275,81 @@ const maxCachedFilters = 64
 
 // filterRowIDs returns the row ids of the rows predicate keeps. A Dataset
 // is one immutable version, so the answer is kept for the next search with
-// the same predicate (up to maxCachedFilters of them); callers must not
-// modify it.
+// the same predicate (up to maxCachedFilters of them), and concurrent
+// searches compute it once; callers must not modify it. It is assembled
+// from per-fragment answers kept across versions (see filterFragment), so
+// a new version evaluates the predicate on its new fragments only.
 func (d *Dataset) filterRowIDs(ctx context.Context, predicate string) (*roaring64.Bitmap, error) {
 	key := "filter/" + predicate
-	if v, ok := d.searchState.Load(key); ok {
-		return v.(*roaring64.Bitmap), nil
+	if _, ok := d.searchState.Load(key); !ok && d.cachedFilters.Load() >= maxCachedFilters {
+		return d.computeFilterRowIDs(ctx, predicate)
 	}
-	ids, err := d.scanFilterRowIDs(ctx, predicate)
+	v, err := d.versionOnce(ctx, key, func() (any, error) {
+		d.cachedFilters.Add(1)
+		ids, err := d.computeFilterRowIDs(ctx, predicate)
+		if err != nil {
+			d.cachedFilters.Add(-1)
+			return nil, err
+		}
+		return ids, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if d.cachedFilters.Add(1) <= maxCachedFilters {
-		d.searchState.Store(key, ids)
-	}
-	return ids, nil
+	return v.(*roaring64.Bitmap), nil
 }
 
-// scanFilterRowIDs scans for the row ids of the rows predicate keeps.
-func (d *Dataset) scanFilterRowIDs(ctx context.Context, predicate string) (*roaring64.Bitmap, error) {
-	s, err := d.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}, Filter: predicate})
+// computeFilterRowIDs unions the per-fragment answers of predicate.
+func (d *Dataset) computeFilterRowIDs(ctx context.Context, predicate string) (*roaring64.Bitmap, error) {
+	pf, err := d.preparePrefilter(predicate)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Release()
 	out := roaring64.New()
-	for s.Next() {
-		rec := s.RecordBatch()
-		out.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
+	for _, f := range d.manifest.Fragments {
+		ids, err := d.filterFragment(ctx, pf, f)
+		if err != nil {
+			return nil, err
+		}
+		out.Or(ids) // copies: the cached bitmaps stay untouched
 	}
-	return out, s.Err()
+	return out, nil
 }
 
 // segmentLiveRows returns the row ids of the live rows of the fragments seg
 // covers in this version, or nil when they are exactly the rows the index
 // holds (no row deleted, moved or compacted away since): then the index
-// needs no filter. The answer is cached per Dataset and segment.
+// needs no filter. The answer is cached per Dataset and segment, and
+// across versions whose covered fragments are unchanged (segmentKey).
 func (d *Dataset) segmentLiveRows(ctx context.Context, seg IndexInfo, ivf *loadedIndex) (*roaring64.Bitmap, error) {
-	type liveEntry struct {
-		once sync.Once
-		live *roaring64.Bitmap
-		err  error
-	}
-	v, _ := d.searchState.LoadOrStore("live/"+seg.UUID, &liveEntry{})
-	e := v.(*liveEntry)
-	e.once.Do(func() {
-		view := d.withFragments(toUint64s(seg.Fragments))
-		s, err := view.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}})
-		if err != nil {
-			e.err = err
-			return
-		}
-		defer s.Release()
-		live := roaring64.New()
-		for s.Next() {
-			rec := s.RecordBatch()
-			live.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
-		}
-		if e.err = s.Err(); e.err != nil {
-			return
-		}
-		if !live.Equals(ivf.ids) {
-			e.live = live
-		}
+	type liveRows struct{ live *roaring64.Bitmap }
+	v, err := d.versionOnce(ctx, "live/"+seg.UUID, func() (any, error) {
+		return sharedSearchCache.get(ctx, d.segmentKey(seg), func() (any, int64, error) {
+			view := d.withFragments(toUint64s(seg.Fragments))
+			s, err := view.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}})
+			if err != nil {
+				return nil, 0, err
+			}
+			defer s.Release()
+			live := roaring64.New()
+			for s.Next() {
+				rec := s.RecordBatch()
+				live.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
+			}
+			if err := s.Err(); err != nil {
+				return nil, 0, err
+			}
+			if live.Equals(ivf.ids) {
+				return liveRows{}, 256, nil
+			}
+			live.RunOptimize()
+			return liveRows{live}, int64(live.GetSizeInBytes()) + 256, nil
+		})
 	})
-	if e.err != nil {
-		d.searchState.Delete("live/" + seg.UUID) // retry next time
+	if err != nil {
+		return nil, err
 	}
-	return e.live, e.err
+	return v.(liveRows).live, nil
 }
 
 func toUint64s(ids []uint32) []uint64 {
@@ -356,25 +366,47 @@ type flatVectorSet struct {
 	ids  []uint64
 }
 
-// flatVectors returns the vectors of column in fragments frags, read once
-// per Dataset.
+// flatVectors returns the vectors of column in fragments frags (in the
+// manifest's order), assembled once per Dataset from per-fragment sets
+// kept across versions (flatFragment), so a new version reads only the
+// vectors of its new fragments.
 func (d *Dataset) flatVectors(ctx context.Context, column string, dim int, frags []uint64) (*flatVectorSet, error) {
-	type flatEntry struct {
-		once sync.Once
-		set  *flatVectorSet
-		err  error
-	}
-	key := fmt.Sprintf("flat/%s/%v", column, frags)
-	v, _ := d.searchState.LoadOrStore(key, &flatEntry{})
-	e := v.(*flatEntry)
-	e.once.Do(func() {
-		vecs, ids, err := d.readVectors(ctx, column, dim, frags, nil)
-		e.set, e.err = &flatVectorSet{vecs: vecs, ids: ids}, err
+	v, err := d.versionOnce(ctx, fmt.Sprintf("flat/%s/%v", column, frags), func() (any, error) {
+		colKey, err := d.columnKey(column, dim)
+		if err != nil {
+			return nil, err
+		}
+		want := map[uint64]bool{}
+		for _, id := range frags {
+			want[id] = true
+		}
+		var parts []*flatVectorSet
+		n := 0
+		for _, f := range d.manifest.Fragments {
+			if !want[f.ID] {
+				continue
+			}
+			part, err := d.flatFragment(ctx, column, colKey, dim, f)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, part)
+			n += len(part.ids)
+		}
+		if len(parts) == 1 {
+			return parts[0], nil // shared, read only
+		}
+		out := &flatVectorSet{vecs: make([]float32, 0, n*dim), ids: make([]uint64, 0, n)}
+		for _, p := range parts {
+			out.vecs = append(out.vecs, p.vecs...)
+			out.ids = append(out.ids, p.ids...)
+		}
+		return out, nil
 	})
-	if e.err != nil {
-		d.searchState.Delete(key)
+	if err != nil {
+		return nil, err
 	}
-	return e.set, e.err
+	return v.(*flatVectorSet), nil
 }
 
 // refine re-scores candidates with their exact vectors and keeps the k
