@@ -32,6 +32,11 @@ var readOptions = blob.ReadRangesOptions{}
 // parallelism. A range outside the file is corruption (ranges come from
 // metadata); errors name the file.
 func (r *Reader) readRanges(ctx context.Context, ranges []bufferRange) ([][]byte, error) {
+	return r.readRangesWith(ctx, ranges, &readOptions)
+}
+
+// readRangesWith is readRanges coalescing as opts says.
+func (r *Reader) readRangesWith(ctx context.Context, ranges []bufferRange, opts *blob.ReadRangesOptions) ([][]byte, error) {
 	rs := make([]blob.Range, len(ranges))
 	for i, b := range ranges {
 		if err := r.checkRange(b, "read"); err != nil {
@@ -39,7 +44,7 @@ func (r *Reader) readRanges(ctx context.Context, ranges []bufferRange) ([][]byte
 		}
 		rs[i] = blob.Range{Offset: int64(b.Offset), Length: int64(b.Size)}
 	}
-	out, err := blob.ReadRanges(ctx, r.store, r.key, rs, &readOptions)
+	out, err := blob.ReadRanges(ctx, r.store, r.key, rs, opts)
 	if err != nil {
 		// A short read wraps blob.ErrShortRead, hence lancer.ErrCorrupt.
 		return nil, fmt.Errorf("format: read %s: %w", r.key, err)
@@ -130,43 +135,5 @@ func (r *Reader) preloadPages(ctx context.Context, pages []pageID) (context.Cont
 // bytes at once.
 const takeReadAhead = 64 << 20
 
-// runPlanner is implemented by cursors that can read the pages of several
-// row runs ahead in one batch (structuralCursor).
-type runPlanner interface {
-	// readAhead returns ctx carrying the page buffers that reading runs
-	// runs[0:n] needs, n >= 1, fetched with one coalesced batch of at most
-	// about budget bytes (at least one run's pages).
-	readAhead(ctx context.Context, runs []rowRun, budget uint64) (_ context.Context, n int, _ error)
-}
-
 // rowRun is rows [start, end) of a file.
 type rowRun struct{ start, end uint64 }
-
-// readAhead implements runPlanner.
-func (c *structuralCursor) readAhead(ctx context.Context, runs []rowRun, budget uint64) (context.Context, int, error) {
-	if c.preload == nil || c.pageBytes == nil {
-		return ctx, len(runs), nil
-	}
-	var (
-		pages []pageID
-		seen  = map[pageID]bool{}
-		bytes uint64
-		n     int
-	)
-	for n < len(runs) && (n == 0 || bytes < budget) {
-		for _, l := range c.leaves {
-			for p, first := range l.pagesOverlapping(runs[n].start, runs[n].end) {
-				id := pageID{l.col, p}
-				if _, ok := l.cache[p]; ok || seen[id] || l.pageEnds[p] == first {
-					continue
-				}
-				seen[id] = true
-				pages = append(pages, id)
-				bytes += c.pageBytes(id)
-			}
-		}
-		n++
-	}
-	ctx, err := c.preload(ctx, pages)
-	return ctx, n, err
-}

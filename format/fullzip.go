@@ -94,21 +94,11 @@ func (z *zipReader) take(item, n int) ([]byte, error) {
 
 // decodeFullZip decodes a full-zip page.
 func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*leafPage, error) {
-	bitsRep, bitsDef := l.GetBitsRep(), l.GetBitsDef()
-	if bitsRep > 16 || bitsDef > 16 {
-		return nil, pageCorruptf("control words of %d rep and %d def bits (levels are u16)", bitsRep, bitsDef)
-	}
-	layers := l.GetLayers()
-	lay, err := newRepDefLayout(layers)
-	if err != nil {
+	if err := checkFullZip(l); err != nil {
 		return nil, err
 	}
-	_, variable := l.GetDetails().(*enc21pb.FullZipLayout_BitsPerOffset)
-	if l.GetDetails() == nil {
-		return nil, pageCorruptf("full-zip layout gives neither bits per value nor bits per offset")
-	}
 	want := 1
-	if variable || bitsRep > 0 {
+	if fullZipIndexed(l) {
 		want = 2
 	}
 	if len(bufs) != want {
@@ -123,8 +113,41 @@ func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*l
 	if numItems > maxPageItems || numVisible > numItems {
 		return nil, pageCorruptf("full-zip page of %d items, %d visible", numItems, numVisible)
 	}
+	return d.decodeZipped(l, bufs[0], numItems, numVisible)
+}
+
+// checkFullZip checks what decoding any part of a full-zip page relies on.
+func checkFullZip(l *enc21pb.FullZipLayout) error {
+	if l.GetBitsRep() > 16 || l.GetBitsDef() > 16 {
+		return pageCorruptf("control words of %d rep and %d def bits (levels are u16)", l.GetBitsRep(), l.GetBitsDef())
+	}
+	if l.GetDetails() == nil {
+		return pageCorruptf("full-zip layout gives neither bits per value nor bits per offset")
+	}
+	return nil
+}
+
+// fullZipIndexed reports whether a full-zip page has a row index (buffer
+// 1): its rows are not all the same size.
+func fullZipIndexed(l *enc21pb.FullZipLayout) bool {
+	_, variable := l.GetDetails().(*enc21pb.FullZipLayout_BitsPerOffset)
+	return variable || l.GetBitsRep() > 0
+}
+
+// decodeZipped decodes the zipped items of a full-zip page (checkFullZip):
+// all of them, numItems of which numVisible are visible, or, with numItems
+// < 0, the whole rows data holds (a take reads only the rows it wants; the
+// caller checks the row count).
+func (d *pageDecoder) decodeZipped(l *enc21pb.FullZipLayout, data []byte, numItems, numVisible int) (*leafPage, error) {
+	bitsRep, bitsDef := l.GetBitsRep(), l.GetBitsDef()
+	layers := l.GetLayers()
+	lay, err := newRepDefLayout(layers)
+	if err != nil {
+		return nil, err
+	}
+	_, variable := l.GetDetails().(*enc21pb.FullZipLayout_BitsPerOffset)
 	z := &zipReader{
-		data: bufs[0], ctrl: controlWordBytes(bitsRep, bitsDef),
+		data: data, ctrl: controlWordBytes(bitsRep, bitsDef),
 		bitsRep: bitsRep, bitsDef: bitsDef,
 		maxRep: lay.maxRep, maxDef: lay.maxDef, maxVisible: lay.maxVisible,
 	}
@@ -134,17 +157,22 @@ func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*l
 	if numItems > len(z.data)/max(z.ctrl, 1) {
 		return nil, pageCorruptf("%d items do not fit a %d-byte buffer", numItems, len(z.data))
 	}
-	if bitsRep > 0 {
-		z.rep = make([]uint16, 0, numItems)
-	}
-	if bitsDef > 0 {
-		z.def = make([]uint16, 0, numItems)
+	if capItems := numItems; numItems >= 0 || z.ctrl > 0 {
+		if numItems < 0 {
+			capItems = len(z.data) / z.ctrl
+		}
+		if bitsRep > 0 {
+			z.rep = make([]uint16, 0, capItems)
+		}
+		if bitsDef > 0 {
+			z.def = make([]uint16, 0, capItems)
+		}
 	}
 	var block valueBlock
 	if variable {
-		block, err = zipVariable(z, l, numItems, numVisible)
+		block, numItems, err = zipVariable(z, l, numItems, numVisible)
 	} else {
-		block, err = zipFixed(z, l, numItems, numVisible)
+		block, numItems, err = zipFixed(z, l, numItems, numVisible)
 	}
 	if err != nil {
 		return nil, err
@@ -152,7 +180,7 @@ func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*l
 	if z.pos != len(z.data) {
 		return nil, pageCorruptf("%d items end at byte %d of a %d-byte buffer", numItems, z.pos, len(z.data))
 	}
-	if block.length() != numVisible {
+	if numVisible >= 0 && block.length() != numVisible {
 		return nil, pageCorruptf("%d visible items, the layout says %d", block.length(), numVisible)
 	}
 	values, err := toArrow(d.mem, block, d.scanType)
@@ -160,6 +188,15 @@ func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*l
 		return nil, err
 	}
 	return &leafPage{numRows: d.numRows, layers: layers, rep: z.rep, def: z.def, numItems: numItems, values: values}, nil
+}
+
+// more reports whether item i is to be read: i < numItems, or with
+// numItems < 0 (unknown) while bytes are left.
+func (z *zipReader) more(i, numItems int) bool {
+	if numItems >= 0 {
+		return i < numItems
+	}
+	return z.pos < len(z.data)
 }
 
 // checkRowIndex checks the size of a full-zip row index: rows+1 unsigned
@@ -181,11 +218,12 @@ func checkRowIndex(index []byte, rows uint64, dataLen int) error {
 
 // zipFixed reads fixed-width items: Flat{bits} or FixedSizeList{…, Flat}
 // whose value is the items' validity bytes (one group per list layer with
-// validity, ⌈items/8⌉ bytes each) followed by the items.
-func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) (valueBlock, error) {
+// validity, ⌈items/8⌉ bytes each) followed by the items. numItems and
+// numVisible are as for decodeZipped; it returns the number of items read.
+func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) (valueBlock, int, error) {
 	bits := l.GetBitsPerValue()
 	if bits == 0 || bits%8 != 0 || bits > 1<<30 {
-		return nil, pageUnsupportedf("full-zip values of %d bits", bits)
+		return nil, 0, pageUnsupportedf("full-zip values of %d bits", bits)
 	}
 	width := int(bits / 8)
 	var (
@@ -197,18 +235,18 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 	case *enc21pb.CompressiveEncoding_Flat:
 		b, err := flatBits(e.Flat)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if b != int(bits) {
-			return nil, pageCorruptf("flat values of %d bits, the layout says %d", b, bits)
+			return nil, 0, pageCorruptf("flat values of %d bits, the layout says %d", b, bits)
 		}
 	case *enc21pb.CompressiveEncoding_FixedSizeList:
 		var err error
 		if dims, hasValidity, itemBits, err = fslLayers(e.FixedSizeList); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if itemBits%8 != 0 {
-			return nil, pageUnsupportedf("full-zip fixed-size list of %d-bit items", itemBits)
+			return nil, 0, pageUnsupportedf("full-zip fixed-size list of %d-bit items", itemBits)
 		}
 		total, children := 0, 1
 		for k, d := range dims {
@@ -219,43 +257,55 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 		}
 		total += children * itemBits / 8
 		if total != width {
-			return nil, pageCorruptf("fixed-size list values of %d bytes, the layout says %d", total, width)
+			return nil, 0, pageCorruptf("fixed-size list values of %d bytes, the layout says %d", total, width)
 		}
 	case nil:
-		return nil, pageCorruptf("full-zip page has no value encoding")
+		return nil, 0, pageCorruptf("full-zip page has no value encoding")
 	default:
-		return nil, pageUnsupportedf("full-zip fixed-width encoding %T", e)
+		return nil, 0, pageUnsupportedf("full-zip fixed-width encoding %T", e)
+	}
+	if z.ctrl == 0 && numItems < 0 {
+		if len(z.data)%width != 0 {
+			return nil, 0, pageCorruptf("%d bytes of rows are not a whole number of %d-byte values", len(z.data), width)
+		}
+		numItems = len(z.data) / width
 	}
 	if z.ctrl == 0 && numItems*width != len(z.data) {
-		return nil, pageCorruptf("%d values of %d bytes in a %d-byte buffer", numItems, width, len(z.data))
+		return nil, 0, pageCorruptf("%d values of %d bytes in a %d-byte buffer", numItems, width, len(z.data))
 	}
 	if numVisible > len(z.data)/width {
-		return nil, pageCorruptf("%d values of %d bytes do not fit a %d-byte buffer", numVisible, width, len(z.data))
+		return nil, 0, pageCorruptf("%d values of %d bytes do not fit a %d-byte buffer", numVisible, width, len(z.data))
 	}
 	// Gather the visible values; without control words they are the buffer.
 	var raw []byte
 	if z.ctrl == 0 {
 		raw, z.pos = z.data, len(z.data)
 	} else {
-		raw = make([]byte, 0, numVisible*width)
-		for i := range numItems {
+		capBytes := numVisible * width
+		if numVisible < 0 {
+			capBytes = len(z.data) / (z.ctrl + width) * width
+		}
+		raw = make([]byte, 0, capBytes)
+		i := 0
+		for ; z.more(i, numItems); i++ {
 			visible, _, err := z.next(i)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if !visible {
 				continue
 			}
 			v, err := z.take(i, width)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			raw = append(raw, v...)
 		}
+		numItems = i
 	}
 	n := len(raw) / width
 	if dims == nil {
-		return &fixedBlock{bits: int(bits), n: n, data: raw}, nil
+		return &fixedBlock{bits: int(bits), n: n, data: raw}, numItems, nil
 	}
 	out := &fslBlock{n: n, dims: dims, validity: make([][]byte, len(dims)), items: fixedBlock{bits: itemBits}}
 	anyValidity := false
@@ -264,7 +314,7 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 	}
 	if !anyValidity {
 		out.items.n, out.items.data = len(raw)*8/itemBits, raw
-		return out, nil
+		return out, numItems, nil
 	}
 	// Unzip each value's validity groups from its items.
 	children := make([]int, len(dims)) // children per value at each layer
@@ -291,7 +341,7 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 		out.items.data = append(out.items.data, v...)
 	}
 	out.items.n = n * c
-	return out, nil
+	return out, numItems, nil
 }
 
 // perValue decodes the bytes of one variable-width value into a block.
@@ -301,46 +351,57 @@ type perValue interface {
 	block() valueBlock
 }
 
-// zipVariable reads variable-width items.
-func zipVariable(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) (valueBlock, error) {
+// zipVariable reads variable-width items. numItems and numVisible are as
+// for decodeZipped; it returns the number of items read.
+func zipVariable(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) (valueBlock, int, error) {
 	prefix := int(l.GetBitsPerOffset() / 8)
 	if l.GetBitsPerOffset() != 32 && l.GetBitsPerOffset() != 64 {
-		return nil, pageUnsupportedf("full-zip lengths of %d bits", l.GetBitsPerOffset())
+		return nil, 0, pageUnsupportedf("full-zip lengths of %d bits", l.GetBitsPerOffset())
 	}
-	dec, err := newPerValue(l.GetValueCompression(), prefix == 8, min(numVisible, len(z.data)), len(z.data))
+	// A value takes at least its control word or, without control words,
+	// its length.
+	capValues := len(z.data) / max(z.ctrl, 1)
+	if z.ctrl == 0 {
+		capValues = len(z.data) / prefix
+	}
+	if numVisible >= 0 {
+		capValues = min(numVisible, capValues)
+	}
+	dec, err := newPerValue(l.GetValueCompression(), prefix == 8, capValues, len(z.data))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	for i := range numItems {
+	i := 0
+	for ; z.more(i, numItems); i++ {
 		visible, valid, err := z.next(i)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		switch {
 		case !visible:
 		case !valid:
 			if err := dec.addNull(); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		default:
 			p, err := z.take(i, prefix)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			size := getLE(p, prefix)
 			if size > uint64(len(z.data)) {
-				return nil, pageCorruptf("item %d: length %d exceeds the %d-byte buffer", i, size, len(z.data))
+				return nil, 0, pageCorruptf("item %d: length %d exceeds the %d-byte buffer", i, size, len(z.data))
 			}
 			v, err := z.take(i, int(size))
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if err := dec.add(v); err != nil {
-				return nil, pageWrapf(err, "item %d", i)
+				return nil, 0, pageWrapf(err, "item %d", i)
 			}
 		}
 	}
-	return dec.block(), nil
+	return dec.block(), i, nil
 }
 
 // newPerValue builds the decoder of a full-zip variable-width encoding for

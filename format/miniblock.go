@@ -3,6 +3,8 @@ package format
 import (
 	"encoding/binary"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/lancerdb/lancer/format/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -170,19 +172,11 @@ func alignUp(n, align int) int { return (n + align - 1) / align * align }
 
 // decodeMiniBlock decodes a mini-block page.
 func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte) (*leafPage, error) {
-	hasDict := l.GetDictionary() != nil
-	want := 2
-	if hasDict {
-		want++
-	}
-	if l.GetRepetitionIndexDepth() > 0 {
-		want++
-	}
+	want := miniBlockBuffers(l)
 	if len(bufs) != want {
 		return nil, pageCorruptf("mini-block page has %d buffers, want %d", len(bufs), want)
 	}
-	large := l.GetHasLargeChunk()
-	chunks, err := parseChunkMetadata(bufs[0], len(bufs[1]), l.GetNumItems(), large)
+	chunks, err := parseChunkMetadata(bufs[0], len(bufs[1]), l.GetNumItems(), l.GetHasLargeChunk())
 	if err != nil {
 		return nil, err
 	}
@@ -193,12 +187,6 @@ func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte)
 			return nil, pageCorruptf("repetition index of %d bytes for %d chunks at depth %d", size, len(chunks), depth)
 		}
 	}
-	layers := l.GetLayers()
-	lay, err := newRepDefLayout(layers)
-	if err != nil {
-		return nil, err
-	}
-	maxVisible := lay.maxVisible
 	// Size the page's value buffers from the chunk metadata up front
 	// instead of growing them chunk by chunk. The last chunk's count comes
 	// from num_items, not the metadata, so it only counts up to what a
@@ -211,69 +199,284 @@ func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte)
 			capValues += c.values
 		}
 	}
-	values, err := newMiniBlockValues(l.GetValueCompression(), capValues, len(bufs[1]))
+	cd, err := newChunkDecoder(l, capValues, len(bufs[1]))
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range chunks {
+		if err := cd.decode(i, c, bufs[1][c.offset:c.offset+c.size], nil); err != nil {
+			return nil, err
+		}
+	}
+	var dict []byte
+	if l.GetDictionary() != nil {
+		dict = bufs[2]
+	}
+	values, err := cd.finish(d, dict)
+	if err != nil {
+		return nil, err
+	}
+	return &leafPage{numRows: d.numRows, layers: l.GetLayers(), rep: cd.rep, def: cd.def, numItems: cd.numItems, values: values}, nil
+}
+
+// miniBlockBuffers is the number of buffers of a mini-block page.
+func miniBlockBuffers(l *enc21pb.MiniBlockLayout) int {
+	want := 2
+	if l.GetDictionary() != nil {
+		want++
+	}
+	if l.GetRepetitionIndexDepth() > 0 {
+		want++
+	}
+	return want
+}
+
+// chunkDecoder decodes chunks of a mini-block page, all of them or (for a
+// take) some, appending their levels and values.
+type chunkDecoder struct {
+	l              *enc21pb.MiniBlockLayout
+	large          bool
+	maxVisible     uint16
+	repEnc, defEnc *enc21pb.CompressiveEncoding
+	values         miniBlockValues
+	// rep and def are the levels of the chunks decoded so far (nil: the
+	// page has no such levels), numItems their count, numValues the
+	// values'.
+	rep, def            []uint16
+	numItems, numValues int
+}
+
+// newChunkDecoder prepares decoding chunks of about capValues values in
+// capBytes bytes (bounds from the page).
+func newChunkDecoder(l *enc21pb.MiniBlockLayout, capValues, capBytes int) (*chunkDecoder, error) {
+	lay, err := newRepDefLayout(l.GetLayers())
+	if err != nil {
+		return nil, err
+	}
+	values, err := newMiniBlockValues(l.GetValueCompression(), capValues, capBytes)
 	if err != nil {
 		return nil, pageWrapf(err, "mini-block values")
 	}
 	if l.GetNumBuffers() != uint64(values.buffers()) {
 		return nil, pageCorruptf("layout says %d value buffers per chunk, the value encoding has %d", l.GetNumBuffers(), values.buffers())
 	}
-	repEnc, defEnc := l.GetRepCompression(), l.GetDefCompression()
-	var rep, def []uint16
-	numItems := 0
-	for i, c := range chunks {
-		parts, err := parseChunk(bufs[1][c.offset:c.offset+c.size], repEnc != nil, defEnc != nil, values.buffers(), large)
-		if err != nil {
-			return nil, pageWrapf(err, "chunk %d", i)
-		}
-		if err := values.decodeChunk(parts.values, c.values); err != nil {
-			return nil, pageWrapf(err, "chunk %d values", i)
-		}
-		levels := c.values
-		var chunkRep, chunkDef []uint16
-		if repEnc != nil {
-			if chunkRep, err = decodeLevels(repEnc, parts.rep, parts.numLevels, large); err != nil {
-				return nil, pageWrapf(err, "chunk %d repetition levels", i)
-			}
-			levels = len(chunkRep)
-		}
-		if defEnc != nil {
-			if chunkDef, err = decodeLevels(defEnc, parts.def, parts.numLevels, large); err != nil {
-				return nil, pageWrapf(err, "chunk %d definition levels", i)
-			}
-			if chunkRep != nil && len(chunkDef) != len(chunkRep) {
-				return nil, pageCorruptf("chunk %d has %d repetition and %d definition levels", i, len(chunkRep), len(chunkDef))
-			}
-			levels = len(chunkDef)
-		}
-		visible := levels
-		if chunkDef != nil {
-			visible = countVisible(chunkDef, maxVisible)
-		}
-		if visible != c.values {
-			return nil, pageCorruptf("chunk %d has %d visible items in %d levels but %d values", i, visible, levels, c.values)
-		}
-		rep = append(rep, chunkRep...)
-		def = append(def, chunkDef...)
-		numItems += levels
+	cd := &chunkDecoder{
+		l: l, large: l.GetHasLargeChunk(), maxVisible: lay.maxVisible,
+		repEnc: l.GetRepCompression(), defEnc: l.GetDefCompression(), values: values,
 	}
-	if repEnc != nil && rep == nil {
-		rep = []uint16{}
+	if cd.repEnc != nil {
+		cd.rep = []uint16{}
 	}
-	if defEnc != nil && def == nil {
-		def = []uint16{}
+	if cd.defEnc != nil {
+		cd.def = []uint16{}
 	}
-	block := values.block()
-	lp := &leafPage{numRows: d.numRows, layers: layers, rep: rep, def: def, numItems: numItems}
-	if hasDict {
-		lp.values, err = d.dictionaryValues(l, bufs[2], block, def, maxVisible)
-	} else {
-		lp.values, err = toArrow(d.mem, block, d.scanType)
+	return cd, nil
+}
+
+// decode decodes chunk i, c, whose bytes are chunk. With sel (ascending
+// distinct indices of the chunk's items) it keeps only those items: pages
+// without repetition levels, whose items are their rows and values, when
+// canSelect.
+func (cd *chunkDecoder) decode(i int, c miniChunk, chunk []byte, sel []int) error {
+	parts, err := parseChunk(chunk, cd.repEnc != nil, cd.defEnc != nil, cd.values.buffers(), cd.large)
+	if err != nil {
+		return pageWrapf(err, "chunk %d", i)
+	}
+	if sel != nil && (cd.repEnc != nil || !cd.canSelect()) {
+		return pageUnsupportedf("chunk %d: selecting items of these values", i)
+	}
+	if len(sel) > 0 && (sel[0] < 0 || sel[len(sel)-1] >= c.values) {
+		return pageCorruptf("chunk %d: items %d to %d asked of %d", i, sel[0], sel[len(sel)-1], c.values)
+	}
+	switch vs, ok := cd.values.(selectiveValues); {
+	case sel == nil:
+		err = cd.values.decodeChunk(parts.values, c.values)
+	case ok:
+		err = vs.decodeChunkRows(parts.values, c.values, sel)
+	default:
+		if err = cd.values.decodeChunk(parts.values, c.values); err == nil {
+			keepLast(cd.values.block(), c.values, sel)
+		}
 	}
 	if err != nil {
-		return nil, err
+		return pageWrapf(err, "chunk %d values", i)
 	}
-	return lp, nil
+	levels := c.values
+	var chunkRep, chunkDef []uint16
+	if cd.repEnc != nil {
+		if chunkRep, err = decodeLevels(cd.repEnc, parts.rep, parts.numLevels, cd.large); err != nil {
+			return pageWrapf(err, "chunk %d repetition levels", i)
+		}
+		levels = len(chunkRep)
+	}
+	if cd.defEnc != nil {
+		if chunkDef, err = decodeLevels(cd.defEnc, parts.def, parts.numLevels, cd.large); err != nil {
+			return pageWrapf(err, "chunk %d definition levels", i)
+		}
+		if chunkRep != nil && len(chunkDef) != len(chunkRep) {
+			return pageCorruptf("chunk %d has %d repetition and %d definition levels", i, len(chunkRep), len(chunkDef))
+		}
+		levels = len(chunkDef)
+	}
+	visible := levels
+	if chunkDef != nil {
+		visible = countVisible(chunkDef, cd.maxVisible)
+	}
+	if visible != c.values {
+		return pageCorruptf("chunk %d has %d visible items in %d levels but %d values", i, visible, levels, c.values)
+	}
+	if sel != nil {
+		if chunkDef != nil {
+			kept := make([]uint16, len(sel))
+			for j, k := range sel {
+				kept[j] = chunkDef[k]
+			}
+			chunkDef = kept
+		}
+		levels, c.values = len(sel), len(sel)
+	}
+	if cd.rep != nil {
+		cd.rep = append(cd.rep, chunkRep...)
+	}
+	if cd.def != nil {
+		cd.def = append(cd.def, chunkDef...)
+	}
+	cd.numItems += levels
+	cd.numValues += c.values
+	return nil
+}
+
+// canSelect reports whether decode can keep some of a chunk's values: the
+// values are fixed-width or binary (not lists or structs).
+func (cd *chunkDecoder) canSelect() bool {
+	switch b := cd.values.block().(type) {
+	case *fixedBlock:
+		return b.bits == 1 || b.bits%8 == 0
+	case *varBlock:
+		return true
+	}
+	return false
+}
+
+// selectiveValues is implemented by value decoders that can decode some
+// values of a chunk only, which is cheaper than decoding all (FSST).
+type selectiveValues interface {
+	// decodeChunkRows appends values sel (ascending, distinct, < n) of
+	// the n values of a chunk held in bufs.
+	decodeChunkRows(bufs [][]byte, n int, sel []int) error
+}
+
+func (v *binaryValues) decodeChunkRows(bufs [][]byte, n int, sel []int) error {
+	if v.large {
+		return decodeBinaryRows[uint64](v.out, v.fsst, bufs[0], n, sel)
+	}
+	return decodeBinaryRows[uint32](v.out, v.fsst, bufs[0], n, sel)
+}
+
+func decodeBinaryRows[O codec.Offset](out *varBlock, fsst *codec.FSSTTable, chunk []byte, n int, sel []int) error {
+	offsets, data, err := codec.DecodeBinaryChunk[O](chunk, n)
+	if err != nil {
+		return err
+	}
+	for _, i := range sel {
+		v := data[offsets[i]:offsets[i+1]]
+		if fsst == nil || !fsst.Compressed() {
+			err = out.add(v)
+		} else if out.data, err = fsst.AppendDecoded(out.data, v); err == nil {
+			err = out.endValue()
+		}
+		if err != nil {
+			return pageWrapf(err, "value %d", i)
+		}
+	}
+	return nil
+}
+
+func (v *generalValues) decodeChunkRows(bufs [][]byte, n int, sel []int) error {
+	inner, ok := v.inner.(selectiveValues)
+	if !ok {
+		if err := v.decodeChunk(bufs, n); err != nil {
+			return err
+		}
+		keepLast(v.block(), n, sel)
+		return nil
+	}
+	limit := min(v.inner.firstBufferLimit(n, len(bufs[0])), decompressLimit(len(bufs[0])))
+	first, err := decompress(v.compression, bufs[0], limit)
+	if err != nil {
+		return err
+	}
+	v.bufs = append(v.bufs[:0], bufs...)
+	v.bufs[0] = first
+	return inner.decodeChunkRows(v.bufs, n, sel)
+}
+
+// keepLast keeps, of the last n values of b, those at sel (ascending,
+// distinct, < n). b is a fixedBlock (of whole bytes or bits) or a varBlock
+// (chunkDecoder.canSelect).
+func keepLast(b valueBlock, n int, sel []int) {
+	switch b := b.(type) {
+	case *fixedBlock:
+		start := b.n - n
+		if b.bits == 1 {
+			for j, k := range sel {
+				at := start + j
+				mask := byte(1) << (at % 8)
+				if bitSet(b.data, start+k) {
+					b.data[at/8] |= mask
+				} else {
+					b.data[at/8] &^= mask
+				}
+			}
+			b.n = start + len(sel)
+			b.data = b.data[:bytesForBits(b.n)]
+			if r := b.n % 8; r != 0 {
+				b.data[len(b.data)-1] &= byte(1)<<r - 1
+			}
+			return
+		}
+		w := b.bits / 8
+		for j, k := range sel {
+			copy(b.data[(start+j)*w:(start+j+1)*w], b.data[(start+k)*w:(start+k+1)*w])
+		}
+		b.n = start + len(sel)
+		b.data = b.data[:b.n*w]
+	case *varBlock:
+		start := b.length() - n
+		off := func(i int) int {
+			if b.large {
+				return int(b.off64[i])
+			}
+			return int(b.off32[i])
+		}
+		at := off(start)
+		for j, k := range sel {
+			from, to := off(start+k), off(start+k+1)
+			copy(b.data[at:], b.data[from:to])
+			at += to - from
+			if b.large {
+				b.off64[start+j+1] = int64(at)
+			} else {
+				b.off32[start+j+1] = int32(at)
+			}
+		}
+		b.data = b.data[:at]
+		if b.large {
+			b.off64 = b.off64[:start+len(sel)+1]
+		} else {
+			b.off32 = b.off32[:start+len(sel)+1]
+		}
+	}
+}
+
+// finish returns the values of the chunks decoded, looked up in dict (page
+// buffer 2) if the page has a dictionary.
+func (cd *chunkDecoder) finish(d *pageDecoder, dict []byte) (arrow.Array, error) {
+	block := cd.values.block()
+	if cd.l.GetDictionary() != nil {
+		return d.dictionaryValues(cd.l, dict, block, cd.def, cd.maxVisible)
+	}
+	return toArrow(d.mem, block, d.scanType)
 }
 
 // countVisible counts the levels of visible items.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -56,6 +57,11 @@ type Reader struct {
 
 	// legacy (v1) files; set by openLegacy.
 	legacy *legacyFile
+
+	// miniIndexes caches, by pageID, what takes read to find the chunks of
+	// rows in mini-block pages (*miniBlockIndex): a few bytes per chunk,
+	// read once instead of before every take.
+	miniIndexes sync.Map
 }
 
 // bufferRange is a byte range of the file.

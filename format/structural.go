@@ -110,6 +110,9 @@ type structuralCursor struct {
 	preload func(ctx context.Context, pages []pageID) (context.Context, error)
 	// pageBytes is the size of a page's buffers (Reader.pageBytes).
 	pageBytes func(pageID) uint64
+	// takePages, if set, reads and decodes only the parts of pages that
+	// some rows need (Reader.takePages); nil: takes decode whole pages.
+	takePages func(ctx context.Context, reqs []*takeRequest) error
 	fields    []*structNode
 	leaves    []*leafColumn
 	scratch   levelScratch
@@ -132,7 +135,7 @@ func newStructuralCursor(r *Reader, proj Projection) (cursorImpl, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.preload, c.pageBytes = r.preloadPages, r.pageBytes
+	c.preload, c.pageBytes, c.takePages = r.preloadPages, r.pageBytes, r.takePages
 	return c, nil
 }
 
@@ -464,17 +467,23 @@ func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) erro
 // checkPage validates a decoded page against the leaf's place in the schema
 // and the page's row count.
 func (c *structuralCursor) checkPage(l *leafColumn, p int, lp *leafPage) (*pageLevels, error) {
-	if lp == nil {
-		return nil, fmt.Errorf("the decoder returned no page: %w", lancer.ErrCorrupt)
-	}
 	first := uint64(0)
 	if p > 0 {
 		first = l.pageEnds[p-1]
 	}
+	return c.checkRows(l, lp, l.pageEnds[p]-first)
+}
+
+// checkRows validates a decoded page, or the part of one a take decoded,
+// against the leaf's place in the schema and the numRows rows it must hold.
+func (c *structuralCursor) checkRows(l *leafColumn, lp *leafPage, numRows uint64) (*pageLevels, error) {
+	if lp == nil {
+		return nil, fmt.Errorf("the decoder returned no page: %w", lancer.ErrCorrupt)
+	}
 	if len(lp.layers) != len(l.lists) {
 		return nil, fmt.Errorf("%d rep/def layers, the schema has %d levels of nesting: %w", len(lp.layers), len(l.lists), lancer.ErrCorrupt)
 	}
-	levels, err := lp.check(l.pageEnds[p] - first)
+	levels, err := lp.check(numRows)
 	if err != nil {
 		return nil, err
 	}
@@ -539,12 +548,23 @@ func (c *structuralCursor) readLeaf(ctx context.Context, l *leafColumn, start, e
 			return err
 		}
 		lo, hi := max(start, first)-first, min(end, l.pageEnds[p])-first
-		pc := piece{cp: cp, pageIndex: p}
-		pc.itemLo, pc.valueLo = cp.levels.locate(int(lo))
-		pc.itemHi, pc.valueHi = cp.levels.locate(int(hi))
-		pieces = append(pieces, pc)
+		pieces = append(pieces, newPiece(cp, p, lo, hi))
 	}
+	return c.unravelPieces(l, pieces)
+}
 
+// newPiece is rows [lo, hi) of cached page cp (page p of its leaf; for a
+// take, the rows of the part of the page decoded).
+func newPiece(cp *cachedPage, p int, lo, hi uint64) piece {
+	pc := piece{cp: cp, pageIndex: p}
+	pc.itemLo, pc.valueLo = cp.levels.locate(int(lo))
+	pc.itemHi, pc.valueHi = cp.levels.locate(int(hi))
+	return pc
+}
+
+// unravelPieces unravels the levels of pieces, in order, into l.sinks and
+// appends their values to l.pieces.
+func (c *structuralCursor) unravelPieces(l *leafColumn, pieces []piece) error {
 	// A read within one page slices the page's values without copying;
 	// the leaf's validity bitmap must then line up with the slice's offset.
 	shift, withValues := 0, 0

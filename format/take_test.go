@@ -1,0 +1,303 @@
+package format
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/arrowutil"
+	"github.com/lancerdb/lancer/internal/fixturetest"
+)
+
+// TestTakeMatchesScan takes random sets of rows (unsorted, with repeats)
+// from every data file of the fixtures, of every version, and checks them
+// against a full read's rows at those positions: with the default choice
+// between partial and whole pages, with partial reads wherever a layout has
+// one (takeWholeFraction raised), and with a cursor whose pages are cached
+// from a read.
+func TestTakeMatchesScan(t *testing.T) {
+	root := fixturetest.Dir(t)
+	var files []string
+	for _, p := range []string{"lance/*.lance/data/*.lance", "encodings/*.lance/data/*.lance"} {
+		m, err := filepath.Glob(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Fatal("no fixture data files")
+	}
+	defer func(f float64) { takeWholeFraction = f }(takeWholeFraction)
+	for _, path := range files {
+		rel, _ := filepath.Rel(root, path)
+		t.Run(rel, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			r := openFixtureFile(t, path, mem)
+			checkTakes(t, r, mem, 0.75, 0.75, 1e9)
+		})
+	}
+}
+
+// checkTakes checks takes of random rows of r against a full read, with
+// takeWholeFraction set to each of fractions in turn.
+func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...float64) {
+	t.Helper()
+	ctx := context.Background()
+	proj := r.FileProjection(r.Schema().Fields)
+	n := r.NumRows()
+	full, err := r.ReadRange(ctx, proj, 0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseAll(full)
+	if n == 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(n, uint64(len(full))))
+	for k, frac := range fractions {
+		takeWholeFraction = frac
+		for _, size := range []uint64{1, 3, 17, n/50 + 1, n / 5, n} {
+			if size == 0 || size > 200_000 {
+				continue
+			}
+			rows := make([]uint64, size)
+			for i := range rows {
+				rows[i] = rng.Uint64N(n)
+			}
+			if size > 3 {
+				rows[size-1] = rows[0] // a repeat
+				start := rng.Uint64N(n)
+				for i := range min(size/3, n-start) {
+					rows[i+1] = start + i // a run of rows
+				}
+			}
+			c, err := r.NewCursor(proj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == 1 {
+				// Cached pages: a read first leaves the page of row
+				// rows[0] cached for the take.
+				arrs, err := c.ReadRange(ctx, rows[0], min(rows[0]+2, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				releaseAll(arrs)
+			}
+			got, err := c.Take(ctx, rows)
+			c.Close()
+			if err != nil {
+				t.Fatalf("fraction %g, take of %d rows: %v", frac, size, err)
+			}
+			compareTake(t, fmt.Sprintf("fraction %g, take of %d rows", frac, size), r, mem, full, got, rows)
+			releaseAll(got)
+		}
+	}
+}
+
+// compareTake checks got, the take of rows, against full.
+func compareTake(t *testing.T, what string, r *Reader, mem memory.Allocator, full, got []arrow.Array, rows []uint64) {
+	t.Helper()
+	indices := make([]int64, len(rows))
+	for i, row := range rows {
+		indices[i] = int64(row)
+	}
+	if len(got) != len(full) {
+		t.Fatalf("%s: %d arrays, want %d", what, len(got), len(full))
+	}
+	for i := range full {
+		want, err := arrowutil.ConcatTake(context.Background(), mem, []arrow.Array{full[i]}, indices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i].Len() != len(rows) {
+			t.Fatalf("%s: field %q has %d rows, want %d", what, r.Schema().Fields[i].Name, got[i].Len(), len(rows))
+		}
+		// Equal also compares slots under nulls; fall back to the rows'
+		// JSON, which does not, before failing.
+		if !array.Equal(got[i], want) {
+			g, w := rowsJSON(t, got[i]), rowsJSON(t, want)
+			for j := range g {
+				if g[j] != w[j] {
+					t.Fatalf("%s: field %q, row %d (position %d):\n got %s\nwant %s", what, r.Schema().Fields[i].Name, rows[j], j, g[j], w[j])
+				}
+			}
+		}
+		want.Release()
+	}
+}
+
+// TestTakeReadsOnlyItsRows: taking a few rows of a multi-page file of
+// mini-block and full-zip columns (fixed-width vectors, wide strings,
+// lists) reads a small part of the file, and the rows are right. On a
+// local disk every partial read is made; elsewhere (a MemStore standing
+// for an object store) those that need a round trip for metadata first
+// only when they save much (remoteMinSavings), which this file's small
+// pages do not, but its vectors are still read row by row.
+func TestTakeReadsOnlyItsRows(t *testing.T) {
+	for _, v := range []Version{Version2_1, Version2_2} {
+		for _, local := range []bool{true, false} {
+			name := v.String() + "/mem"
+			if local {
+				name = v.String() + "/local"
+			}
+			t.Run(name, func(t *testing.T) { testTakeReadsOnlyItsRows(t, v, local) })
+		}
+	}
+}
+
+func testTakeReadsOnlyItsRows(t *testing.T, v Version, local bool) {
+	ctx := context.Background()
+	mstore, key := takeTestFile(t, v, 20_000)
+	var store blob.Store = mstore
+	limit := int64(2) // the file's bytes over the bytes a take may read
+	if local {
+		ls, err := blob.NewLocalStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := mstore.ReadAll(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ls.Write(ctx, key, data); err != nil {
+			t.Fatal(err)
+		}
+		store, limit = ls, 8
+	}
+	counting := blob.NewCountingStore(store)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r, err := Open(ctx, counting, key, &OpenOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTakes(t, r, mem, 0.75, 1e9)
+
+	proj := r.FileProjection(r.Schema().Fields)
+	full, err := r.ReadRange(ctx, proj, 0, r.NumRows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseAll(full)
+	rng := rand.New(rand.NewPCG(1, 1))
+	rows := make([]uint64, 20)
+	for i := range rows {
+		rows[i] = rng.Uint64N(r.NumRows())
+	}
+	for range 2 { // the second time, mini-block indexes are cached
+		c, err := r.NewCursor(proj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := counting.Snapshot()
+		got, err := c.Take(ctx, rows)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := counting.Snapshot().Sub(before)
+		compareTake(t, "take of 20 rows", r, mem, full, got, rows)
+		releaseAll(got)
+		t.Logf("take of %d rows of a %d-byte file: %v", len(rows), r.Size(), read)
+		if read.BytesRead() > r.Size()/limit {
+			t.Errorf("take of %d rows read %d bytes of a %d-byte file", len(rows), read.BytesRead(), r.Size())
+		}
+	}
+}
+
+// takeTestFile writes a file of n rows with small pages: an int64, a
+// 128-d float32 vector (full-zip), a nullable string (mini-block), a
+// nullable wide string (full-zip, variable width), and a nullable list of
+// nullable int32 (mini-block with repetition levels).
+func takeTestFile(t testing.TB, v Version, n int) (*blob.MemStore, string) {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "vec", Type: arrow.FixedSizeListOf(128, arrow.PrimitiveTypes.Float32), Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "wide", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+	}, nil)
+	s, err := SchemaFromArrow(as, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	ids := array.NewInt64Builder(mem)
+	vecs := array.NewFixedSizeListBuilder(mem, 128, arrow.PrimitiveTypes.Float32)
+	fl := vecs.ValueBuilder().(*array.Float32Builder)
+	ss := array.NewStringBuilder(mem)
+	ws := array.NewStringBuilder(mem)
+	ls := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
+	li := ls.ValueBuilder().(*array.Int32Builder)
+	for i := range n {
+		ids.Append(int64(i))
+		vecs.Append(true)
+		for range 128 {
+			fl.Append(rng.Float32())
+		}
+		if i%17 == 0 {
+			ss.AppendNull()
+		} else {
+			ss.Append(fmt.Sprintf("row-%d-%x", i, rng.Uint32()))
+		}
+		switch {
+		case i%19 == 0:
+			ws.AppendNull()
+		default:
+			b := make([]byte, 200+rng.IntN(200))
+			for j := range b {
+				b[j] = 'a' + byte(rng.IntN(26))
+			}
+			ws.Append(string(b))
+		}
+		switch i % 23 {
+		case 0:
+			ls.AppendNull()
+		case 1:
+			ls.Append(true) // empty
+		default:
+			ls.Append(true)
+			for j := range rng.IntN(40) {
+				if j%7 == 3 {
+					li.AppendNull()
+				} else {
+					li.Append(int32(rng.IntN(1000)))
+				}
+			}
+		}
+	}
+	builders := []array.Builder{ids, vecs, ss, ws, ls}
+	cols := make([]arrow.Array, len(builders))
+	for i, b := range builders {
+		cols[i] = b.NewArray()
+		b.Release()
+	}
+	rec := array.NewRecordBatch(s.LogicalArrow(), cols, int64(n))
+	releaseAll(cols)
+	defer rec.Release()
+	store := blob.NewMemStore("take")
+	ctx := context.Background()
+	w, err := NewWriter(ctx, store, "f.lance", s, &WriterOptions{Version: v, PageSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return store, "f.lance"
+}
