@@ -93,13 +93,14 @@ func (d *Dataset) planScanFilter(predicate string, columns []string, out *projec
 }
 
 // matches reports whether any row of physical rows [start, end) of the
-// fragment (read through pr, the probe's reader) passes the filter.
-func (sf *scanFilter) matches(ctx context.Context, mem memory.Allocator, pr *fragmentReader, start, end uint64) (bool, error) {
+// fragment (read through pr, the probe's reader, with read) passes the
+// filter.
+func (sf *scanFilter) matches(ctx context.Context, mem memory.Allocator, pr *fragmentReader, read rangeReader, start, end uint64) (bool, error) {
 	runs, live := pr.liveRuns(start, end)
 	if live == 0 {
 		return false, nil
 	}
-	rec, err := pr.readLive(ctx, mem, start, end, runs, live)
+	rec, err := pr.readLiveWith(ctx, mem, read, start, end, runs, live)
 	if err != nil {
 		return false, err
 	}

@@ -49,6 +49,20 @@ type ScanOptions struct {
 	// Scan with the filter package's error, which points at the offending
 	// column of the predicate. Default "": no filter.
 	Filter string
+	// ReadAhead is how many fragments the scan opens, and reads the first
+	// batch of, in the background (concurrently) while the consumer works
+	// on the current one, so that on object stores the next fragments'
+	// bytes are there when the consumer gets to them. Memory bound: besides
+	// the current fragment the scan then holds at most ReadAhead more
+	// fragments' cursors (with the pages they cached, about one page per
+	// column) and one batch of raw rows (BatchSize rows of the columns
+	// read, deleted ones included) for each. Read-ahead starts once Offset
+	// is skipped, and not for a Limit of at most BatchSize rows. Results,
+	// and the fragment at which an error is returned, are the same with
+	// any value. Default 0: 2 on object stores (blob.IsObjectStore), 1
+	// elsewhere; negative: none, each fragment is opened when the consumer
+	// reaches it.
+	ReadAhead int
 }
 
 // Scanner streams the rows of a dataset version in scan order (fragment by
@@ -56,8 +70,9 @@ type ScanOptions struct {
 // batches. It implements array.RecordReader.
 //
 // A Scanner reads one fragment at a time with one cursor per data file of
-// that fragment, and holds at most one batch plus the cursors' cached pages:
-// memory does not grow with the dataset.
+// that fragment, and holds at most one batch plus the cursors' cached pages,
+// and as much again for each fragment ScanOptions.ReadAhead prepares in
+// the background: memory does not grow with the dataset.
 //
 // A Scanner is not safe for concurrent use. Release it when done (it is
 // reference counted like every Arrow reader); that closes its cursors.
@@ -89,6 +104,17 @@ type Scanner struct {
 	// probeCur reads the filter's columns of the open fragment (see
 	// scanFilter.probe); nil without a probe.
 	probeCur *fragmentReader
+
+	// readAhead is the read-ahead depth (ScanOptions.ReadAhead resolved),
+	// 0 for none. Once started, raCh delivers the fragments in order and
+	// raCancel stops the goroutines preparing them (see startReadAhead).
+	readAhead int
+	raCh      chan chan readAhead
+	raSlots   chan struct{}
+	raCancel  context.CancelFunc
+	// pre is the first batch read ahead for preFor (cur or probeCur).
+	pre    *preRead
+	preFor *fragmentReader
 }
 
 var _ array.RecordReader = (*Scanner)(nil)
@@ -127,6 +153,12 @@ func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error)
 			return nil, err
 		}
 		s.toSkip, s.remaining, s.limited = 0, 0, false
+	}
+	switch {
+	case o.ReadAhead == 0:
+		s.readAhead = defaultReadAhead(d)
+	case o.ReadAhead > 0:
+		s.readAhead = o.ReadAhead
 	}
 	s.refs.Store(1)
 	return s, nil
@@ -214,17 +246,11 @@ func (s *Scanner) All() iter.Seq2[arrow.RecordBatch, error] {
 	}
 }
 
-// finish ends the scan and closes the open fragment.
+// finish ends the scan, stops the read-ahead and closes the open fragment.
 func (s *Scanner) finish() {
 	s.done = true
-	if s.cur != nil {
-		s.cur.close()
-		s.cur = nil
-	}
-	if s.probeCur != nil {
-		s.probeCur.close()
-		s.probeCur = nil
-	}
+	s.stopReadAhead()
+	s.closeOpen()
 }
 
 // next produces the next non-empty batch, or nil at the end.
@@ -246,7 +272,7 @@ func (s *Scanner) next() (arrow.RecordBatch, error) {
 		if s.probeCur != nil {
 			start := s.pos
 			end := min(start+s.batchSize, s.cur.physical)
-			ok, err := s.filter.matches(s.ctx, s.d.opts.Allocator, s.probeCur, start, end)
+			ok, err := s.filter.matches(s.ctx, s.d.opts.Allocator, s.probeCur, s.reader(s.probeCur), start, end)
 			if err != nil {
 				return nil, err
 			}
@@ -269,13 +295,23 @@ func (s *Scanner) next() (arrow.RecordBatch, error) {
 // rows to return, skipping whole fragments that Offset skips without
 // reading them. It reports false when no fragment is left.
 func (s *Scanner) openNextFragment() (bool, error) {
-	if s.cur != nil {
-		s.cur.close()
-		s.cur = nil
-	}
-	if s.probeCur != nil {
-		s.probeCur.close()
-		s.probeCur = nil
+	s.closeOpen()
+	if s.raCh != nil {
+		ra, ok := s.nextReadAhead()
+		if !ok {
+			return false, nil
+		}
+		if ra.err != nil {
+			return false, ra.err
+		}
+		s.cur, s.probeCur, s.pos = ra.fr, ra.probe, ra.fr.dv.skipLive(0, 0)
+		if ra.pre != nil {
+			s.pre, s.preFor = ra.pre, ra.fr
+			if ra.probe != nil {
+				s.preFor = ra.probe
+			}
+		}
+		return true, nil
 	}
 	frags := s.d.manifest.Fragments
 	for s.fragIdx < len(frags) {
@@ -305,6 +341,10 @@ func (s *Scanner) openNextFragment() (bool, error) {
 		// Start at the row after the last live row still to skip.
 		s.pos = fr.dv.skipLive(0, s.toSkip)
 		s.toSkip = 0
+		if s.readAhead > 0 && s.fragIdx < len(frags) && !(s.limited && s.remaining <= s.batchSize) {
+			// Offset is skipped: every fragment left is opened in turn.
+			s.startReadAhead()
+		}
 		return true, nil
 	}
 	return false, nil
@@ -327,7 +367,7 @@ func (s *Scanner) readBatch() (arrow.RecordBatch, error) {
 	if live == 0 {
 		return nil, nil
 	}
-	rec, err := fr.readLive(s.ctx, s.d.opts.Allocator, start, end, runs, live)
+	rec, err := fr.readLiveWith(s.ctx, s.d.opts.Allocator, s.reader(fr), start, end, runs, live)
 	if err != nil {
 		return nil, err
 	}
@@ -352,9 +392,14 @@ func (fr *fragmentReader) liveRuns(start, end uint64) (runs [][2]uint64, live in
 // its columns, nulls for those no data file holds, then the virtual
 // columns.
 func (fr *fragmentReader) readLive(ctx context.Context, mem memory.Allocator, start, end uint64, runs [][2]uint64, live int) (arrow.RecordBatch, error) {
+	return fr.readLiveWith(ctx, mem, fr.readRange, start, end, runs, live)
+}
+
+// readLiveWith is readLive reading the rows with read.
+func (fr *fragmentReader) readLiveWith(ctx context.Context, mem memory.Allocator, read rangeReader, start, end uint64, runs [][2]uint64, live int) (arrow.RecordBatch, error) {
 	var cols []arrow.Array
 	if len(fr.files) > 0 && live > 0 {
-		raw, err := fr.readRange(ctx, start, end)
+		raw, err := read(ctx, start, end)
 		if err != nil {
 			return nil, err
 		}
