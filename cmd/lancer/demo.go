@@ -7,11 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -98,26 +95,9 @@ func serveDemo(ctx context.Context, cmd *cobra.Command, res *demo.Result, ln net
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	printConnect(cmd.OutOrStdout(), res, "http://"+ln.Addr().String(), key != "")
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	defer h.Close()
+	printConnect(cmd.OutOrStdout(), res, "http://"+browserAddr(ln.Addr()), key != "")
+	return serveUntilDone(ctx, h, ln)
 }
 
 // printConnect prints where to browse the demo and how to connect a

@@ -89,15 +89,22 @@ const storageOptionFlag = "storage-option"
 // are often secrets.
 func storageOptions(cmd *cobra.Command) (map[string]string, error) {
 	pairs, err := cmd.Flags().GetStringArray(storageOptionFlag)
-	if err != nil || len(pairs) == 0 {
-		return nil, nil // the flag is on every command; nothing given
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", storageOptionFlag, err)
+	}
+	if len(pairs) == 0 {
+		return nil, nil
 	}
 	out := make(map[string]string, len(pairs))
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--%s %q: want key=value: %w", storageOptionFlag, k, lancer.ErrInvalidArgument)
+		if !ok {
+			// No "=": the whole argument may be a secret; name nothing.
+			return nil, fmt.Errorf("--%s: an argument has no '=': want key=value: %w", storageOptionFlag, lancer.ErrInvalidArgument)
+		}
+		if k == "" {
+			return nil, fmt.Errorf("--%s: an argument has an empty key: want key=value: %w", storageOptionFlag, lancer.ErrInvalidArgument)
 		}
 		if _, dup := out[k]; dup {
 			return nil, fmt.Errorf("--%s %s given twice: %w", storageOptionFlag, k, lancer.ErrInvalidArgument)

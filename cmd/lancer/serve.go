@@ -85,28 +85,11 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(ln) }()
 			logger.Info("serving", "addr", ln.Addr().String(), "data", data, "auth", key != "")
 			fmt.Fprintf(cmd.OutOrStdout(), "lancer: serving %s; dataset browser: http://%s/ui/\n", data, browserAddr(ln.Addr()))
-			select {
-			case err := <-errc:
-				return err
-			case <-ctx.Done():
-			}
-			logger.Info("shutting down")
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				return err
-			}
-			if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			err = serveUntilDone(cmd.Context(), h, ln)
+			logger.Info("shut down")
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "folder, or s3:// gs:// az:// URI, of <table>.lance datasets (required)")
@@ -117,6 +100,31 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 	cmd.Flags().IntVar(&cacheSize, "cache-size", 0, "opened table versions kept for reuse across requests (0: the server's default; negative: none)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
+}
+
+// serveUntilDone serves h on ln until ctx ends or SIGINT/SIGTERM comes,
+// then shuts down, letting requests in flight finish (at most
+// shutdownGrace). lancer serve and lancer demo share it.
+func serveUntilDone(ctx context.Context, h http.Handler, ln net.Listener) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // browserAddr is the address a browser on this machine reaches the

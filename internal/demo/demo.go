@@ -190,6 +190,11 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		if ctx.Err() != nil {
 			return nil, err
 		}
+		if !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrNotFound) {
+			// Not a demo that fails its checks but one that could not be
+			// read (permissions, I/O): never remove a table for that.
+			return nil, fmt.Errorf("demo: checking the demo in %s: %w", b.res.TableURI, err)
+		}
 		// The marker says the directory is a demo's: ours to replace.
 		fmt.Fprintf(o.Out, "! the demo in %s does not check out (%v); building it again\n", b.res.TableURI, err)
 		b.res.Steps, b.res.Total = nil, 0

@@ -43,6 +43,11 @@ const (
 // the picture must have a plain border, as Generate's have. Embed is plain
 // arithmetic, no model: images that look alike (same colour, same shape)
 // get nearby vectors, whatever their size, place and background.
+//
+// Accumulations wrap each product in an explicit float64() conversion:
+// the Go spec then forbids fusing x*y+z into one instruction, which arm64,
+// ppc64le, s390x and riscv64 would otherwise do, so the vectors are the
+// same bits on every machine.
 func Embed(img image.Image) []float32 {
 	m := rgbaOf(img)
 	b := m.Bounds()
@@ -114,8 +119,8 @@ func Embed(img image.Image) []float32 {
 				continue
 			}
 			sum += a
-			sx += a * float64(x)
-			sy += a * float64(y)
+			sx += float64(a * float64(x)) // float64(): no fused multiply-add (see Embed)
+			sy += float64(a * float64(y))
 			if a < 0.5 {
 				continue
 			}
@@ -132,8 +137,8 @@ func Embed(img image.Image) []float32 {
 			f := hh / (360.0 / hueBins)
 			lo := int(math.Floor(f - 0.5))
 			t := f - 0.5 - float64(lo)
-			hue[(lo+hueBins)%hueBins] += s * (1 - t)
-			hue[(lo+1+hueBins)%hueBins] += s * t
+			hue[(lo+hueBins)%hueBins] += float64(s * (1 - t))
+			hue[(lo+1+hueBins)%hueBins] += float64(s * t)
 		}
 	}
 	feat(0, hue, wHue)
@@ -226,7 +231,7 @@ func hueSat(r, g, b int) (float64, float64) {
 func normalize(v []float64) {
 	s := 0.0
 	for _, x := range v {
-		s += x * x
+		s += float64(x * x)
 	}
 	if s == 0 {
 		return
@@ -240,7 +245,7 @@ func normalize(v []float64) {
 func normalize32(v []float32) {
 	s := 0.0
 	for _, x := range v {
-		s += float64(x) * float64(x)
+		s += float64(float64(x) * float64(x))
 	}
 	if s == 0 {
 		return
