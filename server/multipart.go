@@ -233,7 +233,15 @@ func (st *uploadStore) create(ctx context.Context, table, branchName string) (st
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sweep()
-	if len(st.byID) >= maxUploads {
+	// Completed uploads stay in byID for the TTL (a retried complete gets
+	// the same answer); only those not yet done count toward the bound.
+	open := 0
+	for _, u := range st.byID {
+		if !u.done {
+			open++
+		}
+	}
+	if open >= maxUploads {
 		// 503: the client retries, and uploads in progress may end.
 		return "", &apiError{status: http.StatusServiceUnavailable, code: codeTooLarge,
 			msg: fmt.Sprintf("too many multipart uploads in progress (at most %d)", maxUploads)}
@@ -336,9 +344,10 @@ func (st *uploadStore) beginComplete(ctx context.Context, id, table string) (u *
 		return u, nil, true, nil
 	}
 	if u.inflight > 0 || u.completing {
-		// 409: the client retries; the parts still arriving will be done.
-		return nil, nil, false, &apiError{status: http.StatusConflict, code: codeConflict,
-			msg: fmt.Sprintf("multipart upload %q still has parts being received", id)}
+		// 503, which the client retries (it does not retry 409 here); the
+		// parts still arriving will be done.
+		return nil, nil, false, &apiError{status: http.StatusServiceUnavailable, code: codeConflict,
+			msg: fmt.Sprintf("multipart upload %q still has parts being received or is being completed; try again", id)}
 	}
 	u.completing = true
 	u.touched = st.now()
@@ -375,8 +384,9 @@ func (st *uploadStore) abort(ctx context.Context, id, table string) error {
 		return nil
 	}
 	if u.completing {
-		return &apiError{status: http.StatusConflict, code: codeConflict,
-			msg: fmt.Sprintf("multipart upload %q is being completed", id)}
+		// 503, which the client retries (it does not retry 409).
+		return &apiError{status: http.StatusServiceUnavailable, code: codeConflict,
+			msg: fmt.Sprintf("multipart upload %q is being completed; try again", id)}
 	}
 	st.dropFiles(u)
 	delete(st.byID, id)

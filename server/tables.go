@@ -127,10 +127,14 @@ func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, 
 	}
 	// From here on the write is committed: whatever keeps the client from
 	// seeing this answer makes it an unacknowledged commit.
+	// Several failures may follow one another (a context ended, then the
+	// write failed): the commit is remembered, and logged, once.
+	unackedDone := false
 	unacked := func() {
-		if !byBody {
+		if !byBody || unackedDone {
 			return
 		}
+		unackedDone = true
 		if key == "" {
 			// Hash what op left unread (nothing, for a well-formed
 			// stream) so that the key covers the whole body.

@@ -54,6 +54,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -117,9 +118,13 @@ func (s *Server) uiRoutes() {
 // header: the page's static files (they hold no data, and the page must
 // load to ask for the key), and /ui/api/ requests carrying the key in
 // the lancer_ui_key cookie (for <img>, which sends no headers).
+//
+// The decision is on the cleaned path (path.Clean drops a trailing slash,
+// so /ui/api/ is /ui/api): a path such as /ui/../v1/tables or
+// /ui//api/tables is judged by what it names, not by how it is spelled.
 func (s *Server) uiAllowed(r *http.Request) bool {
-	p := r.URL.Path
-	if strings.HasPrefix(p, "/ui/api/") {
+	p := path.Clean("/" + r.URL.Path)
+	if p == "/ui/api" || strings.HasPrefix(p, "/ui/api/") {
 		if s.apiKey == "" {
 			return true
 		}

@@ -156,7 +156,13 @@ type uiTable struct {
 // count and number of columns. A table that cannot be read is listed
 // with an error rather than failing the list.
 func (s *Server) uiTables(w http.ResponseWriter, r *http.Request) error {
-	names, err := s.tableFolders(r.Context())
+	folders, err := s.tableFolders(r.Context())
+	if err != nil {
+		return err
+	}
+	// As listTables: a folder without a committed version (being created
+	// or dropped, or left by an interrupted drop) is not a table.
+	names, err := s.committedTables(r.Context(), folders, uiMaxTables)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -261,6 +262,25 @@ func TestUIStaticAndAuth(t *testing.T) {
 	if rec := noKey("GET", "/v1/table/", &http.Cookie{Name: "lancer_ui_key", Value: testKey}); rec.Code != http.StatusUnauthorized {
 		t.Errorf("cookie on /v1/table/: %d, want 401", rec.Code)
 	}
+	// The exemptions hold for what a path names once cleaned, not for how
+	// it is spelled: no key skips a path that only starts like /ui/, and
+	// the cookie is no key for a path that only starts like /ui/api/.
+	for _, path := range []string{"/ui/../v1/table/", "/ui/./../v1/table/", "/ui//api/tables", "/ui/x/../api/tables"} {
+		if rec := noKey("GET", path, nil); rec.Code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a key: %d, want 401", path, rec.Code)
+		}
+	}
+	for _, path := range []string{"/ui/api/../../v1/table/", "/ui/api/tables/../../../v1/table/"} {
+		if rec := noKey("GET", path, &http.Cookie{Name: "lancer_ui_key", Value: url.QueryEscape(testKey)}); rec.Code != http.StatusUnauthorized {
+			t.Errorf("GET %s with the cookie: %d, want 401", path, rec.Code)
+		}
+	}
+	if rec := noKey("GET", "/ui", nil); rec.Code == http.StatusUnauthorized {
+		t.Errorf("GET /ui without a key: %d", rec.Code)
+	}
+	if rec := noKey("GET", "/ui/api/", &http.Cookie{Name: "lancer_ui_key", Value: url.QueryEscape(testKey)}); rec.Code != http.StatusNotFound {
+		t.Errorf("GET /ui/api/ with the cookie: %d, want 404", rec.Code)
+	}
 	var e struct{ Error, Code string }
 	getJSON(t, s, "/ui/api/nothing", http.StatusNotFound, &e)
 	if e.Code != "NotFound" {
@@ -272,6 +292,25 @@ func TestUIStaticAndAuth(t *testing.T) {
 	}
 	if rec := noKey("GET", "/v1/no/such/endpoint", nil); rec.Code != http.StatusUnauthorized {
 		t.Errorf("unknown /v1 path without a key: %d, want 401", rec.Code)
+	}
+}
+
+// TestUITablesCommittedOnly: as the table list of the API, the page's list
+// leaves out a folder holding no committed version (a table being created
+// or dropped), rather than listing it as unreadable.
+func TestUITablesCommittedOnly(t *testing.T) {
+	dir := uiFixture(t)
+	if err := os.MkdirAll(filepath.Join(dir, "ghost.lance", "_versions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := newServer(t, server.Options{DataDir: dir})
+	var list struct {
+		Tables []struct{ Name, Error string }
+	}
+	getJSON(t, s, "/ui/api/tables", http.StatusOK, &list)
+	if len(list.Tables) != 2 || list.Tables[0].Name != "blobs" || list.Tables[1].Name != "pics" ||
+		list.Tables[0].Error != "" || list.Tables[1].Error != "" {
+		t.Fatalf("tables: %+v", list.Tables)
 	}
 }
 
