@@ -130,3 +130,45 @@ func TestAzureRetries(t *testing.T) {
 	t.Cleanup(srv.Close)
 	testRetries(t, openCloud(t, "az://ctr/r", azOptions(srv.URL)), faults, true)
 }
+
+// TestAzureErrorsHideSAS: the SAS token travels in the query of every
+// request URL, which Go's HTTP client prints whole in a network error; the
+// store's errors must not show it.
+func TestAzureErrorsHideSAS(t *testing.T) {
+	ctx := context.Background()
+	const sig = "SECRETSIGNATURE0123456789"
+	s, err := blob.OpenWithOptions(ctx, "az://ctr/p", map[string]string{
+		"azure_storage_endpoint":     "http://127.0.0.1:1/acct",
+		"azure_storage_account_name": "acct",
+		"azure_storage_sas_token":    "?sv=2022-11-02&ss=b&srt=co&sp=rwdl&sig=" + sig,
+		"allow_http":                 "true",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, ok := s.(*blob.CloudStore); ok {
+		cs.Backoff = 1
+	}
+	_, rerr := s.ReadAll(ctx, "k")
+	werr := s.CreateIfAbsent(ctx, "k", []byte("v"))
+	for _, err := range []error{rerr, werr} {
+		if err == nil {
+			t.Fatal("a request to a closed port succeeded")
+		}
+		if msg := err.Error(); strings.Contains(msg, sig) || strings.Contains(msg, "sig=") {
+			t.Errorf("error shows the SAS token: %v", err)
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) && (strings.Contains(ue.URL, sig) || strings.Contains(ue.Error(), sig)) {
+			t.Errorf("the *url.Error in the chain shows the SAS token: %v", ue)
+		}
+	}
+	// An endpoint option is printed without its user info and query.
+	_, err = blob.OpenWithOptions(ctx, "az://ctr/p", map[string]string{
+		"azure_storage_endpoint":     "http://user:PASSWORD@127.0.0.1:1/acct?sig=" + sig,
+		"azure_storage_account_name": "acct",
+	})
+	if err == nil || strings.Contains(err.Error(), sig) || strings.Contains(err.Error(), "PASSWORD") {
+		t.Errorf("Open with a plain-http endpoint: %v; want an error hiding its secrets", err)
+	}
+}

@@ -104,6 +104,7 @@ func (s *CloudStore) key(key string) (string, error) {
 // mapCloudError turns a gocloud error into one wrapping lancer's categories,
 // worded like LocalStore's errors.
 func mapCloudError(op, key string, err error) error {
+	err = redactError(err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("blob: %s %q: %w", op, key, err)
 	}
@@ -346,6 +347,8 @@ func (s *CloudStore) Write(ctx context.Context, key string, data []byte) error {
 // key taken, the object is read back: if it holds exactly data, the earlier
 // try is taken to have won and CreateIfAbsent succeeds. Callers that need a
 // tie-break between writers of identical bytes must make their bytes differ.
+// If the read-back fails, the outcome is unknown: the error wraps
+// ErrTransient, never lancer.ErrConflict.
 func (s *CloudStore) CreateIfAbsent(ctx context.Context, key string, data []byte) error {
 	k, err := s.key(key)
 	if err != nil {
@@ -355,6 +358,7 @@ func (s *CloudStore) CreateIfAbsent(ctx context.Context, key string, data []byte
 		return err
 	}
 	ambiguous := false
+	var unknown error // set when a read-back leaves the outcome unknown
 	err = s.retry(ctx, func() error {
 		opts := cloudWriteOpts
 		opts.IfNotExist = true
@@ -363,7 +367,17 @@ func (s *CloudStore) CreateIfAbsent(ctx context.Context, key string, data []byte
 			return nil
 		}
 		if ambiguous && gcerrors.Code(err) == gcerrors.FailedPrecondition {
-			if got, rerr := s.bucket.ReadAll(ctx, k); rerr == nil && bytes.Equal(got, data) {
+			var got []byte
+			rerr := s.retry(ctx, func() (err error) {
+				got, err = s.bucket.ReadAll(ctx, k)
+				return err
+			})
+			if rerr != nil {
+				// Neither a conflict nor retried: stop with it as is.
+				unknown = resolveAmbiguousConflict(key, data, got, rerr, err)
+				return nil
+			}
+			if bytes.Equal(got, data) {
 				return nil
 			}
 		}
@@ -375,7 +389,7 @@ func (s *CloudStore) CreateIfAbsent(ctx context.Context, key string, data []byte
 	if err != nil {
 		return mapCloudError("create", key, err)
 	}
-	return nil
+	return unknown
 }
 
 // NewWriter implements Store. Cloud uploads publish the object only when
@@ -580,4 +594,71 @@ func openS3(ctx context.Context, uri, rest string, options map[string]string) (S
 		u += "/" + prefix
 	}
 	return NewCloudStore(b, u, prefix), nil
+}
+
+// redactURL returns rawURL without user info, query and fragment, where
+// credentials such as an Azure SAS token (sig=...) travel.
+func redactURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if i := strings.IndexAny(rawURL, "?#"); i >= 0 {
+			rawURL = rawURL[:i]
+		}
+		if i := strings.LastIndex(rawURL, "@"); i >= 0 {
+			scheme, _, ok := strings.Cut(rawURL, "://")
+			if ok {
+				return scheme + "://" + rawURL[i+1:]
+			}
+			return rawURL[i+1:]
+		}
+		return rawURL
+	}
+	u.User = nil
+	u.RawQuery = ""
+	u.ForceQuery = false
+	u.Fragment = ""
+	u.RawFragment = ""
+	return u.String()
+}
+
+// redactedError is an error whose message has a request URL's secrets
+// taken out. It wraps the original error, so errors.Is still sees its
+// chain, and errors.As for a *url.Error yields the sanitized copy.
+type redactedError struct {
+	msg string
+	url *url.Error // sanitized copy
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func (e *redactedError) As(target any) bool {
+	if t, ok := target.(**url.Error); ok {
+		*t = e.url
+		return true
+	}
+	return false
+}
+
+// redactError returns err with the URL of a *url.Error in its chain (which
+// Go's HTTP client prints whole) stripped of user info and query, in the
+// message and in the *url.Error errors.As finds.
+func redactError(err error) error {
+	var ue *url.Error
+	if err == nil || !errors.As(err, &ue) {
+		return err
+	}
+	clean := redactURL(ue.URL)
+	if clean == ue.URL {
+		return err
+	}
+	c := *ue
+	c.URL = clean
+	msg := strings.ReplaceAll(err.Error(), ue.URL, clean)
+	if u, perr := url.Parse(ue.URL); perr == nil && u.RawQuery != "" {
+		// Drop the query however else it was printed (e.g. escaped).
+		msg = strings.ReplaceAll(msg, u.RawQuery, "REDACTED")
+	}
+	return &redactedError{msg: msg, url: &c, err: err}
 }

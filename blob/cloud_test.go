@@ -170,9 +170,12 @@ func TestCloudRetries(t *testing.T) {
 // positive, each such request counts it down and is answered 503, an
 // upload (PUT, or POST on GCS) only after it has landed, so that the write
 // happens and its answer is lost. seen counts the requests for those keys;
-// ifNoneMatch holds the If-None-Match header of the last upload.
+// ifNoneMatch holds the If-None-Match header of the last upload. While
+// failReads is positive, each GET for those keys counts it down and is
+// answered 503 (before fails is looked at).
 type retryFaults struct {
 	fails, seen atomic.Int32
+	failReads   atomic.Int32
 	ifNoneMatch atomic.Value
 }
 
@@ -186,6 +189,10 @@ func (f *retryFaults) hook(w http.ResponseWriter, r *http.Request, next http.Han
 	upload := r.Method == http.MethodPut || r.Method == http.MethodPost
 	if upload {
 		f.ifNoneMatch.Store(r.Header.Get("If-None-Match"))
+	}
+	if r.Method == http.MethodGet && f.failReads.Add(-1) >= 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
 	}
 	if f.fails.Add(-1) >= 0 {
 		if upload {
@@ -254,6 +261,18 @@ func testRetries(t *testing.T, s *blob.CloudStore, faults *retryFaults, ifNoneMa
 	}
 	if got, err := s.ReadAll(ctx, "flaky2"); err != nil || string(got) != "mine" {
 		t.Fatalf("after the conflict: %q, %v", got, err)
+	}
+
+	// A create whose first answer was lost, whose retry finds the key
+	// taken, and whose read-back fails: nobody knows who won, which must
+	// not look like a conflict (a committer would then apply its change
+	// again on top of itself).
+	faults.fails.Store(1)
+	faults.failReads.Store(100) // more than the read-back's retries
+	err := s.CreateIfAbsent(ctx, "flaky3", []byte("mine"))
+	faults.failReads.Store(0)
+	if err == nil || errors.Is(err, lancer.ErrConflict) || !errors.Is(err, blob.ErrTransient) {
+		t.Fatalf("create with a failed read-back: %v; want an unknown outcome, not a conflict", err)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -223,6 +222,10 @@ func DeleteKeys(ctx context.Context, s Store, keys []string) error {
 		if done, err := st.deleteS3(ctx, keys); done {
 			return err
 		}
+	case interface{ Unwrap() Store }:
+		// A wrapper (counting, fault injection, retries): the keys are the
+		// wrapped store's.
+		return DeleteKeys(ctx, st.Unwrap(), keys)
 	}
 	return deleteEach(ctx, s, keys)
 }
@@ -279,7 +282,7 @@ func (s *CloudStore) deleteS3(ctx context.Context, keys []string) (done bool, er
 		batch := objs[:min(len(objs), s3DeleteBatch)]
 		objs = objs[len(batch):]
 		var out *s3.DeleteObjectsOutput
-		err := retryTransient(ctx, func() (err error) {
+		err := s.retry(ctx, func() (err error) {
 			out, err = client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
 				Bucket: aws.String(bucket),
 				Delete: &s3types.Delete{Objects: batch, Quiet: aws.Bool(true)},
@@ -298,25 +301,4 @@ func (s *CloudStore) deleteS3(ctx context.Context, keys []string) (done bool, er
 		}
 	}
 	return true, nil
-}
-
-// retryTransient runs op until it succeeds, fails for good (IsTransient
-// false), or has been tried DefaultMaxTries times, waiting 50ms, then
-// twice as long each time.
-func retryTransient(ctx context.Context, op func() error) error {
-	wait := 50 * time.Millisecond
-	for try := 1; ; try++ {
-		err := op()
-		if err == nil || try >= DefaultMaxTries || !IsTransient(err) {
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		wait *= 2
-	}
 }

@@ -216,6 +216,16 @@ func TestRetry(t *testing.T) {
 	if err := blob.WithRetry(f, fast).CreateIfAbsent(ctx, "m2", []byte("mine")); !errors.Is(err, lancer.ErrConflict) {
 		t.Fatalf("create over another writer's object: %v", err)
 	}
+	// A lost answer, then a conflict, then a failed read-back: the outcome
+	// is unknown, which must not be reported as a conflict (that means
+	// someone else won, and a committer would apply its change again).
+	f = blob.NewFaultStore(mem, 1,
+		blob.Fault{Ops: []blob.Op{blob.OpCreateIfAbsent}, Nth: 1, Action: blob.FailAfter},
+		blob.Fault{Ops: []blob.Op{blob.OpReadAll}, Nth: 1, Times: -1})
+	if err := blob.WithRetry(f, fast).CreateIfAbsent(ctx, "m3", []byte("mine")); err == nil ||
+		errors.Is(err, lancer.ErrConflict) || !errors.Is(err, blob.ErrTransient) {
+		t.Fatalf("ambiguous create with a failed read-back: %v; want an unknown outcome, not a conflict", err)
+	}
 	// Cancelling the context stops the backoff.
 	f = blob.NewFaultStore(mem, 1, blob.Fault{})
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)

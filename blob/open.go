@@ -184,10 +184,10 @@ func splitBucketURI(uri, rest, what string) (bucket, prefix string, err error) {
 func checkEndpoint(uri, name, endpoint string, allowHTTP bool) (*url.URL, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("blob: URI %q: option %s=%q is not an http(s) URL: %w", uri, name, endpoint, lancer.ErrInvalidArgument)
+		return nil, fmt.Errorf("blob: URI %q: option %s=%q is not an http(s) URL: %w", uri, name, redactURL(endpoint), lancer.ErrInvalidArgument)
 	}
 	if u.Scheme == "http" && !allowHTTP {
-		return nil, fmt.Errorf("blob: URI %q: option %s=%q is plain http; set allow_http=true: %w", uri, name, endpoint, lancer.ErrInvalidArgument)
+		return nil, fmt.Errorf("blob: URI %q: option %s=%q is plain http; set allow_http=true: %w", uri, name, redactURL(endpoint), lancer.ErrInvalidArgument)
 	}
 	return u, nil
 }

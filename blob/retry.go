@@ -230,9 +230,8 @@ func (s *RetryStore) CreateIfAbsent(ctx context.Context, key string, data []byte
 			return false, nil
 		case errors.Is(err, lancer.ErrConflict):
 			if ambiguous {
-				if got, rerr := s.inner.ReadAll(ctx, key); rerr == nil && bytes.Equal(got, data) {
-					return false, nil
-				}
+				got, rerr := s.ReadAll(ctx, key) // retried like any read
+				return false, resolveAmbiguousConflict(key, data, got, rerr, err)
 			}
 			return false, err
 		}
@@ -261,3 +260,24 @@ func (s *RetryStore) Delete(ctx context.Context, key string) error {
 
 // URI implements Store.
 func (s *RetryStore) URI() string { return s.inner.URI() }
+
+// resolveAmbiguousConflict decides a CreateIfAbsent of data under key that
+// got conflict after an earlier try failed in a way that may have created
+// the object: got and rerr are the result of reading the object back. If
+// it holds exactly data, the earlier try won and the result is nil; if it
+// holds other bytes, someone else won and the result is conflict. If the
+// read-back failed, nobody knows who won, so the result wraps ErrTransient
+// and never lancer.ErrConflict: a caller that took a conflict for "someone
+// else won" might apply a change that has already landed a second time.
+func resolveAmbiguousConflict(key string, data, got []byte, rerr, conflict error) error {
+	if rerr != nil {
+		// rerr is printed, not wrapped: whatever it wraps (a conflict, a
+		// missing object) says nothing about who won.
+		return fmt.Errorf("blob: create %q: outcome unknown: an earlier try may have landed and reading it back failed (%v): %w",
+			key, redactError(rerr), ErrTransient)
+	}
+	if bytes.Equal(got, data) {
+		return nil
+	}
+	return conflict
+}

@@ -191,7 +191,10 @@ func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases
 		return nil, 0, fmt.Errorf("dataset: commit: read version %d is newer than the latest, %d: %w", co.readVersion, e.version, lancer.ErrCorrupt)
 	}
 	scheme := parseManifestName(e.key[len(versionsDir):]).scheme
-	if r := co.read; r != nil && r.manifest.Version == e.version && r.manifestKey == e.key {
+	// Reuse the read dataset only if it is the whole version: a view from
+	// withFragments has the same key and version but fewer fragments.
+	if r := co.read; r != nil && r.manifest.Version == e.version && r.manifestKey == e.key &&
+		r.manifest.raw != nil && len(r.manifest.Fragments) == len(r.manifest.raw.GetFragments()) {
 		return r, scheme, nil
 	}
 	d, err := openEntry(ctx, store, o, bases, e)

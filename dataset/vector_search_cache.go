@@ -75,7 +75,23 @@ func (c *searchCache) get(ctx context.Context, key string, compute func() (any, 
 		}
 		c.mu.Unlock()
 		e.once.Do(func() {
+			computed := false
+			defer func() {
+				if computed {
+					return
+				}
+				// compute panicked (the panic goes on to this caller):
+				// cache nothing, and give callers waiting on e an error
+				// rather than a nil value.
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				e.val, e.size, e.err = nil, 0, fmt.Errorf("dataset: search cache: computing %q panicked", key)
+				if c.entries[key] == e {
+					delete(c.entries, key)
+				}
+			}()
 			v, size, err := compute()
+			computed = true
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			e.val, e.size, e.err = v, size, err

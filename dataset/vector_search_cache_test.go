@@ -280,3 +280,22 @@ func TestSearchCacheBounded(t *testing.T) {
 		t.Fatalf("%v %v", v, err)
 	}
 }
+
+// TestSearchCachePanicNotCached: a compute that panics leaves nothing
+// cached; the next get computes again instead of returning a nil value.
+func TestSearchCachePanicNotCached(t *testing.T) {
+	c := newSearchCache(1 << 20)
+	ctx := context.Background()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic was swallowed")
+			}
+		}()
+		c.get(ctx, "k", func() (any, int64, error) { panic("boom") })
+	}()
+	v, err := c.get(ctx, "k", func() (any, int64, error) { return 7, 8, nil })
+	if err != nil || v != 7 {
+		t.Fatalf("after a panicked compute: got %v, %v; want 7, nil", v, err)
+	}
+}
