@@ -19,18 +19,23 @@ import (
 // loopback), configured through Lance's storage option names.
 func s3Store(t *testing.T, endpoint, prefix string) blob.Store {
 	t.Helper()
-	s, err := blob.OpenWithOptions(context.Background(), "s3://bkt/"+prefix, map[string]string{
-		"aws_endpoint":          endpoint,
-		"aws_region":            "us-east-1",
-		"aws_access_key_id":     "AK",
-		"aws_secret_access_key": "SK",
-		"allow_http":            "true",
-	})
+	s, err := blob.OpenWithOptions(context.Background(), "s3://bkt/"+prefix, s3Options(endpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.(*blob.CloudStore).Close() })
 	return s
+}
+
+// s3Options are the storage options of the fake S3 server at endpoint.
+func s3Options(endpoint string) map[string]string {
+	return map[string]string{
+		"aws_endpoint":          endpoint,
+		"aws_region":            "us-east-1",
+		"aws_access_key_id":     "AK",
+		"aws_secret_access_key": "SK",
+		"allow_http":            "true",
+	}
 }
 
 func newS3Server(t *testing.T) string {
@@ -61,64 +66,13 @@ func scanIDs(t *testing.T, d *dataset.Dataset) []int64 {
 	return out
 }
 
-// TestDatasetOnS3 writes, appends, deletes and compacts a dataset in an S3
-// bucket, and reads it back through a freshly opened store.
+// TestDatasetOnS3 runs testDatasetOnCloud on S3, then opens the dataset
+// by URI configured from the environment alone, as Lance users do.
 func TestDatasetOnS3(t *testing.T) {
 	ctx := context.Background()
 	endpoint := newS3Server(t)
-	store := s3Store(t, endpoint, "db/t.lance")
+	testDatasetOnCloud(t, "s3://bkt/db/t.lance", s3Options(endpoint))
 
-	d, err := dataset.Write(ctx, store, ids(0, 10), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := int64(1); i < 4; i++ {
-		if d, err = d.Append(ctx, ids(10*i, 10*i+10), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if d, err = d.Delete(ctx, "id % 4 = 0"); err != nil {
-		t.Fatal(err)
-	}
-	if d.Version() != 5 || len(d.Manifest().Fragments) != 4 {
-		t.Fatalf("before compaction: version %d, %d fragments", d.Version(), len(d.Manifest().Fragments))
-	}
-	d, stats, err := d.Compact(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stats.FragmentsAdded != 1 || len(d.Manifest().Fragments) != 1 {
-		t.Fatalf("compaction: %+v, %d fragments", stats, len(d.Manifest().Fragments))
-	}
-
-	var want []int64
-	for i := range int64(40) {
-		if i%4 != 0 {
-			want = append(want, i)
-		}
-	}
-	re, err := dataset.Open(ctx, s3Store(t, endpoint, "db/t.lance"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if re.Version() != 6 {
-		t.Fatalf("reopened at version %d, want 6", re.Version())
-	}
-	if got := scanIDs(t, re); !slices.Equal(got, want) {
-		t.Fatalf("read back %v, want %v", got, want)
-	}
-	if n, err := re.CountRows(ctx); err != nil || n != uint64(len(want)) {
-		t.Fatalf("CountRows = %d, %v", n, err)
-	}
-	// Time travel to the first version.
-	v1, err := dataset.Open(ctx, store, &dataset.OpenOptions{Version: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := scanIDs(t, v1); !slices.Equal(got, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
-		t.Fatalf("version 1 = %v", got)
-	}
-	// OpenURI reads the environment.
 	t.Setenv("AWS_ENDPOINT", endpoint)
 	t.Setenv("AWS_ALLOW_HTTP", "true")
 	t.Setenv("AWS_ACCESS_KEY_ID", "AK")
@@ -128,8 +82,10 @@ func TestDatasetOnS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := u.CountRows(ctx); err != nil || n != uint64(len(want)) {
-		t.Fatalf("OpenURI CountRows = %d, %v", n, err)
+	// testDatasetOnCloud leaves 30 rows after its deletes and compaction,
+	// plus two concurrent appends of 5.
+	if n, err := u.CountRows(ctx); err != nil || n != 40 || u.Version() != 8 {
+		t.Fatalf("OpenURI from the environment: version %d, %d rows, %v; want 8, 40", u.Version(), n, err)
 	}
 }
 
@@ -171,5 +127,105 @@ func TestConcurrentAppendsOnS3(t *testing.T) {
 	slices.Sort(got)
 	if len(got) != 10*(writers+1) {
 		t.Fatalf("%d rows after concurrent appends, want %d", len(got), 10*(writers+1))
+	}
+}
+
+// testDatasetOnCloud writes, appends, deletes and compacts a dataset at uri
+// (an empty place), reads it back through a freshly opened store and
+// through OpenURI with the same storage options, and has two writers race
+// to commit the same version: the store's conditional create lets exactly
+// one take it and the other retries on top.
+func testDatasetOnCloud(t *testing.T, uri string, options map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	open := func() blob.Store {
+		s, err := blob.OpenWithOptions(ctx, uri, options)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.(*blob.CloudStore).Close() })
+		return s
+	}
+	store := open()
+	d, err := dataset.Write(ctx, store, ids(0, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(1); i < 4; i++ {
+		if d, err = d.Append(ctx, ids(10*i, 10*i+10), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err = d.Delete(ctx, "id % 4 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	if d.Version() != 5 || len(d.Manifest().Fragments) != 4 {
+		t.Fatalf("before compaction: version %d, %d fragments", d.Version(), len(d.Manifest().Fragments))
+	}
+	d, stats, err := d.Compact(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.FragmentsAdded != 1 || len(d.Manifest().Fragments) != 1 {
+		t.Fatalf("compaction: %+v, %d fragments", stats, len(d.Manifest().Fragments))
+	}
+	var want []int64
+	for i := range int64(40) {
+		if i%4 != 0 {
+			want = append(want, i)
+		}
+	}
+	re, err := dataset.Open(ctx, open(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re.Version() != 6 {
+		t.Fatalf("reopened at version %d, want 6", re.Version())
+	}
+	if got := scanIDs(t, re); !slices.Equal(got, want) {
+		t.Fatalf("read back %v, want %v", got, want)
+	}
+	v1, err := dataset.Open(ctx, store, &dataset.OpenOptions{Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scanIDs(t, v1); !slices.Equal(got, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Fatalf("version 1 = %v", got)
+	}
+	u, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{StorageOptions: options})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := u.CountRows(ctx); err != nil || n != uint64(len(want)) {
+		t.Fatalf("OpenURI CountRows = %d, %v", n, err)
+	}
+
+	// Two writers (separate stores, as if separate processes) append to
+	// version 6 at once.
+	a, err := dataset.Open(ctx, open(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dataset.Open(ctx, open(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	go func() { _, err := a.Append(ctx, ids(100, 105), nil); errs <- err }()
+	go func() { _, err := b.Append(ctx, ids(200, 205), nil); errs <- err }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent append: %v", err)
+		}
+	}
+	last, err := dataset.Open(ctx, open(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Version() != 8 {
+		t.Fatalf("after two concurrent appends: version %d, want 8", last.Version())
+	}
+	if n, err := last.CountRows(ctx); err != nil || n != uint64(len(want)+10) {
+		t.Fatalf("after two concurrent appends: %d rows, %v; want %d", n, err, len(want)+10)
 	}
 }
