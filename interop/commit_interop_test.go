@@ -74,10 +74,19 @@ func runLanceOps(node, ref string, reqs ...opRequest) ([]opReply, error) {
 // encoding.
 func lancerRows(t *testing.T, uri string, version uint64) [][]byte {
 	t.Helper()
+	return lancerRowsOf(t, version, func(o *dataset.OpenOptions) (*dataset.Dataset, error) {
+		return dataset.OpenURI(context.Background(), uri, o)
+	})
+}
+
+// lancerRowsOf scans the version open opens (given the version and a
+// checked allocator), row ids included, in the fixture encoding.
+func lancerRowsOf(t *testing.T, version uint64, open func(*dataset.OpenOptions) (*dataset.Dataset, error)) [][]byte {
+	t.Helper()
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Version: version, Allocator: mem})
+	d, err := open(&dataset.OpenOptions{Version: version, Allocator: mem})
 	if err != nil {
 		t.Fatalf("lancer opens version %d: %v", version, err)
 	}

@@ -119,25 +119,9 @@ func s3LancerRows(t *testing.T, srv *versitygw.Server, uri string, version uint6
 		t.Fatal(err)
 	}
 	defer store.(*blob.CloudStore).Close()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	d, err := dataset.Open(ctx, store, &dataset.OpenOptions{Version: version, Allocator: mem})
-	if err != nil {
-		t.Fatalf("lancer opens version %d: %v", version, err)
-	}
-	s, err := d.Scan(ctx, &dataset.ScanOptions{WithRowID: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release()
-	var rows [][]byte
-	for rec, err := range s.All() {
-		if err != nil {
-			t.Fatalf("lancer scans version %d: %v", version, err)
-		}
-		rows = append(rows, fixturetest.EncodeRows(t, rec)...)
-	}
-	return rows
+	return lancerRowsOf(t, version, func(o *dataset.OpenOptions) (*dataset.Dataset, error) {
+		return dataset.Open(ctx, store, o)
+	})
 }
 
 // s3Agree checks that lancer and real Lance list the same versions of the
