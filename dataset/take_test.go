@@ -22,17 +22,7 @@ import (
 // positions.
 func TestTakeMatchesScanFixtures(t *testing.T) {
 	root := fixturetest.Dir(t)
-	var dirs []string
-	for _, p := range []string{"lance/*.lance", "encodings/*.lance"} {
-		m, err := filepath.Glob(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dirs = append(dirs, m...)
-	}
-	if len(dirs) == 0 {
-		t.Fatal("no fixture datasets")
-	}
+	dirs := fixturetest.Glob(t, "lance/*.lance", "encodings/*.lance")
 	ctx := context.Background()
 	for _, dir := range dirs {
 		rel, _ := filepath.Rel(root, dir)

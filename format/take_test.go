@@ -24,17 +24,7 @@ import (
 // from a read.
 func TestTakeMatchesScan(t *testing.T) {
 	root := fixturetest.Dir(t)
-	var files []string
-	for _, p := range []string{"lance/*.lance/data/*.lance", "encodings/*.lance/data/*.lance"} {
-		m, err := filepath.Glob(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Fatal("no fixture data files")
-	}
+	files := fixturetest.Glob(t, "lance/*.lance/data/*.lance", "encodings/*.lance/data/*.lance")
 	defer func(f float64) { takeWholeFraction = f }(takeWholeFraction)
 	for _, path := range files {
 		rel, _ := filepath.Rel(root, path)

@@ -87,3 +87,24 @@ func isFile(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
 }
+
+// Glob returns the paths under the fixtures root matching any of patterns
+// (relative to the root, filepath.Glob syntax), in pattern order. It fails
+// the test when nothing matches, so a moved fixture cannot make a test
+// over "every fixture" pass vacuously.
+func Glob(t testing.TB, patterns ...string) []string {
+	t.Helper()
+	root := Dir(t)
+	var out []string
+	for _, p := range patterns {
+		m, err := filepath.Glob(filepath.Join(root, p))
+		if err != nil {
+			t.Fatalf("fixturetest: %v", err)
+		}
+		out = append(out, m...)
+	}
+	if len(out) == 0 {
+		t.Fatalf("fixturetest: nothing in %s matches %v", root, patterns)
+	}
+	return out
+}
