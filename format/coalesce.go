@@ -128,12 +128,3 @@ func (r *Reader) preloadPages(ctx context.Context, pages []pageID) (context.Cont
 	}
 	return withPageBuffers(ctx, m), nil
 }
-
-// takeReadAhead bounds the page bytes Take reads ahead in one batch: the
-// pages of as many runs as fit are fetched together, then decoded run by
-// run. It keeps a take over a large file from holding all its pages' raw
-// bytes at once.
-const takeReadAhead = 64 << 20
-
-// rowRun is rows [start, end) of a file.
-type rowRun struct{ start, end uint64 }

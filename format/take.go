@@ -16,6 +16,11 @@ import (
 // given order (which need not be sorted; duplicates are allowed). Only the
 // pages holding those rows are read; in 2.1+ files only the parts of those
 // pages the rows need (take_pages.go).
+// takeReadAhead bounds the page bytes one take batch fetches: Take cuts
+// the wanted rows into batches whose reads fit it (takeBatch), so a take
+// over a large file never holds all its pages' raw bytes at once.
+const takeReadAhead = 64 << 20
+
 func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
 	for _, row := range rows {
 		if row >= c.r.numRows {
@@ -54,16 +59,8 @@ func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error)
 		return c.reorder(ctx, rows, sorted, pieces)
 	}
 	// Other cursors read each run of consecutive rows with one ReadRange.
-	var runs []rowRun
-	for _, row := range sorted {
-		if n := len(runs); n > 0 && runs[n-1].end == row {
-			runs[n-1].end++
-			continue
-		}
-		runs = append(runs, rowRun{row, row + 1})
-	}
-	for _, rn := range runs {
-		arrs, err := c.ReadRange(ctx, rn.start, rn.end)
+	for _, rn := range rowRuns(sorted) {
+		arrs, err := c.ReadRange(ctx, rn.first, rn.last+1)
 		if err != nil {
 			return nil, err
 		}
