@@ -12,15 +12,15 @@ import (
 	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
-// Take returns one array per projected field holding the given rows, in the
-// given order (which need not be sorted; duplicates are allowed). Only the
-// pages holding those rows are read; in 2.1+ files only the parts of those
-// pages the rows need (take_pages.go).
 // takeReadAhead bounds the page bytes one take batch fetches: Take cuts
 // the wanted rows into batches whose reads fit it (takeBatch), so a take
 // over a large file never holds all its pages' raw bytes at once.
 const takeReadAhead = 64 << 20
 
+// Take returns one array per projected field holding the given rows, in the
+// given order (which need not be sorted; duplicates are allowed). Only the
+// pages holding those rows are read; in 2.1+ files only the parts of those
+// pages the rows need (take_pages.go).
 func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
 	for _, row := range rows {
 		if row >= c.r.numRows {
