@@ -3,6 +3,7 @@ package blob
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -144,7 +145,8 @@ func openAzure(ctx context.Context, uri, scheme, rest string, options map[string
 	containerURL := serviceURL + "/" + url.PathEscape(containerName)
 
 	copts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Retry: policy.RetryOptions{MaxRetries: -1}, // below 0: one try, no retries
+		Retry:     policy.RetryOptions{MaxRetries: -1}, // below 0: one try, no retries
+		Transport: &http.Client{Transport: newHTTPTransport()},
 		// Azure refuses bearer tokens over http; an endpoint the caller
 		// allowed to be http (Azurite, a test proxy) gets them anyway.
 		InsecureAllowCredentialWithHTTP: allowHTTP || emulator,

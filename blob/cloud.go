@@ -18,6 +18,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -557,7 +558,9 @@ func openS3(ctx context.Context, uri, rest string, options map[string]string) (S
 		return nil, fmt.Errorf("blob: URI %q: aws_access_key_id and aws_secret_access_key go together: %w", uri, lancer.ErrInvalidArgument)
 	}
 
-	var loadOpts []func(*awsconfig.LoadOptions) error
+	loadOpts := []func(*awsconfig.LoadOptions) error{
+		awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(poolConnections)),
+	}
 	if region != "" {
 		loadOpts = append(loadOpts, awsconfig.WithRegion(region))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,6 +49,8 @@ func TestConformanceCloudMemblob(t *testing.T) {
 type fakeS3 struct {
 	URL  string
 	hook atomic.Pointer[func(w http.ResponseWriter, r *http.Request, next http.Handler) bool]
+	// conns counts the connections clients opened.
+	conns atomic.Int64
 }
 
 func newFakeS3(t *testing.T) *fakeS3 {
@@ -58,12 +61,18 @@ func newFakeS3(t *testing.T) *fakeS3 {
 	}
 	h := gofakes3.New(backend).Server()
 	f := &fakeS3{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hook := f.hook.Load(); hook != nil && (*hook)(w, r, h) {
 			return
 		}
 		h.ServeHTTP(w, r)
 	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			f.conns.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
 	return f
@@ -102,6 +111,36 @@ func TestConformanceCloudS3(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
 		return f.open(t, fmt.Sprintf("t%d/ds.lance", n.Add(1)))
 	})
+}
+
+// TestCloudConnectionsReused: bursts of parallel ranged reads, as takes
+// make, reuse the connections of the first burst rather than dial most of
+// them again (the SDK's default pool kept 10 per host).
+func TestCloudConnectionsReused(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeS3(t)
+	s := f.open(t, "pool")
+	const parallel = 48
+	data := make([]byte, parallel*100)
+	if err := s.Write(ctx, "f", data); err != nil {
+		t.Fatal(err)
+	}
+	ranges := make([]blob.Range, parallel)
+	for i := range ranges {
+		ranges[i] = blob.Range{Offset: int64(i) * 100, Length: 10}
+	}
+	before := f.conns.Load()
+	const bursts = 4
+	for range bursts {
+		if _, err := blob.ReadRanges(ctx, s, "f", ranges, &blob.ReadRangesOptions{MaxGap: -1, Parallelism: parallel}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Reads of a burst may finish before others start, so fewer than
+	// parallel connections may do; bursts after the first need none.
+	if got := f.conns.Load() - before; got > parallel+bursts {
+		t.Errorf("%d bursts of %d parallel reads opened %d connections", bursts, parallel, got)
+	}
 }
 
 func TestOpenS3Options(t *testing.T) {
