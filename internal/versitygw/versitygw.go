@@ -163,6 +163,9 @@ func start(ctx context.Context, bin, dir string) (*Server, error) {
 	// above all: Lance's object_store refuses responses without one) goes
 	// to a sidecar folder rather than extended attributes, which the
 	// tests' temporary folders may not support (tmpfs before Linux 6.6).
+	// Keep-alive is on as on every real object store: versitygw's default
+	// closes each connection after one request, so every request would
+	// also pay a TCP connect, which real clients of S3 do not.
 	root, meta := filepath.Join(dir, "buckets"), filepath.Join(dir, "meta")
 	for _, d := range []string{root, meta} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -172,6 +175,7 @@ func start(ctx context.Context, bin, dir string) (*Server, error) {
 	s.cmd = exec.CommandContext(ctx, bin,
 		"--port", fmt.Sprintf("127.0.0.1:%d", port),
 		"--region", s.Region,
+		"--keep-alive",
 		"posix", "--sidecar", meta, root)
 	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	s.cmd.Stdout = s.log
