@@ -51,6 +51,15 @@ type ReadRangesOptions struct {
 	// Parallelism is the most requests in flight at once. Default
 	// DefaultReadParallelism; 1 reads one request at a time.
 	Parallelism int
+	// RoundTripBytes is what one more round of requests costs, counted
+	// in bytes a connection would transfer in that time. When merging by
+	// MaxGap leaves more requests than Parallelism, so that they go out
+	// in several rounds, larger gaps are merged too, smallest first, as
+	// far as the rounds this saves are worth more than the gap bytes read
+	// (the whole gap is read and thrown away). On an object store a round
+	// trip takes tens of milliseconds, in which a connection moves about
+	// a megabyte. Default 0: rounds are not traded for bytes.
+	RoundTripBytes int64
 }
 
 func (o *ReadRangesOptions) withDefaults() ReadRangesOptions {
@@ -105,6 +114,64 @@ func CoalesceRanges(ranges []Range, maxGap, maxCoalesced int64) []Range {
 	return out
 }
 
+// fewerRounds merges gaps between reqs (sorted, disjoint) to cut the rounds
+// of parallel requests needed to read them: gaps are merged smallest first
+// (no request growing past maxCoalesced bytes), and of the ways to stop,
+// the one where the rounds saved, at roundTrip bytes each, outweigh the gap
+// bytes read by the most is kept (merging nothing if none does).
+func fewerRounds(reqs []Range, parallel int, roundTrip, maxCoalesced int64) []Range {
+	rounds := func(n int) int64 { return int64((n + parallel - 1) / parallel) }
+	gapLen := func(i int) int64 { return reqs[i+1].Offset - reqs[i].End() } // gap i lies after reqs[i]
+	gaps := make([]int, len(reqs)-1)
+	for i := range gaps {
+		gaps[i] = i
+	}
+	slices.SortStableFunc(gaps, func(a, b int) int { return cmp.Compare(gapLen(a), gapLen(b)) })
+
+	// Merged requests are runs of reqs: first[e] and last[e] are a run's
+	// ends, kept up to date at the run's two end points.
+	first, last := make([]int, len(reqs)), make([]int, len(reqs))
+	for i := range reqs {
+		first[i], last[i] = i, i
+	}
+	var (
+		merged          []int // the gaps merged, in order
+		extra           int64 // their bytes
+		best, bestMerge int64 = 0, 0
+	)
+	for _, g := range gaps {
+		n := len(reqs) - len(merged)
+		if n <= parallel || extra+gapLen(g) > (rounds(len(reqs))-1)*roundTrip {
+			break // one round already, or no further merge can pay
+		}
+		lo, hi := first[g], last[g+1]
+		if reqs[hi].End()-reqs[lo].Offset > maxCoalesced {
+			continue
+		}
+		last[lo], first[hi] = hi, lo
+		merged = append(merged, g)
+		extra += gapLen(g)
+		if gain := (rounds(len(reqs))-rounds(n-1))*roundTrip - extra; gain > best {
+			best, bestMerge = gain, int64(len(merged))
+		}
+	}
+	if bestMerge == 0 {
+		return reqs
+	}
+	for i := range reqs {
+		first[i], last[i] = i, i
+	}
+	for _, g := range merged[:bestMerge] {
+		lo, hi := first[g], last[g+1]
+		last[lo], first[hi] = hi, lo
+	}
+	out := make([]Range, 0, len(reqs)-int(bestMerge))
+	for i := 0; i < len(reqs); i = last[i] + 1 {
+		out = append(out, Range{Offset: reqs[i].Offset, Length: reqs[last[i]].End() - reqs[i].Offset})
+	}
+	return out
+}
+
 // ReadRanges reads several ranges of key: ranges close together are merged
 // into one request (CoalesceRanges), the requests run with bounded
 // parallelism, and the result holds one slice per range, in the order of
@@ -122,6 +189,9 @@ func ReadRanges(ctx context.Context, s Store, key string, ranges []Range, opts *
 		}
 	}
 	reqs := CoalesceRanges(ranges, o.MaxGap, o.MaxCoalesced)
+	if len(reqs) > o.Parallelism && o.RoundTripBytes > 0 {
+		reqs = fewerRounds(reqs, o.Parallelism, o.RoundTripBytes, o.MaxCoalesced)
+	}
 	bufs := make([][]byte, len(reqs))
 	read := func(ctx context.Context, i int) error {
 		b, err := s.ReadRange(ctx, key, reqs[i].Offset, reqs[i].Length)

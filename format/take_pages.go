@@ -49,13 +49,17 @@ import (
 // and a whole page decodes without cutting chunks into rows.
 var takeWholeFraction = 0.75
 
-// remoteMinSavings: on stores where a request is a round trip (object
-// stores; every store but the local file system), a partial read that needs
-// its metadata first (a mini-block page's chunk index, a full-zip page's
-// row index) costs one more round of requests, so it is made only when it
-// is expected to save at least this many bytes: about what a round trip's
-// latency would transfer. Otherwise the page is read whole with the data.
-const remoteMinSavings = 1 << 20
+// remoteRoundTrip is what a round of requests costs on stores where a
+// request is a round trip (object stores; every store but the local file
+// system), in bytes: about what a connection transfers in a round trip's
+// latency. A take trades bytes for rounds at this rate: a partial read that
+// needs its metadata first (a mini-block page's chunk index, a full-zip
+// page's row index) costs one more round, so it is made only when it is
+// expected to save at least this many bytes (otherwise the page is read
+// whole with the data); and when a batch's reads need several rounds of
+// parallel requests, gaps between them are read too where that saves
+// rounds worth more than the gap bytes (blob.ReadRangesOptions.RoundTripBytes).
+const remoteRoundTrip = 1 << 20
 
 // takeRequest asks Reader.takePages for some rows of one page of a leaf.
 type takeRequest struct {
@@ -131,6 +135,8 @@ func (r *Reader) fetch(ctx context.Context, b *rangeBatch) error {
 	opts := readOptions
 	if strings.HasPrefix(r.store.URI(), "file://") {
 		opts.MaxGap = localTakeGap
+	} else {
+		opts.RoundTripBytes = remoteRoundTrip
 	}
 	bufs, err := r.readRangesWith(ctx, b.ranges, &opts)
 	if err != nil {
@@ -242,7 +248,7 @@ func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 		if len(offs) != 2 || float64(len(q.rows)) >= takeWholeFraction*float64(numRows) {
 			return nil
 		}
-		if saved := float64(sizes[0]) * (1 - float64(len(q.rows))/float64(numRows)); remote && saved < remoteMinSavings {
+		if saved := float64(sizes[0]) * (1 - float64(len(q.rows))/float64(numRows)); remote && saved < remoteRoundTrip {
 			return nil
 		}
 		w := sizes[1] / (numRows + 1)
@@ -266,7 +272,7 @@ func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 			q.kind, q.mini = takeMiniBlock, idx.(*miniBlockIndex)
 			return nil
 		}
-		if remote && miniBlockSavings(mb, sizes[1], len(q.rows)) < remoteMinSavings {
+		if remote && miniBlockSavings(mb, sizes[1], len(q.rows)) < remoteRoundTrip {
 			return nil
 		}
 		q.kind = takeMiniBlock

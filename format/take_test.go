@@ -131,7 +131,7 @@ func compareTake(t *testing.T, what string, r *Reader, mem memory.Allocator, ful
 // lists) reads a small part of the file, and the rows are right. On a
 // local disk every partial read is made; elsewhere (a MemStore standing
 // for an object store) those that need a round trip for metadata first
-// only when they save much (remoteMinSavings), which this file's small
+// only when they save much (remoteRoundTrip), which this file's small
 // pages do not, but its vectors are still read row by row.
 func TestTakeReadsOnlyItsRows(t *testing.T) {
 	for _, v := range []Version{Version2_1, Version2_2} {
