@@ -58,7 +58,9 @@ type ReadRangesOptions struct {
 	// far as the rounds this saves are worth more than the gap bytes read
 	// (the whole gap is read and thrown away). On an object store a round
 	// trip takes tens of milliseconds, in which a connection moves about
-	// a megabyte. Default 0: rounds are not traded for bytes.
+	// a megabyte. Gap bytes read this way total at most MaxCoalesced, so
+	// memory stays bounded however many ranges there are. Default 0:
+	// rounds are not traded for bytes.
 	RoundTripBytes int64
 }
 
@@ -116,7 +118,8 @@ func CoalesceRanges(ranges []Range, maxGap, maxCoalesced int64) []Range {
 
 // fewerRounds merges gaps between reqs (sorted, disjoint) to cut the rounds
 // of parallel requests needed to read them: gaps are merged smallest first
-// (no request growing past maxCoalesced bytes), and of the ways to stop,
+// (no request growing past maxCoalesced bytes, and at most maxCoalesced
+// gap bytes in all), and of the ways to stop,
 // the one where the rounds saved, at roundTrip bytes each, outweigh the gap
 // bytes read by the most is kept (merging nothing if none does).
 func fewerRounds(reqs []Range, parallel int, roundTrip, maxCoalesced int64) []Range {
@@ -141,7 +144,7 @@ func fewerRounds(reqs []Range, parallel int, roundTrip, maxCoalesced int64) []Ra
 	)
 	for _, g := range gaps {
 		n := len(reqs) - len(merged)
-		if n <= parallel || extra+gapLen(g) > (rounds(len(reqs))-1)*roundTrip {
+		if n <= parallel || extra+gapLen(g) > min((rounds(len(reqs))-1)*roundTrip, maxCoalesced) {
 			break // one round already, or no further merge can pay
 		}
 		lo, hi := first[g], last[g+1]

@@ -54,6 +54,9 @@ func TestFewerRounds(t *testing.T) {
 				t.Fatalf("round %d: merged request %v longer than %d", round, g, maxCoalesced)
 			}
 		}
+		if extra > maxCoalesced {
+			t.Fatalf("round %d: %d gap bytes read, more than %d", round, extra, maxCoalesced)
+		}
 		if k != n {
 			t.Fatalf("round %d: %v covers %d of %d requests %v", round, got, k, n, reqs)
 		}
