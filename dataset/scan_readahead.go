@@ -2,6 +2,9 @@ package dataset
 
 import (
 	"context"
+	"math"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -28,6 +31,9 @@ type readAhead struct {
 	fr, probe *fragmentReader
 	pre       *preRead // of probe if set, else of fr; nil if nothing was read
 	err       error
+	// weight is the fragment's share of the read-ahead byte budget,
+	// given back when the consumer takes it.
+	weight int64
 }
 
 // release closes the fragment readers of a read-ahead the consumer will not
@@ -79,7 +85,7 @@ func (s *Scanner) closeOpen() {
 // defaultReadAhead is the read-ahead depth when ScanOptions.ReadAhead is 0.
 func defaultReadAhead(d *Dataset) int {
 	if blob.IsObjectStore(d.store) {
-		return 2
+		return 16
 	}
 	return 1
 }
@@ -92,12 +98,19 @@ func defaultReadAhead(d *Dataset) int {
 // raCh holds, in fragment order, one channel per fragment started, which
 // delivers its readAhead; raSlots holds a token per fragment started and
 // not yet taken by the consumer, so at most s.readAhead are in flight or
-// waiting, and a send on raCh never blocks.
+// waiting, and a send on raCh never blocks. raBytes holds the estimated
+// bytes of those fragments, at most s.readAheadBytes (one fragment may
+// have it all, however large its estimate).
 func (s *Scanner) startReadAhead() {
 	ctx, cancel := context.WithCancel(s.ctx)
 	ch := make(chan chan readAhead, s.readAhead)
 	slots := make(chan struct{}, s.readAhead)
 	s.raCh, s.raSlots, s.raCancel = ch, slots, cancel
+	budget := s.readAheadBytes
+	if budget > 0 {
+		s.raBytes = semaphore.NewWeighted(budget)
+	}
+	bytes := s.raBytes
 	frags := s.d.manifest.Fragments[s.fragIdx:]
 	s.fragIdx = len(s.d.manifest.Fragments)
 	// The goroutines share nothing the consumer changes.
@@ -114,11 +127,22 @@ func (s *Scanner) startReadAhead() {
 			case <-ctx.Done():
 				return
 			}
+			var weight int64
+			if bytes != nil {
+				weight = min(firstBatchBytes(f, batchSize), budget)
+				if bytes.Acquire(ctx, weight) != nil {
+					return
+				}
+			}
 			if ctx.Err() != nil {
 				return
 			}
 			res := make(chan readAhead, 1)
-			go func() { res <- prepareFragment(ctx, d, proj, probe, batchSize, f) }()
+			go func() {
+				ra := prepareFragment(ctx, d, proj, probe, batchSize, f)
+				ra.weight = weight
+				res <- ra
+			}()
 			ch <- res
 		}
 	}()
@@ -133,7 +157,25 @@ func (s *Scanner) nextReadAhead() (ra readAhead, ok bool) {
 	}
 	ra = <-res
 	<-s.raSlots
+	if s.raBytes != nil {
+		s.raBytes.Release(ra.weight)
+	}
 	return ra, true
+}
+
+// firstBatchBytes estimates the bytes of the first batch of fragment f: the
+// share of each data file's size its rows are. Files of unknown size count
+// nothing.
+func firstBatchBytes(f *Fragment, batchSize uint64) int64 {
+	if f.PhysicalRows == 0 {
+		return 0
+	}
+	share := min(1, float64(batchSize)/float64(f.PhysicalRows))
+	var n float64
+	for _, df := range f.Files {
+		n += share * float64(df.SizeBytes)
+	}
+	return int64(min(n, math.MaxInt64/2))
 }
 
 // prepareFragment opens fragment f (and the filter probe's reader of it)
@@ -179,5 +221,5 @@ func (s *Scanner) stopReadAhead() {
 	for res := range s.raCh {
 		(<-res).release()
 	}
-	s.raCh, s.raSlots, s.raCancel = nil, nil, nil
+	s.raCh, s.raSlots, s.raCancel, s.raBytes = nil, nil, nil, nil
 }

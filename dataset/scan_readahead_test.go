@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,14 +117,16 @@ func TestScanReadAheadSameResults(t *testing.T) {
 				t.Fatalf("stable %v case %d: %v", stable, i, err)
 			}
 			for _, n := range []int{1, 2, 5, 20} {
-				o.ReadAhead = n
-				got, sizes, err := raScanRows(t, d, o)
-				if err != nil {
-					t.Fatalf("stable %v case %d read-ahead %d: %v", stable, i, n, err)
-				}
-				if !slices.Equal(got, want) || !slices.Equal(sizes, wantSizes) {
-					t.Fatalf("stable %v case %d %+v read-ahead %d: %d rows in batches %v, want %d in %v",
-						stable, i, o, n, len(got), sizes, len(want), wantSizes)
+				for _, budget := range []int64{0, 1, -1} {
+					o.ReadAhead, o.ReadAheadBytes = n, budget
+					got, sizes, err := raScanRows(t, d, o)
+					if err != nil {
+						t.Fatalf("stable %v case %d read-ahead %d, %d bytes: %v", stable, i, n, budget, err)
+					}
+					if !slices.Equal(got, want) || !slices.Equal(sizes, wantSizes) {
+						t.Fatalf("stable %v case %d %+v: %d rows in batches %v, want %d in %v",
+							stable, i, o, len(got), sizes, len(want), wantSizes)
+					}
 				}
 			}
 		}
@@ -222,6 +225,75 @@ func TestScanReadAheadErrors(t *testing.T) {
 			if !slices.Equal(got, want[:before]) {
 				t.Fatalf("ops %v read-ahead %d: %d rows before the error, want %d", ops, n, len(got), before)
 			}
+		}
+	}
+}
+
+// concurrentFiles is a store that notes how many data files are being read
+// at once at most; each read takes a few milliseconds so reads that may
+// overlap do.
+type concurrentFiles struct {
+	blob.Store
+	mu      sync.Mutex
+	reading map[string]int
+	most    int
+}
+
+func (c *concurrentFiles) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if !strings.HasPrefix(key, "data/") {
+		return c.Store.ReadRange(ctx, key, off, n)
+	}
+	c.mu.Lock()
+	c.reading[key]++
+	c.most = max(c.most, len(c.reading))
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.reading[key]--; c.reading[key] == 0 {
+			delete(c.reading, key)
+		}
+		c.mu.Unlock()
+	}()
+	time.Sleep(5 * time.Millisecond)
+	return c.Store.ReadRange(ctx, key, off, n)
+}
+
+// TestScanReadAheadBytes: the fragments read ahead stay within
+// ReadAheadBytes, by the data files' sizes, but one is always read ahead;
+// without a byte bound, ReadAhead alone bounds them.
+func TestScanReadAheadBytes(t *testing.T) {
+	store := readAheadStore(t, false)
+	d := openStore(t, store, 0, checkedAlloc(t))
+	var fileSize int64
+	for _, df := range d.manifest.Fragments[0].Files {
+		fileSize += int64(df.SizeBytes)
+	}
+	if fileSize == 0 {
+		t.Fatal("the manifest gives no file sizes")
+	}
+	for _, tc := range []struct {
+		ahead     int
+		bytes     int64
+		most      int // the most files read at once, at most
+		leastMost int // and at least
+	}{
+		// The consumer's own fragment may be read besides those ahead
+		// (its deleted rows make it read ranges other than the first
+		// batch read ahead).
+		{ahead: 8, bytes: 1, most: 2, leastMost: 1},
+		{ahead: 8, bytes: 3 * fileSize, most: 4, leastMost: 3},
+		{ahead: 6, bytes: -1, most: 7, leastMost: 5},
+		{ahead: 2, bytes: 0, most: 3, leastMost: 2}, // the default budget holds many such files
+	} {
+		cs := &concurrentFiles{Store: store, reading: map[string]int{}}
+		mem := checkedAlloc(t)
+		d := openStore(t, cs, 0, mem)
+		if _, _, err := raScanRows(t, d, ScanOptions{ReadAhead: tc.ahead, ReadAheadBytes: tc.bytes, Columns: []string{"id", "name", "vec"}}); err != nil {
+			t.Fatal(err)
+		}
+		if cs.most > tc.most || cs.most < tc.leastMost {
+			t.Errorf("read-ahead %d, %d bytes (files of %d): %d files read at once, want %d to %d",
+				tc.ahead, tc.bytes, fileSize, cs.most, tc.leastMost, tc.most)
 		}
 	}
 }

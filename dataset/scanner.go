@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/lancerdb/lancer"
 )
@@ -59,11 +60,23 @@ type ScanOptions struct {
 	// read, deleted ones included) for each. Read-ahead starts once Offset
 	// is skipped, and not for a Limit of at most BatchSize rows. Results,
 	// and the fragment at which an error is returned, are the same with
-	// any value. Default 0: 2 on object stores (blob.IsObjectStore), 1
-	// elsewhere; negative: none, each fragment is opened when the consumer
-	// reaches it.
+	// any value. Default 0: 16 on object stores (blob.IsObjectStore),
+	// where each fragment read is a round trip that only parallel requests
+	// hide, 1 elsewhere; negative: none, each fragment is opened when the
+	// consumer reaches it.
 	ReadAhead int
+	// ReadAheadBytes bounds the bytes the fragments read ahead hold, as
+	// estimated from their data files' sizes (the share of each file the
+	// first batch covers, every column counted): a fragment is started
+	// only while the estimates of those in flight leave room for it, or
+	// when none is in flight. Default 0: DefaultReadAheadBytes; negative:
+	// no bound but ReadAhead.
+	ReadAheadBytes int64
 }
+
+// DefaultReadAheadBytes is ScanOptions.ReadAheadBytes' default: 256 MiB
+// (Lance's scheduler buffers up to 2 GiB of reads).
+const DefaultReadAheadBytes = 256 << 20
 
 // Scanner streams the rows of a dataset version in scan order (fragment by
 // fragment, rows in fragment order, deleted rows skipped) as Arrow record
@@ -109,9 +122,12 @@ type Scanner struct {
 	// 0 for none. Once started, raCh delivers the fragments in order and
 	// raCancel stops the goroutines preparing them (see startReadAhead).
 	readAhead int
-	raCh      chan chan readAhead
-	raSlots   chan struct{}
-	raCancel  context.CancelFunc
+	// readAheadBytes bounds the estimated bytes read ahead; 0: no bound.
+	readAheadBytes int64
+	raCh           chan chan readAhead
+	raSlots        chan struct{}
+	raBytes        *semaphore.Weighted
+	raCancel       context.CancelFunc
 	// pre is the first batch read ahead for preFor (cur or probeCur).
 	pre    *preRead
 	preFor *fragmentReader
@@ -159,6 +175,12 @@ func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error)
 		s.readAhead = defaultReadAhead(d)
 	case o.ReadAhead > 0:
 		s.readAhead = o.ReadAhead
+	}
+	switch {
+	case o.ReadAheadBytes == 0:
+		s.readAheadBytes = DefaultReadAheadBytes
+	case o.ReadAheadBytes > 0:
+		s.readAheadBytes = o.ReadAheadBytes
 	}
 	s.refs.Store(1)
 	return s, nil
