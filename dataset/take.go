@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
@@ -238,7 +239,7 @@ func (d *Dataset) takeLocations(ctx context.Context, proj *projection, locs []ro
 	got := make([][]arrow.Array, len(order))
 	errs := make([]error, len(order))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, takeParallelism)
+	sem := make(chan struct{}, takeFragmentsAtOnce(d))
 	for g, k := range order {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -281,8 +282,16 @@ func (d *Dataset) takeLocations(ctx context.Context, proj *projection, locs []ro
 	return array.NewRecordBatch(proj.arrow, out, int64(len(locs))), nil
 }
 
-// takeParallelism is how many fragments a take reads at once.
-const takeParallelism = 8
+// takeFragmentsAtOnce is how many fragments a take reads at once: 8 on a
+// local disk, 32 on object stores, where each fragment's reads are a round
+// trip or two that only other fragments' requests can overlap (Lance keeps
+// 64 requests in flight there).
+func takeFragmentsAtOnce(d *Dataset) int {
+	if blob.IsObjectStore(d.store) {
+		return 32
+	}
+	return 8
+}
 
 // takeFromFragment reads the given physical rows of fragment k, in order,
 // as the projection's output columns.
