@@ -43,6 +43,10 @@ type S3Options struct {
 	Take int
 	// Runs is how often each step runs per side, alternating. Default 3.
 	Runs int
+	// Latency is added by the proxy to every request before it is
+	// forwarded, to stand for the round trip of a real object store
+	// (tens of milliseconds; loopback has next to none). Default 0.
+	Latency time.Duration
 	// Dir is the scratch folder (the input files and the server's
 	// buckets). Default: a temporary folder, removed afterwards.
 	Dir string
@@ -127,13 +131,16 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer srv.Stop()
-	if c.proxy, err = startCountingProxy(srv.Endpoint); err != nil {
+	if c.proxy, err = startCountingProxy(srv.Endpoint, o.Latency); err != nil {
 		return nil, err
 	}
 	defer c.proxy.Close()
 	c.options = srv.Options()
 	c.options["aws_endpoint"] = c.proxy.URL
-	c.rep.Server = "versitygw " + versitygw.Version + " (POSIX backend on the local disk, sidecar metadata) behind a counting HTTP proxy, on loopback"
+	c.rep.Server = "versitygw " + versitygw.Version + " (POSIX backend on the local disk, sidecar metadata, keep-alive) behind a counting HTTP proxy, on loopback"
+	if o.Latency > 0 {
+		c.rep.Server += fmt.Sprintf("; the proxy delays every request by %v before forwarding it, standing for an object store's round trip", o.Latency)
+	}
 
 	c.logf("starting node (%s)", lanceS3Script)
 	if c.lance, err = startS3Lance(ref); err != nil {

@@ -76,8 +76,9 @@ type countingProxy struct {
 	}
 }
 
-// startCountingProxy serves a counting proxy to target on a loopback port.
-func startCountingProxy(target string) (*countingProxy, error) {
+// startCountingProxy serves a counting proxy to target on a loopback port;
+// it holds each request for latency before forwarding it.
+func startCountingProxy(target string, latency time.Duration) (*countingProxy, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, fmt.Errorf("bench: S3 endpoint %q: %w", target, err)
@@ -99,6 +100,15 @@ func startCountingProxy(target string) (*countingProxy, error) {
 	p.URL = "http://" + l.Addr().String()
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r)
+		if latency > 0 {
+			t := time.NewTimer(latency)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
 		if r.Body != nil {
 			r.Body = &countingBody{ReadCloser: r.Body, n: &p.c.sent}
 		}

@@ -39,6 +39,8 @@ type S3Workload struct {
 	Take      int    `json:"take"`
 	Runs      int    `json:"runs"`
 	RawBytes  int64  `json:"raw_bytes"`
+	// LatencyMS is what the proxy added to every request.
+	LatencyMS float64 `json:"latency_ms,omitempty"`
 }
 
 // S3StepDetail is one step in full.
@@ -81,7 +83,7 @@ func newS3Report(o S3Options) *S3Report {
 	r := &S3Report{
 		Suite: "s3",
 		Workload: S3Workload{Rows: o.Rows, Dim: o.Dim, Centers: o.Centers, Seed: o.Seed, TextBytes: CoreTextBytes,
-			Fragments: o.Appends, Take: o.Take, Runs: o.Runs},
+			Fragments: o.Appends, Take: o.Take, Runs: o.Runs, LatencyMS: ms(o.Latency)},
 	}
 	r.Started, r.Machine, r.Versions = suiteStart()
 	return r
@@ -126,7 +128,11 @@ func (r *S3Report) finish(began time.Time) {
 		"the S3 figures are those of the run with the median request count; every run's totals are in report.json. Later runs of a read step can need fewer requests than the first where an engine caches metadata.",
 		fmt.Sprintf("each step ran %d times per side, alternating lancer and Lance; times are medians with min and max. Before the runs of a query step, each side ran the query once, untimed and uncounted, to check the rows it returns (analyzePlan() does not give Lance's exactly): the runs are warm on both sides.", r.Workload.Runs),
 		"lancer runs in the benchmark's Go process; Lance in one node process (lance-s3.mjs, the pinned @lancedb/lancedb) timing itself with performance.now(). Lance's query times are analyzePlan() wall times (the query run to the end in Rust, no Arrow data into JavaScript), as in the core suite.",
-		"the server runs on the same machine, so the times are dominated by per-request costs and CPU, not by network latency: a real object store adds tens of milliseconds per round trip, which makes request counts matter more than they do here.",
+	}
+	if r.Workload.LatencyMS > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the proxy holds every request %g ms before forwarding it, as an object store's round trip would: requests that go out one round after another add up, parallel ones overlap. The server still runs on the same machine and shares its CPUs.", r.Workload.LatencyMS))
+	} else {
+		r.Notes = append(r.Notes, "the server runs on the same machine, so the times are dominated by per-request costs and CPU, not by network latency: a real object store adds tens of milliseconds per round trip, which makes request counts matter more than they do here (-latency adds such a delay).")
 	}
 }
 

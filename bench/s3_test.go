@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/internal/versitygw"
@@ -20,7 +21,7 @@ import (
 func TestCountingProxy(t *testing.T) {
 	ctx := context.Background()
 	srv := versitygw.ForTest(t, "proxy")
-	p, err := startCountingProxy(srv.Endpoint)
+	p, err := startCountingProxy(srv.Endpoint, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +72,36 @@ func TestCountingProxy(t *testing.T) {
 	}
 	if got.Failed != 0 {
 		t.Errorf("%d failed requests", got.Failed)
+	}
+}
+
+// TestProxyLatency: a proxy with a latency holds every request that long
+// (a lower bound only: the delay is injected, not measured performance).
+func TestProxyLatency(t *testing.T) {
+	ctx := context.Background()
+	srv := versitygw.ForTest(t, "latency")
+	const latency = 40 * time.Millisecond
+	p, err := startCountingProxy(srv.Endpoint, latency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	opts := srv.Options()
+	opts["aws_endpoint"] = p.URL
+	s, err := blob.OpenWithOptions(ctx, srv.URI("p"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.(*blob.CloudStore).Close()
+	start := time.Now()
+	if err := s.Write(ctx, "k", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadRange(ctx, "k", 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 2*latency {
+		t.Errorf("two requests through a proxy delaying each by %v took %v", latency, took)
 	}
 }
 

@@ -43,6 +43,7 @@ func main() {
 	flag.StringVar(&settings, "settings", "", "search settings nprobes:ef, comma-separated (default 1:20,5:40,10:0,10:100,20:100,50:200)")
 	flag.StringVar(&out, "out", "", "folder of the report (default bench/results for core, bench/results/scale for scale)")
 	flag.StringVar(&o.Dir, "dir", "", "scratch folder, kept afterwards (default a temporary folder, removed)")
+	latency := flag.Duration("latency", 0, "s3 suite: delay the proxy adds to every request, standing for an object store's round trip (e.g. 20ms)")
 	quiet := flag.Bool("q", false, "print no progress")
 	flag.Parse()
 	o.Seed = uint32(seed)
@@ -105,7 +106,7 @@ func main() {
 		if out == "" {
 			out = filepath.Join(bench.RepoRoot(), "bench", "results", "s3")
 		}
-		rep, err := bench.RunS3(ctx, bench.S3Options{Rows: o.Rows, Dim: o.Dim, Seed: o.Seed, Runs: o.Runs, Dir: o.Dir, Log: o.Log})
+		rep, err := bench.RunS3(ctx, bench.S3Options{Rows: o.Rows, Dim: o.Dim, Seed: o.Seed, Runs: o.Runs, Dir: o.Dir, Log: o.Log, Latency: *latency})
 		if err != nil {
 			fail(err)
 		}
