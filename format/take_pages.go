@@ -380,6 +380,9 @@ func (r *Reader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 // decodeTake decodes what planTakeData read for q.
 func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 	if q.kind == takeWhole {
+		r.narrowWholeMiniBlock(q)
+	}
+	if q.kind == takeWhole {
 		if q.bufs != nil {
 			ctx = withPageBuffers(ctx, map[*file2pb.ColumnMetadata_Page][][]byte{q.meta: q.bufs})
 		}
@@ -427,6 +430,53 @@ func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 		return ref.wrap(pageWrapf(err, "take"))
 	}
 	return nil
+}
+
+// narrowWholeMiniBlock turns the take of a mini-block page read whole
+// (because, on an object store, reading its chunk metadata first would
+// cost a round trip) into a take of the chunks that hold its rows, when
+// decoding only those pays as it does for a partial read: the page's
+// buffers are all there. The page's chunk index is kept, so later takes of
+// the page read only their chunks. Anything amiss leaves q whole, and the
+// whole-page decoder reports it.
+func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
+	mb := q.layout.GetMiniBlockLayout()
+	if mb == nil || len(q.bufs) != miniBlockBuffers(mb) || (mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0) {
+		return
+	}
+	id := pageID{q.col, q.page}
+	var idx *miniBlockIndex
+	if cached, ok := r.miniIndexes.Load(id); ok {
+		idx = cached.(*miniBlockIndex)
+	} else {
+		var rep []byte
+		if mb.GetRepCompression() != nil {
+			rep = q.bufs[len(q.bufs)-1]
+		}
+		var err error
+		if idx, err = newMiniBlockIndex(mb, q.bufs[0], uint64(len(q.bufs[1])), q.meta.GetLength(), rep); err != nil {
+			return
+		}
+		r.miniIndexes.Store(id, idx)
+	}
+	runs, bytes, err := idx.chunkRuns(q.rows)
+	if err != nil {
+		return
+	}
+	partialRows := mb.GetRepCompression() == nil && float64(len(q.rows)) < takeWholeFraction*float64(q.meta.GetLength())
+	if !partialRows && float64(bytes) >= takeWholeFraction*float64(len(q.bufs[1])) {
+		return
+	}
+	data := q.bufs[1]
+	bufs := make([][]byte, len(runs))
+	for i, run := range runs {
+		from, to := idx.chunks[run.first], idx.chunks[run.last]
+		bufs[i] = data[from.offset : to.offset+to.size]
+	}
+	if mb.GetDictionary() != nil {
+		q.dict = q.bufs[2]
+	}
+	q.kind, q.mini, q.runs, q.bufs = takeMiniBlock, idx, runs, bufs
 }
 
 // miniBlockIndex is what a take needs to find the chunks of rows of a

@@ -291,3 +291,79 @@ func takeTestFile(t testing.TB, v Version, n int) (*blob.MemStore, string) {
 	}
 	return store, "f.lance"
 }
+
+// TestTakeNarrowsWholeMiniBlockPages: on an object store (a MemStore stands
+// for one) a take reads a mini-block page that is not worth a metadata
+// round whole, but decodes only the chunks of its rows and keeps the
+// page's chunk index, so the next take of the page reads only its chunks.
+func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	as := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	s, err := SchemaFromArrow(as, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	sb := array.NewStringBuilder(mem)
+	const n = 6000
+	for range n {
+		b := make([]byte, 120)
+		for j := range b {
+			b[j] = byte(rng.IntN(256))
+		}
+		sb.Append(string(b))
+	}
+	col := sb.NewArray()
+	sb.Release()
+	rec := array.NewRecordBatch(as, []arrow.Array{col}, n)
+	col.Release()
+	store := blob.NewMemStore("narrow")
+	w, err := NewWriter(ctx, store, "f.lance", s, &WriterOptions{Version: Version2_1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	counting := blob.NewCountingStore(store)
+	r, err := Open(ctx, counting, "f.lance", &OpenOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages := len(r.columns[0].GetPages()); pages != 1 {
+		t.Fatalf("%d pages, want 1", pages)
+	}
+	proj := r.FileProjection(r.Schema().Fields)
+	full, err := r.ReadRange(ctx, proj, 0, r.NumRows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseAll(full)
+	rows := []uint64{5990, 10}
+	var read [2]int64
+	for i := range read {
+		c, err := r.NewCursor(proj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := counting.Snapshot()
+		got, err := c.Take(ctx, rows)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		read[i] = counting.Snapshot().Sub(before).BytesRead()
+		compareTake(t, "take", r, mem, full, got, rows)
+		releaseAll(got)
+	}
+	t.Logf("bytes read: first take %d, second %d", read[0], read[1])
+	if read[0] < 600_000 || read[1] > read[0]/10 {
+		t.Errorf("first take read %d bytes (the page whole, ~720 KB), second %d (its chunks only)", read[0], read[1])
+	}
+}
