@@ -14,25 +14,35 @@ import (
 	"github.com/lancerdb/lancer/internal/versitygw"
 )
 
+// proxiedStore starts versitygw with bucket and a counting proxy in front
+// of it (holding each request for latency), and opens a store on the
+// bucket through the proxy; all three stop when t ends.
+func proxiedStore(t *testing.T, bucket string, latency time.Duration) (*countingProxy, *blob.CloudStore) {
+	t.Helper()
+	srv := versitygw.ForTest(t, bucket)
+	p, err := startCountingProxy(srv.Endpoint, latency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	opts := srv.Options()
+	opts["aws_endpoint"] = p.URL
+	s, err := blob.OpenWithOptions(context.Background(), srv.URI("p"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := s.(*blob.CloudStore)
+	t.Cleanup(func() { cs.Close() })
+	return p, cs
+}
+
 // TestCountingProxy checks the proxy's counts against lancer's own: every
 // read call of a CloudStore is one HTTP request, so a blob.CountingStore
 // over a store pointed at the proxy must see exactly the requests and
 // bytes the proxy saw, by kind.
 func TestCountingProxy(t *testing.T) {
 	ctx := context.Background()
-	srv := versitygw.ForTest(t, "proxy")
-	p, err := startCountingProxy(srv.Endpoint, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	opts := srv.Options()
-	opts["aws_endpoint"] = p.URL
-	s, err := blob.OpenWithOptions(ctx, srv.URI("p"), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.(*blob.CloudStore).Close()
+	p, s := proxiedStore(t, "proxy", 0)
 	cs := blob.NewCountingStore(s)
 
 	payload := []byte(strings.Repeat("0123456789", 1000))
@@ -79,20 +89,8 @@ func TestCountingProxy(t *testing.T) {
 // (a lower bound only: the delay is injected, not measured performance).
 func TestProxyLatency(t *testing.T) {
 	ctx := context.Background()
-	srv := versitygw.ForTest(t, "latency")
 	const latency = 40 * time.Millisecond
-	p, err := startCountingProxy(srv.Endpoint, latency)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	opts := srv.Options()
-	opts["aws_endpoint"] = p.URL
-	s, err := blob.OpenWithOptions(ctx, srv.URI("p"), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.(*blob.CloudStore).Close()
+	_, s := proxiedStore(t, "latency", latency)
 	start := time.Now()
 	if err := s.Write(ctx, "k", []byte("hello")); err != nil {
 		t.Fatal(err)

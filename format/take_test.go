@@ -185,24 +185,33 @@ func testTakeReadsOnlyItsRows(t *testing.T, v Version, local bool) {
 		rows[i] = rng.Uint64N(r.NumRows())
 	}
 	for range 2 { // the second time, mini-block indexes are cached
-		c, err := r.NewCursor(proj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := counting.Snapshot()
-		got, err := c.Take(ctx, rows)
-		c.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		read := counting.Snapshot().Sub(before)
-		compareTake(t, "take of 20 rows", r, mem, full, got, rows)
-		releaseAll(got)
+		read := countedTake(t, r, counting, proj, mem, full, rows)
 		t.Logf("take of %d rows of a %d-byte file: %v", len(rows), r.Size(), read)
 		if read.BytesRead() > r.Size()/limit {
 			t.Errorf("take of %d rows read %d bytes of a %d-byte file", len(rows), read.BytesRead(), r.Size())
 		}
 	}
+}
+
+// countedTake takes rows of r (opened over counting) with a new cursor,
+// checks them against full (the whole file read), and returns what the
+// take read.
+func countedTake(t *testing.T, r *Reader, counting *blob.CountingStore, proj Projection, mem memory.Allocator, full []arrow.Array, rows []uint64) blob.Counts {
+	t.Helper()
+	c, err := r.NewCursor(proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := counting.Snapshot()
+	got, err := c.Take(context.Background(), rows)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := counting.Snapshot().Sub(before)
+	compareTake(t, fmt.Sprintf("take of %d rows", len(rows)), r, mem, full, got, rows)
+	releaseAll(got)
+	return read
 }
 
 // takeTestFile writes a file of n rows with small pages: an int64, a
@@ -348,19 +357,7 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 	rows := []uint64{5990, 10}
 	var read [2]int64
 	for i := range read {
-		c, err := r.NewCursor(proj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := counting.Snapshot()
-		got, err := c.Take(ctx, rows)
-		c.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		read[i] = counting.Snapshot().Sub(before).BytesRead()
-		compareTake(t, "take", r, mem, full, got, rows)
-		releaseAll(got)
+		read[i] = countedTake(t, r, counting, proj, mem, full, rows).BytesRead()
 	}
 	t.Logf("bytes read: first take %d, second %d", read[0], read[1])
 	if read[0] < 600_000 || read[1] > read[0]/10 {
