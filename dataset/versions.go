@@ -227,6 +227,49 @@ func LatestVersion(ctx context.Context, store blob.Store) (uint64, error) {
 	return e.version, nil
 }
 
+// LatestVersionSince is LatestVersion for a caller that knows a version
+// that was the newest a moment ago (known, 0 if none): on stores other
+// than object stores it checks that known's manifest is still there and
+// looks for the manifests of the versions after it one by one, rather
+// than list _versions/, which on a local disk reads every entry of a
+// directory that grows by one per commit. Versions are committed one after
+// another (each commit creates the manifest of the newest version plus
+// one, atomically), so the first missing one ends the search. When known's
+// manifest is gone (cleaned up, or the dataset dropped and written again),
+// or more than a few versions were committed since, it lists as
+// LatestVersion does. On object stores it is LatestVersion: one listing
+// request costs less than two probes.
+func LatestVersionSince(ctx context.Context, store blob.Store, known uint64) (uint64, error) {
+	if known == 0 || known&detachedVersionBit != 0 || blob.IsObjectStore(store) {
+		return LatestVersion(ctx, store)
+	}
+	var scheme namingScheme
+	for _, s := range []namingScheme{schemeV2, schemeV1} {
+		switch _, err := store.Stat(ctx, manifestKey(s, known)); {
+		case err == nil:
+			scheme = s
+		case !isNotFound(err):
+			return 0, fmt.Errorf("dataset: version %d: %w", known, err)
+		}
+		if scheme != 0 {
+			break
+		}
+	}
+	if scheme == 0 {
+		return LatestVersion(ctx, store)
+	}
+	const maxProbes = 8
+	for v := known; v < known+maxProbes; v++ {
+		switch _, err := store.Stat(ctx, manifestKey(scheme, v+1)); {
+		case isNotFound(err):
+			return v, nil
+		case err != nil:
+			return 0, fmt.Errorf("dataset: version %d: %w", v+1, err)
+		}
+	}
+	return LatestVersion(ctx, store)
+}
+
 // VersionInfo describes one version of a dataset.
 type VersionInfo struct {
 	// Version is the version number.

@@ -19,9 +19,10 @@ const DefaultCacheSize = 16
 // fragments, index parts), so reusing one across requests saves reopening
 // the manifest and rereading those.
 //
-// Freshness is unchanged: a request for the latest version still lists
-// the line's versions (dataset.LatestVersion) and uses the cached Dataset
-// of that version only. An entry is trusted only while its manifest file
+// Freshness is unchanged: a request for the latest version still looks
+// the latest up in the store (dataset.LatestVersionSince, from the newest
+// version the last lookup found) and uses the cached Dataset of that
+// version only. An entry is trusted only while its manifest file
 // is the one it was opened from (same size and modification time), so a
 // table dropped and written again, by the server or by anyone else, is
 // opened afresh even where its version numbers repeat. (Object stores
@@ -35,6 +36,10 @@ type datasetCache struct {
 	mu      sync.Mutex
 	lru     *list.List // of *cacheEntry, most recent first
 	entries map[cacheKey]*list.Element
+	// newest holds, by table and branch (version 0), the newest version
+	// a lookup of the latest found: the next lookup starts there
+	// (dataset.LatestVersionSince).
+	newest map[cacheKey]uint64
 
 	hits, misses atomic.Uint64
 }
@@ -55,7 +60,7 @@ func newDatasetCache(max int) *datasetCache {
 	if max < 0 {
 		max = 0
 	}
-	return &datasetCache{max: max, lru: list.New(), entries: map[cacheKey]*list.Element{}}
+	return &datasetCache{max: max, lru: list.New(), entries: map[cacheKey]*list.Element{}, newest: map[cacheKey]uint64{}}
 }
 
 func (c *datasetCache) enabled() bool { return c != nil && c.max > 0 }
@@ -122,6 +127,27 @@ func (c *datasetCache) put(ctx context.Context, table, branchName string, ds *da
 	}
 }
 
+// newestSeen returns the newest version of a table's line a lookup found,
+// 0 if none.
+func (c *datasetCache) newestSeen(table, branchName string) uint64 {
+	if !c.enabled() {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.newest[cacheKey{table: table, branch: branchName}]
+}
+
+// sawNewest records v as the newest version of a table's line.
+func (c *datasetCache) sawNewest(table, branchName string, v uint64) {
+	if !c.enabled() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.newest[cacheKey{table: table, branch: branchName}] = v
+}
+
 // remove drops k's entry if it is still e.
 func (c *datasetCache) remove(k cacheKey, e *cacheEntry) {
 	c.mu.Lock()
@@ -144,6 +170,11 @@ func (c *datasetCache) dropTable(table string) {
 		if k.table == table {
 			c.lru.Remove(el)
 			delete(c.entries, k)
+		}
+	}
+	for k := range c.newest {
+		if k.table == table {
+			delete(c.newest, k)
 		}
 	}
 }
