@@ -1,6 +1,7 @@
 package vector
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ func FlatSearch(vectors []float32, dim int, query []float32, k int, m Metric, al
 	t := NewTopK(k)
 	if k > 0 {
 		var buf [flatBlock]float32
-		flatRange(t, vectors, dim, query, m, allow, 0, n, buf[:])
+		flatRange(t, vectors, dim, query, m, allow, nil, 0, n, buf[:])
 	}
 	return t.Sorted()
 }
@@ -62,7 +63,7 @@ func flatSearchParallel(vectors []float32, dim int, query []float32, k int, m Me
 					return
 				}
 				lo := c * chunk
-				flatRange(t, vectors, dim, query, m, allow, lo, min(lo+chunk, n), buf[:])
+				flatRange(t, vectors, dim, query, m, allow, nil, lo, min(lo+chunk, n), buf[:])
 			}
 		})
 	}
@@ -73,9 +74,33 @@ func flatSearchParallel(vectors []float32, dim int, query []float32, k int, m Me
 	return tops[0].Sorted()
 }
 
-// flatRange pushes the allowed rows of [lo, hi) into t. buf is scratch of
-// flatBlock distances.
-func flatRange(t *TopK, vectors []float32, dim int, query []float32, m Metric, allow Filter, lo, hi int, buf []float32) {
+// FlatSearchInto scores the rows of vectors against query under m, as
+// FlatSearch does, and pushes them into t under the IDs ids[row] (the
+// rows' positions when ids is nil); allow, if not nil, restricts the rows
+// by position. It lets a caller search several packed sets into one TopK
+// without copying them into one. It panics if vectors is not whole rows of
+// dim, query is not dim long, or ids (when not nil) is not one per row.
+func FlatSearchInto(t *TopK, vectors []float32, dim int, query []float32, m Metric, allow Filter, ids []uint64) {
+	n := checkPacked(len(vectors), dim, len(query))
+	if ids != nil && len(ids) != n {
+		panic(fmt.Sprintf("vector: %d ids for %d rows", len(ids), n))
+	}
+	if t.K() <= 0 {
+		return
+	}
+	var buf [flatBlock]float32
+	flatRange(t, vectors, dim, query, m, allow, ids, 0, n, buf[:])
+}
+
+// flatRange pushes the allowed rows of [lo, hi) into t, under ids[row]
+// when ids is not nil. buf is scratch of flatBlock distances.
+func flatRange(t *TopK, vectors []float32, dim int, query []float32, m Metric, allow Filter, ids []uint64, lo, hi int, buf []float32) {
+	idOf := func(row uint64) uint64 {
+		if ids != nil {
+			return ids[row]
+		}
+		return row
+	}
 	switch f := allow.(type) {
 	case nil:
 		for b := lo; b < hi; b += flatBlock {
@@ -83,7 +108,7 @@ func flatRange(t *TopK, vectors []float32, dim int, query []float32, m Metric, a
 			d := Distances(m, query, vectors[b*dim:e*dim], dim, buf)
 			worst := t.Worst()
 			for i, x := range d {
-				if x <= worst && t.Push(uint64(b+i), x) {
+				if x <= worst && t.Push(idOf(uint64(b+i)), x) {
 					worst = t.Worst()
 				}
 			}
@@ -94,7 +119,7 @@ func flatRange(t *TopK, vectors []float32, dim int, query []float32, m Metric, a
 			return
 		}
 		it := f.iter(uint64(lo))
-		var ids [64]uint64
+		var rows [64]uint64
 		if 3*count >= uint64(hi-lo) {
 			// Dense: a sequential scan of every row beats a walk that
 			// defeats the hardware prefetcher; keep the allowed ones.
@@ -102,12 +127,12 @@ func flatRange(t *TopK, vectors []float32, dim int, query []float32, m Metric, a
 				e := min(b+flatBlock, hi)
 				d := Distances(m, query, vectors[b*dim:e*dim], dim, buf)
 				for {
-					n := nextIDs(it, uint64(e), ids[:])
+					n := nextIDs(it, uint64(e), rows[:])
 					if n == 0 {
 						break
 					}
-					for _, id := range ids[:n] {
-						t.Push(id, d[int(id)-b])
+					for _, row := range rows[:n] {
+						t.Push(idOf(row), d[int(row)-b])
 					}
 				}
 			}
@@ -118,27 +143,27 @@ func flatRange(t *TopK, vectors []float32, dim int, query []float32, m Metric, a
 		const ahead = 4
 		fn := m.Func()
 		for {
-			n := nextIDs(it, uint64(hi), ids[:])
+			n := nextIDs(it, uint64(hi), rows[:])
 			if n == 0 {
 				return
 			}
-			for _, id := range ids[:min(ahead, n)] {
-				prefetchRow(vectors[int(id)*dim : (int(id)+1)*dim])
+			for _, row := range rows[:min(ahead, n)] {
+				prefetchRow(vectors[int(row)*dim : (int(row)+1)*dim])
 			}
-			for j, id := range ids[:n] {
+			for j, row := range rows[:n] {
 				if j+ahead < n {
-					p := int(ids[j+ahead])
+					p := int(rows[j+ahead])
 					prefetchRow(vectors[p*dim : (p+1)*dim])
 				}
-				i := int(id)
-				t.Push(id, fn(query, vectors[i*dim:(i+1)*dim]))
+				i := int(row)
+				t.Push(idOf(row), fn(query, vectors[i*dim:(i+1)*dim]))
 			}
 		}
 	default:
 		fn := m.Func()
 		for i := lo; i < hi; i++ {
 			if f.Contains(uint64(i)) {
-				t.Push(uint64(i), fn(query, vectors[i*dim:(i+1)*dim]))
+				t.Push(idOf(uint64(i)), fn(query, vectors[i*dim:(i+1)*dim]))
 			}
 		}
 	}

@@ -100,6 +100,59 @@ func TestFlatSearchParallelLarge(t *testing.T) {
 	}
 }
 
+// TestFlatSearchInto: searching two halves into one TopK under mapped IDs
+// gives FlatSearch's result over the whole with the IDs mapped, with no
+// filter, a dense and a sparse allow list, and a filter function.
+func TestFlatSearchInto(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const dim, n = 8, 3000
+	vs := randVec(r, n*dim)
+	q := randVec(r, dim)
+	ids := make([]uint64, n) // increasing, so ties break alike
+	for i := range ids {
+		ids[i] = 1000 + 3*uint64(i)
+	}
+	dense, sparse := roaring64.New(), roaring64.New()
+	for i := range uint64(n) {
+		if r.IntN(2) == 0 {
+			dense.Add(i)
+		}
+		if r.IntN(50) == 0 {
+			sparse.Add(i)
+		}
+	}
+	half := n / 2
+	shift := func(f Filter, by uint64) Filter {
+		if f == nil {
+			return nil
+		}
+		return FilterFunc(func(pos uint64) bool { return f.Contains(pos + by) })
+	}
+	for _, allow := range []Filter{nil, AllowBitmap(dense), AllowBitmap(sparse), FilterFunc(func(p uint64) bool { return p%7 != 0 })} {
+		for _, m := range []Metric{L2, Cosine, Dot} {
+			want := FlatSearch(vs, dim, q, 20, m, allow)
+			for i := range want {
+				want[i].ID = ids[want[i].ID]
+			}
+			top := NewTopK(20)
+			// The second half's filter sees its own positions; the
+			// first half keeps the filter's own type (allow lists take
+			// their fast paths).
+			FlatSearchInto(top, vs[:half*dim], dim, q, m, allow, ids[:half])
+			FlatSearchInto(top, vs[half*dim:], dim, q, m, shift(allow, uint64(half)), ids[half:])
+			if got := top.Sorted(); !slices.Equal(got, want) {
+				t.Fatalf("filter %T metric %v: %v, want %v", allow, m, got, want)
+			}
+		}
+	}
+	// Without ids, positions.
+	top := NewTopK(5)
+	FlatSearchInto(top, vs, dim, q, L2, nil, nil)
+	if got, want := top.Sorted(), FlatSearch(vs, dim, q, 5, L2, nil); !slices.Equal(got, want) {
+		t.Fatalf("no ids: %v, want %v", got, want)
+	}
+}
+
 func TestRerank(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const dim, n = 8, 100
