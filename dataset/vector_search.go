@@ -3,8 +3,10 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -175,21 +177,11 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 		}
 	}
 	if len(rest) > 0 {
-		flat, err := d.flatVectors(ctx, column, dim, rest)
+		parts, err := d.flatVectors(ctx, column, dim, rest)
 		if err != nil {
 			return nil, err
 		}
-		var f vector.Filter
-		if pre != nil {
-			f = flatFilter{ids: flat.ids, allow: pre}
-		}
-		workers := o.Workers
-		if workers <= 0 {
-			workers = 0 // FlatSearchParallel's default
-		}
-		for _, n := range vector.FlatSearchParallel(flat.vecs, dim, query, want, metric, f, workers) {
-			top.Push(flat.ids[n.ID], n.Distance)
-		}
+		top.Merge(searchFlatParts(parts, dim, query, want, metric, pre, o.Workers))
 	}
 	hits := top.Sorted()
 	if o.RefineFactor > 0 && len(segs) > 0 {
@@ -367,10 +359,12 @@ type flatVectorSet struct {
 }
 
 // flatVectors returns the vectors of column in fragments frags (in the
-// manifest's order), assembled once per Dataset from per-fragment sets
-// kept across versions (flatFragment), so a new version reads only the
-// vectors of its new fragments.
-func (d *Dataset) flatVectors(ctx context.Context, column string, dim int, frags []uint64) (*flatVectorSet, error) {
+// manifest's order): the per-fragment sets kept across versions
+// (flatFragment), so a new version reads only the vectors of its new
+// fragments. The sets are shared and read only; they are searched where
+// they are (searchFlatParts), never copied into one, which would hold the
+// unindexed vectors twice for every version searched.
+func (d *Dataset) flatVectors(ctx context.Context, column string, dim int, frags []uint64) ([]*flatVectorSet, error) {
 	v, err := d.versionOnce(ctx, fmt.Sprintf("flat/%s/%v", column, frags), func() (any, error) {
 		colKey, err := d.columnKey(column, dim)
 		if err != nil {
@@ -381,7 +375,6 @@ func (d *Dataset) flatVectors(ctx context.Context, column string, dim int, frags
 			want[id] = true
 		}
 		var parts []*flatVectorSet
-		n := 0
 		for _, f := range d.manifest.Fragments {
 			if !want[f.ID] {
 				continue
@@ -391,22 +384,82 @@ func (d *Dataset) flatVectors(ctx context.Context, column string, dim int, frags
 				return nil, err
 			}
 			parts = append(parts, part)
-			n += len(part.ids)
 		}
-		if len(parts) == 1 {
-			return parts[0], nil // shared, read only
-		}
-		out := &flatVectorSet{vecs: make([]float32, 0, n*dim), ids: make([]uint64, 0, n)}
-		for _, p := range parts {
-			out.vecs = append(out.vecs, p.vecs...)
-			out.ids = append(out.ids, p.ids...)
-		}
-		return out, nil
+		return parts, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*flatVectorSet), nil
+	return v.([]*flatVectorSet), nil
+}
+
+// flatChunkRows is the most rows of one unit of work of searchFlatParts:
+// large enough to amortize scheduling, small enough that one large
+// fragment still spreads over every worker.
+const flatChunkRows = 8192
+
+// searchFlatParts searches the vectors of parts exactly for the k nearest
+// to query (row ids in the result), only rows in allow if it is not nil,
+// on workers goroutines (GOMAXPROCS when workers <= 0). The rows are cut
+// into units of about flatChunkRows rows (pieces of large parts, runs of
+// small ones: inserts make many fragments of a few rows); each worker
+// scores units into its own TopK, and those are merged.
+func searchFlatParts(parts []*flatVectorSet, dim int, query []float32, k int, m vector.Metric, allow *roaring64.Bitmap, workers int) *vector.TopK {
+	type piece struct {
+		part   *flatVectorSet
+		lo, hi int
+	}
+	var (
+		chunks [][]piece
+		cur    []piece
+		rows   int
+	)
+	for _, p := range parts {
+		for lo := 0; lo < len(p.ids); {
+			hi := min(lo+flatChunkRows-rows, len(p.ids))
+			cur = append(cur, piece{p, lo, hi})
+			rows += hi - lo
+			lo = hi
+			if rows == flatChunkRows {
+				chunks, cur, rows = append(chunks, cur), nil, 0
+			}
+		}
+	}
+	if len(cur) > 0 {
+		chunks = append(chunks, cur)
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(chunks)))
+	tops := make([]*vector.TopK, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range tops {
+		t := vector.NewTopK(k)
+		tops[w] = t
+		wg.Go(func() {
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(chunks) {
+					return
+				}
+				for _, pc := range chunks[c] {
+					ids := pc.part.ids[pc.lo:pc.hi]
+					var f vector.Filter
+					if allow != nil {
+						f = flatFilter{ids: ids, allow: allow}
+					}
+					vector.FlatSearchInto(t, pc.part.vecs[pc.lo*dim:pc.hi*dim], dim, query, m, f, ids)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, t := range tops[1:] {
+		tops[0].Merge(t)
+	}
+	return tops[0]
 }
 
 // refine re-scores candidates with their exact vectors and keeps the k
