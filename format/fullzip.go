@@ -44,12 +44,19 @@ type zipReader struct {
 	maxRep, maxDef   uint16
 	maxVisible       uint16
 	rep, def         []uint16 // appended per item; nil when absent
+	// rowStarts, when not nil, receives the offset of each item that
+	// starts a row.
+	rowStarts *[]int
 }
 
 // next reads one control word and reports whether its item is visible and
 // valid.
 func (z *zipReader) next(item int) (visible, valid bool, err error) {
+	start := z.pos
 	if z.ctrl == 0 {
+		if z.rowStarts != nil {
+			*z.rowStarts = append(*z.rowStarts, start)
+		}
 		return true, true, nil
 	}
 	if len(z.data)-z.pos < z.ctrl {
@@ -75,6 +82,9 @@ func (z *zipReader) next(item int) (visible, valid bool, err error) {
 	}
 	if z.bitsRep > 0 {
 		z.rep = append(z.rep, uint16(rep))
+	}
+	if z.rowStarts != nil && (z.maxRep == 0 || rep == uint32(z.maxRep)) {
+		*z.rowStarts = append(*z.rowStarts, start)
 	}
 	if z.bitsDef > 0 {
 		z.def = append(z.def, uint16(def))
@@ -150,6 +160,7 @@ func (d *pageDecoder) decodeZipped(l *enc21pb.FullZipLayout, data []byte, numIte
 		data: data, ctrl: controlWordBytes(bitsRep, bitsDef),
 		bitsRep: bitsRep, bitsDef: bitsDef,
 		maxRep: lay.maxRep, maxDef: lay.maxDef, maxVisible: lay.maxVisible,
+		rowStarts: d.rowStarts,
 	}
 	// Every item takes at least its control word (or, without control
 	// words, at least one byte of value or length), which bounds the level

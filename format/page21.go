@@ -108,6 +108,9 @@ type pageDecoder struct {
 	numRows uint64
 	// scanType is the Arrow type the values must have.
 	scanType arrow.DataType
+	// rowStarts, when not nil, receives the byte offset of each row's
+	// first item in a full-zip buffer decoded (decodeZipped).
+	rowStarts *[]int
 }
 
 // decode turns a page layout and the page's buffers into a leafPage and

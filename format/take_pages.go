@@ -419,7 +419,14 @@ func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 			at += run.last + 1 - run.first
 		}
 		q.numRows, d.numRows = at, at
+		var starts []int
+		if q.kind == takeIndexedZip && len(q.runs) > 1 {
+			d.rowStarts = &starts
+		}
 		q.lp, err = d.decodeZipped(q.layout.GetFullZipLayout(), data, -1, -1)
+		if err == nil && d.rowStarts != nil {
+			err = checkRunRows(q.runs, q.bufs, starts)
+		}
 	case takeMiniBlock:
 		q.lp, q.segs, err = d.decodeChunkRuns(q.layout.GetMiniBlockLayout(), q.mini, q.runs, q.bufs, q.dict, q.rows)
 		if err == nil {
@@ -477,6 +484,30 @@ func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
 		q.dict = q.bufs[2]
 	}
 	q.kind, q.mini, q.runs, q.bufs = takeMiniBlock, idx, runs, bufs
+}
+
+// checkRunRows checks that the bytes of each run of rows read through a
+// full-zip page's row index (bufs[i] for runs[i], decoded back to back)
+// begin with a row and hold exactly the run's rows, given the offsets at
+// which the decoder found rows starting. The total alone would let a
+// corrupt index move rows from one run to another unnoticed.
+func checkRunRows(runs []takeRun, bufs [][]byte, starts []int) error {
+	at, k := 0, 0
+	for i, run := range runs {
+		end := at + len(bufs[i])
+		n := 0
+		for ; k < len(starts) && starts[k] < end; k++ {
+			if n == 0 && starts[k] != at {
+				return pageCorruptf("row index: rows [%d, %d] do not start a row", run.first, run.last)
+			}
+			n++
+		}
+		if want := run.last - run.first + 1; uint64(n) != want {
+			return pageCorruptf("row index: the bytes of rows [%d, %d] hold %d rows", run.first, run.last, n)
+		}
+		at = end
+	}
+	return nil
 }
 
 // miniBlockIndex is what a take needs to find the chunks of rows of a

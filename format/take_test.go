@@ -2,15 +2,18 @@ package format
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 	"github.com/lancerdb/lancer/internal/fixturetest"
@@ -362,5 +365,60 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 	t.Logf("bytes read: first take %d, second %d", read[0], read[1])
 	if read[0] < 600_000 || read[1] > read[0]/10 {
 		t.Errorf("first take read %d bytes (the page whole, ~720 KB), second %d (its chunks only)", read[0], read[1])
+	}
+}
+
+// TestTakeIndexedZipRunsChecked: a corrupt full-zip row index that moves a
+// row from one run of a take to another, keeping the total, is reported as
+// corruption rather than returning the wrong rows.
+func TestTakeIndexedZipRunsChecked(t *testing.T) {
+	ctx := context.Background()
+	mstore, key := takeTestFile(t, Version2_1, 2000)
+	data, err := mstore.ReadAll(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, mstore, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wide = 3 // the full-zip variable-width column
+	if r.Schema().Fields[wide].Name != "wide" {
+		t.Fatalf("column %d is %q", wide, r.Schema().Fields[wide].Name)
+	}
+	page := r.columns[wide].GetPages()[0]
+	if n := len(page.GetBufferOffsets()); n != 2 {
+		t.Fatalf("the wide column's page has %d buffers, want 2 (values, row index)", n)
+	}
+	w := page.GetBufferSizes()[1] / (page.GetLength() + 1)
+	index := data[page.GetBufferOffsets()[1]:][:page.GetBufferSizes()[1]]
+	entry := func(i uint64) []byte { return index[i*w : (i+1)*w] }
+	// Rows 5 and 10: run one now ends where row 7 starts (rows 5 and 6),
+	// run two is empty. Two rows in all, as asked.
+	copy(entry(6), entry(7))
+	copy(entry(10), entry(11))
+	ls, err := blob.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Write(ctx, key, data); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := Open(ctx, ls, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := bad.NewCursor(bad.FileProjection(bad.Schema().Fields[wide : wide+1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := c.Take(ctx, []uint64{5, 10})
+	if err == nil {
+		releaseAll(got)
+		t.Fatal("a take through a row index that moved a row between runs succeeded")
+	}
+	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), "row index") {
+		t.Fatalf("err %v, want ErrCorrupt about the row index", err)
 	}
 }
