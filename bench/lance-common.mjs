@@ -1,5 +1,5 @@
 // lance-common.mjs: what the one-process Lance scripts of the bench suites
-// (lance-core.mjs, lance-s3.mjs) share: the pinned LanceDB, its versions,
+// (lance-core.mjs, lance-s3.mjs, lance-write.mjs) share: the pinned LanceDB, its versions,
 // the root elapsed= of an analyzePlan() text, the table cache, the query
 // of a "query" request, and the request loop.
 //
@@ -12,7 +12,9 @@ import readline from 'node:readline';
 
 const dir = process.env.LANCEDB_NODE_DIR;
 if (!dir) { console.error(`${path.basename(process.argv[1], '.mjs')}: set LANCEDB_NODE_DIR`); process.exit(2); }
-export const lancedb = createRequire(path.join(dir, 'package.json'))('@lancedb/lancedb');
+// requireRef loads a package of the pinned reference (apache-arrow, ...).
+export const requireRef = createRequire(path.join(dir, 'package.json'));
+export const lancedb = requireRef('@lancedb/lancedb');
 
 // elapsedMs reads the root node's elapsed= of an analyzePlan() text.
 const UNIT = { ns: 1e-6, 'µs': 1e-3, us: 1e-3, ms: 1, s: 1000 };

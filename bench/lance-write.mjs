@@ -25,17 +25,12 @@
 //
 // LANCEDB_NODE_DIR names the folder whose node_modules holds the pinned
 // @lancedb/lancedb (interop/package.json).
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import path from 'node:path';
-import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
 
-const dir = process.env.LANCEDB_NODE_DIR;
-if (!dir) { console.error('lance-write: set LANCEDB_NODE_DIR'); process.exit(2); }
-const require = createRequire(path.join(dir, 'package.json'));
-const lancedb = require('@lancedb/lancedb');
-const arrow = require('apache-arrow');
+import { lancedb, requireRef, serve } from './lance-common.mjs';
+
+const arrow = requireRef('apache-arrow');
 
 // cpuSince is the process's CPU time, in ms, since the process.cpuUsage()
 // reading c0.
@@ -92,18 +87,4 @@ async function exportRows(req) {
   return { rows: table.numRows };
 }
 
-const ops = { write, scan, count, export: exportRows };
-const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-for await (const line of rl) {
-  if (!line.trim()) continue;
-  let reply;
-  try {
-    const req = JSON.parse(line);
-    const op = ops[req.op];
-    if (!op) throw new Error(`unknown op ${JSON.stringify(req.op)}`);
-    reply = await op(req);
-  } catch (e) {
-    reply = { error: String(e?.stack ?? e) };
-  }
-  process.stdout.write(JSON.stringify(reply) + '\n');
-}
+await serve({ write, scan, count, export: exportRows });
