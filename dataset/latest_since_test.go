@@ -55,6 +55,38 @@ func TestLatestVersionSince(t *testing.T) {
 	check(5, 15, true)
 	check(9, 15, false)
 	check(40, 15, true) // a version never committed
+	check(15, 15, false)
+	// A cleanup that keeps version 15 (tagged) and the newest but removes
+	// those between: the hint, rewritten by every commit, says where the
+	// newest is.
+	commit(5) // 20 versions
+	for v := uint64(16); v < 20; v++ {
+		e, err := findManifest(ctx, store, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := local.Delete(ctx, e.key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(15, 20, false)
+	// Without the hint (a writer that writes none) the gap goes unseen:
+	// callers list now and then (the server every second).
+	if err := local.Delete(ctx, versionHintKey); err != nil {
+		t.Fatal(err)
+	}
+	check(15, 15, false)
+	if err := local.Write(ctx, versionHintKey, []byte(`{"version":20}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A hint naming a version that does not exist: listed.
+	if err := local.Write(ctx, versionHintKey, []byte(`{"version":77}`)); err != nil {
+		t.Fatal(err)
+	}
+	check(15, 20, true)
+	if err := local.Write(ctx, versionHintKey, []byte(`{"version":20}`)); err != nil {
+		t.Fatal(err)
+	}
 	// Version 9's manifest cleaned up: listed.
 	e, err := findManifest(ctx, store, 9)
 	if err != nil {
@@ -63,10 +95,10 @@ func TestLatestVersionSince(t *testing.T) {
 	if err := local.Delete(ctx, e.key); err != nil {
 		t.Fatal(err)
 	}
-	check(9, 15, true)
-	check(12, 15, false)
+	check(9, 20, true)
+	check(12, 20, false) // 13 to 15 exist, then the hint
 	// Written again from scratch: 2 versions.
-	for v := uint64(1); v <= 15; v++ {
+	for v := uint64(1); v <= 20; v++ {
 		if e, err := findManifest(ctx, store, v); err == nil {
 			if err := local.Delete(ctx, e.key); err != nil {
 				t.Fatal(err)

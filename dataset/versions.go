@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -229,45 +230,108 @@ func LatestVersion(ctx context.Context, store blob.Store) (uint64, error) {
 
 // LatestVersionSince is LatestVersion for a caller that knows a version
 // that was the newest a moment ago (known, 0 if none): on stores other
-// than object stores it checks that known's manifest is still there and
-// looks for the manifests of the versions after it one by one, rather
-// than list _versions/, which on a local disk reads every entry of a
-// directory that grows by one per commit. Versions are committed one after
-// another (each commit creates the manifest of the newest version plus
-// one, atomically), so the first missing one ends the search. When known's
-// manifest is gone (cleaned up, or the dataset dropped and written again),
-// or more than a few versions were committed since, it lists as
-// LatestVersion does. On object stores it is LatestVersion: one listing
-// request costs less than two probes.
+// than object stores it avoids listing _versions/, which on a local disk
+// reads every entry of a directory that grows by one per commit. It checks
+// that known's manifest is still there and looks for the manifests after
+// it one by one: commits create the newest version plus one, atomically,
+// so new versions follow known without a gap, until a cleanup removes old
+// ones. A cleanup may keep known (tagged, or a branch's fork point) and
+// remove the versions after it but the newest, so where the probes stop,
+// the version hint file, which every commit on a file system rewrites, is
+// read: a newer version it names (whose manifest exists) continues the
+// search. When known's manifest is gone (cleaned up, or the dataset
+// dropped and written again), the hint names a version that does not
+// exist, or more than a few versions were committed since, it lists as
+// LatestVersion does.
+//
+// A writer that writes no hint (Lance on object stores; hand-made copies)
+// followed by a cleanup that keeps known but removes the version after it
+// can make the answer stale; callers that keep calling it should list now
+// and then (the server does every second). On object stores it is
+// LatestVersion: one listing request costs less than the probes.
 func LatestVersionSince(ctx context.Context, store blob.Store, known uint64) (uint64, error) {
 	if known == 0 || known&detachedVersionBit != 0 || blob.IsObjectStore(store) {
 		return LatestVersion(ctx, store)
 	}
+	exists := func(s namingScheme, v uint64) (bool, error) {
+		_, err := store.Stat(ctx, manifestKey(s, v))
+		switch {
+		case err == nil:
+			return true, nil
+		case isNotFound(err):
+			return false, nil
+		}
+		return false, fmt.Errorf("dataset: version %d: %w", v, err)
+	}
 	var scheme namingScheme
 	for _, s := range []namingScheme{schemeV2, schemeV1} {
-		switch _, err := store.Stat(ctx, manifestKey(s, known)); {
-		case err == nil:
-			scheme = s
-		case !isNotFound(err):
-			return 0, fmt.Errorf("dataset: version %d: %w", known, err)
+		ok, err := exists(s, known)
+		if err != nil {
+			return 0, err
 		}
-		if scheme != 0 {
+		if ok {
+			scheme = s
 			break
 		}
 	}
 	if scheme == 0 {
 		return LatestVersion(ctx, store)
 	}
+	// probe returns the last version of the run from v on, or 0 when the
+	// run is longer than a few versions.
 	const maxProbes = 8
-	for v := known; v < known+maxProbes; v++ {
-		switch _, err := store.Stat(ctx, manifestKey(scheme, v+1)); {
-		case isNotFound(err):
-			return v, nil
+	probe := func(v uint64) (uint64, error) {
+		for end := v + maxProbes; v < end; v++ {
+			ok, err := exists(scheme, v+1)
+			if err != nil || !ok {
+				return v, err
+			}
+		}
+		return 0, nil
+	}
+	v, err := probe(known)
+	if err != nil || v == 0 {
+		if err != nil {
+			return 0, err
+		}
+		return LatestVersion(ctx, store)
+	}
+	if hint, ok := readVersionHint(ctx, store); ok && hint > v {
+		ok, err := exists(scheme, hint)
+		switch {
 		case err != nil:
-			return 0, fmt.Errorf("dataset: version %d: %w", v+1, err)
+			return 0, err
+		case !ok:
+			return LatestVersion(ctx, store)
+		}
+		if v, err = probe(hint); err != nil {
+			return 0, err
+		}
+		if v == 0 {
+			return LatestVersion(ctx, store)
 		}
 	}
-	return LatestVersion(ctx, store)
+	return v, nil
+}
+
+// readVersionHint reads _versions/latest_version_hint.json; ok is false
+// when there is none or it is not {"version": N}.
+func readVersionHint(ctx context.Context, store blob.Store) (uint64, bool) {
+	info, err := store.Stat(ctx, versionHintKey)
+	if err != nil || info.Size > 256 {
+		return 0, false
+	}
+	b, err := store.ReadRange(ctx, versionHintKey, 0, info.Size)
+	if err != nil {
+		return 0, false
+	}
+	var h struct {
+		Version *uint64 `json:"version"`
+	}
+	if json.Unmarshal(b, &h) != nil || h.Version == nil {
+		return 0, false
+	}
+	return *h.Version, true
 }
 
 // VersionInfo describes one version of a dataset.

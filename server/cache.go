@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 )
 
@@ -20,9 +21,9 @@ const DefaultCacheSize = 16
 // the manifest and rereading those.
 //
 // Freshness is unchanged: a request for the latest version still looks
-// the latest up in the store (dataset.LatestVersionSince, from the newest
-// version the last lookup found) and uses the cached Dataset of that
-// version only. An entry is trusted only while its manifest file
+// the latest up in the store (latestVersion: from the newest version the
+// last lookup found, listing at least every listEvery) and uses the cached
+// Dataset of that version only. An entry is trusted only while its manifest file
 // is the one it was opened from (same size and modification time), so a
 // table dropped and written again, by the server or by anyone else, is
 // opened afresh even where its version numbers repeat. (Object stores
@@ -37,9 +38,9 @@ type datasetCache struct {
 	lru     *list.List // of *cacheEntry, most recent first
 	entries map[cacheKey]*list.Element
 	// newest holds, by table and branch (version 0), the newest version
-	// a lookup of the latest found: the next lookup starts there
-	// (dataset.LatestVersionSince).
-	newest map[cacheKey]uint64
+	// a lookup of the latest found, where the next lookup starts
+	// (dataset.LatestVersionSince), and when the line was last listed.
+	newest map[cacheKey]newestSeen
 
 	hits, misses atomic.Uint64
 }
@@ -60,7 +61,7 @@ func newDatasetCache(max int) *datasetCache {
 	if max < 0 {
 		max = 0
 	}
-	return &datasetCache{max: max, lru: list.New(), entries: map[cacheKey]*list.Element{}, newest: map[cacheKey]uint64{}}
+	return &datasetCache{max: max, lru: list.New(), entries: map[cacheKey]*list.Element{}, newest: map[cacheKey]newestSeen{}}
 }
 
 func (c *datasetCache) enabled() bool { return c != nil && c.max > 0 }
@@ -127,25 +128,61 @@ func (c *datasetCache) put(ctx context.Context, table, branchName string, ds *da
 	}
 }
 
-// newestSeen returns the newest version of a table's line a lookup found,
-// 0 if none.
-func (c *datasetCache) newestSeen(table, branchName string) uint64 {
-	if !c.enabled() {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.newest[cacheKey{table: table, branch: branchName}]
+// newestSeen is what the last lookup of a line's latest version found.
+type newestSeen struct {
+	version uint64
+	listed  time.Time // when the line's versions were last listed
 }
 
-// sawNewest records v as the newest version of a table's line.
-func (c *datasetCache) sawNewest(table, branchName string, v uint64) {
+// newestLines bounds the lines whose newest version the cache remembers;
+// past it they are all forgotten (each then costs one listing again).
+const newestLines = 4096
+
+// listEvery is how often the latest version of a line is found by listing
+// its versions rather than from the newest one seen: a cleanup that keeps
+// that version but removes the one after it, by a writer that leaves no
+// version hint, could otherwise leave the answer stale
+// (dataset.LatestVersionSince).
+const listEvery = time.Second
+
+// latestVersion returns the latest version of a table's line (its store
+// line), from the newest version the last lookup found, or by listing
+// when none was found, the last listing is listEvery old, or the cache is
+// disabled.
+func (c *datasetCache) latestVersion(ctx context.Context, table, branchName string, line blob.Store) (uint64, error) {
+	k := cacheKey{table: table, branch: branchName}
+	var seen newestSeen
+	if c.enabled() {
+		c.mu.Lock()
+		seen = c.newest[k]
+		c.mu.Unlock()
+	}
+	now := time.Now()
+	var (
+		v   uint64
+		err error
+	)
+	if seen.version == 0 || now.Sub(seen.listed) >= listEvery {
+		v, err = dataset.LatestVersion(ctx, line)
+		seen.listed = now
+	} else {
+		v, err = dataset.LatestVersionSince(ctx, line, seen.version)
+	}
 	if !c.enabled() {
-		return
+		return v, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.newest[cacheKey{table: table, branch: branchName}] = v
+	if err != nil {
+		delete(c.newest, k)
+		return 0, err
+	}
+	if len(c.newest) >= newestLines {
+		clear(c.newest)
+	}
+	seen.version = v
+	c.newest[k] = seen
+	return v, nil
 }
 
 // remove drops k's entry if it is still e.

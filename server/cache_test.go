@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -67,6 +72,62 @@ func TestServerCacheFreshness(t *testing.T) {
 	}
 	if n, _ := find(samples, "lancer_dataset_cache_entries"); n > 4 {
 		t.Errorf("%v entries in a cache of 4", n)
+	}
+}
+
+// TestServerLatestAfterGap: a cleanup that keeps the newest version the
+// server saw but removes the one after it, by a writer that leaves no
+// version hint, does not leave the server on that version: it lists the
+// table's versions at least every second.
+func TestServerLatestAfterGap(t *testing.T) {
+	a, dir := newServer(t, server.Options{CacheSize: 4})
+	b, _ := newServer(t, server.Options{DataDir: dir})
+	if rec := do(t, a, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	do(t, b, "POST", "/v1/table/t/insert/", rows(t, 2, true), arrowBody)
+	if got := count(t, a, "t"); got != "7" {
+		t.Fatalf("count after an insert by another writer: %s", got)
+	}
+	for range 3 { // versions 3 to 5
+		do(t, b, "POST", "/v1/table/t/insert/", rows(t, 2, true), arrowBody)
+	}
+	// Remove versions 3 and 4 and the hint, as a cleanup keeping version 2
+	// (tagged) by a writer that writes no hint would.
+	versions := filepath.Join(dir, "t.lance", "_versions")
+	ents, err := os.ReadDir(versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for _, e := range ents {
+		num, ok := strings.CutSuffix(e.Name(), ".manifest")
+		n, err := strconv.ParseUint(num, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		if len(num) == 20 { // V2 names count down from MaxUint64
+			n = math.MaxUint64 - n
+		}
+		if n == 3 || n == 4 {
+			if err := os.Remove(filepath.Join(versions, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+			removed++
+		}
+	}
+	if removed != 2 {
+		t.Fatalf("removed %d manifests, want 2", removed)
+	}
+	if err := os.Remove(filepath.Join(versions, "latest_version_hint.json")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count(t, a, "t") != "13" {
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after versions 3 and 4 went, the server still counts %s rows, want 13", count(t, a, "t"))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -215,9 +215,10 @@
 // The server keeps the last Options.CacheSize opened versions
 // (*dataset.Dataset, by table, branch and version; DefaultCacheSize) and
 // the versions its own writes commit. A request for the latest version
-// still looks it up in the store (dataset.LatestVersionSince: on a local
-// disk, whether the manifests after the newest version seen exist; on
-// object storage, a listing), so commits by anyone are seen at once, and reuses the cached Dataset of
+// still looks it up in the store (on object storage a listing; on a local
+// disk whether the manifests after the newest version seen exist, then the
+// version hint, with a listing at least every second:
+// dataset.LatestVersionSince), so commits by anyone are seen at once, and reuses the cached Dataset of
 // that version: its search state (the vectors of unindexed fragments,
 // index parts) survives across requests. An entry is used only while its
 // manifest file is unchanged (size and modification time), so a table

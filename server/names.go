@@ -131,9 +131,8 @@ func (s *Server) open(ctx context.Context, name string, version uint64, branchNa
 		}
 		// On an error (no such table or branch) the uncached path below
 		// finds the same and reports it.
-		if latest, err := dataset.LatestVersionSince(ctx, line, s.cache.newestSeen(name, branchName)); err == nil {
+		if latest, err := s.cache.latestVersion(ctx, name, branchName, line); err == nil {
 			version = latest
-			s.cache.sawNewest(name, branchName, latest)
 		}
 	}
 	if version != 0 {
