@@ -58,8 +58,8 @@ type ReadRangesOptions struct {
 	// far as the rounds this saves are worth more than the gap bytes read
 	// (the whole gap is read and thrown away). On an object store a round
 	// trip takes tens of milliseconds, in which a connection moves about
-	// a megabyte. Gap bytes read this way total at most MaxCoalesced, so
-	// memory stays bounded however many ranges there are. Default 0:
+	// a megabyte. Gap bytes read this way total at most MaxCoalesced per
+	// call, so a call's memory stays bounded however many ranges it has. Default 0:
 	// rounds are not traded for bytes.
 	RoundTripBytes int64
 }

@@ -3,11 +3,11 @@ package blob
 import "net/http"
 
 // maxIdleConnsPerHost is how many idle connections to one object store
-// endpoint a client keeps for reuse. Readers above keep up to 64 requests in
-// flight (a take reads 8 fragments at once, each with ReadRanges'
-// parallelism of 8); the SDKs' default of 10 idle connections per host
-// closed most of those connections after every burst and dialled them
-// again on the next. object_store, Lance's client, keeps every idle
+// endpoint a client keeps for reuse. Readers above keep up to 256 requests
+// in flight (a take on an object store reads 32 fragments at once, each
+// with ReadRanges' parallelism of 8); the SDKs' default of 10 idle
+// connections per host closed most of those connections after every burst
+// and dialled them again on the next. object_store, Lance's client, keeps every idle
 // connection (hyper's pool has no per-host bound).
 const maxIdleConnsPerHost = 256
 

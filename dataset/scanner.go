@@ -321,6 +321,11 @@ func (s *Scanner) openNextFragment() (bool, error) {
 	if s.raCh != nil {
 		ra, ok := s.nextReadAhead()
 		if !ok {
+			// The read-ahead also stops early when the scan's context
+			// ends: that is an error, not the end of the rows.
+			if err := s.ctx.Err(); err != nil {
+				return false, fmt.Errorf("dataset: scan: %w", context.Cause(s.ctx))
+			}
 			return false, nil
 		}
 		if ra.err != nil {
