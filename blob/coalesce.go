@@ -58,9 +58,10 @@ type ReadRangesOptions struct {
 	// far as the rounds this saves are worth more than the gap bytes read
 	// (the whole gap is read and thrown away). On an object store a round
 	// trip takes tens of milliseconds, in which a connection moves about
-	// a megabyte. Gap bytes read this way total at most MaxCoalesced per
-	// call, so a call's memory stays bounded however many ranges it has. Default 0:
-	// rounds are not traded for bytes.
+	// a megabyte. Gap bytes read this way total at most four round trips'
+	// worth (and MaxCoalesced) per call, so a call's memory stays bounded
+	// however many ranges it has: callers run many calls at once. Default
+	// 0: rounds are not traded for bytes.
 	RoundTripBytes int64
 }
 
@@ -116,12 +117,18 @@ func CoalesceRanges(ranges []Range, maxGap, maxCoalesced int64) []Range {
 	return out
 }
 
+// maxFillRoundTrips bounds the gap bytes one ReadRanges call reads to save
+// rounds, in round trips' worth: a take reads dozens of fragments at once,
+// each one call.
+const maxFillRoundTrips = 4
+
 // fewerRounds merges gaps between reqs (sorted, disjoint) to cut the rounds
 // of parallel requests needed to read them: gaps are merged smallest first
-// (no request growing past maxCoalesced bytes, and at most maxCoalesced
-// gap bytes in all), and of the ways to stop,
-// the one where the rounds saved, at roundTrip bytes each, outweigh the gap
-// bytes read by the most is kept (merging nothing if none does).
+// (no request growing past maxCoalesced bytes, and at most
+// maxFillRoundTrips round trips' worth of gap bytes, and maxCoalesced, in
+// all), and of the ways to stop, the one where the rounds saved, at
+// roundTrip bytes each, outweigh the gap bytes read by the most is kept
+// (merging nothing if none does).
 func fewerRounds(reqs []Range, parallel int, roundTrip, maxCoalesced int64) []Range {
 	rounds := func(n int) int64 { return int64((n + parallel - 1) / parallel) }
 	gapLen := func(i int) int64 { return reqs[i+1].Offset - reqs[i].End() } // gap i lies after reqs[i]
@@ -144,7 +151,7 @@ func fewerRounds(reqs []Range, parallel int, roundTrip, maxCoalesced int64) []Ra
 	)
 	for _, g := range gaps {
 		n := len(reqs) - len(merged)
-		if n <= parallel || extra+gapLen(g) > min((rounds(len(reqs))-1)*roundTrip, maxCoalesced) {
+		if n <= parallel || extra+gapLen(g) > min((rounds(len(reqs))-1)*roundTrip, maxFillRoundTrips*roundTrip, maxCoalesced) {
 			break // one round already, or no further merge can pay
 		}
 		lo, hi := first[g], last[g+1]

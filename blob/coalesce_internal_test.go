@@ -54,8 +54,8 @@ func TestFewerRounds(t *testing.T) {
 				t.Fatalf("round %d: merged request %v longer than %d", round, g, maxCoalesced)
 			}
 		}
-		if extra > maxCoalesced {
-			t.Fatalf("round %d: %d gap bytes read, more than %d", round, extra, maxCoalesced)
+		if extra > maxCoalesced || extra > maxFillRoundTrips*roundTrip {
+			t.Fatalf("round %d: %d gap bytes read, more than %d or %d round trips of %d", round, extra, maxCoalesced, maxFillRoundTrips, roundTrip)
 		}
 		if k != n {
 			t.Fatalf("round %d: %v covers %d of %d requests %v", round, got, k, n, reqs)
@@ -76,6 +76,9 @@ func TestFewerRounds(t *testing.T) {
 				if set&(1<<i) != 0 {
 					e += reqs[i+1].Offset - reqs[i].End()
 				}
+			}
+			if e > maxFillRoundTrips*roundTrip {
+				continue // more gap bytes than a call may read
 			}
 			best = max(best, (rounds(n)-rounds(n-bits.OnesCount(set)))*roundTrip-e)
 		}
