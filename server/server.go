@@ -107,6 +107,7 @@ type Server struct {
 	metrics        *metrics
 	uploads        *uploadStore  // multipart writes
 	unacked        *unackedCache // commits the client may not have seen
+	uiCols         uiColumnCache // the browser's column kinds by version
 
 	// afterCommit, if set (by tests), runs after a write committed and
 	// before its answer is written; an error fails the request.

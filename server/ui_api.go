@@ -57,17 +57,30 @@ func (s *Server) uiResolve(ctx context.Context, name, ref string) (*uiState, err
 	if err := CheckTableName(name); err != nil {
 		return nil, invalidf("%v", err)
 	}
-	latest, err := s.open(ctx, name, 0, "")
+	if ref == "" || ref == branch.Main {
+		latest, err := s.open(ctx, name, 0, "")
+		if err != nil {
+			return nil, err
+		}
+		return &uiState{table: name, root: latest.Store(), ds: latest, line: branch.Main, version: latest.Version()}, nil
+	}
+	// Other refs open only the state they name; what they do not find may
+	// be the table itself, which is then the error.
+	root, err := s.tableStore(name)
 	if err != nil {
 		return nil, err
 	}
-	st := &uiState{table: name, root: latest.Store(), ds: latest, line: branch.Main, version: latest.Version()}
-	if ref == "" || ref == branch.Main {
-		return st, nil
+	tableMissing := func() error {
+		_, err := s.open(ctx, name, 0, "")
+		return err
 	}
+	st := &uiState{table: name, root: root}
 	rf, err := branch.ResolveRef(ctx, st.root, ref)
 	if err != nil {
 		if errors.Is(err, lancer.ErrNotFound) {
+			if terr := tableMissing(); terr != nil {
+				return nil, terr
+			}
 			return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
 				msg: fmt.Sprintf("table %q has no tag or branch %q", name, ref), err: err}
 		}
@@ -77,6 +90,9 @@ func (s *Server) uiResolve(ctx context.Context, name, ref string) (*uiState, err
 		tag, err := branch.GetTag(ctx, st.root, rf.Tag)
 		if err != nil {
 			if errors.Is(err, lancer.ErrNotFound) {
+				if terr := tableMissing(); terr != nil {
+					return nil, terr
+				}
 				return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
 					msg: fmt.Sprintf("table %q has no tag %q", name, rf.Tag), err: err}
 			}
@@ -87,6 +103,9 @@ func (s *Server) uiResolve(ctx context.Context, name, ref string) (*uiState, err
 	if rf.Branch != "" && rf.Branch != branch.Main {
 		if _, err := branch.GetBranch(ctx, st.root, rf.Branch); err != nil {
 			if errors.Is(err, lancer.ErrNotFound) {
+				if terr := tableMissing(); terr != nil {
+					return nil, terr
+				}
 				return nil, branchNotFound(rf.Branch, err)
 			}
 			return nil, err
@@ -224,7 +243,7 @@ func (s *Server) uiSummary(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cols, err := uiColumns(ctx, st.ds)
+	cols, err := s.uiColumnsOf(ctx, st.ds)
 	if err != nil {
 		return err
 	}
@@ -309,7 +328,7 @@ func (s *Server) uiRows(w http.ResponseWriter, r *http.Request) error {
 		limit = uiDefaultLimit
 	}
 	filter := strings.TrimSpace(r.URL.Query().Get("filter"))
-	cols, err := uiColumns(ctx, st.ds)
+	cols, err := s.uiColumnsOf(ctx, st.ds)
 	if err != nil {
 		return err
 	}
@@ -375,7 +394,7 @@ func (s *Server) uiRow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cols, err := uiColumns(ctx, st.ds)
+	cols, err := s.uiColumnsOf(ctx, st.ds)
 	if err != nil {
 		return err
 	}
@@ -534,7 +553,7 @@ func (s *Server) uiSearch(w http.ResponseWriter, r *http.Request) error {
 		k = uiDefaultK
 	}
 	filter := strings.TrimSpace(r.URL.Query().Get("filter"))
-	cols, err := uiColumns(ctx, st.ds)
+	cols, err := s.uiColumnsOf(ctx, st.ds)
 	if err != nil {
 		return err
 	}
@@ -723,11 +742,11 @@ func (s *Server) uiDiff(w http.ResponseWriter, r *http.Request) error {
 	if err := d.Err(); err != nil {
 		return err
 	}
-	fromCols, err := uiColumns(ctx, from.ds)
+	fromCols, err := s.uiColumnsOf(ctx, from.ds)
 	if err != nil {
 		return err
 	}
-	toCols, err := uiColumns(ctx, to.ds)
+	toCols, err := s.uiColumnsOf(ctx, to.ds)
 	if err != nil {
 		return err
 	}

@@ -620,6 +620,10 @@ func TestUIErrors(t *testing.T) {
 	}{
 		{"/ui/api/tables/nope", 404, "TableNotFound", `"nope" not found`},
 		{"/ui/api/tables/nope/rows", 404, "TableNotFound", "nope"},
+		{"/ui/api/tables/nope/rows?ref=main@1", 404, "TableNotFound", "nope"},
+		{"/ui/api/tables/nope/rows?ref=tag:v1", 404, "TableNotFound", "nope"},
+		{"/ui/api/tables/nope?ref=relabel", 404, "TableNotFound", "nope"},
+		{"/ui/api/tables/nope?ref=b@2", 404, "TableNotFound", "nope"},
 		{"/ui/api/tables/.hidden", 400, "InvalidInput", "dot"},
 		{"/ui/api/tables/pics?ref=nope", 404, "NotFound", `no tag or branch "nope"`},
 		{"/ui/api/tables/pics?ref=tag:nope", 404, "NotFound", `no tag "nope"`},

@@ -9,7 +9,9 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -48,6 +50,50 @@ type uiColumn struct {
 // uiSniffRows is how many rows are looked at to find a column's first
 // value for sniffing.
 const uiSniffRows = 32
+
+// uiColumnCache keeps what uiColumns found for recent versions: the
+// browser asks for a version's columns with every page of rows, row and
+// search, and finding image columns reads values. Versions are immutable;
+// an entry is keyed by the manifest's location and commit time, so a table
+// dropped and written again is looked at afresh.
+type uiColumnCache struct {
+	mu      sync.Mutex
+	entries map[string][]uiColumn
+	order   []string // keys, oldest first
+}
+
+// uiColumnCacheSize bounds the versions uiColumnCache keeps.
+const uiColumnCacheSize = 256
+
+// uiColumnsOf is uiColumns through the server's cache.
+func (s *Server) uiColumnsOf(ctx context.Context, ds *dataset.Dataset) ([]uiColumn, error) {
+	c := &s.uiCols
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", ds.Store().URI(), ds.ManifestKey(), ds.Version(), ds.Manifest().Timestamp.UnixNano())
+	c.mu.Lock()
+	cols, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok {
+		return slices.Clone(cols), nil
+	}
+	cols, err := uiColumns(ctx, ds)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string][]uiColumn{}
+	}
+	if _, ok := c.entries[key]; !ok {
+		c.entries[key] = slices.Clone(cols)
+		c.order = append(c.order, key)
+		if len(c.order) > uiColumnCacheSize {
+			delete(c.entries, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	return cols, nil
+}
 
 // uiColumns describes the version's top-level columns. A binary or blob
 // column is an image column when the first non-null value among its
