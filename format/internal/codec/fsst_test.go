@@ -288,3 +288,14 @@ func TestFSSTTrainQuality(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTrainFSST times the training of one table on a page's sample
+// (16 KiB of captions), which every mini-block text page pays: a large
+// part of a small append's CPU.
+func BenchmarkTrainFSST(b *testing.B) {
+	offsets, data := textColumn("caption", 10000)
+	sample := fsstSample(offsets, data)
+	for b.Loop() {
+		TrainFSST(sample)
+	}
+}
