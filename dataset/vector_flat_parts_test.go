@@ -22,7 +22,7 @@ func TestSearchFlatParts(t *testing.T) {
 		var allIDs []uint64
 		nextID := uint64(rng.IntN(100))
 		for range rng.IntN(6) {
-			n := rng.IntN(3 * flatChunkRows)
+			n := rng.IntN(20000)
 			if rng.IntN(4) == 0 {
 				n = rng.IntN(5)
 			}
@@ -62,7 +62,7 @@ func TestSearchFlatParts(t *testing.T) {
 			want[i].ID = allIDs[want[i].ID]
 		}
 		for _, workers := range []int{1, 3, 0} {
-			got := searchFlatParts(parts, dim, query, k, m, allow, workers).Sorted()
+			got := searchFlatParts(parts, dim, query, k, m, allow, workers)
 			if len(got) != len(want) {
 				t.Fatalf("round %d workers %d: %d results, want %d", round, workers, len(got), len(want))
 			}

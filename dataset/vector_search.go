@@ -3,10 +3,8 @@ package dataset
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -181,7 +179,9 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 		if err != nil {
 			return nil, err
 		}
-		top.Merge(searchFlatParts(parts, dim, query, want, metric, pre, o.Workers))
+		for _, n := range searchFlatParts(parts, dim, query, want, metric, pre, o.Workers) {
+			top.Push(n.ID, n.Distance)
+		}
 	}
 	hits := top.Sorted()
 	if o.RefineFactor > 0 && len(segs) > 0 {
@@ -393,73 +393,19 @@ func (d *Dataset) flatVectors(ctx context.Context, column string, dim int, frags
 	return v.([]*flatVectorSet), nil
 }
 
-// flatChunkRows is the most rows of one unit of work of searchFlatParts:
-// large enough to amortize scheduling, small enough that one large
-// fragment still spreads over every worker.
-const flatChunkRows = 8192
-
 // searchFlatParts searches the vectors of parts exactly for the k nearest
 // to query (row ids in the result), only rows in allow if it is not nil,
-// on workers goroutines (GOMAXPROCS when workers <= 0). The rows are cut
-// into units of about flatChunkRows rows (pieces of large parts, runs of
-// small ones: inserts make many fragments of a few rows); each worker
-// scores units into its own TopK, and those are merged.
-func searchFlatParts(parts []*flatVectorSet, dim int, query []float32, k int, m vector.Metric, allow *roaring64.Bitmap, workers int) *vector.TopK {
-	type piece struct {
-		part   *flatVectorSet
-		lo, hi int
-	}
-	var (
-		chunks [][]piece
-		cur    []piece
-		rows   int
-	)
-	for _, p := range parts {
-		for lo := 0; lo < len(p.ids); {
-			hi := min(lo+flatChunkRows-rows, len(p.ids))
-			cur = append(cur, piece{p, lo, hi})
-			rows += hi - lo
-			lo = hi
-			if rows == flatChunkRows {
-				chunks, cur, rows = append(chunks, cur), nil, 0
-			}
+// on workers goroutines (GOMAXPROCS when workers <= 0), where the parts are
+// (vector.FlatSearchSets).
+func searchFlatParts(parts []*flatVectorSet, dim int, query []float32, k int, m vector.Metric, allow *roaring64.Bitmap, workers int) []vector.Neighbor {
+	sets := make([]vector.FlatSet, len(parts))
+	for i, p := range parts {
+		sets[i] = vector.FlatSet{Vectors: p.vecs, IDs: p.ids}
+		if allow != nil {
+			sets[i].Allow = flatFilter{ids: p.ids, allow: allow}
 		}
 	}
-	if len(cur) > 0 {
-		chunks = append(chunks, cur)
-	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(chunks)))
-	tops := make([]*vector.TopK, workers)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range tops {
-		t := vector.NewTopK(k)
-		tops[w] = t
-		wg.Go(func() {
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= len(chunks) {
-					return
-				}
-				for _, pc := range chunks[c] {
-					ids := pc.part.ids[pc.lo:pc.hi]
-					var f vector.Filter
-					if allow != nil {
-						f = flatFilter{ids: ids, allow: allow}
-					}
-					vector.FlatSearchInto(t, pc.part.vecs[pc.lo*dim:pc.hi*dim], dim, query, m, f, ids)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, t := range tops[1:] {
-		tops[0].Merge(t)
-	}
-	return tops[0]
+	return vector.FlatSearchSets(sets, dim, query, k, m, workers)
 }
 
 // refine re-scores candidates with their exact vectors and keeps the k

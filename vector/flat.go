@@ -35,61 +35,118 @@ func FlatSearch(vectors []float32, dim int, query []float32, k int, m Metric, al
 func FlatSearchParallel(vectors []float32, dim int, query []float32, k int, m Metric, allow Filter, workers int) []Neighbor {
 	// A chunk is large enough to amortize the scheduling and small enough
 	// to balance load when a filter allows rows unevenly.
-	return flatSearchParallel(vectors, dim, query, k, m, allow, workers, 4096)
+	return flatSearchParallel(vectors, dim, query, k, m, allow, workers, flatMinChunk)
 }
+
+// flatMinChunk is the fewest rows of a unit of parallel exact search.
+const flatMinChunk = 4096
 
 func flatSearchParallel(vectors []float32, dim int, query []float32, k int, m Metric, allow Filter, workers, minChunk int) []Neighbor {
 	n := checkPacked(len(vectors), dim, len(query))
+	return searchSets([]FlatSet{{Vectors: vectors, Allow: allow}}, []int{n}, dim, query, k, m, workers, minChunk)
+}
+
+// FlatSet is one packed set of vectors (rows of dim float32s) for
+// FlatSearchSets: the IDs of its rows (nil: their positions) and a filter
+// by position (nil: every row).
+type FlatSet struct {
+	Vectors []float32
+	IDs     []uint64
+	Allow   Filter
+}
+
+// FlatSearchSets is FlatSearchParallel over several sets at once, without
+// copying them into one: the k nearest rows of all sets, under the sets'
+// IDs, nearest first, ties broken by ID. The sets are cut into units of
+// about the same number of rows (pieces of large sets, runs of small ones)
+// that workers (GOMAXPROCS when workers <= 0) score into their own TopKs.
+// It panics if a set is not whole rows of the query's dimension or has
+// IDs that are not one per row.
+func FlatSearchSets(sets []FlatSet, dim int, query []float32, k int, m Metric, workers int) []Neighbor {
+	rows := make([]int, len(sets))
+	for i, s := range sets {
+		rows[i] = checkPacked(len(s.Vectors), dim, len(query))
+		if s.IDs != nil && len(s.IDs) != rows[i] {
+			panic(fmt.Sprintf("vector: set %d has %d ids for %d rows", i, len(s.IDs), rows[i]))
+		}
+	}
+	return searchSets(sets, rows, dim, query, k, m, workers, flatMinChunk)
+}
+
+// searchSets scores sets (rows[i] rows in set i) in units of about
+// total/(4*workers) rows, at least minChunk, on workers goroutines (one
+// unit of work, or none, runs on the caller's).
+func searchSets(sets []FlatSet, rows []int, dim int, query []float32, k int, m Metric, workers, minChunk int) []Neighbor {
+	total := 0
+	for _, n := range rows {
+		total += n
+	}
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	chunk := max(minChunk, (n+4*workers-1)/(4*workers))
-	chunks := (n + chunk - 1) / chunk
-	workers = min(workers, chunks)
-	if workers <= 1 || k <= 0 {
-		return FlatSearch(vectors, dim, query, k, m, allow)
+	chunk := max(minChunk, (total+4*workers-1)/(4*workers))
+	type piece struct{ set, lo, hi int }
+	var (
+		units [][]piece
+		unit  []piece
+		size  int
+	)
+	for i, n := range rows {
+		for lo := 0; lo < n; {
+			hi := min(lo+chunk-size, n)
+			unit = append(unit, piece{i, lo, hi})
+			size += hi - lo
+			lo = hi
+			if size == chunk {
+				units, unit, size = append(units, unit), nil, 0
+			}
+		}
+	}
+	if len(unit) > 0 {
+		units = append(units, unit)
+	}
+	t := NewTopK(k)
+	if k <= 0 {
+		return t.Sorted()
+	}
+	score := func(t *TopK, u []piece, buf []float32) {
+		for _, p := range u {
+			s := sets[p.set]
+			flatRange(t, s.Vectors, dim, query, m, s.Allow, s.IDs, p.lo, p.hi, buf)
+		}
+	}
+	workers = min(workers, len(units))
+	if workers <= 1 {
+		var buf [flatBlock]float32
+		for _, u := range units {
+			score(t, u, buf[:])
+		}
+		return t.Sorted()
 	}
 	tops := make([]*TopK, workers)
+	tops[0] = t
+	for w := 1; w < workers; w++ {
+		tops[w] = NewTopK(k)
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := range tops {
-		t := NewTopK(k)
-		tops[w] = t
+	for _, t := range tops {
 		wg.Go(func() {
 			var buf [flatBlock]float32
 			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks {
+				u := int(next.Add(1) - 1)
+				if u >= len(units) {
 					return
 				}
-				lo := c * chunk
-				flatRange(t, vectors, dim, query, m, allow, nil, lo, min(lo+chunk, n), buf[:])
+				score(t, units[u], buf[:])
 			}
 		})
 	}
 	wg.Wait()
-	for _, t := range tops[1:] {
-		tops[0].Merge(t)
+	for _, u := range tops[1:] {
+		t.Merge(u)
 	}
-	return tops[0].Sorted()
-}
-
-// FlatSearchInto scores the rows of vectors against query under m, as
-// FlatSearch does, and pushes them into t under the IDs ids[row] (the
-// rows' positions when ids is nil); allow, if not nil, restricts the rows
-// by position. It lets a caller search several packed sets into one TopK
-// without copying them into one. It panics if vectors is not whole rows of
-// dim, query is not dim long, or ids (when not nil) is not one per row.
-func FlatSearchInto(t *TopK, vectors []float32, dim int, query []float32, m Metric, allow Filter, ids []uint64) {
-	n := checkPacked(len(vectors), dim, len(query))
-	if ids != nil && len(ids) != n {
-		panic(fmt.Sprintf("vector: %d ids for %d rows", len(ids), n))
-	}
-	if t.K() <= 0 {
-		return
-	}
-	var buf [flatBlock]float32
-	flatRange(t, vectors, dim, query, m, allow, ids, 0, n, buf[:])
+	return t.Sorted()
 }
 
 // flatRange pushes the allowed rows of [lo, hi) into t, under ids[row]

@@ -100,12 +100,13 @@ func TestFlatSearchParallelLarge(t *testing.T) {
 	}
 }
 
-// TestFlatSearchInto: searching two halves into one TopK under mapped IDs
-// gives FlatSearch's result over the whole with the IDs mapped, with no
-// filter, a dense and a sparse allow list, and a filter function.
-func TestFlatSearchInto(t *testing.T) {
+// TestFlatSearchSets: searching the rows cut into sets (one empty, some
+// tiny, one over a chunk) under mapped IDs gives FlatSearch's result over
+// the whole with the IDs mapped, with no filter, a dense and a sparse allow
+// list and a filter function, on one worker and several.
+func TestFlatSearchSets(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	const dim, n = 8, 3000
+	const dim, n = 8, 3*flatMinChunk + 123
 	vs := randVec(r, n*dim)
 	q := randVec(r, dim)
 	ids := make([]uint64, n) // increasing, so ties break alike
@@ -121,35 +122,35 @@ func TestFlatSearchInto(t *testing.T) {
 			sparse.Add(i)
 		}
 	}
-	half := n / 2
-	shift := func(f Filter, by uint64) Filter {
-		if f == nil {
-			return nil
-		}
-		return FilterFunc(func(pos uint64) bool { return f.Contains(pos + by) })
-	}
+	cuts := []int{0, 0, 1, 7, 500, 2*flatMinChunk + 900, n}
 	for _, allow := range []Filter{nil, AllowBitmap(dense), AllowBitmap(sparse), FilterFunc(func(p uint64) bool { return p%7 != 0 })} {
+		var sets []FlatSet
+		for i := range len(cuts) - 1 {
+			lo, hi := cuts[i], cuts[i+1]
+			set := FlatSet{Vectors: vs[lo*dim : hi*dim], IDs: ids[lo:hi]}
+			switch {
+			case allow == nil:
+			case lo == 0:
+				set.Allow = allow // positions are the whole's: the allow lists' fast paths
+			default:
+				set.Allow = FilterFunc(func(p uint64) bool { return allow.Contains(p + uint64(lo)) })
+			}
+			sets = append(sets, set)
+		}
 		for _, m := range []Metric{L2, Cosine, Dot} {
 			want := FlatSearch(vs, dim, q, 20, m, allow)
 			for i := range want {
 				want[i].ID = ids[want[i].ID]
 			}
-			top := NewTopK(20)
-			// The second half's filter sees its own positions; the
-			// first half keeps the filter's own type (allow lists take
-			// their fast paths).
-			FlatSearchInto(top, vs[:half*dim], dim, q, m, allow, ids[:half])
-			FlatSearchInto(top, vs[half*dim:], dim, q, m, shift(allow, uint64(half)), ids[half:])
-			if got := top.Sorted(); !slices.Equal(got, want) {
-				t.Fatalf("filter %T metric %v: %v, want %v", allow, m, got, want)
+			for _, workers := range []int{1, 3} {
+				if got := FlatSearchSets(sets, dim, q, 20, m, workers); !slices.Equal(got, want) {
+					t.Fatalf("filter %T metric %v workers %d: %v, want %v", allow, m, workers, got, want)
+				}
 			}
 		}
 	}
-	// Without ids, positions.
-	top := NewTopK(5)
-	FlatSearchInto(top, vs, dim, q, L2, nil, nil)
-	if got, want := top.Sorted(), FlatSearch(vs, dim, q, 5, L2, nil); !slices.Equal(got, want) {
-		t.Fatalf("no ids: %v, want %v", got, want)
+	if got := FlatSearchSets(nil, dim, q, 5, L2, 2); len(got) != 0 {
+		t.Fatalf("no sets: %v", got)
 	}
 }
 
