@@ -22,6 +22,7 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/baseline"
 	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/tailbuf"
 )
 
 // What the suites that race lancer against a node process of real Lance
@@ -173,7 +174,9 @@ type nodeProc struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr tailWriter
+	// stderr keeps the end of node's stderr, which Lance's warnings can
+	// fill with megabytes over a run.
+	stderr tailbuf.Buffer
 }
 
 // nodeReply is what every reply of those scripts may carry: the versions
@@ -188,32 +191,9 @@ type nodeReply struct {
 
 func (r *nodeReply) replyError() string { return r.Error }
 
-// tailWriter keeps the last 8 KiB written to it: node's stderr, which
-// Lance's warnings can fill with megabytes over a run.
-type tailWriter struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *tailWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, b...)
-	if len(w.buf) > 8<<10 {
-		w.buf = append(w.buf[:0], w.buf[len(w.buf)-8<<10:]...)
-	}
-	return len(b), nil
-}
-
-func (w *tailWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return string(w.buf)
-}
-
 // startNode starts script, a file of ref's scripts.
 func startNode(ref lanceref.Ref, script string) (*nodeProc, error) {
-	p := &nodeProc{script: script, cmd: ref.Command(script)}
+	p := &nodeProc{script: script, cmd: ref.Command(script), stderr: tailbuf.Buffer{Max: 8 << 10}}
 	p.cmd.Stderr = &p.stderr
 	var err error
 	if p.in, err = p.cmd.StdinPipe(); err != nil {

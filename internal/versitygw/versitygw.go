@@ -15,7 +15,6 @@
 package versitygw
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/lancerdb/lancer/internal/tailbuf"
 )
 
 // Version is the versitygw release scripts/test.sh installs.
@@ -58,7 +58,7 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // the process's exit, once done is closed
-	log  *tailBuffer
+	log  *tailbuf.Buffer
 	once sync.Once
 }
 
@@ -156,7 +156,7 @@ func start(ctx context.Context, bin, dir string) (*Server, error) {
 		Region:    "us-east-1",
 		Dir:       dir,
 		done:      make(chan struct{}),
-		log:       &tailBuffer{},
+		log:       &tailbuf.Buffer{Max: 16 << 10},
 	}
 	// Credentials go in the environment (ROOT_ACCESS_KEY/ROOT_SECRET_KEY),
 	// not on the command line where ps shows them. Object metadata (ETags
@@ -291,26 +291,4 @@ func ForTest(t testing.TB, bucket string) *Server {
 		cancel()
 	})
 	return s
-}
-
-// tailBuffer keeps the last 16 KiB written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > 16<<10 {
-		b.buf = bytes.Clone(b.buf[len(b.buf)-16<<10:])
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
