@@ -391,8 +391,9 @@ func (s *Server) blobBytes(w http.ResponseWriter, r *http.Request) error {
 		}
 		// v points into b's buffers: release b after v is served.
 		defer releaseTaken(b)
-		v, null := binaryValue(b.Column(0), 0)
-		if null {
+		// blobColumnOf let only binary types here.
+		v, ok := bytesAt(b.Column(0), 0)
+		if !ok {
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		}
@@ -447,22 +448,6 @@ func (s *Server) nullOrMissing(ctx context.Context, w http.ResponseWriter, ds *d
 // releaseTaken releases a batch a take returned; tests replace it to
 // poison the batch's buffers as they are released.
 var releaseTaken = arrow.RecordBatch.Release
-
-// binaryValue returns value i of a binary array, or null.
-func binaryValue(a arrow.Array, i int) (v []byte, null bool) {
-	if a.IsNull(i) {
-		return nil, true
-	}
-	switch a := a.(type) {
-	case *array.Binary:
-		return a.Value(i), false
-	case *array.LargeBinary:
-		return a.Value(i), false
-	case *array.BinaryView:
-		return a.Value(i), false
-	}
-	return nil, true
-}
 
 // copyRange copies n bytes of value from start to w. A range running to
 // the end of the value is copied through the value's WriteTo (a
