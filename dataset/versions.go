@@ -263,19 +263,16 @@ func LatestVersionSince(ctx context.Context, store blob.Store, known uint64) (ui
 		}
 		return false, fmt.Errorf("dataset: version %d: %w", v, err)
 	}
-	var scheme namingScheme
-	for _, s := range []namingScheme{schemeV2, schemeV1} {
-		ok, err := exists(s, known)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			scheme = s
-			break
-		}
-	}
-	if scheme == 0 {
+	e, err := findManifest(ctx, store, known)
+	switch {
+	case isNotFound(err):
 		return LatestVersion(ctx, store)
+	case err != nil:
+		return 0, err
+	}
+	scheme := schemeV1
+	if e.key == manifestKey(schemeV2, known) {
+		scheme = schemeV2
 	}
 	// probe returns the last version of the run from v on, or 0 when the
 	// run is longer than a few versions.
