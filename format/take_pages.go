@@ -340,21 +340,17 @@ func (r *Reader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 	case takeMiniBlock:
 		mb := q.layout.GetMiniBlockLayout()
 		if q.mini == nil {
-			idx, err := newMiniBlockIndex(mb, q.meta1, sizes[1], q.meta.GetLength(), q.rep1)
+			idx, err := r.newMiniIndex(q, mb, q.meta1, sizes[1], q.rep1)
 			if err != nil {
 				return ref.wrap(err)
 			}
 			q.mini = idx
-			r.miniIndexes.Store(pageID{q.col, q.page}, idx)
 		}
 		runs, bytes, err := q.mini.chunkRuns(q.rows)
 		if err != nil {
 			return ref.wrap(err)
 		}
-		// Without lists the chunks' rows decode one by one (decodeChunkRuns),
-		// so a partial read pays off even when it fetches every chunk.
-		partialRows := mb.GetRepCompression() == nil && float64(len(q.rows)) < takeWholeFraction*float64(q.meta.GetLength())
-		if partialRows || float64(bytes) < takeWholeFraction*float64(sizes[1]) {
+		if partialMiniBlockPays(mb, q, bytes, sizes[1]) {
 			q.runs = runs
 			q.bufs = make([][]byte, len(runs))
 			for i, run := range runs {
@@ -451,9 +447,8 @@ func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
 	if mb == nil || len(q.bufs) != miniBlockBuffers(mb) || (mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0) {
 		return
 	}
-	id := pageID{q.col, q.page}
 	var idx *miniBlockIndex
-	if cached, ok := r.miniIndexes.Load(id); ok {
+	if cached, ok := r.miniIndexes.Load(pageID{q.col, q.page}); ok {
 		idx = cached.(*miniBlockIndex)
 	} else {
 		var rep []byte
@@ -461,17 +456,12 @@ func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
 			rep = q.bufs[len(q.bufs)-1]
 		}
 		var err error
-		if idx, err = newMiniBlockIndex(mb, q.bufs[0], uint64(len(q.bufs[1])), q.meta.GetLength(), rep); err != nil {
+		if idx, err = r.newMiniIndex(q, mb, q.bufs[0], uint64(len(q.bufs[1])), rep); err != nil {
 			return
 		}
-		r.miniIndexes.Store(id, idx)
 	}
 	runs, bytes, err := idx.chunkRuns(q.rows)
-	if err != nil {
-		return
-	}
-	partialRows := mb.GetRepCompression() == nil && float64(len(q.rows)) < takeWholeFraction*float64(q.meta.GetLength())
-	if !partialRows && float64(bytes) >= takeWholeFraction*float64(len(q.bufs[1])) {
+	if err != nil || !partialMiniBlockPays(mb, q, bytes, uint64(len(q.bufs[1]))) {
 		return
 	}
 	data := q.bufs[1]
@@ -484,6 +474,27 @@ func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
 		q.dict = q.bufs[2]
 	}
 	q.kind, q.mini, q.runs, q.bufs = takeMiniBlock, idx, runs, bufs
+}
+
+// newMiniIndex parses the chunk index of q's mini-block page (meta its
+// chunk metadata, rep its repetition index or nil, dataLen the bytes of
+// its chunk buffer) and keeps it on the Reader for later takes.
+func (r *Reader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout, meta []byte, dataLen uint64, rep []byte) (*miniBlockIndex, error) {
+	idx, err := newMiniBlockIndex(mb, meta, dataLen, q.meta.GetLength(), rep)
+	if err != nil {
+		return nil, err
+	}
+	r.miniIndexes.Store(pageID{q.col, q.page}, idx)
+	return idx, nil
+}
+
+// partialMiniBlockPays reports whether decoding only the chunks holding
+// q's rows (bytes of the page's dataLen chunk bytes) pays over decoding
+// the whole page. Without lists the chunks' rows decode one by one
+// (decodeChunkRuns), so it pays even when the take fetches every chunk.
+func partialMiniBlockPays(mb *enc21pb.MiniBlockLayout, q *takeRequest, bytes, dataLen uint64) bool {
+	partialRows := mb.GetRepCompression() == nil && float64(len(q.rows)) < takeWholeFraction*float64(q.meta.GetLength())
+	return partialRows || float64(bytes) < takeWholeFraction*float64(dataLen)
 }
 
 // checkRunRows checks that the bytes of each run of rows read through a
