@@ -28,7 +28,9 @@
 // max-heap whose order is (distance, id): ties go to the smaller id, so the
 // result is deterministic and FlatSearchParallel, which splits the rows into
 // chunks over goroutines and merges their heaps, returns exactly the same
-// neighbors. IDs are row positions. A Filter restricts a search to the ids
+// neighbors. A TopK grows as it keeps neighbors: k is a bound, not an
+// allocation, so every search entry point accepts any k, ef or NProbes (a
+// caller's 2^31-1 means every row) and allocates by the rows it finds. IDs are row positions. A Filter restricts a search to the ids
 // it contains; nil allows all. AllowList, a roaring64 bitmap, is walked
 // rather than probed, so a selective allow-list costs what it selects.
 // Rows with a NaN distance are never returned.

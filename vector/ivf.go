@@ -625,7 +625,8 @@ func (x *IVF) search(query []float32, k int, o *IVFSearchOptions, allow Filter, 
 			probed += int(x.offsets[p.ID+1] - x.offsets[p.ID])
 		}
 		n := len(x.ids)
-		if est < k || est <= 32*ef || float64(est)*float64(probed) < 2*float64(k)*float64(n) {
+		// In floats: k and ef are the caller's and may be near MaxInt.
+		if est < k || float64(est) <= 32*float64(ef) || float64(est)*float64(probed) < 2*float64(k)*float64(n) {
 			return x.exact(s, k, allow, skipErrs)
 		}
 	}

@@ -8,6 +8,10 @@ import "math"
 // broken by ID, so the result does not depend on the order candidates
 // arrive in: the parallel and sequential searches agree exactly.
 //
+// K is only a bound: the heap grows as candidates are kept, so a TopK holds
+// memory for the neighbors it keeps, at most K, and a huge K (a caller's
+// "every row") costs what the search finds, not K slots.
+//
 // The zero TopK keeps nothing; use NewTopK or Reset. A TopK is not safe for
 // concurrent use.
 type TopK struct {
@@ -22,11 +26,17 @@ func NewTopK(k int) *TopK {
 	return t
 }
 
-// Reset empties t and sets its bound to k, reusing its memory.
+// topKInitialCap is the most slots Reset allocates up front: enough for the
+// usual k (10 to a few hundred) to never grow, small enough that a k the
+// caller does not control costs nothing until neighbors arrive.
+const topKInitialCap = 256
+
+// Reset empties t and sets its bound to k, reusing its memory. It
+// allocates at most topKInitialCap slots; Push grows the heap beyond.
 func (t *TopK) Reset(k int) {
 	t.k = max(k, 0)
-	if cap(t.h) < t.k {
-		t.h = make([]Neighbor, 0, t.k)
+	if want := min(t.k, topKInitialCap); cap(t.h) < want {
+		t.h = make([]Neighbor, 0, want)
 	}
 	t.h = t.h[:0]
 }

@@ -3,6 +3,7 @@ package vector
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -101,5 +102,88 @@ func BenchmarkTopKPush(b *testing.B) {
 		for i, d := range ds {
 			tk.Push(uint64(i), d)
 		}
+	}
+}
+
+// allocatedBy returns the bytes f allocates on the heap.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestTopKHugeK checks that a k the caller does not control (a request's
+// 2^31-1) costs the neighbors kept, not k slots, and still means "every
+// row, sorted".
+func TestTopKHugeK(t *testing.T) {
+	// A k of 2^20 would take 16 MiB up front; it must take a few KiB.
+	// Checked first, so that code that allocates by k fails here rather
+	// than asking for 32 GiB below.
+	var tk *TopK
+	if b := allocatedBy(func() { tk = NewTopK(1 << 20) }); b > 16<<10 {
+		t.Fatalf("NewTopK(1<<20) allocated %d bytes", b)
+	}
+	if b := allocatedBy(func() { tk.Reset(math.MaxInt32) }); b > 16<<10 {
+		t.Fatalf("Reset(MaxInt32) allocated %d bytes", b)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	ns := make([]Neighbor, 1000)
+	for i := range ns {
+		ns[i] = Neighbor{ID: uint64(i), Distance: float32(r.IntN(50))}
+	}
+	for _, k := range []int{math.MaxInt32, math.MaxInt} {
+		tk := NewTopK(k)
+		for _, n := range ns {
+			tk.Push(n.ID, n.Distance)
+		}
+		if tk.Full() || tk.Worst() != inf32 {
+			t.Fatalf("k %d: Full %v Worst %v with %d of k held", k, tk.Full(), tk.Worst(), tk.Len())
+		}
+		if got, want := tk.Sorted(), sortedNeighbors(ns, k); !slices.Equal(got, want) {
+			t.Fatalf("k %d: got %d neighbors, want all %d sorted", k, len(got), len(want))
+		}
+	}
+	vecs := make([]float32, 2*len(ns))
+	for i := range vecs {
+		vecs[i] = r.Float32()
+	}
+	q := []float32{0.5, 0.5}
+	exact := FlatSearch(vecs, 2, q, len(ns), L2, nil)
+	if got := FlatSearch(vecs, 2, q, math.MaxInt32, L2, nil); !slices.Equal(got, exact) {
+		t.Fatalf("FlatSearch with k MaxInt32: %d neighbors, want all %d", len(got), len(exact))
+	}
+	if got := FlatSearchParallel(vecs, 2, q, math.MaxInt32, L2, nil, 4); !slices.Equal(got, exact) {
+		t.Fatalf("FlatSearchParallel with k MaxInt32: %d neighbors, want all %d", len(got), len(exact))
+	}
+	if got := Rerank(vecs, 2, q, exact, math.MaxInt32, L2); !slices.Equal(got, exact) {
+		t.Fatalf("Rerank with k MaxInt32: %d neighbors, want all %d", len(got), len(exact))
+	}
+	ids := make([]uint64, len(ns))
+	for i := range ids {
+		ids[i] = uint64(i)
+	}
+	huge := &IVFSearchOptions{NProbes: math.MaxInt32, Ef: math.MaxInt32}
+	for _, sub := range []SubIndex{SubFlat, SubHNSW} {
+		x, err := BuildIVF(vecs, 2, ids, &IVFOptions{Partitions: 8, Sub: sub, Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every partition probed, every row found: the exact answer.
+		if got := x.Search(q, math.MaxInt32, huge, nil); !slices.Equal(got, exact) {
+			t.Fatalf("IVF sub %v with k, nprobes, ef MaxInt32: %d neighbors, want all %d", sub, len(got), len(exact))
+		}
+		if got := x.Search(q, math.MaxInt32, huge, FilterFunc(func(uint64) bool { return true })); len(got) != len(exact) {
+			t.Fatalf("IVF sub %v filtered with k MaxInt32: %d neighbors, want %d", sub, len(got), len(exact))
+		}
+	}
+	h, err := BuildHNSW(vecs, 2, &HNSWOptions{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Search(q, math.MaxInt32, math.MaxInt32, nil); len(got) != len(exact) {
+		t.Fatalf("HNSW with k, ef MaxInt32: %d neighbors, want %d", len(got), len(exact))
 	}
 }
