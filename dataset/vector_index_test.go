@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -666,5 +667,45 @@ func TestVectorIndexCorruptPartition(t *testing.T) {
 	_, err = d2.Search(ctx, "vec", vecs[:dim], &SearchOptions{K: n, NProbes: 8})
 	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), vectorIndexFile) || !strings.Contains(err.Error(), "partition 7") {
 		t.Fatalf("corrupt partition: %v", err)
+	}
+}
+
+// TestVectorSearchHugeK checks the k and refine factor a caller controls:
+// k beyond the rows means every row (without allocating by k), and a
+// k × refine factor past MaxInt is an error, not an empty result.
+func TestVectorSearchHugeK(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 8, 300
+	rng := rand.New(rand.NewPCG(21, 22))
+	vecs := clustered(rng, n, dim)
+	d := newVecDataset(t, blob.NewMemStore("v"), vecs, dim, n, 100, false)
+	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Partitions: 4, Type: IndexIVFHNSWSQ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := clustered(rng, 1, dim)
+	// Checked first: unfixed, the product wrapped negative and the search
+	// returned no rows rather than failing.
+	for _, o := range []SearchOptions{
+		{K: 3, RefineFactor: math.MaxInt/2 + 1},
+		{K: math.MaxInt, RefineFactor: 2},
+		{K: -1}, {NProbes: -1}, {Ef: -1}, {RefineFactor: -1},
+	} {
+		if hits, err := d.SearchRowIDs(ctx, "vec", q, &o); !errors.Is(err, lancer.ErrInvalidArgument) {
+			t.Fatalf("%+v: %d hits, %v; want ErrInvalidArgument", o, len(hits), err)
+		}
+	}
+	all := exactTop(vecs, dim, q, n, vector.L2, nil)
+	for _, o := range []SearchOptions{
+		{K: math.MaxInt32, Exact: true},
+		{K: math.MaxInt32, NProbes: math.MaxInt32, Ef: math.MaxInt32, RefineFactor: 1},
+		{K: 5, RefineFactor: math.MaxInt / 5}, // candidates clamp to the rows
+		{K: math.MaxInt, RefineFactor: 1},
+	} {
+		got, _ := searchIDs(t, d, q, &o)
+		want := all[:min(o.K, n)]
+		if !slices.Equal(got, want) {
+			t.Errorf("K %d refine %d exact %v: %d rows %v, want %d", o.K, o.RefineFactor, o.Exact, len(got), got[:min(len(got), 5)], len(want))
+		}
 	}
 }

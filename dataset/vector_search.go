@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -25,7 +26,9 @@ const DistanceColumn = "_distance"
 // SearchOptions configures Search. A nil pointer or zero fields mean the
 // defaults.
 type SearchOptions struct {
-	// K is the number of nearest rows to return. Default 10.
+	// K is the number of nearest rows to return. Default 10. A K beyond
+	// the table's rows returns every row, nearest first; memory follows
+	// the rows found, not K.
 	K int
 	// Metric is the distance: "l2", "cosine" or "dot". Default: the
 	// index's metric, or l2 without an index. An index built for another
@@ -47,6 +50,9 @@ type SearchOptions struct {
 	// index and re-ranks them by their exact vectors (read from the
 	// dataset), so that the distances returned are exact. Default 0:
 	// distances of quantized indices are those of the quantized vectors.
+	// K*RefineFactor past MaxInt is an error wrapping
+	// lancer.ErrInvalidArgument; below it, the candidates are at most the
+	// table's rows.
 	RefineFactor int
 	// Columns are the columns returned, before DistanceColumn. Default nil:
 	// every column. "_rowid" may be named.
@@ -132,9 +138,9 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 		pre = nil
 	}
 
-	want := o.K
-	if o.RefineFactor > 0 {
-		want = o.K * o.RefineFactor
+	want, err := d.searchCandidates(o.K, o.RefineFactor)
+	if err != nil {
+		return nil, err
 	}
 	top := vector.NewTopK(want)
 	covered := roaring.New()
@@ -199,6 +205,41 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 }
 
 const maxFloat32 = 3.4028234663852886e38
+
+// searchCandidates returns how many neighbors a search takes from each
+// index segment and from the exact scan: k, or k×refine when refining,
+// clamped to the rows this version can hold, since no search can find
+// more. A k larger than the table is fine (it means every row); a product
+// past MaxInt is an error, never a wrapped count, which used to make the
+// search keep nothing.
+func (d *Dataset) searchCandidates(k, refine int) (int, error) {
+	want := k
+	if refine > 0 {
+		if k > math.MaxInt/refine {
+			return 0, fmt.Errorf("dataset: search: k %d × refine factor %d overflows: %w", k, refine, lancer.ErrInvalidArgument)
+		}
+		want = k * refine
+	}
+	return int(min(uint64(want), d.maxRows())), nil
+}
+
+// maxRows is an upper bound on the rows of this version, deleted ones
+// included, from the manifest alone: a fragment that does not record its
+// row count counts as the most a fragment can address.
+func (d *Dataset) maxRows() uint64 {
+	var n uint64
+	for _, f := range d.manifest.Fragments {
+		rows := f.PhysicalRows
+		if rows == 0 && len(f.Files) > 0 {
+			rows = maxRowsPerFragment
+		}
+		// n stays below MaxInt before each add of at most 2^32: no wrap.
+		if n += rows; n >= math.MaxInt {
+			return math.MaxInt
+		}
+	}
+	return n
+}
 
 // flatFilter maps positions in a flat vector list to row ids for a filter.
 type flatFilter struct {
