@@ -684,3 +684,43 @@ func TestParseRef(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// TestRefNameLength creates a tag and a branch of the longest names on
+// local disk, whose file names must fit, and refuses one byte more as a
+// bad name rather than failing on the file system.
+func TestRefNameLength(t *testing.T) {
+	ctx := context.Background()
+	_, root := newDataset(t, 10, 8, 10)
+	longest := strings.Repeat("t", branch.MaxRefNameLength)
+	if _, err := branch.CreateTag(ctx, root, longest, branch.Ref{Version: 1}); err != nil {
+		t.Fatalf("tag of %d bytes: %v", len(longest), err)
+	}
+	if _, err := branch.GetTag(ctx, root, longest); err != nil {
+		t.Fatalf("get tag of %d bytes: %v", len(longest), err)
+	}
+	// Each '/' is 3 bytes of the branch's ref file name.
+	slashed := strings.Repeat("b/", 50) + strings.Repeat("b", branch.MaxRefNameLength-4*50)
+	if _, err := branch.CreateBranch(ctx, root, slashed, branch.Ref{Version: 1}, nil); err != nil {
+		t.Fatalf("branch of %d bytes with 50 '/': %v", len(slashed), err)
+	}
+	huge := strings.Repeat("x", 10000)
+	for _, tc := range []struct {
+		what string
+		err  error
+	}{
+		{"tag", func() error { _, err := branch.CreateTag(ctx, root, longest+"t", branch.Ref{Version: 1}); return err }()},
+		{"tag 10000", func() error { _, err := branch.CreateTag(ctx, root, huge, branch.Ref{Version: 1}); return err }()},
+		{"get tag", func() error { _, err := branch.GetTag(ctx, root, huge); return err }()},
+		{"delete tag", branch.DeleteTag(ctx, root, huge)},
+		{"branch", func() error {
+			_, err := branch.CreateBranch(ctx, root, slashed+"b", branch.Ref{Version: 1}, nil)
+			return err
+		}()},
+		{"branch 10000", func() error { _, err := branch.CreateBranch(ctx, root, huge, branch.Ref{Version: 1}, nil); return err }()},
+		{"open branch", func() error { _, err := branch.Open(ctx, root, branch.Ref{Branch: huge}, nil); return err }()},
+	} {
+		if msg := fmt.Sprint(tc.err); !errors.Is(tc.err, lancer.ErrInvalidArgument) || !strings.Contains(msg, "at most 250") {
+			t.Errorf("%s: %.300s, want ErrInvalidArgument naming the limit", tc.what, msg)
+		}
+	}
+}

@@ -176,6 +176,9 @@ func readRefFile(ctx context.Context, root blob.Store, what, name, key string, v
 // CheckTagName enforces Lance's tag name rules: non-empty; letters, digits,
 // '.', '-', '_'; no leading or trailing '.'; no ".."; not ending in ".lock".
 func CheckTagName(name string) error {
+	if err := checkRefLength("tag", len(name)); err != nil {
+		return err
+	}
 	if err := checkSegment(name); err != nil {
 		return fmt.Errorf("branch: tag name %q: %w", name, err)
 	}
@@ -185,6 +188,9 @@ func CheckTagName(name string) error {
 // CheckBranchName enforces Lance's branch name rules: '/'-separated
 // segments each following the tag rules, and not "main".
 func CheckBranchName(name string) error {
+	if err := checkRefLength("branch", len(name)+2*strings.Count(name, "/")); err != nil {
+		return err
+	}
 	if name == Main {
 		return fmt.Errorf("branch: %q is the main line, not a branch name: %w", name, lancer.ErrInvalidArgument)
 	}
@@ -195,6 +201,28 @@ func CheckBranchName(name string) error {
 		if err := checkSegment(seg); err != nil {
 			return fmt.Errorf("branch: branch name %q: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// MaxRefNameLength bounds tag and branch names, in bytes of the name their
+// ref file is given (without ".json"): the name itself, where a branch
+// name's '/' counts three, since the file spells it "%2F". The file,
+// _refs/tags/<name>.json or _refs/branches/<name>.json, must fit the 255
+// bytes local filesystems allow a file name (ext4, APFS, NTFS); a longer
+// name would fail as an I/O error rather than as a bad name. CheckTagName
+// and CheckBranchName enforce it.
+const MaxRefNameLength = 250
+
+// checkRefLength checks the ref file name length n of a tag or branch
+// name. The error gives the length, not the name, which may be huge.
+func checkRefLength(what string, n int) error {
+	if n > MaxRefNameLength {
+		counting := ""
+		if what == "branch" {
+			counting = " (each '/' counting 3)"
+		}
+		return fmt.Errorf("branch: %s name of %d bytes%s, at most %d: %w", what, n, counting, MaxRefNameLength, lancer.ErrInvalidArgument)
 	}
 	return nil
 }
