@@ -151,6 +151,12 @@
 //     full and answered with the request id only.
 //   - Table names match [A-Za-z0-9_.-]{1,128} and do not start with a dot
 //     (CheckTableName), so no name leaves the data location.
+//   - Every number a request controls has a bound, declared in limits.go
+//     (a vector search's k + offset at most 10,000, nprobes, ef,
+//     (k + offset) × refine_factor, query vectors, list page limits); a
+//     value past it, negative or not an integer is a 400 naming the field,
+//     and nothing is allocated by what a request asks for, only by what
+//     the table holds.
 //   - An Arrow request body must end with its end-of-stream marker; one the
 //     client cut short is refused before anything is committed.
 //   - The server's own writes to a table are serialized (one lock per

@@ -286,17 +286,15 @@ func (p *preparedQuery) describeSearch(sb *strings.Builder, table string, line f
 	if err != nil {
 		column = "?"
 	}
-	k := p.k
-	if k == 0 {
-		k = 10
-	}
+	k := p.k // checkSearch made 0 LanceDB's 10
 	fmt.Fprintf(sb, "VectorSearch table %q version %d: column %s, %d query vector(s) of %d dimensions, k=%d, offset %d\n",
 		table, m.Version, column, len(p.vectors), len(p.vectors[0]), k, p.offset)
 	used, _, metric, why := p.searchIndex()
 	line("metric: %s", metric)
-	nprobes, _ := nonNegative("nprobes", p.q.NProbes, 20)
-	ef, _ := nonNegative("ef", p.q.Ef, 0)
-	refine, _ := nonNegative("refine_factor", p.q.RefineFactor, 0)
+	nprobes, ef, refine := p.nprobes, p.ef, p.refine
+	if nprobes == 0 {
+		nprobes = 20
+	}
 	if len(used) == 0 {
 		line("index: none (%s): every live row is scored exactly (flat)", why)
 	} else {

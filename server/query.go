@@ -41,22 +41,6 @@ type queryBody struct {
 	OrderBy           json.RawMessage `json:"order_by"`
 }
 
-// nonNegative parses an optional JSON integer; empty is def, and values
-// past MaxInt (k's "no limit") are MaxInt.
-func nonNegative(field string, n json.Number, def int) (int, error) {
-	if n == "" {
-		return def, nil
-	}
-	u, err := strconv.ParseUint(n.String(), 10, 64)
-	if err != nil {
-		return 0, invalidf("%s must be a non-negative integer, got %s", field, n)
-	}
-	if u > math.MaxInt {
-		return math.MaxInt, nil
-	}
-	return int(u), nil
-}
-
 func isNull(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || bytes.Equal(t, []byte("null"))
@@ -126,6 +110,9 @@ type preparedQuery struct {
 	k, offset        int
 	kind             string   // "take", "scan" or "search"
 	offsets          []uint64 // of a take
+	// Of a search, checked against limits.go: nprobes and ef (0: the
+	// defaults) and refine_factor (0: none).
+	nprobes, ef, refine int
 }
 
 // prepareQuery checks a query body and opens the version it reads.
@@ -160,8 +147,47 @@ func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*prep
 		p.kind = "scan"
 	default:
 		p.kind = "search"
+		if err := p.checkSearch(); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
+}
+
+// checkSearch applies limits.go to a search: k (0 is LanceDB's default
+// 10) and offset, the query vectors, nprobes, ef and refine_factor.
+func (p *preparedQuery) checkSearch() error {
+	q := p.q
+	if p.k == 0 {
+		p.k = 10
+	}
+	if p.k == math.MaxInt {
+		return invalidf("vector search needs a limit: k + offset at most %d", maxSearchK)
+	}
+	// Each at most MaxInt: the sum cannot wrap in a uint64.
+	if window := uint64(p.k) + uint64(p.offset); window > maxSearchK {
+		return invalidf("k + offset is %d, at most %d for a vector search", window, maxSearchK)
+	}
+	window := p.k + p.offset
+	if n := len(p.vectors); n > maxQueryVectors {
+		return invalidf("vector holds %d query vectors, at most %d", n, maxQueryVectors)
+	} else if n*window > maxSearchRows {
+		return invalidf("%d query vectors × (k + offset) %d is %d rows, at most %d", n, window, n*window, maxSearchRows)
+	}
+	var err error
+	if p.nprobes, err = intParam("nprobes", q.NProbes.String(), 0, maxNProbes); err != nil {
+		return err
+	}
+	if p.ef, err = intParam("ef", q.Ef.String(), 0, maxEf); err != nil {
+		return err
+	}
+	if p.refine, err = intParam("refine_factor", q.RefineFactor.String(), 0, maxRefineCandidates); err != nil {
+		return err
+	}
+	if c := window * p.refine; c > maxRefineCandidates {
+		return invalidf("(k + offset) %d × refine_factor %d is %d candidates, at most %d", window, p.refine, c, maxRefineCandidates)
+	}
+	return nil
 }
 
 // ftsKind names the kind of a full_text_query: the structured form's
@@ -194,7 +220,7 @@ func (s *Server) run(r *http.Request, p *preparedQuery) (*arrow.Schema, []arrow.
 	case "scan":
 		schema, batches, err = s.scan(r, p.ds, p.q, p.columns, p.k, p.offset)
 	default:
-		schema, batches, err = s.search(r, p.ds, p.q, p.vectors, p.columns, p.k, p.offset)
+		schema, batches, err = s.search(r, p)
 	}
 	if err != nil {
 		return nil, nil, inTable(err)
@@ -335,37 +361,26 @@ func (s *Server) take(r *http.Request, ds *dataset.Dataset, offsets []uint64, co
 
 // search runs a vector query per query vector, nearest first, with
 // _distance last, and for a batch the query_index column first.
-func (s *Server) search(r *http.Request, ds *dataset.Dataset, q *queryBody, vectors [][]float32, columns []string, k, offset int) (*arrow.Schema, []arrow.RecordBatch, error) {
+func (s *Server) search(r *http.Request, p *preparedQuery) (*arrow.Schema, []arrow.RecordBatch, error) {
+	ds, q, vectors, offset := p.ds, p.q, p.vectors, p.offset
 	column, err := vectorColumn(ds.Schema(), q.VectorColumn, len(vectors[0]))
 	if err != nil {
 		return nil, nil, err
 	}
 	opts := &dataset.SearchOptions{
-		Metric:     q.DistanceType,
-		Filter:     q.Filter,
-		Columns:    columns,
-		WithRowID:  q.WithRowID,
-		Exact:      q.BypassVectorIndex,
-		Postfilter: q.Prefilter != nil && !*q.Prefilter,
+		K:            p.k + offset, // checkSearch bounded the sum
+		NProbes:      p.nprobes,
+		Ef:           p.ef,
+		RefineFactor: p.refine,
+		Metric:       q.DistanceType,
+		Filter:       q.Filter,
+		Columns:      p.columns,
+		WithRowID:    q.WithRowID,
+		Exact:        q.BypassVectorIndex,
+		Postfilter:   q.Prefilter != nil && !*q.Prefilter,
 	}
 	if opts.Metric == "hamming" {
 		return nil, nil, unsupportedf("distance type hamming is not supported")
-	}
-	if k == 0 {
-		k = 10
-	}
-	if k > math.MaxInt32 || offset > math.MaxInt32 || k+offset > math.MaxInt32 {
-		return nil, nil, invalidf("vector search needs a limit (k + offset at most %d)", math.MaxInt32)
-	}
-	opts.K = k + offset
-	if opts.NProbes, err = nonNegative("nprobes", q.NProbes, 0); err != nil {
-		return nil, nil, err
-	}
-	if opts.Ef, err = nonNegative("ef", q.Ef, 0); err != nil {
-		return nil, nil, err
-	}
-	if opts.RefineFactor, err = nonNegative("refine_factor", q.RefineFactor, 0); err != nil {
-		return nil, nil, err
 	}
 	var (
 		schema  *arrow.Schema

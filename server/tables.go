@@ -251,13 +251,9 @@ func (s *Server) listTables(w http.ResponseWriter, r *http.Request) error {
 		return unsupportedf("namespace %q: the server has only the root namespace ($)", ns)
 	}
 	q := r.URL.Query()
-	limit := 0
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 0 {
-			return invalidf("limit must be a non-negative integer, got %q", l)
-		}
-		limit = n
+	limit, err := intParam("limit", q.Get("limit"), 0, maxListLimit)
+	if err != nil {
+		return err
 	}
 	after := q.Get("page_token")
 	candidates, err := s.tableFolders(r.Context())

@@ -12,10 +12,6 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 )
 
-// maxListedVersions bounds version/list/: each version listed costs one
-// manifest read.
-const maxListedVersions = 10000
-
 // listVersions answers version/list/ with every version of the table (or
 // of ?branch=), its commit time and Lance's summary metadata.
 func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) error {
