@@ -290,8 +290,10 @@ func (s *Server) committedTables(ctx context.Context, names []string, limit int)
 	var out []string
 	for len(names) > 0 && (limit == 0 || len(out) <= limit) {
 		n := min(len(names), existsConcurrency)
-		if limit > 0 {
-			n = min(n, limit+1-len(out))
+		// At most the limit+1 names the page needs, counted without
+		// limit+1, which wraps at MaxInt (len(out) <= limit here).
+		if rest := limit - len(out); limit > 0 && rest < n {
+			n = rest + 1
 		}
 		batch := names[:n]
 		names = names[len(batch):]
