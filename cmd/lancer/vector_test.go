@@ -143,3 +143,47 @@ func TestSearchErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchHugeK: -k (and --refine-factor, --nprobes, --ef) are the
+// user's; a k beyond the rows lists every row, nearest first, and a
+// k × refine factor past the integers is an error, never a process
+// killed by an out-of-memory or an empty answer.
+func TestSearchHugeK(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "v.lance")
+	mustRun(t, "import", writeVectors(t, dir, 0, 20), ds)
+	mustRun(t, "index", "create", ds, "--column", "vector", "--type", "ivf_flat", "--partitions", "2")
+	// Checked first: unfixed, the product wrapped and the search answered
+	// no rows (exit 0), and a huge -k below asked for 32 GiB up front.
+	code, out, errOut := runLancer(t, "search", ds, "--column", "vector", "--vector", "[0,0,0,1]", "-k", "3",
+		"--refine-factor", "4611686018427387904", "--format", "jsonl")
+	if code != 1 || !strings.Contains(errOut, "refine factor") {
+		t.Fatalf("k × refine factor overflowing: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"-k", "2147483647"},
+		{"-k", "9223372036854775807", "--exact"},
+		{"-k", "2147483647", "--refine-factor", "1000000", "--nprobes", "2147483647", "--ef", "2147483647"},
+	} {
+		args = append([]string{"search", ds, "--column", "vector", "--vector", "[0,0,0,1]", "--format", "jsonl"}, args...)
+		ids := hitIDs(hits(t, mustRun(t, args...)))
+		if fmt.Sprint(ids) != fmt.Sprint(seqIDs(20)) {
+			t.Errorf("%v: %v, want every row nearest first", args[7:], ids)
+		}
+	}
+	for _, flag := range []string{"--nprobes", "--ef", "--refine-factor"} {
+		code, _, errOut := runLancer(t, "search", ds, "--column", "vector", "--vector", "[0,0,0,1]", flag, "-1")
+		if code != 1 || !strings.Contains(errOut, "negative") {
+			t.Errorf("%s -1: exit %d, stderr %q", flag, code, errOut)
+		}
+	}
+}
+
+// seqIDs is 0, 1, ..., n-1.
+func seqIDs(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
