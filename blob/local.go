@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"iter"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -133,6 +134,11 @@ func (s *LocalStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
 // Face cache snapshot, lists like a plain one); a dangling link is no object,
 // and a link back to a directory being walked is not entered again.
 func (s *LocalStore) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo, error] {
+	return s.list(ctx, prefix, false)
+}
+
+// list is List, or with temp ListTemp.
+func (s *LocalStore) list(ctx context.Context, prefix string, temp bool) iter.Seq2[ObjectInfo, error] {
 	return func(yield func(ObjectInfo, error) bool) {
 		// The deepest existing directory that can contain keys with prefix.
 		dirKey := prefix
@@ -141,14 +147,15 @@ func (s *LocalStore) List(ctx context.Context, prefix string) iter.Seq2[ObjectIn
 		} else {
 			dirKey = ""
 		}
-		s.walk(ctx, dirKey, prefix, nil, yield)
+		s.walk(ctx, dirKey, prefix, temp, nil, yield)
 	}
 }
 
 // walk yields, in key order, every file under directory dirKey whose key
-// starts with prefix. ancestors are the directories the walk is inside of.
+// starts with prefix: the objects, or with temp the temporary files
+// (tmpPrefix) instead. ancestors are the directories the walk is inside of.
 // It returns false when the consumer stopped.
-func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, ancestors []fs.FileInfo, yield func(ObjectInfo, error) bool) bool {
+func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, temp bool, ancestors []fs.FileInfo, yield func(ObjectInfo, error) bool) bool {
 	if err := ctx.Err(); err != nil {
 		yield(ObjectInfo{}, err)
 		return false
@@ -197,7 +204,8 @@ func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, ancestors 
 		}
 		// Prune what cannot match, before any stat: the entry's keys start
 		// with k (k + "/" for a directory).
-		if strings.HasPrefix(e.Name(), tmpPrefix) || !strings.HasPrefix(k, prefix) && !strings.HasPrefix(prefix, k) {
+		isTemp := strings.HasPrefix(e.Name(), tmpPrefix)
+		if isTemp && (!temp || e.IsDir()) || !strings.HasPrefix(k, prefix) && !strings.HasPrefix(prefix, k) {
 			continue
 		}
 		var fi fs.FileInfo
@@ -228,12 +236,12 @@ func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, ancestors 
 	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.sortKey, b.sortKey) })
 	for _, it := range items {
 		if it.info.IsDir() {
-			if !s.walk(ctx, strings.TrimSuffix(it.sortKey, "/"), prefix, ancestors, yield) {
+			if !s.walk(ctx, strings.TrimSuffix(it.sortKey, "/"), prefix, temp, ancestors, yield) {
 				return false
 			}
 			continue
 		}
-		if !strings.HasPrefix(it.sortKey, prefix) {
+		if !strings.HasPrefix(it.sortKey, prefix) || temp && !strings.HasPrefix(path.Base(it.sortKey), tmpPrefix) {
 			continue
 		}
 		if !yield(ObjectInfo{Key: it.sortKey, Size: it.info.Size(), ModTime: it.info.ModTime()}, nil) {

@@ -222,3 +222,55 @@ func TestCancelledContext(t *testing.T) {
 		}
 	}
 }
+
+// TestListTemp: ListTemp yields exactly the temporary files List hides, at
+// any depth, through Sub and wrappers, with keys Delete accepts.
+func TestListTemp(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, _ := NewLocalStore(dir)
+	for _, k := range []string{"a/x.lance", "a/b/y.lance", "top"} {
+		if err := s.Write(ctx, k, []byte("obj")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{tmpPrefix + "1", "a/" + tmpPrefix + "2", "a/b/" + tmpPrefix + "3"} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(k)), []byte("tmp!"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := func(st Store, prefix string) []string {
+		var out []string
+		for info, err := range ListTemp(ctx, st, prefix) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Size != 4 || info.ModTime.IsZero() {
+				t.Errorf("%s: size %d, time %v", info.Key, info.Size, info.ModTime)
+			}
+			out = append(out, info.Key)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		st     Store
+		prefix string
+		want   []string
+	}{
+		{s, "", []string{tmpPrefix + "1", "a/" + tmpPrefix + "2", "a/b/" + tmpPrefix + "3"}},
+		{s, "a/b/", []string{"a/b/" + tmpPrefix + "3"}},
+		{Sub(s, "a"), "", []string{tmpPrefix + "2", "b/" + tmpPrefix + "3"}},
+		{NewCountingStore(Sub(s, "a/b")), "", []string{tmpPrefix + "3"}},
+		{NewMemStore("m"), "", nil},
+	} {
+		if got := keys(c.st, c.prefix); !slices.Equal(got, c.want) {
+			t.Errorf("%s %q: %v, want %v", c.st.URI(), c.prefix, got, c.want)
+		}
+	}
+	if err := Sub(s, "a").Delete(ctx, "b/"+tmpPrefix+"3"); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(s, "a/"); !slices.Equal(got, []string{"a/" + tmpPrefix + "2"}) {
+		t.Errorf("after delete: %v", got)
+	}
+}

@@ -3,9 +3,11 @@ package branch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -238,6 +240,19 @@ func TestNameRules(t *testing.T) {
 	for _, bad := range []string{"main", "/x", "x/", "a//b", "a/../b", "a\\b", "x.lock"} {
 		if err := branch.CheckBranchName(bad); !errors.Is(err, lancer.ErrInvalidArgument) {
 			t.Errorf("branch %q accepted (%v)", bad, err)
+		}
+	}
+	// A segment named like a dataset root's entry: the branch's folder
+	// would lie inside its parent's own (tree/feature/_versions/).
+	for _, c := range []struct{ name, seg string }{
+		{"feature/_versions", "_versions"}, {"a/data", "data"}, {"_indices", "_indices"},
+		{"a/_deletions/b", "_deletions"}, {"a/_transactions", "_transactions"},
+		{"a/_refs", "_refs"}, {"x/tree", "tree"}, {"a/_blobs", "_blobs"},
+		{"a/_mem_wal", "_mem_wal"}, {"a/_latest.manifest", "_latest.manifest"},
+	} {
+		err := branch.CheckBranchName(c.name)
+		if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), fmt.Sprintf("segment %q", c.seg)) {
+			t.Errorf("branch %q: %v, want an invalid argument naming segment %q", c.name, err, c.seg)
 		}
 	}
 }

@@ -91,6 +91,7 @@ func Cleanup(ctx context.Context, root blob.Store, opts *dataset.CleanupOptions)
 	add := func(s dataset.CleanupStats) {
 		total.VersionsRemoved += s.VersionsRemoved
 		total.FilesRemoved += s.FilesRemoved
+		total.TempFilesRemoved += s.TempFilesRemoved
 		total.BytesRemoved += s.BytesRemoved
 	}
 	mainOpts := o

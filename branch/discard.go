@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
@@ -23,7 +24,8 @@ type DiscardStats struct {
 	FilesRemoved int
 	BytesRemoved int64
 	// Files are the keys removed, relative to the main root
-	// (tree/<name>/...), sorted. The ref file is not counted.
+	// (tree/<name>/...), sorted, temporary files included. The ref file is
+	// not counted.
 	Files []string
 }
 
@@ -34,8 +36,13 @@ type DiscardStats struct {
 // through a base path naming tree/<name>: a branch forked from this one
 // reads the data, deletion and index files it inherited there, so they stay
 // (the child keeps working, in lancer and in Lance), while the manifests,
-// transactions and every file only this branch used go. The directories of
-// branches nested under the name (tree/<name>/<sub>/) are not touched.
+// transactions and every file only this branch used go, as do temporary
+// files killed writers left there (older than dataset.MinTempFileAge).
+// Only keys of the branch root's own layout (dataset.OwnKey) are removed:
+// the directories of branches nested under the name (tree/<name>/<sub>/)
+// are not touched, nor, for a nested branch whose name has a segment now
+// refused (tree/<p>/_versions/ of branch p/_versions), its parent's files
+// around it or its own files inside its parent's folders.
 //
 // What is left of a branch deleted earlier (the files a child still read)
 // is collected with the last branch that reads it: deleting a branch also
@@ -126,13 +133,16 @@ func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *Disca
 			return false
 		})
 		prefix := treeDir + target + "/"
-		for info, err := range root.List(ctx, prefix) {
+		visit := func(info blob.ObjectInfo, err error) error {
 			if err != nil {
-				return DiscardStats{}, fmt.Errorf("branch: delete %q: list %s: %w", name, prefix, err)
+				return fmt.Errorf("branch: delete %q: list %s: %w", name, prefix, err)
 			}
+			// Only the root's own files: never those of a branch nested
+			// in it (tree/<target>/<sub>/, or inside its folders for a
+			// name made before such names were refused).
 			rel := strings.TrimPrefix(info.Key, prefix)
-			if keep(rel) || nestedIn(rel, target, exists, targets) {
-				continue
+			if !dataset.OwnKey(rel) || keep(rel) {
+				return nil
 			}
 			stats.FilesRemoved++
 			stats.BytesRemoved += info.Size
@@ -141,6 +151,23 @@ func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *Disca
 				manifests = append(manifests, info.Key)
 			} else {
 				others = append(others, info.Key)
+			}
+			return nil
+		}
+		for info, err := range root.List(ctx, prefix) {
+			if err := visit(info, err); err != nil {
+				return DiscardStats{}, err
+			}
+		}
+		// A killed writer's temporary files go too, once old enough that
+		// no live writer's can be among them (dataset.MinTempFileAge).
+		tempCutoff := time.Now().Add(-dataset.MinTempFileAge)
+		for info, err := range blob.ListTemp(ctx, root, prefix) {
+			if err == nil && (info.ModTime.IsZero() || !info.ModTime.Before(tempCutoff)) {
+				continue
+			}
+			if err := visit(info, err); err != nil {
+				return DiscardStats{}, err
 			}
 		}
 	}
@@ -167,20 +194,6 @@ func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *Disca
 		}
 	}
 	return stats, nil
-}
-
-// nestedIn reports whether rel, a key under tree/<target>/, belongs to
-// another branch's directory nested there (an existing branch, or another
-// root being collected).
-func nestedIn(rel, target string, exists map[string]bool, targets map[string]map[string]bool) bool {
-	dir := target
-	for seg := range strings.SplitSeq(rel, "/") {
-		dir += "/" + seg
-		if _, collected := targets[dir]; exists[dir] || collected {
-			return true
-		}
-	}
-	return false
 }
 
 // familyBase returns the branch whose root a base path names (a dataset

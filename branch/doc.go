@@ -53,6 +53,23 @@
 // since a merge; DeleteBranch re-parents child branches onto its own fork
 // point.
 //
+// Two rules keep one ref's files safe from another's removal (tested by
+// reserved_test.go, on layouts older lancers could write):
+//
+//   - R1. No segment of a branch name is named like an entry of a dataset
+//     root (dataset.IsRootEntry: _versions, data, _indices, _deletions,
+//     _transactions, _refs, tree, ...), so a branch's root tree/<name>/
+//     never lies inside one of its parent's folders. CheckBranchName
+//     refuses such names; a branch that already has one can still be
+//     listed, opened and deleted.
+//   - R2. DeleteBranch and Cleanup never remove a file another ref uses:
+//     under a branch root they remove only keys of that root's own layout
+//     (dataset.OwnKey), never a nested branch's (tree/<name>/<sub>/, or a
+//     pre-R1 branch inside its parent's folders), and they keep every file
+//     a version of another line that stays references through a base
+//     path. Temporary files of killed writers go once older than
+//     dataset.MinTempFileAge (and, for Cleanup, than OlderThan).
+//
 // Nothing below this package knows branches exist: to the dataset package a
 // branch is just a dataset root with base paths.
 package branch

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
 )
 
 // Main is the name of the main line of a dataset. It is never a branch name.
@@ -135,7 +136,7 @@ func ListBranches(ctx context.Context, root blob.Store) ([]Branch, error) {
 // GetBranch reads one branch's metadata. A missing branch is an error
 // wrapping lancer.ErrNotFound.
 func GetBranch(ctx context.Context, root blob.Store, name string) (Branch, error) {
-	if err := CheckBranchName(name); err != nil {
+	if err := checkStoredBranchName(name); err != nil {
 		return Branch{}, err
 	}
 	key := branchesDir + strings.ReplaceAll(name, "/", "%2F") + ".json"
@@ -186,7 +187,13 @@ func CheckTagName(name string) error {
 }
 
 // CheckBranchName enforces Lance's branch name rules: '/'-separated
-// segments each following the tag rules, and not "main".
+// segments each following the tag rules, and not "main"; and lancer's
+// own: no segment is named like an entry of a dataset root
+// (dataset.IsRootEntry: _versions, data, _indices, tree, ...). A branch
+// lives at tree/<name>/, a dataset root nested in its parent's, so
+// branch a/_versions would keep its files inside a's _versions/ folder
+// (and branch a/data inside a's data/). Such an error also wraps
+// errReservedSegment.
 func CheckBranchName(name string) error {
 	if err := checkRefLength("branch", len(name)+2*strings.Count(name, "/")); err != nil {
 		return err
@@ -201,6 +208,25 @@ func CheckBranchName(name string) error {
 		if err := checkSegment(seg); err != nil {
 			return fmt.Errorf("branch: branch name %q: %w", name, err)
 		}
+		if dataset.IsRootEntry(seg) {
+			return fmt.Errorf("branch: branch name %q: segment %q is %w: %w", name, seg, errReservedSegment, lancer.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// errReservedSegment marks CheckBranchName's refusal of a segment named
+// like a dataset root's entry.
+var errReservedSegment = errors.New("a reserved name: every dataset root, the branch's parent too, may hold a folder or file of that name")
+
+// checkStoredBranchName is CheckBranchName for a branch that may already
+// exist: a reserved segment is accepted, so that a branch made before the
+// rule (by an older lancer, or by Lance, which has no such rule) can still
+// be listed, opened and deleted, and its files are protected from the
+// cleanup of its parent.
+func checkStoredBranchName(name string) error {
+	if err := CheckBranchName(name); err != nil && !errors.Is(err, errReservedSegment) {
+		return err
 	}
 	return nil
 }

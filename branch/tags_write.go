@@ -222,7 +222,7 @@ func ParseRef(s string) (Ref, error) {
 		return bad("empty branch name")
 	}
 	if name != "" && name != Main {
-		if err := CheckBranchName(name); err != nil {
+		if err := checkStoredBranchName(name); err != nil {
 			return Ref{}, err
 		}
 		r.Branch = name

@@ -19,7 +19,63 @@ const (
 	// is taken for the garbage of a failed commit rather than the work of a
 	// commit in flight (Lance's UNVERIFIED_THRESHOLD_DAYS).
 	UnverifiedFileAge = 7 * 24 * time.Hour
+	// MinTempFileAge is the least age at which Cleanup takes a temporary
+	// file (blob.ListTemp: a LocalStore writer's .lancer-tmp-*) for the
+	// leftover of a killed writer; older than OlderThan is also required.
+	// A live writer's temporary file is as fresh as its last write, and no
+	// write stalls this long mid-object, so removing one never fails a
+	// write in progress; a writer killed leaves it to no one else.
+	MinTempFileAge = time.Hour
 )
+
+// deletionsDir holds the deletion files (DeletionFile.Key).
+const deletionsDir = "_deletions/"
+
+// rootEntries are the names Lance and lancer give the entries at the top
+// of a dataset root (see the package doc): the folders of its own files,
+// of its refs and branches (package branch), Lance's legacy blob and MemWAL
+// folders and its legacy latest-manifest file. This is the one list of them.
+var rootEntries = []string{
+	"_versions", "_transactions", "_deletions", "data", "_indices",
+	"_refs", "tree", "_blobs", "_mem_wal", "_latest.manifest",
+}
+
+// IsRootEntry reports whether name is the name of an entry Lance or lancer
+// writes at the top of a dataset root (_versions, data, _indices, tree,
+// ...). A branch is a dataset root nested at tree/<name> inside its
+// parent's root, so package branch refuses a branch name segment that is
+// one: the branch's folders would lie inside its parent's own.
+func IsRootEntry(name string) bool {
+	return slices.Contains(rootEntries, name)
+}
+
+// OwnKey reports whether key, relative to a dataset root, lies where the
+// dataset keeps files of its own: directly in _versions/, _transactions/,
+// _deletions/ or data/, in a folder of data/ (a data file's blob
+// sidecars) or in a folder of _indices/ (an index segment), with no
+// segment after the first named like a root entry (IsRootEntry). The last
+// rule keeps out the files of a dataset root nested inside this one's
+// folders (a branch tree/p/data of branch p, made before such names were
+// refused): their keys read <folder>/<root entry>/..., never a file of
+// this root's. Cleanup removes only such keys; so does package branch when
+// it discards a branch.
+func OwnKey(key string) bool {
+	segs := strings.Split(key, "/")
+	for _, s := range segs[1:] {
+		if IsRootEntry(s) {
+			return false
+		}
+	}
+	switch segs[0] + "/" {
+	case versionsDir, transactionsDir, deletionsDir:
+		return len(segs) == 2
+	case dataDir:
+		return len(segs) == 2 || len(segs) == 3
+	case indicesDir:
+		return len(segs) >= 3
+	}
+	return false
+}
 
 // CleanupOptions configures Cleanup. A nil *CleanupOptions means all
 // defaults.
@@ -51,7 +107,10 @@ type CleanupOptions struct {
 // remove): versions (their manifests), other files, and the bytes of both.
 type CleanupStats struct {
 	VersionsRemoved, FilesRemoved int
-	BytesRemoved                  int64
+	// TempFilesRemoved is how many of FilesRemoved were temporary files
+	// killed writers left (see MinTempFileAge).
+	TempFilesRemoved int
+	BytesRemoved     int64
 }
 
 // cleanupRefs are the files a set of manifests references.
@@ -103,13 +162,19 @@ func (r cleanupRefs) add(m *Manifest) {
 //     flight. (Lance does not look at such files at all, so the files of
 //     removed versions newer than a kept old version wait for the unverified
 //     age; lancer removes them with their versions.)
+//   - only keys OwnKey accepts are considered: the files of a dataset root
+//     nested in this one's folders are never this one's;
+//   - a temporary file a killed writer left (blob.ListTemp) in those
+//     folders or in _refs/ is removed once older than both OlderThan and
+//     MinTempFileAge; it counts in FilesRemoved and TempFilesRemoved.
 //
 // Every manifest is read before anything is removed; if one cannot be read
 // nothing is removed and the error (naming the file) is returned. Manifests
 // of removed versions are deleted first, oldest first, then the files: a
 // crash in between leaves only unreferenced files, which a later Cleanup
 // removes once old enough. Files other than those listed (refs, branches
-// under tree/, the version hint) are never touched. Cleanup must not run
+// under tree/, the version hint) are never touched, nor is a file that
+// KeepFiles keeps. Cleanup must not run
 // concurrently with itself; concurrent commits are safe, as in Lance, except
 // a restore of a version being removed.
 func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (CleanupStats, error) {
@@ -160,6 +225,7 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 	type victim struct {
 		key  string
 		size int64
+		temp bool // a killed writer's temporary file
 	}
 	var victims []victim
 	for info, err := range store.List(ctx, "") {
@@ -172,8 +238,21 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		// go by.
 		unverified := info.ModTime.Before(oldestKept) &&
 			(o.DeleteUnverified || (!info.ModTime.IsZero() && info.ModTime.Before(unverifiedCutoff)))
-		if cleanupRemovable(info.Key, unverified, referenced, verified) && (o.KeepFiles == nil || !o.KeepFiles(info.Key)) {
-			victims = append(victims, victim{info.Key, info.Size})
+		if OwnKey(info.Key) && cleanupRemovable(info.Key, unverified, referenced, verified) && (o.KeepFiles == nil || !o.KeepFiles(info.Key)) {
+			victims = append(victims, victim{info.Key, info.Size, false})
+		}
+	}
+	// The temporary files of killed writers, which List does not show: in
+	// the dataset's own folders or its refs, older than the versions being
+	// removed and than MinTempFileAge.
+	tempCutoff := now.Add(-max(o.OlderThan, MinTempFileAge))
+	for info, err := range blob.ListTemp(ctx, store, "") {
+		if err != nil {
+			return CleanupStats{}, fmt.Errorf("dataset: cleanup: list temporary files of %s: %w", store.URI(), err)
+		}
+		own := OwnKey(info.Key) || strings.HasPrefix(info.Key, "_refs/")
+		if own && !info.ModTime.IsZero() && info.ModTime.Before(tempCutoff) && (o.KeepFiles == nil || !o.KeepFiles(info.Key)) {
+			victims = append(victims, victim{info.Key, info.Size, true})
 		}
 	}
 
@@ -191,16 +270,16 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		stats.BytesRemoved += e.size
 	}
 	for _, v := range victims {
-		if o.DryRun {
-			stats.FilesRemoved++
-			stats.BytesRemoved += v.size
-			continue
-		}
-		if err := store.Delete(ctx, v.key); err != nil && !isNotFound(err) {
-			return stats, fmt.Errorf("dataset: cleanup: remove %s: %w", location(store, v.key), err)
+		if !o.DryRun {
+			if err := store.Delete(ctx, v.key); err != nil && !isNotFound(err) {
+				return stats, fmt.Errorf("dataset: cleanup: remove %s: %w", location(store, v.key), err)
+			}
 		}
 		stats.FilesRemoved++
 		stats.BytesRemoved += v.size
+		if v.temp {
+			stats.TempFilesRemoved++
+		}
 	}
 	return stats, nil
 }

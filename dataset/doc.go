@@ -22,6 +22,10 @@
 //	_indices/<uuid>/...                    index segments
 //	_refs/, tree/                          tags and branches (package branch)
 //
+// Those names, and the few more Lance writes at a root, are IsRootEntry's;
+// OwnKey says which keys are a root's own files, the only ones Cleanup
+// removes (besides the temporary files of killed writers).
+//
 // A version exists exactly when its manifest file exists. Manifest files are
 // named in one of two schemes, never mixed in one directory:
 //

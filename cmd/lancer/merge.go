@@ -294,6 +294,8 @@ func newGCCommand() *cobra.Command {
 and the files no remaining version of any line, tag or merge still reaches:
 a file of a branch that main references since a merge stays. Unreferenced
 files younger than a week are kept (they may belong to a commit in flight).
+Temporary files of killed writers (.lancer-tmp-*) older than --older-than,
+and than an hour, go too.
 --dry-run reports what would go and removes nothing.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -305,7 +307,7 @@ files younger than a week are kept (they may belong to a commit in flight).
 			if dryRun {
 				verb = "would remove"
 			}
-			return report(cmd, "%s %d versions and %d files (%s)", verb, stats.VersionsRemoved, stats.FilesRemoved, byteSize(stats.BytesRemoved))
+			return report(cmd, "%s %d versions and %s", verb, stats.VersionsRemoved, cleanupFiles(stats))
 		},
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "7d", "remove versions older than this: a Go duration (36h) or days (7d)")

@@ -182,7 +182,9 @@ func newCleanupCommand() *cobra.Command {
 		Long: `Remove the versions committed more than --older-than ago (a Go duration such
 as 36h or 90m, or a number of days such as 7d; 0 removes every version but
 the latest), and the data, deletion and index files no remaining version
-uses. The latest version, tagged versions and the files of branches stay.`,
+uses. The latest version, tagged versions and the files of branches stay.
+Temporary files of killed writers (.lancer-tmp-*) older than --older-than,
+and than an hour, go too.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, stats, err := runCleanup(cmd, args, olderThan, false)
@@ -193,8 +195,7 @@ uses. The latest version, tagged versions and the files of branches stay.`,
 			if err != nil {
 				return err
 			}
-			return report(cmd, "removed %d versions and %d files (%s); version %d",
-				stats.VersionsRemoved, stats.FilesRemoved, byteSize(stats.BytesRemoved), latest)
+			return report(cmd, "removed %d versions and %s; version %d", stats.VersionsRemoved, cleanupFiles(stats), latest)
 		},
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "remove versions older than this: a Go duration (36h) or days (7d) (required)")
@@ -222,6 +223,16 @@ func runCleanup(cmd *cobra.Command, args []string, olderThan string, dryRun bool
 	}
 	stats, err := cleanup(ctx, root, opts)
 	return root, stats, err
+}
+
+// cleanupFiles says how many files a cleanup removed, their bytes and, if
+// any, how many of them were temporary files of killed writers.
+func cleanupFiles(stats dataset.CleanupStats) string {
+	if stats.TempFilesRemoved == 0 {
+		return fmt.Sprintf("%d files (%s)", stats.FilesRemoved, byteSize(stats.BytesRemoved))
+	}
+	return fmt.Sprintf("%d files (%s; %d temporary files of killed writers)",
+		stats.FilesRemoved, byteSize(stats.BytesRemoved), stats.TempFilesRemoved)
 }
 
 // parseAge parses a Go duration or a number of days ("7d").

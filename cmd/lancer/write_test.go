@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -148,4 +149,56 @@ func TestCleanupKeepsRefs(t *testing.T) {
 		t.Errorf("branch exp changed by cleanup")
 	}
 	fixturetest.CompareRows(t, "latest after cleanup", jsonLines(mustRun(t, "scan", ds, "--format", "jsonl", "--with-rowid")), exp.Rows, fixturetest.CompareOptions{})
+}
+
+// TestCleanupTempFiles: cleanup and gc remove, and report, the temporary
+// files killed writers left (.lancer-tmp-*, which listing never shows)
+// once older than --older-than and an hour; a fresh one stays.
+func TestCleanupTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "people")
+	mustRun(t, "import", filepath.Join("testdata", "people.jsonl"), ds)
+	mustRun(t, "branch", "create", ds, "exp")
+	leave := func(key string, age time.Duration) string {
+		t.Helper()
+		p := filepath.Join(ds, filepath.FromSlash(key))
+		if err := os.WriteFile(p, []byte("half a file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := leave("data/.lancer-tmp-1", 3*time.Hour)
+	oldExp := leave("tree/exp/_versions/.lancer-tmp-2", 3*time.Hour)
+	fresh := leave("_versions/.lancer-tmp-3", time.Minute)
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+
+	if out := mustRun(t, "cleanup", ds, "--older-than", "7d"); !strings.HasPrefix(out, "removed 0 versions and 0 files (0 B);") {
+		t.Errorf("cleanup --older-than 7d printed %q", out)
+	}
+	if out := mustRun(t, "gc", ds, "--older-than", "2h", "--dry-run"); !strings.Contains(out, "; 2 temporary files of killed writers)") {
+		t.Errorf("gc --dry-run printed %q", out)
+	}
+	if !exists(old) || !exists(oldExp) {
+		t.Fatal("the dry run removed files")
+	}
+	if out := mustRun(t, "gc", ds, "--older-than", "2h"); !strings.Contains(out, "; 2 temporary files of killed writers)") {
+		t.Errorf("gc printed %q", out)
+	}
+	if exists(old) || exists(oldExp) || !exists(fresh) {
+		t.Errorf("after gc: old %v, old on exp %v, fresh %v; want false, false, true", exists(old), exists(oldExp), exists(fresh))
+	}
+	leave("data/.lancer-tmp-4", 3*time.Hour)
+	if out := mustRun(t, "cleanup", ds, "--older-than", "0"); !strings.Contains(out, "; 1 temporary files of killed writers); version 1") {
+		t.Errorf("cleanup --older-than 0 printed %q", out)
+	}
+	if !exists(fresh) {
+		t.Error("cleanup --older-than 0 removed a temporary file a minute old")
+	}
+	if got := mustRun(t, "count", ds, "--branch", "exp"); got != "4\n" {
+		t.Errorf("exp after cleanup: %q", got)
+	}
 }
