@@ -62,6 +62,10 @@ type ServerLoadOptions struct {
 	// Dir is the scratch folder, kept afterwards. Default a temporary
 	// folder, removed.
 	Dir string
+	// Adversary mixes a bounded stream of hostile requests into the load
+	// (see server_adversary.go): each must be refused as it deserves, and
+	// the normal clients must notice nothing.
+	Adversary bool
 }
 
 func (o ServerLoadOptions) withDefaults() ServerLoadOptions {
@@ -133,6 +137,9 @@ type ServerLoadReport struct {
 	CacheMisses uint64     `json:"cacheMisses"`
 	LoadAvg     [2]float64 `json:"loadAvg"`
 	CPUs        int        `json:"cpus"`
+	// Adversary is what the adversarial stream sent and saw, when
+	// Options.Adversary is set.
+	Adversary *AdversaryReport `json:"adversary,omitempty"`
 }
 
 // OK reports whether every check passed.
@@ -263,7 +270,19 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 	if err != nil {
 		return nil, err
 	}
+	advDone := make(chan *AdversaryReport, 1)
+	advCtx, stopAdversary := context.WithCancel(ctx)
+	defer stopAdversary()
+	if o.Adversary {
+		a := &adversary{url: req.URL, key: key, table: table, dim: o.Dim,
+			client: &http.Client{Timeout: adversaryTimeout}}
+		go func() { advDone <- runAdversary(advCtx, a) }()
+	}
 	replies, err := lanceref.Ask[serverLoadRequest, serverLoadReply](ref, serverLoadScript, []serverLoadRequest{req})
+	stopAdversary()
+	if o.Adversary {
+		rep.Adversary = <-advDone
+	}
 	stopProfile()
 	rep.LoadAvg[1] = loadAvg()
 	if err != nil {
@@ -294,6 +313,14 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 	}
 	if rep.Ops["all"].Count == 0 {
 		rep.Problems = append(rep.Problems, "no operation completed")
+	}
+	if adv := rep.Adversary; adv != nil {
+		if adv.Requests == 0 {
+			rep.Problems = append(rep.Problems, "the adversary sent no request")
+		}
+		for _, f := range adv.Failures {
+			rep.Problems = append(rep.Problems, "adversary: "+f)
+		}
 	}
 
 	rep.CacheHits, rep.CacheMisses = cacheCounters(req.URL, key)
@@ -513,6 +540,10 @@ func (r *ServerLoadReport) Print(w io.Writer) error {
 	fmt.Fprintf(&b, "\nthroughput %.1f ops/s; rows: %d initial + %d inserted = %d in the table (version %d); errors %d; searches with fewer than k rows %d\n",
 		r.Throughput, r.InitialRows, r.RowsInserted, r.FinalRows, r.Versions, r.Errors, r.ShortResults)
 	fmt.Fprintf(&b, "server dataset cache: %d hits, %d misses\n", r.CacheHits, r.CacheMisses)
+	if adv := r.Adversary; adv != nil {
+		fmt.Fprintf(&b, "adversary: %d hostile requests (%d kinds), %d answered wrongly; peak Go heap %.0f MiB\n",
+			adv.Requests, len(adv.ByAttack), adv.Wrong, adv.PeakHeapMiB)
+	}
 	if r.OK() {
 		b.WriteString("checks: PASS (no errors, no lost or duplicated inserts)\n")
 	} else {

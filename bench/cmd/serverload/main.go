@@ -42,6 +42,7 @@ func main() {
 	flag.UintVar(&seed, "seed", 1, "random seed")
 	flag.StringVar(&o.Dir, "dir", "", "scratch folder, kept afterwards (default a temporary folder, removed)")
 	flag.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
+	flag.BoolVar(&o.Adversary, "adversary", false, "mix a bounded stream of hostile requests into the load (issue #22); each must be refused")
 	flag.Parse()
 	o.Seed = uint64(seed)
 
