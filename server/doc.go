@@ -134,9 +134,30 @@
 //
 // # Contract
 //
-//   - Every request but /healthz needs the API key in x-api-key (or as an
-//     "authorization: Bearer" token), checked in constant time; a missing
-//     or wrong key is a 401. A server without a key must listen on loopback.
+//   - Every request but /healthz and the browser UI's page (GET /ui/...)
+//     needs the API key in x-api-key (or as an "authorization: Bearer"
+//     token), checked in constant time; a missing or wrong key is a 401.
+//     Whether a request needs it is decided by the route the router picks
+//     for it, never by how its path reads once decoded and cleaned (an
+//     escaped slash, "..%2F", stays inside its segment for the router).
+//   - A server without a key must listen on loopback, and answers only
+//     requests whose Host is a loopback name (localhost, *.localhost,
+//     127.0.0.0/8, [::1], any port); another Host is a 403 saying to use
+//     a key. A page whose own name was made to resolve to 127.0.0.1 (DNS
+//     rebinding) still sends its name as Host.
+//   - A state-changing request (any method but GET, HEAD and OPTIONS)
+//     that a browser sends from a page of another origin (by
+//     Sec-Fetch-Site, or an Origin whose host is not the Host:
+//     http.CrossOriginProtection) is a 403, key or not. Clients other than
+//     browsers send neither header.
+//   - A request body declares its type: application/json (parameters such
+//     as charset allowed) on every JSON endpoint, Arrow's
+//     application/vnd.apache.arrow.stream on create, insert and
+//     merge_insert; another type, or a body without one, is a 415 naming
+//     the type wanted. A request without a body (drop, stats, the
+//     multipart calls, as the client sends them) needs none. text/plain
+//     and forms, which a page may send to another origin without asking
+//     it, are so never read as JSON.
 //   - Every response carries phalanx-version: PhalanxVersion. Query and
 //     count_rows responses carry x-lancedb-version, the version read.
 //   - Errors are JSON {"error": message, "code": code}, with no stack trace

@@ -20,7 +20,9 @@ const (
 	codeConflict      = "Conflict"
 	codeUnsupported   = "NotSupported"
 	codeUnauthorized  = "Unauthorized"
+	codeForbidden     = "Forbidden"
 	codeTooLarge      = "PayloadTooLarge"
+	codeBadMediaType  = "UnsupportedMediaType"
 	codeTimeout       = "Timeout"
 	codeInternal      = "Internal"
 )

@@ -354,9 +354,9 @@ func TestServerUnacknowledgedWindow(t *testing.T) {
 			return nil
 		})
 		body := rows(t, 3, true)
-		do(t, s, "POST", "/v1/table/t/insert/", body, map[string]string{"x-request-id": "1"})
+		do(t, s, "POST", "/v1/table/t/insert/", body, map[string]string{"content-type": arrowBody["content-type"], "x-request-id": "1"})
 		now = now.Add(tc.advance)
-		do(t, s, "POST", "/v1/table/t/insert/", body, map[string]string{"x-request-id": "2"})
+		do(t, s, "POST", "/v1/table/t/insert/", body, map[string]string{"content-type": arrowBody["content-type"], "x-request-id": "2"})
 		if got := count(t, s, "t"); got != tc.want {
 			t.Errorf("window %v, retry after %v: count %s, want %s", tc.window, tc.advance, got, tc.want)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -103,6 +104,7 @@ type Server struct {
 	maxBody        int64
 	timeout        time.Duration
 	mux            *http.ServeMux
+	routeOf        map[string]route // by the pattern registered on mux
 	cache          *datasetCache
 	metrics        *metrics
 	uploads        *uploadStore  // multipart writes
@@ -240,7 +242,7 @@ func isLoopback(addr string) bool {
 	if h, _, err := net.SplitHostPort(addr); err == nil {
 		host = h
 	}
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
@@ -250,78 +252,124 @@ func isLoopback(addr string) bool {
 // handlerFunc is a handler that returns its error; serve writes it.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// route is what ServeHTTP knows of an endpoint before running it: who may
+// call it and what its body is. It is looked up by the pattern the mux
+// matches for a request, so that a request is judged by the handler that
+// would answer it, never by how its path reads once decoded and cleaned
+// (the mux keeps an escaped slash inside its segment: "..%2F" in a
+// column name is still the blob endpoint).
+type route struct {
+	access access
+	body   bodyKind
+}
+
+// access is who may call a route. The zero value needs the key, so that
+// a pattern the server did not describe (and the mux's own redirect and
+// 405 answers, which match no pattern) needs it too.
+type access int
+
+const (
+	needsKey access = iota // the API key in x-api-key or a bearer token
+	public                 // anyone, by GET or HEAD: /healthz, the UI's page
+	uiData                 // the key as for needsKey, or in the UI's cookie
+)
+
+// bodyKind is what a route's request body is, and so the Content-Type it
+// must declare (see checkContentType).
+type bodyKind int
+
+const (
+	bodyNone  bodyKind = iota // GET routes: the body is not read
+	bodyJSON                  // application/json, or no body at all
+	bodyArrow                 // an Arrow IPC stream
+)
+
 // routes registers every endpoint. Table paths are accepted with and
 // without their trailing slash.
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	s.routeOf = map[string]route{}
+	s.register("GET /healthz", route{access: public}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
-	})
-	s.handle("GET /metrics", s.serveMetrics)
-	s.handle("GET /v1/table", s.listTables)
-	s.handle("GET /v1/namespace/{ns}/table/list", s.listTables)
-	table := func(method, op string, h handlerFunc) {
-		s.handle(method+" /v1/table/{id}/"+op, h)
+	}))
+	s.handle("GET /metrics", route{}, s.serveMetrics)
+	s.handle("GET /v1/table", route{}, s.listTables)
+	s.handle("GET /v1/namespace/{ns}/table/list", route{}, s.listTables)
+	// Every POST of a table takes a JSON body (or none) but the three
+	// that carry rows.
+	jsonPost := func(op string, h handlerFunc) {
+		s.handle("POST /v1/table/{id}/"+op, route{body: bodyJSON}, h)
 	}
-	table("POST", "create", s.createTable)
-	table("POST", "describe", s.describeTable)
-	table("POST", "drop", s.dropTable)
-	table("POST", "rename", s.renameTable)
-	table("POST", "count_rows", s.countRows)
-	table("POST", "insert", s.insert)
-	table("POST", "delete", s.deleteRows)
-	table("POST", "update", s.update)
-	table("POST", "merge_insert", s.mergeInsert)
-	table("POST", "query", s.query)
-	table("POST", "create_index", s.createIndex)
-	table("POST", "index/list", s.listIndices)
-	table("POST", "index/{name}/stats", s.indexStats)
-	table("POST", "index/{name}/drop", s.dropIndex)
-	table("POST", "version/list", s.listVersions)
-	table("POST", "restore", s.restore)
-	table("POST", "stats", s.tableStats)
-	table("POST", "explain_plan", s.explainPlan)
-	table("POST", "analyze_plan", s.analyzePlan)
-	table("POST", "multipart_write/create", s.createMultipart)
-	table("POST", "multipart_write/complete", s.completeMultipart)
-	table("POST", "multipart_write/abort", s.abortMultipart)
-	table("POST", "add_columns", s.addColumns)
-	table("POST", "alter_columns", s.alterColumns)
-	table("POST", "drop_columns", s.dropColumns)
-	table("POST", "tags/list", s.listTags)
-	table("POST", "tags/version", s.tagVersion)
-	table("POST", "tags/create", s.createTag)
-	table("POST", "tags/update", s.updateTag)
-	table("POST", "tags/delete", s.deleteTag)
-	table("POST", "branches/list", s.listBranches)
-	table("POST", "branches/create", s.createBranch)
-	table("POST", "branches/delete", s.deleteBranch)
-	table("POST", "branches/diff", s.diffBranch)
-	table("POST", "branches/cherry_pick", s.cherryPick)
-	table("POST", "branches/merge", s.mergeBranch)
-	table("POST", "fetch_blobs", s.fetchBlobs)
-	table("GET", "blob/{column}/{row}/bytes", s.blobBytes)
+	arrowPost := func(op string, h handlerFunc) {
+		s.handle("POST /v1/table/{id}/"+op, route{body: bodyArrow}, h)
+	}
+	arrowPost("create", s.createTable)
+	jsonPost("describe", s.describeTable)
+	jsonPost("drop", s.dropTable)
+	jsonPost("rename", s.renameTable)
+	jsonPost("count_rows", s.countRows)
+	arrowPost("insert", s.insert)
+	jsonPost("delete", s.deleteRows)
+	jsonPost("update", s.update)
+	arrowPost("merge_insert", s.mergeInsert)
+	jsonPost("query", s.query)
+	jsonPost("create_index", s.createIndex)
+	jsonPost("index/list", s.listIndices)
+	jsonPost("index/{name}/stats", s.indexStats)
+	jsonPost("index/{name}/drop", s.dropIndex)
+	jsonPost("version/list", s.listVersions)
+	jsonPost("restore", s.restore)
+	jsonPost("stats", s.tableStats)
+	jsonPost("explain_plan", s.explainPlan)
+	jsonPost("analyze_plan", s.analyzePlan)
+	jsonPost("multipart_write/create", s.createMultipart)
+	jsonPost("multipart_write/complete", s.completeMultipart)
+	jsonPost("multipart_write/abort", s.abortMultipart)
+	jsonPost("add_columns", s.addColumns)
+	jsonPost("alter_columns", s.alterColumns)
+	jsonPost("drop_columns", s.dropColumns)
+	jsonPost("tags/list", s.listTags)
+	jsonPost("tags/version", s.tagVersion)
+	jsonPost("tags/create", s.createTag)
+	jsonPost("tags/update", s.updateTag)
+	jsonPost("tags/delete", s.deleteTag)
+	jsonPost("branches/list", s.listBranches)
+	jsonPost("branches/create", s.createBranch)
+	jsonPost("branches/delete", s.deleteBranch)
+	jsonPost("branches/diff", s.diffBranch)
+	jsonPost("branches/cherry_pick", s.cherryPick)
+	jsonPost("branches/merge", s.mergeBranch)
+	jsonPost("fetch_blobs", s.fetchBlobs)
+	s.handle("GET /v1/table/{id}/blob/{column}/{row}/bytes", route{}, s.blobBytes)
 	s.uiRoutes() // the dataset browser (ui.go)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.register("/", route{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
 			msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
-	})
+	}))
 }
 
 // handle registers h under pattern, with and without a trailing slash.
-func (s *Server) handle(pattern string, h handlerFunc) {
-	serve := func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handle(pattern string, rt route, h handlerFunc) {
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
-	}
-	s.mux.HandleFunc(pattern+"/{$}", serve)
-	s.mux.HandleFunc(pattern, serve)
+	})
+	s.register(pattern+"/{$}", rt, serve)
+	s.register(pattern, rt, serve)
 }
 
-// ServeHTTP logs the request, checks the API key, sets the
-// phalanx-version header, bounds the body and the time, and dispatches.
+// register registers h under pattern, and what ServeHTTP must check
+// before calling it.
+func (s *Server) register(pattern string, rt route, h http.Handler) {
+	s.routeOf[pattern] = rt
+	s.mux.Handle(pattern, h)
+}
+
+// ServeHTTP logs the request, finds its route, admits it (Host, API key,
+// Origin, Content-Type: see admit), sets the phalanx-version header,
+// bounds the body and the time, and dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -341,9 +389,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"request_id", r.Header.Get("x-request-id"), "remote", r.RemoteAddr)
 	}()
 	rec.Header().Set("phalanx-version", PhalanxVersion)
-	if r.URL.Path != "/healthz" && !s.uiAllowed(r) && !s.authorized(r) {
-		s.writeError(rec, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
-			msg: "missing or invalid API key (x-api-key)"})
+	// The pattern the mux will match (the one it redirects to, for a path
+	// it would clean or complete with a slash; "" for none).
+	_, pattern := s.mux.Handler(r)
+	rt := s.routeOf[pattern]
+	if err := s.admit(r, rt); err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
+	endpoint = endpointLabel(pattern)
+	if err := checkContentType(r, rt.body); err != nil {
+		s.writeError(rec, r, err)
 		return
 	}
 	ctx := r.Context()
@@ -364,6 +420,97 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(rec, r)
 	// The mux sets the pattern it matched on r.
 	endpoint = endpointLabel(r.Pattern)
+}
+
+// admit decides whether a request may reach its route rt:
+//
+//   - a server without a key answers only requests addressed to a
+//     loopback name (loopbackHost). A page of another site can make its
+//     own name resolve to 127.0.0.1 (DNS rebinding) and then read the
+//     server as same-origin; the Host it sends is still its own name;
+//   - a state-changing request (any method but GET, HEAD and OPTIONS)
+//     from a browser page of another origin is refused, as
+//     http.CrossOriginProtection judges it: by Sec-Fetch-Site, else by an
+//     Origin whose host is not the request's Host. Without a key nothing
+//     else would stop a page the user visits from dropping a table (a
+//     fetch with a body of a CORS-safelisted type needs no preflight);
+//     clients other than browsers send neither header;
+//   - the key, as rt.access asks (authorized, uiAllowed).
+func (s *Server) admit(r *http.Request, rt route) error {
+	if s.apiKey == "" && !loopbackHost(r.Host) {
+		return &apiError{status: http.StatusForbidden, code: codeForbidden,
+			msg: fmt.Sprintf("this server has no API key, so it answers only requests addressed to a loopback name "+
+				"(localhost, 127.0.0.1, [::1]), not to Host %q; serve with an API key to be reached by another name", r.Host)}
+	}
+	if err := crossOrigin.Check(r); err != nil {
+		return &apiError{status: http.StatusForbidden, code: codeForbidden,
+			msg: fmt.Sprintf("%s %s from a page of another origin (Origin %q) refused: %v", r.Method, r.URL.Path, r.Header.Get("origin"), err)}
+	}
+	ok := s.authorized(r)
+	switch rt.access {
+	case public:
+		ok = ok || r.Method == http.MethodGet || r.Method == http.MethodHead
+	case uiData:
+		ok = ok || s.uiCookieAuthorized(r)
+	}
+	if !ok {
+		return &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
+			msg: "missing or invalid API key (x-api-key)"}
+	}
+	return nil
+}
+
+// crossOrigin is the server's CSRF check (see admit). It trusts no other
+// origin: the browser UI is served by the server itself, and only reads.
+var crossOrigin http.CrossOriginProtection
+
+// loopbackHost reports whether a Host header names the loopback
+// interface: localhost or a name under .localhost (which browsers resolve
+// to loopback themselves, never through DNS), or a loopback address, with
+// any port.
+func loopbackHost(host string) bool {
+	if isLoopback(host) {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.HasSuffix(strings.ToLower(host), ".localhost")
+}
+
+// checkContentType refuses, with a 415 naming the type the route takes, a
+// request body of another Content-Type than its route's (bodyJSON:
+// application/json; bodyArrow: Arrow's IPC stream type; parameters such
+// as charset are ignored), and a body without a Content-Type. A request
+// without a body may omit it: the official clients send drop, stats and
+// the multipart calls bare. The official clients (the Rust core of the
+// Python, Node and Rust ones) declare every body they send, so only
+// clients that send JSON as text/plain, a form or no type are refused,
+// which are the types a browser page may send to another origin without
+// asking it first.
+func checkContentType(r *http.Request, kind bodyKind) error {
+	want := ""
+	switch kind {
+	case bodyJSON:
+		want = "application/json"
+	case bodyArrow:
+		want = arrowStreamType
+	default:
+		return nil
+	}
+	ct := r.Header.Get("content-type")
+	if ct == "" {
+		if r.ContentLength == 0 {
+			return nil
+		}
+		return &apiError{status: http.StatusUnsupportedMediaType, code: codeBadMediaType,
+			msg: fmt.Sprintf("%s %s: a request body needs Content-Type %s", r.Method, r.URL.Path, want)}
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != want {
+		return &apiError{status: http.StatusUnsupportedMediaType, code: codeBadMediaType,
+			msg: fmt.Sprintf("%s %s: Content-Type %q is not accepted; the body must be %s", r.Method, r.URL.Path, ct, want)}
+	}
+	return nil
 }
 
 // authorized checks the API key in x-api-key or an authorization bearer

@@ -102,6 +102,9 @@ func TestServeObjectStorage(t *testing.T) {
 		t.Helper()
 		for range 200 {
 			req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+			if body != "" {
+				req.Header.Set("content-type", "application/json")
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				time.Sleep(20 * time.Millisecond)
