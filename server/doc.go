@@ -109,7 +109,8 @@
 // Options.MaxBodyBytes (checked from the blob descriptors before any value
 // is read; a larger answer is a 400), written a batch of about 8 MiB at a
 // time. blob/.../bytes answers a whole value (200) or one byte range of it
-// (206 with Content-Range and Content-Length), streamed from storage a
+// (206 with Content-Range and Content-Length; an end or a suffix length
+// past the value's end, however large, is its end), streamed from storage a
 // range at a time (dataset.OpenBlob), so a value of any size costs a
 // buffer of at most a few MiB; a null value is a 204 and a range the value
 // cannot satisfy (any range of an empty value) a 416 with Content-Range
