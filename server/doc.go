@@ -171,6 +171,12 @@
 //     version is a 404; a body over Options.MaxBodyBytes is a 413; a
 //     request past its timeout is a 504; anything else is a 500 logged in
 //     full and answered with the request id only.
+//   - No client holds a connection by sending slowly: a request body must
+//     arrive within Options.BodyReadTimeout plus a second per 64 KiB
+//     (else a 408, and the connection closes); the http.Server of
+//     Server.HTTPServer (lancer serve's) cuts off headers slower than
+//     Options.ReadHeaderTimeout and connections idle for
+//     Options.IdleTimeout.
 //   - Table names match [A-Za-z0-9_.-]{1,128} and do not start with a dot
 //     (CheckTableName), so no name leaves the data location.
 //   - An Arrow request body must end with its end-of-stream marker; one the

@@ -1,15 +1,19 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lancerdb/lancer/server"
 )
@@ -232,5 +236,120 @@ func TestServerContentTypes(t *testing.T) {
 	}
 	if rec := send(t, s, "POST", "/v1/table/t/drop/", nil, map[string]string{"host": "127.0.0.1:8080"}); rec.Code != http.StatusOK {
 		t.Errorf("drop without a body: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// slowServer serves s over a real connection with small timeouts.
+func slowServer(t *testing.T, opts server.Options) (*server.Server, string) {
+	t.Helper()
+	opts.ReadHeaderTimeout, opts.IdleTimeout, opts.BodyReadTimeout = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+	s, _ := newServer(t, opts)
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = s.HTTPServer()
+	ts.Start()
+	t.Cleanup(ts.Close)
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 3, true), arrowBody); rec.Code != http.StatusOK {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	return s, ts.Listener.Addr().String()
+}
+
+// cutOff reports how the server ended conn: the response it sent, if any,
+// and whether it closed the connection within a bound far above the
+// timeouts (a server that never cuts the client off fails the test there,
+// rather than hanging it).
+func cutOff(t *testing.T, conn net.Conn) (status int, closed bool) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(br, nil); err == nil {
+		status = resp.StatusCode
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	_, err := br.ReadByte()
+	var ne net.Error
+	return status, err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestServerSlowClientsCutOff: a client that sends its headers or its
+// body slowly, or keeps an idle connection, is cut off, so that slow
+// clients cannot hold connections forever.
+func TestServerSlowClientsCutOff(t *testing.T) {
+	_, addr := slowServer(t, server.Options{})
+	dial := func() net.Conn {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	const head = "POST /v1/table/t/count_rows/ HTTP/1.1\r\nHost: x\r\nx-api-key: " + testKey + "\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n"
+
+	// Headers never finished.
+	conn := dial()
+	_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
+	if _, closed := cutOff(t, conn); !closed {
+		t.Error("a client that never finishes its headers was not cut off")
+	}
+	// A body that stops: 408, and the connection is closed.
+	conn = dial()
+	_, _ = io.WriteString(conn, head+"{")
+	if status, closed := cutOff(t, conn); status != http.StatusRequestTimeout || !closed {
+		t.Errorf("a body that stops: status %d, closed %v; want 408 and closed", status, closed)
+	}
+	// A body dripping a byte at a time would arrive in 5s.
+	conn = dial()
+	_, _ = io.WriteString(conn, head)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func(conn net.Conn) {
+		for range 100 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if _, err := io.WriteString(conn, " "); err != nil {
+				return
+			}
+		}
+	}(conn)
+	if status, closed := cutOff(t, conn); status != http.StatusRequestTimeout || !closed {
+		t.Errorf("a dripping body: status %d, closed %v; want 408 and closed", status, closed)
+	}
+	// An idle kept-alive connection.
+	conn = dial()
+	_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if status, closed := cutOff(t, conn); status != http.StatusOK || !closed {
+		t.Errorf("an idle connection: status %d, closed %v; want 200, then closed", status, closed)
+	}
+}
+
+// TestServerBodyTimeoutEndsWithBody: the body's deadline is not set again
+// once the body has ended (the server then reads the connection in the
+// background, where a deadline passing cancels the request), so a request
+// that works longer than BodyReadTimeout after reading its body keeps its
+// context and is answered.
+func TestServerBodyTimeoutEndsWithBody(t *testing.T) {
+	s, addr := slowServer(t, server.Options{})
+	var ctxErr error
+	server.SetAfterCommit(s, func(r *http.Request) error {
+		time.Sleep(600 * time.Millisecond) // three body timeouts
+		ctxErr = r.Context().Err()
+		return ctxErr
+	})
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/table/t/delete/", strings.NewReader(`{"predicate":"id = 1"}`))
+	req.Header.Set("x-api-key", testKey)
+	req.Header.Set("content-type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || ctxErr != nil {
+		t.Errorf("delete working past the body timeout: %d %s, context %v", resp.StatusCode, b, ctxErr)
 	}
 }

@@ -32,6 +32,24 @@ const PhalanxVersion = "0.5.0"
 // DefaultMaxBodyBytes is the default cap on a request body.
 const DefaultMaxBodyBytes = 256 << 20
 
+// Connection timeouts, so that a client that sends slowly or not at all
+// cannot hold a connection (and the goroutine and buffers behind it)
+// forever: the defaults of Options.ReadHeaderTimeout, IdleTimeout and
+// BodyReadTimeout.
+const (
+	DefaultReadHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultBodyReadTimeout   = time.Minute
+)
+
+// minBodyRate is the slowest a request body may arrive once its
+// BodyReadTimeout is spent, in bytes per second: every byte received
+// extends the body's deadline by 1/minBodyRate seconds, so that a large
+// body on a slow link is read while a client dripping a byte at a time is
+// cut off. With DefaultMaxBodyBytes a body may so take at most about an
+// hour and ten minutes.
+const minBodyRate = 64 << 10
+
 // Options configures a Server.
 type Options struct {
 	// Data is where the tables live, one dataset per <table>.lance
@@ -71,6 +89,21 @@ type Options struct {
 	// RequestTimeout bounds the work done for one request (a request's
 	// x-request-timeout-ms may shorten it). Default 0: no bound.
 	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds the time a client takes to send a
+	// request's headers, and IdleTimeout how long a kept-alive connection
+	// may wait for its next request; both are settings of the http.Server
+	// that HTTPServer returns. Defaults DefaultReadHeaderTimeout and
+	// DefaultIdleTimeout; negative: no bound.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	// BodyReadTimeout bounds the time a request body takes to arrive: it
+	// must be in within BodyReadTimeout plus one second per 64 KiB
+	// received (minBodyRate), else the request is answered with 408 and
+	// the connection closed. Unlike http.Server's ReadTimeout, one bound
+	// however large the body, it grows with the bytes received, so that a
+	// large body on a slow link still arrives. Default
+	// DefaultBodyReadTimeout; negative: no bound.
+	BodyReadTimeout time.Duration
 	// CacheSize is how many opened table versions the server keeps for
 	// reuse across requests (see datasetCache). Default DefaultCacheSize;
 	// negative disables the cache.
@@ -103,6 +136,9 @@ type Server struct {
 	log            *slog.Logger
 	maxBody        int64
 	timeout        time.Duration
+	headerTimeout  time.Duration // of HTTPServer's http.Server
+	idleTimeout    time.Duration // of HTTPServer's http.Server
+	bodyTimeout    time.Duration // see deadlineBody
 	mux            *http.ServeMux
 	routeOf        map[string]route // by the pattern registered on mux
 	cache          *datasetCache
@@ -158,6 +194,9 @@ func New(opts Options) (*Server, error) {
 		log:            opts.Logger,
 		maxBody:        opts.MaxBodyBytes,
 		timeout:        opts.RequestTimeout,
+		headerTimeout:  withDefault(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		idleTimeout:    withDefault(opts.IdleTimeout, DefaultIdleTimeout),
+		bodyTimeout:    withDefault(opts.BodyReadTimeout, DefaultBodyReadTimeout),
 		tables:         map[string]*tableState{},
 		metrics:        newMetrics(),
 		unacked:        newUnackedCache(opts.UnackedWindow),
@@ -224,6 +263,22 @@ func openRoot(opts Options) (blob.Store, func() error, error) {
 
 // rootProbeTimeout bounds opening and listing the data location in New.
 const rootProbeTimeout = 30 * time.Second
+
+// withDefault is an Options duration: d if set (negative: none), else def.
+func withDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// HTTPServer returns an http.Server serving s with the connection
+// timeouts of its Options (ReadHeaderTimeout, IdleTimeout; the body's
+// is applied by s itself). lancer serve uses it; a program embedding the
+// server should too, or set such timeouts on its own http.Server.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s, ReadHeaderTimeout: s.headerTimeout, IdleTimeout: s.idleTimeout}
+}
 
 // Close releases the store the server opened for Options.Data (an object
 // store client). It does not stop requests in flight; call it after the
@@ -415,7 +470,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
-	r.Body = &bodyReader{r: http.MaxBytesReader(rec, r.Body, s.maxBody), body: r.Body}
+	body := r.Body
+	if s.bodyTimeout > 0 && body != nil && body != http.NoBody {
+		body = newDeadlineBody(body, http.NewResponseController(w), s.bodyTimeout)
+	}
+	r.Body = &bodyReader{r: http.MaxBytesReader(rec, body, s.maxBody), body: r.Body}
 	endpoint = "unmatched"
 	s.mux.ServeHTTP(rec, r)
 	// The mux sets the pattern it matched on r.
@@ -526,6 +585,37 @@ func (s *Server) authorized(r *http.Request) bool {
 		}
 	}
 	return subtle.ConstantTimeCompare([]byte(key), []byte(s.apiKey)) == 1
+}
+
+// deadlineBody is a request body that must arrive in time: by a read
+// deadline on the connection, at first timeout from now and extended by
+// 1/minBodyRate seconds per byte received. It is never set again once the
+// body has ended: the server lifts it then, to read the connection in the
+// background (to notice the client going away), where a deadline passing
+// would cancel the request's context mid-work. A body that times out
+// leaves the deadline in the past, so that the rest of it is not read
+// either and the connection closes after the 408.
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	deadline time.Time
+}
+
+func newDeadlineBody(body io.ReadCloser, rc *http.ResponseController, timeout time.Duration) *deadlineBody {
+	b := &deadlineBody{ReadCloser: body, rc: rc, deadline: time.Now().Add(timeout)}
+	// ErrNotSupported (a writer that is no connection's, as in tests)
+	// leaves the body unbounded.
+	_ = rc.SetReadDeadline(b.deadline)
+	return b
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && err == nil {
+		b.deadline = b.deadline.Add(time.Duration(n) * time.Second / minBodyRate)
+		_ = b.rc.SetReadDeadline(b.deadline)
+	}
+	return n, err
 }
 
 // table returns the server's state for a table name.
