@@ -419,9 +419,10 @@ func (s *Server) register(pattern string, rt route, h http.Handler) {
 	s.mux.Handle(pattern, h)
 }
 
-// ServeHTTP logs the request, finds its route, admits it (Host, API key,
-// Origin, Content-Type: see admit), sets the phalanx-version header,
-// bounds the body and the time, and dispatches.
+// ServeHTTP logs the request, sets the phalanx-version header, finds the
+// request's route, admits it (Host, Origin, API key: see admit), checks
+// its body's Content-Type, bounds the body (size, time) and the work's
+// time, and dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
