@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -477,8 +478,9 @@ func copyRange(w io.Writer, value io.ReadSeeker, start, n, size int64) error {
 }
 
 // parseByteRange reads a Range header of one byte range of a value of
-// size bytes: "bytes=a-b" (b past the end is the end), "bytes=a-" or
-// "bytes=-n" (the last n bytes). It returns the start and length of the
+// size bytes: "bytes=a-b" (b past the end, however far, is the end),
+// "bytes=a-" or "bytes=-n" (the last n bytes, all of them when n is
+// larger). It returns the start and length of the
 // range, or a 416 for a range the value cannot satisfy or a header lancer
 // does not serve.
 func parseByteRange(spec string, size int64) (start, n int64, err error) {
@@ -498,9 +500,19 @@ func parseByteRange(spec string, size int64) (start, n int64, err error) {
 		return 0, 0, unsatisfiable("malformed range")
 	}
 	first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+	// parse reads a position or length: digits only. One too large for
+	// an int64 is read as the largest: RFC 7233 makes a last-byte-pos or
+	// suffix-length past the end mean the end, however large, and a
+	// first-byte-pos that large is past any end.
 	parse := func(s string) (int64, bool) {
+		if s == "" || strings.Trim(s, "0123456789") != "" {
+			return 0, false
+		}
 		v, err := strconv.ParseInt(s, 10, 64)
-		return v, err == nil && v >= 0 && s[0] != '+'
+		if err != nil {
+			return math.MaxInt64, true // digits only: the error is ErrRange
+		}
+		return v, true
 	}
 	if first == "" {
 		// bytes=-n: the last n bytes.

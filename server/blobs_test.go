@@ -363,6 +363,11 @@ func TestBlobBytesRanges(t *testing.T) {
 				{"bytes=-10", size - 10, size - 1},
 				{"bytes=-99999999", 0, size - 1},
 				{"bytes=5000-99999999", 5000, size - 1},
+				// RFC 7233: a last-byte-pos or suffix-length past the end,
+				// however large, means the end.
+				{"bytes=5000-99999999999999999999", 5000, size - 1},
+				{"bytes=-99999999999999999999", 0, size - 1},
+				{"bytes=0-9223372036854775807", 0, size - 1},
 				{"bytes=" + strconv.FormatInt(size-1, 10) + "-", size - 1, size - 1},
 			} {
 				rec := get("/blob/blob/2/bytes", tc.rng)
@@ -387,6 +392,10 @@ func TestBlobBytesRanges(t *testing.T) {
 			}{
 				{"/blob/blob/2/bytes", "bytes=" + strconv.FormatInt(size, 10) + "-", 416, fmt.Sprintf("bytes */%d", size)},
 				{"/blob/blob/2/bytes", "bytes=-0", 416, fmt.Sprintf("bytes */%d", size)},
+				{"/blob/blob/2/bytes", "bytes=99999999999999999999-", 416, fmt.Sprintf("bytes */%d", size)},
+				{"/blob/blob/2/bytes", "bytes=99999999999999999999-99999999999999999999", 416, fmt.Sprintf("bytes */%d", size)},
+				{"/blob/blob/2/bytes", "bytes=-", 416, fmt.Sprintf("bytes */%d", size)},
+				{"/blob/blob/2/bytes", "bytes=0-x", 416, fmt.Sprintf("bytes */%d", size)},
 				{"/blob/blob/2/bytes", "bytes=0-1,5-6", 416, fmt.Sprintf("bytes */%d", size)},
 				{"/blob/blob/2/bytes", "bytes=9-3", 416, fmt.Sprintf("bytes */%d", size)},
 				{"/blob/blob/2/bytes", "items=0-1", 416, fmt.Sprintf("bytes */%d", size)},

@@ -134,6 +134,9 @@ func TestServerLatestAfterGap(t *testing.T) {
 func httptestDo(h http.Handler, method, path string, body []byte) *responseRecorder {
 	req, _ := http.NewRequest(method, path, bytes.NewReader(body))
 	req.Header.Set("x-api-key", testKey)
+	if len(body) > 0 {
+		req.Header.Set("content-type", "application/json")
+	}
 	rec := &responseRecorder{header: http.Header{}, code: 200}
 	h.ServeHTTP(rec, req)
 	return rec

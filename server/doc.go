@@ -109,7 +109,8 @@
 // Options.MaxBodyBytes (checked from the blob descriptors before any value
 // is read; a larger answer is a 400), written a batch of about 8 MiB at a
 // time. blob/.../bytes answers a whole value (200) or one byte range of it
-// (206 with Content-Range and Content-Length), streamed from storage a
+// (206 with Content-Range and Content-Length; an end or a suffix length
+// past the value's end, however large, is its end), streamed from storage a
 // range at a time (dataset.OpenBlob), so a value of any size costs a
 // buffer of at most a few MiB; a null value is a 204 and a range the value
 // cannot satisfy (any range of an empty value) a 416 with Content-Range
@@ -134,9 +135,30 @@
 //
 // # Contract
 //
-//   - Every request but /healthz needs the API key in x-api-key (or as an
-//     "authorization: Bearer" token), checked in constant time; a missing
-//     or wrong key is a 401. A server without a key must listen on loopback.
+//   - Every request but /healthz and the browser UI's page (GET /ui/...)
+//     needs the API key in x-api-key (or as an "authorization: Bearer"
+//     token), checked in constant time; a missing or wrong key is a 401.
+//     Whether a request needs it is decided by the route the router picks
+//     for it, never by how its path reads once decoded and cleaned (an
+//     escaped slash, "..%2F", stays inside its segment for the router).
+//   - A server without a key must listen on loopback, and answers only
+//     requests whose Host is a loopback name (localhost, *.localhost,
+//     127.0.0.0/8, [::1], any port); another Host is a 403 saying to use
+//     a key. A page whose own name was made to resolve to 127.0.0.1 (DNS
+//     rebinding) still sends its name as Host.
+//   - A state-changing request (any method but GET, HEAD and OPTIONS)
+//     that a browser sends from a page of another origin (by
+//     Sec-Fetch-Site, or an Origin whose host is not the Host:
+//     http.CrossOriginProtection) is a 403, key or not. Clients other than
+//     browsers send neither header.
+//   - A request body declares its type: application/json (parameters such
+//     as charset allowed) on every JSON endpoint, Arrow's
+//     application/vnd.apache.arrow.stream on create, insert and
+//     merge_insert; another type, or a body without one, is a 415 naming
+//     the type wanted. A request without a body (drop, stats, the
+//     multipart calls, as the client sends them) needs none. text/plain
+//     and forms, which a page may send to another origin without asking
+//     it, are so never read as JSON.
 //   - Every response carries phalanx-version: PhalanxVersion. Query and
 //     count_rows responses carry x-lancedb-version, the version read.
 //   - Errors are JSON {"error": message, "code": code}, with no stack trace
@@ -149,6 +171,12 @@
 //     version is a 404; a body over Options.MaxBodyBytes is a 413; a
 //     request past its timeout is a 504; anything else is a 500 logged in
 //     full and answered with the request id only.
+//   - No client holds a connection by sending slowly: a request body must
+//     arrive within Options.BodyReadTimeout plus a second per 64 KiB
+//     (else a 408, and the connection closes); the http.Server of
+//     Server.HTTPServer (lancer serve's) cuts off headers slower than
+//     Options.ReadHeaderTimeout and connections idle for
+//     Options.IdleTimeout.
 //   - Table names match [A-Za-z0-9_.-]{1,128} and do not start with a dot
 //     (CheckTableName), so no name leaves the data location.
 //   - Every number a request controls has a bound, declared in limits.go
@@ -200,7 +228,9 @@
 // version without committing again. Staged bytes are bounded by
 // Options.MultipartMaxBytes over all uploads (a part that cannot fit is a
 // 413, or a 503, which the client retries, when other uploads fill the
-// area), at most 1024 uploads are open at once, and an upload untouched
+// area), at most 1024 uploads are open at once and at most 128 of them
+// from one client (one remote host: the key is shared, so it names no
+// client; a 429 past that, which the client retries), and an upload untouched
 // for Options.MultipartTTL is dropped with its files when the next
 // multipart call arrives; at start a server removes the staging folders of
 // servers gone for that long. Each part is a request body, bounded by

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/lancerdb/lancer"
@@ -20,7 +21,9 @@ const (
 	codeConflict      = "Conflict"
 	codeUnsupported   = "NotSupported"
 	codeUnauthorized  = "Unauthorized"
+	codeForbidden     = "Forbidden"
 	codeTooLarge      = "PayloadTooLarge"
+	codeBadMediaType  = "UnsupportedMediaType"
 	codeTimeout       = "Timeout"
 	codeInternal      = "Internal"
 )
@@ -114,6 +117,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		err = &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
 			msg: fmt.Sprintf("request body larger than the server's limit of %d bytes", s.maxBody)}
 	}
+	if br, ok := r.Body.(*bodyReader); ok && br.timedOut {
+		err = &apiError{status: http.StatusRequestTimeout, code: codeTimeout,
+			msg: "request body not received in time (see Options.BodyReadTimeout)"}
+	}
 	status, code, public := classify(err)
 	// Messages name files by their paths or URIs; the client needs no
 	// more than the part under the data location.
@@ -143,6 +150,7 @@ type bodyReader struct {
 	r        io.ReadCloser // http.MaxBytesReader over body
 	body     io.ReadCloser
 	tooLarge bool
+	timedOut bool // the body's read deadline passed (deadlineBody)
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -150,6 +158,9 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		b.tooLarge = true
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		b.timedOut = true
 	}
 	return n, err
 }

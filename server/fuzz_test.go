@@ -62,6 +62,7 @@ func FuzzServerBodies(f *testing.F) {
 		e := endpoints[int(ep)%len(endpoints)]
 		req := httptest.NewRequest("POST", e.path, bytes.NewReader(body))
 		req.Header.Set("x-api-key", testKey)
+		req.Header.Set("content-type", "application/json")
 		if e.arrow {
 			req.Header.Set("content-type", arrowBody["content-type"])
 		}

@@ -25,3 +25,7 @@ func StagingDir(s *Server) string {
 // StagingPrefix is the key prefix, in the data location, of the parts s
 // stages.
 func StagingPrefix(s *Server) string { return s.uploads.prefix + "/" }
+
+// MaxUploadsPerClient is how many multipart uploads one client may hold
+// open.
+const MaxUploadsPerClient = maxUploadsPerClient

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,6 +35,15 @@ const (
 // maxUploads bounds the multipart uploads open at once, so that abandoned
 // create calls cannot grow the server's memory without limit.
 const maxUploads = 1024
+
+// maxUploadsPerClient bounds the uploads one client may hold open, so
+// that one client (a buggy one creating uploads it never completes, or a
+// hostile one) cannot take every slot of maxUploads for a TTL and block
+// everyone else's writes. A client is the host of the remote address
+// (uploadClient): the server has a single key, shared by every client, so
+// the key names none. Eight clients at this bound fill the slots; the
+// official client holds one upload per add() in flight.
+const maxUploadsPerClient = maxUploads / 8
 
 // stagingDirName is the folder (key prefix) of the data location where
 // multipart parts are staged. It starts with a dot, so it is never taken
@@ -79,6 +89,7 @@ type dropped struct {
 // upload is one multipart write.
 type upload struct {
 	id, table, branch string
+	client            string // who created it (uploadClient)
 	prefix            string // key prefix of its parts
 	touched           time.Time
 	overwrite         bool // a part carried mode=overwrite
@@ -227,19 +238,27 @@ func (st *uploadStore) deletePending(ctx context.Context) {
 	}
 }
 
-// create opens an upload of table on branch.
-func (st *uploadStore) create(ctx context.Context, table, branchName string) (string, error) {
+// create opens an upload of table on branch for client (uploadClient).
+func (st *uploadStore) create(ctx context.Context, table, branchName, client string) (string, error) {
 	defer st.deletePending(ctx)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sweep()
 	// Completed uploads stay in byID for the TTL (a retried complete gets
-	// the same answer); only those not yet done count toward the bound.
-	open := 0
+	// the same answer); only those not yet done count toward the bounds.
+	open, mine := 0, 0
 	for _, u := range st.byID {
 		if !u.done {
 			open++
+			if u.client == client {
+				mine++
+			}
 		}
+	}
+	if mine >= maxUploadsPerClient {
+		// 429, which the client retries: its own uploads may end.
+		return "", &apiError{status: http.StatusTooManyRequests, code: codeTooLarge,
+			msg: fmt.Sprintf("too many multipart uploads in progress from %s (at most %d per client); complete or abort some", client, maxUploadsPerClient)}
 	}
 	if open >= maxUploads {
 		// 503: the client retries, and uploads in progress may end.
@@ -247,9 +266,18 @@ func (st *uploadStore) create(ctx context.Context, table, branchName string) (st
 			msg: fmt.Sprintf("too many multipart uploads in progress (at most %d)", maxUploads)}
 	}
 	id := randomID()
-	st.byID[id] = &upload{id: id, table: table, branch: branchName, prefix: st.prefix + "/" + id,
+	st.byID[id] = &upload{id: id, table: table, branch: branchName, client: client, prefix: st.prefix + "/" + id,
 		touched: st.now(), parts: map[string]*stagedPart{}}
 	return id, nil
+}
+
+// uploadClient names the client of a request for maxUploadsPerClient: the
+// host of its remote address (a port changes with every connection).
+func uploadClient(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
 
 // lookup returns the upload id names, checking that it belongs to table.
@@ -405,7 +433,7 @@ func (s *Server) createMultipart(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.open(r.Context(), name, 0, branchName); err != nil {
 		return err
 	}
-	id, err := s.uploads.create(r.Context(), name, branchName)
+	id, err := s.uploads.create(r.Context(), name, branchName, uploadClient(r))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -36,7 +37,7 @@ func wantStatus(t *testing.T, what string, err error, status int) {
 func TestUploadStoreBusyIsRetried(t *testing.T) {
 	ctx := context.Background()
 	st := testUploadStore(t)
-	id, err := st.create(ctx, "t", "")
+	id, err := st.create(ctx, "t", "", "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +68,10 @@ func TestUploadStoreBusyIsRetried(t *testing.T) {
 func TestUploadStoreBoundCountsOpenUploads(t *testing.T) {
 	ctx := context.Background()
 	st := testUploadStore(t)
-	for range maxUploads {
-		id, err := st.create(ctx, "t", "")
+	// Clients take turns, so that no one reaches maxUploadsPerClient first.
+	client := func(i int) string { return fmt.Sprint("c", i%(maxUploads/maxUploadsPerClient)) }
+	for i := range maxUploads {
+		id, err := st.create(ctx, "t", "", client(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,19 +82,48 @@ func TestUploadStoreBoundCountsOpenUploads(t *testing.T) {
 		st.endComplete(ctx, u, 1, true)
 	}
 	var ids []string
-	for range maxUploads {
-		id, err := st.create(ctx, "t", "")
+	for i := range maxUploads {
+		id, err := st.create(ctx, "t", "", client(i))
 		if err != nil {
 			t.Fatalf("create after %d completed uploads: %v", maxUploads, err)
 		}
 		ids = append(ids, id)
 	}
-	_, err := st.create(ctx, "t", "")
+	_, err := st.create(ctx, "t", "", "another")
 	wantStatus(t, "create past the bound", err, http.StatusServiceUnavailable)
 	if err := st.abort(ctx, ids[0], "t"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.create(ctx, "t", ""); err != nil {
+	if _, err := st.create(ctx, "t", "", "another"); err != nil {
 		t.Fatalf("create after an abort: %v", err)
+	}
+}
+
+// One client holds at most maxUploadsPerClient open uploads: past them
+// its creates are 429s (which the client retries), while another client
+// still creates; an upload of its own ending frees a slot.
+func TestUploadStoreBoundPerClient(t *testing.T) {
+	ctx := context.Background()
+	st := testUploadStore(t)
+	var ids []string
+	for range maxUploadsPerClient {
+		id, err := st.create(ctx, "t", "", "10.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	_, err := st.create(ctx, "t", "", "10.0.0.1")
+	wantStatus(t, "one client past its share", err, http.StatusTooManyRequests)
+	if _, err := st.create(ctx, "t", "", "10.0.0.2"); err != nil {
+		t.Fatalf("another client's create: %v", err)
+	}
+	u, _, _, err := st.beginComplete(ctx, ids[0], "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.endComplete(ctx, u, 1, true)
+	if _, err := st.create(ctx, "t", "", "10.0.0.1"); err != nil {
+		t.Fatalf("create after one of the client's uploads completed: %v", err)
 	}
 }

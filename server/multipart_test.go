@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -212,6 +213,38 @@ func TestServerMultipartBounds(t *testing.T) {
 	}
 }
 
+// TestServerMultipartSlotsPerClient: one client (one remote host, on any
+// port) holding its share of the open uploads cannot block another
+// client's create.
+func TestServerMultipartSlotsPerClient(t *testing.T) {
+	s, _ := newServer(t, server.Options{})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	from := func(remote string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.RemoteAddr = remote
+			s.ServeHTTP(w, r)
+		})
+	}
+	for i := range server.MaxUploadsPerClient {
+		createUpload(t, from(fmt.Sprintf("10.0.0.1:%d", 1000+i)), "t")
+	}
+	for _, remote := range []string{"10.0.0.1:9", "10.0.0.1:1000"} {
+		rec := do(t, from(remote), "POST", "/v1/table/t/multipart_write/create", nil, nil)
+		if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "per client") {
+			t.Errorf("create from %s past its share: %d %s, want 429", remote, rec.Code, rec.Body)
+		}
+	}
+	id := createUpload(t, from("10.0.0.2:1000"), "t")
+	if rec := do(t, from("10.0.0.2:1001"), "POST", "/v1/table/t/insert/?upload_id="+id+"&upload_part_id=0", rows(t, 2, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("part: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, from("10.0.0.2:1002"), "POST", "/v1/table/t/multipart_write/complete?upload_id="+id, nil, nil); rec.Code != 200 {
+		t.Fatalf("another client's upload: %d %s", rec.Code, rec.Body)
+	}
+}
+
 // TestServerUnacknowledgedInsert: an insert or merge_insert that committed
 // but whose answer the client did not get (a failure after the commit, a
 // timeout, a response that could not be written) is not applied again
@@ -354,9 +387,9 @@ func TestServerUnacknowledgedWindow(t *testing.T) {
 			return nil
 		})
 		body := rows(t, 3, true)
-		do(t, s, "POST", "/v1/table/t/insert/", body, map[string]string{"x-request-id": "1"})
+		do(t, s, "POST", "/v1/table/t/insert/", body, map[string]string{"content-type": arrowBody["content-type"], "x-request-id": "1"})
 		now = now.Add(tc.advance)
-		do(t, s, "POST", "/v1/table/t/insert/", body, map[string]string{"x-request-id": "2"})
+		do(t, s, "POST", "/v1/table/t/insert/", body, map[string]string{"content-type": arrowBody["content-type"], "x-request-id": "2"})
 		if got := count(t, s, "t"); got != tc.want {
 			t.Errorf("window %v, retry after %v: count %s, want %s", tc.window, tc.advance, got, tc.want)
 		}

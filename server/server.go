@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -30,6 +31,24 @@ const PhalanxVersion = "0.5.0"
 
 // DefaultMaxBodyBytes is the default cap on a request body.
 const DefaultMaxBodyBytes = 256 << 20
+
+// Connection timeouts, so that a client that sends slowly or not at all
+// cannot hold a connection (and the goroutine and buffers behind it)
+// forever: the defaults of Options.ReadHeaderTimeout, IdleTimeout and
+// BodyReadTimeout.
+const (
+	DefaultReadHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultBodyReadTimeout   = time.Minute
+)
+
+// minBodyRate is the slowest a request body may arrive once its
+// BodyReadTimeout is spent, in bytes per second: every byte received
+// extends the body's deadline by 1/minBodyRate seconds, so that a large
+// body on a slow link is read while a client dripping a byte at a time is
+// cut off. With DefaultMaxBodyBytes a body may so take at most about an
+// hour and ten minutes.
+const minBodyRate = 64 << 10
 
 // Options configures a Server.
 type Options struct {
@@ -70,6 +89,21 @@ type Options struct {
 	// RequestTimeout bounds the work done for one request (a request's
 	// x-request-timeout-ms may shorten it). Default 0: no bound.
 	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds the time a client takes to send a
+	// request's headers, and IdleTimeout how long a kept-alive connection
+	// may wait for its next request; both are settings of the http.Server
+	// that HTTPServer returns. Defaults DefaultReadHeaderTimeout and
+	// DefaultIdleTimeout; negative: no bound.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	// BodyReadTimeout bounds the time a request body takes to arrive: it
+	// must be in within BodyReadTimeout plus one second per 64 KiB
+	// received (minBodyRate), else the request is answered with 408 and
+	// the connection closed. Unlike http.Server's ReadTimeout, one bound
+	// however large the body, it grows with the bytes received, so that a
+	// large body on a slow link still arrives. Default
+	// DefaultBodyReadTimeout; negative: no bound.
+	BodyReadTimeout time.Duration
 	// CacheSize is how many opened table versions the server keeps for
 	// reuse across requests (see datasetCache). Default DefaultCacheSize;
 	// negative disables the cache.
@@ -102,7 +136,11 @@ type Server struct {
 	log            *slog.Logger
 	maxBody        int64
 	timeout        time.Duration
+	headerTimeout  time.Duration // of HTTPServer's http.Server
+	idleTimeout    time.Duration // of HTTPServer's http.Server
+	bodyTimeout    time.Duration // see deadlineBody
 	mux            *http.ServeMux
+	routeOf        map[string]route // by the pattern registered on mux
 	cache          *datasetCache
 	metrics        *metrics
 	uploads        *uploadStore  // multipart writes
@@ -156,6 +194,9 @@ func New(opts Options) (*Server, error) {
 		log:            opts.Logger,
 		maxBody:        opts.MaxBodyBytes,
 		timeout:        opts.RequestTimeout,
+		headerTimeout:  withDefault(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		idleTimeout:    withDefault(opts.IdleTimeout, DefaultIdleTimeout),
+		bodyTimeout:    withDefault(opts.BodyReadTimeout, DefaultBodyReadTimeout),
 		tables:         map[string]*tableState{},
 		metrics:        newMetrics(),
 		unacked:        newUnackedCache(opts.UnackedWindow),
@@ -223,6 +264,22 @@ func openRoot(opts Options) (blob.Store, func() error, error) {
 // rootProbeTimeout bounds opening and listing the data location in New.
 const rootProbeTimeout = 30 * time.Second
 
+// withDefault is an Options duration: d if set (negative: none), else def.
+func withDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// HTTPServer returns an http.Server serving s with the connection
+// timeouts of its Options (ReadHeaderTimeout, IdleTimeout; the body's
+// is applied by s itself). lancer serve uses it; a program embedding the
+// server should too, or set such timeouts on its own http.Server.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s, ReadHeaderTimeout: s.headerTimeout, IdleTimeout: s.idleTimeout}
+}
+
 // Close releases the store the server opened for Options.Data (an object
 // store client). It does not stop requests in flight; call it after the
 // http.Server has shut down.
@@ -240,7 +297,7 @@ func isLoopback(addr string) bool {
 	if h, _, err := net.SplitHostPort(addr); err == nil {
 		host = h
 	}
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
@@ -250,78 +307,122 @@ func isLoopback(addr string) bool {
 // handlerFunc is a handler that returns its error; serve writes it.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// route is what ServeHTTP knows of an endpoint before running it: who may
+// call it and what its body is. It is looked up by the pattern the mux
+// matches for a request, so that a request is judged by the handler that
+// would answer it, never by how its path reads once decoded and cleaned
+// (the mux keeps an escaped slash inside its segment: "..%2F" in a
+// column name is still the blob endpoint).
+type route struct {
+	access access
+	body   bodyKind
+}
+
+// access is who may call a route. The zero value needs the key, so that
+// a pattern the server did not describe (and the mux's own redirect and
+// 405 answers, which match no pattern) needs it too.
+type access int
+
+const (
+	needsKey access = iota // the API key in x-api-key or a bearer token
+	public                 // anyone, by GET or HEAD: /healthz, the UI's page
+	uiData                 // the key as for needsKey, or in the UI's cookie
+)
+
+// bodyKind is what a route's request body is, and so the Content-Type it
+// must declare (see checkContentType).
+type bodyKind int
+
+const (
+	bodyNone  bodyKind = iota // GET routes: the body is not read
+	bodyJSON                  // application/json, or no body at all
+	bodyArrow                 // an Arrow IPC stream
+)
+
 // routes registers every endpoint. Table paths are accepted with and
 // without their trailing slash.
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	s.routeOf = map[string]route{}
+	s.register("GET /healthz", route{access: public}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("content-type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
-	})
-	s.handle("GET /metrics", s.serveMetrics)
-	s.handle("GET /v1/table", s.listTables)
-	s.handle("GET /v1/namespace/{ns}/table/list", s.listTables)
-	table := func(method, op string, h handlerFunc) {
-		s.handle(method+" /v1/table/{id}/"+op, h)
+	}))
+	s.handle("GET /metrics", route{}, s.serveMetrics)
+	s.handle("GET /v1/table", route{}, s.listTables)
+	s.handle("GET /v1/namespace/{ns}/table/list", route{}, s.listTables)
+	// Every POST of a table takes a JSON body (or none) but the three
+	// that carry rows.
+	post := func(body bodyKind, op string, h handlerFunc) {
+		s.handle("POST /v1/table/{id}/"+op, route{body: body}, h)
 	}
-	table("POST", "create", s.createTable)
-	table("POST", "describe", s.describeTable)
-	table("POST", "drop", s.dropTable)
-	table("POST", "rename", s.renameTable)
-	table("POST", "count_rows", s.countRows)
-	table("POST", "insert", s.insert)
-	table("POST", "delete", s.deleteRows)
-	table("POST", "update", s.update)
-	table("POST", "merge_insert", s.mergeInsert)
-	table("POST", "query", s.query)
-	table("POST", "create_index", s.createIndex)
-	table("POST", "index/list", s.listIndices)
-	table("POST", "index/{name}/stats", s.indexStats)
-	table("POST", "index/{name}/drop", s.dropIndex)
-	table("POST", "version/list", s.listVersions)
-	table("POST", "restore", s.restore)
-	table("POST", "stats", s.tableStats)
-	table("POST", "explain_plan", s.explainPlan)
-	table("POST", "analyze_plan", s.analyzePlan)
-	table("POST", "multipart_write/create", s.createMultipart)
-	table("POST", "multipart_write/complete", s.completeMultipart)
-	table("POST", "multipart_write/abort", s.abortMultipart)
-	table("POST", "add_columns", s.addColumns)
-	table("POST", "alter_columns", s.alterColumns)
-	table("POST", "drop_columns", s.dropColumns)
-	table("POST", "tags/list", s.listTags)
-	table("POST", "tags/version", s.tagVersion)
-	table("POST", "tags/create", s.createTag)
-	table("POST", "tags/update", s.updateTag)
-	table("POST", "tags/delete", s.deleteTag)
-	table("POST", "branches/list", s.listBranches)
-	table("POST", "branches/create", s.createBranch)
-	table("POST", "branches/delete", s.deleteBranch)
-	table("POST", "branches/diff", s.diffBranch)
-	table("POST", "branches/cherry_pick", s.cherryPick)
-	table("POST", "branches/merge", s.mergeBranch)
-	table("POST", "fetch_blobs", s.fetchBlobs)
-	table("GET", "blob/{column}/{row}/bytes", s.blobBytes)
+	post(bodyArrow, "create", s.createTable)
+	post(bodyJSON, "describe", s.describeTable)
+	post(bodyJSON, "drop", s.dropTable)
+	post(bodyJSON, "rename", s.renameTable)
+	post(bodyJSON, "count_rows", s.countRows)
+	post(bodyArrow, "insert", s.insert)
+	post(bodyJSON, "delete", s.deleteRows)
+	post(bodyJSON, "update", s.update)
+	post(bodyArrow, "merge_insert", s.mergeInsert)
+	post(bodyJSON, "query", s.query)
+	post(bodyJSON, "create_index", s.createIndex)
+	post(bodyJSON, "index/list", s.listIndices)
+	post(bodyJSON, "index/{name}/stats", s.indexStats)
+	post(bodyJSON, "index/{name}/drop", s.dropIndex)
+	post(bodyJSON, "version/list", s.listVersions)
+	post(bodyJSON, "restore", s.restore)
+	post(bodyJSON, "stats", s.tableStats)
+	post(bodyJSON, "explain_plan", s.explainPlan)
+	post(bodyJSON, "analyze_plan", s.analyzePlan)
+	post(bodyJSON, "multipart_write/create", s.createMultipart)
+	post(bodyJSON, "multipart_write/complete", s.completeMultipart)
+	post(bodyJSON, "multipart_write/abort", s.abortMultipart)
+	post(bodyJSON, "add_columns", s.addColumns)
+	post(bodyJSON, "alter_columns", s.alterColumns)
+	post(bodyJSON, "drop_columns", s.dropColumns)
+	post(bodyJSON, "tags/list", s.listTags)
+	post(bodyJSON, "tags/version", s.tagVersion)
+	post(bodyJSON, "tags/create", s.createTag)
+	post(bodyJSON, "tags/update", s.updateTag)
+	post(bodyJSON, "tags/delete", s.deleteTag)
+	post(bodyJSON, "branches/list", s.listBranches)
+	post(bodyJSON, "branches/create", s.createBranch)
+	post(bodyJSON, "branches/delete", s.deleteBranch)
+	post(bodyJSON, "branches/diff", s.diffBranch)
+	post(bodyJSON, "branches/cherry_pick", s.cherryPick)
+	post(bodyJSON, "branches/merge", s.mergeBranch)
+	post(bodyJSON, "fetch_blobs", s.fetchBlobs)
+	s.handle("GET /v1/table/{id}/blob/{column}/{row}/bytes", route{}, s.blobBytes)
 	s.uiRoutes() // the dataset browser (ui.go)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.register("/", route{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
 			msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
-	})
+	}))
 }
 
 // handle registers h under pattern, with and without a trailing slash.
-func (s *Server) handle(pattern string, h handlerFunc) {
-	serve := func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handle(pattern string, rt route, h handlerFunc) {
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
-	}
-	s.mux.HandleFunc(pattern+"/{$}", serve)
-	s.mux.HandleFunc(pattern, serve)
+	})
+	s.register(pattern+"/{$}", rt, serve)
+	s.register(pattern, rt, serve)
 }
 
-// ServeHTTP logs the request, checks the API key, sets the
-// phalanx-version header, bounds the body and the time, and dispatches.
+// register registers h under pattern, and what ServeHTTP must check
+// before calling it.
+func (s *Server) register(pattern string, rt route, h http.Handler) {
+	s.routeOf[pattern] = rt
+	s.mux.Handle(pattern, h)
+}
+
+// ServeHTTP logs the request, sets the phalanx-version header, finds the
+// request's route, admits it (Host, Origin, API key: see admit), checks
+// its body's Content-Type, bounds the body (size, time) and the work's
+// time, and dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -341,9 +442,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"request_id", r.Header.Get("x-request-id"), "remote", r.RemoteAddr)
 	}()
 	rec.Header().Set("phalanx-version", PhalanxVersion)
-	if r.URL.Path != "/healthz" && !s.uiAllowed(r) && !s.authorized(r) {
-		s.writeError(rec, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
-			msg: "missing or invalid API key (x-api-key)"})
+	// The pattern the mux will match (the one it redirects to, for a path
+	// it would clean or complete with a slash; "" for none).
+	_, pattern := s.mux.Handler(r)
+	rt := s.routeOf[pattern]
+	if err := s.admit(r, rt); err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
+	endpoint = endpointLabel(pattern)
+	if err := checkContentType(r, rt.body); err != nil {
+		s.writeError(rec, r, err)
 		return
 	}
 	ctx := r.Context()
@@ -359,11 +468,106 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
-	r.Body = &bodyReader{r: http.MaxBytesReader(rec, r.Body, s.maxBody), body: r.Body}
+	body := r.Body
+	if s.bodyTimeout > 0 && body != nil && body != http.NoBody {
+		body = newDeadlineBody(body, http.NewResponseController(w), s.bodyTimeout)
+	}
+	r.Body = &bodyReader{r: http.MaxBytesReader(rec, body, s.maxBody), body: r.Body}
 	endpoint = "unmatched"
 	s.mux.ServeHTTP(rec, r)
 	// The mux sets the pattern it matched on r.
 	endpoint = endpointLabel(r.Pattern)
+}
+
+// admit decides whether a request may reach its route rt:
+//
+//   - a server without a key answers only requests addressed to a
+//     loopback name (loopbackHost). A page of another site can make its
+//     own name resolve to 127.0.0.1 (DNS rebinding) and then read the
+//     server as same-origin; the Host it sends is still its own name;
+//   - a state-changing request (any method but GET, HEAD and OPTIONS)
+//     from a browser page of another origin is refused, as
+//     http.CrossOriginProtection judges it: by Sec-Fetch-Site, else by an
+//     Origin whose host is not the request's Host. Without a key nothing
+//     else would stop a page the user visits from dropping a table (a
+//     fetch with a body of a CORS-safelisted type needs no preflight);
+//     clients other than browsers send neither header;
+//   - the key, as rt.access asks (authorized, uiCookieAuthorized).
+func (s *Server) admit(r *http.Request, rt route) error {
+	if s.apiKey == "" && !loopbackHost(r.Host) {
+		return &apiError{status: http.StatusForbidden, code: codeForbidden,
+			msg: fmt.Sprintf("this server has no API key, so it answers only requests addressed to a loopback name "+
+				"(localhost, 127.0.0.1, [::1]), not to Host %q; serve with an API key to be reached by another name", r.Host)}
+	}
+	if err := crossOrigin.Check(r); err != nil {
+		return &apiError{status: http.StatusForbidden, code: codeForbidden,
+			msg: fmt.Sprintf("%s %s from a page of another origin (Origin %q) refused: %v", r.Method, r.URL.Path, r.Header.Get("origin"), err)}
+	}
+	ok := s.authorized(r)
+	switch rt.access {
+	case public:
+		ok = ok || r.Method == http.MethodGet || r.Method == http.MethodHead
+	case uiData:
+		ok = ok || s.uiCookieAuthorized(r)
+	}
+	if !ok {
+		return &apiError{status: http.StatusUnauthorized, code: codeUnauthorized,
+			msg: "missing or invalid API key (x-api-key)"}
+	}
+	return nil
+}
+
+// crossOrigin is the server's CSRF check (see admit). It trusts no other
+// origin: the browser UI is served by the server itself, and only reads.
+var crossOrigin http.CrossOriginProtection
+
+// loopbackHost reports whether a Host header names the loopback
+// interface: localhost or a name under .localhost (which browsers resolve
+// to loopback themselves, never through DNS), or a loopback address, with
+// any port.
+func loopbackHost(host string) bool {
+	if isLoopback(host) {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.HasSuffix(strings.ToLower(host), ".localhost")
+}
+
+// checkContentType refuses, with a 415 naming the type the route takes, a
+// request body of another Content-Type than its route's (bodyJSON:
+// application/json; bodyArrow: Arrow's IPC stream type; parameters such
+// as charset are ignored), and a body without a Content-Type. A request
+// without a body may omit it: the official clients send drop, stats and
+// the multipart calls bare. The official clients (the Rust core of the
+// Python, Node and Rust ones) declare every body they send, so only
+// clients that send JSON as text/plain, a form or no type are refused,
+// which are the types a browser page may send to another origin without
+// asking it first.
+func checkContentType(r *http.Request, kind bodyKind) error {
+	want := ""
+	switch kind {
+	case bodyJSON:
+		want = "application/json"
+	case bodyArrow:
+		want = arrowStreamType
+	default:
+		return nil
+	}
+	ct := r.Header.Get("content-type")
+	if ct == "" {
+		if r.ContentLength == 0 {
+			return nil
+		}
+		return &apiError{status: http.StatusUnsupportedMediaType, code: codeBadMediaType,
+			msg: fmt.Sprintf("%s %s: a request body needs Content-Type %s", r.Method, r.URL.Path, want)}
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != want {
+		return &apiError{status: http.StatusUnsupportedMediaType, code: codeBadMediaType,
+			msg: fmt.Sprintf("%s %s: Content-Type %q is not accepted; the body must be %s", r.Method, r.URL.Path, ct, want)}
+	}
+	return nil
 }
 
 // authorized checks the API key in x-api-key or an authorization bearer
@@ -379,6 +583,37 @@ func (s *Server) authorized(r *http.Request) bool {
 		}
 	}
 	return subtle.ConstantTimeCompare([]byte(key), []byte(s.apiKey)) == 1
+}
+
+// deadlineBody is a request body that must arrive in time: by a read
+// deadline on the connection, at first timeout from now and extended by
+// 1/minBodyRate seconds per byte received. It is never set again once the
+// body has ended: the server lifts it then, to read the connection in the
+// background (to notice the client going away), where a deadline passing
+// would cancel the request's context mid-work. A body that times out
+// leaves the deadline in the past, so that the rest of it is not read
+// either and the connection closes after the 408.
+type deadlineBody struct {
+	io.ReadCloser
+	rc       *http.ResponseController
+	deadline time.Time
+}
+
+func newDeadlineBody(body io.ReadCloser, rc *http.ResponseController, timeout time.Duration) *deadlineBody {
+	b := &deadlineBody{ReadCloser: body, rc: rc, deadline: time.Now().Add(timeout)}
+	// ErrNotSupported (a writer that is no connection's, as in tests)
+	// leaves the body unbounded.
+	_ = rc.SetReadDeadline(b.deadline)
+	return b
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && err == nil {
+		b.deadline = b.deadline.Add(time.Duration(n) * time.Second / minBodyRate)
+		_ = b.rc.SetReadDeadline(b.deadline)
+	}
+	return n, err
 }
 
 // table returns the server's state for a table name.

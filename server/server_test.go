@@ -41,11 +41,16 @@ func newServer(t *testing.T, opts server.Options) (*server.Server, string) {
 	return s, opts.DataDir
 }
 
-// do sends one request with the test key and returns the response.
+// do sends one request with the test key and returns the response. A
+// body is declared application/json unless header gives its type, as the
+// official client declares the JSON it sends.
 func do(t *testing.T, h http.Handler, method, path string, body []byte, header map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
 	req.Header.Set("x-api-key", testKey)
+	if len(body) > 0 {
+		req.Header.Set("content-type", "application/json")
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -174,7 +179,7 @@ func TestServerAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := do(t, open, "GET", "/v1/table/", nil, map[string]string{"x-api-key": ""}); rec.Code != http.StatusOK {
+	if rec := do(t, open, "GET", "http://127.0.0.1:8080/v1/table/", nil, map[string]string{"x-api-key": ""}); rec.Code != http.StatusOK {
 		t.Errorf("open server: %d", rec.Code)
 	}
 }

@@ -37,7 +37,8 @@ package server
 // Auth: the page itself is public (it holds no data); every /ui/api/
 // request needs the server's API key like the rest of the server, in
 // x-api-key, or, because an <img> cannot send headers, in the
-// lancer_ui_key cookie, which the server accepts on /ui/api/ only. The
+// lancer_ui_key cookie, which the server accepts on the routes of /ui/api/
+// only (as the mux matches them, whatever the spelling of the path). The
 // page asks for the key when the API answers 401 and keeps it in the
 // browser's localStorage and in that cookie (path /ui/api/, SameSite
 // Strict). The API only reads, so the cookie cannot be used to change a
@@ -54,8 +55,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"path"
-	"strings"
 )
 
 //go:embed ui/index.html ui/app.js ui/style.css
@@ -76,13 +75,14 @@ func (s *Server) uiRoutes() {
 		panic(err) // the embedded folder is fixed at build time
 	}
 	static := http.StripPrefix("/ui", http.FileServerFS(sub))
-	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	s.register("GET /{$}", route{access: public}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/", http.StatusFound)
-	})
+	}))
 	// Registered without a method so that it does not clash with
 	// "/ui/api/" below (a pattern with a method and one with a longer
-	// path would overlap with neither more specific).
-	s.mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+	// path would overlap with neither more specific). Public for GET and
+	// HEAD only (admit).
+	s.register("/ui/", route{access: public}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("allow", "GET, HEAD")
 			s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeInvalidInput,
@@ -96,9 +96,9 @@ func (s *Server) uiRoutes() {
 		// The files change with the binary; make the browser revalidate.
 		h.Set("cache-control", "no-cache")
 		static.ServeHTTP(w, r)
-	})
+	}))
 	api := func(op string, h handlerFunc) {
-		s.handle("GET /ui/api/"+op, h)
+		s.handle("GET /ui/api/"+op, route{access: uiData}, h)
 	}
 	api("tables", s.uiTables)
 	api("tables/{id}", s.uiSummary)
@@ -108,38 +108,26 @@ func (s *Server) uiRoutes() {
 	api("tables/{id}/search", s.uiSearch)
 	api("tables/{id}/graph", s.uiGraph)
 	api("tables/{id}/diff", s.uiDiff)
-	s.mux.HandleFunc("/ui/api/", func(w http.ResponseWriter, r *http.Request) {
+	s.register("/ui/api/", route{access: uiData}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
 			msg: "no such endpoint: " + r.Method + " " + r.URL.Path})
-	})
+	}))
 }
 
-// uiAllowed reports whether a request passes without the x-api-key
-// header: the page's static files (they hold no data, and the page must
-// load to ask for the key), and /ui/api/ requests carrying the key in
-// the lancer_ui_key cookie (for <img>, which sends no headers).
-//
-// The decision is on the cleaned path (path.Clean drops a trailing slash,
-// so /ui/api/ is /ui/api): a path such as /ui/../v1/tables or
-// /ui//api/tables is judged by what it names, not by how it is spelled.
-func (s *Server) uiAllowed(r *http.Request) bool {
-	p := path.Clean("/" + r.URL.Path)
-	if p == "/ui/api" || strings.HasPrefix(p, "/ui/api/") {
-		if s.apiKey == "" {
-			return true
-		}
-		c, err := r.Cookie(uiKeyCookie)
-		if err != nil {
-			return false
-		}
-		key, err := url.QueryUnescape(c.Value)
-		if err != nil {
-			return false
-		}
-		return subtle.ConstantTimeCompare([]byte(key), []byte(s.apiKey)) == 1
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+// uiCookieAuthorized reports whether a request carries the API key in the
+// lancer_ui_key cookie, which the page sets for <img> (an <img> sends no
+// headers). admit accepts the cookie only on the routes of the UI's API
+// (uiData), as the mux matches them: a path such as /ui/api/../../v1/table/
+// names the route it cleans to, and /ui/api/%2e%2e/... stays under
+// /ui/api/.
+func (s *Server) uiCookieAuthorized(r *http.Request) bool {
+	c, err := r.Cookie(uiKeyCookie)
+	if err != nil {
 		return false
 	}
-	return p == "/" || p == "/ui" || strings.HasPrefix(p, "/ui/")
+	key, err := url.QueryUnescape(c.Value)
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(key), []byte(s.apiKey)) == 1
 }

@@ -672,7 +672,7 @@ func TestUIWithoutKey(t *testing.T) {
 	}
 	for _, path := range []string{"/ui/", "/ui/api/tables", "/ui/api/tables/pics/rows?limit=1"} {
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		s.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:8080"+path, nil))
 		if rec.Code != http.StatusOK {
 			t.Errorf("GET %s: %d %s", path, rec.Code, rec.Body.String())
 		}

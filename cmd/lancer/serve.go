@@ -32,6 +32,7 @@ func newServeCommand() *cobra.Command {
 		maxBody    int64
 		cacheSize  int
 		timeout    time.Duration
+		conn       connTimeouts
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --data DIR|URI",
@@ -53,9 +54,12 @@ Several servers may serve the same bucket: commits are atomic there. On
 object storage tables cannot be renamed. The dataset browser is at /ui/.
 
 The API key is read from --api-key-file (first line) or $LANCER_API_KEY; it
-may be left out only on a loopback address. One log line per request goes
-to stderr. SIGINT or SIGTERM stops the server after the requests in flight
-(at most 30s).`,
+may be left out only on a loopback address, and then only requests to a
+loopback name (localhost, 127.0.0.1, [::1]) are answered. A client that
+sends its headers or body too slowly (--read-header-timeout,
+--body-read-timeout) or leaves a connection idle (--idle-timeout) is cut
+off. One log line per request goes to stderr. SIGINT or SIGTERM stops the
+server after the requests in flight (at most 30s).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := os.Getenv("LANCER_API_KEY")
@@ -75,8 +79,10 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			h, err := server.New(server.Options{Data: data, StorageOptions: storage, APIKey: key, Addr: addr, Logger: logger,
-				MaxBodyBytes: maxBody, RequestTimeout: timeout, CacheSize: cacheSize})
+			opts := server.Options{Data: data, StorageOptions: storage, APIKey: key, Addr: addr, Logger: logger,
+				MaxBodyBytes: maxBody, RequestTimeout: timeout, CacheSize: cacheSize}
+			conn.apply(&opts)
+			h, err := server.New(opts)
 			if err != nil {
 				return err
 			}
@@ -98,15 +104,36 @@ to stderr. SIGINT or SIGTERM stops the server after the requests in flight
 	cmd.Flags().Int64Var(&maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted")
 	cmd.Flags().DurationVar(&timeout, "request-timeout", 0, "bound on the work for one request (0: none)")
 	cmd.Flags().IntVar(&cacheSize, "cache-size", 0, "opened table versions kept for reuse across requests (0: the server's default; negative: none)")
+	conn.flags(cmd)
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }
 
-// serveUntilDone serves h on ln until ctx ends or SIGINT/SIGTERM comes,
-// then shuts down, letting requests in flight finish (at most
+// connTimeouts are the --read-header-timeout, --body-read-timeout and
+// --idle-timeout flags of serve: how long a client may take to send its
+// headers, and its body, and how long an idle connection is kept
+// (server.Options; 0 is the server's default, negative none). lancer demo
+// serves with the defaults.
+type connTimeouts struct {
+	header, body, idle time.Duration
+}
+
+func (c *connTimeouts) flags(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&c.header, "read-header-timeout", server.DefaultReadHeaderTimeout, "how long a client may take to send a request's headers (negative: no bound)")
+	cmd.Flags().DurationVar(&c.body, "body-read-timeout", server.DefaultBodyReadTimeout, "how long a client may take to send a request body, plus 1s per 64 KiB of it (negative: no bound)")
+	cmd.Flags().DurationVar(&c.idle, "idle-timeout", server.DefaultIdleTimeout, "how long an idle kept-alive connection is kept (negative: no bound)")
+}
+
+func (c connTimeouts) apply(opts *server.Options) {
+	opts.ReadHeaderTimeout, opts.BodyReadTimeout, opts.IdleTimeout = c.header, c.body, c.idle
+}
+
+// serveUntilDone serves h on ln, with the connection timeouts of its
+// options (server.Server.HTTPServer), until ctx ends or SIGINT/SIGTERM
+// comes, then shuts down, letting requests in flight finish (at most
 // shutdownGrace). lancer serve and lancer demo share it.
-func serveUntilDone(ctx context.Context, h http.Handler, ln net.Listener) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+func serveUntilDone(ctx context.Context, h *server.Server, ln net.Listener) error {
+	srv := h.HTTPServer()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -102,6 +104,9 @@ func TestServeObjectStorage(t *testing.T) {
 		t.Helper()
 		for range 200 {
 			req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+			if body != "" {
+				req.Header.Set("content-type", "application/json")
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				time.Sleep(20 * time.Millisecond)
@@ -148,5 +153,66 @@ func TestServeObjectStorage(t *testing.T) {
 	code, _, errOut := runLancer(t, append([]string{"serve", "--data", "s3://nope/db", "--addr", freeAddr(t)}, flags...)...)
 	if code != 1 || !strings.Contains(errOut, "cannot be listed") {
 		t.Errorf("serve over a missing bucket: exit %d: %s", code, errOut)
+	}
+}
+
+// TestServeCutsOffSlowClients: serve's --read-header-timeout,
+// --body-read-timeout and --idle-timeout reach its http.Server: a client
+// that never finishes its headers or its body, or leaves its connection
+// idle, is cut off (each waited for at most 10s, far above the
+// timeouts, so that a server that never cuts off fails the test rather
+// than hanging it).
+func TestServeCutsOffSlowClients(t *testing.T) {
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data", t.TempDir(), "--addr", addr,
+			"--read-header-timeout", "200ms", "--body-read-timeout", "200ms", "--idle-timeout", "200ms"}, &stdout, &stderr)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	var up bool
+	for range 200 {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			up = true
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !up {
+		t.Fatalf("serve never answered: %s", stderr.String())
+	}
+	for _, tc := range []struct {
+		name, send string
+		status     int // of the answer before the server closes, 0 for none
+	}{
+		{"headers never finished", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", 0},
+		{"a body that stops", "POST /v1/table/t/create/ HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/vnd.apache.arrow.stream\r\ncontent-length: 100\r\n\r\n\xff", http.StatusRequestTimeout},
+		{"an idle connection", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", http.StatusOK},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(conn, tc.send)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		status := 0
+		if resp, err := http.ReadResponse(br, nil); err == nil {
+			status = resp.StatusCode
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		_, err = br.ReadByte()
+		var ne net.Error
+		if status != tc.status || err == nil || errors.As(err, &ne) && ne.Timeout() {
+			t.Errorf("%s: answered %d, then %v; want %d, then the connection closed", tc.name, status, err, tc.status)
+		}
+		conn.Close()
 	}
 }
