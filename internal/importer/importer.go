@@ -48,7 +48,9 @@
 // what `lancer scan --format jsonl` prints (see package rowjson): int64 and
 // uint64 as exact integers (or strings), floats as numbers or as the
 // strings "NaN", "Infinity" and "-Infinity" (any spelling
-// strconv.ParseFloat reads: "+Inf", "nan"), binary as base64, timestamps,
+// strconv.ParseFloat reads: "+Inf", "nan"; and, though they are not JSON,
+// the bare NaN, Infinity and -Infinity of Python's json module and DuckDB,
+// which infer float64 even alone), binary as base64, timestamps,
 // dates, times and durations as raw integers in the column's unit (or, for
 // timestamps and dates, ISO 8601 text), decimals as strings or numbers,
 // maps as [[key, value], ...] (or objects), fixed-size lists as arrays of

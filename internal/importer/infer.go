@@ -196,7 +196,11 @@ func kindOf(v any) kind {
 	return kindStruct
 }
 
-func isIntegerLiteral(s string) bool { return !strings.ContainsAny(s, ".eE") }
+// isIntegerLiteral reports whether the number literal s is an integer
+// (not a fraction, an exponent or NaN and ±Infinity).
+func isIntegerLiteral(s string) bool {
+	return s != "" && s[len(s)-1] >= '0' && s[len(s)-1] <= '9' && !strings.ContainsAny(s, ".eE")
+}
 
 // isNonFinite reports whether s spells NaN or ±Inf as a float column
 // reads it (see parseFloat).

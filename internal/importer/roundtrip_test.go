@@ -373,6 +373,8 @@ func TestLossyNumbersRefused(t *testing.T) {
 		{"x.jsonl", ok + `{"u64": 18446744073709551616}`, schema, `x.jsonl line 2, column "u64": number 18446744073709551616 is out of range for uint64`},
 		{"x.jsonl", ok + `{"u64": -1}`, schema, `x.jsonl line 2, column "u64": number -1 is out of range for uint64`},
 		{"x.jsonl", ok + `{"i8": 128}`, schema, `x.jsonl line 2, column "i8": number 128 is out of range for int8`},
+		{"x.jsonl", ok + `{"i64": NaN}`, schema, `x.jsonl line 2, column "i64": want an int64, got number NaN`},
+		{"x.jsonl", ok + `{"u64": -Infinity}`, schema, `x.jsonl line 2, column "u64": want a uint64, got number -Infinity`},
 		{"x.jsonl", ok + `{"lf32": [1, 1e39]}`, schema, `x.jsonl line 2, column "lf32": at [1]: number 1e39 is out of range for float32`},
 		{"x.jsonl", ok + `{"st": {"f": 1e400}}`, schema, `x.jsonl line 2, column "st": at .f: number 1e400 is out of range for float64`},
 		// Inferred schemas.
@@ -414,6 +416,9 @@ func TestExactNumbersAccepted(t *testing.T) {
 		{"x.jsonl", `{"a": 1}` + "\n" + `{"a": "NaN"}` + "\n" + `{"a": "-Infinity"}` + "\n" + `{"a": "Infinity"}` + "\n" + `{"a": -0.0}`, nil,
 			"float64", `{"a":1}` + "\n" + `{"a":"NaN"}` + "\n" + `{"a":"-Infinity"}` + "\n" + `{"a":"Infinity"}` + "\n" + `{"a":-0.0}`},
 		{"x.jsonl", `{"a": "NaN"}` + "\n" + `{"a": [2.5, "+Inf"]}`, nil, "", ""}, // a mismatch, checked below
+		// The bare tokens of Python's json and DuckDB are numbers even alone.
+		{"x.jsonl", `{"a": NaN, "l": [Infinity]}` + "\n" + `{"a": -Infinity, "l": [1, NaN]}`, nil,
+			"float64 list<item: float64, nullable>", `{"a":"NaN","l":["Infinity"]}` + "\n" + `{"a":"-Infinity","l":[1,"NaN"]}`},
 		// Only strings: a string column, "NaN" and all.
 		{"x.jsonl", `{"a": "NaN"}` + "\n" + `{"a": "Infinity"}`, nil, "utf8", `{"a":"NaN"}` + "\n" + `{"a":"Infinity"}`},
 		{"x.jsonl", `{"a": "NaN"}` + "\n" + `{"a": "x"}`, nil, "utf8", `{"a":"NaN"}` + "\n" + `{"a":"x"}`},

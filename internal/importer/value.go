@@ -35,8 +35,9 @@ type object struct {
 const maxJSONDepth = 64
 
 // jsonOptions are the importer's parsing rules: duplicate members are an
-// error and invalid UTF-8 becomes U+FFFD.
-var jsonOptions = jsonvalue.Options{MaxDepth: maxJSONDepth, RejectDuplicateMembers: true, ReplaceInvalidUTF8: true}
+// error, invalid UTF-8 becomes U+FFFD, and the bare NaN, Infinity and
+// -Infinity that Python's json module and DuckDB write are numbers.
+var jsonOptions = jsonvalue.Options{MaxDepth: maxJSONDepth, RejectDuplicateMembers: true, ReplaceInvalidUTF8: true, NonFiniteNumbers: true}
 
 // parseJSON decodes text holding exactly one JSON value into nil, bool,
 // json.Number, string, []any or *object. Duplicate object members are an
