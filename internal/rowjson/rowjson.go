@@ -13,9 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/vector"
 )
 
 // AppendRow appends row `row` of rec to dst as one JSON object, members named
@@ -169,8 +169,7 @@ func appendValue(dst []byte, arr arrow.Array, i int) ([]byte, error) {
 	case *array.Uint64:
 		return strconv.AppendUint(dst, a.Value(i), 10), nil
 	case *array.Float16:
-		// Not Num.Float32, which misreads subnormals (2^-24 as 2^-136).
-		return AppendFloat(dst, float64(vector.HalfToFloat32(a.Value(i).Uint16()))), nil
+		return AppendFloat(dst, halfToFloat64(a.Value(i))), nil
 	case *array.Float32:
 		return AppendFloat(dst, float64(a.Value(i))), nil
 	case *array.Float64:
@@ -341,6 +340,20 @@ func AppendFloat(dst []byte, f float64) []byte {
 		}
 	}
 	return dst
+}
+
+// halfToFloat64 widens a float16 exactly. Num.Float32 is exact but for
+// subnormals, which it misreads (2^-24 as 2^-136): they are their
+// mantissa times 2^-24.
+func halfToFloat64(h float16.Num) float64 {
+	if b := h.Uint16(); b&0x7c00 == 0 {
+		f := math.Ldexp(float64(b&0x3ff), -24)
+		if b&0x8000 != 0 {
+			f = -f
+		}
+		return f
+	}
+	return float64(h.Float32())
 }
 
 const hexDigits = "0123456789abcdef"
