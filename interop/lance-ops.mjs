@@ -102,9 +102,15 @@ function describe(f) {
   return d;
 }
 
+// NaN and ±Inf print as the strings "NaN", "Infinity" and "-Infinity", as
+// lancer's rowjson prints them (JSON.stringify would print null).
+function nonFinite(x) {
+  return typeof x === 'number' && !Number.isFinite(x) ? String(x) : x;
+}
+
 // JSON with BigInt printed as an exact integer literal.
 function toJSON(v) {
-  return JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? `@@${x}@@` : x)).replace(/"@@(-?\d+)@@"/g, '$1');
+  return JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? `@@${x}@@` : nonFinite(x))).replace(/"@@(-?\d+)@@"/g, '$1');
 }
 
 // held are the tables "hold" keeps open, by name.

@@ -44,16 +44,24 @@ rows and schema (overwrite). The format comes from SRC's extension (.jsonl,
 --format names it; Arrow input may be in the IPC file or stream format.
 
 JSON lines hold one object per line. Their schema is inferred from the whole
-file: integers as int64, other numbers as float64, strings as utf8, arrays as
-lists, objects as structs, except that the arrays of numbers of the columns
---vector-columns names (default: "vector", as LanceDB) become vectors,
-fixed_size_list<float32, n>, when they all have the same length n;
+file: integers as int64 (uint64 when some exceed int64 and none is negative),
+other numbers as float64 (and with them the strings "NaN", "Infinity" and
+"-Infinity", or the bare NaN and Infinity Python's json writes), strings as
+utf8, arrays as lists, objects as structs, except that the arrays of numbers
+of the columns --vector-columns names (default: "vector", as LanceDB) become
+vectors, fixed_size_list<float32, n>, when they all have the same length n;
 columns that are always null as utf8. CSV has a header row, empty cells are
-null, and each column is int64, float64, bool, date32 (YYYY-MM-DD),
+null, and each column is int64, uint64, float64, bool, date32 (YYYY-MM-DD),
 timestamp[us] (ISO 8601) or else utf8. When appending, or with --schema-from,
 rows are converted to that dataset's schema instead, so what
-'lancer scan --format jsonl' prints imports back unchanged (int64 as exact
-integers, binary as base64, timestamps as raw integers, decimals as strings).
+'lancer scan --format jsonl' prints imports back unchanged (int64 and uint64
+as exact integers, floats to the bit with NaN and ±Inf as the strings above,
+binary as base64, timestamps as raw integers, decimals as strings). JSON
+cannot tell 1.0 from 1 nor base64 from text, so use --schema-from or append
+to keep float, binary and timestamp columns. A value its column cannot hold
+is an error naming the line and column, never a rounded or infinite value:
+1e400 (float64), 1e39 (float32), 2^63 (int64), -1 or 2^64 (uint64), and
+when inferring, integers that fit neither int64 nor uint64.
 Parquet and Arrow files keep their own types (cast to the dataset's when
 appending).
 

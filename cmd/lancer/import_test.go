@@ -108,6 +108,62 @@ func TestImportRoundTrip(t *testing.T) {
 	}
 }
 
+// TestScanImportNonFinite: NaN, ±Inf, -0 and integers beyond int64 go
+// through `lancer scan` and `lancer import` (inferred, appended, and from
+// CSV) unchanged, where JSON.stringify's encoding would turn them into
+// nulls, +0 and float64s.
+func TestScanImportNonFinite(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.jsonl")
+	in := `{"id": 1, "f": 1.5, "u": 18446744073709551615, "l": [1.5, "NaN"]}
+{"id": 2, "f": "NaN", "u": 9223372036854775808, "l": ["-Infinity", -0.0]}
+{"id": 3, "f": "Infinity", "u": 0, "l": []}
+{"id": 4, "f": "-Infinity", "u": null, "l": null}
+{"id": 5, "f": -0.0, "u": 1, "l": [5e-324, 1e400]}
+`
+	if err := os.WriteFile(src, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "ds")
+	// 1e400 is no float64: refused, naming where it is.
+	if code, _, errOut := runLancer(t, "import", src, ds); code == 0 || !strings.Contains(errOut, `src.jsonl line 5, column "l": at [1]: number 1e400 is out of range for float64`) {
+		t.Fatalf("import of 1e400: exit %d: %s", code, errOut)
+	}
+	if err := os.WriteFile(src, []byte(strings.Replace(in, ", 1e400]", "]", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "import", src, ds)
+	want := `{"id":1,"f":1.5,"u":18446744073709551615,"l":[1.5,"NaN"]}
+{"id":2,"f":"NaN","u":9223372036854775808,"l":["-Infinity",-0.0]}
+{"id":3,"f":"Infinity","u":0,"l":[]}
+{"id":4,"f":"-Infinity","u":null,"l":null}
+{"id":5,"f":-0.0,"u":1,"l":[5e-324]}
+`
+	rows := mustRun(t, "scan", ds, "--format", "jsonl")
+	if rows != want {
+		t.Fatalf("scan:\n%s\nwant:\n%s", rows, want)
+	}
+	schema := mustRun(t, "schema", ds)
+	scanned := filepath.Join(dir, "scanned.jsonl")
+	if err := os.WriteFile(scanned, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(dir, "again")
+	mustRun(t, "import", scanned, again)
+	if got := mustRun(t, "schema", again); got != schema {
+		t.Errorf("re-imported schema:\n%s\nwant:\n%s", got, schema)
+	}
+	mustRun(t, "import", scanned, again, "--mode", "append")
+	csv := filepath.Join(dir, "scanned.csv")
+	if err := os.WriteFile(csv, []byte(mustRun(t, "scan", ds, "--format", "csv")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "import", csv, again, "--mode", "append")
+	if got := mustRun(t, "scan", again, "--format", "jsonl"); got != want+want+want {
+		t.Errorf("after appending the scan as JSON lines and CSV:\n%s\nwant 3 × \n%s", got, want)
+	}
+}
+
 // testBatch is a small batch of every column kind the columnar imports
 // exercise, with types JSON inference would not pick.
 func testBatch(mem memory.Allocator) arrow.RecordBatch {

@@ -26,9 +26,13 @@ func newScanCommand() *cobra.Command {
 		Short: "Print the rows of a dataset",
 		Long: `Print the rows of a dataset at its latest version, or at --version, --tag or
 --branch, or only those matching --filter (Lance's SQL filter syntax, e.g.
-"id > 10 AND label LIKE 'a%'"). --format jsonl prints one JSON object per row: int64 as exact
-integers, binary as base64, timestamps as raw integers, decimals as strings,
-_rowid last when --with-rowid is given.`,
+"id > 10 AND label LIKE 'a%'"). --format jsonl prints one JSON object per
+row: int64 and uint64 as exact integers, floats as the shortest number that
+reads back as the same value (float32 widened exactly to float64), NaN and
+±Inf as the strings "NaN", "Infinity" and "-Infinity", -0 as -0.0, binary as
+base64, timestamps as raw integers, decimals as strings, _rowid last when
+--with-rowid is given. 'lancer import --mode append' (or --schema-from) reads
+it back exactly.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := newRowWriter(formatArg, cmd.OutOrStdout())

@@ -136,14 +136,23 @@ type csvColumn struct {
 	seen                                        bool
 	notInt, notFloat, notBool, notDate, notTime bool
 	zoned                                       bool
+	// notInteger is set by a cell that is not an integer of any size;
+	// until then ints decides the column's integer type.
+	notInteger bool
+	ints       intRange
 }
 
-func (c *csvColumn) add(s string) {
+func (c *csvColumn) add(s string, line int) {
 	c.seen = true
 	s = strings.TrimSpace(s)
 	if !c.notInt {
 		_, err := strconv.ParseInt(s, 10, 64)
 		c.notInt = err != nil
+	}
+	if !c.notInteger {
+		if c.notInteger = !isIntegerText(s); !c.notInteger {
+			c.ints.note(s, line, nil)
+		}
 	}
 	if !c.notFloat {
 		_, err := strconv.ParseFloat(s, 64)
@@ -163,24 +172,28 @@ func (c *csvColumn) add(s string) {
 	}
 }
 
-func (c *csvColumn) arrowType() arrow.DataType {
+// arrowType is the column's type; the error is an *inferError (integers
+// that no integer type holds and no other cell makes floats).
+func (c *csvColumn) arrowType() (arrow.DataType, error) {
 	switch {
 	case !c.seen:
-		return arrow.BinaryTypes.String
+		return arrow.BinaryTypes.String, nil
 	case !c.notInt:
-		return arrow.PrimitiveTypes.Int64
+		return arrow.PrimitiveTypes.Int64, nil
+	case !c.notInteger:
+		return c.ints.integerType()
 	case !c.notFloat:
-		return arrow.PrimitiveTypes.Float64
+		return arrow.PrimitiveTypes.Float64, nil
 	case !c.notBool:
-		return arrow.FixedWidthTypes.Boolean
+		return arrow.FixedWidthTypes.Boolean, nil
 	case !c.notDate:
-		return arrow.FixedWidthTypes.Date32
+		return arrow.FixedWidthTypes.Date32, nil
 	case !c.notTime && c.zoned:
-		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
 	case !c.notTime:
-		return &arrow.TimestampType{Unit: arrow.Microsecond}
+		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
 	}
-	return arrow.BinaryTypes.String
+	return arrow.BinaryTypes.String, nil
 }
 
 // inferCSV reads every row of src and returns the schema of its columns.
@@ -200,13 +213,18 @@ func inferCSV(src io.Reader, name string) (*arrow.Schema, error) {
 		}
 		for i, cell := range record {
 			if cell != "" {
-				cols[i].add(cell)
+				line, _ := r.FieldPos(i)
+				cols[i].add(cell, line)
 			}
 		}
 	}
 	fields := make([]arrow.Field, len(header))
 	for i, h := range header {
-		fields[i] = arrow.Field{Name: h, Type: cols[i].arrowType(), Nullable: true}
+		dt, err := cols[i].arrowType()
+		if err != nil {
+			return nil, inferLineError(name, h, err)
+		}
+		fields[i] = arrow.Field{Name: h, Type: dt, Nullable: true}
 	}
 	return arrow.NewSchema(fields, nil), nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/jsonvalue"
 )
 
 // historySchema is the schema of the history fixtures' first version, the
@@ -135,19 +136,32 @@ func fixturesDir() string {
 
 // FuzzParseJSON checks the hand-written JSON parser against encoding/json:
 // what it accepts, encoding/json accepts with the same value (numbers
-// compared by their text); what it refuses, encoding/json refuses too,
-// except duplicate members and nesting deeper than maxJSONDepth.
+// compared by their text), except for the bare NaN, Infinity and
+// -Infinity it takes as numbers; what it refuses, encoding/json refuses
+// too, except duplicate members and nesting deeper than maxJSONDepth.
 func FuzzParseJSON(f *testing.F) {
 	for _, s := range jsonSeeds(f) {
 		for line := range bytes.Lines(s) {
 			f.Add(bytes.TrimSpace(line))
 		}
 	}
-	for _, s := range []string{`"\u00e9\ud83d\ude00"`, `"\ud800x"`, `"a\/b\\"`, `-0`, `0.5e-07`, `1E400`, `"\x7f"`, "\"\xed\xa0\x80\"", ` [ {} , [ ] ] `} {
+	for _, s := range []string{`[NaN, -Infinity, {"a": Infinity}]`, `NaN`, `-Infinityx`, `"\u00e9\ud83d\ude00"`, `"\ud800x"`, `"a\/b\\"`, `-0`, `0.5e-07`, `1E400`, `"\x7f"`, "\"\xed\xa0\x80\"", ` [ {} , [ ] ] `} {
 		f.Add([]byte(s))
 	}
+	strict := jsonOptions
+	strict.NonFiniteNumbers = false
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := parseJSON(data)
+		all, allErr := parseJSON(data)
+		v, err := jsonvalue.ParseWith[any](data, strict, plainBuilder{})
+		if e, ok := err.(*jsonvalue.Error); ok {
+			err = jsonError(e)
+		}
+		switch {
+		case err == nil && (allErr != nil || !reflect.DeepEqual(toPlain(all), toPlain(v))):
+			t.Fatalf("NonFiniteNumbers changes what %q parses to: %#v, %v", data, toPlain(all), allErr)
+		case err != nil && allErr == nil && !bytes.Contains(data, []byte("NaN")) && !bytes.Contains(data, []byte("Infinity")):
+			t.Fatalf("NonFiniteNumbers makes %q JSON", data)
+		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
 		var want any

@@ -13,9 +13,13 @@
 // of JSON lines and CSV is inferred from the whole file in a first pass
 // (the file is read twice, never held in memory):
 //
-//	JSON lines  integer → int64 (float64 once any value of the column has a
-//	            fraction or exponent, or exceeds int64), other numbers →
-//	            float64, string → utf8, true/false → bool, array → list of
+//	JSON lines  integer → int64, or uint64 when some exceed int64 and none
+//	            is negative (integers that fit neither are an error naming
+//	            the line: float64 would round them); float64 once any value
+//	            of the column has a fraction or exponent, or is a string
+//	            spelling NaN or ±Inf ("NaN", "Infinity", "-Infinity", as
+//	            rowjson prints them; a column of only such strings is
+//	            utf8); string → utf8, true/false → bool, array → list of
 //	            the inferred item type (arrays of numbers stay lists even
 //	            when they all have one length: vectors need an append to a
 //	            dataset with a fixed_size_list column, or Parquet/Arrow
@@ -26,7 +30,9 @@
 //	            number on another) is an error naming both lines.
 //	CSV         the first row names the columns; an empty cell is null.
 //	            A column is int64 if every non-empty cell parses as one,
-//	            else float64, else bool (true/false), else date32
+//	            else uint64 or an error as for JSON lines if every cell is
+//	            an integer, else float64 (NaN, Inf and Infinity count as
+//	            numbers), else bool (true/false), else date32
 //	            (YYYY-MM-DD), else timestamp[us] (ISO 8601; with time zone
 //	            UTC when any cell carries a zone offset), else utf8.
 //
@@ -40,14 +46,32 @@
 //
 // JSON values are read in the row encoding of the Lance fixtures, which is
 // what `lancer scan --format jsonl` prints (see package rowjson): int64 and
-// uint64 as exact integers (or strings), binary as base64, timestamps,
+// uint64 as exact integers (or strings), floats as numbers or as the
+// strings "NaN", "Infinity" and "-Infinity" (any spelling
+// strconv.ParseFloat reads: "+Inf", "nan"; and, though they are not JSON,
+// the bare NaN, Infinity and -Infinity of Python's json module and DuckDB,
+// which infer float64 even alone), binary as base64, timestamps,
 // dates, times and durations as raw integers in the column's unit (or, for
 // timestamps and dates, ISO 8601 text), decimals as strings or numbers,
 // maps as [[key, value], ...] (or objects), fixed-size lists as arrays of
 // exactly their size. So scanned rows import back into a dataset of the
-// same schema. CSV cells of list, struct and map columns hold such JSON
-// (as `lancer scan --format csv` prints them); other cells hold the text
-// of the value.
+// same schema with every value intact, floats to the bit (-0 too; only NaN
+// payloads are not kept). CSV cells of list, struct and map columns hold
+// such JSON (as `lancer scan --format csv` prints them); other cells hold
+// the text of the value.
+//
+// No value is stored other than it reads: a number outside its column's
+// range is an error naming the line and column, never a wrapped integer
+// or an infinity (1e400 in a float64 column, 1e39 in a float32 one, 65520
+// in a float16 one, 2^63 in an int64 one, -1 or 2^64 in a uint64 one). A
+// number with more digits than a float column keeps rounds as JSON
+// readers round it, integers included; a value too small for it becomes
+// 0 (or a subnormal).
+//
+// Inference cannot see the types JSON does not spell: a float column whose
+// values are all integral (scan prints 1.0 as 1) infers integers, binary
+// (base64) and decimals infer utf8, timestamps and dates int64. Import
+// into a schema (Options.Schema) to keep them.
 //
 // # Errors
 //

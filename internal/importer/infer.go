@@ -3,6 +3,8 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,11 +21,18 @@ const (
 	kindString
 	kindList
 	kindStruct
+	// kindNonFinite is a string spelling NaN or ±Inf ("NaN", "Infinity",
+	// "-Infinity", as rowjson prints them): a float where numbers are, a
+	// string elsewhere.
+	kindNonFinite
 )
 
 func (k kind) String() string {
-	return [...]string{"null", "bool", "integer", "number", "string", "array", "object"}[k]
+	return [...]string{"null", "bool", "integer", "number", "string", "array", "object", "string"}[k]
 }
+
+// numeric reports whether k can be the kind of a float column.
+func (k kind) numeric() bool { return k == kindInt || k == kindFloat || k == kindNonFinite }
 
 // inferred is the type inferred so far for a JSON value position.
 type inferred struct {
@@ -38,6 +47,28 @@ type inferred struct {
 	// vector makes an array of numbers of one length a vector:
 	// fixed_size_list<float32, length> (see Options.VectorColumns).
 	vector bool
+	// ints decides the type of a kindInt position.
+	ints intRange
+}
+
+// intRange collects the integers of a position that decide its integer
+// type: the first that int64 cannot hold but uint64 can (big), that
+// neither can (huge), and the first negative one (neg).
+type intRange struct {
+	big, huge, neg seenInt
+}
+
+// seenInt is an integer literal seen at a position, for integerType.
+type seenInt struct {
+	line int // 0: none seen
+	text string
+	path *valuePath
+}
+
+func (s *seenInt) note(text string, line int, path *valuePath) {
+	if s.line == 0 {
+		*s = seenInt{line: line, text: text, path: path}
+	}
 }
 
 // valuePath is where a value lies inside a column (".member", "[]"), for
@@ -67,10 +98,15 @@ func (t *inferred) add(v any, line int, path *valuePath) error {
 		return nil
 	case t.kind == kindNull:
 		t.kind, t.line = k, line
-	case t.kind == kindInt && k == kindFloat:
+	case t.kind == k:
+	case t.kind.numeric() && k.numeric():
+		// Integers and floats make floats; so do the non-finite strings
+		// (a scanned float column holding NaN) among numbers.
 		t.kind = kindFloat
-	case t.kind == kindFloat && k == kindInt:
-	case t.kind != k:
+	case t.kind == kindNonFinite && k == kindString:
+		t.kind = kindString // "NaN" among other strings is a string
+	case t.kind == kindString && k == kindNonFinite:
+	default:
 		where := ""
 		if path != nil {
 			where = "at " + path.String() + ": "
@@ -79,6 +115,10 @@ func (t *inferred) add(v any, line int, path *valuePath) error {
 			where, article(k), article(t.kind), t.line)
 	}
 	switch v := v.(type) {
+	case json.Number:
+		if k == kindInt {
+			t.ints.note(string(v), line, path)
+		}
 	case []any:
 		if t.elem == nil {
 			t.elem = &inferred{}
@@ -118,6 +158,22 @@ func article(k kind) string {
 	return "a " + k.String()
 }
 
+// note records the integer lit (digits with an optional sign), seen on
+// line at path.
+func (r *intRange) note(lit string, line int, path *valuePath) {
+	if lit[0] == '-' && strings.Trim(lit[1:], "0") != "" {
+		r.neg.note(lit, line, path)
+	}
+	if _, err := strconv.ParseInt(lit, 10, 64); err == nil {
+		return
+	}
+	if _, err := strconv.ParseUint(strings.TrimPrefix(lit, "+"), 10, 64); err == nil {
+		r.big.note(lit, line, path)
+	} else {
+		r.huge.note(lit, line, path)
+	}
+}
+
 func kindOf(v any) kind {
 	switch v := v.(type) {
 	case nil:
@@ -126,12 +182,13 @@ func kindOf(v any) kind {
 		return kindBool
 	case json.Number:
 		if isIntegerLiteral(string(v)) {
-			if _, err := v.Int64(); err == nil {
-				return kindInt
-			}
+			return kindInt // however large: integerType decides
 		}
 		return kindFloat
 	case string:
+		if isNonFinite(v) {
+			return kindNonFinite
+		}
 		return kindString
 	case []any:
 		return kindList
@@ -139,32 +196,94 @@ func kindOf(v any) kind {
 	return kindStruct
 }
 
-func isIntegerLiteral(s string) bool { return !strings.ContainsAny(s, ".eE") }
+// isIntegerLiteral reports whether the number literal s is an integer
+// (not a fraction, an exponent or NaN and ±Infinity).
+func isIntegerLiteral(s string) bool {
+	return s != "" && s[len(s)-1] >= '0' && s[len(s)-1] <= '9' && !strings.ContainsAny(s, ".eE")
+}
 
-// arrowType is the Arrow type of the inferred position: int64, float64,
-// bool, utf8, list<...> or struct<...>; a position that only ever held
-// null (or an array that was always empty) becomes utf8.
-func (t *inferred) arrowType() arrow.DataType {
+// isNonFinite reports whether s spells NaN or ±Inf as a float column
+// reads it (see parseFloat).
+func isNonFinite(s string) bool {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return err == nil && (math.IsNaN(f) || math.IsInf(f, 0))
+}
+
+// integerType is the type of a position that held only integers: int64
+// when they all fit, uint64 when they do not but fit it (none negative),
+// else an error naming the first value no integer type holds alongside the
+// others. A float64 would round such values silently.
+func (r *intRange) integerType() (arrow.DataType, error) {
+	switch {
+	case r.huge.line != 0:
+		return nil, &inferError{at: r.huge, msg: fmt.Sprintf("integer %s fits neither int64 nor uint64 "+
+			"(a float64 column would round it; give the column a type to import it)", r.huge.text)}
+	case r.big.line != 0 && r.neg.line != 0:
+		return nil, &inferError{at: r.big, msg: fmt.Sprintf("integer %s exceeds int64, and the negative %s on line %d rules out uint64 "+
+			"(a float64 column would round them; give the column a type to import them)", r.big.text, r.neg.text, r.neg.line)}
+	case r.big.line != 0:
+		return arrow.PrimitiveTypes.Uint64, nil
+	}
+	return arrow.PrimitiveTypes.Int64, nil
+}
+
+// inferError is a position whose values no inferred type holds exactly.
+type inferError struct {
+	at  seenInt
+	msg string
+}
+
+// inferLineError is lineError for an error of column's arrowType, an
+// *inferError, at the line of the value it names.
+func inferLineError(name, column string, err error) error {
+	line := 0
+	if e, ok := err.(*inferError); ok {
+		line = e.at.line
+	}
+	return lineError(name, line, column, err)
+}
+
+func (e *inferError) Error() string {
+	if e.at.path != nil {
+		return "at " + e.at.path.String() + ": " + e.msg
+	}
+	return e.msg
+}
+
+// arrowType is the Arrow type of the inferred position: int64, uint64,
+// float64, bool, utf8, list<...> or struct<...>; a position that only ever
+// held null (or an array that was always empty) becomes utf8, as does one
+// that only held strings spelling NaN or ±Inf. The error is an
+// *inferError.
+func (t *inferred) arrowType() (arrow.DataType, error) {
 	switch t.kind {
 	case kindBool:
-		return arrow.FixedWidthTypes.Boolean
+		return arrow.FixedWidthTypes.Boolean, nil
 	case kindInt:
-		return arrow.PrimitiveTypes.Int64
+		return t.ints.integerType()
 	case kindFloat:
-		return arrow.PrimitiveTypes.Float64
+		return arrow.PrimitiveTypes.Float64, nil
 	case kindList:
 		if t.isVector() {
-			return arrow.FixedSizeListOf(int32(t.minLen), arrow.PrimitiveTypes.Float32)
+			return arrow.FixedSizeListOf(int32(t.minLen), arrow.PrimitiveTypes.Float32), nil
 		}
 		elem := &inferred{}
 		if t.elem != nil {
 			elem = t.elem
 		}
-		return arrow.ListOf(elem.arrowType())
+		et, err := elem.arrowType()
+		if err != nil {
+			return nil, err
+		}
+		return arrow.ListOf(et), nil
 	case kindStruct:
-		return arrow.StructOf(t.fields()...)
+		fields, err := t.fields()
+		if err != nil {
+			return nil, err
+		}
+		return arrow.StructOf(fields...), nil
 	}
-	return arrow.BinaryTypes.String
+	return arrow.BinaryTypes.String, nil
 }
 
 // isVector reports whether t becomes a vector column: marked as one, and
@@ -177,10 +296,16 @@ func (t *inferred) isVector() bool {
 // maxVectorDim bounds the dimension of an inferred vector column.
 const maxVectorDim = 1 << 16
 
-func (t *inferred) fields() []arrow.Field {
+// fields are the fields of an object position. The error is an
+// *inferError.
+func (t *inferred) fields() ([]arrow.Field, error) {
 	fields := make([]arrow.Field, len(t.names))
 	for i, name := range t.names {
-		fields[i] = arrow.Field{Name: name, Type: t.members[name].arrowType(), Nullable: true}
+		dt, err := t.members[name].arrowType()
+		if err != nil {
+			return nil, err
+		}
+		fields[i] = arrow.Field{Name: name, Type: dt, Nullable: true}
 	}
-	return fields
+	return fields, nil
 }

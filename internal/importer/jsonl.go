@@ -160,5 +160,13 @@ func inferJSONL(src io.Reader, name string, vectorColumns []string) (*arrow.Sche
 			m.vector = true
 		}
 	}
-	return arrow.NewSchema(root.fields(), nil), nil
+	fields := make([]arrow.Field, len(root.names))
+	for i, k := range root.names {
+		dt, err := root.members[k].arrowType()
+		if err != nil {
+			return nil, inferLineError(name, k, err)
+		}
+		fields[i] = arrow.Field{Name: k, Type: dt, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil), nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/float16"
 
 	"github.com/lancerdb/lancer/internal/jsonvalue"
+	"github.com/lancerdb/lancer/vector"
 )
 
 // object is a decoded JSON object that keeps its members in input order:
@@ -34,8 +35,9 @@ type object struct {
 const maxJSONDepth = 64
 
 // jsonOptions are the importer's parsing rules: duplicate members are an
-// error and invalid UTF-8 becomes U+FFFD.
-var jsonOptions = jsonvalue.Options{MaxDepth: maxJSONDepth, RejectDuplicateMembers: true, ReplaceInvalidUTF8: true}
+// error, invalid UTF-8 becomes U+FFFD, and the bare NaN, Infinity and
+// -Infinity that Python's json module and DuckDB write are numbers.
+var jsonOptions = jsonvalue.Options{MaxDepth: maxJSONDepth, RejectDuplicateMembers: true, ReplaceInvalidUTF8: true, NonFiniteNumbers: true}
 
 // parseJSON decodes text holding exactly one JSON value into nil, bool,
 // json.Number, string, []any or *object. Duplicate object members are an
@@ -199,9 +201,9 @@ func appendValue(b array.Builder, v any) *valueError {
 	case *array.Uint64Builder:
 		return appendUint(b, v, 64)
 	case *array.Float16Builder:
-		x, err := parseFloat(v, 32)
+		x, err := parseFloat(v, 16)
 		if err == nil {
-			b.Append(float16.New(float32(x)))
+			b.Append(float16.FromBits(vector.Float32ToHalf(float32(x))))
 		}
 		return err
 	case *array.Float32Builder:
@@ -518,8 +520,12 @@ func checkDecimal(v any) *valueError {
 func parseInt(v any, bits int) (int64, *valueError) {
 	s, ok := text(v)
 	if ok {
-		if x, err := strconv.ParseInt(s, 10, bits); err == nil {
+		x, err := strconv.ParseInt(s, 10, bits)
+		if err == nil {
 			return x, nil
+		}
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, outOfRange(v, fmt.Sprintf("int%d", bits))
 		}
 	}
 	return 0, mismatch(fmt.Sprintf("an int%d", bits), v)
@@ -528,21 +534,66 @@ func parseInt(v any, bits int) (int64, *valueError) {
 func parseUint(v any, bits int) (uint64, *valueError) {
 	s, ok := text(v)
 	if ok {
-		if x, err := strconv.ParseUint(s, 10, bits); err == nil {
+		x, err := strconv.ParseUint(s, 10, bits)
+		if err == nil {
 			return x, nil
+		}
+		if len(s) > 1 && s[0] == '-' && strings.Trim(s[1:], "0") == "" {
+			return 0, nil // -0 is 0
+		}
+		// ParseUint reports "-1" as a syntax error; it is out of range
+		// as much as 2^64 is.
+		if errors.Is(err, strconv.ErrRange) || isIntegerText(s) {
+			return 0, outOfRange(v, fmt.Sprintf("uint%d", bits))
 		}
 	}
 	return 0, mismatch(fmt.Sprintf("a uint%d", bits), v)
 }
 
+func outOfRange(v any, typ string) *valueError {
+	return &valueError{Msg: fmt.Sprintf("%s is out of range for %s", describe(v), typ)}
+}
+
+// parseFloat parses a number, or a string holding one, for a float column
+// of the given bits (16, 32 or 64). Strings may spell NaN and ±Inf in any
+// way strconv.ParseFloat reads ("NaN", "Infinity", "-Infinity" as rowjson
+// prints them, "+Inf", "inf"). A finite value too large for the type is an
+// error rather than an infinity: JSON has no number for infinity, so a
+// literal such as 1e400 is a mistake to report, not a value to keep. Too
+// many digits, or a value too small, round as JSON readers round them.
 func parseFloat(v any, bits int) (float64, *valueError) {
 	s, ok := text(v)
-	if ok {
-		if x, err := strconv.ParseFloat(s, bits); err == nil || (errors.Is(err, strconv.ErrRange) && math.IsInf(x, 0)) {
-			return x, nil
+	if !ok {
+		return 0, mismatch("a number", v)
+	}
+	x, err := strconv.ParseFloat(s, max(bits, 32))
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, mismatch("a number", v)
+	}
+	// ParseFloat's range error is an overflow to ±Inf (underflow rounds
+	// to 0 without one); a float16 overflows without a word. (Not
+	// float16.New, which truncates and flushes subnormals to zero.)
+	if err != nil || bits == 16 && !math.IsInf(x, 0) && vector.Float32ToHalf(float32(x))&0x7fff == 0x7c00 {
+		return 0, outOfRange(v, fmt.Sprintf("float%d", bits))
+	}
+	return x, nil
+}
+
+// isIntegerText reports whether s is an optionally signed run of decimal
+// digits: an integer however large.
+func isIntegerText(s string) bool {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	return 0, mismatch("a number", v)
+	return true
 }
 
 func parseBase64(v any) ([]byte, *valueError) {

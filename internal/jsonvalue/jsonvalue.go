@@ -47,6 +47,11 @@ type Options struct {
 	// strings with escapes are always decoded by encoding/json, which
 	// replaces invalid UTF-8.
 	ReplaceInvalidUTF8 bool
+	// NonFiniteNumbers accepts the bare tokens NaN, Infinity and
+	// -Infinity as numbers (whose literal is that text). They are not
+	// JSON, but Python's json module and DuckDB write them for floats
+	// JSON has no number for.
+	NonFiniteNumbers bool
 }
 
 // ErrorKind says what is wrong with the input.
@@ -215,6 +220,7 @@ func (p *parser[T, B]) value(depth int, in Kind) (T, error) {
 	if p.i >= len(p.s) {
 		return zero, p.fail(ErrEnd)
 	}
+	start := p.i
 	switch c := p.s[p.i]; {
 	case c == '{':
 		return p.object(depth)
@@ -226,6 +232,8 @@ func (p *parser[T, B]) value(depth int, in Kind) (T, error) {
 			return zero, err
 		}
 		return p.b.String(s), nil
+	case p.opts.NonFiniteNumbers && (c == 'N' || c == 'I' || c == '-') && p.nonFinite():
+		return p.b.Number(string(p.s[start:p.i])), nil
 	case c == '-' || c >= '0' && c <= '9':
 		lit, err := p.number(in)
 		if err != nil {
@@ -241,6 +249,11 @@ func (p *parser[T, B]) value(depth int, in Kind) (T, error) {
 	default:
 		return zero, p.fail(ErrUnexpected)
 	}
+}
+
+// nonFinite reads NaN, Infinity or -Infinity at p.i (Options.NonFiniteNumbers).
+func (p *parser[T, B]) nonFinite() bool {
+	return p.literal("NaN") || p.literal("Infinity") || p.literal("-Infinity")
 }
 
 func (p *parser[T, B]) literal(word string) bool {

@@ -54,6 +54,30 @@ func TestParseOptions(t *testing.T) {
 	}
 }
 
+func TestParseNonFiniteNumbers(t *testing.T) {
+	in := []byte(`[NaN, Infinity, -Infinity, -1, "NaN"]`)
+	v, err := Parse(in, Options{MaxDepth: 1, NonFiniteNumbers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range v.Elems {
+		got = append(got, strconv.Itoa(int(e.Kind))+":"+e.Text)
+	}
+	if want := "2:NaN 2:Infinity 2:-Infinity 2:-1 3:NaN"; strings.Join(got, " ") != want {
+		t.Errorf("got %s, want %s", strings.Join(got, " "), want)
+	}
+	// Without the option they are not JSON; nor are other spellings with it.
+	for in, opts := range map[string]Options{
+		`NaN`: {}, `[-Infinity]`: {MaxDepth: 1}, `nan`: {NonFiniteNumbers: true}, `-Inf`: {NonFiniteNumbers: true},
+		`+Infinity`: {NonFiniteNumbers: true}, `NaNx`: {NonFiniteNumbers: true},
+	} {
+		if _, err := Parse([]byte(in), opts); err == nil {
+			t.Errorf("%s with %+v: no error", in, opts)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for in, want := range map[string]Error{
 		``:         {Kind: ErrEnd},

@@ -13,8 +13,12 @@
 //	float16, float32, float64   JSON number: the value widened exactly to float64 and printed
 //	                            as JavaScript prints a number, the shortest text that reads
 //	                            back as the same float64 (float32 0.7 → 0.699999988079071,
-//	                            1e21 → 1e+21, 1e-7 → 1e-7, -0 → 0). NaN and ±Inf print null,
-//	                            as JSON.stringify does, since JSON has no such numbers.
+//	                            1e21 → 1e+21, 1e-7 → 1e-7). JSON has no numbers for NaN and
+//	                            ±Inf: they print as the strings "NaN", "Infinity" and
+//	                            "-Infinity" (the proto3 JSON mapping's and Spark's spelling,
+//	                            and JavaScript's String(x)), and -0 prints -0.0. Here the
+//	                            encoding parts from JSON.stringify, which prints null and 0
+//	                            and so loses the value; the fixtures hold none of them.
 //	bool                        true / false
 //	utf8, large_utf8, utf8_view JSON string (escaped as JSON.stringify does; invalid UTF-8
 //	                            becomes U+FFFD, as a JavaScript TextDecoder would make it)
@@ -42,6 +46,15 @@
 // an error wrapping lancer.ErrUnsupported that names the type, as does a
 // decimal whose scale lies outside [-128, 127] (Lance's Arrow keeps the scale
 // in a signed byte; a wider one would print that many zeros per value).
+//
+// # Round trip
+//
+// Every value prints so that package importer reads it back exactly into a
+// column of the same type (`lancer scan --format jsonl | lancer import
+// --mode append`): integers as exact literals, floats as the shortest text
+// that reads back as the same bits (a float32 read as a float32 from its
+// float64 text is the same float32), NaN, ±Inf and -0 as above. Only the
+// payload of a NaN is not kept: every NaN prints "NaN".
 //
 // Output is compact (no spaces), as JSON.stringify prints. The fixtures'
 // expected.json files are pretty-printed, so compare rows semantically

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 
 	"github.com/lancerdb/lancer"
 )
@@ -168,7 +169,7 @@ func appendValue(dst []byte, arr arrow.Array, i int) ([]byte, error) {
 	case *array.Uint64:
 		return strconv.AppendUint(dst, a.Value(i), 10), nil
 	case *array.Float16:
-		return AppendFloat(dst, float64(a.Value(i).Float32())), nil
+		return AppendFloat(dst, halfToFloat64(a.Value(i))), nil
 	case *array.Float32:
 		return AppendFloat(dst, float64(a.Value(i))), nil
 	case *array.Float64:
@@ -291,16 +292,38 @@ func appendMap(dst []byte, a *array.Map, i int) ([]byte, error) {
 	return append(dst, ']'), nil
 }
 
+// The JSON texts of the float values JSON numbers cannot spell. They are
+// the spellings of the proto3 JSON mapping, Spark's JSON writer and
+// JavaScript's String(x); package importer reads them back into float
+// columns (as it reads strconv.ParseFloat's other spellings, such as
+// arrow-go's "+Inf").
+const (
+	NaNText          = `"NaN"`
+	InfText          = `"Infinity"`
+	NegInfText       = `"-Infinity"`
+	negativeZeroText = "-0.0"
+)
+
 // AppendFloat appends f as JavaScript's Number.prototype.toString (and so
 // JSON.stringify) prints it: the shortest decimal that reads back as f, in
 // plain notation for 1e-6 <= |f| < 1e21 and exponent notation ("1e+21",
-// "1.5e-7") outside it. -0 prints 0; NaN and ±Inf print null.
+// "1.5e-7") outside it. Unlike JSON.stringify it loses no value: NaN and
+// ±Inf print as the strings NaNText, InfText and NegInfText (JSON.stringify
+// prints null, which reads back as a null), and -0 prints -0.0 (JSON.stringify
+// prints 0; the fraction keeps readers that tell integers from floats, such
+// as Python's and lancer's importer, from reading an integer 0).
 func AppendFloat(dst []byte, f float64) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(dst, "null"...)
-	}
-	if f == 0 {
-		return append(dst, '0') // also -0: JSON.stringify(-0) is "0"
+	switch {
+	case math.IsNaN(f):
+		return append(dst, NaNText...)
+	case math.IsInf(f, 1):
+		return append(dst, InfText...)
+	case math.IsInf(f, -1):
+		return append(dst, NegInfText...)
+	case f == 0 && math.Signbit(f):
+		return append(dst, negativeZeroText...)
+	case f == 0:
+		return append(dst, '0')
 	}
 	abs := math.Abs(f)
 	format := byte('f')
@@ -317,6 +340,20 @@ func AppendFloat(dst []byte, f float64) []byte {
 		}
 	}
 	return dst
+}
+
+// halfToFloat64 widens a float16 exactly. Num.Float32 is exact but for
+// subnormals, which it misreads (2^-24 as 2^-136): they are their
+// mantissa times 2^-24.
+func halfToFloat64(h float16.Num) float64 {
+	if b := h.Uint16(); b&0x7c00 == 0 {
+		f := math.Ldexp(float64(b&0x3ff), -24)
+		if b&0x8000 != 0 {
+			f = -f
+		}
+		return f
+	}
+	return float64(h.Float32())
 }
 
 const hexDigits = "0123456789abcdef"

@@ -162,8 +162,23 @@ func TestBuiltTypes(t *testing.T) {
 		b.AppendValues([]float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 5e-324, math.MaxFloat64}, nil)
 		arr := b.NewArray()
 		defer arr.Release()
-		// NaN and ±Inf print null, as JSON.stringify does; -0 prints 0.
-		checkElems(t, "float64", arr, []string{"null", "null", "null", "0", "5e-324", "1.7976931348623157e+308"})
+		// NaN, ±Inf and -0, which JSON.stringify prints as null and 0,
+		// print so that they read back as themselves.
+		checkElems(t, "float64", arr, []string{`"NaN"`, `"Infinity"`, `"-Infinity"`, "-0.0", "5e-324", "1.7976931348623157e+308"})
+	})
+	t.Run("float32 and float16 specials", func(t *testing.T) {
+		b32 := array.NewFloat32Builder(mem)
+		defer b32.Release()
+		b32.AppendValues([]float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Copysign(0, -1))}, nil)
+		a32 := b32.NewArray()
+		defer a32.Release()
+		checkElems(t, "float32", a32, []string{`"NaN"`, `"Infinity"`, `"-Infinity"`, "-0.0"})
+		b16 := array.NewFloat16Builder(mem)
+		defer b16.Release()
+		b16.AppendValues([]float16.Num{float16.NaN(), float16.Inf(), float16.Inf().Negate(), float16.New(0).Negate()}, nil)
+		a16 := b16.NewArray()
+		defer a16.Release()
+		checkElems(t, "float16", a16, []string{`"NaN"`, `"Infinity"`, `"-Infinity"`, "-0.0"})
 	})
 	t.Run("float16", func(t *testing.T) {
 		b := array.NewFloat16Builder(mem)
@@ -172,9 +187,11 @@ func TestBuiltTypes(t *testing.T) {
 		b.Append(float16.New(-6.25))
 		b.Append(float16.New(0.1)) // nearest float16 is 0.0999755859375
 		b.AppendNull()
+		b.Append(float16.FromBits(0x0001)) // subnormals: 2^-24, which Num.Float32 misreads
+		b.Append(float16.FromBits(0x83ff)) // -(2^-14 - 2^-24)
 		arr := b.NewArray()
 		defer arr.Release()
-		checkElems(t, "float16", arr, []string{"65504", "-6.25", "0.0999755859375", "null"})
+		checkElems(t, "float16", arr, []string{"65504", "-6.25", "0.0999755859375", "null", "5.960464477539063e-8", "-0.00006097555160522461"})
 	})
 	t.Run("invalid utf8", func(t *testing.T) {
 		b := array.NewStringBuilder(mem)
