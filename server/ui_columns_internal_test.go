@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image"
 	"image/png"
+	"math"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -72,4 +74,25 @@ func TestUIColumnsCached(t *testing.T) {
 	write(store, dataset.WriteAppend) // a new version
 	columns(true)
 	columns(false)
+}
+
+// TestFloat32JSONNonFinite: the browser shows a float32 NaN or infinity in
+// a vector as the rest of its values do (rowjson's strings), never as
+// null, which reads as a missing value.
+func TestFloat32JSONNonFinite(t *testing.T) {
+	for f, want := range map[float32]string{
+		float32(math.NaN()):           `"NaN"`,
+		float32(math.Inf(1)):          `"Infinity"`,
+		float32(math.Inf(-1)):         `"-Infinity"`,
+		0.7:                           `0.7`,
+		float32(math.Copysign(0, -1)): `-0`,
+	} {
+		b, err := json.Marshal(float32JSON(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != want {
+			t.Errorf("float32JSON(%v) = %s, want %s", f, b, want)
+		}
+	}
 }

@@ -403,10 +403,12 @@ func (e *uiEncoder) elem(arr arrow.Array, i int) (any, error) {
 
 // float32JSON prints a float32 as the shortest decimal that reads back as
 // the same float32 (0.7, not 0.699999988079071); NaN and infinities, which
-// JSON lacks, as null.
+// JSON lacks, as rowjson spells them ("NaN", "Infinity", "-Infinity").
 func float32JSON(f float32) any {
 	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-		return nil
+		// As every other float the browser shows (rowjson): JSON has no
+		// number for them, and null would read as a missing value.
+		return json.RawMessage(rowjson.AppendFloat(nil, float64(f)))
 	}
 	return json.Number(strconv.FormatFloat(float64(f), 'g', -1, 32))
 }
