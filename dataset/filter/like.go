@@ -5,7 +5,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 )
@@ -39,10 +38,10 @@ func (b *binder) bindLike(n *likeNode) (evaluator, error) {
 	if lit, ok := pattern.(*literalEval); ok {
 		fixed = compile(string(lit.value.(interface{ Data() []byte }).Data()))
 	}
-	run := func(mem memory.Allocator, rows int, args []operand) (arrow.Array, error) {
+	run := func(in *input, rows int, args []operand) (arrow.Array, error) {
 		xs, ps := args[0].texts(), args[1].texts()
 		cache := map[string]likeMatcher{}
-		out := newBoolWriter(mem, rows)
+		out := newBoolWriter(in.mem, rows)
 		for i := 0; i < rows; i++ {
 			if !args[0].valid(i) || !args[1].valid(i) {
 				out.setNull(i)
