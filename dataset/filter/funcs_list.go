@@ -46,7 +46,7 @@ func bindArrayHas(b *binder, n *callNode) (evaluator, error) {
 			needle, t = &literalEval{value: c.value}, item
 		}
 	}
-	if t == nil || !comparable(t) {
+	if t == nil || !isComparable(t) {
 		return nil, b.errorf(n.pos(), lancer.ErrInvalidArgument, "%s cannot look for %s in a list of %s", n.name, typeName(needle.dataType()), typeName(item))
 	}
 	t = commonType(t, t) // float16 compares as float32
