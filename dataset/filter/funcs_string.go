@@ -1,7 +1,9 @@
 package filter
 
 import (
+	"errors"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
 
@@ -408,7 +410,13 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 			if !ok {
 				return nil, errorString("unsupported regexp flags '" + flags + "'")
 			}
-			return regexp.Compile(prefix + pattern)
+			re, err := regexp.Compile(prefix + pattern)
+			var bad *syntax.Error
+			if errors.As(err, &bad) {
+				// The error quotes the pattern, which can be megabytes.
+				bad.Expr = clip(bad.Expr, maxShownSQL)
+			}
+			return re, err
 		}
 		// A constant pattern is compiled once, and fails here, not per batch.
 		var fixed *regexp.Regexp
@@ -436,6 +444,11 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 				key := [2]string{pattern(i), flags(i)}
 				if re, ok := cache[key]; ok {
 					return re, nil
+				}
+				// A pattern computed per row is compiled per row: each
+				// compiled program, at least its pattern's size, counts.
+				if err := in.budget.value(s, n.name+"'s pattern", int64(len(key[0]))); err != nil {
+					return nil, err
 				}
 				re, err := compile(key[0], key[1])
 				if err != nil {

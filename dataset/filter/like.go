@@ -38,6 +38,7 @@ func (b *binder) bindLike(n *likeNode) (evaluator, error) {
 	if lit, ok := pattern.(*literalEval); ok {
 		fixed = compile(string(lit.value.(interface{ Data() []byte }).Data()))
 	}
+	s := b.site(n)
 	run := func(in *input, rows int, args []operand) (arrow.Array, error) {
 		xs, ps := args[0].texts(), args[1].texts()
 		cache := map[string]likeMatcher{}
@@ -51,6 +52,12 @@ func (b *binder) bindLike(n *likeNode) (evaluator, error) {
 			if m == nil {
 				p := ps(i)
 				if m = cache[p]; m == nil {
+					// A pattern computed per row is compiled per row, into a
+					// token (two runes) per character: each counts.
+					if err := in.budget.bytes(s, "LIKE's pattern", satMul(int64(len(p)), 8)); err != nil {
+						out.finish().Release()
+						return nil, err
+					}
 					m = compile(p)
 					if len(cache) < 256 {
 						cache[p] = m
@@ -61,7 +68,7 @@ func (b *binder) bindLike(n *likeNode) (evaluator, error) {
 		}
 		return out.finish(), nil
 	}
-	return &kernelEval{site: b.site(n), typ: arrow.FixedWidthTypes.Boolean, args: []evaluator{x, pattern}, run: run}, nil
+	return &kernelEval{site: s, typ: arrow.FixedWidthTypes.Boolean, args: []evaluator{x, pattern}, run: run}, nil
 }
 
 // likeMatcher reports whether a string matches one LIKE pattern.

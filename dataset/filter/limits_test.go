@@ -83,6 +83,8 @@ func TestEvalLimits(t *testing.T) {
 		{"array_has needles", "array_has(tags, replace(s, 'r', " + rs(1024) + "))",
 			true, 1, strings.Repeat("r", 1024), 300, "", "array_has's needles would take the values"},
 		{"dictionary decoded", "dict = 'x'", true, 300, "", 0, strings.Repeat("d", 1<<20), "decoding a dictionary column would take the values"},
+		{"regexp pattern per row", "regexp_like('x', s)", true, 1, strings.Repeat("r", 17<<20), 0, "", "regexp_like's pattern would build a value of 17825792 bytes"},
+		{"LIKE pattern per row", "'x' LIKE s", true, 1, strings.Repeat("r", 40<<20), 0, "", "LIKE's pattern would take the values"},
 		{"the issue's filter", "replace(replace(replace(s, 'r', " + rs(10000) + "), 'r', " + rs(10000) + "), 'r', " + rs(10000) + ") = 'x'",
 			true, 1, "r", 0, "", "replace would build a value of 100000000 bytes, more than the 16 MiB"},
 	} {
