@@ -85,8 +85,12 @@ func (b *budget) value(s site, fn string, n int64) error {
 // build.
 func (b *budget) bytes(s site, fn string, n int64) error {
 	if n > b.limit-b.used {
-		return s.fail(nil, "%s would take the values the expression builds for one batch past %s (filter.MaxBatchBytes)",
-			fn, formatBytes(b.limit))
+		which := "filter.MaxBatchBytes"
+		if b.limit != MaxBatchBytes {
+			which = "filter.BatchCopies times the batch's size"
+		}
+		return s.fail(nil, "%s would take the values the expression builds for one batch past %s (%s)",
+			fn, formatBytes(b.limit), which)
 	}
 	b.used += n
 	return nil
