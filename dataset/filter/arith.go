@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/lancerdb/lancer"
@@ -112,9 +111,9 @@ func decimalKernel(s site, op binaryOp, lt, rt, result arrow.DataType) rowKernel
 	precision, scale := decimalParams(result)
 	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
 	pow10 := func(e int32) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(e)), nil) }
-	return func(mem memory.Allocator, n int, args []operand) (arrow.Array, error) {
+	return func(in *input, n int, args []operand) (arrow.Array, error) {
 		lv, rv := args[0].decimals(), args[1].decimals()
-		bld := array.NewDecimal128Builder(mem, result.(*arrow.Decimal128Type))
+		bld := array.NewDecimal128Builder(in.mem, result.(*arrow.Decimal128Type))
 		defer bld.Release()
 		for i := 0; i < n; i++ {
 			if !args[0].valid(i) || !args[1].valid(i) {
@@ -226,10 +225,10 @@ func (a *arithEval) modulo(ctx context.Context, x, y compute.Datum) (compute.Dat
 
 // floatModulo is float %: C's fmod, as in Rust.
 func floatModulo(t arrow.DataType) rowKernel {
-	return func(mem memory.Allocator, n int, args []operand) (arrow.Array, error) {
+	return func(in *input, n int, args []operand) (arrow.Array, error) {
 		l, r := args[0], args[1]
 		lf, rf := floatReader(l), floatReader(r)
-		bld := array.NewBuilder(mem, t)
+		bld := array.NewBuilder(in.mem, t)
 		defer bld.Release()
 		for i := 0; i < n; i++ {
 			if !l.valid(i) || !r.valid(i) {
@@ -345,9 +344,9 @@ func (b *binder) dateShift(n node, date, days evaluator, subtract bool) (evaluat
 		return nullOf(arrow.FixedWidthTypes.Date32), nil
 	}
 	s := b.site(n)
-	run := func(mem memory.Allocator, rows int, args []operand) (arrow.Array, error) {
+	run := func(in *input, rows int, args []operand) (arrow.Array, error) {
 		d, k := args[0].int64sOfDate(), args[1].int64s()
-		bld := array.NewDate32Builder(mem)
+		bld := array.NewDate32Builder(in.mem)
 		defer bld.Release()
 		for i := 0; i < rows; i++ {
 			if !args[0].valid(i) || !args[1].valid(i) {
@@ -399,11 +398,17 @@ func (b *binder) bindConcat(n *binaryNode) (evaluator, error) {
 	if r, err = b.convert(n.r, r, t); err != nil {
 		return nil, err
 	}
-	run := func(mem memory.Allocator, rows int, args []operand) (arrow.Array, error) {
+	s := b.site(n)
+	run := func(in *input, rows int, args []operand) (arrow.Array, error) {
 		ls, rs := args[0].texts(), args[1].texts()
-		out := newTextWriter(mem, t, rows)
+		out := newTextWriter(in, s, "||", t, rows)
+		if err := out.growRows(rows, func(i int) (int64, bool) {
+			return int64(len(ls(i))) + int64(len(rs(i))), allValid(args, i)
+		}); err != nil {
+			return nil, err
+		}
 		for i := 0; i < rows; i++ {
-			if !args[0].valid(i) || !args[1].valid(i) {
+			if !allValid(args, i) {
 				out.appendNull()
 				continue
 			}
@@ -411,5 +416,5 @@ func (b *binder) bindConcat(n *binaryNode) (evaluator, error) {
 		}
 		return out.finish(), nil
 	}
-	return &kernelEval{site: b.site(n), typ: t, args: []evaluator{l, r}, run: run}, nil
+	return &kernelEval{site: s, typ: t, args: []evaluator{l, r}, run: run}, nil
 }

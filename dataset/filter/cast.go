@@ -38,6 +38,12 @@ func (c *castEval) eval(ctx context.Context, in *input) (compute.Datum, error) {
 	if err != nil {
 		return nil, c.fail(err, "cannot cast %s to %s", typeName(c.x.dataType()), typeName(c.to))
 	}
+	// A cast's strings are a bounded multiple of its input (a number
+	// written out, a string copied), so they are charged once built.
+	if err := in.budget.bytes(c.site, "CAST", datumBytes(out)); err != nil {
+		out.Release()
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -56,7 +56,7 @@ func (b *binder) compareWithLiteral(at node, op binaryOp, xn node, x evaluator, 
 func (b *binder) compareByCommonType(at node, op binaryOp, l, r evaluator) (evaluator, error) {
 	lt, rt := l.dataType(), r.dataType()
 	t := commonType(lt, rt)
-	if t == nil || !comparable(t) {
+	if t == nil || !isComparable(t) {
 		return nil, b.errorf(at.pos(), lancer.ErrInvalidArgument, "cannot compare %s with %s", typeName(lt), typeName(rt))
 	}
 	if isNull(t) || isNullLiteral(l) || isNullLiteral(r) {
@@ -72,8 +72,8 @@ func (b *binder) compareByCommonType(at node, op binaryOp, l, r evaluator) (eval
 	return &compareEval{op: op, l: l, r: r}, nil
 }
 
-// comparable reports whether values of type t can be ordered and compared.
-func comparable(t arrow.DataType) bool {
+// isComparable reports whether values of type t can be ordered and compared.
+func isComparable(t arrow.DataType) bool {
 	return isNull(t) || isNumeric(t) || isString(t) || isBinary(t) || isTemporal(t) || isBool(t)
 }
 
@@ -280,7 +280,8 @@ func (b *binder) bindBetween(n *betweenNode) (evaluator, error) {
 
 // bindIn binds x IN (a, b, …) as x = a OR x = b OR …, which gives SQL's
 // answer: TRUE on a match, else NULL if x or an item is NULL, else FALSE.
-// Items that no value of x can equal (2.5 for an integer column) drop out.
+// Items that no value of x can equal (2.5 for an integer column) drop out;
+// many constants are looked up in a hash set (inSet).
 func (b *binder) bindIn(n *inNode) (evaluator, error) {
 	x, err := b.bind(n.x)
 	if err != nil {
@@ -302,6 +303,7 @@ func (b *binder) bindIn(n *inNode) (evaluator, error) {
 		}
 		terms = append(terms, eq)
 	}
+	terms = inSet(x, terms)
 	var ev evaluator
 	switch len(terms) {
 	case 0:
@@ -325,7 +327,7 @@ func (b *binder) bindDistinct(n *binaryNode) (evaluator, error) {
 		return nil, err
 	}
 	t := commonType(l.dataType(), r.dataType())
-	if t == nil || !comparable(t) {
+	if t == nil || !isComparable(t) {
 		return nil, b.errorf(n.pos(), lancer.ErrInvalidArgument, "cannot compare %s with %s", typeName(l.dataType()), typeName(r.dataType()))
 	}
 	if isNull(t) {

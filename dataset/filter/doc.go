@@ -113,6 +113,20 @@
 // lancer.ErrNotFound; errors only the data reveals (an integer division by
 // zero, a cast that overflows) wrap lancer.ErrInvalidArgument too.
 //
+// # Limits
+//
+// A filter is at most MaxLength bytes, nested at most 200 levels deep. What
+// evaluating it may build is bounded too (limits.go), since its functions
+// multiply: three nested replace(s, 'r', '<10,000 r's>') would build a
+// terabyte. Every string, binary or list a function builds is at most
+// MaxValueBytes, and all it builds for one batch together (counted as
+// built, before building where a function can outgrow its input) at most
+// MaxBatchBytes, or BatchCopies times the batch's own size if that is
+// more. Past either, Eval fails with an error wrapping
+// lancer.ErrInvalidArgument that names the function and the limit:
+//
+//	filter: "replace(…) = 'x'": replace would build a value of 100000000 bytes, more than the 16 MiB a function may build (filter.MaxValueBytes) at column 1: lancer: invalid argument
+//
 // # Concurrency and lifetimes
 //
 // Expr and Bound are immutable and safe for concurrent use. Eval and Filter

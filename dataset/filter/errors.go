@@ -23,17 +23,21 @@ const maxShownSQL = 200
 // category is one of lancer's error categories; cause, if not nil, is
 // wrapped too (an Arrow compute error, say).
 func positionError(sql string, pos int, category error, cause error, msg string) error {
-	shown := sql
-	if len(shown) > maxShownSQL {
-		cut := maxShownSQL
-		for cut > 0 && !utf8.RuneStart(shown[cut]) {
-			cut--
-		}
-		shown = shown[:cut] + "…"
-	}
+	shown := clip(sql, maxShownSQL)
 	col := utf8.RuneCountInString(sql[:min(max(pos, 0), len(sql))]) + 1
 	if cause != nil {
 		return fmt.Errorf("filter: %q: %s at column %d: %w: %w", shown, msg, col, cause, category)
 	}
 	return fmt.Errorf("filter: %q: %s at column %d: %w", shown, msg, col, category)
+}
+
+// clip cuts s to at most n bytes, at a character boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -37,6 +37,12 @@ func (c *columnEval) eval(ctx context.Context, in *input) (compute.Datum, error)
 		arr = child
 	}
 	if c.decode {
+		// A dictionary's values, decoded, can be far larger than the
+		// dictionary: one long string shared by every row.
+		if err := in.budget.bytes(c.site, "decoding a dictionary column", valueBytes(arr)); err != nil {
+			arr.Release()
+			return nil, err
+		}
 		decoded, err := castArray(ctx, in.mem, arr, c.typ)
 		arr.Release()
 		if err != nil {

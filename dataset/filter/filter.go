@@ -3,6 +3,7 @@ package filter
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -121,14 +122,14 @@ func (b *Bound) Eval(ctx context.Context, mem memory.Allocator, rec arrow.Record
 		return nil, err
 	}
 	ctx = compute.WithAllocator(ctx, mem)
-	in := &input{mem: mem, rec: rec, rows: int(rec.NumRows())}
+	in := &input{mem: mem, rec: rec, rows: int(rec.NumRows()), budget: newBudget(rec)}
 	defer in.release()
 	d, err := b.root.eval(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Release()
-	return materialize(in, d)
+	return materialize(in, site{sql: b.sql}, d)
 }
 
 // Filter returns the rows of rec for which the predicate is TRUE (not FALSE,
@@ -180,6 +181,8 @@ type input struct {
 	mem  memory.Allocator
 	rec  arrow.RecordBatch
 	rows int
+	// budget counts the bytes of values built for this batch (limits.go).
+	budget *budget
 	// shared holds the values of operands used more than once, for this
 	// batch only; release drops them.
 	shared map[*sharedEval]compute.Datum
@@ -211,12 +214,17 @@ func (s site) fail(cause error, format string, args ...any) error {
 }
 
 // materialize turns a datum into an array of in.rows values, broadcasting a
-// scalar.
-func materialize(in *input, d compute.Datum) (arrow.Array, error) {
+// scalar, whose bytes it charges to the budget first: a constant of a
+// megabyte spread over 8192 rows is 8 GiB.
+func materialize(in *input, s site, d compute.Datum) (arrow.Array, error) {
 	switch d := d.(type) {
 	case *compute.ArrayDatum:
 		return d.MakeArray(), nil
 	case *compute.ScalarDatum:
+		what := "spreading a constant over " + strconv.Itoa(in.rows) + " rows"
+		if err := in.budget.bytes(s, what, satMul(scalarBytes(d.Value), int64(in.rows))); err != nil {
+			return nil, err
+		}
 		return scalar.MakeArrayFromScalar(d.Value, in.rows, in.mem)
 	}
 	return nil, fmt.Errorf("filter: unexpected %s result: %w", d.Kind(), lancer.ErrUnsupported)

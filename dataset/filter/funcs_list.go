@@ -46,18 +46,19 @@ func bindArrayHas(b *binder, n *callNode) (evaluator, error) {
 			needle, t = &literalEval{value: c.value}, item
 		}
 	}
-	if t == nil || !comparable(t) {
+	if t == nil || !isComparable(t) {
 		return nil, b.errorf(n.pos(), lancer.ErrInvalidArgument, "%s cannot look for %s in a list of %s", n.name, typeName(needle.dataType()), typeName(item))
 	}
 	t = commonType(t, t) // float16 compares as float32
 	if needle, err = b.convert(n.args[1], needle, t); err != nil {
 		return nil, err
 	}
-	return &arrayHasEval{site: b.site(n), list: list, needle: needle, items: t}, nil
+	return &arrayHasEval{site: b.site(n), name: n.name, list: list, needle: needle, items: t}, nil
 }
 
 type arrayHasEval struct {
 	site
+	name         string // as called: array_has, list_contains, …
 	list, needle evaluator
 	items        arrow.DataType // the type items are compared in
 }
@@ -70,7 +71,7 @@ func (a *arrayHasEval) eval(ctx context.Context, in *input) (compute.Datum, erro
 		return nil, err
 	}
 	defer releaseAll(ds)
-	listArr, err := materialize(in, ds[0])
+	listArr, err := materialize(in, a.site, ds[0])
 	if err != nil {
 		return nil, err
 	}
@@ -97,12 +98,29 @@ func (a *arrayHasEval) eval(ctx context.Context, in *input) (compute.Datum, erro
 		}
 		items.Release()
 		items = cast
+		if err := in.budget.bytes(a.site, a.name+"'s items", valueBytes(items)); err != nil {
+			out.finish().Release()
+			return nil, err
+		}
 	}
 	var needles compute.Datum
 	if needle.arr == nil {
 		needles = compute.NewDatum(needle.sc)
 	} else {
-		// Each item meets the needle of its own row.
+		// Each item meets the needle of its own row: a copy of the needle
+		// per item, charged first.
+		if _, ok := needle.arr.(array.BinaryLike); ok {
+			texts := needle.texts()
+			var size int64
+			for i := 0; i < rows; i++ {
+				s, e := lists.ValueOffsets(i)
+				size = satAdd(size, satMul(e-s, int64(len(texts(i)))))
+			}
+			if err := in.budget.bytes(a.site, a.name+"'s needles", size); err != nil {
+				out.finish().Release()
+				return nil, err
+			}
+		}
 		owner := array.NewInt64Builder(in.mem)
 		for i := 0; i < rows; i++ {
 			s, e := lists.ValueOffsets(i)

@@ -7,7 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 )
@@ -93,13 +92,13 @@ func bindRounding(mode rounding) func(b *binder, n *callNode) (evaluator, error)
 				return nullOf(result), nil
 			}
 		}
-		run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
+		run := func(in *input, rows int, ops []operand) (arrow.Array, error) {
 			x := floatReader(ops[0])
 			digits := func(int) int64 { return 0 }
 			if len(ops) > 1 {
 				digits = ops[1].int64s()
 			}
-			bld := array.NewBuilder(mem, result)
+			bld := array.NewBuilder(in.mem, result)
 			defer bld.Release()
 			for i := 0; i < rows; i++ {
 				if !allValid(ops, i) {
@@ -205,7 +204,7 @@ func (c *coalesceEval) eval(ctx context.Context, in *input) (compute.Datum, erro
 		}
 	}()
 	for i, d := range ds {
-		if arrays[i], err = materialize(in, d); err != nil {
+		if arrays[i], err = materialize(in, c.site, d); err != nil {
 			return nil, err
 		}
 	}
@@ -227,6 +226,13 @@ func (c *coalesceEval) eval(ctx context.Context, in *input) (compute.Datum, erro
 	}
 	indices := idx.NewArray()
 	defer indices.Release()
+	var size int64
+	for _, a := range arrays {
+		size = satAdd(size, valueBytes(a))
+	}
+	if err := in.budget.bytes(c.site, "coalesce", size); err != nil {
+		return nil, err
+	}
 	all, err := array.Concatenate(arrays, in.mem)
 	if err != nil {
 		return nil, c.fail(err, "coalesce failed")
@@ -235,6 +241,10 @@ func (c *coalesceEval) eval(ctx context.Context, in *input) (compute.Datum, erro
 	out, err := compute.TakeArray(ctx, all, indices)
 	if err != nil {
 		return nil, c.fail(err, "coalesce failed")
+	}
+	if err := in.budget.bytes(c.site, "coalesce", valueBytes(out)); err != nil {
+		out.Release()
+		return nil, err
 	}
 	return arrayDatum(out), nil
 }

@@ -1,13 +1,14 @@
 package filter
 
 import (
+	"errors"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 )
@@ -83,28 +84,50 @@ func textRow(ops []operand) func(i int) []string {
 }
 
 // mapText builds a string function of one or more string arguments from
-// f, which sees the arguments of one row; NULL in, NULL out.
-func (b *binder) mapText(n *callNode, args []evaluator, t arrow.DataType, f func(s []string) string) evaluator {
-	run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
+// f, which sees the arguments of one row; NULL in, NULL out. size, if not
+// nil, computes the length of f's result without building it, for
+// functions whose result can outgrow their arguments: every row is charged
+// before any is built. Without it a result is charged once built, its size
+// bounded by the arguments'.
+func (b *binder) mapText(n *callNode, args []evaluator, t arrow.DataType, size func(s []string) int64, f func(s []string) string) evaluator {
+	s := b.site(n)
+	run := func(in *input, rows int, ops []operand) (arrow.Array, error) {
 		row := textRow(ops)
-		out := newTextWriter(mem, t, rows)
+		out := newTextWriter(in, s, n.name, t, rows)
+		if size != nil {
+			if err := out.growRows(rows, func(i int) (int64, bool) {
+				if !allValid(ops, i) {
+					return 0, false
+				}
+				return size(row(i)), true
+			}); err != nil {
+				return nil, err
+			}
+		}
 		for i := 0; i < rows; i++ {
 			if !allValid(ops, i) {
 				out.appendNull()
 				continue
 			}
-			out.append(f(row(i)))
+			if size != nil {
+				out.append(f(row(i)))
+				continue
+			}
+			if err := out.appendBuilt(f(row(i))); err != nil {
+				out.discard()
+				return nil, err
+			}
 		}
 		return out.finish(), nil
 	}
-	return &kernelEval{site: b.site(n), typ: t, args: args, run: run}
+	return &kernelEval{site: s, typ: t, args: args, run: run}
 }
 
 // mapInt builds an integer-valued function of string arguments.
 func (b *binder) mapInt(n *callNode, args []evaluator, t arrow.DataType, f func(s []string) int64) evaluator {
-	run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
+	run := func(in *input, rows int, ops []operand) (arrow.Array, error) {
 		row := textRow(ops)
-		bld := array.NewBuilder(mem, t)
+		bld := array.NewBuilder(in.mem, t)
 		defer bld.Release()
 		for i := 0; i < rows; i++ {
 			if !allValid(ops, i) {
@@ -120,9 +143,9 @@ func (b *binder) mapInt(n *callNode, args []evaluator, t arrow.DataType, f func(
 
 // mapBool builds a boolean function of string arguments.
 func (b *binder) mapBool(n *callNode, args []evaluator, f func(s []string) bool) evaluator {
-	run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
+	run := func(in *input, rows int, ops []operand) (arrow.Array, error) {
 		row := textRow(ops)
-		out := newBoolWriter(mem, rows)
+		out := newBoolWriter(in.mem, rows)
 		for i := 0; i < rows; i++ {
 			if !allValid(ops, i) {
 				out.setNull(i)
@@ -150,7 +173,7 @@ func bindCaseMapping(upper bool) func(b *binder, n *callNode) (evaluator, error)
 		if upper {
 			mapping = strings.ToUpper
 		}
-		return b.mapText(n, args, t, func(s []string) string { return mapping(s[0]) }), nil
+		return b.mapText(n, args, t, nil, func(s []string) string { return mapping(s[0]) }), nil
 	}
 }
 
@@ -185,7 +208,7 @@ func bindTrim(left, right bool) func(b *binder, n *callNode) (evaluator, error) 
 		if null {
 			return nullOf(t), nil
 		}
-		return b.mapText(n, args, t, func(s []string) string {
+		return b.mapText(n, args, t, nil, func(s []string) string {
 			cut := " "
 			if len(s) > 1 {
 				cut = s[1]
@@ -240,6 +263,8 @@ func bindStrpos(b *binder, n *callNode) (evaluator, error) {
 }
 
 // bindReplace binds replace(s, from, to): every from in s replaced by to.
+// An empty from matches before every character and at the end, as in
+// DataFusion.
 func bindReplace(b *binder, n *callNode) (evaluator, error) {
 	args, null, err := b.textArgs(n, false)
 	if err != nil {
@@ -249,7 +274,19 @@ func bindReplace(b *binder, n *callNode) (evaluator, error) {
 	if null {
 		return nullOf(t), nil
 	}
-	return b.mapText(n, args, t, func(s []string) string { return strings.ReplaceAll(s[0], s[1], s[2]) }), nil
+	return b.mapText(n, args, t, replacedSize, func(s []string) string { return strings.ReplaceAll(s[0], s[1], s[2]) }), nil
+}
+
+// replacedSize is the length of replace(s[0], s[1], s[2]), computed
+// without building it: len(s) plus, per match, the difference of the
+// lengths, saturating rather than overflowing.
+func replacedSize(s []string) int64 {
+	text, from, to := s[0], s[1], s[2]
+	if len(to) <= len(from) {
+		return int64(len(text)) // never longer than s
+	}
+	matches := int64(strings.Count(text, from)) // runes + 1 for an empty from
+	return satAdd(int64(len(text)), satMul(matches, int64(len(to)-len(from))))
 }
 
 // bindSubstr binds substr(s, start[, count]): count characters from the
@@ -277,13 +314,13 @@ func bindSubstr(b *binder, n *callNode) (evaluator, error) {
 		return nullOf(t), nil
 	}
 	s := b.site(n)
-	run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
+	run := func(in *input, rows int, ops []operand) (arrow.Array, error) {
 		text, start := ops[0].texts(), ops[1].int64s()
 		var count func(int) int64
 		if len(ops) > 2 {
 			count = ops[2].int64s()
 		}
-		out := newTextWriter(mem, t, rows)
+		out := newTextWriter(in, s, n.name, t, rows)
 		for i := 0; i < rows; i++ {
 			if !allValid(ops, i) {
 				out.appendNull()
@@ -293,12 +330,15 @@ func bindSubstr(b *binder, n *callNode) (evaluator, error) {
 			if count != nil {
 				c := count(i)
 				if c < 0 {
-					out.finish().Release()
+					out.discard()
 					return nil, s.fail(nil, "substr length must not be negative, found %d", c)
 				}
 				to, bounded = from+c, from+c >= from // an overflowing end is no bound
 			}
-			out.append(substring(text(i), from, to, bounded))
+			if err := out.appendBuilt(substring(text(i), from, to, bounded)); err != nil {
+				out.discard()
+				return nil, err
+			}
 		}
 		return out.finish(), nil
 	}
@@ -370,7 +410,13 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 			if !ok {
 				return nil, errorString("unsupported regexp flags '" + flags + "'")
 			}
-			return regexp.Compile(prefix + pattern)
+			re, err := regexp.Compile(prefix + pattern)
+			var bad *syntax.Error
+			if errors.As(err, &bad) {
+				// The error quotes the pattern, which can be megabytes.
+				bad.Expr = clip(bad.Expr, maxShownSQL)
+			}
+			return re, err
 		}
 		// A constant pattern is compiled once, and fails here, not per batch.
 		var fixed *regexp.Regexp
@@ -384,7 +430,7 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 			}
 		}
 		s := b.site(n)
-		run := func(mem memory.Allocator, rows int, ops []operand) (arrow.Array, error) {
+		run := func(in *input, rows int, ops []operand) (arrow.Array, error) {
 			text, pattern := ops[0].texts(), ops[1].texts()
 			flags := func(int) string { return "" }
 			if len(ops) > 2 {
@@ -399,6 +445,11 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 				if re, ok := cache[key]; ok {
 					return re, nil
 				}
+				// A pattern computed per row is compiled per row: each
+				// compiled program, at least its pattern's size, counts.
+				if err := in.budget.value(s, n.name+"'s pattern", int64(len(key[0]))); err != nil {
+					return nil, err
+				}
 				re, err := compile(key[0], key[1])
 				if err != nil {
 					return nil, s.fail(err, "invalid regular expression")
@@ -409,7 +460,7 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 				return re, nil
 			}
 			if !groups {
-				out := newBoolWriter(mem, rows)
+				out := newBoolWriter(in.mem, rows)
 				for i := 0; i < rows; i++ {
 					if !allValid(ops, i) {
 						out.setNull(i)
@@ -424,7 +475,7 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 				}
 				return out.finish(), nil
 			}
-			bld := array.NewListBuilder(mem, arrow.BinaryTypes.String)
+			bld := array.NewListBuilder(in.mem, arrow.BinaryTypes.String)
 			defer bld.Release()
 			items := bld.ValueBuilder().(*array.StringBuilder)
 			for i := 0; i < rows; i++ {
@@ -441,6 +492,21 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 				if m == nil {
 					bld.AppendNull()
 					continue
+				}
+				// Nested groups capture the same text again: ((((a*)))) copies
+				// a string four times, a thousand groups a thousand times.
+				first := 2 // the groups, or the whole match if there are none
+				if len(m) == 2 {
+					first = 0
+				}
+				var size int64
+				for g := first; g < len(m); g += 2 {
+					if m[g] >= 0 {
+						size += int64(m[g+1] - m[g])
+					}
+				}
+				if err := in.budget.value(s, n.name, size); err != nil {
+					return nil, err
 				}
 				bld.Append(true)
 				if len(m) == 2 {

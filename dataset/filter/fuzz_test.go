@@ -3,6 +3,7 @@ package filter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -28,6 +29,12 @@ func FuzzParse(f *testing.F) {
 		"regexp_match(s, '(a)(n+)') IS NULL OR tsk < '2024-01-01 05:30'",
 		"CAST(dec AS BIGINT) / 0 > 1 OR substr(ls, -3, 10) = ''",
 		"price >> 3", "'unterminated", "a IN ()", "((((", "NOT NOT NOT",
+		// Past the limits on what an expression builds (limits.go).
+		"replace(replace(replace(s, 'a', '" + strings.Repeat("a", 300) + "'), 'a', '" + strings.Repeat("a", 300) + "'), 'a', '" + strings.Repeat("a", 300) + "') = ''",
+		"replace(replace(ls, '', '" + strings.Repeat("x", 4096) + "'), '', '" + strings.Repeat("y", 4096) + "') IS NULL",
+		"regexp_match(s, '((((((((((.*))))))))))') IS NULL OR s LIKE s OR regexp_like(s, s || '.*')",
+		"coalesce(dict, replace(replace('abcd', '', '" + strings.Repeat("z", 2048) + "'), 'z', '" + strings.Repeat("z", 64) + "')) = 'x'",
+		"i64 IN (1, 2, 3, 4, 5, 6, 7, 8, 9, NULL) AND f64 NOT IN (0, -0.0, 1.5, 2, 3, 4, 5, 6, 7) AND s IN ('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', NULL)",
 	} {
 		f.Add(sql)
 	}

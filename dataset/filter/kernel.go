@@ -2,11 +2,11 @@ package filter
 
 import (
 	"context"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
@@ -123,9 +123,10 @@ func (o operand) int64s() func(i int) int64 {
 	return func(int) int64 { return 0 }
 }
 
-// rowKernel computes a function row by row over n rows. It returns a new
-// array of n values.
-type rowKernel func(mem memory.Allocator, n int, args []operand) (arrow.Array, error)
+// rowKernel computes a function row by row over n rows, allocating from
+// in.mem and charging what it builds to in.budget. It returns a new array
+// of n values.
+type rowKernel func(in *input, n int, args []operand) (arrow.Array, error)
 
 // kernelEval runs a hand-written kernel, for what Arrow's compute functions
 // lack (LIKE, string functions, list functions, modulo). When every
@@ -157,7 +158,7 @@ func (k *kernelEval) eval(ctx context.Context, in *input) (compute.Datum, error)
 	if allScalar {
 		n = 1
 	}
-	arr, err := k.run(in.mem, n, ops)
+	arr, err := k.run(in, n, ops)
 	if err != nil {
 		return nil, err
 	}
@@ -168,26 +169,78 @@ func (k *kernelEval) eval(ctx context.Context, in *input) (compute.Datum, error)
 	return out, nil
 }
 
-// textWriter builds a utf8 or large utf8 array.
+// textWriter builds a utf8 or large utf8 array for the function at site
+// fn, charging every value to the evaluation's budget.
 type textWriter struct {
 	b interface {
 		array.Builder
 		Append(string)
+		ReserveData(int)
 	}
+	budget *budget
+	site   site
+	fn     string
+	built  int64 // bytes of values charged so far
+	room   int64 // the most the array's offsets can address
 }
 
-func newTextWriter(mem memory.Allocator, t arrow.DataType, n int) *textWriter {
-	w := &textWriter{}
+func newTextWriter(in *input, s site, fn string, t arrow.DataType, n int) *textWriter {
+	w := &textWriter{budget: in.budget, site: s, fn: fn, room: math.MaxInt64}
 	if t.ID() == arrow.LARGE_STRING {
-		w.b = array.NewLargeStringBuilder(mem)
+		w.b = array.NewLargeStringBuilder(in.mem)
 	} else {
-		w.b = array.NewStringBuilder(mem)
+		w.b = array.NewStringBuilder(in.mem)
+		w.room = math.MaxInt32
 	}
 	w.b.Reserve(n)
 	return w
 }
 
+// growRows charges, before anything is built, the values of rows rows
+// whose sizes size computes (ok false for a row that will be NULL), and
+// reserves room for them.
+func (w *textWriter) growRows(rows int, size func(i int) (n int64, ok bool)) error {
+	var total int64
+	for i := 0; i < rows; i++ {
+		n, ok := size(i)
+		if !ok {
+			continue
+		}
+		if err := w.charge(n); err != nil {
+			w.discard()
+			return err
+		}
+		total += n // each charge passed the budget, so the sum fits
+	}
+	w.b.ReserveData(int(total)) // at most room
+	return nil
+}
+
+// charge counts a value of n bytes against the budget and against what
+// the array can hold: a utf8 array's int32 offsets address 2 GiB.
+func (w *textWriter) charge(n int64) error {
+	if n > w.room-w.built {
+		return w.site.fail(nil, "%s would build more than the %s a utf8 array holds", w.fn, formatBytes(w.room+1))
+	}
+	if err := w.budget.value(w.site, w.fn, n); err != nil {
+		return err
+	}
+	w.built += n
+	return nil
+}
+
+// append adds a value already charged by growRows.
 func (w *textWriter) append(s string) { w.b.Append(s) }
+
+// appendBuilt charges and adds a value built already, whose size its input
+// bounds (lower, trim, substr).
+func (w *textWriter) appendBuilt(s string) error {
+	if err := w.charge(int64(len(s))); err != nil {
+		return err
+	}
+	w.b.Append(s)
+	return nil
+}
 
 func (w *textWriter) appendNull() { w.b.AppendNull() }
 
@@ -195,3 +248,6 @@ func (w *textWriter) finish() arrow.Array {
 	defer w.b.Release()
 	return w.b.NewArray()
 }
+
+// discard drops what was built, when the kernel fails.
+func (w *textWriter) discard() { w.b.Release() }

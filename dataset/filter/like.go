@@ -5,7 +5,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 )
@@ -39,10 +38,11 @@ func (b *binder) bindLike(n *likeNode) (evaluator, error) {
 	if lit, ok := pattern.(*literalEval); ok {
 		fixed = compile(string(lit.value.(interface{ Data() []byte }).Data()))
 	}
-	run := func(mem memory.Allocator, rows int, args []operand) (arrow.Array, error) {
+	s := b.site(n)
+	run := func(in *input, rows int, args []operand) (arrow.Array, error) {
 		xs, ps := args[0].texts(), args[1].texts()
 		cache := map[string]likeMatcher{}
-		out := newBoolWriter(mem, rows)
+		out := newBoolWriter(in.mem, rows)
 		for i := 0; i < rows; i++ {
 			if !args[0].valid(i) || !args[1].valid(i) {
 				out.setNull(i)
@@ -52,6 +52,12 @@ func (b *binder) bindLike(n *likeNode) (evaluator, error) {
 			if m == nil {
 				p := ps(i)
 				if m = cache[p]; m == nil {
+					// A pattern computed per row is compiled per row, into a
+					// token (two runes) per character: each counts.
+					if err := in.budget.bytes(s, "LIKE's pattern", satMul(int64(len(p)), 8)); err != nil {
+						out.finish().Release()
+						return nil, err
+					}
 					m = compile(p)
 					if len(cache) < 256 {
 						cache[p] = m
@@ -62,7 +68,7 @@ func (b *binder) bindLike(n *likeNode) (evaluator, error) {
 		}
 		return out.finish(), nil
 	}
-	return &kernelEval{site: b.site(n), typ: arrow.FixedWidthTypes.Boolean, args: []evaluator{x, pattern}, run: run}, nil
+	return &kernelEval{site: s, typ: arrow.FixedWidthTypes.Boolean, args: []evaluator{x, pattern}, run: run}, nil
 }
 
 // likeMatcher reports whether a string matches one LIKE pattern.
