@@ -70,15 +70,15 @@ func readStreamFrom(r *http.Request, body io.Reader) (*streamReader, error) {
 	tail := &tailReader{r: body}
 	checked, err := checkedStream(tail)
 	if err != nil {
-		if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
-			return nil, &http.MaxBytesError{}
+		if lerr := bodyLimit(r); lerr != nil {
+			return nil, lerr
 		}
 		return nil, err
 	}
 	rd, err := ipc.NewReader(checked, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
-		if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
-			return nil, &http.MaxBytesError{}
+		if lerr := bodyLimit(r); lerr != nil {
+			return nil, lerr
 		}
 		return nil, invalidf("reading the Arrow IPC stream body: %v", err)
 	}
@@ -102,7 +102,7 @@ func (s *streamReader) Next() bool {
 	}
 	if err := s.Reader.Err(); err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		if errors.As(err, &tooLarge) || errors.Is(err, errBusy) {
 			s.err = err
 		} else {
 			// A body that does not decode is the client's fault.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/lancerdb/lancer"
@@ -21,6 +21,7 @@ const (
 	codeUnsupported   = "NotSupported"
 	codeUnauthorized  = "Unauthorized"
 	codeTooLarge      = "PayloadTooLarge"
+	codeBusy          = "ServiceUnavailable"
 	codeTimeout       = "Timeout"
 	codeInternal      = "Internal"
 )
@@ -110,9 +111,8 @@ func classify(err error) (status int, code string, public bool) {
 // (500s) are logged in full and answered with a generic message naming
 // the request id.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
-		err = &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
-			msg: fmt.Sprintf("request body larger than the server's limit of %d bytes", s.maxBody)}
+	if lerr := s.bodyLimitError(r); lerr != nil {
+		err = lerr
 	}
 	status, code, public := classify(err)
 	// Messages name files by their paths or URIs; the client needs no
@@ -130,28 +130,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// The client recognizes "already exists" in a 400 body.
 		msg += " (already exists)"
 	}
+	if rec, ok := w.(*statusRecorder); ok && rec.wrote {
+		// A streamed answer (a query's Arrow file) failed after its first
+		// bytes: the status is sent, and a JSON body after them would only
+		// make the client misread the stream. The answer stays cut short,
+		// which the client reports (the file has no footer).
+		if public {
+			s.log.Error("response failed after it started", "method", r.Method, "path", r.URL.Path,
+				"request_id", r.Header.Get("x-request-id"), "err", err)
+		}
+		return
+	}
 	b, _ := marshal(errorBody{Error: msg, Code: code})
 	w.Header().Set("content-type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("retry-after", strconv.Itoa(RetryAfterSeconds))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
-
-// bodyReader is a request body under the size limit. It remembers whether
-// the limit was hit, since readers above it (Arrow's IPC reader) may not
-// keep the error's type.
-type bodyReader struct {
-	r        io.ReadCloser // http.MaxBytesReader over body
-	body     io.ReadCloser
-	tooLarge bool
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		b.tooLarge = true
-	}
-	return n, err
-}
-
-func (b *bodyReader) Close() error { return b.r.Close() }

@@ -67,6 +67,15 @@ type Options struct {
 	// MaxBodyBytes caps a request body; a larger body is answered with 413.
 	// Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxJSONBodyBytes caps a JSON request body (every body but the
+	// Arrow streams of create, insert and merge_insert); a larger one is
+	// answered with 413. Default DefaultMaxJSONBodyBytes (see body.go).
+	MaxJSONBodyBytes int64
+	// MaxInFlightBytes bounds the request-body bytes of all requests
+	// being served at once; a request that does not fit is answered
+	// with 503 and Retry-After. Default DefaultMaxInFlightBytes; at least
+	// MaxBodyBytes; negative: no bound.
+	MaxInFlightBytes int64
 	// RequestTimeout bounds the work done for one request (a request's
 	// x-request-timeout-ms may shorten it). Default 0: no bound.
 	RequestTimeout time.Duration
@@ -101,6 +110,8 @@ type Server struct {
 	apiKey         string
 	log            *slog.Logger
 	maxBody        int64
+	maxJSON        int64     // the cap on a JSON body
+	inflight       *inFlight // request-body bytes held now (body.go)
 	timeout        time.Duration
 	mux            *http.ServeMux
 	cache          *datasetCache
@@ -178,6 +189,7 @@ func New(opts Options) (*Server, error) {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
+	s.maxJSON, s.inflight = jsonCap(opts.MaxJSONBodyBytes, s.maxBody), newInFlight(opts.MaxInFlightBytes, s.maxBody)
 	s.routes()
 	return s, nil
 }
@@ -359,8 +371,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
-	r.Body = &bodyReader{r: http.MaxBytesReader(rec, r.Body, s.maxBody), body: r.Body}
 	endpoint = "unmatched"
+	release, err := s.admitBody(rec, r)
+	defer release()
+	if err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
 	// The mux sets the pattern it matched on r.
 	endpoint = endpointLabel(r.Pattern)
