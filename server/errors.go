@@ -125,6 +125,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", r.Header.Get("x-request-id"), "err", err)
 		msg = fmt.Sprintf("internal error (request_id=%s)", r.Header.Get("x-request-id"))
+		if errors.Is(err, lancer.ErrCorrupt) {
+			// Not the client's fault, and not worth a retry of another
+			// request: the data read is damaged (the log names the file).
+			msg = fmt.Sprintf("internal error: the table's data is corrupt (request_id=%s)", r.Header.Get("x-request-id"))
+		}
 	}
 	if status == http.StatusBadRequest && code == codeAlreadyExists && !strings.Contains(msg, "already exists") {
 		// The client recognizes "already exists" in a 400 body.
