@@ -69,7 +69,7 @@ func readStreamFrom(r *http.Request, body io.Reader) (*streamReader, error) {
 		return nil, invalidf("expected an Arrow IPC stream body (content-type %s), got %q", arrowStreamType, ct)
 	}
 	tail := &tailReader{r: body}
-	checked, err := checkedStream(tail)
+	checked, err := checkedStream(tail, r.ContentLength)
 	if err != nil {
 		if lerr := bodyLimit(r); lerr != nil {
 			return nil, lerr

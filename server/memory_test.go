@@ -103,3 +103,31 @@ func TestServerQueryStreamsResult(t *testing.T) {
 		t.Errorf("a take of MaxTakeRows+1 rows: %d %s, want 400", rec.Code, rec.Body)
 	}
 }
+
+// TestServerOversizedChunkedBody: a chunked Arrow body past the cap costs
+// about the cap in allocations before its 413 (io.ReadAll's doubling
+// allocated two to three times the cap).
+func TestServerOversizedChunkedBody(t *testing.T) {
+	const maxBody = 8 << 20
+	s, _ := newServer(t, server.Options{MaxBodyBytes: maxBody})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	req := httptest.NewRequest("POST", "/v1/table/t/insert/", bytes.NewReader(make([]byte, 4*maxBody)))
+	req.ContentLength = -1
+	req.Header.Set("x-api-key", testKey)
+	req.Header.Set("content-type", arrowBody["content-type"])
+	rec := httptest.NewRecorder()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s.ServeHTTP(rec, req)
+	runtime.ReadMemStats(&after)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("insert of a body over the cap: %d %s, want 413", rec.Code, rec.Body)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a chunked body over a %d MiB cap allocated %d KiB", maxBody>>20, alloc>>10)
+	if alloc > maxBody*3/2 {
+		t.Errorf("a chunked body over a %d MiB cap allocated %d MiB, want about the cap", maxBody>>20, alloc>>20)
+	}
+}
