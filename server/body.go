@@ -24,7 +24,8 @@ import (
 //     (DefaultMaxInFlightBytes). A request whose Content-Length does not
 //     fit in what is left, or whose chunked body grows past it, is a 503
 //     with Retry-After, which the client retries; nothing of it has been
-//     applied. A body holds its share until its request ends.
+//     applied. A body holds its share until its request ends. A JSON body
+//     holds jsonDecodeFactor times its size, what decoding it may cost.
 
 // DefaultMaxJSONBodyBytes is the default cap on a JSON request body. The
 // client's JSON bodies are small (a query with a batch of vectors, a
@@ -35,6 +36,14 @@ const DefaultMaxJSONBodyBytes = 16 << 20
 // DefaultMaxInFlightBytes is the default bound on the request-body bytes
 // all requests being served hold at once (Options.MaxInFlightBytes).
 const DefaultMaxInFlightBytes = 1 << 30
+
+// jsonDecodeFactor is what decoding a JSON body may cost in memory, per
+// byte of the body, at worst: a query/ body of one-element vectors
+// ([[1],[1],...], a slice per 4 bytes) peaked at 24 times its size. A
+// JSON body is counted in the bytes in flight that many times, so that
+// bodies which amplify cannot add up past Options.MaxInFlightBytes;
+// typical bodies (a query, a filter) are a few KiB.
+const jsonDecodeFactor = 24
 
 // RetryAfterSeconds is the Retry-After of a 503 answered when the bodies
 // in flight fill Options.MaxInFlightBytes.
@@ -75,9 +84,11 @@ func (f *inFlight) release(n int64) {
 }
 
 // newInFlight returns the bound of Options.MaxInFlightBytes: 0 is the
-// default, negative none. It is never below one body's cap, so that any
-// body the server accepts can be served alone.
-func newInFlight(limit, maxBody int64) *inFlight {
+// default, negative none. It is never below what one body may hold (its
+// cap, or a JSON body's cap jsonDecodeFactor times), so that any body
+// the server accepts can be served alone.
+func newInFlight(limit, maxBody, maxJSON int64) *inFlight {
+	maxBody = max(maxBody, jsonDecodeFactor*maxJSON)
 	switch {
 	case limit == 0:
 		limit = DefaultMaxInFlightBytes
@@ -119,7 +130,7 @@ func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (release func
 	br.wire = http.MaxBytesReader(w, r.Body, s.maxBody)
 	br.r = wireReader{br}
 	r.Body = br
-	return func() { s.inflight.release(br.reserved) }, nil
+	return func() { s.inflight.release(br.reserved + br.charged) }, nil
 }
 
 // bodyReader is a request body under the size limit and the bytes in
@@ -133,7 +144,8 @@ type bodyReader struct {
 	body      io.ReadCloser
 	inflight  *inFlight
 	jsonLimit int64 // the cap decodeJSON applies
-	reserved  int64 // bytes taken from inflight
+	reserved  int64 // bytes taken from inflight for the body's bytes
+	charged   int64 // bytes taken from inflight for what decoding the body costs
 	read      int64 // bytes read from wire
 	sum       hash.Hash
 	limitErr  error // the 413 or 503 that ended the body
@@ -179,6 +191,22 @@ func (w wireReader) Read(p []byte) (int, error) {
 var errBusy = errors.New("request bodies in flight over the server's limit")
 
 func (b *bodyReader) Close() error { return b.wire.Close() }
+
+// charge takes n more bytes from the bytes in flight for r's body (what
+// decoding it costs), until the request ends; it reports whether they
+// fit.
+func charge(r *http.Request, n int64) bool {
+	br, ok := r.Body.(*bodyReader)
+	if !ok || n <= 0 {
+		return true
+	}
+	if !br.inflight.acquire(n) {
+		br.limitErr = errBusy
+		return false
+	}
+	br.charged += n
+	return true
+}
 
 // bodyLimit returns the error that ended r's body at a limit, if any.
 func bodyLimit(r *http.Request) error {

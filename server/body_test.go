@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -70,20 +71,23 @@ func TestServerBodyCaps(t *testing.T) {
 }
 
 // TestServerBodiesInFlight: the bodies being read at once are bounded by
-// MaxInFlightBytes; a request that does not fit is a 503 with
-// Retry-After, before its body is read, and fits again once the others
-// are done.
+// MaxInFlightBytes, a JSON body counting jsonDecodeFactor (24) times its
+// size; a request that does not fit is a 503 with Retry-After, before
+// its body is read when its size is known, and fits again once the
+// others are done.
 func TestServerBodiesInFlight(t *testing.T) {
 	const limit = 1 << 20
-	s, _ := newServer(t, server.Options{MaxBodyBytes: limit, MaxInFlightBytes: limit})
-	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
-		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	s, _ := newServer(t, server.Options{MaxBodyBytes: limit, MaxInFlightBytes: limit, MaxJSONBodyBytes: 32 << 10})
+	for _, table := range []string{"t", "u"} {
+		if rec := do(t, s, "POST", "/v1/table/"+table+"/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
+			t.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
 	}
-	send := func(path string, body io.Reader, size int64) *httptest.ResponseRecorder {
+	send := func(path, contentType string, body io.Reader, size int64) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", path, body)
 		req.ContentLength = size
 		req.Header.Set("x-api-key", testKey)
-		req.Header.Set("content-type", arrowBody["content-type"])
+		req.Header.Set("content-type", contentType)
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
 		return rec
@@ -91,25 +95,28 @@ func TestServerBodiesInFlight(t *testing.T) {
 	// A slow client: its body (700 KiB declared) arrives bit by bit.
 	pr, pw := io.Pipe()
 	slow := make(chan *httptest.ResponseRecorder)
-	go func() { slow <- send("/v1/table/t/insert/", pr, 700<<10) }()
+	go func() { slow <- send("/v1/table/t/insert/", arrowBody["content-type"], pr, 700<<10) }()
 	if _, err := pw.Write([]byte{0xff}); err != nil { // read: the request is in
 		t.Fatal(err)
 	}
+	query := []byte(`{"filter":"id > 1 OR id > 2` + strings.Repeat(" OR id > 3", 2000) + `"}`) // 20 KiB
 	for _, tc := range []struct {
-		name    string
-		size    int64
-		chunked bool
+		name, path, contentType string
+		body                    []byte
+		chunked                 bool
 	}{
-		{"Content-Length", 400 << 10, false},
-		{"chunked", 400 << 10, true},
+		// (Into table u: an insert into t would wait for the slow one's lock.)
+		{"insert, Content-Length", "/v1/table/u/insert/", arrowBody["content-type"], make([]byte, 400<<10), false},
+		{"insert, chunked", "/v1/table/u/insert/", arrowBody["content-type"], make([]byte, 400<<10), true},
+		{"query of 20 KiB, Content-Length", "/v1/table/t/query/", "application/json", query, false},
+		{"query of 20 KiB, chunked", "/v1/table/t/query/", "application/json", query, true},
 	} {
-		cr := &countingReader{r: bytes.NewReader(append([]byte(`{"filter":"`), bytes.Repeat([]byte("x"), int(tc.size))...))}
-		size := tc.size
+		cr := &countingReader{r: bytes.NewReader(tc.body)}
+		size := int64(len(tc.body))
 		if tc.chunked {
 			size = -1
 		}
-		// (A query: an insert would wait for the slow one's table lock.)
-		rec := send("/v1/table/t/query/", cr, size)
+		rec := send(tc.path, tc.contentType, cr, size)
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("retry-after") == "" {
 			t.Errorf("%s: a body past the bytes in flight: %d %s (retry-after %q), want 503 with Retry-After",
 				tc.name, rec.Code, rec.Body, rec.Header().Get("retry-after"))
@@ -124,8 +131,11 @@ func TestServerBodiesInFlight(t *testing.T) {
 	}
 	// The slow request is done: its bytes are free again.
 	body := rows(t, 3, true)
-	if rec := send("/v1/table/t/insert/", bytes.NewReader(body), int64(len(body))); rec.Code != 200 {
+	if rec := send("/v1/table/t/insert/", arrowBody["content-type"], bytes.NewReader(body), int64(len(body))); rec.Code != 200 {
 		t.Errorf("insert after the slow one: %d %s", rec.Code, rec.Body)
+	}
+	if rec := send("/v1/table/t/query/", "application/json", bytes.NewReader(query), int64(len(query))); rec.Code != 200 {
+		t.Errorf("query after the slow one: %d %s", rec.Code, rec.Body)
 	}
 	if got := count(t, s, "t"); got != "8" {
 		t.Errorf("rows: %s, want 8", got)

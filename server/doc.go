@@ -242,7 +242,8 @@
 // JSON body by Options.MaxJSONBodyBytes (DefaultMaxJSONBodyBytes,
 // decoded as it is read), both refused with a 413 before reading when
 // the Content-Length is over, and all bodies being served at once by
-// Options.MaxInFlightBytes (DefaultMaxInFlightBytes): a request that does
+// Options.MaxInFlightBytes (DefaultMaxInFlightBytes; a JSON body counts
+// 24 times its size, what decoding it may cost): a request that does
 // not fit is a 503 with Retry-After (the client retries it), before its
 // body is applied. An Arrow body is read into one buffer of its
 // Content-Length, or in 1 MiB pieces when chunked.

@@ -73,8 +73,9 @@ type Options struct {
 	MaxJSONBodyBytes int64
 	// MaxInFlightBytes bounds the request-body bytes of all requests
 	// being served at once; a request that does not fit is answered
-	// with 503 and Retry-After. Default DefaultMaxInFlightBytes; at least
-	// MaxBodyBytes; negative: no bound.
+	// with 503 and Retry-After. A JSON body counts 24 times its size, what
+	// decoding it may cost. Default DefaultMaxInFlightBytes; at least
+	// MaxBodyBytes and 24 times MaxJSONBodyBytes; negative: no bound.
 	MaxInFlightBytes int64
 	// RequestTimeout bounds the work done for one request (a request's
 	// x-request-timeout-ms may shorten it). Default 0: no bound.
@@ -189,7 +190,8 @@ func New(opts Options) (*Server, error) {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
-	s.maxJSON, s.inflight = jsonCap(opts.MaxJSONBodyBytes, s.maxBody), newInFlight(opts.MaxInFlightBytes, s.maxBody)
+	s.maxJSON = jsonCap(opts.MaxJSONBodyBytes, s.maxBody)
+	s.inflight = newInFlight(opts.MaxInFlightBytes, s.maxBody, s.maxJSON)
 	s.routes()
 	return s, nil
 }

@@ -22,8 +22,10 @@ import (
 // decodeJSON decodes a JSON request body into v. An empty body leaves v
 // as it is (the client sends some calls without a body). The body is
 // bounded by Options.MaxJSONBodyBytes (a 413, refused before reading
-// when the Content-Length says so) and decoded as it is read, without a
-// copy of it first; what follows the JSON value is not looked at.
+// when the Content-Length says so), counted jsonDecodeFactor times in
+// the bytes in flight (a 503 when they are full), and decoded as it is
+// read, without a copy of it first; what follows the JSON value is not
+// looked at.
 func decodeJSON(r *http.Request, v any) error {
 	limit := int64(DefaultMaxJSONBodyBytes)
 	if br, ok := r.Body.(*bodyReader); ok && br.jsonLimit > 0 {
@@ -32,10 +34,18 @@ func decodeJSON(r *http.Request, v any) error {
 	if r.ContentLength > limit {
 		return tooLargeError(limit)
 	}
+	// What decoding costs counts in the bytes in flight: up front when the
+	// size is known, else (a chunked body) once it was read.
+	if !charge(r, (jsonDecodeFactor-1)*max(r.ContentLength, 0)) {
+		return bodyLimit(r)
+	}
 	lr := &io.LimitedReader{R: r.Body, N: limit + 1}
 	dec := json.NewDecoder(lr)
 	dec.UseNumber()
 	err := dec.Decode(v)
+	if r.ContentLength < 0 && lr.N > 0 && !charge(r, (jsonDecodeFactor-1)*(limit+1-lr.N)) {
+		return bodyLimit(r)
+	}
 	switch {
 	case lr.N <= 0:
 		return tooLargeError(limit)
