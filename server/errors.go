@@ -81,8 +81,9 @@ func inTable(err error) error {
 //	lancer.ErrNotFound                             404
 //	lancer.ErrConflict                             409 (the client retries it)
 //	a body over the size limit                     413
+//	bodies in flight over Options.MaxInFlightBytes 503 with Retry-After (an apiError from body.go)
 //	context.DeadlineExceeded                       504
-//	anything else, lancer.ErrCorrupt included      500, with a generic message
+//	anything else, lancer.ErrCorrupt included      500, with a generic message (saying "corrupt" for ErrCorrupt)
 func classify(err error) (status int, code string, public bool) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
