@@ -3,6 +3,7 @@ package format
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -92,6 +93,11 @@ func Open(ctx context.Context, store blob.Store, key string, opts *OpenOptions) 
 	}
 	tailLen := min(r.size, defaultTailSize)
 	tail, err := r.store.ReadRange(ctx, key, r.size-tailLen, tailLen)
+	if err != nil && opts.Size > 0 && errors.Is(err, lancer.ErrInvalidArgument) {
+		// The store refuses a range past the object's end: the file is
+		// shorter than the size its manifest records, cut short on disk.
+		return nil, r.corruptf("file is shorter than the %d bytes recorded for it: %v", r.size, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("format: open %s: %w", key, err)
 	}

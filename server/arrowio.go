@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -68,17 +69,17 @@ func readStreamFrom(r *http.Request, body io.Reader) (*streamReader, error) {
 		return nil, invalidf("expected an Arrow IPC stream body (content-type %s), got %q", arrowStreamType, ct)
 	}
 	tail := &tailReader{r: body}
-	checked, err := checkedStream(tail)
+	checked, err := checkedStream(tail, r.ContentLength)
 	if err != nil {
-		if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
-			return nil, &http.MaxBytesError{}
+		if lerr := bodyLimit(r); lerr != nil {
+			return nil, lerr
 		}
 		return nil, err
 	}
 	rd, err := ipc.NewReader(checked, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
-		if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
-			return nil, &http.MaxBytesError{}
+		if lerr := bodyLimit(r); lerr != nil {
+			return nil, lerr
 		}
 		return nil, invalidf("reading the Arrow IPC stream body: %v", err)
 	}
@@ -102,7 +103,7 @@ func (s *streamReader) Next() bool {
 	}
 	if err := s.Reader.Err(); err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		if errors.As(err, &tooLarge) || errors.Is(err, errBusy) {
 			s.err = err
 		} else {
 			// A body that does not decode is the client's fault.
@@ -121,33 +122,50 @@ const maxRowsSlack = 1 << 16
 // Err returns the error that ended the stream.
 func (s *streamReader) Err() error { return s.err }
 
-// writeArrowFile answers batches (all of schema) as an Arrow IPC file,
-// with at least one batch so that the client keeps the schema of an empty
-// result, and the x-lancedb-version of the data read.
-func writeArrowFile(w http.ResponseWriter, schema *arrow.Schema, batches []arrow.RecordBatch, version uint64) error {
-	var buf bytes.Buffer
-	fw, err := ipc.NewFileWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
-	if err != nil {
-		return err
+// resultWriter answers a query's result as an Arrow IPC file (what the
+// client reads a query's answer as), written to the client a batch at a
+// time as the result is read: only the file's footer (a few bytes per
+// batch) is kept until the end, never the result. Headers go out with
+// the first batch, so an error before it is still a JSON error; an error
+// after it leaves the file without its footer, which the client reports.
+type resultWriter struct {
+	w       http.ResponseWriter
+	version uint64 // x-lancedb-version: the version read
+	fw      *ipc.FileWriter
+	rows    int64
+}
+
+func (rw *resultWriter) start(schema *arrow.Schema) {
+	rw.w.Header().Set("content-type", arrowFileType)
+	rw.w.Header().Set("x-lancedb-version", strconv.FormatUint(rw.version, 10))
+	// NewFileWriter writes nothing until the first batch, and never fails.
+	rw.fw, _ = ipc.NewFileWriter(rw.w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+}
+
+// write writes one batch of the result.
+func (rw *resultWriter) write(b arrow.RecordBatch) error {
+	if rw.fw == nil {
+		rw.start(b.Schema())
 	}
-	if len(batches) == 0 {
+	rw.rows += b.NumRows()
+	return rw.fw.Write(b)
+}
+
+// close ends the file. A result without batches gets one empty batch of
+// schema, so that the client keeps the schema of an empty result.
+func (rw *resultWriter) close(schema *arrow.Schema) error {
+	if rw.fw == nil {
+		if schema == nil {
+			return fmt.Errorf("query result without a schema")
+		}
+		rw.start(schema)
 		empty := array.NewRecordBatch(schema, emptyColumns(schema), 0)
 		defer empty.Release()
-		batches = []arrow.RecordBatch{empty}
-	}
-	for _, b := range batches {
-		if err := fw.Write(b); err != nil {
+		if err := rw.fw.Write(empty); err != nil {
 			return err
 		}
 	}
-	if err := fw.Close(); err != nil {
-		return err
-	}
-	w.Header().Set("content-type", arrowFileType)
-	w.Header().Set("x-lancedb-version", strconv.FormatUint(version, 10))
-	w.Header().Set("content-length", strconv.Itoa(buf.Len()))
-	_, err = w.Write(buf.Bytes())
-	return err
+	return rw.fw.Close()
 }
 
 // emptyColumns returns a 0-row array for each field of schema.

@@ -168,9 +168,13 @@
 //     existing table, tag or index name are 400s ("already exists" in the
 //     message, which create relies on; 409 would make the client retry);
 //     a commit conflict is a 409 (retried by the client); a missing
-//     version is a 404; a body over Options.MaxBodyBytes is a 413; a
-//     request past its timeout is a 504; anything else is a 500 logged in
-//     full and answered with the request id only.
+//     version is a 404; a body over Options.MaxBodyBytes (a JSON body
+//     over Options.MaxJSONBodyBytes) is a 413; a body that does not fit
+//     in Options.MaxInFlightBytes is a 503 with Retry-After (see Memory);
+//     a request past its timeout is a 504; anything else is a 500 logged
+//     in full and answered with the request id only (and, for a data
+//     file that is damaged or cut short, lancer.ErrCorrupt, saying the
+//     table's data is corrupt).
 //   - No client holds a connection by sending slowly: a request body must
 //     arrive within Options.BodyReadTimeout plus a second per 64 KiB
 //     (else a 408, and the connection closes); the http.Server of
@@ -192,10 +196,12 @@
 //     client's freshness headers (x-lancedb-min-version, ...) hold. Other
 //     writers (lancer, real Lance) may commit concurrently; commits rebase
 //     as package dataset describes.
-//   - A write retried with the x-request-id of one that already committed
-//     is answered with the first response and not applied again. The
-//     server remembers the last 256 writes per table, in memory: a restart
-//     forgets them.
+//   - A write retried with the x-request-id of one that already committed,
+//     to the same endpoint with the same query string and body, is
+//     answered with the first response and not applied again. An id
+//     reused for another endpoint or body is another write, and applies.
+//     The server remembers the last 256 writes per table, in memory: a
+//     restart forgets them.
 //   - The client resends insert and merge_insert with a new request id per
 //     attempt, so those are de-duplicated by content instead, but only
 //     when the server knows the client missed the answer to a commit: the
@@ -203,10 +209,15 @@
 //     client gave up, or its x-request-timeout-ms passed) before the
 //     answer was written, or writing the answer failed. Then the table,
 //     endpoint, query string (mode, branch, merge options) and SHA-256 of
-//     the body are remembered with the answer for Options.UnackedWindow
-//     (default two minutes; at most 1024 entries, in memory), and an
-//     identical request in that window is answered with it and not
-//     applied again. An acknowledged insert leaves no entry: inserting
+//     the body are remembered with the answer and the client that sent it
+//     (remote host, API key, User-Agent, x-lancedb-database: the official
+//     client sends no idempotency key, and a fresh request id per
+//     attempt) for Options.UnackedWindow (default two minutes; at most
+//     1024 entries, in memory), and an identical request from that client
+//     in that window is answered with it and not applied again; another
+//     client's identical insert applies (clients the server cannot tell
+//     apart, behind one proxy with one key and client version, are one
+//     client to it). An acknowledged insert leaves no entry: inserting
 //     the same rows twice on purpose inserts them twice. A response lost
 //     without the server noticing (the connection broke after the answer
 //     was handed to the kernel) still leaves the retry to apply twice.
@@ -260,7 +271,25 @@
 // manifest file is unchanged (size and modification time), so a table
 // dropped and written again is never served from a stale entry.
 //
-// Request bodies and query results are held in memory (results are
-// written as one Arrow IPC file), so a query without a limit over a large
-// table costs its size in memory; index builds run inside the request.
+// # Memory
+//
+// Request bodies are held in memory while they are served, and bounded
+// in body.go: one body by Options.MaxBodyBytes (DefaultMaxBodyBytes), a
+// JSON body by Options.MaxJSONBodyBytes (DefaultMaxJSONBodyBytes,
+// decoded as it is read), both refused with a 413 before reading when
+// the Content-Length is over, and all bodies being served at once by
+// Options.MaxInFlightBytes (DefaultMaxInFlightBytes; a JSON body counts
+// 24 times its size, what decoding it may cost): a request that does
+// not fit is a 503 with Retry-After (the client retries it), before its
+// body is applied. An Arrow body is read into one buffer of its
+// Content-Length, or in 1 MiB pieces when chunked.
+//
+// Query results are never held whole: the Arrow IPC file is written to
+// the client as the result is read, a scan batch by batch, a take about
+// 4 MiB of rows at a time (at most MaxTakeRows rows, duplicates
+// included), a search a query vector at a time; only the file's footer
+// waits for the end. An error after the first batch went out leaves the
+// file without its footer, which the client reports as an error.
+// analyze_plan still runs its query whole, and index builds run inside
+// the request.
 package server

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
+	"strconv"
 	"strings"
 
 	"github.com/lancerdb/lancer"
@@ -24,6 +23,7 @@ const (
 	codeForbidden     = "Forbidden"
 	codeTooLarge      = "PayloadTooLarge"
 	codeBadMediaType  = "UnsupportedMediaType"
+	codeBusy          = "ServiceUnavailable"
 	codeTimeout       = "Timeout"
 	codeInternal      = "Internal"
 )
@@ -83,8 +83,9 @@ func inTable(err error) error {
 //	lancer.ErrNotFound                             404
 //	lancer.ErrConflict                             409 (the client retries it)
 //	a body over the size limit                     413
+//	bodies in flight over Options.MaxInFlightBytes 503 with Retry-After (an apiError from body.go)
 //	context.DeadlineExceeded                       504
-//	anything else, lancer.ErrCorrupt included      500, with a generic message
+//	anything else, lancer.ErrCorrupt included      500, with a generic message (saying "corrupt" for ErrCorrupt)
 func classify(err error) (status int, code string, public bool) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -113,9 +114,8 @@ func classify(err error) (status int, code string, public bool) {
 // (500s) are logged in full and answered with a generic message naming
 // the request id.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if br, ok := r.Body.(*bodyReader); ok && br.tooLarge {
-		err = &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
-			msg: fmt.Sprintf("request body larger than the server's limit of %d bytes", s.maxBody)}
+	if lerr := s.bodyLimitError(r); lerr != nil {
+		err = lerr
 	}
 	if br, ok := r.Body.(*bodyReader); ok && br.timedOut {
 		err = &apiError{status: http.StatusRequestTimeout, code: codeTimeout,
@@ -132,37 +132,32 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", r.Header.Get("x-request-id"), "err", err)
 		msg = fmt.Sprintf("internal error (request_id=%s)", r.Header.Get("x-request-id"))
+		if errors.Is(err, lancer.ErrCorrupt) {
+			// Not the client's fault, and not worth a retry of another
+			// request: the data read is damaged (the log names the file).
+			msg = fmt.Sprintf("internal error: the table's data is corrupt (request_id=%s)", r.Header.Get("x-request-id"))
+		}
 	}
 	if status == http.StatusBadRequest && code == codeAlreadyExists && !strings.Contains(msg, "already exists") {
 		// The client recognizes "already exists" in a 400 body.
 		msg += " (already exists)"
 	}
+	if rec, ok := w.(*statusRecorder); ok && rec.wrote {
+		// A streamed answer (a query's Arrow file) failed after its first
+		// bytes: the status is sent, and a JSON body after them would only
+		// make the client misread the stream. The answer stays cut short,
+		// which the client reports (the file has no footer).
+		if public {
+			s.log.Error("response failed after it started", "method", r.Method, "path", r.URL.Path,
+				"request_id", r.Header.Get("x-request-id"), "err", err)
+		}
+		return
+	}
 	b, _ := marshal(errorBody{Error: msg, Code: code})
 	w.Header().Set("content-type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("retry-after", strconv.Itoa(RetryAfterSeconds))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
-
-// bodyReader is a request body under the size limit. It remembers whether
-// the limit was hit, since readers above it (Arrow's IPC reader) may not
-// keep the error's type.
-type bodyReader struct {
-	r        io.ReadCloser // http.MaxBytesReader over body
-	body     io.ReadCloser
-	tooLarge bool
-	timedOut bool // the body's read deadline passed (deadlineBody)
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		b.tooLarge = true
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		b.timedOut = true
-	}
-	return n, err
-}
-
-func (b *bodyReader) Close() error { return b.r.Close() }

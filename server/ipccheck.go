@@ -13,14 +13,15 @@ import (
 // reads the stream's first message itself and checks, before arrow-go
 // sees it, that every vector the schema holds fits in the message.
 
-// checkedStream reads the whole body (http.MaxBytesReader bounds it) and
+// checkedStream reads the whole body of size bytes (-1: unknown; see
+// readAll; http.MaxBytesReader bounds it) and
 // walks its IPC messages before arrow-go does: every message's metadata
 // and declared body must lie within the bytes received, and the first
 // message's schema vectors must fit in it. arrow-go would otherwise
 // allocate what a message claims (a field vector of 2^31 entries, a body
 // of a terabyte) before it finds the bytes missing.
-func checkedStream(body io.Reader) (io.Reader, error) {
-	buf, err := io.ReadAll(body)
+func checkedStream(body io.Reader, size int64) (io.Reader, error) {
+	buf, err := readAll(body, size)
 	if err != nil {
 		return nil, invalidf("reading the Arrow IPC stream body: %v", err)
 	}

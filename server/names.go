@@ -184,19 +184,23 @@ func (s *Server) openUncached(ctx context.Context, name string, version uint64, 
 }
 
 // dedupCache remembers the responses of a table's recent writes by
-// request id, so that a write the client retries with the same
-// x-request-id after its first attempt committed (the response was lost)
-// is answered with the first response instead of being applied twice.
-// It holds the last dedupEntries writes of the table, in memory only:
-// a restart forgets them, and so does a retry after that many other
-// writes. The client retries delete, update, create_index, tag and
-// column calls with the same request id; it resends insert and
-// merge_insert with a new id per attempt, which unackedCache matches by
-// body instead.
+// request: the x-request-id together with the endpoint, the query string
+// and the SHA-256 of the body (writeKey). A write the client retries with
+// the same x-request-id after its first attempt committed (the response
+// was lost) is the same request and is answered with the first response
+// instead of being applied twice; a request that reuses an id for another
+// endpoint or another body is another write, and runs. It holds the last
+// dedupEntries writes of the table, in memory only: a restart forgets
+// them, and so does a retry after that many other writes. The client
+// retries delete, update, create_index, tag and column calls with the
+// same request id; it resends insert and merge_insert with a new id per
+// attempt, which unackedCache matches by body and client instead.
 type dedupCache struct {
 	mu    sync.Mutex
-	order []string
+	order []string // keys, oldest first
 	resp  map[string]dedupResponse
+	ids   map[string]int // request id → entries with it
+	idOf  map[string]string
 }
 
 // dedupEntries is how many writes per table the dedup cache remembers.
@@ -207,26 +211,47 @@ type dedupResponse struct {
 	body   []byte
 }
 
-func (c *dedupCache) get(id string) (dedupResponse, bool) {
+// dedupKey is the key of a write in the dedup cache: the write (writeKey)
+// and its request id.
+func dedupKey(write, id string) string { return write + "\x00" + id }
+
+// seen reports whether any remembered write has request id id, so that a
+// write with a new id (every first attempt) need not have its body
+// hashed before it runs.
+func (c *dedupCache) seen(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.resp[id]
+	return c.ids[id] > 0
+}
+
+func (c *dedupCache) get(key string) (dedupResponse, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.resp[key]
 	return r, ok
 }
 
-func (c *dedupCache) put(id string, r dedupResponse) {
+func (c *dedupCache) put(id, key string, r dedupResponse) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.resp == nil {
-		c.resp = map[string]dedupResponse{}
+		c.resp, c.ids, c.idOf = map[string]dedupResponse{}, map[string]int{}, map[string]string{}
 	}
-	if _, ok := c.resp[id]; ok {
+	if _, ok := c.resp[key]; ok {
 		return
 	}
 	if len(c.order) >= dedupEntries {
-		delete(c.resp, c.order[0])
+		old := c.order[0]
 		c.order = c.order[1:]
+		delete(c.resp, old)
+		oid := c.idOf[old]
+		delete(c.idOf, old)
+		if c.ids[oid]--; c.ids[oid] <= 0 {
+			delete(c.ids, oid)
+		}
 	}
-	c.order = append(c.order, id)
-	c.resp[id] = r
+	c.order = append(c.order, key)
+	c.resp[key] = r
+	c.idOf[key] = id
+	c.ids[id]++
 }

@@ -207,28 +207,71 @@ func ftsKind(raw json.RawMessage) string {
 	return "legacy query"
 }
 
-// run runs a prepared query. The caller releases the batches.
+// run runs a prepared query and returns its whole result (analyze_plan
+// looks at it). The caller releases the batches.
 func (s *Server) run(r *http.Request, p *preparedQuery) (*arrow.Schema, []arrow.RecordBatch, error) {
-	var (
-		schema  *arrow.Schema
-		batches []arrow.RecordBatch
-		err     error
-	)
-	switch p.kind {
-	case "take":
-		schema, batches, err = s.take(r, p.ds, p.offsets, p.columns, p.q.WithRowID)
-	case "scan":
-		schema, batches, err = s.scan(r, p.ds, p.q, p.columns, p.k, p.offset)
-	default:
-		schema, batches, err = s.search(r, p)
-	}
+	var batches []arrow.RecordBatch
+	schema, err := s.runEach(r, p, func(b arrow.RecordBatch) error {
+		b.Retain()
+		batches = append(batches, b)
+		return nil
+	})
 	if err != nil {
-		return nil, nil, inTable(err)
-	}
-	if p.aliases != nil {
-		schema, batches = renameColumns(schema, batches, p.columns, p.aliases)
+		for _, b := range batches {
+			b.Release()
+		}
+		return nil, nil, err
 	}
 	return schema, batches, nil
+}
+
+// runEach runs a prepared query and hands its result to emit a batch at
+// a time, in order, so that query/ writes each batch out before the next
+// is read: a scan batch by batch as the scanner reads them, a take
+// takeChunkBytes at a time, a search a query vector at a time. A batch is
+// released once emit returns. It returns the result's schema (for an
+// empty result, which emits nothing).
+func (s *Server) runEach(r *http.Request, p *preparedQuery, emit func(arrow.RecordBatch) error) (*arrow.Schema, error) {
+	var schema *arrow.Schema
+	each := func(b arrow.RecordBatch) error {
+		if p.aliases != nil {
+			var out []arrow.RecordBatch
+			_, out = renameColumns(b.Schema(), []arrow.RecordBatch{b}, p.columns, p.aliases)
+			b = out[0]
+		}
+		defer b.Release()
+		schema = b.Schema()
+		return emit(b)
+	}
+	var err error
+	switch p.kind {
+	case "take":
+		err = s.take(r, p.ds, p.offsets, p.columns, p.q.WithRowID, each)
+	case "scan":
+		var sc *arrow.Schema
+		sc, err = s.scan(r, p.ds, p.q, p.columns, p.k, p.offset, each)
+		if err == nil && schema == nil && sc != nil {
+			schema = sc
+			if p.aliases != nil {
+				schema, _ = renameColumns(sc, nil, p.columns, p.aliases)
+			}
+		}
+	default:
+		var batches []arrow.RecordBatch
+		_, batches, err = s.search(r, p) // bounded by maxSearchRows
+		for i, b := range batches {
+			if err == nil {
+				err = each(b)
+			} else {
+				b.Release()
+			}
+			batches[i] = nil
+		}
+	}
+	if err != nil {
+		return nil, inTable(err)
+	}
+	return schema, nil
 }
 
 // searched is how many rows a prepared query looks at: the rows taken, or
@@ -242,7 +285,8 @@ func (p *preparedQuery) searched() uint64 {
 
 // query answers query/: a filtered scan, or a vector search (one query or
 // a batch, then with an Int32 query_index column first), as an Arrow IPC
-// file.
+// file written as the result is read (see resultWriter), so that no
+// result is held whole in memory.
 func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
 	name, err := tableName(r)
 	if err != nil {
@@ -256,25 +300,18 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	schema, batches, err := s.run(r, p)
-	if err != nil {
-		return err
+	out := &resultWriter{w: w, version: p.ds.Manifest().Version}
+	schema, err := s.runEach(r, p, out.write)
+	if err == nil {
+		err = out.close(schema)
 	}
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
-	var returned int64
-	for _, b := range batches {
-		returned += b.NumRows()
-	}
-	s.metrics.query(p.kind, uint64(returned), p.searched())
-	return writeArrowFile(w, schema, batches, p.ds.Manifest().Version)
+	s.metrics.query(p.kind, uint64(out.rows), p.searched())
+	return err
 }
 
-// scan runs a plain query: filter, columns, offset and limit.
-func (s *Server) scan(r *http.Request, ds *dataset.Dataset, q *queryBody, columns []string, k, offset int) (*arrow.Schema, []arrow.RecordBatch, error) {
+// scan runs a plain query: filter, columns, offset and limit, handing
+// each batch the scanner reads to emit. It returns the scan's schema.
+func (s *Server) scan(r *http.Request, ds *dataset.Dataset, q *queryBody, columns []string, k, offset int, emit func(arrow.RecordBatch) error) (*arrow.Schema, error) {
 	opts := &dataset.ScanOptions{Columns: columns, Filter: q.Filter, Offset: int64(offset), WithRowID: q.WithRowID}
 	if k != math.MaxInt {
 		// 0 (never sent by the client) is no limit too.
@@ -282,22 +319,20 @@ func (s *Server) scan(r *http.Request, ds *dataset.Dataset, q *queryBody, column
 	}
 	sc, err := ds.Scan(r.Context(), opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer sc.Release()
-	var batches []arrow.RecordBatch
 	for sc.Next() {
 		b := sc.RecordBatch()
 		b.Retain()
-		batches = append(batches, b)
+		if err := emit(b); err != nil {
+			return nil, err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		for _, b := range batches {
-			b.Release()
-		}
-		return nil, nil, err
+		return nil, err
 	}
-	return sc.Schema(), batches, nil
+	return sc.Schema(), nil
 }
 
 // rowOffsetsFilter is the filter takeOffsets sends.
@@ -324,9 +359,28 @@ func rowOffsets(filter string) ([]uint64, bool) {
 	return out, true
 }
 
-// take answers takeOffsets: the rows at the given positions, in order.
-// A _rowoffset column asked for is the position.
-func (s *Server) take(r *http.Request, ds *dataset.Dataset, offsets []uint64, columns []string, withRowID bool) (*arrow.Schema, []arrow.RecordBatch, error) {
+// MaxTakeRows bounds the rows one takeOffsets query (a _rowoffset IN
+// (...) filter) may ask for, duplicates included: a few bytes of filter
+// per row would otherwise ask for any number of rows (an offset repeated
+// 400,000 times in 0.8 MB). A larger take is a 400; the client pages.
+const MaxTakeRows = 1 << 16
+
+// takeChunkBytes is about how much of a take's result is read at once:
+// the rows are taken and written out a chunk at a time, the first chunk
+// of takeFirstChunk rows, the next ones as many rows as fit in
+// takeChunkBytes at the size per row seen so far.
+const (
+	takeChunkBytes = 4 << 20
+	takeFirstChunk = 64
+)
+
+// take answers takeOffsets: the rows at the given positions, in order,
+// handed to emit a chunk at a time. A _rowoffset column asked for is the
+// position.
+func (s *Server) take(r *http.Request, ds *dataset.Dataset, offsets []uint64, columns []string, withRowID bool, emit func(arrow.RecordBatch) error) error {
+	if len(offsets) > MaxTakeRows {
+		return invalidf("a take of %d rows is more than the %d one query may ask for: take fewer offsets at a time", len(offsets), MaxTakeRows)
+	}
 	var cols []string
 	wantOffset := -1
 	for i, c := range columns {
@@ -337,26 +391,53 @@ func (s *Server) take(r *http.Request, ds *dataset.Dataset, offsets []uint64, co
 		cols = append(cols, c)
 	}
 	if columns != nil && cols == nil {
-		return nil, nil, unsupportedf("selecting only _rowoffset is not supported")
+		return unsupportedf("selecting only _rowoffset is not supported")
 	}
-	b, err := ds.Take(r.Context(), offsets, &dataset.TakeOptions{Columns: cols, WithRowID: withRowID})
-	if err != nil {
-		return nil, nil, err
+	n := takeFirstChunk
+	for first := true; first || len(offsets) > 0; first = false {
+		chunk := offsets[:min(n, len(offsets))]
+		offsets = offsets[len(chunk):]
+		b, err := ds.Take(r.Context(), chunk, &dataset.TakeOptions{Columns: cols, WithRowID: withRowID})
+		if err != nil {
+			return err
+		}
+		if rows := len(chunk); rows > 0 {
+			perRow := max(1, recordBytes(b)/int64(rows))
+			n = int(max(1, min(int64(MaxTakeRows), takeChunkBytes/perRow)))
+		}
+		if wantOffset >= 0 {
+			b = withRowOffsets(b, chunk, wantOffset)
+		}
+		if err := emit(b); err != nil {
+			return err
+		}
 	}
-	if wantOffset < 0 {
-		return b.Schema(), []arrow.RecordBatch{b}, nil
-	}
+	return nil
+}
+
+// withRowOffsets inserts the _rowoffset column, the take's offsets, at
+// position at of b.
+func withRowOffsets(b arrow.RecordBatch, offsets []uint64, at int) arrow.RecordBatch {
 	bld := array.NewUint64Builder(memory.DefaultAllocator)
 	defer bld.Release()
 	bld.AppendValues(offsets, nil)
 	off := bld.NewArray()
 	defer off.Release()
-	fields := slices.Insert(b.Schema().Fields(), wantOffset, arrow.Field{Name: "_rowoffset", Type: arrow.PrimitiveTypes.Uint64})
-	arrs := slices.Insert(slices.Clone(b.Columns()), wantOffset, arrow.Array(off))
+	fields := slices.Insert(b.Schema().Fields(), at, arrow.Field{Name: "_rowoffset", Type: arrow.PrimitiveTypes.Uint64})
+	arrs := slices.Insert(slices.Clone(b.Columns()), at, arrow.Array(off))
 	md := b.Schema().Metadata()
 	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), arrs, b.NumRows())
 	b.Release()
-	return out.Schema(), []arrow.RecordBatch{out}, nil
+	return out
+}
+
+// recordBytes is the size of a batch's buffers.
+func recordBytes(b arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range b.Columns() {
+		n += int64(c.Data().SizeInBytes())
+	}
+	return n
 }
 
 // search runs a vector query per query vector, nearest first, with

@@ -86,6 +86,16 @@ type Options struct {
 	// MaxBodyBytes caps a request body; a larger body is answered with 413.
 	// Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxJSONBodyBytes caps a JSON request body (every body but the
+	// Arrow streams of create, insert and merge_insert); a larger one is
+	// answered with 413. Default DefaultMaxJSONBodyBytes (see body.go).
+	MaxJSONBodyBytes int64
+	// MaxInFlightBytes bounds the request-body bytes of all requests
+	// being served at once; a request that does not fit is answered
+	// with 503 and Retry-After. A JSON body counts 24 times its size, what
+	// decoding it may cost. Default DefaultMaxInFlightBytes; at least
+	// MaxBodyBytes and 24 times MaxJSONBodyBytes; negative: no bound.
+	MaxInFlightBytes int64
 	// RequestTimeout bounds the work done for one request (a request's
 	// x-request-timeout-ms may shorten it). Default 0: no bound.
 	RequestTimeout time.Duration
@@ -135,6 +145,8 @@ type Server struct {
 	apiKey         string
 	log            *slog.Logger
 	maxBody        int64
+	maxJSON        int64     // the cap on a JSON body
+	inflight       *inFlight // request-body bytes held now (body.go)
 	timeout        time.Duration
 	headerTimeout  time.Duration // of HTTPServer's http.Server
 	idleTimeout    time.Duration // of HTTPServer's http.Server
@@ -219,6 +231,8 @@ func New(opts Options) (*Server, error) {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
+	s.maxJSON = jsonCap(opts.MaxJSONBodyBytes, s.maxBody)
+	s.inflight = newInFlight(opts.MaxInFlightBytes, s.maxBody, s.maxJSON)
 	s.routes()
 	return s, nil
 }
@@ -468,12 +482,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
-	body := r.Body
-	if s.bodyTimeout > 0 && body != nil && body != http.NoBody {
-		body = newDeadlineBody(body, http.NewResponseController(w), s.bodyTimeout)
+	if s.bodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
+		r.Body = newDeadlineBody(r.Body, http.NewResponseController(w), s.bodyTimeout)
 	}
-	r.Body = &bodyReader{r: http.MaxBytesReader(rec, body, s.maxBody), body: r.Body}
 	endpoint = "unmatched"
+	release, err := s.admitBody(rec, r)
+	defer release()
+	if err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
 	// The mux sets the pattern it matched on r.
 	endpoint = endpointLabel(r.Pattern)

@@ -3,11 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"os"
@@ -22,18 +20,40 @@ import (
 )
 
 // decodeJSON decodes a JSON request body into v. An empty body leaves v
-// as it is (the client sends some calls without a body).
+// as it is (the client sends some calls without a body). The body is
+// bounded by Options.MaxJSONBodyBytes (a 413, refused before reading
+// when the Content-Length says so), counted jsonDecodeFactor times in
+// the bytes in flight (a 503 when they are full), and decoded as it is
+// read, without a copy of it first; what follows the JSON value is not
+// looked at.
 func decodeJSON(r *http.Request, v any) error {
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return err
+	limit := int64(DefaultMaxJSONBodyBytes)
+	if br, ok := r.Body.(*bodyReader); ok && br.jsonLimit > 0 {
+		limit = br.jsonLimit
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil
+	if r.ContentLength > limit {
+		return tooLargeError(limit)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
+	// What decoding costs counts in the bytes in flight: up front when the
+	// size is known, else (a chunked body) once it was read.
+	if !charge(r, (jsonDecodeFactor-1)*max(r.ContentLength, 0)) {
+		return bodyLimit(r)
+	}
+	lr := &io.LimitedReader{R: r.Body, N: limit + 1}
+	dec := json.NewDecoder(lr)
 	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if r.ContentLength < 0 && lr.N > 0 && !charge(r, (jsonDecodeFactor-1)*(limit+1-lr.N)) {
+		return bodyLimit(r)
+	}
+	switch {
+	case lr.N <= 0:
+		return tooLargeError(limit)
+	case bodyLimit(r) != nil:
+		return bodyLimit(r)
+	case err == io.EOF:
+		return nil // an empty body, or only spaces
+	case err != nil:
 		return invalidf("malformed JSON request body: %v", err)
 	}
 	return nil
@@ -82,34 +102,27 @@ func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id := r.Header.Get("x-request-id")
-	if id != "" {
-		if resp, ok := t.dedup.get(id); ok {
+	// The write's keys, set once its body's hash is known.
+	var dkey, ukey string
+	keys := func(sum []byte) {
+		wk := writeKey(name, r, sum)
+		dkey, ukey = dedupKey(wk, id), unackedKey(wk, r)
+	}
+	if (id != "" && t.dedup.seen(id)) || (byBody && s.unacked.has(name)) {
+		// This write may be a retry: read the body first to look it up
+		// (bodies are held in memory anyway).
+		sum, err := bufferBody(r)
+		if err != nil {
+			return err
+		}
+		keys(sum)
+		if resp, ok := t.dedup.get(dkey); ok && id != "" {
 			return writeResponse(w, resp)
 		}
-	}
-	var (
-		key    string    // set once the body's hash is known
-		hasher hash.Hash // hashes the body as op reads it
-	)
-	if byBody {
-		if s.unacked.has(name) {
-			// A write of this table may be a retry: read the body first
-			// to look it up (bodies are held in memory anyway).
-			b, err := io.ReadAll(r.Body)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(b)
-			key = unackedKey(name, r, sum[:])
-			if resp, ok := s.unacked.get(key); ok {
-				s.log.Info("write answered as an unacknowledged earlier commit", "path", r.URL.Path,
-					"request_id", id)
-				return writeResponse(w, resp)
-			}
-			replaceBody(r, bytes.NewReader(b))
-		} else {
-			hasher = sha256.New()
-			replaceBody(r, io.TeeReader(bodyOf(r), hasher))
+		if resp, ok := s.unacked.get(ukey); ok && byBody {
+			s.log.Info("write answered as an unacknowledged earlier commit", "path", r.URL.Path,
+				"request_id", id)
+			return writeResponse(w, resp)
 		}
 	}
 	v, err := op(r.Context())
@@ -122,8 +135,13 @@ func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, 
 		return err
 	}
 	resp := dedupResponse{status: http.StatusOK, body: b}
+	if dkey == "" && (id != "" || byBody) {
+		// Hash what op left unread (nothing, for a well-formed body) so
+		// that the keys cover the whole body.
+		keys(bodySum(r))
+	}
 	if id != "" {
-		t.dedup.put(id, resp)
+		t.dedup.put(id, dkey, resp)
 	}
 	// From here on the write is committed: whatever keeps the client from
 	// seeing this answer makes it an unacknowledged commit.
@@ -135,14 +153,8 @@ func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, 
 			return
 		}
 		unackedDone = true
-		if key == "" {
-			// Hash what op left unread (nothing, for a well-formed
-			// stream) so that the key covers the whole body.
-			_, _ = io.Copy(io.Discard, r.Body)
-			key = unackedKey(name, r, hasher.Sum(nil))
-		}
-		s.unacked.put(name, key, resp)
-		s.log.Warn("commit not acknowledged; an identical retry will not apply it again", "path", r.URL.Path,
+		s.unacked.put(name, ukey, resp)
+		s.log.Warn("commit not acknowledged; an identical retry from the same client will not apply it again", "path", r.URL.Path,
 			"request_id", id, "window", s.unacked.window)
 	}
 	if s.afterCommit != nil {
@@ -175,30 +187,6 @@ func writeResponse(w http.ResponseWriter, resp dedupResponse) error {
 	w.WriteHeader(resp.status)
 	_, err := w.Write(resp.body)
 	return err
-}
-
-// bodyOf returns the reader under the request body's size limit, which
-// readers placed in front of it must read through.
-func bodyOf(r *http.Request) io.Reader {
-	if br, ok := r.Body.(*bodyReader); ok {
-		return br.r
-	}
-	return r.Body
-}
-
-// replaceBody makes the request body read from src, keeping the
-// *bodyReader (which remembers a body over the size limit) in place.
-func replaceBody(r *http.Request, src io.Reader) {
-	if br, ok := r.Body.(*bodyReader); ok {
-		br.r = readCloser{Reader: src, Closer: br.r}
-		return
-	}
-	r.Body = readCloser{Reader: src, Closer: r.Body}
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -20,11 +22,19 @@ const unackedEntries = 1024
 // answer: the handler failed after the commit, the request's context
 // ended (the client gave up or its timeout passed) before the response
 // was written, or writing the response failed. The client resends those
-// writes with a new request id per attempt (spec §9), so the request-id
-// dedupCache cannot recognize them; an identical body for the same table,
-// endpoint and options (the query string: mode, branch, merge keys and
-// clauses) arriving within the window is answered with the remembered
-// response instead of being applied again. A commit the client
+// writes with a new request id per attempt (the official client sends a
+// fresh x-request-id with every insert attempt, and no idempotency key),
+// so the request-id dedupCache cannot recognize them. A retry is instead
+// recognized as the same write (writeKey: table, endpoint, options in
+// the query string, SHA-256 of the body) from the same client
+// (clientOf: the remote host, the API key presented, the User-Agent and
+// the x-lancedb-database header), arriving within the window; it is
+// answered with the remembered response instead of being applied again.
+// Another client's identical insert is applied: only the client that
+// missed an answer can be retrying. (Clients behind one proxy, with one
+// key and one client version, look alike: the server cannot tell them
+// apart, and one's identical insert within the window of another's
+// unacknowledged one is answered as its retry.) A commit the client
 // acknowledged leaves no entry, so inserting the same rows twice on
 // purpose inserts them twice. The cache holds at most unackedEntries
 // entries, the oldest dropped first, in memory only.
@@ -56,10 +66,35 @@ func newUnackedCache(window time.Duration) *unackedCache {
 
 func (c *unackedCache) enabled() bool { return c != nil && c.window > 0 }
 
-// unackedKey is the key of a write: table, endpoint, options and the
+// writeKey names a write by what it does: table, endpoint, options
+// (the query string: mode, branch, merge keys and clauses) and the
 // SHA-256 of its body.
-func unackedKey(table string, r *http.Request, sum []byte) string {
+func writeKey(table string, r *http.Request, sum []byte) string {
 	return table + "\x00" + commitOp(r.Pattern) + "\x00" + r.URL.Query().Encode() + "\x00" + hex.EncodeToString(sum)
+}
+
+// unackedKey is the key of a write in the unacknowledged-commit cache:
+// the write and the client that sent it.
+func unackedKey(write string, r *http.Request) string { return write + "\x00" + clientOf(r) }
+
+// clientOf names the client that sent r, as well as the server can tell
+// one client from another across its retries, which come over a new
+// connection (another port) with a new request id: the remote host, the
+// API key presented (x-api-key or bearer token), the User-Agent (the
+// client's name and version) and the database header the client sends.
+// It is a hash, so that no key is kept in memory.
+func clientOf(r *http.Request) string {
+	host := r.RemoteAddr
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	h := sha256.New()
+	for _, v := range []string{host, r.Header.Get("x-api-key"), r.Header.Get("authorization"),
+		r.Header.Get("user-agent"), r.Header.Get("x-lancedb-database")} {
+		h.Write([]byte(v))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // expire drops the entries past their window, and the oldest beyond

@@ -1,0 +1,134 @@
+package server_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/server"
+)
+
+// peakWriter is a ResponseWriter that keeps nothing of the body and
+// samples the heap at every write: the most the server held while it
+// answered.
+type peakWriter struct {
+	header http.Header
+	status int
+	n      int64
+	peak   uint64
+	tail   []byte // the last bytes written (the file's end)
+}
+
+func (w *peakWriter) Header() http.Header { return w.header }
+func (w *peakWriter) WriteHeader(s int)   { w.status = s }
+func (w *peakWriter) Write(p []byte) (int, error) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.peak = max(w.peak, ms.HeapAlloc)
+	w.n += int64(len(p))
+	w.tail = append(w.tail, p...)
+	if len(w.tail) > 64 {
+		w.tail = w.tail[len(w.tail)-64:]
+	}
+	return len(p), nil
+}
+
+// wideRow is an Arrow stream of one row holding a 1 KiB vector.
+func wideRow(t *testing.T) []byte {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "vector", Type: arrow.FixedSizeListOf(256, arrow.PrimitiveTypes.Float32)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).Append(0)
+	vec := b.Field(1).(*array.FixedSizeListBuilder)
+	vec.Append(true)
+	vec.ValueBuilder().(*array.Float32Builder).AppendValues(make([]float32, 256), nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestServerQueryStreamsResult: a take of one row repeated MaxTakeRows
+// times (64 MiB of answer from a few hundred KiB of filter) is written
+// out a chunk at a time: the heap never holds more than a few chunks (under half the result),
+// where it held the whole result twice (the batches and the file's
+// bytes). One offset more than MaxTakeRows is a 400.
+func TestServerQueryStreamsResult(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap follows what is live
+	s, _ := newServer(t, server.Options{})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", wideRow(t), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	filter := func(n int) []byte {
+		return []byte(`{"filter":"_rowoffset IN (` + strings.Repeat("0,", n-1) + `0)","columns":["id","vector"]}`)
+	}
+	body := filter(server.MaxTakeRows)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	req := httptest.NewRequest("POST", "/v1/table/t/query/", bytes.NewReader(body))
+	req.Header.Set("x-api-key", testKey)
+	req.Header.Set("content-type", "application/json")
+	w := &peakWriter{header: http.Header{}, status: 200}
+	s.ServeHTTP(w, req)
+	const result = server.MaxTakeRows << 10 // 1 KiB a row
+	if w.status != 200 || w.n < result || !bytes.HasSuffix(w.tail, []byte("ARROW1")) {
+		t.Fatalf("take: status %d, %d bytes ending %q, want an Arrow file of over %d bytes", w.status, w.n, w.tail, result)
+	}
+	held := int64(w.peak) - int64(base)
+	t.Logf("a %d MiB result held %d KiB of heap", result>>20, held>>10)
+	if held > result/2 {
+		t.Errorf("answering a %d MiB result held %d MiB of heap, want a few chunks (under %d MiB)", result>>20, held>>20, result/2>>20)
+	}
+	if rec := do(t, s, "POST", "/v1/table/t/query/", filter(server.MaxTakeRows+1), nil); rec.Code != 400 {
+		t.Errorf("a take of MaxTakeRows+1 rows: %d %s, want 400", rec.Code, rec.Body)
+	}
+}
+
+// TestServerOversizedChunkedBody: a chunked Arrow body past the cap costs
+// about the cap in allocations before its 413 (io.ReadAll's doubling
+// allocated two to three times the cap).
+func TestServerOversizedChunkedBody(t *testing.T) {
+	const maxBody = 8 << 20
+	s, _ := newServer(t, server.Options{MaxBodyBytes: maxBody})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	req := httptest.NewRequest("POST", "/v1/table/t/insert/", bytes.NewReader(make([]byte, 4*maxBody)))
+	req.ContentLength = -1
+	req.Header.Set("x-api-key", testKey)
+	req.Header.Set("content-type", arrowBody["content-type"])
+	rec := httptest.NewRecorder()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s.ServeHTTP(rec, req)
+	runtime.ReadMemStats(&after)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("insert of a body over the cap: %d %s, want 413", rec.Code, rec.Body)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a chunked body over a %d MiB cap allocated %d KiB", maxBody>>20, alloc>>10)
+	if alloc > maxBody*3/2 {
+		t.Errorf("a chunked body over a %d MiB cap allocated %d MiB, want about the cap", maxBody>>20, alloc>>20)
+	}
+}
