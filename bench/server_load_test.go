@@ -42,3 +42,33 @@ func TestServerLoadQuick(t *testing.T) {
 		t.Errorf("%d searches returned fewer than k rows", rep.ShortResults)
 	}
 }
+
+// TestServerLoadAdversary runs the quick load test with the adversarial
+// stream mixed in (issue #22): every hostile request is refused with the
+// status it deserves, and the official clients see no error and lose no
+// insert meanwhile.
+func TestServerLoadAdversary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for 8 s")
+	}
+	rep, err := RunServerLoad(context.Background(), ServerLoadOptions{
+		Duration: 8 * time.Second, Clients: 4, Rows: 5_000, Dim: 32, Index: "ivf_hnsw_sq", Adversary: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := rep.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	if err := rep.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Adversary == nil || len(rep.Adversary.ByAttack) != len((&adversary{dim: 1}).attacks()) {
+		t.Fatalf("the adversary did not send every attack: %+v", rep.Adversary)
+	}
+	if rep.RowsInserted == 0 || rep.FinalRows != rep.InitialRows+rep.RowsInserted {
+		t.Errorf("rows: %d initial + %d inserted, %d in the table", rep.InitialRows, rep.RowsInserted, rep.FinalRows)
+	}
+}
