@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lancerdb/lancer"
 )
@@ -138,6 +139,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			msg = fmt.Sprintf("internal error: the table's data is corrupt (request_id=%s)", r.Header.Get("x-request-id"))
 		}
 	}
+	msg = shortMessage(msg)
 	if status == http.StatusBadRequest && code == codeAlreadyExists && !strings.Contains(msg, "already exists") {
 		// The client recognizes "already exists" in a 400 body.
 		msg += " (already exists)"
@@ -160,4 +162,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// shortMessage cuts an error message to maxErrorMessageBytes: messages
+// quote what the request named (a filter, a branch to fork from), which
+// may be as long as the body, and the answer need not repeat it whole.
+func shortMessage(msg string) string {
+	if len(msg) <= maxErrorMessageBytes {
+		return msg
+	}
+	cut := maxErrorMessageBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", msg[:cut], len(msg)-cut)
 }

@@ -59,6 +59,9 @@ const (
 	// No limit (or 0) lists every table, a page of existsConcurrency
 	// lookups at a time.
 	maxListLimit = 10_000
+	// maxErrorMessageBytes bounds the message of an error answer, which
+	// may quote a filter or a name from the request.
+	maxErrorMessageBytes = 4 << 10
 	// maxListedVersions bounds version/list/: each version listed costs one
 	// manifest read. A table with more lists its latest ones.
 	maxListedVersions = 10_000
