@@ -237,9 +237,9 @@
 // version; abort removes the parts. Nothing is visible before complete. A
 // complete retried after success (same or new request id) answers the same
 // version without committing again. Staged bytes are bounded by
-// Options.MultipartMaxBytes over all uploads (a part that cannot fit is a
-// 413, or a 503, which the client retries, when other uploads fill the
-// area), at most 1024 uploads are open at once and at most 128 of them
+// Options.MultipartMaxBytes over all uploads and by 3/4 of it over one
+// client's (a part that cannot fit is a 413, or a 503, which the client
+// retries, when other uploads fill the area or the client's share), at most 1024 uploads are open at once and at most 128 of them
 // from one client (one remote host: the key is shared, so it names no
 // client; a 429 past that, which the client retries), and an upload untouched
 // for Options.MultipartTTL is dropped with its files when the next

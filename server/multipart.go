@@ -45,6 +45,13 @@ const maxUploads = 1024
 // official client holds one upload per add() in flight.
 const maxUploadsPerClient = maxUploads / 8
 
+// clientStagingShare is the share of the staging area (maxBytes) one
+// client's uploads may hold together: three quarters, so that one client
+// filling the area with uploads it never completes still leaves room for
+// everyone else's writes until its uploads expire, while one large add()
+// may use most of the area.
+func clientStagingShare(maxBytes int64) int64 { return maxBytes - maxBytes/4 }
+
 // stagingDirName is the folder (key prefix) of the data location where
 // multipart parts are staged. It starts with a dot, so it is never taken
 // for a table.
@@ -314,9 +321,21 @@ func (st *uploadStore) beginPart(ctx context.Context, id, table string) (*upload
 func (st *uploadStore) reserve(u *upload, n int64) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if u.staged+n > st.maxBytes {
+	share := clientStagingShare(st.maxBytes)
+	if u.staged+n > share {
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
-			msg: fmt.Sprintf("multipart upload %q is larger than the server's staging limit of %d bytes", u.id, st.maxBytes)}
+			msg: fmt.Sprintf("multipart upload %q is larger than the %d bytes one client may stage (3/4 of the server's staging limit)", u.id, share)}
+	}
+	var mine int64 // what u's client holds staged, u included
+	for _, o := range st.byID {
+		if o.client == u.client {
+			mine += o.staged
+		}
+	}
+	if mine+n > share {
+		// 503, which the client retries: its own uploads may end.
+		return &apiError{status: http.StatusServiceUnavailable, code: codeTooLarge,
+			msg: fmt.Sprintf("uploads from %s hold %d staged bytes, at most %d per client; complete or abort some", u.client, mine, share)}
 	}
 	if st.staged+n > st.maxBytes {
 		return &apiError{status: http.StatusServiceUnavailable, code: codeTooLarge,

@@ -175,7 +175,9 @@ func TestServerMultipartOverwriteAndAbort(t *testing.T) {
 // (413) without leaving bytes behind, and an upload left untouched past
 // its lifetime is dropped with its files.
 func TestServerMultipartBounds(t *testing.T) {
-	small := int64(len(rows(t, 50, true)) + 100)
+	// One client may stage 3/4 of the area: a 50-row part fits, 500 rows
+	// do not.
+	small := (int64(len(rows(t, 50, true)))+100)*4/3 + 4
 	s, _ := newServer(t, server.Options{MultipartMaxBytes: small, MultipartTTL: time.Minute})
 	var mu sync.Mutex
 	now := time.Now()
@@ -185,7 +187,7 @@ func TestServerMultipartBounds(t *testing.T) {
 	}
 	id := createUpload(t, s, "t")
 	rec := do(t, s, "POST", "/v1/table/t/insert/?upload_id="+id+"&upload_part_id=big", rows(t, 500, true), arrowBody)
-	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "staging limit") {
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "may stage") {
 		t.Errorf("part over the limit: %d %s", rec.Code, rec.Body)
 	}
 	if files := stagedFiles(t, s); len(files) != 0 {
@@ -210,6 +212,44 @@ func TestServerMultipartBounds(t *testing.T) {
 	}
 	if rec := do(t, s, "POST", "/v1/table/t/multipart_write/complete?upload_id="+id, nil, nil); rec.Code != 400 || !strings.Contains(rec.Body.String(), "expired") {
 		t.Errorf("complete of an expired upload: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestServerMultipartStagingPerClient: one client staging parts it never
+// completes can hold at most 3/4 of the staging area, so another client's
+// part is still taken.
+func TestServerMultipartStagingPerClient(t *testing.T) {
+	part := rows(t, 20, true)
+	s, _ := newServer(t, server.Options{MultipartMaxBytes: 4*int64(len(part)) + 16})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	from := func(remote string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.RemoteAddr = remote
+			s.ServeHTTP(w, r)
+		})
+	}
+	hog := from("10.0.0.1:1000")
+	taken := 0
+	for i := range 8 {
+		id := createUpload(t, hog, "t")
+		rec := do(t, hog, "POST", fmt.Sprintf("/v1/table/t/insert/?upload_id=%s&upload_part_id=%d", id, i), part, arrowBody)
+		if rec.Code == http.StatusServiceUnavailable {
+			break
+		}
+		if rec.Code != 200 {
+			t.Fatalf("part %d: %d %s", i, rec.Code, rec.Body)
+		}
+		taken++
+	}
+	if taken != 3 {
+		t.Errorf("one client staged %d parts of %d bytes in an area of %d, want 3 (its 3/4)", taken, len(part), 4*len(part)+16)
+	}
+	other := from("10.0.0.2:1000")
+	id := createUpload(t, other, "t")
+	if rec := do(t, other, "POST", "/v1/table/t/insert/?upload_id="+id+"&upload_part_id=0", part, arrowBody); rec.Code != 200 {
+		t.Errorf("another client's part while the first holds its share: %d %s", rec.Code, rec.Body)
 	}
 }
 
