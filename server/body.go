@@ -248,9 +248,18 @@ func bufferBody(r *http.Request) ([]byte, error) {
 		sum := sha256.Sum256(b)
 		return sum[:], nil
 	}
-	rest, err := io.ReadAll(br)
+	size := int64(-1) // unknown: read in chunks
+	if r.ContentLength > 0 {
+		size = max(0, r.ContentLength-br.read)
+	}
+	rest, err := readAll(br, size)
 	if err != nil {
 		return nil, err
+	}
+	// The copy is held besides what the reader of the body makes of it
+	// (the Arrow stream's own buffer): it counts as bytes in flight too.
+	if !charge(r, int64(len(rest))) {
+		return nil, errBusy
 	}
 	br.r = io.MultiReader(bytes.NewReader(rest), wireReader{br})
 	return br.hash(), nil

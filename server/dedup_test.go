@@ -102,3 +102,28 @@ func TestServerUnacknowledgedOtherClient(t *testing.T) {
 		t.Errorf("count: %s, want 5 + 3 (A) + 3 (B) + 3 (C)", got)
 	}
 }
+
+// TestServerRequestIDReusedAcrossPathParams: writes that differ only in a
+// path parameter (the index of index/{name}/drop) are different writes,
+// whatever request id they share.
+func TestServerRequestIDReusedAcrossPathParams(t *testing.T) {
+	s, _ := newServer(t, server.Options{})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 300, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	for _, c := range []string{`{"column":"vector","index_type":"IVF_FLAT","name":"a"}`, `{"column":"vector","index_type":"IVF_FLAT","name":"b","replace":false}`} {
+		if rec := do(t, s, "POST", "/v1/table/t/create_index/", []byte(c), nil); rec.Code != 200 {
+			t.Fatalf("create_index %s: %d %s", c, rec.Code, rec.Body)
+		}
+	}
+	same := map[string]string{"x-request-id": "same"}
+	for _, name := range []string{"a", "b"} {
+		if rec := do(t, s, "POST", "/v1/table/t/index/"+name+"/drop/", nil, same); rec.Code != 200 {
+			t.Fatalf("drop %s: %d %s", name, rec.Code, rec.Body)
+		}
+	}
+	rec := do(t, s, "POST", "/v1/table/t/index/list/", []byte(`{}`), nil)
+	if body := rec.Body.String(); strings.Contains(body, `"a"`) || strings.Contains(body, `"b"`) {
+		t.Errorf("an index is still listed after both drops were answered: %s", body)
+	}
+}

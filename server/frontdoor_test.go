@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -352,4 +353,50 @@ func TestServerBodyTimeoutEndsWithBody(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || ctxErr != nil {
 		t.Errorf("delete working past the body timeout: %d %s, context %v", resp.StatusCode, b, ctxErr)
 	}
+}
+
+// TestServerBodyDeadlineNotLockWait: an insert whose body arrives at once
+// but that waits behind a slow write of the same table longer than the
+// body's read deadline still lands: the rows are read before the table's
+// lock is waited for, so the deadline judges only the client.
+func TestServerBodyDeadlineNotLockWait(t *testing.T) {
+	s, addr := slowServer(t, server.Options{})
+	var once sync.Once
+	started := make(chan struct{})
+	server.SetAfterCommit(s, func(r *http.Request) error {
+		if strings.Contains(r.URL.Path, "delete") {
+			once.Do(func() { close(started) })
+			time.Sleep(800 * time.Millisecond) // four body deadlines
+		}
+		return nil
+	})
+	post := func(path, contentType string, body []byte) (int, string) {
+		req, err := http.NewRequest("POST", "http://"+addr+path, bytes.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		req.Header.Set("x-api-key", testKey)
+		req.Header.Set("content-type", contentType)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		post("/v1/table/t/delete/", "application/json", []byte(`{"predicate":"id = 100"}`))
+	}()
+	<-started
+	// Far more than the server's read buffer, so that most of it is read
+	// from the connection by the handler.
+	if code, body := post("/v1/table/t/insert/", arrowBody["content-type"], rows(t, 20_000, true)); code != http.StatusOK {
+		t.Errorf("insert queued behind a slow write: %d %s", code, body)
+	}
+	<-done
 }

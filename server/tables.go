@@ -98,6 +98,20 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, name string, 
 }
 
 func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, byBody bool, op func(ctx context.Context) (any, error)) error {
+	var buffered []byte // the body's hash, once it is read whole
+	if byBody {
+		// Read the rows before waiting for the table: the body's read
+		// deadline (Options.BodyReadTimeout) must not run out while the
+		// request waits behind another write (a create_index holds the
+		// lock for minutes), and a client sending slowly must not hold
+		// the table's lock while it does. The rows are held in memory
+		// anyway.
+		sum, err := bufferBody(r)
+		if err != nil {
+			return err
+		}
+		buffered = sum
+	}
 	t := s.table(name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -109,11 +123,13 @@ func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, 
 		dkey, ukey = dedupKey(wk, id), unackedKey(wk, r)
 	}
 	if (id != "" && t.dedup.seen(id)) || (byBody && s.unacked.has(name)) {
-		// This write may be a retry: read the body first to look it up
-		// (bodies are held in memory anyway).
-		sum, err := bufferBody(r)
-		if err != nil {
-			return err
+		// This write may be a retry: read the body first to look it up.
+		sum := buffered
+		if sum == nil {
+			var err error
+			if sum, err = bufferBody(r); err != nil {
+				return err
+			}
 		}
 		keys(sum)
 		if resp, ok := t.dedup.get(dkey); ok && id != "" {

@@ -66,11 +66,12 @@ func newUnackedCache(window time.Duration) *unackedCache {
 
 func (c *unackedCache) enabled() bool { return c != nil && c.window > 0 }
 
-// writeKey names a write by what it does: table, endpoint, options
-// (the query string: mode, branch, merge keys and clauses) and the
-// SHA-256 of its body.
+// writeKey names a write by what it does: table, endpoint and the path's
+// other parameters (the index of index/{name}/drop), options (the query
+// string: mode, branch, merge keys and clauses) and the SHA-256 of its
+// body.
 func writeKey(table string, r *http.Request, sum []byte) string {
-	return table + "\x00" + commitOp(r.Pattern) + "\x00" + r.URL.Query().Encode() + "\x00" + hex.EncodeToString(sum)
+	return table + "\x00" + r.Method + " " + r.URL.EscapedPath() + "\x00" + r.URL.Query().Encode() + "\x00" + hex.EncodeToString(sum)
 }
 
 // unackedKey is the key of a write in the unacknowledged-commit cache:
