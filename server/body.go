@@ -117,7 +117,13 @@ func tooLargeError(limit int64) error {
 // one that does not fit in the bytes in flight (503), before anything is
 // read; the body is replaced by a bodyReader that enforces both while it
 // is read. The caller calls release when the request is done.
-func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (release func(), err error) {
+func (s *Server) admitBody(w http.ResponseWriter, r *http.Request, kind bodyKind) (release func(), err error) {
+	if kind == bodyNone {
+		// The route reads no body (a GET): whatever one announces must not
+		// hold bytes in flight while the answer is read, slowly perhaps.
+		r.Body = http.NoBody
+		return func() {}, nil
+	}
 	if r.ContentLength > s.maxBody {
 		return func() {}, tooLargeError(s.maxBody)
 	}

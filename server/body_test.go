@@ -141,3 +141,23 @@ func TestServerBodiesInFlight(t *testing.T) {
 		t.Errorf("rows: %s, want 8", got)
 	}
 }
+
+// TestServerBodylessRoutesIgnoreBodies: a route that reads no body (a
+// GET) is not judged by one it announces: it takes no bytes in flight,
+// which a client reading its answer slowly could otherwise hold at no
+// cost to itself, and is no 413.
+func TestServerBodylessRoutesIgnoreBodies(t *testing.T) {
+	const limit = 1 << 20
+	s, _ := newServer(t, server.Options{MaxBodyBytes: limit, MaxInFlightBytes: limit})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	req := httptest.NewRequest("GET", "/v1/table/?limit=5", bytes.NewReader(make([]byte, 2*limit)))
+	req.ContentLength = 2 * limit
+	req.Header.Set("x-api-key", testKey)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"t"`) {
+		t.Errorf("GET with a 2 MiB body announced: %d %s, want the table list", rec.Code, rec.Body)
+	}
+}

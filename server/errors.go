@@ -147,13 +147,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if rec, ok := w.(*statusRecorder); ok && rec.wrote {
 		// A streamed answer (a query's Arrow file) failed after its first
 		// bytes: the status is sent, and a JSON body after them would only
-		// make the client misread the stream. The answer stays cut short,
-		// which the client reports (the file has no footer).
+		// make the client misread the stream. The connection is broken
+		// off (http.ErrAbortHandler: no final chunk), so that the client
+		// and any proxy see an answer cut short, not one that ended.
 		if public {
 			s.log.Error("response failed after it started", "method", r.Method, "path", r.URL.Path,
 				"request_id", r.Header.Get("x-request-id"), "err", err)
 		}
-		return
+		if rec.failed != nil {
+			return // the connection already failed: nothing to break off
+		}
+		rec.aborted = true
+		panic(http.ErrAbortHandler)
 	}
 	b, _ := marshal(errorBody{Error: msg, Code: code})
 	w.Header().Set("content-type", "application/json")

@@ -228,7 +228,8 @@ func (s *Server) run(r *http.Request, p *preparedQuery) (*arrow.Schema, []arrow.
 // runEach runs a prepared query and hands its result to emit a batch at
 // a time, in order, so that query/ writes each batch out before the next
 // is read: a scan batch by batch as the scanner reads them, a take
-// takeChunkBytes at a time, a search a query vector at a time. A batch is
+// takeChunkBytes at a time, a search once ranked (bounded by
+// maxSearchRows). A batch is
 // released once emit returns. It returns the result's schema (for an
 // empty result, which emits nothing).
 func (s *Server) runEach(r *http.Request, p *preparedQuery, emit func(arrow.RecordBatch) error) (*arrow.Schema, error) {
@@ -362,7 +363,8 @@ func rowOffsets(filter string) ([]uint64, bool) {
 // MaxTakeRows bounds the rows one takeOffsets query (a _rowoffset IN
 // (...) filter) may ask for, duplicates included: a few bytes of filter
 // per row would otherwise ask for any number of rows (an offset repeated
-// 400,000 times in 0.8 MB). A larger take is a 400; the client pages.
+// 400,000 times in 0.8 MB). A larger take is a 400: the official client
+// sends one takeOffsets call as one query, so its caller must split it.
 const MaxTakeRows = 1 << 16
 
 // takeChunkBytes is about how much of a take's result is read at once:

@@ -443,7 +443,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.metrics.inFlight.Add(1)
 	endpoint := "unauthorized"
 	defer func() {
-		if p := recover(); p != nil {
+		p := recover()
+		if p != nil && p != http.ErrAbortHandler {
 			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
 			if !rec.wrote {
 				s.writeError(rec, r, fmt.Errorf("internal error"))
@@ -453,7 +454,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.metrics.request(endpoint, rec.status, time.Since(start))
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 			"bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds(),
-			"request_id", r.Header.Get("x-request-id"), "remote", r.RemoteAddr)
+			"request_id", r.Header.Get("x-request-id"), "remote", r.RemoteAddr, "aborted", rec.aborted)
+		if p == http.ErrAbortHandler {
+			panic(p) // net/http breaks the connection off
+		}
 	}()
 	rec.Header().Set("phalanx-version", PhalanxVersion)
 	// The pattern the mux will match (the one it redirects to, for a path
@@ -486,7 +490,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = newDeadlineBody(r.Body, http.NewResponseController(w), s.bodyTimeout)
 	}
 	endpoint = "unmatched"
-	release, err := s.admitBody(rec, r)
+	release, err := s.admitBody(rec, r, rt.body)
 	defer release()
 	if err != nil {
 		s.writeError(rec, r, err)
@@ -649,9 +653,11 @@ func (s *Server) table(name string) *tableState {
 // statusRecorder remembers the status and size of a response for the log.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
-	wrote  bool
+	status  int
+	bytes   int64
+	wrote   bool
+	aborted bool  // the answer was broken off after it started
+	failed  error // the first error writing the answer: the client is gone
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
@@ -665,5 +671,8 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 	w.wrote = true
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
+	if err != nil && w.failed == nil {
+		w.failed = err
+	}
 	return n, err
 }
