@@ -249,6 +249,8 @@ func TestNameRules(t *testing.T) {
 		{"a/_deletions/b", "_deletions"}, {"a/_transactions", "_transactions"},
 		{"a/_refs", "_refs"}, {"x/tree", "tree"}, {"a/_blobs", "_blobs"},
 		{"a/_mem_wal", "_mem_wal"}, {"a/_latest.manifest", "_latest.manifest"},
+		// The same folders on a case-insensitive file system.
+		{"feature/_Versions", "_Versions"}, {"a/DATA", "DATA"},
 	} {
 		err := branch.CheckBranchName(c.name)
 		if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), fmt.Sprintf("segment %q", c.seg)) {

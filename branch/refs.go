@@ -87,7 +87,7 @@ func ListTags(ctx context.Context, root blob.Store) ([]Tag, error) {
 
 // GetTag reads one tag. A missing tag is an error wrapping lancer.ErrNotFound.
 func GetTag(ctx context.Context, root blob.Store, name string) (Tag, error) {
-	if err := CheckTagName(name); err != nil {
+	if err := checkStoredTagName(name); err != nil {
 		return Tag{}, err
 	}
 	key := tagsDir + name + ".json"
@@ -177,7 +177,18 @@ func readRefFile(ctx context.Context, root blob.Store, what, name, key string, v
 // CheckTagName enforces Lance's tag name rules: non-empty; letters, digits,
 // '.', '-', '_'; no leading or trailing '.'; no ".."; not ending in ".lock".
 func CheckTagName(name string) error {
-	if err := checkRefLength("tag", len(name)); err != nil {
+	return checkTagName(name, MaxRefNameLength)
+}
+
+// checkStoredTagName is CheckTagName for a tag that may already exist
+// (read, resolved or deleted): one that another engine wrote on an object
+// store may be longer than MaxRefNameLength.
+func checkStoredTagName(name string) error {
+	return checkTagName(name, maxStoredRefNameLength)
+}
+
+func checkTagName(name string, maxLength int) error {
+	if err := checkRefLength("tag", len(name), maxLength); err != nil {
 		return err
 	}
 	if err := checkSegment(name); err != nil {
@@ -195,7 +206,11 @@ func CheckTagName(name string) error {
 // (and branch a/data inside a's data/). Such an error also wraps
 // errReservedSegment.
 func CheckBranchName(name string) error {
-	if err := checkRefLength("branch", len(name)+2*strings.Count(name, "/")); err != nil {
+	return checkBranchName(name, MaxRefNameLength)
+}
+
+func checkBranchName(name string, maxLength int) error {
+	if err := checkRefLength("branch", len(name)+2*strings.Count(name, "/"), maxLength); err != nil {
 		return err
 	}
 	if name == Main {
@@ -208,7 +223,9 @@ func CheckBranchName(name string) error {
 		if err := checkSegment(seg); err != nil {
 			return fmt.Errorf("branch: branch name %q: %w", name, err)
 		}
-		if dataset.IsRootEntry(seg) {
+		// Whatever its case: on a case-insensitive file system (APFS,
+		// NTFS) a/Data is the same folder as a/data.
+		if dataset.IsRootEntry(strings.ToLower(seg)) {
 			return fmt.Errorf("branch: branch name %q: segment %q is %w: %w", name, seg, errReservedSegment, lancer.ErrInvalidArgument)
 		}
 	}
@@ -225,7 +242,7 @@ var errReservedSegment = errors.New("a reserved name: every dataset root, the br
 // be listed, opened and deleted, and its files are protected from the
 // cleanup of its parent.
 func checkStoredBranchName(name string) error {
-	if err := CheckBranchName(name); err != nil && !errors.Is(err, errReservedSegment) {
+	if err := checkBranchName(name, maxStoredRefNameLength); err != nil && !errors.Is(err, errReservedSegment) {
 		return err
 	}
 	return nil
@@ -240,15 +257,22 @@ func checkStoredBranchName(name string) error {
 // and CheckBranchName enforce it.
 const MaxRefNameLength = 250
 
+// maxStoredRefNameLength bounds the names of refs that may already exist
+// when they are read, resolved or deleted: an object store allows longer
+// keys than a file system (S3 and GCS 1,024 bytes), and a ref Lance wrote
+// there must stay readable; a name longer than any store holds is refused
+// before it reaches one.
+const maxStoredRefNameLength = 1024
+
 // checkRefLength checks the ref file name length n of a tag or branch
 // name. The error gives the length, not the name, which may be huge.
-func checkRefLength(what string, n int) error {
-	if n > MaxRefNameLength {
+func checkRefLength(what string, n, maxLength int) error {
+	if n > maxLength {
 		counting := ""
 		if what == "branch" {
 			counting = " (each '/' counting 3)"
 		}
-		return fmt.Errorf("branch: %s name of %d bytes%s, at most %d: %w", what, n, counting, MaxRefNameLength, lancer.ErrInvalidArgument)
+		return fmt.Errorf("branch: %s name of %d bytes%s, at most %d: %w", what, n, counting, maxLength, lancer.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func UpdateTag(ctx context.Context, root blob.Store, name string, target Ref) (T
 // DeleteTag removes tag name; the version it named stays. A missing tag is
 // an error wrapping lancer.ErrNotFound.
 func DeleteTag(ctx context.Context, root blob.Store, name string) error {
-	if err := CheckTagName(name); err != nil {
+	if err := checkStoredTagName(name); err != nil {
 		return err
 	}
 	key := tagsDir + name + ".json"
@@ -204,7 +204,7 @@ func ParseRef(s string) (Ref, error) {
 		return bad("empty")
 	}
 	if t, ok := strings.CutPrefix(s, "tag:"); ok {
-		if err := CheckTagName(t); err != nil {
+		if err := checkStoredTagName(t); err != nil {
 			return Ref{}, err
 		}
 		return Ref{Tag: t}, nil
@@ -238,7 +238,7 @@ func ResolveRef(ctx context.Context, root blob.Store, s string) (Ref, error) {
 	if strings.HasPrefix(s, "tag:") || strings.HasPrefix(s, "branch:") || strings.Contains(s, "@") || s == Main {
 		return ParseRef(s)
 	}
-	if CheckTagName(s) != nil {
+	if checkStoredTagName(s) != nil {
 		return ParseRef(s) // not a tag name: a branch or an error
 	}
 	_, tagErr := GetTag(ctx, root, s)
