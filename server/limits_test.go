@@ -55,9 +55,9 @@ func TestServerRequestBounds(t *testing.T) {
 		{"GET", "/v1/table/?limit=-1", ``, "limit"},
 		{"GET", "/v1/namespace/$/table/list?limit=99999999999999999999", ``, "limit"},
 		{"POST", "/v1/table/t/tags/create/", `{"tag":"` + long + `","version":1}`, "at most 250"},
-		{"POST", "/v1/table/t/tags/version/", `{"tag":"` + long + `"}`, "at most 250"},
-		{"POST", "/v1/table/t/tags/update/", `{"tag":"` + long + `","version":1}`, "at most 250"},
-		{"POST", "/v1/table/t/tags/delete/", `{"tag":"` + long + `"}`, "at most 250"},
+		{"POST", "/v1/table/t/tags/version/", `{"tag":"` + long + `"}`, "at most 1024"},
+		{"POST", "/v1/table/t/tags/update/", `{"tag":"` + long + `","version":1}`, "at most 1024"},
+		{"POST", "/v1/table/t/tags/delete/", `{"tag":"` + long + `"}`, "at most 1024"},
 		{"POST", "/v1/table/t/branches/create/", `{"name":"` + long + `"}`, "at most 250"},
 		// A name the error quotes: the answer cuts it (shortMessage).
 		{"POST", "/v1/table/t/branches/create/", `{"name":"b","from_branch":"` + strings.Repeat("y", 100_000) + `"}`, "more bytes"},
