@@ -61,7 +61,8 @@ cannot tell 1.0 from 1 nor base64 from text, so use --schema-from or append
 to keep float, binary and timestamp columns. A value its column cannot hold
 is an error naming the line and column, never a rounded or infinite value:
 1e400 (float64), 1e39 (float32), 2^63 (int64), -1 or 2^64 (uint64), and
-when inferring, integers that fit neither int64 nor uint64.
+when inferring JSON lines, integers that fit neither int64 nor uint64 (in
+CSV such a column is utf8, its cells' text kept exactly).
 Parquet and Arrow files keep their own types (cast to the dataset's when
 appending).
 

@@ -172,8 +172,9 @@ func (c *csvColumn) add(s string, line int) {
 	}
 }
 
-// arrowType is the column's type; the error is an *inferError (integers
-// that no integer type holds and no other cell makes floats).
+// arrowType is the column's type. Integers that no integer type holds
+// (and that no other cell makes floats) are text, kept exactly: a CSV cell
+// is text, and such a column is ids or codes more often than numbers.
 func (c *csvColumn) arrowType() (arrow.DataType, error) {
 	switch {
 	case !c.seen:
@@ -181,7 +182,10 @@ func (c *csvColumn) arrowType() (arrow.DataType, error) {
 	case !c.notInt:
 		return arrow.PrimitiveTypes.Int64, nil
 	case !c.notInteger:
-		return c.ints.integerType()
+		if dt, err := c.ints.integerType(); err == nil {
+			return dt, nil
+		}
+		return arrow.BinaryTypes.String, nil
 	case !c.notFloat:
 		return arrow.PrimitiveTypes.Float64, nil
 	case !c.notBool:

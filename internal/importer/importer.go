@@ -30,8 +30,9 @@
 //	            number on another) is an error naming both lines.
 //	CSV         the first row names the columns; an empty cell is null.
 //	            A column is int64 if every non-empty cell parses as one,
-//	            else uint64 or an error as for JSON lines if every cell is
-//	            an integer, else float64 (NaN, Inf and Infinity count as
+//	            else uint64 if every cell is an integer, some exceed int64
+//	            and none is negative (integers no integer type holds make
+//	            the column utf8: the cells' text, exactly), else float64 (NaN, Inf and Infinity count as
 //	            numbers), else bool (true/false), else date32
 //	            (YYYY-MM-DD), else timestamp[us] (ISO 8601; with time zone
 //	            UTC when any cell carries a zone offset), else utf8.
