@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -159,5 +160,17 @@ func TestServerBodylessRoutesIgnoreBodies(t *testing.T) {
 	s.ServeHTTP(rec, req)
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"t"`) {
 		t.Errorf("GET with a 2 MiB body announced: %d %s, want the table list", rec.Code, rec.Body)
+	}
+}
+
+// TestServerHugeBodyCaps: caps near MaxInt64 (no bound, as a caller may
+// mean it) must not overflow into refusing every body.
+func TestServerHugeBodyCaps(t *testing.T) {
+	s, _ := newServer(t, server.Options{MaxBodyBytes: math.MaxInt64, MaxJSONBodyBytes: math.MaxInt64})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, s, "POST", "/v1/table/t/count_rows/", []byte(`{}`), nil); rec.Code != 200 || strings.TrimSpace(rec.Body.String()) != "5" {
+		t.Errorf("count_rows with caps of MaxInt64: %d %s", rec.Code, rec.Body)
 	}
 }

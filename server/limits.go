@@ -59,6 +59,9 @@ const (
 	// No limit (or 0) lists every table, a page of existsConcurrency
 	// lookups at a time.
 	maxListLimit = 10_000
+	// maxBodyCap bounds Options.MaxBodyBytes (and so the JSON cap) where
+	// a larger value would overflow what is computed from it: 1 TiB.
+	maxBodyCap = 1 << 40
 	// maxErrorMessageBytes bounds the message of an error answer, which
 	// may quote a filter or a name from the request.
 	maxErrorMessageBytes = 4 << 10

@@ -84,7 +84,7 @@ type Options struct {
 	// Default: slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes caps a request body; a larger body is answered with 413.
-	// Default DefaultMaxBodyBytes.
+	// Default DefaultMaxBodyBytes; at most 1 TiB.
 	MaxBodyBytes int64
 	// MaxJSONBodyBytes caps a JSON request body (every body but the
 	// Arrow streams of create, insert and merge_insert); a larger one is
@@ -231,6 +231,9 @@ func New(opts Options) (*Server, error) {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
+	// Caps near MaxInt64 would overflow the arithmetic over them (limit+1,
+	// jsonDecodeFactor × the JSON cap): no body needs more than this.
+	s.maxBody = min(s.maxBody, maxBodyCap)
 	s.maxJSON = jsonCap(opts.MaxJSONBodyBytes, s.maxBody)
 	s.inflight = newInFlight(opts.MaxInFlightBytes, s.maxBody, s.maxJSON)
 	s.routes()
