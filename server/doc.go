@@ -241,7 +241,8 @@
 // client's (a part that cannot fit is a 413, or a 503, which the client
 // retries, when other uploads fill the area or the client's share), at most 1024 uploads are open at once and at most 128 of them
 // from one client (one remote host: the key is shared, so it names no
-// client; a 429 past that, which the client retries), and an upload untouched
+// client; behind a reverse proxy every client is one; a 429 past that,
+// which the client retries), and an upload untouched
 // for Options.MultipartTTL is dropped with its files when the next
 // multipart call arrives; at start a server removes the staging folders of
 // servers gone for that long. Each part is a request body, bounded by
