@@ -16,20 +16,9 @@ func TestServerLoadQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 5 s")
 	}
-	rep, err := RunServerLoad(context.Background(), ServerLoadOptions{
+	rep := runLoad(t, ServerLoadOptions{
 		Duration: 5 * time.Second, Clients: 8, Rows: 5_000, Dim: 32, Index: "ivf_hnsw_sq",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := rep.Print(&out); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + out.String())
-	if err := rep.Err(); err != nil {
-		t.Fatal(err)
-	}
 	for _, op := range []string{"search", "insert", "count"} {
 		if rep.Ops[op].Count == 0 {
 			t.Errorf("no %s completed", op)
@@ -51,9 +40,22 @@ func TestServerLoadAdversary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 8 s")
 	}
-	rep, err := RunServerLoad(context.Background(), ServerLoadOptions{
+	rep := runLoad(t, ServerLoadOptions{
 		Duration: 8 * time.Second, Clients: 4, Rows: 5_000, Dim: 32, Index: "ivf_hnsw_sq", Adversary: true,
 	})
+	if rep.Adversary == nil || len(rep.Adversary.ByAttack) != len((&adversary{dim: 1}).attacks()) {
+		t.Fatalf("the adversary did not send every attack: %+v", rep.Adversary)
+	}
+	if rep.RowsInserted == 0 || rep.FinalRows != rep.InitialRows+rep.RowsInserted {
+		t.Errorf("rows: %d initial + %d inserted, %d in the table", rep.InitialRows, rep.RowsInserted, rep.FinalRows)
+	}
+}
+
+// runLoad runs the load test, logs its report and fails the test on any
+// failed check.
+func runLoad(t *testing.T, o ServerLoadOptions) *ServerLoadReport {
+	t.Helper()
+	rep, err := RunServerLoad(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +67,5 @@ func TestServerLoadAdversary(t *testing.T) {
 	if err := rep.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Adversary == nil || len(rep.Adversary.ByAttack) != len((&adversary{dim: 1}).attacks()) {
-		t.Fatalf("the adversary did not send every attack: %+v", rep.Adversary)
-	}
-	if rep.RowsInserted == 0 || rep.FinalRows != rep.InitialRows+rep.RowsInserted {
-		t.Errorf("rows: %d initial + %d inserted, %d in the table", rep.InitialRows, rep.RowsInserted, rep.FinalRows)
-	}
+	return rep
 }
