@@ -133,7 +133,10 @@
 //     more. A child's result is credited back when it is released, so an
 //     OR of terms holds one term's values at a time, not their sum; a
 //     chain a || b || c builds its result once. The batch itself is not
-//     counted.
+//     counted, nor is the spreading of a value expression's result when it
+//     is a constant no longer than MaxLength (SET note = '<40 KB>' stores
+//     those bytes for every row anyway); a longer constant, which only a
+//     function builds, counts.
 //
 // Past either, Eval fails with an error wrapping
 // lancer.ErrInvalidArgument that names the function and the limit:

@@ -114,7 +114,9 @@ func (b *Bound) Type() arrow.DataType { return b.root.dataType() }
 // caller releases the array. Arrays are allocated from mem (nil means
 // memory.DefaultAllocator). Errors found only in the data (an integer
 // division by zero, a cast that overflows) wrap lancer.ErrInvalidArgument,
-// as do expressions past the limits (MaxValueBytes, MaxBatchBytes).
+// as do expressions past the limits (MaxValueBytes, MaxBatchBytes); a
+// result that is a constant no longer than MaxLength is spread over the
+// rows whatever its total.
 func (b *Bound) Eval(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.Array, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -133,6 +135,17 @@ func (b *Bound) Eval(ctx context.Context, mem memory.Allocator, rec arrow.Record
 		return nil, err
 	}
 	defer d.Release()
+	if s := scalarOf(d); s != nil && scalarBytes(s) <= MaxLength {
+		// The result is a constant no longer than an expression may be:
+		// the value of SET note = '<40 KB>' or of an added column's
+		// default. Spreading it is the answer itself, bytes the caller
+		// asked for and stores anyway, not work the expression multiplies,
+		// so it is not refused for repeating; a longer constant, which only
+		// a function can build, still counts. Evaluating in row chunks
+		// would bound it too, but would need every caller to take a batch's
+		// values in pieces.
+		return scalar.MakeArrayFromScalar(s, in.rows, in.mem)
+	}
 	return materialize(in, site{sql: b.sql}, d)
 }
 

@@ -42,7 +42,8 @@ const (
 	// batch holds at once: everything it has allocated and not yet
 	// released (values, offsets and bitmaps alike), plus what it is about
 	// to build, plus what it built on the Go heap. The batch itself, which
-	// the caller allocated, does not count.
+	// the caller allocated, does not count, nor does spreading the final
+	// constant of a value expression (see Bound.Eval).
 	MaxBatchBytes = 256 << 20
 	// BatchCopies lets a batch holding more than MaxBatchBytes/BatchCopies
 	// hold BatchCopies times its own size instead, so that lower(text) or

@@ -191,13 +191,15 @@ func TestEvalLimitsAllow(t *testing.T) {
 // not what ordinary workloads hold. A batch holds at most MaxBatchBytes at
 // once, not in total (an OR of six lower(s) LIKE … terms over a 48 MiB
 // batch holds one lower(s) at a time; a chain of || builds its result
-// once); and a function whose result cannot outgrow its argument works on
-// a value longer than MaxValueBytes.
+// once); a function whose result cannot outgrow its argument works on a
+// value longer than MaxValueBytes; and a value expression's result may be
+// a long constant spread over every row, as SET note = '<33 KB>' is.
 //
 // Each case holds a few hundred megabytes when it succeeds; against code
 // that refuses it, it fails with an error before building much.
 func TestEvalLimitsOrdinary(t *testing.T) {
 	or6 := "lower(s) LIKE '%a%' OR upper(s) LIKE '%B%' OR lower(s) LIKE '%c%' OR trim(s) = 'x' OR lower(s) LIKE '%d%' OR lower(s) LIKE '%e%'"
+	note := strings.Repeat("n", 33000) // 8192 of them: 270 MB, past MaxBatchBytes
 	for _, tc := range []struct {
 		name      string
 		sql       string
@@ -213,6 +215,7 @@ func TestEvalLimitsOrdinary(t *testing.T) {
 		{"upper of a value past MaxValueBytes", "upper(s)", false, true, 1, strings.Repeat("a", 20<<20), 20 << 20},
 		{"trim of a value past MaxValueBytes", "trim(s)", false, true, 1, " " + strings.Repeat("a", 20<<20) + " ", 20 << 20},
 		{"substr of a value past MaxValueBytes", "substr(s, 2)", false, true, 1, strings.Repeat("a", 20<<20), 20<<20 - 1},
+		{"a long constant over every row", "'" + note + "'", false, false, 8192, "", len(note)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
