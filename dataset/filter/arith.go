@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/big"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -381,40 +382,62 @@ func (o operand) int64sOfDate() func(i int) int64 {
 	return func(i int) int64 { return int64(a.Value(i)) }
 }
 
-// bindConcat binds ||, string concatenation: NULL if either side is. A
-// side that is not a string is cast to one.
+// bindConcat binds ||, string concatenation: NULL if any side is. A side
+// that is not a string is cast to one. A chain a || b || c is one kernel
+// over all its sides, so that it builds its result once rather than every
+// prefix of it: s||s||s||s||s holds five times s, not fourteen (nor nine at
+// once, the last two prefixes).
 func (b *binder) bindConcat(n *binaryNode) (evaluator, error) {
-	l, r, err := b.bindPair(n.l, n.r)
-	if err != nil {
-		return nil, err
-	}
+	sides := concatSides(n, nil)
+	args := make([]evaluator, len(sides))
 	t := arrow.BinaryTypes.String
-	if l.dataType().ID() == arrow.LARGE_STRING || r.dataType().ID() == arrow.LARGE_STRING {
-		t = arrow.BinaryTypes.LargeString
+	for i, side := range sides {
+		ev, err := b.bind(side)
+		if err != nil {
+			return nil, err
+		}
+		if ev.dataType().ID() == arrow.LARGE_STRING {
+			t = arrow.BinaryTypes.LargeString
+		}
+		args[i] = ev
 	}
-	if l, err = b.convert(n.l, l, t); err != nil {
-		return nil, err
-	}
-	if r, err = b.convert(n.r, r, t); err != nil {
-		return nil, err
+	for i, side := range sides {
+		ev, err := b.convert(side, args[i], t)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = ev
 	}
 	s := b.site(n)
-	run := func(in *input, rows int, args []operand) (arrow.Array, error) {
-		ls, rs := args[0].texts(), args[1].texts()
+	run := func(in *input, rows int, ops []operand) (arrow.Array, error) {
+		row := textRow(ops)
 		out := newTextWriter(in, s, "||", t, rows)
 		if err := out.growRows(rows, func(i int) (int64, bool) {
-			return int64(len(ls(i))) + int64(len(rs(i))), allValid(args, i)
+			var n int64
+			for _, side := range row(i) {
+				n += int64(len(side))
+			}
+			return n, allValid(ops, i)
 		}); err != nil {
 			return nil, err
 		}
 		for i := 0; i < rows; i++ {
-			if !allValid(args, i) {
+			if !allValid(ops, i) {
 				out.appendNull()
 				continue
 			}
-			out.append(ls(i) + rs(i))
+			out.append(strings.Join(row(i), ""))
 		}
 		return out.finish(), nil
 	}
-	return &kernelEval{site: s, typ: t, args: []evaluator{l, r}, run: run}, nil
+	return &kernelEval{site: s, typ: t, args: args, run: run}, nil
+}
+
+// concatSides appends to sides the operands of a chain of ||, in order.
+// The chain is at most the parser's depth deep.
+func concatSides(n node, sides []node) []node {
+	if c, ok := n.(*binaryNode); ok && c.op == opConcat {
+		return concatSides(c.r, concatSides(c.l, sides))
+	}
+	return append(sides, n)
 }

@@ -39,8 +39,8 @@ func (c *castEval) eval(ctx context.Context, in *input) (compute.Datum, error) {
 		return nil, c.fail(err, "cannot cast %s to %s", typeName(c.x.dataType()), typeName(c.to))
 	}
 	// A cast's strings are a bounded multiple of its input (a number
-	// written out, a string copied), so they are charged once built.
-	if err := in.budget.bytes(c.site, "CAST", datumBytes(out)); err != nil {
+	// written out, a string copied), so they are checked once built, live.
+	if err := in.budget.bytes(c.site, "CAST", 0); err != nil {
 		out.Release()
 		return nil, err
 	}

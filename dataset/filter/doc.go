@@ -118,11 +118,27 @@
 // A filter is at most MaxLength bytes, nested at most 200 levels deep. What
 // evaluating it may build is bounded too (limits.go), since its functions
 // multiply: three nested replace(s, 'r', '<10,000 r's>') would build a
-// terabyte. Every string, binary or list a function builds is at most
-// MaxValueBytes, and all it builds for one batch together (counted as
-// built, before building where a function can outgrow its input) at most
-// MaxBatchBytes, or BatchCopies times the batch's own size if that is
-// more. Past either, Eval fails with an error wrapping
+// terabyte. Sizes are checked before building wherever a function can
+// outgrow its input. Two things are bounded:
+//
+//  1. Growth per value: a string, binary or list a function builds is at
+//     most MaxValueBytes; for lower, upper, trim and substr, whose results
+//     are about as long as their arguments, at most the longer of that and
+//     their arguments: a 20 MiB document may be lowered, only growth past
+//     it is refused.
+//  2. Peak live bytes per batch: what evaluating one batch holds at once
+//     (everything it allocated and has not yet released, plus what it is
+//     about to build, plus patterns compiled per row) is at most
+//     MaxBatchBytes, or BatchCopies times the batch's own size if that is
+//     more. A child's result is credited back when it is released, so an
+//     OR of terms holds one term's values at a time, not their sum; a
+//     chain a || b || c builds its result once. The batch itself is not
+//     counted, nor is the spreading of a value expression's result when it
+//     is a constant no longer than MaxLength (SET note = '<40 KB>' stores
+//     those bytes for every row anyway); a longer constant, which only a
+//     function builds, counts.
+//
+// Past either, Eval fails with an error wrapping
 // lancer.ErrInvalidArgument that names the function and the limit:
 //
 //	filter: "replace(…) = 'x'": replace would build a value of 100000000 bytes, more than the 16 MiB a function may build (filter.MaxValueBytes) at column 1: lancer: invalid argument

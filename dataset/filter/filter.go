@@ -113,7 +113,10 @@ func (b *Bound) Type() arrow.DataType { return b.root.dataType() }
 // whose nulls are SQL's unknown; a scalar expression yields its values. The
 // caller releases the array. Arrays are allocated from mem (nil means
 // memory.DefaultAllocator). Errors found only in the data (an integer
-// division by zero, a cast that overflows) wrap lancer.ErrInvalidArgument.
+// division by zero, a cast that overflows) wrap lancer.ErrInvalidArgument,
+// as do expressions past the limits (MaxValueBytes, MaxBatchBytes); a
+// result that is a constant no longer than MaxLength is spread over the
+// rows whatever its total.
 func (b *Bound) Eval(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.Array, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -121,14 +124,28 @@ func (b *Bound) Eval(ctx context.Context, mem memory.Allocator, rec arrow.Record
 	if err := b.checkBatch(rec); err != nil {
 		return nil, err
 	}
-	ctx = compute.WithAllocator(ctx, mem)
-	in := &input{mem: mem, rec: rec, rows: int(rec.NumRows()), budget: newBudget(rec)}
+	// Everything the evaluation allocates, Arrow's compute functions
+	// included, goes through the budget's counting allocator.
+	budget := newBudget(rec, mem)
+	ctx = compute.WithAllocator(ctx, &budget.alloc)
+	in := &input{mem: &budget.alloc, rec: rec, rows: int(rec.NumRows()), budget: budget}
 	defer in.release()
 	d, err := b.root.eval(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Release()
+	if s := scalarOf(d); s != nil && scalarBytes(s) <= MaxLength {
+		// The result is a constant no longer than an expression may be:
+		// the value of SET note = '<40 KB>' or of an added column's
+		// default. Spreading it is the answer itself, bytes the caller
+		// asked for and stores anyway, not work the expression multiplies,
+		// so it is not refused for repeating; a longer constant, which only
+		// a function can build, still counts. Evaluating in row chunks
+		// would bound it too, but would need every caller to take a batch's
+		// values in pieces.
+		return scalar.MakeArrayFromScalar(s, in.rows, in.mem)
+	}
 	return materialize(in, site{sql: b.sql}, d)
 }
 
@@ -181,7 +198,8 @@ type input struct {
 	mem  memory.Allocator
 	rec  arrow.RecordBatch
 	rows int
-	// budget counts the bytes of values built for this batch (limits.go).
+	// budget bounds what evaluating this batch holds (limits.go); mem is
+	// its counting allocator.
 	budget *budget
 	// shared holds the values of operands used more than once, for this
 	// batch only; release drops them.
@@ -214,8 +232,8 @@ func (s site) fail(cause error, format string, args ...any) error {
 }
 
 // materialize turns a datum into an array of in.rows values, broadcasting a
-// scalar, whose bytes it charges to the budget first: a constant of a
-// megabyte spread over 8192 rows is 8 GiB.
+// scalar, whose bytes it checks against the budget first: a constant of 16
+// megabytes spread over 8192 rows is 128 GiB.
 func materialize(in *input, s site, d compute.Datum) (arrow.Array, error) {
 	switch d := d.(type) {
 	case *compute.ArrayDatum:

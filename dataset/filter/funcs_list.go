@@ -98,7 +98,7 @@ func (a *arrayHasEval) eval(ctx context.Context, in *input) (compute.Datum, erro
 		}
 		items.Release()
 		items = cast
-		if err := in.budget.bytes(a.site, a.name+"'s items", valueBytes(items)); err != nil {
+		if err := in.budget.bytes(a.site, a.name+"'s items", 0); err != nil { // built, live
 			out.finish().Release()
 			return nil, err
 		}

@@ -242,7 +242,7 @@ func (c *coalesceEval) eval(ctx context.Context, in *input) (compute.Datum, erro
 	if err != nil {
 		return nil, c.fail(err, "coalesce failed")
 	}
-	if err := in.budget.bytes(c.site, "coalesce", valueBytes(out)); err != nil {
+	if err := in.budget.bytes(c.site, "coalesce", 0); err != nil { // built, live
 		out.Release()
 		return nil, err
 	}

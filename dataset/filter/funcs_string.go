@@ -87,8 +87,8 @@ func textRow(ops []operand) func(i int) []string {
 // f, which sees the arguments of one row; NULL in, NULL out. size, if not
 // nil, computes the length of f's result without building it, for
 // functions whose result can outgrow their arguments: every row is charged
-// before any is built. Without it a result is charged once built, its size
-// bounded by the arguments'.
+// before any is built. Without it a result is checked once built, its size
+// about the arguments': it may be as long as they are (MaxValueBytes).
 func (b *binder) mapText(n *callNode, args []evaluator, t arrow.DataType, size func(s []string) int64, f func(s []string) string) evaluator {
 	s := b.site(n)
 	run := func(in *input, rows int, ops []operand) (arrow.Array, error) {
@@ -113,7 +113,12 @@ func (b *binder) mapText(n *callNode, args []evaluator, t arrow.DataType, size f
 				out.append(f(row(i)))
 				continue
 			}
-			if err := out.appendBuilt(f(row(i))); err != nil {
+			args := row(i)
+			var from int64
+			for _, a := range args {
+				from += int64(len(a))
+			}
+			if err := out.appendBuilt(f(args), from); err != nil {
 				out.discard()
 				return nil, err
 			}
@@ -335,7 +340,8 @@ func bindSubstr(b *binder, n *callNode) (evaluator, error) {
 				}
 				to, bounded = from+c, from+c >= from // an overflowing end is no bound
 			}
-			if err := out.appendBuilt(substring(text(i), from, to, bounded)); err != nil {
+			str := text(i)
+			if err := out.appendBuilt(substring(str, from, to, bounded), int64(len(str))); err != nil {
 				out.discard()
 				return nil, err
 			}
@@ -447,7 +453,10 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 				}
 				// A pattern computed per row is compiled per row: each
 				// compiled program, at least its pattern's size, counts.
-				if err := in.budget.value(s, n.name+"'s pattern", int64(len(key[0]))); err != nil {
+				if err := checkValue(s, n.name+"'s pattern", int64(len(key[0])), 0); err != nil {
+					return nil, err
+				}
+				if err := in.budget.heapBytes(s, n.name+"'s pattern", int64(len(key[0]))); err != nil {
 					return nil, err
 				}
 				re, err := compile(key[0], key[1])
@@ -505,7 +514,7 @@ func bindRegexp(groups bool) func(b *binder, n *callNode) (evaluator, error) {
 						size += int64(m[g+1] - m[g])
 					}
 				}
-				if err := in.budget.value(s, n.name, size); err != nil {
+				if err := in.budget.value(s, n.name, size, 0); err != nil {
 					return nil, err
 				}
 				bld.Append(true)

@@ -196,7 +196,7 @@ func newTextWriter(in *input, s site, fn string, t arrow.DataType, n int) *textW
 	return w
 }
 
-// growRows charges, before anything is built, the values of rows rows
+// growRows checks, before anything is built, the values of rows rows
 // whose sizes size computes (ok false for a row that will be NULL), and
 // reserves room for them.
 func (w *textWriter) growRows(rows int, size func(i int) (n int64, ok bool)) error {
@@ -206,23 +206,29 @@ func (w *textWriter) growRows(rows int, size func(i int) (n int64, ok bool)) err
 		if !ok {
 			continue
 		}
-		if err := w.charge(n); err != nil {
+		if err := w.charge(n, 0); err != nil {
 			w.discard()
 			return err
 		}
-		total += n // each charge passed the budget, so the sum fits
+		total += n // each charge fit the array's room, so the sum fits
+	}
+	// Nothing is allocated yet: all rows together are checked at once.
+	if err := w.budget.bytes(w.site, w.fn, total); err != nil {
+		w.discard()
+		return err
 	}
 	w.b.ReserveData(int(total)) // at most room
 	return nil
 }
 
-// charge counts a value of n bytes against the budget and against what
-// the array can hold: a utf8 array's int32 offsets address 2 GiB.
-func (w *textWriter) charge(n int64) error {
+// charge checks a value of n bytes, built from arguments of from bytes,
+// against MaxValueBytes and against what the array can hold: a utf8
+// array's int32 offsets address 2 GiB.
+func (w *textWriter) charge(n, from int64) error {
 	if n > w.room-w.built {
 		return w.site.fail(nil, "%s would build more than the %s a utf8 array holds", w.fn, formatBytes(w.room+1))
 	}
-	if err := w.budget.value(w.site, w.fn, n); err != nil {
+	if err := checkValue(w.site, w.fn, n, from); err != nil {
 		return err
 	}
 	w.built += n
@@ -232,10 +238,15 @@ func (w *textWriter) charge(n int64) error {
 // append adds a value already charged by growRows.
 func (w *textWriter) append(s string) { w.b.Append(s) }
 
-// appendBuilt charges and adds a value built already, whose size its input
-// bounds (lower, trim, substr).
-func (w *textWriter) appendBuilt(s string) error {
-	if err := w.charge(int64(len(s))); err != nil {
+// appendBuilt checks and adds a value built already, whose size its
+// arguments, from bytes long, bound (lower, trim, substr): it may be as
+// long as they are, past MaxValueBytes. What the array holds so far is
+// live in the budget already.
+func (w *textWriter) appendBuilt(s string, from int64) error {
+	if err := w.charge(int64(len(s)), from); err != nil {
+		return err
+	}
+	if err := w.budget.bytes(w.site, w.fn, int64(len(s))); err != nil {
 		return err
 	}
 	w.b.Append(s)

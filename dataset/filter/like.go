@@ -54,7 +54,7 @@ func (b *binder) bindLike(n *likeNode) (evaluator, error) {
 				if m = cache[p]; m == nil {
 					// A pattern computed per row is compiled per row, into a
 					// token (two runes) per character: each counts.
-					if err := in.budget.bytes(s, "LIKE's pattern", satMul(int64(len(p)), 8)); err != nil {
+					if err := in.budget.heapBytes(s, "LIKE's pattern", satMul(int64(len(p)), 8)); err != nil {
 						out.finish().Release()
 						return nil, err
 					}

@@ -4,10 +4,12 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
 
@@ -17,32 +19,52 @@ import (
 // would build a terabyte. So every place that builds strings, binaries or
 // lists (replace, ||, lower, upper, trim, substr, regexp_match, coalesce,
 // casts, array_has's needles, decoding a dictionary, spreading a constant
-// over a batch's rows) counts the bytes it is about to make, before it
+// over a batch's rows) checks the bytes it is about to make, before it
 // makes them where their size can grow beyond its input's, and fails with
 // an error wrapping lancer.ErrInvalidArgument that names the function and
-// the limit. Counted are the bytes of values; offsets, validity bitmaps and
-// fixed-width values, bounded by the batch's rows, are not.
+// the limit.
+//
+// What one batch may hold is a peak, not a sum: the evaluation allocates
+// through a counting allocator (budget.alloc), so the bytes of a child's
+// result are credited back when the evaluator releases it, wherever that
+// is (an OR of six lower(s) LIKE … terms holds one lower(s) at a time).
+// Arrow's compute functions allocate through it too, since the context
+// carries it. What is built on the Go heap instead (compiled per-row
+// patterns) is counted as built and stays counted for the batch.
 const (
 	// MaxValueBytes bounds one value a function builds: a string, a
-	// binary, or the items of one list.
+	// binary, or the items of one list. lower, upper, trim and substr,
+	// whose results are about as long as their arguments, may build a
+	// value as long as those arguments instead: only growth past them is
+	// refused.
 	MaxValueBytes = 16 << 20
 	// MaxBatchBytes bounds the bytes that evaluating an expression on one
-	// batch builds, all its functions together, counted as they are made
-	// (what is dropped after use still counts).
+	// batch holds at once: everything it has allocated and not yet
+	// released (values, offsets and bitmaps alike), plus what it is about
+	// to build, plus what it built on the Go heap. The batch itself, which
+	// the caller allocated, does not count, nor does spreading the final
+	// constant of a value expression (see Bound.Eval).
 	MaxBatchBytes = 256 << 20
 	// BatchCopies lets a batch holding more than MaxBatchBytes/BatchCopies
-	// build BatchCopies times its own size instead, so that lower(text) or
+	// hold BatchCopies times its own size instead, so that lower(text) or
 	// text || '.' works on a batch of large documents.
 	BatchCopies = 4
 )
 
-// budget counts the bytes one evaluation has built against its bound.
+// budget bounds what one evaluation holds (see the limits above).
 type budget struct {
-	used, limit int64
+	limit int64
+	// heap is the bytes built on the Go heap, outside alloc, counted as
+	// built: compiled patterns.
+	heap int64
+	// alloc is the evaluation's allocator: what it holds live is what
+	// the evaluation holds.
+	alloc countingAllocator
 }
 
-// newBudget is the budget of evaluating an expression on rec.
-func newBudget(rec arrow.RecordBatch) *budget {
+// newBudget is the budget of evaluating an expression on rec, allocating
+// from mem.
+func newBudget(rec arrow.RecordBatch, mem memory.Allocator) *budget {
 	limit := int64(MaxBatchBytes)
 	var size int64
 	for _, col := range rec.Columns() {
@@ -51,7 +73,30 @@ func newBudget(rec arrow.RecordBatch) *budget {
 	if size > limit/BatchCopies {
 		limit = satMul(size, BatchCopies)
 	}
-	return &budget{limit: limit}
+	return &budget{limit: limit, alloc: countingAllocator{mem: mem}}
+}
+
+// countingAllocator passes allocations on to mem and counts the bytes
+// allocated and not yet freed, as memory.CheckedAllocator does. Arrow
+// compute may allocate from several goroutines, hence the atomic.
+type countingAllocator struct {
+	mem  memory.Allocator
+	live atomic.Int64
+}
+
+func (a *countingAllocator) Allocate(size int) []byte {
+	a.live.Add(int64(size))
+	return a.mem.Allocate(size)
+}
+
+func (a *countingAllocator) Reallocate(size int, b []byte) []byte {
+	a.live.Add(int64(size - len(b)))
+	return a.mem.Reallocate(size, b)
+}
+
+func (a *countingAllocator) Free(b []byte) {
+	a.live.Add(-int64(len(b)))
+	a.mem.Free(b)
 }
 
 // bufferBytes is the size of the buffers an array's data holds, its
@@ -72,19 +117,32 @@ func bufferBytes(d arrow.ArrayData) int64 {
 	return n
 }
 
-// value charges one value of n bytes that fn is about to build.
-func (b *budget) value(s site, fn string, n int64) error {
-	if n > MaxValueBytes {
-		return s.fail(nil, "%s would build a value of %d bytes, more than the %s a function may build (filter.MaxValueBytes)",
-			fn, n, formatBytes(MaxValueBytes))
+// value checks one value of n bytes that fn is about to build from
+// mem, whose arguments are from bytes long (0 if its size is not bounded
+// by them).
+func (b *budget) value(s site, fn string, n, from int64) error {
+	if err := checkValue(s, fn, n, from); err != nil {
+		return err
 	}
 	return b.bytes(s, fn, n)
 }
 
-// bytes charges n bytes, of any number of values, that fn is about to
-// build.
+// checkValue refuses a value of n bytes past MaxValueBytes that grows
+// past its arguments' from bytes.
+func checkValue(s site, fn string, n, from int64) error {
+	if n > max(MaxValueBytes, from) {
+		return s.fail(nil, "%s would build a value of %d bytes, more than the %s a function may build (filter.MaxValueBytes)",
+			fn, n, formatBytes(MaxValueBytes))
+	}
+	return nil
+}
+
+// bytes checks that fn may allocate n more bytes, of any number of
+// values, from the evaluation's allocator: they are counted as live once
+// allocated, and credited back when released. n 0 checks what Arrow built
+// before its size could be known, already live.
 func (b *budget) bytes(s site, fn string, n int64) error {
-	if n > b.limit-b.used {
+	if n > b.limit-b.alloc.live.Load()-b.heap {
 		which := "filter.MaxBatchBytes"
 		if b.limit != MaxBatchBytes {
 			which = "filter.BatchCopies times the batch's size"
@@ -92,7 +150,16 @@ func (b *budget) bytes(s site, fn string, n int64) error {
 		return s.fail(nil, "%s would take the values the expression builds for one batch past %s (%s)",
 			fn, formatBytes(b.limit), which)
 	}
-	b.used += n
+	return nil
+}
+
+// heapBytes checks and counts n bytes fn is about to build on the Go heap,
+// which stay counted for the rest of the evaluation.
+func (b *budget) heapBytes(s site, fn string, n int64) error {
+	if err := b.bytes(s, fn, n); err != nil {
+		return err
+	}
+	b.heap += n
 	return nil
 }
 

@@ -31,7 +31,7 @@ func TestBudgetScalesWithBatch(t *testing.T) {
 		if size < int64(tc.value) {
 			t.Errorf("bufferBytes %d for a value of %d bytes", size, tc.value)
 		}
-		if got, want := newBudget(rec).limit, tc.wantLimit(size); got != want {
+		if got, want := newBudget(rec, memory.DefaultAllocator).limit, tc.wantLimit(size); got != want {
 			t.Errorf("value of %d bytes: limit %d, want %d", tc.value, got, want)
 		}
 		rec.Release()

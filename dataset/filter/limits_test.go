@@ -46,6 +46,25 @@ func limitsBatch(t *testing.T, mem memory.Allocator, rows int, s string, items i
 	return b.NewRecordBatch()
 }
 
+// bindLimits parses sql, a predicate or a value expression, and binds it
+// to schema.
+func bindLimits(t *testing.T, sql string, predicate bool, schema *arrow.Schema) *filter.Bound {
+	t.Helper()
+	parse := filter.ParseExpr
+	if predicate {
+		parse = filter.Parse
+	}
+	e, err := parse(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Bind(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestEvalLimits: an expression that would build more than a function may
 // (filter.MaxValueBytes) or than one batch may (filter.MaxBatchBytes)
 // fails with an error naming the function and the limit, before building
@@ -71,7 +90,9 @@ func TestEvalLimits(t *testing.T) {
 		{"nested replace", "replace(replace(replace(s, 'r', " + rs(300) + "), 'r', " + rs(300) + "), 'r', " + rs(300) + ") = 'x'",
 			true, 1, "r", 0, "", "replace would build a value of 27000000 bytes, more than the 16 MiB a function may build (filter.MaxValueBytes)"},
 		{"concat", half + " || " + half, false, 1, strings.Repeat("r", 16), 0, "", "|| would build a value of 19660800 bytes"},
-		{"lower", "lower(s)", false, 1, strings.Repeat("A", 17<<20), 0, "", "lower would build a value of 17825792 bytes"},
+		// lower may build as much as its argument, but no more: Ⱥ (2
+		// bytes) lowers to ⱥ (3 bytes), 12 MiB to 18 MiB.
+		{"lower growing", "lower(s)", false, 1, strings.Repeat("Ⱥ", 6<<20), 0, "", "lower would build a value of 18874368 bytes"},
 		{"regexp_match groups", "regexp_match(replace(s, 'r', " + rs(1024) + "), '((((((((((r*))))))))))')",
 			false, 1, strings.Repeat("r", 8192), 0, "", "regexp_match would build a value of 83886080 bytes"},
 		{"rows together", inner, false, 17, strings.Repeat("r", 16), 0, "",
@@ -96,18 +117,7 @@ func TestEvalLimits(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			rec := limitsBatch(t, mem, tc.rows, tc.s, tc.items, tc.dict)
 			defer rec.Release()
-			parse := filter.ParseExpr
-			if tc.predicate {
-				parse = filter.Parse
-			}
-			e, err := parse(tc.sql)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := e.Bind(rec.Schema())
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := bindLimits(t, tc.sql, tc.predicate, rec.Schema())
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			out, err := b.Eval(context.Background(), mem, rec)
@@ -174,5 +184,83 @@ func TestEvalLimitsAllow(t *testing.T) {
 			t.Errorf("%s: %d bytes, want %d", tc.sql, got, tc.want)
 		}
 		out.Release()
+	}
+}
+
+// TestEvalLimitsOrdinary: the limits bound what an expression multiplies,
+// not what ordinary workloads hold. A batch holds at most MaxBatchBytes at
+// once, not in total (an OR of six lower(s) LIKE … terms over a 48 MiB
+// batch holds one lower(s) at a time; a chain of || builds its result
+// once); a function whose result cannot outgrow its argument works on a
+// value longer than MaxValueBytes; and a value expression's result may be
+// a long constant spread over every row, as SET note = '<33 KB>' is.
+//
+// Each case holds a few hundred megabytes when it succeeds; against code
+// that refuses it, it fails with an error before building much.
+func TestEvalLimitsOrdinary(t *testing.T) {
+	or6 := "lower(s) LIKE '%a%' OR upper(s) LIKE '%B%' OR lower(s) LIKE '%c%' OR trim(s) = 'x' OR lower(s) LIKE '%d%' OR lower(s) LIKE '%e%'"
+	note := strings.Repeat("n", 33000) // 8192 of them: 270 MB, past MaxBatchBytes
+	for _, tc := range []struct {
+		name      string
+		sql       string
+		predicate bool
+		large     bool // s is a large_string
+		rows      int
+		s         string // every row's s
+		want      int    // length of the last row's value, or 1 for TRUE
+	}{
+		{"six terms of lower and upper", or6, true, false, 8192, strings.Repeat("xyzw", 1536), 0},
+		{"a chain of ||", "s || s || s || s || s", false, false, 8192, strings.Repeat("x", 4096), 5 * 4096},
+		{"lower of a value past MaxValueBytes", "lower(s)", false, true, 1, strings.Repeat("A", 20<<20), 20 << 20},
+		{"upper of a value past MaxValueBytes", "upper(s)", false, true, 1, strings.Repeat("a", 20<<20), 20 << 20},
+		{"trim of a value past MaxValueBytes", "trim(s)", false, true, 1, " " + strings.Repeat("a", 20<<20) + " ", 20 << 20},
+		{"substr of a value past MaxValueBytes", "substr(s, 2)", false, true, 1, strings.Repeat("a", 20<<20), 20<<20 - 1},
+		{"a long constant over every row", "'" + note + "'", false, false, 8192, "", len(note)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			typ := arrow.BinaryTypes.String
+			if tc.large {
+				typ = arrow.BinaryTypes.LargeString
+			}
+			schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: typ, Nullable: true}}, nil)
+			bld := array.NewRecordBuilder(mem, schema)
+			for range tc.rows {
+				switch b := bld.Field(0).(type) {
+				case *array.StringBuilder:
+					b.Append(tc.s)
+				case *array.LargeStringBuilder:
+					b.Append(tc.s)
+				}
+			}
+			rec := bld.NewRecordBatch()
+			bld.Release()
+			defer rec.Release()
+			b := bindLimits(t, tc.sql, tc.predicate, rec.Schema())
+			out, err := b.Eval(context.Background(), mem, rec)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.sql[:min(len(tc.sql), 80)], err)
+			}
+			defer out.Release()
+			last := out.Len() - 1
+			if out.Len() != tc.rows {
+				t.Fatalf("%d values, want %d", out.Len(), tc.rows)
+			}
+			var got int
+			switch a := out.(type) {
+			case *array.Boolean:
+				if a.Value(last) {
+					got = 1
+				}
+			case *array.String:
+				got = len(a.Value(last))
+			case *array.LargeString:
+				got = len(a.Value(last))
+			}
+			if got != tc.want {
+				t.Errorf("last value %d (bytes, or 1 for TRUE), want %d", got, tc.want)
+			}
+		})
 	}
 }
