@@ -135,8 +135,8 @@
 //     chain a || b || c builds its result once. The batch itself is not
 //     counted, nor is the spreading of a value expression's result when it
 //     is a constant no longer than MaxLength (SET note = '<40 KB>' stores
-//     those bytes for every row anyway); a longer constant, which only a
-//     function builds, counts.
+//     those bytes for every row anyway), which is held to MaxSpreadBytes
+//     instead; a longer constant, which only a function builds, counts.
 //
 // Past either, Eval fails with an error wrapping
 // lancer.ErrInvalidArgument that names the function and the limit:

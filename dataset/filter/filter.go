@@ -140,10 +140,14 @@ func (b *Bound) Eval(ctx context.Context, mem memory.Allocator, rec arrow.Record
 		// the value of SET note = '<40 KB>' or of an added column's
 		// default. Spreading it is the answer itself, bytes the caller
 		// asked for and stores anyway, not work the expression multiplies,
-		// so it is not refused for repeating; a longer constant, which only
-		// a function can build, still counts. Evaluating in row chunks
-		// would bound it too, but would need every caller to take a batch's
-		// values in pieces.
+		// so it is held to MaxSpreadBytes rather than to the budget; a
+		// longer constant, which only a function can build, counts.
+		// Evaluating in row chunks would bound it too, but would need
+		// every caller to take a batch's values in pieces.
+		if n := satMul(scalarBytes(s), int64(in.rows)); n > MaxSpreadBytes {
+			return nil, site{sql: b.sql}.fail(nil, "spreading a constant of %d bytes over %d rows would build %d bytes, more than the %s one batch may hold (filter.MaxSpreadBytes)",
+				scalarBytes(s), in.rows, n, formatBytes(MaxSpreadBytes))
+		}
 		return scalar.MakeArrayFromScalar(s, in.rows, in.mem)
 	}
 	return materialize(in, site{sql: b.sql}, d)

@@ -45,6 +45,14 @@ const (
 	// the caller allocated, does not count, nor does spreading the final
 	// constant of a value expression (see Bound.Eval).
 	MaxBatchBytes = 256 << 20
+	// MaxSpreadBytes bounds a value expression whose result is a
+	// constant (SET note = '<text>', an added column's default) spread
+	// over a batch's rows: not counted against MaxBatchBytes, since the
+	// caller asked for those bytes and stores them anyway, but bounded all
+	// the same, since a 1 MiB literal (the parser's MaxLength) over 8192
+	// rows would be 8 GiB from one request. 1 GiB takes a 128 KiB constant
+	// over 8192 rows.
+	MaxSpreadBytes = 1 << 30
 	// BatchCopies lets a batch holding more than MaxBatchBytes/BatchCopies
 	// hold BatchCopies times its own size instead, so that lower(text) or
 	// text || '.' works on a batch of large documents.

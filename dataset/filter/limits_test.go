@@ -99,6 +99,10 @@ func TestEvalLimits(t *testing.T) {
 			"replace would take the values the expression builds for one batch past 256 MiB (filter.MaxBatchBytes)"},
 		{"a constant spread over rows", "replace(replace('rrrr', 'r', " + rs(1024) + "), 'r', " + rs(1024) + ")",
 			false, 100, "", 0, "", "spreading a constant over 100 rows would take the values the expression builds for one batch past 256 MiB"},
+		// A literal is spread uncounted, but within MaxSpreadBytes: 1 MiB
+		// over 2048 rows would be 2 GiB from one request.
+		{"a literal spread past MaxSpreadBytes", "'" + strings.Repeat("x", 1<<20-16) + "'",
+			false, 2048, "", 0, "", "more than the 1024 MiB one batch may hold (filter.MaxSpreadBytes)"},
 		{"coalesce", "coalesce(s, replace(replace('rrrr', 'r', " + rs(1024) + "), 'r', " + rs(1024) + ")) = 'x'",
 			true, 100, "", 0, "", "past 256 MiB (filter.MaxBatchBytes)"},
 		{"array_has needles", "array_has(tags, replace(s, 'r', " + rs(1024) + "))",
