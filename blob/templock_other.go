@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix || aix
 
 package blob
 
@@ -8,8 +8,9 @@ import "os"
 // a localWriter closes its temporary file first.
 const renameOpen = false
 
-// lockTemp does nothing where flock(2) is missing: a writer's temporary
-// file is guarded by its age only (dataset.MinTempFileAge).
+// lockTemp does nothing where flock(2) is missing (Windows, AIX): a
+// writer's temporary file is guarded by its age only
+// (dataset.MinTempFileAge).
 func lockTemp(*os.File) {}
 
 // tempInUse reports no temporary file in use where writers lock none.
