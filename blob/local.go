@@ -244,6 +244,9 @@ func (s *LocalStore) walk(ctx context.Context, dirKey, prefix string, temp bool,
 		if !strings.HasPrefix(it.sortKey, prefix) || temp && !strings.HasPrefix(path.Base(it.sortKey), tmpPrefix) {
 			continue
 		}
+		if temp && tempInUse(filepath.Join(dir, path.Base(it.sortKey))) {
+			continue // a live writer's, however old (lockTemp)
+		}
 		if !yield(ObjectInfo{Key: it.sortKey, Size: it.info.Size(), ModTime: it.info.ModTime()}, nil) {
 			return false
 		}
@@ -350,11 +353,17 @@ func (s *LocalStore) NewWriter(ctx context.Context, key string) (ObjectWriter, e
 	if err != nil {
 		return nil, mapOSError("write", key, err)
 	}
+	// Held until the file is renamed into place or removed: a writer fed
+	// slowly may leave its file unwritten for hours (the format writer
+	// keeps pages in memory), and the lock, not the file's age, tells a
+	// sweep it is live (ListTemp).
+	lockTemp(f)
 	return newLocalWriter(f, p, key), nil
 }
 
 // localWriter writes an object to a temporary file that Close syncs and
-// renames into place. Writes are copied into chunks that a goroutine
+// renames into place, holding a shared lock on it (lockTemp) all along.
+// Writes are copied into chunks that a goroutine
 // writes to the file, so a caller encoding the next bytes does not wait
 // for the kernel to copy the last ones; every writebackEvery bytes that
 // goroutine starts their writeback to disk, so that the fsync in Close
@@ -479,14 +488,31 @@ func (w *localWriter) Close() error {
 	if werr == nil {
 		serr = w.f.Sync()
 	}
-	cerr := w.f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(werr, serr); err != nil {
+		w.f.Close()
 		os.Remove(w.f.Name())
 		return mapOSError("write", w.key, err)
 	}
+	// Renamed while still open (and locked) where the system allows it,
+	// so that no sweep finds the finished file unlocked under its
+	// temporary name, however old its last write. Closing a synced file
+	// loses nothing, so once it is in place a failed close is no failed
+	// write.
+	if !renameOpen {
+		if err := w.f.Close(); err != nil {
+			os.Remove(w.f.Name())
+			return mapOSError("write", w.key, err)
+		}
+	}
 	if err := os.Rename(w.f.Name(), w.final); err != nil {
+		if renameOpen {
+			w.f.Close()
+		}
 		os.Remove(w.f.Name())
 		return mapOSError("write", w.key, err)
+	}
+	if renameOpen {
+		_ = w.f.Close()
 	}
 	syncDir(filepath.Dir(w.final))
 	return nil

@@ -37,7 +37,8 @@ type DiscardStats struct {
 // reads the data, deletion and index files it inherited there, so they stay
 // (the child keeps working, in lancer and in Lance), while the manifests,
 // transactions and every file only this branch used go, as do temporary
-// files killed writers left there (older than dataset.MinTempFileAge).
+// files killed writers left there (older than dataset.MinTempFileAge; a
+// live writer's file is locked and stays).
 // Only keys of the branch root's own layout (dataset.OwnKey) are removed:
 // the directories of branches nested under the name (tree/<name>/<sub>/)
 // are not touched, nor, for a nested branch whose name has a segment now
@@ -159,8 +160,9 @@ func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *Disca
 				return DiscardStats{}, err
 			}
 		}
-		// A killed writer's temporary files go too, once old enough that
-		// no live writer's can be among them (dataset.MinTempFileAge).
+		// A killed writer's temporary files go too: ListTemp leaves out
+		// a live writer's (locked), and the age guards where locks are
+		// not enforced (dataset.MinTempFileAge).
 		tempCutoff := time.Now().Add(-dataset.MinTempFileAge)
 		for info, err := range blob.ListTemp(ctx, root, prefix) {
 			if err == nil && (info.ModTime.IsZero() || !info.ModTime.Before(tempCutoff)) {

@@ -68,7 +68,8 @@
 //     pre-R1 branch inside its parent's folders), and they keep every file
 //     a version of another line that stays references through a base
 //     path. Temporary files of killed writers go once older than
-//     dataset.MinTempFileAge (and, for Cleanup, than OlderThan).
+//     dataset.MinTempFileAge (and, for Cleanup, than OlderThan); a live
+//     writer's never, however old (blob.ListTemp leaves out locked ones).
 //
 // Nothing below this package knows branches exist: to the dataset package a
 // branch is just a dataset root with base paths.

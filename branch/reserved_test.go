@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -279,5 +281,71 @@ func TestTempFilesOfKilledWriters(t *testing.T) {
 	}
 	if got := openIDs(t, root, branch.Ref{Branch: "b"}); !slices.Equal(got, seq(0, 20)) {
 		t.Errorf("b: %v", got)
+	}
+}
+
+// TestTempFilesOfLiveWriters: a live writer's temporary file survives gc
+// and DeleteBranch however long ago it was last written (a writer fed by a
+// slow stream holds its pages in memory), and the writer then publishes
+// its object; a killed writer's old file next to it goes.
+func TestTempFilesOfLiveWriters(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("no flock: only age guards a live writer's file")
+	}
+	ctx := context.Background()
+	dir, root := newDataset(t, 10, 20, 30)
+	for _, b := range []string{"b", "gone"} {
+		if _, err := branch.CreateBranch(ctx, root, b, branch.Ref{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := []string{"data/live.lance", "tree/b/data/live.lance", "tree/gone/data/live.lance"}
+	var writers []blob.ObjectWriter
+	for _, k := range keys {
+		w, err := root.NewWriter(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		if _, err := w.Write([]byte("the first pages")); err != nil {
+			t.Fatal(err)
+		}
+		writers = append(writers, w)
+		// Its temporary file (the only one there yet), last written two
+		// days ago.
+		live, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(path.Dir(k)), ".lancer-tmp-*"))
+		if err != nil || len(live) != 1 {
+			t.Fatalf("%s: the writer's temporary file: %v, %v", k, live, err)
+		}
+		at := time.Now().Add(-48 * time.Hour)
+		if err := os.Chtimes(live[0], at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const killed = ".lancer-tmp-killed"
+	for _, k := range []string{"data/" + killed, "tree/b/data/" + killed, "tree/gone/data/" + killed} {
+		ageFile(t, dir, k, 48*time.Hour)
+	}
+
+	stats, err := branch.DeleteBranch(ctx, root, "gone", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(stats.Files, "tree/gone/data/"+killed) {
+		t.Errorf("delete removed %v, not the killed writer's file", stats.Files)
+	}
+	s, err := branch.Cleanup(ctx, root, &dataset.CleanupOptions{OlderThan: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TempFilesRemoved != 2 {
+		t.Errorf("gc removed %d temporary files, want the 2 killed writers'", s.TempFilesRemoved)
+	}
+	for i, w := range writers {
+		if err := w.Close(); err != nil {
+			t.Errorf("%s: the live writer: %v", keys[i], err)
+		} else if _, err := root.Stat(ctx, keys[i]); err != nil {
+			t.Errorf("%s: the live writer's object: %v", keys[i], err)
+		}
 	}
 }

@@ -22,9 +22,13 @@ const (
 	// MinTempFileAge is the least age at which Cleanup takes a temporary
 	// file (blob.ListTemp: a LocalStore writer's .lancer-tmp-*) for the
 	// leftover of a killed writer; older than OlderThan is also required.
-	// A live writer's temporary file is as fresh as its last write, and no
-	// write stalls this long mid-object, so removing one never fails a
-	// write in progress; a writer killed leaves it to no one else.
+	// What keeps a live writer's file is its lock, not its age: a writer
+	// fed slowly may leave it unwritten for hours, and ListTemp yields no
+	// file a live writer holds. The age is the guard where the lock is
+	// not: a file just created and not yet locked, and every file where
+	// flock is missing (Windows) or not enforced (some network
+	// filesystems), where a write stalled this long mid-object would fail.
+	// A writer killed leaves its file to no one else.
 	MinTempFileAge = time.Hour
 )
 
@@ -166,7 +170,8 @@ func (r cleanupRefs) add(m *Manifest) {
 //     nested in this one's folders are never this one's;
 //   - a temporary file a killed writer left (blob.ListTemp) in those
 //     folders or in _refs/ is removed once older than both OlderThan and
-//     MinTempFileAge; it counts in FilesRemoved and TempFilesRemoved.
+//     MinTempFileAge; it counts in FilesRemoved and TempFilesRemoved. A
+//     live writer's is locked and never listed, however old.
 //
 // Every manifest is read before anything is removed; if one cannot be read
 // nothing is removed and the error (naming the file) is returned. Manifests

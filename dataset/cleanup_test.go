@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -390,5 +394,61 @@ func TestOwnKey(t *testing.T) {
 		if got := OwnKey(key); got != want {
 			t.Errorf("OwnKey(%q) = %v, want %v", key, got, want)
 		}
+	}
+}
+
+// TestCleanupTempFiles: Cleanup removes a killed writer's temporary file
+// but not a live writer's, however long ago that writer last wrote (one
+// fed by a slow stream holds its pages in memory); the live writer then
+// publishes its object.
+func TestCleanupTempFiles(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("no flock: only age guards a live writer's file")
+	}
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	dir := t.TempDir()
+	store, err := blob.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	smallFragments(t, store, mem, format.Version2_2, false, 2, 10)
+	w, err := store.NewWriter(ctx, "data/live.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if _, err := w.Write([]byte("the first pages")); err != nil {
+		t.Fatal(err)
+	}
+	live, err := filepath.Glob(filepath.Join(dir, "data", ".lancer-tmp-*"))
+	if err != nil || len(live) != 1 {
+		t.Fatalf("the writer's temporary file: %v, %v", live, err)
+	}
+	killed := filepath.Join(dir, "data", ".lancer-tmp-killed")
+	if err := os.WriteFile(killed, []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	for _, p := range []string{live[0], killed} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.TempFilesRemoved != 1 {
+		t.Errorf("removed %d temporary files, want the killed writer's", stats.TempFilesRemoved)
+	}
+	if _, err := os.Stat(killed); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed writer's file: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("the live writer: %v", err)
+	}
+	if _, err := store.Stat(ctx, "data/live.lance"); err != nil {
+		t.Errorf("the live writer's object: %v", err)
 	}
 }
