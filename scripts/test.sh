@@ -56,3 +56,10 @@ export LANCER_AZURITE=$azurite/node_modules/.bin/azurite-blob
 
 echo "== go test"
 go test -count=1 ./...
+
+# The packages where goroutines share state (stores and their retries and
+# read-ahead, parallel search, the server's caches, locks and multipart
+# uploads, branch refs) run again under the race detector. -short leaves
+# out only the long scale tests there.
+echo "== go test -race (concurrency-heavy packages)"
+go test -race -short -count=1 ./blob/... ./vector/... ./branch/... ./server/...
