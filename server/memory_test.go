@@ -2,12 +2,15 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -130,5 +133,51 @@ func TestServerOversizedChunkedBody(t *testing.T) {
 	t.Logf("a chunked body over a %d MiB cap allocated %d KiB", maxBody>>20, alloc>>10)
 	if alloc > maxBody*3/2 {
 		t.Errorf("a chunked body over a %d MiB cap allocated %d MiB, want about the cap", maxBody>>20, alloc>>20)
+	}
+}
+
+// TestServerAnalyzePlanStreams: analyze_plan runs its query to count what
+// it reads, and must not hold the result to do so: a take of 64 MiB of
+// rows keeps only a few chunks live, where it held all of them.
+func TestServerAnalyzePlanStreams(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap follows what is live
+	s, _ := newServer(t, server.Options{})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", wideRow(t), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	body := []byte(`{"filter":"_rowoffset IN (` + strings.Repeat("0,", server.MaxTakeRows-1) + `0)","columns":["id","vector"]}`)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	rec := do(t, s, "POST", "/v1/table/t/analyze_plan/", body, nil)
+	close(stop)
+	<-sampled
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), fmt.Sprintf("rows returned: %d", server.MaxTakeRows)) {
+		t.Fatalf("analyze_plan: %d %.300s", rec.Code, rec.Body)
+	}
+	const result = server.MaxTakeRows << 10 // 1 KiB a row
+	held := int64(peak.Load()) - int64(base)
+	t.Logf("analyzing a %d MiB result held %d KiB of heap", result>>20, held>>10)
+	if held > result/2 {
+		t.Errorf("analyzing a %d MiB result held %d MiB of heap, want a few chunks (under %d MiB)", result>>20, held>>20, result/2>>20)
 	}
 }

@@ -48,25 +48,31 @@ func (s *Server) analyzePlan(w http.ResponseWriter, r *http.Request) error {
 		run = &cp
 	}
 	start := time.Now()
-	_, batches, err := s.run(r, run)
+	// The result is counted as it is read, never held: a plan of a full
+	// scan reads the whole table.
+	var (
+		returned int64
+		nbatches int
+		lastID   uint64 // the last _rowid read, for scanReach
+		haveID   bool
+	)
+	_, err = s.runEach(r, run, func(b arrow.RecordBatch) error {
+		returned += b.NumRows()
+		nbatches++
+		if id, ok := lastRowID(b); ok {
+			lastID, haveID = id, true
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
-	var returned int64
-	for _, b := range batches {
-		returned += b.NumRows()
-	}
 	frags := p.fragmentsRead()
 	scanned := p.searched()
 	how := ""
 	if reach && returned == int64(p.k) {
-		frags, scanned = p.scanReach(batches)
+		frags, scanned = p.scanReach(lastID, haveID)
 		how = " (whole fragments, up to the one where the limit was met)"
 	}
 	if p.kind == "search" {
@@ -82,24 +88,14 @@ func (s *Server) analyzePlan(w http.ResponseWriter, r *http.Request) error {
 	fmt.Fprintf(&sb, "  rows returned: %d\n", returned)
 	fmt.Fprintf(&sb, "  rows scanned: %d%s\n", scanned, how)
 	fmt.Fprintf(&sb, "  fragments read: %d of %d\n", len(frags), len(p.ds.Manifest().Fragments))
-	fmt.Fprintf(&sb, "  batches returned: %d\n", len(batches))
+	fmt.Fprintf(&sb, "  batches returned: %d\n", nbatches)
 	return writeJSON(w, sb.String())
 }
 
 // scanReach returns the fragments a limited scan read, in order up to the
 // one holding the last row returned, and their live rows. Row ids are
 // addresses (fragment id << 32 | offset) without stable row ids.
-func (p *preparedQuery) scanReach(batches []arrow.RecordBatch) ([]uint64, uint64) {
-	var last uint64
-	found := false
-	for _, b := range batches {
-		idx := b.Schema().FieldIndices("_rowid")
-		if len(idx) == 1 && b.NumRows() > 0 {
-			if ids, ok := b.Column(idx[0]).(*array.Uint64); ok {
-				last, found = ids.Value(ids.Len()-1), true
-			}
-		}
-	}
+func (p *preparedQuery) scanReach(last uint64, found bool) ([]uint64, uint64) {
 	var (
 		frags []uint64
 		rows  uint64
@@ -113,6 +109,19 @@ func (p *preparedQuery) scanReach(batches []arrow.RecordBatch) ([]uint64, uint64
 		}
 	}
 	return frags, rows
+}
+
+// lastRowID is the _rowid of b's last row, if b has one.
+func lastRowID(b arrow.RecordBatch) (uint64, bool) {
+	idx := b.Schema().FieldIndices("_rowid")
+	if len(idx) != 1 || b.NumRows() == 0 {
+		return 0, false
+	}
+	ids, ok := b.Column(idx[0]).(*array.Uint64)
+	if !ok {
+		return 0, false
+	}
+	return ids.Value(ids.Len() - 1), true
 }
 
 // coverage splits the live rows a vector search looks at into those of

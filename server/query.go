@@ -207,24 +207,6 @@ func ftsKind(raw json.RawMessage) string {
 	return "legacy query"
 }
 
-// run runs a prepared query and returns its whole result (analyze_plan
-// looks at it). The caller releases the batches.
-func (s *Server) run(r *http.Request, p *preparedQuery) (*arrow.Schema, []arrow.RecordBatch, error) {
-	var batches []arrow.RecordBatch
-	schema, err := s.runEach(r, p, func(b arrow.RecordBatch) error {
-		b.Retain()
-		batches = append(batches, b)
-		return nil
-	})
-	if err != nil {
-		for _, b := range batches {
-			b.Release()
-		}
-		return nil, nil, err
-	}
-	return schema, batches, nil
-}
-
 // runEach runs a prepared query and hands its result to emit a batch at
 // a time, in order, so that query/ writes each batch out before the next
 // is read: a scan batch by batch as the scanner reads them, a take
