@@ -285,12 +285,11 @@
 // body is applied. An Arrow body is read into one buffer of its
 // Content-Length, or in 1 MiB pieces when chunked.
 //
-// Scans and takes are never held whole: the Arrow IPC file is written to
+// Query results are never held whole: the Arrow IPC file is written to
 // the client as the result is read, a scan batch by batch, a take about
 // 4 MiB of rows at a time (at most MaxTakeRows rows, duplicates
-// included); a search's answer, bounded by the search bounds of limits.go
-// (query vectors × (k + offset) rows), is ranked whole and then written.
-// Only the file's footer waits for the end. An error after the first
+// included), a search a query vector at a time (each at most k + offset
+// rows, bounded by limits.go). Only the file's footer waits for the end. An error after the first
 // batch went out breaks the connection off, so the answer ends without
 // its footer or its last chunk, which the client reports as an error.
 // analyze_plan still runs its query whole, and index builds run inside

@@ -28,8 +28,8 @@ import (
 // at the table's end, and offset only skips.
 const (
 	// maxSearchK bounds k + offset of a vector search: the neighbours one
-	// query vector ranks. A search answer is assembled in memory and sent
-	// as one Arrow IPC file, and 10,000 rows of 1536-dimension vectors is
+	// query vector ranks. A query vector's answer is ranked in memory
+	// before it is written, and 10,000 rows of 1536-dimension vectors is
 	// about 60 MiB, the order of DefaultMaxBodyBytes. It is the result
 	// window of Elasticsearch (index.max_result_window) and the top_k
 	// bound of Pinecone; deeper pages are better reached with a filter or

@@ -181,3 +181,60 @@ func TestServerAnalyzePlanStreams(t *testing.T) {
 		t.Errorf("analyzing a %d MiB result held %d MiB of heap, want a few chunks (under %d MiB)", result>>20, held>>20, result/2>>20)
 	}
 }
+
+// TestServerSearchStreamsPerVector: a batch search writes each query
+// vector's answer before ranking the next, so 100 query vectors × 1,000
+// rows of 1 KiB (100 MiB of answer) hold about one vector's worth, where
+// they held every answer until the last was ranked.
+func TestServerSearchStreamsPerVector(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap follows what is live
+	s, _ := newServer(t, server.Options{})
+	const dim, n = 256, 1000
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "vector", Type: arrow.FixedSizeListOf(dim, arrow.PrimitiveTypes.Float32)},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	vec := b.Field(1).(*array.FixedSizeListBuilder)
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		vec.Append(true)
+		for j := range dim {
+			vec.ValueBuilder().(*array.Float32Builder).Append(float32((i*7 + j) % 13))
+		}
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rec := do(t, s, "POST", "/v1/table/t/create/", buf.Bytes(), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	one := "[" + strings.TrimSuffix(strings.Repeat("1,", dim), ",") + "]"
+	body := []byte(`{"vector":[` + strings.TrimSuffix(strings.Repeat(one+",", 100), ",") + `],"k":1000,"columns":["id","vector"]}`)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	req := httptest.NewRequest("POST", "/v1/table/t/query/", bytes.NewReader(body))
+	req.Header.Set("x-api-key", testKey)
+	req.Header.Set("content-type", "application/json")
+	pw := &peakWriter{header: http.Header{}, status: 200}
+	s.ServeHTTP(pw, req)
+	const result = 100 * n * dim * 4
+	if pw.status != 200 || pw.n < result || !bytes.HasSuffix(pw.tail, []byte("ARROW1")) {
+		t.Fatalf("search: status %d, %d bytes ending %q, want an Arrow file of over %d bytes", pw.status, pw.n, pw.tail, result)
+	}
+	held := int64(pw.peak) - int64(base)
+	t.Logf("a %d MiB answer held %d KiB of heap", result>>20, held>>10)
+	if held > result/2 {
+		t.Errorf("answering a %d MiB search held %d MiB of heap, want about one query vector's answer (under %d MiB)", result>>20, held>>20, result/2>>20)
+	}
+}

@@ -210,8 +210,7 @@ func ftsKind(raw json.RawMessage) string {
 // runEach runs a prepared query and hands its result to emit a batch at
 // a time, in order, so that query/ writes each batch out before the next
 // is read: a scan batch by batch as the scanner reads them, a take
-// takeChunkBytes at a time, a search once ranked (bounded by
-// maxSearchRows). A batch is
+// takeChunkBytes at a time, a search a query vector at a time. A batch is
 // released once emit returns. It returns the result's schema (for an
 // empty result, which emits nothing).
 func (s *Server) runEach(r *http.Request, p *preparedQuery, emit func(arrow.RecordBatch) error) (*arrow.Schema, error) {
@@ -240,16 +239,7 @@ func (s *Server) runEach(r *http.Request, p *preparedQuery, emit func(arrow.Reco
 			}
 		}
 	default:
-		var batches []arrow.RecordBatch
-		_, batches, err = s.search(r, p) // bounded by maxSearchRows
-		for i, b := range batches {
-			if err == nil {
-				err = each(b)
-			} else {
-				b.Release()
-			}
-			batches[i] = nil
-		}
+		err = s.search(r, p, each)
 	}
 	if err != nil {
 		return nil, inTable(err)
@@ -425,12 +415,14 @@ func recordBytes(b arrow.RecordBatch) int64 {
 }
 
 // search runs a vector query per query vector, nearest first, with
-// _distance last, and for a batch the query_index column first.
-func (s *Server) search(r *http.Request, p *preparedQuery) (*arrow.Schema, []arrow.RecordBatch, error) {
+// _distance last, and for a batch the query_index column first, and hands
+// each query vector's result to emit (which releases it) before ranking
+// the next.
+func (s *Server) search(r *http.Request, p *preparedQuery, emit func(arrow.RecordBatch) error) error {
 	ds, q, vectors, offset := p.ds, p.q, p.vectors, p.offset
 	column, err := vectorColumn(ds.Schema(), q.VectorColumn, len(vectors[0]))
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	opts := &dataset.SearchOptions{
 		K:            p.k + offset, // checkSearch bounded the sum
@@ -445,31 +437,22 @@ func (s *Server) search(r *http.Request, p *preparedQuery) (*arrow.Schema, []arr
 		Postfilter:   q.Prefilter != nil && !*q.Prefilter,
 	}
 	if opts.Metric == "hamming" {
-		return nil, nil, unsupportedf("distance type hamming is not supported")
-	}
-	var (
-		schema  *arrow.Schema
-		batches []arrow.RecordBatch
-	)
-	fail := func(err error) (*arrow.Schema, []arrow.RecordBatch, error) {
-		for _, b := range batches {
-			b.Release()
-		}
-		return nil, nil, err
+		return unsupportedf("distance type hamming is not supported")
 	}
 	for i, v := range vectors {
 		res, err := ds.Search(r.Context(), column, v, opts)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		res = cutResult(res, offset, q.LowerBound, q.UpperBound)
 		if len(vectors) > 1 {
 			res = withQueryIndex(res, int32(i))
 		}
-		schema = res.Schema()
-		batches = append(batches, res)
+		if err := emit(res); err != nil {
+			return err
+		}
 	}
-	return schema, batches, nil
+	return nil
 }
 
 // vectorColumn picks the column to search: the one named, else the only
