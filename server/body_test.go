@@ -125,6 +125,11 @@ func TestServerBodiesInFlight(t *testing.T) {
 		if !tc.chunked && cr.n.Load() != 0 {
 			t.Errorf("%s: the server read %d bytes of a body it refused", tc.name, cr.n.Load())
 		}
+		// A JSON body of unknown size is charged as it is read, before
+		// it is decoded: refused before its end, not after decoding it.
+		if tc.chunked && tc.contentType == "application/json" && cr.n.Load() >= int64(len(tc.body)) {
+			t.Errorf("%s: the server read the whole body (%d bytes) before refusing it", tc.name, cr.n.Load())
+		}
 	}
 	_ = pw.CloseWithError(io.ErrUnexpectedEOF)
 	if rec := <-slow; rec.Code == http.StatusOK {

@@ -34,18 +34,21 @@ func decodeJSON(r *http.Request, v any) error {
 	if r.ContentLength > limit {
 		return tooLargeError(limit)
 	}
-	// What decoding costs counts in the bytes in flight: up front when the
-	// size is known, else (a chunked body) once it was read.
-	if !charge(r, (jsonDecodeFactor-1)*max(r.ContentLength, 0)) {
-		return bodyLimit(r)
+	// What decoding costs counts in the bytes in flight before it is
+	// spent: up front when the size is known, else (a chunked body) as
+	// each piece is read, before the decoder sees it.
+	var body io.Reader = r.Body
+	if r.ContentLength >= 0 {
+		if !charge(r, (jsonDecodeFactor-1)*r.ContentLength) {
+			return bodyLimit(r)
+		}
+	} else {
+		body = chargingReader{r: r.Body, req: r}
 	}
-	lr := &io.LimitedReader{R: r.Body, N: limit + 1}
+	lr := &io.LimitedReader{R: body, N: limit + 1}
 	dec := json.NewDecoder(lr)
 	dec.UseNumber()
 	err := dec.Decode(v)
-	if r.ContentLength < 0 && lr.N > 0 && !charge(r, (jsonDecodeFactor-1)*(limit+1-lr.N)) {
-		return bodyLimit(r)
-	}
 	switch {
 	case lr.N <= 0:
 		return tooLargeError(limit)
@@ -57,6 +60,21 @@ func decodeJSON(r *http.Request, v any) error {
 		return invalidf("malformed JSON request body: %v", err)
 	}
 	return nil
+}
+
+// chargingReader charges what decoding will cost of each piece of a JSON
+// body of unknown size to the bytes in flight as it is read.
+type chargingReader struct {
+	r   io.Reader
+	req *http.Request
+}
+
+func (c chargingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 && !charge(c.req, (jsonDecodeFactor-1)*int64(n)) {
+		return 0, errBusy
+	}
+	return n, err
 }
 
 // marshal encodes v as one line of JSON, without escaping <, > and &
