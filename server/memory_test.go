@@ -177,8 +177,10 @@ func TestServerAnalyzePlanStreams(t *testing.T) {
 	const result = server.MaxTakeRows << 10 // 1 KiB a row
 	held := int64(peak.Load()) - int64(base)
 	t.Logf("analyzing a %d MiB result held %d KiB of heap", result>>20, held>>10)
-	if held > result/2 {
-		t.Errorf("analyzing a %d MiB result held %d MiB of heap, want a few chunks (under %d MiB)", result>>20, held>>20, result/2>>20)
+	// Measured: 26-35 MiB streamed (the sampler sees garbage the GC has
+	// not yet taken), 77 MiB when the result was held.
+	if limit := int64(result * 3 / 4); held > limit {
+		t.Errorf("analyzing a %d MiB result held %d MiB of heap, want a few chunks (under %d MiB)", result>>20, held>>20, limit>>20)
 	}
 }
 
