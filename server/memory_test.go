@@ -12,11 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -45,29 +40,24 @@ func (w *peakWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// wideRow is an Arrow stream of one row holding a 1 KiB vector.
-func wideRow(t *testing.T) []byte {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "vector", Type: arrow.FixedSizeListOf(256, arrow.PrimitiveTypes.Float32)},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	b.Field(0).(*array.Int64Builder).Append(0)
-	vec := b.Field(1).(*array.FixedSizeListBuilder)
-	vec.Append(true)
-	vec.ValueBuilder().(*array.Float32Builder).AppendValues(make([]float32, 256), nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
+// queryHeld posts a query body and returns how much more heap the server
+// held at its peak (sampled at every write of the answer) than before;
+// the answer must be a complete Arrow file of at least result bytes.
+func queryHeld(t *testing.T, s http.Handler, what string, body []byte, result int64) int64 {
+	t.Helper()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	req := httptest.NewRequest("POST", "/v1/table/t/query/", bytes.NewReader(body))
+	req.Header.Set("x-api-key", testKey)
+	req.Header.Set("content-type", "application/json")
+	w := &peakWriter{header: http.Header{}, status: 200}
+	s.ServeHTTP(w, req)
+	if w.status != 200 || w.n < result || !bytes.HasSuffix(w.tail, []byte("ARROW1")) {
+		t.Fatalf("%s: status %d, %d bytes ending %q, want an Arrow file of over %d bytes", what, w.status, w.n, w.tail, result)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return int64(w.peak) - int64(base)
 }
 
 // TestServerQueryStreamsResult: a take of one row repeated MaxTakeRows
@@ -78,27 +68,15 @@ func wideRow(t *testing.T) []byte {
 func TestServerQueryStreamsResult(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap follows what is live
 	s, _ := newServer(t, server.Options{})
-	if rec := do(t, s, "POST", "/v1/table/t/create/", wideRow(t), arrowBody); rec.Code != 200 {
+	if rec := do(t, s, "POST", "/v1/table/t/create/", vectorRows(t, 1, 256, 1), arrowBody); rec.Code != 200 {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
 	filter := func(n int) []byte {
 		return []byte(`{"filter":"_rowoffset IN (` + strings.Repeat("0,", n-1) + `0)","columns":["id","vector"]}`)
 	}
 	body := filter(server.MaxTakeRows)
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	req := httptest.NewRequest("POST", "/v1/table/t/query/", bytes.NewReader(body))
-	req.Header.Set("x-api-key", testKey)
-	req.Header.Set("content-type", "application/json")
-	w := &peakWriter{header: http.Header{}, status: 200}
-	s.ServeHTTP(w, req)
 	const result = server.MaxTakeRows << 10 // 1 KiB a row
-	if w.status != 200 || w.n < result || !bytes.HasSuffix(w.tail, []byte("ARROW1")) {
-		t.Fatalf("take: status %d, %d bytes ending %q, want an Arrow file of over %d bytes", w.status, w.n, w.tail, result)
-	}
-	held := int64(w.peak) - int64(base)
+	held := queryHeld(t, s, "take", body, result)
 	t.Logf("a %d MiB result held %d KiB of heap", result>>20, held>>10)
 	if held > result/2 {
 		t.Errorf("answering a %d MiB result held %d MiB of heap, want a few chunks (under %d MiB)", result>>20, held>>20, result/2>>20)
@@ -142,7 +120,7 @@ func TestServerOversizedChunkedBody(t *testing.T) {
 func TestServerAnalyzePlanStreams(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap follows what is live
 	s, _ := newServer(t, server.Options{})
-	if rec := do(t, s, "POST", "/v1/table/t/create/", wideRow(t), arrowBody); rec.Code != 200 {
+	if rec := do(t, s, "POST", "/v1/table/t/create/", vectorRows(t, 1, 256, 1), arrowBody); rec.Code != 200 {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
 	body := []byte(`{"filter":"_rowoffset IN (` + strings.Repeat("0,", server.MaxTakeRows-1) + `0)","columns":["id","vector"]}`)
@@ -192,49 +170,13 @@ func TestServerSearchStreamsPerVector(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(10)) // the heap follows what is live
 	s, _ := newServer(t, server.Options{})
 	const dim, n = 256, 1000
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "vector", Type: arrow.FixedSizeListOf(dim, arrow.PrimitiveTypes.Float32)},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	vec := b.Field(1).(*array.FixedSizeListBuilder)
-	for i := range n {
-		b.Field(0).(*array.Int64Builder).Append(int64(i))
-		vec.Append(true)
-		for j := range dim {
-			vec.ValueBuilder().(*array.Float32Builder).Append(float32((i*7 + j) % 13))
-		}
-	}
-	rec := b.NewRecordBatch()
-	b.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Release()
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if rec := do(t, s, "POST", "/v1/table/t/create/", buf.Bytes(), arrowBody); rec.Code != 200 {
+	if rec := do(t, s, "POST", "/v1/table/t/create/", vectorRows(t, n, dim, 1), arrowBody); rec.Code != 200 {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
 	one := "[" + strings.TrimSuffix(strings.Repeat("1,", dim), ",") + "]"
 	body := []byte(`{"vector":[` + strings.TrimSuffix(strings.Repeat(one+",", 100), ",") + `],"k":1000,"columns":["id","vector"]}`)
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	req := httptest.NewRequest("POST", "/v1/table/t/query/", bytes.NewReader(body))
-	req.Header.Set("x-api-key", testKey)
-	req.Header.Set("content-type", "application/json")
-	pw := &peakWriter{header: http.Header{}, status: 200}
-	s.ServeHTTP(pw, req)
 	const result = 100 * n * dim * 4
-	if pw.status != 200 || pw.n < result || !bytes.HasSuffix(pw.tail, []byte("ARROW1")) {
-		t.Fatalf("search: status %d, %d bytes ending %q, want an Arrow file of over %d bytes", pw.status, pw.n, pw.tail, result)
-	}
-	held := int64(pw.peak) - int64(base)
+	held := queryHeld(t, s, "search", body, result)
 	t.Logf("a %d MiB answer held %d KiB of heap", result>>20, held>>10)
 	if held > result/2 {
 		t.Errorf("answering a %d MiB search held %d MiB of heap, want about one query vector's answer (under %d MiB)", result>>20, held>>20, result/2>>20)
