@@ -113,6 +113,24 @@ func testBatch(t *testing.T, mem memory.Allocator) arrow.RecordBatch {
 	return full.NewSlice(1, full.NumRows())
 }
 
+// evalSQL parses sql with parse, binds it to rec's schema and evaluates
+// it on rec; the caller releases the result.
+func evalSQL(parse func(string) (*filter.Expr, error), sql string, mem memory.Allocator, rec arrow.RecordBatch) (arrow.Array, *filter.Bound, error) {
+	e, err := parse(sql)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := e.Bind(rec.Schema())
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := b.Eval(context.Background(), mem, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, b, nil
+}
+
 // evalJSON evaluates sql on the test batch (a predicate with Parse, else
 // ParseExpr) and returns the result as JSON.
 func evalJSON(t *testing.T, sql string, predicate bool) (string, error) {
@@ -125,15 +143,7 @@ func evalJSON(t *testing.T, sql string, predicate bool) (string, error) {
 	if predicate {
 		parse = filter.Parse
 	}
-	e, err := parse(sql)
-	if err != nil {
-		return "", err
-	}
-	b, err := e.Bind(rec.Schema())
-	if err != nil {
-		return "", err
-	}
-	out, err := b.Eval(context.Background(), mem, rec)
+	out, b, err := evalSQL(parse, sql, mem, rec)
 	if err != nil {
 		return "", err
 	}

@@ -1,7 +1,6 @@
 package filter_test
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -110,15 +109,7 @@ func TestInSet(t *testing.T) {
 	defer rec.Release()
 
 	eval := func(sql string) (string, error) {
-		e, err := filter.Parse(sql)
-		if err != nil {
-			return "", err
-		}
-		b, err := e.Bind(rec.Schema())
-		if err != nil {
-			return "", err
-		}
-		out, err := b.Eval(context.Background(), mem, rec)
+		out, _, err := evalSQL(filter.Parse, sql, mem, rec)
 		if err != nil {
 			return "", err
 		}
