@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"internal/versitygw":   0, // starts a local S3 server for tests; knows no lancer package
 	"internal/azurite":     0, // starts a local Azure blob service for tests; knows no lancer package
 	"internal/tailbuf":     0, // keeps the end of a child process's output
+	"internal/codec":       0, // byte codecs of Lance pages and Arrow IPC buffers
 	"vector":               0,
 	"blob":                 1,
 	"internal/sample":      1,
@@ -38,7 +39,7 @@ var layers = map[string]int{
 
 // isolated packages may import no lancer package but the root (and, for
 // generated code, nothing at all): vector search knows no files.
-var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lanceref": true, "internal/jsonvalue": true, "internal/baseline": true, "internal/tailbuf": true}
+var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lanceref": true, "internal/jsonvalue": true, "internal/baseline": true, "internal/tailbuf": true, "internal/codec": true}
 
 const module = "github.com/lancerdb/lancer"
 
