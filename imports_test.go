@@ -26,6 +26,7 @@ var layers = map[string]int{
 	"blob":                 1,
 	"internal/sample":      1,
 	"format":               2,
+	"internal/schemaproto": 2, // schema ↔ lance.file.Field, for format and dataset
 	"internal/fixturetest": 2,
 	"dataset":              3,
 	"branch":               4,
