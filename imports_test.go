@@ -22,6 +22,7 @@ var layers = map[string]int{
 	"internal/azurite":     0, // starts a local Azure blob service for tests; knows no lancer package
 	"internal/tailbuf":     0, // keeps the end of a child process's output
 	"vector":               0,
+	"cache":                0, // the byte-bounded cache callers hand to dataset and server
 	"blob":                 1,
 	"internal/sample":      1,
 	"format":               2,
@@ -38,7 +39,7 @@ var layers = map[string]int{
 
 // isolated packages may import no lancer package but the root (and, for
 // generated code, nothing at all): vector search knows no files.
-var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lanceref": true, "internal/jsonvalue": true, "internal/baseline": true, "internal/tailbuf": true}
+var isolated = map[string]bool{"vector": true, "cache": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lanceref": true, "internal/jsonvalue": true, "internal/baseline": true, "internal/tailbuf": true}
 
 const module = "github.com/lancerdb/lancer"
 
