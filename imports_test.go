@@ -29,11 +29,12 @@ var layers = map[string]int{
 	"internal/fixturetest":  2,
 	"dataset":               3,
 	"branch":                4,
-	"server":                5,
-	"bench":                 6,
-	"cmd":                   6, // cmd/lancer/internal: what only the CLI uses (demo, importer, sample)
-	"interop":               6,
+	"server":                6,
+	"bench":                 7,
+	"cmd":                   7, // cmd/lancer/internal: what only the CLI uses (demo, importer, sample)
+	"interop":               7,
 	"cache":                 0, // the byte-bounded cache callers hand to dataset and server
+	"table":                 5, // the Go SDK's handle over dataset and branch
 }
 
 // isolated packages may import no lancer package but the root (and, for
@@ -58,7 +59,7 @@ func layerOf(t *testing.T, pkg string) (string, int) {
 }
 
 // TestImportGraph keeps imports pointing one way:
-// blob ← format ← dataset ← branch ← server ← cmd.
+// blob ← format ← dataset ← branch ← table ← server ← cmd.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./...").Output()
 	if err != nil {

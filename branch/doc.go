@@ -71,6 +71,12 @@
 //     dataset.MinTempFileAge (and, for Cleanup, than OlderThan); a live
 //     writer's never, however old (blob.ListTemp leaves out locked ones).
 //
+// Refs are resolved in one place (Resolve: a tag becomes the branch and
+// version it names), and a line's root in one place (Store). Lookups fail
+// with errors wrapping ErrNoSuchTag, ErrNoSuchBranch or
+// dataset.ErrNoSuchVersion, creations with ErrTagExists or ErrBranchExists,
+// each derived from a lancer category.
+//
 // Nothing below this package knows branches exist: to the dataset package a
 // branch is just a dataset root with base paths.
 package branch
