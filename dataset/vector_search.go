@@ -166,7 +166,7 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 		default:
 			f = vector.AllowBitmap(roaring64.And(live, pre))
 		}
-		found, err := ivf.index.SearchErr(query, want, &vector.IVFSearchOptions{NProbes: o.NProbes, Ef: o.Ef}, f)
+		found, err := ivf.index.Search(ctx, query, want, &vector.IVFSearchOptions{NProbes: o.NProbes, Ef: o.Ef}, f)
 		if err != nil {
 			return nil, fmt.Errorf("dataset: search index %s: %w", ivf.location, err)
 		}
@@ -618,10 +618,10 @@ func readVectorIndex(ctx context.Context, store blob.Store, key string, cacheByt
 		return nil, fmt.Errorf("dataset: read index %s: %w", loc, err)
 	}
 	rctx := context.WithoutCancel(ctx)
-	readAt := func(off, n int64) ([]byte, error) {
+	readAt := func(_ context.Context, off, n int64) ([]byte, error) {
 		return store.ReadRange(rctx, key, off, n)
 	}
-	ivf, err := vector.OpenIVF(info.Size, readAt, &vector.OpenIVFOptions{CacheBytes: cacheBytes})
+	ivf, err := vector.OpenIVF(rctx, info.Size, readAt, &vector.OpenIVFOptions{CacheBytes: cacheBytes})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: index %s: %w", loc, err)
 	}
