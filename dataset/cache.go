@@ -9,6 +9,7 @@ import (
 
 	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -64,8 +65,8 @@ func allocatorKey(a memory.Allocator) string {
 // few hundred bytes per column and page).
 func readerBytes(r *format.Reader) int64 {
 	n := int64(4 << 10)
-	var walk func(fs []*format.Field)
-	walk = func(fs []*format.Field) {
+	var walk func(fs []*schema.Field)
+	walk = func(fs []*schema.Field) {
 		for _, f := range fs {
 			n += 1 << 10
 			walk(f.Children)
