@@ -163,6 +163,7 @@ func newBlobDataset(t testing.TB, mem memory.Allocator, store blob.Store, c blob
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkWhenDone(t, store)
 	return d, vals
 }
 

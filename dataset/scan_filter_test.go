@@ -127,6 +127,7 @@ func writeGoods(t testing.TB, store blob.Store, mem memory.Allocator, n int64, o
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkWhenDone(t, store)
 	if d, err = d.Delete(ctx, "id % 8 = 1"); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
@@ -124,6 +125,10 @@ type WriteOptions struct {
 	// rows they filter) and those of the returned Dataset. Default
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Cache is the cache of the Dataset Write returns (see
+	// OpenOptions.Cache). Default: a new one of DefaultCacheBytes. The
+	// Dataset methods ignore it: what they return shares the Dataset's.
+	Cache *cache.Cache
 }
 
 // withDefaults returns a copy of o with defaults filled in.
@@ -181,7 +186,7 @@ func checkWritableVersion(v format.Version) error {
 
 // openOptions are the options of a Dataset a write returns.
 func (o *WriteOptions) openOptions() OpenOptions {
-	return (&OpenOptions{Allocator: o.Allocator}).withDefaults()
+	return (&OpenOptions{Allocator: o.Allocator, Cache: o.Cache}).withDefaults()
 }
 
 // Write writes the rows of data to the dataset rooted at store and returns

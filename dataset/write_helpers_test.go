@@ -70,6 +70,7 @@ func copyFixture(t testing.TB, name string) (string, *blob.LocalStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkWhenDone(t, store)
 	return dir, store
 }
 

@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/cmd/lancer/internal/importer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/importer"
 )
 
 func newCatCommand() *cobra.Command {
