@@ -13,6 +13,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // OpenOptions configures Open. A nil *OpenOptions means all defaults.
@@ -158,7 +159,7 @@ func (d *Dataset) Version() uint64 { return d.manifest.Version }
 func (d *Dataset) Timestamp() time.Time { return d.manifest.Timestamp }
 
 // Schema returns the dataset schema. Callers must not modify it.
-func (d *Dataset) Schema() *format.Schema { return d.manifest.Schema }
+func (d *Dataset) Schema() *schema.Schema { return d.manifest.Schema }
 
 // Store returns the store the dataset is rooted at.
 func (d *Dataset) Store() blob.Store { return d.store }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Searches across versions. Every write makes a new version, and a server
@@ -136,13 +136,13 @@ func (d *Dataset) baseKey(id *uint32) string {
 
 // fieldsKey describes fields as reading and binding them depends on: ids,
 // names, types, and their members.
-func (d *Dataset) fieldsKey(b *strings.Builder, fields []*format.Field) {
+func (d *Dataset) fieldsKey(b *strings.Builder, fields []*schema.Field) {
 	for _, f := range fields {
 		fmt.Fprintf(b, "(%d %d %q %s %s %t %d", f.ID, f.ParentID, f.Name, f.LogicalType, f.Type, f.Nullable, f.Blob)
 		if f.Dictionary != nil {
 			// A legacy dictionary may be stored in the manifest itself:
 			// share nothing with other versions.
-			fmt.Fprintf(b, " dict %d %d in %s", f.Dictionary.GetOffset(), f.Dictionary.GetLength(), location(d.store, d.manifestKey))
+			fmt.Fprintf(b, " dict %d %d in %s", f.Dictionary.Offset, f.Dictionary.Length, location(d.store, d.manifestKey))
 		}
 		d.fieldsKey(b, f.Children)
 		b.WriteString(")")
