@@ -396,17 +396,9 @@ func (s *Server) mergeBranch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	from := fromBranch(body)
-	src := branch.Ref{}
-	if from != branch.Main {
-		src.Branch = from
-	}
-	into := body.Into
-	if into == branch.Main {
-		into = ""
-	}
 	t := s.table(r.PathValue("id"))
 	t.mu.Lock()
-	res, err := branch.Merge(r.Context(), root, src, &branch.MergeOptions{Into: into, Strategy: strategy, DryRun: body.DryRun})
+	res, err := branch.Merge(r.Context(), root, branch.Ref{Branch: from}, &branch.MergeOptions{Into: body.Into, Strategy: strategy, DryRun: body.DryRun})
 	t.mu.Unlock()
 	var fail *dataset.MergeConflictError
 	status := http.StatusOK
