@@ -46,11 +46,6 @@ func (s *Server) branchRoot(r *http.Request) (blob.Store, branchBody, error) {
 	return ds.Store(), body, nil
 }
 
-// branchNotFound is the 404 the client reports as a missing branch.
-func branchNotFound(name string, err error) error {
-	return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: fmt.Sprintf("branch %q does not exist", name), err: err}
-}
-
 // listBranches answers branches/list/ with Lance's BranchContents.
 func (s *Server) listBranches(w http.ResponseWriter, r *http.Request) error {
 	root, _, err := s.branchRoot(r)
