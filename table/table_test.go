@@ -107,7 +107,7 @@ func vals(t *testing.T, tb *table.Table) map[int64]string {
 }
 
 // TestWrites runs every write of the handle and checks what it did and
-// that the handle advanced to the version it committed.
+// that the handle advanced to the version it committed (invariant 1).
 func TestWrites(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -564,8 +564,8 @@ func TestRefs(t *testing.T) {
 		t.Errorf("log: %v", lines)
 	}
 
-	// Cleanup is the branch-safe one: exp's first version, whose files
-	// are main's version 1, survives.
+	// Cleanup is the branch-safe one (invariant 4): exp's first version,
+	// whose files are main's version 1, survives.
 	stats, err := tb.Cleanup(ctx, &dataset.CleanupOptions{OlderThan: -1})
 	if err != nil {
 		t.Fatal(err)
