@@ -614,3 +614,29 @@ func TestConcurrentWrites(t *testing.T) {
 		t.Errorf("ids %v", got)
 	}
 }
+
+// TestCleanupKeepsBranchFiles checks invariant 4: after main overwrote
+// every row, Cleanup keeps main's old files, which a branch still reads.
+func TestCleanupKeepsBranchFiles(t *testing.T) {
+	ctx := context.Background()
+	_, tb := create(t, span(0, 5)...)
+	exp, err := tb.CreateBranch(ctx, "exp", table.Ref{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows(100)
+	defer r.Release()
+	if err := tb.Overwrite(ctx, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := tb.Cleanup(ctx, &dataset.CleanupOptions{OlderThan: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, exp); !slices.Equal(got, span(0, 5)) {
+		t.Errorf("exp after main's cleanup (%+v): %v", stats, got)
+	}
+	if got := ids(t, tb); !slices.Equal(got, []int64{100}) {
+		t.Errorf("main: %v", got)
+	}
+}
