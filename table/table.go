@@ -40,8 +40,9 @@ type Options struct {
 }
 
 // openOptions is the dataset.OpenOptions every version the handle opens
-// uses. It is the one place table options reach package dataset: a cache
-// the caller injects (dataset.OpenOptions' cache, when it has one) is
+// uses. It is the one place table options reach package dataset. The
+// seam for the caller's cache: when dataset.OpenOptions takes a
+// *cache.Cache (package cache), Options gets the same field and it is
 // passed on here, shared by the handle and its checkouts.
 func (o *Options) openOptions() dataset.OpenOptions {
 	if o == nil {
