@@ -247,7 +247,7 @@ func (c *checker) checkVersion(ctx context.Context, e manifestEntry) error {
 			return err
 		}
 	}
-	ids := newRowIDCheck(m)
+	ids := newRowIDCheck()
 	for _, f := range m.Fragments {
 		if err := c.checkFragment(ctx, at.inFragment(f.ID), d, f, ids); err != nil {
 			return err
@@ -309,7 +309,6 @@ func (c *checker) checkFragment(ctx context.Context, at violation, d *Dataset, f
 	}
 	physical := f.PhysicalRows
 	owner := map[int32]string{} // field id → the data file holding it
-	paths := fieldPaths(m.Schema)
 	for i := range f.Files {
 		df := &f.Files[i]
 		where, rows, ok, err := c.checkDataFile(ctx, at, d, df)
@@ -329,8 +328,8 @@ func (c *checker) checkFragment(ctx context.Context, at violation, d *Dataset, f
 				continue
 			}
 			field := id
-			if _, ok := paths[id]; !ok {
-				at.add("D6", where, &field, "data file %s stores field %d, which the schema does not have", where, id)
+			if id < 0 {
+				at.add("D6", where, &field, "data file %s lists field id %d (only -2, a tombstone, may be negative)", where, id)
 			}
 			if prev, dup := owner[id]; dup {
 				at.add("D6", where, &field, "field %d is stored by both %s and %s", id, prev, where)
@@ -453,17 +452,14 @@ func (c *checker) checkDeletions(ctx context.Context, at violation, d *Dataset, 
 
 // rowIDCheck collects the live stable row ids of one version for D8.
 type rowIDCheck struct {
-	next uint64
 	live *roaring64.Bitmap
 }
 
-func newRowIDCheck(m *Manifest) *rowIDCheck {
-	return &rowIDCheck{next: m.NextRowID, live: roaring64.New()}
-}
+func newRowIDCheck() *rowIDCheck { return &rowIDCheck{live: roaring64.New()} }
 
 // checkRowIDs checks D4 and D8 for the fragment's row id sequence: it
-// decodes with one id per physical row, every id is below next_row_id, and
-// no live id is live elsewhere in the version.
+// decodes with one id per physical row, and no live id is live elsewhere
+// in the version.
 func (c *checker) checkRowIDs(ctx context.Context, at violation, d *Dataset, f *Fragment, physical uint64, dv *deletionVector, ids *rowIDCheck) error {
 	if physical == 0 {
 		return nil // no data file said how many rows; D5 has reported it
@@ -483,28 +479,18 @@ func (c *checker) checkRowIDs(ctx context.Context, at violation, d *Dataset, f *
 		return nil
 	}
 	frag := roaring64.New()
-	var dups, high uint64
-	var firstDup, firstHigh uint64
+	var dups, firstDup uint64
 	for off := range seq.len() {
 		if dv.contains(off) {
 			continue
 		}
 		id := seq.at(off)
-		if id >= ids.next && high == 0 {
-			firstHigh = id
-		}
-		if id >= ids.next {
-			high++
-		}
 		if !frag.CheckedAdd(id) || ids.live.Contains(id) {
 			if dups == 0 {
 				firstDup = id
 			}
 			dups++
 		}
-	}
-	if high > 0 {
-		at.add("D8", "", nil, "%d live rows have ids at or above next_row_id %d (first: %d)", high, ids.next, firstHigh)
 	}
 	if dups > 0 {
 		at.add("D8", "", nil, "%d live row ids are live twice in the version (first: %d)", dups, firstDup)

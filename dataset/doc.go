@@ -112,16 +112,19 @@
 //     none), has the file version its DataFile records, and maps fields
 //     only to columns it has. With CheckOptions.Deep, every row decodes
 //     and a scan yields physical less deleted rows.
-//   - D6. Every field id a data file lists is a schema field id or -2, and
-//     no field is stored by two data files of one fragment.
+//   - D6. A data file lists field ids that are -2 (a tombstone) or not
+//     negative, and no field id is stored by two data files of one
+//     fragment. An id need not be in the schema: dropping a column changes
+//     the schema only, the files keep the dropped field's id (C3).
 //   - D7. A deletion file decodes, deletes only offsets below
 //     physical_rows, holds the count the manifest records (when it records
 //     one), and leaves a live row (a fragment whose rows are all deleted is
 //     dropped instead).
 //   - D8. With stable row ids, each fragment's row id sequence has one id
-//     per physical row, every live row's id is below next_row_id, and no
-//     id is live twice in the version (an updated row's old slot is
-//     deleted).
+//     per physical row, and no id is live twice in the version (an updated
+//     row's old slot is deleted). Ids need not be below next_row_id: a
+//     lancer branch allocates from a range of its own, and a merge brings
+//     those ids into the target line.
 //   - D9. Index segments have unique uuids, were built from a version not
 //     after this one, and their fragment bitmaps name only fragment ids
 //     the dataset has handed out: at most the highest of max_fragment_id
@@ -173,7 +176,10 @@
 // compact the fragments it covers (tested in interop/). The ids in the file
 // are stable row ids when the dataset has them, else row addresses.
 // Search opens the file lazily (vector.OpenIVF over ranged reads): its row
-// ids and centroids at once, each partition when a search first probes it.
+// ids and centroids at once, each partition when a search first probes it,
+// with that search's ctx; both are kept in the caller's byte-bounded cache
+// (OpenOptions.Cache, package cache) with the data file readers, deletion
+// vectors and per-fragment search state. No cache is process-wide.
 //
 // Search trusts a segment only for rows it can prove current: the live rows
 // of the fragments its bitmap covers in the version searched. When those

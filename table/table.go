@@ -15,7 +15,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Ref selects a state of a table: a branch ("" or "main" for the main
@@ -203,7 +203,7 @@ func (t *Table) Ref() Ref {
 func (t *Table) Version() uint64 { return t.Ref().Version }
 
 // Schema returns the schema of the version the handle is at.
-func (t *Table) Schema() *format.Schema {
+func (t *Table) Schema() *schema.Schema {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.ds.Schema()
