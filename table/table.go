@@ -156,7 +156,12 @@ func closeStore(store blob.Store) error {
 // Close ends the handle's use. On the handle from Open or Create it closes
 // the store (a cloud store's connections), which ends every handle derived
 // from it too. Closing twice is not an error; a Dataset or Scanner taken
-// from the handle must not be used after the store is closed.
+// from the handle must not be used after the store is closed. Ref,
+// Version, Schema and Indices, which read nothing, still answer.
+//
+// A store dataset opens for a base path outside the table's own family
+// (the source of a shallow clone of another table) is not the handle's
+// and is not closed.
 func (t *Table) Close() error {
 	if t.closed.Swap(true) || !t.owner {
 		return nil
