@@ -71,6 +71,12 @@
 //     dataset.MinTempFileAge (and, for Cleanup, than OlderThan); a live
 //     writer's never, however old (blob.ListTemp leaves out locked ones).
 //
+// Refs are resolved in one place (Resolve: a tag becomes the branch and
+// version it names), and a line's root in one place (Store). Lookups fail
+// with errors wrapping ErrNoSuchTag, ErrNoSuchBranch or
+// dataset.ErrNoSuchVersion, creations with ErrTagExists or ErrBranchExists,
+// each derived from a lancer category.
+//
 // What a valid family satisfies, besides each line's versions satisfying
 // the dataset invariants (dataset.Check's D1 and on, base paths mapped as
 // Open maps them); Check verifies both and names a violation by number:

@@ -18,7 +18,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
@@ -29,7 +29,7 @@ import (
 
 // lanceReference fails the test early, before anything is written, when
 // Node or the Lance reference is missing.
-func lanceReference(t testing.TB) { lanceref.ForTest(t) }
+func lanceReference(t testing.TB) { lancereftest.ForTest(t) }
 
 // lanceRequest is one request to an interop script.
 type lanceRequest struct {
@@ -49,7 +49,7 @@ type lanceReply struct {
 // askLance runs script (in interop/) over reqs in one node process.
 func askLance(t testing.TB, script string, reqs []lanceRequest) []lanceReply {
 	t.Helper()
-	replies, err := lanceref.Ask[lanceRequest, lanceReply](lanceref.ForTest(t), script, reqs)
+	replies, err := lancereftest.Ask[lanceRequest, lanceReply](lancereftest.ForTest(t), script, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // blobRequest asks lance-blobs.mjs for the bytes of a blob v2 column.
@@ -272,7 +272,7 @@ func checkLanceBlobs(t *testing.T, node, ref, uri string, d *dataset.Dataset, v2
 	if !v2 {
 		return // Lance's fetchBlobs refuses legacy blobs
 	}
-	replies, err := lanceref.Ask[blobRequest, blobReply](script(node, ref), "lance-blobs.mjs", []blobRequest{{URI: uri, Column: "blob"}})
+	replies, err := lancereftest.Ask[blobRequest, blobReply](script(node, ref), "lance-blobs.mjs", []blobRequest{{URI: uri, Column: "blob"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/cmd/lancer/internal/importer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
-	"github.com/lancerdb/lancer/internal/importer"
 )
 
 func newCatCommand() *cobra.Command {

@@ -1,4 +1,4 @@
-// Package lanceref runs lancer's interop scripts (interop/*.mjs) with the
+// Package lancereftest runs lancer's interop scripts (interop/*.mjs) with the
 // pinned real Lance: LanceDB for Node, @lancedb/lancedb as pinned in
 // interop/package.json, which scripts/test.sh installs in .cache/lance-ref.
 //
@@ -9,7 +9,7 @@
 //
 // Tests that use it fail, never skip, when Node or the reference is
 // missing: Find's error says how to install them.
-package lanceref
+package lancereftest
 
 import (
 	"bufio"
@@ -45,7 +45,7 @@ func repoRoot() string {
 func Find() (Ref, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		return Ref{}, fmt.Errorf("lanceref: node (Node.js 20+) is not on PATH: install it, then run scripts/test.sh")
+		return Ref{}, fmt.Errorf("lancereftest: node (Node.js 20+) is not on PATH: install it, then run scripts/test.sh")
 	}
 	root := repoRoot()
 	dir := os.Getenv("LANCER_LANCE_REF")
@@ -53,7 +53,7 @@ func Find() (Ref, error) {
 		dir = filepath.Join(root, ".cache", "lance-ref")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@lancedb", "lancedb", "package.json")); err != nil {
-		return Ref{}, fmt.Errorf("lanceref: the Lance reference is not installed in %s: run scripts/test.sh (it installs interop/package.json there), or set LANCER_LANCE_REF", dir)
+		return Ref{}, fmt.Errorf("lancereftest: the Lance reference is not installed in %s: run scripts/test.sh (it installs interop/package.json there), or set LANCER_LANCE_REF", dir)
 	}
 	return Ref{Node: node, Dir: dir, Scripts: filepath.Join(root, "interop")}, nil
 }
@@ -87,7 +87,7 @@ func Ask[Req, Reply any](r Ref, script string, reqs []Req) ([]Reply, error) {
 	for _, req := range reqs {
 		b, err := json.Marshal(req)
 		if err != nil {
-			return nil, fmt.Errorf("lanceref: %s request: %w", script, err)
+			return nil, fmt.Errorf("lancereftest: %s request: %w", script, err)
 		}
 		in.Write(append(b, '\n'))
 	}
@@ -97,7 +97,7 @@ func Ask[Req, Reply any](r Ref, script string, reqs []Req) ([]Reply, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("lanceref: %s: %v\n%s", script, err, stderr.String())
+		return nil, fmt.Errorf("lancereftest: %s: %v\n%s", script, err, stderr.String())
 	}
 	var replies []Reply
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -107,15 +107,15 @@ func Ask[Req, Reply any](r Ref, script string, reqs []Req) ([]Reply, error) {
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.UseNumber()
 		if err := dec.Decode(&reply); err != nil {
-			return nil, fmt.Errorf("lanceref: %s printed %.200q: %v", script, sc.Text(), err)
+			return nil, fmt.Errorf("lancereftest: %s printed %.200q: %v", script, sc.Text(), err)
 		}
 		replies = append(replies, reply)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("lanceref: %s output: %w", script, err)
+		return nil, fmt.Errorf("lancereftest: %s output: %w", script, err)
 	}
 	if len(replies) != len(reqs) {
-		return replies, fmt.Errorf("lanceref: %s answered %d of %d requests\n%s", script, len(replies), len(reqs), stderr.String())
+		return replies, fmt.Errorf("lancereftest: %s answered %d of %d requests\n%s", script, len(replies), len(reqs), stderr.String())
 	}
 	return replies, nil
 }

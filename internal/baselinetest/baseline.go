@@ -1,8 +1,8 @@
-// Package baseline generates the vector workload of the real-Lance
+// Package baselinetest generates the vector workload of the real-Lance
 // baseline (shared/bench/lance-baseline.mjs) bit for bit, for the vector
 // package's tests and the bench suites: one generator, so that the data
 // tests tune against is the data the benchmarks compare on.
-package baseline
+package baselinetest
 
 import (
 	"math"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package versitygw
+package s3test
 
 import "os/exec"
 

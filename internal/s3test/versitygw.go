@@ -1,4 +1,4 @@
-// Package versitygw runs a local S3 server for lancer's tests and
+// Package s3test runs a local S3 server for lancer's tests and
 // benchmarks: versitygw (github.com/versity/versitygw) with its POSIX
 // backend in a folder, on 127.0.0.1, with root credentials and one bucket.
 //
@@ -12,7 +12,7 @@
 //
 // Find looks there (or at $LANCER_VERSITYGW, or on PATH). Tests that need
 // it fail, never skip, when it is missing.
-package versitygw
+package s3test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package azurite_test
+package azuretest_test
 
 import (
 	"context"
@@ -7,25 +7,25 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/lancerdb/lancer/internal/azurite"
+	"github.com/lancerdb/lancer/internal/azuretest"
 )
 
 // TestStart: the service answers at the URL Start returns, with the
 // container created, for the development account's key.
 func TestStart(t *testing.T) {
-	base := azurite.Start(t)
+	base := azuretest.Start(t)
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {
 		t.Fatalf("base URL %q", base)
 	}
-	cred, err := container.NewSharedKeyCredential(azurite.Account, azurite.Key)
+	cred, err := container.NewSharedKeyCredential(azuretest.Account, azuretest.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := container.NewClientWithSharedKeyCredential(base+"/"+azurite.Account+"/"+azurite.Container, cred, nil)
+	c, err := container.NewClientWithSharedKeyCredential(base+"/"+azuretest.Account+"/"+azuretest.Container, cred, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.GetProperties(context.Background(), nil); err != nil {
-		t.Fatalf("container %q: %v", azurite.Container, err)
+		t.Fatalf("container %q: %v", azuretest.Container, err)
 	}
 }

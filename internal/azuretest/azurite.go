@@ -1,9 +1,9 @@
-// Package azurite runs Azurite's blob service (the Azure Storage emulator)
+// Package azuretest runs Azurite's blob service (the Azure Storage emulator)
 // for lancer's tests: in memory, on a free loopback port, with container
 // "ctr" created. scripts/test.sh installs it in .cache/azurite; Start looks
 // there or at $LANCER_AZURITE. Tests that need it fail, never skip, when it
 // is missing: Azure support is not tested without it.
-package azurite
+package azuretest
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package versitygw
+package s3test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package baseline
+package baselinetest
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package interop_test
+package demo_test
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lancerdb/lancer/internal/demo"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/cmd/lancer/internal/demo"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -24,8 +24,8 @@ import (
 const chromiumPath = "/usr/bin/chromium"
 
 // TestUIBrowser runs the dataset browser (server/ui) in headless Chromium
-// through ui-e2e.mjs over the demo database (internal/demo: images, an
-// embedding column, a branch merged back, tags), served in process with an
+// through interop/ui-e2e.mjs over the demo database Build makes (images,
+// an embedding column, a branch merged back, tags), served in process with an
 // API key: the page asks for the key, shows thumbnails that decode, a
 // row's detail, a search by example with distances, the version graph
 // with both lines, a diff with its counts, the versions and the schema. Screenshots of each step go
@@ -35,7 +35,7 @@ func TestUIBrowser(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("%s is missing: install Debian's chromium (apt-get install -y chromium; scripts/test.sh does it): %v", chromiumPath, err)
 	}
-	ref := lanceref.ForTest(t)
+	ref := lancereftest.ForTest(t)
 	if _, err := os.Stat(filepath.Join(ref.Dir, "node_modules", "playwright-core", "package.json")); err != nil {
 		t.Fatalf("playwright-core is not installed in %s: run scripts/test.sh (it installs interop/package.json there): %v", ref.Dir, err)
 	}
