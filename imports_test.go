@@ -35,6 +35,7 @@ var layers = map[string]int{
 	"interop":               7,
 	"cache":                 0, // the byte-bounded cache callers hand to dataset and server
 	"table":                 5, // the Go SDK's handle over dataset and branch
+	"internal/schemaproto":  2, // schema ↔ lance.file.Field, for format and dataset
 }
 
 // isolated packages may import no lancer package but the root (and, for

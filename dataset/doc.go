@@ -176,7 +176,10 @@
 // compact the fragments it covers (tested in interop/). The ids in the file
 // are stable row ids when the dataset has them, else row addresses.
 // Search opens the file lazily (vector.OpenIVF over ranged reads): its row
-// ids and centroids at once, each partition when a search first probes it.
+// ids and centroids at once, each partition when a search first probes it,
+// with that search's ctx; both are kept in the caller's byte-bounded cache
+// (OpenOptions.Cache, package cache) with the data file readers, deletion
+// vectors and per-fragment search state. No cache is process-wide.
 //
 // Search trusts a segment only for rows it can prove current: the live rows
 // of the fragments its bitmap covers in the version searched. When those

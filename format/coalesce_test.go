@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // multiPageFile writes rows of {id int64, n int32?, s utf8?, x float64} as a
@@ -30,7 +31,7 @@ func multiPageFile(t testing.TB, rows, pageSize int) (*blob.MemStore, string, ar
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
 	}, nil)
-	s, err := SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +63,10 @@ func multiPageFile(t testing.TB, rows, pageSize int) (*blob.MemStore, string, ar
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
+	if err := w.Write(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Finish(); err != nil {
+	if _, err := w.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return store, "f.lance", rec

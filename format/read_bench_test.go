@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // BenchmarkReadColumn reads every row of one column of a file lancer wrote
@@ -32,10 +33,10 @@ func BenchmarkReadColumn(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := w.Write(rec); err != nil {
+		if err := w.Write(ctx, rec); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := w.Finish(); err != nil {
+		if _, err := w.Finish(ctx); err != nil {
 			b.Fatal(err)
 		}
 		r, err := Open(ctx, store, "b.lance", &OpenOptions{Allocator: mem})
@@ -48,7 +49,7 @@ func BenchmarkReadColumn(b *testing.B) {
 				b.SetBytes(size)
 				b.ReportAllocs()
 				for b.Loop() {
-					cur, err := r.NewCursor(r.FileProjection([]*Field{f}))
+					cur, err := r.NewCursor(r.FileProjection([]*schema.Field{f}))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -92,7 +92,7 @@ func (s *Server) tableFolders(ctx context.Context) ([]string, error) {
 
 // openOptions are the options tables are opened with.
 func (s *Server) openOptions() *dataset.OpenOptions {
-	return &dataset.OpenOptions{StorageOptions: s.storageOptions}
+	return &dataset.OpenOptions{StorageOptions: s.storageOptions, Cache: s.readCache}
 }
 
 // tableExists reports whether a table has a committed version.

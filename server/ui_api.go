@@ -20,6 +20,7 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/rowjson"
 )
 
@@ -435,7 +436,7 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 		rest io.Reader
 		size int64
 	)
-	if f.Blob != format.NotBlob {
+	if f.Blob != schema.NotBlob {
 		br, err := st.ds.OpenBlob(ctx, column, id)
 		if err != nil {
 			return uiRowNotFound(st, id, err)

@@ -14,8 +14,9 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Ref selects a state of a table: a branch ("" or "main" for the main
@@ -37,17 +38,26 @@ type Options struct {
 	// Allocator allocates the Arrow arrays scans, takes and searches
 	// return. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Cache keeps what reads load (dataset.OpenOptions.Cache); give
+	// several handles one to share its budget. Default: one of
+	// dataset.DefaultCacheBytes per Open or Create, shared by the handle
+	// and its checkouts.
+	Cache *cache.Cache
 }
 
 // openOptions is the dataset.OpenOptions every version the handle opens
-// uses. It is the one place table options reach package dataset: a cache
-// the caller injects (dataset.OpenOptions' cache, when it has one) is
-// passed on here, shared by the handle and its checkouts.
+// uses. It is the one place table options reach package dataset: the
+// cache is made here when the caller gives none, so that the handle and
+// its checkouts share it.
 func (o *Options) openOptions() dataset.OpenOptions {
-	if o == nil {
-		return dataset.OpenOptions{}
+	var oo dataset.OpenOptions
+	if o != nil {
+		oo = dataset.OpenOptions{StorageOptions: o.StorageOptions, Allocator: o.Allocator, Cache: o.Cache}
 	}
-	return dataset.OpenOptions{StorageOptions: o.StorageOptions, Allocator: o.Allocator}
+	if oo.Cache == nil {
+		oo.Cache, _ = cache.New(dataset.DefaultCacheBytes) // fails only for a negative size
+	}
+	return oo
 }
 
 // Table is a handle on one state of a table (see the package doc for its
@@ -197,7 +207,7 @@ func (t *Table) Ref() Ref {
 func (t *Table) Version() uint64 { return t.Ref().Version }
 
 // Schema returns the schema of the version the handle is at.
-func (t *Table) Schema() *format.Schema {
+func (t *Table) Schema() *schema.Schema {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.ds.Schema()
