@@ -23,21 +23,25 @@ var layers = map[string]int{
 	"internal/azuretest":    0, // starts a local Azure blob service for tests; knows no lancer package
 	"internal/tailbuf":      0, // keeps the end of a child process's output
 	"internal/ipcwalk":      0, // bounds-checked Arrow IPC framing and flatbuffers
+	"internal/codec":        0, // byte codecs of Lance pages and Arrow IPC buffers
 	"vector":                0,
 	"blob":                  1,
 	"format":                2,
 	"internal/fixturetest":  2,
 	"dataset":               3,
 	"branch":                4,
-	"server":                5,
-	"bench":                 6,
-	"cmd":                   6, // cmd/lancer/internal: what only the CLI uses (demo, importer, sample)
-	"interop":               6,
+	"server":                6,
+	"bench":                 7,
+	"cmd":                   7, // cmd/lancer/internal: what only the CLI uses (demo, importer, sample)
+	"interop":               7,
+	"cache":                 0, // the byte-bounded cache callers hand to dataset and server
+	"table":                 5, // the Go SDK's handle over dataset and branch
+	"internal/schemaproto":  2, // schema ↔ lance.file.Field, for format and dataset
 }
 
 // isolated packages may import no lancer package but the root (and, for
 // generated code, nothing at all): vector search knows no files.
-var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lancereftest": true, "internal/jsonvalue": true, "internal/baselinetest": true, "internal/tailbuf": true, "internal/ipcwalk": true}
+var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lancereftest": true, "internal/jsonvalue": true, "internal/baselinetest": true, "internal/tailbuf": true, "internal/codec": true, "cache": true, "internal/ipcwalk": true}
 
 const module = "github.com/lancerdb/lancer"
 
@@ -57,7 +61,7 @@ func layerOf(t *testing.T, pkg string) (string, int) {
 }
 
 // TestImportGraph keeps imports pointing one way:
-// blob ← format ← dataset ← branch ← server ← cmd.
+// blob ← format ← dataset ← branch ← table ← server ← cmd.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./...").Output()
 	if err != nil {

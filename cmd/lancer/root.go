@@ -37,6 +37,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newBranchCommand(),
 		newTagCommand(),
 		newInspectCommand(),
+		newCheckCommand(),
 		newImportCommand(),
 		newCountCommand(),
 		newDeleteCommand(),

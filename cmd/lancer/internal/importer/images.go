@@ -21,7 +21,7 @@ import (
 	_ "golang.org/x/image/webp" // register WebP
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Importing a folder of images.
@@ -65,14 +65,14 @@ type ImageOptions struct {
 // column's type.
 func ImageSchema(blobV2 bool) *arrow.Schema {
 	bytesField := arrow.Field{Name: "bytes", Type: arrow.BinaryTypes.LargeBinary, Nullable: true,
-		Metadata: arrow.NewMetadata([]string{format.MetaBlob}, []string{"true"})}
+		Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})}
 	if blobV2 {
 		bytesField = arrow.Field{Name: "bytes", Nullable: true,
 			Type: arrow.StructOf(
 				arrow.Field{Name: "data", Type: arrow.BinaryTypes.LargeBinary, Nullable: true},
 				arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
 			),
-			Metadata: arrow.NewMetadata([]string{format.MetaExtensionName}, []string{format.BlobV2Extension})}
+			Metadata: arrow.NewMetadata([]string{schema.MetaExtensionName}, []string{schema.BlobV2Extension})}
 	}
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "path", Type: arrow.BinaryTypes.String},

@@ -1,6 +1,7 @@
 // Package codec implements the byte-level codecs that Lance 2.1 and 2.2 pages
 // are built from: bit-packing, run-length encoding, byte stream split, FSST
-// string compression, zstd/lz4 framing and the variable-width layouts. The
+// string compression, zstd/lz4 framing and the variable-width layouts, and
+// the zstd/lz4 frames of Arrow IPC buffers (deletion files). The
 // functions are pure: they take bytes or typed slices and return bytes or
 // typed slices, with no I/O, no Arrow and no protobuf. Page decoders and
 // writers (which know the CompressiveEncoding tree of a page) combine them.
@@ -81,6 +82,10 @@
 // A zstd buffer that begins with the frame magic 28 B5 2F FD and whose next
 // byte has bit 0x10 clear is a bare frame from an older writer; an empty zstd
 // buffer is empty data. Decompress refuses output beyond a caller bound.
+//
+// Arrow IPC body buffers (DecompressFrame) carry their u64 length outside
+// the codec's bytes: zstd is one bare zstd frame, lz4 one LZ4 frame (not a
+// block), and the output must be exactly that length.
 //
 // # FSST (FSSTTable, ParseFSSTTable, FSSTDecodeAll, FSSTEncodeAll, TrainFSST)
 //

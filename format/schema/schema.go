@@ -1,4 +1,4 @@
-package format
+package schema
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
 
 // Field metadata keys with meaning to the format.
@@ -62,15 +61,35 @@ type Field struct {
 	// Metadata is the Arrow field metadata, in key order.
 	Metadata map[string]string
 	Children []*Field
-	// Encoding is the legacy (v1 file) encoding hint.
-	Encoding filepb.Encoding
+	// Encoding is the legacy (v1 file) encoding hint; EncodingNone lets
+	// writers derive it from Type.
+	Encoding LegacyEncoding
 	// Dictionary locates the dictionary values of a legacy dictionary field
-	// (offset and length in the manifest or data file); nil otherwise.
-	Dictionary *filepb.Dictionary
+	// (in the manifest or data file); nil otherwise.
+	Dictionary *Dictionary
 	// Blob says whether the field's bytes are stored out of line.
 	Blob BlobKind
 	// UnenforcedPrimaryKey marks primary-key columns (not enforced).
 	UnenforcedPrimaryKey bool
+}
+
+// LegacyEncoding is the encoding hint a Lance field records for v1 (legacy)
+// files; the values are those Lance stores.
+type LegacyEncoding int32
+
+const (
+	EncodingNone       LegacyEncoding = 0
+	EncodingPlain      LegacyEncoding = 1
+	EncodingVarBinary  LegacyEncoding = 2
+	EncodingDictionary LegacyEncoding = 3
+	EncodingRLE        LegacyEncoding = 4
+)
+
+// Dictionary locates the values of a legacy dictionary field.
+type Dictionary struct {
+	// Offset is the byte offset of the dictionary values in the file that
+	// holds them; Length the number of values.
+	Offset, Length int64
 }
 
 // Schema is a Lance schema: top-level fields plus schema metadata.
@@ -154,21 +173,21 @@ func arrowMetadata(m map[string]string) arrow.Metadata {
 // are leaves: their element type lives in the logical type string.
 func (f *Field) IsLeaf() bool { return len(f.Children) == 0 }
 
-// storedWhole reports whether f's members are stored inside f's own
+// StoredWhole reports whether f's members are stored inside f's own
 // column rather than in columns of their own: blob fields and packed
 // structs.
-func (f *Field) storedWhole() bool {
-	return f.Blob != NotBlob || f.packed()
+func (f *Field) StoredWhole() bool {
+	return f.Blob != NotBlob || f.Packed()
 }
 
-// packed reports whether f is marked as a packed struct (either key).
-func (f *Field) packed() bool {
+// Packed reports whether f is marked as a packed struct (either key).
+func (f *Field) Packed() bool {
 	return f.Metadata[MetaPacked] == "true" || f.Metadata["packed"] == "true"
 }
 
-// storedAsLeaf reports whether f is a leaf column in 2.1+ files: a field
+// StoredAsLeaf reports whether f is a leaf column in 2.1+ files: a field
 // without children, or one stored whole.
-func storedAsLeaf(f *Field) bool { return f.IsLeaf() || f.storedWhole() }
+func (f *Field) StoredAsLeaf() bool { return f.IsLeaf() || f.StoredWhole() }
 
 // Walk calls fn on f and every descendant in pre-order (parents first).
 func (f *Field) Walk(fn func(*Field)) {
@@ -323,46 +342,31 @@ func (s *selection) prune(f *Field, path string) (*Field, error) {
 	return &cp, nil
 }
 
-// SchemaFromProto builds a Schema from the flattened pre-order field list
-// used by manifests and file descriptors. Fields whose parent id is -1 are
-// top-level; others attach to the field with their parent id.
+// Unflatten builds a Schema from the flattened pre-order field list that
+// manifests and file descriptors store: fields whose ParentID is -1 are
+// top-level; others attach to the field with their parent id, which must
+// precede them. Each field's ID, ParentID, Name, LogicalType, Nullable,
+// Metadata, Encoding, Dictionary and UnenforcedPrimaryKey are taken as
+// given (Children must be empty); Type and Blob are resolved from them.
+// Malformed lists yield errors wrapping lancer.ErrCorrupt.
 //
 // Fields with id -1 (Lance writes the children of a blob v2 column that way)
 // are dropped: they are storage detail of the blob column before them.
-func SchemaFromProto(fields []*filepb.Field, metadata map[string][]byte) (*Schema, error) {
-	s := &Schema{Metadata: bytesMap(metadata)}
+func Unflatten(fields []*Field, metadata map[string]string) (*Schema, error) {
+	s := &Schema{Metadata: metadata}
 	byID := make(map[int32]*Field, len(fields))
-	for i, pf := range fields {
-		if pf == nil {
+	for i, f := range fields {
+		if f == nil {
 			return nil, fmt.Errorf("format: schema field %d is empty: %w", i, lancer.ErrCorrupt)
 		}
-		if pf.GetId() == -1 {
+		if f.ID == -1 {
 			continue
 		}
-		if pf.GetId() < 0 {
-			return nil, fmt.Errorf("format: schema field %q has negative id %d: %w", pf.GetName(), pf.GetId(), lancer.ErrCorrupt)
+		if f.ID < 0 {
+			return nil, fmt.Errorf("format: schema field %q has negative id %d: %w", f.Name, f.ID, lancer.ErrCorrupt)
 		}
-		if _, dup := byID[pf.GetId()]; dup {
-			return nil, fmt.Errorf("format: schema field id %d appears twice: %w", pf.GetId(), lancer.ErrCorrupt)
-		}
-		f := &Field{
-			ID:                   pf.GetId(),
-			ParentID:             pf.GetParentId(),
-			Name:                 pf.GetName(),
-			LogicalType:          pf.GetLogicalType(),
-			Nullable:             pf.GetNullable(),
-			Metadata:             bytesMap(pf.GetMetadata()),
-			Encoding:             pf.GetEncoding(),
-			Dictionary:           pf.GetDictionary(),
-			UnenforcedPrimaryKey: pf.GetUnenforcedPrimaryKey(),
-		}
-		if ext := pf.GetExtensionName(); ext != "" {
-			if f.Metadata == nil {
-				f.Metadata = map[string]string{}
-			}
-			if _, ok := f.Metadata[MetaExtensionName]; !ok {
-				f.Metadata[MetaExtensionName] = ext
-			}
+		if _, dup := byID[f.ID]; dup {
+			return nil, fmt.Errorf("format: schema field id %d appears twice: %w", f.ID, lancer.ErrCorrupt)
 		}
 		byID[f.ID] = f
 		if f.ParentID == -1 {
@@ -382,17 +386,6 @@ func SchemaFromProto(fields []*filepb.Field, metadata map[string][]byte) (*Schem
 		}
 	}
 	return s, nil
-}
-
-func bytesMap(m map[string][]byte) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = string(v)
-	}
-	return out
 }
 
 // resolveTypes sets Type and Blob on f and its descendants, children first.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/lancerdb/lancer"
+	"github.com/pierrec/lz4/v4"
 )
 
 // helloZstdFrame is a zstd frame built by hand from RFC 8878: magic, a frame
@@ -207,5 +208,41 @@ func BenchmarkDecompressZstd(b *testing.B) {
 		if _, err := Decompress(CompressionZstd, packed, len(src)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestDecompressFrame covers the Arrow IPC framing (a bare zstd frame, an
+// LZ4 frame) and its exact-size rule: a frame that yields fewer or more
+// bytes than its IPC length prefix says is corrupt.
+func TestDecompressFrame(t *testing.T) {
+	want := bytes.Repeat([]byte("lance ipc "), 100)
+	zstdFrame := zstdEncoder(3).EncodeAll(want, nil)
+	var lz4Frame bytes.Buffer
+	w := lz4.NewWriter(&lz4Frame)
+	if _, err := w.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		scheme CompressionScheme
+		src    []byte
+	}{
+		"zstd": {CompressionZstd, zstdFrame},
+		"lz4":  {CompressionLZ4, lz4Frame.Bytes()},
+	} {
+		got, err := DecompressFrame(tc.scheme, tc.src, len(want))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: got %d bytes, %v; want the %d bytes encoded", name, len(got), err, len(want))
+		}
+		for _, size := range []int{len(want) - 1, len(want) + 1, 0} {
+			if _, err := DecompressFrame(tc.scheme, tc.src, size); !errors.Is(err, lancer.ErrCorrupt) {
+				t.Errorf("%s with size %d of %d: got %v, want ErrCorrupt", name, size, len(want), err)
+			}
+		}
+	}
+	if _, err := DecompressFrame(CompressionUnspecified, zstdFrame, len(want)); !errors.Is(err, lancer.ErrUnsupported) {
+		t.Errorf("unspecified scheme: got %v, want ErrUnsupported", err)
 	}
 }

@@ -1,8 +1,10 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -90,6 +92,37 @@ func Compress(scheme CompressionScheme, level int, src []byte) ([]byte, error) {
 		return out[:4+n], nil
 	}
 	return nil, unsupportedf("compress: compression scheme %v", scheme)
+}
+
+// DecompressFrame decodes one buffer of an Arrow IPC body compressed with
+// scheme, which Arrow frames differently from Lance pages: zstd is one bare
+// zstd frame and lz4 one LZ4 frame (not a block), each with no length
+// prefix of its own (the IPC buffer's u64 length precedes it and is size).
+// Output must be exactly size bytes; any other result is ErrCorrupt, and
+// nothing beyond size is ever allocated or decoded.
+func DecompressFrame(scheme CompressionScheme, src []byte, size int) ([]byte, error) {
+	if size < 0 {
+		return nil, invalidf("decompress frame: negative size %d", size)
+	}
+	out := make([]byte, size)
+	switch scheme {
+	case CompressionZstd:
+		got, err := zstdDecoder().DecodeAll(src, out[:0])
+		if err != nil || len(got) != size {
+			return nil, corruptf("zstd: frame of %d bytes does not decompress to %d: %v", len(src), size, err)
+		}
+		return got, nil
+	case CompressionLZ4:
+		r := lz4.NewReader(bytes.NewReader(src))
+		if _, err := io.ReadFull(r, out); err != nil {
+			return nil, corruptf("lz4: frame of %d bytes does not decompress to %d: %v", len(src), size, err)
+		}
+		if n, _ := r.Read(make([]byte, 1)); n != 0 {
+			return nil, corruptf("lz4: frame decompresses to more than %d bytes", size)
+		}
+		return out, nil
+	}
+	return nil, unsupportedf("decompress frame: compression scheme %v", scheme)
 }
 
 func decompressZstd(src []byte, maxOut int) ([]byte, error) {

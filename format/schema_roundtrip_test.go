@@ -1,19 +1,19 @@
 package format
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // TestSchemaRoundTrip: the schema of every fixture data file goes through
-// ToProto → SchemaFromProto and LogicalArrow → SchemaFromArrow unchanged
+// schemaproto.Encode → Decode and LogicalArrow → schema.FromArrow unchanged
 // (same names, ids, logical types, nullability and Arrow types).
 func TestSchemaRoundTrip(t *testing.T) {
 	for _, name := range []string{"types_v2_2", "types_v2_0", "types_v2_1", "history_v2_2", "blob_legacy_v2_1"} {
@@ -23,17 +23,17 @@ func TestSchemaRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := r.Schema()
-		fields, md := s.ToProto()
-		back, err := SchemaFromProto(fields, md)
+		fields, md := schemaproto.Encode(s)
+		back, err := schemaproto.Decode(fields, md)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if !schemasEqual(s, back) {
 			t.Errorf("%s: proto round trip changed the schema", name)
 		}
-		fromArrow, err := SchemaFromArrow(s.LogicalArrow(), s.Fields[0].ID)
+		fromArrow, err := schema.FromArrow(s.LogicalArrow(), s.Fields[0].ID)
 		if err != nil {
-			t.Fatalf("%s: SchemaFromArrow: %v", name, err)
+			t.Fatalf("%s: schema.FromArrow: %v", name, err)
 		}
 		if !schemasEqual(s, fromArrow) {
 			t.Errorf("%s: Arrow round trip changed the schema:\n got %v\nwant %v", name, fromArrow.LogicalArrow(), s.LogicalArrow())
@@ -41,10 +41,10 @@ func TestSchemaRoundTrip(t *testing.T) {
 	}
 }
 
-func schemasEqual(a, b *Schema) bool {
-	var fa, fb []*Field
-	a.Walk(func(f *Field) { fa = append(fa, f) })
-	b.Walk(func(f *Field) { fb = append(fb, f) })
+func schemasEqual(a, b *schema.Schema) bool {
+	var fa, fb []*schema.Field
+	a.Walk(func(f *schema.Field) { fa = append(fa, f) })
+	b.Walk(func(f *schema.Field) { fb = append(fb, f) })
 	if len(fa) != len(fb) {
 		return false
 	}
@@ -56,21 +56,6 @@ func schemasEqual(a, b *Schema) bool {
 		}
 	}
 	return true
-}
-
-func TestLogicalTypeUnsupported(t *testing.T) {
-	for _, dt := range []arrow.DataType{arrow.StructOf(), arrow.DenseUnionOf(nil, nil), &arrow.MonthIntervalType{}} {
-		_, err := LogicalType(dt)
-		if dt.ID() == arrow.STRUCT {
-			if err != nil {
-				t.Errorf("%s: %v", dt, err)
-			}
-			continue
-		}
-		if !errors.Is(err, lancer.ErrUnsupported) {
-			t.Errorf("%s: err %v, want ErrUnsupported", dt, err)
-		}
-	}
 }
 
 func readFile(t testing.TB, path string) []byte {

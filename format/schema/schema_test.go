@@ -1,4 +1,4 @@
-package format
+package schema
 
 import (
 	"errors"
@@ -8,30 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
-
-// TestSchemaFromProtoRefusesNullableMapKey: Arrow maps cannot hold null
-// keys, so such a schema is corrupt rather than a panic inside arrow.
-func TestSchemaFromProtoRefusesNullableMapKey(t *testing.T) {
-	fields := []*filepb.Field{
-		{Id: 0, ParentId: -1, Name: "m", LogicalType: "map", Nullable: true},
-		{Id: 1, ParentId: 0, Name: "entries", LogicalType: "struct"},
-		{Id: 2, ParentId: 1, Name: "key", LogicalType: "string", Nullable: true},
-		{Id: 3, ParentId: 1, Name: "value", LogicalType: "int32", Nullable: true},
-	}
-	if _, err := SchemaFromProto(fields, nil); !errors.Is(err, lancer.ErrCorrupt) {
-		t.Fatalf("err = %v, want ErrCorrupt", err)
-	}
-	fields[2].Nullable = false
-	s, err := SchemaFromProto(fields, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Fields[0].Type.String(); got != "map<utf8, int32, items_nullable>" {
-		t.Errorf("map type %s", got)
-	}
-}
 
 func TestParseLogicalType(t *testing.T) {
 	good := map[string]string{
@@ -89,16 +66,15 @@ func TestParseLogicalTypeDepth(t *testing.T) {
 }
 
 func TestProject(t *testing.T) {
-	fields := []*filepb.Field{
-		{Id: 0, ParentId: -1, Name: "id", LogicalType: "int64"},
-		{Id: 1, ParentId: -1, Name: "meta", LogicalType: "struct", Nullable: true},
-		{Id: 2, ParentId: 1, Name: "a", LogicalType: "int32", Nullable: true},
-		{Id: 3, ParentId: 1, Name: "inner", LogicalType: "struct", Nullable: true},
-		{Id: 4, ParentId: 3, Name: "x", LogicalType: "double", Nullable: true},
-		{Id: 5, ParentId: 3, Name: "y", LogicalType: "string", Nullable: true},
-		{Id: 6, ParentId: -1, Name: "v", LogicalType: "fixed_size_list:float:4", Nullable: true},
-	}
-	s, err := SchemaFromProto(fields, nil)
+	fields := []*Field{
+		{ID: 0, ParentID: -1, Name: "id", LogicalType: "int64"},
+		{ID: 1, ParentID: -1, Name: "meta", LogicalType: "struct", Nullable: true},
+		{ID: 2, ParentID: 1, Name: "a", LogicalType: "int32", Nullable: true},
+		{ID: 3, ParentID: 1, Name: "inner", LogicalType: "struct", Nullable: true},
+		{ID: 4, ParentID: 3, Name: "x", LogicalType: "double", Nullable: true},
+		{ID: 5, ParentID: 3, Name: "y", LogicalType: "string", Nullable: true},
+		{ID: 6, ParentID: -1, Name: "v", LogicalType: "fixed_size_list:float:4", Nullable: true}}
+	s, err := Unflatten(fields, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +105,21 @@ func TestProject(t *testing.T) {
 	for _, bad := range [][]string{{"nope"}, {"meta.nope"}, {"id.x"}, {"meta.inner.x.z"}} {
 		if _, err := s.Project(bad); !errors.Is(err, lancer.ErrNotFound) {
 			t.Errorf("%v: err %v, want ErrNotFound", bad, err)
+		}
+	}
+}
+
+func TestLogicalTypeUnsupported(t *testing.T) {
+	for _, dt := range []arrow.DataType{arrow.StructOf(), arrow.DenseUnionOf(nil, nil), &arrow.MonthIntervalType{}} {
+		_, err := LogicalType(dt)
+		if dt.ID() == arrow.STRUCT {
+			if err != nil {
+				t.Errorf("%s: %v", dt, err)
+			}
+			continue
+		}
+		if !errors.Is(err, lancer.ErrUnsupported) {
+			t.Errorf("%s: err %v, want ErrUnsupported", dt, err)
 		}
 	}
 }

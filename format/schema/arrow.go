@@ -1,23 +1,20 @@
-package format
+package schema
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
 
-// SchemaFromArrow builds a Lance schema from an Arrow schema, numbering
+// FromArrow builds a Lance schema from an Arrow schema, numbering
 // fields depth-first in pre-order from nextID (a new dataset starts at 0;
 // new columns of an existing one at its max field id + 1, since ids are
 // never reused). Struct members, list items and map entries become child
 // fields; fixed-size lists are leaves. Field and schema metadata are kept.
-func SchemaFromArrow(as *arrow.Schema, nextID int32) (*Schema, error) {
+func FromArrow(as *arrow.Schema, nextID int32) (*Schema, error) {
 	s := &Schema{}
 	if md := as.Metadata(); md.Len() > 0 {
 		s.Metadata = make(map[string]string, md.Len())
@@ -142,56 +139,4 @@ func LogicalType(dt arrow.DataType) (string, error) {
 		return "map", nil
 	}
 	return "", fmt.Errorf("arrow type %s has no Lance logical type: %w", dt, lancer.ErrUnsupported)
-}
-
-// legacyEncodingHint is the v1 Field.encoding Lance still writes: plain for
-// fixed-width types and lists, var-binary for strings and binaries,
-// dictionary for dictionaries, nothing for structs.
-func legacyEncodingHint(dt arrow.DataType) filepb.Encoding {
-	switch dt.ID() {
-	case arrow.STRUCT, arrow.MAP:
-		return filepb.Encoding_NONE
-	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
-		return filepb.Encoding_VAR_BINARY
-	case arrow.DICTIONARY:
-		return filepb.Encoding_DICTIONARY
-	}
-	return filepb.Encoding_PLAIN
-}
-
-// ToProto flattens s into the pre-order field list and metadata map that
-// manifests and file descriptors store.
-func (s *Schema) ToProto() ([]*filepb.Field, map[string][]byte) {
-	var fields []*filepb.Field
-	s.Walk(func(f *Field) {
-		pf := &filepb.Field{
-			Name:                 f.Name,
-			Id:                   f.ID,
-			ParentId:             f.ParentID,
-			LogicalType:          f.LogicalType,
-			Nullable:             f.Nullable,
-			Encoding:             f.Encoding,
-			Dictionary:           f.Dictionary,
-			UnenforcedPrimaryKey: f.UnenforcedPrimaryKey,
-		}
-		if pf.Encoding == filepb.Encoding_NONE && f.Type != nil {
-			pf.Encoding = legacyEncodingHint(f.Type)
-		}
-		if len(f.Metadata) > 0 {
-			pf.Metadata = make(map[string][]byte, len(f.Metadata))
-			for _, k := range slices.Sorted(maps.Keys(f.Metadata)) {
-				pf.Metadata[k] = []byte(f.Metadata[k])
-			}
-			pf.ExtensionName = f.Metadata[MetaExtensionName]
-		}
-		fields = append(fields, pf)
-	})
-	var md map[string][]byte
-	if len(s.Metadata) > 0 {
-		md = make(map[string][]byte, len(s.Metadata))
-		for k, v := range s.Metadata {
-			md[k] = []byte(v)
-		}
-	}
-	return fields, md
 }
