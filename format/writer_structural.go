@@ -12,7 +12,7 @@ import (
 	"github.com/lancerdb/lancer/format/schema"
 )
 
-// Writing fields of 2.1 and 2.2 files (spec §8–§11): the inverse of
+// Writing fields of 2.1 and 2.2 files (docs/spec/lance-format.md §8–§11): the inverse of
 // structural.go.
 //
 // Every top-level field is shredded into its leaves (the columns, in schema

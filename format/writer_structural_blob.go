@@ -16,7 +16,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Blob columns (spec §11, lance-on-disk §5).
+// Blob columns (docs/spec/lance-format.md §11, docs/spec/lance-on-disk.md §5).
 //
 // Legacy blobs (2.1): every value's bytes become an out-of-line buffer of
 // the data file, and the page is a BlobLayout around a mini-block page of

@@ -163,7 +163,7 @@ func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec,
 }
 
 // layoutPage picks the page's layout the way Lance's default writer does
-// (spec §8.3) and encodes it.
+// (docs/spec/lance-format.md §8.3) and encodes it.
 func (fw *structuralFieldWriter) layoutPage(ctx context.Context, pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
 	spec := pg.spec
 	switch {
@@ -244,7 +244,7 @@ func (pg *writePage) compression() string {
 
 // fullZipSafe reports whether Lance's full-zip reader reads the page's
 // levels right: it counts as visible the def levels of every item layer,
-// also those outside the innermost list (spec §8.5 note).
+// also those outside the innermost list (docs/spec/lance-format.md §8.5 note).
 func (pg *writePage) fullZipSafe() bool {
 	var items uint16
 	for _, l := range pg.layers {
@@ -295,7 +295,7 @@ func complexAllNull(pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
 	return bufs, &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{ConstantLayout: l}}, nil
 }
 
-// constValuePage is a 2.2 page whose valid values are all one value (spec
+// constValuePage is a 2.2 page whose valid values are all one value (docs/spec/lance-format.md
 // §10): inline for fixed-width values up to 32 bytes, else one scalar value
 // buffer; levels, if any, follow as raw u16 buffers.
 func constValuePage(pg *writePage, inline []byte, scalar [][]byte) ([][]byte, *enc21pb.PageLayout, error) {

@@ -15,7 +15,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 )
 
-// Writing files of version 2.0 (spec §7.2): the columns and page encodings
+// Writing files of version 2.0 (docs/spec/lance-format.md §7.2): the columns and page encodings
 // Lance's default 2.0 writer emits, so that Lance reads what lancer writes
 // the way it reads its own files.
 //
