@@ -14,6 +14,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format/schema"
 )
@@ -37,18 +38,32 @@ type Options struct {
 	// Allocator allocates the Arrow arrays scans, takes and searches
 	// return. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Cache keeps what reads load (data file readers, deletion vectors,
+	// index parts, search state) within its byte budget, shared by the
+	// handle, its checkouts and its branches (see
+	// dataset.OpenOptions.Cache). Give several tables one Cache to share a
+	// budget. Default: a cache of dataset.DefaultCacheBytes for this
+	// handle.
+	Cache *cache.Cache
 }
 
 // openOptions is the dataset.OpenOptions every version the handle opens
-// uses. It is the one place table options reach package dataset. The
-// seam for the caller's cache: when dataset.OpenOptions takes a
-// *cache.Cache (package cache), Options gets the same field and it is
-// passed on here, shared by the handle and its checkouts.
-func (o *Options) openOptions() dataset.OpenOptions {
-	if o == nil {
-		return dataset.OpenOptions{}
+// uses, the one place table options reach package dataset. Without
+// opts.Cache it makes one cache of dataset.DefaultCacheBytes for the
+// handle, so that its checkouts share it rather than each making its own.
+func (o *Options) openOptions() (dataset.OpenOptions, error) {
+	var out dataset.OpenOptions
+	if o != nil {
+		out = dataset.OpenOptions{StorageOptions: o.StorageOptions, Allocator: o.Allocator, Cache: o.Cache}
 	}
-	return dataset.OpenOptions{StorageOptions: o.StorageOptions, Allocator: o.Allocator}
+	if out.Cache == nil {
+		c, err := cache.New(dataset.DefaultCacheBytes)
+		if err != nil {
+			return dataset.OpenOptions{}, err
+		}
+		out.Cache = c
+	}
+	return out, nil
 }
 
 // Table is a handle on one state of a table (see the package doc for its
@@ -78,20 +93,11 @@ type rootStore struct {
 // lancer.ErrInvalidArgument (a bad URI or storage option) and the errors
 // of dataset.Open.
 func Open(ctx context.Context, uri string, opts *Options) (*Table, error) {
-	store, err := blob.OpenWithOptions(ctx, uri, opts.storageOptions())
-	if err != nil {
-		return nil, fmt.Errorf("table: open %s: %w", uri, err)
-	}
 	var ref Ref
 	if opts != nil {
 		ref = opts.Ref
 	}
-	t, err := newTable(ctx, &rootStore{store: store}, opts.openOptions(), ref)
-	if err != nil {
-		return nil, errors.Join(err, closeStore(store))
-	}
-	t.owner = true
-	return t, nil
+	return openOwned(ctx, "open", uri, opts, ref, func(blob.Store) error { return nil })
 }
 
 // Create writes data as a new table at uri (dataset.Write with write; its
@@ -99,28 +105,34 @@ func Open(ctx context.Context, uri string, opts *Options) (*Table, error) {
 // wrapping lancer.ErrAlreadyExists) and returns a handle on main at the
 // version committed. The handle owns its store: Close it.
 func Create(ctx context.Context, uri string, data array.RecordReader, opts *Options, write *dataset.WriteOptions) (*Table, error) {
-	store, err := blob.OpenWithOptions(ctx, uri, opts.storageOptions())
+	return openOwned(ctx, "create", uri, opts, Ref{}, func(store blob.Store) error {
+		_, err := dataset.Write(ctx, store, data, write)
+		return err
+	})
+}
+
+// openOwned opens the store of uri, runs before on it, and returns a
+// handle at ref that owns the store. On failure the store is closed.
+func openOwned(ctx context.Context, verb, uri string, opts *Options, ref Ref, before func(blob.Store) error) (*Table, error) {
+	oo, err := opts.openOptions()
 	if err != nil {
-		return nil, fmt.Errorf("table: create %s: %w", uri, err)
+		return nil, err
+	}
+	store, err := blob.OpenWithOptions(ctx, uri, oo.StorageOptions)
+	if err != nil {
+		return nil, fmt.Errorf("table: %s %s: %w", verb, uri, err)
 	}
 	t, err := func() (*Table, error) {
-		if _, err := dataset.Write(ctx, store, data, write); err != nil {
+		if err := before(store); err != nil {
 			return nil, err
 		}
-		return newTable(ctx, &rootStore{store: store}, opts.openOptions(), Ref{})
+		return newTable(ctx, &rootStore{store: store}, oo, ref)
 	}()
 	if err != nil {
 		return nil, errors.Join(err, closeStore(store))
 	}
 	t.owner = true
 	return t, nil
-}
-
-func (o *Options) storageOptions() map[string]string {
-	if o == nil {
-		return nil
-	}
-	return o.StorageOptions
 }
 
 // newTable opens ref on root.
