@@ -215,10 +215,10 @@ func TestStructuralWriterBlobV2Abort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
+	if err := w.Write(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	w.Abort()
+	w.Abort(context.Background())
 	for info, err := range store.List(context.Background(), "") {
 		if err != nil {
 			t.Fatal(err)
@@ -239,10 +239,10 @@ func TestStructuralWriterBlobV2AbortAfterFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
+	if err := w.Write(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Finish(); err != nil {
+	if _, err := w.Finish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	list := func() []string {
@@ -259,7 +259,7 @@ func TestStructuralWriterBlobV2AbortAfterFinish(t *testing.T) {
 	if len(before) < 2 {
 		t.Fatalf("finished file and sidecars: %v", before)
 	}
-	w.Abort()
+	w.Abort(context.Background())
 	if after := list(); !slices.Equal(after, before) {
 		t.Errorf("after Abort: %v, want %v", after, before)
 	}

@@ -38,32 +38,26 @@ type Options struct {
 	// Allocator allocates the Arrow arrays scans, takes and searches
 	// return. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
-	// Cache keeps what reads load (data file readers, deletion vectors,
-	// index parts, search state) within its byte budget, shared by the
-	// handle, its checkouts and its branches (see
-	// dataset.OpenOptions.Cache). Give several tables one Cache to share a
-	// budget. Default: a cache of dataset.DefaultCacheBytes for this
-	// handle.
+	// Cache keeps what reads load (dataset.OpenOptions.Cache); give
+	// several handles one to share its budget. Default: one of
+	// dataset.DefaultCacheBytes per Open or Create, shared by the handle
+	// and its checkouts.
 	Cache *cache.Cache
 }
 
 // openOptions is the dataset.OpenOptions every version the handle opens
-// uses, the one place table options reach package dataset. Without
-// opts.Cache it makes one cache of dataset.DefaultCacheBytes for the
-// handle, so that its checkouts share it rather than each making its own.
-func (o *Options) openOptions() (dataset.OpenOptions, error) {
-	var out dataset.OpenOptions
+// uses. It is the one place table options reach package dataset: the
+// cache is made here when the caller gives none, so that the handle and
+// its checkouts share it.
+func (o *Options) openOptions() dataset.OpenOptions {
+	var oo dataset.OpenOptions
 	if o != nil {
-		out = dataset.OpenOptions{StorageOptions: o.StorageOptions, Allocator: o.Allocator, Cache: o.Cache}
+		oo = dataset.OpenOptions{StorageOptions: o.StorageOptions, Allocator: o.Allocator, Cache: o.Cache}
 	}
-	if out.Cache == nil {
-		c, err := cache.New(dataset.DefaultCacheBytes)
-		if err != nil {
-			return dataset.OpenOptions{}, err
-		}
-		out.Cache = c
+	if oo.Cache == nil {
+		oo.Cache, _ = cache.New(dataset.DefaultCacheBytes) // fails only for a negative size
 	}
-	return out, nil
+	return oo
 }
 
 // Table is a handle on one state of a table (see the package doc for its
@@ -114,10 +108,7 @@ func Create(ctx context.Context, uri string, data array.RecordReader, opts *Opti
 // openOwned opens the store of uri, runs before on it, and returns a
 // handle at ref that owns the store. On failure the store is closed.
 func openOwned(ctx context.Context, verb, uri string, opts *Options, ref Ref, before func(blob.Store) error) (*Table, error) {
-	oo, err := opts.openOptions()
-	if err != nil {
-		return nil, err
-	}
+	oo := opts.openOptions()
 	store, err := blob.OpenWithOptions(ctx, uri, oo.StorageOptions)
 	if err != nil {
 		return nil, fmt.Errorf("table: %s %s: %w", verb, uri, err)

@@ -65,6 +65,7 @@ func create(t *testing.T, ids ...int64) (string, *table.Table) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tb.Close() })
+	checkWhenDone(t, uri)
 	return uri, tb
 }
 
