@@ -87,20 +87,11 @@ type rootStore struct {
 // lancer.ErrInvalidArgument (a bad URI or storage option) and the errors
 // of dataset.Open.
 func Open(ctx context.Context, uri string, opts *Options) (*Table, error) {
-	store, err := blob.OpenWithOptions(ctx, uri, opts.storageOptions())
-	if err != nil {
-		return nil, fmt.Errorf("table: open %s: %w", uri, err)
-	}
 	var ref Ref
 	if opts != nil {
 		ref = opts.Ref
 	}
-	t, err := newTable(ctx, &rootStore{store: store}, opts.openOptions(), ref)
-	if err != nil {
-		return nil, errors.Join(err, closeStore(store))
-	}
-	t.owner = true
-	return t, nil
+	return openOwned(ctx, "open", uri, opts, ref, func(blob.Store) error { return nil })
 }
 
 // Create writes data as a new table at uri (dataset.Write with write; its
@@ -108,28 +99,31 @@ func Open(ctx context.Context, uri string, opts *Options) (*Table, error) {
 // wrapping lancer.ErrAlreadyExists) and returns a handle on main at the
 // version committed. The handle owns its store: Close it.
 func Create(ctx context.Context, uri string, data array.RecordReader, opts *Options, write *dataset.WriteOptions) (*Table, error) {
-	store, err := blob.OpenWithOptions(ctx, uri, opts.storageOptions())
+	return openOwned(ctx, "create", uri, opts, Ref{}, func(store blob.Store) error {
+		_, err := dataset.Write(ctx, store, data, write)
+		return err
+	})
+}
+
+// openOwned opens the store of uri, runs before on it, and returns a
+// handle at ref that owns the store. On failure the store is closed.
+func openOwned(ctx context.Context, verb, uri string, opts *Options, ref Ref, before func(blob.Store) error) (*Table, error) {
+	oo := opts.openOptions()
+	store, err := blob.OpenWithOptions(ctx, uri, oo.StorageOptions)
 	if err != nil {
-		return nil, fmt.Errorf("table: create %s: %w", uri, err)
+		return nil, fmt.Errorf("table: %s %s: %w", verb, uri, err)
 	}
 	t, err := func() (*Table, error) {
-		if _, err := dataset.Write(ctx, store, data, write); err != nil {
+		if err := before(store); err != nil {
 			return nil, err
 		}
-		return newTable(ctx, &rootStore{store: store}, opts.openOptions(), Ref{})
+		return newTable(ctx, &rootStore{store: store}, oo, ref)
 	}()
 	if err != nil {
 		return nil, errors.Join(err, closeStore(store))
 	}
 	t.owner = true
 	return t, nil
-}
-
-func (o *Options) storageOptions() map[string]string {
-	if o == nil {
-		return nil
-	}
-	return o.StorageOptions
 }
 
 // newTable opens ref on root.

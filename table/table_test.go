@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/table"
 )
@@ -648,5 +649,35 @@ func TestCleanupKeepsBranchFiles(t *testing.T) {
 	}
 	if got := ids(t, tb); !slices.Equal(got, []int64{100}) {
 		t.Errorf("main: %v", got)
+	}
+}
+
+// TestCache checks that the caller's cache serves the handle and the
+// handles derived from it: a scan of a checkout of the same version hits
+// what the handle's scan loaded.
+func TestCache(t *testing.T) {
+	ctx := context.Background()
+	uri, _ := create(t, span(0, 10)...)
+	c, err := cache.New(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := table.Open(ctx, uri, &table.Options{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.Close()
+	ids(t, opened)
+	loaded := c.Stats()
+	if loaded.Misses == 0 || loaded.Entries == 0 {
+		t.Fatalf("a scan loaded nothing into the caller's cache: %+v", loaded)
+	}
+	again, err := opened.Checkout(ctx, table.Ref{Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids(t, again)
+	if s := c.Stats(); s.Hits <= loaded.Hits || s.Misses != loaded.Misses {
+		t.Errorf("a checkout's scan did not use the shared cache: before %+v, after %+v", loaded, s)
 	}
 }
