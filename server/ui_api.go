@@ -337,22 +337,21 @@ func (s *Server) uiRows(w http.ResponseWriter, r *http.Request) error {
 		return uiQueryError(err, filter)
 	}
 	// One row more than the page tells whether another page follows.
-	sc, err := st.ds.Scan(ctx, &dataset.ScanOptions{Filter: filter, Offset: int64(offset), Limit: int64(limit) + 1, WithRowID: true})
+	sc, err := st.ds.Scan(&dataset.ScanOptions{Filter: filter, Offset: int64(offset), Limit: int64(limit) + 1, WithRowID: true})
 	if err != nil {
 		return uiQueryError(err, filter)
 	}
-	defer sc.Release()
 	enc := s.uiEncoder(st, cols, false)
 	rows := []uiRow{}
-	for sc.Next() {
-		got, err := enc.rows(sc.RecordBatch())
+	for rec, err := range sc.Batches(ctx) {
+		if err != nil {
+			return uiQueryError(err, filter)
+		}
+		got, err := enc.rows(rec)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, got...)
-	}
-	if err := sc.Err(); err != nil {
-		return uiQueryError(err, filter)
 	}
 	more := len(rows) > limit
 	if more {
