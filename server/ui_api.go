@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -437,7 +436,7 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 	}
 	var (
 		head []byte
-		rest io.Reader
+		rest *dataset.Blob // what follows head, for a blob column
 		size int64
 	)
 	if f.Blob != format.NotBlob {
@@ -445,10 +444,9 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return uiRowNotFound(st, id, err)
 		}
-		defer br.Close()
 		size = br.Size()
 		head = make([]byte, min(size, 512))
-		if _, err := io.ReadFull(br, head); err != nil {
+		if _, err := br.ReadAt(ctx, head, 0); err != nil {
 			return err
 		}
 		rest = br
@@ -469,7 +467,7 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 			return &apiError{status: http.StatusNotFound, code: codeNotFound,
 				msg: fmt.Sprintf("%s %s row %d: %q is null", st.table, st.ref(), id, column)}
 		}
-		head, rest, size = b, strings.NewReader(""), int64(len(b))
+		head, size = b, int64(len(b))
 	}
 	ctype := inertContentType(http.DetectContentType(head))
 	h := w.Header()
@@ -489,7 +487,9 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 	if _, err := w.Write(head); err != nil {
 		return nil // the client went away; nothing more to answer
 	}
-	_, _ = io.Copy(w, rest)
+	if rest != nil {
+		_, _ = rest.WriteRange(ctx, w, int64(len(head)), size-int64(len(head)))
+	}
 	return nil
 }
 
@@ -721,11 +721,12 @@ func (s *Server) uiDiff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer d.Release()
 	sum := d.Summary()
 	ids := map[string][]uint64{}
-	for d.Next() {
-		rec := d.RecordBatch()
+	for rec, err := range d.Batches(ctx) {
+		if err != nil {
+			return err
+		}
 		change, ok1 := rec.Column(0).(*array.String)
 		rowid, ok2 := rec.Column(1).(*array.Uint64)
 		if !ok1 || !ok2 {
@@ -737,9 +738,6 @@ func (s *Server) uiDiff(w http.ResponseWriter, r *http.Request) error {
 				ids[c] = append(ids[c], rowid.Value(i))
 			}
 		}
-	}
-	if err := d.Err(); err != nil {
-		return err
 	}
 	fromCols, err := s.uiColumnsOf(ctx, from.ds)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -194,9 +193,8 @@ func sniffHead(ctx context.Context, ds *dataset.Dataset, column string, arr arro
 		// kind; the cell endpoint reports its error when it is asked for.
 		return nil, false, nil
 	}
-	defer br.Close()
 	head := make([]byte, min(desc.Size, 512))
-	n, err := io.ReadFull(br, head)
+	n, err := br.ReadAt(ctx, head, 0)
 	if err != nil && n == 0 {
 		return nil, false, nil
 	}
