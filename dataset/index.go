@@ -8,7 +8,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
@@ -120,10 +120,10 @@ func indexType(typeURL string) string {
 }
 
 // fieldPaths maps every field id of s to its dotted path.
-func fieldPaths(s *format.Schema) map[int32]string {
+func fieldPaths(s *schema.Schema) map[int32]string {
 	paths := map[int32]string{}
-	var walk func(f *format.Field, prefix string)
-	walk = func(f *format.Field, prefix string) {
+	var walk func(f *schema.Field, prefix string)
+	walk = func(f *schema.Field, prefix string) {
 		p := prefix + f.Name
 		paths[f.ID] = p
 		for _, c := range f.Children {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // Manifest is the decoded manifest of one version: the schema, the fragments
@@ -23,7 +25,7 @@ type Manifest struct {
 	// none, as Lance reports it.
 	Timestamp time.Time
 	// Schema is the dataset schema.
-	Schema *format.Schema
+	Schema *schema.Schema
 	// Fragments are the fragments in scan order (Lance keeps them sorted by
 	// id; ids may have gaps).
 	Fragments []*Fragment
@@ -342,7 +344,7 @@ func manifestFromProto(where string, p *tablepb.Manifest) (*Manifest, error) {
 		return nil, corrupt("transaction file %q is not a plain file name", tf)
 	}
 
-	schema, err := format.SchemaFromProto(p.GetFields(), p.GetSchemaMetadata())
+	schema, err := schemaproto.Decode(p.GetFields(), p.GetSchemaMetadata())
 	if err != nil {
 		return nil, fmt.Errorf("dataset: manifest %s: schema: %w", where, err)
 	}

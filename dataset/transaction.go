@@ -16,8 +16,10 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // opKind is the kind of operation lancer commits, named as Lance names the
@@ -136,8 +138,8 @@ type deleteOp struct {
 
 // newOverwrite returns the Overwrite operation that replaces a dataset's
 // rows with frags of schema (also a dataset's creation).
-func newOverwrite(schema *format.Schema, frags []*tablepb.DataFragment, version format.Version, stableRowIDs bool) *operation {
-	fields, md := schema.ToProto()
+func newOverwrite(schema *schema.Schema, frags []*tablepb.DataFragment, version format.Version, stableRowIDs bool) *operation {
+	fields, md := schemaproto.Encode(schema)
 	return &operation{
 		kind:           opOverwrite,
 		fragments:      frags,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
@@ -69,6 +70,7 @@ func copyFixture(t testing.TB, name string) (string, *blob.LocalStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkWhenDone(t, store)
 	return dir, store
 }
 
@@ -181,7 +183,7 @@ func sortedIDs(ids []uint64) []uint64 {
 // fixture, with its rows by top-level field id.
 type bank struct {
 	frag   *tablepb.DataFragment
-	schema *format.Schema
+	schema *schema.Schema
 	format format.Version
 	rows   []map[int32]json.RawMessage
 	// frags are copies made ahead of a test's commit.

@@ -19,7 +19,7 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
@@ -54,7 +54,7 @@ type optimizeReply struct {
 func lanceOptimize(t *testing.T, node, ref, uri string) optimizeReply {
 	t.Helper()
 	zero := int64(0)
-	replies, err := lanceref.Ask[optimizeRequest, optimizeReply](script(node, ref), "lance-ops.mjs",
+	replies, err := lancereftest.Ask[optimizeRequest, optimizeReply](script(node, ref), "lance-ops.mjs",
 		[]optimizeRequest{{URI: uri, Op: "optimize", CleanupOlderThanMs: &zero}})
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +364,7 @@ func checkQueries(t *testing.T, node, ref, uri string, filters []string) {
 	for _, f := range filters {
 		reqs = append(reqs, opRequest{URI: uri, Op: "query", Filter: f})
 	}
-	replies, err := lanceref.Ask[opRequest, reply](script(node, ref), "lance-ops.mjs", reqs)
+	replies, err := lancereftest.Ask[opRequest, reply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
