@@ -508,11 +508,16 @@ func TestRefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for d.Next() {
-		n += int(d.RecordBatch().NumRows())
+	var diffErr error
+	for rec, err := range d.Batches(ctx) {
+		if err != nil {
+			diffErr = err
+			break
+		}
+		n += int(rec.NumRows())
 	}
-	if err := d.Err(); err != nil || n != 2 {
-		t.Errorf("diff: %d rows, %v; want a delete and an update", n, err)
+	if diffErr != nil || n != 2 {
+		t.Errorf("diff: %d rows, %v; want a delete and an update", n, diffErr)
 	}
 	if base, err := tb.MergeBase(ctx, table.Ref{}, table.Ref{Branch: "exp"}); err != nil || base != (table.Ref{Version: 1}) {
 		t.Errorf("MergeBase = %+v, %v", base, err)
