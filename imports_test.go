@@ -22,6 +22,7 @@ var layers = map[string]int{
 	"internal/s3test":       0, // starts a local S3 server for tests; knows no lancer package
 	"internal/azuretest":    0, // starts a local Azure blob service for tests; knows no lancer package
 	"internal/tailbuf":      0, // keeps the end of a child process's output
+	"internal/ipcwalk":      0, // bounds-checked Arrow IPC framing and flatbuffers
 	"internal/codec":        0, // byte codecs of Lance pages and Arrow IPC buffers
 	"vector":                0,
 	"blob":                  1,
@@ -40,7 +41,7 @@ var layers = map[string]int{
 
 // isolated packages may import no lancer package but the root (and, for
 // generated code, nothing at all): vector search knows no files.
-var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lancereftest": true, "internal/jsonvalue": true, "internal/baselinetest": true, "internal/tailbuf": true, "internal/codec": true, "cache": true}
+var isolated = map[string]bool{"vector": true, "internal/pb": true, "internal/rowjson": true, "internal/arrowutil": true, "internal/lancereftest": true, "internal/jsonvalue": true, "internal/baselinetest": true, "internal/tailbuf": true, "internal/codec": true, "cache": true, "internal/ipcwalk": true}
 
 const module = "github.com/lancerdb/lancer"
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -140,10 +141,26 @@ func (c Counts) String() string {
 // request on the wire. A List counts as one request however many keys it
 // yields (backends page listings differently). It is safe for concurrent
 // use; Snapshot and Reset may run while requests are in flight.
+//
+// For tests that check which objects and ranges a call touched, StartLog
+// also makes it log every request.
 type CountingStore struct {
 	inner    Store
 	requests [numOps]atomic.Int64
 	bytes    [numOps]atomic.Int64
+
+	logging atomic.Bool
+	mu      sync.Mutex
+	log     []Request
+}
+
+// Request is one request a CountingStore logged.
+type Request struct {
+	Op Op
+	// Key is the object's key; for List, the prefix.
+	Key string
+	// Offset and Length are a ReadRange's arguments.
+	Offset, Length int64
 }
 
 // NewCountingStore returns a CountingStore over s with all counters zero.
@@ -166,11 +183,34 @@ func (c *CountingStore) Snapshot() Counts {
 	return out
 }
 
-// Reset zeroes the counters.
+// Reset zeroes the counters and empties the log.
 func (c *CountingStore) Reset() {
 	for o := range numOps {
 		c.requests[o].Store(0)
 		c.bytes[o].Store(0)
+	}
+	c.mu.Lock()
+	c.log = nil
+	c.mu.Unlock()
+}
+
+// StartLog makes c log every request from now on, in the order they are
+// made (a streamed object once, as its NewWriter). The log grows with
+// every request, so it is off until asked for.
+func (c *CountingStore) StartLog() { c.logging.Store(true) }
+
+// Log returns the requests logged since StartLog or the last Reset.
+func (c *CountingStore) Log() []Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Request(nil), c.log...)
+}
+
+func (c *CountingStore) note(r Request) {
+	if c.logging.Load() {
+		c.mu.Lock()
+		c.log = append(c.log, r)
+		c.mu.Unlock()
 	}
 }
 
@@ -181,12 +221,14 @@ func (c *CountingStore) count(o Op, n int) {
 
 // Stat implements Store.
 func (c *CountingStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	c.note(Request{Op: OpStat, Key: key})
 	c.count(OpStat, 0)
 	return c.inner.Stat(ctx, key)
 }
 
 // ReadRange implements Store.
 func (c *CountingStore) ReadRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	c.note(Request{Op: OpReadRange, Key: key, Offset: offset, Length: length})
 	b, err := c.inner.ReadRange(ctx, key, offset, length)
 	c.count(OpReadRange, len(b))
 	return b, err
@@ -194,6 +236,7 @@ func (c *CountingStore) ReadRange(ctx context.Context, key string, offset, lengt
 
 // ReadAll implements Store.
 func (c *CountingStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
+	c.note(Request{Op: OpReadAll, Key: key})
 	b, err := c.inner.ReadAll(ctx, key)
 	c.count(OpReadAll, len(b))
 	return b, err
@@ -203,6 +246,7 @@ func (c *CountingStore) ReadAll(ctx context.Context, key string) ([]byte, error)
 func (c *CountingStore) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo, error] {
 	return func(yield func(ObjectInfo, error) bool) {
 		c.count(OpList, 0)
+		c.note(Request{Op: OpList, Key: prefix})
 		for info, err := range c.inner.List(ctx, prefix) {
 			if !yield(info, err) {
 				return
@@ -214,18 +258,21 @@ func (c *CountingStore) List(ctx context.Context, prefix string) iter.Seq2[Objec
 // Write implements Store.
 func (c *CountingStore) Write(ctx context.Context, key string, data []byte) error {
 	c.count(OpWrite, len(data))
+	c.note(Request{Op: OpWrite, Key: key})
 	return c.inner.Write(ctx, key, data)
 }
 
 // CreateIfAbsent implements Store.
 func (c *CountingStore) CreateIfAbsent(ctx context.Context, key string, data []byte) error {
 	c.count(OpCreateIfAbsent, len(data))
+	c.note(Request{Op: OpCreateIfAbsent, Key: key})
 	return c.inner.CreateIfAbsent(ctx, key, data)
 }
 
 // NewWriter implements Store. The writer's bytes count under NewWriter.
 func (c *CountingStore) NewWriter(ctx context.Context, key string) (ObjectWriter, error) {
 	c.count(OpNewWriter, 0)
+	c.note(Request{Op: OpNewWriter, Key: key})
 	w, err := c.inner.NewWriter(ctx, key)
 	if err != nil {
 		return nil, err
@@ -247,6 +294,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // Delete implements Store.
 func (c *CountingStore) Delete(ctx context.Context, key string) error {
 	c.count(OpDelete, 0)
+	c.note(Request{Op: OpDelete, Key: key})
 	return c.inner.Delete(ctx, key)
 }
 

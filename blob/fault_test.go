@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -324,6 +325,45 @@ func TestCounting(t *testing.T) {
 	c.Reset()
 	if c.Snapshot() != (blob.Counts{}) {
 		t.Fatal("Reset left counts")
+	}
+}
+
+// TestCountingLog: once started, the log holds every request in order,
+// with a ReadRange's range, and Reset empties it.
+func TestCountingLog(t *testing.T) {
+	ctx := context.Background()
+	c := blob.NewCountingStore(blob.NewMemStore("log"))
+	_ = c.Write(ctx, "before", []byte("x"))
+	if log := c.Log(); len(log) != 0 {
+		t.Fatalf("logged %v before StartLog", log)
+	}
+	c.StartLog()
+	_ = c.Write(ctx, "a", []byte("hello"))
+	_ = c.CreateIfAbsent(ctx, "b", []byte("xy"))
+	w, _ := c.NewWriter(ctx, "s")
+	_, _ = w.Write([]byte("abc"))
+	_ = w.Close()
+	_, _ = c.ReadRange(ctx, "a", 1, 3)
+	_, _ = c.ReadAll(ctx, "s")
+	_, _ = c.Stat(ctx, "a")
+	for range c.List(ctx, "p/") {
+	}
+	_ = c.Delete(ctx, "a")
+	want := []blob.Request{
+		{Op: blob.OpWrite, Key: "a"}, {Op: blob.OpCreateIfAbsent, Key: "b"}, {Op: blob.OpNewWriter, Key: "s"},
+		{Op: blob.OpReadRange, Key: "a", Offset: 1, Length: 3}, {Op: blob.OpReadAll, Key: "s"},
+		{Op: blob.OpStat, Key: "a"}, {Op: blob.OpList, Key: "p/"}, {Op: blob.OpDelete, Key: "a"},
+	}
+	if got := c.Log(); !slices.Equal(got, want) {
+		t.Fatalf("Log = %+v\nwant  %+v", got, want)
+	}
+	c.Reset()
+	if log := c.Log(); len(log) != 0 {
+		t.Fatalf("Reset left %v", log)
+	}
+	_, _ = c.Stat(ctx, "a")
+	if log := c.Log(); len(log) != 1 {
+		t.Fatalf("after Reset, logged %v, want the one Stat", log)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,56 +117,11 @@ func seq(from, to int64) []int64 {
 	return out
 }
 
-// countingStore counts the bytes written through it, by key.
-type countingStore struct {
-	blob.Store
-	mu      sync.Mutex
-	written map[string]int
-}
-
-func (c *countingStore) add(key string, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.written[key] += n
-}
-
-func (c *countingStore) Write(ctx context.Context, key string, data []byte) error {
-	c.add(key, len(data))
-	return c.Store.Write(ctx, key, data)
-}
-
-func (c *countingStore) CreateIfAbsent(ctx context.Context, key string, data []byte) error {
-	c.add(key, len(data))
-	return c.Store.CreateIfAbsent(ctx, key, data)
-}
-
-func (c *countingStore) NewWriter(ctx context.Context, key string) (blob.ObjectWriter, error) {
-	w, err := c.Store.NewWriter(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return &countingWriter{ObjectWriter: w, c: c, key: key}, nil
-}
-
-func (c *countingStore) List(ctx context.Context, prefix string) iter.Seq2[blob.ObjectInfo, error] {
-	return c.Store.List(ctx, prefix)
-}
-
-type countingWriter struct {
-	blob.ObjectWriter
-	c   *countingStore
-	key string
-}
-
-func (w *countingWriter) Write(p []byte) (int, error) {
-	w.c.add(w.key, len(p))
-	return w.ObjectWriter.Write(p)
-}
-
 func TestCreateBranchZeroCopy(t *testing.T) {
 	ctx := context.Background()
 	dir, local := newDataset(t, 20000, 200, 5000) // about 4 MB
-	root := &countingStore{Store: local, written: map[string]int{}}
+	root := blob.NewCountingStore(local)
+	root.StartLog()
 	main, err := branch.Open(ctx, root, branch.Ref{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -176,10 +130,13 @@ func TestCreateBranchZeroCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for key, n := range root.written {
-		total += n
-		switch {
+	var written []string
+	for _, r := range root.Log() {
+		if r.Op != blob.OpWrite && r.Op != blob.OpCreateIfAbsent && r.Op != blob.OpNewWriter {
+			continue
+		}
+		written = append(written, r.Key)
+		switch key := r.Key; {
 		case key == "_refs/branches/feat%2Fx.json",
 			strings.HasPrefix(key, "tree/feat/x/_versions/"),
 			strings.HasPrefix(key, "tree/feat/x/_transactions/"):
@@ -187,10 +144,11 @@ func TestCreateBranchZeroCopy(t *testing.T) {
 			t.Errorf("wrote %s", key)
 		}
 	}
+	total := root.Snapshot().BytesWritten()
 	if total >= 64<<10 {
 		t.Errorf("creating a branch wrote %d bytes", total)
 	}
-	t.Logf("creating a branch of a %d-row dataset wrote %d bytes: %v", 20010, total, root.written)
+	t.Logf("creating a branch of a %d-row dataset wrote %d bytes: %v", 20010, total, written)
 
 	m := ds.Manifest()
 	if ds.Version() != main.Version() || m.Branch != "feat/x" {

@@ -2,8 +2,8 @@ package dataset_test
 
 import (
 	"context"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"gocloud.dev/blob/memblob"
@@ -12,41 +12,15 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 )
 
-// keyLog records the keys a store is asked to read and write.
-type keyLog struct {
-	blob.Store
-	mu     sync.Mutex
-	reads  []string
-	writes []string
-}
-
-func (k *keyLog) Unwrap() blob.Store { return k.Store }
-
-func (k *keyLog) note(list *[]string, key string) {
-	k.mu.Lock()
-	*list = append(*list, key)
-	k.mu.Unlock()
-}
-
-func (k *keyLog) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	k.note(&k.reads, key)
-	return k.Store.ReadRange(ctx, key, off, n)
-}
-
-func (k *keyLog) ReadAll(ctx context.Context, key string) ([]byte, error) {
-	k.note(&k.reads, key)
-	return k.Store.ReadAll(ctx, key)
-}
-
-func (k *keyLog) Write(ctx context.Context, key string, data []byte) error {
-	k.note(&k.writes, key)
-	return k.Store.Write(ctx, key, data)
-}
-
-func (k *keyLog) reset() {
-	k.mu.Lock()
-	k.reads, k.writes = nil, nil
-	k.mu.Unlock()
+// keys returns the keys of the logged requests of the given kinds.
+func keys(store *blob.CountingStore, ops ...blob.Op) []string {
+	var out []string
+	for _, r := range store.Log() {
+		if slices.Contains(ops, r.Op) {
+			out = append(out, r.Key)
+		}
+	}
+	return out
 }
 
 func countPrefix(keys []string, prefix string) int {
@@ -85,7 +59,8 @@ func TestCommitRequests(t *testing.T) {
 		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			log := &keyLog{Store: c.store(t)}
+			log := blob.NewCountingStore(c.store(t))
+			log.StartLog()
 			if got := blob.IsObjectStore(log); got != !c.hint {
 				t.Fatalf("IsObjectStore = %v", got)
 			}
@@ -95,24 +70,26 @@ func TestCommitRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			log.reset()
+			log.Reset()
 			r = goods([]int64{3}, []string{"pad"}, []float64{4})
 			d, err = d.Append(ctx, r, nil)
 			r.Release()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := countPrefix(log.reads, "_versions/"); n != 0 {
-				t.Errorf("append at the latest version read %d manifests: %v", n, log.reads)
+			reads := keys(log, blob.OpReadRange, blob.OpReadAll)
+			if n := countPrefix(reads, "_versions/"); n != 0 {
+				t.Errorf("append at the latest version read %d manifests: %v", n, reads)
 			}
+			writes := keys(log, blob.OpWrite)
 			hints := 0
-			for _, k := range log.writes {
+			for _, k := range writes {
 				if strings.HasSuffix(k, "latest_version_hint.json") {
 					hints++
 				}
 			}
 			if want := map[bool]int{true: 1, false: 0}[c.hint]; hints != want {
-				t.Errorf("append wrote the version hint %d times, want %d (writes %v)", hints, want, log.writes)
+				t.Errorf("append wrote the version hint %d times, want %d (writes %v)", hints, want, writes)
 			}
 
 			// A writer behind the latest version reads what it missed.
@@ -120,15 +97,15 @@ func TestCommitRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			log.reset()
+			log.Reset()
 			r = goods([]int64{4}, []string{"cap"}, []float64{1})
 			d, err = stale.Append(ctx, r, nil)
 			r.Release()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if countPrefix(log.reads, "_versions/") == 0 {
-				t.Errorf("an append rebased over version 2 read no manifest: %v", log.reads)
+			if reads := keys(log, blob.OpReadRange, blob.OpReadAll); countPrefix(reads, "_versions/") == 0 {
+				t.Errorf("an append rebased over version 2 read no manifest: %v", reads)
 			}
 			if n, err := d.CountRows(ctx); err != nil || n != 4 || d.Version() != 3 {
 				t.Fatalf("after the rebased append: version %d, %d rows, %v; want 3, 4", d.Version(), n, err)

@@ -66,7 +66,7 @@ func (e *ConflictError) Unwrap() error { return lancer.ErrConflict }
 
 // rebase checks op, read at readVersion, against the transactions committed
 // since (others, ascending) and returns the operation to commit on top of
-// latest, following Lance's conflict resolver (spec §4.4):
+// latest, following Lance's conflict resolver (docs/spec/lance-format.md §4.4):
 //
 //   - Append conflicts only with Overwrite and Restore; its fragment ids and
 //     row ids are assigned when the manifest is built, so it needs no change.

@@ -16,7 +16,7 @@ import (
 )
 
 // TestRebaseMatrix checks each operation lancer commits against each
-// operation a concurrent Lance writer may have committed (spec §4.4).
+// operation a concurrent Lance writer may have committed (docs/spec/lance-format.md §4.4).
 func TestRebaseMatrix(t *testing.T) {
 	ctx := context.Background()
 	_, store := copyFixture(t, "history_v2_2")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -111,24 +110,6 @@ func checkBlob(t *testing.T, br *Blob, want []byte) {
 	}
 }
 
-// countingStore counts the bytes read from a store.
-type countingStore struct {
-	blob.Store
-	n atomic.Int64
-}
-
-func (s *countingStore) ReadRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	b, err := s.Store.ReadRange(ctx, key, offset, length)
-	s.n.Add(int64(len(b)))
-	return b, err
-}
-
-func (s *countingStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
-	b, err := s.Store.ReadAll(ctx, key)
-	s.n.Add(int64(len(b)))
-	return b, err
-}
-
 // TestOpenBlobReadsLazily writes one large value (a 100 MB dedicated
 // sidecar in a 2.2 dataset, 8 MB inside a legacy 2.0 data file) and checks
 // that reading its first 64 KiB fetches well under 1 MiB.
@@ -180,12 +161,12 @@ func TestOpenBlobReadsLazily(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cs := &countingStore{Store: mem}
+			cs := blob.NewCountingStore(mem)
 			d, err := Open(ctx, cs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cs.n.Store(0)
+			cs.Reset()
 			br, err := d.OpenBlob(ctx, "blob", 1)
 			if err != nil {
 				t.Fatal(err)
@@ -200,7 +181,7 @@ func TestOpenBlobReadsLazily(t *testing.T) {
 			if !bytes.Equal(head, big[:len(head)]) {
 				t.Fatal("first 64 KiB differ")
 			}
-			if got := cs.n.Load(); got >= 1<<20 {
+			if got := cs.Snapshot().BytesRead(); got >= 1<<20 {
 				t.Errorf("reading 64 KiB of a %d-byte blob fetched %d bytes", c.size, got)
 			} else {
 				t.Logf("fetched %d bytes", got)
@@ -210,7 +191,7 @@ func TestOpenBlobReadsLazily(t *testing.T) {
 			if _, err := br.ReadAt(ctx, tail, br.Size()-10); err != nil || !bytes.Equal(tail, big[len(big)-10:]) {
 				t.Fatalf("tail: %v", err)
 			}
-			if got := cs.n.Load(); got >= 1<<20 {
+			if got := cs.Snapshot().BytesRead(); got >= 1<<20 {
 				t.Errorf("head and tail fetched %d bytes", got)
 			}
 		})

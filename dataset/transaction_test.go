@@ -40,7 +40,7 @@ func manifestBytes(t *testing.T, store blob.Store, v uint64) (string, []byte) {
 }
 
 // TestCommitRecords checks what a commit records, against what Lance 12
-// records (spec §3, §4.7): the manifest file layout, the transaction in
+// records (docs/spec/lance-format.md §3, §4.7): the manifest file layout, the transaction in
 // both places, the version hint and every manifest field.
 func TestCommitRecords(t *testing.T) {
 	ctx := context.Background()
@@ -185,7 +185,7 @@ func withUnknown(m proto.Message, text string) {
 func unknownOf(m proto.Message) string { return string(m.ProtoReflect().GetUnknown()) }
 
 // TestUnknownFieldsCarried: fields lancer does not know, config and table
-// metadata survive every kind of commit (spec §14).
+// metadata survive every kind of commit (docs/spec/lance-format.md §14).
 func TestUnknownFieldsCarried(t *testing.T) {
 	ctx := context.Background()
 	_, store := copyFixture(t, "indexed_v2_2")

@@ -8,7 +8,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Legacy blob pages of file version 2.1 (spec §11). A BlobLayout wraps an
+// Legacy blob pages of file version 2.1 (docs/spec/lance-format.md §11). A BlobLayout wraps an
 // inner page (a mini-block page of PackedStruct{[64, 64], Flat{128}}) holding
 // one {position u64, size u64} descriptor per item, null and invisible items
 // included; the blob bytes live elsewhere in the file. The inner page has no

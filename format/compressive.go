@@ -14,7 +14,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Decoded values between the 2.1+ compressive encodings (spec §9) and Arrow.
+// Decoded values between the 2.1+ compressive encodings (docs/spec/lance-format.md §9) and Arrow.
 //
 // Every compressive encoding turns buffers into one of four shapes:
 // fixed-width values (an LSB-first bitmap for bools), variable-width values,
@@ -554,7 +554,7 @@ func fslLayers(f *enc21pb.FixedSizeList) (dims []int, hasValidity []bool, bits i
 }
 
 // decodeBlock decodes a buffer holding n values compressed as one block (the
-// dictionary of a mini-block page; spec §9.1 "blocks"). n < 0 means the
+// dictionary of a mini-block page; docs/spec/lance-format.md §9.1 "blocks"). n < 0 means the
 // count is unknown and must come from the block itself (Variable only).
 func decodeBlock(enc *enc21pb.CompressiveEncoding, buf []byte, n int) (valueBlock, error) {
 	switch e := enc.GetCompression().(type) {
@@ -726,7 +726,7 @@ func rleBits(r *enc21pb.Rle) (int, error) {
 // decodeLevels decodes one block of rep or def levels holding count u16
 // levels. With wrapped (2.2 large chunks), count is only known modulo 2^16
 // (the chunk header keeps a u16), so the real count is the one the block
-// itself implies that is congruent to it (spec §8.4).
+// itself implies that is congruent to it (docs/spec/lance-format.md §8.4).
 func decodeLevels(enc *enc21pb.CompressiveEncoding, buf []byte, count int, wrapped bool) ([]uint16, error) {
 	switch e := enc.GetCompression().(type) {
 	case *enc21pb.CompressiveEncoding_General:

@@ -9,7 +9,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Constant and all-null pages (spec §8.6, §10). PageLayout field 2 is
+// Constant and all-null pages (docs/spec/lance-format.md §8.6, §10). PageLayout field 2 is
 // AllNullLayout in 2.1 and ConstantLayout in 2.2 (wire compatible: layers
 // keep number 5). What a page means follows from inline_value and the
 // number of page buffers together:

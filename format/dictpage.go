@@ -10,7 +10,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Dictionary pages (spec §8.4, §9.8): a mini-block page whose chunks hold
+// Dictionary pages (docs/spec/lance-format.md §8.4, §9.8): a mini-block page whose chunks hold
 // 0-based indices into a dictionary stored in page buffer 2 as one block
 // (Variable, Flat{w}, or General around either). Indices are as wide as the
 // value encoding says (Lance 12 writes 32-bit indices for every dictionary

@@ -17,7 +17,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Dictionary pages (spec §8.3 steps 5–6, §8.4, §9.8): mini-block pages
+// Dictionary pages (docs/spec/lance-format.md §8.3 steps 5–6, §8.4, §9.8): mini-block pages
 // whose chunks hold 32-bit indices into a dictionary stored as one block in
 // page buffer 2. The writer builds the page's dictionary from the values it
 // holds (first seen first; null slots get index 0), both for Arrow

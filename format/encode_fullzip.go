@@ -11,7 +11,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Full-zip pages (spec §8.5): each item's control word (rep, def) zipped in
+// Full-zip pages (docs/spec/lance-format.md §8.5): each item's control word (rep, def) zipped in
 // front of its value, and a row index of where every row starts.
 
 // zipEncoder stores a page's visible values one by one.
@@ -126,7 +126,7 @@ func (e *varZip) appendValue(dst []byte, v int) ([]byte, error) {
 const perValueZstdMin = 32 << 10
 
 // newVarZip chooses how a full-zip page stores variable-width values
-// (spec §9.11): zstd per value for huge values (or when general
+// (docs/spec/lance-format.md §9.11): zstd per value for huge values (or when general
 // compression is asked for), FSST for strings when it pays, else plain.
 func newVarZip(pg *writePage, vals *varVals, maxLen int) *varZip {
 	e := &varZip{vals: vals, large: vals.large}

@@ -5,7 +5,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Repetition and definition level blocks (spec §8.4, §9.11, §10): one
+// Repetition and definition level blocks (docs/spec/lance-format.md §8.4, §9.11, §10): one
 // encoding per page, chosen from the statistics of all the page's levels,
 // applied to each chunk's levels on its own.
 

@@ -15,7 +15,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Mini-block pages (spec §8.4): values compressed in small chunks, each
+// Mini-block pages (docs/spec/lance-format.md §8.4): values compressed in small chunks, each
 // chunk carrying the levels of its items.
 
 // miniEncoder compresses a page's values chunk by chunk.
@@ -362,7 +362,7 @@ func userCompression(pg *writePage) (scheme codec.CompressionScheme, level *int3
 }
 
 // newFixedMini chooses the mini-block encoding of fixed-width values
-// (spec §9.11): byte stream split under requested general compression,
+// (docs/spec/lance-format.md §9.11): byte stream split under requested general compression,
 // else RLE when runs are few, else bit-packing when it shrinks, else flat;
 // general compression around it when asked for.
 func newFixedMini(pg *writePage, vals *fixedVals) (miniEncoder, error) {

@@ -7,7 +7,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Full-zip layout (spec §8.5): for wide values, each item's rep/def
+// Full-zip layout (docs/spec/lance-format.md §8.5): for wide values, each item's rep/def
 // "control word" is zipped in front of its value.
 //
 // Page buffers: 0 the zipped items; 1 the row index, present when values are

@@ -12,7 +12,7 @@ import (
 // layouts), which turn bytes into a leafPage, and the structural assembly,
 // which turns the leafPages of a field's leaves into nested Arrow arrays.
 //
-// Terms (see the spec, §8.2): an item is one rep/def entry; an item is
+// Terms (see docs/spec/lance-format.md §8.2): an item is one rep/def entry; an item is
 // visible when its def level is at most maxVisibleDef (the sum of the level
 // counts of the layers inside the innermost list); every visible item has a
 // value slot, invisible items (null or empty lists, lists under a null

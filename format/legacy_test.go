@@ -747,18 +747,6 @@ func TestLegacyUnsupported(t *testing.T) {
 	}
 }
 
-// countingStore counts the ranged reads made through it.
-type countingStore struct {
-	blob.Store
-	reads, bytes int
-}
-
-func (c *countingStore) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	c.reads++
-	c.bytes += int(n)
-	return c.Store.ReadRange(ctx, key, off, n)
-}
-
 // TestLegacyReadRequests pins how many requests reads take: a file's pages
 // are read in rounds (values, then what positions and offsets point at), and
 // a round takes its bytes from earlier rounds' requests when it can.
@@ -773,14 +761,14 @@ func TestLegacyReadRequests(t *testing.T) {
 			if err := mem.Write(ctx, "f.lance", data); err != nil {
 				t.Fatal(err)
 			}
-			store := &countingStore{Store: mem}
+			store := blob.NewCountingStore(mem)
 			r, err := Open(ctx, store, "f.lance", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// The tail holds the metadata, schema, page table and dictionary.
-			if store.reads != 1 {
-				t.Errorf("Open made %d requests, want 1", store.reads)
+			if reads := store.Snapshot().ReadRange.Requests; reads != 1 {
+				t.Errorf("Open made %d requests, want 1", reads)
 			}
 			cases := []struct {
 				columns   []string
@@ -802,15 +790,16 @@ func TestLegacyReadRequests(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				store.reads, store.bytes = 0, 0
+				store.Reset()
 				arrs, err := r.ReadRange(ctx, r.FileProjection(proj.Fields), c.start, c.end)
 				if err != nil {
 					t.Fatal(err)
 				}
 				releaseAll(arrs)
-				if store.reads != c.wantReads || store.bytes > c.maxBytes {
+				got := store.Snapshot().ReadRange
+				if got.Requests != int64(c.wantReads) || got.Bytes > int64(c.maxBytes) {
 					t.Errorf("%v rows [%d, %d): %d requests for %d bytes, want %d for at most %d",
-						c.columns, c.start, c.end, store.reads, store.bytes, c.wantReads, c.maxBytes)
+						c.columns, c.start, c.end, got.Requests, got.Bytes, c.wantReads, c.maxBytes)
 				}
 			}
 		})

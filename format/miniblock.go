@@ -9,7 +9,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Mini-block layout (spec §8.4, §10).
+// Mini-block layout (docs/spec/lance-format.md §8.4, §10).
 //
 // Page buffers:
 //

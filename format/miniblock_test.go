@@ -39,7 +39,7 @@ type testMiniBlock struct {
 	large       bool
 }
 
-// build writes the page the way Lance lays it out (spec §8.4): Flat{32}
+// build writes the page the way Lance lays it out (docs/spec/lance-format.md §8.4): Flat{32}
 // values, Flat{16} levels, invisible items after a chunk's last value in
 // the next chunk, and a repetition index when there are rep levels.
 func (m testMiniBlock) build(t testing.TB) (*enc21pb.MiniBlockLayout, [][]byte) {
@@ -398,7 +398,7 @@ func TestParseChunkMetadata(t *testing.T) {
 		want    []miniChunk
 		corrupt bool
 	}{
-		// 0x0a10: (0xa1+1)·8 = 1296 bytes, last chunk (Lance 8 example, spec §8.4).
+		// 0x0a10: (0xa1+1)·8 = 1296 bytes, last chunk (Lance 8 example, docs/spec/lance-format.md §8.4).
 		{"spec example", words(0x0a10), 1296, 300, []miniChunk{{0, 1296, 300}}, false},
 		{"two chunks", words(0x001a, 0x0010), 32, 1500, []miniChunk{{0, 16, 1024}, {16, 16, 476}}, false},
 		{"last chunk log matches", words(0x001a, 0x0018), 32, 1280, []miniChunk{{0, 16, 1024}, {16, 16, 256}}, false},

@@ -15,7 +15,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Page decoding for file versions 2.1 and later (spec §8–§11).
+// Page decoding for file versions 2.1 and later (docs/spec/lance-format.md §8–§11).
 //
 // A 2.1+ page holds whole top-level rows of one leaf column. Its encoding is
 // an Any(lance.encodings21.PageLayout) naming one of the structural layouts:

@@ -8,7 +8,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// Repetition and definition levels (spec §8.2).
+// Repetition and definition levels (docs/spec/lance-format.md §8.2).
 //
 // A 2.1+ leaf column records, per item, a repetition level and a definition
 // level that together encode every struct validity, list offset and list

@@ -57,7 +57,7 @@ func (s *refShape) gen(rng *rand.Rand, k int) *refNode {
 }
 
 // encode appends the entries of node n of layer k, the first with rep
-// level rep, following spec §8.2 top-down: a null or empty value at any
+// level rep, following docs/spec/lance-format.md §8.2 top-down: a null or empty value at any
 // layer is one entry at the level of that layer.
 func (s *refShape) encode(n *refNode, k int, rep uint16, reps, defs []uint16) ([]uint16, []uint16) {
 	li := &s.lay.info[k]

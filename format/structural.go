@@ -16,7 +16,7 @@ import (
 	"github.com/lancerdb/lancer/format/schema"
 )
 
-// Structural assembly: reading fields of 2.1+ files (spec §6.3, §8.2).
+// Structural assembly: reading fields of 2.1+ files (docs/spec/lance-format.md §6.3, §8.2).
 //
 // Only leaves have columns (a fixed-size list, a blob and a packed struct
 // count as leaves). Each leaf's pages carry, besides its values, the

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -190,18 +189,6 @@ func TestStructuralTake(t *testing.T) {
 	}
 }
 
-// byteCountingStore counts the bytes read through it.
-type byteCountingStore struct {
-	blob.Store
-	bytes atomic.Int64
-}
-
-func (s *byteCountingStore) ReadRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	b, err := s.Store.ReadRange(ctx, key, offset, length)
-	s.bytes.Add(int64(len(b)))
-	return b, err
-}
-
 // TestStructuralRangeReadsFewBytes reads a few rows from the second page of
 // a two-page list column and checks that only a small part of the file is
 // read.
@@ -211,7 +198,7 @@ func TestStructuralRangeReadsFewBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &byteCountingStore{Store: local}
+	st := blob.NewCountingStore(local)
 	r, err := Open(context.Background(), st, f.name, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -227,13 +214,13 @@ func TestStructuralRangeReadsFewBytes(t *testing.T) {
 		t.Fatalf("lstlst is not a multi-page column")
 	}
 	firstPage := r.columns[c].GetPages()[0].GetLength()
-	opened := st.bytes.Load()
+	opened := st.Snapshot().ReadRange.Bytes
 	arrs, err := r.ReadRange(context.Background(), col, firstPage+100, firstPage+105)
 	if err != nil {
 		t.Fatal(err)
 	}
 	releaseAll(arrs)
-	read := st.bytes.Load() - opened
+	read := st.Snapshot().ReadRange.Bytes - opened
 	var pageBytes uint64
 	for _, s := range r.columns[c].GetPages()[1].GetBufferSizes() {
 		pageBytes += s

@@ -17,7 +17,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 )
 
-// Reading files of version 2.0 (footer version 0.3; spec §6.3, §7).
+// Reading files of version 2.0 (footer version 0.3; docs/spec/lance-format.md §6.3, §7).
 //
 // Every schema field has its own column, numbered in pre-order. A column is
 // a sequence of pages, each holding Page.length values of that column, and

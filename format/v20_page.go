@@ -19,7 +19,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 )
 
-// Decoding one page of a 2.0 file (spec §7): the page's encoding is a tree
+// Decoding one page of a 2.0 file (docs/spec/lance-format.md §7): the page's encoding is a tree
 // of lance.encodings.ArrayEncoding messages whose leaves name the page's
 // buffers. The tree is decoded into a v20Page of the field's Arrow type.
 //
@@ -284,7 +284,7 @@ func (d *v20PageDecoder) fixed(enc *encpb.ArrayEncoding, n, bits int) ([]byte, e
 }
 
 // flat decodes a Flat buffer of n values, decompressing it whole if the
-// writer compressed it (spec §9.9 framing).
+// writer compressed it (docs/spec/lance-format.md §9.9 framing).
 func (d *v20PageDecoder) flat(f *encpb.Flat, n, bits int) ([]byte, error) {
 	if int(min(f.GetBitsPerValue(), math.MaxInt32)) != bits {
 		return nil, v20Corruptf("flat values of %d bits where %d-bit values were expected", f.GetBitsPerValue(), bits)

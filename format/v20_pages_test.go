@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -170,42 +169,34 @@ func TestV20MultiPage(t *testing.T) {
 	}
 }
 
-// v20CountingStore records the ranges read from a store.
-type v20CountingStore struct {
-	blob.Store
-	mu    sync.Mutex
-	reads []v20Span
-}
-
-func (s *v20CountingStore) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	s.mu.Lock()
-	s.reads = append(s.reads, v20Span{off, off + n})
-	s.mu.Unlock()
-	return s.Store.ReadRange(ctx, key, off, n)
-}
-
-func (s *v20CountingStore) take() []v20Span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	reads := s.reads
-	s.reads = nil
+// v20Reads returns the byte ranges store was asked to read since the last
+// call, and forgets them.
+func v20Reads(store *blob.CountingStore) []v20Span {
+	var reads []v20Span
+	for _, r := range store.Log() {
+		if r.Op == blob.OpReadRange {
+			reads = append(reads, v20Span{r.Offset, r.Offset + r.Length})
+		}
+	}
+	store.Reset()
 	return reads
 }
 
 // v20OpenCounting opens data through a counting store, forgetting the reads
 // of Open itself.
-func v20OpenCounting(t testing.TB, data []byte) (*Reader, *v20CountingStore) {
+func v20OpenCounting(t testing.TB, data []byte) (*Reader, *blob.CountingStore) {
 	t.Helper()
 	mem := blob.NewMemStore("v20count")
 	if err := mem.Write(context.Background(), "data/f.lance", data); err != nil {
 		t.Fatal(err)
 	}
-	store := &v20CountingStore{Store: mem}
+	store := blob.NewCountingStore(mem)
+	store.StartLog()
 	r, err := Open(context.Background(), store, "data/f.lance", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.take()
+	store.Reset()
 	return r, store
 }
 
@@ -262,7 +253,7 @@ func TestV20ReadsOnlyNeededPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		releaseAll(arrs)
-		reads := store.take()
+		reads := v20Reads(store)
 		needed := v20NeededPages(sch, src, a, b)
 		for key := range needed {
 			span := spans[key[0]][key[1]]
@@ -309,7 +300,7 @@ func TestV20ScanReadsEachPageOnce(t *testing.T) {
 			releaseAll(arrs)
 		}
 		cur.Close()
-		reads := store.take()
+		reads := v20Reads(store)
 		for c, pages := range spans {
 			for p, span := range pages {
 				if span.start == span.end {

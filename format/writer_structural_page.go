@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -145,13 +146,13 @@ func (pg *writePage) levels(i int) (rep, def uint16) {
 
 // encodePage encodes pieces (whole rows of one leaf) as one page starting
 // at row firstRow and returns its row count.
-func (fw *structuralFieldWriter) encodePage(spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {
+func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {
 	v22 := !fw.w.version.Less(Version2_2)
 	pg := newWritePage(spec, v22, pieces)
 	if pg.rows == 0 {
 		return 0, nil
 	}
-	bufs, layout, err := fw.layoutPage(pg)
+	bufs, layout, err := fw.layoutPage(ctx, pg)
 	if err != nil {
 		return 0, err
 	}
@@ -162,8 +163,8 @@ func (fw *structuralFieldWriter) encodePage(spec *leafSpec, pieces []*leafPiece,
 }
 
 // layoutPage picks the page's layout the way Lance's default writer does
-// (spec §8.3) and encodes it.
-func (fw *structuralFieldWriter) layoutPage(pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
+// (docs/spec/lance-format.md §8.3) and encodes it.
+func (fw *structuralFieldWriter) layoutPage(ctx context.Context, pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
 	spec := pg.spec
 	switch {
 	case spec.kind == kindEmptyStruct:
@@ -179,7 +180,7 @@ func (fw *structuralFieldWriter) layoutPage(pg *writePage) ([][]byte, *enc21pb.P
 	}
 	switch spec.kind {
 	case kindBlobV2:
-		return fw.encodeBlobV2(pg)
+		return fw.encodeBlobV2(ctx, pg)
 	case kindPacked:
 		st := spec.dt.(*arrow.StructType)
 		vals, err := gatherPackedPage(st, pg.pieces, pg.nulls)
@@ -243,7 +244,7 @@ func (pg *writePage) compression() string {
 
 // fullZipSafe reports whether Lance's full-zip reader reads the page's
 // levels right: it counts as visible the def levels of every item layer,
-// also those outside the innermost list (spec §8.5 note).
+// also those outside the innermost list (docs/spec/lance-format.md §8.5 note).
 func (pg *writePage) fullZipSafe() bool {
 	var items uint16
 	for _, l := range pg.layers {
@@ -294,7 +295,7 @@ func complexAllNull(pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
 	return bufs, &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{ConstantLayout: l}}, nil
 }
 
-// constValuePage is a 2.2 page whose valid values are all one value (spec
+// constValuePage is a 2.2 page whose valid values are all one value (docs/spec/lance-format.md
 // §10): inline for fixed-width values up to 32 bytes, else one scalar value
 // buffer; levels, if any, follow as raw u16 buffers.
 func constValuePage(pg *writePage, inline []byte, scalar [][]byte) ([][]byte, *enc21pb.PageLayout, error) {

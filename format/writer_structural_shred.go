@@ -11,7 +11,7 @@ import (
 	"github.com/lancerdb/lancer/format/schema"
 )
 
-// Shredding: Arrow arrays → per-leaf items (spec §8.2, in reverse).
+// Shredding: Arrow arrays → per-leaf items (docs/spec/lance-format.md §8.2, in reverse).
 //
 // The walk goes top-down through a field's arrays carrying a stream of
 // entries, one per item seen so far: the slot of the current array the

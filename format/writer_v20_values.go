@@ -18,7 +18,7 @@ import (
 
 // Page builders of 2.0 leaf columns. A builder collects the values of one
 // page from slices of Arrow arrays and encodes them into the ArrayEncoding
-// tree and buffers Lance's default 2.0 writer produces (spec §7.2); buffer
+// tree and buffers Lance's default 2.0 writer produces (docs/spec/lance-format.md §7.2); buffer
 // indices follow the tree depth-first (validity before values, offsets
 // before bytes, indices before items).
 

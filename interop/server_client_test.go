@@ -141,7 +141,7 @@ func runClientScenario(t *testing.T, ref lancereftest.Ref, opts server.Options, 
 
 	cmd := ref.Command("lancedb-client.mjs")
 	// More than one compute thread lets the client split a large add() into
-	// a multipart write (spec §7.10); on a small machine it would not.
+	// a multipart write (docs/spec/lancedb-remote-protocol.md §7.10); on a small machine it would not.
 	cmd.Env = append(cmd.Env, "LANCER_URL=http://"+ln.Addr().String(), "LANCER_API_KEY="+key, "LANCE_CPU_THREADS=4")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -163,7 +163,7 @@
 //     count_rows responses carry x-lancedb-version, the version read.
 //   - Errors are JSON {"error": message, "code": code}, with no stack trace
 //     and no path or URI of the data location itself. Statuses follow what the client
-//     maps (spec §9): a missing table is a 404 (TableNotFound); a missing
+//     maps (docs/spec/lancedb-remote-protocol.md §9): a missing table is a 404 (TableNotFound); a missing
 //     column, a malformed filter or body, an unsupported feature and an
 //     existing table, tag or index name are 400s ("already exists" in the
 //     message, which create relies on; 409 would make the client retry);
@@ -226,7 +226,7 @@
 //
 // With phalanx-version 0.4.0 the client sends an add() it estimates at more
 // than one write partition (over a million rows or 2 GiB, with more than
-// one compute thread) as a multipart write (spec §7.10): create returns an
+// one compute thread) as a multipart write (docs/spec/lancedb-remote-protocol.md §7.10): create returns an
 // upload id; each part is an insert carrying upload_id and upload_part_id,
 // checked as a complete Arrow stream and staged as it came, as the object
 // .lancer-uploads/<server>/<upload>/<part> of the data location (a file on

@@ -35,7 +35,7 @@ var clientIndexTypes = map[string]string{
 	dataset.IndexHNSW:      "IVF_HNSW_SQ",
 }
 
-// createIndex answers create_index/ (spec §7.5) by building one of
+// createIndex answers create_index/ (docs/spec/lancedb-remote-protocol.md §7.5) by building one of
 // lancer's vector indices, synchronously. Like the client's default it
 // replaces an index of the same name.
 func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {

@@ -57,7 +57,7 @@ func clientStagingShare(maxBytes int64) int64 { return maxBytes - maxBytes/4 }
 // for a table.
 const stagingDirName = ".lancer-uploads"
 
-// uploadStore is the staging area of multipart writes (spec §7.10). A
+// uploadStore is the staging area of multipart writes (docs/spec/lancedb-remote-protocol.md §7.10). A
 // part is the Arrow IPC stream body the client sent, stored as it came (so
 // LZ4 buffers stay compressed) as an object of the data location's store,
 // .lancer-uploads/<server>/<upload>/<part>.arrows, named after its

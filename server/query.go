@@ -18,7 +18,7 @@ import (
 	"github.com/lancerdb/lancer/format/schema"
 )
 
-// queryBody is the body of query/ (spec §6.4). Numbers are json.Number,
+// queryBody is the body of query/ (docs/spec/lancedb-remote-protocol.md §6.4). Numbers are json.Number,
 // since k is i64 max when there is no limit.
 type queryBody struct {
 	versionBody

@@ -67,7 +67,7 @@ func fieldJSON(f arrow.Field) (jsonField, error) {
 
 var timeUnitNames = [...]string{arrow.Second: "s", arrow.Millisecond: "ms", arrow.Microsecond: "us", arrow.Nanosecond: "ns"}
 
-// typeJSON names an Arrow type as Lance's JSON schema does (spec §6.6).
+// typeJSON names an Arrow type as Lance's JSON schema does (docs/spec/lancedb-remote-protocol.md §6.6).
 func typeJSON(dt arrow.DataType) (jsonType, error) {
 	simple := map[arrow.Type]string{
 		arrow.NULL: "null", arrow.BOOL: "bool",

@@ -20,7 +20,7 @@ import (
 )
 
 // PhalanxVersion is the server version sent in the phalanx-version header
-// of every response. The client picks request shapes by it (spec §4):
+// of every response. The client picks request shapes by it (docs/spec/lancedb-remote-protocol.md §4):
 // 0.2.0 makes it send a batch vector query as one request (answered with
 // a query_index column); 0.3.0 makes it send full-text queries as
 // structured trees, which lancer refuses with a 400 naming the query

@@ -13,7 +13,7 @@ import (
 )
 
 // The HNSW benchmarks run on the lance-baseline workload
-// (/work/shared/bench/lance-baseline.md): 128-d vectors around 256 gaussian
+// (internal/baselinetest draws it): 128-d vectors around 256 gaussian
 // centres plus noise, mulberry32 seed 12345, 100 queries drawn the same
 // way. LANCER_HNSW_BENCH_N sets the row count; the default 20000 keeps
 // `go test -bench HNSW` short, and 200000 is the baseline's table:

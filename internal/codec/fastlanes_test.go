@@ -10,7 +10,7 @@ import (
 	"github.com/lancerdb/lancer"
 )
 
-// referencePack is the spec's §9.4 pseudo-code transcribed literally, one bit
+// referencePack is the §9.4 pseudo-code of docs/spec/lance-format.md transcribed literally, one bit
 // position at a time, so that the fast Pack/Unpack are checked against an
 // independent statement of the layout rather than against themselves.
 func referencePack(t, width int, values []uint64) []uint64 {

@@ -14,7 +14,7 @@ import (
 )
 
 // handTable builds a serialized table with the given symbols, in the layout
-// of §9.7, independently of FSSTTable.Bytes.
+// of docs/spec/lance-format.md §9.7, independently of FSSTTable.Bytes.
 func handTable(compressed bool, symbols ...string) []byte {
 	b := make([]byte, FSSTTableSize)
 	header := uint64(0x46535354)<<32 | uint64(len(symbols))

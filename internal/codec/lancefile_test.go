@@ -255,7 +255,7 @@ type miniBlockChunk struct {
 	buffers   [][]byte
 }
 
-// chunks splits a mini-block page into chunks following §8.4 / §10.
+// chunks splits a mini-block page into chunks following docs/spec/lance-format.md §8.4 / §10.
 func (p lancePage) chunks(t testing.TB) []miniBlockChunk {
 	t.Helper()
 	mb := p.miniBlock

@@ -28,7 +28,7 @@ func TestRLEGolden(t *testing.T) {
 	if want := []byte{255, 255, 255, 235, 255, 45}; !bytes.Equal(lengths, want) {
 		t.Fatalf("split lengths %v", lengths)
 	}
-	// Block form (§10): u64 byte length of the values, values, lengths.
+	// Block form (docs/spec/lance-format.md §10): u64 byte length of the values, values, lengths.
 	block := EncodeRLEBlock(nil, []uint16{7, 7, 9})
 	want := []byte{4, 0, 0, 0, 0, 0, 0, 0, 7, 0, 9, 0, 2, 1}
 	if !bytes.Equal(block, want) {

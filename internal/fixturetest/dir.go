@@ -80,7 +80,7 @@ func findDirFrom(wd string) (string, error) {
 		d = parent
 	}
 	return "", errors.New("no Lance fixtures found: no folder shared/fixtures/" + filepath.ToSlash(manifestRel) +
-		" next to " + wd + " or any of its parents; set " + EnvDir + " to the fixtures root (the folder holding lance/MANIFEST.json, e.g. /work/shared/fixtures)")
+		" next to " + wd + " or any of its parents; set " + EnvDir + " to the fixtures root (the folder holding lance/MANIFEST.json)")
 }
 
 func isFile(path string) bool {

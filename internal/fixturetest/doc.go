@@ -7,9 +7,9 @@
 //
 // Dir returns the fixtures root, the folder holding lance/MANIFEST.json and
 // encodings/: $LANCER_FIXTURES if set, otherwise the first
-// <ancestor>/shared/fixtures found walking up from the working directory (the
-// repository is /work/main and the fixtures /work/shared/fixtures, so this
-// works from every package directory). A missing fixture is a failure
+// <ancestor>/shared/fixtures found walking up from the working directory
+// (so fixtures kept in a shared/ folder beside the checkout are found from
+// every package directory). A missing fixture is a failure
 // (t.Fatal), never a skip: a test that silently does not run proves nothing.
 //
 // # What Lance reported

@@ -27,7 +27,7 @@ import (
 )
 
 // The tests in this file decode bytes written by real Lance (12.0.0, see
-// /work/shared/fixtures/README.md) and require that no unknown field is left
+// the fixtures' README.md) and require that no unknown field is left
 // anywhere in the decoded message trees: an unknown field would mean a wrong
 // field number or a missing field in our .proto files.
 

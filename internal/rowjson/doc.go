@@ -1,6 +1,6 @@
 // Package rowjson prints Arrow rows as JSON, in exactly the row encoding of
-// the Lance compatibility fixtures (/work/shared/fixtures, defined in the
-// header of gen.mjs). It is what `lancer scan --format jsonl` prints, and
+// the Lance compatibility fixtures ($LANCER_FIXTURES, defined in the
+// header of their gen.mjs). It is what `lancer scan --format jsonl` prints, and
 // what fixture tests feed to fixturetest.CompareRows, so a row that lancer
 // reads can be compared with the row real Lance reported for it.
 //

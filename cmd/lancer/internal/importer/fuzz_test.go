@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/jsonvalue"
 )
 
@@ -88,10 +89,12 @@ func jsonSeeds(t testing.TB) [][]byte {
 		[]byte(`{"a":` + strings.Repeat(`{"a":`, 64) + "1" + strings.Repeat("}", 64) + "}"),
 		[]byte(`{"x": "` + strings.Repeat("long ", 20000) + `"}`),
 	}
-	if b, err := os.ReadFile(filepath.Join("..", "..", "cmd", "lancer", "testdata", "people.jsonl")); err == nil {
-		seeds = append(seeds, b)
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "people.jsonl")) // cmd/lancer/testdata
+	if err != nil {
+		t.Fatal(err)
 	}
-	paths, _ := filepath.Glob(filepath.Join(fixturesDir(), "lance", "*.expected.json"))
+	seeds = append(seeds, b)
+	paths, _ := filepath.Glob(filepath.Join(fixturetest.Dir(t), "lance", "*.expected.json"))
 	for _, path := range paths {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -118,20 +121,6 @@ func jsonSeeds(t testing.TB) [][]byte {
 		}
 	}
 	return seeds
-}
-
-// fixturesDir is where the Lance fixtures are (see internal/fixturetest);
-// seeds from them are skipped when they are absent.
-func fixturesDir() string {
-	if d := os.Getenv("LANCER_FIXTURES"); d != "" {
-		return d
-	}
-	for _, d := range []string{filepath.Join("..", "..", "testdata"), "/work/shared/fixtures"} {
-		if _, err := os.Stat(filepath.Join(d, "lance", "MANIFEST.json")); err == nil {
-			return d
-		}
-	}
-	return ""
 }
 
 // FuzzParseJSON checks the hand-written JSON parser against encoding/json:
@@ -272,9 +261,11 @@ func FuzzCSV(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	if b, err := os.ReadFile(filepath.Join("..", "..", "cmd", "lancer", "testdata", "people.csv")); err == nil {
-		f.Add(b)
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "people.csv")) // cmd/lancer/testdata
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		readFuzz(t, data, Options{Name: "fuzz.csv"})
 		readFuzz(t, data, Options{Name: "fuzz.csv", Schema: historySchema})
