@@ -293,13 +293,12 @@ func lancerScan(ctx context.Context, path string) (Timing, int64, error) {
 	if err != nil {
 		return Timing{}, 0, err
 	}
-	s, err := d.Scan(ctx, nil)
+	s, err := d.Scan(nil)
 	if err != nil {
 		return Timing{}, 0, err
 	}
-	defer s.Release()
 	var n int64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			return Timing{}, 0, fmt.Errorf("bench: lancer scan %s: %w", path, err)
 		}
@@ -315,13 +314,12 @@ func scanAll(ctx context.Context, path string) (*arrow.Schema, []arrow.RecordBat
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := d.Scan(ctx, nil)
+	s, err := d.Scan(nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer s.Release()
 	var recs []arrow.RecordBatch
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			releaseAll(recs)
 			return nil, nil, err

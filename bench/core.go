@@ -322,13 +322,12 @@ func (c *coreRun) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error
 
 // lancerScanRows scans d with opts and returns the rows it read.
 func lancerScanRows(ctx context.Context, d *dataset.Dataset, opts *dataset.ScanOptions) (int64, error) {
-	s, err := d.Scan(ctx, opts)
+	s, err := d.Scan(opts)
 	if err != nil {
 		return 0, err
 	}
-	defer s.Release()
 	var n int64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			return 0, err
 		}

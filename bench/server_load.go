@@ -340,20 +340,19 @@ func checkLoadIDs(ctx context.Context, store blob.Store, o ServerLoadOptions, r 
 		return fmt.Errorf("bench: opening the table after the run: %w", err)
 	}
 	rep.Versions = ds.Manifest().Version
-	sc, err := ds.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id"}})
+	sc, err := ds.Scan(&dataset.ScanOptions{Columns: []string{"id"}})
 	if err != nil {
 		return err
 	}
-	defer sc.Release()
 	seen := map[int64]int{}
-	for sc.Next() {
-		col := sc.RecordBatch().Column(0).(*array.Int64)
+	for rec, err := range sc.Batches(ctx) {
+		if err != nil {
+			return err
+		}
+		col := rec.Column(0).(*array.Int64)
 		for i := range col.Len() {
 			seen[col.Value(i)]++
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
 	}
 	total := 0
 	for _, n := range seen {

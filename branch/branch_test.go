@@ -22,17 +22,16 @@ import (
 
 func scanAll(t *testing.T, ds *dataset.Dataset, mem memory.Allocator) [][]byte {
 	t.Helper()
-	sc, err := ds.Scan(context.Background(), &dataset.ScanOptions{WithRowID: true, BatchSize: 7})
+	sc, err := ds.Scan(&dataset.ScanOptions{WithRowID: true, BatchSize: 7})
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
-	defer sc.Release()
 	var rows [][]byte
-	for sc.Next() {
-		rows = append(rows, fixturetest.EncodeRows(t, sc.RecordBatch())...)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("scan: %v", err)
+	for rec, err := range sc.Batches(context.Background()) {
+		if err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		rows = append(rows, fixturetest.EncodeRows(t, rec)...)
 	}
 	return rows
 }

@@ -137,11 +137,12 @@ func TestCleanupMainAloneBreaksBranch(t *testing.T) {
 	ds, err := branch.Open(ctx, root, branch.Ref{Branch: "exp"}, nil)
 	if err == nil {
 		var sc *dataset.Scanner
-		if sc, err = ds.Scan(ctx, nil); err == nil {
-			for range sc.All() {
+		if sc, err = ds.Scan(nil); err == nil {
+			for _, e := range sc.Batches(ctx) {
+				if e != nil {
+					err = e
+				}
 			}
-			err = sc.Err()
-			sc.Release()
 		}
 	}
 	if err == nil {

@@ -85,13 +85,12 @@ func newDataset(t *testing.T, n int64, size, perFile int) (string, blob.Store) {
 // ids returns the sorted ids of ds.
 func ids(t *testing.T, ds *dataset.Dataset) []int64 {
 	t.Helper()
-	sc, err := ds.Scan(context.Background(), &dataset.ScanOptions{Columns: []string{"id"}})
+	sc, err := ds.Scan(&dataset.ScanOptions{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sc.Release()
 	var out []int64
-	for rec, err := range sc.All() {
+	for rec, err := range sc.Batches(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,17 +330,23 @@ func TestFixtureBranchWrites(t *testing.T) {
 	}
 	mainBefore := mustCount(t, mustOpen(t, root, branch.Ref{}))
 	// Append the branch's first batch of rows again (the fixture's schema).
-	sc, err := exp.Scan(ctx, &dataset.ScanOptions{BatchSize: 10})
+	sc, err := exp.Scan(&dataset.ScanOptions{BatchSize: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sc.Next() {
-		t.Fatalf("no rows: %v", sc.Err())
+	var rec arrow.RecordBatch
+	for r, err := range sc.Batches(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec = r
+		rec.Retain()
+		break
 	}
-	rec := sc.RecordBatch()
-	rec.Retain()
+	if rec == nil {
+		t.Fatal("no rows")
+	}
 	added := int(rec.NumRows())
-	sc.Release()
 	rr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 	rec.Release()
 	if err != nil {

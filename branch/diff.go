@@ -11,8 +11,8 @@ import (
 // Diff streams the rows that differ between two states of the dataset
 // rooted at root (any versions, branches or tags of its family): deleted
 // rows as they were in a, inserted and updated rows as they are in b (see
-// dataset.Diff). The caller releases the reader.
-func Diff(ctx context.Context, root blob.Store, a, b Ref, opts *dataset.DiffOptions) (*dataset.DiffReader, error) {
+// dataset.Diff).
+func Diff(ctx context.Context, root blob.Store, a, b Ref, opts *dataset.DiffOptions) (*dataset.Changes, error) {
 	from, err := Open(ctx, root, a, nil)
 	if err != nil {
 		return nil, err

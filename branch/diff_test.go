@@ -13,12 +13,13 @@ import (
 )
 
 // changes reads a diff as "change id" strings, sorted.
-func changes(t *testing.T, r *dataset.DiffReader) []string {
+func changes(t *testing.T, r *dataset.Changes) []string {
 	t.Helper()
-	defer r.Release()
 	var out []string
-	for r.Next() {
-		rec := r.RecordBatch()
+	for rec, err := range r.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		if rec.Schema().Field(0).Name != dataset.ChangeColumn || rec.Schema().Field(1).Name != "_rowid" {
 			t.Fatalf("diff schema %v", rec.Schema())
 		}
@@ -27,9 +28,6 @@ func changes(t *testing.T, r *dataset.DiffReader) []string {
 		for i := range int(rec.NumRows()) {
 			out = append(out, fmt.Sprintf("%s %d", ch.Value(i), ids.Value(i)))
 		}
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
 	}
 	slices.Sort(out)
 	return out

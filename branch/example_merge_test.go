@@ -58,13 +58,14 @@ func ExampleMerge() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for diff.Next() {
-		rec := diff.RecordBatch()
+	for rec, err := range diff.Batches(ctx) {
+		if err != nil {
+			log.Fatal(err)
+		}
 		for i := range int(rec.NumRows()) {
 			fmt.Println("diff:", rec.Column(0).(*array.String).Value(i), rec.Column(2).(*array.Int64).Value(i), rec.Column(3).(*array.String).Value(i))
 		}
 	}
-	diff.Release()
 
 	res, err := branch.Merge(ctx, root, branch.Ref{Branch: "cleanup"}, nil)
 	if err != nil {

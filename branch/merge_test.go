@@ -64,14 +64,15 @@ func contents(t *testing.T, root blob.Store, ref branch.Ref) model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ds.Scan(context.Background(), &dataset.ScanOptions{Columns: []string{"id", "val"}})
+	s, err := ds.Scan(&dataset.ScanOptions{Columns: []string{"id", "val"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	out := model{}
-	for s.Next() {
-		rec := s.RecordBatch()
+	for rec, err := range s.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		ids := rec.Column(0).(*array.Int64)
 		vals := rec.Column(1).(*array.String)
 		for i := range int(rec.NumRows()) {
@@ -84,9 +85,6 @@ func contents(t *testing.T, root blob.Store, ref branch.Ref) model {
 			}
 			out[ids.Value(i)] = v
 		}
-	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -173,18 +173,17 @@ func newBlobDataset(t testing.TB, mem memory.Allocator, store blob.Store, c blob
 func checkBlobs(t testing.TB, d *Dataset, want map[int64]blobVal) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := d.Scan(ctx, &ScanOptions{Columns: []string{"id", "blob"}, WithRowID: true})
+	s, err := d.Scan(&ScanOptions{Columns: []string{"id", "blob"}, WithRowID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	type live struct {
 		rowID uint64
 		desc  format.BlobDescriptor
 		ok    bool
 	}
 	got := map[int64]live{}
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatalf("version %d: scan: %v", d.Version(), err)
 		}
@@ -368,13 +367,12 @@ func TestBlobRewriteChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	br.budget = 50_000 // below a dedicated blob: each one is a chunk of its own
-	s, err := d.Scan(ctx, &ScanOptions{WithRowAddress: true})
+	s, err := d.Scan(&ScanOptions{WithRowAddress: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	out := br.writeSchema(s.Schema())
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}

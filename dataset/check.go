@@ -565,7 +565,7 @@ func (c *checker) scanFragment(ctx context.Context, at site, d *Dataset, f *Frag
 		}
 		return nil // the metadata checks reported it
 	}
-	s, err := one.Scan(ctx, &ScanOptions{WithRowID: true})
+	s, err := one.Scan(&ScanOptions{WithRowID: true})
 	if err != nil {
 		if !isFinding(err) {
 			return err
@@ -573,9 +573,8 @@ func (c *checker) scanFragment(ctx context.Context, at site, d *Dataset, f *Frag
 		at.add("D5", "", nil, "scanning the fragment: %v", err)
 		return nil
 	}
-	defer s.Release()
 	var got uint64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			if !isFinding(err) {
 				return err

@@ -131,13 +131,12 @@ func mustOpenStore(t *testing.T, s blob.Store) *dataset.Dataset {
 
 func scanGoods(t *testing.T, d *dataset.Dataset) []int64 {
 	t.Helper()
-	s, err := d.Scan(context.Background(), &dataset.ScanOptions{Columns: []string{"id"}})
+	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	var out []int64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,13 +51,12 @@ func newS3Server(t *testing.T) string {
 
 func scanIDs(t *testing.T, d *dataset.Dataset) []int64 {
 	t.Helper()
-	sc, err := d.Scan(context.Background(), nil)
+	sc, err := d.Scan(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sc.Release()
 	var out []int64
-	for rec, err := range sc.All() {
+	for rec, err := range sc.Batches(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -290,19 +290,19 @@ func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptio
 	if err != nil {
 		return nil, err
 	}
-	sc, err := sub.Scan(ctx, &ScanOptions{WithRowAddress: br != nil})
+	sc, err := sub.Scan(&ScanOptions{WithRowAddress: br != nil})
 	if err != nil {
 		return nil, err
 	}
-	defer sc.Release()
-	var rows array.RecordReader = sc
+	rows := sc.Reader(ctx)
+	defer rows.Release()
 	var rowErr error
 	if br != nil {
 		// The scan gives blob descriptors: write the blobs' bytes instead.
 		scanned := sc.Schema()
 		out := br.writeSchema(scanned)
 		r := array.ReaderFromIter(out, func(yield func(arrow.RecordBatch, error) bool) {
-			for rec, err := range sc.All() {
+			for rec, err := range sc.Batches(ctx) {
 				if err != nil {
 					rowErr = err
 					yield(nil, err)

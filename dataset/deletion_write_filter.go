@@ -50,18 +50,17 @@ func (d *Dataset) deleteWhere(ctx context.Context, predicate string, expr *filte
 		return nil, err
 	}
 	columns, _, _ := d.namedColumns(expr.Columns())
-	s, err := d.Scan(ctx, &ScanOptions{Columns: columns, WithRowID: true, WithRowAddress: true})
+	s, err := d.Scan(&ScanOptions{Columns: columns, WithRowID: true, WithRowAddress: true})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: delete: %w", err)
 	}
-	defer s.Release()
 	bound, err := expr.Bind(s.Schema())
 	if err != nil {
 		return nil, fmt.Errorf("dataset: delete: %w", err)
 	}
 	addrCol := s.Schema().NumFields() - 1
 	rows := map[uint64]*roaring.Bitmap{}
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			return nil, err
 		}

@@ -3,8 +3,8 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -52,7 +52,7 @@ type DiffSummary struct {
 // the data file and offset they live at, so an update shows as a deletion
 // and an insertion, and a compaction as deletions and insertions of the
 // same values.
-func Diff(ctx context.Context, from, to *Dataset, opts *DiffOptions) (*DiffReader, error) {
+func Diff(ctx context.Context, from, to *Dataset, opts *DiffOptions) (*Changes, error) {
 	var o DiffOptions
 	if opts != nil {
 		o = *opts
@@ -75,8 +75,7 @@ func Diff(ctx context.Context, from, to *Dataset, opts *DiffOptions) (*DiffReade
 			}
 		}
 	}
-	r := &DiffReader{ctx: ctx, from: from, to: to, batch: o.BatchSize}
-	r.refs.Store(1)
+	r := &Changes{from: from, to: to, batch: o.BatchSize}
 	addr := func(side int, id uint64) uint64 {
 		if m.stable {
 			return id
@@ -137,66 +136,55 @@ func diffSchema(take *arrow.Schema) *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
-// DiffReader streams a diff's rows: deletions, then updates, then
-// insertions, each by ascending row id. It implements array.RecordReader;
-// release it when done.
-type DiffReader struct {
-	ctx                       context.Context
+// Changes is a computed diff: which rows were deleted, updated and
+// inserted, and the columns reported. Summary and Schema are known at
+// once; Batches reads the rows.
+type Changes struct {
 	from, to                  *Dataset
 	columns                   []string
 	schema                    *arrow.Schema
 	batch                     int
 	deletes, updates, inserts []uint64
-	phase, pos                int
-	cur                       arrow.RecordBatch
-	err                       error
-	refs                      atomic.Int64
 	summary                   DiffSummary
 }
 
 // Summary returns the counts of the diff, known before any batch is read.
-func (r *DiffReader) Summary() DiffSummary { return r.summary }
+func (r *Changes) Summary() DiffSummary { return r.summary }
 
 // Schema returns the schema of the batches.
-func (r *DiffReader) Schema() *arrow.Schema { return r.schema }
+func (r *Changes) Schema() *arrow.Schema { return r.schema }
 
-// Next reads the next batch; false at the end or on error (see Err).
-func (r *DiffReader) Next() bool {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-	if r.err != nil {
-		return false
-	}
-	for r.phase < 3 {
-		ids, d, change := r.deletes, r.from, ChangeDelete
-		switch r.phase {
-		case 1:
-			ids, d, change = r.updates, r.to, ChangeUpdate
-		case 2:
-			ids, d, change = r.inserts, r.to, ChangeInsert
+// Batches reads the diff's rows under ctx: deletions, then updates, then
+// insertions, each by ascending row id. Each batch is valid until the loop
+// body returns; Retain it to keep it. An error is yielded once, last. Every
+// range over the result reads the rows again.
+func (r *Changes) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for _, phase := range []struct {
+			ids    []uint64
+			d      *Dataset
+			change string
+		}{{r.deletes, r.from, ChangeDelete}, {r.updates, r.to, ChangeUpdate}, {r.inserts, r.to, ChangeInsert}} {
+			for pos := 0; pos < len(phase.ids); pos += r.batch {
+				chunk := phase.ids[pos:min(len(phase.ids), pos+r.batch)]
+				rec, err := phase.d.TakeRowIDs(ctx, chunk, &TakeOptions{Columns: r.columns, WithRowID: true})
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				out := r.withChange(rec, phase.change)
+				rec.Release()
+				more := yield(out, nil)
+				out.Release()
+				if !more {
+					return
+				}
+			}
 		}
-		if r.pos >= len(ids) {
-			r.phase, r.pos = r.phase+1, 0
-			continue
-		}
-		end := min(len(ids), r.pos+r.batch)
-		chunk := ids[r.pos:end]
-		r.pos = end
-		rec, err := d.TakeRowIDs(r.ctx, chunk, &TakeOptions{Columns: r.columns, WithRowID: true})
-		if err != nil {
-			r.err = err
-			return false
-		}
-		r.cur = r.withChange(rec, change)
-		rec.Release()
-		return true
 	}
-	return false
 }
 
-func (r *DiffReader) withChange(rec arrow.RecordBatch, change string) arrow.RecordBatch {
+func (r *Changes) withChange(rec arrow.RecordBatch, change string) arrow.RecordBatch {
 	b := array.NewStringBuilder(r.from.opts.Allocator)
 	defer b.Release()
 	for range rec.NumRows() {
@@ -210,24 +198,8 @@ func (r *DiffReader) withChange(rec arrow.RecordBatch, change string) arrow.Reco
 	return array.NewRecordBatch(r.schema, cols, rec.NumRows())
 }
 
-// RecordBatch returns the current batch, valid until the next call to Next.
-func (r *DiffReader) RecordBatch() arrow.RecordBatch { return r.cur }
-
-// Record is RecordBatch (array.RecordReader).
-func (r *DiffReader) Record() arrow.RecordBatch { return r.cur }
-
-// Err returns the error that stopped Next.
-func (r *DiffReader) Err() error { return r.err }
-
-// Retain adds a reference.
-func (r *DiffReader) Retain() { r.refs.Add(1) }
-
-// Release drops a reference; the last one frees the current batch.
-func (r *DiffReader) Release() {
-	if r.refs.Add(-1) == 0 && r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
+// Reader reads the diff's rows under ctx as an array.RecordReader, for
+// APIs that take one. Release it when done.
+func (r *Changes) Reader(ctx context.Context) array.RecordReader {
+	return readerOf(r.schema, r.Batches(ctx))
 }
-
-var _ array.RecordReader = (*DiffReader)(nil)

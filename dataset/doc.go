@@ -193,24 +193,24 @@
 //
 // A Dataset is immutable and safe for concurrent use; a write operation
 // returns a new Dataset at the version it committed. Writers in many
-// goroutines or processes may commit to one dataset at once. A Scanner is
-// not safe for concurrent use.
+// goroutines or processes may commit to one dataset at once. A Scanner is a
+// plan and safe for concurrent use: each Batches call runs a scan of its
+// own, confined to the goroutine ranging over it.
 //
 // # Lifetimes
 //
 // Arrays and batches come from OpenOptions.Allocator. A batch returned by
 // Take or TakeRowIDs belongs to the caller, who releases it. A batch a
-// Scanner yields belongs to the Scanner and is valid until the next call to
-// Next (or the next loop iteration of All); Retain it to keep it.
+// scan yields (Scanner.Batches) belongs to the scan and is valid until the
+// next loop iteration; Retain it to keep it.
 //
 // # Example
 //
 //	d, err := dataset.OpenURI(ctx, "/data/items.lance", nil)
 //	...
-//	s, err := d.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id", "vec"}, WithRowID: true})
+//	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id", "vec"}, WithRowID: true})
 //	...
-//	defer s.Release()
-//	for rec, err := range s.All() {
+//	for rec, err := range s.Batches(ctx) {
 //		...
 //	}
 package dataset

@@ -23,11 +23,10 @@ func TestFixturesEncodings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := d.Scan(context.Background(), &ScanOptions{WithRowID: true, BatchSize: 5000})
+			s, err := d.Scan(&ScanOptions{WithRowID: true, BatchSize: 5000})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Release()
 			want := func(i int) []byte { return fixturetest.FormulaRow(name, i) }
 			n, byFormula := fixturetest.FormulaRowCount(name)
 			if !byFormula {
@@ -36,7 +35,7 @@ func TestFixturesEncodings(t *testing.T) {
 			}
 			check := fixturetest.NewRowChecker(t, name, fixturetest.CompareOptions{})
 			row := 0
-			for rec, err := range s.All() {
+			for rec, err := range s.Batches(context.Background()) {
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -21,7 +21,7 @@ func ExampleDataset_Scan_filter() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := d.Scan(ctx, &dataset.ScanOptions{
+	s, err := d.Scan(&dataset.ScanOptions{
 		Columns: []string{"id"},
 		Filter:  "label2 LIKE 'row-1%' AND extra > 25",
 		Limit:   3,
@@ -29,8 +29,7 @@ func ExampleDataset_Scan_filter() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer s.Release()
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -97,12 +96,11 @@ func ExampleDataset_AddColumns() {
 		log.Fatal(err)
 	}
 
-	s, err := d.Scan(ctx, nil)
+	s, err := d.Scan(nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer s.Release()
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -27,12 +27,11 @@ func Example() {
 	}
 	fmt.Printf("version %d: %d rows in %d fragments\n", d.Version(), n, len(d.Manifest().Fragments))
 
-	s, err := d.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id", "label2"}, WithRowID: true, Limit: 3})
+	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id", "label2"}, WithRowID: true, Limit: 3})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer s.Release()
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -45,12 +45,11 @@ func goods(ids []int64, names []string, prices []float64) array.RecordReader {
 
 // printGoods prints the rows of a version.
 func printGoods(ctx context.Context, d *dataset.Dataset) {
-	s, err := d.Scan(ctx, nil)
+	s, err := d.Scan(nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer s.Release()
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -75,13 +75,12 @@ func readEverything(ctx context.Context, t testing.TB, store blob.Store, take []
 	if err != nil {
 		return nil, err
 	}
-	s, err := d.Scan(ctx, &ScanOptions{WithRowID: true, BatchSize: 4096})
+	s, err := d.Scan(&ScanOptions{WithRowID: true, BatchSize: 4096})
 	if err != nil {
 		return nil, err
 	}
-	defer s.Release()
 	var rows [][]byte
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			return nil, err
 		}
@@ -343,18 +342,17 @@ func TestRequestCounts(t *testing.T) {
 		c := blob.NewCountingStore(memFixture(t, fixturetest.EncodingDatasetPath(t, tc.name)))
 		d := openStore(t, c, 0, nil)
 		opened := c.Snapshot()
-		s, err := d.Scan(ctx, nil)
+		s, err := d.Scan(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
-		for rec, err := range s.All() {
+		for rec, err := range s.Batches(ctx) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			n += int(rec.NumRows())
 		}
-		s.Release()
 		scan := c.Snapshot().Sub(opened)
 		rng := rand.New(rand.NewPCG(1, 2))
 		offs := make([]uint64, 1000)

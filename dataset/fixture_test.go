@@ -35,13 +35,12 @@ func openFixture(t *testing.T, path string, version uint64) (*Dataset, *memory.C
 // scanRows scans d with opts and returns every row in the fixture encoding.
 func scanRows(t *testing.T, d *Dataset, opts *ScanOptions) ([][]byte, *arrow.Schema, error) {
 	t.Helper()
-	s, err := d.Scan(context.Background(), opts)
+	s, err := d.Scan(opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer s.Release()
 	var rows [][]byte
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(context.Background()) {
 		if err != nil {
 			return nil, s.Schema(), err
 		}
@@ -118,11 +117,10 @@ func checkMetadata(t *testing.T, fx fixturetest.Fixture, exp *fixturetest.Expect
 func checkSchema(t *testing.T, fx fixturetest.Fixture, exp *fixturetest.Expected) {
 	d, _ := openFixture(t, fx.DatasetPath, 0)
 	compareSchema(t, "schema", d.Schema().LogicalArrow(), exp.Schema)
-	s, err := d.Scan(context.Background(), &ScanOptions{WithRowID: true})
+	s, err := d.Scan(&ScanOptions{WithRowID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	compareSchema(t, "scan schema", s.Schema(), exp.ScanSchemaWithRowID)
 }
 
@@ -441,11 +439,10 @@ func TestScanBoundedMemory(t *testing.T) {
 	if len(d.Manifest().Fragments) != 2 {
 		t.Fatalf("%d fragments, want 2", len(d.Manifest().Fragments))
 	}
-	s, err := d.Scan(context.Background(), &ScanOptions{WithRowID: true, BatchSize: 8192})
+	s, err := d.Scan(&ScanOptions{WithRowID: true, BatchSize: 8192})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	check := fixturetest.NewRowChecker(t, name, fixturetest.CompareOptions{})
 	n, _ := fixturetest.FormulaRowCount(name)
 	// Not every decoder allocates through the Allocator (some wrap Go
@@ -453,7 +450,7 @@ func TestScanBoundedMemory(t *testing.T) {
 	baseline := liveHeap()
 	var heapPeak uint64
 	row, batches := 0, 0
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}

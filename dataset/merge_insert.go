@@ -328,7 +328,6 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec) (*Dataset, Merg
 	if err != nil {
 		return nil, stats, err
 	}
-	defer s.Release()
 	if !sameColumns(outSchema, m.src.Schema()) {
 		// A concurrent commit changed the schema since the source was read.
 		return nil, stats, fmt.Errorf("dataset: merge insert: the dataset's columns changed to %s: %w", outSchema, lancer.ErrConflict)
@@ -364,7 +363,7 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec) (*Dataset, Merg
 	matchedSrc := make([]bool, m.src.NumRows())
 	var updates []int64 // source rows replacing target rows, in write order
 	var buf []byte
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			return nil, stats, err
 		}

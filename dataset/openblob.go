@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -12,43 +11,31 @@ import (
 	"github.com/lancerdb/lancer/format/schema"
 )
 
-// blobReadAhead is how much a small Read fetches at once: a Read of fewer
-// bytes fetches this much (at most what is left of the value) and serves the
-// next Reads from it.
-const blobReadAhead = 64 << 10
-
-// blobMaxFetch bounds one fetch of a large Read or of WriteTo, so that a
-// Read into a huge buffer does not make one huge request.
+// blobMaxFetch bounds one fetch of ReadAt or WriteRange, so that a read
+// into a huge buffer does not make one huge request.
 const blobMaxFetch = 4 << 20
 
-// BlobReader reads one value of a blob column lazily: every Read fetches
-// from storage only the bytes it needs (plus a small read-ahead), so a
-// value of any size can be streamed or read in parts. It implements
-// io.ReadSeekCloser and io.WriterTo. It is not safe for concurrent use.
-//
-// A BlobReader uses the context OpenBlob was given for all its reads.
-type BlobReader struct {
-	ctx   context.Context
+// Blob is one value of a blob column, located but not read: ReadAt and
+// WriteRange fetch from storage only the bytes they are asked for, under
+// the context they are given, so a value of any size can be streamed or
+// read in parts. A Blob holds no open resources and is safe for concurrent
+// use.
+type Blob struct {
 	store blob.Store
 	key   string // the object holding the value
 	base  int64  // where the value starts in it
 	size  int64
-
-	pos    int64
-	buf    []byte // bytes of the value from bufOff
-	bufOff int64
-	closed bool
 }
 
-// OpenBlob returns a reader of the value of blob column column in the row
-// whose _rowid is rowID (the stable row id when the dataset has them, else
-// the row address; as TakeRowIDs takes them). Nothing of the value is read
-// until the reader is read. Legacy blobs and blob v2 values stored inline,
+// OpenBlob locates the value of blob column column in the row whose
+// _rowid is rowID (the stable row id when the dataset has them, else the
+// row address; as TakeRowIDs takes them). Nothing of the value is read
+// until the Blob is read. Legacy blobs and blob v2 values stored inline,
 // in a packed sidecar or in a dedicated sidecar are readable; an external
 // blob v2 value is ErrUnsupported. A null value, a missing row or column is
 // an error wrapping lancer.ErrNotFound; a column that is not a blob column
 // is lancer.ErrInvalidArgument.
-func (d *Dataset) OpenBlob(ctx context.Context, column string, rowID uint64) (*BlobReader, error) {
+func (d *Dataset) OpenBlob(ctx context.Context, column string, rowID uint64) (*Blob, error) {
 	f := d.manifest.Schema.Field(column)
 	switch {
 	case f == nil:
@@ -92,7 +79,7 @@ func (d *Dataset) OpenBlob(ctx context.Context, column string, rowID uint64) (*B
 		return nil, err
 	}
 	r := file.reader
-	br := &BlobReader{ctx: ctx, store: store}
+	br := &Blob{store: store}
 	switch desc.Kind {
 	case format.BlobInline:
 		if desc.Size > 0 && (desc.Position > uint64(r.Size()) || desc.Size > uint64(r.Size())-desc.Position) {
@@ -125,13 +112,11 @@ func (d *Dataset) OpenBlob(ctx context.Context, column string, rowID uint64) (*B
 }
 
 // Size returns the length of the value in bytes.
-func (b *BlobReader) Size() int64 { return b.size }
-
-var errBlobClosed = errors.New("dataset: blob reader is closed")
+func (b *Blob) Size() int64 { return b.size }
 
 // fetch reads n bytes of the value at off from storage.
-func (b *BlobReader) fetch(off, n int64) ([]byte, error) {
-	data, err := b.store.ReadRange(b.ctx, b.key, b.base+off, n)
+func (b *Blob) fetch(ctx context.Context, off, n int64) ([]byte, error) {
+	data, err := b.store.ReadRange(ctx, b.key, b.base+off, n)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: read blob %s: %w", b.key, err)
 	}
@@ -141,105 +126,64 @@ func (b *BlobReader) fetch(off, n int64) ([]byte, error) {
 	return data, nil
 }
 
-// Read reads up to len(p) bytes of the value at the current offset.
-func (b *BlobReader) Read(p []byte) (int, error) {
-	if b.closed {
-		return 0, errBlobClosed
+// checkRange rejects a negative offset or length.
+func (b *Blob) checkRange(off, n int64) error {
+	if off < 0 || n < 0 {
+		return fmt.Errorf("dataset: read blob %s: range at %d of %d bytes: %w", b.key, off, n, lancer.ErrInvalidArgument)
 	}
-	if b.pos >= b.size {
-		return 0, io.EOF
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if b.pos >= b.bufOff && b.pos < b.bufOff+int64(len(b.buf)) {
-		n := copy(p, b.buf[b.pos-b.bufOff:])
-		b.pos += int64(n)
-		return n, nil
-	}
-	left := b.size - b.pos
-	want := min(int64(len(p)), left)
-	if want >= blobReadAhead {
-		// A large read goes straight to p, no read-ahead.
-		want = min(want, blobMaxFetch)
-		data, err := b.fetch(b.pos, want)
-		if err != nil {
-			return 0, err
-		}
-		n := copy(p, data)
-		b.pos += int64(n)
-		return n, nil
-	}
-	data, err := b.fetch(b.pos, min(int64(blobReadAhead), left))
-	if err != nil {
-		return 0, err
-	}
-	b.buf, b.bufOff = data, b.pos
-	n := copy(p, data)
-	b.pos += int64(n)
-	return n, nil
+	return nil
 }
 
-// WriteTo writes the rest of the value to w, fetching it a few MiB at a
-// time; io.Copy uses it.
-func (b *BlobReader) WriteTo(w io.Writer) (int64, error) {
-	if b.closed {
-		return 0, errBlobClosed
+// ReadAt reads len(p) bytes of the value from offset off into p, as
+// io.ReaderAt does: fewer only at the end of the value, with io.EOF. It
+// fetches those bytes only, at most a few MiB per request.
+func (b *Blob) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := b.checkRange(off, 0); err != nil {
+		return 0, err
 	}
+	want := int64(len(p))
+	if off >= b.size {
+		want = 0
+	} else {
+		want = min(want, b.size-off)
+	}
+	done := int64(0)
+	for done < want {
+		data, err := b.fetch(ctx, off+done, min(want-done, blobMaxFetch))
+		if err != nil {
+			return int(done), err
+		}
+		done += int64(copy(p[done:], data))
+	}
+	if done < int64(len(p)) {
+		return int(done), io.EOF
+	}
+	return int(done), nil
+}
+
+// WriteRange writes n bytes of the value from offset off to w, fetching
+// them a few MiB at a time, and returns how many it wrote. A range past
+// the end of the value is cut at the end.
+func (b *Blob) WriteRange(ctx context.Context, w io.Writer, off, n int64) (int64, error) {
+	if err := b.checkRange(off, n); err != nil {
+		return 0, err
+	}
+	end := min(b.size, off+n)
 	var total int64
-	// First what the read-ahead buffer holds.
-	if b.pos >= b.bufOff && b.pos < b.bufOff+int64(len(b.buf)) {
-		n, err := w.Write(b.buf[b.pos-b.bufOff:])
-		b.pos += int64(n)
-		total += int64(n)
+	for pos := off; pos < end; {
+		data, err := b.fetch(ctx, pos, min(blobMaxFetch, end-pos))
 		if err != nil {
 			return total, err
 		}
-	}
-	for b.pos < b.size {
-		data, err := b.fetch(b.pos, min(int64(blobMaxFetch), b.size-b.pos))
+		k, err := w.Write(data)
+		pos += int64(k)
+		total += int64(k)
 		if err != nil {
 			return total, err
 		}
-		n, err := w.Write(data)
-		b.pos += int64(n)
-		total += int64(n)
-		if err != nil {
-			return total, err
-		}
-		if n < len(data) {
+		if k < len(data) {
 			return total, io.ErrShortWrite
 		}
 	}
 	return total, nil
-}
-
-// Seek sets the offset of the next Read (io.Seeker). Seeking past the end
-// is allowed; reads there return io.EOF.
-func (b *BlobReader) Seek(offset int64, whence int) (int64, error) {
-	if b.closed {
-		return 0, errBlobClosed
-	}
-	var abs int64
-	switch whence {
-	case io.SeekStart:
-		abs = offset
-	case io.SeekCurrent:
-		abs = b.pos + offset
-	case io.SeekEnd:
-		abs = b.size + offset
-	default:
-		return 0, fmt.Errorf("dataset: blob seek: bad whence %d: %w", whence, lancer.ErrInvalidArgument)
-	}
-	if abs < 0 {
-		return 0, fmt.Errorf("dataset: blob seek: negative position %d: %w", abs, lancer.ErrInvalidArgument)
-	}
-	b.pos = abs
-	return abs, nil
-}
-
-// Close releases the reader; later calls fail.
-func (b *BlobReader) Close() error {
-	b.closed, b.buf = true, nil
-	return nil
 }

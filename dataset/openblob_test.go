@@ -52,7 +52,7 @@ func TestOpenBlobFixtures(t *testing.T) {
 				if err != nil {
 					t.Fatalf("row %d: %v", row, err)
 				}
-				checkBlobReader(t, br, whole[0])
+				checkBlob(t, br, whole[0])
 			}
 			if _, err := d.OpenBlob(ctx, "id", 0); !errors.Is(err, lancer.ErrInvalidArgument) {
 				t.Errorf("non-blob column: %v", err)
@@ -67,83 +67,46 @@ func TestOpenBlobFixtures(t *testing.T) {
 	}
 }
 
-// checkBlobReader checks that br reads want: whole, with io.ReadAll, and in
-// parts after seeks.
-func checkBlobReader(t *testing.T, br *BlobReader, want []byte) {
+// checkBlob checks that br reads want: whole with WriteRange, and in parts
+// with ReadAt and WriteRange, past the end included.
+func checkBlob(t *testing.T, br *Blob, want []byte) {
 	t.Helper()
-	defer br.Close()
+	ctx := context.Background()
 	if br.Size() != int64(len(want)) {
 		t.Fatalf("size %d, want %d", br.Size(), len(want))
 	}
-	got, err := io.ReadAll(br)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("ReadAll: %d bytes (%v), want %d", len(got), err, len(want))
+	var whole bytes.Buffer
+	if k, err := br.WriteRange(ctx, &whole, 0, br.Size()); err != nil || k != br.Size() || !bytes.Equal(whole.Bytes(), want) {
+		t.Fatalf("WriteRange of the whole value: %d bytes (%v), want %d", k, err, len(want))
 	}
 	n := int64(len(want))
 	for _, c := range []struct {
-		off    int64
-		whence int
-		len    int
+		off int64
+		len int
 	}{
-		{0, io.SeekStart, 7},
-		{n / 2, io.SeekStart, 100},
-		{-3, io.SeekEnd, 10},
-		{0, io.SeekEnd, 5},
-		{n / 3, io.SeekStart, 70000},
-		{-1, io.SeekCurrent, 2},
+		{0, 7}, {n / 2, 100}, {max(0, n-3), 10}, {n, 5}, {n / 3, 70000}, {n + 10, 1}, {0, 0},
 	} {
-		cur, _ := br.Seek(0, io.SeekCurrent)
-		want0 := map[int]int64{io.SeekStart: c.off, io.SeekCurrent: cur + c.off, io.SeekEnd: n + c.off}[c.whence]
-		abs, err := br.Seek(c.off, c.whence)
-		if want0 < 0 {
-			if err == nil {
-				t.Fatalf("seek %+v to %d succeeded", c, want0)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("seek %+v: %v", c, err)
-		}
-		if abs != want0 {
-			t.Fatalf("seek %+v: at %d, want %d", c, abs, want0)
-		}
 		buf := make([]byte, c.len)
-		k, err := io.ReadFull(br, buf)
-		end := min(abs+int64(c.len), n)
-		if end < abs {
-			end = abs
+		k, err := br.ReadAt(ctx, buf, c.off)
+		start := min(c.off, n)
+		end := min(c.off+int64(c.len), n)
+		if int64(k) != end-start || !bytes.Equal(buf[:k], want[start:end]) {
+			t.Fatalf("ReadAt %+v: %d bytes (%v), want %d", c, k, err, end-start)
 		}
-		if int64(k) != end-abs || !bytes.Equal(buf[:k], want[abs:end]) {
-			t.Fatalf("read %+v: %d bytes (%v), want %d", c, k, err, end-abs)
+		if short := c.off+int64(c.len) > n; short != errors.Is(err, io.EOF) || !short && err != nil {
+			t.Fatalf("ReadAt %+v: error %v", c, err)
 		}
-		if abs+int64(c.len) > n && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-			t.Fatalf("read %+v past the end: %v", c, err)
-		}
-		// Seek back: reads from the read-ahead buffer must be right too.
-		if _, err := br.Seek(abs, io.SeekStart); err != nil {
-			t.Fatal(err)
-		}
-		buf2 := make([]byte, k)
-		if _, err := io.ReadFull(br, buf2); err != nil || !bytes.Equal(buf2, buf[:k]) {
-			t.Fatalf("reread %+v: %v", c, err)
+		var out bytes.Buffer
+		k2, err := br.WriteRange(ctx, &out, c.off, int64(c.len))
+		if err != nil || k2 != end-start || !bytes.Equal(out.Bytes(), want[start:end]) {
+			t.Fatalf("WriteRange %+v: %d bytes (%v), want %d", c, k2, err, end-start)
 		}
 	}
-	if _, err := br.Seek(-1, io.SeekStart); !errors.Is(err, lancer.ErrInvalidArgument) {
-		t.Errorf("negative seek: %v", err)
+	if _, err := br.ReadAt(ctx, make([]byte, 1), -1); !errors.Is(err, lancer.ErrInvalidArgument) {
+		t.Errorf("negative offset: %v", err)
 	}
-	// WriteTo (io.Copy) from a position.
-	if _, err := br.Seek(n/4, io.SeekStart); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if k, err := io.Copy(&out, br); err != nil || k != n-n/4 || !bytes.Equal(out.Bytes(), want[n/4:]) {
-		t.Fatalf("io.Copy from %d: %d bytes (%v)", n/4, k, err)
-	}
-	if err := br.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := br.Read(make([]byte, 1)); err == nil {
-		t.Error("read after close succeeded")
+	if _, err := br.WriteRange(ctx, io.Discard, 0, -1); !errors.Is(err, lancer.ErrInvalidArgument) {
+		t.Errorf("negative length: %v", err)
 	}
 }
 
@@ -208,12 +171,11 @@ func TestOpenBlobReadsLazily(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer br.Close()
 			if br.Size() != int64(c.size) {
 				t.Fatalf("size %d, want %d", br.Size(), c.size)
 			}
 			head := make([]byte, 64<<10)
-			if _, err := io.ReadFull(br, head); err != nil {
+			if _, err := br.ReadAt(ctx, head, 0); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(head, big[:len(head)]) {
@@ -224,12 +186,9 @@ func TestOpenBlobReadsLazily(t *testing.T) {
 			} else {
 				t.Logf("fetched %d bytes", got)
 			}
-			// The tail, after a seek.
-			if _, err := br.Seek(-10, io.SeekEnd); err != nil {
-				t.Fatal(err)
-			}
-			tail, err := io.ReadAll(br)
-			if err != nil || !bytes.Equal(tail, big[len(big)-10:]) {
+			// The tail.
+			tail := make([]byte, 10)
+			if _, err := br.ReadAt(ctx, tail, br.Size()-10); err != nil || !bytes.Equal(tail, big[len(big)-10:]) {
 				t.Fatalf("tail: %v", err)
 			}
 			if got := cs.Snapshot().BytesRead(); got >= 1<<20 {

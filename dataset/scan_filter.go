@@ -195,13 +195,12 @@ func (d *Dataset) Count(ctx context.Context, predicate string) (uint64, error) {
 	if predicate == "" {
 		return d.CountRows(ctx)
 	}
-	s, err := d.Scan(ctx, &ScanOptions{Columns: []string{}, Filter: predicate})
+	s, err := d.Scan(&ScanOptions{Columns: []string{}, Filter: predicate})
 	if err != nil {
 		return 0, err
 	}
-	defer s.Release()
 	var n uint64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			return 0, err
 		}

@@ -149,13 +149,12 @@ func liveGoods(n int64) []int64 {
 // every batch's schema against the scanner's.
 func filteredIDs(t *testing.T, d *Dataset, opts *ScanOptions) ([]int64, error) {
 	t.Helper()
-	s, err := d.Scan(context.Background(), opts)
+	s, err := d.Scan(opts)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Release()
 	var ids []int64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(context.Background()) {
 		if err != nil {
 			return nil, err
 		}
@@ -259,11 +258,10 @@ func TestScanFilterSchema(t *testing.T) {
 	ctx := context.Background()
 	mem := checkedAlloc(t)
 	d := writeGoods(t, blob.NewMemStore("schema"), mem, 40, WriteOptions{MaxRowsPerFile: 16})
-	s, err := d.Scan(ctx, &ScanOptions{Columns: []string{"meta.b"}, Filter: "meta.a > 100 AND _rowid > 3 AND price > 0", WithRowAddress: true})
+	s, err := d.Scan(&ScanOptions{Columns: []string{"meta.b"}, Filter: "meta.a > 100 AND _rowid > 3 AND price > 0", WithRowAddress: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	wantSchema := arrow.NewSchema([]arrow.Field{
 		{Name: "meta", Type: arrow.StructOf(arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
 		{Name: RowAddressColumn, Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
@@ -272,7 +270,7 @@ func TestScanFilterSchema(t *testing.T) {
 		t.Fatalf("schema %s, want %s", s.Schema(), wantSchema)
 	}
 	var rows [][]byte
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,7 +306,7 @@ func TestScanFilterErrors(t *testing.T) {
 		{"id + 1", lancer.ErrInvalidArgument, "boolean"},
 		{"name = 3", lancer.ErrInvalidArgument, ""},
 	} {
-		_, err := d.Scan(ctx, &ScanOptions{Columns: []string{"id"}, Filter: tc.filter})
+		_, err := d.Scan(&ScanOptions{Columns: []string{"id"}, Filter: tc.filter})
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
 			t.Errorf("Scan filter %q: %v, want %v mentioning %q", tc.filter, err, tc.want, tc.text)
 		}
@@ -431,13 +429,15 @@ func TestFilteredScanSkipsBatches(t *testing.T) {
 		{"id < 0", func(int) bool { return false }},
 	} {
 		for _, cols := range [][]string{nil, {"vec", "id"}} {
-			s, err := d.Scan(ctx, &ScanOptions{Filter: tc.filter, Columns: cols, BatchSize: 64, WithRowID: true})
+			s, err := d.Scan(&ScanOptions{Filter: tc.filter, Columns: cols, BatchSize: 64, WithRowID: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []int
-			for s.Next() {
-				rec := s.RecordBatch()
+			for rec, err := range s.Batches(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
 				idCol := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int64)
 				vecCol := rec.Column(rec.Schema().FieldIndices("vec")[0]).(*array.FixedSizeList)
 				for i := range int(rec.NumRows()) {
@@ -449,10 +449,6 @@ func TestFilteredScanSkipsBatches(t *testing.T) {
 					}
 				}
 			}
-			if err := s.Err(); err != nil {
-				t.Fatal(err)
-			}
-			s.Release()
 			var want []int
 			for i := range n {
 				if tc.want(i) {

@@ -54,7 +54,7 @@ type rangeReader func(ctx context.Context, start, end uint64) ([]arrow.Array, er
 // reader returns how to read a range of fr (the open fragment or its probe
 // reader): from what was read ahead for it when that is the same range,
 // else (dropping what was read ahead for it) with fr.readRange.
-func (s *Scanner) reader(fr *fragmentReader) rangeReader {
+func (s *scan) reader(fr *fragmentReader) rangeReader {
 	return func(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
 		if p := s.pre; p != nil && s.preFor == fr {
 			s.pre, s.preFor = nil, nil
@@ -69,7 +69,7 @@ func (s *Scanner) reader(fr *fragmentReader) rangeReader {
 
 // closeOpen closes the open fragment (and its probe reader) and drops what
 // was read ahead for it.
-func (s *Scanner) closeOpen() {
+func (s *scan) closeOpen() {
 	s.pre.release()
 	s.pre, s.preFor = nil, nil
 	if s.cur != nil {
@@ -101,8 +101,8 @@ func defaultReadAhead(d *Dataset) int {
 // waiting, and a send on raCh never blocks. raBytes holds the estimated
 // bytes of those fragments, at most s.readAheadBytes (one fragment may
 // have it all, however large its estimate).
-func (s *Scanner) startReadAhead() {
-	ctx, cancel := context.WithCancel(s.ctx)
+func (s *scan) startReadAhead(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan chan readAhead, s.readAhead)
 	slots := make(chan struct{}, s.readAhead)
 	s.raCh, s.raSlots, s.raCancel = ch, slots, cancel
@@ -150,7 +150,7 @@ func (s *Scanner) startReadAhead() {
 
 // nextReadAhead returns the next fragment prepared in the background; ok
 // false when there is none left.
-func (s *Scanner) nextReadAhead() (ra readAhead, ok bool) {
+func (s *scan) nextReadAhead() (ra readAhead, ok bool) {
 	res, ok := <-s.raCh
 	if !ok {
 		return readAhead{}, false
@@ -212,7 +212,7 @@ func prepareFragment(ctx context.Context, d *Dataset, proj, probe *projection, b
 }
 
 // stopReadAhead stops the background work and releases what it prepared.
-func (s *Scanner) stopReadAhead() {
+func (s *scan) stopReadAhead() {
 	if s.raCh == nil {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"slices"
 	"strings"
@@ -66,14 +67,13 @@ func readAheadStore(t *testing.T, stable bool) *blob.MemStore {
 // the batch sizes.
 func raScanRows(t *testing.T, d *Dataset, opts ScanOptions) ([]string, []int64, error) {
 	t.Helper()
-	s, err := d.Scan(context.Background(), &opts)
+	s, err := d.Scan(&opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer s.Release()
 	var rows []string
 	var sizes []int64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(context.Background()) {
 		if err != nil {
 			return rows, sizes, err
 		}
@@ -157,25 +157,29 @@ func TestScanReadAheadEarlyRelease(t *testing.T) {
 		for stop := range 6 {
 			for _, cancelIt := range []bool{false, true} {
 				ctx, cancel := context.WithCancel(context.Background())
-				s, err := d.Scan(ctx, &ScanOptions{ReadAhead: 3, BatchSize: 40, Filter: filter, Columns: []string{"name", "vec"}})
+				s, err := d.Scan(&ScanOptions{ReadAhead: 3, BatchSize: 40, Filter: filter, Columns: []string{"name", "vec"}})
 				if err != nil {
 					t.Fatal(err)
 				}
+				next, stopScan := iter.Pull2(s.Batches(ctx))
 				for range stop {
-					if !s.Next() {
-						t.Fatalf("scan ended early: %v", s.Err())
+					if _, err, ok := next(); !ok || err != nil {
+						t.Fatalf("scan ended early: %v", err)
 					}
 				}
 				if cancelIt {
 					cancel()
-					if stop > 0 && s.Next() {
-						t.Fatal("Next after cancel")
-					}
-					if stop > 0 && !errors.Is(s.Err(), context.Canceled) {
-						t.Fatalf("err %v after cancel", s.Err())
+					if stop > 0 {
+						rec, err, ok := next()
+						if ok && err == nil {
+							t.Fatalf("a batch after cancel (%d rows)", rec.NumRows())
+						}
+						if !errors.Is(err, context.Canceled) {
+							t.Fatalf("err %v after cancel", err)
+						}
 					}
 				}
-				s.Release()
+				stopScan()
 				cancel()
 			}
 		}
@@ -316,18 +320,17 @@ func BenchmarkScanReadAhead(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					sc, err := d.Scan(context.Background(), &ScanOptions{ReadAhead: n})
+					sc, err := d.Scan(&ScanOptions{ReadAhead: n})
 					if err != nil {
 						b.Fatal(err)
 					}
 					rows := 0
-					for rec, err := range sc.All() {
+					for rec, err := range sc.Batches(context.Background()) {
 						if err != nil {
 							b.Fatal(err)
 						}
 						rows += int(rec.NumRows())
 					}
-					sc.Release()
 				}
 			})
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -78,26 +77,42 @@ type ScanOptions struct {
 // (Lance's scheduler buffers up to 2 GiB of reads).
 const DefaultReadAheadBytes = 256 << 20
 
-// Scanner streams the rows of a dataset version in scan order (fragment by
-// fragment, rows in fragment order, deleted rows skipped) as Arrow record
-// batches. It implements array.RecordReader.
+// Scanner is a planned scan of a dataset version: Scan has checked the
+// options and resolved the columns, and Batches runs it, streaming the rows
+// in scan order (fragment by fragment, rows in fragment order, deleted rows
+// skipped) as Arrow record batches. Each call of Batches (or Reader) is a
+// scan of its own, under the context it is given; a Scanner holds no open
+// files and needs no release.
 //
-// A Scanner reads one fragment at a time with one cursor per data file of
-// that fragment, and holds at most one batch plus the cursors' cached pages,
-// and as much again for each fragment ScanOptions.ReadAhead prepares in
-// the background: memory does not grow with the dataset.
-//
-// A Scanner is not safe for concurrent use. Release it when done (it is
-// reference counted like every Arrow reader); that closes its cursors.
+// A running scan reads one fragment at a time with one cursor per data file
+// of that fragment, and holds at most one batch plus the cursors' cached
+// pages, and as much again for each fragment ScanOptions.ReadAhead prepares
+// in the background: memory does not grow with the dataset.
 type Scanner struct {
 	d    *Dataset
 	proj *projection
-	// ctx is the context given to Scan. array.RecordReader's Next takes no
-	// context, so the scan keeps the one it was started with; it is used
-	// for nothing else.
-	ctx       context.Context
+	// filter is set by a filtered scan: proj is then what is read, and
+	// Offset and Limit apply to the filtered rows (see scanFilter). Each
+	// run counts them in a copy of its own.
+	filter    *scanFilter
 	batchSize uint64
-	refs      atomic.Int64
+	offset    uint64 // rows of Offset, counted before any filter
+	limit     uint64 // rows of Limit, counted before any filter
+	limited   bool
+	// readAhead is the read-ahead depth (ScanOptions.ReadAhead resolved),
+	// 0 for none; readAheadBytes bounds the estimated bytes read ahead, 0
+	// for no bound.
+	readAhead      int
+	readAheadBytes int64
+}
+
+// scan is one run of a Scanner: where it is and what it holds open. It is
+// confined to the goroutine running Batches; the context of that call is
+// passed to every method that reads.
+type scan struct {
+	d         *Dataset
+	proj      *projection
+	batchSize uint64
 
 	toSkip    uint64 // rows of Offset not yet skipped
 	remaining uint64 // rows Limit still allows
@@ -107,20 +122,16 @@ type Scanner struct {
 	cur     *fragmentReader // the open fragment
 	pos     uint64          // next physical row of cur to read
 
-	rec  arrow.RecordBatch // the current batch
-	err  error
-	done bool
-
-	// filter is set by a filtered scan: proj is then what is read, and
-	// Offset and Limit apply to the filtered rows (see scanFilter).
+	// filter is this run's copy of the Scanner's filter (its Offset and
+	// Limit counters are the run's own); nil for an unfiltered scan.
 	filter *scanFilter
 	// probeCur reads the filter's columns of the open fragment (see
 	// scanFilter.probe); nil without a probe.
 	probeCur *fragmentReader
 
-	// readAhead is the read-ahead depth (ScanOptions.ReadAhead resolved),
-	// 0 for none. Once started, raCh delivers the fragments in order and
-	// raCancel stops the goroutines preparing them (see startReadAhead).
+	// readAhead is the read-ahead depth, 0 for none. Once started, raCh
+	// delivers the fragments in order and raCancel stops the goroutines
+	// preparing them (see startReadAhead).
 	readAhead int
 	// readAheadBytes bounds the estimated bytes read ahead; 0: no bound.
 	readAheadBytes int64
@@ -133,11 +144,9 @@ type Scanner struct {
 	preFor *fragmentReader
 }
 
-var _ array.RecordReader = (*Scanner)(nil)
-
-// Scan starts a scan of the version. It checks the options and the columns
-// but reads no data; the first Next does.
-func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error) {
+// Scan plans a scan of the version. It checks the options and the columns
+// but reads no data; Batches does.
+func (d *Dataset) Scan(opts *ScanOptions) (*Scanner, error) {
 	var o ScanOptions
 	if opts != nil {
 		o = *opts
@@ -156,10 +165,9 @@ func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error)
 	s := &Scanner{
 		d:         d,
 		proj:      proj,
-		ctx:       ctx,
 		batchSize: uint64(o.BatchSize),
-		toSkip:    uint64(o.Offset),
-		remaining: uint64(o.Limit),
+		offset:    uint64(o.Offset),
+		limit:     uint64(o.Limit),
 		limited:   o.Limit > 0,
 	}
 	if o.Filter != "" {
@@ -168,7 +176,7 @@ func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error)
 		if s.proj, s.filter, err = d.planScanFilter(o.Filter, o.Columns, proj, o); err != nil {
 			return nil, err
 		}
-		s.toSkip, s.remaining, s.limited = 0, 0, false
+		s.offset, s.limit, s.limited = 0, 0, false
 	}
 	switch {
 	case o.ReadAhead == 0:
@@ -182,7 +190,6 @@ func (d *Dataset) Scan(ctx context.Context, opts *ScanOptions) (*Scanner, error)
 	case o.ReadAheadBytes > 0:
 		s.readAheadBytes = o.ReadAheadBytes
 	}
-	s.refs.Store(1)
 	return s, nil
 }
 
@@ -196,96 +203,99 @@ func (s *Scanner) Schema() *arrow.Schema {
 	return s.proj.arrow
 }
 
-// Next advances to the next batch, reporting false at the end of the scan or
-// on error (see Err). The previous batch is released: Retain it to keep it.
-func (s *Scanner) Next() bool {
-	if s.rec != nil {
-		s.rec.Release()
-		s.rec = nil
-	}
-	if s.done {
-		return false
-	}
-	rec, err := s.next()
-	if err != nil || rec == nil {
-		s.err = err
-		s.finish()
-		return false
-	}
-	s.rec = rec
-	return true
-}
-
-// RecordBatch returns the current batch. It is valid until the next call to
-// Next or Release; Retain it to keep it longer.
-func (s *Scanner) RecordBatch() arrow.RecordBatch { return s.rec }
-
-// Record returns the current batch.
+// Batches runs the scan under ctx and returns its batches, for range loops:
 //
-// Deprecated: Use RecordBatch, as array.RecordReader does.
-func (s *Scanner) Record() arrow.RecordBatch { return s.rec }
-
-// Err returns the error that ended the scan, if any.
-func (s *Scanner) Err() error { return s.err }
-
-// Retain adds a reference to the scanner.
-func (s *Scanner) Retain() { s.refs.Add(1) }
-
-// Release drops a reference; the last one releases the current batch and
-// closes the cursors.
-func (s *Scanner) Release() {
-	if s.refs.Add(-1) == 0 {
-		if s.rec != nil {
-			s.rec.Release()
-			s.rec = nil
-		}
-		s.finish()
-	}
-}
-
-// All returns the scan as an iterator of batches, for range loops:
-//
-//	for rec, err := range scanner.All() {
+//	for rec, err := range scanner.Batches(ctx) {
 //		if err != nil { ... }
 //		... // rec is valid until the next iteration
 //	}
 //
-// Each batch is owned by the scanner and valid only until the loop body
+// Each batch is owned by the scan and valid only until the loop body
 // returns; Retain it (and later Release it) to keep it. An error is yielded
-// once, last. Breaking out of the loop stops the scan and closes its cursors;
-// the caller still Releases the scanner.
-func (s *Scanner) All() iter.Seq2[arrow.RecordBatch, error] {
+// once, last. Breaking out of the loop stops the scan and closes its
+// cursors. Every range over the result is a new scan.
+func (s *Scanner) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		defer s.finish()
-		for s.Next() {
-			if !yield(s.rec, nil) {
+		r := s.start()
+		defer r.finish()
+		for {
+			rec, err := r.next(ctx)
+			if err != nil {
+				yield(nil, err)
 				return
 			}
-		}
-		if s.err != nil {
-			yield(nil, s.err)
+			if rec == nil {
+				return
+			}
+			more := yield(rec, nil)
+			rec.Release()
+			if !more {
+				return
+			}
 		}
 	}
 }
 
+// Reader runs the scan under ctx as an array.RecordReader, for APIs that
+// take one (Write, Append, an IPC writer). Release it when done; that stops
+// the scan and closes its cursors.
+func (s *Scanner) Reader(ctx context.Context) array.RecordReader {
+	return readerOf(s.Schema(), s.Batches(ctx))
+}
+
+// readerOf turns batches yielded as Batches yields them (valid for one
+// iteration) into an array.RecordReader: arrow's ReaderFromIter releases
+// each batch on the next Next, so each is retained for it. The iterator,
+// with whatever context it captured, lives in the reader's closures only.
+func readerOf(schema *arrow.Schema, batches iter.Seq2[arrow.RecordBatch, error]) array.RecordReader {
+	return array.ReaderFromIter(schema, func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range batches {
+			if rec != nil {
+				rec.Retain()
+			}
+			if !yield(rec, err) {
+				return
+			}
+		}
+	})
+}
+
+// start begins a run of the scan.
+func (s *Scanner) start() *scan {
+	r := &scan{
+		d:              s.d,
+		proj:           s.proj,
+		batchSize:      s.batchSize,
+		toSkip:         s.offset,
+		remaining:      s.limit,
+		limited:        s.limited,
+		readAhead:      s.readAhead,
+		readAheadBytes: s.readAheadBytes,
+	}
+	if s.filter != nil {
+		f := *s.filter
+		r.filter = &f
+	}
+	return r
+}
+
 // finish ends the scan, stops the read-ahead and closes the open fragment.
-func (s *Scanner) finish() {
-	s.done = true
+func (s *scan) finish() {
 	s.stopReadAhead()
 	s.closeOpen()
 }
 
 // next produces the next non-empty batch, or nil at the end.
-func (s *Scanner) next() (arrow.RecordBatch, error) {
+func (s *scan) next(ctx context.Context) (arrow.RecordBatch, error) {
 	for {
-		if err := s.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if s.limited && s.remaining == 0 || s.filter != nil && s.filter.exhausted() {
 			return nil, nil
 		}
 		if s.cur == nil || s.pos >= s.cur.physical {
-			ok, err := s.openNextFragment()
+			ok, err := s.openNextFragment(ctx)
 			if err != nil || !ok {
 				return nil, err
 			}
@@ -294,7 +304,7 @@ func (s *Scanner) next() (arrow.RecordBatch, error) {
 		if s.probeCur != nil {
 			start := s.pos
 			end := min(start+s.batchSize, s.cur.physical)
-			ok, err := s.filter.matches(s.ctx, s.d.opts.Allocator, s.probeCur, s.reader(s.probeCur), start, end)
+			ok, err := s.filter.matches(ctx, s.d.opts.Allocator, s.probeCur, s.reader(s.probeCur), start, end)
 			if err != nil {
 				return nil, err
 			}
@@ -303,9 +313,9 @@ func (s *Scanner) next() (arrow.RecordBatch, error) {
 				continue
 			}
 		}
-		rec, err := s.readBatch()
+		rec, err := s.readBatch(ctx)
 		if err == nil && rec != nil && s.filter != nil {
-			rec, err = s.filter.apply(s.ctx, s.d.opts.Allocator, rec)
+			rec, err = s.filter.apply(ctx, s.d.opts.Allocator, rec)
 		}
 		if err != nil || rec != nil {
 			return rec, err
@@ -316,15 +326,15 @@ func (s *Scanner) next() (arrow.RecordBatch, error) {
 // openNextFragment closes the current fragment and opens the next one with
 // rows to return, skipping whole fragments that Offset skips without
 // reading them. It reports false when no fragment is left.
-func (s *Scanner) openNextFragment() (bool, error) {
+func (s *scan) openNextFragment(ctx context.Context) (bool, error) {
 	s.closeOpen()
 	if s.raCh != nil {
 		ra, ok := s.nextReadAhead()
 		if !ok {
 			// The read-ahead also stops early when the scan's context
 			// ends: that is an error, not the end of the rows.
-			if err := s.ctx.Err(); err != nil {
-				return false, fmt.Errorf("dataset: scan: %w", context.Cause(s.ctx))
+			if err := ctx.Err(); err != nil {
+				return false, fmt.Errorf("dataset: scan: %w", context.Cause(ctx))
 			}
 			return false, nil
 		}
@@ -345,7 +355,7 @@ func (s *Scanner) openNextFragment() (bool, error) {
 		f := frags[s.fragIdx]
 		s.fragIdx++
 		if s.toSkip > 0 {
-			live, err := s.d.liveRows(s.ctx, f)
+			live, err := s.d.liveRows(ctx, f)
 			if err != nil {
 				return false, err
 			}
@@ -354,12 +364,12 @@ func (s *Scanner) openNextFragment() (bool, error) {
 				continue
 			}
 		}
-		fr, err := s.d.openFragment(s.ctx, s.proj, f)
+		fr, err := s.d.openFragment(ctx, s.proj, f)
 		if err != nil {
 			return false, err
 		}
 		if s.filter != nil && s.filter.probe != nil {
-			if s.probeCur, err = s.d.openFragment(s.ctx, s.filter.probe, f); err != nil {
+			if s.probeCur, err = s.d.openFragment(ctx, s.filter.probe, f); err != nil {
 				fr.close()
 				return false, err
 			}
@@ -370,7 +380,7 @@ func (s *Scanner) openNextFragment() (bool, error) {
 		s.toSkip = 0
 		if s.readAhead > 0 && s.fragIdx < len(frags) && !(s.limited && s.remaining <= s.batchSize) {
 			// Offset is skipped: every fragment left is opened in turn.
-			s.startReadAhead()
+			s.startReadAhead(ctx)
 		}
 		return true, nil
 	}
@@ -380,7 +390,7 @@ func (s *Scanner) openNextFragment() (bool, error) {
 // readBatch reads the next BatchSize physical rows of the current fragment
 // (fewer at its end or when the limit is near) and returns their live rows,
 // or nil if all were deleted.
-func (s *Scanner) readBatch() (arrow.RecordBatch, error) {
+func (s *scan) readBatch(ctx context.Context) (arrow.RecordBatch, error) {
 	fr := s.cur
 	start := s.pos
 	end := min(start+s.batchSize, fr.physical)
@@ -394,7 +404,7 @@ func (s *Scanner) readBatch() (arrow.RecordBatch, error) {
 	if live == 0 {
 		return nil, nil
 	}
-	rec, err := fr.readLiveWith(s.ctx, s.d.opts.Allocator, s.reader(fr), start, end, runs, live)
+	rec, err := fr.readLiveWith(ctx, s.d.opts.Allocator, s.reader(fr), start, end, runs, live)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 
@@ -418,7 +419,7 @@ func TestScanProjections(t *testing.T) {
 			{ScanOptions{Columns: []string{"nope"}}, lancer.ErrNotFound},
 			{ScanOptions{Columns: []string{"id.x"}}, lancer.ErrNotFound},
 		} {
-			if _, err := d.Scan(ctx, &tc.opts); !errors.Is(err, tc.want) {
+			if _, err := d.Scan(&tc.opts); !errors.Is(err, tc.want) {
 				t.Errorf("Scan(%+v): %v, want %v", tc.opts, err, tc.want)
 			}
 		}
@@ -439,39 +440,55 @@ func TestScanProjections(t *testing.T) {
 	})
 }
 
-// TestScanLifecycle checks cancellation, early exit and reference counts:
-// the checked allocator proves every batch and page was released.
+// TestScanLifecycle checks cancellation, early exit, reruns and retained
+// batches: the checked allocator proves every batch and page was released.
 func TestScanLifecycle(t *testing.T) {
 	d, _ := openFixture(t, fixturetest.DatasetPath(t, "history_v2_2"), 0)
-	t.Run("break", func(t *testing.T) {
-		s, err := d.Scan(context.Background(), &ScanOptions{BatchSize: 3})
+	t.Run("break and rerun", func(t *testing.T) {
+		s, err := d.Scan(&ScanOptions{BatchSize: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Release()
-		for rec, err := range s.All() {
+		var first int64
+		for rec, err := range s.Batches(context.Background()) {
 			if err != nil || rec.NumRows() == 0 {
 				t.Fatalf("batch %v, %v", rec, err)
 			}
+			first = rec.NumRows()
 			break
 		}
-		if s.Next() {
-			t.Error("Next after breaking out of All reported a batch")
+		// Each range is a scan of its own, from the first row.
+		n := 0
+		for rec, err := range s.Batches(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 && rec.NumRows() != first {
+				t.Errorf("rerun's first batch has %d rows, the first run's %d", rec.NumRows(), first)
+			}
+			n++
+		}
+		if n < 2 {
+			t.Errorf("rerun read %d batches", n)
 		}
 	})
-	t.Run("retained batch outlives the scanner", func(t *testing.T) {
-		s, err := d.Scan(context.Background(), nil)
+	t.Run("retained batch outlives the scan", func(t *testing.T) {
+		s, err := d.Scan(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !s.Next() {
-			t.Fatal(s.Err())
+		var rec arrow.RecordBatch
+		for r, err := range s.Batches(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec = r
+			rec.Retain()
+			break
 		}
-		rec := s.RecordBatch()
-		rec.Retain()
-		s.Retain()
-		s.Release()
-		s.Release()
+		if rec == nil {
+			t.Fatal("no batch")
+		}
 		defer rec.Release()
 		if rec.NumRows() == 0 {
 			t.Error("empty batch")
@@ -479,18 +496,55 @@ func TestScanLifecycle(t *testing.T) {
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		s, err := d.Scan(ctx, &ScanOptions{BatchSize: 2})
+		defer cancel()
+		s, err := d.Scan(&ScanOptions{BatchSize: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Release()
-		if !s.Next() {
-			t.Fatal(s.Err())
+		var last error
+		n := 0
+		for _, err := range s.Batches(ctx) {
+			if err != nil {
+				last = err
+				break
+			}
+			n++
+			cancel()
 		}
-		cancel()
-		if s.Next() || !errors.Is(s.Err(), context.Canceled) {
-			t.Errorf("after cancel: Err() = %v, want context.Canceled", s.Err())
+		if n != 1 || !errors.Is(last, context.Canceled) {
+			t.Errorf("after cancel: %d batches, error %v, want 1 and context.Canceled", n, last)
 		}
+	})
+	t.Run("reader", func(t *testing.T) {
+		s, err := d.Scan(&ScanOptions{BatchSize: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for rec, err := range s.Batches(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			want += int(rec.NumRows())
+		}
+		r := s.Reader(context.Background())
+		defer r.Release()
+		if !r.Schema().Equal(s.Schema()) {
+			t.Errorf("reader schema %s, scanner's %s", r.Schema(), s.Schema())
+		}
+		got := 0
+		for r.Next() {
+			got += int(r.RecordBatch().NumRows())
+		}
+		if r.Err() != nil || got != want {
+			t.Errorf("reader read %d rows (err %v), the scan %d", got, r.Err(), want)
+		}
+		// A reader released before its end stops its scan.
+		r2 := s.Reader(context.Background())
+		if !r2.Next() {
+			t.Fatal(r2.Err())
+		}
+		r2.Release()
 	})
 }
 

@@ -80,11 +80,10 @@ func TestTakeMatchesScanFixtures(t *testing.T) {
 func takeScanAll(t *testing.T, d *Dataset) []arrow.Array {
 	t.Helper()
 	ctx := context.Background()
-	s, err := d.Scan(ctx, &ScanOptions{WithRowID: true})
+	s, err := d.Scan(&ScanOptions{WithRowID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	var cols [][]arrow.Array
 	defer func() {
 		for _, c := range cols {
@@ -92,7 +91,7 @@ func takeScanAll(t *testing.T, d *Dataset) []arrow.Array {
 		}
 	}()
 	var schema *arrow.Schema
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}

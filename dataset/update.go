@@ -229,7 +229,7 @@ func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out
 		return nil, nil, nil, 0, 0, err
 	}
 	stable := d.manifest.StableRowIDs()
-	s, err = d.Scan(ctx, &ScanOptions{WithRowID: stable, WithRowAddress: true})
+	s, err = d.Scan(&ScanOptions{WithRowID: stable, WithRowAddress: true})
 	if err != nil {
 		return nil, nil, nil, 0, 0, fmt.Errorf("dataset: %s: %w", what, err)
 	}
@@ -240,7 +240,6 @@ func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out
 			continue
 		}
 		if sf := sch.Field(i); sf.Name != f.Name || !arrow.TypeEqual(sf.Type, f.Type) {
-			s.Release()
 			return nil, nil, nil, 0, 0, fmt.Errorf("dataset: %s: column %q scans as %s but is stored as %s: %w", what, f.Name, sf.Type, f.Type, lancer.ErrUnsupported)
 		}
 	}
@@ -372,7 +371,6 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateSt
 	if err != nil {
 		return nil, UpdateStats{}, err
 	}
-	defer s.Release()
 	sch := s.Schema()
 	var where *filter.Bound
 	if u.where != nil {
@@ -415,7 +413,7 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateSt
 			rowErr = err
 			yield(nil, err)
 		}
-		for rec, err := range s.All() {
+		for rec, err := range s.Batches(ctx) {
 			var out arrow.RecordBatch
 			if err == nil {
 				out, err = u.apply(ctx, mem, rec, where, setters, outSchema, keepAddr, func(sub arrow.RecordBatch) error {

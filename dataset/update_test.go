@@ -633,14 +633,13 @@ func TestUpdateBlobs(t *testing.T) {
 func fixtureBlobs(t *testing.T, d *Dataset) map[int64][]byte {
 	t.Helper()
 	ctx := context.Background()
-	s, err := d.Scan(ctx, &ScanOptions{Columns: []string{"id"}, WithRowID: true})
+	s, err := d.Scan(&ScanOptions{Columns: []string{"id"}, WithRowID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	var ids []int64
 	var rowIDs []uint64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -704,12 +703,12 @@ func TestUpdateFixtures(t *testing.T) {
 				t.Error("no row updated")
 			}
 			// Merge the first rows back in as they were, and a new one.
-			s, err := d.Scan(ctx, &ScanOptions{Limit: 6})
+			s, err := d.Scan(&ScanOptions{Limit: 6})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var recs []arrow.RecordBatch
-			for rec, err := range s.All() {
+			for rec, err := range s.Batches(ctx) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -717,7 +716,6 @@ func TestUpdateFixtures(t *testing.T) {
 				recs = append(recs, rec)
 			}
 			schema := s.Schema()
-			s.Release()
 			src, err := array.NewRecordReader(schema, recs)
 			if err != nil {
 				t.Fatal(err)

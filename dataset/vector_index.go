@@ -321,16 +321,17 @@ func (d *Dataset) readVectors(ctx context.Context, column string, dim int, frags
 	for _, f := range view.manifest.Fragments {
 		total += int(f.PhysicalRows)
 	}
-	s, err := view.Scan(ctx, &ScanOptions{Columns: []string{column}, WithRowID: true})
+	s, err := view.Scan(&ScanOptions{Columns: []string{column}, WithRowID: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	defer s.Release()
 	vecs := make([]float32, 0, total*dim)
 	ids := make([]uint64, 0, total)
 	done := 0
-	for s.Next() {
-		rec := s.RecordBatch()
+	for rec, err := range s.Batches(ctx) {
+		if err != nil {
+			return nil, nil, err
+		}
 		col, ok := rec.Column(0).(*array.FixedSizeList)
 		if !ok {
 			return nil, nil, fmt.Errorf("dataset: column %q read as %s: %w", column, rec.Column(0).DataType(), lancer.ErrCorrupt)
@@ -341,9 +342,6 @@ func (d *Dataset) readVectors(ctx context.Context, column string, dim int, frags
 		if progress != nil {
 			progress("read", done, total)
 		}
-	}
-	if err := s.Err(); err != nil {
-		return nil, nil, err
 	}
 	return vecs, ids, nil
 }

@@ -348,18 +348,16 @@ func (d *Dataset) segmentLiveRows(ctx context.Context, seg IndexInfo, ivf *loade
 	type liveRows struct{ live *roaring64.Bitmap }
 	v, err := cached(ctx, d.opts.Cache, cacheSearch, d.segmentKey(seg), func(ctx context.Context) (liveRows, int64, error) {
 		view := d.withFragments(toUint64s(seg.Fragments))
-		s, err := view.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}})
+		s, err := view.Scan(&ScanOptions{Columns: []string{"_rowid"}})
 		if err != nil {
 			return liveRows{}, 0, err
 		}
-		defer s.Release()
 		live := roaring64.New()
-		for s.Next() {
-			rec := s.RecordBatch()
+		for rec, err := range s.Batches(ctx) {
+			if err != nil {
+				return liveRows{}, 0, err
+			}
 			live.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
-		}
-		if err := s.Err(); err != nil {
-			return liveRows{}, 0, err
 		}
 		if live.Equals(ivf.ids) {
 			return liveRows{}, 256, nil

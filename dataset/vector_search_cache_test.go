@@ -24,21 +24,19 @@ import (
 // and their row ids, scored exactly. It also returns every kept row id.
 func exactFiltered(t *testing.T, d *Dataset, q []float32, dim, k int, filter string) ([]vector.Neighbor, *roaring64.Bitmap) {
 	t.Helper()
-	s, err := d.Scan(context.Background(), &ScanOptions{Columns: []string{"vec"}, WithRowID: true, Filter: filter})
+	s, err := d.Scan(&ScanOptions{Columns: []string{"vec"}, WithRowID: true, Filter: filter})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	var (
 		vecs []float32
 		ids  []uint64
 	)
-	for s.Next() {
-		rec := s.RecordBatch()
+	for rec, err := range s.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		vecs, ids = appendVectors(vecs, ids, rec.Column(0).(*array.FixedSizeList), rec.Column(1).(*array.Uint64).Values(), dim)
-	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
 	}
 	allowed := roaring64.New()
 	allowed.AddMany(ids)

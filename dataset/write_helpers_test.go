@@ -100,13 +100,12 @@ type row struct {
 // scanAll scans every row of d with its _rowid.
 func scanAll(t testing.TB, d *Dataset) []row {
 	t.Helper()
-	s, err := d.Scan(context.Background(), &ScanOptions{WithRowID: true, WithRowAddress: true})
+	s, err := d.Scan(&ScanOptions{WithRowID: true, WithRowAddress: true})
 	if err != nil {
 		t.Fatalf("scan version %d: %v", d.Version(), err)
 	}
-	defer s.Release()
 	var out []row
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(context.Background()) {
 		if err != nil {
 			t.Fatalf("scan version %d: %v", d.Version(), err)
 		}

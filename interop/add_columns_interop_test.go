@@ -222,20 +222,19 @@ func compareFilters(t *testing.T, node, ref, uri string) {
 			t.Errorf("real Lance refused filter %q: %s", f, replies[i].Error)
 			continue
 		}
-		s, err := d.Scan(ctx, &dataset.ScanOptions{Filter: f, WithRowID: true})
+		s, err := d.Scan(&dataset.ScanOptions{Filter: f, WithRowID: true})
 		if err != nil {
 			t.Errorf("lancer refused filter %q: %v", f, err)
 			continue
 		}
 		var got [][]byte
-		for rec, err := range s.All() {
+		for rec, err := range s.Batches(ctx) {
 			if err != nil {
 				t.Errorf("lancer filter %q: %v", f, err)
 				break
 			}
 			got = append(got, fixturetest.EncodeRows(t, rec)...)
 		}
-		s.Release()
 		if fixturetest.CompareRows(t, fmt.Sprintf("%s where %s (lancer vs real Lance)", filepath.Base(uri), f), got, replies[i].Rows, fixturetest.CompareOptions{}) {
 			counts = append(counts, fmt.Sprintf("%q: %d", f, len(got)))
 		}

@@ -228,12 +228,11 @@ func blobsByID(t *testing.T, d *dataset.Dataset) map[int64][]byte {
 // scanIDs returns the "id" and _rowid of d's rows, in scan order.
 func scanIDs(t *testing.T, d *dataset.Dataset) (ids []int64, rowIDs []uint64) {
 	t.Helper()
-	s, err := d.Scan(context.Background(), &dataset.ScanOptions{Columns: []string{"id"}, WithRowID: true})
+	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id"}, WithRowID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}

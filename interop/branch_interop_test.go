@@ -72,13 +72,12 @@ func lancerRefRows(t *testing.T, root blob.Store, ref branch.Ref) [][]byte {
 	if err != nil {
 		t.Fatalf("lancer opens %s: %v", ref, err)
 	}
-	s, err := d.Scan(ctx, &dataset.ScanOptions{WithRowID: true})
+	s, err := d.Scan(&dataset.ScanOptions{WithRowID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	var rows [][]byte
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatalf("lancer scans %s: %v", ref, err)
 		}

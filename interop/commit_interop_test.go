@@ -90,13 +90,12 @@ func lancerRowsOf(t *testing.T, version uint64, open func(*dataset.OpenOptions) 
 	if err != nil {
 		t.Fatalf("lancer opens version %d: %v", version, err)
 	}
-	s, err := d.Scan(ctx, &dataset.ScanOptions{WithRowID: true})
+	s, err := d.Scan(&dataset.ScanOptions{WithRowID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	var rows [][]byte
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatalf("lancer scans version %d: %v", version, err)
 		}
@@ -238,12 +237,12 @@ func lancerHistory(t *testing.T, uri string, opts dataset.WriteOptions) map[stri
 	d = must(d.Delete(ctx, "id % 5 = 0"))
 	d = must(d.Delete(ctx, "id >= 40 AND id < 50 OR label IS NULL"))
 	// Every live row of the second fragment.
-	s, err := d.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id"}, WithRowID: true, WithRowAddress: true})
+	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id"}, WithRowID: true, WithRowAddress: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []uint64
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +253,6 @@ func lancerHistory(t *testing.T, uri string, opts dataset.WriteOptions) map[stri
 			}
 		}
 	}
-	s.Release()
 	d = must(d.DeleteRowIDs(ctx, ids))
 	v := d.Version()
 	d = must(d.RenameColumn(ctx, "label", "label2"))
@@ -503,12 +501,12 @@ func TestConcurrentWithLance(t *testing.T) {
 	if d.Version() != 1+4*rounds {
 		t.Errorf("latest version %d, want %d", d.Version(), 1+4*rounds)
 	}
-	s, err := d.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id"}})
+	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[int64]bool{}
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -516,7 +514,6 @@ func TestConcurrentWithLance(t *testing.T) {
 			got[id] = true
 		}
 	}
-	s.Release()
 	for id, live := range want {
 		if live != got[id] {
 			t.Errorf("row %d: live %t, want %t", id, got[id], live)

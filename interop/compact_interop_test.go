@@ -241,18 +241,17 @@ func TestBranchCleanupInterop(t *testing.T) {
 			if err != nil {
 				t.Fatalf("lancer opens %s@%d: %v", s.branch, s.version, err)
 			}
-			sc, err := ds.Scan(ctx, &dataset.ScanOptions{WithRowID: true})
+			sc, err := ds.Scan(&dataset.ScanOptions{WithRowID: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var rows [][]byte
-			for rec, err := range sc.All() {
+			for rec, err := range sc.Batches(ctx) {
 				if err != nil {
 					t.Fatalf("lancer scans %s@%d: %v", s.branch, s.version, err)
 				}
 				rows = append(rows, fixturetest.EncodeRows(t, rec)...)
 			}
-			sc.Release()
 			out = append(out, rows)
 			reqs = append(reqs, request{URI: uri, Branch: s.branch, Version: s.version, WithRowID: true})
 		}

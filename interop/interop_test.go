@@ -138,19 +138,18 @@ func TestLanceWritesLancerReads(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		sc, err := ds.Scan(ctx, &dataset.ScanOptions{WithRowID: true})
+		sc, err := ds.Scan(&dataset.ScanOptions{WithRowID: true})
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
 		var got [][]byte
-		for sc.Next() {
-			got = append(got, fixturetest.EncodeRows(t, sc.RecordBatch())...)
+		for rec, err := range sc.Batches(ctx) {
+			if err != nil {
+				t.Errorf("%s: scan: %v", name, err)
+			}
+			got = append(got, fixturetest.EncodeRows(t, rec)...)
 		}
-		if err := sc.Err(); err != nil {
-			t.Errorf("%s: scan: %v", name, err)
-		}
-		sc.Release()
 		mem.AssertSize(t, 0)
 		fixturetest.CompareRows(t, name, got, replies[i].Rows, fixturetest.CompareOptions{})
 		compared++

@@ -93,17 +93,16 @@ func branchAgree(t *testing.T, node, ref, uri string, root blob.Store, name stri
 
 func scanRowsWithID(t *testing.T, ds *dataset.Dataset) [][]byte {
 	t.Helper()
-	s, err := ds.Scan(context.Background(), &dataset.ScanOptions{WithRowID: true})
+	s, err := ds.Scan(&dataset.ScanOptions{WithRowID: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	var out [][]byte
-	for s.Next() {
-		out = append(out, fixturetest.EncodeRows(t, s.RecordBatch())...)
-	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
+	for rec, err := range s.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fixturetest.EncodeRows(t, rec)...)
 	}
 	return out
 }

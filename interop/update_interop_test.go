@@ -374,12 +374,12 @@ func TestUpdateIndexedInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Merge rows 100..109 back in as they are (rewriting them).
-	s, err := d.Scan(ctx, &dataset.ScanOptions{Filter: "id >= 100 AND id < 110"})
+	s, err := d.Scan(&dataset.ScanOptions{Filter: "id >= 100 AND id < 110"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var recs []arrow.RecordBatch
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,7 +387,6 @@ func TestUpdateIndexedInterop(t *testing.T) {
 		recs = append(recs, rec)
 	}
 	src, err := array.NewRecordReader(s.Schema(), recs)
-	s.Release()
 	for _, rec := range recs {
 		rec.Release()
 	}
@@ -416,18 +415,17 @@ func TestUpdateIndexedInterop(t *testing.T) {
 			theirs = append(theirs, v.ID)
 		}
 		slices.Sort(theirs)
-		s, err := d.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id"}, Filter: filters[i]})
+		s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id"}, Filter: filters[i]})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var ours []int64
-		for rec, err := range s.All() {
+		for rec, err := range s.Batches(ctx) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			ours = append(ours, rec.Column(0).(*array.Int64).Int64Values()...)
 		}
-		s.Release()
 		slices.Sort(ours)
 		if !slices.Equal(theirs, ours) {
 			t.Errorf("%s: real Lance keeps %d rows, lancer %d", filters[i], len(theirs), len(ours))

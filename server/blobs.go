@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,10 +43,6 @@ const (
 	// taken at once, so that an answer over the bound is refused after
 	// reading at most one such chunk past it.
 	fetchBinaryChunkRows = 4096
-	// blobCopyBuffer is the buffer a byte range is copied through: each
-	// Read of a BlobReader into it is one ranged read of storage, so it is
-	// large enough to keep those few, and small enough to hold per request.
-	blobCopyBuffer = 1 << 20
 )
 
 // fetchBlobsBody is the body of fetch_blobs/.
@@ -371,8 +366,9 @@ func (s *Server) blobBytes(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var (
-		value io.ReadSeeker
-		size  int64
+		value  []byte        // a plain binary value, or
+		stored *dataset.Blob // a blob column's value, read a range at a time
+		size   int64
 	)
 	if isBlob {
 		br, err := ds.OpenBlob(ctx, column, rowID)
@@ -384,8 +380,7 @@ func (s *Server) blobBytes(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return fmt.Errorf("blob bytes: %w", err)
 		}
-		defer br.Close()
-		value, size = br, br.Size()
+		stored, size = br, br.Size()
 	} else {
 		b, err := ds.TakeRowIDs(ctx, []uint64{rowID}, &dataset.TakeOptions{Columns: []string{column}})
 		if err != nil {
@@ -399,7 +394,7 @@ func (s *Server) blobBytes(w http.ResponseWriter, r *http.Request) error {
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		}
-		value, size = bytes.NewReader(v), int64(len(v))
+		value, size = v, int64(len(v))
 	}
 
 	h := w.Header()
@@ -421,7 +416,7 @@ func (s *Server) blobBytes(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodHead || n == 0 {
 		return nil
 	}
-	if err := copyRange(w, value, start, n, size); err != nil {
+	if err := copyRange(ctx, w, value, stored, start, n); err != nil {
 		// The status is sent: the client sees the body end short of its
 		// Content-Length.
 		s.log.Warn("blob bytes stopped mid-answer", "table", name, "column", column, "row", rowID,
@@ -451,26 +446,20 @@ func (s *Server) nullOrMissing(ctx context.Context, w http.ResponseWriter, ds *d
 // poison the batch's buffers as they are released.
 var releaseTaken = arrow.RecordBatch.Release
 
-// copyRange copies n bytes of value from start to w. A range running to
-// the end of the value is copied through the value's WriteTo (a
-// BlobReader fetches a few MiB per request); a shorter one through a
-// buffer of at most blobCopyBuffer, each Read of which is one ranged read.
-// w is wrapped so that its ReadFrom (an http.ResponseWriter's, with a
-// 32 KiB buffer) does not take over and turn the copy into many small
-// reads.
-func copyRange(w io.Writer, value io.ReadSeeker, start, n, size int64) error {
-	if _, err := value.Seek(start, io.SeekStart); err != nil {
-		return err
-	}
-	dst := struct{ io.Writer }{w}
+// copyRange copies n bytes from start of the value, value or stored, to w.
+// A stored value is fetched a few MiB per request (Blob.WriteRange), never
+// read whole.
+func copyRange(ctx context.Context, w io.Writer, value []byte, stored *dataset.Blob, start, n int64) error {
 	var (
 		copied int64
 		err    error
 	)
-	if start+n == size {
-		copied, err = io.Copy(dst, value)
+	if stored != nil {
+		copied, err = stored.WriteRange(ctx, w, start, n)
 	} else {
-		copied, err = io.CopyBuffer(dst, io.LimitReader(value, n), make([]byte, min(n, blobCopyBuffer)))
+		var k int
+		k, err = w.Write(value[start : start+n])
+		copied = int64(k)
 	}
 	if err == nil && copied != n {
 		err = fmt.Errorf("copied %d of %d bytes: %w", copied, n, io.ErrUnexpectedEOF)

@@ -238,7 +238,6 @@ func branchVsMain(ctx context.Context, root blob.Store, name string) (*branchDif
 		if err != nil {
 			return dataset.DiffSummary{}, err
 		}
-		defer r.Release()
 		return r.Summary(), nil
 	}
 	onBranch, err := count(branch.Ref{Branch: name})

@@ -290,20 +290,18 @@ func (s *Server) scan(r *http.Request, ds *dataset.Dataset, q *queryBody, column
 		// 0 (never sent by the client) is no limit too.
 		opts.Limit = int64(k)
 	}
-	sc, err := ds.Scan(r.Context(), opts)
+	sc, err := ds.Scan(opts)
 	if err != nil {
 		return nil, err
 	}
-	defer sc.Release()
-	for sc.Next() {
-		b := sc.RecordBatch()
+	for b, err := range sc.Batches(r.Context()) {
+		if err != nil {
+			return nil, err
+		}
 		b.Retain()
 		if err := emit(b); err != nil {
 			return nil, err
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	return sc.Schema(), nil
 }

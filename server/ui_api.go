@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -332,22 +331,21 @@ func (s *Server) uiRows(w http.ResponseWriter, r *http.Request) error {
 		return uiQueryError(err, filter)
 	}
 	// One row more than the page tells whether another page follows.
-	sc, err := st.ds.Scan(ctx, &dataset.ScanOptions{Filter: filter, Offset: int64(offset), Limit: int64(limit) + 1, WithRowID: true})
+	sc, err := st.ds.Scan(&dataset.ScanOptions{Filter: filter, Offset: int64(offset), Limit: int64(limit) + 1, WithRowID: true})
 	if err != nil {
 		return uiQueryError(err, filter)
 	}
-	defer sc.Release()
 	enc := s.uiEncoder(st, cols, false)
 	rows := []uiRow{}
-	for sc.Next() {
-		got, err := enc.rows(sc.RecordBatch())
+	for rec, err := range sc.Batches(ctx) {
+		if err != nil {
+			return uiQueryError(err, filter)
+		}
+		got, err := enc.rows(rec)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, got...)
-	}
-	if err := sc.Err(); err != nil {
-		return uiQueryError(err, filter)
 	}
 	more := len(rows) > limit
 	if more {
@@ -433,7 +431,7 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 	}
 	var (
 		head []byte
-		rest io.Reader
+		rest *dataset.Blob // what follows head, for a blob column
 		size int64
 	)
 	if f.Blob != schema.NotBlob {
@@ -441,10 +439,9 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return uiRowNotFound(st, id, err)
 		}
-		defer br.Close()
 		size = br.Size()
 		head = make([]byte, min(size, 512))
-		if _, err := io.ReadFull(br, head); err != nil {
+		if _, err := br.ReadAt(ctx, head, 0); err != nil {
 			return err
 		}
 		rest = br
@@ -465,7 +462,7 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 			return &apiError{status: http.StatusNotFound, code: codeNotFound,
 				msg: fmt.Sprintf("%s %s row %d: %q is null", st.table, st.ref(), id, column)}
 		}
-		head, rest, size = b, strings.NewReader(""), int64(len(b))
+		head, size = b, int64(len(b))
 	}
 	ctype := inertContentType(http.DetectContentType(head))
 	h := w.Header()
@@ -485,7 +482,9 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 	if _, err := w.Write(head); err != nil {
 		return nil // the client went away; nothing more to answer
 	}
-	_, _ = io.Copy(w, rest)
+	if rest != nil {
+		_, _ = rest.WriteRange(ctx, w, int64(len(head)), size-int64(len(head)))
+	}
 	return nil
 }
 
@@ -717,11 +716,12 @@ func (s *Server) uiDiff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer d.Release()
 	sum := d.Summary()
 	ids := map[string][]uint64{}
-	for d.Next() {
-		rec := d.RecordBatch()
+	for rec, err := range d.Batches(ctx) {
+		if err != nil {
+			return err
+		}
 		change, ok1 := rec.Column(0).(*array.String)
 		rowid, ok2 := rec.Column(1).(*array.Uint64)
 		if !ok1 || !ok2 {
@@ -733,9 +733,6 @@ func (s *Server) uiDiff(w http.ResponseWriter, r *http.Request) error {
 				ids[c] = append(ids[c], rowid.Value(i))
 			}
 		}
-	}
-	if err := d.Err(); err != nil {
-		return err
 	}
 	fromCols, err := s.uiColumnsOf(ctx, from.ds)
 	if err != nil {

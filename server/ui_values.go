@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -135,14 +134,15 @@ func uiColumns(ctx context.Context, ds *dataset.Dataset) ([]uiColumn, error) {
 	if len(sniff) == 0 {
 		return cols, nil
 	}
-	sc, err := ds.Scan(ctx, &dataset.ScanOptions{Columns: sniff, Limit: uiSniffRows, WithRowID: true})
+	sc, err := ds.Scan(&dataset.ScanOptions{Columns: sniff, Limit: uiSniffRows, WithRowID: true})
 	if err != nil {
 		return nil, err
 	}
-	defer sc.Release()
 	found := map[string]bool{}
-	for sc.Next() && len(found) < len(sniff) {
-		rec := sc.RecordBatch()
+	for rec, err := range sc.Batches(ctx) {
+		if err != nil {
+			return cols, err
+		}
 		rowids := rec.Column(int(rec.NumCols()) - 1).(*array.Uint64)
 		for k, name := range sniff {
 			if found[name] {
@@ -171,8 +171,11 @@ func uiColumns(ctx context.Context, ds *dataset.Dataset) ([]uiColumn, error) {
 				break
 			}
 		}
+		if len(found) == len(sniff) {
+			break
+		}
 	}
-	return cols, sc.Err()
+	return cols, nil
 }
 
 // sniffHead returns the first bytes of value i of arr (a binary column,
@@ -191,9 +194,8 @@ func sniffHead(ctx context.Context, ds *dataset.Dataset, column string, arr arro
 		// kind; the cell endpoint reports its error when it is asked for.
 		return nil, false, nil
 	}
-	defer br.Close()
 	head := make([]byte, min(desc.Size, 512))
-	n, err := io.ReadFull(br, head)
+	n, err := br.ReadAt(ctx, head, 0)
 	if err != nil && n == 0 {
 		return nil, false, nil
 	}

@@ -46,7 +46,7 @@ func TestUseAfterClose(t *testing.T) {
 	}
 	calls := map[string]func(tb *table.Table) error{
 		"Checkout": func(tb *table.Table) error { _, err := tb.Checkout(ctx, table.Ref{}); return err },
-		"Scan":     func(tb *table.Table) error { _, err := tb.Scan(ctx, nil); return err },
+		"Scan":     func(tb *table.Table) error { _, err := tb.Scan(nil); return err },
 		"Take":     func(tb *table.Table) error { _, err := tb.Take(ctx, []uint64{0}, nil); return err },
 		"TakeRowIDs": func(tb *table.Table) error {
 			_, err := tb.TakeRowIDs(ctx, []uint64{0}, nil)

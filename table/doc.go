@@ -11,7 +11,7 @@
 //	})
 //	...
 //	defer t.Close()
-//	sc, err := t.Scan(ctx, &dataset.ScanOptions{Filter: "age > 30"})
+//	sc, err := t.Scan(&dataset.ScanOptions{Filter: "age > 30"})
 //
 // # On-disk contract
 //

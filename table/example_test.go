@@ -114,12 +114,11 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer t.Close()
-	sc, err := t.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id"}, Limit: 3})
+	sc, err := t.Scan(&dataset.ScanOptions{Columns: []string{"id"}, Limit: 3})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer sc.Release()
-	for rec, err := range sc.All() {
+	for rec, err := range sc.Batches(ctx) {
 		if err != nil {
 			log.Fatal(err)
 		}

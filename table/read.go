@@ -9,14 +9,14 @@ import (
 	"github.com/lancerdb/lancer/vector"
 )
 
-// Scan streams the rows of the handle's version (dataset.Dataset.Scan).
-// The caller releases the scanner.
-func (t *Table) Scan(ctx context.Context, opts *dataset.ScanOptions) (*dataset.Scanner, error) {
+// Scan plans a scan of the handle's version (dataset.Dataset.Scan); its
+// Batches(ctx) streams the rows.
+func (t *Table) Scan(opts *dataset.ScanOptions) (*dataset.Scanner, error) {
 	ds, err := t.current()
 	if err != nil {
 		return nil, err
 	}
-	return ds.Scan(ctx, opts)
+	return ds.Scan(opts)
 }
 
 // Take returns the rows at offsets (dataset.Dataset.Take). The caller

@@ -123,9 +123,9 @@ func (t *Table) MergeBase(ctx context.Context, a, b Ref) (Ref, error) {
 	return branch.MergeBase(ctx, t.root.store, a, b)
 }
 
-// Diff streams the rows that differ between states a and b of the table
-// (branch.Diff). The caller releases the reader.
-func (t *Table) Diff(ctx context.Context, a, b Ref, opts *dataset.DiffOptions) (*dataset.DiffReader, error) {
+// Diff computes the rows that differ between states a and b of the table
+// (branch.Diff); its Batches(ctx) streams them.
+func (t *Table) Diff(ctx context.Context, a, b Ref, opts *dataset.DiffOptions) (*dataset.Changes, error) {
 	if _, err := t.current(); err != nil {
 		return nil, err
 	}

@@ -72,13 +72,12 @@ func create(t *testing.T, ids ...int64) (string, *table.Table) {
 // ids returns the sorted ids the handle's version holds.
 func ids(t *testing.T, tb *table.Table) []int64 {
 	t.Helper()
-	sc, err := tb.Scan(context.Background(), &dataset.ScanOptions{Columns: []string{"id"}})
+	sc, err := tb.Scan(&dataset.ScanOptions{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sc.Release()
 	var out []int64
-	for rec, err := range sc.All() {
+	for rec, err := range sc.Batches(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,13 +90,12 @@ func ids(t *testing.T, tb *table.Table) []int64 {
 // vals returns id → val of the handle's version.
 func vals(t *testing.T, tb *table.Table) map[int64]string {
 	t.Helper()
-	sc, err := tb.Scan(context.Background(), &dataset.ScanOptions{Columns: []string{"id", "val"}})
+	sc, err := tb.Scan(&dataset.ScanOptions{Columns: []string{"id", "val"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sc.Release()
 	out := map[int64]string{}
-	for rec, err := range sc.All() {
+	for rec, err := range sc.Batches(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -521,13 +519,17 @@ func TestRefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for d.Next() {
-		n += int(d.RecordBatch().NumRows())
+	var diffErr error
+	for rec, err := range d.Batches(ctx) {
+		if err != nil {
+			diffErr = err
+			break
+		}
+		n += int(rec.NumRows())
 	}
-	if err := d.Err(); err != nil || n != 2 {
-		t.Errorf("diff: %d rows, %v; want a delete and an update", n, err)
+	if diffErr != nil || n != 2 {
+		t.Errorf("diff: %d rows, %v; want a delete and an update", n, diffErr)
 	}
-	d.Release()
 	if base, err := tb.MergeBase(ctx, table.Ref{}, table.Ref{Branch: "exp"}); err != nil || base != (table.Ref{Version: 1}) {
 		t.Errorf("MergeBase = %+v, %v", base, err)
 	}

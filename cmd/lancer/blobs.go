@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -42,8 +41,7 @@ from storage in parts, never whole. Nothing else is written to stdout.`,
 			if err != nil {
 				return err
 			}
-			defer br.Close()
-			if _, err := io.Copy(cmd.OutOrStdout(), br); err != nil {
+			if _, err := br.WriteRange(ctx, cmd.OutOrStdout(), 0, br.Size()); err != nil {
 				return fmt.Errorf("cat: %w", err)
 			}
 			return nil

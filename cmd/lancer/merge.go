@@ -58,7 +58,6 @@ dropped.`,
 			if err != nil {
 				return err
 			}
-			defer r.Release()
 			if summary {
 				s := r.Summary()
 				return report(cmd, "%d inserted, %d updated, %d deleted; columns added: %s; dropped: %s",
@@ -71,13 +70,13 @@ dropped.`,
 			if err := out.begin(r.Schema()); err != nil {
 				return err
 			}
-			for r.Next() {
-				if err := out.write(r.RecordBatch()); err != nil {
+			for rec, err := range r.Batches(ctx) {
+				if err != nil {
 					return err
 				}
-			}
-			if err := r.Err(); err != nil {
-				return err
+				if err := out.write(rec); err != nil {
+					return err
+				}
 			}
 			return out.end()
 		},

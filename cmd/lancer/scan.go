@@ -59,21 +59,20 @@ it back exactly.`,
 					opts.Columns = append(opts.Columns, strings.TrimSpace(c))
 				}
 			}
-			scanner, err := ds.Scan(ctx, opts)
+			scanner, err := ds.Scan(opts)
 			if err != nil {
 				return err
 			}
-			defer scanner.Release()
 			if err := out.begin(scanner.Schema()); err != nil {
 				return err
 			}
-			for scanner.Next() {
-				if err := out.write(scanner.RecordBatch()); err != nil {
+			for rec, err := range scanner.Batches(ctx) {
+				if err != nil {
 					return err
 				}
-			}
-			if err := scanner.Err(); err != nil {
-				return err
+				if err := out.write(rec); err != nil {
+					return err
+				}
 			}
 			return out.end()
 		},

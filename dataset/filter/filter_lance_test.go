@@ -435,13 +435,12 @@ func readFixture(t *testing.T, uri string) *fixtureRows {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.Scan(ctx, &dataset.ScanOptions{BatchSize: 7})
+	s, err := d.Scan(&dataset.ScanOptions{BatchSize: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	rows := &fixtureRows{}
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}

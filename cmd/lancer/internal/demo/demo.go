@@ -521,13 +521,14 @@ func (b *builder) build(ctx context.Context) error {
 		if err != nil {
 			return "", err
 		}
-		defer d.Release()
 		s := d.Summary()
 		// The rows of the diff, not only its summary: every update is a
 		// relabelled red circle.
 		var updated uint64
-		for d.Next() {
-			rec := d.RecordBatch()
+		for rec, err := range d.Batches(ctx) {
+			if err != nil {
+				return "", err
+			}
 			change := rec.Column(0).(*array.String)
 			label := rec.Column(3).(*array.String)
 			for i := range int(rec.NumRows()) {
@@ -538,9 +539,6 @@ func (b *builder) build(ctx context.Context) error {
 					updated++
 				}
 			}
-		}
-		if err := d.Err(); err != nil {
-			return "", err
 		}
 		if s.Updated != relabelled || updated != relabelled || s.Deleted != uint64(b.res.Appended) || s.Inserted != 0 {
 			return "", fmt.Errorf("diff main..%s: %d updated (%d listed), %d deleted, %d inserted; want %d, %d, 0: %w",

@@ -113,13 +113,12 @@ func TestDemoBuild(t *testing.T) {
 	}
 
 	// The stored images are the generated ones, and decode.
-	s, err := main.Scan(ctx, &dataset.ScanOptions{Columns: []string{"id", "image", "label", "caption", "embedding"}, Filter: "id = 7"})
+	s, err := main.Scan(&dataset.ScanOptions{Columns: []string{"id", "image", "label", "caption", "embedding"}, Filter: "id = 7"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Release()
 	rows := 0
-	for rec, err := range s.All() {
+	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			t.Fatal(err)
 		}
