@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 )
 
@@ -173,23 +174,23 @@ func (d *Dataset) versionOnce(ctx context.Context, key string, compute func() (a
 // addresses from the fragment id, or the stable row id sequence), under
 // the dataset root. The keys of a version's fragments are built once per
 // Dataset.
-func (d *Dataset) fragmentKey(f *Fragment) string {
+func (d *Dataset) fragmentKey(f *manifest.Fragment) string {
 	v, _ := d.versionOnce(context.Background(), "fragkeys", func() (any, error) {
-		keys := make(map[*Fragment]string, len(d.manifest.Fragments))
+		keys := make(map[*manifest.Fragment]string, len(d.manifest.Fragments))
 		for _, f := range d.manifest.Fragments {
 			keys[f] = d.buildFragmentKey(f)
 		}
 		return keys, nil
 	})
-	if k, ok := v.(map[*Fragment]string)[f]; ok {
+	if k, ok := v.(map[*manifest.Fragment]string)[f]; ok {
 		return k
 	}
 	return d.buildFragmentKey(f) // not one of the manifest's (a view's copy)
 }
 
-func (d *Dataset) buildFragmentKey(f *Fragment) string {
+func (d *Dataset) buildFragmentKey(f *manifest.Fragment) string {
 	b := make([]byte, 0, 256)
-	b = append(b, location(d.store, "")...)
+	b = append(b, manifest.Location(d.store, "")...)
 	b = append(b, "|frag "...)
 	b = strconv.AppendUint(b, f.ID, 10)
 	b = append(b, " rows "...)
@@ -221,11 +222,11 @@ func (d *Dataset) buildFragmentKey(f *Fragment) string {
 		b = append(b, ' ')
 		b = append(b, d.baseKey(del.BaseID)...)
 	}
-	if r := f.rowIDs; r.present {
-		if r.path != "" {
-			b = fmt.Appendf(b, "|rowids %q %d %d", r.path, r.offset, r.size)
+	if r := f.RowIDs; r != nil {
+		if e := r.External; e != nil {
+			b = fmt.Appendf(b, "|rowids %q %d %d", e.Path, e.Offset, e.Size)
 		} else {
-			b = fmt.Appendf(b, "|rowids %x", sha256.Sum256(r.inline))
+			b = fmt.Appendf(b, "|rowids %x", sha256.Sum256(r.Inline))
 		}
 	}
 	return string(b)
@@ -253,7 +254,7 @@ func (d *Dataset) fieldsKey(b *strings.Builder, fields []*format.Field) {
 		if f.Dictionary != nil {
 			// A legacy dictionary may be stored in the manifest itself:
 			// share nothing with other versions.
-			fmt.Fprintf(b, " dict %d %d in %s", f.Dictionary.GetOffset(), f.Dictionary.GetLength(), location(d.store, d.manifestKey))
+			fmt.Fprintf(b, " dict %d %d in %s", f.Dictionary.GetOffset(), f.Dictionary.GetLength(), manifest.Location(d.store, d.manifestKey))
 		}
 		d.fieldsKey(b, f.Children)
 		b.WriteString(")")
@@ -296,7 +297,7 @@ func (d *Dataset) preparePrefilter(predicate string) (*prefilter, error) {
 // filterFragment returns the row ids of fragment f's live rows that pf
 // keeps, from the shared cache or evaluated. It reads only the columns the
 // filter names and evaluates the filter once per batch.
-func (d *Dataset) filterFragment(ctx context.Context, pf *prefilter, f *Fragment) (*roaring64.Bitmap, error) {
+func (d *Dataset) filterFragment(ctx context.Context, pf *prefilter, f *manifest.Fragment) (*roaring64.Bitmap, error) {
 	v, err := sharedSearchCache.get(ctx, pf.key+"|"+d.fragmentKey(f), func() (any, int64, error) {
 		ids, err := d.evalFragmentFilter(ctx, pf, f)
 		if err != nil {
@@ -314,7 +315,7 @@ func (d *Dataset) filterFragment(ctx context.Context, pf *prefilter, f *Fragment
 	return v.(*roaring64.Bitmap), nil
 }
 
-func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *Fragment) (*roaring64.Bitmap, error) {
+func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *manifest.Fragment) (*roaring64.Bitmap, error) {
 	fr, err := d.openFragment(ctx, pf.proj, f)
 	if err != nil {
 		return nil, err
@@ -367,7 +368,7 @@ func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *Frag
 
 // flatFragment returns the finite, non-null vectors of column (dim wide)
 // in fragment f with their row ids, from the shared cache or read.
-func (d *Dataset) flatFragment(ctx context.Context, column, colKey string, dim int, f *Fragment) (*flatVectorSet, error) {
+func (d *Dataset) flatFragment(ctx context.Context, column, colKey string, dim int, f *manifest.Fragment) (*flatVectorSet, error) {
 	v, err := sharedSearchCache.get(ctx, colKey+"|"+d.fragmentKey(f), func() (any, int64, error) {
 		vecs, ids, err := d.readVectors(ctx, column, dim, []uint64{f.ID}, nil)
 		if err != nil {
@@ -395,7 +396,7 @@ func (d *Dataset) columnKey(column string, dim int) (string, error) {
 
 // segmentKey names the live rows of an index segment's fragments in this
 // version: the segment and the fragments as they are now.
-func (d *Dataset) segmentKey(seg IndexInfo) string {
+func (d *Dataset) segmentKey(seg manifest.IndexInfo) string {
 	h := sha256.New()
 	covered := map[uint64]bool{}
 	for _, id := range seg.Fragments {
@@ -407,5 +408,5 @@ func (d *Dataset) segmentKey(seg IndexInfo) string {
 			h.Write([]byte{0})
 		}
 	}
-	return fmt.Sprintf("live %s %s %x", location(d.store, ""), seg.UUID, h.Sum(nil))
+	return fmt.Sprintf("live %s %s %x", manifest.Location(d.store, ""), seg.UUID, h.Sum(nil))
 }

@@ -211,7 +211,8 @@ func (f *manifestFile) transaction(ctx context.Context, pm *tablepb.Manifest, fo
 // EncodeFile lays out a manifest file as Lance writes it: the index section
 // (if m has index segments) at 0, the transaction txn (encoded) after it,
 // the manifest, and the footer. The manifest records the section
-// positions.
+// positions. A nil txn writes no transaction section (as Lance versions
+// before inline transactions did: readers then use TransactionFile).
 func EncodeFile(m *Manifest, txn []byte) ([]byte, error) {
 	var buf []byte
 	appendSection := func(b []byte) (uint64, error) {
@@ -235,11 +236,13 @@ func EncodeFile(m *Manifest, txn []byte) ([]byte, error) {
 		}
 		p.IndexSection = &pos
 	}
-	pos, err := appendSection(txn)
-	if err != nil {
-		return nil, err
+	if txn != nil {
+		pos, err := appendSection(txn)
+		if err != nil {
+			return nil, err
+		}
+		p.TransactionSection = &pos
 	}
-	p.TransactionSection = &pos
 	body, err := marshalOpts.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: encode manifest: %w", err)

@@ -58,6 +58,9 @@ type Manifest struct {
 	// TransactionFile names the version's transaction in _transactions/; ""
 	// if none.
 	TransactionFile string
+	// VersionAuxData is the position of the version's auxiliary data, which
+	// lancer does not read; a commit resets it (Lance's new_from_previous).
+	VersionAuxData uint64
 	// Indices describes the index segments of this version, as the
 	// manifest's index section records them (IndexSegments), resolved
 	// against the schema and fragments. Validate computes it.
@@ -74,11 +77,20 @@ type Manifest struct {
 	storage *storageFormat
 	// branchSet records a branch field present but empty.
 	branchSet bool
+	// timestampSet records that the manifest has a timestamp (Timestamp is
+	// the epoch without one, which is then not written).
+	timestampSet bool
 	// unknown holds the protobuf fields of newer writers, written back.
 	unknown []byte
 }
 
 type storageFormat struct{ fileFormat, version string }
+
+// SetBranch sets the branch the version belongs to ("" for main, then no
+// branch is recorded).
+func (m *Manifest) SetBranch(branch string) {
+	m.Branch, m.branchSet = branch, false
+}
 
 // StableRowIDs reports whether the dataset has stable row ids: then every
 // fragment records the id of each of its rows, and _rowid is that id rather
@@ -431,7 +443,7 @@ type BasePath struct {
 	// Path is an absolute URI or local path, recorded verbatim.
 	Path string
 
-	// nameSet records a name field present but empty.
+	// nameSet records a name field present but empty (written back so).
 	nameSet bool
 }
 

@@ -55,8 +55,9 @@ func optU32(p *uint32) *uint32 { return cloneU32(p) }
 func manifestFromPB(p *tablepb.Manifest) *Manifest {
 	m := &Manifest{
 		Version:            p.GetVersion(),
+		VersionAuxData:     p.GetVersionAuxData(),
 		Branch:             p.GetBranch(),
-		branchSet:          p.Branch != nil,
+		branchSet:          p.Branch != nil && *p.Branch == "",
 		Tag:                p.GetTag(),
 		Config:             maps.Clone(p.GetConfig()),
 		TableMetadata:      maps.Clone(p.GetTableMetadata()),
@@ -71,7 +72,7 @@ func manifestFromPB(p *tablepb.Manifest) *Manifest {
 	}
 	m.Timestamp = time.Unix(0, 0).UTC()
 	if ts := p.GetTimestamp(); ts != nil && ts.CheckValid() == nil {
-		m.Timestamp = ts.AsTime()
+		m.Timestamp, m.timestampSet = ts.AsTime(), true
 	}
 	if wv := p.GetWriterVersion(); wv != nil {
 		m.WriterVersion = WriterVersion{
@@ -99,6 +100,7 @@ func manifestToPB(m *Manifest) *tablepb.Manifest {
 		SchemaMetadata:     m.schemaMetadata,
 		Fragments:          fragmentsToPB(m.Fragments),
 		Version:            m.Version,
+		VersionAuxData:     m.VersionAuxData,
 		Tag:                m.Tag,
 		ReaderFeatureFlags: uint64(m.ReaderFeatureFlags),
 		WriterFeatureFlags: uint64(m.WriterFeatureFlags),
@@ -107,7 +109,9 @@ func manifestToPB(m *Manifest) *tablepb.Manifest {
 		NextRowId:          m.NextRowID,
 		Config:             m.Config,
 		TableMetadata:      m.TableMetadata,
-		Timestamp:          timestamppb.New(m.Timestamp),
+	}
+	if m.timestampSet || !m.Timestamp.Equal(time.Unix(0, 0)) {
+		p.Timestamp = timestamppb.New(m.Timestamp)
 	}
 	if wv := m.WriterVersion; wv != (WriterVersion{}) {
 		p.WriterVersion = &tablepb.Manifest_WriterVersion{Library: wv.Library, Version: wv.Version}
@@ -130,7 +134,7 @@ func manifestToPB(m *Manifest) *tablepb.Manifest {
 }
 
 func basePathFromPB(bp *tablepb.BasePath) BasePath {
-	return BasePath{ID: bp.GetId(), Name: bp.GetName(), nameSet: bp.Name != nil,
+	return BasePath{ID: bp.GetId(), Name: bp.GetName(), nameSet: bp.Name != nil && *bp.Name == "",
 		IsDatasetRoot: bp.GetIsDatasetRoot(), Path: bp.GetPath()}
 }
 
