@@ -9,10 +9,11 @@
 //	dataset/  the Lance table format: manifests, fragments, versions, scans
 //	vector/   pure vector-search algorithms (no files)
 //	branch/   the version graph: tags, branches, diff, merge
+//	table/    the Go SDK: a Table handle opened by URI at a ref, owning its store
 //	server/   the HTTP API speaking LanceDB's remote protocol
 //	cmd/lancer the command-line tool
 //
-// Imports point one way: blob ← format ← dataset ← branch ← server ← cmd.
+// Imports point one way: blob ← format ← dataset ← branch ← table ← server ← cmd.
 //
 // # Errors
 //

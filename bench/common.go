@@ -20,8 +20,8 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/baseline"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/baselinetest"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/internal/tailbuf"
 )
 
@@ -127,7 +127,7 @@ func wantRows(what string, got, want int64) error {
 // row once, lancer's as often as asked), and the same rows by row id
 // (fragment i holds rows i*chunk on).
 func takeRows(n, rows, chunk int) (offsets, rowIDs []uint64) {
-	rng := baseline.NewRNG(777)
+	rng := baselinetest.NewRNG(777)
 	offsets = make([]uint64, 0, n)
 	rowIDs = make([]uint64, 0, n)
 	seen := make(map[uint64]bool, n)
@@ -192,7 +192,7 @@ type nodeReply struct {
 func (r *nodeReply) replyError() string { return r.Error }
 
 // startNode starts script, a file of ref's scripts.
-func startNode(ref lanceref.Ref, script string) (*nodeProc, error) {
+func startNode(ref lancereftest.Ref, script string) (*nodeProc, error) {
 	p := &nodeProc{script: script, cmd: ref.Command(script), stderr: tailbuf.Buffer{Max: 8 << 10}}
 	p.cmd.Stderr = &p.stderr
 	var err error

@@ -4,18 +4,18 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/lancerdb/lancer/internal/baseline"
+	"github.com/lancerdb/lancer/internal/baselinetest"
 )
 
 // CoreTextBytes is the length of the text column's values: the baseline's
 // "row <i>:" followed by words, cut at 50 characters (all ASCII).
-const CoreTextBytes = baseline.TextBytes
+const CoreTextBytes = baselinetest.TextBytes
 
 // CoreData draws the whole lance-baseline workload (see
-// internal/baseline.Workload): ClusteredVectors' vectors and queries, then
+// internal/baselinetest.Workload): ClusteredVectors' vectors and queries, then
 // the n texts, from one stream seeded with seed, in the script's order.
 func CoreData(n, dim, centers, nq int, seed uint32) (vectors, queries []float32, texts []string) {
-	return baseline.Workload(n, dim, centers, nq, seed)
+	return baselinetest.Workload(n, dim, centers, nq, seed)
 }
 
 // coreSchema is the baseline's table: id int64 (not null), vector

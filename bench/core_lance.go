@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // lanceCoreScript is the Node side of the core suite, in this folder.
@@ -51,7 +51,7 @@ type lanceCoreReply struct {
 type lanceProc struct{ *nodeProc }
 
 // startLance starts lance-core.mjs.
-func startLance(ref lanceref.Ref) (*lanceProc, error) {
+func startLance(ref lancereftest.Ref) (*lanceProc, error) {
 	p, err := startNode(ref, lanceCoreScript)
 	if err != nil {
 		return nil, err

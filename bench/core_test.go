@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lancerdb/lancer/internal/baseline"
+	"github.com/lancerdb/lancer/internal/baselinetest"
 )
 
 // TestCoreDataMatchesClustered checks that the core suite's data is the
@@ -32,7 +32,7 @@ func TestCoreDataMatchesClustered(t *testing.T) {
 		t.Fatalf("texts = %q, want %q (lance-baseline.mjs's)", texts, want)
 	}
 	// The take offsets' stream: mulberry32(777) × 200000, as the baseline.
-	r := baseline.NewRNG(777)
+	r := baselinetest.NewRNG(777)
 	var offs []int
 	for range 5 {
 		offs = append(offs, int(r.Float()*200000))

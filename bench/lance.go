@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // lanceScript is the Node side of the benchmarks, in this folder.
@@ -43,8 +43,8 @@ func repoRoot() string {
 
 // findRef locates node and the pinned Lance reference, with this folder's
 // scripts.
-func findRef() (lanceref.Ref, error) {
-	ref, err := lanceref.Find()
+func findRef() (lancereftest.Ref, error) {
+	ref, err := lancereftest.Find()
 	if err != nil {
 		return ref, fmt.Errorf("bench: %w", err)
 	}
@@ -54,8 +54,8 @@ func findRef() (lanceref.Ref, error) {
 
 // askLance runs lance-write.mjs over reqs in one node process; a request
 // that failed fails the whole call.
-func askLance(ref lanceref.Ref, reqs []lanceRequest) ([]lanceReply, error) {
-	replies, err := lanceref.Ask[lanceRequest, lanceReply](ref, lanceScript, reqs)
+func askLance(ref lancereftest.Ref, reqs []lanceRequest) ([]lanceReply, error) {
+	replies, err := lancereftest.Ask[lanceRequest, lanceReply](ref, lanceScript, reqs)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/lanceref"
-	"github.com/lancerdb/lancer/internal/versitygw"
+	"github.com/lancerdb/lancer/internal/lancereftest"
+	"github.com/lancerdb/lancer/internal/s3test"
 )
 
 // The s3 suite (issue #8): the core suite's writes and reads, lancer and
@@ -100,7 +100,7 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := versitygw.Find(); err != nil {
+	if _, err := s3test.Find(); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	dir, cleanup, err := scratchDir(o.Dir, "lancer-s3-", "input", "s3")
@@ -126,7 +126,7 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 	}
 
 	c.logf("starting versitygw and the counting proxy")
-	srv, err := versitygw.Start(ctx, filepath.Join(o.Dir, "s3"), s3Bucket)
+	srv, err := s3test.Start(ctx, filepath.Join(o.Dir, "s3"), s3Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -137,7 +137,7 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 	defer c.proxy.Close()
 	c.options = srv.Options()
 	c.options["aws_endpoint"] = c.proxy.URL
-	c.rep.Server = "versitygw " + versitygw.Version + " (POSIX backend on the local disk, sidecar metadata, keep-alive) behind a counting HTTP proxy, on loopback"
+	c.rep.Server = "versitygw " + s3test.Version + " (POSIX backend on the local disk, sidecar metadata, keep-alive) behind a counting HTTP proxy, on loopback"
 	if o.Latency > 0 {
 		c.rep.Server += fmt.Sprintf("; the proxy delays every request by %v before forwarding it, standing for an object store's round trip", o.Latency)
 	}
@@ -412,7 +412,7 @@ type s3LanceReply struct {
 // s3Lance is one running lance-s3.mjs, asked one request at a time.
 type s3Lance struct{ *nodeProc }
 
-func startS3Lance(ref lanceref.Ref) (*s3Lance, error) {
+func startS3Lance(ref lancereftest.Ref) (*s3Lance, error) {
 	p, err := startNode(ref, lanceS3Script)
 	if err != nil {
 		return nil, err

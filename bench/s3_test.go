@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/internal/versitygw"
+	"github.com/lancerdb/lancer/internal/s3test"
 )
 
 // proxiedStore starts versitygw with bucket and a counting proxy in front
@@ -19,7 +19,7 @@ import (
 // bucket through the proxy; all three stop when t ends.
 func proxiedStore(t *testing.T, bucket string, latency time.Duration) (*countingProxy, *blob.CloudStore) {
 	t.Helper()
-	srv := versitygw.ForTest(t, bucket)
+	srv := s3test.ForTest(t, bucket)
 	p, err := startCountingProxy(srv.Endpoint, latency)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -278,7 +278,7 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 			client: &http.Client{Timeout: adversaryTimeout}}
 		go func() { advDone <- runAdversary(advCtx, a) }()
 	}
-	replies, err := lanceref.Ask[serverLoadRequest, serverLoadReply](ref, serverLoadScript, []serverLoadRequest{req})
+	replies, err := lancereftest.Ask[serverLoadRequest, serverLoadReply](ref, serverLoadScript, []serverLoadRequest{req})
 	stopAdversary()
 	if o.Adversary {
 		rep.Adversary = <-advDone

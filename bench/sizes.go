@@ -10,6 +10,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // OtherBytes is the Sizes.ByColumn key of the bytes of data files that
@@ -74,7 +75,7 @@ func columnBytes(r *format.Reader) map[string]int64 {
 	proj := r.FileProjection(r.Schema().Fields)
 	for _, f := range r.Schema().Fields {
 		seen := map[int]bool{}
-		f.Walk(func(m *format.Field) {
+		f.Walk(func(m *schema.Field) {
 			c, ok := proj.Column(m.ID)
 			if !ok || c < 0 || c >= len(cols) || seen[c] {
 				return

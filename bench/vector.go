@@ -24,7 +24,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -276,7 +276,7 @@ func RunVector(ctx context.Context, opts VectorOptions) (*VectorReport, error) {
 			fmt.Fprintf(o.Log, time.Now().Format("15:04:05 ")+format+"\n", args...)
 		}
 	}
-	var ref lanceref.Ref
+	var ref lancereftest.Ref
 	if o.Lance {
 		var err error
 		if ref, err = findRef(); err != nil {
@@ -719,13 +719,13 @@ type lanceVectorReply struct {
 
 // runLanceVector runs lance-vector.mjs on the vector files and measures
 // its answers against the ground truth.
-func runLanceVector(ref lanceref.Ref, o VectorOptions, vecFile, qFile string, truth [][]uint64) (*SideReport, error) {
+func runLanceVector(ref lancereftest.Ref, o VectorOptions, vecFile, qFile string, truth [][]uint64) (*SideReport, error) {
 	db := filepath.Join(o.Dir, "lance")
 	req := lanceVectorRequest{
 		Vectors: vecFile, Queries: qFile, Rows: o.Rows, Dim: o.Dim, K: o.K, Dir: db, Name: "t",
 		Partitions: o.Partitions, Runs: o.Runs, Flat: true, Settings: o.Settings, Fragments: o.Fragments,
 	}
-	replies, err := lanceref.Ask[lanceVectorRequest, lanceVectorReply](ref, lanceVectorScript, []lanceVectorRequest{req})
+	replies, err := lancereftest.Ask[lanceVectorRequest, lanceVectorReply](ref, lanceVectorScript, []lanceVectorRequest{req})
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/lancerdb/lancer/internal/baseline"
+	"github.com/lancerdb/lancer/internal/baselinetest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -23,14 +23,14 @@ const (
 )
 
 // ClusteredVectors draws the lance-baseline vector workload (see package
-// internal/baseline): centers centres, n vectors and nq queries not in the
+// internal/baselinetest): centers centres, n vectors and nq queries not in the
 // table. With the defaults above it reproduces the baseline's table and
 // queries; the suite hands Lance these very numbers (see WriteFloat32s), so
 // both sides search the same data regardless of libm differences.
 //
 // Both results are packed row-major: vector i is vectors[i*dim:(i+1)*dim].
 func ClusteredVectors(n, dim, centers, nq int, seed uint32) (vectors, queries []float32) {
-	return baseline.Clustered(n, dim, centers, nq, seed)
+	return baselinetest.Clustered(n, dim, centers, nq, seed)
 }
 
 // GroundTruth returns, per query, the row indices of the k vectors nearest

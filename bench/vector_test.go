@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/lancerdb/lancer/internal/baseline"
+	"github.com/lancerdb/lancer/internal/baselinetest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -18,7 +18,7 @@ import (
 // which lance-baseline.mjs's mulberry32(12345) makes too, and that it is a
 // pure function of its arguments.
 func TestClusteredVectorsDeterministic(t *testing.T) {
-	r := baseline.NewRNG(12345)
+	r := baselinetest.NewRNG(12345)
 	// mulberry32(12345)() in JavaScript.
 	if got, want := r.Float(), 0.9797282677609473; got != want {
 		t.Fatalf("first mulberry32(12345) draw = %v, want %v (JavaScript's)", got, want)

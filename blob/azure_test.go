@@ -15,22 +15,22 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/blob/blobtest"
-	"github.com/lancerdb/lancer/internal/azurite"
+	"github.com/lancerdb/lancer/internal/azuretest"
 )
 
 // azOptions configure az://ctr on the Azurite at base through an explicit
 // endpoint and key, as for a real account.
 func azOptions(base string) map[string]string {
 	return map[string]string{
-		"azure_storage_endpoint":     base + "/" + azurite.Account,
-		"azure_storage_account_name": azurite.Account,
-		"azure_storage_account_key":  azurite.Key,
+		"azure_storage_endpoint":     base + "/" + azuretest.Account,
+		"azure_storage_account_name": azuretest.Account,
+		"azure_storage_account_key":  azuretest.Key,
 		"allow_http":                 "true",
 	}
 }
 
 func TestConformanceAzure(t *testing.T) {
-	base := azurite.Start(t)
+	base := azuretest.Start(t)
 	var n atomic.Int32
 	blobtest.Run(t, func(t *testing.T) blob.Store {
 		return openCloud(t, fmt.Sprintf("az://ctr/t%d/ds.lance", n.Add(1)), azOptions(base))
@@ -39,7 +39,7 @@ func TestConformanceAzure(t *testing.T) {
 
 func TestOpenAzureOptions(t *testing.T) {
 	ctx := context.Background()
-	base := azurite.Start(t)
+	base := azuretest.Start(t)
 	s := openCloud(t, "az://ctr/a/b.lance", azOptions(base))
 	if s.URI() != "az://ctr/a/b.lance" {
 		t.Errorf("URI = %q", s.URI())
@@ -58,7 +58,7 @@ func TestOpenAzureOptions(t *testing.T) {
 	readBack(t, "abfs://ctr/a/b.lance", azOptions(base))
 	// The Data Lake form names the account; the endpoint option still
 	// says where the service is.
-	const dl = "abfss://ctr@" + azurite.Account + ".dfs.core.windows.net/a/b.lance"
+	const dl = "abfss://ctr@" + azuretest.Account + ".dfs.core.windows.net/a/b.lance"
 	opts := azOptions(base)
 	delete(opts, "azure_storage_account_name")
 	readBack(t, dl, opts)
@@ -80,7 +80,7 @@ func TestOpenAzureOptions(t *testing.T) {
 
 	// A wrong key is refused by the server, not ignored.
 	bad := azOptions(base)
-	bad["azure_storage_account_key"] = "AAAA" + azurite.Key[4:]
+	bad["azure_storage_account_key"] = "AAAA" + azuretest.Key[4:]
 	if _, err := openCloud(t, "az://ctr/a/b.lance", bad).ReadAll(ctx, "k"); err == nil {
 		t.Error("read with a wrong account key succeeded")
 	}
@@ -93,7 +93,7 @@ func TestOpenAzureOptions(t *testing.T) {
 		{"az://", nil, "no container"},
 		{"az://ctr/a/../b", azOptions(base), "prefix"},
 		{"az://ctr", map[string]string{"azure_storage_account_name": "x", "google_base_url": "y"}, "google_base_url"},
-		{"az://ctr", map[string]string{"azure_storage_endpoint": base + "/" + azurite.Account, "azure_storage_account_name": azurite.Account}, "allow_http"},
+		{"az://ctr", map[string]string{"azure_storage_endpoint": base + "/" + azuretest.Account, "azure_storage_account_name": azuretest.Account}, "allow_http"},
 		{"az://ctr", map[string]string{"azure_storage_use_emulator": "maybe"}, "azure_storage_use_emulator"},
 		{"az://ctr", map[string]string{"azure_storage_account_name": "a", "azure_client_secret": "s"}, "azure_tenant_id"},
 		{"az://ctr", map[string]string{}, "azure_storage_account_name"},
@@ -116,7 +116,7 @@ func TestOpenAzureOptions(t *testing.T) {
 // *azcore.ResponseError), and the conditional create is a Put Blob with
 // If-None-Match: *.
 func TestAzureRetries(t *testing.T) {
-	target, err := url.Parse(azurite.Start(t))
+	target, err := url.Parse(azuretest.Start(t))
 	if err != nil {
 		t.Fatal(err)
 	}

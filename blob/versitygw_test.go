@@ -13,7 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/blob/blobtest"
-	"github.com/lancerdb/lancer/internal/versitygw"
+	"github.com/lancerdb/lancer/internal/s3test"
 )
 
 // TestConformanceVersityGW runs the Store contract against a real S3
@@ -21,7 +21,7 @@ import (
 // TestConformanceCloudS3): CreateIfAbsent and its race rely on the
 // server honouring If-None-Match: * on PUT.
 func TestConformanceVersityGW(t *testing.T) {
-	srv := versitygw.ForTest(t, "conf")
+	srv := s3test.ForTest(t, "conf")
 	var n atomic.Int32
 	blobtest.RunWithOptions(t, func(t *testing.T) blob.Store {
 		s, err := blob.OpenWithOptions(context.Background(), srv.URI(fmt.Sprintf("t%d/ds.lance", n.Add(1))), srv.Options())
@@ -41,7 +41,7 @@ func TestConformanceVersityGW(t *testing.T) {
 // be safe, whatever the conformance suite above says.
 func TestVersityGWConditionalPut(t *testing.T) {
 	ctx := context.Background()
-	srv := versitygw.ForTest(t, "cond")
+	srv := s3test.ForTest(t, "cond")
 	c := srv.Client()
 	put := func(body string) error {
 		_, err := c.PutObject(ctx, &s3.PutObjectInput{

@@ -18,7 +18,7 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/fixturetest/manifestedit"
+	"github.com/lancerdb/lancer/internal/manifesttest"
 )
 
 func scanAll(t *testing.T, ds *dataset.Dataset, mem memory.Allocator) [][]byte {
@@ -282,7 +282,7 @@ func TestMainLineBasePathOpensRecorded(t *testing.T) {
 		t.Fatalf("manifests of the clone: %v, %v", manifests, err)
 	}
 	for _, path := range manifests {
-		manifestedit.Edit(t, path, func(m *manifest.Manifest) {
+		manifesttest.Edit(t, path, func(m *manifest.Manifest) {
 			for i, bp := range m.BasePaths {
 				if bp.Name != "" {
 					t.Fatalf("base path %v has a name", bp)

@@ -60,6 +60,7 @@ func copyWithBranchTag(t *testing.T) (string, blob.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkFamilyWhenDone(t, root)
 	versions, err := dataset.ListVersions(context.Background(), blob.Sub(root, "tree/exp"))
 	if err != nil || len(versions) < 2 {
 		t.Fatalf("branch exp versions %v: %v", versions, err)
@@ -145,5 +146,17 @@ func TestCleanupMainAloneBreaksBranch(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("the branch still reads after main was cleaned alone: the test no longer shows anything")
+	}
+	brokenOnPurpose.Store(root, true)
+	r, err := branch.Check(ctx, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, v := range r.Violations {
+		found[v.Invariant] = true
+	}
+	if !found["D4"] || !found["B1"] {
+		t.Errorf("Check found %v; want the branch's missing files (D4) and the dangling tags (B1)", r.Violations)
 	}
 }

@@ -88,11 +88,11 @@ func branchKey(name string) string {
 //
 // The ref file is created atomically. When two writers create the same
 // name, exactly one succeeds; the other gets an error wrapping
-// lancer.ErrAlreadyExists and removes what it wrote (a clone of another
+// ErrBranchExists (a lancer.ErrAlreadyExists) and removes what it wrote (a clone of another
 // version may be visible under tree/<name>/ for that moment). A name
 // already taken, or a tree/<name>/ that holds a dataset without a ref (the
 // leftover of an interrupted creation, which must be removed first), is an
-// error wrapping lancer.ErrAlreadyExists. It returns the branch at its first
+// error wrapping ErrBranchExists. It returns the branch at its first
 // version.
 func CreateBranch(ctx context.Context, root blob.Store, name string, from Ref, opts *CreateBranchOptions) (*dataset.Dataset, error) {
 	if err := CheckBranchName(name); err != nil {
@@ -100,7 +100,7 @@ func CreateBranch(ctx context.Context, root blob.Store, name string, from Ref, o
 	}
 	switch _, err := GetBranch(ctx, root, name); {
 	case err == nil:
-		return nil, fmt.Errorf("branch: branch %q already exists: %w", name, lancer.ErrAlreadyExists)
+		return nil, fmt.Errorf("branch: branch %q: %w", name, ErrBranchExists)
 	case !errors.Is(err, lancer.ErrNotFound):
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func CreateBranch(ctx context.Context, root blob.Store, name string, from Ref, o
 		NextRowID: branchRowIDs(src.Manifest())})
 	if err != nil {
 		if errors.Is(err, lancer.ErrAlreadyExists) {
-			return nil, fmt.Errorf("branch: create %q: it exists, is being created, or %s%s holds the leftover of an interrupted creation: %w", name, treeDir, name, err)
+			return nil, fmt.Errorf("branch: create %q: it exists, is being created, or %s%s holds the leftover of an interrupted creation: %v: %w", name, treeDir, name, err, ErrBranchExists)
 		}
 		return nil, fmt.Errorf("branch: create %q: %w", name, err)
 	}
@@ -167,7 +167,7 @@ func CreateBranch(ctx context.Context, root blob.Store, name string, from Ref, o
 			_ = dst.Delete(bg, "_transactions/"+tf)
 		}
 		if errors.Is(err, lancer.ErrConflict) {
-			return nil, fmt.Errorf("branch: branch %q was created concurrently: %w", name, lancer.ErrAlreadyExists)
+			return nil, fmt.Errorf("branch: branch %q was created concurrently: %w", name, ErrBranchExists)
 		}
 		return nil, fmt.Errorf("branch: create %q: %w", name, err)
 	}

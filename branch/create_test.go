@@ -68,6 +68,7 @@ func newDataset(t *testing.T, n int64, size, perFile int) (string, blob.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkFamilyWhenDone(t, root)
 	r := rowsReader(0, n, size)
 	ds, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{MaxRowsPerFile: perFile})
 	r.Release()

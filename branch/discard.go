@@ -57,7 +57,7 @@ type DiscardStats struct {
 //
 // A branch that a tag points into is not deleted: that is an error wrapping
 // lancer.ErrConflict naming the tags, which must be deleted or moved first.
-// A missing branch is an error wrapping lancer.ErrNotFound.
+// A missing branch is an error wrapping ErrNoSuchBranch.
 //
 // Every manifest that could reference the branch is read before anything
 // is removed; one that cannot be read fails the call with nothing removed.

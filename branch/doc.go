@@ -71,6 +71,24 @@
 //     dataset.MinTempFileAge (and, for Cleanup, than OlderThan); a live
 //     writer's never, however old (blob.ListTemp leaves out locked ones).
 //
+// Refs are resolved in one place (Resolve: a tag becomes the branch and
+// version it names), and a line's root in one place (Store). Lookups fail
+// with errors wrapping ErrNoSuchTag, ErrNoSuchBranch or
+// dataset.ErrNoSuchVersion, creations with ErrTagExists or ErrBranchExists,
+// each derived from a lancer category.
+//
+// What a valid family satisfies, besides each line's versions satisfying
+// the dataset invariants (dataset.Check's D1 and on, base paths mapped as
+// Open maps them); Check verifies both and names a violation by number:
+//
+//   - B1. Every tag file decodes and names an existing version of an
+//     existing line (main, or a branch with a branch file).
+//   - B2. Every branch file decodes; the branch's root tree/<name>/ holds
+//     at least one version; its parent line exists and had the fork
+//     version (parentVersion is at most the parent's latest version; the
+//     fork version itself may since have been cleaned up, as the branch's
+//     first manifest is a copy of it).
+//
 // Nothing below this package knows branches exist: to the dataset package a
 // branch is just a dataset root with base paths.
 package branch

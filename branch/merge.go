@@ -80,12 +80,9 @@ func Merge(ctx context.Context, root blob.Store, source Ref, opts *MergeOptions)
 	if o.Retries == 0 {
 		o.Retries = 5
 	}
-	if source.Tag != "" {
-		tag, err := GetTag(ctx, root, source.Tag)
-		if err != nil {
-			return nil, err
-		}
-		source = Ref{Branch: tag.Branch, Version: tag.Version}
+	source, err := Resolve(ctx, root, source)
+	if err != nil {
+		return nil, err
 	}
 	srcLine, dstLine := lineName(source.Branch), lineName(o.Into)
 	if srcLine == dstLine {
@@ -175,18 +172,35 @@ func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion 
 	return res, nil
 }
 
-// MergeBase returns the merge base of line a at version av and line b at
-// version bv: the newest state both descend from, in the graph whose edges
-// are each line's previous version, a branch's fork point and a merge's
-// source (see Log). Of several such states (criss-cross merges) it takes
-// the most recently committed. A branch's first version (its Clone) is the
-// state it was forked from.
-func MergeBase(ctx context.Context, root blob.Store, a string, av uint64, b string, bv uint64) (string, uint64, error) {
-	g, err := mergeGraph(ctx, root, a, av, b, bv)
-	if err != nil {
-		return "", 0, err
+// MergeBase returns the merge base of states a and b (any refs; a Version
+// of 0 is the line's latest): the newest state both descend from, in the
+// graph whose edges are each line's previous version, a branch's fork
+// point and a merge's source (see Log). Of several such states
+// (criss-cross merges) it takes the most recently committed. A branch's
+// first version (its Clone) is the state it was forked from. The result
+// names a line ("" for main) and a version.
+func MergeBase(ctx context.Context, root blob.Store, a, b Ref) (Ref, error) {
+	var lines [2]string
+	var versions [2]uint64
+	for i, r := range []Ref{a, b} {
+		resolved, err := Resolve(ctx, root, r)
+		if err != nil {
+			return Ref{}, err
+		}
+		if resolved.Version == 0 {
+			latest, err := Open(ctx, root, resolved, nil)
+			if err != nil {
+				return Ref{}, err
+			}
+			resolved.Version = latest.Version()
+		}
+		lines[i], versions[i] = lineName(resolved.Branch), resolved.Version
 	}
-	return g.base.line, g.base.version, nil
+	g, err := mergeGraph(ctx, root, lines[0], versions[0], lines[1], versions[1])
+	if err != nil {
+		return Ref{}, err
+	}
+	return refOf(g.base.line, g.base.version), nil
 }
 
 type graphNode struct {
@@ -252,7 +266,7 @@ func mergeGraph(ctx context.Context, root blob.Store, a string, av uint64, b str
 	na, nb := graphNode{a, av}, graphNode{b, bv}
 	for _, n := range []graphNode{na, nb} {
 		if _, ok := commits[n]; !ok {
-			return graphBase{}, fmt.Errorf("branch: %s@%d is not a version of the dataset: %w", n.line, n.version, lancer.ErrNotFound)
+			return graphBase{}, fmt.Errorf("branch: %s@%d is not a version of the dataset: %w", n.line, n.version, dataset.ErrNoSuchVersion)
 		}
 	}
 	ca, cb := canon(na), canon(nb)
@@ -314,12 +328,9 @@ func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOpt
 	if o.Retries == 0 {
 		o.Retries = 5
 	}
-	if commit.Tag != "" {
-		tag, err := GetTag(ctx, root, commit.Tag)
-		if err != nil {
-			return nil, err
-		}
-		commit = Ref{Branch: tag.Branch, Version: tag.Version}
+	commit, err := Resolve(ctx, root, commit)
+	if err != nil {
+		return nil, err
 	}
 	line := lineName(commit.Branch)
 	theirs, err := Open(ctx, root, refOf(line, commit.Version), nil)

@@ -169,6 +169,7 @@ func newFamily(t *testing.T, stable bool, ids []int64) (blob.Store, *line) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkFamilyWhenDone(t, root)
 	r := kv(ids, nil)
 	defer r.Release()
 	if _, err := dataset.Write(context.Background(), root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 40}); err != nil {

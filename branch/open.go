@@ -40,34 +40,61 @@ func (r Ref) branchName() string {
 	return r.Branch
 }
 
-// Open opens the dataset rooted at root at ref. opts may be nil; its Version
-// is overridden by ref and, unless the caller sets ResolveBase, base paths
-// recorded by branches are mapped onto root (see the package doc).
-func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
-	branchName, version := ref.Branch, ref.Version
+// Resolve returns the state ref names, as a line and a version: a tag is
+// replaced by the branch and version it names, "main" by "" (the main
+// line), and a branch is checked to exist. A Version of 0 stays 0 (the
+// line's latest, which Open looks up). Errors wrap ErrNoSuchTag,
+// ErrNoSuchBranch, or lancer.ErrInvalidArgument for a tag combined with a
+// branch or version. It is the one place a tag becomes a version: Open,
+// Merge, CherryPick, CreateTag and the server's refs all go through it.
+func Resolve(ctx context.Context, root blob.Store, ref Ref) (Ref, error) {
 	if ref.Tag != "" {
 		if ref.Branch != "" || ref.Version != 0 {
-			return nil, fmt.Errorf("branch: open %s: a tag cannot be combined with a branch or version: %w", ref, lancer.ErrInvalidArgument)
+			return Ref{}, fmt.Errorf("branch: %s: a tag cannot be combined with a branch or version: %w", ref, lancer.ErrInvalidArgument)
 		}
 		tag, err := GetTag(ctx, root, ref.Tag)
 		if err != nil {
-			return nil, err
+			return Ref{}, err
 		}
-		branchName, version = tag.Branch, tag.Version
+		ref = Ref{Branch: tag.Branch, Version: tag.Version}
 	}
-	store := root
-	onBranch := branchName != "" && branchName != Main
-	if onBranch {
-		if _, err := GetBranch(ctx, root, branchName); err != nil {
-			return nil, err
+	if ref.Branch == Main {
+		ref.Branch = ""
+	}
+	if ref.Branch != "" {
+		if _, err := GetBranch(ctx, root, ref.Branch); err != nil {
+			return Ref{}, err
 		}
-		store = blob.Sub(root, treeDir+branchName)
 	}
+	return ref, nil
+}
+
+// Store returns the store of line name's own root: root itself for the
+// main line ("" or "main"), tree/<name>/ below it for a branch. It does
+// not check that the branch exists (GetBranch does).
+func Store(root blob.Store, name string) blob.Store {
+	if name == "" || name == Main {
+		return root
+	}
+	return blob.Sub(root, treeDir+name)
+}
+
+// Open opens the dataset rooted at root at ref (see Resolve). opts may be
+// nil; its Version is overridden by ref and, unless the caller sets
+// ResolveBase, base paths recorded by branches are mapped onto root (see
+// the package doc). A missing version wraps dataset.ErrNoSuchVersion.
+func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
+	resolved, err := Resolve(ctx, root, ref)
+	if err != nil {
+		return nil, err
+	}
+	onBranch := resolved.Branch != ""
+	store := Store(root, resolved.Branch)
 	o := dataset.OpenOptions{}
 	if opts != nil {
 		o = *opts
 	}
-	o.Version = version
+	o.Version = resolved.Version
 	if o.ResolveBase == nil {
 		o.ResolveBase = familyResolver(root, onBranch, o.StorageOptions)
 	}
@@ -79,7 +106,9 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 }
 
 // OpenURI opens the dataset at uri (the main root) at ref, with the store
-// configured by opts.StorageOptions.
+// configured by opts.StorageOptions. The store it opens is never closed,
+// so a cloud URI keeps its connections: table.Open owns its store and
+// closes it.
 func OpenURI(ctx context.Context, uri string, ref Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
 	var storageOptions map[string]string
 	if opts != nil {
@@ -115,7 +144,7 @@ func familyResolver(root blob.Store, onBranch bool, storageOptions map[string]st
 			return root, nil
 		}
 		if strings.HasSuffix(strings.TrimSuffix(bp.Path, "/"), "/"+treeDir+bp.Name) {
-			return blob.Sub(root, treeDir+bp.Name), nil
+			return Store(root, bp.Name), nil
 		}
 		return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
 	}

@@ -85,7 +85,7 @@ func ListTags(ctx context.Context, root blob.Store) ([]Tag, error) {
 	return tags, nil
 }
 
-// GetTag reads one tag. A missing tag is an error wrapping lancer.ErrNotFound.
+// GetTag reads one tag. A missing tag is an error wrapping ErrNoSuchTag.
 func GetTag(ctx context.Context, root blob.Store, name string) (Tag, error) {
 	if err := checkStoredTagName(name); err != nil {
 		return Tag{}, err
@@ -134,12 +134,12 @@ func ListBranches(ctx context.Context, root blob.Store) ([]Branch, error) {
 }
 
 // GetBranch reads one branch's metadata. A missing branch is an error
-// wrapping lancer.ErrNotFound.
+// wrapping ErrNoSuchBranch.
 func GetBranch(ctx context.Context, root blob.Store, name string) (Branch, error) {
 	if err := checkStoredBranchName(name); err != nil {
 		return Branch{}, err
 	}
-	key := branchesDir + strings.ReplaceAll(name, "/", "%2F") + ".json"
+	key := branchKey(name)
 	var j branchJSON
 	if err := readRefFile(ctx, root, "branch", name, key, &j); err != nil {
 		return Branch{}, err
@@ -158,13 +158,17 @@ func GetBranch(ctx context.Context, root blob.Store, name string) (Branch, error
 }
 
 // readRefFile decodes the JSON file of the tag or branch (what) name, at key,
-// into v. A missing file is an error wrapping lancer.ErrNotFound, bad JSON
-// one wrapping lancer.ErrCorrupt.
+// into v. A missing file is an error wrapping ErrNoSuchTag or
+// ErrNoSuchBranch, bad JSON one wrapping lancer.ErrCorrupt.
 func readRefFile(ctx context.Context, root blob.Store, what, name, key string, v any) error {
 	b, err := root.ReadAll(ctx, key)
 	if err != nil {
 		if errors.Is(err, lancer.ErrNotFound) {
-			return fmt.Errorf("branch: %s %q: %w", what, name, lancer.ErrNotFound)
+			missing := ErrNoSuchBranch
+			if what == "tag" {
+				missing = ErrNoSuchTag
+			}
+			return fmt.Errorf("branch: %s %q: %w", what, name, missing)
 		}
 		return fmt.Errorf("branch: %s %q: %w", what, name, err)
 	}

@@ -29,15 +29,15 @@ type tagFile struct {
 // branch (Ref{Branch, Version}; Version 0 is the branch's latest, resolved
 // now) or the version another tag names. The version must exist. The tag
 // file is created atomically: an existing tag is an error wrapping
-// lancer.ErrAlreadyExists, also when another writer creates it
-// concurrently.
+// ErrTagExists (a lancer.ErrAlreadyExists), also when another writer
+// creates it concurrently.
 func CreateTag(ctx context.Context, root blob.Store, name string, target Ref) (Tag, error) {
 	if err := CheckTagName(name); err != nil {
 		return Tag{}, err
 	}
 	key := tagsDir + name + ".json"
 	if _, err := root.Stat(ctx, key); err == nil {
-		return Tag{}, fmt.Errorf("branch: tag %q already exists: %w", name, lancer.ErrAlreadyExists)
+		return Tag{}, fmt.Errorf("branch: tag %q: %w", name, ErrTagExists)
 	} else if !errors.Is(err, lancer.ErrNotFound) {
 		return Tag{}, fmt.Errorf("branch: tag %q: %w", name, err)
 	}
@@ -53,7 +53,7 @@ func CreateTag(ctx context.Context, root blob.Store, name string, target Ref) (T
 	}
 	if err := root.CreateIfAbsent(ctx, key, body); err != nil {
 		if errors.Is(err, lancer.ErrConflict) {
-			return Tag{}, fmt.Errorf("branch: tag %q was created concurrently: %w", name, lancer.ErrAlreadyExists)
+			return Tag{}, fmt.Errorf("branch: tag %q was created concurrently: %w", name, ErrTagExists)
 		}
 		return Tag{}, fmt.Errorf("branch: create tag %q: %w", name, err)
 	}
@@ -63,7 +63,7 @@ func CreateTag(ctx context.Context, root blob.Store, name string, target Ref) (T
 // UpdateTag moves tag name to target (see CreateTag), as Lance's
 // tags.update does: the file is rewritten with the new branch, version,
 // manifest size and updatedAt; createdAt and the metadata are kept. A
-// missing tag is an error wrapping lancer.ErrNotFound.
+// missing tag is an error wrapping ErrNoSuchTag.
 func UpdateTag(ctx context.Context, root blob.Store, name string, target Ref) (Tag, error) {
 	old, err := GetTag(ctx, root, name)
 	if err != nil {
@@ -93,7 +93,7 @@ func UpdateTag(ctx context.Context, root blob.Store, name string, target Ref) (T
 }
 
 // DeleteTag removes tag name; the version it named stays. A missing tag is
-// an error wrapping lancer.ErrNotFound.
+// an error wrapping ErrNoSuchTag.
 func DeleteTag(ctx context.Context, root blob.Store, name string) error {
 	if err := checkStoredTagName(name); err != nil {
 		return err
@@ -101,7 +101,7 @@ func DeleteTag(ctx context.Context, root blob.Store, name string) error {
 	key := tagsDir + name + ".json"
 	if _, err := root.Stat(ctx, key); err != nil {
 		if errors.Is(err, lancer.ErrNotFound) {
-			return fmt.Errorf("branch: tag %q: %w", name, lancer.ErrNotFound)
+			return fmt.Errorf("branch: tag %q: %w", name, ErrNoSuchTag)
 		}
 		return fmt.Errorf("branch: tag %q: %w", name, err)
 	}
@@ -128,25 +128,15 @@ func resolveTagTarget(ctx context.Context, root blob.Store, name string, target 
 // openTarget opens the version ref names and returns the branch it belongs
 // to ("" for main).
 func openTarget(ctx context.Context, root blob.Store, ref Ref) (string, *dataset.Dataset, error) {
-	br, v := ref.Branch, ref.Version
-	if ref.Tag != "" {
-		if ref.Branch != "" || ref.Version != 0 {
-			return "", nil, fmt.Errorf("%s: a tag cannot be combined with a branch or version: %w", ref, lancer.ErrInvalidArgument)
-		}
-		t, err := GetTag(ctx, root, ref.Tag)
-		if err != nil {
-			return "", nil, err
-		}
-		br, v = t.Branch, t.Version
-	}
-	if br == Main {
-		br = ""
-	}
-	ds, err := Open(ctx, root, Ref{Branch: br, Version: v}, nil)
+	resolved, err := Resolve(ctx, root, ref)
 	if err != nil {
 		return "", nil, err
 	}
-	return br, ds, nil
+	ds, err := Open(ctx, root, resolved, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	return resolved.Branch, ds, nil
 }
 
 func encodeTag(t Tag) ([]byte, error) {

@@ -15,6 +15,8 @@ import (
 	"github.com/lancerdb/lancer/dataset/filter"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // NewColumn is a column AddColumns computes for every row.
@@ -242,7 +244,7 @@ func (d *Dataset) readProjection(paths []string) (*projection, error) {
 // newFields returns the new columns as a schema whose field ids follow the
 // highest id the version ever used, counting ids of dropped columns still
 // in data files (Lance's Manifest::max_field_id), so that no id is reused.
-func (d *Dataset) newFields(fields []arrow.Field) (*format.Schema, error) {
+func (d *Dataset) newFields(fields []arrow.Field) (*schema.Schema, error) {
 	maxID := d.manifest.Schema.MaxFieldID()
 	for _, f := range d.manifest.Fragments {
 		for _, df := range f.Files {
@@ -251,7 +253,7 @@ func (d *Dataset) newFields(fields []arrow.Field) (*format.Schema, error) {
 			}
 		}
 	}
-	s, err := format.SchemaFromArrow(arrow.NewSchema(fields, nil), maxID+1)
+	s, err := schema.FromArrow(arrow.NewSchema(fields, nil), maxID+1)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: add columns: %w", err)
 	}
@@ -259,8 +261,8 @@ func (d *Dataset) newFields(fields []arrow.Field) (*format.Schema, error) {
 }
 
 // commitMerge commits the Merge of the new fields into the version.
-func (d *Dataset) commitMerge(ctx context.Context, added *format.Schema, merge *mergeOp) (*Dataset, error) {
-	newFields, _ := added.ToProto()
+func (d *Dataset) commitMerge(ctx context.Context, added *schema.Schema, merge *mergeOp) (*Dataset, error) {
+	newFields, _ := schemaproto.Encode(added)
 	fields := append(cloneFields(d.manifest), newFields...)
 	return d.commit(ctx, &operation{kind: opMerge, fields: fields, merge: merge}, DefaultCommitRetries)
 }
@@ -271,7 +273,7 @@ func (d *Dataset) commitMerge(ctx context.Context, added *format.Schema, merge *
 // of a batch (columns of read) and returns one array per field of schema;
 // deleted rows get nulls. Reads go BatchSize rows at a time, so memory does
 // not grow with the dataset. On error the files written are removed.
-func (d *Dataset) writeColumns(ctx context.Context, read *projection, schema *format.Schema,
+func (d *Dataset) writeColumns(ctx context.Context, read *projection, schema *schema.Schema,
 	fn func(live arrow.RecordBatch) ([]arrow.Array, error)) (_ *mergeOp, err error) {
 	merge := &mergeOp{}
 	defer func() {
@@ -299,7 +301,7 @@ func (d *Dataset) writeColumns(ctx context.Context, read *projection, schema *fo
 
 // writeFragmentColumns writes fragment f's data file of schema. It returns
 // the file's key once the file exists, even on a later error.
-func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, schema *format.Schema, f *manifest.Fragment,
+func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, schema *schema.Schema, f *manifest.Fragment,
 	fn func(live arrow.RecordBatch) ([]arrow.Array, error)) (df *manifest.DataFile, key string, err error) {
 	fr, err := d.openFragment(ctx, read, f)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
 
@@ -55,7 +55,7 @@ func (d *Dataset) alter(ctx context.Context, project func(m *manifest.Manifest) 
 // resolveColumn finds the field at path: a top-level name (which may itself
 // contain dots) or dotted names through struct columns. parent is the
 // enclosing struct, nil for a top-level field.
-func resolveColumn(s *format.Schema, path string) (f, parent *format.Field, err error) {
+func resolveColumn(s *schema.Schema, path string) (f, parent *schema.Field, err error) {
 	if f := s.Field(path); f != nil {
 		return f, nil, nil
 	}
@@ -65,11 +65,11 @@ func resolveColumn(s *format.Schema, path string) (f, parent *format.Field, err 
 		return nil, nil, fmt.Errorf("dataset: no column %q: %w", path, lancer.ErrNotFound)
 	}
 	for _, name := range parts[1:] {
-		if cur.LogicalType != "struct" || cur.Blob != format.NotBlob ||
-			cur.Metadata[format.MetaPacked] == "true" || cur.Metadata["packed"] == "true" {
+		if cur.LogicalType != "struct" || cur.Blob != schema.NotBlob ||
+			cur.Metadata[schema.MetaPacked] == "true" || cur.Metadata["packed"] == "true" {
 			return nil, nil, fmt.Errorf("dataset: column %q: %q is not a struct whose members are columns: %w", path, cur.Name, lancer.ErrInvalidArgument)
 		}
-		var next *format.Field
+		var next *schema.Field
 		for _, c := range cur.Children {
 			if c.Name == name {
 				next = c
@@ -102,7 +102,7 @@ func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
 		if err != nil {
 			return nil, fmt.Errorf("dataset: drop columns: %w", err)
 		}
-		f.Walk(func(c *format.Field) { drop[c.ID] = true })
+		f.Walk(func(c *schema.Field) { drop[c.ID] = true })
 	}
 	left := 0
 	for _, f := range m.Schema.Fields {
@@ -114,11 +114,11 @@ func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
 		return nil, fmt.Errorf("dataset: drop columns %q: a dataset needs at least one column: %w", paths, lancer.ErrInvalidArgument)
 	}
 	var emptied error
-	m.Schema.Walk(func(f *format.Field) {
+	m.Schema.Walk(func(f *schema.Field) {
 		if drop[f.ID] || len(f.Children) == 0 || emptied != nil {
 			return
 		}
-		if !slices.ContainsFunc(f.Children, func(c *format.Field) bool { return !drop[c.ID] }) {
+		if !slices.ContainsFunc(f.Children, func(c *schema.Field) bool { return !drop[c.ID] }) {
 			emptied = fmt.Errorf("dataset: drop columns %q: struct %q would have no members: %w", paths, f.Name, lancer.ErrInvalidArgument)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Rewriting rows with blob columns.
@@ -41,7 +42,7 @@ const blobRewriteBudget = 16 << 20
 type blobRewriter struct {
 	d      *Dataset
 	mem    memory.Allocator
-	fields []*format.Field // the dataset's top-level fields, in scan order
+	fields []*schema.Field // the dataset's top-level fields, in scan order
 	budget int64
 
 	frags map[uint64]*manifest.Fragment // by id, built on first use
@@ -56,13 +57,13 @@ type blobRewriter struct {
 func (d *Dataset) newBlobRewriter(mem memory.Allocator, what string) (*blobRewriter, error) {
 	has := false
 	for _, f := range d.manifest.Schema.Fields {
-		if f.Blob != format.NotBlob {
+		if f.Blob != schema.NotBlob {
 			has = true
 			continue
 		}
 		var nested error
-		f.Walk(func(c *format.Field) {
-			if c != f && c.Blob != format.NotBlob && nested == nil {
+		f.Walk(func(c *schema.Field) {
+			if c != f && c.Blob != schema.NotBlob && nested == nil {
 				nested = fmt.Errorf("dataset: %s: column %q holds a blob field (%q) below the top level: %w",
 					what, f.Name, c.Name, lancer.ErrUnsupported)
 			}
@@ -83,7 +84,7 @@ func (br *blobRewriter) writeSchema(scanned *arrow.Schema) *arrow.Schema {
 	fields := make([]arrow.Field, len(br.fields))
 	for i, f := range br.fields {
 		fields[i] = scanned.Field(i)
-		if f.Blob != format.NotBlob {
+		if f.Blob != schema.NotBlob {
 			fields[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: f.Nullable}
 		}
 	}
@@ -100,7 +101,7 @@ func (br *blobRewriter) load(ctx context.Context, rec arrow.RecordBatch, addrCol
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		var pending []int // the columns to load
 		for i, f := range br.fields {
-			if f.Blob != format.NotBlob && !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) {
+			if f.Blob != schema.NotBlob && !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) {
 				pending = append(pending, i)
 			}
 		}
@@ -174,7 +175,7 @@ func (br *blobRewriter) loadRows(ctx context.Context, rec arrow.RecordBatch, pen
 
 // loadColumn reads the blobs desc describes into an array of f's written
 // type.
-func (br *blobRewriter) loadColumn(ctx context.Context, f *format.Field, desc arrow.Array, addrs *array.Uint64) (arrow.Array, error) {
+func (br *blobRewriter) loadColumn(ctx context.Context, f *schema.Field, desc arrow.Array, addrs *array.Uint64) (arrow.Array, error) {
 	b := array.NewBuilder(br.mem, f.Type)
 	defer b.Release()
 	put, err := blobAppender(b, f)
@@ -201,7 +202,7 @@ func (br *blobRewriter) loadColumn(ctx context.Context, f *format.Field, desc ar
 		case !ok:
 			put(blobValue{null: true})
 			continue
-		case f.Blob == format.BlobV2 && d.Kind == format.BlobExternal:
+		case f.Blob == schema.BlobV2 && d.Kind == format.BlobExternal:
 			put(blobValue{external: true, uri: d.URI})
 			continue
 		}
@@ -246,7 +247,7 @@ type blobValue struct {
 
 // blobAppender returns how to append one value to a builder of f's written
 // type.
-func blobAppender(b array.Builder, f *format.Field) (func(blobValue), error) {
+func blobAppender(b array.Builder, f *schema.Field) (func(blobValue), error) {
 	bad := fmt.Errorf("blob column %q has type %s, which lancer cannot write: %w", f.Name, f.Type, lancer.ErrUnsupported)
 	switch bb := b.(type) {
 	case *array.BinaryBuilder:
@@ -295,7 +296,7 @@ func blobAppender(b array.Builder, f *format.Field) (func(blobValue), error) {
 
 // reader returns the reader of the data file holding field f in fragment
 // frag (nil when none does: a column added after the fragment was written).
-func (br *blobRewriter) reader(ctx context.Context, frag uint64, f *format.Field) (*format.Reader, error) {
+func (br *blobRewriter) reader(ctx context.Context, frag uint64, f *schema.Field) (*format.Reader, error) {
 	if br.readers == nil || br.curFrag != frag {
 		// Rows come fragment by fragment: keep the current one's files only.
 		br.readers, br.curFrag = map[int32]*format.Reader{}, frag
@@ -335,7 +336,7 @@ func (br *blobRewriter) reader(ctx context.Context, frag uint64, f *format.Field
 
 // blobSetType checks the type of a SET expression on blob column f: a
 // binary or string value (or NULL), whose bytes become the blob.
-func blobSetType(from arrow.DataType, f *format.Field) error {
+func blobSetType(from arrow.DataType, f *schema.Field) error {
 	switch from.ID() {
 	case arrow.NULL, arrow.BINARY, arrow.LARGE_BINARY, arrow.STRING, arrow.LARGE_STRING:
 		return nil
@@ -346,8 +347,8 @@ func blobSetType(from arrow.DataType, f *format.Field) error {
 
 // blobSetValue turns the evaluated SET value v (released) of blob column f
 // into an array of f's written type.
-func blobSetValue(ctx context.Context, mem memory.Allocator, v arrow.Array, f *format.Field) (arrow.Array, error) {
-	if f.Blob == format.BlobLegacy {
+func blobSetValue(ctx context.Context, mem memory.Allocator, v arrow.Array, f *schema.Field) (arrow.Array, error) {
+	if f.Blob == schema.BlobLegacy {
 		return castTo(ctx, mem, v, f.Type)
 	}
 	bin, err := castTo(ctx, mem, v, arrow.BinaryTypes.LargeBinary)

@@ -16,6 +16,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // blobCase is a dataset layout the blob rewrite tests cover.
@@ -38,14 +39,14 @@ var blobCases = []blobCase{
 func (c blobCase) blobField() arrow.Field {
 	if !c.v2 {
 		return arrow.Field{Name: "blob", Type: arrow.BinaryTypes.LargeBinary, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{format.MetaBlob}, []string{"true"})}
+			Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})}
 	}
 	return arrow.Field{Name: "blob", Nullable: true,
 		Type: arrow.StructOf(
 			arrow.Field{Name: "data", Type: arrow.BinaryTypes.LargeBinary, Nullable: true},
 			arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
 		),
-		Metadata: arrow.NewMetadata([]string{format.MetaExtensionName}, []string{format.BlobV2Extension})}
+		Metadata: arrow.NewMetadata([]string{schema.MetaExtensionName}, []string{schema.BlobV2Extension})}
 }
 
 // blobVal is a row's blob: bytes, an external URI (blob v2) or null.
@@ -162,6 +163,7 @@ func newBlobDataset(t testing.TB, mem memory.Allocator, store blob.Store, c blob
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkWhenDone(t, store)
 	return d, vals
 }
 

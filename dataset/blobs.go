@@ -6,6 +6,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // TakeBlobs returns the bytes of blob column column for the rows with the
@@ -21,7 +22,7 @@ func (d *Dataset) TakeBlobs(ctx context.Context, column string, ids []uint64) ([
 	switch {
 	case f == nil:
 		return nil, fmt.Errorf("dataset: take blobs: no column %q: %w", column, lancer.ErrNotFound)
-	case f.Blob == format.NotBlob:
+	case f.Blob == schema.NotBlob:
 		return nil, fmt.Errorf("dataset: take blobs: column %q is not a blob column: %w", column, lancer.ErrInvalidArgument)
 	}
 	locs, err := d.locateRowIDs(ctx, ids)

@@ -149,6 +149,7 @@ func TestCleanupUnreadableManifest(t *testing.T) {
 	if err := store.Write(ctx, manifest.Key(manifest.ManifestNamingV2, 2), []byte("not a manifest")); err != nil {
 		t.Fatal(err)
 	}
+	expectViolations(store, "D1")
 	before := storeFiles(t, store)
 	_, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, DeleteUnverified: true})
 	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), manifest.Key(manifest.ManifestNamingV2, 2)) {

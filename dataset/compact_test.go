@@ -48,6 +48,7 @@ func smallFragments(t *testing.T, store blob.Store, mem memory.Allocator, v form
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkWhenDone(t, store)
 	for i := 1; i < frags; i++ {
 		if d, err = d.Append(ctx, idRows(t, mem, i*rows, rows), &WriteOptions{Allocator: mem}); err != nil {
 			t.Fatal(err)
@@ -402,7 +403,8 @@ func TestCompactIndexCoverage(t *testing.T) {
 }
 
 // withFakeIndex commits a version of d whose manifest records an index
-// segment on "id" covering frags (no index files: only coverage matters).
+// segment on "id" covering frags (an empty index file: only coverage
+// matters).
 func withFakeIndex(t *testing.T, store blob.Store, d *Dataset, frags []uint32) *Dataset {
 	t.Helper()
 	bm, err := roaring.BitmapOf(frags...).ToBytes()
@@ -429,8 +431,15 @@ func withFakeIndex(t *testing.T, store blob.Store, d *Dataset, frags []uint32) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := store.Write(context.Background(), indicesDir+manifest.FormatUUID(ix[0].UUID)+"/"+fakeIndexFile, nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := store.CreateIfAbsent(context.Background(), manifest.Key(manifest.ManifestNamingV2, m.Version), file); err != nil {
 		t.Fatal(err)
 	}
 	return openStore(t, store, 0, d.opts.Allocator)
 }
+
+// fakeIndexFile is the one (empty) file of withFakeIndex's segment, there
+// because a segment's directory holds its files (D4).
+const fakeIndexFile = "fake.idx"

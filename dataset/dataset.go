@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // OpenOptions configures Open. A nil *OpenOptions means all defaults.
@@ -37,6 +38,13 @@ type OpenOptions struct {
 	// google_service_account, azure_storage_account_name, ...; see
 	// blob.OpenWithOptions). Default none: the environment alone.
 	StorageOptions map[string]string
+	// Cache keeps what reading the dataset loads (data file readers,
+	// deletion vectors, vector index parts, per-fragment search state)
+	// within one byte budget. Give several Opens one Cache to share the
+	// budget and what is in it, as a server serving many tables does.
+	// Default: a cache of DefaultCacheBytes made by this Open, shared by
+	// the versions and write results derived from the Dataset.
+	Cache *cache.Cache
 }
 
 // withDefaults returns a copy of opts with defaults filled in.
@@ -47,6 +55,9 @@ func (o *OpenOptions) withDefaults() OpenOptions {
 	}
 	if out.Allocator == nil {
 		out.Allocator = memory.DefaultAllocator
+	}
+	if out.Cache == nil {
+		out.Cache = newDefaultCache()
 	}
 	if out.ResolveBase == nil {
 		storageOptions := out.StorageOptions
@@ -69,16 +80,10 @@ type Dataset struct {
 	// (withFragments), which a commit must not build on.
 	partial bool
 	bases   *baseStores
-	// deletions caches decoded deletion files by location.
-	deletions sync.Map // string → *deletionVector
-	// searchState caches what vector searches of this version computed
-	// once: live row sets of index segments, vectors of unindexed
-	// fragments (vector_search.go).
-	searchState sync.Map
-	// cachedFilters counts the prefilter results searchState holds.
-	cachedFilters atomic.Int64
-	// readers caches open data file readers by location (openDataFile).
-	readers sync.Map
+	// keys names this version's fragments and index segments in the
+	// cache, built once by the first search (searchKeys).
+	keysOnce sync.Once
+	keys     *versionKeys
 }
 
 // baseStores resolves BasePaths to stores once; versions of one Dataset
@@ -158,7 +163,7 @@ func (d *Dataset) Version() uint64 { return d.manifest.Version }
 func (d *Dataset) Timestamp() time.Time { return d.manifest.Timestamp }
 
 // Schema returns the dataset schema. Callers must not modify it.
-func (d *Dataset) Schema() *format.Schema { return d.manifest.Schema }
+func (d *Dataset) Schema() *schema.Schema { return d.manifest.Schema }
 
 // Store returns the store the dataset is rooted at.
 func (d *Dataset) Store() blob.Store { return d.store }
@@ -223,8 +228,8 @@ func (d *Dataset) liveRows(ctx context.Context, f *manifest.Fragment) (uint64, e
 	return physical - deleted, nil
 }
 
-// deletionVector loads (once per Dataset) the fragment's deleted rows; nil
-// when it has none.
+// deletionVector returns the fragment's deleted rows, from the cache or
+// read; nil when it has none.
 func (d *Dataset) deletionVector(ctx context.Context, f *manifest.Fragment) (*deletionVector, error) {
 	if f.DeletionFile == nil {
 		return nil, nil
@@ -234,20 +239,18 @@ func (d *Dataset) deletionVector(ctx context.Context, f *manifest.Fragment) (*de
 		return nil, fmt.Errorf("dataset: fragment %d: %w", f.ID, err)
 	}
 	key := f.DeletionFile.Key(f.ID)
-	cacheKey := manifest.Location(store, key)
-	if dv, ok := d.deletions.Load(cacheKey); ok {
-		return dv.(*deletionVector), nil
-	}
-	frag := *f
-	if frag.PhysicalRows, err = d.physicalRows(ctx, f); err != nil {
-		return nil, err
-	}
-	dv, err := readDeletionFile(ctx, store, key, &frag)
-	if err != nil {
-		return nil, err
-	}
-	d.deletions.Store(cacheKey, dv)
-	return dv, nil
+	return cached(ctx, d.opts.Cache, cacheDeletions, manifest.Location(store, key), func(ctx context.Context) (*deletionVector, int64, error) {
+		frag := *f
+		var err error
+		if frag.PhysicalRows, err = d.physicalRows(ctx, f); err != nil {
+			return nil, 0, err
+		}
+		dv, err := readDeletionFile(ctx, store, key, &frag)
+		if err != nil {
+			return nil, 0, err
+		}
+		return dv, dv.memBytes(), nil
+	})
 }
 
 // basePath returns the BasePath with the given id.
@@ -314,24 +317,22 @@ func (d *Dataset) dataFileLocation(ctx context.Context, df *manifest.DataFile) (
 }
 
 // openDataFile opens a data file with the dataset's allocator. Readers
-// are immutable once open, so each Dataset opens a file once and shares
-// the reader: takes and searches then read only the rows' pages, not the
-// file's footer and metadata again.
+// are immutable once open, so they are kept in the cache and shared:
+// takes and searches then read only the rows' pages, not the file's
+// footer and metadata again.
 func (d *Dataset) openDataFile(ctx context.Context, df *manifest.DataFile) (*format.Reader, error) {
 	store, key, err := d.dataFileLocation(ctx, df)
 	if err != nil {
 		return nil, err
 	}
-	cacheKey := manifest.Location(store, key)
-	if r, ok := d.readers.Load(cacheKey); ok {
-		return r.(*format.Reader), nil
-	}
-	r, err := format.Open(ctx, store, key, &format.OpenOptions{Size: int64(df.SizeBytes), Allocator: d.opts.Allocator})
-	if err != nil {
-		return nil, fmt.Errorf("dataset: version %d: %w", d.manifest.Version, err)
-	}
-	actual, _ := d.readers.LoadOrStore(cacheKey, r)
-	return actual.(*format.Reader), nil
+	name := manifest.Location(store, key) + "|" + allocatorKey(d.opts.Allocator)
+	return cached(ctx, d.opts.Cache, cacheReaders, name, func(ctx context.Context) (*format.Reader, int64, error) {
+		r, err := format.Open(ctx, store, key, &format.OpenOptions{Size: int64(df.SizeBytes), Allocator: d.opts.Allocator})
+		if err != nil {
+			return nil, 0, fmt.Errorf("dataset: version %d: %w", d.manifest.Version, err)
+		}
+		return r, readerBytes(r), nil
+	})
 }
 
 // rowIDs decodes the fragment's stable row ids.

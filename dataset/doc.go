@@ -84,6 +84,57 @@
 //     OpenOptions.ResolveBase, so a moved dataset can be read by mapping its
 //     recorded root.
 //
+// # What a valid version satisfies
+//
+// Every committed version, Lance's or lancer's, satisfies the following;
+// Check verifies them (lancer check URI on the command line) and names a
+// violation by its number. D1 is what every Open enforces; the others need
+// more reads than opening does, or are rules readers rely on without
+// checking.
+//
+//   - D1. The manifest file decodes (I1, I2): footer and sections within
+//     the file, valid protobufs and schema, reader feature flags lancer
+//     implements, fragment ids unique and below 2^32, at most 2^32
+//     physical rows, data file paths single names with one column index
+//     per field (2.0+), base path ids unique and every base id a file
+//     names listed, a row id sequence on every fragment of a dataset with
+//     stable row ids.
+//   - D2. _versions/ names its manifests in one scheme, one manifest per
+//     version, and each manifest records the version its name says.
+//   - D3. No fragment id exceeds max_fragment_id (C3).
+//   - D4. Every file a version references exists, with the size the
+//     manifest records when it records one: data files, deletion files,
+//     external row id files, the transaction file, and files in each index
+//     segment's directory (system indices such as FragmentReuse keep their
+//     state in the manifest and have none).
+//   - D5. Each fragment has a data file, and each data file holds
+//     physical_rows rows (the first file's count when the manifest records
+//     none), has the file version its DataFile records, and maps fields
+//     only to columns it has. With CheckOptions.Deep, every row decodes
+//     and a scan yields physical less deleted rows.
+//   - D6. A data file lists field ids that are -2 (a tombstone) or not
+//     negative, and no field id is stored by two data files of one
+//     fragment. An id need not be in the schema: dropping a column changes
+//     the schema only, the files keep the dropped field's id (C3).
+//   - D7. A deletion file decodes, deletes only offsets below
+//     physical_rows, holds the count the manifest records (when it records
+//     one), and leaves a live row (a fragment whose rows are all deleted is
+//     dropped instead).
+//   - D8. With stable row ids, each fragment's row id sequence has one id
+//     per physical row, and no id is live twice in the version (an updated
+//     row's old slot is deleted). Ids need not be below next_row_id: a
+//     lancer branch allocates from a range of its own, and a merge brings
+//     those ids into the target line.
+//   - D9. Index segments have unique uuids, were built from a version not
+//     after this one, and their fragment bitmaps name only fragment ids
+//     the dataset has handed out: at most the highest of max_fragment_id
+//     and the fragments' ids. Bitmaps are immutable, so a segment may
+//     still name a fragment that was deleted or compacted away; coverage
+//     is the bitmap intersected with the version's fragments.
+//   - D10. The reader feature flags announce what the manifest uses:
+//     deletion_files when a fragment has a deletion file, base_paths when
+//     the manifest lists base paths.
+//
 // # Commits
 //
 // Every write operation writes its new files first (data files under
@@ -125,7 +176,10 @@
 // compact the fragments it covers (tested in interop/). The ids in the file
 // are stable row ids when the dataset has them, else row addresses.
 // Search opens the file lazily (vector.OpenIVF over ranged reads): its row
-// ids and centroids at once, each partition when a search first probes it.
+// ids and centroids at once, each partition when a search first probes it,
+// with that search's ctx; both are kept in the caller's byte-bounded cache
+// (OpenOptions.Cache, package cache) with the data file readers, deletion
+// vectors and per-fragment search state. No cache is process-wide.
 //
 // Search trusts a segment only for rows it can prove current: the live rows
 // of the fragments its bitmap covers in the version searched. When those

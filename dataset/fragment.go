@@ -11,6 +11,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Names of the virtual columns scans and takes can add.
@@ -26,7 +27,7 @@ const (
 // projection is what a scan or take produces: some fields of the schema and
 // maybe the virtual columns.
 type projection struct {
-	schema      *format.Schema // the projected (possibly pruned) fields
+	schema      *schema.Schema // the projected (possibly pruned) fields
 	arrow       *arrow.Schema  // the output schema
 	withRowID   bool
 	withRowAddr bool
@@ -73,7 +74,7 @@ func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*proje
 // fragment.
 type fileRead struct {
 	file   *manifest.DataFile
-	fields []*format.Field // the projected top-level fields it holds, in output order
+	fields []*schema.Field // the projected top-level fields it holds, in output order
 	out    []int           // their positions among the projected fields
 	reader *format.Reader
 	cursor *format.Cursor
@@ -97,7 +98,7 @@ type fragmentReader struct {
 // several data files (possible after adding a member to a struct) is refused
 // with lancer.ErrUnsupported: reading it would mean merging struct arrays
 // from different files.
-func planFragment(schema *format.Schema, f *manifest.Fragment) ([]*fileRead, error) {
+func planFragment(sch *schema.Schema, f *manifest.Fragment) ([]*fileRead, error) {
 	var files []*fileRead
 	byFile := map[int]*fileRead{}
 	holder := map[int32]int{} // field id → index in f.Files
@@ -113,10 +114,10 @@ func planFragment(schema *format.Schema, f *manifest.Fragment) ([]*fileRead, err
 			holder[id] = i
 		}
 	}
-	for out, field := range schema.Fields {
+	for out, field := range sch.Fields {
 		fileIdx := -1
 		var clash error
-		field.Walk(func(c *format.Field) {
+		field.Walk(func(c *schema.Field) {
 			i, ok := holder[c.ID]
 			switch {
 			case !ok || clash != nil:
@@ -166,20 +167,20 @@ func columnMap(df *manifest.DataFile) func(int32) (int, bool) {
 // withFileDictionaries returns copies of fields whose legacy dictionary
 // locations come from the data file's own schema: in legacy datasets the
 // manifest's locations point into the manifest file, not the data file.
-func withFileDictionaries(fields []*format.Field, file *format.Schema) []*format.Field {
-	var fix func(f *format.Field) *format.Field
-	fix = func(f *format.Field) *format.Field {
+func withFileDictionaries(fields []*schema.Field, file *schema.Schema) []*schema.Field {
+	var fix func(f *schema.Field) *schema.Field
+	fix = func(f *schema.Field) *schema.Field {
 		cp := *f
 		if ff := file.FieldByID(f.ID); ff != nil {
 			cp.Dictionary = ff.Dictionary
 		}
-		cp.Children = make([]*format.Field, len(f.Children))
+		cp.Children = make([]*schema.Field, len(f.Children))
 		for i, c := range f.Children {
 			cp.Children[i] = fix(c)
 		}
 		return &cp
 	}
-	out := make([]*format.Field, len(fields))
+	out := make([]*schema.Field, len(fields))
 	for i, f := range fields {
 		out[i] = fix(f)
 	}

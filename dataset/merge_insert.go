@@ -14,7 +14,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
@@ -456,7 +456,7 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec) (*Dataset, Merg
 	}
 	// Lance records every field of the schema, nested ones included.
 	var preserve []uint32
-	d.manifest.Schema.Walk(func(f *format.Field) { preserve = append(preserve, uint32(f.ID)) })
+	d.manifest.Schema.Walk(func(f *schema.Field) { preserve = append(preserve, uint32(f.ID)) })
 	slices.Sort(preserve)
 	op, err := w.finish(ctx, frags, preserve, "")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // blobReadAhead is how much a small Read fetches at once: a Read of fewer
@@ -52,7 +53,7 @@ func (d *Dataset) OpenBlob(ctx context.Context, column string, rowID uint64) (*B
 	switch {
 	case f == nil:
 		return nil, fmt.Errorf("dataset: open blob: no column %q: %w", column, lancer.ErrNotFound)
-	case f.Blob == format.NotBlob:
+	case f.Blob == schema.NotBlob:
 		return nil, fmt.Errorf("dataset: open blob: column %q is not a blob column: %w", column, lancer.ErrInvalidArgument)
 	}
 	locs, err := d.locateRowIDs(ctx, []uint64{rowID})

@@ -17,7 +17,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/versitygw"
+	"github.com/lancerdb/lancer/internal/s3test"
 )
 
 // s3RaceEnv carries a worker's job to the re-executed test binary.
@@ -96,7 +96,7 @@ func TestS3CommitRaceProcesses(t *testing.T) {
 		initial = 10
 	)
 	ctx := context.Background()
-	srv := versitygw.ForTest(t, "race")
+	srv := s3test.ForTest(t, "race")
 	uri := srv.URI("db/race.lance")
 	store, err := blob.OpenWithOptions(ctx, uri, srv.Options())
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -126,6 +127,7 @@ func writeGoods(t testing.TB, store blob.Store, mem memory.Allocator, n int64, o
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkWhenDone(t, store)
 	if d, err = d.Delete(ctx, "id % 8 = 1"); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +345,7 @@ func TestScanFilterFixtures(t *testing.T) {
 		}
 		var checks []check
 		for _, f := range d.Schema().Fields {
-			if f.Blob != format.NotBlob {
+			if f.Blob != schema.NotBlob {
 				continue
 			}
 			quoted := "`" + strings.ReplaceAll(f.Name, "`", "``") + "`"

@@ -15,7 +15,9 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // opKind is the kind of operation lancer commits, named as Lance names the
@@ -134,8 +136,8 @@ type deleteOp struct {
 
 // newOverwrite returns the Overwrite operation that replaces a dataset's
 // rows with frags of schema (also a dataset's creation).
-func newOverwrite(schema *format.Schema, frags []*manifest.Fragment, version format.Version, stableRowIDs bool) *operation {
-	fields, md := schema.ToProto()
+func newOverwrite(schema *schema.Schema, frags []*manifest.Fragment, version format.Version, stableRowIDs bool) *operation {
+	fields, md := schemaproto.Encode(schema)
 	return &operation{
 		kind:           opOverwrite,
 		fragments:      frags,

@@ -16,7 +16,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
 	"github.com/lancerdb/lancer/dataset/manifest"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // updateReexecutions is how often Update and MergeInsert compute their rows
@@ -139,7 +139,7 @@ type setter struct {
 	expr  string // as given, for errors
 	col   int
 	bound *filter.Bound
-	field *format.Field
+	field *schema.Field
 }
 
 // errorf wraps err as the failure of this SET clause.
@@ -150,7 +150,7 @@ func (s setter) errorf(err error) error {
 // check reports a value type that cannot become the column's.
 func (s setter) check() error {
 	from := s.bound.Type()
-	if s.field.Blob != format.NotBlob {
+	if s.field.Blob != schema.NotBlob {
 		if err := blobSetType(from, s.field); err != nil {
 			return s.errorf(err)
 		}
@@ -168,7 +168,7 @@ func (s setter) eval(ctx context.Context, mem memory.Allocator, rec arrow.Record
 	if err != nil {
 		return nil, s.errorf(err)
 	}
-	if s.field.Blob != format.NotBlob {
+	if s.field.Blob != schema.NotBlob {
 		v, err = blobSetValue(ctx, mem, v, s.field)
 	} else {
 		v, err = castTo(ctx, mem, v, s.field.Type)
@@ -234,7 +234,7 @@ func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out
 	fields := d.manifest.Schema.Fields
 	sch := s.Schema()
 	for i, f := range fields {
-		if f.Blob != format.NotBlob {
+		if f.Blob != schema.NotBlob {
 			continue
 		}
 		if sf := sch.Field(i); sf.Name != f.Name || !arrow.TypeEqual(sf.Type, f.Type) {
@@ -390,7 +390,7 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateSt
 			// Dropped by a concurrent commit before a re-execution.
 			return nil, UpdateStats{}, fmt.Errorf("dataset: update: the dataset has no column %q: %w", name, lancer.ErrNotFound)
 		}
-		setters[i] = setter{name: name, expr: u.texts[i], col: slices.IndexFunc(d.manifest.Schema.Fields, func(g *format.Field) bool { return g == f }), bound: b, field: f}
+		setters[i] = setter{name: name, expr: u.texts[i], col: slices.IndexFunc(d.manifest.Schema.Fields, func(g *schema.Field) bool { return g == f }), bound: b, field: f}
 		if err := setters[i].check(); err != nil {
 			return nil, UpdateStats{}, err
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -140,7 +140,7 @@ func ivfOptions(typ string, o *CreateIndexOptions, n int) *vector.IVFOptions {
 
 // vectorColumn resolves column to a field holding fixed-size lists of
 // floats and returns it with its dimension.
-func (d *Dataset) vectorColumn(column string) (*format.Field, int, error) {
+func (d *Dataset) vectorColumn(column string) (*schema.Field, int, error) {
 	f, _, err := resolveColumn(d.manifest.Schema, column)
 	if err != nil {
 		return nil, 0, err
@@ -217,7 +217,7 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 // buildVectorSegment reads column from the fragments frags, builds an
 // index of type typ and writes it to a new segment directory. It returns
 // the segment's metadata and the files written.
-func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *format.Field, dim int, typ string,
+func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *schema.Field, dim int, typ string,
 	o *CreateIndexOptions, frags []uint64) (*manifest.IndexMetadata, []string, error) {
 	vecs, ids, err := d.readVectors(ctx, column, dim, frags, o.Progress)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
@@ -75,13 +75,15 @@ type SearchOptions struct {
 // appended after the index was built are found; deleted rows are never
 // returned. Rows whose vector is null or not finite are never returned.
 //
-// A Dataset keeps the vectors of the fragments it scored exactly in memory,
-// and loaded indices are cached process-wide, so repeated searches on one
-// Dataset do not read them again. The vectors of unindexed fragments and
-// each fragment's prefilter result are also kept process-wide (bounded)
-// for the fragment as it is, so a newly opened version reads and filters
-// only its new or changed fragments. Search is safe for concurrent use.
-// The caller releases the batch.
+// The Dataset's cache (OpenOptions.Cache) keeps the index files' front
+// matter and the partitions searches loaded, the vectors of the fragments
+// scored exactly and each fragment's prefilter result, the latter two for
+// the fragment as it is, so repeated searches do not read them again and a
+// newly opened version sharing the cache reads and filters only its new or
+// changed fragments. Index partitions are read with ctx when a search
+// first probes them; a search whose ctx is done fails with its error
+// without failing others waiting for the same reads. Search is safe for
+// concurrent use. The caller releases the batch.
 func (d *Dataset) Search(ctx context.Context, column string, query []float32, opts *SearchOptions) (arrow.RecordBatch, error) {
 	var o SearchOptions
 	if opts != nil {
@@ -165,7 +167,7 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 		default:
 			f = vector.AllowBitmap(roaring64.And(live, pre))
 		}
-		found, err := ivf.index.SearchErr(query, want, &vector.IVFSearchOptions{NProbes: o.NProbes, Ef: o.Ef}, f)
+		found, err := ivf.index.Search(ctx, query, want, &vector.IVFSearchOptions{NProbes: o.NProbes, Ef: o.Ef}, f)
 		if err != nil {
 			return nil, fmt.Errorf("dataset: search index %s: %w", ivf.location, err)
 		}
@@ -302,33 +304,21 @@ func (d *Dataset) searchSegments(field int32, o SearchOptions) ([]manifest.Index
 	return segs, metric, nil
 }
 
-// maxCachedFilters bounds the prefilter results a Dataset keeps.
-const maxCachedFilters = 64
-
-// filterRowIDs returns the row ids of the rows predicate keeps. A Dataset
-// is one immutable version, so the answer is kept for the next search with
-// the same predicate (up to maxCachedFilters of them), and concurrent
-// searches compute it once; callers must not modify it. It is assembled
-// from per-fragment answers kept across versions (see filterFragment), so
-// a new version evaluates the predicate on its new fragments only.
+// filterRowIDs returns the row ids of the rows predicate keeps. A version
+// is immutable, so the answer is kept in the cache for the next search
+// with the same predicate, and concurrent searches compute it once;
+// callers must not modify it. It is assembled from per-fragment answers
+// kept across versions (see filterFragment), so a new version evaluates
+// the predicate on its new fragments only.
 func (d *Dataset) filterRowIDs(ctx context.Context, predicate string) (*roaring64.Bitmap, error) {
-	key := "filter/" + predicate
-	if _, ok := d.searchState.Load(key); !ok && d.cachedFilters.Load() >= maxCachedFilters {
-		return d.computeFilterRowIDs(ctx, predicate)
-	}
-	v, err := d.versionOnce(ctx, key, func() (any, error) {
-		d.cachedFilters.Add(1)
+	name := "filter " + d.searchKeys().version + " " + predicate
+	return cached(ctx, d.opts.Cache, cacheSearch, name, func(ctx context.Context) (*roaring64.Bitmap, int64, error) {
 		ids, err := d.computeFilterRowIDs(ctx, predicate)
 		if err != nil {
-			d.cachedFilters.Add(-1)
-			return nil, err
+			return nil, 0, err
 		}
-		return ids, nil
+		return ids, int64(ids.GetSizeInBytes()) + 256, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*roaring64.Bitmap), nil
 }
 
 // computeFilterRowIDs unions the per-fragment answers of predicate.
@@ -351,37 +341,35 @@ func (d *Dataset) computeFilterRowIDs(ctx context.Context, predicate string) (*r
 // segmentLiveRows returns the row ids of the live rows of the fragments seg
 // covers in this version, or nil when they are exactly the rows the index
 // holds (no row deleted, moved or compacted away since): then the index
-// needs no filter. The answer is cached per Dataset and segment, and
-// across versions whose covered fragments are unchanged (segmentKey).
+// needs no filter. The answer is cached across versions whose covered
+// fragments are unchanged (segmentKey).
 func (d *Dataset) segmentLiveRows(ctx context.Context, seg manifest.IndexInfo, ivf *loadedIndex) (*roaring64.Bitmap, error) {
 	type liveRows struct{ live *roaring64.Bitmap }
-	v, err := d.versionOnce(ctx, "live/"+seg.UUID, func() (any, error) {
-		return sharedSearchCache.get(ctx, d.segmentKey(seg), func() (any, int64, error) {
-			view := d.withFragments(toUint64s(seg.Fragments))
-			s, err := view.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}})
-			if err != nil {
-				return nil, 0, err
-			}
-			defer s.Release()
-			live := roaring64.New()
-			for s.Next() {
-				rec := s.RecordBatch()
-				live.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
-			}
-			if err := s.Err(); err != nil {
-				return nil, 0, err
-			}
-			if live.Equals(ivf.ids) {
-				return liveRows{}, 256, nil
-			}
-			live.RunOptimize()
-			return liveRows{live}, int64(live.GetSizeInBytes()) + 256, nil
-		})
+	v, err := cached(ctx, d.opts.Cache, cacheSearch, d.segmentKey(seg), func(ctx context.Context) (liveRows, int64, error) {
+		view := d.withFragments(toUint64s(seg.Fragments))
+		s, err := view.Scan(ctx, &ScanOptions{Columns: []string{"_rowid"}})
+		if err != nil {
+			return liveRows{}, 0, err
+		}
+		defer s.Release()
+		live := roaring64.New()
+		for s.Next() {
+			rec := s.RecordBatch()
+			live.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
+		}
+		if err := s.Err(); err != nil {
+			return liveRows{}, 0, err
+		}
+		if live.Equals(ivf.ids) {
+			return liveRows{}, 256, nil
+		}
+		live.RunOptimize()
+		return liveRows{live}, int64(live.GetSizeInBytes()) + 256, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(liveRows).live, nil
+	return v.live, nil
 }
 
 func toUint64s(ids []uint32) []uint64 {
@@ -405,32 +393,26 @@ type flatVectorSet struct {
 // they are (searchFlatParts), never copied into one, which would hold the
 // unindexed vectors twice for every version searched.
 func (d *Dataset) flatVectors(ctx context.Context, column string, dim int, frags []uint64) ([]*flatVectorSet, error) {
-	v, err := d.versionOnce(ctx, fmt.Sprintf("flat/%s/%v", column, frags), func() (any, error) {
-		colKey, err := d.columnKey(column, dim)
-		if err != nil {
-			return nil, err
-		}
-		want := map[uint64]bool{}
-		for _, id := range frags {
-			want[id] = true
-		}
-		var parts []*flatVectorSet
-		for _, f := range d.manifest.Fragments {
-			if !want[f.ID] {
-				continue
-			}
-			part, err := d.flatFragment(ctx, column, colKey, dim, f)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, part)
-		}
-		return parts, nil
-	})
+	colKey, err := d.columnKey(column, dim)
 	if err != nil {
 		return nil, err
 	}
-	return v.([]*flatVectorSet), nil
+	want := make(map[uint64]bool, len(frags))
+	for _, id := range frags {
+		want[id] = true
+	}
+	parts := make([]*flatVectorSet, 0, len(frags))
+	for _, f := range d.manifest.Fragments {
+		if !want[f.ID] {
+			continue
+		}
+		part, err := d.flatFragment(ctx, column, colKey, dim, f)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part)
+	}
+	return parts, nil
 }
 
 // searchFlatParts searches the vectors of parts exactly for the k nearest
@@ -505,122 +487,46 @@ type loadedIndex struct {
 	location string // the file, for errors
 }
 
-// residentBytes is what the cache charges for idx: its front matter, its
-// id bitmap and the partitions it has loaded so far.
+// residentBytes is what the cache charges for idx: its front matter and
+// its id bitmap (its partitions are charged as they load, apart).
 func (idx *loadedIndex) residentBytes() int64 {
 	return idx.index.ResidentBytes() + int64(idx.ids.GetSizeInBytes())
 }
 
-// loadVectorIndex returns seg's index, from the process-wide cache or read.
+// loadVectorIndex returns seg's index, from the cache or opened.
 func (d *Dataset) loadVectorIndex(ctx context.Context, seg manifest.IndexInfo) (*loadedIndex, error) {
 	store, err := d.rootStore(ctx, seg.BaseID, "index "+seg.Name)
 	if err != nil {
 		return nil, err
 	}
 	key := indicesDir + seg.UUID + "/" + vectorIndexFile
-	return indexCache.get(ctx, store, key)
-}
-
-// vectorIndexCache keeps opened index files, least recently used evicted
-// first once they hold more than limit bytes. An index loads partitions as
-// searches need them, so what it holds grows after it is cached: the total
-// is recounted (each index's ResidentBytes) whenever an index is opened,
-// and each index bounds its own partitions to limit.
-type vectorIndexCache struct {
-	mu      sync.Mutex
-	limit   int64
-	tick    uint64
-	entries map[indexCacheKey]*indexCacheEntry
-}
-
-// indexCacheKey is an index file's location: index files are immutable
-// and named by a random uuid, so one location is one index whichever store
-// object (each Open makes its own) reads it.
-type indexCacheKey string
-
-type indexCacheEntry struct {
-	once    sync.Once
-	idx     *loadedIndex
-	err     error
-	lastUse uint64
-}
-
-// indexCache is the process-wide cache of opened vector indices: 4 GiB.
-var indexCache = &vectorIndexCache{limit: 4 << 30, entries: map[indexCacheKey]*indexCacheEntry{}}
-
-func (c *vectorIndexCache) get(ctx context.Context, store blob.Store, key string) (*loadedIndex, error) {
-	k := indexCacheKey(manifest.Location(store, key))
-	c.mu.Lock()
-	e, ok := c.entries[k]
-	if !ok {
-		e = &indexCacheEntry{}
-		c.entries[k] = e
-	}
-	c.tick++
-	e.lastUse = c.tick
-	c.mu.Unlock()
-	e.once.Do(func() {
-		idx, err := readVectorIndex(ctx, store, key, c.limit)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		e.idx, e.err = idx, err
+	// Index files are immutable and named by a random uuid, so one
+	// location is one index whichever store object (each Open makes its
+	// own) reads it.
+	loc := manifest.Location(store, key)
+	return cached(ctx, d.opts.Cache, cacheIndices, loc, func(ctx context.Context) (*loadedIndex, int64, error) {
+		idx, err := openVectorIndex(ctx, store, key, d.opts.Cache)
 		if err != nil {
-			delete(c.entries, k)
-			return
+			return nil, 0, err
 		}
-		c.evict(k)
+		return idx, idx.residentBytes(), nil
 	})
-	return e.idx, e.err
 }
 
-// evict drops least recently used entries (never keep) while over the
-// limit. c.mu is held.
-func (c *vectorIndexCache) evict(keep indexCacheKey) {
-	used := int64(0)
-	for _, e := range c.entries {
-		if e.idx != nil {
-			used += e.idx.residentBytes()
-		}
-	}
-	for used > c.limit {
-		var (
-			oldest indexCacheKey
-			found  bool
-			min    uint64
-		)
-		for k, e := range c.entries {
-			if k == keep || e.idx == nil {
-				continue
-			}
-			if !found || e.lastUse < min {
-				oldest, min, found = k, e.lastUse, true
-			}
-		}
-		if !found {
-			return
-		}
-		used -= c.entries[oldest].idx.residentBytes()
-		delete(c.entries, oldest)
-	}
-}
-
-// readVectorIndex opens an index file lazily (vector.OpenIVF over ranged
+// openVectorIndex opens an index file lazily (vector.OpenIVF over ranged
 // reads): it reads the front matter (centroids, quantizer, row ids,
-// partition directory) now and each partition when a search first probes
-// it, keeping at most cacheBytes of partitions. Partition reads use ctx
-// without its cancellation, since the index outlives this call in the
-// cache.
-func readVectorIndex(ctx context.Context, store blob.Store, key string, cacheBytes int64) (*loadedIndex, error) {
+// partition directory) now, with ctx, and each partition when a search
+// first probes it, with the search's ctx, keeping the partitions in c.
+func openVectorIndex(ctx context.Context, store blob.Store, key string, c *cache.Cache) (*loadedIndex, error) {
 	loc := manifest.Location(store, key)
 	info, err := store.Stat(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: read index %s: %w", loc, err)
 	}
-	rctx := context.WithoutCancel(ctx)
-	readAt := func(off, n int64) ([]byte, error) {
-		return store.ReadRange(rctx, key, off, n)
+	readAt := func(ctx context.Context, off, n int64) ([]byte, error) {
+		return store.ReadRange(ctx, key, off, n)
 	}
-	ivf, err := vector.OpenIVF(info.Size, readAt, &vector.OpenIVFOptions{CacheBytes: cacheBytes})
+	ivf, err := vector.OpenIVF(ctx, info.Size, readAt, &vector.OpenIVFOptions{Partitions: cachedPartitions{c: c, location: loc}})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: index %s: %w", loc, err)
 	}

@@ -1,14 +1,11 @@
 package dataset
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,155 +14,54 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
 	"github.com/lancerdb/lancer/dataset/manifest"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Searches across versions. Every write makes a new version, and a server
-// opens each new version as a new Dataset, so what a Dataset caches
-// (searchState) starts cold on every version: a prefiltered search would
+// opens each new version as a new Dataset, so what a search computes for
+// one version would start cold on the next: a prefiltered search would
 // evaluate its filter on every fragment, and read the vectors of every
 // unindexed fragment, again. Yet most fragments of a new version are the
 // previous version's, unchanged. So the per-fragment parts of that work
-// are cached process-wide, keyed by what determines them: the dataset root,
-// the fragment as the manifest describes it (data files, deletion file, row
-// id sequence; files are immutable and named uniquely) and the columns'
-// definitions. A new version then only reads its new or changed fragments.
+// are kept in the Dataset's cache (OpenOptions.Cache, which a server
+// shares across versions and tables), keyed by what determines them: the
+// dataset root, the fragment as the manifest describes it (data files,
+// deletion file, row id sequence; files are immutable and named uniquely)
+// and the columns' definitions. A new version then only reads its new or
+// changed fragments.
 
-// searchCacheBytes bounds the process-wide search cache.
-const searchCacheBytes = 512 << 20
-
-// sharedSearchCache is the process-wide cache of per-fragment search work.
-var sharedSearchCache = newSearchCache(searchCacheBytes)
-
-// searchCache is a byte-bounded LRU of computed values. A value is computed
-// once: concurrent callers of a key wait for the first one (many searches
-// land on a new version at once).
-type searchCache struct {
-	mu      sync.Mutex
-	limit   int64
-	used    int64
-	lru     *list.List // of *searchCacheEntry, most recent first; only computed entries
-	entries map[string]*searchCacheEntry
+// versionKeys names what a version's searches keep in the cache: each
+// fragment (fragmentKey), each lancer index segment's live rows
+// (segmentKey) and the version as a whole. They are derived from the
+// manifest alone, once per Dataset.
+type versionKeys struct {
+	frag map[*manifest.Fragment]string
+	seg  map[string]string // by segment uuid
+	// version names the manifest file and the fragments of this Dataset
+	// (a view from withFragments has fewer than its manifest file).
+	version string
 }
 
-type searchCacheEntry struct {
-	key  string
-	once sync.Once
-	val  any
-	size int64
-	err  error
-	elem *list.Element
-}
-
-func newSearchCache(limit int64) *searchCache {
-	return &searchCache{limit: limit, lru: list.New(), entries: map[string]*searchCacheEntry{}}
-}
-
-// get returns key's value, computing it (value and its size in bytes) if
-// needed. Failures are not cached. A value larger than the whole cache is
-// returned but not kept.
-func (c *searchCache) get(ctx context.Context, key string, compute func() (any, int64, error)) (any, error) {
-	for {
-		c.mu.Lock()
-		e, ok := c.entries[key]
-		if !ok {
-			e = &searchCacheEntry{key: key}
-			c.entries[key] = e
-		} else if e.elem != nil {
-			c.lru.MoveToFront(e.elem)
+// searchKeys returns the keys of this version, built by the first call.
+func (d *Dataset) searchKeys() *versionKeys {
+	d.keysOnce.Do(func() {
+		k := &versionKeys{frag: make(map[*manifest.Fragment]string, len(d.manifest.Fragments)), seg: map[string]string{}}
+		all := sha256.New()
+		for _, f := range d.manifest.Fragments {
+			fk := d.buildFragmentKey(f)
+			k.frag[f] = fk
+			all.Write([]byte(fk))
+			all.Write([]byte{0})
 		}
-		c.mu.Unlock()
-		e.once.Do(func() {
-			computed := false
-			defer func() {
-				if computed {
-					return
-				}
-				// compute panicked (the panic goes on to this caller):
-				// cache nothing, and give callers waiting on e an error
-				// rather than a nil value.
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				e.val, e.size, e.err = nil, 0, fmt.Errorf("dataset: search cache: computing %q panicked", key)
-				if c.entries[key] == e {
-					delete(c.entries, key)
-				}
-			}()
-			v, size, err := compute()
-			computed = true
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			e.val, e.size, e.err = v, size, err
-			if err != nil || size > c.limit {
-				if c.entries[key] == e {
-					delete(c.entries, key)
-				}
-				return
-			}
-			e.elem = c.lru.PushFront(e)
-			c.used += size
-			for c.used > c.limit {
-				last := c.lru.Back()
-				old := last.Value.(*searchCacheEntry)
-				c.lru.Remove(last)
-				old.elem = nil
-				c.used -= old.size
-				if c.entries[old.key] == old {
-					delete(c.entries, old.key)
-				}
-			}
-		})
-		if retryOthersCancel(ctx, e.err) {
-			continue
-		}
-		return e.val, e.err
-	}
-}
-
-// clear drops every computed value (values being computed are still
-// handed to their callers, then kept).
-func (c *searchCache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for e := c.lru.Front(); e != nil; e = e.Next() {
-		old := e.Value.(*searchCacheEntry)
-		old.elem = nil
-		if c.entries[old.key] == old {
-			delete(c.entries, old.key)
-		}
-	}
-	c.lru.Init()
-	c.used = 0
-}
-
-// retryOthersCancel reports whether err is another caller's cancellation
-// (its request ended while computing a value this caller waited for) while
-// ctx is live: the caller then computes the value itself.
-func retryOthersCancel(ctx context.Context, err error) bool {
-	return err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
-}
-
-// versionOnce computes key's value once per Dataset (in searchState), for
-// the per-version results assembled from the shared per-fragment ones.
-// Failures are not kept.
-func (d *Dataset) versionOnce(ctx context.Context, key string, compute func() (any, error)) (any, error) {
-	type entry struct {
-		once sync.Once
-		val  any
-		err  error
-	}
-	for {
-		v, _ := d.searchState.LoadOrStore(key, &entry{})
-		e := v.(*entry)
-		e.once.Do(func() { e.val, e.err = compute() })
-		if e.err != nil {
-			d.searchState.CompareAndDelete(key, e)
-			if retryOthersCancel(ctx, e.err) {
-				continue
+		k.version = fmt.Sprintf("%s %x", manifest.Location(d.store, d.manifestKey), all.Sum(nil))
+		for _, seg := range d.manifest.Indices {
+			if seg.TypeURL == manifest.VectorIndexTypeURL {
+				k.seg[seg.UUID] = d.buildSegmentKey(seg, k.frag)
 			}
 		}
-		return e.val, e.err
-	}
+		d.keys = k
+	})
+	return d.keys
 }
 
 // fragmentKey identifies what a fragment holds in this version: its
@@ -173,16 +69,9 @@ func (d *Dataset) versionOnce(ctx context.Context, key string, compute func() (a
 // (the deletion file, named uniquely per write) and their row ids (row
 // addresses from the fragment id, or the stable row id sequence), under
 // the dataset root. The keys of a version's fragments are built once per
-// Dataset.
+// Dataset (searchKeys).
 func (d *Dataset) fragmentKey(f *manifest.Fragment) string {
-	v, _ := d.versionOnce(context.Background(), "fragkeys", func() (any, error) {
-		keys := make(map[*manifest.Fragment]string, len(d.manifest.Fragments))
-		for _, f := range d.manifest.Fragments {
-			keys[f] = d.buildFragmentKey(f)
-		}
-		return keys, nil
-	})
-	if k, ok := v.(map[*manifest.Fragment]string)[f]; ok {
+	if k, ok := d.searchKeys().frag[f]; ok {
 		return k
 	}
 	return d.buildFragmentKey(f) // not one of the manifest's (a view's copy)
@@ -248,13 +137,13 @@ func (d *Dataset) baseKey(id *uint32) string {
 
 // fieldsKey describes fields as reading and binding them depends on: ids,
 // names, types, and their members.
-func (d *Dataset) fieldsKey(b *strings.Builder, fields []*format.Field) {
+func (d *Dataset) fieldsKey(b *strings.Builder, fields []*schema.Field) {
 	for _, f := range fields {
 		fmt.Fprintf(b, "(%d %d %q %s %s %t %d", f.ID, f.ParentID, f.Name, f.LogicalType, f.Type, f.Nullable, f.Blob)
 		if f.Dictionary != nil {
 			// A legacy dictionary may be stored in the manifest itself:
 			// share nothing with other versions.
-			fmt.Fprintf(b, " dict %d %d in %s", f.Dictionary.GetOffset(), f.Dictionary.GetLength(), manifest.Location(d.store, d.manifestKey))
+			fmt.Fprintf(b, " dict %d %d in %s", f.Dictionary.Offset, f.Dictionary.Length, manifest.Location(d.store, d.manifestKey))
 		}
 		d.fieldsKey(b, f.Children)
 		b.WriteString(")")
@@ -298,7 +187,7 @@ func (d *Dataset) preparePrefilter(predicate string) (*prefilter, error) {
 // keeps, from the shared cache or evaluated. It reads only the columns the
 // filter names and evaluates the filter once per batch.
 func (d *Dataset) filterFragment(ctx context.Context, pf *prefilter, f *manifest.Fragment) (*roaring64.Bitmap, error) {
-	v, err := sharedSearchCache.get(ctx, pf.key+"|"+d.fragmentKey(f), func() (any, int64, error) {
+	return cached(ctx, d.opts.Cache, cacheSearch, pf.key+"|"+d.fragmentKey(f), func(ctx context.Context) (*roaring64.Bitmap, int64, error) {
 		ids, err := d.evalFragmentFilter(ctx, pf, f)
 		if err != nil {
 			return nil, 0, err
@@ -309,10 +198,6 @@ func (d *Dataset) filterFragment(ctx context.Context, pf *prefilter, f *manifest
 		// time.
 		return ids, int64(ids.GetSizeInBytes()) + 256, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*roaring64.Bitmap), nil
 }
 
 func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *manifest.Fragment) (*roaring64.Bitmap, error) {
@@ -369,17 +254,13 @@ func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *mani
 // flatFragment returns the finite, non-null vectors of column (dim wide)
 // in fragment f with their row ids, from the shared cache or read.
 func (d *Dataset) flatFragment(ctx context.Context, column, colKey string, dim int, f *manifest.Fragment) (*flatVectorSet, error) {
-	v, err := sharedSearchCache.get(ctx, colKey+"|"+d.fragmentKey(f), func() (any, int64, error) {
+	return cached(ctx, d.opts.Cache, cacheSearch, colKey+"|"+d.fragmentKey(f), func(ctx context.Context) (*flatVectorSet, int64, error) {
 		vecs, ids, err := d.readVectors(ctx, column, dim, []uint64{f.ID}, nil)
 		if err != nil {
 			return nil, 0, err
 		}
 		return &flatVectorSet{vecs: vecs, ids: ids}, int64(4*len(vecs)+8*len(ids)) + 256, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*flatVectorSet), nil
 }
 
 // columnKey names a column and its definition for the shared cache.
@@ -395,8 +276,16 @@ func (d *Dataset) columnKey(column string, dim int) (string, error) {
 }
 
 // segmentKey names the live rows of an index segment's fragments in this
-// version: the segment and the fragments as they are now.
+// version: the segment and the fragments as they are now. The keys of a
+// version's segments are built once per Dataset (searchKeys).
 func (d *Dataset) segmentKey(seg manifest.IndexInfo) string {
+	if k, ok := d.searchKeys().seg[seg.UUID]; ok {
+		return k
+	}
+	return d.buildSegmentKey(seg, d.searchKeys().frag)
+}
+
+func (d *Dataset) buildSegmentKey(seg manifest.IndexInfo, fragKeys map[*manifest.Fragment]string) string {
 	h := sha256.New()
 	covered := map[uint64]bool{}
 	for _, id := range seg.Fragments {
@@ -404,7 +293,7 @@ func (d *Dataset) segmentKey(seg manifest.IndexInfo) string {
 	}
 	for _, f := range d.manifest.Fragments {
 		if covered[f.ID] {
-			h.Write([]byte(d.fragmentKey(f)))
+			h.Write([]byte(fragKeys[f]))
 			h.Write([]byte{0})
 		}
 	}

@@ -2,17 +2,20 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -55,14 +58,15 @@ var cacheTestFilters = []string{
 	"id < 0",
 }
 
-// checkVersionSearches opens version v of store afresh (0: the latest),
-// as a server does for each request, and checks its filtered searches:
-// exact ones against exactFiltered, indexed ones for matching live rows
-// only, and both against the same searches with an empty shared cache.
-func checkVersionSearches(t *testing.T, store blob.Store, v uint64, dim int, queries [][]float32, what string) {
+// checkVersionSearches opens version v of store afresh (0: the latest)
+// with the shared cache c, as a server does for each request, and checks
+// its filtered searches: exact ones against exactFiltered, indexed ones
+// for matching live rows only, and both against the same searches with an
+// empty cache.
+func checkVersionSearches(t *testing.T, store blob.Store, c *cache.Cache, v uint64, dim int, queries [][]float32, what string) {
 	t.Helper()
 	ctx := context.Background()
-	d := openStore(t, store, v, nil)
+	d := openWithCache(t, store, v, c)
 	type result struct{ exact, index, post []vector.Neighbor }
 	run := func(d *Dataset) map[string][]result {
 		out := map[string][]result{}
@@ -103,8 +107,7 @@ func checkVersionSearches(t *testing.T, store blob.Store, v uint64, dim int, que
 		}
 	}
 	// The same searches with nothing cached across versions.
-	sharedSearchCache.clear()
-	cold := run(openStore(t, store, v, nil))
+	cold := run(openWithCache(t, store, v, newTestCache(t, DefaultCacheBytes)))
 	for _, f := range cacheTestFilters {
 		for i := range queries {
 			w, c := warm[f][i], cold[f][i]
@@ -144,9 +147,10 @@ func TestSearchAcrossVersions(t *testing.T) {
 				}
 			}
 			var versions []uint64
+			shared := newTestCache(t, DefaultCacheBytes)
 			step := func(what string) {
 				versions = append(versions, d.Version())
-				checkVersionSearches(t, store, 0, dim, queries, what)
+				checkVersionSearches(t, store, shared, 0, dim, queries, what)
 			}
 			step("indexed")
 			appendRows(5)
@@ -188,7 +192,7 @@ func TestSearchAcrossVersions(t *testing.T) {
 			}
 			step("columns swapped")
 			for _, v := range versions {
-				checkVersionSearches(t, store, v, dim, queries, fmt.Sprintf("version %d again", v))
+				checkVersionSearches(t, store, shared, v, dim, queries, fmt.Sprintf("version %d again", v))
 			}
 		})
 	}
@@ -210,6 +214,7 @@ func TestSearchNewVersionConcurrent(t *testing.T) {
 	}
 	q := clustered(rng, 1, dim)
 	next := n
+	shared := newTestCache(t, DefaultCacheBytes)
 	for range 5 {
 		r := vecReader(memory.DefaultAllocator, vecs, dim, next, next+3)
 		next += 3
@@ -217,7 +222,7 @@ func TestSearchNewVersionConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Release()
-		fresh := openStore(t, store, 0, nil)
+		fresh := openWithCache(t, store, 0, shared)
 		want, _ := exactFiltered(t, fresh, q, dim, 10, "id % 10 != 3")
 		var wg sync.WaitGroup
 		errs := make(chan error, 16)
@@ -240,62 +245,212 @@ func TestSearchNewVersionConcurrent(t *testing.T) {
 	}
 }
 
-// TestSearchCacheBounded checks the shared cache's byte bound and that
-// failures are not kept.
-func TestSearchCacheBounded(t *testing.T) {
-	ctx := context.Background()
-	c := newSearchCache(100)
-	for i := range 10 {
-		if _, err := c.get(ctx, fmt.Sprint(i), func() (any, int64, error) { return i, 30, nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if c.used > 100 || len(c.entries) != 3 {
-		t.Fatalf("used %d bytes in %d entries", c.used, len(c.entries))
-	}
-	if _, err := c.get(ctx, "big", func() (any, int64, error) { return 0, 1000, nil }); err != nil {
+func newTestCache(t testing.TB, limit int64) *cache.Cache {
+	t.Helper()
+	c, err := cache.New(limit)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.entries["big"]; ok {
-		t.Fatal("a value larger than the cache was kept")
+	return c
+}
+
+// openWithCache opens version v of store (0: the latest) with cache c.
+func openWithCache(t testing.TB, store blob.Store, v uint64, c *cache.Cache) *Dataset {
+	t.Helper()
+	d, err := Open(context.Background(), store, &OpenOptions{Version: v, Cache: c})
+	if err != nil {
+		t.Fatalf("open version %d: %v", v, err)
 	}
-	calls := 0
-	for range 2 {
-		_, err := c.get(ctx, "fail", func() (any, int64, error) { calls++; return nil, 0, fmt.Errorf("boom") })
-		if err == nil {
-			t.Fatal("no error")
+	return d
+}
+
+// TestSearchCacheBounded: searches of every kind through a small cache
+// (readers, deletion vectors, index front matter and partitions, filters,
+// flat vectors all compete for it) give the answers of a large one, and
+// the cache never holds more than its limit.
+func TestSearchCacheBounded(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 8, 3000
+	rng := rand.New(rand.NewPCG(21, 22))
+	vecs := clustered(rng, n+100, dim)
+	store := blob.NewMemStore("bounded")
+	d := newVecDataset(t, store, vecs, dim, n, 500, false)
+	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Partitions: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := vecReader(memory.DefaultAllocator, vecs, dim, n, n+100)
+	d, err = d.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = d.Delete(ctx, "id % 11 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 64 << 10
+	small := newTestCache(t, limit)
+	big := newTestCache(t, DefaultCacheBytes)
+	ds, db := openWithCache(t, store, 0, small), openWithCache(t, store, 0, big)
+	for i := range 30 {
+		q := clustered(rng, 1, dim)
+		o := &SearchOptions{K: 10, NProbes: 1 + i%8, Filter: cacheTestFilters[i%len(cacheTestFilters)], Postfilter: i%3 == 0}
+		got, err := ds.SearchRowIDs(ctx, "vec", q, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := db.SearchRowIDs(ctx, "vec", q, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("search %d through a %d-byte cache: %v, through a large one %v", i, limit, got, want)
+		}
+		if s := small.Stats(); s.Bytes > limit {
+			t.Fatalf("search %d: the cache holds %d bytes, over its %d", i, s.Bytes, limit)
 		}
 	}
-	if calls != 2 {
-		t.Fatalf("a failure was cached (%d calls)", calls)
+	s, b := small.Stats(), big.Stats()
+	if s.Evictions == 0 || b.Evictions != 0 {
+		t.Fatalf("evictions: %d in the small cache, %d in the large one", s.Evictions, b.Evictions)
 	}
-	// Another caller's cancellation is not this caller's failure.
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := c.get(cctx, "x", func() (any, int64, error) { return nil, 0, cctx.Err() }); err == nil {
-		t.Fatal("no error")
-	}
-	v, err := c.get(ctx, "x", func() (any, int64, error) { return 7, 1, nil })
-	if err != nil || v.(int) != 7 {
-		t.Fatalf("%v %v", v, err)
+	for _, ns := range []string{cacheReaders, cacheDeletions, cacheIndices, cachePartitions, cacheSearch} {
+		if b.BytesByNamespace[ns] == 0 {
+			t.Errorf("nothing in the large cache under %s: %v", ns, b.BytesByNamespace)
+		}
 	}
 }
 
-// TestSearchCachePanicNotCached: a compute that panics leaves nothing
-// cached; the next get computes again instead of returning a nil value.
-func TestSearchCachePanicNotCached(t *testing.T) {
-	c := newSearchCache(1 << 20)
+// TestDatasetsDoNotShareCaches: two Datasets opened with different caches
+// fill only their own; a Dataset opened without one gets its own, which
+// its checkouts share.
+func TestDatasetsDoNotShareCaches(t *testing.T) {
 	ctx := context.Background()
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("the panic was swallowed")
-			}
-		}()
-		c.get(ctx, "k", func() (any, int64, error) { panic("boom") })
+	const dim, n = 8, 1000
+	rng := rand.New(rand.NewPCG(23, 24))
+	vecs := clustered(rng, n, dim)
+	store := blob.NewMemStore("apart")
+	d := newVecDataset(t, store, vecs, dim, n, 500, false)
+	if _, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Partitions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := newTestCache(t, DefaultCacheBytes), newTestCache(t, DefaultCacheBytes)
+	da, db := openWithCache(t, store, 0, a), openWithCache(t, store, 0, b)
+	q := clustered(rng, 1, dim)
+	if _, err := da.SearchRowIDs(ctx, "vec", q, &SearchOptions{Filter: "id < 500"}); err != nil {
+		t.Fatal(err)
+	}
+	if sa, sb := a.Stats(), b.Stats(); sa.Entries == 0 || sb.Entries != 0 || sb.Misses != 0 {
+		t.Fatalf("after a search of the first: %d entries in its cache, %d (%d misses) in the other's", sa.Entries, sb.Entries, sb.Misses)
+	}
+	before := a.Stats()
+	if _, err := db.SearchRowIDs(ctx, "vec", q, &SearchOptions{Filter: "id < 500"}); err != nil {
+		t.Fatal(err)
+	}
+	if sa, sb := a.Stats(), b.Stats(); sa.Hits != before.Hits || sa.Misses != before.Misses || sb.Misses == 0 {
+		t.Fatalf("the second's search used the first's cache (%+v → %+v) or none of its own (%+v)", before, sa, sb)
+	}
+	// Without a cache: one per Open, shared by its checkouts.
+	d1, d2 := openStore(t, store, 0, nil), openStore(t, store, 0, nil)
+	if d1.opts.Cache == nil || d1.opts.Cache == d2.opts.Cache {
+		t.Fatal("two Opens without a cache share one")
+	}
+	c1, err := d1.Checkout(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1.opts.Cache != d1.opts.Cache {
+		t.Fatal("a checkout does not share its Dataset's cache")
+	}
+}
+
+// cancelStore makes the reads of one key wait until released, or until
+// their ctx is done, announcing each on started.
+type cancelStore struct {
+	blob.Store
+	key     string
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *cancelStore) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if key == s.key {
+		select {
+		case s.started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.Store.ReadRange(ctx, key, off, n)
+}
+
+// TestSearchCancelledWhileLoading: a search whose ctx is cancelled while
+// the index partition it needs is being read fails with the ctx's error,
+// and another search waiting for the same partition gets it and succeeds,
+// with the answer of an undisturbed search.
+func TestSearchCancelledWhileLoading(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 8, 1000
+	rng := rand.New(rand.NewPCG(25, 26))
+	vecs := clustered(rng, n, dim)
+	mem := blob.NewMemStore("cancel")
+	d := newVecDataset(t, mem, vecs, dim, n, 1000, false)
+	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := clustered(rng, 1, dim)
+	want, err := d.SearchRowIDs(ctx, "vec", q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := d.Indices()[0]
+	store := &cancelStore{Store: mem, key: indicesDir + seg.UUID + "/" + vectorIndexFile, started: make(chan struct{}, 1), release: make(chan struct{})}
+	fresh, err := Open(ctx, store, &OpenOptions{Cache: newTestCache(t, DefaultCacheBytes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Open the index (its front matter) first, so that the reads the
+	// searches wait on are of its one partition.
+	close(store.release)
+	if _, err := fresh.loadVectorIndex(ctx, seg); err != nil {
+		t.Fatal(err)
+	}
+	store.release = make(chan struct{})
+	<-store.started // drain the front matter's announcement
+
+	cctx, cancel := context.WithCancel(ctx)
+	first := make(chan error, 1)
+	go func() {
+		_, err := fresh.SearchRowIDs(cctx, "vec", q, nil)
+		first <- err
 	}()
-	v, err := c.get(ctx, "k", func() (any, int64, error) { return 7, 8, nil })
-	if err != nil || v != 7 {
-		t.Fatalf("after a panicked compute: got %v, %v; want 7, nil", v, err)
+	<-store.started
+	second := make(chan error, 1)
+	go func() {
+		got, err := fresh.SearchRowIDs(ctx, "vec", q, nil)
+		if err == nil && !slices.Equal(got, want) {
+			err = fmt.Errorf("got %v, want %v", got, want)
+		}
+		second <- err
+	}()
+	// Give the second search time to join the partition's load; it must
+	// succeed whether it joined before the cancel or loads afresh after.
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled search: %v", err)
+	}
+	close(store.release)
+	if err := <-second; err != nil {
+		t.Fatalf("the other search: %v", err)
+	}
+	// And a search with a ctx already done fails at once.
+	if _, err := fresh.SearchRowIDs(cctx, "vec", q, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a search with a done ctx: %v", err)
 	}
 }

@@ -118,8 +118,13 @@ func findManifest(ctx context.Context, store blob.Store, v uint64) (manifestEntr
 			return manifestEntry{}, fmt.Errorf("dataset: version %d: %w", v, err)
 		}
 	}
-	return manifestEntry{}, fmt.Errorf("dataset: version %d of %s: %w", v, store.URI(), lancer.ErrNotFound)
+	return manifestEntry{}, fmt.Errorf("dataset: version %d of %s: %w", v, store.URI(), ErrNoSuchVersion)
 }
+
+// ErrNoSuchVersion: the dataset has no manifest of the version asked for
+// (never committed, or removed by a cleanup). A dataset with no versions at
+// all is a plain lancer.ErrNotFound.
+var ErrNoSuchVersion = fmt.Errorf("no such version: %w", lancer.ErrNotFound)
 
 func isNotFound(err error) bool { return errors.Is(err, lancer.ErrNotFound) }
 

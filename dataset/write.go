@@ -15,8 +15,10 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // WriteMode says what Write does with a dataset that may already exist.
@@ -91,6 +93,10 @@ type WriteOptions struct {
 	// rows they filter) and those of the returned Dataset. Default
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Cache is the cache of the Dataset Write returns (see
+	// OpenOptions.Cache). Default: a new one of DefaultCacheBytes. The
+	// Dataset methods ignore it: what they return shares the Dataset's.
+	Cache *cache.Cache
 }
 
 // withDefaults returns a copy of o with defaults filled in.
@@ -148,7 +154,7 @@ func checkWritableVersion(v format.Version) error {
 
 // openOptions are the options of a Dataset a write returns.
 func (o *WriteOptions) openOptions() OpenOptions {
-	return (&OpenOptions{Allocator: o.Allocator}).withDefaults()
+	return (&OpenOptions{Allocator: o.Allocator, Cache: o.Cache}).withDefaults()
 }
 
 // Write writes the rows of data to the dataset rooted at store and returns
@@ -234,7 +240,7 @@ func create(ctx context.Context, store blob.Store, oo OpenOptions, bases *baseSt
 
 // newSchema builds the schema of a new dataset (or an overwrite) from the
 // data's Arrow schema, field ids from 0 as Lance numbers them.
-func newSchema(as *arrow.Schema) (*format.Schema, error) {
+func newSchema(as *arrow.Schema) (*schema.Schema, error) {
 	if as.NumFields() == 0 {
 		return nil, fmt.Errorf("dataset: a dataset needs at least one column: %w", lancer.ErrInvalidArgument)
 	}
@@ -248,7 +254,7 @@ func newSchema(as *arrow.Schema) (*format.Schema, error) {
 		}
 		seen[f.Name] = true
 	}
-	s, err := format.SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
@@ -303,7 +309,7 @@ func (d *Dataset) append(ctx context.Context, data array.RecordReader, o WriteOp
 // top-level fields named by the data's columns, in dataset order, with the
 // dataset's field ids. Every data column must be a dataset column of the
 // same type, and every dataset column the data lacks must be nullable.
-func appendSchema(ds *format.Schema, as *arrow.Schema) (*format.Schema, error) {
+func appendSchema(ds *schema.Schema, as *arrow.Schema) (*schema.Schema, error) {
 	byName := map[string]arrow.Field{}
 	for _, f := range as.Fields() {
 		if _, dup := byName[f.Name]; dup {
@@ -314,7 +320,7 @@ func appendSchema(ds *format.Schema, as *arrow.Schema) (*format.Schema, error) {
 		}
 		byName[f.Name] = f
 	}
-	out := &format.Schema{Metadata: ds.Metadata}
+	out := &schema.Schema{Metadata: ds.Metadata}
 	for _, f := range ds.Fields {
 		af, ok := byName[f.Name]
 		if !ok {
@@ -352,7 +358,7 @@ func checkWritableManifest(m *manifest.Manifest, where string) error {
 		// Legacy manifests hold dictionary values in the manifest file
 		// itself, which lancer does not rewrite.
 		hasDict := false
-		m.Schema.Walk(func(f *format.Field) { hasDict = hasDict || f.Dictionary != nil })
+		m.Schema.Walk(func(f *schema.Field) { hasDict = hasDict || f.Dictionary != nil })
 		if hasDict {
 			return fmt.Errorf("dataset: manifest %s: a legacy dataset with dictionary columns: %w", where, lancer.ErrUnsupported)
 		}
@@ -364,7 +370,7 @@ func checkWritableManifest(m *manifest.Manifest, where string) error {
 // top-level fields are named by data's columns) and returns one fragment
 // per file, ids unassigned (0) as a transaction records them. On error the
 // files already written are removed.
-func writeFragments(ctx context.Context, store blob.Store, schema *format.Schema, data array.RecordReader,
+func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema, data array.RecordReader,
 	version format.Version, o WriteOptions) (frags []*manifest.Fragment, err error) {
 	// cols[i] is the data column holding schema.Fields[i].
 	cols := make([]int, len(schema.Fields))

@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +20,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -69,6 +72,7 @@ func copyFixture(t testing.TB, name string) (string, *blob.LocalStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkWhenDone(t, store)
 	return dir, store
 }
 
@@ -182,7 +186,7 @@ func sortedIDs(ids []uint64) []uint64 {
 // fixture, with its rows by top-level field id.
 type bank struct {
 	frag   *manifest.Fragment
-	schema *format.Schema
+	schema *schema.Schema
 	format format.Version
 	rows   []map[int32]json.RawMessage
 	// frags are copies made ahead of a test's commit.
@@ -258,4 +262,14 @@ func overwriteBank(ctx context.Context, t testing.TB, d *Dataset, b *bank, stabl
 func opAs[T manifest.Operation](txn *manifest.Transaction) T {
 	op, _ := txn.Operation.(T)
 	return op
+}
+
+// roaringBytes returns the portable Roaring bitmap of values.
+func roaringBytes(t testing.TB, values ...uint32) []byte {
+	t.Helper()
+	b, err := roaring.BitmapOf(values...).ToBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

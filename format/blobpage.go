@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -33,7 +34,7 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPag
 	if err != nil {
 		return nil, err
 	}
-	innerDec := &pageDecoder{mem: d.mem, numRows: d.numRows, scanType: LegacyBlobDescriptor}
+	innerDec := &pageDecoder{mem: d.mem, numRows: d.numRows, scanType: schema.LegacyBlobDescriptor}
 	inner, err := innerDec.decodeLayout(l.GetInnerLayout(), bufs)
 	if err != nil {
 		return nil, pageWrapf(err, "blob descriptors")
@@ -88,6 +89,6 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPag
 		makeArray(arrow.PrimitiveTypes.Uint64, len(size), nil, [][]byte{arrow.Uint64Traits.CastToBytes(size)}, nil),
 	}
 	defer releaseAll(members)
-	lp.values = structArray(LegacyBlobDescriptor, len(visible), members, nil)
+	lp.values = structArray(schema.LegacyBlobDescriptor, len(visible), members, nil)
 	return lp, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -44,7 +45,7 @@ func TestLegacyBlobPage(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	// Rows as Lance 12 wrote blob_legacy_v2_1: empty, two payloads, null.
 	page, bufs := legacyBlobPage([][2]uint64{{0, 0}, {64, 10}, {1 << 16, 0}, {128, 63}}, []enc21pb.RepDefLayer{nullableItem})
-	lp, err := newTestDecoder(mem, 4, LegacyBlobDescriptor).decode(page, bufs)
+	lp, err := newTestDecoder(mem, 4, schema.LegacyBlobDescriptor).decode(page, bufs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestLegacyBlobPageLists(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	// Rows [[b0], null, [], [b1]] of list<blob>: def 2 = null list, 3 = empty.
 	page, bufs := legacyBlobPage([][2]uint64{{1 << 16, 0}, {2<<16 | 1, 0}, {3<<16 | 1, 0}, {256, 5}}, []enc21pb.RepDefLayer{nullableItem, nullAndEmpty})
-	lp, err := newTestDecoder(mem, 1, LegacyBlobDescriptor).decode(page, bufs)
+	lp, err := newTestDecoder(mem, 1, schema.LegacyBlobDescriptor).decode(page, bufs)
 	// The first descriptor starts no row (its rep is 0): Lance cannot
 	// write list<blob> pages whose valid items carry their rep levels.
 	if !errors.Is(err, lancer.ErrCorrupt) {
@@ -72,7 +73,7 @@ func TestLegacyBlobPageLists(t *testing.T) {
 		t.Fatalf("got %v, want ErrCorrupt for a page that does not start a row", err)
 	}
 	page, bufs = legacyBlobPage([][2]uint64{{1<<16 | 1, 0}, {2<<16 | 1, 0}, {3<<16 | 1, 0}}, []enc21pb.RepDefLayer{nullableItem, nullAndEmpty})
-	lp, err = newTestDecoder(mem, 3, LegacyBlobDescriptor).decode(page, bufs)
+	lp, err = newTestDecoder(mem, 3, schema.LegacyBlobDescriptor).decode(page, bufs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +85,14 @@ func TestLegacyBlobPageLists(t *testing.T) {
 
 func TestLegacyBlobPageCorrupt(t *testing.T) {
 	page, bufs := legacyBlobPage([][2]uint64{{1 << 40, 0}}, []enc21pb.RepDefLayer{nullableItem})
-	lp, err := newTestDecoder(memory.NewGoAllocator(), 1, LegacyBlobDescriptor).decode(page, bufs)
+	lp, err := newTestDecoder(memory.NewGoAllocator(), 1, schema.LegacyBlobDescriptor).decode(page, bufs)
 	if !errors.Is(err, lancer.ErrCorrupt) {
 		lp.release()
 		t.Fatalf("position beyond 32 bits: got %v, want ErrCorrupt", err)
 	}
 	page, bufs = legacyBlobPage([][2]uint64{{0, 0}}, []enc21pb.RepDefLayer{nullableItem})
 	page.GetBlobLayout().InnerLayout = nil
-	if lp, err = newTestDecoder(memory.NewGoAllocator(), 1, LegacyBlobDescriptor).decode(page, bufs); !errors.Is(err, lancer.ErrCorrupt) {
+	if lp, err = newTestDecoder(memory.NewGoAllocator(), 1, schema.LegacyBlobDescriptor).decode(page, bufs); !errors.Is(err, lancer.ErrCorrupt) {
 		lp.release()
 		t.Fatalf("no inner layout: got %v, want ErrCorrupt", err)
 	}

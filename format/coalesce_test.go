@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // multiPageFile writes rows of {id int64, n int32?, s utf8?, x float64} as a
@@ -30,7 +31,7 @@ func multiPageFile(t testing.TB, rows, pageSize int) (*blob.MemStore, string, ar
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
 	}, nil)
-	s, err := SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

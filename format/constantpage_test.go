@@ -9,7 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/rowjson"
 )
@@ -96,7 +97,7 @@ func TestConstantPage(t *testing.T) {
 		{"all null vectors", &enc21pb.ConstantLayout{Layers: []enc21pb.RepDefLayer{nullableItem}}, nil, 2,
 			arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32), nil, "[null,null]"},
 		{"all null blob descriptors", &enc21pb.ConstantLayout{Layers: []enc21pb.RepDefLayer{nullableItem}}, nil, 2,
-			BlobV2Descriptor, nil, "[null,null]"},
+			schema.BlobV2Descriptor, nil, "[null,null]"},
 		{"2.1 all-null lists, raw levels", &enc21pb.ConstantLayout{Layers: listLayers},
 			[][]byte{rawLevels(1, 1, 1, 0), rawLevels(2, 3, 1, 1)}, 3, arrow.PrimitiveTypes.Int32,
 			[]uint16{1, 1, 1, 0}, "[null,null]"},

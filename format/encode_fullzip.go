@@ -7,7 +7,7 @@ import (
 	"math/bits"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 

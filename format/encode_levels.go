@@ -1,7 +1,7 @@
 package format
 
 import (
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 

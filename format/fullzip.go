@@ -3,7 +3,7 @@ package format
 import (
 	"encoding/binary"
 
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 

@@ -12,7 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -246,7 +247,7 @@ func TestFullZipBlobV2(t *testing.T) {
 	}}}
 	values := [][]byte{row(0, 64, 10, 0, ""), nil, row(2, 0, 70000, 2, "s3://b/k")}
 	l, bufs, rows := testFullZip{def: []uint16{0, 1, 0}, layers: []enc21pb.RepDefLayer{nullableItem}, values: values, enc: enc}.build(t)
-	lp, err := newTestDecoder(mem, rows, BlobV2Descriptor).decode(fullZipPage(l), bufs)
+	lp, err := newTestDecoder(mem, rows, schema.BlobV2Descriptor).decode(fullZipPage(l), bufs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // Legacy (v1) data files: table format 0.1, footer version 0.1 or 0.2.
@@ -148,11 +150,11 @@ func (r *Reader) openLegacy(ctx context.Context, tail []byte) error {
 	if err := r.readLegacyMessage(ctx, tail, manifestPos, metaPos, "schema manifest", &manifest); err != nil {
 		return err
 	}
-	schema, err := SchemaFromProto(manifest.GetFields(), manifest.GetMetadata())
+	fileSchema, err := schemaproto.Decode(manifest.GetFields(), manifest.GetMetadata())
 	if err != nil {
 		return fmt.Errorf("format: %s: file schema: %w", r.key, err)
 	}
-	r.schema = schema
+	r.schema = fileSchema
 
 	if err := r.readLegacyPageTable(ctx, tail, l, md.GetPageTablePosition(), footerPos); err != nil {
 		return err
@@ -211,7 +213,7 @@ func (r *Reader) parseBatchOffsets(l *legacyFile, offsets []int32) error {
 // min..max of the file's schema for every batch.
 func (r *Reader) readLegacyPageTable(ctx context.Context, tail []byte, l *legacyFile, pos, limit uint64) error {
 	minID, maxID := int32(math.MaxInt32), int32(-1)
-	r.schema.Walk(func(f *Field) {
+	r.schema.Walk(func(f *schema.Field) {
 		minID = min(minID, f.ID)
 		maxID = max(maxID, f.ID)
 	})
@@ -240,8 +242,8 @@ func (r *Reader) readLegacyPageTable(ctx context.Context, tail []byte, l *legacy
 // reads them as a nullable page of the value type, so empty strings among
 // them become nulls.
 func (r *Reader) readLegacyDictionaries(ctx context.Context, tail []byte, l *legacyFile) error {
-	var dictFields []*Field
-	r.schema.Walk(func(f *Field) {
+	var dictFields []*schema.Field
+	r.schema.Walk(func(f *schema.Field) {
 		if f.Type.ID() == arrow.DICTIONARY {
 			dictFields = append(dictFields, f)
 		}
@@ -256,11 +258,11 @@ func (r *Reader) readLegacyDictionaries(ctx context.Context, tail []byte, l *leg
 		if loc == nil {
 			return r.corruptf("dictionary field %q (id %d) does not say where its values are", f.Name, f.ID)
 		}
-		if loc.GetOffset() < 0 || loc.GetLength() < 0 {
-			return r.corruptf("dictionary field %q (id %d) has values at %d, count %d", f.Name, f.ID, loc.GetOffset(), loc.GetLength())
+		if loc.Offset < 0 || loc.Length < 0 {
+			return r.corruptf("dictionary field %q (id %d) has values at %d, count %d", f.Name, f.ID, loc.Offset, loc.Length)
 		}
-		page := legacyPage{uint64(loc.GetOffset()), uint64(loc.GetLength())}
-		valueField := &Field{ID: f.ID, Name: f.Name, Type: dt.ValueType, Nullable: true}
+		page := legacyPage{uint64(loc.Offset), uint64(loc.Length)}
+		valueField := &schema.Field{ID: f.ID, Name: f.Name, Type: dt.ValueType, Nullable: true}
 		s := newLegacyScan(ctx, r, nil)
 		// Lance writes the values just before the schema, so they are
 		// usually in the tail already read.

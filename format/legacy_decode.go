@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // maxLegacyValues bounds the number of values one node may produce. Most
@@ -40,12 +41,12 @@ func newLegacyCursor(r *Reader, proj Projection) (cursorImpl, error) {
 	}
 	var err error
 	for _, top := range proj.Fields {
-		top.Walk(func(f *Field) {
+		top.Walk(func(f *schema.Field) {
 			if err != nil {
 				return
 			}
 			switch {
-			case f.Blob != NotBlob:
+			case f.Blob != schema.NotBlob:
 				// Lance itself panics reading legacy blob columns back.
 				err = fmt.Errorf("format: %s: field %q (id %d): blob columns in legacy files: %w", r.key, f.Name, f.ID, lancer.ErrUnsupported)
 			case f.Type.ID() == arrow.MAP:
@@ -103,7 +104,7 @@ func (c *legacyCursor) readRange(ctx context.Context, start, end uint64) ([]arro
 }
 
 // buildConcat builds the pieces of field f, one per batch, and joins them.
-func (c *legacyCursor) buildConcat(f *Field, pieces []legacyNode, start, end uint64) (arrow.Array, error) {
+func (c *legacyCursor) buildConcat(f *schema.Field, pieces []legacyNode, start, end uint64) (arrow.Array, error) {
 	if len(pieces) == 0 {
 		return nil, c.r.corruptf("no batch holds rows [%d, %d)", start, end)
 	}
@@ -240,13 +241,13 @@ type legacyNode interface {
 }
 
 // errorf returns a corruption error naming the file, field and batch.
-func (s *legacyScan) errorf(f *Field, format string, args ...any) error {
+func (s *legacyScan) errorf(f *schema.Field, format string, args ...any) error {
 	return s.r.corruptf("field %q (id %d) batch %d: %s", f.Name, f.ID, s.batch, fmt.Sprintf(format, args...))
 }
 
 // page finds the page of f in the current batch; ok is false when the
 // projection has no column for f (it then reads as nulls).
-func (s *legacyScan) page(f *Field) (p legacyPage, ok bool, err error) {
+func (s *legacyScan) page(f *schema.Field) (p legacyPage, ok bool, err error) {
 	col, ok := s.column(f.ID)
 	if !ok {
 		return legacyPage{}, false, nil
@@ -265,7 +266,7 @@ func (s *legacyScan) page(f *Field) (p legacyPage, ok bool, err error) {
 
 // node plans reading values [start, end) of f's page (for top-level fields:
 // rows of the current batch).
-func (s *legacyScan) node(f *Field, start, end uint64) (legacyNode, error) {
+func (s *legacyScan) node(f *schema.Field, start, end uint64) (legacyNode, error) {
 	n := end - start
 	if n > maxLegacyValues {
 		return nil, s.errorf(f, "%d values in one batch", n)
@@ -303,7 +304,7 @@ func (s *legacyScan) node(f *Field, start, end uint64) (legacyNode, error) {
 	case *arrow.ListType, *arrow.LargeListType:
 		return s.listNode(f, p, start, end)
 	case *arrow.DictionaryType:
-		idx, err := s.plainNode(&Field{ID: f.ID, Name: f.Name, Type: t.IndexType}, p, start, end)
+		idx, err := s.plainNode(&schema.Field{ID: f.ID, Name: f.Name, Type: t.IndexType}, p, start, end)
 		if err != nil {
 			return nil, err
 		}
@@ -344,7 +345,7 @@ func fixedStride(dt arrow.DataType) (leaf arrow.DataType, perRow uint64, ok bool
 // byteRange returns the file range holding elements [start, end) of elements
 // of width bits each, starting at pos, checked against the file; bitOffset
 // is where element start sits in the first byte (booleans only).
-func (s *legacyScan) byteRange(f *Field, pos, start, end, width uint64) (rng bufferRange, bitOffset int, err error) {
+func (s *legacyScan) byteRange(f *schema.Field, pos, start, end, width uint64) (rng bufferRange, bitOffset int, err error) {
 	hi1, lo := bits.Mul64(start, width)
 	hi2, hiBits := bits.Mul64(end, width)
 	if hi1 != 0 || hi2 != 0 {
@@ -358,7 +359,7 @@ func (s *legacyScan) byteRange(f *Field, pos, start, end, width uint64) (rng buf
 }
 
 // plainNode plans reading rows [start, end) of a fixed-stride page.
-func (s *legacyScan) plainNode(f *Field, p legacyPage, start, end uint64) (legacyNode, error) {
+func (s *legacyScan) plainNode(f *schema.Field, p legacyPage, start, end uint64) (legacyNode, error) {
 	leaf, perRow, ok := fixedStride(f.Type)
 	if !ok {
 		return nil, fmt.Errorf("format: %s: field %q (id %d): %s in legacy files: %w", s.r.key, f.Name, f.ID, f.Type, lancer.ErrUnsupported)
@@ -383,7 +384,7 @@ func (s *legacyScan) plainNode(f *Field, p legacyPage, start, end uint64) (legac
 
 // binaryNode plans reading values [start, end) of a utf8/binary page: first
 // their n+1 positions, then the bytes between the first and the last.
-func (s *legacyScan) binaryNode(f *Field, p legacyPage, start, end uint64) (legacyNode, error) {
+func (s *legacyScan) binaryNode(f *schema.Field, p legacyPage, start, end uint64) (legacyNode, error) {
 	if end > p.length {
 		return nil, s.errorf(f, "values [%d, %d) past the page's %d", start, end, p.length)
 	}
@@ -422,7 +423,7 @@ func (s *legacyScan) binaryNode(f *Field, p legacyPage, start, end uint64) (lega
 
 // listNode plans reading rows [start, end) of a list page: first the n+1
 // offsets, then the items they span from the child's page.
-func (s *legacyScan) listNode(f *Field, p legacyPage, start, end uint64) (legacyNode, error) {
+func (s *legacyScan) listNode(f *schema.Field, p legacyPage, start, end uint64) (legacyNode, error) {
 	if len(f.Children) != 1 {
 		return nil, s.errorf(f, "list has %d child fields, want 1", len(f.Children))
 	}
@@ -536,7 +537,7 @@ func plainArray(dt arrow.DataType, n int, buf []byte, bitOffset int) (arrow.Arra
 
 type legacyBinaryNode struct {
 	s               *legacyScan
-	f               *Field
+	f               *schema.Field
 	batch           int
 	n               int
 	positions, data []byte
@@ -634,7 +635,7 @@ func (sn *legacyStructNode) build(mem memory.Allocator) (arrow.Array, error) {
 
 type legacyDictNode struct {
 	s       *legacyScan
-	f       *Field
+	f       *schema.Field
 	batch   int
 	dt      *arrow.DictionaryType
 	indices legacyNode

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
@@ -71,15 +72,15 @@ func readAllRows(t testing.TB, r *Reader) arrow.RecordBatch {
 }
 
 // record wraps arrays (taking over their references) as a record batch.
-func record(t testing.TB, schema *arrow.Schema, arrs []arrow.Array, n int64) arrow.RecordBatch {
+func record(t testing.TB, sch *arrow.Schema, arrs []arrow.Array, n int64) arrow.RecordBatch {
 	t.Helper()
 	defer releaseAll(arrs)
 	for i, a := range arrs {
 		if a.Len() != int(n) {
-			t.Fatalf("column %q has %d rows, want %d", schema.Field(i).Name, a.Len(), n)
+			t.Fatalf("column %q has %d rows, want %d", sch.Field(i).Name, a.Len(), n)
 		}
 	}
-	return array.NewRecordBatch(schema, arrs, n)
+	return array.NewRecordBatch(sch, arrs, n)
 }
 
 func TestLegacyTypesMatchLance(t *testing.T) {
@@ -175,7 +176,7 @@ func checkVersionFiles(t *testing.T, store blob.Store, mem memory.Allocator, wha
 				t.Fatal(err)
 			}
 			// The file's fields still in the dataset, under their current names.
-			var fields []*Field
+			var fields []*schema.Field
 			var arrowFields []arrow.Field
 			var columns []string
 			for _, f := range r.Schema().Fields {
@@ -315,8 +316,8 @@ func splitBatches(t testing.TB, data []byte, bounds []int32) []byte {
 	}
 	nb := len(bounds) - 1
 	pages := make([]legacyPage, l.numFieldIDs*nb)
-	var visit func(f *Field, underList bool)
-	visit = func(f *Field, underList bool) {
+	var visit func(f *schema.Field, underList bool)
+	visit = func(f *schema.Field, underList bool) {
 		orig, _ := l.page(f.ID, 0)
 		for b := 0; b < nb; b++ {
 			start, count := uint64(bounds[b]), uint64(bounds[b+1]-bounds[b])
@@ -390,8 +391,8 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 		}
 		return posStart
 	}
-	var copyField func(f *Field, start, end uint64)
-	copyField = func(f *Field, start, end uint64) {
+	var copyField func(f *schema.Field, start, end uint64)
+	copyField = func(f *schema.Field, start, end uint64) {
 		p, _ := l.page(f.ID, 0)
 		n := end - start
 		switch {
@@ -714,7 +715,7 @@ func TestLegacyUnsupported(t *testing.T) {
 	blobMan := proto.Clone(man).(*tablepb.Manifest)
 	for _, f := range blobMan.Fields {
 		if f.Name == "large_binary" {
-			f.Metadata = map[string][]byte{MetaBlob: []byte("true")}
+			f.Metadata = map[string][]byte{schema.MetaBlob: []byte("true")}
 		}
 	}
 	noSchema := proto.Clone(md).(*filepb.Metadata)
@@ -837,7 +838,7 @@ func TestLegacyMissingItemsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := r.NewCursor(Projection{Fields: []*Field{list}, Column: func(id int32) (int, bool) {
+	cur, err := r.NewCursor(Projection{Fields: []*schema.Field{list}, Column: func(id int32) (int, bool) {
 		return int(id), id == list.ID // the items have no column
 	}})
 	if err != nil {
@@ -854,7 +855,7 @@ func TestLegacyMissingItemsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arrs, err = r.ReadRange(context.Background(), Projection{Fields: []*Field{list}, Column: func(id int32) (int, bool) {
+	arrs, err = r.ReadRange(context.Background(), Projection{Fields: []*schema.Field{list}, Column: func(id int32) (int, bool) {
 		return int(id), id == list.ID
 	}}, 0, r.NumRows())
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -32,7 +33,7 @@ var fuzzScanTypes = []arrow.DataType{
 	arrow.BinaryTypes.LargeBinary, &arrow.FixedSizeBinaryType{ByteWidth: 16}, &arrow.Decimal128Type{Precision: 12, Scale: 3},
 	arrow.FixedSizeListOf(8, arrow.PrimitiveTypes.Float32), arrow.FixedSizeListOf(128, arrow.PrimitiveTypes.Float32),
 	&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String},
-	LegacyBlobDescriptor, BlobV2Descriptor, arrow.FixedWidthTypes.Date32, arrow.Null,
+	schema.LegacyBlobDescriptor, schema.BlobV2Descriptor, arrow.FixedWidthTypes.Date32, arrow.Null,
 }
 
 // scanTypeIndex returns the index of dt in fuzzScanTypes, or 0.

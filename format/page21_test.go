@@ -19,6 +19,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/rowjson"
@@ -60,7 +61,7 @@ func openFixtureFile(t testing.TB, path string, mem memory.Allocator) *Reader {
 // leafField is a leaf of a file schema with the names from the top-level
 // field down to it, and whether a list or map lies above it.
 type leafField struct {
-	*Field
+	*schema.Field
 	path      []string
 	underList bool
 }
@@ -69,8 +70,8 @@ type leafField struct {
 func leafColumns(r *Reader) map[int]leafField {
 	cols := r.defaultColumns()
 	out := map[int]leafField{}
-	var visit func(f *Field, path []string, underList bool)
-	visit = func(f *Field, path []string, underList bool) {
+	var visit func(f *schema.Field, path []string, underList bool)
+	visit = func(f *schema.Field, path []string, underList bool) {
 		path = append(slices.Clone(path), f.Name)
 		if c, ok := cols[f.ID]; ok {
 			out[c] = leafField{Field: f, path: path, underList: underList}
@@ -89,7 +90,7 @@ func leafColumns(r *Reader) map[int]leafField {
 
 // decodeColumnPages decodes every page of a column, failing the test on
 // error. The caller releases the pages.
-func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *Field) []*leafPage {
+func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*leafPage {
 	t.Helper()
 	var pages []*leafPage
 	for p := range r.columns[col].GetPages() {

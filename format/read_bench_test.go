@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // BenchmarkReadColumn reads every row of one column of a file lancer wrote
@@ -48,7 +49,7 @@ func BenchmarkReadColumn(b *testing.B) {
 				b.SetBytes(size)
 				b.ReportAllocs()
 				for b.Loop() {
-					cur, err := r.NewCursor(r.FileProjection([]*Field{f}))
+					cur, err := r.NewCursor(r.FileProjection([]*schema.Field{f}))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -13,8 +13,10 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 const (
@@ -50,7 +52,7 @@ type Reader struct {
 	mem                      memory.Allocator
 
 	numRows uint64
-	schema  *Schema
+	schema  *schema.Schema
 
 	// v2 files
 	columns       []*file2pb.ColumnMetadata
@@ -179,7 +181,7 @@ func (r *Reader) openV2(ctx context.Context, tail []byte) error {
 		return r.corruptf("file descriptor: %v", err)
 	}
 	r.numRows = fd.GetLength()
-	r.schema, err = SchemaFromProto(fd.GetSchema().GetFields(), fd.GetSchema().GetMetadata())
+	r.schema, err = schemaproto.Decode(fd.GetSchema().GetFields(), fd.GetSchema().GetMetadata())
 	if err != nil {
 		return fmt.Errorf("format: %s: file schema: %w", r.key, err)
 	}
@@ -326,7 +328,7 @@ func (r *Reader) FooterVersion() (major, minor uint16) { return r.footerMajor, r
 func (r *Reader) NumRows() uint64 { return r.numRows }
 
 // Schema returns the file's own schema. Field ids are the dataset's.
-func (r *Reader) Schema() *Schema { return r.schema }
+func (r *Reader) Schema() *schema.Schema { return r.schema }
 
 // NumColumns returns the number of physical columns.
 func (r *Reader) NumColumns() int {
@@ -340,7 +342,7 @@ func (r *Reader) NumColumns() int {
 type Projection struct {
 	// Fields are the top-level fields to produce, in output order, each
 	// possibly pruned to some of its members (Schema.Project).
-	Fields []*Field
+	Fields []*schema.Field
 	// Column maps a field id to the file's physical column that holds it:
 	// for 2.0 every field has a column (structs and lists too); for 2.1+
 	// only leaves (fixed-size lists, blobs and packed structs count as
@@ -352,7 +354,7 @@ type Projection struct {
 // FileProjection returns a projection of fields (taken from the file's own
 // schema, possibly pruned) with this file's own column numbering. Dataset
 // readers build theirs from DataFile.fields and column_indices instead.
-func (r *Reader) FileProjection(fields []*Field) Projection {
+func (r *Reader) FileProjection(fields []*schema.Field) Projection {
 	cols := r.defaultColumns()
 	return Projection{Fields: fields, Column: func(id int32) (int, bool) {
 		c, ok := cols[id]
@@ -365,16 +367,16 @@ func (r *Reader) FileProjection(fields []*Field) Projection {
 func (r *Reader) defaultColumns() map[int32]int {
 	cols := map[int32]int{}
 	if r.version.IsLegacy() {
-		r.schema.Walk(func(f *Field) { cols[f.ID] = int(f.ID) })
+		r.schema.Walk(func(f *schema.Field) { cols[f.ID] = int(f.ID) })
 		return cols
 	}
 	next := 0
-	var visit func(f *Field)
-	visit = func(f *Field) {
+	var visit func(f *schema.Field)
+	visit = func(f *schema.Field) {
 		// Blob and packed-struct fields are one column; their members
 		// have none of their own.
-		single := f.storedWhole()
-		if !r.version.Structural() || storedAsLeaf(f) {
+		single := f.StoredWhole()
+		if !r.version.Structural() || f.StoredAsLeaf() {
 			cols[f.ID] = next
 			next++
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Structural assembly: reading fields of 2.1+ files (spec §6.3, §8.2).
@@ -57,7 +58,7 @@ const (
 
 // structNode is one field of the projection tree.
 type structNode struct {
-	field    *Field
+	field    *schema.Field
 	kind     nodeKind
 	dt       arrow.DataType // the type the node's array has
 	children []*structNode
@@ -72,7 +73,7 @@ type structNode struct {
 // leafColumn is one physical column read for the projection, with its
 // cached pages and the state of the current read.
 type leafColumn struct {
-	field *Field
+	field *schema.Field
 	col   int
 	dt    arrow.DataType
 	// lists[k] tells whether layer k (innermost, the leaf itself, first) is
@@ -103,7 +104,7 @@ type structuralCursor struct {
 	mem     memory.Allocator
 	// decode decodes page p of column col for leaf (Reader.decodeLeafPage;
 	// tests substitute hand-built pages).
-	decode func(ctx context.Context, col, p int, leaf *Field) (*leafPage, error)
+	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error)
 	// preload, if set, reads the buffers of several pages in one coalesced
 	// batch and returns a context that hands them to decode
 	// (Reader.preloadPages); nil for hand-built pages in tests.
@@ -143,7 +144,7 @@ func newStructuralCursor(r *Reader, proj Projection) (cursorImpl, error) {
 // rows whose column col has pages of pageRows(col) rows each.
 func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, proj Projection,
 	pageRows func(col int) ([]uint64, error),
-	decode func(ctx context.Context, col, p int, leaf *Field) (*leafPage, error),
+	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error),
 ) (*structuralCursor, error) {
 	c := &structuralCursor{key: key, numRows: numRows, mem: mem, decode: decode}
 	for _, f := range proj.Fields {
@@ -181,10 +182,10 @@ func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, pro
 
 // plan builds the node of f, to be read as type dt, below the layers
 // (outermost first) of its ancestors.
-func (c *structuralCursor) plan(f *Field, dt arrow.DataType, lists, wide []bool, proj Projection, top bool) (*structNode, error) {
+func (c *structuralCursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj Projection, top bool) (*structNode, error) {
 	n := &structNode{field: f, dt: dt}
-	if storedAsLeaf(f) {
-		if st, ok := dt.(*arrow.StructType); ok && top && st.NumFields() == 0 && f.Blob == NotBlob {
+	if f.StoredAsLeaf() {
+		if st, ok := dt.(*arrow.StructType); ok && top && st.NumFields() == 0 && f.Blob == schema.NotBlob {
 			n.kind = nodeEmptyStruct
 			return n, nil
 		}

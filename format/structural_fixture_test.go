@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -230,23 +231,23 @@ func TestStructuralFixturePruned(t *testing.T) {
 		releaseAll(full)
 		for _, paths := range projections {
 			t.Run(fixture+"/"+strings.Join(paths, ","), func(t *testing.T) {
-				schema, err := r.Schema().Project(paths)
+				sch, err := r.Schema().Project(paths)
 				if errors.Is(err, lancer.ErrNotFound) && fixture == "types_v2_1" {
 					t.Skipf("%v (2.1 cannot store maps)", err)
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				arrs, err := r.ReadRange(context.Background(), r.FileProjection(schema.Fields), 0, r.NumRows())
+				arrs, err := r.ReadRange(context.Background(), r.FileProjection(sch.Fields), 0, r.NumRows())
 				if err != nil {
 					t.Fatal(err)
 				}
-				rec := array.NewRecordBatch(schema.Arrow(), arrs, int64(r.NumRows()))
+				rec := array.NewRecordBatch(sch.Arrow(), arrs, int64(r.NumRows()))
 				releaseAll(arrs)
 				got := fixturetest.EncodeRows(t, rec)
 				rec.Release()
 				for i := range got {
-					want := pruneJSON(t, fullRows[i], schema.Fields)
+					want := pruneJSON(t, fullRows[i], sch.Fields)
 					if !bytes.Equal(canonicalJSON(t, got[i]), want) {
 						t.Fatalf("row %d:\n got %s\nwant %s", i, got[i], want)
 					}
@@ -259,15 +260,15 @@ func TestStructuralFixturePruned(t *testing.T) {
 
 // pruneJSON keeps, of a full row, the members fields select, and returns
 // it canonically encoded.
-func pruneJSON(t testing.TB, row []byte, fields []*Field) []byte {
+func pruneJSON(t testing.TB, row []byte, fields []*schema.Field) []byte {
 	var v map[string]any
 	dec := json.NewDecoder(bytes.NewReader(row))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		t.Fatal(err)
 	}
-	var prune func(v any, fields []*Field) any
-	prune = func(v any, fields []*Field) any {
+	var prune func(v any, fields []*schema.Field) any
+	prune = func(v any, fields []*schema.Field) any {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return v // null, or a non-struct value
@@ -312,20 +313,20 @@ func TestStructuralBlobV2ManifestShape(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	r := openStructural(t, fixtureFile(t, "blob_v2_v2_2"), mem)
 	fileProj := r.FileProjection(r.Schema().Fields)
-	var fields []*Field
+	var fields []*schema.Field
 	blobs := 0
 	for _, f := range r.Schema().Fields {
-		if f.Blob != BlobV2 {
+		if f.Blob != schema.BlobV2 {
 			fields = append(fields, f)
 			continue
 		}
 		blobs++
-		data := &Field{ID: 1000, ParentID: f.ID, Name: "data", Type: arrow.BinaryTypes.LargeBinary, Nullable: true}
-		uri := &Field{ID: 1001, ParentID: f.ID, Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true}
+		data := &schema.Field{ID: 1000, ParentID: f.ID, Name: "data", Type: arrow.BinaryTypes.LargeBinary, Nullable: true}
+		uri := &schema.Field{ID: 1001, ParentID: f.ID, Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true}
 		m := *f
-		m.Children = []*Field{data, uri}
+		m.Children = []*schema.Field{data, uri}
 		m.Type = arrow.StructOf(arrow.Field{Name: "data", Type: data.Type, Nullable: true}, arrow.Field{Name: "uri", Type: uri.Type, Nullable: true})
-		m.Metadata = map[string]string{MetaExtensionName: BlobV2Extension}
+		m.Metadata = map[string]string{schema.MetaExtensionName: schema.BlobV2Extension}
 		fields = append(fields, &m)
 	}
 	if blobs != 1 {

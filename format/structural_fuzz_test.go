@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -38,7 +39,7 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 		d := m.leaf("item", arrow.PrimitiveTypes.Int32, true)
 		l := m.list("l", true, m.list("inner", true, d))
 		leaves := []struct {
-			field *Field
+			field *schema.Field
 			lists []bool // layer kinds, innermost first
 		}{
 			{a, []bool{false, true, false}},
@@ -120,7 +121,7 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 		}
 		ff.numRows = uint64(rows)
 
-		proj := Projection{Fields: []*Field{s, l}, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
+		proj := Projection{Fields: []*schema.Field{s, l}, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
 		cur, err := buildStructuralCursor("fuzz.lance", ff.numRows, mem, proj, ff.pageRows, ff.decode)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {

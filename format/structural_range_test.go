@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -215,12 +216,12 @@ func TestStructuralRangeReadsFewBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema, err := r.Schema().Project([]string{"lstlst"})
+	sch, err := r.Schema().Project([]string{"lstlst"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := r.FileProjection(schema.Fields)
-	leaf := schema.Fields[0].Children[0].Children[0]
+	col := r.FileProjection(sch.Fields)
+	leaf := sch.Fields[0].Children[0].Children[0]
 	c, ok := col.Column(leaf.ID)
 	if !ok || len(r.columns[c].GetPages()) < 2 {
 		t.Fatalf("lstlst is not a multi-page column")
@@ -348,7 +349,7 @@ func benchmarkScan(b *testing.B, fixture, column string, batch uint64) {
 	proj := r.FileProjection(fields)
 	var bytes int64
 	for _, fl := range fields {
-		fl.Walk(func(x *Field) {
+		fl.Walk(func(x *schema.Field) {
 			if c, ok := proj.Column(x.ID); ok {
 				for _, p := range r.columns[c].GetPages() {
 					for _, s := range p.GetBufferSizes() {

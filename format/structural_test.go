@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/rowjson"
 )
@@ -33,34 +34,34 @@ type fieldMaker struct{ next int32 }
 
 func (m *fieldMaker) id() int32 { m.next++; return m.next }
 
-func (m *fieldMaker) leaf(name string, dt arrow.DataType, nullable bool) *Field {
-	return &Field{ID: m.id(), Name: name, Type: dt, Nullable: nullable}
+func (m *fieldMaker) leaf(name string, dt arrow.DataType, nullable bool) *schema.Field {
+	return &schema.Field{ID: m.id(), Name: name, Type: dt, Nullable: nullable}
 }
 
-func arrowField(f *Field) arrow.Field {
+func arrowField(f *schema.Field) arrow.Field {
 	return arrow.Field{Name: f.Name, Type: f.Type, Nullable: f.Nullable}
 }
 
-func (m *fieldMaker) strct(name string, nullable bool, children ...*Field) *Field {
+func (m *fieldMaker) strct(name string, nullable bool, children ...*schema.Field) *schema.Field {
 	fs := make([]arrow.Field, len(children))
 	for i, c := range children {
 		fs[i] = arrowField(c)
 	}
-	return &Field{ID: m.id(), Name: name, Type: arrow.StructOf(fs...), Nullable: nullable, Children: children}
+	return &schema.Field{ID: m.id(), Name: name, Type: arrow.StructOf(fs...), Nullable: nullable, Children: children}
 }
 
-func (m *fieldMaker) list(name string, nullable bool, child *Field) *Field {
-	return &Field{ID: m.id(), Name: name, Type: arrow.ListOfField(arrowField(child)), Nullable: nullable, Children: []*Field{child}}
+func (m *fieldMaker) list(name string, nullable bool, child *schema.Field) *schema.Field {
+	return &schema.Field{ID: m.id(), Name: name, Type: arrow.ListOfField(arrowField(child)), Nullable: nullable, Children: []*schema.Field{child}}
 }
 
-func (m *fieldMaker) largeList(name string, nullable bool, child *Field) *Field {
-	return &Field{ID: m.id(), Name: name, Type: arrow.LargeListOfField(arrowField(child)), Nullable: nullable, Children: []*Field{child}}
+func (m *fieldMaker) largeList(name string, nullable bool, child *schema.Field) *schema.Field {
+	return &schema.Field{ID: m.id(), Name: name, Type: arrow.LargeListOfField(arrowField(child)), Nullable: nullable, Children: []*schema.Field{child}}
 }
 
-func (m *fieldMaker) mapOf(name string, nullable bool, key, value *Field) *Field {
+func (m *fieldMaker) mapOf(name string, nullable bool, key, value *schema.Field) *schema.Field {
 	entries := m.strct("entries", false, key, value)
-	return &Field{ID: m.id(), Name: name, Type: arrow.MapOfFields(arrowField(key), arrowField(value)), Nullable: nullable,
-		Children: []*Field{entries}}
+	return &schema.Field{ID: m.id(), Name: name, Type: arrow.MapOfFields(arrowField(key), arrowField(value)), Nullable: nullable,
+		Children: []*schema.Field{entries}}
 }
 
 // testPage is a hand-built page: levels plus the visible values as JSON
@@ -95,7 +96,7 @@ func (f *fakeFile) pageRows(col int) ([]uint64, error) {
 	return rows, nil
 }
 
-func (f *fakeFile) decode(_ context.Context, col, p int, leaf *Field) (*leafPage, error) {
+func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*leafPage, error) {
 	f.decodes.Add(1)
 	tp := f.columns[col][p]
 	var values arrow.Array
@@ -116,7 +117,7 @@ func (f *fakeFile) decode(_ context.Context, col, p int, leaf *Field) (*leafPage
 	return &leafPage{numRows: tp.rows, layers: tp.layers, rep: tp.rep, def: tp.def, numItems: n, values: values}, nil
 }
 
-func (f *fakeFile) cursor(t testing.TB, fields []*Field) *structuralCursor {
+func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *structuralCursor {
 	t.Helper()
 	proj := Projection{Fields: fields, Column: func(id int32) (int, bool) {
 		c, ok := f.leafCol[id]
@@ -184,7 +185,7 @@ func checkArray(t testing.TB, path string, a arrow.Array) {
 // must read as.
 type structuralCase struct {
 	name    string
-	fields  func(m *fieldMaker) []*Field
+	fields  func(m *fieldMaker) []*schema.Field
 	numRows uint64
 	// columns by leaf, in the order the leaves appear in the schema
 	// (pre-order); a nil entry is a leaf without a column.
@@ -199,8 +200,8 @@ type structuralCase struct {
 var structuralCases = []structuralCase{
 	{
 		name: "list<int32?> spec example",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.list("l", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true))}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.list("l", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true))}
 		},
 		numRows: 4,
 		columns: [][]testPage{{{
@@ -219,8 +220,8 @@ var structuralCases = []structuralCase{
 		// Lance's own unraveler would take the first list for one further
 		// out (repdef.go, layerInfo.maxLevel); the levels say otherwise.
 		name: "all-valid list whose first item is null",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.list("l", false, m.leaf("item", arrow.PrimitiveTypes.Int32, true))}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.list("l", false, m.leaf("item", arrow.PrimitiveTypes.Int32, true))}
 		},
 		numRows: 3,
 		columns: [][]testPage{{{
@@ -231,8 +232,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "nullable struct of nullable ints",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.strct("s", true,
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.strct("s", true,
 				m.leaf("a", arrow.PrimitiveTypes.Int32, true),
 				m.leaf("b", arrow.PrimitiveTypes.Int64, true))}
 		},
@@ -251,8 +252,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "struct<list<int32>>: null struct, null list, empty list",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.strct("s", true, m.list("l", true, m.leaf("item", arrow.PrimitiveTypes.Int32, false)))}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.strct("s", true, m.list("l", true, m.leaf("item", arrow.PrimitiveTypes.Int32, false)))}
 		},
 		numRows: 5,
 		// item: no levels; list: null 1, empty 2; struct: null 3.
@@ -272,8 +273,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "list<struct<k: utf8, v: int32?>>",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.list("kv", true, m.strct("item", false,
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.list("kv", true, m.strct("item", false,
 				m.leaf("k", arrow.BinaryTypes.String, false),
 				m.leaf("v", arrow.PrimitiveTypes.Int32, true)))}
 		},
@@ -289,8 +290,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "list<list<int32>> with empties at both levels",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.list("ll", false, m.list("item", false, m.leaf("item", arrow.PrimitiveTypes.Int32, false)))}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.list("ll", false, m.list("item", false, m.leaf("item", arrow.PrimitiveTypes.Int32, false)))}
 		},
 		numRows: 4,
 		// inner empty 1, outer empty 2; rep outer 2, inner 1.
@@ -307,8 +308,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "list<list<int32?>> with nulls at every level",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.list("ll", true, m.list("item", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true)))}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.list("ll", true, m.list("item", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true)))}
 		},
 		numRows: 4,
 		// item null 1; inner null 2, empty 3; outer null 4, empty 5.
@@ -322,8 +323,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "list<struct?<list<int32>>>: a null struct masks its list",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.list("o", false, m.strct("item", true, m.list("in", false, m.leaf("item", arrow.PrimitiveTypes.Int32, false))))}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.list("o", false, m.strct("item", true, m.list("in", false, m.leaf("item", arrow.PrimitiveTypes.Int32, false))))}
 		},
 		numRows: 3,
 		// inner empty 1; struct null 2; outer empty 3. rep outer 2, inner 1.
@@ -346,8 +347,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "map<utf8, int32?>",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.mapOf("m", true,
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.mapOf("m", true,
 				m.leaf("key", arrow.BinaryTypes.String, false),
 				m.leaf("value", arrow.PrimitiveTypes.Int32, true))}
 		},
@@ -362,8 +363,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "large_list<utf8?>",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.largeList("l", true, m.leaf("item", arrow.BinaryTypes.String, true))}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.largeList("l", true, m.leaf("item", arrow.BinaryTypes.String, true))}
 		},
 		numRows: 3,
 		columns: [][]testPage{{{
@@ -374,8 +375,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "nullable fixed-size list leaf",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.leaf("v", arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float32), true)}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.leaf("v", arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float32), true)}
 		},
 		numRows: 3,
 		columns: [][]testPage{{{
@@ -386,8 +387,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "leaves with different page boundaries, layers that differ by page",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.strct("s", true,
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.strct("s", true,
 				m.leaf("a", arrow.PrimitiveTypes.Int32, true),
 				m.leaf("b", arrow.BinaryTypes.String, false))}
 		},
@@ -407,8 +408,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "list leaves with different page boundaries",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.list("l", true, m.strct("item", false,
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.list("l", true, m.strct("item", false,
 				m.leaf("x", arrow.PrimitiveTypes.Int32, false),
 				m.leaf("y", arrow.PrimitiveTypes.Int32, false)))}
 		},
@@ -427,12 +428,12 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "pruned struct and a leaf without a column",
-		fields: func(m *fieldMaker) []*Field {
+		fields: func(m *fieldMaker) []*schema.Field {
 			a := m.leaf("a", arrow.PrimitiveTypes.Int32, true)
 			m.leaf("b", arrow.PrimitiveTypes.Int32, true) // pruned away
 			c := m.leaf("c", arrow.BinaryTypes.String, true)
 			added := m.leaf("added", arrow.PrimitiveTypes.Int64, true)
-			return []*Field{m.strct("s", true, a, c, added)}
+			return []*schema.Field{m.strct("s", true, a, c, added)}
 		},
 		numRows: 3,
 		columns: [][]testPage{
@@ -444,8 +445,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "struct whose first leaf has no column",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.strct("s", true,
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.strct("s", true,
 				m.leaf("added", arrow.PrimitiveTypes.Int64, true),
 				m.leaf("b", arrow.PrimitiveTypes.Int32, false))}
 		},
@@ -458,8 +459,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "field without any column reads as nulls",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{
 				m.leaf("id", arrow.PrimitiveTypes.Int64, false),
 				m.list("gone", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true)),
 			}
@@ -473,8 +474,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "dictionary leaf",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.leaf("d", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, true)}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.leaf("d", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, true)}
 		},
 		numRows: 5,
 		columns: [][]testPage{{
@@ -485,8 +486,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "all-null page with structure, then values",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.list("l", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true))}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.list("l", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true))}
 		},
 		numRows: 5,
 		columns: [][]testPage{{
@@ -497,8 +498,8 @@ var structuralCases = []structuralCase{
 	},
 	{
 		name: "top-level empty struct",
-		fields: func(m *fieldMaker) []*Field {
-			return []*Field{m.strct("e", true), m.leaf("x", arrow.PrimitiveTypes.Int8, false)}
+		fields: func(m *fieldMaker) []*schema.Field {
+			return []*schema.Field{m.strct("e", true), m.leaf("x", arrow.PrimitiveTypes.Int8, false)}
 		},
 		numRows: 2,
 		columns: [][]testPage{
@@ -545,13 +546,13 @@ func wantValidity(t *testing.T, a arrow.Array, want ...bool) {
 }
 
 // setup builds the fake file of a case.
-func (tc *structuralCase) setup(t *testing.T, mem memory.Allocator) (*fakeFile, []*Field) {
+func (tc *structuralCase) setup(t *testing.T, mem memory.Allocator) (*fakeFile, []*schema.Field) {
 	m := &fieldMaker{}
 	fields := tc.fields(m)
 	ff := &fakeFile{mem: mem, numRows: tc.numRows, columns: map[int][]testPage{}, leafCol: map[int32]int{}}
-	var leaves []*Field
-	var walk func(f *Field)
-	walk = func(f *Field) {
+	var leaves []*schema.Field
+	var walk func(f *schema.Field)
+	walk = func(f *schema.Field) {
 		if f.IsLeaf() {
 			leaves = append(leaves, f)
 		}
@@ -627,7 +628,7 @@ func TestStructuralCases(t *testing.T) {
 	}
 }
 
-func checkRange(t *testing.T, ff *fakeFile, fields []*Field, c *structuralCursor, a, b uint64, want [][]string) {
+func checkRange(t *testing.T, ff *fakeFile, fields []*schema.Field, c *structuralCursor, a, b uint64, want [][]string) {
 	t.Helper()
 	if c == nil {
 		c = ff.cursor(t, fields)
@@ -672,7 +673,7 @@ func TestStructuralPageCache(t *testing.T) {
 		pages = append(pages, tp)
 	}
 	ff := &fakeFile{mem: mem, numRows: 100, columns: map[int][]testPage{0: pages}, leafCol: map[int32]int{f.Children[0].ID: 0}}
-	c := ff.cursor(t, []*Field{f})
+	c := ff.cursor(t, []*schema.Field{f})
 	defer c.release()
 	for start := uint64(0); start < 100; start += 7 {
 		end := min(start+7, 100)
@@ -703,15 +704,15 @@ func TestStructuralPageCache(t *testing.T) {
 // TestStructuralCorrupt feeds levels that contradict each other or the
 // schema; each must fail with ErrCorrupt, never panic.
 func TestStructuralCorrupt(t *testing.T) {
-	listOfInt := func(m *fieldMaker) []*Field {
-		return []*Field{m.list("l", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true))}
+	listOfInt := func(m *fieldMaker) []*schema.Field {
+		return []*schema.Field{m.list("l", true, m.leaf("item", arrow.PrimitiveTypes.Int32, true))}
 	}
-	structOfInt := func(m *fieldMaker) []*Field {
-		return []*Field{m.strct("s", true, m.leaf("a", arrow.PrimitiveTypes.Int32, true), m.leaf("b", arrow.PrimitiveTypes.Int32, true))}
+	structOfInt := func(m *fieldMaker) []*schema.Field {
+		return []*schema.Field{m.strct("s", true, m.leaf("a", arrow.PrimitiveTypes.Int32, true), m.leaf("b", arrow.PrimitiveTypes.Int32, true))}
 	}
 	cases := []struct {
 		name    string
-		fields  func(m *fieldMaker) []*Field
+		fields  func(m *fieldMaker) []*schema.Field
 		numRows uint64
 		columns [][]testPage
 	}{

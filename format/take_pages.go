@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 )
@@ -64,7 +65,7 @@ const remoteRoundTrip = 1 << 20
 // takeRequest asks Reader.takePages for some rows of one page of a leaf.
 type takeRequest struct {
 	col, page int
-	leaf      *Field
+	leaf      *schema.Field
 	// rows are the rows wanted, relative to the page, ascending and
 	// distinct.
 	rows []uint64

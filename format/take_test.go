@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -231,7 +232,7 @@ func takeTestFile(t testing.TB, v Version, n int) (*blob.MemStore, string) {
 		{Name: "wide", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
 	}, nil)
-	s, err := SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	as := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
-	s, err := SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 )
@@ -54,7 +55,7 @@ const (
 
 // v20Node is one field of the projection.
 type v20Node struct {
-	field *Field
+	field *schema.Field
 	kind  v20NodeKind
 	dt    arrow.DataType // the type read returns: field.ScanType()
 	// decodeType is the type a leaf's pages decode to: dt, except for a
@@ -133,7 +134,7 @@ func newV20Cursor(r *Reader, proj Projection) (cursorImpl, error) {
 
 // plan builds the node of field f, which lives in a value space of total
 // values.
-func (c *v20Cursor) plan(f *Field, total uint64, proj Projection) (*v20Node, error) {
+func (c *v20Cursor) plan(f *schema.Field, total uint64, proj Projection) (*v20Node, error) {
 	n := &v20Node{field: f, dt: f.ScanType()}
 	n.decodeType = n.dt
 	colIdx, hasCol := proj.Column(f.ID)
@@ -141,13 +142,13 @@ func (c *v20Cursor) plan(f *Field, total uint64, proj Projection) (*v20Node, err
 		return nil, v20Corruptf("column %d of a file with %d columns", colIdx, len(c.r.columns))
 	}
 	switch {
-	case f.Blob == BlobV2:
+	case f.Blob == schema.BlobV2:
 		return nil, v20Unsupportedf("blob v2 field in a 2.0 file")
-	case f.Blob == BlobLegacy:
+	case f.Blob == schema.BlobLegacy:
 		if !hasCol {
 			return n, nil
 		}
-		n.kind, n.decodeType = v20Leaf, LegacyBlobDescriptor
+		n.kind, n.decodeType = v20Leaf, schema.LegacyBlobDescriptor
 		return n, c.useColumn(n, colIdx, total, true)
 	case n.dt.ID() == arrow.STRUCT:
 		if hasCol && c.isPacked(f, colIdx) {
@@ -257,8 +258,8 @@ func v20CheckColumnEncoding(cm *file2pb.ColumnMetadata, blob bool) error {
 
 // isPacked tells a packed struct (one column of PackedStruct pages) from a
 // struct with a header column.
-func (c *v20Cursor) isPacked(f *Field, colIdx int) bool {
-	if f.packed() {
+func (c *v20Cursor) isPacked(f *schema.Field, colIdx int) bool {
+	if f.Packed() {
 		return true
 	}
 	pages := c.r.columns[colIdx].GetPages()
@@ -282,7 +283,7 @@ func (c *v20Cursor) planPacked(n *v20Node) error {
 	}
 	identity := len(whole.Children) == len(n.field.Children)
 	for i, child := range n.field.Children {
-		k := slices.IndexFunc(whole.Children, func(wc *Field) bool { return wc.ID == child.ID })
+		k := slices.IndexFunc(whole.Children, func(wc *schema.Field) bool { return wc.ID == child.ID })
 		if k < 0 {
 			return v20Corruptf("packed struct member %q (id %d) is not in the file's struct", child.Name, child.ID)
 		}

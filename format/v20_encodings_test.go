@@ -13,7 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
@@ -212,7 +213,7 @@ func v20EncodingCases(t testing.TB) []v20EncodingCase {
 	}, {
 		name: "packed struct",
 		fields: []*filepb.Field{
-			{Id: 0, ParentId: -1, Name: "p", LogicalType: "struct", Metadata: map[string][]byte{MetaPacked: []byte("true")}},
+			{Id: 0, ParentId: -1, Name: "p", LogicalType: "struct", Metadata: map[string][]byte{schema.MetaPacked: []byte("true")}},
 			v20Field(1, 0, "x", "int32"), v20Field(2, 0, "y", "double"), v20Field(3, 0, "z", "fixed_size_list:uint8:2"),
 		},
 		rows: 2,
@@ -226,7 +227,7 @@ func v20EncodingCases(t testing.TB) []v20EncodingCase {
 	}, {
 		name: "packed struct, pruned",
 		fields: []*filepb.Field{
-			{Id: 0, ParentId: -1, Name: "p", LogicalType: "struct", Metadata: map[string][]byte{MetaPacked: []byte("true")}},
+			{Id: 0, ParentId: -1, Name: "p", LogicalType: "struct", Metadata: map[string][]byte{schema.MetaPacked: []byte("true")}},
 			v20Field(1, 0, "x", "int32"), v20Field(2, 0, "y", "double"),
 		},
 		rows: 2,
@@ -427,7 +428,7 @@ func TestV20Malformed(t *testing.T) {
 			{pages: []v20FilePage{{length: 2, enc: v20AllNulls()}}},
 		}, lancer.ErrUnsupported},
 		{"packed struct narrower than its type", []*filepb.Field{
-			{Id: 0, ParentId: -1, Name: "p", LogicalType: "struct", Metadata: map[string][]byte{MetaPacked: []byte("true")}},
+			{Id: 0, ParentId: -1, Name: "p", LogicalType: "struct", Metadata: map[string][]byte{schema.MetaPacked: []byte("true")}},
 			v20Field(1, 0, "x", "int64"),
 		}, 1, page(1, &encpb.ArrayEncoding{ArrayEncoding: &encpb.ArrayEncoding_PackedStruct{PackedStruct: &encpb.PackedStruct{
 			Inner: []*encpb.ArrayEncoding{v20NoNulls(v20Flat(32, 0))}, Buffer: v20Buf(0)}}}, make([]byte, 8)), lancer.ErrCorrupt},
@@ -469,7 +470,7 @@ func TestV20EncodingErrors(t *testing.T) {
 			f.columns[0].encoding = &encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_ZoneIndex{ZoneIndex: &encpb.ZoneIndex{}}}
 		}},
 		{name: "legacy blob field without the blob encoding", want: lancer.ErrUnsupported, edit: func(f *v20File) {
-			f.fields = []*filepb.Field{{Id: 0, ParentId: -1, Name: "b", LogicalType: "large_binary", Metadata: map[string][]byte{MetaBlob: []byte("true")}}}
+			f.fields = []*filepb.Field{{Id: 0, ParentId: -1, Name: "b", LogicalType: "large_binary", Metadata: map[string][]byte{schema.MetaBlob: []byte("true")}}}
 		}},
 	}
 	for _, tc := range cases {

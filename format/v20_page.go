@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 )

@@ -12,7 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // The multi-page file: every kind of 2.0 column, each paged with its own
@@ -50,16 +52,16 @@ var v20MultiPageSizes = map[int32][]int{
 // v20MultiPage builds the multi-page file of n rows with random values
 // (seeded) and returns it with the arrays it holds and the byte spans of
 // its pages.
-func v20MultiPage(t testing.TB, n int, seed uint64) ([]byte, arrow.RecordBatch, [][]v20Span, *Schema) {
+func v20MultiPage(t testing.TB, n int, seed uint64) ([]byte, arrow.RecordBatch, [][]v20Span, *schema.Schema) {
 	t.Helper()
-	schema, err := SchemaFromProto(v20MultiPageFields, nil)
+	sch, err := schemaproto.Decode(v20MultiPageFields, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	mem := memory.NewGoAllocator()
-	arrs := make([]arrow.Array, len(schema.Fields))
-	for i, f := range schema.Fields {
+	arrs := make([]arrow.Array, len(sch.Fields))
+	for i, f := range sch.Fields {
 		b := array.NewBuilder(mem, f.Type)
 		for row := range n {
 			if f.Name == "id" {
@@ -71,14 +73,14 @@ func v20MultiPage(t testing.TB, n int, seed uint64) ([]byte, arrow.RecordBatch, 
 		arrs[i] = b.NewArray()
 		b.Release()
 	}
-	rec := array.NewRecordBatch(schema.Arrow(), arrs, int64(n))
+	rec := array.NewRecordBatch(sch.Arrow(), arrs, int64(n))
 	releaseAll(arrs)
 	f := &v20File{fields: v20MultiPageFields, rows: uint64(n)}
-	for i, field := range schema.Fields {
+	for i, field := range sch.Fields {
 		v20EncodeField(t, f, field, rec.Column(i))
 	}
 	data, spans := f.build(t)
-	return data, rec, spans, schema
+	return data, rec, spans, sch
 }
 
 // v20Fill appends one random value (null sometimes, but never a null
@@ -122,7 +124,7 @@ func v20Fill(rng *rand.Rand, b array.Builder, depth int) {
 }
 
 // v20EncodeField appends the columns of field f holding arr, in pre-order.
-func v20EncodeField(t testing.TB, file *v20File, f *Field, arr arrow.Array) {
+func v20EncodeField(t testing.TB, file *v20File, f *schema.Field, arr arrow.Array) {
 	t.Helper()
 	sizes := v20MultiPageSizes[f.ID]
 	switch arr := arr.(type) {
@@ -145,7 +147,7 @@ func v20EncodeField(t testing.TB, file *v20File, f *Field, arr arrow.Array) {
 func TestV20MultiPage(t *testing.T) {
 	for _, n := range []int{100, 1, 0} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			data, src, _, schema := v20MultiPage(t, n, uint64(n))
+			data, src, _, sch := v20MultiPage(t, n, uint64(n))
 			defer src.Release()
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
@@ -159,7 +161,7 @@ func TestV20MultiPage(t *testing.T) {
 			for c := range wantCells {
 				for i := range wantCells[c] {
 					if gotCells[c][i] != wantCells[c][i] {
-						t.Fatalf("field %q row %d: got %s, want %s", schema.Fields[c].Name, i, gotCells[c][i], wantCells[c][i])
+						t.Fatalf("field %q row %d: got %s, want %s", sch.Fields[c].Name, i, gotCells[c][i], wantCells[c][i])
 					}
 				}
 			}
@@ -209,11 +211,11 @@ func v20OpenCounting(t testing.TB, data []byte) (*Reader, *v20CountingStore) {
 
 // v20NeededPages lists, per column, the pages that reading rows [a, b) of
 // the multi-page file must touch, computed from the source arrays.
-func v20NeededPages(schema *Schema, src arrow.RecordBatch, a, b int) map[[2]int]bool {
+func v20NeededPages(fileSchema *schema.Schema, src arrow.RecordBatch, a, b int) map[[2]int]bool {
 	needed := map[[2]int]bool{}
 	col := 0
-	var visit func(f *Field, arr arrow.Array, a, b int)
-	visit = func(f *Field, arr arrow.Array, a, b int) {
+	var visit func(f *schema.Field, arr arrow.Array, a, b int)
+	visit = func(f *schema.Field, arr arrow.Array, a, b int) {
 		c := col
 		col++
 		mark := func() {
@@ -241,7 +243,7 @@ func v20NeededPages(schema *Schema, src arrow.RecordBatch, a, b int) map[[2]int]
 			mark()
 		}
 	}
-	for i, f := range schema.Fields {
+	for i, f := range fileSchema.Fields {
 		visit(f, src.Column(i), a, b)
 	}
 	return needed
@@ -250,7 +252,7 @@ func v20NeededPages(schema *Schema, src arrow.RecordBatch, a, b int) map[[2]int]
 // TestV20ReadsOnlyNeededPages checks that a ranged read fetches the pages
 // holding the rows asked for (and the list items they cover) and no others.
 func TestV20ReadsOnlyNeededPages(t *testing.T) {
-	data, src, spans, schema := v20MultiPage(t, 100, 100)
+	data, src, spans, sch := v20MultiPage(t, 100, 100)
 	defer src.Release()
 	r, store := v20OpenCounting(t, data)
 	for _, rg := range [][2]int{{0, 1}, {5, 17}, {33, 34}, {99, 100}, {40, 80}, {0, 100}, {60, 60}} {
@@ -261,7 +263,7 @@ func TestV20ReadsOnlyNeededPages(t *testing.T) {
 		}
 		releaseAll(arrs)
 		reads := store.take()
-		needed := v20NeededPages(schema, src, a, b)
+		needed := v20NeededPages(sch, src, a, b)
 		for key := range needed {
 			span := spans[key[0]][key[1]]
 			if span.start == span.end {

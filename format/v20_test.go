@@ -21,6 +21,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 	"github.com/lancerdb/lancer/internal/rowjson"
@@ -57,7 +58,7 @@ func v20OpenPath(t testing.TB, path string, mem memory.Allocator) *Reader {
 }
 
 // v20Record reads rows [a, b) of fields with a new cursor.
-func v20Record(t testing.TB, r *Reader, fields []*Field, a, b uint64) arrow.RecordBatch {
+func v20Record(t testing.TB, r *Reader, fields []*schema.Field, a, b uint64) arrow.RecordBatch {
 	t.Helper()
 	cur, err := r.NewCursor(r.FileProjection(fields))
 	if err != nil {
@@ -73,7 +74,7 @@ func v20Record(t testing.TB, r *Reader, fields []*Field, a, b uint64) arrow.Reco
 
 // v20MakeRecord wraps the arrays of one read, checking their types and
 // lengths, and releases them.
-func v20MakeRecord(t testing.TB, fields []*Field, arrs []arrow.Array, rows int64) arrow.RecordBatch {
+func v20MakeRecord(t testing.TB, fields []*schema.Field, arrs []arrow.Array, rows int64) arrow.RecordBatch {
 	t.Helper()
 	defer releaseAll(arrs)
 	afs := make([]arrow.Field, len(fields))
@@ -227,7 +228,7 @@ func v20Manifests(t testing.TB, name string) map[uint64]v20Manifest {
 
 // v20Renamed relabels rec's columns with the dataset's names for their
 // field ids (a rename changes the manifest, not the data files).
-func v20Renamed(rec arrow.RecordBatch, s *Schema, names map[int32]string) arrow.RecordBatch {
+func v20Renamed(rec arrow.RecordBatch, s *schema.Schema, names map[int32]string) arrow.RecordBatch {
 	fields := slices.Clone(rec.Schema().Fields())
 	for i, f := range s.Fields {
 		if n, ok := names[f.ID]; ok {
@@ -269,7 +270,7 @@ func TestV20Ranges(t *testing.T) {
 }
 
 // v20CheckRanges compares piecewise reads of r with a full read.
-func v20CheckRanges(t *testing.T, r *Reader, fields []*Field, rng *rand.Rand) {
+func v20CheckRanges(t *testing.T, r *Reader, fields []*schema.Field, rng *rand.Rand) {
 	t.Helper()
 	n := r.NumRows()
 	full := v20Record(t, r, fields, 0, n)

@@ -13,9 +13,11 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // alignment is the boundary Lance pads page and global buffers to; 2.1+
@@ -68,7 +70,7 @@ type Writer struct {
 	pos     uint64
 	version Version
 	opts    WriterOptions
-	schema  *Schema
+	schema  *schema.Schema
 	rows    uint64
 	columns []*columnState
 	fields  []fieldWriter
@@ -96,7 +98,7 @@ type fieldWriter interface {
 
 // NewWriter starts a data file at key in store for rows of schema. The file
 // is invisible until Finish succeeds.
-func NewWriter(ctx context.Context, store blob.Store, key string, schema *Schema, opts *WriterOptions) (*Writer, error) {
+func NewWriter(ctx context.Context, store blob.Store, key string, schema *schema.Schema, opts *WriterOptions) (*Writer, error) {
 	w := &Writer{ctx: ctx, store: store, key: key, schema: schema}
 	if opts != nil {
 		w.opts = *opts
@@ -292,7 +294,7 @@ func (w *Writer) Finish() (*WrittenFile, error) {
 	if err != nil {
 		return fail(err)
 	}
-	fields, md := w.schema.ToProto()
+	fields, md := schemaproto.Encode(w.schema)
 	fd, err := proto.MarshalOptions{Deterministic: true}.Marshal(&filepb.FileDescriptor{
 		Schema: &filepb.Schema{Fields: fields, Metadata: md},
 		Length: w.rows,

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Writing fields of 2.1 and 2.2 files (spec §8–§11): the inverse of
@@ -44,7 +45,7 @@ const (
 // leafSpec is one leaf column of a field: where it sits and how its values
 // are stored.
 type leafSpec struct {
-	field *Field
+	field *schema.Field
 	col   int
 	// lists[j] tells whether layer j (top-down: the top-level field first,
 	// the leaf last) is a list layer; the leaf itself is an item layer.
@@ -66,7 +67,7 @@ type leafSpec struct {
 // structuralFieldWriter writes one top-level field of a 2.1+ file.
 type structuralFieldWriter struct {
 	w      *Writer
-	field  *Field
+	field  *schema.Field
 	leaves []*leafWriter
 	// blobs holds the sidecar files of blob v2 leaves.
 	blobs *blobSidecars
@@ -84,7 +85,7 @@ type leafWriter struct {
 
 // newStructuralFieldWriter returns the 2.1/2.2 encoder of field f, whose
 // first column will be firstCol.
-func newStructuralFieldWriter(w *Writer, f *Field, firstCol int) (fieldWriter, error) {
+func newStructuralFieldWriter(w *Writer, f *schema.Field, firstCol int) (fieldWriter, error) {
 	fw := &structuralFieldWriter{w: w, field: f}
 	var specs []*leafSpec
 	if err := planLeaves(w, f, nil, nil, &specs, true); err != nil {
@@ -103,7 +104,7 @@ func newStructuralFieldWriter(w *Writer, f *Field, firstCol int) (fieldWriter, e
 // planLeaves appends the leaves of f (below the list/item layers lists,
 // top-down, whose item layers sticky marks as in leafSpec) to specs, in
 // column order.
-func planLeaves(w *Writer, f *Field, lists, sticky []bool, specs *[]*leafSpec, top bool) error {
+func planLeaves(w *Writer, f *schema.Field, lists, sticky []bool, specs *[]*leafSpec, top bool) error {
 	// NewWriter names the top-level field in errors; members name
 	// themselves.
 	at := ""
@@ -113,7 +114,7 @@ func planLeaves(w *Writer, f *Field, lists, sticky []bool, specs *[]*leafSpec, t
 	if f.Type == nil {
 		return fmt.Errorf("%sno type: %w", at, lancer.ErrInvalidArgument)
 	}
-	if storedAsLeaf(f) {
+	if f.StoredAsLeaf() {
 		s := &leafSpec{field: f, dt: f.Type, innerList: -1}
 		s.lists = append(append([]bool(nil), lists...), false)
 		s.sticky = append(append([]bool(nil), sticky...), false)
@@ -171,9 +172,9 @@ func planLeaves(w *Writer, f *Field, lists, sticky []bool, specs *[]*leafSpec, t
 }
 
 // hasListBelow reports whether a list layer lies below f.
-func hasListBelow(f *Field) bool {
+func hasListBelow(f *schema.Field) bool {
 	for _, c := range f.Children {
-		if storedAsLeaf(c) {
+		if c.StoredAsLeaf() {
 			continue
 		}
 		switch c.Type.ID() {
@@ -189,14 +190,14 @@ func hasListBelow(f *Field) bool {
 
 // leafKind classifies a leaf field's values, refusing what Lance cannot
 // store in this file version.
-func leafKind(w *Writer, f *Field, top bool) (valueKind, error) {
+func leafKind(w *Writer, f *schema.Field, top bool) (valueKind, error) {
 	switch f.Blob {
-	case BlobLegacy:
+	case schema.BlobLegacy:
 		if !w.version.Less(Version2_2) {
 			return 0, fmt.Errorf("legacy blob columns are not supported for file version %s (use blob v2): %w", w.version, lancer.ErrUnsupported)
 		}
 		return kindBlobLegacy, nil
-	case BlobV2:
+	case schema.BlobV2:
 		if w.version.Less(Version2_2) {
 			return 0, fmt.Errorf("blob v2 columns need file version 2.2 or later: %w", lancer.ErrUnsupported)
 		}

@@ -11,11 +11,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // benchBatch is rows of {id int64, n int32, s utf8, vec fixed_size_list<f32,
 // 128>} and its size in Arrow buffer bytes.
-func benchBatch(b *testing.B, mem memory.Allocator, rows int) (*Schema, arrow.RecordBatch, int64) {
+func benchBatch(b *testing.B, mem memory.Allocator, rows int) (*schema.Schema, arrow.RecordBatch, int64) {
 	b.Helper()
 	as := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
@@ -23,7 +24,7 @@ func benchBatch(b *testing.B, mem memory.Allocator, rows int) (*Schema, arrow.Re
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "vec", Type: arrow.FixedSizeListOf(128, arrow.PrimitiveTypes.Float32), Nullable: true},
 	}, nil)
-	s, err := SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

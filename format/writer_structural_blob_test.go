@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // blobPayloads are payloads of the sizes the blob fixtures use, around
@@ -34,13 +35,13 @@ func blobPayloads() [][]byte {
 }
 
 // legacyBlobBatch is {id, blob} with blob a legacy blob large_binary.
-func legacyBlobBatch(t testing.TB, mem memory.Allocator, payloads [][]byte) (*Schema, arrow.RecordBatch) {
+func legacyBlobBatch(t testing.TB, mem memory.Allocator, payloads [][]byte) (*schema.Schema, arrow.RecordBatch) {
 	t.Helper()
 	as := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "blob", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: arrow.NewMetadata([]string{MetaBlob}, []string{"true"})},
+		{Name: "blob", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})},
 	}, nil)
-	s, err := SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,21 +64,21 @@ func legacyBlobBatch(t testing.TB, mem memory.Allocator, payloads [][]byte) (*Sc
 
 // blobV2Batch is {id, blob} with blob a blob v2 column; uris[i], when
 // set, makes row i an external blob.
-func blobV2Batch(t testing.TB, mem memory.Allocator, payloads [][]byte, uris map[int]string) (*Schema, arrow.RecordBatch) {
+func blobV2Batch(t testing.TB, mem memory.Allocator, payloads [][]byte, uris map[int]string) (*schema.Schema, arrow.RecordBatch) {
 	t.Helper()
 	st := arrow.StructOf(
 		arrow.Field{Name: "data", Type: arrow.BinaryTypes.LargeBinary, Nullable: true},
 		arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
 	)
 	md := arrow.NewMetadata(
-		[]string{MetaExtensionName, metaBlobDedicatedThreshold, metaBlobInlineThreshold},
-		[]string{BlobV2Extension, "65536", "64"},
+		[]string{schema.MetaExtensionName, metaBlobDedicatedThreshold, metaBlobInlineThreshold},
+		[]string{schema.BlobV2Extension, "65536", "64"},
 	)
 	as := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "blob", Type: st, Nullable: true, Metadata: md},
 	}, nil)
-	s, err := SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

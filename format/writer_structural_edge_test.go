@@ -13,6 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -20,16 +21,16 @@ import (
 type edgeCase struct {
 	name string
 	// make returns the schema and batches (owned by the caller).
-	make func(t testing.TB, mem memory.Allocator, v Version) (*Schema, []arrow.RecordBatch)
+	make func(t testing.TB, mem memory.Allocator, v Version) (*schema.Schema, []arrow.RecordBatch)
 	// only2_2 marks data that 2.1 cannot store.
 	only2_2 bool
 }
 
 // oneColumn wraps arrays of one type as single-column batches.
-func oneColumn(t testing.TB, dt arrow.DataType, md arrow.Metadata, arrs ...arrow.Array) (*Schema, []arrow.RecordBatch) {
+func oneColumn(t testing.TB, dt arrow.DataType, md arrow.Metadata, arrs ...arrow.Array) (*schema.Schema, []arrow.RecordBatch) {
 	t.Helper()
 	as := arrow.NewSchema([]arrow.Field{{Name: "c", Type: dt, Nullable: true, Metadata: md}}, nil)
-	s, err := SchemaFromArrow(as, 0)
+	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func int32Array(mem memory.Allocator, vals []int32, valid []bool) arrow.Array {
 }
 
 var edgeCases = []edgeCase{
-	{name: "null buffer without nulls", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "null buffer without nulls", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		// Builders keep a validity bitmap even when nothing is null.
 		valid := make([]bool, 3000)
 		vals := make([]int32, 3000)
@@ -62,7 +63,7 @@ var edgeCases = []edgeCase{
 		}
 		return oneColumn(t, a.DataType(), arrow.Metadata{}, a)
 	}},
-	{name: "null lists over child values", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "null lists over child values", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		// Row 1 is null but its offsets span three children; row 3 is
 		// null and empty; row 4 empty.
 		child := int32Array(mem, []int32{1, 2, 3, 4, 5, 6, 7}, nil)
@@ -75,7 +76,7 @@ var edgeCases = []edgeCase{
 		defer data.Release()
 		return oneColumn(t, dt, arrow.Metadata{}, array.MakeFromData(data))
 	}},
-	{name: "dictionaries differ between batches", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "dictionaries differ between batches", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 		mk := func(dict []string, dictValid []bool, keys []int32, keyValid []bool) arrow.Array {
 			sb := array.NewStringBuilder(mem)
@@ -96,24 +97,24 @@ var edgeCases = []edgeCase{
 		b := mk([]string{"blue", "", "cyan"}, []bool{true, false, true}, keys, nil)
 		return oneColumn(t, dt, arrow.Metadata{}, a, b)
 	}},
-	{name: "packed struct", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "packed struct", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		dt := arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32}, arrow.Field{Name: "y", Type: arrow.PrimitiveTypes.Float64})
-		return oneColumn(t, dt, arrow.NewMetadata([]string{MetaPacked}, []string{"true"}), packedColumn(mem, dt, 2000))
+		return oneColumn(t, dt, arrow.NewMetadata([]string{schema.MetaPacked}, []string{"true"}), packedColumn(mem, dt, 2000))
 	}},
-	{name: "packed struct with a string", only2_2: true, make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "packed struct with a string", only2_2: true, make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		dt := arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32}, arrow.Field{Name: "s", Type: arrow.BinaryTypes.String})
-		return oneColumn(t, dt, arrow.NewMetadata([]string{MetaPacked}, []string{"true"}), packedColumn(mem, dt, 2000))
+		return oneColumn(t, dt, arrow.NewMetadata([]string{schema.MetaPacked}, []string{"true"}), packedColumn(mem, dt, 2000))
 	}},
-	{name: "empty struct", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "empty struct", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		dt := arrow.StructOf()
 		data := array.NewData(dt, 5, []*memory.Buffer{nil}, nil, 0, 0)
 		defer data.Release()
 		return oneColumn(t, dt, arrow.Metadata{}, array.MakeFromData(data))
 	}},
-	{name: "null type", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "null type", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		return oneColumn(t, arrow.Null, arrow.Metadata{}, array.NewNull(17))
 	}},
-	{name: "long runs of empty lists", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "long runs of empty lists", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		// 200 000 empty lists before the first value: one mini-block chunk
 		// would need more levels than it can count.
 		b := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
@@ -128,19 +129,19 @@ var edgeCases = []edgeCase{
 		a := b.NewArray()
 		return oneColumn(t, a.DataType(), arrow.Metadata{}, a)
 	}},
-	{name: "nested fixed-size lists", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "nested fixed-size lists", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		dt := arrow.FixedSizeListOf(3, arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float32))
 		g := newRandGen(5, true)
 		a := g.column(mem, dt, 500, 0.1)
 		return oneColumn(t, dt, arrow.Metadata{}, a)
 	}},
-	{name: "wide fixed-size binary", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "wide fixed-size binary", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		dt := &arrow.FixedSizeBinaryType{ByteWidth: 300}
 		g := newRandGen(6, true)
 		a := g.column(mem, dt, 300, 0.2)
 		return oneColumn(t, dt, arrow.Metadata{}, a)
 	}},
-	{name: "all null struct leaf beside values", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "all null struct leaf beside values", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		dt := arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true})
 		b := array.NewStructBuilder(mem, dt)
 		defer b.Release()
@@ -153,7 +154,7 @@ var edgeCases = []edgeCase{
 		}
 		return oneColumn(t, dt, arrow.Metadata{}, b.NewArray())
 	}},
-	{name: "lists of nulls and empties only", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "lists of nulls and empties only", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		b := array.NewListBuilder(mem, arrow.BinaryTypes.String)
 		defer b.Release()
 		for i := range 3000 {
@@ -170,7 +171,7 @@ var edgeCases = []edgeCase{
 		a := b.NewArray()
 		return oneColumn(t, a.DataType(), arrow.Metadata{}, a)
 	}},
-	{name: "constant values", make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "constant values", make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		st := arrow.StructOf(
 			arrow.Field{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 			arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
@@ -201,7 +202,7 @@ var edgeCases = []edgeCase{
 			b.Release()
 		}
 		as := arrow.NewSchema([]arrow.Field{{Name: "c", Type: st, Nullable: false}}, nil)
-		s, err := SchemaFromArrow(as, 0)
+		s, err := schema.FromArrow(as, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +213,7 @@ var edgeCases = []edgeCase{
 		}
 		return s, recs
 	}},
-	{name: "maps", only2_2: true, make: func(t testing.TB, mem memory.Allocator, _ Version) (*Schema, []arrow.RecordBatch) {
+	{name: "maps", only2_2: true, make: func(t testing.TB, mem memory.Allocator, _ Version) (*schema.Schema, []arrow.RecordBatch) {
 		dt := arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32)
 		b := array.NewMapBuilderWithType(mem, dt)
 		defer b.Release()
@@ -236,12 +237,12 @@ var edgeCases = []edgeCase{
 		}
 		return oneColumn(t, dt, arrow.Metadata{}, b.NewArray())
 	}},
-	{name: "legacy blob in a struct", make: func(t testing.TB, mem memory.Allocator, v Version) (*Schema, []arrow.RecordBatch) {
+	{name: "legacy blob in a struct", make: func(t testing.TB, mem memory.Allocator, v Version) (*schema.Schema, []arrow.RecordBatch) {
 		if v != Version2_1 {
 			return nil, nil
 		}
 		dt := arrow.StructOf(arrow.Field{Name: "b", Type: arrow.BinaryTypes.LargeBinary, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{MetaBlob}, []string{"true"})})
+			Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})})
 		b := array.NewStructBuilder(mem, dt)
 		defer b.Release()
 		for i := range 40 {
@@ -298,7 +299,7 @@ func TestStructuralWriterEdgeCases(t *testing.T) {
 					store := blob.NewMemStore("edge")
 					writeStructural(t, store, "data/e.lance", s, &WriterOptions{Version: v, PageSize: pageSize, Allocator: mem}, recs...)
 					r, got := readRowsJSON(t, store, "data/e.lance", mem, 777)
-					if s.Fields[0].Blob != NotBlob || s.Fields[0].hasBlob() {
+					if hasBlobField(s.Fields[0]) {
 						// Blobs read as descriptors: check the bytes.
 						checkBlobsInStruct(t, r, recs)
 						continue
@@ -409,14 +410,14 @@ func TestStructuralWriterRefuses(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	store := blob.NewMemStore("refuse")
-	mapSchema, err := SchemaFromArrow(arrow.NewSchema([]arrow.Field{{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32), Nullable: true}}, nil), 0)
+	mapSchema, err := schema.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32), Nullable: true}}, nil), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := NewWriter(context.Background(), store, "data/m.lance", mapSchema, &WriterOptions{Version: Version2_1}); !errors.Is(err, lancer.ErrUnsupported) {
 		t.Errorf("a map in 2.1: %v, want ErrUnsupported", err)
 	}
-	bad, err := SchemaFromArrow(arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true,
+	bad, err := schema.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true,
 		Metadata: arrow.NewMetadata([]string{metaCompression}, []string{"snappy"})}}, nil), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +426,7 @@ func TestStructuralWriterRefuses(t *testing.T) {
 		t.Errorf("unknown compression: %v, want ErrInvalidArgument", err)
 	}
 	// A batch whose type does not match the schema.
-	s, err := SchemaFromArrow(arrow.NewSchema([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, nil), 0)
+	s, err := schema.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, nil), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,4 +445,12 @@ func TestStructuralWriterRefuses(t *testing.T) {
 	}
 	rec.Release()
 	w.Abort()
+}
+
+// hasBlobField reports whether f or any member of it stores its bytes out
+// of line.
+func hasBlobField(f *schema.Field) bool {
+	found := false
+	f.Walk(func(c *schema.Field) { found = found || c.Blob != schema.NotBlob })
+	return found
 }

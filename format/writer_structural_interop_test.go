@@ -17,9 +17,11 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // Real Lance reads what the 2.1/2.2 writer writes: every written file is
@@ -29,7 +31,7 @@ import (
 
 // lanceReference fails the test early, before anything is written, when
 // Node or the Lance reference is missing.
-func lanceReference(t testing.TB) { lanceref.ForTest(t) }
+func lanceReference(t testing.TB) { lancereftest.ForTest(t) }
 
 // lanceRequest is one request to an interop script.
 type lanceRequest struct {
@@ -49,7 +51,7 @@ type lanceReply struct {
 // askLance runs script (in interop/) over reqs in one node process.
 func askLance(t testing.TB, script string, reqs []lanceRequest) []lanceReply {
 	t.Helper()
-	replies, err := lanceref.Ask[lanceRequest, lanceReply](lanceref.ForTest(t), script, reqs)
+	replies, err := lancereftest.Ask[lanceRequest, lanceReply](lancereftest.ForTest(t), script, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ type datasetCase struct {
 
 // writeDataset writes recs as the one data file of a new dataset at
 // dir/<name>.lance and returns its URI.
-func writeDataset(t testing.TB, dir, name string, schema *Schema, opts *WriterOptions, recs ...arrow.RecordBatch) (string, *WrittenFile) {
+func writeDataset(t testing.TB, dir, name string, sch *schema.Schema, opts *WriterOptions, recs ...arrow.RecordBatch) (string, *WrittenFile) {
 	t.Helper()
 	uri := filepath.Join(dir, name+".lance")
 	store, err := blob.NewLocalStore(uri)
@@ -74,8 +76,8 @@ func writeDataset(t testing.TB, dir, name string, schema *Schema, opts *WriterOp
 		t.Fatal(err)
 	}
 	file := "lancer-" + name + ".lance"
-	wf := writeStructural(t, store, "data/"+file, schema, opts, recs...)
-	fields, md := schema.ToProto()
+	wf := writeStructural(t, store, "data/"+file, sch, opts, recs...)
+	fields, md := schemaproto.Encode(sch)
 	frag := &tablepb.DataFragment{
 		Id: 0,
 		Files: []*tablepb.DataFile{{
@@ -283,7 +285,7 @@ func TestStructuralWriterLanceReadsVaryingPages(t *testing.T) {
 	var cases []datasetCase
 	for _, nullable := range []bool{true, false} {
 		as := arrow.NewSchema([]arrow.Field{{Name: "c", Type: dt, Nullable: nullable}}, nil)
-		s, err := SchemaFromArrow(as, 0)
+		s, err := schema.FromArrow(as, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

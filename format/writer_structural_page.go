@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -79,13 +80,13 @@ func (g *randGen) dataType(depth int) arrow.DataType {
 }
 
 // schema returns a random schema of n top-level fields.
-func (g *randGen) schema(t testing.TB, n int) *Schema {
+func (g *randGen) schema(t testing.TB, n int) *schema.Schema {
 	t.Helper()
 	fields := make([]arrow.Field, n)
 	for i := range fields {
 		fields[i] = arrow.Field{Name: fmt.Sprintf("c%d", i), Type: g.dataType(3), Nullable: true}
 	}
-	s, err := SchemaFromArrow(arrow.NewSchema(fields, nil), 0)
+	s, err := schema.FromArrow(arrow.NewSchema(fields, nil), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func (g *randGen) append(b array.Builder, nulls float64) {
 }
 
 // batch makes a random record batch of schema s with n rows.
-func (g *randGen) batch(mem memory.Allocator, s *Schema, n int) arrow.RecordBatch {
+func (g *randGen) batch(mem memory.Allocator, s *schema.Schema, n int) arrow.RecordBatch {
 	cols := make([]arrow.Array, len(s.Fields))
 	for i, f := range s.Fields {
 		nulls := []float64{0, 0.05, 0.3, 1}[g.rng.IntN(4)]
@@ -232,7 +233,7 @@ func (g *randGen) batch(mem memory.Allocator, s *Schema, n int) arrow.RecordBatc
 type randomCase struct {
 	name    string
 	version Version
-	schema  *Schema
+	schema  *schema.Schema
 	recs    []arrow.RecordBatch
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Shredding: Arrow arrays → per-leaf items (spec §8.2, in reverse).
@@ -173,8 +174,8 @@ func shredField(fw *structuralFieldWriter, arr arrow.Array) (pieces []*leafPiece
 
 // node shreds arr, the array of field f at layer depth below lists list
 // layers, whose entries are s.
-func (sh *shredder) node(f *Field, arr arrow.Array, depth, lists int, s stream) error {
-	if storedAsLeaf(f) {
+func (sh *shredder) node(f *schema.Field, arr arrow.Array, depth, lists int, s stream) error {
+	if f.StoredAsLeaf() {
 		return sh.leaf(arr, depth, s)
 	}
 	switch a := arr.(type) {

@@ -11,14 +11,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
 // writeStructural writes recs (whose columns are schema's top-level
 // fields) to key in store and returns what Finish reported.
-func writeStructural(t testing.TB, store blob.Store, key string, schema *Schema, opts *WriterOptions, recs ...arrow.RecordBatch) *WrittenFile {
+func writeStructural(t testing.TB, store blob.Store, key string, sch *schema.Schema, opts *WriterOptions, recs ...arrow.RecordBatch) *WrittenFile {
 	t.Helper()
-	w, err := NewWriter(context.Background(), store, key, schema, opts)
+	w, err := NewWriter(context.Background(), store, key, sch, opts)
 	if err != nil {
 		t.Fatalf("NewWriter: %v", err)
 	}

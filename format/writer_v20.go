@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 )
 
@@ -54,7 +55,7 @@ type v20Writer interface {
 
 // newV20FieldWriter returns the 2.0 encoder of field f, whose first column
 // will be firstCol.
-func newV20FieldWriter(w *Writer, f *Field, firstCol int) (fieldWriter, error) {
+func newV20FieldWriter(w *Writer, f *schema.Field, firstCol int) (fieldWriter, error) {
 	if firstCol != len(w.columns) {
 		return nil, fmt.Errorf("field %q starts at column %d, the file has %d: %w", f.Name, firstCol, len(w.columns), lancer.ErrInvalidArgument)
 	}
@@ -63,14 +64,14 @@ func newV20FieldWriter(w *Writer, f *Field, firstCol int) (fieldWriter, error) {
 
 // newV20Writer builds the encoder of f, registering its columns in
 // pre-order.
-func newV20Writer(w *Writer, f *Field) (v20Writer, error) {
+func newV20Writer(w *Writer, f *schema.Field) (v20Writer, error) {
 	if f.Type == nil {
 		return nil, fmt.Errorf("field %q (id %d) has no type: %w", f.Name, f.ID, lancer.ErrInvalidArgument)
 	}
 	switch f.Blob {
-	case BlobV2:
+	case schema.BlobV2:
 		return nil, fmt.Errorf("blob v2 field %q: 2.0 files cannot store blob v2 columns: %w", f.Name, lancer.ErrUnsupported)
-	case BlobLegacy:
+	case schema.BlobLegacy:
 		if f.Type.ID() != arrow.LARGE_BINARY {
 			// As Lance: its blob encoder takes large_binary only.
 			return nil, fmt.Errorf("blob field %q is %s, not large_binary: %w", f.Name, f.Type, lancer.ErrUnsupported)
@@ -88,7 +89,7 @@ func newV20Writer(w *Writer, f *Field) (v20Writer, error) {
 	case *arrow.MapType:
 		return nil, fmt.Errorf("map field %q: Lance cannot write maps to 2.0 files: %w", f.Name, lancer.ErrUnsupported)
 	case *arrow.StructType:
-		if f.packed() {
+		if f.Packed() {
 			page, err := newV20PackedValues(f, t)
 			if err != nil {
 				return nil, err
@@ -187,7 +188,7 @@ func (l *v20LeafWriter) finish() error { return l.flush() }
 type v20StructWriter struct {
 	w        *Writer
 	col      int
-	field    *Field
+	field    *schema.Field
 	rows     uint64
 	children []v20Writer
 }

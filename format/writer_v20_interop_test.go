@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -33,7 +34,7 @@ func v20wLanceRows(t *testing.T, uris []string) []lanceReply {
 // v20wInteropCase is one dataset for real Lance to read.
 type v20wInteropCase struct {
 	name    string
-	schema  *Schema
+	schema  *schema.Schema
 	opts    WriterOptions
 	batches []arrow.RecordBatch
 	// nestedBlobs: the schema has blobs below the top level, which
@@ -91,13 +92,13 @@ func TestV20WriteLanceReads(t *testing.T) {
 	for seed := range uint64(40) {
 		g := newV20wRand(1000 + seed)
 		g.noLargeList = true
-		schema := g.schema(t)
+		sch := g.schema(t)
 		n := []int{1, 40, 150, 500}[g.IntN(4)]
-		rec := v20wRandomRecord(g, schema, n, mem)
+		rec := v20wRandomRecord(g, sch, n, mem)
 		batches := v20wSlices(rec, 1+g.IntN(n), 1+g.IntN(100))
 		rec.Release()
 		cases = append(cases, v20wInteropCase{
-			name: fmt.Sprintf("random_%d", seed), schema: schema,
+			name: fmt.Sprintf("random_%d", seed), schema: sch,
 			opts: WriterOptions{PageSize: []int{1, 300, 4000}[g.IntN(3)]}, batches: batches,
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // Random schemas and rows for the 2.0 writer's property tests (and the
@@ -95,14 +96,14 @@ func (g *v20wRand) field(name, path string, depth int, top bool) arrow.Field {
 			arrow.Field{Name: "v", Type: arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float64)},
 			arrow.Field{Name: "y", Type: arrow.PrimitiveTypes.Uint8},
 		)
-		f.Metadata = arrow.NewMetadata([]string{MetaPacked}, []string{"true"})
+		f.Metadata = arrow.NewMetadata([]string{schema.MetaPacked}, []string{"true"})
 		spec.nulls = 0
 		g.specs[path+".x"] = &v20wSpec{}
 		g.specs[path+".v"] = &v20wSpec{}
 		g.specs[path+".y"] = &v20wSpec{}
 	case top && k == 5:
 		f.Type = arrow.BinaryTypes.LargeBinary
-		f.Metadata = arrow.NewMetadata([]string{MetaBlob}, []string{"true"})
+		f.Metadata = arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})
 	default:
 		f.Type = v20wLeafTypes[g.IntN(len(v20wLeafTypes))]
 	}
@@ -133,7 +134,7 @@ func (g *v20wRand) field(name, path string, depth int, top bool) arrow.Field {
 }
 
 // schema returns a random schema of 1 to 8 top-level fields.
-func (g *v20wRand) schema(t testing.TB) *Schema {
+func (g *v20wRand) schema(t testing.TB) *schema.Schema {
 	t.Helper()
 	fields := make([]arrow.Field, 1+g.IntN(8))
 	for i := range fields {
@@ -144,9 +145,9 @@ func (g *v20wRand) schema(t testing.TB) *Schema {
 }
 
 // v20wRandomRecord returns n random rows of schema.
-func v20wRandomRecord(g *v20wRand, schema *Schema, n int, mem memory.Allocator) arrow.RecordBatch {
-	as := schema.LogicalArrow()
-	cols := make([]arrow.Array, len(schema.Fields))
+func v20wRandomRecord(g *v20wRand, sch *schema.Schema, n int, mem memory.Allocator) arrow.RecordBatch {
+	as := sch.LogicalArrow()
+	cols := make([]arrow.Array, len(sch.Fields))
 	for i, f := range as.Fields() {
 		b := array.NewBuilder(mem, f.Type)
 		for range n {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -28,11 +29,11 @@ const v20wKey = "data/w.lance"
 
 // v20wWrite writes batches into a 2.0 file of schema in a fresh memory
 // store.
-func v20wWrite(t testing.TB, schema *Schema, opts WriterOptions, batches ...arrow.RecordBatch) (*blob.MemStore, *WrittenFile) {
+func v20wWrite(t testing.TB, sch *schema.Schema, opts WriterOptions, batches ...arrow.RecordBatch) (*blob.MemStore, *WrittenFile) {
 	t.Helper()
 	store := blob.NewMemStore(t.Name())
 	opts.Version = Version2_0
-	w, err := NewWriter(context.Background(), store, v20wKey, schema, &opts)
+	w, err := NewWriter(context.Background(), store, v20wKey, sch, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +56,10 @@ func v20wReadLogical(t testing.TB, r *Reader, mem memory.Allocator) arrow.Record
 	t.Helper()
 	rec := readAllRows(t, r)
 	defer rec.Release()
-	schema := r.Schema()
-	cols := make([]arrow.Array, len(schema.Fields))
-	for i, f := range schema.Fields {
-		if f.Blob != BlobLegacy {
+	sch := r.Schema()
+	cols := make([]arrow.Array, len(sch.Fields))
+	for i, f := range sch.Fields {
+		if f.Blob != schema.BlobLegacy {
 			cols[i] = rec.Column(i)
 			cols[i].Retain()
 			continue
@@ -83,7 +84,7 @@ func v20wReadLogical(t testing.TB, r *Reader, mem memory.Allocator) arrow.Record
 		cols[i] = b.NewArray()
 		b.Release()
 	}
-	return record(t, schema.LogicalArrow(), cols, rec.NumRows())
+	return record(t, sch.LogicalArrow(), cols, rec.NumRows())
 }
 
 // v20wOpen opens the file the tests wrote.
@@ -116,20 +117,20 @@ func v20wSlices(rec arrow.RecordBatch, sizes ...int) []arrow.RecordBatch {
 }
 
 // v20wCheckWritten checks what WrittenFile says about a file of schema.
-func v20wCheckWritten(t testing.TB, store *blob.MemStore, schema *Schema, wf *WrittenFile, rows uint64) {
+func v20wCheckWritten(t testing.TB, store *blob.MemStore, sch *schema.Schema, wf *WrittenFile, rows uint64) {
 	t.Helper()
 	var ids []int32
-	var walk func(f *Field)
-	walk = func(f *Field) {
+	var walk func(f *schema.Field)
+	walk = func(f *schema.Field) {
 		ids = append(ids, f.ID)
-		if f.storedWhole() {
+		if f.StoredWhole() {
 			return
 		}
 		for _, c := range f.Children {
 			walk(c)
 		}
 	}
-	for _, f := range schema.Fields {
+	for _, f := range sch.Fields {
 		walk(f)
 	}
 	if !slices.Equal(wf.Fields, ids) {
@@ -152,18 +153,18 @@ func v20wCheckWritten(t testing.TB, store *blob.MemStore, schema *Schema, wf *Wr
 
 // v20wRoundTrip writes batches of schema (in the given options) and checks
 // that reading the file back gives want's rows.
-func v20wRoundTrip(t *testing.T, schema *Schema, want arrow.RecordBatch, opts WriterOptions, batches ...arrow.RecordBatch) (*blob.MemStore, *Reader) {
+func v20wRoundTrip(t *testing.T, sch *schema.Schema, want arrow.RecordBatch, opts WriterOptions, batches ...arrow.RecordBatch) (*blob.MemStore, *Reader) {
 	t.Helper()
-	return v20wRoundTripRows(t, schema, fixturetest.EncodeRows(t, want), opts, batches...)
+	return v20wRoundTripRows(t, sch, fixturetest.EncodeRows(t, want), opts, batches...)
 }
 
 // v20wRoundTripRows is v20wRoundTrip with the rows wanted printed.
-func v20wRoundTripRows(t *testing.T, schema *Schema, want [][]byte, opts WriterOptions, batches ...arrow.RecordBatch) (*blob.MemStore, *Reader) {
+func v20wRoundTripRows(t *testing.T, sch *schema.Schema, want [][]byte, opts WriterOptions, batches ...arrow.RecordBatch) (*blob.MemStore, *Reader) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	opts.Allocator = mem
-	store, wf := v20wWrite(t, schema, opts, batches...)
-	v20wCheckWritten(t, store, schema, wf, uint64(len(want)))
+	store, wf := v20wWrite(t, sch, opts, batches...)
+	v20wCheckWritten(t, store, sch, wf, uint64(len(want)))
 	r := v20wOpen(t, store, mem)
 	got := v20wReadLogical(t, r, mem)
 	fixturetest.CompareRows(t, t.Name(), fixturetest.EncodeRows(t, got), want, fixturetest.CompareOptions{})
@@ -303,9 +304,9 @@ func TestV20WriteSizes(t *testing.T) {
 }
 
 // v20wSchema builds a schema from Arrow fields.
-func v20wSchema(t testing.TB, fields ...arrow.Field) *Schema {
+func v20wSchema(t testing.TB, fields ...arrow.Field) *schema.Schema {
 	t.Helper()
-	s, err := SchemaFromArrow(arrow.NewSchema(fields, nil), 0)
+	s, err := schema.FromArrow(arrow.NewSchema(fields, nil), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,17 +316,17 @@ func v20wSchema(t testing.TB, fields ...arrow.Field) *Schema {
 // TestV20WriteZeroRows: a file without rows, and files of empty batches,
 // read back empty (struct headers included).
 func TestV20WriteZeroRows(t *testing.T) {
-	schema := v20wSchema(t,
+	sch := v20wSchema(t,
 		arrow.Field{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		arrow.Field{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.BinaryTypes.String, Nullable: true})},
 		arrow.Field{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
 	)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	empty := v20wRandomRecord(newV20wRand(1), schema, 0, mem)
+	empty := v20wRandomRecord(newV20wRand(1), sch, 0, mem)
 	defer empty.Release()
 	for _, batches := range [][]arrow.RecordBatch{nil, {empty}, {empty, empty}} {
-		_, r := v20wRoundTrip(t, schema, empty, WriterOptions{}, batches...)
+		_, r := v20wRoundTrip(t, sch, empty, WriterOptions{}, batches...)
 		if r.NumRows() != 0 || r.NumColumns() != 5 {
 			t.Fatalf("%d rows, %d columns", r.NumRows(), r.NumColumns())
 		}
@@ -345,16 +346,16 @@ func TestV20WriteRefuses(t *testing.T) {
 		{"map", arrow.Field{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32), Nullable: true}},
 		{"map in a struct", arrow.Field{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32)})}},
 		{"blob v2", arrow.Field{Name: "b", Type: arrow.StructOf(arrow.Field{Name: "data", Type: arrow.BinaryTypes.LargeBinary}, arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String}),
-			Metadata: arrow.NewMetadata([]string{MetaExtensionName}, []string{BlobV2Extension})}},
+			Metadata: arrow.NewMetadata([]string{schema.MetaExtensionName}, []string{schema.BlobV2Extension})}},
 		{"packed struct of strings", arrow.Field{Name: "p", Type: arrow.StructOf(arrow.Field{Name: "s", Type: arrow.BinaryTypes.String}),
-			Metadata: arrow.NewMetadata([]string{MetaPacked}, []string{"true"})}},
+			Metadata: arrow.NewMetadata([]string{schema.MetaPacked}, []string{"true"})}},
 		{"fixed-size list of strings", arrow.Field{Name: "f", Type: arrow.FixedSizeListOf(2, arrow.BinaryTypes.String)}},
-		{"blob of binary", arrow.Field{Name: "b", Type: arrow.BinaryTypes.Binary, Metadata: arrow.NewMetadata([]string{MetaBlob}, []string{"true"})}},
+		{"blob of binary", arrow.Field{Name: "b", Type: arrow.BinaryTypes.Binary, Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})}},
 		{"dictionary of fixed-size lists", arrow.Field{Name: "d", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Int32)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			schema := v20wSchema(t, tc.field)
-			_, err := NewWriter(ctx, blob.NewMemStore(t.Name()), v20wKey, schema, &WriterOptions{Version: Version2_0})
+			sch := v20wSchema(t, tc.field)
+			_, err := NewWriter(ctx, blob.NewMemStore(t.Name()), v20wKey, sch, &WriterOptions{Version: Version2_0})
 			if !errors.Is(err, lancer.ErrUnsupported) {
 				t.Fatalf("got %v, want ErrUnsupported", err)
 			}
@@ -366,7 +367,7 @@ func TestV20WriteRefuses(t *testing.T) {
 		arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true}),
 		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true})),
 	} {
-		schema := v20wSchema(t, arrow.Field{Name: "st", Type: dt, Nullable: true})
+		sch := v20wSchema(t, arrow.Field{Name: "st", Type: dt, Nullable: true})
 		b := array.NewBuilder(mem, dt)
 		b.AppendNull()
 		b.AppendNull()
@@ -376,9 +377,9 @@ func TestV20WriteRefuses(t *testing.T) {
 		}
 		arr := b.NewArray()
 		b.Release()
-		rec := array.NewRecordBatch(schema.LogicalArrow(), []arrow.Array{arr}, int64(arr.Len()))
+		rec := array.NewRecordBatch(sch.LogicalArrow(), []arrow.Array{arr}, int64(arr.Len()))
 		arr.Release()
-		w, err := NewWriter(ctx, blob.NewMemStore(t.Name()), v20wKey, schema, &WriterOptions{Version: Version2_0, Allocator: mem})
+		w, err := NewWriter(ctx, blob.NewMemStore(t.Name()), v20wKey, sch, &WriterOptions{Version: Version2_0, Allocator: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,11 +401,11 @@ func TestV20WriteRandom(t *testing.T) {
 	for seed := range uint64(60) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			g := newV20wRand(seed)
-			schema := g.schema(t)
+			sch := g.schema(t)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			n := []int{1, 7, 120, 700}[g.IntN(4)]
-			rec := v20wRandomRecord(g, schema, n, mem)
+			rec := v20wRandomRecord(g, sch, n, mem)
 			defer rec.Release()
 			sizes := []int{1 + g.IntN(n), 1 + g.IntN(50), 1 + g.IntN(300)}
 			batches := v20wSlices(rec, sizes...)
@@ -414,7 +415,7 @@ func TestV20WriteRandom(t *testing.T) {
 				}
 			}()
 			pageSize := []int{1, 100, 2000, DefaultPageSize}[g.IntN(4)]
-			v20wRoundTrip(t, schema, rec, WriterOptions{PageSize: pageSize}, batches...)
+			v20wRoundTrip(t, sch, rec, WriterOptions{PageSize: pageSize}, batches...)
 		})
 	}
 }
@@ -422,18 +423,18 @@ func TestV20WriteRandom(t *testing.T) {
 // v20wTextRecord returns n rows of compressible, distinct strings in one
 // field per compression request: zstd, lz4 (large utf8), fsst (utf8 and
 // binary); every seventh row is null.
-func v20wTextRecord(t testing.TB, n int, mem memory.Allocator) (*Schema, arrow.RecordBatch) {
+func v20wTextRecord(t testing.TB, n int, mem memory.Allocator) (*schema.Schema, arrow.RecordBatch) {
 	t.Helper()
 	md := func(scheme string) arrow.Metadata {
 		return arrow.NewMetadata([]string{metaCompression}, []string{scheme})
 	}
-	schema := v20wSchema(t,
+	sch := v20wSchema(t,
 		arrow.Field{Name: "zstd", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: md("zstd")},
 		arrow.Field{Name: "lz4", Type: arrow.BinaryTypes.LargeString, Nullable: true, Metadata: md("lz4")},
 		arrow.Field{Name: "fsst", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: md("fsst")},
 		arrow.Field{Name: "fsst_bin", Type: arrow.BinaryTypes.Binary, Nullable: true, Metadata: md("fsst")},
 	)
-	as := schema.LogicalArrow()
+	as := sch.LogicalArrow()
 	cols := make([]arrow.Array, len(as.Fields()))
 	for c, f := range as.Fields() {
 		b := array.NewBuilder(mem, f.Type)
@@ -455,7 +456,7 @@ func v20wTextRecord(t testing.TB, n int, mem memory.Allocator) (*Schema, arrow.R
 		cols[c] = b.NewArray()
 		b.Release()
 	}
-	return schema, record(t, as, cols, int64(n))
+	return sch, record(t, as, cols, int64(n))
 }
 
 // TestV20WriteCompression: fields asking for zstd, lz4 or fsst are
@@ -463,11 +464,11 @@ func v20wTextRecord(t testing.TB, n int, mem memory.Allocator) (*Schema, arrow.R
 func TestV20WriteCompression(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	schema, rec := v20wTextRecord(t, 6000, mem)
+	sch, rec := v20wTextRecord(t, 6000, mem)
 	defer rec.Release()
 	for _, pageSize := range []int{DefaultPageSize, 40 << 10} {
 		t.Run(fmt.Sprint(pageSize), func(t *testing.T) {
-			_, r := v20wRoundTrip(t, schema, rec, WriterOptions{PageSize: pageSize}, rec)
+			_, r := v20wRoundTrip(t, sch, rec, WriterOptions{PageSize: pageSize}, rec)
 			for i, want := range []string{`scheme:"zstd"`, `scheme:"lz4"`, "fsst:", "fsst:"} {
 				for p, page := range r.Columns()[i].Pages {
 					if !strings.Contains(page.Encoding, want) {
@@ -485,14 +486,14 @@ func TestV20WriteCompression(t *testing.T) {
 func TestV20WriteDictionaries(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	schema, batches := v20wDictBatches(t, mem, 126)
+	sch, batches := v20wDictBatches(t, mem, 126)
 	defer func() {
 		for _, b := range batches {
 			b.Release()
 		}
 	}()
 	// Narrow indices keep the column in one page, whatever the page size.
-	_, r := v20wRoundTripRows(t, schema, fixturetest.EncodeRows(t, batches...), WriterOptions{PageSize: 64}, batches...)
+	_, r := v20wRoundTripRows(t, sch, fixturetest.EncodeRows(t, batches...), WriterOptions{PageSize: 64}, batches...)
 	if pages := r.Columns()[0].Pages; len(pages) != 1 || !strings.Contains(pages[0].Encoding, "num_dictionary_items:127") {
 		t.Errorf("the int8 dictionary did not merge into one page of 127 items: %v", pages)
 	}
@@ -501,13 +502,13 @@ func TestV20WriteDictionaries(t *testing.T) {
 	}
 
 	// 127 strings and a null fill int8 indices.
-	schema, over := v20wDictBatches(t, mem, 127)
+	sch, over := v20wDictBatches(t, mem, 127)
 	defer func() {
 		for _, b := range over {
 			b.Release()
 		}
 	}()
-	w, err := NewWriter(context.Background(), blob.NewMemStore(t.Name()), v20wKey, schema, &WriterOptions{Version: Version2_0, Allocator: mem})
+	w, err := NewWriter(context.Background(), blob.NewMemStore(t.Name()), v20wKey, sch, &WriterOptions{Version: Version2_0, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,13 +527,13 @@ func TestV20WriteDictionaries(t *testing.T) {
 // columns, each batch with dictionaries of its own: int8 indices into
 // distinct8 distinct strings in all, uint16 indices into 7 int64s; every
 // thirteenth row is null.
-func v20wDictBatches(t testing.TB, mem memory.Allocator, distinct8 int) (*Schema, []arrow.RecordBatch) {
+func v20wDictBatches(t testing.TB, mem memory.Allocator, distinct8 int) (*schema.Schema, []arrow.RecordBatch) {
 	t.Helper()
-	schema := v20wSchema(t,
+	sch := v20wSchema(t,
 		arrow.Field{Name: "d8", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, Nullable: true},
 		arrow.Field{Name: "du16", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.PrimitiveTypes.Int64}, Nullable: true},
 	)
-	as := schema.LogicalArrow()
+	as := sch.LogicalArrow()
 	var batches []arrow.RecordBatch
 	for k := range 5 {
 		b8 := array.NewDictionaryBuilder(mem, as.Field(0).Type.(*arrow.DictionaryType)).(*array.BinaryDictionaryBuilder)
@@ -555,7 +556,7 @@ func v20wDictBatches(t testing.TB, mem memory.Allocator, distinct8 int) (*Schema
 		b16.Release()
 		batches = append(batches, record(t, as, []arrow.Array{a8, a16}, 100))
 	}
-	return schema, batches
+	return sch, batches
 }
 
 // TestV20WriteNullArrays writes all-null arrays (array.MakeArrayOfNull, whose
@@ -564,9 +565,9 @@ func v20wDictBatches(t testing.TB, mem memory.Allocator, distinct8 int) (*Schema
 func TestV20WriteNullArrays(t *testing.T) {
 	for seed := range uint64(30) {
 		g := newV20wRand(500 + seed)
-		schema := g.schema(t)
+		sch := g.schema(t)
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		as := schema.LogicalArrow()
+		as := sch.LogicalArrow()
 		cols := make([]arrow.Array, len(as.Fields()))
 		nullStruct := false
 		for i, f := range as.Fields() {
@@ -575,7 +576,7 @@ func TestV20WriteNullArrays(t *testing.T) {
 		}
 		rec := record(t, as, cols, 9)
 		store := blob.NewMemStore(t.Name())
-		w, err := NewWriter(context.Background(), store, v20wKey, schema, &WriterOptions{Version: Version2_0, PageSize: 16, Allocator: mem})
+		w, err := NewWriter(context.Background(), store, v20wKey, sch, &WriterOptions{Version: Version2_0, PageSize: 16, Allocator: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -605,9 +606,9 @@ func TestV20WriteNullArrays(t *testing.T) {
 
 // v20wNestedBlobs returns a schema with legacy blobs inside a struct and a
 // list, and 60 random rows of it.
-func v20wNestedBlobs(t testing.TB, mem memory.Allocator) (*Schema, arrow.RecordBatch) {
-	blobMeta := arrow.NewMetadata([]string{MetaBlob}, []string{"true"})
-	schema := v20wSchema(t,
+func v20wNestedBlobs(t testing.TB, mem memory.Allocator) (*schema.Schema, arrow.RecordBatch) {
+	blobMeta := arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})
+	sch := v20wSchema(t,
 		arrow.Field{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "b", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: blobMeta})},
 		arrow.Field{Name: "l", Type: arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: blobMeta}), Nullable: true},
 	)
@@ -615,7 +616,7 @@ func v20wNestedBlobs(t testing.TB, mem memory.Allocator) (*Schema, arrow.RecordB
 	g.specs["l"] = &v20wSpec{nulls: 0.2, items: 3}
 	g.specs["l.item"] = &v20wSpec{nulls: 0.2}
 	g.specs["s.b"] = &v20wSpec{nulls: 0.2}
-	return schema, v20wRandomRecord(g, schema, 60, mem)
+	return sch, v20wRandomRecord(g, sch, 60, mem)
 }
 
 // TestV20WriteNestedBlobs: legacy blobs inside a struct and a list hold
@@ -623,7 +624,7 @@ func v20wNestedBlobs(t testing.TB, mem memory.Allocator) (*Schema, arrow.RecordB
 func TestV20WriteNestedBlobs(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	schema, rec := v20wNestedBlobs(t, mem)
+	sch, rec := v20wNestedBlobs(t, mem)
 	defer rec.Release()
 	batches := v20wSlices(rec, 7)
 	defer func() {
@@ -631,7 +632,7 @@ func TestV20WriteNestedBlobs(t *testing.T) {
 			b.Release()
 		}
 	}()
-	store, _ := v20wWrite(t, schema, WriterOptions{PageSize: 100, Allocator: mem}, batches...)
+	store, _ := v20wWrite(t, sch, WriterOptions{PageSize: 100, Allocator: mem}, batches...)
 	r := v20wOpen(t, store, mem)
 	got := readAllRows(t, r)
 	defer got.Release()

@@ -11,7 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/codec"
+	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 )
 
@@ -720,7 +721,7 @@ func v20ValueKey(arr arrow.Array, i int) string {
 // Members are fixed-width values or fixed-size lists of them; the struct
 // and its members cannot be null.
 type v20PackedValues struct {
-	field   *Field
+	field   *schema.Field
 	members []v20PackedPart
 	width   int // bytes per row
 	rows    int
@@ -734,7 +735,7 @@ type v20PackedPart struct {
 	enc   *encpb.ArrayEncoding
 }
 
-func newV20PackedValues(f *Field, t *arrow.StructType) (*v20PackedValues, error) {
+func newV20PackedValues(f *schema.Field, t *arrow.StructType) (*v20PackedValues, error) {
 	p := &v20PackedValues{field: f}
 	for _, m := range t.Fields() {
 		pm, err := v20PackedPartOf(m.Type)

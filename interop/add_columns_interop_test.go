@@ -16,7 +16,7 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // queryRequest asks lance-ops.mjs for the rows a filter keeps.
@@ -206,7 +206,7 @@ func compareFilters(t *testing.T, node, ref, uri string) {
 	for _, f := range filterCases {
 		reqs = append(reqs, queryRequest{URI: uri, Op: "query", Filter: f})
 	}
-	replies, err := lanceref.Ask[queryRequest, queryReply](script(node, ref), "lance-ops.mjs", reqs)
+	replies, err := lancereftest.Ask[queryRequest, queryReply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // blobRequest asks lance-blobs.mjs for the bytes of a blob v2 column.
@@ -53,12 +54,12 @@ func blobPayload(id int64, salt int) []byte {
 func blobReader(t *testing.T, mem memory.Allocator, v2 bool, from, to int64) array.RecordReader {
 	t.Helper()
 	bf := arrow.Field{Name: "blob", Type: arrow.BinaryTypes.LargeBinary, Nullable: true,
-		Metadata: arrow.NewMetadata([]string{format.MetaBlob}, []string{"true"})}
+		Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})}
 	if v2 {
 		bf = arrow.Field{Name: "blob", Nullable: true, Type: arrow.StructOf(
 			arrow.Field{Name: "data", Type: arrow.BinaryTypes.LargeBinary, Nullable: true},
 			arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
-		), Metadata: arrow.NewMetadata([]string{format.MetaExtensionName}, []string{format.BlobV2Extension})}
+		), Metadata: arrow.NewMetadata([]string{schema.MetaExtensionName}, []string{schema.BlobV2Extension})}
 	}
 	sch := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, bf}, nil)
 	ib := array.NewInt64Builder(mem)
@@ -272,7 +273,7 @@ func checkLanceBlobs(t *testing.T, node, ref, uri string, d *dataset.Dataset, v2
 	if !v2 {
 		return // Lance's fetchBlobs refuses legacy blobs
 	}
-	replies, err := lanceref.Ask[blobRequest, blobReply](script(node, ref), "lance-blobs.mjs", []blobRequest{{URI: uri, Column: "blob"}})
+	replies, err := lancereftest.Ask[blobRequest, blobReply](script(node, ref), "lance-blobs.mjs", []blobRequest{{URI: uri, Column: "blob"}})
 	if err != nil {
 		t.Fatal(err)
 	}

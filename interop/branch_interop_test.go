@@ -14,7 +14,7 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // refRequest asks lance-ops.mjs about tags and branches.
@@ -50,7 +50,7 @@ type refReply struct {
 
 func lanceRefOps(t *testing.T, node, ref string, reqs ...refRequest) []refReply {
 	t.Helper()
-	replies, err := lanceref.Ask[refRequest, refReply](script(node, ref), "lance-ops.mjs", reqs)
+	replies, err := lancereftest.Ask[refRequest, refReply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // opRequest asks lance-ops.mjs to do one thing with real Lance.
@@ -59,7 +59,7 @@ func lanceOps(t *testing.T, node, ref string, reqs ...opRequest) []opReply {
 // runLanceOps is lanceOps returning its error, for use off the test's
 // goroutine (where t.Fatal would hang the test).
 func runLanceOps(node, ref string, reqs ...opRequest) ([]opReply, error) {
-	replies, err := lanceref.Ask[opRequest, opReply](script(node, ref), "lance-ops.mjs", reqs)
+	replies, err := lancereftest.Ask[opRequest, opReply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
 		return replies, err
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/fixturetest/manifestedit"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
+	"github.com/lancerdb/lancer/internal/manifesttest"
 )
 
 // optimizeRequest asks lance-ops.mjs for Lance's optimize: compaction with
@@ -55,7 +55,7 @@ type optimizeReply struct {
 func lanceOptimize(t *testing.T, node, ref, uri string) optimizeReply {
 	t.Helper()
 	zero := int64(0)
-	replies, err := lanceref.Ask[optimizeRequest, optimizeReply](script(node, ref), "lance-ops.mjs",
+	replies, err := lancereftest.Ask[optimizeRequest, optimizeReply](script(node, ref), "lance-ops.mjs",
 		[]optimizeRequest{{URI: uri, Op: "optimize", CleanupOlderThanMs: &zero}})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestBranchCleanupInterop(t *testing.T) {
 		t.Fatalf("branch manifests: %v %v", manifests, err)
 	}
 	for _, path := range manifests {
-		manifestedit.Edit(t, path, func(m *manifest.Manifest) {
+		manifesttest.Edit(t, path, func(m *manifest.Manifest) {
 			for i, bp := range m.BasePaths {
 				if rest, ok := strings.CutPrefix(bp.Path, recorded); ok {
 					m.BasePaths[i].Path = uri + rest
@@ -366,7 +366,7 @@ func checkQueries(t *testing.T, node, ref, uri string, filters []string) {
 	for _, f := range filters {
 		reqs = append(reqs, opRequest{URI: uri, Op: "query", Filter: f})
 	}
-	replies, err := lanceref.Ask[opRequest, reply](script(node, ref), "lance-ops.mjs", reqs)
+	replies, err := lancereftest.Ask[opRequest, reply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

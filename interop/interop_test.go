@@ -15,20 +15,20 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // lanceRef returns node and the folder holding the installed Lance
 // reference, failing the test when either is missing.
 func lanceRef(t *testing.T) (node, ref string) {
 	t.Helper()
-	r := lanceref.ForTest(t)
+	r := lancereftest.ForTest(t)
 	return r.Node, r.Dir
 }
 
 // script is the reference for running the scripts of this directory.
-func script(node, ref string) lanceref.Ref {
-	return lanceref.Ref{Node: node, Dir: ref, Scripts: "."}
+func script(node, ref string) lancereftest.Ref {
+	return lancereftest.Ref{Node: node, Dir: ref, Scripts: "."}
 }
 
 // request asks lance-rows.mjs for one state of one dataset.
@@ -47,7 +47,7 @@ type reply struct {
 // lanceRows reads every request with real Lance, in one node process.
 func lanceRows(t *testing.T, node, ref string, reqs []request) []reply {
 	t.Helper()
-	replies, err := lanceref.Ask[request, reply](script(node, ref), "lance-rows.mjs", reqs)
+	replies, err := lancereftest.Ask[request, reply](script(node, ref), "lance-rows.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // graphRequest asks lance-ops.mjs for a branch operation.
@@ -37,7 +37,7 @@ type graphReply struct {
 
 func graphOps(t *testing.T, node, ref string, reqs ...graphRequest) []graphReply {
 	t.Helper()
-	replies, err := lanceref.Ask[graphRequest, graphReply](script(node, ref), "lance-ops.mjs", reqs)
+	replies, err := lancereftest.Ask[graphRequest, graphReply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
-	"github.com/lancerdb/lancer/internal/versitygw"
+	"github.com/lancerdb/lancer/internal/lancereftest"
+	"github.com/lancerdb/lancer/internal/s3test"
 )
 
 // s3Request asks lance-s3.mjs to do one thing with real Lance on S3.
@@ -40,8 +40,8 @@ type s3Reply struct {
 // the test on any error.
 func s3Lance(t *testing.T, reqs ...s3Request) []s3Reply {
 	t.Helper()
-	r := lanceref.ForTest(t)
-	replies, err := lanceref.Ask[s3Request, s3Reply](script(r.Node, r.Dir), "lance-s3.mjs", reqs)
+	r := lancereftest.ForTest(t)
+	replies, err := lancereftest.Ask[s3Request, s3Reply](script(r.Node, r.Dir), "lance-s3.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func s3Records(from, to int64) array.RecordReader {
 
 // s3LancerRows reads a version with lancer through a store of its own,
 // row ids included, in the fixture encoding.
-func s3LancerRows(t *testing.T, srv *versitygw.Server, uri string, version uint64) [][]byte {
+func s3LancerRows(t *testing.T, srv *s3test.Server, uri string, version uint64) [][]byte {
 	t.Helper()
 	ctx := context.Background()
 	store, err := blob.OpenWithOptions(ctx, uri, srv.Options())
@@ -127,7 +127,7 @@ func s3LancerRows(t *testing.T, srv *versitygw.Server, uri string, version uint6
 // s3Agree checks that lancer and real Lance list the same versions of the
 // dataset at uri, and read the same rows (row ids included) and counts at
 // each, which must be wantRows[i] rows at version i+1.
-func s3Agree(t *testing.T, srv *versitygw.Server, uri string, wantRows []int) {
+func s3Agree(t *testing.T, srv *s3test.Server, uri string, wantRows []int) {
 	t.Helper()
 	ctx := context.Background()
 	store, err := blob.OpenWithOptions(ctx, uri, srv.Options())
@@ -169,7 +169,7 @@ func s3Agree(t *testing.T, srv *versitygw.Server, uri string, wantRows []int) {
 // environment variables instead.
 func TestS3LancerWritesLanceReads(t *testing.T) {
 	ctx := context.Background()
-	srv := versitygw.ForTest(t, "lancer-writes")
+	srv := s3test.ForTest(t, "lancer-writes")
 	uri := srv.URI("db/mixed.lance")
 	store, err := blob.OpenWithOptions(ctx, uri, srv.Options())
 	if err != nil {
@@ -232,7 +232,7 @@ func TestS3LancerWritesLanceReads(t *testing.T) {
 // Lance reads the result.
 func TestS3LanceWritesLancerReads(t *testing.T) {
 	ctx := context.Background()
-	srv := versitygw.ForTest(t, "lance-writes")
+	srv := s3test.ForTest(t, "lance-writes")
 	uri := srv.URI("db/theirs.lance")
 	o := srv.Options()
 	replies := s3Lance(t,

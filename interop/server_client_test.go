@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/internal/lanceref"
-	"github.com/lancerdb/lancer/internal/versitygw"
+	"github.com/lancerdb/lancer/internal/lancereftest"
+	"github.com/lancerdb/lancer/internal/s3test"
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -33,7 +33,7 @@ import (
 // full-text search).
 // Then real Lance opens the table the server wrote, from disk.
 func TestServerClient(t *testing.T) {
-	ref := lanceref.ForTest(t)
+	ref := lancereftest.ForTest(t)
 	dataDir := t.TempDir()
 	runClientScenario(t, ref, server.Options{DataDir: dataDir}, clientTarget{
 		location: dataDir,
@@ -61,8 +61,8 @@ func TestServerClient(t *testing.T) {
 // it succeeded, or the step would have failed with another error), so its
 // table "empty" is still listed at the end.
 func TestServerClientS3(t *testing.T) {
-	ref := lanceref.ForTest(t)
-	gw := versitygw.ForTest(t, "lancer-server")
+	ref := lancereftest.ForTest(t)
+	gw := s3test.ForTest(t, "lancer-server")
 	uri := gw.URI("db")
 	bucket, err := blob.OpenWithOptions(context.Background(), uri, gw.Options())
 	if err != nil {
@@ -121,7 +121,7 @@ func rowIDs(rows []json.RawMessage) ([]float64, error) {
 
 // runClientScenario serves opts (with a key and a log added) and runs
 // lancedb-client.mjs against it, checking every step.
-func runClientScenario(t *testing.T, ref lanceref.Ref, opts server.Options, target clientTarget) {
+func runClientScenario(t *testing.T, ref lancereftest.Ref, opts server.Options, target clientTarget) {
 	const key = "sk-lancer-test"
 	var logs bytes.Buffer
 	opts.APIKey, opts.Addr = key, "127.0.0.1:0"

@@ -11,7 +11,7 @@
 // playwright-core; LANCER_URL, the server's base URL; LANCER_API_KEY;
 // LANCER_ARTIFACTS, where screenshots go; LANCER_TABLE (a table with an
 // image and a vector column) and LANCER_BRANCH (a branch of it); CHROMIUM,
-// the browser (default /usr/bin/chromium). The Go test (ui_e2e_test.go)
+// the browser (default /usr/bin/chromium). The Go test (cmd/lancer/internal/demo/ui_e2e_test.go)
 // starts the server and checks the result.
 import { createRequire } from 'node:module';
 import fs from 'node:fs';

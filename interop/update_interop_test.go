@@ -20,7 +20,7 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // updRequest asks lance-ops.mjs for an update or a merge insert.
@@ -53,7 +53,7 @@ type updReply struct {
 // error.
 func lanceUpdates(t *testing.T, node, ref string, reqs ...updRequest) []updReply {
 	t.Helper()
-	replies, err := lanceref.Ask[updRequest, updReply](script(node, ref), "lance-ops.mjs", reqs)
+	replies, err := lancereftest.Ask[updRequest, updReply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/lanceref"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -51,7 +51,7 @@ type vecReply struct {
 
 func vecOps(t *testing.T, node, ref string, reqs ...vecRequest) []vecReply {
 	t.Helper()
-	replies, err := lanceref.Ask[vecRequest, vecReply](script(node, ref), "lance-ops.mjs", reqs)
+	replies, err := lancereftest.Ask[vecRequest, vecReply](script(node, ref), "lance-ops.mjs", reqs)
 	if err != nil {
 		t.Fatal(err)
 	}

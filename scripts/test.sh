@@ -22,7 +22,7 @@ unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
 
-echo "== Chromium (the browser UI test, interop/ui_e2e_test.go, drives /usr/bin/chromium)"
+echo "== Chromium (the browser UI test, cmd/lancer/internal/demo/ui_e2e_test.go, drives /usr/bin/chromium)"
 if [ ! -x /usr/bin/chromium ]; then
 	sudo=""
 	if [ "$(id -u)" != 0 ]; then
@@ -43,7 +43,7 @@ node -e "require('$ref/node_modules/@lancedb/lancedb')" || die "the Lance refere
 node -e "require('$ref/node_modules/playwright-core')" || die "playwright-core (for the browser UI test) does not load"
 export LANCER_LANCE_REF=$ref
 
-echo "== versitygw (the local S3 server of the S3 tests and bench -suite=s3; internal/versitygw finds it in .cache/bin)"
+echo "== versitygw (the local S3 server of the S3 tests and bench -suite=s3; internal/s3test finds it in .cache/bin)"
 GOBIN=$repo/.cache/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 || die "go install of versitygw failed"
 
 echo "== installing Azurite (Azure blob emulator for the az:// tests in blob/ and dataset/), pinned"

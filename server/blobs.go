@@ -19,6 +19,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // The blob endpoints (phalanx-version 0.5.0): fetch_blobs answers the
@@ -68,7 +69,7 @@ func blobColumnOf(ds *dataset.Dataset, column string) (isBlob bool, err error) {
 	switch {
 	case f == nil:
 		return false, fmt.Errorf("no column %q in version %d: %w", column, ds.Version(), lancer.ErrNotFound)
-	case f.Blob != format.NotBlob:
+	case f.Blob != schema.NotBlob:
 		return true, nil
 	case isBinaryType(f.Type):
 		return false, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -66,11 +67,11 @@ func writeBlobTable(t *testing.T, root blob.Store, name, kind string, salt int) 
 		bf = arrow.Field{Name: "blob", Nullable: true, Type: arrow.StructOf(
 			arrow.Field{Name: "data", Type: arrow.BinaryTypes.LargeBinary, Nullable: true},
 			arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
-		), Metadata: arrow.NewMetadata([]string{format.MetaExtensionName}, []string{format.BlobV2Extension})}
+		), Metadata: arrow.NewMetadata([]string{schema.MetaExtensionName}, []string{schema.BlobV2Extension})}
 	case kindLegacy:
 		v = format.Version2_1
 		bf = arrow.Field{Name: "blob", Type: arrow.BinaryTypes.LargeBinary, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{format.MetaBlob}, []string{"true"})}
+			Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})}
 	default:
 		bf = arrow.Field{Name: "blob", Type: arrow.BinaryTypes.LargeBinary, Nullable: true}
 	}

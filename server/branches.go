@@ -97,7 +97,7 @@ func (s *Server) createBranch(w http.ResponseWriter, r *http.Request) error {
 	return s.write(w, r, r.PathValue("id"), func(ctx context.Context) (any, error) {
 		_, err := branch.CreateBranch(ctx, root, body.Name, from, nil)
 		switch {
-		case errors.Is(err, lancer.ErrAlreadyExists):
+		case errors.Is(err, branch.ErrBranchExists):
 			return nil, &apiError{status: http.StatusConflict, code: codeAlreadyExists, msg: fmt.Sprintf("branch %q already exists", body.Name), err: err}
 		case errors.Is(err, lancer.ErrNotFound):
 			return nil, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: fmt.Sprintf("source %s: %v", from, err), err: err}
@@ -117,7 +117,7 @@ func (s *Server) deleteBranch(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.write(w, r, r.PathValue("id"), func(ctx context.Context) (any, error) {
 		_, err := branch.DeleteBranch(ctx, root, body.Name, nil)
-		if errors.Is(err, lancer.ErrNotFound) {
+		if errors.Is(err, branch.ErrNoSuchBranch) {
 			return nil, branchNotFound(body.Name, err)
 		}
 		if err != nil {
@@ -204,10 +204,10 @@ func fromBranch(b branchBody) string {
 // merge base.
 func branchVsMain(ctx context.Context, root blob.Store, name string) (*branchDiff, error) {
 	b, err := branch.GetBranch(ctx, root, name)
+	if errors.Is(err, branch.ErrNoSuchBranch) {
+		return nil, branchNotFound(name, err)
+	}
 	if err != nil {
-		if errors.Is(err, lancer.ErrNotFound) {
-			return nil, branchNotFound(name, err)
-		}
 		return nil, err
 	}
 	main, err := branch.Open(ctx, root, branch.Ref{}, nil)
@@ -218,17 +218,13 @@ func branchVsMain(ctx context.Context, root blob.Store, name string) (*branchDif
 	if err != nil {
 		return nil, err
 	}
-	baseLine, baseVersion, err := branch.MergeBase(ctx, root, name, bd.Version(), branch.Main, main.Version())
+	base, err := branch.MergeBase(ctx, root, branch.Ref{Branch: name, Version: bd.Version()}, branch.Ref{Version: main.Version()})
 	if err != nil {
 		return nil, err
 	}
-	base := branch.Ref{Version: baseVersion}
-	if baseLine != branch.Main {
-		base.Branch = baseLine
-	}
 	out := &branchDiff{
 		FromBranch: name, ParentVersion: b.ParentVersion, MainVersion: main.Version(), BranchVersion: bd.Version(),
-		BaseMoved:      !(baseLine == branch.Main && baseVersion == main.Version()),
+		BaseMoved:      base != branch.Ref{Version: main.Version()},
 		AddedColumns:   []columnSummary{},
 		RemovedColumns: []columnSummary{},
 		ChangedColumns: []columnChange{},
@@ -424,7 +420,7 @@ func (s *Server) mergeBranch(w http.ResponseWriter, r *http.Request) error {
 		if fail.Report != nil && fail.Report.Conflicts != nil {
 			out["conflicts"] = fail.Report.Conflicts
 		}
-	case errors.Is(err, lancer.ErrNotFound):
+	case errors.Is(err, branch.ErrNoSuchBranch):
 		return branchNotFound(from, err)
 	case err != nil:
 		return err

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // The column endpoints: the client's addColumns (SQL expressions),
@@ -180,14 +180,14 @@ func (s *Server) dropColumns(w http.ResponseWriter, r *http.Request) error {
 }
 
 // fieldAt returns the field at a dotted path ("meta.source"), or nil.
-func fieldAt(s *format.Schema, path string) *format.Field {
+func fieldAt(s *schema.Schema, path string) *schema.Field {
 	parts := strings.Split(path, ".")
 	f := s.Field(parts[0])
 	for _, p := range parts[1:] {
 		if f == nil {
 			return nil
 		}
-		var next *format.Field
+		var next *schema.Field
 		for _, c := range f.Children {
 			if c.Name == p {
 				next = c
@@ -205,7 +205,7 @@ func lastSegment(path string) string {
 
 // sameType reports whether the client's JSON data type (Lance's JSON
 // schema type, {"type": "int32"}) is the field's own type.
-func sameType(f *format.Field, dt json.RawMessage) (bool, error) {
+func sameType(f *schema.Field, dt json.RawMessage) (bool, error) {
 	var want jsonType
 	if err := json.Unmarshal(dt, &want); err != nil {
 		return false, invalidf("alter_columns: malformed data_type %s", dt)

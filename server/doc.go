@@ -272,6 +272,14 @@
 // manifest file is unchanged (size and modification time), so a table
 // dropped and written again is never served from a stale entry.
 //
+// What reads load — data file readers, deletion vectors, vector index
+// front matter and partitions, per-fragment search state — lives in one
+// byte-bounded cache (package cache) that every table and version the
+// server opens or writes shares: Options.CacheBytes, DefaultCacheBytes
+// (4 GiB) by default, lancer serve --cache-size. A new version thus reads
+// only what its new fragments hold; /metrics shows the cache's counters
+// (lancer_read_cache_*).
+//
 // # Memory
 //
 // Request bodies are held in memory while they are served, and bounded

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	lcache "github.com/lancerdb/lancer/cache"
 )
 
 // metrics are the server's counters, served at GET /metrics in
@@ -23,6 +25,10 @@ import (
 //	lancer_commits_total{operation}                      counter: writes committed, by endpoint
 //	lancer_dataset_cache_hits_total, _misses_total       counters
 //	lancer_dataset_cache_entries                         gauge
+//	lancer_read_cache_hits_total, _misses_total,         counters: the byte-bounded cache
+//	  _evictions_total                                   every table shares (Options.CacheBytes)
+//	lancer_read_cache_bytes{kind}, _limit_bytes,         gauges (kind: what is kept: reader,
+//	  _entries                                           deletions, index, index-partition, search)
 //
 // endpoint is the route ("POST /v1/table/{id}/query"), never the raw path,
 // so that table names do not multiply the series; requests refused before
@@ -115,12 +121,12 @@ func commitOp(pattern string) string {
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("content-type", "text/plain; version=0.0.4; charset=utf-8")
 	bw := bufio.NewWriter(w)
-	s.metrics.write(bw, s.cache)
+	s.metrics.write(bw, s.cache, s.readCache.Stats())
 	return bw.Flush()
 }
 
 // write prints every metric, series sorted by label values.
-func (m *metrics) write(w *bufio.Writer, cache *datasetCache) {
+func (m *metrics) write(w *bufio.Writer, cache *datasetCache, rc lcache.Stats) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	header := func(name, typ, help string) {
@@ -183,6 +189,21 @@ func (m *metrics) write(w *bufio.Writer, cache *datasetCache) {
 	fmt.Fprintf(w, "lancer_dataset_cache_misses_total %d\n", misses)
 	header("lancer_dataset_cache_entries", "gauge", "Opened versions held in the cache.")
 	fmt.Fprintf(w, "lancer_dataset_cache_entries %d\n", cache.len())
+
+	header("lancer_read_cache_hits_total", "counter", "Lookups the read cache answered.")
+	fmt.Fprintf(w, "lancer_read_cache_hits_total %d\n", rc.Hits)
+	header("lancer_read_cache_misses_total", "counter", "Lookups that loaded a value (a file reader, deletion vector, index part or search state).")
+	fmt.Fprintf(w, "lancer_read_cache_misses_total %d\n", rc.Misses)
+	header("lancer_read_cache_evictions_total", "counter", "Values dropped to keep the read cache within its limit.")
+	fmt.Fprintf(w, "lancer_read_cache_evictions_total %d\n", rc.Evictions)
+	header("lancer_read_cache_bytes", "gauge", "Bytes held in the read cache, by kind of value.")
+	for _, ns := range sortedKeys(rc.BytesByNamespace) {
+		fmt.Fprintf(w, "lancer_read_cache_bytes{kind=%s} %d\n", quote(strings.TrimPrefix(ns, "dataset.")), rc.BytesByNamespace[ns])
+	}
+	header("lancer_read_cache_limit_bytes", "gauge", "The read cache's bound on its bytes.")
+	fmt.Fprintf(w, "lancer_read_cache_limit_bytes %d\n", rc.Limit)
+	header("lancer_read_cache_entries", "gauge", "Values held in the read cache.")
+	fmt.Fprintf(w, "lancer_read_cache_entries %d\n", rc.Entries)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

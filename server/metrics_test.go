@@ -125,7 +125,7 @@ next:
 }
 
 func TestServerMetrics(t *testing.T) {
-	s, _ := newServer(t, server.Options{})
+	s, _ := newServer(t, server.Options{CacheBytes: 8 << 20})
 	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != http.StatusOK {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
@@ -169,12 +169,23 @@ func TestServerMetrics(t *testing.T) {
 		{"lancer_query_rows_searched_total", []string{"kind", "search"}, 22},
 		{"lancer_commits_total", []string{"operation", "insert"}, 3},
 		{"lancer_commits_total", []string{"operation", "create"}, 1},
+		{"lancer_read_cache_limit_bytes", nil, 8 << 20},
 	}
 	for _, c := range checks {
 		got, ok := find(samples, c.name, c.labels...)
 		if !ok || got != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
+	}
+	// The read cache holds the tables' file readers and the vectors the
+	// searches scored.
+	for _, kind := range []string{"reader", "search"} {
+		if got, ok := find(samples, "lancer_read_cache_bytes", "kind", kind); !ok || got <= 0 {
+			t.Errorf("lancer_read_cache_bytes{kind=%q} = %v (found %v)", kind, got, ok)
+		}
+	}
+	if got, _ := find(samples, "lancer_read_cache_misses_total"); got <= 0 {
+		t.Errorf("lancer_read_cache_misses_total = %v", got)
 	}
 	for _, s := range samples {
 		if strings.Contains(s.labels["endpoint"], "/t/") {
@@ -183,5 +194,30 @@ func TestServerMetrics(t *testing.T) {
 	}
 	if testing.Verbose() {
 		fmt.Println(rec.Body.String())
+	}
+}
+
+// TestServerReadCacheShared: every table the server serves reads through
+// its one read cache.
+func TestServerReadCacheShared(t *testing.T) {
+	s, _ := newServer(t, server.Options{})
+	misses := func() float64 {
+		rec := do(t, s, "GET", "/metrics", nil, nil)
+		v, _ := find(parseMetrics(t, rec.Body.String()), "lancer_read_cache_misses_total")
+		return v
+	}
+	last := misses()
+	for _, table := range []string{"a", "b"} {
+		if rec := do(t, s, "POST", "/v1/table/"+table+"/create/", rows(t, 5, true), arrowBody); rec.Code != http.StatusOK {
+			t.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
+		if rec := do(t, s, "POST", "/v1/table/"+table+"/query/", []byte(`{"vector":[1,1],"k":3}`), nil); rec.Code != 200 {
+			t.Fatalf("query: %d %s", rec.Code, rec.Body)
+		}
+		if now := misses(); now <= last {
+			t.Fatalf("a search of table %s loaded nothing into the server's cache (%v misses, %v before)", table, now, last)
+		} else {
+			last = now
+		}
 	}
 }

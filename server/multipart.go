@@ -591,7 +591,7 @@ func (s *Server) commitParts(ctx context.Context, name string, u *upload, parts 
 	}
 	defer data.Release()
 	if u.overwrite {
-		ds, err = dataset.Write(ctx, ds.Store(), data, &dataset.WriteOptions{Mode: dataset.WriteOverwrite})
+		ds, err = dataset.Write(ctx, ds.Store(), data, &dataset.WriteOptions{Mode: dataset.WriteOverwrite, Cache: s.readCache})
 	} else {
 		ds, err = ds.Append(ctx, data, nil)
 	}

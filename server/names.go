@@ -92,7 +92,7 @@ func (s *Server) tableFolders(ctx context.Context) ([]string, error) {
 
 // openOptions are the options tables are opened with.
 func (s *Server) openOptions() *dataset.OpenOptions {
-	return &dataset.OpenOptions{StorageOptions: s.storageOptions}
+	return &dataset.OpenOptions{StorageOptions: s.storageOptions, Cache: s.readCache}
 }
 
 // tableExists reports whether a table has a committed version.
@@ -125,10 +125,7 @@ func (s *Server) open(ctx context.Context, name string, version uint64, branchNa
 		if err != nil {
 			return nil, err
 		}
-		line := store
-		if branchName != "" {
-			line = blob.Sub(store, "tree/"+branchName)
-		}
+		line := branch.Store(store, branchName)
 		// On an error (no such table or branch) the uncached path below
 		// finds the same and reports it.
 		if latest, err := s.cache.latestVersion(ctx, name, branchName, line); err == nil {

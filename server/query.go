@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // queryBody is the body of query/ (spec §6.4). Numbers are json.Number,
@@ -458,7 +458,7 @@ func (s *Server) search(r *http.Request, p *preparedQuery, emit func(arrow.Recor
 // vectorColumn picks the column to search: the one named, else the only
 // fixed-size-list column of floats, else the only one of the query's
 // dimension.
-func vectorColumn(s *format.Schema, named string, dim int) (string, error) {
+func vectorColumn(s *schema.Schema, named string, dim int) (string, error) {
 	if named != "" {
 		return named, nil
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	lcache "github.com/lancerdb/lancer/cache"
 )
 
 // PhalanxVersion is the server version sent in the phalanx-version header
@@ -118,6 +119,11 @@ type Options struct {
 	// reuse across requests (see datasetCache). Default DefaultCacheSize;
 	// negative disables the cache.
 	CacheSize int
+	// CacheBytes bounds the one read cache every table the server opens
+	// shares (dataset.OpenOptions.Cache: data file readers, deletion
+	// vectors, vector index parts, per-fragment search state). Default
+	// DefaultCacheBytes; negative: nothing is kept.
+	CacheBytes int64
 	// MultipartMaxBytes caps the bytes staged by all multipart uploads
 	// of this server together (under .lancer-uploads/ in the data
 	// location). Default
@@ -165,6 +171,10 @@ type Server struct {
 
 	mu     sync.Mutex
 	tables map[string]*tableState // by name; entries live as long as the server
+
+	// readCache is the one read cache of every table opened
+	// (Options.CacheBytes).
+	readCache *lcache.Cache
 }
 
 // tableState is what the server keeps per table name: a lock that
@@ -174,6 +184,10 @@ type tableState struct {
 	mu    sync.Mutex
 	dedup dedupCache
 }
+
+// DefaultCacheBytes is the default bound of the read cache every table
+// shares (Options.CacheBytes): 4 GiB, filled only as reads need it.
+const DefaultCacheBytes = 4 << 30
 
 // New returns a server over the tables of opts.Data (or opts.DataDir, or
 // opts.Root). It fails with an error wrapping lancer.ErrInvalidArgument
@@ -216,6 +230,14 @@ func New(opts Options) (*Server, error) {
 	if ls, ok := root.(*blob.LocalStore); ok {
 		s.dir = ls.Root()
 	}
+	cacheBytes := opts.CacheBytes
+	switch {
+	case cacheBytes == 0:
+		cacheBytes = DefaultCacheBytes
+	case cacheBytes < 0:
+		cacheBytes = 0
+	}
+	s.readCache, _ = lcache.New(cacheBytes) // fails only for a negative limit
 	s.uploads = newUploadStore(root, s.dir, opts.MultipartMaxBytes, opts.MultipartTTL)
 	switch {
 	case opts.CacheSize == 0:

@@ -382,7 +382,7 @@ func (s *Server) createTable(w http.ResponseWriter, r *http.Request) error {
 		if mode == "overwrite" {
 			wm = dataset.WriteOverwrite
 		}
-		ds, err := dataset.Write(ctx, store, data, &dataset.WriteOptions{Mode: wm})
+		ds, err := dataset.Write(ctx, store, data, &dataset.WriteOptions{Mode: wm, Cache: s.readCache})
 		if err != nil {
 			if errors.Is(err, lancer.ErrAlreadyExists) {
 				return nil, &apiError{status: http.StatusBadRequest, code: codeAlreadyExists,
@@ -585,7 +585,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request) error {
 		}
 		defer data.Release()
 		if mode == "overwrite" {
-			ds, err = dataset.Write(ctx, ds.Store(), data, &dataset.WriteOptions{Mode: dataset.WriteOverwrite})
+			ds, err = dataset.Write(ctx, ds.Store(), data, &dataset.WriteOptions{Mode: dataset.WriteOverwrite, Cache: s.readCache})
 		} else {
 			ds, err = ds.Append(ctx, data, nil)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/rowjson"
 )
 
@@ -86,31 +87,25 @@ func (s *Server) uiResolve(ctx context.Context, name, ref string) (*uiState, err
 		}
 		return nil, invalidf("ref %q: %v", ref, err)
 	}
-	if rf.Tag != "" {
-		tag, err := branch.GetTag(ctx, st.root, rf.Tag)
-		if err != nil {
-			if errors.Is(err, lancer.ErrNotFound) {
-				if terr := tableMissing(); terr != nil {
-					return nil, terr
-				}
-				return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
-					msg: fmt.Sprintf("table %q has no tag %q", name, rf.Tag), err: err}
-			}
-			return nil, err
+	resolved, err := branch.Resolve(ctx, st.root, rf)
+	if errors.Is(err, branch.ErrNoSuchTag) || errors.Is(err, branch.ErrNoSuchBranch) {
+		if terr := tableMissing(); terr != nil {
+			return nil, terr
 		}
-		rf = branch.Ref{Branch: tag.Branch, Version: tag.Version}
-	}
-	if rf.Branch != "" && rf.Branch != branch.Main {
-		if _, err := branch.GetBranch(ctx, st.root, rf.Branch); err != nil {
-			if errors.Is(err, lancer.ErrNotFound) {
-				if terr := tableMissing(); terr != nil {
-					return nil, terr
-				}
-				return nil, branchNotFound(rf.Branch, err)
-			}
-			return nil, err
+		switch {
+		case errors.Is(err, branch.ErrNoSuchTag):
+			return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
+				msg: fmt.Sprintf("table %q has no tag %q", name, rf.Tag), err: err}
+		case rf.Branch != "":
+			return nil, branchNotFound(rf.Branch, err)
 		}
+		// A tag naming a branch that is gone: the error names the branch.
+		return nil, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: err.Error(), err: err}
 	}
+	if err != nil {
+		return nil, err
+	}
+	rf = resolved
 	ds, err := s.open(ctx, name, rf.Version, rf.Branch)
 	if err != nil {
 		return nil, err
@@ -441,7 +436,7 @@ func (s *Server) uiCell(w http.ResponseWriter, r *http.Request) error {
 		rest io.Reader
 		size int64
 	)
-	if f.Blob != format.NotBlob {
+	if f.Blob != schema.NotBlob {
 		br, err := st.ds.OpenBlob(ctx, column, id)
 		if err != nil {
 			return uiRowNotFound(st, id, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -139,7 +140,7 @@ func uiFixture(t *testing.T) string {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "photo", Type: arrow.BinaryTypes.LargeBinary, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{format.MetaBlob}, []string{"true"})},
+			Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})},
 		{Name: "raw", Type: arrow.BinaryTypes.Binary, Nullable: true},
 	}, nil)
 	b := array.NewRecordBuilder(mem, schema)

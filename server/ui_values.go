@@ -19,6 +19,7 @@ import (
 
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/rowjson"
 )
 
@@ -102,7 +103,7 @@ func uiColumns(ctx context.Context, ds *dataset.Dataset) ([]uiColumn, error) {
 	var cols []uiColumn
 	var sniff []string // binary and blob columns
 	for _, f := range ds.Schema().Fields {
-		c := uiColumn{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable, Kind: kindOther, Blob: f.Blob != format.NotBlob}
+		c := uiColumn{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable, Kind: kindOther, Blob: f.Blob != schema.NotBlob}
 		switch t := f.Type.(type) {
 		case *arrow.FixedSizeListType:
 			switch t.Elem().ID() {

@@ -3,13 +3,13 @@ package vector
 import (
 	"slices"
 
-	"github.com/lancerdb/lancer/internal/baseline"
+	"github.com/lancerdb/lancer/internal/baselinetest"
 )
 
 // clusteredData draws the lance-baseline workload (see package
-// internal/baseline): ncenters centres, n vectors and nq queries.
+// internal/baselinetest): ncenters centres, n vectors and nq queries.
 func clusteredData(n, nq, dim, ncenters int, seed uint32) (vecs, queries []float32) {
-	return baseline.Clustered(n, dim, ncenters, nq, seed)
+	return baselinetest.Clustered(n, dim, ncenters, nq, seed)
 }
 
 // lanceBaselineData is the lance-baseline workload with n rows (200000 in

@@ -127,9 +127,11 @@
 // ranged reader it reads the header, front matter and directory (row ids
 // cost 8 bytes a row, since IDs and filters need them), and loads each
 // partition, checking its CRC-32C and contents, when a search first probes
-// it, into a least-recently-used cache bounded by OpenIVFOptions.CacheBytes
-// (default unbounded); concurrent searches share loads. Search leaves out a
-// partition that fails to load; SearchErr reports the failure (a read
-// error, or lancer.ErrCorrupt naming the partition). Both give exactly the
-// results of the fully decoded index.
+// it, with that search's ctx (no ctx is kept in the index), into a
+// least-recently-used cache bounded by OpenIVFOptions.CacheBytes (default
+// unbounded) or into the caller's OpenIVFOptions.Partitions; concurrent
+// searches share loads. Search fails when a partition it needs fails to
+// load (the ctx's error, a read error, or lancer.ErrCorrupt naming the
+// partition); otherwise it gives exactly the results of the fully decoded
+// index.
 package vector

@@ -2,6 +2,7 @@ package vector
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -232,12 +233,13 @@ func (x *IVF) PartitionSizes() []int {
 	return out
 }
 
-// part returns partition p's data, loading it for a lazily opened index.
-func (x *IVF) part(p int) (*ivfPart, error) {
+// part returns partition p's data, loading it with ctx for a lazily
+// opened index.
+func (x *IVF) part(ctx context.Context, p int) (*ivfPart, error) {
 	if x.lazy == nil {
 		return x.parts[p], nil
 	}
-	return x.lazy.get(x, p)
+	return x.lazy.get(ctx, x, p)
 }
 
 // BuildIVF builds an index over n = len(ids) vectors: vectors holds n rows
@@ -569,25 +571,14 @@ func (x *IVF) probeMetric() Metric { return x.metric }
 // fewer than k. So a filter keeping 0.1% of rows returns exactly the nearest
 // allowed rows.
 //
-// An index opened with OpenIVF loads the partitions a search needs; a
-// partition that cannot be read or is corrupt is left out of Search's
-// result. SearchErr reports it instead.
+// An index opened with OpenIVF loads the partitions a search needs, with
+// ctx. Search fails when a partition it needs cannot be loaded: ctx's
+// error, the read error, or for damaged bytes an error wrapping
+// lancer.ErrCorrupt that names the partition. For an index built by
+// BuildIVF or decoded by UnmarshalIVF it never fails (and ignores ctx).
 //
 // It returns nil when k <= 0 and panics if len(query) != Dim().
-func (x *IVF) Search(query []float32, k int, o *IVFSearchOptions, allow Filter) []Neighbor {
-	res, _ := x.search(query, k, o, allow, true)
-	return res
-}
-
-// SearchErr is Search that fails when a partition it needs cannot be
-// loaded: the read error, or for damaged bytes an error wrapping
-// lancer.ErrCorrupt that names the partition. For an index built by
-// BuildIVF or decoded by UnmarshalIVF it never fails.
-func (x *IVF) SearchErr(query []float32, k int, o *IVFSearchOptions, allow Filter) ([]Neighbor, error) {
-	return x.search(query, k, o, allow, false)
-}
-
-func (x *IVF) search(query []float32, k int, o *IVFSearchOptions, allow Filter, skipErrs bool) ([]Neighbor, error) {
+func (x *IVF) Search(ctx context.Context, query []float32, k int, o *IVFSearchOptions, allow Filter) ([]Neighbor, error) {
 	if len(query) != x.dim {
 		panic(fmt.Sprintf("vector: IVF.Search with a %d-dim query on a %d-dim index", len(query), x.dim))
 	}
@@ -627,7 +618,7 @@ func (x *IVF) search(query []float32, k int, o *IVFSearchOptions, allow Filter, 
 		n := len(x.ids)
 		// In floats: k and ef are the caller's and may be near MaxInt.
 		if est < k || float64(est) <= 32*float64(ef) || float64(est)*float64(probed) < 2*float64(k)*float64(n) {
-			return x.exact(s, k, allow, skipErrs)
+			return x.exact(ctx, s, k, allow)
 		}
 	}
 	t := NewTopK(k)
@@ -646,17 +637,14 @@ func (x *IVF) search(query []float32, k int, o *IVFSearchOptions, allow Filter, 
 		if x.offsets[p] == x.offsets[p+1] {
 			continue
 		}
-		part, err := x.part(p)
+		part, err := x.part(ctx, p)
 		if err != nil {
-			if skipErrs {
-				continue
-			}
 			return nil, err
 		}
 		x.searchPartition(t, p, part, s, k, ef, allow, buf[:])
 	}
 	if allow != nil && t.Len() < k {
-		return x.exact(s, k, allow, skipErrs)
+		return x.exact(ctx, s, k, allow)
 	}
 	return t.Sorted(), nil
 }
@@ -781,12 +769,11 @@ func (x *IVF) partitionOf(pos int) int {
 // exact scores every allowed row: it walks an AllowList no longer than the
 // index and asks any other filter about every row. It loads only the
 // partitions holding allowed rows.
-func (x *IVF) exact(s *ivfScorer, k int, allow Filter, skipErrs bool) ([]Neighbor, error) {
+func (x *IVF) exact(ctx context.Context, s *ivfScorer, k int, allow Filter) ([]Neighbor, error) {
 	t := NewTopK(k)
 	if al, ok := allow.(*AllowList); ok && al.Len() <= uint64(len(x.ids)) {
 		// Walk the list (usually the shorter), looking each id up.
 		lastP := -1
-		var bad map[int]bool // partitions that failed to load
 		var pt *ivfPart
 		for it := al.Bitmap().Iterator(); it.HasNext(); {
 			id := it.Next()
@@ -796,20 +783,10 @@ func (x *IVF) exact(s *ivfScorer, k int, allow Filter, skipErrs bool) ([]Neighbo
 			}
 			pos := int(x.byID[j].pos)
 			p := x.partitionOf(pos)
-			if bad[p] {
-				continue
-			}
 			if p != lastP {
 				var err error
-				if pt, err = x.part(p); err != nil {
-					if !skipErrs {
-						return nil, err
-					}
-					if bad == nil {
-						bad = map[int]bool{}
-					}
-					bad[p] = true
-					continue
+				if pt, err = x.part(ctx, p); err != nil {
+					return nil, err
 				}
 				lastP = p
 			}
@@ -827,11 +804,8 @@ func (x *IVF) exact(s *ivfScorer, k int, allow Filter, skipErrs bool) ([]Neighbo
 			}
 			if pt == nil {
 				var err error
-				if pt, err = x.part(p); err != nil {
-					if !skipErrs {
-						return nil, err
-					}
-					break
+				if pt, err = x.part(ctx, p); err != nil {
+					return nil, err
 				}
 			}
 			t.Push(id, s.dist(p, pt, pos-lo))

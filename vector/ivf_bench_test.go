@@ -57,14 +57,14 @@ func seqIDs(n int) []uint64 {
 // ivfMeasure returns recall@10 over the queries and sequential QPS.
 func ivfMeasure(x *IVF, s *ivfBenchSet, o *IVFSearchOptions, minTime time.Duration) (recall, qps float64) {
 	for q := range s.truth {
-		recall += recallAt(x.Search(s.queries[q*128:(q+1)*128], 10, o, nil), s.truth[q])
+		recall += recallAt(searchIVF(x, s.queries[q*128:(q+1)*128], 10, o, nil), s.truth[q])
 	}
 	recall /= float64(len(s.truth))
 	start := time.Now()
 	count := 0
 	for time.Since(start) < minTime {
 		for q := range s.truth {
-			x.Search(s.queries[q*128:(q+1)*128], 10, o, nil)
+			searchIVF(x, s.queries[q*128:(q+1)*128], 10, o, nil)
 		}
 		count += len(s.truth)
 	}
@@ -151,7 +151,7 @@ func BenchmarkIVFSearch(b *testing.B) {
 			recall, _ := ivfMeasure(x, s, &so, 0)
 			for i := 0; b.Loop(); i++ {
 				q := i % 100
-				x.Search(s.queries[q*128:(q+1)*128], 10, &so, nil)
+				searchIVF(x, s.queries[q*128:(q+1)*128], 10, &so, nil)
 			}
 			b.ReportMetric(recall, "recall@10")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "QPS")
@@ -205,7 +205,7 @@ func TestIVFPQClusteredBench(t *testing.T) {
 		for _, refine := range []int{10} {
 			search := func(q int) []Neighbor {
 				query := s.queries[q*128 : (q+1)*128]
-				return Rerank(s.vecs, 128, query, x.Search(query, 10*refine, so, nil), 10, L2)
+				return Rerank(s.vecs, 128, query, searchIVF(x, query, 10*refine, so, nil), 10, L2)
 			}
 			recall := 0.0
 			for q := range s.truth {

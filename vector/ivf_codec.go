@@ -3,6 +3,7 @@ package vector
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash"
@@ -268,7 +269,9 @@ func (x *IVF) WriteTo(w io.Writer) (int64, error) {
 	}
 	dir := make([]dirEntry, P)
 	for p := 0; p < P && c.err == nil; p++ {
-		pt, err := x.part(p)
+		// io.WriterTo takes no ctx: a lazily opened index reads the
+		// partitions it does not hold uncancellably.
+		pt, err := x.part(context.Background(), p)
 		if err != nil {
 			return c.n, err
 		}
@@ -335,7 +338,8 @@ func UnmarshalIVF(data []byte) (*IVF, error) {
 	if binary.LittleEndian.Uint16(data[8:]) == ivfVersion1 {
 		return unmarshalIVFv1(data)
 	}
-	x, err := openIVF(int64(len(data)), func(off, n int64) ([]byte, error) {
+	ctx := context.Background() // the reads are of data, in memory
+	x, err := openIVF(ctx, int64(len(data)), func(_ context.Context, off, n int64) ([]byte, error) {
 		return data[off : off+n], nil
 	}, nil)
 	if err != nil {
@@ -344,7 +348,7 @@ func UnmarshalIVF(data []byte) (*IVF, error) {
 	lz := x.lazy
 	parts := make([]*ivfPart, x.Partitions())
 	for p := range parts {
-		if parts[p], err = lz.load(x, p); err != nil {
+		if parts[p], err = lz.load(ctx, x, p); err != nil {
 			return nil, err
 		}
 	}

@@ -42,8 +42,8 @@ func FuzzUnmarshalIVF(f *testing.F) {
 				return
 			}
 			q := make([]float32, x.Dim())
-			x.Search(q, 3, nil, nil)
-			x.Search(q, 3, &IVFSearchOptions{NProbes: x.Partitions()}, NewAllowList(x.IDs()[:1]...))
+			searchIVF(x, q, 3, nil, nil)
+			searchIVF(x, q, 3, &IVFSearchOptions{NProbes: x.Partitions()}, NewAllowList(x.IDs()[:1]...))
 			again, err := x.MarshalBinary()
 			if err != nil {
 				t.Fatal(err)

@@ -1,7 +1,9 @@
 package vector
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -19,20 +21,48 @@ type OpenIVFOptions struct {
 	// partition in use by a search stays usable by it. Default 0:
 	// unbounded, every partition stays once loaded. A bound below the
 	// largest partition still works, reloading partitions as searches
-	// need them.
+	// need them. Ignored when Partitions is set.
 	CacheBytes int64
+	// Partitions, when set, keeps the loaded partitions instead of the
+	// index's own cache, so that the partitions of many indices (and
+	// whatever else the caller caches) share one budget. Default nil: the
+	// index's own cache, bounded by CacheBytes.
+	Partitions PartitionCache
 }
+
+// PartitionCache keeps the partitions of an index opened with OpenIVF.
+type PartitionCache interface {
+	// Partition returns partition p of the index, calling load when it
+	// is not cached; concurrent calls for one p should share one load.
+	// It returns ctx's error if ctx is done first, and load's error (not
+	// cached) if the load fails.
+	Partition(ctx context.Context, p int, load func(ctx context.Context) (*Partition, error)) (*Partition, error)
+}
+
+// Partition is one loaded partition of an index opened with OpenIVF,
+// opaque and read only: what a PartitionCache keeps.
+type Partition struct{ part *ivfPart }
+
+// Bytes estimates the memory the partition holds (its vectors, codes and
+// graph as held in memory).
+func (p *Partition) Bytes() int64 { return p.part.memBytes() }
 
 // ivfLazy loads the partitions of an index opened with OpenIVF.
 type ivfLazy struct {
 	size   int64
-	readAt func(off, n int64) ([]byte, error)
+	readAt func(ctx context.Context, off, n int64) ([]byte, error)
 	off    []int64 // per partition: first byte
 	length []int64 // per partition: byte length
 	crc    []uint32
-	limit  int64
 	meta   int64 // bytes of the always-loaded part
+	cache  PartitionCache
+	own    *partitionLRU // cache when it is the index's own
+}
 
+// partitionLRU is an index's own partition cache: least recently used
+// partitions out once they hold more than limit bytes (0: unbounded).
+type partitionLRU struct {
+	limit   int64
 	mu      sync.Mutex
 	used    int64
 	tick    uint64
@@ -41,31 +71,33 @@ type ivfLazy struct {
 
 type lazyPart struct {
 	done    chan struct{}
-	part    *ivfPart
+	part    *Partition
 	err     error
 	bytes   int64
 	lastUse uint64
 }
 
 // OpenIVF opens an index of size bytes written by WriteTo without
-// reading it all: readAt(off, n) must return the n bytes at off (exactly n,
-// or an error), and may be called from several goroutines at once.
+// reading it all: readAt(ctx, off, n) must return the n bytes at off
+// (exactly n, or an error), and may be called from several goroutines at
+// once. OpenIVF's reads use ctx; a partition's, the ctx of the Search that
+// loads it.
 //
 // It reads the header, centroids, quantizer, partition radii and sizes,
 // all row ids (8 bytes per row: IDs and filters need them) and the
 // partition directory, checks their CRC-32C and every count against size
 // before allocating, and loads a partition — checking its own CRC-32C and
 // contents — the first time a search probes it, keeping it in a cache
-// bounded by opts.CacheBytes (least recently used first out). Concurrent
-// searches needing the same partition share one load.
+// bounded by opts.CacheBytes (least recently used first out), or in
+// opts.Partitions. Concurrent searches needing the same partition share
+// one load.
 //
 // An index in format version 1 (no directory) is read whole and decoded
 // as by UnmarshalIVF. Damaged front matter is an error wrapping
-// lancer.ErrCorrupt; a partition that fails to load fails the SearchErr
-// that needs it (and is left out of Search), with a read error or
-// lancer.ErrCorrupt naming the partition, and is retried by later
-// searches.
-func OpenIVF(size int64, readAt func(off, n int64) ([]byte, error), opts *OpenIVFOptions) (*IVF, error) {
+// lancer.ErrCorrupt; a partition that fails to load fails the Search
+// that needs it, with a read error or lancer.ErrCorrupt naming the
+// partition, and is retried by later searches.
+func OpenIVF(ctx context.Context, size int64, readAt func(ctx context.Context, off, n int64) ([]byte, error), opts *OpenIVFOptions) (*IVF, error) {
 	var o OpenIVFOptions
 	if opts != nil {
 		o = *opts
@@ -76,7 +108,7 @@ func OpenIVF(size int64, readAt func(off, n int64) ([]byte, error), opts *OpenIV
 	if size < 10 {
 		return nil, ivfCorrupt("header", "%d bytes, shorter than the header", size)
 	}
-	head, err := readAt(0, 10)
+	head, err := readAt(ctx, 0, 10)
 	if err != nil {
 		return nil, fmt.Errorf("vector: ivf index: read header: %w", err)
 	}
@@ -84,22 +116,22 @@ func OpenIVF(size int64, readAt func(off, n int64) ([]byte, error), opts *OpenIV
 		return nil, ivfCorrupt("header", "bad magic %q", head[:8])
 	}
 	if binary.LittleEndian.Uint16(head[8:]) == ivfVersion1 {
-		data, err := readAt(0, size)
+		data, err := readAt(ctx, 0, size)
 		if err != nil {
 			return nil, fmt.Errorf("vector: ivf index: read: %w", err)
 		}
 		return unmarshalIVFv1(data)
 	}
-	return openIVF(size, readAt, &o)
+	return openIVF(ctx, size, readAt, &o)
 }
 
 // openIVF opens a version 2 index (see OpenIVF).
-func openIVF(size int64, readAt func(off, n int64) ([]byte, error), o *OpenIVFOptions) (*IVF, error) {
+func openIVF(ctx context.Context, size int64, readAt func(ctx context.Context, off, n int64) ([]byte, error), o *OpenIVFOptions) (*IVF, error) {
 	le := binary.LittleEndian
 	if size < ivfHeaderLen+4 {
 		return nil, ivfCorrupt("header", "%d bytes, shorter than the %d-byte header and checksum", size, ivfHeaderLen+4)
 	}
-	h, err := readAt(0, ivfHeaderLen)
+	h, err := readAt(ctx, 0, ivfHeaderLen)
 	if err != nil {
 		return nil, fmt.Errorf("vector: ivf index: read header: %w", err)
 	}
@@ -139,11 +171,11 @@ func openIVF(size int64, readAt func(off, n int64) ([]byte, error), o *OpenIVFOp
 	if uint64(metaEnd)+uint64(dirLen)+4 > uint64(size) {
 		return nil, ivfCorrupt("header", "%d partitions of %d rows of dimension %d need %d bytes before the partitions and %d after, have %d in all", P, n, dim, metaEnd, dirLen+4, size)
 	}
-	meta, err := readAt(ivfHeaderLen, metaEnd-ivfHeaderLen)
+	meta, err := readAt(ctx, ivfHeaderLen, metaEnd-ivfHeaderLen)
 	if err != nil {
 		return nil, fmt.Errorf("vector: ivf index: read metadata: %w", err)
 	}
-	tail, err := readAt(size-dirLen-4, dirLen+4)
+	tail, err := readAt(ctx, size-dirLen-4, dirLen+4)
 	if err != nil {
 		return nil, fmt.Errorf("vector: ivf index: read directory: %w", err)
 	}
@@ -201,8 +233,7 @@ func openIVF(size int64, readAt func(off, n int64) ([]byte, error), o *OpenIVFOp
 	lz := &ivfLazy{
 		size: size, readAt: readAt,
 		off: make([]int64, P), length: make([]int64, P), crc: make([]uint32, P),
-		entries: map[int]*lazyPart{},
-		meta:    metaEnd + dirLen + int64(len(x.ids))*16,
+		meta: metaEnd + dirLen + int64(len(x.ids))*16,
 	}
 	next := metaEnd
 	for i := range int(P) {
@@ -230,16 +261,23 @@ func openIVF(size int64, readAt func(off, n int64) ([]byte, error), o *OpenIVFOp
 	if next != size-dirLen-4 {
 		return nil, ivfCorrupt("directory", "partitions end at %d, the directory starts at %d", next, size-dirLen-4)
 	}
-	if o != nil {
-		lz.limit = o.CacheBytes
+	switch {
+	case o != nil && o.Partitions != nil:
+		lz.cache = o.Partitions
+	default:
+		lz.own = &partitionLRU{entries: map[int]*lazyPart{}}
+		if o != nil {
+			lz.own.limit = o.CacheBytes
+		}
+		lz.cache = lz.own
 	}
 	x.lazy = lz
 	return x, nil
 }
 
 // load reads, checks and decodes partition p.
-func (lz *ivfLazy) load(x *IVF, p int) (*ivfPart, error) {
-	b, err := lz.readAt(lz.off[p], lz.length[p])
+func (lz *ivfLazy) load(ctx context.Context, x *IVF, p int) (*ivfPart, error) {
+	b, err := lz.readAt(ctx, lz.off[p], lz.length[p])
 	if err != nil {
 		return nil, fmt.Errorf("vector: ivf index: read partition %d: %w", p, err)
 	}
@@ -253,46 +291,72 @@ func (lz *ivfLazy) load(x *IVF, p int) (*ivfPart, error) {
 	return x.decodePart(p, b[:fixed], b[fixed:])
 }
 
-// get returns partition p, from the cache or loaded.
-func (lz *ivfLazy) get(x *IVF, p int) (*ivfPart, error) {
-	lz.mu.Lock()
-	lz.tick++
-	e, ok := lz.entries[p]
-	if ok {
-		e.lastUse = lz.tick
-		lz.mu.Unlock()
-		<-e.done
-		return e.part, e.err
-	}
-	e = &lazyPart{done: make(chan struct{}), lastUse: lz.tick}
-	lz.entries[p] = e
-	lz.mu.Unlock()
-
-	part, err := lz.load(x, p)
-	lz.mu.Lock()
-	e.part, e.err = part, err
+// get returns partition p, from the cache or loaded with ctx.
+func (lz *ivfLazy) get(ctx context.Context, x *IVF, p int) (*ivfPart, error) {
+	pt, err := lz.cache.Partition(ctx, p, func(ctx context.Context) (*Partition, error) {
+		part, err := lz.load(ctx, x, p)
+		if err != nil {
+			return nil, err
+		}
+		return &Partition{part}, nil
+	})
 	if err != nil {
-		delete(lz.entries, p) // retried by the next search
-	} else {
-		e.bytes = part.memBytes()
-		lz.used += e.bytes
-		lz.evict(p)
+		return nil, err
 	}
-	lz.mu.Unlock()
-	close(e.done)
-	return part, err
+	return pt.part, nil
+}
+
+// Partition returns partition p from the cache or loaded. A caller whose
+// ctx is done stops waiting for another's load; a caller that waited for
+// a load another caller's cancellation cut short loads it itself.
+func (c *partitionLRU) Partition(ctx context.Context, p int, load func(context.Context) (*Partition, error)) (*Partition, error) {
+	for {
+		c.mu.Lock()
+		c.tick++
+		e, ok := c.entries[p]
+		if ok {
+			e.lastUse = c.tick
+			c.mu.Unlock()
+			select {
+			case <-e.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if e.err != nil && ctx.Err() == nil && (errors.Is(e.err, context.Canceled) || errors.Is(e.err, context.DeadlineExceeded)) {
+				continue
+			}
+			return e.part, e.err
+		}
+		e = &lazyPart{done: make(chan struct{}), lastUse: c.tick}
+		c.entries[p] = e
+		c.mu.Unlock()
+
+		part, err := load(ctx)
+		c.mu.Lock()
+		e.part, e.err = part, err
+		if err != nil {
+			delete(c.entries, p) // retried by the next search
+		} else {
+			e.bytes = part.Bytes()
+			c.used += e.bytes
+			c.evict(p)
+		}
+		c.mu.Unlock()
+		close(e.done)
+		return part, err
+	}
 }
 
 // evict drops the least recently used loaded partitions other than keep
-// while over the limit. lz.mu is held.
-func (lz *ivfLazy) evict(keep int) {
-	if lz.limit <= 0 {
+// while over the limit. c.mu is held.
+func (c *partitionLRU) evict(keep int) {
+	if c.limit <= 0 {
 		return
 	}
-	for lz.used > lz.limit {
+	for c.used > c.limit {
 		oldest, found := 0, false
 		var min uint64
-		for p, e := range lz.entries {
+		for p, e := range c.entries {
 			if p == keep || e.part == nil {
 				continue
 			}
@@ -303,19 +367,23 @@ func (lz *ivfLazy) evict(keep int) {
 		if !found {
 			return
 		}
-		lz.used -= lz.entries[oldest].bytes
-		delete(lz.entries, oldest)
+		c.used -= c.entries[oldest].bytes
+		delete(c.entries, oldest)
 	}
 }
 
 // ResidentBytes estimates the memory the index holds: everything for an
 // index built or decoded whole; for one opened with OpenIVF, the front
-// matter (centroids, ids, lookup tables) plus the partitions now cached.
+// matter (centroids, ids, lookup tables) plus the partitions now in its
+// own cache (none with OpenIVFOptions.Partitions, which charges them).
 func (x *IVF) ResidentBytes() int64 {
 	if x.lazy != nil {
-		x.lazy.mu.Lock()
-		defer x.lazy.mu.Unlock()
-		return x.lazy.meta + x.lazy.used
+		if own := x.lazy.own; own != nil {
+			own.mu.Lock()
+			defer own.mu.Unlock()
+			return x.lazy.meta + own.used
+		}
+		return x.lazy.meta
 	}
 	b := int64(4*len(x.centroids) + 4*len(x.offsets) + 8*len(x.ids) + 16*len(x.byID) + 4*len(x.radius))
 	for _, pt := range x.parts {
@@ -325,15 +393,20 @@ func (x *IVF) ResidentBytes() int64 {
 }
 
 // LoadedPartitions returns how many partitions are in memory: all of
-// them unless the index was opened with OpenIVF.
+// them unless the index was opened with OpenIVF, else those in its own
+// cache (0 with OpenIVFOptions.Partitions).
 func (x *IVF) LoadedPartitions() int {
 	if x.lazy == nil {
 		return x.Partitions()
 	}
-	x.lazy.mu.Lock()
-	defer x.lazy.mu.Unlock()
+	own := x.lazy.own
+	if own == nil {
+		return 0
+	}
+	own.mu.Lock()
+	defer own.mu.Unlock()
 	n := 0
-	for _, e := range x.lazy.entries {
+	for _, e := range own.entries {
 		if e.part != nil {
 			n++
 		}

@@ -2,6 +2,7 @@ package vector
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,7 +29,10 @@ func newSliceReader(b []byte) *sliceReader {
 	return r
 }
 
-func (r *sliceReader) readAt(off, n int64) ([]byte, error) {
+func (r *sliceReader) readAt(ctx context.Context, off, n int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if off < 0 || n < 0 || off > int64(len(r.b)) || n > int64(len(r.b))-off {
 		return nil, fmt.Errorf("range %d+%d of %d bytes: %w", off, n, len(r.b), lancer.ErrInvalidArgument)
 	}
@@ -85,6 +89,7 @@ func marshalV1(t testing.TB, x *IVF) []byte {
 }
 
 func TestOpenIVFLazy(t *testing.T) {
+	ctx := context.Background()
 	s := ivfTestData()
 	type cfg struct {
 		sub SubIndex
@@ -105,7 +110,7 @@ func TestOpenIVFLazy(t *testing.T) {
 		}
 		r := newSliceReader(b)
 		limit := int64(len(b)) / 6
-		z, err := OpenIVF(int64(len(b)), r.readAt, &OpenIVFOptions{CacheBytes: limit})
+		z, err := OpenIVF(context.Background(), int64(len(b)), r.readAt, &OpenIVFOptions{CacheBytes: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,8 +132,8 @@ func TestOpenIVFLazy(t *testing.T) {
 				for q := g; q < 40; q += 4 {
 					for _, f := range []Filter{nil, allow, few, odd} {
 						for _, so := range []*IVFSearchOptions{{NProbes: 3, Ef: 12}, nil, {NProbes: 20}} {
-							want := y.Search(s.query(q), 10, so, f)
-							got, err := z.SearchErr(s.query(q), 10, so, f)
+							want := searchIVF(y, s.query(q), 10, so, f)
+							got, err := z.Search(ctx, s.query(q), 10, so, f)
 							if err != nil {
 								errs <- err
 								return
@@ -164,6 +169,7 @@ func TestOpenIVFLazy(t *testing.T) {
 // A damaged partition fails the searches that need it, naming it, and
 // leaves the others usable; a read error is reported and retried.
 func TestOpenIVFCorruptPartition(t *testing.T) {
+	ctx := context.Background()
 	s := ivfTestData()
 	for _, st := range []Storage{StoreFloat32, StorePQ, StoreSQ8} {
 		x, err := BuildIVF(s.vecs, s.dim, s.ids, &IVFOptions{Storage: st, Partitions: 10, Seed: 1})
@@ -171,7 +177,7 @@ func TestOpenIVFCorruptPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := x.MarshalBinary()
-		probe, err := OpenIVF(int64(len(b)), newSliceReader(b).readAt, nil)
+		probe, err := OpenIVF(context.Background(), int64(len(b)), newSliceReader(b).readAt, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,36 +189,38 @@ func TestOpenIVFCorruptPartition(t *testing.T) {
 			t.Fatalf("%v: UnmarshalIVF: %v", st, err)
 		}
 		r := newSliceReader(c)
-		z, err := OpenIVF(int64(len(c)), r.readAt, &OpenIVFOptions{CacheBytes: 1})
+		z, err := OpenIVF(context.Background(), int64(len(c)), r.readAt, &OpenIVFOptions{CacheBytes: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		all := &IVFSearchOptions{NProbes: 10}
 		q := s.query(0)
-		if _, err := z.SearchErr(q, 10, all, nil); !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), "partition 3") {
-			t.Fatalf("%v: SearchErr: %v", st, err)
+		if _, err := z.Search(ctx, q, 10, all, nil); !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), "partition 3") {
+			t.Fatalf("%v: Search: %v", st, err)
 		}
-		// Search leaves the partition out.
-		want := slices.DeleteFunc(x.Search(q, 5000, all, nil), func(nb Neighbor) bool {
-			i := slices.Index(x.ids, nb.ID)
-			return i >= int(x.offsets[bad]) && i < int(x.offsets[bad+1])
-		})
-		if got := z.Search(q, 5000, all, nil); !slices.Equal(got, want) {
-			t.Fatalf("%v: Search without partition 3: %d results, want %d", st, len(got), len(want))
+		// A search that does not probe it succeeds.
+		var far int
+		for far = 0; far < x.Partitions(); far++ {
+			if far != bad && x.offsets[far+1] > x.offsets[far] {
+				break
+			}
+		}
+		if got, err := z.Search(ctx, q, 3, all, NewAllowList(x.ids[x.offsets[far]])); err != nil || len(got) != 1 {
+			t.Fatalf("%v: a search of partition %d only: %v, %v", st, far, got, err)
 		}
 		// An exact (filtered) search touching it fails too.
-		if _, err := z.SearchErr(q, 3, all, NewAllowList(x.ids[x.offsets[bad]])); !errors.Is(err, lancer.ErrCorrupt) {
-			t.Fatalf("%v: filtered SearchErr: %v", st, err)
+		if _, err := z.Search(ctx, q, 3, all, NewAllowList(x.ids[x.offsets[bad]])); !errors.Is(err, lancer.ErrCorrupt) {
+			t.Fatalf("%v: filtered Search: %v", st, err)
 		}
 		// Read errors surface, and a later search retries.
 		r2 := newSliceReader(b)
-		z2, _ := OpenIVF(int64(len(b)), r2.readAt, nil)
+		z2, _ := OpenIVF(context.Background(), int64(len(b)), r2.readAt, nil)
 		r2.failAt.Store(off)
-		if _, err := z2.SearchErr(q, 10, all, nil); err == nil || !strings.Contains(err.Error(), "injected") || !strings.Contains(err.Error(), "partition 3") {
+		if _, err := z2.Search(ctx, q, 10, all, nil); err == nil || !strings.Contains(err.Error(), "injected") || !strings.Contains(err.Error(), "partition 3") {
 			t.Fatalf("%v: read error: %v", st, err)
 		}
 		r2.failAt.Store(-1)
-		if got, err := z2.SearchErr(q, 10, all, nil); err != nil || !slices.Equal(got, x.Search(q, 10, all, nil)) {
+		if got, err := z2.Search(ctx, q, 10, all, nil); err != nil || !slices.Equal(got, searchIVF(x, q, 10, all, nil)) {
 			t.Fatalf("%v: retry: %v", st, err)
 		}
 	}
@@ -232,13 +240,13 @@ func TestIVFVersion1(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			z, err := OpenIVF(int64(len(v1)), newSliceReader(v1).readAt, nil)
+			z, err := OpenIVF(context.Background(), int64(len(v1)), newSliceReader(v1).readAt, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for q := 0; q < 40; q++ {
-				want := x.Search(s.query(q), 10, nil, nil)
-				if a, b := y.Search(s.query(q), 10, nil, nil), z.Search(s.query(q), 10, nil, nil); !slices.Equal(a, want) || !slices.Equal(b, want) {
+				want := searchIVF(x, s.query(q), 10, nil, nil)
+				if a, b := searchIVF(y, s.query(q), 10, nil, nil), searchIVF(z, s.query(q), 10, nil, nil); !slices.Equal(a, want) || !slices.Equal(b, want) {
 					t.Fatalf("%v/%v query %d differs from version 1", sub, st, q)
 				}
 			}
@@ -272,7 +280,7 @@ func FuzzOpenIVF(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		try := func(data []byte) {
 			r := newSliceReader(data)
-			x, err := OpenIVF(int64(len(data)), r.readAt, &OpenIVFOptions{CacheBytes: 1})
+			x, err := OpenIVF(context.Background(), int64(len(data)), r.readAt, &OpenIVFOptions{CacheBytes: 1})
 			if err != nil {
 				if !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrUnsupported) {
 					t.Fatalf("error %v is neither corrupt nor unsupported", err)
@@ -281,16 +289,18 @@ func FuzzOpenIVF(f *testing.F) {
 			}
 			q := make([]float32, x.Dim())
 			all := &IVFSearchOptions{NProbes: x.Partitions()}
-			res, err := x.SearchErr(q, 3, all, nil)
+			res, err := x.Search(context.Background(), q, 3, all, nil)
 			if err != nil && !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("search error %v is not corrupt", err)
 			}
-			x.Search(q, 3, all, NewAllowList(x.IDs()[:1]...))
+			if _, err := x.Search(context.Background(), q, 3, all, NewAllowList(x.IDs()[:1]...)); err != nil && !errors.Is(err, lancer.ErrCorrupt) {
+				t.Fatalf("filtered search error %v is not corrupt", err)
+			}
 			if y, uerr := UnmarshalIVF(data); uerr == nil {
 				if err != nil {
 					t.Fatalf("UnmarshalIVF accepts what a lazy search rejects: %v", err)
 				}
-				if want := y.Search(q, 3, all, nil); !slices.Equal(res, want) {
+				if want := searchIVF(y, q, 3, all, nil); !slices.Equal(res, want) {
 					t.Fatalf("lazy %v, whole %v", res, want)
 				}
 			}
@@ -298,4 +308,107 @@ func FuzzOpenIVF(f *testing.F) {
 		try(data)
 		try(withCRC(data))
 	})
+}
+
+// blockingReader is a sliceReader whose reads, once armed (after the
+// front matter is read), wait for release or their ctx, and announce
+// themselves.
+type blockingReader struct {
+	*sliceReader
+	armed   atomic.Bool
+	started chan struct{}
+	release chan struct{}
+}
+
+func (r *blockingReader) readAt(ctx context.Context, off, n int64) ([]byte, error) {
+	if r.armed.Load() {
+		select {
+		case r.started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return r.sliceReader.readAt(ctx, off, n)
+}
+
+// countingPartitions is a PartitionCache that keeps every partition and
+// counts the loads.
+type countingPartitions struct {
+	mu    sync.Mutex
+	parts map[int]*Partition
+	loads int
+}
+
+func (c *countingPartitions) Partition(ctx context.Context, p int, load func(context.Context) (*Partition, error)) (*Partition, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pt, ok := c.parts[p]; ok {
+		return pt, nil
+	}
+	pt, err := load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.loads++
+	c.parts[p] = pt
+	return pt, nil
+}
+
+// TestOpenIVFContext: partition reads use the ctx of the search that
+// loads them, in the index's own cache and in a caller's: a search whose
+// ctx is cancelled while it loads fails with the ctx's error, and another
+// search waiting for the same partition loads it and succeeds.
+func TestOpenIVFContext(t *testing.T) {
+	s := ivfTestData()
+	x, err := BuildIVF(s.vecs, s.dim, s.ids, &IVFOptions{Partitions: 6, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := x.MarshalBinary()
+	q := s.query(1)
+	want := searchIVF(x, q, 10, nil, nil)
+	for _, shared := range []bool{false, true} {
+		r := &blockingReader{sliceReader: newSliceReader(b), started: make(chan struct{}, 1), release: make(chan struct{})}
+		opts := &OpenIVFOptions{}
+		var pc *countingPartitions
+		if shared {
+			pc = &countingPartitions{parts: map[int]*Partition{}}
+			opts.Partitions = pc
+		}
+		z, err := OpenIVF(context.Background(), int64(len(b)), r.readAt, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.armed.Store(true)
+		ctx, cancel := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() {
+			_, err := z.Search(ctx, q, 10, nil, nil)
+			first <- err
+		}()
+		<-r.started
+		second := make(chan error, 1)
+		go func() {
+			got, err := z.Search(context.Background(), q, 10, nil, nil)
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("got %v, want %v", got, want)
+			}
+			second <- err
+		}()
+		cancel()
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Fatalf("shared %t: the cancelled search: %v", shared, err)
+		}
+		close(r.release)
+		if err := <-second; err != nil {
+			t.Fatalf("shared %t: the other search: %v", shared, err)
+		}
+		if shared && (pc.loads == 0 || z.LoadedPartitions() != 0) {
+			t.Fatalf("the caller's cache loaded %d partitions, the index's own holds %d", pc.loads, z.LoadedPartitions())
+		}
+	}
 }

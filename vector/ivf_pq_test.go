@@ -35,10 +35,10 @@ func TestIVFPQRecall(t *testing.T) {
 		for q := 0; q < 40; q++ {
 			query := s.query(q)
 			truth := s.truth(query, 10, m, nil)
-			res := x.Search(query, 10, &IVFSearchOptions{NProbes: 20}, nil)
+			res := searchIVF(x, query, 10, &IVFSearchOptions{NProbes: 20}, nil)
 			checkIVFOrder(t, res)
 			raw += recallAt(res, truth)
-			cands := x.Search(query, 100, &IVFSearchOptions{NProbes: 20}, nil)
+			cands := searchIVF(x, query, 100, &IVFSearchOptions{NProbes: 20}, nil)
 			refined += recallAt(s.rerank(query, cands, 10, m), truth)
 		}
 		raw, refined = raw/40, refined/40
@@ -120,8 +120,8 @@ func TestIVFPQRoundTripAndFilters(t *testing.T) {
 	allow := NewAllowList(s.ids[:40]...)
 	for q := 0; q < 40; q++ {
 		for _, f := range []Filter{nil, allow, FilterFunc(func(id uint64) bool { return id%3 == 0 })} {
-			a := x.Search(s.query(q), 10, &IVFSearchOptions{NProbes: 4}, f)
-			if c := y.Search(s.query(q), 10, &IVFSearchOptions{NProbes: 4}, f); !slices.Equal(a, c) {
+			a := searchIVF(x, s.query(q), 10, &IVFSearchOptions{NProbes: 4}, f)
+			if c := searchIVF(y, s.query(q), 10, &IVFSearchOptions{NProbes: 4}, f); !slices.Equal(a, c) {
 				t.Fatalf("query %d: %v before, %v after", q, a, c)
 			}
 			checkIVFOrder(t, a)
@@ -141,7 +141,7 @@ func TestIVFPQRoundTripAndFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := tiny.Search([]float32{1, 2}, 4, &IVFSearchOptions{NProbes: 2}, nil); len(res) != 4 || res[0].ID != 1 {
+	if res := searchIVF(tiny, []float32{1, 2}, 4, &IVFSearchOptions{NProbes: 2}, nil); len(res) != 4 || res[0].ID != 1 {
 		t.Fatalf("tiny: %v", res)
 	}
 }

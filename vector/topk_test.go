@@ -172,10 +172,10 @@ func TestTopKHugeK(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Every partition probed, every row found: the exact answer.
-		if got := x.Search(q, math.MaxInt32, huge, nil); !slices.Equal(got, exact) {
+		if got := searchIVF(x, q, math.MaxInt32, huge, nil); !slices.Equal(got, exact) {
 			t.Fatalf("IVF sub %v with k, nprobes, ef MaxInt32: %d neighbors, want all %d", sub, len(got), len(exact))
 		}
-		if got := x.Search(q, math.MaxInt32, huge, FilterFunc(func(uint64) bool { return true })); len(got) != len(exact) {
+		if got := searchIVF(x, q, math.MaxInt32, huge, FilterFunc(func(uint64) bool { return true })); len(got) != len(exact) {
 			t.Fatalf("IVF sub %v filtered with k MaxInt32: %d neighbors, want %d", sub, len(got), len(exact))
 		}
 	}

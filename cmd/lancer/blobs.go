@@ -8,9 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/cmd/lancer/internal/importer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
-	"github.com/lancerdb/lancer/internal/importer"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 func newCatCommand() *cobra.Command {
@@ -117,10 +118,10 @@ stderr and skipped. Images are written in batches of a few MB.`,
 					return err
 				default:
 					f := ds.Schema().Field("bytes")
-					if f == nil || f.Blob == format.NotBlob {
+					if f == nil || f.Blob == schema.NotBlob {
 						return fmt.Errorf("import-images: the dataset at %s has no blob column \"bytes\": %w", uri, lancer.ErrInvalidArgument)
 					}
-					blobV2 = f.Blob == format.BlobV2
+					blobV2 = f.Blob == schema.BlobV2
 				}
 			}
 			w := cmd.ErrOrStderr()

@@ -190,11 +190,9 @@ func newTagDeleteCommand() *cobra.Command {
 // openBranchStore returns the root of branch b of the dataset at root (the
 // main root itself for "" or main), failing when the branch does not exist.
 func openBranchStore(ctx context.Context, root blob.Store, b string) (blob.Store, error) {
-	if b == "" || b == branch.Main {
-		return root, nil
-	}
-	if _, err := branch.GetBranch(ctx, root, b); err != nil {
+	resolved, err := branch.Resolve(ctx, root, branch.Ref{Branch: b})
+	if err != nil {
 		return nil, err
 	}
-	return blob.Sub(root, "tree/"+b), nil
+	return branch.Store(root, resolved.Branch), nil
 }

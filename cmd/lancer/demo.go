@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/internal/demo"
+	"github.com/lancerdb/lancer/cmd/lancer/internal/demo"
 	"github.com/lancerdb/lancer/server"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/cmd/lancer/internal/importer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
-	"github.com/lancerdb/lancer/internal/importer"
 )
 
 func newImportCommand() *cobra.Command {

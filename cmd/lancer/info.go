@@ -19,6 +19,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 func newSchemaCommand() *cobra.Command {
@@ -57,7 +58,7 @@ type schemaField struct {
 	Children    []schemaField     `json:"children,omitempty"`
 }
 
-func toSchemaField(f *format.Field) schemaField {
+func toSchemaField(f *schema.Field) schemaField {
 	sf := schemaField{Name: f.Name, ID: f.ID, Type: f.Type.String(), LogicalType: f.LogicalType, Nullable: f.Nullable, Metadata: f.Metadata}
 	for _, c := range f.Children {
 		sf.Children = append(sf.Children, toSchemaField(c))
@@ -65,7 +66,7 @@ func toSchemaField(f *format.Field) schemaField {
 	return sf
 }
 
-func printSchema(w io.Writer, s *format.Schema, formatArg string) error {
+func printSchema(w io.Writer, s *schema.Schema, formatArg string) error {
 	if formatArg == "json" {
 		fields := make([]schemaField, len(s.Fields))
 		for i, f := range s.Fields {
@@ -81,8 +82,8 @@ func printSchema(w io.Writer, s *format.Schema, formatArg string) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIELD\tID\tTYPE\tNULLABLE\tMETADATA")
-	var walk func(f *format.Field, depth int)
-	walk = func(f *format.Field, depth int) {
+	var walk func(f *schema.Field, depth int)
+	walk = func(f *schema.Field, depth int) {
 		md := ""
 		if len(f.Metadata) > 0 {
 			keys := slices.Sorted(maps.Keys(f.Metadata))

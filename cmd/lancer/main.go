@@ -9,6 +9,7 @@
 //	lancer tags URI
 //	lancer branches URI
 //	lancer inspect FILE
+//	lancer check URI [--all-versions | --version N] [--deep] [--format text|json]
 //	lancer import SRC URI [--mode create|append|overwrite] [--format jsonl|csv|parquet|arrow]
 //	                      [--storage-version 2.0|2.1|2.2] [--stable-row-ids] [--schema-from URI]
 //	lancer import-images DIR URI

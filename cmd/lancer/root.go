@@ -11,8 +11,8 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/cmd/lancer/internal/sample"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/sample"
 )
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -37,6 +37,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newBranchCommand(),
 		newTagCommand(),
 		newInspectCommand(),
+		newCheckCommand(),
 		newImportCommand(),
 		newCountCommand(),
 		newDeleteCommand(),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -30,7 +31,8 @@ func newServeCommand() *cobra.Command {
 		addr       string
 		apiKeyFile string
 		maxBody    int64
-		cacheSize  int
+		versions   int
+		cacheSize  = sizeFlag(server.DefaultCacheBytes)
 		timeout    time.Duration
 		conn       connTimeouts
 	)
@@ -58,7 +60,10 @@ may be left out only on a loopback address, and then only requests to a
 loopback name (localhost, 127.0.0.1, [::1]) are answered. A client that
 sends its headers or body too slowly (--read-header-timeout,
 --body-read-timeout) or leaves a connection idle (--idle-timeout) is cut
-off. One log line per request goes to stderr. SIGINT or SIGTERM stops the
+off. Every table served reads through one cache of --cache-size bytes
+(default 4GiB; file readers, deletion vectors, vector index partitions,
+search state), whose counters /metrics shows. One log line per request
+goes to stderr. SIGINT or SIGTERM stops the
 server after the requests in flight (at most 30s).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,7 +85,10 @@ server after the requests in flight (at most 30s).`,
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			opts := server.Options{Data: data, StorageOptions: storage, APIKey: key, Addr: addr, Logger: logger,
-				MaxBodyBytes: maxBody, RequestTimeout: timeout, CacheSize: cacheSize}
+				MaxBodyBytes: maxBody, RequestTimeout: timeout, CacheSize: versions, CacheBytes: int64(cacheSize)}
+			if cacheSize == 0 {
+				opts.CacheBytes = -1 // keep nothing, rather than the default
+			}
 			conn.apply(&opts)
 			h, err := server.New(opts)
 			if err != nil {
@@ -103,7 +111,8 @@ server after the requests in flight (at most 30s).`,
 	cmd.Flags().StringVar(&apiKeyFile, "api-key-file", "", "file whose first line is the API key clients must send")
 	cmd.Flags().Int64Var(&maxBody, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted")
 	cmd.Flags().DurationVar(&timeout, "request-timeout", 0, "bound on the work for one request (0: none)")
-	cmd.Flags().IntVar(&cacheSize, "cache-size", 0, "opened table versions kept for reuse across requests (0: the server's default; negative: none)")
+	cmd.Flags().Var(&cacheSize, "cache-size", "bytes of the read cache every table shares: file readers, deletion vectors, index partitions, search state (as 4GiB, 512MiB or bytes; 0: none)")
+	cmd.Flags().IntVar(&versions, "cached-versions", 0, "opened table versions kept for reuse across requests (0: the server's default; negative: none)")
 	conn.flags(cmd)
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
@@ -168,3 +177,39 @@ func browserAddr(a net.Addr) string {
 	}
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
+
+// sizeFlag is a flag of a size in bytes: a count, or a number with a
+// binary unit (KiB, MiB, GiB, TiB).
+type sizeFlag int64
+
+var byteUnits = []struct {
+	suffix string
+	shift  uint
+}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+
+func (b *sizeFlag) String() string {
+	for _, u := range byteUnits {
+		if n := int64(*b); n != 0 && n%(1<<u.shift) == 0 && u.shift > 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
+
+func (b *sizeFlag) Set(s string) error {
+	num, shift := strings.TrimSpace(s), uint(0)
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, shift = strings.TrimSpace(n), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64>>shift {
+		return fmt.Errorf("%q is not a size in bytes (as 4GiB, 512MiB or 1048576): %w", s, lancer.ErrInvalidArgument)
+	}
+	*b = sizeFlag(n << shift)
+	return nil
+}
+
+func (b *sizeFlag) Type() string { return "size" }

@@ -18,6 +18,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 )
 
@@ -214,5 +215,26 @@ func TestServeCutsOffSlowClients(t *testing.T) {
 			t.Errorf("%s: answered %d, then %v; want %d, then the connection closed", tc.name, status, err, tc.status)
 		}
 		conn.Close()
+	}
+}
+
+func TestSizeFlag(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "512MiB": 512 << 20, "4GiB": 4 << 30, " 2 KiB": 2 << 10, "7B": 7, "1TiB": 1 << 40} {
+		var f sizeFlag
+		if err := f.Set(in); err != nil || int64(f) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, int64(f), err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1.5GiB", "4GB", "9000000TiB", "GiB"} {
+		var f sizeFlag
+		if err := f.Set(in); !errors.Is(err, lancer.ErrInvalidArgument) {
+			t.Errorf("Set(%q): %v, want an invalid argument", in, err)
+		}
+	}
+	if f := sizeFlag(4 << 30); f.String() != "4GiB" {
+		t.Errorf("4 GiB prints as %s", f.String())
+	}
+	if f := sizeFlag(1000); f.String() != "1000" {
+		t.Errorf("1000 bytes print as %s", f.String())
 	}
 }

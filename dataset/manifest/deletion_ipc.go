@@ -1,16 +1,12 @@
 package manifest
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/codec"
 )
 
 // A strict reader of the one Arrow IPC file shape Lance writes for deletion
@@ -395,8 +391,8 @@ func readRowIDBatch(meta, body []byte, maxRows uint64, add func([]uint32)) (uint
 // with it, an int64 uncompressed length, then either the raw bytes (length
 // -1) or a compressed frame of that length. want is the size the caller
 // needs; a buffer claiming more than want plus alignment padding is corrupt.
-func decompressBuffer(buf []byte, codec int, want int64) ([]byte, error) {
-	if codec < 0 || len(buf) == 0 {
+func decompressBuffer(buf []byte, compression int, want int64) ([]byte, error) {
+	if compression < 0 || len(buf) == 0 {
 		return buf, nil
 	}
 	if len(buf) < 8 {
@@ -410,31 +406,13 @@ func decompressBuffer(buf []byte, codec int, want int64) ([]byte, error) {
 	if size < 0 || size > want+64 {
 		return nil, ipcCorrupt("buffer claims %d uncompressed bytes, at most %d expected", size, want+64)
 	}
-	out := make([]byte, size)
-	switch codec {
-	case codecZSTD:
-		// The decoder refuses frames whose window or content exceeds its
-		// memory limit; 1 MiB of slack admits the windows real encoders
-		// declare for small frames, and output beyond size is refused below.
-		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxMemory(uint64(size)+1<<20), zstd.WithDecoderMaxWindow(1<<20))
-		if err != nil {
-			return nil, fmt.Errorf("arrow IPC: zstd: %w", err)
-		}
-		defer dec.Close()
-		got, err := dec.DecodeAll(frame, out[:0])
-		if err != nil || int64(len(got)) != size {
-			return nil, ipcCorrupt("zstd buffer of %d bytes does not decompress to %d: %v", len(frame), size, err)
-		}
-		return got, nil
-	default:
-		r := lz4.NewReader(bytes.NewReader(frame))
-		if _, err := io.ReadFull(r, out); err != nil {
-			return nil, ipcCorrupt("lz4 buffer of %d bytes does not decompress to %d: %v", len(frame), size, err)
-		}
-		if n, _ := r.Read(make([]byte, 1)); n != 0 {
-			return nil, ipcCorrupt("lz4 buffer decompresses to more than %d bytes", size)
-		}
-		return out, nil
+	scheme := codec.CompressionLZ4
+	if compression == codecZSTD {
+		scheme = codec.CompressionZstd
 	}
+	out, err := codec.DecompressFrame(scheme, frame, int(size))
+	if err != nil {
+		return nil, fmt.Errorf("arrow IPC: %w", err)
+	}
+	return out, nil
 }

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/lancerpb"
 )
 
@@ -267,10 +267,10 @@ func indexType(typeURL string) string {
 }
 
 // FieldPaths maps every field id of s to its dotted path.
-func FieldPaths(s *format.Schema) map[int32]string {
+func FieldPaths(s *schema.Schema) map[int32]string {
 	paths := map[int32]string{}
-	var walk func(f *format.Field, prefix string)
-	walk = func(f *format.Field, prefix string) {
+	var walk func(f *schema.Field, prefix string)
+	walk = func(f *schema.Field, prefix string) {
 		p := prefix + f.Name
 		paths[f.ID] = p
 		for _, c := range f.Children {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
 
@@ -27,7 +28,7 @@ type Manifest struct {
 	Timestamp time.Time
 	// Schema is the dataset schema, decoded from the recorded fields
 	// (SetFields changes both).
-	Schema *format.Schema
+	Schema *schema.Schema
 	// Fragments are the fragments in scan order (Lance keeps them sorted by
 	// id; ids may have gaps).
 	Fragments []*Fragment

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // MaxRowsPerFragment bounds physical_rows: a row address keeps the offset in
@@ -32,11 +33,11 @@ func (m *Manifest) Validate(where string) error {
 	if tf := m.TransactionFile; tf != "" && !IsPlainName(tf) {
 		return corrupt("transaction file %q is not a plain file name", tf)
 	}
-	schema, err := format.SchemaFromProto(m.fields, m.schemaMetadata)
+	sch, err := schemaproto.Decode(m.fields, m.schemaMetadata)
 	if err != nil {
 		return fmt.Errorf("dataset: manifest %s: schema: %w", where, err)
 	}
-	m.Schema = schema
+	m.Schema = sch
 
 	baseIDs := map[uint32]bool{}
 	for _, bp := range m.BasePaths {

@@ -1,0 +1,103 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/cache"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// DefaultCacheBytes is the size of the cache Open makes when
+// OpenOptions.Cache is nil: 1 GiB, filled only as reads need it. The
+// versions and write results derived from the Dataset share it.
+const DefaultCacheBytes = 1 << 30
+
+// The namespaces of what a Dataset keeps in its cache. Every name in
+// them starts with the location of a file (or the dataset root), so
+// datasets sharing a cache never collide.
+const (
+	cacheReaders    = "dataset.reader"          // *format.Reader by data file and allocator
+	cacheDeletions  = "dataset.deletions"       // *deletionVector by deletion file
+	cacheIndices    = "dataset.index"           // *loadedIndex (front matter) by index file
+	cachePartitions = "dataset.index-partition" // *vector.Partition by index file and partition
+	cacheSearch     = "dataset.search"          // per-fragment and per-version search state
+)
+
+// newDefaultCache returns the cache of an Open given none.
+func newDefaultCache() *cache.Cache {
+	c, err := cache.New(DefaultCacheBytes)
+	if err != nil {
+		panic(err) // a constant, non-negative limit
+	}
+	return c
+}
+
+// cached returns the value of (ns, name) in c, loaded with load on a miss.
+// load must use the ctx it is given, not its caller's: the load goes on
+// for other callers when this one gives up.
+func cached[T any](ctx context.Context, c *cache.Cache, ns, name string, load func(ctx context.Context) (T, int64, error)) (T, error) {
+	v, err := c.Get(ctx, cache.Key{Namespace: ns, Name: name}, func(ctx context.Context) (any, int64, error) {
+		return load(ctx)
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v.(T), nil
+}
+
+// allocatorKey names an allocator in cache keys: a reader allocates what
+// it returns with the allocator it was opened with, so a Dataset with
+// another allocator (a compaction's) opens its own. A cached reader holds
+// its allocator, so the address is not reused while the key is in use.
+func allocatorKey(a memory.Allocator) string {
+	return fmt.Sprintf("%T@%p", a, a)
+}
+
+// readerBytes is what the cache charges for an open data file reader: its
+// schema and file metadata, estimated from its fields (the metadata is a
+// few hundred bytes per column and page).
+func readerBytes(r *format.Reader) int64 {
+	n := int64(4 << 10)
+	var walk func(fs []*schema.Field)
+	walk = func(fs []*schema.Field) {
+		for _, f := range fs {
+			n += 1 << 10
+			walk(f.Children)
+		}
+	}
+	walk(r.Schema().Fields)
+	return n
+}
+
+// cachedPartitions keeps the partitions of one index file in the
+// Dataset's cache (vector.OpenIVFOptions.Partitions), so that they share
+// its budget with everything else.
+type cachedPartitions struct {
+	c        *cache.Cache
+	location string // the index file
+}
+
+func (cp cachedPartitions) Partition(ctx context.Context, p int, load func(context.Context) (*vector.Partition, error)) (*vector.Partition, error) {
+	return cached(ctx, cp.c, cachePartitions, cp.location+"#"+strconv.Itoa(p), func(ctx context.Context) (*vector.Partition, int64, error) {
+		pt, err := load(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		return pt, pt.Bytes(), nil
+	})
+}
+
+// memBytes is what the cache charges for a deletion vector.
+func (dv *deletionVector) memBytes() int64 {
+	if dv == nil {
+		return 64
+	}
+	return int64(dv.bm.GetSizeInBytes()) + 64
+}

@@ -1,0 +1,91 @@
+package table
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// Scan streams the rows of the handle's version (dataset.Dataset.Scan).
+// The caller releases the scanner.
+func (t *Table) Scan(ctx context.Context, opts *dataset.ScanOptions) (*dataset.Scanner, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.Scan(ctx, opts)
+}
+
+// Take returns the rows at offsets (dataset.Dataset.Take). The caller
+// releases the batch.
+func (t *Table) Take(ctx context.Context, offsets []uint64, opts *dataset.TakeOptions) (arrow.RecordBatch, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.Take(ctx, offsets, opts)
+}
+
+// TakeRowIDs returns the rows of the given row ids
+// (dataset.Dataset.TakeRowIDs). The caller releases the batch.
+func (t *Table) TakeRowIDs(ctx context.Context, ids []uint64, opts *dataset.TakeOptions) (arrow.RecordBatch, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.TakeRowIDs(ctx, ids, opts)
+}
+
+// Search returns the nearest neighbours of query in vector column column
+// (dataset.Dataset.Search). The caller releases the batch.
+func (t *Table) Search(ctx context.Context, column string, query []float32, opts *dataset.SearchOptions) (arrow.RecordBatch, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.Search(ctx, column, query, opts)
+}
+
+// SearchRowIDs is Search returning row ids and distances only
+// (dataset.Dataset.SearchRowIDs).
+func (t *Table) SearchRowIDs(ctx context.Context, column string, query []float32, opts *dataset.SearchOptions) ([]vector.Neighbor, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.SearchRowIDs(ctx, column, query, opts)
+}
+
+// Count returns the number of rows matching predicate; "" counts every
+// row (dataset.Dataset.Count, CountRows).
+func (t *Table) Count(ctx context.Context, predicate string) (uint64, error) {
+	ds, err := t.current()
+	if err != nil {
+		return 0, err
+	}
+	if predicate == "" {
+		return ds.CountRows(ctx)
+	}
+	return ds.Count(ctx, predicate)
+}
+
+// Versions lists the versions of the handle's line
+// (dataset.Dataset.Versions).
+func (t *Table) Versions(ctx context.Context) ([]dataset.VersionInfo, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.Versions(ctx)
+}
+
+// Indices returns the indices of the handle's version.
+func (t *Table) Indices() []manifest.IndexInfo {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.ds.Indices()
+}

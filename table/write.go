@@ -1,0 +1,151 @@
+package table
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lancerdb/lancer/dataset"
+)
+
+// Every write below commits on the handle's line, based on the version the
+// handle is at (rebased over later commits as package dataset does), and
+// advances the handle to the version committed (invariant 1).
+
+// commit runs a write of the handle's version and advances the handle to
+// the version it returns.
+func (t *Table) commit(write func(ds *dataset.Dataset) (*dataset.Dataset, error)) error {
+	ds, err := t.current()
+	if err != nil {
+		return err
+	}
+	out, err := write(ds)
+	if err != nil {
+		return err
+	}
+	t.advance(out)
+	return nil
+}
+
+// Write writes data to the handle's line as dataset.Write does: by
+// opts.Mode, dataset.WriteAppend or dataset.WriteOverwrite (WriteCreate,
+// the default, fails: the table exists; see Create).
+func (t *Table) Write(ctx context.Context, data array.RecordReader, opts *dataset.WriteOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) {
+		out, err := dataset.Write(ctx, ds.Store(), data, opts)
+		if err != nil {
+			return nil, err
+		}
+		// dataset.Write opens what it committed with its own options:
+		// reopen it with the handle's (base paths, allocator).
+		return ds.Checkout(ctx, out.Version())
+	})
+}
+
+// Append adds the rows of data (dataset.Dataset.Append).
+func (t *Table) Append(ctx context.Context, data array.RecordReader, opts *dataset.WriteOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Append(ctx, data, opts) })
+}
+
+// Overwrite replaces every row and the schema by data (dataset.Write in
+// dataset.WriteOverwrite mode; opts.Mode is ignored).
+func (t *Table) Overwrite(ctx context.Context, data array.RecordReader, opts *dataset.WriteOptions) error {
+	var o dataset.WriteOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Mode = dataset.WriteOverwrite
+	return t.Write(ctx, data, &o)
+}
+
+// Delete deletes the rows matching predicate (dataset.Dataset.Delete).
+func (t *Table) Delete(ctx context.Context, predicate string) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Delete(ctx, predicate) })
+}
+
+// DeleteRowIDs deletes the rows of the given row ids
+// (dataset.Dataset.DeleteRowIDs).
+func (t *Table) DeleteRowIDs(ctx context.Context, ids []uint64) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DeleteRowIDs(ctx, ids) })
+}
+
+// Update sets columns to SQL expressions in the rows matching predicate
+// (dataset.Dataset.Update).
+func (t *Table) Update(ctx context.Context, set map[string]string, predicate string) (dataset.UpdateStats, error) {
+	var stats dataset.UpdateStats
+	err := t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) {
+		out, s, err := ds.Update(ctx, set, predicate)
+		stats = s
+		return out, err
+	})
+	return stats, err
+}
+
+// MergeInsert upserts the rows of source by key
+// (dataset.Dataset.MergeInsert).
+func (t *Table) MergeInsert(ctx context.Context, source array.RecordReader, opts *dataset.MergeInsertOptions) (dataset.MergeInsertStats, error) {
+	var stats dataset.MergeInsertStats
+	err := t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) {
+		out, s, err := ds.MergeInsert(ctx, source, opts)
+		stats = s
+		return out, err
+	})
+	return stats, err
+}
+
+// AddColumns adds columns computed by SQL expressions
+// (dataset.Dataset.AddColumns).
+func (t *Table) AddColumns(ctx context.Context, cols []dataset.NewColumn) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.AddColumns(ctx, cols) })
+}
+
+// AddColumnsFromData adds the columns of data, joined on column on
+// (dataset.Dataset.AddColumnsFromData).
+func (t *Table) AddColumnsFromData(ctx context.Context, data array.RecordReader, on string) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.AddColumnsFromData(ctx, data, on) })
+}
+
+// DropColumns removes columns (dataset.Dataset.DropColumns).
+func (t *Table) DropColumns(ctx context.Context, columns ...string) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DropColumns(ctx, columns...) })
+}
+
+// RenameColumn renames the column at path (dataset.Dataset.RenameColumn).
+func (t *Table) RenameColumn(ctx context.Context, path, newName string) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.RenameColumn(ctx, path, newName) })
+}
+
+// Compact rewrites small fragments into larger ones
+// (dataset.Dataset.Compact).
+func (t *Table) Compact(ctx context.Context, opts *dataset.CompactOptions) (dataset.CompactStats, error) {
+	var stats dataset.CompactStats
+	err := t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) {
+		out, s, err := ds.Compact(ctx, opts)
+		stats = s
+		return out, err
+	})
+	return stats, err
+}
+
+// CreateIndex builds a vector index on column
+// (dataset.Dataset.CreateIndex).
+func (t *Table) CreateIndex(ctx context.Context, column string, opts *dataset.CreateIndexOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.CreateIndex(ctx, column, opts) })
+}
+
+// DropIndex removes index name (dataset.Dataset.DropIndex).
+func (t *Table) DropIndex(ctx context.Context, name string) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DropIndex(ctx, name) })
+}
+
+// OptimizeIndexes brings the indices up to date with rows added since they
+// were built (dataset.Dataset.OptimizeIndexes).
+func (t *Table) OptimizeIndexes(ctx context.Context) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.OptimizeIndexes(ctx) })
+}
+
+// Restore makes the handle's version the line's latest, as a new version
+// (dataset.Dataset.Restore): check out an old version, then Restore.
+func (t *Table) Restore(ctx context.Context) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Restore(ctx) })
+}
