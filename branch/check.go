@@ -95,7 +95,7 @@ func Check(ctx context.Context, root blob.Store, opts *dataset.CheckOptions) (*C
 	lo := o
 	lo.Version = 0
 	for _, b := range branches {
-		if err := checkLine(b.Name, blob.Sub(root, treeDir+b.Name), lo); err != nil {
+		if err := checkLine(b.Name, Store(root, b.Name), lo); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +153,7 @@ func checkBranchRefs(ctx context.Context, root blob.Store, add func(string, ...d
 		key := location(root, branchesDir+strings.ReplaceAll(b.Name, "/", "%2F")+".json")
 		parent, parentStore := Main, root
 		if b.ParentBranch != "" {
-			parent, parentStore = b.ParentBranch, blob.Sub(root, treeDir+b.ParentBranch)
+			parent, parentStore = b.ParentBranch, Store(root, b.ParentBranch)
 			if !known[b.ParentBranch] {
 				add(b.Name, dataset.Violation{Invariant: "B2", File: key,
 					Message: fmt.Sprintf("the parent branch %q does not exist", b.ParentBranch)})
@@ -203,7 +203,7 @@ func checkTags(ctx context.Context, root blob.Store, branches []Branch, add func
 					Message: fmt.Sprintf("tag %q names branch %q, which does not exist", name, tag.Branch)})
 				continue
 			}
-			line, store = tag.Branch, blob.Sub(root, treeDir+tag.Branch)
+			line, store = tag.Branch, Store(root, tag.Branch)
 		}
 		versions, err := dataset.ListVersions(ctx, store)
 		switch {

@@ -317,7 +317,7 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 	}
 	defer func() {
 		if w != nil {
-			w.Abort()
+			w.Abort(ctx)
 		}
 	}()
 	outSchema := schema.LogicalArrow()
@@ -339,13 +339,13 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 		}
 		rec := array.NewRecordBatch(outSchema, cols, int64(end-start))
 		releaseArrays(cols)
-		err = w.Write(rec)
+		err = w.Write(ctx, rec)
 		rec.Release()
 		if err != nil {
 			return nil, "", fmt.Errorf("dataset: add columns: fragment %d: %w", f.ID, err)
 		}
 	}
-	wf, err := w.Finish()
+	wf, err := w.Finish(ctx)
 	w = nil
 	if err != nil {
 		return nil, "", fmt.Errorf("dataset: add columns: fragment %d: %w", f.ID, err)

@@ -65,14 +65,9 @@ func allocatorKey(a memory.Allocator) string {
 // few hundred bytes per column and page).
 func readerBytes(r *format.Reader) int64 {
 	n := int64(4 << 10)
-	var walk func(fs []*schema.Field)
-	walk = func(fs []*schema.Field) {
-		for _, f := range fs {
-			n += 1 << 10
-			walk(f.Children)
-		}
+	for _, f := range r.Schema().Fields {
+		f.Walk(func(*schema.Field) { n += 1 << 10 })
 	}
-	walk(r.Schema().Fields)
 	return n
 }
 

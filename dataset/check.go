@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -144,22 +145,22 @@ type checker struct {
 	report *CheckReport
 }
 
-// violation is where one finding is reported from: the version and, when
-// set, the fragment.
-type violation struct {
+// site is where a finding is reported from: the version and, when set,
+// the fragment.
+type site struct {
 	c        *checker
 	version  uint64
 	fragment *uint64
 }
 
-func (v violation) add(invariant, file string, field *int32, format string, args ...any) {
+func (v site) add(invariant, file string, field *int32, format string, args ...any) {
 	v.c.report.Violations = append(v.c.report.Violations, Violation{
 		Invariant: invariant, Version: v.version, Fragment: v.fragment, Field: field, File: file,
 		Message: fmt.Sprintf(format, args...),
 	})
 }
 
-func (v violation) inFragment(id uint64) violation {
+func (v site) inFragment(id uint64) site {
 	v.fragment = &id
 	return v
 }
@@ -171,7 +172,8 @@ func isFinding(err error) bool {
 }
 
 // listVersions lists the committed manifests, ascending, reporting D2 for a
-// directory that mixes naming schemes (where listManifests would stop).
+// directory that mixes naming schemes or names one version twice, and
+// going on where scanVersions stops.
 func (c *checker) listVersions(ctx context.Context) ([]manifestEntry, error) {
 	var (
 		entries []manifestEntry
@@ -193,41 +195,27 @@ func (c *checker) listVersions(ctx context.Context) ([]manifestEntry, error) {
 		}
 	}
 	if len(first) > 1 {
-		violation{c: c}.add("D2", manifest.Location(c.store, manifest.VersionsDir), nil,
+		site{c: c}.add("D2", manifest.Location(c.store, manifest.VersionsDir), nil,
 			"_versions/ mixes V1 and V2 manifest names (%s and %s)", first[manifest.ManifestNamingV1], first[manifest.ManifestNamingV2])
 	}
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("dataset: no manifest in %s: %w", manifest.Location(c.store, manifest.VersionsDir), lancer.ErrNotFound)
 	}
 	slices.SortFunc(entries, func(a, b manifestEntry) int {
-		switch {
-		case a.version != b.version:
-			return cmpUint64(a.version, b.version)
-		}
-		return strings.Compare(a.key, b.key)
+		return cmp.Or(cmp.Compare(a.version, b.version), strings.Compare(a.key, b.key))
 	})
 	for i := 1; i < len(entries); i++ {
 		if entries[i].version == entries[i-1].version {
-			violation{c: c, version: entries[i].version}.add("D2", manifest.Location(c.store, entries[i].key), nil,
+			site{c: c, version: entries[i].version}.add("D2", manifest.Location(c.store, entries[i].key), nil,
 				"version %d has two manifests, %s and %s", entries[i].version, entries[i-1].key, entries[i].key)
 		}
 	}
 	return slices.CompactFunc(entries, func(a, b manifestEntry) bool { return a.version == b.version }), nil
 }
 
-func cmpUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // checkVersion checks one version's manifest and everything it references.
 func (c *checker) checkVersion(ctx context.Context, e manifestEntry) error {
-	at := violation{c: c, version: e.version}
+	at := site{c: c, version: e.version}
 	where := manifest.Location(c.store, e.key)
 	content, err := manifest.ReadFile(ctx, c.store, e.key, e.size, false)
 	if err != nil {
@@ -260,7 +248,7 @@ func (c *checker) checkVersion(ctx context.Context, e manifestEntry) error {
 // checkFlags checks D10: the reader feature flags announce what the
 // manifest uses, so that a reader that lacks a feature refuses the version
 // instead of misreading it.
-func (c *checker) checkFlags(at violation, where string, m *manifest.Manifest) {
+func (c *checker) checkFlags(at site, where string, m *manifest.Manifest) {
 	need := func(flag manifest.FeatureFlags, what string) {
 		if m.ReaderFeatureFlags&flag == 0 {
 			at.add("D10", where, nil, "%s but the reader feature flags (%s) lack %s", what, m.ReaderFeatureFlags, flag)
@@ -276,14 +264,14 @@ func (c *checker) checkFlags(at violation, where string, m *manifest.Manifest) {
 
 // checkExists checks D4 for one referenced file: it exists and, when size
 // is not 0, has that size. It returns an error only for I/O failures.
-func (c *checker) checkExists(ctx context.Context, at violation, store blob.Store, key string, size uint64, what string) error {
+func (c *checker) checkExists(ctx context.Context, at site, store blob.Store, key string, size uint64, what string) error {
 	_, _, err := c.stat(ctx, at, store, key, size, what)
 	return err
 }
 
 // stat is checkExists that also returns the file's size and whether it
 // exists.
-func (c *checker) stat(ctx context.Context, at violation, store blob.Store, key string, size uint64, what string) (int64, bool, error) {
+func (c *checker) stat(ctx context.Context, at site, store blob.Store, key string, size uint64, what string) (int64, bool, error) {
 	where := manifest.Location(store, key)
 	info, err := store.Stat(ctx, key)
 	switch {
@@ -300,7 +288,7 @@ func (c *checker) stat(ctx context.Context, at violation, store blob.Store, key 
 }
 
 // checkFragment checks D3 and D5-D8 for one fragment.
-func (c *checker) checkFragment(ctx context.Context, at violation, d *Dataset, f *manifest.Fragment, ids *rowIDCheck) error {
+func (c *checker) checkFragment(ctx context.Context, at site, d *Dataset, f *manifest.Fragment, ids *rowIDCheck) error {
 	m := d.manifest
 	if m.MaxFragmentID != nil && f.ID > uint64(*m.MaxFragmentID) {
 		at.add("D3", "", nil, "fragment id %d exceeds max_fragment_id %d", f.ID, *m.MaxFragmentID)
@@ -357,7 +345,7 @@ func (c *checker) checkFragment(ctx context.Context, at violation, d *Dataset, f
 // recorded size, its footer and metadata decode, its version is the one
 // recorded, and its column indices name columns it has. It returns the
 // file's location, its row count and whether the file could be read.
-func (c *checker) checkDataFile(ctx context.Context, at violation, d *Dataset, df *manifest.DataFile) (string, uint64, bool, error) {
+func (c *checker) checkDataFile(ctx context.Context, at site, d *Dataset, df *manifest.DataFile) (string, uint64, bool, error) {
 	store, key, err := d.dataFileLocation(ctx, df)
 	if err != nil {
 		if !isFinding(err) {
@@ -397,7 +385,7 @@ func (c *checker) checkDataFile(ctx context.Context, at violation, d *Dataset, d
 // checkDeletions checks D4 and D7 for the fragment's deletion file, and
 // returns the deleted offsets (nil when there are none or they cannot be
 // read).
-func (c *checker) checkDeletions(ctx context.Context, at violation, d *Dataset, f *manifest.Fragment, physical uint64) (*deletionVector, error) {
+func (c *checker) checkDeletions(ctx context.Context, at site, d *Dataset, f *manifest.Fragment, physical uint64) (*deletionVector, error) {
 	if f.DeletionFile == nil {
 		return nil, nil
 	}
@@ -461,7 +449,7 @@ func newRowIDCheck() *rowIDCheck { return &rowIDCheck{live: roaring64.New()} }
 // checkRowIDs checks D4 and D8 for the fragment's row id sequence: it
 // decodes with one id per physical row, and no live id is live elsewhere
 // in the version.
-func (c *checker) checkRowIDs(ctx context.Context, at violation, d *Dataset, f *manifest.Fragment, physical uint64, dv *deletionVector, ids *rowIDCheck) error {
+func (c *checker) checkRowIDs(ctx context.Context, at site, d *Dataset, f *manifest.Fragment, physical uint64, dv *deletionVector, ids *rowIDCheck) error {
 	if physical == 0 {
 		return nil // no data file said how many rows; D5 has reported it
 	}
@@ -506,7 +494,7 @@ func (c *checker) checkRowIDs(ctx context.Context, at violation, d *Dataset, f *
 // uuids, a fragment bitmap naming only fragment ids the dataset has handed
 // out (bitmaps are immutable, so a deleted fragment may stay named), a
 // build version not after the version, and an index directory with files.
-func (c *checker) checkIndices(ctx context.Context, at violation, d *Dataset) error {
+func (c *checker) checkIndices(ctx context.Context, at site, d *Dataset) error {
 	m := d.manifest
 	seen := map[string]bool{}
 	highest := uint64(0)
@@ -569,7 +557,7 @@ func systemIndex(typ string) bool { return typ == "FragmentReuse" || typ == "Mem
 
 // scanFragment reads every row of the fragment (Deep): the live rows must
 // decode and number physical rows less deleted rows.
-func (c *checker) scanFragment(ctx context.Context, at violation, d *Dataset, f *manifest.Fragment) error {
+func (c *checker) scanFragment(ctx context.Context, at site, d *Dataset, f *manifest.Fragment) error {
 	m := *d.manifest
 	m.Fragments = []*manifest.Fragment{f}
 	one := &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, bases: d.bases}

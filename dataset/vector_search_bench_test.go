@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/cache"
 )
 
 // The server load test's search pattern (bench/server-load.mjs): a table
@@ -127,14 +128,20 @@ func BenchmarkSearchNewVersion(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			d, err := Open(ctx, store, nil)
+			// Every version is opened with one cache, as a server does.
+			c, err := cache.New(DefaultCacheBytes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			oo := &OpenOptions{Cache: c}
+			d, err := Open(ctx, store, oo)
 			if err != nil {
 				b.Fatal(err)
 			}
 			rng := rand.New(rand.NewPCG(3, 4))
 			next := int64(10_000_000)
-			// One search on the first version warms the process-wide
-			// index cache, as a running server has.
+			// One search on the first version warms the cache's index
+			// parts, as a running server has.
 			o := bc.o
 			o.Columns = []string{"id"}
 			if _, err := d.SearchRowIDs(ctx, "vector", randomQuery(rng), &o); err != nil {
@@ -150,7 +157,7 @@ func BenchmarkSearchNewVersion(b *testing.B) {
 					b.Fatal(err)
 				}
 				r.Release()
-				if d, err = Open(ctx, store, nil); err != nil {
+				if d, err = Open(ctx, store, oo); err != nil {
 					b.Fatal(err)
 				}
 				q := randomQuery(rng)

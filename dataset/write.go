@@ -390,7 +390,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 			return
 		}
 		if w != nil {
-			w.Abort()
+			w.Abort(ctx)
 		}
 		for _, key := range written {
 			removeDataFile(ctx, store, key) // with its blob sidecars
@@ -398,7 +398,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 		frags = nil
 	}()
 	finish := func() error {
-		wf, err := w.Finish()
+		wf, err := w.Finish(ctx)
 		w = nil
 		if err != nil {
 			return err
@@ -448,7 +448,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 				if start != 0 || n != batch.NumRows() {
 					part = batch.NewSlice(start, start+n)
 				}
-				err := w.Write(part)
+				err := w.Write(ctx, part)
 				if part != batch {
 					part.Release()
 				}
@@ -477,7 +477,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 			return nil, err
 		}
 	} else if w != nil {
-		w.Abort()
+		w.Abort(ctx)
 		w = nil
 	}
 	return frags, nil

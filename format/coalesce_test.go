@@ -63,10 +63,10 @@ func multiPageFile(t testing.TB, rows, pageSize int) (*blob.MemStore, string, ar
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
+	if err := w.Write(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Finish(); err != nil {
+	if _, err := w.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return store, "f.lance", rec

@@ -1,6 +1,10 @@
-// Package format reads Lance data files: bytes in a blob.Store ↔ Arrow
-// arrays. It knows nothing of datasets, manifests or branches; the dataset
-// package tells it which file to open and which fields live in which columns.
+// Package format reads and writes Lance data files: bytes in a blob.Store ↔
+// Arrow arrays. It knows nothing of datasets, manifests or branches; the
+// dataset package tells it which file to open and which fields live in which
+// columns. The schema vocabulary (fields, logical types, blob kinds) is
+// package format/schema; the byte codecs pages are built from (bit-packing,
+// RLE, FSST, zstd/lz4, ...) are internal/codec. Protobufs of the file format
+// are a detail of this package and never appear in its API.
 //
 // # On-disk contract
 //
@@ -28,13 +32,17 @@
 //
 // # Invariants
 //
-//   - Every offset and length read from a file is checked against the file
+//  1. Every offset and length read from a file is checked against the file
 //     size before use; a bad one yields an error wrapping lancer.ErrCorrupt
 //     that names the file. Decoders never panic and never allocate more than
 //     the input can justify.
-//   - Reading a row range or a set of rows reads only the pages that hold
+//  2. Reading a row range or a set of rows reads only the pages that hold
 //     them, with ranged reads.
-//   - Arrays returned to callers are owned by the caller, who releases them.
-//   - Unknown encodings or layouts are refused with lancer.ErrUnsupported,
+//  3. Arrays returned to callers are owned by the caller, who releases them.
+//  4. Unknown encodings or layouts are refused with lancer.ErrUnsupported,
 //     never guessed at.
+//  5. A file written by Writer is invisible until Finish succeeds; Abort (or
+//     a failed Finish) removes it and its blob sidecars, also when the
+//     write's context was cancelled. No context outlives the call it was
+//     passed to.
 package format

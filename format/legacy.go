@@ -263,7 +263,7 @@ func (r *Reader) readLegacyDictionaries(ctx context.Context, tail []byte, l *leg
 		}
 		page := legacyPage{uint64(loc.Offset), uint64(loc.Length)}
 		valueField := &schema.Field{ID: f.ID, Name: f.Name, Type: dt.ValueType, Nullable: true}
-		s := newLegacyScan(ctx, r, nil)
+		s := newLegacyScan(r, nil)
 		// Lance writes the values just before the schema, so they are
 		// usually in the tail already read.
 		s.spans = []legacySpan{{uint64(r.size) - uint64(len(tail)), tail}}
@@ -282,7 +282,7 @@ func (r *Reader) readLegacyDictionaries(ctx context.Context, tail []byte, l *leg
 		if err != nil {
 			return fmt.Errorf("%w (dictionary values)", err)
 		}
-		if err := s.run(); err != nil {
+		if err := s.run(ctx); err != nil {
 			return err
 		}
 		// Built on Go memory, not r.mem: the values outlive every cursor and

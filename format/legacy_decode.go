@@ -70,7 +70,7 @@ func (c *legacyCursor) readRange(ctx context.Context, start, end uint64) ([]arro
 	// Plan every page read of every batch the range touches, then run the
 	// reads in rounds (values, then what offsets point at), so ranges of one
 	// round that lie close together are read with one request.
-	s := newLegacyScan(ctx, c.r, c.proj.Column)
+	s := newLegacyScan(c.r, c.proj.Column)
 	s.requested = end - start
 	first := sort.Search(l.numBatches(), func(b int) bool { return l.batchOffsets[b+1] > start })
 	nodes := make([][]legacyNode, len(c.proj.Fields))
@@ -89,7 +89,7 @@ func (c *legacyCursor) readRange(ctx context.Context, start, end uint64) ([]arro
 			nodes[i] = append(nodes[i], n)
 		}
 	}
-	if err := s.run(); err != nil {
+	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
 	for i, f := range c.proj.Fields {
@@ -142,7 +142,6 @@ func (c *legacyCursor) buildConcat(f *schema.Field, pieces []legacyNode, start, 
 // their positions, so reading all of a batch costs one request, not one per
 // round.
 type legacyScan struct {
-	ctx    context.Context
 	r      *Reader
 	column func(fieldID int32) (int, bool)
 	// batch is the batch the nodes being planned read from.
@@ -165,8 +164,8 @@ type legacySpan struct {
 	buf []byte
 }
 
-func newLegacyScan(ctx context.Context, r *Reader, column func(int32) (int, bool)) *legacyScan {
-	return &legacyScan{ctx: ctx, r: r, column: column}
+func newLegacyScan(r *Reader, column func(int32) (int, bool)) *legacyScan {
+	return &legacyScan{r: r, column: column}
 }
 
 // read asks for the file bytes rng, passed to then once read. rng must have
@@ -175,11 +174,11 @@ func (s *legacyScan) read(rng bufferRange, then func([]byte) error) {
 	s.pending = append(s.pending, legacyRead{rng, then})
 }
 
-func (s *legacyScan) run() error {
+func (s *legacyScan) run(ctx context.Context) error {
 	for len(s.pending) > 0 {
 		round := s.pending
 		s.pending = nil
-		if err := s.fetch(round); err != nil {
+		if err := s.fetch(ctx, round); err != nil {
 			return err
 		}
 		for _, rd := range round {
@@ -208,7 +207,7 @@ func (s *legacyScan) fetched(rng bufferRange) ([]byte, bool) {
 
 // fetch reads the ranges of round that no span holds yet, merging ranges
 // less than mergeGap apart into one request.
-func (s *legacyScan) fetch(round []legacyRead) error {
+func (s *legacyScan) fetch(ctx context.Context, round []legacyRead) error {
 	const mergeGap = 64 << 10
 	var missing []bufferRange
 	for _, rd := range round {
@@ -224,7 +223,7 @@ func (s *legacyScan) fetch(round []legacyRead) error {
 			end = max(end, missing[j].Offset+missing[j].Size)
 			j++
 		}
-		buf, err := s.r.readAt(s.ctx, start, end-start)
+		buf, err := s.r.readAt(ctx, start, end-start)
 		if err != nil {
 			return err
 		}

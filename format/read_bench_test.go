@@ -33,10 +33,10 @@ func BenchmarkReadColumn(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := w.Write(rec); err != nil {
+		if err := w.Write(ctx, rec); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := w.Finish(); err != nil {
+		if _, err := w.Finish(ctx); err != nil {
 			b.Fatal(err)
 		}
 		r, err := Open(ctx, store, "b.lance", &OpenOptions{Allocator: mem})

@@ -296,10 +296,10 @@ func takeTestFile(t testing.TB, v Version, n int) (*blob.MemStore, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
+	if err := w.Write(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Finish(); err != nil {
+	if _, err := w.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return store, "f.lance"
@@ -337,11 +337,11 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
+	if err := w.Write(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
 	rec.Release()
-	if _, err := w.Finish(); err != nil {
+	if _, err := w.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
 	counting := blob.NewCountingStore(store)

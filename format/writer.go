@@ -63,7 +63,6 @@ type WrittenFile struct {
 // 0), the column metadata, the offset tables and the footer. The
 // version-specific encoders (fieldWriter) turn arrays into pages.
 type Writer struct {
-	ctx     context.Context
 	store   blob.Store
 	key     string
 	out     blob.ObjectWriter
@@ -91,15 +90,15 @@ type columnState struct {
 type fieldWriter interface {
 	// write buffers arr (one batch of the field's rows, typed as the
 	// field's logical type) and writes pages when enough is buffered.
-	write(arr arrow.Array) error
+	write(ctx context.Context, arr arrow.Array) error
 	// finish writes what is still buffered.
-	finish() error
+	finish(ctx context.Context) error
 }
 
 // NewWriter starts a data file at key in store for rows of schema. The file
 // is invisible until Finish succeeds.
 func NewWriter(ctx context.Context, store blob.Store, key string, schema *schema.Schema, opts *WriterOptions) (*Writer, error) {
-	w := &Writer{ctx: ctx, store: store, key: key, schema: schema}
+	w := &Writer{store: store, key: key, schema: schema}
 	if opts != nil {
 		w.opts = *opts
 	}
@@ -154,8 +153,9 @@ func (w *Writer) addColumn(fieldID int32) int {
 }
 
 // Write appends the rows of rec, whose columns are the schema's top-level
-// fields in order, typed as their logical types.
-func (w *Writer) Write(rec arrow.RecordBatch) error {
+// fields in order, typed as their logical types. ctx bounds the writing of
+// pages and blob sidecars; a cancelled write poisons the Writer.
+func (w *Writer) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -169,7 +169,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 		}
 	}
 	for i, fw := range w.fields {
-		if err := fw.write(rec.Column(i)); err != nil {
+		if err := fw.write(ctx, rec.Column(i)); err != nil {
 			w.err = fmt.Errorf("format: write %s: field %q: %w", w.key, w.schema.Fields[i].Name, err)
 			return w.err
 		}
@@ -201,9 +201,6 @@ func (w *Writer) pad() error {
 }
 
 func (w *Writer) writeRaw(b []byte) error {
-	if err := w.ctx.Err(); err != nil {
-		return err
-	}
 	n, err := w.out.Write(b)
 	w.pos += uint64(n)
 	if err != nil {
@@ -275,23 +272,26 @@ func footerVersion(v Version) (uint16, uint16) {
 
 // Finish writes what the field writers still buffer, the file descriptor,
 // column metadata, offset tables and footer, and publishes the file.
-func (w *Writer) Finish() (*WrittenFile, error) {
+func (w *Writer) Finish(ctx context.Context) (*WrittenFile, error) {
 	if w.err != nil {
-		w.Abort()
+		w.Abort(ctx)
 		return nil, w.err
 	}
 	fail := func(err error) (*WrittenFile, error) {
 		w.err = err
-		w.Abort()
+		w.Abort(ctx)
 		return nil, err
 	}
 	for i, fw := range w.fields {
-		if err := fw.finish(); err != nil {
+		if err := fw.finish(ctx); err != nil {
 			return fail(fmt.Errorf("format: write %s: field %q: %w", w.key, w.schema.Fields[i].Name, err))
 		}
 	}
 	defaultEnc, err := directEncoding(&encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
 	if err != nil {
+		return fail(err)
+	}
+	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
 	fields, md := schemaproto.Encode(w.schema)
@@ -344,6 +344,9 @@ func (w *Writer) Finish() (*WrittenFile, error) {
 	if err := w.writeRaw(tail); err != nil {
 		return fail(err)
 	}
+	if err := ctx.Err(); err != nil {
+		return fail(err) // publish nothing the caller gave up on
+	}
 	if err := w.out.Close(); err != nil {
 		return fail(fmt.Errorf("format: write %s: %w", w.key, err))
 	}
@@ -355,9 +358,11 @@ func (w *Writer) Finish() (*WrittenFile, error) {
 	}, nil
 }
 
-// Abort discards the file. It is safe to call at any time, more than once;
-// after a successful Finish it does nothing.
-func (w *Writer) Abort() {
+// Abort discards the file and its blob sidecars. It is safe to call at any
+// time, more than once; after a successful Finish it does nothing. The
+// deletes run even when ctx is cancelled (a cancelled write is the common
+// reason to abort).
+func (w *Writer) Abort(ctx context.Context) {
 	if w.finished {
 		return
 	}
@@ -366,8 +371,8 @@ func (w *Writer) Abort() {
 	}
 	for _, fw := range w.fields {
 		// Field writers that hold buffers or wrote side files drop them.
-		if a, ok := fw.(interface{ abort() }); ok {
-			a.abort()
+		if a, ok := fw.(interface{ abort(context.Context) }); ok {
+			a.abort(ctx)
 		}
 	}
 	if w.err == nil {

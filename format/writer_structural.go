@@ -1,6 +1,7 @@
 package format
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -294,7 +295,7 @@ func fslShape(dt arrow.DataType) ([]int, arrow.DataType, error) {
 }
 
 // write implements fieldWriter.
-func (fw *structuralFieldWriter) write(arr arrow.Array) error {
+func (fw *structuralFieldWriter) write(ctx context.Context, arr arrow.Array) error {
 	if arr.Len() == 0 {
 		return nil
 	}
@@ -307,7 +308,7 @@ func (fw *structuralFieldWriter) write(arr arrow.Array) error {
 		lw.pendingBytes += pieces[i].bytes
 		pieces[i] = nil
 		for lw.pendingBytes >= fw.w.opts.PageSize {
-			if err := fw.flushPage(lw, fw.w.opts.PageSize); err != nil {
+			if err := fw.flushPage(ctx, lw, fw.w.opts.PageSize); err != nil {
 				releasePieces(pieces)
 				return err
 			}
@@ -317,10 +318,10 @@ func (fw *structuralFieldWriter) write(arr arrow.Array) error {
 }
 
 // finish implements fieldWriter.
-func (fw *structuralFieldWriter) finish() error {
+func (fw *structuralFieldWriter) finish(ctx context.Context) error {
 	for _, lw := range fw.leaves {
 		for len(lw.pending) > 0 {
-			if err := fw.flushPage(lw, -1); err != nil {
+			if err := fw.flushPage(ctx, lw, -1); err != nil {
 				return err
 			}
 		}
@@ -332,13 +333,13 @@ func (fw *structuralFieldWriter) finish() error {
 }
 
 // abort releases what the writer holds and discards sidecar files.
-func (fw *structuralFieldWriter) abort() {
+func (fw *structuralFieldWriter) abort(ctx context.Context) {
 	for _, lw := range fw.leaves {
 		releasePieces(lw.pending)
 		lw.pending = nil
 	}
 	if fw.blobs != nil {
-		fw.blobs.abort()
+		fw.blobs.abort(ctx)
 	}
 }
 
@@ -352,7 +353,10 @@ func releasePieces(pieces []*leafPiece) {
 
 // flushPage encodes pending pieces of lw worth about limit bytes (all of
 // them when limit < 0) as one page of whole rows.
-func (fw *structuralFieldWriter) flushPage(lw *leafWriter, limit int) error {
+func (fw *structuralFieldWriter) flushPage(ctx context.Context, lw *leafWriter, limit int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	take := len(lw.pending)
 	if limit >= 0 {
 		acc := 0
@@ -384,7 +388,7 @@ func (fw *structuralFieldWriter) flushPage(lw *leafWriter, limit int) error {
 		bytes += p.bytes
 	}
 	defer func() { releasePieces(page) }()
-	rows, err := fw.encodePage(lw.spec, page, lw.nextRow)
+	rows, err := fw.encodePage(ctx, lw.spec, page, lw.nextRow)
 	lw.pending = append([]*leafPiece(nil), rest...)
 	lw.pendingBytes -= bytes
 	if err != nil {

@@ -104,10 +104,10 @@ func BenchmarkWrite2_2(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := w.Write(rec); err != nil {
+				if err := w.Write(context.Background(), rec); err != nil {
 					b.Fatal(err)
 				}
-				wf, err := w.Finish()
+				wf, err := w.Finish(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -85,10 +85,10 @@ func (s *blobSidecars) newID() uint32 {
 }
 
 // dedicated writes b to a sidecar of its own and returns its id.
-func (s *blobSidecars) dedicated(b []byte) (uint32, error) {
+func (s *blobSidecars) dedicated(ctx context.Context, b []byte) (uint32, error) {
 	id := s.newID()
 	key := blobSidecarKey(s.w.key, id)
-	out, err := s.w.store.NewWriter(s.w.ctx, key)
+	out, err := s.w.store.NewWriter(ctx, key)
 	if err != nil {
 		return 0, err
 	}
@@ -105,7 +105,7 @@ func (s *blobSidecars) dedicated(b []byte) (uint32, error) {
 
 // pack appends b to the packed sidecar (starting a new one past limit
 // bytes) and returns its id and position.
-func (s *blobSidecars) pack(b []byte, limit uint64) (uint32, uint64, error) {
+func (s *blobSidecars) pack(ctx context.Context, b []byte, limit uint64) (uint32, uint64, error) {
 	if s.packed != nil && s.packedSize > 0 && s.packedSize+uint64(len(b)) > limit {
 		if err := s.closePacked(); err != nil {
 			return 0, 0, err
@@ -113,7 +113,7 @@ func (s *blobSidecars) pack(b []byte, limit uint64) (uint32, uint64, error) {
 	}
 	if s.packed == nil {
 		s.packedID = s.newID()
-		out, err := s.w.store.NewWriter(s.w.ctx, blobSidecarKey(s.w.key, s.packedID))
+		out, err := s.w.store.NewWriter(ctx, blobSidecarKey(s.w.key, s.packedID))
 		if err != nil {
 			return 0, 0, err
 		}
@@ -147,12 +147,12 @@ func (s *blobSidecars) close() error { return s.closePacked() }
 
 // abort discards every sidecar written, also when the write was aborted
 // because its context was cancelled.
-func (s *blobSidecars) abort() {
+func (s *blobSidecars) abort(ctx context.Context) {
 	if s.packed != nil {
 		_ = s.packed.Abort()
 		s.packed = nil
 	}
-	ctx := context.WithoutCancel(s.w.ctx)
+	ctx = context.WithoutCancel(ctx)
 	for _, key := range s.closed {
 		_ = s.w.store.Delete(ctx, key)
 	}
@@ -189,7 +189,7 @@ func metaSize(md map[string]string, key string, def uint64) uint64 {
 
 // encodeBlobV2 writes the payloads of a blob v2 page and encodes its
 // descriptors.
-func (fw *structuralFieldWriter) encodeBlobV2(pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
+func (fw *structuralFieldWriter) encodeBlobV2(ctx context.Context, pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
 	inlineMax := metaSize(pg.meta, metaBlobInlineThreshold, defaultBlobInlineThreshold)
 	dedicatedMin := metaSize(pg.meta, metaBlobDedicatedThreshold, defaultBlobDedicatedThreshold)
 	packLimit := metaSize(pg.meta, metaBlobPackFileThreshold, defaultBlobPackFileThreshold)
@@ -235,13 +235,13 @@ func (fw *structuralFieldWriter) encodeBlobV2(pg *writePage) ([][]byte, *enc21pb
 						}
 						put(0, off, n, 0, nil)
 					case n > dedicatedMin:
-						id, err := fw.sidecars().dedicated(b)
+						id, err := fw.sidecars().dedicated(ctx, b)
 						if err != nil {
 							return nil, nil, err
 						}
 						put(2, 0, n, id, nil)
 					default:
-						id, off, err := fw.sidecars().pack(b, packLimit)
+						id, off, err := fw.sidecars().pack(ctx, b, packLimit)
 						if err != nil {
 							return nil, nil, err
 						}

@@ -215,10 +215,53 @@ func TestStructuralWriterBlobV2Abort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
+	if err := w.Write(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	w.Abort()
+	w.Abort(context.Background())
+	for info, err := range store.List(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("left behind %s", info.Key)
+	}
+}
+
+// TestStructuralWriterBlobV2Cancelled: the context of each call bounds
+// it: a cancelled Finish publishes nothing, and Abort with that same
+// cancelled context still deletes the sidecars the earlier Write made.
+func TestStructuralWriterBlobV2Cancelled(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s, rec := blobV2Batch(t, mem, blobPayloads(), nil)
+	defer rec.Release()
+	store := blob.NewMemStore("cancel")
+	w, err := NewWriter(context.Background(), store, "data/b.lance", s, &WriterOptions{Version: Version2_2, PageSize: 1, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	sidecars := 0
+	for _, err := range store.List(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		sidecars++
+	}
+	if sidecars == 0 {
+		t.Fatal("the write made no sidecars; the test would prove nothing")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Write(ctx, rec); !errors.Is(err, context.Canceled) {
+		t.Errorf("Write with a cancelled context: %v, want context.Canceled", err)
+	}
+	if _, err := w.Finish(ctx); err == nil {
+		t.Error("Finish after a cancelled Write succeeded")
+	}
+	w.Abort(ctx)
 	for info, err := range store.List(context.Background(), "") {
 		if err != nil {
 			t.Fatal(err)
@@ -239,10 +282,10 @@ func TestStructuralWriterBlobV2AbortAfterFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
+	if err := w.Write(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Finish(); err != nil {
+	if _, err := w.Finish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	list := func() []string {
@@ -259,7 +302,7 @@ func TestStructuralWriterBlobV2AbortAfterFinish(t *testing.T) {
 	if len(before) < 2 {
 		t.Fatalf("finished file and sidecars: %v", before)
 	}
-	w.Abort()
+	w.Abort(context.Background())
 	if after := list(); !slices.Equal(after, before) {
 		t.Errorf("after Abort: %v, want %v", after, before)
 	}

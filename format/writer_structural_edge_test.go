@@ -440,11 +440,11 @@ func TestStructuralWriterRefuses(t *testing.T) {
 	other.Release()
 	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{a}, 1)
 	a.Release()
-	if err := w.Write(rec); !errors.Is(err, lancer.ErrInvalidArgument) {
+	if err := w.Write(context.Background(), rec); !errors.Is(err, lancer.ErrInvalidArgument) {
 		t.Errorf("mismatched batch: %v, want ErrInvalidArgument", err)
 	}
 	rec.Release()
-	w.Abort()
+	w.Abort(context.Background())
 }
 
 // hasBlobField reports whether f or any member of it stores its bytes out

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -145,13 +146,13 @@ func (pg *writePage) levels(i int) (rep, def uint16) {
 
 // encodePage encodes pieces (whole rows of one leaf) as one page starting
 // at row firstRow and returns its row count.
-func (fw *structuralFieldWriter) encodePage(spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {
+func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {
 	v22 := !fw.w.version.Less(Version2_2)
 	pg := newWritePage(spec, v22, pieces)
 	if pg.rows == 0 {
 		return 0, nil
 	}
-	bufs, layout, err := fw.layoutPage(pg)
+	bufs, layout, err := fw.layoutPage(ctx, pg)
 	if err != nil {
 		return 0, err
 	}
@@ -163,7 +164,7 @@ func (fw *structuralFieldWriter) encodePage(spec *leafSpec, pieces []*leafPiece,
 
 // layoutPage picks the page's layout the way Lance's default writer does
 // (spec §8.3) and encodes it.
-func (fw *structuralFieldWriter) layoutPage(pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
+func (fw *structuralFieldWriter) layoutPage(ctx context.Context, pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
 	spec := pg.spec
 	switch {
 	case spec.kind == kindEmptyStruct:
@@ -179,7 +180,7 @@ func (fw *structuralFieldWriter) layoutPage(pg *writePage) ([][]byte, *enc21pb.P
 	}
 	switch spec.kind {
 	case kindBlobV2:
-		return fw.encodeBlobV2(pg)
+		return fw.encodeBlobV2(ctx, pg)
 	case kindPacked:
 		st := spec.dt.(*arrow.StructType)
 		vals, err := gatherPackedPage(st, pg.pieces, pg.nulls)

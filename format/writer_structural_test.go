@@ -24,12 +24,12 @@ func writeStructural(t testing.TB, store blob.Store, key string, sch *schema.Sch
 		t.Fatalf("NewWriter: %v", err)
 	}
 	for _, rec := range recs {
-		if err := w.Write(rec); err != nil {
-			w.Abort()
+		if err := w.Write(context.Background(), rec); err != nil {
+			w.Abort(context.Background())
 			t.Fatalf("Write: %v", err)
 		}
 	}
-	wf, err := w.Finish()
+	wf, err := w.Finish(context.Background())
 	if err != nil {
 		t.Fatalf("Finish: %v", err)
 	}

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -59,7 +60,30 @@ func newV20FieldWriter(w *Writer, f *schema.Field, firstCol int) (fieldWriter, e
 	if firstCol != len(w.columns) {
 		return nil, fmt.Errorf("field %q starts at column %d, the file has %d: %w", f.Name, firstCol, len(w.columns), lancer.ErrInvalidArgument)
 	}
-	return newV20Writer(w, f)
+	vw, err := newV20Writer(w, f)
+	if err != nil {
+		return nil, err
+	}
+	return v20FieldWriter{vw}, nil
+}
+
+// v20FieldWriter adapts a top-level v20Writer to fieldWriter. 2.0 fields
+// write only to the data file itself, so the context serves to stop
+// between batches.
+type v20FieldWriter struct{ v20Writer }
+
+func (f v20FieldWriter) write(ctx context.Context, arr arrow.Array) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return f.v20Writer.write(arr)
+}
+
+func (f v20FieldWriter) finish(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return f.v20Writer.finish()
 }
 
 // newV20Writer builds the encoder of f, registering its columns in

@@ -38,12 +38,12 @@ func v20wWrite(t testing.TB, sch *schema.Schema, opts WriterOptions, batches ...
 		t.Fatal(err)
 	}
 	for _, b := range batches {
-		if err := w.Write(b); err != nil {
-			w.Abort()
+		if err := w.Write(context.Background(), b); err != nil {
+			w.Abort(context.Background())
 			t.Fatal(err)
 		}
 	}
-	wf, err := w.Finish()
+	wf, err := w.Finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,12 +383,12 @@ func TestV20WriteRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = w.Write(rec)
+		err = w.Write(ctx, rec)
 		rec.Release()
 		if !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), `"st"`) {
 			t.Errorf("%s: got %v, want ErrUnsupported naming the field", dt, err)
 		}
-		if _, err := w.Finish(); err == nil {
+		if _, err := w.Finish(ctx); err == nil {
 			t.Errorf("%s: Finish after a failed Write succeeded", dt)
 		}
 	}
@@ -513,14 +513,14 @@ func TestV20WriteDictionaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range over {
-		if err = w.Write(b); err != nil {
+		if err = w.Write(context.Background(), b); err != nil {
 			break
 		}
 	}
 	if !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), `"d8"`) {
 		t.Errorf("got %v, want ErrUnsupported naming the field", err)
 	}
-	w.Abort()
+	w.Abort(context.Background())
 }
 
 // v20wDictBatches returns 5 batches of 100 rows of two dictionary
@@ -580,18 +580,18 @@ func TestV20WriteNullArrays(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = w.Write(rec)
+		err = w.Write(context.Background(), rec)
 		switch {
 		case nullStruct:
 			if !errors.Is(err, lancer.ErrUnsupported) {
 				t.Errorf("seed %d: null structs: got %v, want ErrUnsupported", seed, err)
 			}
-			w.Abort()
+			w.Abort(context.Background())
 		case err != nil:
 			t.Errorf("seed %d: %v", seed, err)
-			w.Abort()
+			w.Abort(context.Background())
 		default:
-			if _, err := w.Finish(); err != nil {
+			if _, err := w.Finish(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			r := v20wOpen(t, store, mem)

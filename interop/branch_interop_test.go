@@ -91,6 +91,7 @@ func lancerRefRows(t *testing.T, root blob.Store, ref branch.Ref) [][]byte {
 // branch (and main) with the same rows, row ids included, as lancer.
 func agreeOnBranches(t *testing.T, node, ref, uri string, root blob.Store, branches ...string) {
 	t.Helper()
+	checkInvariants(t, uri)
 	var reqs []request
 	for _, b := range branches {
 		reqs = append(reqs, request{URI: uri, Branch: b, WithRowID: true})

@@ -106,11 +106,12 @@ func lancerRowsOf(t *testing.T, version uint64, open func(*dataset.OpenOptions) 
 	return rows
 }
 
-// agree checks that real Lance and lancer see the same history: the same
-// versions with the same totals, and for every version the same schema and
-// the same rows (row ids included).
+// agree checks the history's invariants, and that real Lance and lancer
+// see the same history: the same versions with the same totals, and for
+// every version the same schema and the same rows (row ids included).
 func agree(t *testing.T, node, ref, uri string) {
 	t.Helper()
+	checkInvariants(t, uri)
 	ctx := context.Background()
 	d, err := dataset.OpenURI(ctx, uri, nil)
 	if err != nil {

@@ -78,6 +78,7 @@ func ids(from, to int64) []int64 {
 // same rows.
 func branchAgree(t *testing.T, node, ref, uri string, root blob.Store, name string) {
 	t.Helper()
+	checkInvariants(t, uri)
 	r := lanceRows(t, node, ref, []request{{URI: uri, Branch: name, WithRowID: true}})[0]
 	if r.Error != "" {
 		t.Fatalf("real Lance cannot read branch %s: %s", name, r.Error)

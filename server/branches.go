@@ -47,11 +47,6 @@ func (s *Server) branchRoot(r *http.Request) (blob.Store, branchBody, error) {
 	return ds.Store(), body, nil
 }
 
-// branchNotFound is the 404 the client reports as a missing branch.
-func branchNotFound(name string, err error) error {
-	return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: fmt.Sprintf("branch %q does not exist", name), err: err}
-}
-
 // listBranches answers branches/list/ with Lance's BranchContents.
 func (s *Server) listBranches(w http.ResponseWriter, r *http.Request) error {
 	root, _, err := s.branchRoot(r)
@@ -397,17 +392,9 @@ func (s *Server) mergeBranch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	from := fromBranch(body)
-	src := branch.Ref{}
-	if from != branch.Main {
-		src.Branch = from
-	}
-	into := body.Into
-	if into == branch.Main {
-		into = ""
-	}
 	t := s.table(r.PathValue("id"))
 	t.mu.Lock()
-	res, err := branch.Merge(r.Context(), root, src, &branch.MergeOptions{Into: into, Strategy: strategy, DryRun: body.DryRun})
+	res, err := branch.Merge(r.Context(), root, branch.Ref{Branch: from}, &branch.MergeOptions{Into: body.Into, Strategy: strategy, DryRun: body.DryRun})
 	t.mu.Unlock()
 	var fail *dataset.MergeConflictError
 	status := http.StatusOK

@@ -35,6 +35,7 @@ func TestServerTruncatedDataFile(t *testing.T) {
 		if err := os.Truncate(files[0], int64(float64(fi.Size())*keep)); err != nil {
 			t.Fatal(err)
 		}
+		brokenOnPurpose.Store(dir, true)
 		for _, body := range []string{`{"k":10000}`, `{"filter":"_rowoffset IN (1, 1999)"}`, `{"vector":[1,1],"k":3}`} {
 			rec := do(t, s, "POST", "/v1/table/t/query/", []byte(body), nil)
 			if msg, _ := errorOf(t, rec); rec.Code != 500 || !strings.Contains(msg, "corrupt") {
@@ -74,6 +75,7 @@ func TestServerCorruptLaterFragment(t *testing.T) {
 	if err := os.Truncate(second, fi.Size()/2); err != nil {
 		t.Fatal(err)
 	}
+	brokenOnPurpose.Store(dir, true)
 	// Over a real connection: the server must break it off, so that the
 	// client (and any proxy) sees an answer cut short, not one that ended.
 	ts := httptest.NewServer(s)

@@ -63,6 +63,14 @@ func tableNotFound(name string) error {
 	return &apiError{status: http.StatusNotFound, code: codeTableNotFound, msg: fmt.Sprintf("table %q not found", name)}
 }
 
+// branchNotFound is the 404 the client reports as a missing branch. A
+// handler returns it for an error wrapping branch.ErrNoSuchBranch (the
+// branch package's lookups return it, so nothing is looked up again to
+// tell a missing branch from a missing version or table).
+func branchNotFound(name string, err error) error {
+	return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: fmt.Sprintf("branch %q does not exist", name), err: err}
+}
+
 // inTable maps an error of an operation on an existing table: a missing
 // column, row or index named by the request is the request's fault (400),
 // not a missing table (a 404 the client would report as TableNotFound).
@@ -81,7 +89,8 @@ func inTable(err error) error {
 //
 //	lancer.ErrInvalidArgument, ErrUnsupported      400 (InvalidInput, NotSupported)
 //	lancer.ErrAlreadyExists                        400 with "already exists" (409 is retried by the client)
-//	lancer.ErrNotFound                             404
+//	lancer.ErrNotFound                             404 (branch.ErrNoSuchBranch, ErrNoSuchTag and
+//	                                               dataset.ErrNoSuchVersion among them)
 //	lancer.ErrConflict                             409 (the client retries it)
 //	a body over the size limit                     413
 //	bodies in flight over Options.MaxInFlightBytes 503 with Retry-After (an apiError from body.go)

@@ -38,6 +38,7 @@ func newServer(t *testing.T, opts server.Options) (*server.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkTablesWhenDone(t, opts.DataDir)
 	return s, opts.DataDir
 }
 

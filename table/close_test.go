@@ -16,7 +16,7 @@ import (
 )
 
 // TestUseAfterClose calls every method of a closed handle, and of a
-// handle derived from it: each fails with lancer.ErrClosed.
+// handle derived from it: each fails with lancer.ErrClosed (invariant 3).
 func TestUseAfterClose(t *testing.T) {
 	ctx := context.Background()
 	_, tb := create(t, 0, 1, 2)

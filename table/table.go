@@ -14,6 +14,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format/schema"
 )
@@ -37,17 +38,26 @@ type Options struct {
 	// Allocator allocates the Arrow arrays scans, takes and searches
 	// return. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Cache keeps what reads load (dataset.OpenOptions.Cache); give
+	// several handles one to share its budget. Default: one of
+	// dataset.DefaultCacheBytes per Open or Create, shared by the handle
+	// and its checkouts.
+	Cache *cache.Cache
 }
 
 // openOptions is the dataset.OpenOptions every version the handle opens
-// uses. It is the one place table options reach package dataset: a cache
-// the caller injects (dataset.OpenOptions' cache, when it has one) is
-// passed on here, shared by the handle and its checkouts.
+// uses. It is the one place table options reach package dataset: the
+// cache is made here when the caller gives none, so that the handle and
+// its checkouts share it.
 func (o *Options) openOptions() dataset.OpenOptions {
-	if o == nil {
-		return dataset.OpenOptions{}
+	var oo dataset.OpenOptions
+	if o != nil {
+		oo = dataset.OpenOptions{StorageOptions: o.StorageOptions, Allocator: o.Allocator, Cache: o.Cache}
 	}
-	return dataset.OpenOptions{StorageOptions: o.StorageOptions, Allocator: o.Allocator}
+	if oo.Cache == nil {
+		oo.Cache, _ = cache.New(dataset.DefaultCacheBytes) // fails only for a negative size
+	}
+	return oo
 }
 
 // Table is a handle on one state of a table (see the package doc for its
@@ -146,7 +156,12 @@ func closeStore(store blob.Store) error {
 // Close ends the handle's use. On the handle from Open or Create it closes
 // the store (a cloud store's connections), which ends every handle derived
 // from it too. Closing twice is not an error; a Dataset or Scanner taken
-// from the handle must not be used after the store is closed.
+// from the handle must not be used after the store is closed. Ref,
+// Version, Schema and Indices, which read nothing, still answer.
+//
+// A store dataset opens for a base path outside the table's own family
+// (the source of a shallow clone of another table) is not the handle's
+// and is not closed.
 func (t *Table) Close() error {
 	if t.closed.Swap(true) || !t.owner {
 		return nil

