@@ -16,8 +16,9 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/internal/manifesttest"
 )
 
 func scanAll(t *testing.T, ds *dataset.Dataset, mem memory.Allocator) [][]byte {
@@ -280,12 +281,12 @@ func TestMainLineBasePathOpensRecorded(t *testing.T) {
 		t.Fatalf("manifests of the clone: %v, %v", manifests, err)
 	}
 	for _, path := range manifests {
-		fixturetest.EditManifest(t, path, func(m *tablepb.Manifest) {
-			for _, bp := range m.BasePaths {
-				if bp.GetName() != "" {
+		manifesttest.Edit(t, path, func(m *manifest.Manifest) {
+			for i, bp := range m.BasePaths {
+				if bp.Name != "" {
 					t.Fatalf("base path %v has a name", bp)
 				}
-				bp.Path = source
+				m.BasePaths[i].Path = source
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // Cleanup removes old versions and unreferenced files of the dataset rooted
@@ -185,7 +186,7 @@ func branchReferences(ctx context.Context, root blob.Store, name string, tagged 
 // directory (ending in "/") a manifest references: the base path it is
 // under (nil for the manifest's own root) and its key relative to that
 // root.
-func manifestFiles(m *dataset.Manifest, visit func(baseID *uint32, key string)) {
+func manifestFiles(m *manifest.Manifest, visit func(baseID *uint32, key string)) {
 	for _, f := range m.Fragments {
 		for _, df := range f.Files {
 			visit(df.BaseID, "data/"+df.Path)

@@ -14,6 +14,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // CreateBranchOptions configures CreateBranch.
@@ -199,7 +200,7 @@ const rowIDSpan = 1 << 40
 // and its parent add later never share an id and a merge needs no
 // renumbering (Lance's branches continue from the parent's next id; lancer
 // renumbers their rows when it merges them). 0 without stable row ids.
-func branchRowIDs(m *dataset.Manifest) uint64 {
+func branchRowIDs(m *manifest.Manifest) uint64 {
 	if !m.StableRowIDs() {
 		return 0
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -154,7 +155,7 @@ func TestCreateBranchZeroCopy(t *testing.T) {
 	if ds.Version() != main.Version() || m.Branch != "feat/x" {
 		t.Errorf("branch at version %d branch %q, want %d feat/x", ds.Version(), m.Branch, main.Version())
 	}
-	wantBase := dataset.BasePath{ID: 0, IsDatasetRoot: true, Path: dir}
+	wantBase := manifest.BasePath{ID: 0, IsDatasetRoot: true, Path: dir}
 	if len(m.BasePaths) != 1 || m.BasePaths[0] != wantBase {
 		t.Errorf("base paths %+v, want %+v", m.BasePaths, wantBase)
 	}
@@ -165,7 +166,7 @@ func TestCreateBranchZeroCopy(t *testing.T) {
 			}
 		}
 	}
-	if m.ReaderFeatureFlags&dataset.FlagBasePaths == 0 {
+	if m.ReaderFeatureFlags&manifest.FlagBasePaths == 0 {
 		t.Errorf("reader flags %v", m.ReaderFeatureFlags)
 	}
 	versions, err := ds.Versions(ctx)
@@ -237,7 +238,7 @@ func TestBranchWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	bp := child.Manifest().BasePaths
-	if len(bp) != 2 || bp[0].Name != "" || bp[0].Path != dir || bp[1] != (dataset.BasePath{ID: 1, Name: "b", IsDatasetRoot: true, Path: dir + "/tree/b"}) {
+	if len(bp) != 2 || bp[0].Name != "" || bp[0].Path != dir || bp[1] != (manifest.BasePath{ID: 1, Name: "b", IsDatasetRoot: true, Path: dir + "/tree/b"}) {
 		t.Errorf("child base paths %+v", bp)
 	}
 	if got, want := ids(t, child), openIDs(t, root, branch.Ref{Branch: "b"}); !slices.Equal(got, want) {

@@ -11,6 +11,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // DiscardOptions configures DeleteBranch.
@@ -200,7 +201,7 @@ func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *Disca
 
 // familyBase returns the branch whose root a base path names (a dataset
 // root named after a branch, at .../tree/<branch>), and whether it does.
-func familyBase(bp dataset.BasePath) (string, bool) {
+func familyBase(bp manifest.BasePath) (string, bool) {
 	if !bp.IsDatasetRoot || bp.Name == "" || bp.Name == Main {
 		return "", false
 	}
@@ -211,7 +212,7 @@ func familyBase(bp dataset.BasePath) (string, bool) {
 // reach through base paths.
 func referencedRoots(ctx context.Context, root blob.Store, name string) ([]string, error) {
 	var out []string
-	err := eachManifest(ctx, root, name, func(m *dataset.Manifest) {
+	err := eachManifest(ctx, root, name, func(m *manifest.Manifest) {
 		for _, bp := range m.BasePaths {
 			if b, ok := familyBase(bp); ok && b != name && !slices.Contains(out, b) {
 				out = append(out, b)
@@ -223,7 +224,7 @@ func referencedRoots(ctx context.Context, root blob.Store, name string) ([]strin
 
 // eachManifest calls visit with the manifest of every version of branch
 // from ("" for main).
-func eachManifest(ctx context.Context, root blob.Store, from string, visit func(*dataset.Manifest)) error {
+func eachManifest(ctx context.Context, root blob.Store, from string, visit func(*manifest.Manifest)) error {
 	store := root
 	if from != "" {
 		store = blob.Sub(root, treeDir+from)
@@ -246,7 +247,7 @@ func eachManifest(ctx context.Context, root blob.Store, from string, visit func(
 // to it) that any version of the root of branch from ("" for main)
 // references through a base path naming tree/<t>.
 func collectReferences(ctx context.Context, root blob.Store, from string, targets map[string]map[string]bool) error {
-	return eachManifest(ctx, root, from, func(m *dataset.Manifest) {
+	return eachManifest(ctx, root, from, func(m *manifest.Manifest) {
 		owner := map[uint32]map[string]bool{}
 		for _, bp := range m.BasePaths {
 			if b, ok := familyBase(bp); ok && targets[b] != nil {

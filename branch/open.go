@@ -8,6 +8,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // Ref selects a state of a dataset: the latest version or a given version
@@ -131,8 +132,8 @@ func OpenURI(ctx context.Context, uri string, ref Ref, opts *dataset.OpenOptions
 // writes an unnamed base path for the source of a shallow clone of a version
 // and for extra data roots given without a name. Those are opened with
 // storageOptions (dataset.OpenOptions.StorageOptions).
-func familyResolver(root blob.Store, onBranch bool, storageOptions map[string]string) func(context.Context, dataset.BasePath) (blob.Store, error) {
-	return func(ctx context.Context, bp dataset.BasePath) (blob.Store, error) {
+func familyResolver(root blob.Store, onBranch bool, storageOptions map[string]string) func(context.Context, manifest.BasePath) (blob.Store, error) {
+	return func(ctx context.Context, bp manifest.BasePath) (blob.Store, error) {
 		if !bp.IsDatasetRoot {
 			return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
 		}

@@ -10,13 +10,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
@@ -35,7 +34,7 @@ type NewColumn struct {
 // file holding its values of the new columns, and those files, for cleanup
 // when the commit fails.
 type mergeOp struct {
-	fragments []*tablepb.DataFragment
+	fragments []*manifest.Fragment
 	written   []string
 }
 
@@ -100,7 +99,7 @@ func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, e
 		return nil, err
 	}
 	if allNulls {
-		return d.commitMerge(ctx, newSchema, &mergeOp{fragments: cloneFragments(d.manifest.raw.GetFragments())})
+		return d.commitMerge(ctx, newSchema, &mergeOp{fragments: manifest.CloneFragments(d.manifest.Fragments)})
 	}
 	mem := d.opts.Allocator
 	merge, err := d.writeColumns(ctx, read, newSchema, func(live arrow.RecordBatch) ([]arrow.Array, error) {
@@ -284,7 +283,7 @@ func (d *Dataset) writeColumns(ctx context.Context, read *projection, schema *sc
 			}
 		}
 	}()
-	raw := d.manifest.raw.GetFragments()
+	raw := d.manifest.Fragments
 	for i, f := range d.manifest.Fragments {
 		df, key, err := d.writeFragmentColumns(ctx, read, schema, f, fn)
 		if key != "" {
@@ -293,8 +292,8 @@ func (d *Dataset) writeColumns(ctx context.Context, read *projection, schema *sc
 		if err != nil {
 			return nil, err
 		}
-		nf := proto.Clone(raw[i]).(*tablepb.DataFragment)
-		nf.Files = append(nf.Files, df)
+		nf := raw[i].Clone()
+		nf.Files = append(nf.Files, *df)
 		merge.fragments = append(merge.fragments, nf)
 	}
 	return merge, nil
@@ -302,8 +301,8 @@ func (d *Dataset) writeColumns(ctx context.Context, read *projection, schema *sc
 
 // writeFragmentColumns writes fragment f's data file of schema. It returns
 // the file's key once the file exists, even on a later error.
-func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, schema *schema.Schema, f *Fragment,
-	fn func(live arrow.RecordBatch) ([]arrow.Array, error)) (df *tablepb.DataFile, key string, err error) {
+func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, schema *schema.Schema, f *manifest.Fragment,
+	fn func(live arrow.RecordBatch) ([]arrow.Array, error)) (df *manifest.DataFile, key string, err error) {
 	fr, err := d.openFragment(ctx, read, f)
 	if err != nil {
 		return nil, "", err
@@ -354,7 +353,8 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 	if wf.Rows != fr.physical {
 		return nil, wf.Key, fmt.Errorf("dataset: add columns: fragment %d: wrote %d rows for its %d: %w", f.ID, wf.Rows, fr.physical, lancer.ErrCorrupt)
 	}
-	return dataFileProto(wf), wf.Key, nil
+	file := dataFileOf(wf)
+	return &file, wf.Key, nil
 }
 
 // physicalBatch reads rows [start, end) of the fragment, hands fn its
@@ -407,15 +407,6 @@ func (fr *fragmentReader) physicalBatch(ctx context.Context, mem memory.Allocato
 		}
 	}
 	return out, nil
-}
-
-// cloneFragments deep-copies fragment protobufs.
-func cloneFragments(in []*tablepb.DataFragment) []*tablepb.DataFragment {
-	out := make([]*tablepb.DataFragment, len(in))
-	for i, f := range in {
-		out[i] = proto.Clone(f).(*tablepb.DataFragment)
-	}
-	return out
 }
 
 // joinSide is the data side of AddColumnsFromData: its columns other than

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 )
 
@@ -157,13 +158,13 @@ func TestAddColumns(t *testing.T) {
 			}
 			checkGoodsColumns(t, d, ids, nullStructs, "price2", "lname", "ma")
 			txn := rawTransaction(t, store, d.Version())
-			merge := txn.GetMerge()
+			merge := opAs[*manifest.Merge](txn)
 			if merge == nil {
-				t.Fatalf("version %d recorded %T, want a Merge", d.Version(), txn.GetOperation())
+				t.Fatalf("version %d recorded %T, want a Merge", d.Version(), txn.Operation)
 			}
-			if len(merge.Fragments) != len(d.manifest.Fragments) || len(merge.Schema) != len(d.manifest.raw.Fields) {
+			if len(merge.Fragments) != len(d.manifest.Fragments) || len(merge.Fields) != len(d.manifest.Fields()) {
 				t.Errorf("Merge records %d fragments and %d fields, the version has %d and %d",
-					len(merge.Fragments), len(merge.Schema), len(d.manifest.Fragments), len(d.manifest.raw.Fields))
+					len(merge.Fragments), len(merge.Fields), len(d.manifest.Fragments), len(d.manifest.Fields()))
 			}
 			for _, name := range []string{"price2", "lname", "ma"} {
 				if f := d.Schema().Field(name); f == nil || f.ID <= maxID || !f.Nullable {

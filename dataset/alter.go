@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
@@ -26,7 +27,7 @@ func (d *Dataset) DropColumns(ctx context.Context, columns ...string) (*Dataset,
 		return nil, fmt.Errorf("dataset: drop columns: no column named: %w", lancer.ErrInvalidArgument)
 	}
 	paths := slices.Clone(columns)
-	return d.alter(ctx, func(m *Manifest) ([]*filepb.Field, error) { return dropFields(m, paths) })
+	return d.alter(ctx, func(m *manifest.Manifest) ([]*filepb.Field, error) { return dropFields(m, paths) })
 }
 
 // RenameColumn renames the column at path (a top-level column or a member
@@ -35,12 +36,12 @@ func (d *Dataset) DropColumns(ctx context.Context, columns ...string) (*Dataset,
 // transaction); indices follow the column. newName must be non-empty,
 // without dots, and unused among the column's siblings.
 func (d *Dataset) RenameColumn(ctx context.Context, path, newName string) (*Dataset, error) {
-	return d.alter(ctx, func(m *Manifest) ([]*filepb.Field, error) { return renameField(m, path, newName) })
+	return d.alter(ctx, func(m *manifest.Manifest) ([]*filepb.Field, error) { return renameField(m, path, newName) })
 }
 
 // alter commits the Project operation whose schema project derives from a
 // manifest.
-func (d *Dataset) alter(ctx context.Context, project func(m *Manifest) ([]*filepb.Field, error)) (*Dataset, error) {
+func (d *Dataset) alter(ctx context.Context, project func(m *manifest.Manifest) ([]*filepb.Field, error)) (*Dataset, error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -84,9 +85,9 @@ func resolveColumn(s *schema.Schema, path string) (f, parent *schema.Field, err 
 }
 
 // cloneFields copies the manifest's field protobufs, unknown fields kept.
-func cloneFields(m *Manifest) []*filepb.Field {
-	out := make([]*filepb.Field, len(m.raw.GetFields()))
-	for i, f := range m.raw.GetFields() {
+func cloneFields(m *manifest.Manifest) []*filepb.Field {
+	out := make([]*filepb.Field, len(m.Fields()))
+	for i, f := range m.Fields() {
 		out[i] = proto.Clone(f).(*filepb.Field)
 	}
 	return out
@@ -94,7 +95,7 @@ func cloneFields(m *Manifest) []*filepb.Field {
 
 // dropFields returns m's fields without those at paths and their
 // descendants.
-func dropFields(m *Manifest, paths []string) ([]*filepb.Field, error) {
+func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
 	drop := map[int32]bool{}
 	for _, p := range paths {
 		f, _, err := resolveColumn(m.Schema, p)
@@ -134,7 +135,7 @@ func dropFields(m *Manifest, paths []string) ([]*filepb.Field, error) {
 }
 
 // renameField returns m's fields with the field at path named newName.
-func renameField(m *Manifest, path, newName string) ([]*filepb.Field, error) {
+func renameField(m *manifest.Manifest, path, newName string) ([]*filepb.Field, error) {
 	f, parent, err := resolveColumn(m.Schema, path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: rename column: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
 )
@@ -44,7 +45,7 @@ type blobRewriter struct {
 	fields []*schema.Field // the dataset's top-level fields, in scan order
 	budget int64
 
-	frags map[uint64]*Fragment // by id, built on first use
+	frags map[uint64]*manifest.Fragment // by id, built on first use
 	// readers of the data files of fragment curFrag, by field id
 	curFrag uint64
 	readers map[int32]*format.Reader
@@ -304,7 +305,7 @@ func (br *blobRewriter) reader(ctx context.Context, frag uint64, f *schema.Field
 		return r, nil
 	}
 	if br.frags == nil {
-		br.frags = make(map[uint64]*Fragment, len(br.d.manifest.Fragments))
+		br.frags = make(map[uint64]*manifest.Fragment, len(br.d.manifest.Fragments))
 		for _, fr := range br.d.manifest.Fragments {
 			br.frags[fr.ID] = fr
 		}

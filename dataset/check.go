@@ -12,6 +12,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 )
 
@@ -30,7 +31,7 @@ type CheckOptions struct {
 	Deep bool
 	// ResolveBase and StorageOptions reach the files recorded under base
 	// paths, as OpenOptions' fields of the same names (same defaults).
-	ResolveBase    func(ctx context.Context, bp BasePath) (blob.Store, error)
+	ResolveBase    func(ctx context.Context, bp manifest.BasePath) (blob.Store, error)
 	StorageOptions map[string]string
 }
 
@@ -176,36 +177,36 @@ func isFinding(err error) bool {
 func (c *checker) listVersions(ctx context.Context) ([]manifestEntry, error) {
 	var (
 		entries []manifestEntry
-		first   = map[namingScheme]string{}
+		first   = map[manifest.ManifestNaming]string{}
 	)
-	for info, err := range c.store.List(ctx, versionsDir) {
+	for info, err := range c.store.List(ctx, manifest.VersionsDir) {
 		if err != nil {
-			return nil, fmt.Errorf("dataset: list %s: %w", location(c.store, versionsDir), err)
+			return nil, fmt.Errorf("dataset: list %s: %w", manifest.Location(c.store, manifest.VersionsDir), err)
 		}
-		name := parseManifestName(strings.TrimPrefix(info.Key, versionsDir))
-		if name.scheme == 0 {
+		name := manifest.ParseName(strings.TrimPrefix(info.Key, manifest.VersionsDir))
+		if !name.OK {
 			continue
 		}
-		if _, ok := first[name.scheme]; !ok {
-			first[name.scheme] = info.Key
+		if _, ok := first[name.Naming]; !ok {
+			first[name.Naming] = info.Key
 		}
-		if !name.detached {
-			entries = append(entries, manifestEntry{version: name.version, key: info.Key, size: info.Size})
+		if !name.Detached {
+			entries = append(entries, manifestEntry{version: name.Version, key: info.Key, size: info.Size})
 		}
 	}
 	if len(first) > 1 {
-		site{c: c}.add("D2", location(c.store, versionsDir), nil,
-			"_versions/ mixes V1 and V2 manifest names (%s and %s)", first[schemeV1], first[schemeV2])
+		site{c: c}.add("D2", manifest.Location(c.store, manifest.VersionsDir), nil,
+			"_versions/ mixes V1 and V2 manifest names (%s and %s)", first[manifest.ManifestNamingV1], first[manifest.ManifestNamingV2])
 	}
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("dataset: no manifest in %s: %w", location(c.store, versionsDir), lancer.ErrNotFound)
+		return nil, fmt.Errorf("dataset: no manifest in %s: %w", manifest.Location(c.store, manifest.VersionsDir), lancer.ErrNotFound)
 	}
 	slices.SortFunc(entries, func(a, b manifestEntry) int {
 		return cmp.Or(cmp.Compare(a.version, b.version), strings.Compare(a.key, b.key))
 	})
 	for i := 1; i < len(entries); i++ {
 		if entries[i].version == entries[i-1].version {
-			site{c: c, version: entries[i].version}.add("D2", location(c.store, entries[i].key), nil,
+			site{c: c, version: entries[i].version}.add("D2", manifest.Location(c.store, entries[i].key), nil,
 				"version %d has two manifests, %s and %s", entries[i].version, entries[i-1].key, entries[i].key)
 		}
 	}
@@ -215,8 +216,8 @@ func (c *checker) listVersions(ctx context.Context) ([]manifestEntry, error) {
 // checkVersion checks one version's manifest and everything it references.
 func (c *checker) checkVersion(ctx context.Context, e manifestEntry) error {
 	at := site{c: c, version: e.version}
-	where := location(c.store, e.key)
-	content, err := readManifest(ctx, c.store, e.key, e.size, false)
+	where := manifest.Location(c.store, e.key)
+	content, err := manifest.ReadFile(ctx, c.store, e.key, e.size, false)
 	if err != nil {
 		if !isFinding(err) {
 			return err
@@ -224,14 +225,14 @@ func (c *checker) checkVersion(ctx context.Context, e manifestEntry) error {
 		at.add("D1", where, nil, "the manifest does not decode: %v", err)
 		return nil
 	}
-	m := content.manifest
+	m := content.Manifest
 	if m.Version != e.version {
 		at.add("D2", where, nil, "the manifest named for version %d records version %d", e.version, m.Version)
 	}
 	d := &Dataset{store: c.store, opts: c.open, manifest: m, manifestKey: e.key, bases: c.bases}
 	c.checkFlags(at, where, m)
 	if m.TransactionFile != "" {
-		if err := c.checkExists(ctx, at, c.store, transactionsDir+m.TransactionFile, 0, "transaction file"); err != nil {
+		if err := c.checkExists(ctx, at, c.store, manifest.TransactionsDir+m.TransactionFile, 0, "transaction file"); err != nil {
 			return err
 		}
 	}
@@ -247,17 +248,17 @@ func (c *checker) checkVersion(ctx context.Context, e manifestEntry) error {
 // checkFlags checks D10: the reader feature flags announce what the
 // manifest uses, so that a reader that lacks a feature refuses the version
 // instead of misreading it.
-func (c *checker) checkFlags(at site, where string, m *Manifest) {
-	need := func(flag FeatureFlags, what string) {
+func (c *checker) checkFlags(at site, where string, m *manifest.Manifest) {
+	need := func(flag manifest.FeatureFlags, what string) {
 		if m.ReaderFeatureFlags&flag == 0 {
 			at.add("D10", where, nil, "%s but the reader feature flags (%s) lack %s", what, m.ReaderFeatureFlags, flag)
 		}
 	}
-	if i := slices.IndexFunc(m.Fragments, func(f *Fragment) bool { return f.DeletionFile != nil }); i >= 0 {
-		need(FlagDeletionFiles, fmt.Sprintf("fragment %d has a deletion file", m.Fragments[i].ID))
+	if i := slices.IndexFunc(m.Fragments, func(f *manifest.Fragment) bool { return f.DeletionFile != nil }); i >= 0 {
+		need(manifest.FlagDeletionFiles, fmt.Sprintf("fragment %d has a deletion file", m.Fragments[i].ID))
 	}
 	if len(m.BasePaths) > 0 {
-		need(FlagBasePaths, "the manifest lists base paths")
+		need(manifest.FlagBasePaths, "the manifest lists base paths")
 	}
 }
 
@@ -271,7 +272,7 @@ func (c *checker) checkExists(ctx context.Context, at site, store blob.Store, ke
 // stat is checkExists that also returns the file's size and whether it
 // exists.
 func (c *checker) stat(ctx context.Context, at site, store blob.Store, key string, size uint64, what string) (int64, bool, error) {
-	where := location(store, key)
+	where := manifest.Location(store, key)
 	info, err := store.Stat(ctx, key)
 	switch {
 	case isNotFound(err):
@@ -287,7 +288,7 @@ func (c *checker) stat(ctx context.Context, at site, store blob.Store, key strin
 }
 
 // checkFragment checks D3 and D5-D8 for one fragment.
-func (c *checker) checkFragment(ctx context.Context, at site, d *Dataset, f *Fragment, ids *rowIDCheck) error {
+func (c *checker) checkFragment(ctx context.Context, at site, d *Dataset, f *manifest.Fragment, ids *rowIDCheck) error {
 	m := d.manifest
 	if m.MaxFragmentID != nil && f.ID > uint64(*m.MaxFragmentID) {
 		at.add("D3", "", nil, "fragment id %d exceeds max_fragment_id %d", f.ID, *m.MaxFragmentID)
@@ -312,12 +313,12 @@ func (c *checker) checkFragment(ctx context.Context, at site, d *Dataset, f *Fra
 			}
 		}
 		for _, id := range df.Fields {
-			if id == tombstone {
+			if id == manifest.Tombstone {
 				continue
 			}
 			field := id
 			if id < 0 {
-				at.add("D6", where, &field, "data file %s lists field id %d (only -2, a tombstone, may be negative)", where, id)
+				at.add("D6", where, &field, "data file %s lists field id %d (only -2, a manifest.Tombstone, may be negative)", where, id)
 			}
 			if prev, dup := owner[id]; dup {
 				at.add("D6", where, &field, "field %d is stored by both %s and %s", id, prev, where)
@@ -344,7 +345,7 @@ func (c *checker) checkFragment(ctx context.Context, at site, d *Dataset, f *Fra
 // recorded size, its footer and metadata decode, its version is the one
 // recorded, and its column indices name columns it has. It returns the
 // file's location, its row count and whether the file could be read.
-func (c *checker) checkDataFile(ctx context.Context, at site, d *Dataset, df *DataFile) (string, uint64, bool, error) {
+func (c *checker) checkDataFile(ctx context.Context, at site, d *Dataset, df *manifest.DataFile) (string, uint64, bool, error) {
 	store, key, err := d.dataFileLocation(ctx, df)
 	if err != nil {
 		if !isFinding(err) {
@@ -353,7 +354,7 @@ func (c *checker) checkDataFile(ctx context.Context, at site, d *Dataset, df *Da
 		at.add("D4", df.Path, nil, "data file %s: %v", df.Path, err)
 		return df.Path, 0, false, nil
 	}
-	where := location(store, key)
+	where := manifest.Location(store, key)
 	size, ok, err := c.stat(ctx, at, store, key, df.SizeBytes, "data file")
 	if err != nil || !ok {
 		return where, 0, false, err
@@ -384,7 +385,7 @@ func (c *checker) checkDataFile(ctx context.Context, at site, d *Dataset, df *Da
 // checkDeletions checks D4 and D7 for the fragment's deletion file, and
 // returns the deleted offsets (nil when there are none or they cannot be
 // read).
-func (c *checker) checkDeletions(ctx context.Context, at site, d *Dataset, f *Fragment, physical uint64) (*deletionVector, error) {
+func (c *checker) checkDeletions(ctx context.Context, at site, d *Dataset, f *manifest.Fragment, physical uint64) (*deletionVector, error) {
 	if f.DeletionFile == nil {
 		return nil, nil
 	}
@@ -397,13 +398,13 @@ func (c *checker) checkDeletions(ctx context.Context, at site, d *Dataset, f *Fr
 		return nil, nil
 	}
 	key := f.DeletionFile.Key(f.ID)
-	where := location(store, key)
+	where := manifest.Location(store, key)
 	size, ok, err := c.stat(ctx, at, store, key, 0, "deletion file")
 	if err != nil || !ok {
 		return nil, err
 	}
-	if size > maxDeletionFileSize {
-		at.add("D7", where, nil, "deletion file %s has %d bytes, more than the %d a deletion file can need", where, size, maxDeletionFileSize)
+	if size > manifest.MaxDeletionFileSize {
+		at.add("D7", where, nil, "deletion file %s has %d bytes, more than the %d a deletion file can need", where, size, manifest.MaxDeletionFileSize)
 		return nil, nil
 	}
 	data, err := store.ReadAll(ctx, key)
@@ -448,13 +449,15 @@ func newRowIDCheck() *rowIDCheck { return &rowIDCheck{live: roaring64.New()} }
 // checkRowIDs checks D4 and D8 for the fragment's row id sequence: it
 // decodes with one id per physical row, and no live id is live elsewhere
 // in the version.
-func (c *checker) checkRowIDs(ctx context.Context, at site, d *Dataset, f *Fragment, physical uint64, dv *deletionVector, ids *rowIDCheck) error {
+func (c *checker) checkRowIDs(ctx context.Context, at site, d *Dataset, f *manifest.Fragment, physical uint64, dv *deletionVector, ids *rowIDCheck) error {
 	if physical == 0 {
 		return nil // no data file said how many rows; D5 has reported it
 	}
-	if f.rowIDs.path != "" {
+	var rowIDFile string
+	if f.RowIDs != nil && f.RowIDs.External != nil {
+		rowIDFile = f.RowIDs.External.Path
 		// The range is read by rowIDs; here only its file's existence.
-		if _, ok, err := c.stat(ctx, at, d.store, f.rowIDs.path, 0, "row id file"); err != nil || !ok {
+		if _, ok, err := c.stat(ctx, at, d.store, rowIDFile, 0, "row id file"); err != nil || !ok {
 			return err
 		}
 	}
@@ -463,16 +466,16 @@ func (c *checker) checkRowIDs(ctx context.Context, at site, d *Dataset, f *Fragm
 		if !isFinding(err) {
 			return err
 		}
-		at.add("D8", f.rowIDs.path, nil, "%v", err)
+		at.add("D8", rowIDFile, nil, "%v", err)
 		return nil
 	}
 	frag := roaring64.New()
 	var dups, firstDup uint64
-	for off := range seq.len() {
+	for off := range seq.Len() {
 		if dv.contains(off) {
 			continue
 		}
-		id := seq.at(off)
+		id := seq.At(off)
 		if !frag.CheckedAdd(id) || ids.live.Contains(id) {
 			if dups == 0 {
 				firstDup = id
@@ -510,9 +513,9 @@ func (c *checker) checkIndices(ctx context.Context, at site, d *Dataset) error {
 		if ix.DatasetVersion > m.Version {
 			at.add("D9", dir, nil, "index %q segment %s was built from version %d, after this one", ix.Name, ix.UUID, ix.DatasetVersion)
 		}
-		if i < len(m.rawIndices) {
-			if bm := m.rawIndices[i].GetFragmentBitmap(); len(bm) > 0 {
-				covered, err := decodeRoaring(bm)
+		if segs := m.IndexSegments(); i < len(segs) {
+			if bm := segs[i].FragmentBitmap; len(bm) > 0 {
+				covered, err := manifest.DecodeRoaring(bm)
 				switch {
 				case err != nil:
 					at.add("D9", dir, nil, "index %q segment %s: fragment bitmap: %v", ix.Name, ix.UUID, err)
@@ -536,13 +539,13 @@ func (c *checker) checkIndices(ctx context.Context, at site, d *Dataset) error {
 		empty := true
 		for _, err := range store.List(ctx, dir) {
 			if err != nil {
-				return fmt.Errorf("dataset: check %s: %w", location(store, dir), err)
+				return fmt.Errorf("dataset: check %s: %w", manifest.Location(store, dir), err)
 			}
 			empty = false
 			break
 		}
 		if empty {
-			at.add("D4", location(store, dir), nil, "index %q segment %s has no files in %s", ix.Name, ix.UUID, location(store, dir))
+			at.add("D4", manifest.Location(store, dir), nil, "index %q segment %s has no files in %s", ix.Name, ix.UUID, manifest.Location(store, dir))
 		}
 	}
 	return nil
@@ -554,9 +557,9 @@ func systemIndex(typ string) bool { return typ == "FragmentReuse" || typ == "Mem
 
 // scanFragment reads every row of the fragment (Deep): the live rows must
 // decode and number physical rows less deleted rows.
-func (c *checker) scanFragment(ctx context.Context, at site, d *Dataset, f *Fragment) error {
+func (c *checker) scanFragment(ctx context.Context, at site, d *Dataset, f *manifest.Fragment) error {
 	m := *d.manifest
-	m.Fragments = []*Fragment{f}
+	m.Fragments = []*manifest.Fragment{f}
 	one := &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, bases: d.bases}
 	want, err := one.CountRows(ctx)
 	if err != nil {

@@ -8,12 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // checkWhenDone checks every version of the dataset in store when the test
@@ -120,7 +118,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		}
 		return e
 	}
-	manifestOf := func(t *testing.T, s blob.Store) *Manifest {
+	manifestOf := func(t *testing.T, s blob.Store) *manifest.Manifest {
 		return openStore(t, s, 0, nil).manifest
 	}
 	must := func(t *testing.T, err error) {
@@ -145,23 +143,23 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			rewrite(t, s, latest(t, s).key, func(b []byte) []byte { return b[:len(b)/2] })
 		}, []string{"D1"}},
 		{"fragment id twice", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.Fragments[1].Id = m.Fragments[0].Id })
+			editLatest(t, s, func(m *manifest.Manifest) { m.Fragments[1].ID = m.Fragments[0].ID })
 		}, []string{"D1"}},
 		{"V1 and V2 names mixed", func(t *testing.T, s blob.Store) {
 			e, err := findManifest(ctx, s, 1)
 			must(t, err)
 			b, err := s.ReadAll(ctx, e.key)
 			must(t, err)
-			must(t, s.Write(ctx, manifestKey(schemeV1, 1), b))
+			must(t, s.Write(ctx, manifest.Key(manifest.ManifestNamingV1, 1), b))
 		}, []string{"D2"}},
 		{"manifest under another version's name", func(t *testing.T, s blob.Store) {
 			e := latest(t, s)
 			b, err := s.ReadAll(ctx, e.key)
 			must(t, err)
-			must(t, s.Write(ctx, manifestKey(schemeV2, e.version+1), b))
+			must(t, s.Write(ctx, manifest.Key(manifest.ManifestNamingV2, e.version+1), b))
 		}, []string{"D2"}},
 		{"fragment id above max_fragment_id", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.MaxFragmentId = proto.Uint32(2) })
+			editLatest(t, s, func(m *manifest.Manifest) { two := uint32(2); m.MaxFragmentID = &two })
 		}, []string{"D3"}},
 		{"data file deleted", func(t *testing.T, s blob.Store) {
 			must(t, s.Delete(ctx, dataDir+manifestOf(t, s).Fragments[2].Files[0].Path))
@@ -175,47 +173,47 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		}, []string{"D4"}},
 		{"transaction file deleted", func(t *testing.T, s blob.Store) {
 			m := openStore(t, s, 2, nil).manifest
-			must(t, s.Delete(ctx, transactionsDir+m.TransactionFile))
+			must(t, s.Delete(ctx, manifest.TransactionsDir+m.TransactionFile))
 		}, []string{"D4"}},
 		{"index files deleted", func(t *testing.T, s blob.Store) {
 			must(t, s.Delete(ctx, indicesDir+manifestOf(t, s).Indices[0].UUID+"/"+fakeIndexFile))
 		}, []string{"D4"}},
 		{"physical rows disagree with the data file", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.Fragments[3].PhysicalRows++ })
+			editLatest(t, s, func(m *manifest.Manifest) { m.Fragments[3].PhysicalRows++ })
 		}, []string{"D5", "D8"}}, // the row id sequence now has one id too few
 		{"file version disagrees with the data file", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.Fragments[0].Files[0].FileMinorVersion = 1 })
+			editLatest(t, s, func(m *manifest.Manifest) { m.Fragments[0].Files[0].MinorVersion = 1 })
 		}, []string{"D5"}},
 		{"column index past the file's columns", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.Fragments[0].Files[0].ColumnIndices[1] = 99 })
+			editLatest(t, s, func(m *manifest.Manifest) { m.Fragments[0].Files[0].ColumnIndices[1] = 99 })
 		}, []string{"D5"}},
 		{"negative field id", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.Fragments[0].Files[0].Fields[1] = -1 })
+			editLatest(t, s, func(m *manifest.Manifest) { m.Fragments[0].Files[0].Fields[1] = -1 })
 		}, []string{"D6"}},
 		{"field stored by two data files", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) {
+			editLatest(t, s, func(m *manifest.Manifest) {
 				f := m.Fragments[0]
-				f.Files = append(f.Files, proto.Clone(f.Files[0]).(*tablepb.DataFile))
+				f.Files = append(f.Files, f.Files[0])
 			})
 		}, []string{"D6"}},
 		{"deletion count disagrees with the file", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.Fragments[0].DeletionFile.NumDeletedRows = 5 })
+			editLatest(t, s, func(m *manifest.Manifest) { m.Fragments[0].DeletionFile.NumDeletedRows = 5 })
 		}, []string{"D7"}},
 		{"deletion offset past the fragment", func(t *testing.T, s blob.Store) {
-			del := &DeletionFile{Kind: DeletionBitmap, ReadVersion: 2, ID: 7, NumDeletedRows: 1}
+			del := &manifest.DeletionFile{Kind: manifest.DeletionBitmap, ReadVersion: 2, ID: 7, NumDeletedRows: 1}
 			must(t, s.Write(ctx, del.Key(0), roaringBytes(t, 10)))
-			editLatest(t, s, func(m *tablepb.Manifest) {
-				m.Fragments[0].DeletionFile = &tablepb.DeletionFile{FileType: tablepb.DeletionFile_BITMAP, ReadVersion: 2, Id: 7, NumDeletedRows: 1}
+			editLatest(t, s, func(m *manifest.Manifest) {
+				m.Fragments[0].DeletionFile = &manifest.DeletionFile{Kind: manifest.DeletionBitmap, ReadVersion: 2, ID: 7, NumDeletedRows: 1}
 			})
 		}, []string{"D7"}},
 		{"row ids live twice", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.Fragments[1].RowIdSequence = m.Fragments[0].RowIdSequence })
+			editLatest(t, s, func(m *manifest.Manifest) { m.Fragments[1].RowIDs = m.Fragments[0].RowIDs })
 		}, []string{"D8"}},
 		{"index bitmap names a fragment never made", func(t *testing.T, s blob.Store) {
 			withFakeIndex(t, s, openStore(t, s, 0, nil), []uint32{0, 9})
 		}, []string{"D9"}},
 		{"deletion files without their feature flag", func(t *testing.T, s blob.Store) {
-			editLatest(t, s, func(m *tablepb.Manifest) { m.ReaderFeatureFlags &^= uint64(FlagDeletionFiles) })
+			editLatest(t, s, func(m *manifest.Manifest) { m.ReaderFeatureFlags &^= manifest.FlagDeletionFiles })
 		}, []string{"D10"}},
 	}
 	for _, tc := range cases {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // Defaults of CleanupOptions, Lance's.
@@ -71,7 +72,7 @@ func OwnKey(key string) bool {
 		}
 	}
 	switch segs[0] + "/" {
-	case versionsDir, transactionsDir, deletionsDir:
+	case manifest.VersionsDir, manifest.TransactionsDir, deletionsDir:
 		return len(segs) == 2
 	case dataDir:
 		return len(segs) == 2 || len(segs) == 3
@@ -127,7 +128,7 @@ func newCleanupRefs() cleanupRefs {
 	return cleanupRefs{files: map[string]bool{}, indices: map[string]bool{}}
 }
 
-func (r cleanupRefs) add(m *Manifest) {
+func (r cleanupRefs) add(m *manifest.Manifest) {
 	for _, f := range m.Fragments {
 		for _, df := range f.Files {
 			// Files under a base path belong to another dataset, which
@@ -141,7 +142,7 @@ func (r cleanupRefs) add(m *Manifest) {
 		}
 	}
 	if m.TransactionFile != "" {
-		r.files[transactionsDir+m.TransactionFile] = true
+		r.files[manifest.TransactionsDir+m.TransactionFile] = true
 	}
 	for _, ix := range m.Indices {
 		if ix.BaseID == nil {
@@ -209,11 +210,11 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		oldestKept time.Time
 	)
 	for _, e := range entries {
-		c, err := readManifest(ctx, store, e.key, e.size, false)
+		c, err := manifest.ReadFile(ctx, store, e.key, e.size, false)
 		if err != nil {
 			return CleanupStats{}, fmt.Errorf("dataset: cleanup: %w", err)
 		}
-		m := c.manifest
+		m := c.Manifest
 		keep := e.version == latest || slices.Contains(o.KeepVersions, e.version) || !m.Timestamp.Before(cutoff)
 		if keep {
 			referenced.add(m)
@@ -269,7 +270,7 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 			continue
 		}
 		if err := store.Delete(ctx, e.key); err != nil && !isNotFound(err) {
-			return stats, fmt.Errorf("dataset: cleanup: remove version %d (%s): %w", e.version, location(store, e.key), err)
+			return stats, fmt.Errorf("dataset: cleanup: remove version %d (%s): %w", e.version, manifest.Location(store, e.key), err)
 		}
 		stats.VersionsRemoved++
 		stats.BytesRemoved += e.size
@@ -277,7 +278,7 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 	for _, v := range victims {
 		if !o.DryRun {
 			if err := store.Delete(ctx, v.key); err != nil && !isNotFound(err) {
-				return stats, fmt.Errorf("dataset: cleanup: remove %s: %w", location(store, v.key), err)
+				return stats, fmt.Errorf("dataset: cleanup: remove %s: %w", manifest.Location(store, v.key), err)
 			}
 		}
 		stats.FilesRemoved++

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 )
 
@@ -51,7 +52,7 @@ func checkReferencedSince(t testing.TB, store blob.Store, since time.Time) {
 			t.Fatal(err)
 		}
 		files[info.Key] = true
-		if strings.HasPrefix(info.Key, dataDir) || strings.HasPrefix(info.Key, "_deletions/") || strings.HasPrefix(info.Key, transactionsDir) {
+		if strings.HasPrefix(info.Key, dataDir) || strings.HasPrefix(info.Key, "_deletions/") || strings.HasPrefix(info.Key, manifest.TransactionsDir) {
 			if !refs[info.Key] && info.ModTime.Before(since) {
 				t.Errorf("%s (written %v) is referenced by no version", info.Key, info.ModTime)
 			}
@@ -145,13 +146,13 @@ func TestCleanupUnreadableManifest(t *testing.T) {
 	mem := checkedAlloc(t)
 	store := blob.NewMemStore(t.Name())
 	smallFragments(t, store, mem, format.Version2_2, false, 3, 5)
-	if err := store.Write(ctx, manifestKey(schemeV2, 2), []byte("not a manifest")); err != nil {
+	if err := store.Write(ctx, manifest.Key(manifest.ManifestNamingV2, 2), []byte("not a manifest")); err != nil {
 		t.Fatal(err)
 	}
 	expectViolations(store, "D1")
 	before := storeFiles(t, store)
 	_, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, DeleteUnverified: true})
-	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), manifestKey(schemeV2, 2)) {
+	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), manifest.Key(manifest.ManifestNamingV2, 2)) {
 		t.Fatalf("cleanup with a corrupt manifest: %v", err)
 	}
 	if after := storeFiles(t, store); len(after) != len(before) {
@@ -175,7 +176,7 @@ func TestCleanupCrashedCommit(t *testing.T) {
 	if _, err := dc.Append(ctx, idRows(t, mem, 100, 3), &WriteOptions{Allocator: mem}); err != nil {
 		t.Fatal(err)
 	}
-	failAt := slices.IndexFunc(counting.log, func(s string) bool { return strings.HasPrefix(s, "create "+versionsDir) }) + 1
+	failAt := slices.IndexFunc(counting.log, func(s string) bool { return strings.HasPrefix(s, "create "+manifest.VersionsDir) }) + 1
 	if failAt == 0 {
 		t.Fatalf("no manifest creation in %v", counting.log)
 	}

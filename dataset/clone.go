@@ -7,12 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // CloneOptions configures Clone.
@@ -68,44 +65,39 @@ func Clone(ctx context.Context, src *Dataset, dst blob.Store, opts *CloneOptions
 	case !isNotFound(err):
 		return nil, fmt.Errorf("dataset: clone into %s: %w", dst.URI(), err)
 	}
-	if err := checkWritableManifest(src.manifest, location(src.store, src.manifestKey)); err != nil {
+	if err := checkWritableManifest(src.manifest, manifest.Location(src.store, src.manifestKey)); err != nil {
 		return nil, err
 	}
 
 	version := src.manifest.Version
 	u := newUUID()
-	uuid := formatUUID(u[:])
-	clone := &tablepb.Transaction_Clone{IsShallow: true, RefVersion: version, RefPath: o.SourcePath}
+	uuid := manifest.FormatUUID(u[:])
+	clone := &manifest.Clone{IsShallow: true, RefVersion: version, RefPath: o.SourcePath}
 	if o.BaseName != "" {
-		clone.RefName = proto.String(o.BaseName)
+		clone.RefName = &o.BaseName
 	}
 	if o.Branch != "" {
-		clone.BranchName = proto.String(o.Branch)
+		clone.BranchName = &o.Branch
 	}
-	txn := &tablepb.Transaction{
-		ReadVersion: version,
-		Uuid:        uuid,
-		Operation:   &tablepb.Transaction_Clone_{Clone: clone},
-	}
-	txnBytes, err := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
-	if err != nil {
-		return nil, fmt.Errorf("dataset: encode transaction: %w", err)
-	}
-	txnName := fmt.Sprintf("%d-%s.txn", version, uuid)
-	txnKey := transactionsDir + txnName
-
-	m, indices, baseID, err := cloneManifest(src.manifest, o, txnName, time.Now())
+	txnBytes, err := manifest.EncodeTransaction(&manifest.Transaction{ReadVersion: version, UUID: uuid, Operation: clone})
 	if err != nil {
 		return nil, err
 	}
-	file, err := marshalManifestFile(m, indices, txnBytes)
+	txnName := fmt.Sprintf("%d-%s.txn", version, uuid)
+	txnKey := manifest.TransactionsDir + txnName
+
+	m, baseID, err := cloneManifest(src.manifest, o, txnName, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	file, err := manifest.EncodeFile(m, txnBytes)
 	if err != nil {
 		return nil, err
 	}
 	if err := dst.Write(ctx, txnKey, txnBytes); err != nil {
-		return nil, fmt.Errorf("dataset: write transaction %s: %w", location(dst, txnKey), err)
+		return nil, fmt.Errorf("dataset: write transaction %s: %w", manifest.Location(dst, txnKey), err)
 	}
-	key := manifestKey(schemeV2, version)
+	key := manifest.Key(manifest.ManifestNamingV2, version)
 	if err := dst.CreateIfAbsent(ctx, key, file); err != nil {
 		_ = dst.Delete(context.WithoutCancel(ctx), txnKey)
 		if errors.Is(err, lancer.ErrConflict) {
@@ -117,80 +109,75 @@ func Clone(ctx context.Context, src *Dataset, dst blob.Store, opts *CloneOptions
 
 	srcStore, resolve := src.store, src.opts.ResolveBase
 	do := src.opts
-	do.ResolveBase = func(ctx context.Context, bp BasePath) (blob.Store, error) {
+	do.ResolveBase = func(ctx context.Context, bp manifest.BasePath) (blob.Store, error) {
 		if bp.ID == baseID && bp.Path == o.SourcePath {
 			return srcStore, nil
 		}
 		return resolve(ctx, bp)
 	}
 	bases := &baseStores{resolve: do.ResolveBase, stores: map[string]blob.Store{}}
-	return committedDataset(dst, do, bases, key, m, indices)
+	return committedDataset(dst, do, bases, key, m)
 }
 
 // cloneManifest builds the manifest of a shallow clone of src (Lance's
 // Manifest::shallow_clone plus what its commit sets): src's manifest with
 // its own files pointing at a new base path, the branch set, a fresh
 // timestamp and transaction file, the feature flags recomputed. It returns
-// the manifest, the index segments and the new base path's id.
-func cloneManifest(src *Manifest, o CloneOptions, txnFile string, now time.Time) (*tablepb.Manifest, []*tablepb.IndexMetadata, uint32, error) {
-	m := proto.Clone(src.raw).(*tablepb.Manifest)
+// the manifest (with its index segments) and the new base path's id.
+func cloneManifest(src *manifest.Manifest, o CloneOptions, txnFile string, now time.Time) (*manifest.Manifest, uint32, error) {
+	m := src.Clone()
 	var baseID uint32
 	for i, bp := range m.BasePaths {
-		if i == 0 || bp.Id >= baseID {
-			baseID = bp.Id + 1
+		if i == 0 || bp.ID >= baseID {
+			baseID = bp.ID + 1
 		}
 	}
-	bp := &tablepb.BasePath{Id: baseID, IsDatasetRoot: true, Path: o.SourcePath}
-	if o.BaseName != "" {
-		bp.Name = proto.String(o.BaseName)
-	}
-	m.BasePaths = append(m.BasePaths, bp)
+	m.BasePaths = append(m.BasePaths, manifest.BasePath{ID: baseID, Name: o.BaseName, IsDatasetRoot: true, Path: o.SourcePath})
 	for _, f := range m.Fragments {
-		for _, df := range f.Files {
-			if df.BaseId == nil {
-				df.BaseId = proto.Uint32(baseID)
+		for i := range f.Files {
+			if f.Files[i].BaseID == nil {
+				id := baseID
+				f.Files[i].BaseID = &id
 			}
 		}
-		if f.DeletionFile != nil && f.DeletionFile.BaseId == nil {
-			f.DeletionFile.BaseId = proto.Uint32(baseID)
+		if f.DeletionFile != nil && f.DeletionFile.BaseID == nil {
+			id := baseID
+			f.DeletionFile.BaseID = &id
 		}
-		if ext, ok := f.RowIdSequence.(*tablepb.DataFragment_ExternalRowIds); ok && ext.ExternalRowIds != nil {
+		if f.RowIDs != nil && f.RowIDs.External != nil {
 			// Row ids stored in a file of src's root cannot be reached
 			// through a base path.
-			return nil, nil, 0, fmt.Errorf("dataset: clone: fragment %d keeps its row ids in an external file: %w", f.Id, lancer.ErrUnsupported)
+			return nil, 0, fmt.Errorf("dataset: clone: fragment %d keeps its row ids in an external file: %w", f.ID, lancer.ErrUnsupported)
 		}
 	}
-	indices := cloneIndices(src.rawIndices)
+	indices := m.IndexSegments()
 	for _, ix := range indices {
-		if ix.BaseId == nil {
-			ix.BaseId = proto.Uint32(baseID)
+		if ix.BaseID == nil {
+			id := baseID
+			ix.BaseID = &id
 		}
 	}
-	m.Branch = nil
-	if o.Branch != "" {
-		m.Branch = proto.String(o.Branch)
-	}
+	m.SetIndexSegments(indices)
+	m.SetBranch(o.Branch)
 	if o.NextRowID != 0 {
-		if o.NextRowID < m.NextRowId {
-			return nil, nil, 0, fmt.Errorf("dataset: clone: next row id %d is below the source's %d: %w", o.NextRowID, m.NextRowId, lancer.ErrInvalidArgument)
+		if o.NextRowID < m.NextRowID {
+			return nil, 0, fmt.Errorf("dataset: clone: next row id %d is below the source's %d: %w", o.NextRowID, m.NextRowID, lancer.ErrInvalidArgument)
 		}
-		m.NextRowId = o.NextRowID
+		m.NextRowID = o.NextRowID
 	}
 	m.Tag = ""
-	m.IndexSection = nil
-	m.TransactionSection = nil
 	m.TransactionFile = txnFile
-	m.Timestamp = timestamppb.New(now)
+	m.Timestamp = now
 	for _, f := range m.Fragments {
-		if f.Id <= maxRowsPerFragment-1 {
-			id := uint32(f.Id)
-			m.MaxFragmentId = maxOptional(m.MaxFragmentId, &id)
+		if f.ID <= manifest.MaxRowsPerFragment-1 {
+			id := uint32(f.ID)
+			m.MaxFragmentID = maxOptional(m.MaxFragmentID, &id)
 		}
 	}
 	if err := applyFeatureFlags(m, src.StableRowIDs()); err != nil {
-		return nil, nil, 0, fmt.Errorf("dataset: clone of version %d: %w", src.Version, err)
+		return nil, 0, fmt.Errorf("dataset: clone of version %d: %w", src.Version, err)
 	}
-	return m, indices, baseID, nil
+	return m, baseID, nil
 }
 
 // ManifestFileSize returns the size in bytes of the version's manifest
@@ -198,7 +185,7 @@ func cloneManifest(src *Manifest, o CloneOptions, txnFile string, now time.Time)
 func (d *Dataset) ManifestFileSize(ctx context.Context) (int64, error) {
 	info, err := d.store.Stat(ctx, d.manifestKey)
 	if err != nil {
-		return 0, fmt.Errorf("dataset: manifest %s: %w", location(d.store, d.manifestKey), err)
+		return 0, fmt.Errorf("dataset: manifest %s: %w", manifest.Location(d.store, d.manifestKey), err)
 	}
 	return info.Size, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 func TestClone(t *testing.T) {
@@ -43,7 +44,7 @@ func TestClone(t *testing.T) {
 	}
 	m := c.Manifest()
 	if c.Version() != d.Version() || m.Branch != "b" || len(m.BasePaths) != 1 ||
-		m.BasePaths[0] != (dataset.BasePath{ID: 0, Name: "v2", IsDatasetRoot: true, Path: src.Root()}) {
+		m.BasePaths[0] != (manifest.BasePath{ID: 0, Name: "v2", IsDatasetRoot: true, Path: src.Root()}) {
 		t.Errorf("clone: version %d branch %q bases %+v", c.Version(), m.Branch, m.BasePaths)
 	}
 	for _, f := range m.Fragments {

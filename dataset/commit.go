@@ -2,27 +2,20 @@ package dataset
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // Where commits put their files.
-const (
-	transactionsDir = "_transactions/"
-	versionHintKey  = versionsDir + "latest_version_hint.json"
-)
+const versionHintKey = manifest.VersionsDir + "latest_version_hint.json"
 
 // commitOptions configures one commit.
 type commitOptions struct {
@@ -32,7 +25,7 @@ type commitOptions struct {
 	// retries is how often a lost race is rebased and retried.
 	retries int
 	// naming is the manifest naming of a dataset this commit creates.
-	naming namingScheme
+	naming manifest.ManifestNaming
 	// createOnly makes a creation fail with lancer.ErrAlreadyExists when a
 	// dataset appeared meanwhile, instead of being rebased over it.
 	createOnly bool
@@ -65,7 +58,7 @@ func (d *Dataset) commit(ctx context.Context, op *operation, retries int) (*Data
 // an error of unknown outcome they are left, unreferenced or referenced.
 func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, op *operation, co commitOptions) (ds *Dataset, err error) {
 	u := newUUID()
-	uuid := formatUUID(u[:])
+	uuid := manifest.FormatUUID(u[:])
 	written := op.writtenFiles()
 	definite := false // whether err means the manifest was certainly not created
 	defer func() {
@@ -80,7 +73,7 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 		return nil, e
 	}
 
-	txns := map[uint64]*tablepb.Transaction{}
+	txns := map[uint64]*manifest.Transaction{}
 	var backoff slotBackoff
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
@@ -93,14 +86,14 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 		}
 		cur, readVersion := op, co.readVersion
 		target := uint64(1)
-		var prev *Manifest
+		var prev *manifest.Manifest
 		if latest != nil {
 			prev = latest.manifest
 			target = prev.Version + 1
-			if target&detachedVersionBit != 0 {
+			if target&manifest.DetachedVersionBit != 0 {
 				return fail(fmt.Errorf("dataset: version %d would be a detached version number: %w", target, lancer.ErrUnsupported))
 			}
-			if err := checkWritableManifest(prev, location(store, latest.manifestKey)); err != nil {
+			if err := checkWritableManifest(prev, manifest.Location(store, latest.manifestKey)); err != nil {
 				return fail(err)
 			}
 			if prev.Version > co.readVersion {
@@ -119,33 +112,32 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 			}
 		}
 
-		txn := cur.transactionProto(readVersion, uuid)
-		txnBytes, err := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
+		txnBytes, err := manifest.EncodeTransaction(cur.transaction(readVersion, uuid))
 		if err != nil {
-			return fail(fmt.Errorf("dataset: encode transaction: %w", err))
+			return fail(err)
 		}
 		txnName := fmt.Sprintf("%d-%s.txn", readVersion, uuid)
-		txnKey := transactionsDir + txnName
+		txnKey := manifest.TransactionsDir + txnName
 		written = append(written, txnKey)
 		if err := store.Write(ctx, txnKey, txnBytes); err != nil {
-			return fail(fmt.Errorf("dataset: write transaction %s: %w", location(store, txnKey), err))
+			return fail(fmt.Errorf("dataset: write transaction %s: %w", manifest.Location(store, txnKey), err))
 		}
 
-		m, indices, err := buildManifest(prev, cur, target, txnName, time.Now())
+		m, err := buildManifest(prev, cur, target, txnName, time.Now())
 		if err != nil {
 			return fail(err)
 		}
-		file, err := marshalManifestFile(m, indices, txnBytes)
+		file, err := manifest.EncodeFile(m, txnBytes)
 		if err != nil {
 			return fail(err)
 		}
-		key := manifestKey(scheme, target)
+		key := manifest.Key(scheme, target)
 		err = store.CreateIfAbsent(ctx, key, file)
 		if err == nil {
 			removeSuperseded(ctx, store, written, cur, txnKey)
 			written = nil
 			writeVersionHint(ctx, store, target)
-			return committedDataset(store, o, bases, key, m, indices)
+			return committedDataset(store, o, bases, key, m)
 		}
 		if !errors.Is(err, lancer.ErrConflict) {
 			return nil, fmt.Errorf("dataset: commit version %d: %w", target, err)
@@ -173,7 +165,7 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 // latestForCommit opens the latest version, or returns nil when the store
 // holds no dataset (which only a creation accepts), and the naming scheme
 // the next manifest must use.
-func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, co commitOptions) (*Dataset, namingScheme, error) {
+func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, co commitOptions) (*Dataset, manifest.ManifestNaming, error) {
 	e, err := latestManifest(ctx, store)
 	switch {
 	case isNotFound(err):
@@ -190,11 +182,10 @@ func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases
 	if co.readVersion > e.version {
 		return nil, 0, fmt.Errorf("dataset: commit: read version %d is newer than the latest, %d: %w", co.readVersion, e.version, lancer.ErrCorrupt)
 	}
-	scheme := parseManifestName(e.key[len(versionsDir):]).scheme
+	scheme := manifest.ParseName(e.key[len(manifest.VersionsDir):]).Naming
 	// Reuse the read dataset only if it is the whole version: a view from
 	// withFragments has the same key and version but fewer fragments.
-	if r := co.read; r != nil && r.manifest.Version == e.version && r.manifestKey == e.key &&
-		r.manifest.raw != nil && len(r.manifest.Fragments) == len(r.manifest.raw.GetFragments()) {
+	if r := co.read; r != nil && r.manifest.Version == e.version && r.manifestKey == e.key && !r.partial {
 		return r, scheme, nil
 	}
 	d, err := openEntry(ctx, store, o, bases, e)
@@ -208,14 +199,14 @@ func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases
 // transaction.
 type committed struct {
 	version uint64
-	txn     *tablepb.Transaction
+	txn     *manifest.Transaction
 }
 
 // loadTransactions returns the transactions of versions [from, to], from
 // the cache or their manifests (the inline copy first, else the .txn file).
 // A version without one cannot be checked for conflicts, so it fails the
 // commit, as in Lance.
-func loadTransactions(ctx context.Context, store blob.Store, from, to uint64, cache map[uint64]*tablepb.Transaction) ([]committed, error) {
+func loadTransactions(ctx context.Context, store blob.Store, from, to uint64, cache map[uint64]*manifest.Transaction) ([]committed, error) {
 	out := make([]committed, 0, to-from+1)
 	for v := from; v <= to; v++ {
 		txn, ok := cache[v]
@@ -224,17 +215,17 @@ func loadTransactions(ctx context.Context, store blob.Store, from, to uint64, ca
 			if err != nil {
 				return nil, err
 			}
-			c, err := readManifest(ctx, store, e.key, e.size, true)
+			c, err := manifest.ReadFile(ctx, store, e.key, e.size, true)
 			if err != nil {
 				return nil, err
 			}
-			if c.manifest.Version != v {
-				return nil, fmt.Errorf("dataset: manifest %s records version %d: %w", location(store, e.key), c.manifest.Version, lancer.ErrCorrupt)
+			if c.Manifest.Version != v {
+				return nil, fmt.Errorf("dataset: manifest %s records version %d: %w", manifest.Location(store, e.key), c.Manifest.Version, lancer.ErrCorrupt)
 			}
-			if c.txn == nil {
+			if c.Transaction == nil {
 				return nil, &ConflictError{Version: v, Reason: fmt.Sprintf("version %d records no transaction, so a commit cannot be checked against it", v)}
 			}
-			txn = c.txn
+			txn = c.Transaction
 			cache[v] = txn
 		}
 		out = append(out, committed{version: v, txn: txn})
@@ -242,68 +233,14 @@ func loadTransactions(ctx context.Context, store blob.Store, from, to uint64, ca
 	return out, nil
 }
 
-// marshalManifestFile lays out a manifest file as Lance writes it: the index
-// section (if any) at 0, the transaction after it, the manifest, and the
-// footer. It sets the manifest's section positions.
-func marshalManifestFile(m *tablepb.Manifest, indices []*tablepb.IndexMetadata, txn []byte) ([]byte, error) {
-	opts := proto.MarshalOptions{Deterministic: true}
-	var buf []byte
-	appendSection := func(b []byte) (uint64, error) {
-		if len(b) > math.MaxUint32 {
-			return 0, fmt.Errorf("dataset: manifest section of %d bytes exceeds 4 GiB: %w", len(b), lancer.ErrInvalidArgument)
-		}
-		pos := uint64(len(buf))
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(b)))
-		buf = append(buf, b...)
-		return pos, nil
-	}
-	if len(indices) > 0 {
-		sec, err := opts.Marshal(&tablepb.IndexSection{Indices: indices})
-		if err != nil {
-			return nil, fmt.Errorf("dataset: encode index section: %w", err)
-		}
-		pos, err := appendSection(sec)
-		if err != nil {
-			return nil, err
-		}
-		m.IndexSection = &pos
-	}
-	pos, err := appendSection(txn)
-	if err != nil {
-		return nil, err
-	}
-	m.TransactionSection = &pos
-	body, err := opts.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("dataset: encode manifest: %w", err)
-	}
-	mpos, err := appendSection(body)
-	if err != nil {
-		return nil, err
-	}
-	buf = binary.LittleEndian.AppendUint64(buf, mpos)
-	buf = binary.LittleEndian.AppendUint16(buf, 0)
-	buf = binary.LittleEndian.AppendUint16(buf, 2)
-	buf = append(buf, manifestMagic...)
-	return buf, nil
-}
-
 // committedDataset returns the Dataset of a manifest this process just
 // committed, without reading it back.
-func committedDataset(store blob.Store, o OpenOptions, bases *baseStores, key string, m *tablepb.Manifest, indices []*tablepb.IndexMetadata) (*Dataset, error) {
-	where := location(store, key)
-	man, err := manifestFromProto(where, m)
-	if err != nil {
+func committedDataset(store blob.Store, o OpenOptions, bases *baseStores, key string, m *manifest.Manifest) (*Dataset, error) {
+	if err := m.Validate(manifest.Location(store, key)); err != nil {
 		return nil, err
 	}
-	if len(indices) > 0 {
-		if man.Indices, err = indicesFromProto(indices, man); err != nil {
-			return nil, fmt.Errorf("dataset: manifest %s: %w", where, err)
-		}
-		man.rawIndices = indices
-	}
-	o.Version = man.Version
-	return &Dataset{store: store, opts: o, manifest: man, manifestKey: key, bases: bases}, nil
+	o.Version = m.Version
+	return &Dataset{store: store, opts: o, manifest: m, manifestKey: key, bases: bases}, nil
 }
 
 // writeVersionHint records the latest version in
@@ -352,7 +289,7 @@ func (op *operation) writtenFiles() []string {
 	var out []string
 	for _, f := range op.fragments {
 		for _, df := range f.Files {
-			if df.BaseId == nil {
+			if df.BaseID == nil {
 				out = append(out, dataDir+df.Path)
 			}
 		}
@@ -376,16 +313,12 @@ func (op *operation) writtenFiles() []string {
 // either way.
 func removeSuperseded(ctx context.Context, store blob.Store, written []string, op *operation, txnKey string) {
 	keep := map[string]bool{txnKey: true}
-	keepDeletions := func(frags []*tablepb.DataFragment) {
+	keepDeletions := func(frags []*manifest.Fragment) {
 		for _, u := range frags {
-			if u.DeletionFile == nil || u.DeletionFile.BaseId != nil {
+			if u.DeletionFile == nil || u.DeletionFile.BaseID != nil {
 				continue
 			}
-			d := &DeletionFile{ReadVersion: u.DeletionFile.GetReadVersion(), ID: u.DeletionFile.GetId()}
-			if u.DeletionFile.GetFileType() == tablepb.DeletionFile_BITMAP {
-				d.Kind = DeletionBitmap
-			}
-			keep[d.Key(u.Id)] = true
+			keep[u.DeletionFile.Key(u.ID)] = true
 		}
 	}
 	if op.del != nil {
@@ -395,7 +328,7 @@ func removeSuperseded(ctx context.Context, store blob.Store, written []string, o
 		keepDeletions(op.merge.fragments)
 	}
 	for _, key := range written {
-		if !keep[key] && (strings.HasPrefix(key, transactionsDir) || strings.HasPrefix(key, "_deletions/")) {
+		if !keep[key] && (strings.HasPrefix(key, manifest.TransactionsDir) || strings.HasPrefix(key, "_deletions/")) {
 			_ = store.Delete(context.WithoutCancel(ctx), key)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // ack is a commit a writer saw succeed.
@@ -132,7 +133,7 @@ func verifyHistory(t *testing.T, store blob.Store, initial []uint64, acks []ack)
 		d := openStore(t, store, v, checkedAlloc(t))
 		scanAll(t, d)
 		txnAt[v] = d.manifest.TransactionFile
-		uuid := rawTransaction(t, store, v).Uuid
+		uuid := rawTransaction(t, store, v).UUID
 		if w, dup := uuids[uuid]; dup {
 			t.Fatalf("transaction %s committed as versions %d and %d", uuid, w, v)
 		}
@@ -151,7 +152,7 @@ func verifyHistory(t *testing.T, store blob.Store, initial []uint64, acks []ack)
 		}
 		d := openStore(t, store, a.version, nil)
 		for _, p := range a.paths {
-			i := slices.IndexFunc(d.manifest.Fragments, func(f *Fragment) bool { return f.Files[0].Path == p })
+			i := slices.IndexFunc(d.manifest.Fragments, func(f *manifest.Fragment) bool { return f.Files[0].Path == p })
 			if i < 0 {
 				t.Fatalf("version %d lacks the appended file %s", a.version, p)
 			}

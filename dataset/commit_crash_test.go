@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 var errInjected = errors.New("injected fault")
@@ -122,13 +123,13 @@ func referencedFiles(t testing.TB, store blob.Store) map[string]bool {
 	}
 	for _, e := range entries {
 		out[e.key] = true
-		c, err := readManifest(ctx, store, e.key, e.size, false)
+		c, err := manifest.ReadFile(ctx, store, e.key, e.size, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := c.manifest
+		m := c.Manifest
 		if m.TransactionFile != "" {
-			out[transactionsDir+m.TransactionFile] = true
+			out[manifest.TransactionsDir+m.TransactionFile] = true
 		}
 		for _, f := range m.Fragments {
 			for _, df := range f.Files {
@@ -366,7 +367,7 @@ func (s *versionView) List(ctx context.Context, prefix string) iter.Seq2[blob.Ob
 	return func(yield func(blob.ObjectInfo, error) bool) {
 		for info, err := range s.Store.List(ctx, prefix) {
 			if err == nil {
-				if n := parseManifestName(strings.TrimPrefix(info.Key, versionsDir)); n.scheme != 0 && n.version > s.last {
+				if n := manifest.ParseName(strings.TrimPrefix(info.Key, manifest.VersionsDir)); n.OK && n.Version > s.last {
 					continue
 				}
 			}

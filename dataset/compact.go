@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -12,10 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // Defaults of CompactOptions, Lance's (CompactionOptions::default).
@@ -77,8 +75,7 @@ type CompactStats struct {
 
 // compactTask is a run of adjacent fragments rewritten together.
 type compactTask struct {
-	frags []*Fragment
-	raw   []*tablepb.DataFragment
+	frags []*manifest.Fragment
 }
 
 // Compact rewrites the dataset's small and heavily deleted fragments into
@@ -113,7 +110,7 @@ type compactTask struct {
 // (lancer.ErrUnsupported).
 func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, CompactStats, error) {
 	o := opts.withDefaults()
-	if o.TargetRowsPerFragment > maxRowsPerFragment {
+	if o.TargetRowsPerFragment > manifest.MaxRowsPerFragment {
 		return nil, CompactStats{}, fmt.Errorf("dataset: compact: TargetRowsPerFragment %d exceeds the rows a fragment can address: %w",
 			o.TargetRowsPerFragment, lancer.ErrInvalidArgument)
 	}
@@ -150,9 +147,9 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		if err != nil {
 			return nil, CompactStats{}, err
 		}
-		g := &tablepb.Transaction_Rewrite_RewriteGroup{NewFragments: newFrags}
-		for _, f := range t.raw {
-			g.OldFragments = append(g.OldFragments, proto.Clone(f).(*tablepb.DataFragment))
+		g := manifest.RewriteGroup{NewFragments: newFrags}
+		for _, f := range t.frags {
+			g.OldFragments = append(g.OldFragments, f.Clone())
 			stats.FilesRemoved += len(f.Files)
 			if f.DeletionFile != nil {
 				stats.FilesRemoved++
@@ -161,7 +158,7 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		for _, f := range newFrags {
 			stats.FilesAdded += len(f.Files)
 		}
-		stats.FragmentsRemoved += len(t.raw)
+		stats.FragmentsRemoved += len(t.frags)
 		stats.FragmentsAdded += len(newFrags)
 		op.groups = append(op.groups, g)
 	}
@@ -182,15 +179,15 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 	// by different indices, so that an index covers all or none of a
 	// rewritten group (the invariant Lance's fragment bitmap rewrite needs).
 	var bitmaps []*roaring.Bitmap
-	for _, ix := range d.manifest.rawIndices {
+	for _, ix := range d.manifest.IndexSegments() {
 		if len(ix.FragmentBitmap) == 0 {
 			bitmaps = append(bitmaps, nil) // covers everything it was built on
 			continue
 		}
-		bm, err := decodeRoaring(ix.FragmentBitmap)
+		bm, err := manifest.DecodeRoaring(ix.FragmentBitmap)
 		if err != nil {
 			return nil, fmt.Errorf("dataset: compact: index %s of version %d: fragment bitmap: %v: %w",
-				ix.GetName(), d.manifest.Version, err, lancer.ErrCorrupt)
+				ix.Name, d.manifest.Version, err, lancer.ErrCorrupt)
 		}
 		bitmaps = append(bitmaps, bm)
 	}
@@ -214,8 +211,7 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 		bins []*bin
 		cur  *bin
 	)
-	raw := d.manifest.raw.GetFragments()
-	for i, f := range d.manifest.Fragments {
+	for _, f := range d.manifest.Fragments {
 		physical, err := d.physicalRows(ctx, f)
 		if err != nil {
 			return nil, err
@@ -240,7 +236,6 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 			cur = &bin{key: key}
 		}
 		cur.task.frags = append(cur.task.frags, f)
-		cur.task.raw = append(cur.task.raw, raw[i])
 		cur.itself = append(cur.itself, itself)
 		cur.rows = append(cur.rows, live)
 	}
@@ -256,7 +251,7 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 		}
 		// Lance's split_for_size: cut a bin once it holds the target rows,
 		// if what remains could fill another.
-		frags, raws, rows := b.task.frags, b.task.raw, b.rows
+		frags, rows := b.task.frags, b.rows
 		for len(frags) > 0 {
 			n, sum := 0, uint64(0)
 			for sum < target && n < len(rows) {
@@ -270,8 +265,8 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 			if rest < target {
 				n = len(frags)
 			}
-			tasks = append(tasks, compactTask{frags: frags[:n:n], raw: raws[:n:n]})
-			frags, raws, rows = frags[n:], raws[n:], rows[n:]
+			tasks = append(tasks, compactTask{frags: frags[:n:n]})
+			frags, rows = frags[n:], rows[n:]
 		}
 	}
 	return tasks, nil
@@ -280,11 +275,11 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 // rewriteTask writes the live rows of a task's fragments, in order, as new
 // fragments (ids unassigned) and, with stable row ids, gives them the rows'
 // ids and version sequences.
-func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptions) ([]*tablepb.DataFragment, error) {
+func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptions) ([]*manifest.Fragment, error) {
 	// A view of the version holding only the task's fragments.
 	m := *d.manifest
 	m.Fragments = t.frags
-	sub := &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, bases: d.bases}
+	sub := &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, partial: true, bases: d.bases}
 	sub.opts.Allocator = o.Allocator
 	br, err := sub.newBlobRewriter(o.Allocator, "compact")
 	if err != nil {
@@ -342,9 +337,9 @@ func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptio
 // and last-updated versions of the live rows of the old ones, in row order,
 // as Lance's rechunk_stable_row_ids and
 // recalc_versions_for_rewritten_fragments do.
-func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*tablepb.DataFragment) error {
+func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*manifest.Fragment) error {
 	var ids, created, updated []uint64
-	for i, f := range t.frags {
+	for _, f := range t.frags {
 		physical, err := d.physicalRows(ctx, f)
 		if err != nil {
 			return err
@@ -357,11 +352,11 @@ func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*ta
 		if err != nil {
 			return err
 		}
-		cv, err := d.versionSequence(ctx, f.ID, t.raw[i].GetCreatedAtVersionSequence(), physical, nil)
+		cv, err := d.versionSequence(ctx, f.ID, f.CreatedAtVersions, physical, nil)
 		if err != nil {
 			return err
 		}
-		uv, err := d.versionSequence(ctx, f.ID, t.raw[i].GetLastUpdatedAtVersionSequence(), physical, cv)
+		uv, err := d.versionSequence(ctx, f.ID, f.LastUpdatedAtVersions, physical, cv)
 		if err != nil {
 			return err
 		}
@@ -369,7 +364,7 @@ func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*ta
 			if dv != nil && dv.contains(r) {
 				continue
 			}
-			ids = append(ids, seq.at(r))
+			ids = append(ids, seq.At(r))
 			created = append(created, cv[r])
 			updated = append(updated, uv[r])
 		}
@@ -385,21 +380,21 @@ func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*ta
 	var at uint64
 	for _, f := range newFrags {
 		n := f.PhysicalRows
-		seq, err := proto.Marshal(&tablepb.RowIdSequence{Segments: []*tablepb.U64Segment{encodeIDSegment(ids[at : at+n])}})
+		seq, err := manifest.EncodeRowIDs(manifest.IDSegment(ids[at : at+n]))
 		if err != nil {
 			return err
 		}
-		cb, err := proto.Marshal(encodeVersionRuns(created[at : at+n]))
+		cb, err := manifest.EncodeVersions(manifest.VersionRuns(created[at : at+n])...)
 		if err != nil {
 			return err
 		}
-		ub, err := proto.Marshal(encodeVersionRuns(updated[at : at+n]))
+		ub, err := manifest.EncodeVersions(manifest.VersionRuns(updated[at : at+n])...)
 		if err != nil {
 			return err
 		}
-		f.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: seq}
-		f.CreatedAtVersionSequence = &tablepb.DataFragment_InlineCreatedAtVersions{InlineCreatedAtVersions: cb}
-		f.LastUpdatedAtVersionSequence = &tablepb.DataFragment_InlineLastUpdatedAtVersions{InlineLastUpdatedAtVersions: ub}
+		f.RowIDs = manifest.InlineSequence(seq)
+		f.CreatedAtVersions = manifest.InlineSequence(cb)
+		f.LastUpdatedAtVersions = manifest.InlineSequence(ub)
 		at += n
 	}
 	return nil
@@ -409,19 +404,8 @@ func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*ta
 // or last-updated versions) into one version per physical row. A fragment
 // without one gets def, or version 1 for every row when def is nil, as
 // Lance defaults them.
-func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src any, physical uint64, def []uint64) ([]uint64, error) {
-	var data []byte
-	var ext *tablepb.ExternalFile
-	switch s := src.(type) {
-	case *tablepb.DataFragment_InlineCreatedAtVersions:
-		data = s.InlineCreatedAtVersions
-	case *tablepb.DataFragment_InlineLastUpdatedAtVersions:
-		data = s.InlineLastUpdatedAtVersions
-	case *tablepb.DataFragment_ExternalCreatedAtVersions:
-		ext = s.ExternalCreatedAtVersions
-	case *tablepb.DataFragment_ExternalLastUpdatedAtVersions:
-		ext = s.ExternalLastUpdatedAtVersions
-	default:
+func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src *manifest.Sequence, physical uint64, def []uint64) ([]uint64, error) {
+	if src == nil {
 		if def != nil {
 			return def, nil
 		}
@@ -431,32 +415,20 @@ func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src any, p
 		}
 		return out, nil
 	}
-	if ext != nil {
-		if ext.GetSize() > 16*physical+64<<10 || ext.GetOffset() > math.MaxInt64/2 {
+	data := src.Inline
+	if ext := src.External; ext != nil {
+		if ext.Size > 16*physical+64<<10 || ext.Offset > math.MaxInt64/2 {
 			return nil, fmt.Errorf("dataset: fragment %d: version sequence at %s [%d, +%d): %w",
-				fragID, ext.GetPath(), ext.GetOffset(), ext.GetSize(), lancer.ErrCorrupt)
+				fragID, ext.Path, ext.Offset, ext.Size, lancer.ErrCorrupt)
 		}
 		var err error
-		if data, err = d.store.ReadRange(ctx, ext.GetPath(), int64(ext.GetOffset()), int64(ext.GetSize())); err != nil {
+		if data, err = d.store.ReadRange(ctx, ext.Path, int64(ext.Offset), int64(ext.Size)); err != nil {
 			return nil, fmt.Errorf("dataset: fragment %d version sequence: %w", fragID, err)
 		}
 	}
-	var p tablepb.RowDatasetVersionSequence
-	if err := proto.Unmarshal(data, &p); err != nil {
+	out, _, err := manifest.DecodeVersions(data, physical)
+	if err != nil {
 		return nil, fmt.Errorf("dataset: fragment %d: version sequence: %v: %w", fragID, err, lancer.ErrCorrupt)
-	}
-	out := make([]uint64, 0, physical)
-	for _, run := range p.GetRuns() {
-		seg, err := decodeSegment(run.GetSpan())
-		if err != nil {
-			return nil, fmt.Errorf("dataset: fragment %d: version sequence: %v: %w", fragID, err, lancer.ErrCorrupt)
-		}
-		if uint64(len(out))+seg.n > physical {
-			break
-		}
-		for range seg.n {
-			out = append(out, run.GetVersion())
-		}
 	}
 	if uint64(len(out)) != physical {
 		return nil, fmt.Errorf("dataset: fragment %d: version sequence covers %d of %d rows: %w",
@@ -465,114 +437,33 @@ func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src any, p
 	return out, nil
 }
 
-// encodeVersionRuns encodes per-row versions as runs over row offsets.
-func encodeVersionRuns(vs []uint64) *tablepb.RowDatasetVersionSequence {
-	p := &tablepb.RowDatasetVersionSequence{}
-	for start := 0; start < len(vs); {
-		end := start + 1
-		for end < len(vs) && vs[end] == vs[start] {
-			end++
-		}
-		p.Runs = append(p.Runs, &tablepb.RowDatasetVersionRun{
-			Span:    &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: uint64(start), End: uint64(end)}}},
-			Version: vs[start],
-		})
-		start = end
-	}
-	return p
-}
-
-// encodeIDSegment encodes a fragment's row ids as one U64Segment: a range
-// when they are consecutive, a range with holes when they increase with
-// few gaps, else a (sorted) array.
-func encodeIDSegment(ids []uint64) *tablepb.U64Segment {
-	if len(ids) == 0 {
-		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{}}}
-	}
-	sorted := true
-	for i := 1; i < len(ids); i++ {
-		if ids[i] <= ids[i-1] {
-			sorted = false
-			break
-		}
-	}
-	if !sorted {
-		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Array{Array: encodeU64Array(ids)}}
-	}
-	first, last := ids[0], ids[len(ids)-1]
-	span := last - first + 1
-	holes := span - uint64(len(ids))
-	switch {
-	case holes == 0:
-		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: first, End: last + 1}}}
-	case holes <= uint64(len(ids)):
-		hs := make([]uint64, 0, holes)
-		next := first
-		for _, id := range ids {
-			for ; next < id; next++ {
-				hs = append(hs, next)
-			}
-			next = id + 1
-		}
-		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_RangeWithHoles_{RangeWithHoles: &tablepb.U64Segment_RangeWithHoles{
-			Start: first, End: last + 1, Holes: encodeU64Array(hs),
-		}}}
-	}
-	return &tablepb.U64Segment{Segment: &tablepb.U64Segment_SortedArray{SortedArray: encodeU64Array(ids)}}
-}
-
-// encodeU64Array encodes values as offsets from their minimum in the
-// narrowest width that holds them, as Lance's EncodedU64Array.
-func encodeU64Array(vs []uint64) *tablepb.EncodedU64Array {
-	lo, hi := slices.Min(vs), slices.Max(vs)
-	switch {
-	case hi-lo <= math.MaxUint16:
-		b := make([]byte, 0, 2*len(vs))
-		for _, v := range vs {
-			b = binary.LittleEndian.AppendUint16(b, uint16(v-lo))
-		}
-		return &tablepb.EncodedU64Array{Array: &tablepb.EncodedU64Array_U16Array_{U16Array: &tablepb.EncodedU64Array_U16Array{Base: lo, Offsets: b}}}
-	case hi-lo <= math.MaxUint32:
-		b := make([]byte, 0, 4*len(vs))
-		for _, v := range vs {
-			b = binary.LittleEndian.AppendUint32(b, uint32(v-lo))
-		}
-		return &tablepb.EncodedU64Array{Array: &tablepb.EncodedU64Array_U32Array_{U32Array: &tablepb.EncodedU64Array_U32Array{Base: lo, Offsets: b}}}
-	}
-	b := make([]byte, 0, 8*len(vs))
-	for _, v := range vs {
-		b = binary.LittleEndian.AppendUint64(b, v)
-	}
-	return &tablepb.EncodedU64Array{Array: &tablepb.EncodedU64Array_U64Array_{U64Array: &tablepb.EncodedU64Array_U64Array{Values: b}}}
-}
-
 // renumberRewrite returns op with its new fragments numbered after the
 // fragment ids m has used, unless they already are. Lance reserves the ids
 // of a compaction's new fragments (a ReserveFragments commit) so that its
 // Rewrite transaction records them; lancer numbers them from the version it
 // commits on instead, which needs no extra version: the transaction records
 // the ids the manifest gets.
-func renumberRewrite(op *operation, m *Manifest) *operation {
+func renumberRewrite(op *operation, m *manifest.Manifest) *operation {
 	next := uint64(0)
-	if hwm, ok := fragmentHighWater(m.raw); ok {
+	if hwm, ok := m.FragmentHighWater(); ok {
 		next = hwm + 1
 	}
 	fresh := true
 	for _, g := range op.groups {
 		for _, f := range g.NewFragments {
-			fresh = fresh && f.Id >= next
+			fresh = fresh && f.ID >= next
 		}
 	}
 	if fresh {
 		return op
 	}
 	out := *op
-	out.groups = make([]*tablepb.Transaction_Rewrite_RewriteGroup, len(op.groups))
+	out.groups = make([]manifest.RewriteGroup, len(op.groups))
 	for i, g := range op.groups {
-		ng := &tablepb.Transaction_Rewrite_RewriteGroup{OldFragments: g.OldFragments}
+		ng := manifest.RewriteGroup{OldFragments: g.OldFragments}
 		for _, f := range g.NewFragments {
-			f = proto.Clone(f).(*tablepb.DataFragment)
-			f.Id = next
+			f = f.Clone()
+			f.ID = next
 			next++
 			ng.NewFragments = append(ng.NewFragments, f)
 		}
@@ -586,36 +477,36 @@ func renumberRewrite(op *operation, m *Manifest) *operation {
 // fragment must still be in the version, unchanged in its files and
 // deletions, or the rewrite conflicts. It returns the fragments and the
 // groups with ids assigned.
-func applyRewrite(frags []*tablepb.DataFragment, groups []*tablepb.Transaction_Rewrite_RewriteGroup, version uint64,
-	assign func([]*tablepb.DataFragment) []*tablepb.DataFragment) ([]*tablepb.DataFragment, []*tablepb.Transaction_Rewrite_RewriteGroup, error) {
-	byID := map[uint64]*tablepb.DataFragment{}
+func applyRewrite(frags []*manifest.Fragment, groups []manifest.RewriteGroup, version uint64,
+	assign func([]*manifest.Fragment) []*manifest.Fragment) ([]*manifest.Fragment, []manifest.RewriteGroup, error) {
+	byID := map[uint64]*manifest.Fragment{}
 	for _, f := range frags {
-		byID[f.Id] = f
+		byID[f.ID] = f
 	}
 	gone := map[uint64]bool{}
-	out := make([]*tablepb.Transaction_Rewrite_RewriteGroup, len(groups))
-	var added []*tablepb.DataFragment
+	out := make([]manifest.RewriteGroup, len(groups))
+	var added []*manifest.Fragment
 	for i, g := range groups {
 		for _, old := range g.OldFragments {
-			cur, ok := byID[old.Id]
-			if !ok || gone[old.Id] {
+			cur, ok := byID[old.ID]
+			if !ok || gone[old.ID] {
 				return nil, nil, fmt.Errorf("dataset: building version %d: fragment %d, which a rewrite replaces, is not in the version: %w",
-					version, old.Id, lancer.ErrConflict)
+					version, old.ID, lancer.ErrConflict)
 			}
-			if !proto.Equal(cur.DeletionFile, old.DeletionFile) ||
-				!slices.EqualFunc(cur.Files, old.Files, func(a, b *tablepb.DataFile) bool { return proto.Equal(a, b) }) {
+			if !cur.DeletionFile.Equal(old.DeletionFile) ||
+				!slices.EqualFunc(cur.Files, old.Files, func(a, b manifest.DataFile) bool { return a.Equal(&b) }) {
 				return nil, nil, fmt.Errorf("dataset: building version %d: fragment %d, which a rewrite replaces, changed: %w",
-					version, old.Id, lancer.ErrConflict)
+					version, old.ID, lancer.ErrConflict)
 			}
-			gone[old.Id] = true
+			gone[old.ID] = true
 		}
 		nf := assign(g.NewFragments)
-		out[i] = &tablepb.Transaction_Rewrite_RewriteGroup{OldFragments: g.OldFragments, NewFragments: nf}
+		out[i] = manifest.RewriteGroup{OldFragments: g.OldFragments, NewFragments: nf}
 		added = append(added, nf...)
 	}
-	kept := make([]*tablepb.DataFragment, 0, len(frags)-len(gone)+len(added))
+	kept := make([]*manifest.Fragment, 0, len(frags)-len(gone)+len(added))
 	for _, f := range frags {
-		if !gone[f.Id] {
+		if !gone[f.ID] {
 			kept = append(kept, f)
 		}
 	}
@@ -630,7 +521,7 @@ func applyRewrite(frags []*tablepb.DataFragment, groups []*tablepb.Transaction_R
 // index entries for them match nothing, and the new fragments are scanned
 // unindexed. A group only partly covered by an index is refused, as in
 // Lance.
-func rewriteIndexCoverage(indices []*tablepb.IndexMetadata, groups []*tablepb.Transaction_Rewrite_RewriteGroup, stable bool, version uint64) ([]*tablepb.IndexMetadata, error) {
+func rewriteIndexCoverage(indices []*manifest.IndexMetadata, groups []manifest.RewriteGroup, stable bool, version uint64) ([]*manifest.IndexMetadata, error) {
 	if !stable {
 		return indices, nil
 	}
@@ -638,7 +529,7 @@ func rewriteIndexCoverage(indices []*tablepb.IndexMetadata, groups []*tablepb.Tr
 		if len(ix.FragmentBitmap) == 0 {
 			continue
 		}
-		bm, err := decodeRoaring(ix.FragmentBitmap)
+		bm, err := manifest.DecodeRoaring(ix.FragmentBitmap)
 		if err != nil {
 			return nil, fmt.Errorf("dataset: building version %d: index %s fragment bitmap: %v: %w", version, ix.Name, err, lancer.ErrCorrupt)
 		}
@@ -646,7 +537,7 @@ func rewriteIndexCoverage(indices []*tablepb.IndexMetadata, groups []*tablepb.Tr
 		for _, g := range groups {
 			in := 0
 			for _, f := range g.OldFragments {
-				if bm.Contains(uint32(f.Id)) {
+				if bm.Contains(uint32(f.ID)) {
 					in++
 				}
 			}
@@ -658,10 +549,10 @@ func rewriteIndexCoverage(indices []*tablepb.IndexMetadata, groups []*tablepb.Tr
 					version, ix.Name, lancer.ErrInvalidArgument)
 			}
 			for _, f := range g.OldFragments {
-				nb.Remove(uint32(f.Id))
+				nb.Remove(uint32(f.ID))
 			}
 			for _, f := range g.NewFragments {
-				nb.Add(uint32(f.Id))
+				nb.Add(uint32(f.ID))
 			}
 		}
 		nb.RunOptimize()

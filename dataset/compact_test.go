@@ -1,22 +1,22 @@
 package dataset
 
 import (
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // idRows returns a reader of n rows {id: start.., s: "s<id>"}.
@@ -135,7 +135,7 @@ func TestCompact(t *testing.T) {
 				checkVersionSequences(t, d1)
 			}
 			txn := rawTransaction(t, store, d1.Version())
-			rw := txn.GetRewrite()
+			rw := opAs[*manifest.Rewrite](txn)
 			if rw == nil || len(rw.Groups) == 0 || len(rw.OldFragments) != 0 {
 				t.Fatalf("transaction %v is not a Rewrite with groups", txn)
 			}
@@ -177,11 +177,11 @@ func checkRewriteIDs(t *testing.T, store blob.Store, d *Dataset) {
 		inManifest[f.ID] = true
 	}
 	n := 0
-	for _, g := range rawTransaction(t, store, d.Version()).GetRewrite().GetGroups() {
+	for _, g := range opAs[*manifest.Rewrite](rawTransaction(t, store, d.Version())).Groups {
 		for _, f := range g.NewFragments {
 			n++
-			if !inManifest[f.Id] {
-				t.Errorf("the transaction records new fragment %d, which version %d lacks", f.Id, d.Version())
+			if !inManifest[f.ID] {
+				t.Errorf("the transaction records new fragment %d, which version %d lacks", f.ID, d.Version())
 			}
 		}
 	}
@@ -208,15 +208,15 @@ func equalMaps(a, b map[uint64]string) bool {
 func checkVersionSequences(t *testing.T, d *Dataset) {
 	t.Helper()
 	for i, f := range d.Manifest().Fragments {
-		raw := d.manifest.raw.Fragments[i]
-		cv, err := d.versionSequence(context.Background(), f.ID, raw.GetCreatedAtVersionSequence(), f.PhysicalRows, nil)
+		raw := d.manifest.Fragments[i]
+		cv, err := d.versionSequence(context.Background(), f.ID, raw.CreatedAtVersions, f.PhysicalRows, nil)
 		if err != nil {
 			t.Fatalf("fragment %d: %v", f.ID, err)
 		}
-		if _, err := d.versionSequence(context.Background(), f.ID, raw.GetLastUpdatedAtVersionSequence(), f.PhysicalRows, cv); err != nil {
+		if _, err := d.versionSequence(context.Background(), f.ID, raw.LastUpdatedAtVersions, f.PhysicalRows, cv); err != nil {
 			t.Fatalf("fragment %d: %v", f.ID, err)
 		}
-		if raw.GetCreatedAtVersionSequence() == nil {
+		if raw.CreatedAtVersions == nil {
 			t.Errorf("fragment %d has no created-at versions", f.ID)
 		}
 	}
@@ -383,7 +383,7 @@ func TestCompactIndexCoverage(t *testing.T) {
 			}
 			// Fragments 0 and 1 (indexed) and 2 and 3 (not) are separate
 			// groups: an index covers all or none of a group.
-			groups := rawTransaction(t, store, out.Version()).GetRewrite().GetGroups()
+			groups := opAs[*manifest.Rewrite](rawTransaction(t, store, out.Version())).Groups
 			if len(groups) != 2 {
 				t.Fatalf("%d rewrite groups, want 2", len(groups))
 			}
@@ -407,30 +407,34 @@ func TestCompactIndexCoverage(t *testing.T) {
 // matters).
 func withFakeIndex(t *testing.T, store blob.Store, d *Dataset, frags []uint32) *Dataset {
 	t.Helper()
-	bm := roaringBytes(t, frags...)
-	m := proto.Clone(d.manifest.raw).(*tablepb.Manifest)
+	bm, err := roaring.BitmapOf(frags...).ToBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := d.manifest.Clone()
 	m.Version++
-	ix := []*tablepb.IndexMetadata{{
-		Uuid:           &tablepb.UUID{Uuid: make([]byte, 16)},
+	ix := []*manifest.IndexMetadata{{
+		UUID:           make([]byte, 16),
 		Fields:         []int32{0},
 		Name:           "id_idx",
 		DatasetVersion: d.Version(),
 		FragmentBitmap: bm,
 	}}
-	txn, err := proto.Marshal(&tablepb.Transaction{ReadVersion: d.Version(), Uuid: "fake-index",
-		Operation: &tablepb.Transaction_CreateIndex_{CreateIndex: &tablepb.Transaction_CreateIndex{NewIndices: ix}}})
+	txn, err := manifest.EncodeTransaction(&manifest.Transaction{ReadVersion: d.Version(), UUID: "fake-index",
+		Operation: &manifest.CreateIndex{NewIndices: ix}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.TransactionFile = ""
-	file, err := marshalManifestFile(m, ix, txn)
+	m.SetIndexSegments(ix)
+	file, err := manifest.EncodeFile(m, txn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Write(context.Background(), indicesDir+formatUUID(ix[0].Uuid.Uuid)+"/"+fakeIndexFile, nil); err != nil {
+	if err := store.Write(context.Background(), indicesDir+manifest.FormatUUID(ix[0].UUID)+"/"+fakeIndexFile, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.CreateIfAbsent(context.Background(), manifestKey(schemeV2, m.Version), file); err != nil {
+	if err := store.CreateIfAbsent(context.Background(), manifest.Key(manifest.ManifestNamingV2, m.Version), file); err != nil {
 		t.Fatal(err)
 	}
 	return openStore(t, store, 0, d.opts.Allocator)
@@ -439,45 +443,3 @@ func withFakeIndex(t *testing.T, store blob.Store, d *Dataset, frags []uint32) *
 // fakeIndexFile is the one (empty) file of withFakeIndex's segment, there
 // because a segment's directory holds its files (D4).
 const fakeIndexFile = "fake.idx"
-
-// TestEncodeIDSegment checks that the row id segments compaction writes
-// decode to the ids encoded, for every kind of segment it picks.
-func TestEncodeIDSegment(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 5))
-	cases := [][]uint64{
-		{7},
-		{0, 1, 2, 3},
-		{10, 11, 13, 14, 15},                // range with holes
-		{5, 900, 70000, 1 << 33},            // sorted, sparse
-		{9, 3, 4, 1 << 40},                  // unsorted
-		{1 << 50, 1<<50 + 2, 1<<50 + 70000}, // sorted, wide offsets
-	}
-	for range 50 {
-		n := 1 + rng.IntN(300)
-		ids := make([]uint64, n)
-		next := rng.Uint64N(1 << 40)
-		for i := range ids {
-			next += 1 + uint64(rng.IntN(3))*uint64(rng.IntN(2))
-			ids[i] = next
-		}
-		if rng.IntN(4) == 0 {
-			rng.Shuffle(n, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-		}
-		cases = append(cases, ids)
-	}
-	for _, ids := range cases {
-		b, err := proto.Marshal(&tablepb.RowIdSequence{Segments: []*tablepb.U64Segment{encodeIDSegment(ids)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		seq, err := decodeRowIDSequence(b, uint64(len(ids)))
-		if err != nil {
-			t.Fatalf("%v: %v", ids, err)
-		}
-		for i, id := range ids {
-			if got := seq.at(uint64(i)); got != id {
-				t.Fatalf("%v: id %d decodes as %d", ids, i, got)
-			}
-		}
-	}
-}

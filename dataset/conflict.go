@@ -8,10 +8,9 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // ConflictError reports a commit that cannot be rebased over a version a
@@ -106,8 +105,8 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 			Operation:        op.kind.String(),
 			ReadVersion:      others[0].version - 1,
 			Version:          c.version,
-			OtherOperation:   operationName(c.txn),
-			OtherTransaction: c.txn.GetUuid(),
+			OtherOperation:   manifest.OperationName(c.txn),
+			OtherTransaction: c.txn.UUID,
 			Reason:           fmt.Sprintf(format, args...),
 			Retryable:        retryable,
 		}
@@ -119,12 +118,12 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 	switch op.kind {
 	case opOverwrite, opRestore:
 		for _, c := range others {
-			switch c.txn.GetOperation().(type) {
-			case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_Overwrite_,
-				*tablepb.Transaction_CreateIndex_, *tablepb.Transaction_Rewrite_, *tablepb.Transaction_Merge_,
-				*tablepb.Transaction_Restore_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Update_,
-				*tablepb.Transaction_Project_, *tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_DataReplacement_,
-				*tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateBases_:
+			switch c.txn.Operation.(type) {
+			case *manifest.Append, *manifest.Delete, *manifest.Overwrite,
+				*manifest.CreateIndex, *manifest.Rewrite, *manifest.Merge,
+				*manifest.Restore, *manifest.ReserveFragments, *manifest.Update,
+				*manifest.Project, *manifest.UpdateConfig, *manifest.DataReplacement,
+				*manifest.Clone, *manifest.UpdateBases:
 			default:
 				return nil, conflict(c, false, "it cannot be overwritten safely")
 			}
@@ -132,12 +131,12 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 		return op, nil
 	case opAppend:
 		for _, c := range others {
-			switch c.txn.GetOperation().(type) {
-			case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_CreateIndex_,
-				*tablepb.Transaction_Rewrite_, *tablepb.Transaction_Merge_, *tablepb.Transaction_ReserveFragments_,
-				*tablepb.Transaction_Update_, *tablepb.Transaction_Project_, *tablepb.Transaction_UpdateConfig_,
-				*tablepb.Transaction_DataReplacement_, *tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateBases_:
-			case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+			switch c.txn.Operation.(type) {
+			case *manifest.Append, *manifest.Delete, *manifest.CreateIndex,
+				*manifest.Rewrite, *manifest.Merge, *manifest.ReserveFragments,
+				*manifest.Update, *manifest.Project, *manifest.UpdateConfig,
+				*manifest.DataReplacement, *manifest.Clone, *manifest.UpdateBases:
+			case *manifest.Overwrite, *manifest.Restore:
 				return nil, conflict(c, false, "it replaced the rows this append was added to")
 			default:
 				return nil, conflict(c, false, "cannot append over it")
@@ -147,14 +146,14 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 	case opProject:
 		recompute := false
 		for _, c := range others {
-			switch c.txn.GetOperation().(type) {
-			case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_CreateIndex_,
-				*tablepb.Transaction_Rewrite_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Update_,
-				*tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_DataReplacement_, *tablepb.Transaction_Clone_,
-				*tablepb.Transaction_UpdateBases_:
-			case *tablepb.Transaction_Merge_, *tablepb.Transaction_Project_:
+			switch c.txn.Operation.(type) {
+			case *manifest.Append, *manifest.Delete, *manifest.CreateIndex,
+				*manifest.Rewrite, *manifest.ReserveFragments, *manifest.Update,
+				*manifest.UpdateConfig, *manifest.DataReplacement, *manifest.Clone,
+				*manifest.UpdateBases:
+			case *manifest.Merge, *manifest.Project:
 				recompute = true
-			case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+			case *manifest.Overwrite, *manifest.Restore:
 				return nil, conflict(c, false, "it replaced the schema this change was made to")
 			default:
 				return nil, conflict(c, false, "cannot change columns over it")
@@ -173,13 +172,13 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 		return &out, nil
 	case opMerge:
 		for _, c := range others {
-			switch c.txn.GetOperation().(type) {
-			case *tablepb.Transaction_CreateIndex_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Clone_,
-				*tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_UpdateBases_:
-			case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_Update_,
-				*tablepb.Transaction_Rewrite_, *tablepb.Transaction_Merge_, *tablepb.Transaction_DataReplacement_:
+			switch c.txn.Operation.(type) {
+			case *manifest.CreateIndex, *manifest.ReserveFragments, *manifest.Clone,
+				*manifest.UpdateConfig, *manifest.UpdateBases:
+			case *manifest.Append, *manifest.Delete, *manifest.Update,
+				*manifest.Rewrite, *manifest.Merge, *manifest.DataReplacement:
 				return nil, conflict(c, true, "it changed the rows or fragments the new columns were computed for")
-			case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_, *tablepb.Transaction_Project_:
+			case *manifest.Overwrite, *manifest.Restore, *manifest.Project:
 				return nil, conflict(c, false, "it replaced the schema or rows the new columns were added to")
 			default:
 				return nil, conflict(c, false, "cannot add columns over it")
@@ -213,7 +212,7 @@ func rebaseRewrite(op *operation, others []committed, conflict func(committed, b
 	mine := map[uint64]bool{}
 	for _, g := range op.groups {
 		for _, f := range g.OldFragments {
-			mine[f.Id] = true
+			mine[f.ID] = true
 		}
 	}
 	touching := func(c committed, what string, ids ...uint64) error {
@@ -226,25 +225,25 @@ func rebaseRewrite(op *operation, others []committed, conflict func(committed, b
 	}
 	for _, c := range others {
 		var err error
-		switch t := c.txn.GetOperation().(type) {
-		case *tablepb.Transaction_Append_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_Project_,
-			*tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_UpdateBases_:
-		case *tablepb.Transaction_Delete_:
-			err = touching(c, "deleted rows of", append(fragmentIDs(t.Delete.GetUpdatedFragments()), t.Delete.GetDeletedFragmentIds()...)...)
-		case *tablepb.Transaction_Update_:
-			err = touching(c, "updated rows of", append(fragmentIDs(t.Update.GetUpdatedFragments()), t.Update.GetRemovedFragmentIds()...)...)
-		case *tablepb.Transaction_Rewrite_:
-			err = touching(c, "rewrote", rewrittenIDs(t.Rewrite)...)
-		case *tablepb.Transaction_DataReplacement_:
-			err = touching(c, "replaced data of", replacedIDs(t.DataReplacement)...)
-		case *tablepb.Transaction_CreateIndex_:
-			for _, ix := range t.CreateIndex.GetNewIndices() {
-				if len(ix.GetFragmentBitmap()) == 0 {
-					return conflict(c, true, "it built index %s without a fragment bitmap", ix.GetName())
+		switch t := c.txn.Operation.(type) {
+		case *manifest.Append, *manifest.ReserveFragments, *manifest.Project,
+			*manifest.Clone, *manifest.UpdateConfig, *manifest.UpdateBases:
+		case *manifest.Delete:
+			err = touching(c, "deleted rows of", append(manifest.FragmentIDs(t.UpdatedFragments), t.DeletedFragmentIDs...)...)
+		case *manifest.Update:
+			err = touching(c, "updated rows of", append(manifest.FragmentIDs(t.UpdatedFragments), t.RemovedFragmentIDs...)...)
+		case *manifest.Rewrite:
+			err = touching(c, "rewrote", t.RewrittenIDs()...)
+		case *manifest.DataReplacement:
+			err = touching(c, "replaced data of", t.ReplacedIDs()...)
+		case *manifest.CreateIndex:
+			for _, ix := range t.NewIndices {
+				if len(ix.FragmentBitmap) == 0 {
+					return conflict(c, true, "it built index %s without a fragment bitmap", ix.Name)
 				}
-				bm, derr := decodeRoaring(ix.GetFragmentBitmap())
+				bm, derr := manifest.DecodeRoaring(ix.FragmentBitmap)
 				if derr != nil {
-					return conflict(c, true, "it built index %s with an unreadable fragment bitmap", ix.GetName())
+					return conflict(c, true, "it built index %s with an unreadable fragment bitmap", ix.Name)
 				}
 				for id := range mine {
 					if bm.Contains(uint32(id)) {
@@ -252,9 +251,9 @@ func rebaseRewrite(op *operation, others []committed, conflict func(committed, b
 					}
 				}
 			}
-		case *tablepb.Transaction_Merge_:
+		case *manifest.Merge:
 			err = conflict(c, true, "it rewrote the fragment list")
-		case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+		case *manifest.Overwrite, *manifest.Restore:
 			err = conflict(c, false, "it replaced the rows this compaction rewrites")
 		default:
 			err = conflict(c, false, "cannot compact over it")
@@ -266,57 +265,29 @@ func rebaseRewrite(op *operation, others []committed, conflict func(committed, b
 	return nil
 }
 
-// fragmentIDs lists the ids of frags.
-func fragmentIDs(frags []*tablepb.DataFragment) []uint64 {
-	out := make([]uint64, len(frags))
-	for i, f := range frags {
-		out[i] = f.GetId()
-	}
-	return out
-}
-
-// rewrittenIDs lists the fragments a Rewrite replaced: its old fragments
-// and those of its groups.
-func rewrittenIDs(r *tablepb.Transaction_Rewrite) []uint64 {
-	ids := fragmentIDs(r.GetOldFragments())
-	for _, g := range r.GetGroups() {
-		ids = append(ids, fragmentIDs(g.GetOldFragments())...)
-	}
-	return ids
-}
-
-// replacedIDs lists the fragments a DataReplacement changed.
-func replacedIDs(r *tablepb.Transaction_DataReplacement) []uint64 {
-	var ids []uint64
-	for _, x := range r.GetReplacements() {
-		ids = append(ids, x.GetFragmentId())
-	}
-	return ids
-}
-
 // checkUnreported fails with a retryable conflict if a fragment op's
 // delete changes, and that no transaction since reported changing (neither
 // merged nor gone), has another deletion file in latest than when op read it.
 func checkUnreported(op *operation, latest *Dataset, merge, gone map[uint64]bool, last committed,
 	conflict func(committed, bool, string, ...any) error) error {
 	del := op.del
-	now := map[uint64]*tablepb.DataFragment{}
-	for _, f := range latest.manifest.raw.GetFragments() {
-		now[f.GetId()] = f
+	now := map[uint64]*manifest.Fragment{}
+	for _, f := range latest.manifest.Fragments {
+		now[f.ID] = f
 	}
 	check := func(id uint64) error {
 		base, f := del.base[id], now[id]
 		if base == nil || f == nil || merge[id] || gone[id] {
 			return nil
 		}
-		if !proto.Equal(base.GetDeletionFile(), f.GetDeletionFile()) {
+		if !base.DeletionFile.Equal(f.DeletionFile) {
 			return conflict(last, true, "the deletion file of fragment %d, which this %s changes, changed though no transaction since records it",
 				id, strings.ToLower(op.kind.String()))
 		}
 		return nil
 	}
 	for _, u := range del.updated {
-		if err := check(u.Id); err != nil {
+		if err := check(u.ID); err != nil {
 			return err
 		}
 	}
@@ -334,7 +305,7 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 	del := op.del
 	mine := map[uint64]bool{}
 	for _, u := range del.updated {
-		mine[u.Id] = true
+		mine[u.ID] = true
 	}
 	for _, id := range del.deleted {
 		mine[id] = true
@@ -352,42 +323,42 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 			return 0, false
 		}
 	)
-	changedFiles := func(u *tablepb.DataFragment) bool {
-		base := del.base[u.Id]
-		return base == nil || !slices.EqualFunc(base.Files, u.Files, func(a, b *tablepb.DataFile) bool { return proto.Equal(a, b) })
+	changedFiles := func(u *manifest.Fragment) bool {
+		base := del.base[u.ID]
+		return base == nil || !slices.EqualFunc(base.Files, u.Files, func(a, b manifest.DataFile) bool { return a.Equal(&b) })
 	}
 	// mergeWith records the fragments of ours whose deletion file c
 	// changed; rowsMatter when ours must not remove rows c removed.
-	mergeWith := func(c committed, frags []*tablepb.DataFragment, rowsMatter bool) error {
+	mergeWith := func(c committed, frags []*manifest.Fragment, rowsMatter bool) error {
 		for _, u := range frags {
-			if !mine[u.GetId()] {
+			if !mine[u.ID] {
 				continue
 			}
 			if changedFiles(u) {
-				return conflict(c, true, "it changed the data files of fragment %d, which this delete changes", u.GetId())
+				return conflict(c, true, "it changed the data files of fragment %d, which this delete changes", u.ID)
 			}
-			merge[u.GetId()] = true
+			merge[u.ID] = true
 			if rowsMatter {
-				updated[u.GetId()] = true
+				updated[u.ID] = true
 			}
 		}
 		return nil
 	}
 	for _, c := range others {
-		switch t := c.txn.GetOperation().(type) {
-		case *tablepb.Transaction_Append_, *tablepb.Transaction_CreateIndex_, *tablepb.Transaction_ReserveFragments_,
-			*tablepb.Transaction_Clone_, *tablepb.Transaction_Project_, *tablepb.Transaction_UpdateConfig_,
-			*tablepb.Transaction_UpdateBases_:
-		case *tablepb.Transaction_Rewrite_:
-			if id, ok := touching(rewrittenIDs(t.Rewrite)); ok {
+		switch t := c.txn.Operation.(type) {
+		case *manifest.Append, *manifest.CreateIndex, *manifest.ReserveFragments,
+			*manifest.Clone, *manifest.Project, *manifest.UpdateConfig,
+			*manifest.UpdateBases:
+		case *manifest.Rewrite:
+			if id, ok := touching(t.RewrittenIDs()); ok {
 				return nil, conflict(c, true, "it rewrote fragment %d, which this delete changes", id)
 			}
-		case *tablepb.Transaction_DataReplacement_:
-			if id, ok := touching(replacedIDs(t.DataReplacement)); ok {
+		case *manifest.DataReplacement:
+			if id, ok := touching(t.ReplacedIDs()); ok {
 				return nil, conflict(c, true, "it replaced data of fragment %d, which this delete changes", id)
 			}
-		case *tablepb.Transaction_Delete_:
-			for _, id := range t.Delete.GetDeletedFragmentIds() {
+		case *manifest.Delete:
+			for _, id := range t.DeletedFragmentIDs {
 				if mine[id] && op.kind == opUpdate {
 					// The rows this update rewrites were deleted: writing
 					// them again would bring them back.
@@ -399,19 +370,19 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 			}
 			// An update must not rewrite rows deleted meanwhile (as
 			// Lance's row-level check); deletes may overlap.
-			if err := mergeWith(c, t.Delete.GetUpdatedFragments(), op.kind == opUpdate); err != nil {
+			if err := mergeWith(c, t.UpdatedFragments, op.kind == opUpdate); err != nil {
 				return nil, err
 			}
-		case *tablepb.Transaction_Update_:
-			if id, ok := touching(t.Update.GetRemovedFragmentIds()); ok {
+		case *manifest.Update:
+			if id, ok := touching(t.RemovedFragmentIDs); ok {
 				return nil, conflict(c, true, "it moved the rows of fragment %d, which this delete changes", id)
 			}
-			if err := mergeWith(c, t.Update.GetUpdatedFragments(), true); err != nil {
+			if err := mergeWith(c, t.UpdatedFragments, true); err != nil {
 				return nil, err
 			}
-		case *tablepb.Transaction_Merge_:
+		case *manifest.Merge:
 			return nil, conflict(c, true, "it rewrote the fragment list")
-		case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+		case *manifest.Overwrite, *manifest.Restore:
 			return nil, conflict(c, false, "it replaced the rows this delete removes")
 		default:
 			return nil, conflict(c, false, "cannot delete over it")
@@ -449,15 +420,15 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 	}
 	for _, u := range del.updated {
 		switch {
-		case gone[u.Id]:
+		case gone[u.ID]:
 			continue
-		case !merge[u.Id]:
+		case !merge[u.ID]:
 			nd.updated = append(nd.updated, u)
 			continue
 		}
-		i, ok := index[u.Id]
+		i, ok := index[u.ID]
 		if !ok {
-			return nil, conflict(last, true, "fragment %d, which this delete changes, is gone", u.Id)
+			return nil, conflict(last, true, "fragment %d, which this delete changes, is gone", u.ID)
 		}
 		f := latest.manifest.Fragments[i]
 		dv, err := latest.deletionVector(ctx, f)
@@ -465,11 +436,11 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 			return nil, err
 		}
 		current := dv.bitmap()
-		affected := del.affected[u.Id]
-		if updated[u.Id] {
-			theirs := roaring.AndNot(current, del.baseDV[u.Id])
+		affected := del.affected[u.ID]
+		if updated[u.ID] {
+			theirs := roaring.AndNot(current, del.baseDV[u.ID])
 			if theirs.Intersects(affected) {
-				return nil, conflict(last, true, "a concurrent commit removed rows of fragment %d that this %s also removes", u.Id, strings.ToLower(op.kind.String()))
+				return nil, conflict(last, true, "a concurrent commit removed rows of fragment %d that this %s also removes", u.ID, strings.ToLower(op.kind.String()))
 			}
 		}
 		current.Or(affected)
@@ -477,12 +448,12 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 		if err != nil {
 			return nil, err
 		}
-		nu, err := latest.withDeletions(ctx, latest.manifest.raw.GetFragments()[i], physical, current, written)
+		nu, err := latest.withDeletions(ctx, latest.manifest.Fragments[i], physical, current, written)
 		switch {
 		case err != nil:
 			return nil, err
 		case nu == nil:
-			nd.deleted = append(nd.deleted, u.Id)
+			nd.deleted = append(nd.deleted, u.ID)
 		default:
 			nd.updated = append(nd.updated, nu)
 		}
@@ -518,7 +489,7 @@ func rebaseCreateIndex(op *operation, others []committed, latest *Dataset, confl
 	covered := roaring.New()
 	for _, ix := range op.newIndices {
 		names[ix.Name] = true
-		if bm, err := decodeRoaring(ix.FragmentBitmap); err == nil {
+		if bm, err := manifest.DecodeRoaring(ix.FragmentBitmap); err == nil {
 			covered.Or(bm)
 		}
 	}
@@ -526,31 +497,31 @@ func rebaseCreateIndex(op *operation, others []committed, latest *Dataset, confl
 		names[ix.Name] = true
 	}
 	for _, c := range others {
-		switch t := c.txn.GetOperation().(type) {
-		case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_Update_,
-			*tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_UpdateConfig_, *tablepb.Transaction_Merge_,
-			*tablepb.Transaction_Clone_, *tablepb.Transaction_UpdateBases_, *tablepb.Transaction_DataReplacement_,
-			*tablepb.Transaction_Project_:
-		case *tablepb.Transaction_CreateIndex_:
-			for _, ix := range append(slices.Clone(t.CreateIndex.GetNewIndices()), t.CreateIndex.GetRemovedIndices()...) {
-				if names[ix.GetName()] {
-					return conflict(c, true, "it changed index %q too", ix.GetName())
+		switch t := c.txn.Operation.(type) {
+		case *manifest.Append, *manifest.Delete, *manifest.Update,
+			*manifest.ReserveFragments, *manifest.UpdateConfig, *manifest.Merge,
+			*manifest.Clone, *manifest.UpdateBases, *manifest.DataReplacement,
+			*manifest.Project:
+		case *manifest.CreateIndex:
+			for _, ix := range append(slices.Clone(t.NewIndices), t.RemovedIndices...) {
+				if names[ix.Name] {
+					return conflict(c, true, "it changed index %q too", ix.Name)
 				}
 			}
-		case *tablepb.Transaction_Rewrite_:
-			for _, id := range rewrittenIDs(t.Rewrite) {
+		case *manifest.Rewrite:
+			for _, id := range t.RewrittenIDs() {
 				if covered.Contains(uint32(id)) {
 					return conflict(c, true, "it compacted fragment %d, which the new index covers", id)
 				}
 			}
-		case *tablepb.Transaction_Overwrite_, *tablepb.Transaction_Restore_:
+		case *manifest.Overwrite, *manifest.Restore:
 			return conflict(c, false, "it replaced the rows the index was built on")
 		default:
 			return conflict(c, false, "cannot change indices over it")
 		}
 	}
 	inSchema := map[int32]bool{}
-	for _, f := range latest.manifest.raw.Fields {
+	for _, f := range latest.manifest.Fields() {
 		inSchema[f.Id] = true
 	}
 	for _, ix := range op.newIndices {

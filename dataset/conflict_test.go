@@ -11,8 +11,8 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // TestRebaseMatrix checks each operation lancer commits against each
@@ -21,41 +21,40 @@ func TestRebaseMatrix(t *testing.T) {
 	ctx := context.Background()
 	_, store := copyFixture(t, "history_v2_2")
 	latest := openStore(t, store, 0, checkedAlloc(t))
-	frag0 := latest.manifest.raw.GetFragments()[0]
+	frag0 := latest.manifest.Fragments[0]
 	// Ours: a delete touching fragment 0 (as read), an append, ...
 	ours := map[string]*operation{
 		"Append":    {kind: opAppend},
-		"Delete":    {kind: opDelete, del: &deleteOp{base: map[uint64]*tablepb.DataFragment{0: frag0}, updated: []*tablepb.DataFragment{frag0}}},
+		"Delete":    {kind: opDelete, del: &deleteOp{base: map[uint64]*manifest.Fragment{0: frag0}, updated: []*manifest.Fragment{frag0}}},
 		"Overwrite": {kind: opOverwrite},
 		"Restore":   {kind: opRestore, restore: latest.manifest},
-		"Project":   {kind: opProject, project: func(m *Manifest) (fields []*filepb.Field, err error) { return cloneFields(m), nil }},
+		"Project":   {kind: opProject, project: func(m *manifest.Manifest) (fields []*filepb.Field, err error) { return cloneFields(m), nil }},
 	}
-	other := &tablepb.DataFragment{Id: 3}
-	touch := &tablepb.DataFragment{Id: 0, Files: []*tablepb.DataFile{{Path: "other.lance"}}}
-	theirs := map[string]*tablepb.Transaction{
-		"Append":              {Operation: &tablepb.Transaction_Append_{Append: &tablepb.Transaction_Append{}}},
-		"Delete elsewhere":    {Operation: &tablepb.Transaction_Delete_{Delete: &tablepb.Transaction_Delete{UpdatedFragments: []*tablepb.DataFragment{other}}}},
-		"Delete files change": {Operation: &tablepb.Transaction_Delete_{Delete: &tablepb.Transaction_Delete{UpdatedFragments: []*tablepb.DataFragment{touch}}}},
-		"Overwrite":           {Operation: &tablepb.Transaction_Overwrite_{Overwrite: &tablepb.Transaction_Overwrite{}}},
-		"Restore":             {Operation: &tablepb.Transaction_Restore_{Restore: &tablepb.Transaction_Restore{Version: 1}}},
-		"CreateIndex":         {Operation: &tablepb.Transaction_CreateIndex_{CreateIndex: &tablepb.Transaction_CreateIndex{}}},
-		"Rewrite elsewhere": {Operation: &tablepb.Transaction_Rewrite_{Rewrite: &tablepb.Transaction_Rewrite{
-			Groups: []*tablepb.Transaction_Rewrite_RewriteGroup{{OldFragments: []*tablepb.DataFragment{other}}}}}},
-		"Rewrite ours": {Operation: &tablepb.Transaction_Rewrite_{Rewrite: &tablepb.Transaction_Rewrite{
-			Groups: []*tablepb.Transaction_Rewrite_RewriteGroup{{OldFragments: []*tablepb.DataFragment{{Id: 0}}}}}}},
-		"Merge":            {Operation: &tablepb.Transaction_Merge_{Merge: &tablepb.Transaction_Merge{}}},
-		"ReserveFragments": {Operation: &tablepb.Transaction_ReserveFragments_{ReserveFragments: &tablepb.Transaction_ReserveFragments{NumFragments: 2}}},
-		"Update ours":      {Operation: &tablepb.Transaction_Update_{Update: &tablepb.Transaction_Update{RemovedFragmentIds: []uint64{0}}}},
-		"Update elsewhere": {Operation: &tablepb.Transaction_Update_{Update: &tablepb.Transaction_Update{RemovedFragmentIds: []uint64{3}}}},
-		"Project":          {Operation: &tablepb.Transaction_Project_{Project: &tablepb.Transaction_Project{}}},
-		"UpdateConfig":     {Operation: &tablepb.Transaction_UpdateConfig_{UpdateConfig: &tablepb.Transaction_UpdateConfig{}}},
-		"DataReplacement ours": {Operation: &tablepb.Transaction_DataReplacement_{DataReplacement: &tablepb.Transaction_DataReplacement{
-			Replacements: []*tablepb.Transaction_DataReplacementGroup{{FragmentId: 0}}}}},
-		"UpdateMemWalState": {Operation: &tablepb.Transaction_UpdateMemWalState_{UpdateMemWalState: &tablepb.Transaction_UpdateMemWalState{}}},
-		"Clone":             {Operation: &tablepb.Transaction_Clone_{Clone: &tablepb.Transaction_Clone{}}},
-		"UpdateBases":       {Operation: &tablepb.Transaction_UpdateBases_{UpdateBases: &tablepb.Transaction_UpdateBases{}}},
-		"DataOverlay":       {Operation: &tablepb.Transaction_DataOverlay_{DataOverlay: &tablepb.Transaction_DataOverlay{}}},
-		"none":              {},
+	other := &manifest.Fragment{ID: 3}
+	touch := &manifest.Fragment{ID: 0, Files: []manifest.DataFile{{Path: "other.lance"}}}
+	theirs := map[string]*manifest.Transaction{
+		"Append":              {Operation: &manifest.Append{}},
+		"Delete elsewhere":    {Operation: &manifest.Delete{UpdatedFragments: []*manifest.Fragment{other}}},
+		"Delete files change": {Operation: &manifest.Delete{UpdatedFragments: []*manifest.Fragment{touch}}},
+		"Overwrite":           {Operation: &manifest.Overwrite{}},
+		"Restore":             {Operation: &manifest.Restore{Version: 1}},
+		"CreateIndex":         {Operation: &manifest.CreateIndex{}},
+		"Rewrite elsewhere": {Operation: &manifest.Rewrite{
+			Groups: []manifest.RewriteGroup{{OldFragments: []*manifest.Fragment{other}}}}},
+		"Rewrite ours": {Operation: &manifest.Rewrite{
+			Groups: []manifest.RewriteGroup{{OldFragments: []*manifest.Fragment{{ID: 0}}}}}},
+		"Merge":                {Operation: &manifest.Merge{}},
+		"ReserveFragments":     {Operation: &manifest.ReserveFragments{NumFragments: 2}},
+		"Update ours":          {Operation: &manifest.Update{RemovedFragmentIDs: []uint64{0}}},
+		"Update elsewhere":     {Operation: &manifest.Update{RemovedFragmentIDs: []uint64{3}}},
+		"Project":              {Operation: &manifest.Project{}},
+		"UpdateConfig":         {Operation: &manifest.UpdateConfig{}},
+		"DataReplacement ours": {Operation: &manifest.DataReplacement{Replacements: []manifest.DataReplacementGroup{{FragmentID: 0}}}},
+		"UpdateMemWalState":    {Operation: &manifest.UpdateMemWalState{}},
+		"Clone":                {Operation: &manifest.Clone{}},
+		"UpdateBases":          {Operation: &manifest.UpdateBases{}},
+		"DataOverlay":          {Operation: &manifest.DataOverlay{}},
+		"none":                 {},
 	}
 	// want[ours][theirs]: "" = rebased, "conflict", or "retry" (retryable).
 	conflicts := map[string]map[string]string{
@@ -69,7 +68,7 @@ func TestRebaseMatrix(t *testing.T) {
 	}
 	for oname, op := range ours {
 		for tname, txn := range theirs {
-			txn.Uuid = "u-" + strings.ReplaceAll(tname, " ", "-")
+			txn.UUID = "u-" + strings.ReplaceAll(tname, " ", "-")
 			var written []string
 			_, err := rebase(ctx, op, []committed{{version: 9, txn: txn}}, latest, &written)
 			want := conflicts[oname][tname]
@@ -79,7 +78,7 @@ func TestRebaseMatrix(t *testing.T) {
 				t.Errorf("%s over %s: %v, want it rebased", oname, tname, err)
 			case want != "" && !errors.As(err, &ce):
 				t.Errorf("%s over %s: %v, want a ConflictError", oname, tname, err)
-			case want != "" && (ce.Retryable != (want == "retry") || ce.Version != 9 || ce.OtherTransaction != txn.Uuid ||
+			case want != "" && (ce.Retryable != (want == "retry") || ce.Version != 9 || ce.OtherTransaction != txn.UUID ||
 				ce.Operation != oname || !errors.Is(err, lancer.ErrConflict)):
 				t.Errorf("%s over %s: %+v (want %s)", oname, tname, ce, want)
 			}
@@ -165,7 +164,7 @@ func TestConcurrentDeleteOfWholeFragment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.ContainsFunc(da.manifest.Fragments, func(f *Fragment) bool { return f.ID == 0 }) {
+	if slices.ContainsFunc(da.manifest.Fragments, func(f *manifest.Fragment) bool { return f.ID == 0 }) {
 		t.Fatal("fragment 0 lost every row but is still listed")
 	}
 	db, err := b.DeleteRowIDs(ctx, []uint64{f0[3], f1[2]})
@@ -187,7 +186,7 @@ func TestConcurrentDeleteOfWholeFragment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.ContainsFunc(dd.manifest.Fragments, func(f *Fragment) bool { return f.ID == 0 }) {
+	if slices.ContainsFunc(dd.manifest.Fragments, func(f *manifest.Fragment) bool { return f.ID == 0 }) {
 		t.Fatal("fragment 0 lost every row but is still listed")
 	}
 }
@@ -196,7 +195,7 @@ func TestConcurrentDeleteOfWholeFragment(t *testing.T) {
 // never been committed.
 func truncateHistory(t *testing.T, dir string, last, upTo uint64) {
 	for v := last + 1; v <= upTo; v++ {
-		if err := os.Remove(filepath.Join(dir, manifestKey(schemeV2, v))); err != nil {
+		if err := os.Remove(filepath.Join(dir, manifest.Key(manifest.ManifestNamingV2, v))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -348,7 +347,7 @@ type raceStore struct {
 }
 
 func (r *raceStore) CreateIfAbsent(ctx context.Context, key string, data []byte) error {
-	if strings.HasPrefix(key, versionsDir) {
+	if strings.HasPrefix(key, manifest.VersionsDir) {
 		r.creates++
 		r.ahead()
 	}

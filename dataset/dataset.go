@@ -12,6 +12,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/cache"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
 )
@@ -31,7 +32,7 @@ type OpenOptions struct {
 	// StorageOptions), since Lance records absolute URIs or local paths. A
 	// caller whose dataset moved supplies one that maps the recorded path to
 	// where the files are now.
-	ResolveBase func(ctx context.Context, bp BasePath) (blob.Store, error)
+	ResolveBase func(ctx context.Context, bp manifest.BasePath) (blob.Store, error)
 	// StorageOptions configure the stores OpenURI and the default
 	// ResolveBase open (Lance's storage_options: aws_endpoint,
 	// google_service_account, azure_storage_account_name, ...; see
@@ -60,7 +61,7 @@ func (o *OpenOptions) withDefaults() OpenOptions {
 	}
 	if out.ResolveBase == nil {
 		storageOptions := out.StorageOptions
-		out.ResolveBase = func(ctx context.Context, bp BasePath) (blob.Store, error) {
+		out.ResolveBase = func(ctx context.Context, bp manifest.BasePath) (blob.Store, error) {
 			return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
 		}
 	}
@@ -72,10 +73,13 @@ func (o *OpenOptions) withDefaults() OpenOptions {
 type Dataset struct {
 	store    blob.Store
 	opts     OpenOptions
-	manifest *Manifest
+	manifest *manifest.Manifest
 	// manifestKey is the key of the manifest file, for error messages.
 	manifestKey string
-	bases       *baseStores
+	// partial marks a view holding only some of the version's fragments
+	// (withFragments), which a commit must not build on.
+	partial bool
+	bases   *baseStores
 	// keys names this version's fragments and index segments in the
 	// cache, built once by the first search (searchKeys).
 	keysOnce sync.Once
@@ -85,9 +89,9 @@ type Dataset struct {
 // baseStores resolves BasePaths to stores once; versions of one Dataset
 // lineage (Checkout) share it.
 type baseStores struct {
-	resolve func(ctx context.Context, bp BasePath) (blob.Store, error)
+	resolve func(ctx context.Context, bp manifest.BasePath) (blob.Store, error)
 	mu      sync.Mutex
-	stores  map[string]blob.Store // by BasePath.Path
+	stores  map[string]blob.Store // by manifest.BasePath.Path
 }
 
 // Open opens the dataset rooted at store, at opts.Version (default the
@@ -134,16 +138,16 @@ func open(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStore
 
 // openEntry opens the version whose manifest e names.
 func openEntry(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, e manifestEntry) (*Dataset, error) {
-	c, err := readManifest(ctx, store, e.key, e.size, false)
+	c, err := manifest.ReadFile(ctx, store, e.key, e.size, false)
 	if err != nil {
 		return nil, err
 	}
-	if c.manifest.Version != e.version {
+	if c.Manifest.Version != e.version {
 		return nil, fmt.Errorf("dataset: manifest %s records version %d: %w",
-			location(store, e.key), c.manifest.Version, lancer.ErrCorrupt)
+			manifest.Location(store, e.key), c.Manifest.Version, lancer.ErrCorrupt)
 	}
 	o.Version = e.version
-	return &Dataset{store: store, opts: o, manifest: c.manifest, manifestKey: e.key, bases: bases}, nil
+	return &Dataset{store: store, opts: o, manifest: c.Manifest, manifestKey: e.key, bases: bases}, nil
 }
 
 // Checkout opens another version of the same dataset (0 = the latest), with
@@ -165,11 +169,11 @@ func (d *Dataset) Schema() *schema.Schema { return d.manifest.Schema }
 func (d *Dataset) Store() blob.Store { return d.store }
 
 // Manifest returns the version's manifest. Callers must not modify it.
-func (d *Dataset) Manifest() *Manifest { return d.manifest }
+func (d *Dataset) Manifest() *manifest.Manifest { return d.manifest }
 
 // Indices lists the index segments of the version: read-only metadata, no
 // index file is opened.
-func (d *Dataset) Indices() []IndexInfo { return d.manifest.Indices }
+func (d *Dataset) Indices() []manifest.IndexInfo { return d.manifest.Indices }
 
 // CountRows returns the number of live rows from metadata: each fragment's
 // physical rows less its deleted rows. It reads a deletion file only when
@@ -189,7 +193,7 @@ func (d *Dataset) CountRows(ctx context.Context) (uint64, error) {
 
 // physicalRows returns the fragment's row count including deleted rows,
 // asking the first data file when the manifest does not record it.
-func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error) {
+func (d *Dataset) physicalRows(ctx context.Context, f *manifest.Fragment) (uint64, error) {
 	if f.PhysicalRows != 0 || len(f.Files) == 0 {
 		return f.PhysicalRows, nil
 	}
@@ -197,7 +201,7 @@ func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error)
 	if err != nil {
 		return 0, err
 	}
-	if r.NumRows() > maxRowsPerFragment {
+	if r.NumRows() > manifest.MaxRowsPerFragment {
 		return 0, fmt.Errorf("dataset: fragment %d: data file %s holds %d rows, more than a fragment can address: %w",
 			f.ID, f.Files[0].Path, r.NumRows(), lancer.ErrCorrupt)
 	}
@@ -205,7 +209,7 @@ func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error)
 }
 
 // liveRows returns the fragment's row count without deleted rows.
-func (d *Dataset) liveRows(ctx context.Context, f *Fragment) (uint64, error) {
+func (d *Dataset) liveRows(ctx context.Context, f *manifest.Fragment) (uint64, error) {
 	physical, err := d.physicalRows(ctx, f)
 	if err != nil {
 		return 0, err
@@ -226,7 +230,7 @@ func (d *Dataset) liveRows(ctx context.Context, f *Fragment) (uint64, error) {
 
 // deletionVector returns the fragment's deleted rows, from the cache or
 // read; nil when it has none.
-func (d *Dataset) deletionVector(ctx context.Context, f *Fragment) (*deletionVector, error) {
+func (d *Dataset) deletionVector(ctx context.Context, f *manifest.Fragment) (*deletionVector, error) {
 	if f.DeletionFile == nil {
 		return nil, nil
 	}
@@ -235,7 +239,7 @@ func (d *Dataset) deletionVector(ctx context.Context, f *Fragment) (*deletionVec
 		return nil, fmt.Errorf("dataset: fragment %d: %w", f.ID, err)
 	}
 	key := f.DeletionFile.Key(f.ID)
-	return cached(ctx, d.opts.Cache, cacheDeletions, location(store, key), func(ctx context.Context) (*deletionVector, int64, error) {
+	return cached(ctx, d.opts.Cache, cacheDeletions, manifest.Location(store, key), func(ctx context.Context) (*deletionVector, int64, error) {
 		frag := *f
 		var err error
 		if frag.PhysicalRows, err = d.physicalRows(ctx, f); err != nil {
@@ -250,17 +254,17 @@ func (d *Dataset) deletionVector(ctx context.Context, f *Fragment) (*deletionVec
 }
 
 // basePath returns the BasePath with the given id.
-func (d *Dataset) basePath(id uint32) (BasePath, bool) {
+func (d *Dataset) basePath(id uint32) (manifest.BasePath, bool) {
 	for _, bp := range d.manifest.BasePaths {
 		if bp.ID == id {
 			return bp, true
 		}
 	}
-	return BasePath{}, false
+	return manifest.BasePath{}, false
 }
 
 // baseStore returns the store of base path id and the BasePath.
-func (d *Dataset) baseStore(ctx context.Context, id uint32) (blob.Store, BasePath, error) {
+func (d *Dataset) baseStore(ctx context.Context, id uint32) (blob.Store, manifest.BasePath, error) {
 	bp, ok := d.basePath(id)
 	if !ok {
 		// manifestFromProto checked every reference; this is a bug.
@@ -298,7 +302,7 @@ func (d *Dataset) rootStore(ctx context.Context, baseID *uint32, what string) (b
 }
 
 // dataFileLocation returns the store and key of a data file.
-func (d *Dataset) dataFileLocation(ctx context.Context, df *DataFile) (blob.Store, string, error) {
+func (d *Dataset) dataFileLocation(ctx context.Context, df *manifest.DataFile) (blob.Store, string, error) {
 	if df.BaseID == nil {
 		return d.store, "data/" + df.Path, nil
 	}
@@ -316,12 +320,12 @@ func (d *Dataset) dataFileLocation(ctx context.Context, df *DataFile) (blob.Stor
 // are immutable once open, so they are kept in the cache and shared:
 // takes and searches then read only the rows' pages, not the file's
 // footer and metadata again.
-func (d *Dataset) openDataFile(ctx context.Context, df *DataFile) (*format.Reader, error) {
+func (d *Dataset) openDataFile(ctx context.Context, df *manifest.DataFile) (*format.Reader, error) {
 	store, key, err := d.dataFileLocation(ctx, df)
 	if err != nil {
 		return nil, err
 	}
-	name := location(store, key) + "|" + allocatorKey(d.opts.Allocator)
+	name := manifest.Location(store, key) + "|" + allocatorKey(d.opts.Allocator)
 	return cached(ctx, d.opts.Cache, cacheReaders, name, func(ctx context.Context) (*format.Reader, int64, error) {
 		r, err := format.Open(ctx, store, key, &format.OpenOptions{Size: int64(df.SizeBytes), Allocator: d.opts.Allocator})
 		if err != nil {
@@ -332,25 +336,25 @@ func (d *Dataset) openDataFile(ctx context.Context, df *DataFile) (*format.Reade
 }
 
 // rowIDs decodes the fragment's stable row ids.
-func (d *Dataset) rowIDs(ctx context.Context, f *Fragment, physical uint64) (*rowIDSequence, error) {
-	if !f.rowIDs.present {
+func (d *Dataset) rowIDs(ctx context.Context, f *manifest.Fragment, physical uint64) (*manifest.RowIDSequence, error) {
+	if f.RowIDs == nil {
 		return nil, fmt.Errorf("dataset: fragment %d has no row ids: %w", f.ID, lancer.ErrCorrupt)
 	}
-	data := f.rowIDs.inline
-	if f.rowIDs.path != "" {
+	data := f.RowIDs.Inline
+	if ext := f.RowIDs.External; ext != nil {
 		// A sequence of n ids takes at most about 8n bytes (plain u64
 		// values) plus per-segment framing.
-		if limit := 16*physical + 64<<10; f.rowIDs.size > limit || f.rowIDs.offset > math.MaxInt64-limit {
+		if limit := 16*physical + 64<<10; ext.Size > limit || ext.Offset > math.MaxInt64-limit {
 			return nil, fmt.Errorf("dataset: fragment %d: row ids at %s [%d, +%d) for %d rows: %w",
-				f.ID, f.rowIDs.path, f.rowIDs.offset, f.rowIDs.size, physical, lancer.ErrCorrupt)
+				f.ID, ext.Path, ext.Offset, ext.Size, physical, lancer.ErrCorrupt)
 		}
 		var err error
-		data, err = d.store.ReadRange(ctx, f.rowIDs.path, int64(f.rowIDs.offset), int64(f.rowIDs.size))
+		data, err = d.store.ReadRange(ctx, ext.Path, int64(ext.Offset), int64(ext.Size))
 		if err != nil {
 			return nil, fmt.Errorf("dataset: fragment %d row ids: %w", f.ID, err)
 		}
 	}
-	seq, err := decodeRowIDSequence(data, physical)
+	seq, err := manifest.DecodeRowIDSequence(data, physical)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: fragment %d: %w", f.ID, err)
 	}

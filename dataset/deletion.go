@@ -1,7 +1,6 @@
 package dataset
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // deletionVector is the set of deleted row offsets of one fragment. A nil
@@ -107,21 +107,17 @@ func (dv *deletionVector) liveRuns(start, end uint64, fn func(a, b uint64)) {
 	}
 }
 
-// maxDeletionFileSize bounds the deletion files read whole: a bitmap of
-// every offset of a 2^32-row fragment takes 512 MiB plus headers.
-const maxDeletionFileSize = 520 << 20
-
 // readDeletionFile reads and decodes the deletion file of fragment frag
 // stored at key in store.
-func readDeletionFile(ctx context.Context, store blob.Store, key string, frag *Fragment) (*deletionVector, error) {
-	where := location(store, key)
+func readDeletionFile(ctx context.Context, store blob.Store, key string, frag *manifest.Fragment) (*deletionVector, error) {
+	where := manifest.Location(store, key)
 	info, err := store.Stat(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: deletion file %s: %w", where, err)
 	}
-	if info.Size > maxDeletionFileSize {
+	if info.Size > manifest.MaxDeletionFileSize {
 		return nil, fmt.Errorf("dataset: deletion file %s: %d bytes exceed the %d a deletion file can need: %w",
-			where, info.Size, maxDeletionFileSize, lancer.ErrCorrupt)
+			where, info.Size, manifest.MaxDeletionFileSize, lancer.ErrCorrupt)
 	}
 	data, err := store.ReadAll(ctx, key)
 	if err != nil {
@@ -138,66 +134,11 @@ func readDeletionFile(ctx context.Context, store blob.Store, key string, frag *F
 	return dv, nil
 }
 
-// decodeDeletionFile decodes the bytes of a deletion file of the given kind
-// for a fragment of physicalRows rows (0 = unknown, then up to 2^32).
-// Offsets at or beyond physicalRows are corruption.
-func decodeDeletionFile(kind DeletionFileKind, data []byte, physicalRows uint64) (*deletionVector, error) {
-	limit := physicalRows
-	if limit == 0 {
-		limit = maxRowsPerFragment
-	}
-	var (
-		bm  *roaring.Bitmap
-		err error
-	)
-	switch kind {
-	case DeletionArrow:
-		bm, err = decodeArrowDeletions(data, limit)
-	case DeletionBitmap:
-		bm, err = decodeRoaring(data)
-	default:
-		return nil, fmt.Errorf("deletion file kind %d: %w", kind, lancer.ErrUnsupported)
-	}
+// decodeDeletionFile decodes a deletion file (manifest.DecodeDeletionFile).
+func decodeDeletionFile(kind manifest.DeletionFileKind, data []byte, physicalRows uint64) (*deletionVector, error) {
+	bm, err := manifest.DecodeDeletionFile(kind, data, physicalRows)
 	if err != nil {
 		return nil, err
-	}
-	if !bm.IsEmpty() && uint64(bm.Maximum()) >= limit {
-		return nil, fmt.Errorf("deletes row %d of a fragment of %d rows: %w", bm.Maximum(), limit, lancer.ErrCorrupt)
 	}
 	return &deletionVector{bm: bm}, nil
-}
-
-// decodeRoaring reads a portable 32-bit Roaring bitmap that fills data
-// exactly.
-func decodeRoaring(data []byte) (bm *roaring.Bitmap, err error) {
-	// roaring validates what it reads, but a decoder of untrusted bytes must
-	// not bring the process down if it misses a case.
-	defer func() {
-		if r := recover(); r != nil {
-			bm, err = nil, fmt.Errorf("roaring bitmap: %v: %w", r, lancer.ErrCorrupt)
-		}
-	}()
-	bm = roaring.New()
-	n, err := bm.ReadFrom(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("roaring bitmap: %v: %w", err, lancer.ErrCorrupt)
-	}
-	if n != int64(len(data)) {
-		return nil, fmt.Errorf("roaring bitmap of %d bytes followed by %d more: %w", n, int64(len(data))-n, lancer.ErrCorrupt)
-	}
-	if err := bm.Validate(); err != nil {
-		return nil, fmt.Errorf("roaring bitmap: %v: %w", err, lancer.ErrCorrupt)
-	}
-	return bm, nil
-}
-
-// decodeArrowDeletions reads an Arrow IPC file with one non-nullable uint32
-// column named row_id (see deletion_ipc.go). Lance writes it with ZSTD body
-// compression, storing small buffers raw (length prefix -1).
-func decodeArrowDeletions(data []byte, physicalRows uint64) (*roaring.Bitmap, error) {
-	bm := roaring.New()
-	if err := readArrowRowIDs(data, physicalRows, bm.AddMany); err != nil {
-		return nil, err
-	}
-	return bm, nil
 }

@@ -1,91 +1,32 @@
 package dataset
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
-
-// bitmapDeletionThreshold is the number of deleted rows from which a
-// deletion file is a Roaring bitmap (.bin) rather than an Arrow file, as in
-// Lance.
-const bitmapDeletionThreshold = 5000
-
-// deletionSchema is the schema of an Arrow deletion file, exactly as Lance
-// compares it: one non-nullable uint32 column row_id, no metadata.
-var deletionSchema = arrow.NewSchema([]arrow.Field{{Name: "row_id", Type: arrow.PrimitiveTypes.Uint32}}, nil)
-
-// encodeDeletionFile returns the bytes of a deletion file listing the
-// offsets of dv, and its kind: an Arrow IPC file with ZSTD body compression
-// below bitmapDeletionThreshold rows, else a portable Roaring bitmap (no
-// run containers, which Lance's reader does not take).
-func encodeDeletionFile(dv *roaring.Bitmap) ([]byte, DeletionFileKind, error) {
-	if dv.GetCardinality() >= bitmapDeletionThreshold {
-		var buf bytes.Buffer
-		bm := dv
-		if bm.HasRunCompression() {
-			bm = roaring.New()
-			bm.AddMany(dv.ToArray())
-		}
-		if _, err := bm.WriteTo(&buf); err != nil {
-			return nil, 0, err
-		}
-		return buf.Bytes(), DeletionBitmap, nil
-	}
-	mem := memory.NewGoAllocator()
-	b := array.NewUint32Builder(mem)
-	defer b.Release()
-	b.AppendValues(dv.ToArray(), nil)
-	arr := b.NewArray()
-	defer arr.Release()
-	rec := array.NewRecordBatch(deletionSchema, []arrow.Array{arr}, int64(arr.Len()))
-	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := ipc.NewFileWriter(&buf, ipc.WithSchema(deletionSchema), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := w.Write(rec); err != nil {
-		return nil, 0, errors.Join(err, w.Close())
-	}
-	if err := w.Close(); err != nil {
-		return nil, 0, err
-	}
-	return buf.Bytes(), DeletionArrow, nil
-}
 
 // writeDeletionFile writes a new deletion file of fragment fragID holding
 // every offset of dv, for a transaction that read readVersion, and returns
 // its manifest entry and key. The key is returned whenever the file may
 // exist, also on error.
-func writeDeletionFile(ctx context.Context, store blob.Store, fragID, readVersion uint64, dv *roaring.Bitmap) (*tablepb.DeletionFile, string, error) {
-	data, kind, err := encodeDeletionFile(dv)
+func writeDeletionFile(ctx context.Context, store blob.Store, fragID, readVersion uint64, dv *roaring.Bitmap) (*manifest.DeletionFile, string, error) {
+	data, kind, err := manifest.EncodeDeletionFile(dv)
 	if err != nil {
 		return nil, "", fmt.Errorf("dataset: encode deletion file of fragment %d: %w", fragID, err)
 	}
-	d := &DeletionFile{Kind: kind, ReadVersion: readVersion, ID: randomUint64(), NumDeletedRows: dv.GetCardinality()}
+	d := &manifest.DeletionFile{Kind: kind, ReadVersion: readVersion, ID: randomUint64(), NumDeletedRows: dv.GetCardinality()}
 	key := d.Key(fragID)
 	if err := store.Write(ctx, key, data); err != nil {
-		return nil, key, fmt.Errorf("dataset: write deletion file %s: %w", location(store, key), err)
+		return nil, key, fmt.Errorf("dataset: write deletion file %s: %w", manifest.Location(store, key), err)
 	}
-	pd := &tablepb.DeletionFile{ReadVersion: readVersion, Id: d.ID, NumDeletedRows: d.NumDeletedRows}
-	if kind == DeletionBitmap {
-		pd.FileType = tablepb.DeletionFile_BITMAP
-	}
-	return pd, key, nil
+	return d, key, nil
 }
 
 // DeleteRowIDs deletes the rows with the given row ids (the _rowid values a
@@ -118,7 +59,7 @@ func addRow(rows map[uint64]*roaring.Bitmap, frag, offset uint64) {
 func (d *Dataset) rowIDsToOffsets(ctx context.Context, ids []uint64) (map[uint64]*roaring.Bitmap, error) {
 	rows := map[uint64]*roaring.Bitmap{}
 	if !d.manifest.StableRowIDs() {
-		byID := map[uint64]*Fragment{}
+		byID := map[uint64]*manifest.Fragment{}
 		for _, f := range d.manifest.Fragments {
 			byID[f.ID] = f
 		}
@@ -158,7 +99,7 @@ func (d *Dataset) rowIDsToOffsets(ctx context.Context, ids []uint64) (map[uint64
 			return nil, err
 		}
 		for id := range want {
-			for _, off := range seq.offsets(id) {
+			for _, off := range seq.Offsets(id) {
 				if !dv.contains(off) {
 					addRow(rows, f.ID, off)
 					delete(want, id)
@@ -191,7 +132,7 @@ func (d *Dataset) planDelete(ctx context.Context, predicate string, rows map[uin
 	del := &deleteOp{
 		predicate:   predicate,
 		readVersion: d.manifest.Version,
-		base:        map[uint64]*tablepb.DataFragment{},
+		base:        map[uint64]*manifest.Fragment{},
 		affected:    map[uint64]*roaring.Bitmap{},
 		baseDV:      map[uint64]*roaring.Bitmap{},
 	}
@@ -203,7 +144,7 @@ func (d *Dataset) planDelete(ctx context.Context, predicate string, rows map[uin
 			}
 		}
 	}()
-	raw := d.manifest.raw.GetFragments()
+	raw := d.manifest.Fragments
 	for i, f := range d.manifest.Fragments {
 		want := rows[f.ID]
 		if want == nil || want.IsEmpty() {
@@ -250,18 +191,18 @@ func (d *Dataset) planDelete(ctx context.Context, predicate string, rows map[uin
 // dv holds every row (the fragment leaves the manifest), else a copy with a
 // new deletion file, whose key is appended to written whenever the file may
 // exist, also on error.
-func (d *Dataset) withDeletions(ctx context.Context, raw *tablepb.DataFragment, physical uint64, dv *roaring.Bitmap, written *[]string) (*tablepb.DataFragment, error) {
+func (d *Dataset) withDeletions(ctx context.Context, raw *manifest.Fragment, physical uint64, dv *roaring.Bitmap, written *[]string) (*manifest.Fragment, error) {
 	if dv.GetCardinality() >= physical {
 		return nil, nil
 	}
-	df, key, err := writeDeletionFile(ctx, d.store, raw.GetId(), d.manifest.Version, dv)
+	df, key, err := writeDeletionFile(ctx, d.store, raw.ID, d.manifest.Version, dv)
 	if key != "" {
 		*written = append(*written, key)
 	}
 	if err != nil {
 		return nil, err
 	}
-	u := proto.Clone(raw).(*tablepb.DataFragment)
+	u := raw.Clone()
 	u.DeletionFile = df
 	u.PhysicalRows = physical
 	return u, nil

@@ -63,8 +63,8 @@ func Diff(ctx context.Context, from, to *Dataset, opts *DiffOptions) (*Changes, 
 	if from.manifest.StableRowIDs() != to.manifest.StableRowIDs() {
 		return nil, fmt.Errorf("dataset: diff of versions %d and %d: only one has stable row ids: %w", from.Version(), to.Version(), lancer.ErrUnsupported)
 	}
-	m := &merger{ctx: ctx, base: from, ours: to, theirs: to, stable: from.manifest.StableRowIDs(), report: &MergeReport{}}
-	if err := m.load(); err != nil {
+	m := &merger{base: from, ours: to, theirs: to, stable: from.manifest.StableRowIDs(), report: &MergeReport{}}
+	if err := m.load(ctx); err != nil {
 		return nil, err
 	}
 	if m.stable {

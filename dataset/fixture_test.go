@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -294,7 +295,7 @@ func checkOffsetLimit(t *testing.T, fx fixturetest.Fixture, exp *fixturetest.Exp
 
 func checkIndices(t *testing.T, fx fixturetest.Fixture, exp *fixturetest.Expected) {
 	d, _ := openFixture(t, fx.DatasetPath, 0)
-	got := map[string]IndexInfo{}
+	got := map[string]manifest.IndexInfo{}
 	for _, ix := range d.Indices() {
 		got[ix.Name] = ix
 	}
@@ -353,7 +354,7 @@ func TestBranchRoot(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			var resolved []string
-			opts := &OpenOptions{Allocator: mem, ResolveBase: func(ctx context.Context, bp BasePath) (blob.Store, error) {
+			opts := &OpenOptions{Allocator: mem, ResolveBase: func(ctx context.Context, bp manifest.BasePath) (blob.Store, error) {
 				resolved = append(resolved, bp.Path)
 				rel, ok := strings.CutPrefix(bp.Path, "/fixtures/lance/")
 				if !ok || !bp.IsDatasetRoot {

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
 )
@@ -72,7 +73,7 @@ func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*proje
 // fileRead is one data file's share of reading a projection from a
 // fragment.
 type fileRead struct {
-	file   *DataFile
+	file   *manifest.DataFile
 	fields []*schema.Field // the projected top-level fields it holds, in output order
 	out    []int           // their positions among the projected fields
 	reader *format.Reader
@@ -84,11 +85,11 @@ type fileRead struct {
 type fragmentReader struct {
 	d        *Dataset
 	proj     *projection
-	frag     *Fragment
+	frag     *manifest.Fragment
 	physical uint64
 	dv       *deletionVector
 	files    []*fileRead
-	rowIDs   *rowIDSequence // with withRowID on a dataset with stable row ids
+	rowIDs   *manifest.RowIDSequence // with withRowID on a dataset with stable row ids
 }
 
 // planFragment assigns each projected top-level field to the data file that
@@ -97,13 +98,13 @@ type fragmentReader struct {
 // several data files (possible after adding a member to a struct) is refused
 // with lancer.ErrUnsupported: reading it would mean merging struct arrays
 // from different files.
-func planFragment(sch *schema.Schema, f *Fragment) ([]*fileRead, error) {
+func planFragment(sch *schema.Schema, f *manifest.Fragment) ([]*fileRead, error) {
 	var files []*fileRead
 	byFile := map[int]*fileRead{}
 	holder := map[int32]int{} // field id → index in f.Files
 	for i := range f.Files {
 		for _, id := range f.Files[i].Fields {
-			if id == tombstone || id < 0 {
+			if id == manifest.Tombstone || id < 0 {
 				continue
 			}
 			if j, dup := holder[id]; dup {
@@ -147,8 +148,8 @@ func planFragment(sch *schema.Schema, f *Fragment) ([]*fileRead, error) {
 
 // columnMap returns the data file's field id → physical column mapping.
 // Legacy files have no column indices: their columns are named by field id.
-func columnMap(df *DataFile) func(int32) (int, bool) {
-	if df.isLegacy() && len(df.ColumnIndices) == 0 {
+func columnMap(df *manifest.DataFile) func(int32) (int, bool) {
+	if df.IsLegacy() && len(df.ColumnIndices) == 0 {
 		return func(id int32) (int, bool) { return int(id), true }
 	}
 	cols := make(map[int32]int, len(df.Fields))
@@ -188,7 +189,7 @@ func withFileDictionaries(fields []*schema.Field, file *schema.Schema) []*schema
 
 // openFragment prepares reading proj from fragment f: opens the data files
 // it needs, loads its deletions and, when asked, its stable row ids.
-func (d *Dataset) openFragment(ctx context.Context, proj *projection, f *Fragment) (*fragmentReader, error) {
+func (d *Dataset) openFragment(ctx context.Context, proj *projection, f *manifest.Fragment) (*fragmentReader, error) {
 	fr := &fragmentReader{d: d, proj: proj, frag: f}
 	var err error
 	if fr.physical, err = d.physicalRows(ctx, f); err != nil {
@@ -305,7 +306,7 @@ func fillNulls(mem memory.Allocator, schema *arrow.Schema, cols []arrow.Array, n
 // rowIDValue returns the _rowid of the fragment's row at offset.
 func (fr *fragmentReader) rowIDValue(offset uint64) uint64 {
 	if fr.rowIDs != nil {
-		return fr.rowIDs.at(offset)
+		return fr.rowIDs.At(offset)
 	}
 	return fr.frag.ID<<32 | offset
 }

@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,8 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // MergeStrategy says how ThreeWayMerge resolves rows changed on both sides.
@@ -152,7 +151,7 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 	if err := ours.checkWritable(); err != nil {
 		return nil, nil, err
 	}
-	m := &merger{ctx: ctx, base: base, ours: ours, theirs: theirs, o: o, report: &MergeReport{}}
+	m := &merger{base: base, ours: ours, theirs: theirs, o: o, report: &MergeReport{}}
 	stable := [3]bool{base.manifest.StableRowIDs(), ours.manifest.StableRowIDs(), theirs.manifest.StableRowIDs()}
 	if stable[0] != stable[1] || stable[1] != stable[2] {
 		return nil, nil, &MergeConflictError{Report: m.report, Reason: "one side has stable row ids and another does not"}
@@ -162,27 +161,27 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := m.load(); err != nil {
+	if err := m.load(ctx); err != nil {
 		return nil, nil, err
 	}
 	if err := m.classify(); err != nil {
 		return nil, nil, err
 	}
 	if len(m.report.Conflicts) > 0 {
-		if err := m.conflictColumns(); err != nil {
+		if err := m.conflictColumns(ctx); err != nil {
 			return nil, nil, err
 		}
 		if o.Strategy == MergeFail {
 			return nil, m.report, &MergeConflictError{Report: m.report}
 		}
 	}
-	frags, err := m.assemble()
+	frags, err := m.assemble(ctx)
 	if err != nil {
-		m.removeWritten()
+		m.removeWritten(ctx)
 		return nil, nil, err
 	}
 	if o.DryRun {
-		m.removeWritten()
+		m.removeWritten(ctx)
 		return ours, m.report, nil
 	}
 	props := maps.Clone(o.Properties)
@@ -203,7 +202,6 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 
 // merger holds one three-way merge in progress.
 type merger struct {
-	ctx                context.Context
 	base, ours, theirs *Dataset
 	o                  ThreeWayOptions
 	stable             bool
@@ -227,7 +225,7 @@ type merger struct {
 	rewritten [2]map[uint32]bool
 
 	written  []string
-	newBases []*tablepb.BasePath
+	newBases []manifest.BasePath
 	// renumber maps the stable row ids the source added after the base
 	// to the ids they get in the result; nextRowID is the result's next.
 	renumber  map[uint64]uint64
@@ -253,8 +251,7 @@ type mergeSide struct {
 }
 
 type sideFrag struct {
-	raw      *tablepb.DataFragment
-	frag     *Fragment
+	frag     *manifest.Fragment
 	physical uint64
 	deleted  *roaring.Bitmap
 	ids      []uint64 // identity of each physical row
@@ -284,13 +281,8 @@ func (d *Dataset) rootURI(ctx context.Context, baseID *uint32) (string, bool, er
 }
 
 // fileKey is the canonical location of a data file.
-func (d *Dataset) fileKey(ctx context.Context, df *tablepb.DataFile) (string, error) {
-	var id *uint32
-	if df.BaseId != nil {
-		v := df.GetBaseId()
-		id = &v
-	}
-	root, isRoot, err := d.rootURI(ctx, id)
+func (d *Dataset) fileKey(ctx context.Context, df *manifest.DataFile) (string, error) {
+	root, isRoot, err := d.rootURI(ctx, df.BaseID)
 	if err != nil {
 		return "", err
 	}
@@ -300,54 +292,49 @@ func (d *Dataset) fileKey(ctx context.Context, df *tablepb.DataFile) (string, er
 	return root + "/" + df.Path, nil
 }
 
-func (m *merger) load() error {
+func (m *merger) load(ctx context.Context) error {
 	m.keys = map[string]uint32{}
 	for i, d := range []*Dataset{m.base, m.ours, m.theirs} {
 		s := &mergeSide{d: d, frags: map[uint32]*sideFrag{}}
-		raws := map[uint64]*tablepb.DataFragment{}
-		for _, r := range d.manifest.raw.Fragments {
-			raws[r.Id] = r
-		}
 		live := map[uint64]rowAt{}
 		for _, f := range d.manifest.Fragments {
-			raw := raws[f.ID]
-			if raw == nil || len(raw.Files) == 0 {
+			if len(f.Files) == 0 {
 				return fmt.Errorf("dataset: merge: fragment %d of version %d has no data file: %w", f.ID, d.Version(), lancer.ErrUnsupported)
 			}
-			k, err := d.fileKey(m.ctx, raw.Files[0])
+			k, err := d.fileKey(ctx, &f.Files[0])
 			if err != nil {
 				return err
 			}
 			key := m.intern(k)
-			sf := &sideFrag{raw: raw, frag: f, files: map[string]bool{}}
-			for _, df := range raw.Files {
-				fk, err := d.fileKey(m.ctx, df)
+			sf := &sideFrag{frag: f, files: map[string]bool{}}
+			for i := range f.Files {
+				fk, err := d.fileKey(ctx, &f.Files[i])
 				if err != nil {
 					return err
 				}
 				sf.files[fk] = true
 			}
-			if sf.physical, err = d.physicalRows(m.ctx, f); err != nil {
+			if sf.physical, err = d.physicalRows(ctx, f); err != nil {
 				return err
 			}
 			if sf.physical >= 1<<32 {
 				return fmt.Errorf("dataset: merge: fragment %d has %d rows: %w", f.ID, sf.physical, lancer.ErrCorrupt)
 			}
-			dv, err := d.deletionVector(m.ctx, f)
+			dv, err := d.deletionVector(ctx, f)
 			if err != nil {
 				return err
 			}
 			sf.deleted = dv.bitmap()
 			sf.ids = make([]uint64, sf.physical)
 			if m.stable {
-				seq, err := d.rowIDs(m.ctx, f, sf.physical)
+				seq, err := d.rowIDs(ctx, f, sf.physical)
 				if err != nil {
 					return err
 				}
 				for j := range sf.ids {
-					sf.ids[j] = seq.at(uint64(j))
+					sf.ids[j] = seq.At(uint64(j))
 				}
-				if sf.updated, err = d.versionSequence(m.ctx, f.ID, raw.LastUpdatedAtVersionSequence, sf.physical, nil); err != nil {
+				if sf.updated, err = d.versionSequence(ctx, f.ID, f.LastUpdatedAtVersions, sf.physical, nil); err != nil {
 					return err
 				}
 			} else {
@@ -377,7 +364,7 @@ func (m *merger) load() error {
 		m.sides[i], m.live[i] = s, live
 	}
 	for side := range 2 {
-		rw, err := m.rewrittenSince(m.sides[side+1].d)
+		rw, err := m.rewrittenSince(ctx, m.sides[side+1].d)
 		if err != nil {
 			return err
 		}
@@ -388,19 +375,19 @@ func (m *merger) load() error {
 
 // rewrittenSince returns the keys of the base fragments that compactions
 // committed on d's line after the base version replaced.
-func (m *merger) rewrittenSince(d *Dataset) (map[uint32]bool, error) {
+func (m *merger) rewrittenSince(ctx context.Context, d *Dataset) (map[uint32]bool, error) {
 	out := map[uint32]bool{}
 	from := m.base.Version() + 1
 	if from > d.Version() {
 		return out, nil
 	}
-	txns, err := loadTransactions(m.ctx, d.store, from, d.Version(), map[uint64]*tablepb.Transaction{})
+	txns, err := loadTransactions(ctx, d.store, from, d.Version(), map[uint64]*manifest.Transaction{})
 	if err != nil {
 		// Versions before a branch's first one are not in its store:
 		// judge by the versions that are.
 		txns = nil
 		for v := from; v <= d.Version(); v++ {
-			t, err := loadTransactions(m.ctx, d.store, v, v, map[uint64]*tablepb.Transaction{})
+			t, err := loadTransactions(ctx, d.store, v, v, map[uint64]*manifest.Transaction{})
 			if err == nil {
 				txns = append(txns, t...)
 			}
@@ -412,8 +399,8 @@ func (m *merger) rewrittenSince(d *Dataset) (map[uint32]bool, error) {
 		byID[f.frag.ID] = key
 	}
 	for _, c := range txns {
-		if rw := c.txn.GetRewrite(); rw != nil {
-			for _, id := range rewrittenIDs(rw) {
+		if rw, ok := c.txn.Operation.(*manifest.Rewrite); ok {
+			for _, id := range rw.RewrittenIDs() {
 				if key, ok := byID[id]; ok {
 					out[key] = true
 				}
@@ -632,7 +619,7 @@ func (m *merger) baseAddress(id uint64) uint64 {
 
 // conflictColumns names, for rows updated on both sides, the columns both
 // changed.
-func (m *merger) conflictColumns() error {
+func (m *merger) conflictColumns(ctx context.Context) error {
 	var ids []uint64
 	var idx []int
 	for i, c := range m.report.Conflicts {
@@ -646,7 +633,7 @@ func (m *merger) conflictColumns() error {
 	}
 	cols := commonColumns(m.base, m.ours, m.theirs)
 	take := func(d *Dataset) ([]arrow.Array, func(), error) {
-		rec, err := d.TakeRowIDs(m.ctx, ids, &TakeOptions{Columns: cols})
+		rec, err := d.TakeRowIDs(ctx, ids, &TakeOptions{Columns: cols})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -697,9 +684,9 @@ func commonColumns(ds ...*Dataset) []string {
 	return out
 }
 
-func (m *merger) removeWritten() {
+func (m *merger) removeWritten(ctx context.Context) {
 	for _, key := range m.written {
-		_ = m.ours.store.Delete(context.WithoutCancel(m.ctx), key)
+		_ = m.ours.store.Delete(context.WithoutCancel(ctx), key)
 	}
 	m.written = nil
 }
@@ -707,7 +694,7 @@ func (m *merger) removeWritten() {
 // assemble builds the result's fragment list: the target's fragments with
 // the rows no longer chosen deleted, and the source's fragments that hold
 // chosen rows, renumbered and pointed at where their files are.
-func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
+func (m *merger) assemble(ctx context.Context) ([]*manifest.Fragment, error) {
 	// Chosen offsets per (side, key).
 	picked := [3]map[uint32]*roaring.Bitmap{{}, {}, {}}
 	for _, c := range m.choose {
@@ -719,9 +706,9 @@ func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
 		bm.Add(c.at.offset)
 	}
 	ours, theirs := m.sides[1], m.sides[2]
-	var out []*tablepb.DataFragment
+	var out []*manifest.Fragment
 	nextFrag := uint64(0)
-	if hwm, ok := fragmentHighWater(m.ours.manifest.raw); ok {
+	if hwm, ok := m.ours.manifest.FragmentHighWater(); ok {
 		nextFrag = hwm + 1
 	}
 	for _, key := range ours.order {
@@ -730,17 +717,18 @@ func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
 		if keep == nil || keep.IsEmpty() {
 			continue
 		}
-		raw := proto.Clone(f.raw).(*tablepb.DataFragment)
+		raw := f.frag.Clone()
 		// Columns the source added to this (base) fragment.
 		if tf, ok := theirs.frags[key]; ok {
 			if bf, ok := m.sides[0].frags[key]; ok {
-				for _, df := range tf.raw.Files {
-					k, err := m.theirs.fileKey(m.ctx, df)
+				for i := range tf.frag.Files {
+					df := &tf.frag.Files[i]
+					k, err := m.theirs.fileKey(ctx, df)
 					if err != nil {
 						return nil, err
 					}
 					if !bf.files[k] && !f.files[k] {
-						mapped, err := m.mapFile(df)
+						mapped, err := m.mapFile(ctx, df)
 						if err != nil {
 							return nil, err
 						}
@@ -752,7 +740,7 @@ func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
 		del := allRows(f.physical)
 		del.AndNot(keep)
 		if !del.Equals(f.deleted) {
-			if err := m.writeDeletions(raw, f.physical, del); err != nil {
+			if err := m.writeDeletions(ctx, raw, f.physical, del); err != nil {
 				return nil, err
 			}
 		}
@@ -767,12 +755,12 @@ func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
 			continue
 		}
 		f := theirs.frags[key]
-		raw := proto.Clone(f.raw).(*tablepb.DataFragment)
-		raw.Id = nextFrag
+		raw := f.frag.Clone()
+		raw.ID = nextFrag
 		nextFrag++
 		raw.Files = nil
-		for _, df := range f.raw.Files {
-			mapped, err := m.mapFile(df)
+		for i := range f.frag.Files {
+			mapped, err := m.mapFile(ctx, &f.frag.Files[i])
 			if err != nil {
 				return nil, err
 			}
@@ -783,8 +771,8 @@ func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
 		// A deletion file's name holds its fragment's id: the source's
 		// file can be referenced only while the id stays.
 		switch {
-		case del.Equals(f.deleted) && f.raw.DeletionFile != nil && raw.Id == f.raw.Id:
-			mapped, err := m.mapDeletionFile(f.raw.DeletionFile)
+		case del.Equals(f.deleted) && f.frag.DeletionFile != nil && raw.ID == f.frag.ID:
+			mapped, err := m.mapDeletionFile(ctx, f.frag.DeletionFile)
 			if err != nil {
 				return nil, err
 			}
@@ -793,7 +781,7 @@ func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
 			raw.DeletionFile = nil
 		default:
 			raw.DeletionFile = nil
-			if err := m.writeDeletions(raw, f.physical, del); err != nil {
+			if err := m.writeDeletions(ctx, raw, f.physical, del); err != nil {
 				return nil, err
 			}
 		}
@@ -805,12 +793,12 @@ func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
 				}
 				ids[j] = id
 			}
-			seq, err := encodeRowIDArray(ids)
+			seq, err := manifest.EncodeRowIDs(manifest.RowIDArraySegments(ids)...)
 			if err != nil {
 				return nil, err
 			}
-			raw.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: seq}
-			if err := m.inlineVersions(raw, f); err != nil {
+			raw.RowIDs = manifest.InlineSequence(seq)
+			if err := m.inlineVersions(ctx, raw, f); err != nil {
 				return nil, err
 			}
 		}
@@ -821,31 +809,17 @@ func (m *merger) assemble() ([]*tablepb.DataFragment, error) {
 
 // inlineVersions makes a source fragment's version sequences inline (an
 // external one lives in the source's root).
-func (m *merger) inlineVersions(raw *tablepb.DataFragment, f *sideFrag) error {
-	enc := func(vs []uint64) ([]byte, error) {
-		p := &tablepb.RowDatasetVersionSequence{}
-		for i := 0; i < len(vs); {
-			j := i
-			for j < len(vs) && vs[j] == vs[i] {
-				j++
-			}
-			p.Runs = append(p.Runs, &tablepb.RowDatasetVersionRun{
-				Span:    &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: uint64(i), End: uint64(j)}}},
-				Version: vs[i],
-			})
-			i = j
-		}
-		return proto.Marshal(p)
-	}
-	if _, ext := raw.LastUpdatedAtVersionSequence.(*tablepb.DataFragment_ExternalLastUpdatedAtVersions); ext {
+func (m *merger) inlineVersions(ctx context.Context, raw *manifest.Fragment, f *sideFrag) error {
+	enc := func(vs []uint64) ([]byte, error) { return manifest.EncodeVersions(manifest.VersionRuns(vs)...) }
+	if s := raw.LastUpdatedAtVersions; s != nil && s.External != nil {
 		b, err := enc(f.updated)
 		if err != nil {
 			return err
 		}
-		raw.LastUpdatedAtVersionSequence = &tablepb.DataFragment_InlineLastUpdatedAtVersions{InlineLastUpdatedAtVersions: b}
+		raw.LastUpdatedAtVersions = manifest.InlineSequence(b)
 	}
-	if _, ext := raw.CreatedAtVersionSequence.(*tablepb.DataFragment_ExternalCreatedAtVersions); ext {
-		created, err := m.theirs.versionSequence(m.ctx, f.frag.ID, f.raw.CreatedAtVersionSequence, f.physical, nil)
+	if s := raw.CreatedAtVersions; s != nil && s.External != nil {
+		created, err := m.theirs.versionSequence(ctx, f.frag.ID, f.frag.CreatedAtVersions, f.physical, nil)
 		if err != nil {
 			return err
 		}
@@ -853,45 +827,9 @@ func (m *merger) inlineVersions(raw *tablepb.DataFragment, f *sideFrag) error {
 		if err != nil {
 			return err
 		}
-		raw.CreatedAtVersionSequence = &tablepb.DataFragment_InlineCreatedAtVersions{InlineCreatedAtVersions: b}
+		raw.CreatedAtVersions = manifest.InlineSequence(b)
 	}
 	return nil
-}
-
-// encodeRowIDArray encodes ids as a RowIdSequence: runs of at least 8
-// consecutive ids as ranges, everything between them as plain arrays.
-func encodeRowIDArray(ids []uint64) ([]byte, error) {
-	seq := &tablepb.RowIdSequence{}
-	var pending []uint64
-	flush := func() {
-		if len(pending) == 0 {
-			return
-		}
-		vals := make([]byte, 8*len(pending))
-		for k, id := range pending {
-			binary.LittleEndian.PutUint64(vals[8*k:], id)
-		}
-		seq.Segments = append(seq.Segments, &tablepb.U64Segment{Segment: &tablepb.U64Segment_Array{
-			Array: &tablepb.EncodedU64Array{Array: &tablepb.EncodedU64Array_U64Array_{
-				U64Array: &tablepb.EncodedU64Array_U64Array{Values: vals}}}}})
-		pending = nil
-	}
-	for i := 0; i < len(ids); {
-		j := i + 1
-		for j < len(ids) && ids[j] == ids[j-1]+1 {
-			j++
-		}
-		if j-i >= 8 {
-			flush()
-			seq.Segments = append(seq.Segments, &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{
-				Range: &tablepb.U64Segment_Range{Start: ids[i], End: ids[j-1] + 1}}})
-		} else {
-			pending = append(pending, ids[i:j]...)
-		}
-		i = j
-	}
-	flush()
-	return proto.Marshal(seq)
 }
 
 func allRows(n uint64) *roaring.Bitmap {
@@ -902,13 +840,13 @@ func allRows(n uint64) *roaring.Bitmap {
 
 // writeDeletions gives raw (a fragment of the result) a new deletion file
 // in the target's root holding del.
-func (m *merger) writeDeletions(raw *tablepb.DataFragment, physical uint64, del *roaring.Bitmap) error {
+func (m *merger) writeDeletions(ctx context.Context, raw *manifest.Fragment, physical uint64, del *roaring.Bitmap) error {
 	m.report.DeletionFilesWritten++
 	if m.o.DryRun {
-		raw.DeletionFile = &tablepb.DeletionFile{NumDeletedRows: del.GetCardinality()}
+		raw.DeletionFile = &manifest.DeletionFile{NumDeletedRows: del.GetCardinality()}
 		return nil
 	}
-	df, key, err := writeDeletionFile(m.ctx, m.ours.store, raw.Id, m.ours.manifest.Version, del)
+	df, key, err := writeDeletionFile(ctx, m.ours.store, raw.ID, m.ours.manifest.Version, del)
 	if key != "" {
 		m.written = append(m.written, key)
 	}
@@ -923,12 +861,12 @@ func (m *merger) writeDeletions(raw *tablepb.DataFragment, physical uint64, del 
 // basePathFor returns the id, in the result, of the base path for the
 // source root with canonical location uri, adding one if needed; nil when
 // uri is the target's own root.
-func (m *merger) basePathFor(uri string, isRoot bool, srcBase *BasePath) (*uint32, error) {
+func (m *merger) basePathFor(ctx context.Context, uri string, isRoot bool, srcBase *manifest.BasePath) (*uint32, error) {
 	if isRoot && uri == strings.TrimSuffix(m.ours.store.URI(), "/") {
 		return nil, nil
 	}
 	for _, bp := range m.ours.manifest.BasePaths {
-		s, b, err := m.ours.baseStore(m.ctx, bp.ID)
+		s, b, err := m.ours.baseStore(ctx, bp.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -939,7 +877,7 @@ func (m *merger) basePathFor(uri string, isRoot bool, srcBase *BasePath) (*uint3
 	}
 	for _, bp := range m.newBases {
 		if bp.Path == localPath(uri) && bp.IsDatasetRoot == isRoot {
-			id := bp.Id
+			id := bp.ID
 			return &id, nil
 		}
 	}
@@ -948,16 +886,14 @@ func (m *merger) basePathFor(uri string, isRoot bool, srcBase *BasePath) (*uint3
 		next = max(next, bp.ID+1)
 	}
 	for _, bp := range m.newBases {
-		next = max(next, bp.Id+1)
+		next = max(next, bp.ID+1)
 	}
-	nb := &tablepb.BasePath{Id: next, IsDatasetRoot: isRoot, Path: localPath(uri)}
+	nb := manifest.BasePath{ID: next, IsDatasetRoot: isRoot, Path: localPath(uri)}
 	switch {
 	case srcBase != nil && srcBase.Name != "":
-		name := srcBase.Name
-		nb.Name = &name
+		nb.Name = srcBase.Name
 	case srcBase == nil && m.o.TheirsName != "":
-		name := m.o.TheirsName
-		nb.Name = &name
+		nb.Name = m.o.TheirsName
 	}
 	m.newBases = append(m.newBases, nb)
 	return &next, nil
@@ -973,25 +909,25 @@ func localPath(uri string) string {
 }
 
 // mapFile rewrites a data file of the source for the result.
-func (m *merger) mapFile(df *tablepb.DataFile) (*tablepb.DataFile, error) {
-	out := proto.Clone(df).(*tablepb.DataFile)
-	id, err := m.mapBase(df.BaseId, "data file "+df.Path)
-	out.BaseId = id
+func (m *merger) mapFile(ctx context.Context, df *manifest.DataFile) (manifest.DataFile, error) {
+	out := *df
+	id, err := m.mapBase(ctx, df.BaseID, "data file "+df.Path)
+	out.BaseID = id
 	return out, err
 }
 
 // mapDeletionFile points a source deletion file at where it is.
-func (m *merger) mapDeletionFile(df *tablepb.DeletionFile) (*tablepb.DeletionFile, error) {
-	out := proto.Clone(df).(*tablepb.DeletionFile)
-	id, err := m.mapBase(df.BaseId, "deletion file")
-	out.BaseId = id
+func (m *merger) mapDeletionFile(ctx context.Context, df *manifest.DeletionFile) (*manifest.DeletionFile, error) {
+	out := df.Clone()
+	id, err := m.mapBase(ctx, df.BaseID, "deletion file")
+	out.BaseID = id
 	return out, err
 }
 
 // mapBase returns the result's base id for a file of the source recorded
 // with base id baseID (nil: the source's own root).
-func (m *merger) mapBase(baseID *uint32, what string) (*uint32, error) {
-	var src *BasePath
+func (m *merger) mapBase(ctx context.Context, baseID *uint32, what string) (*uint32, error) {
+	var src *manifest.BasePath
 	if baseID != nil {
 		bp, ok := m.theirs.basePath(*baseID)
 		if !ok {
@@ -999,18 +935,18 @@ func (m *merger) mapBase(baseID *uint32, what string) (*uint32, error) {
 		}
 		src = &bp
 	}
-	uri, isRoot, err := m.theirs.rootURI(m.ctx, baseID)
+	uri, isRoot, err := m.theirs.rootURI(ctx, baseID)
 	if err != nil {
 		return nil, err
 	}
-	return m.basePathFor(uri, isRoot, src)
+	return m.basePathFor(ctx, uri, isRoot, src)
 }
 
 // mergeSchema merges the three schemas field by field (by field id).
 func (m *merger) mergeSchema() ([]*filepb.Field, error) {
 	index := func(d *Dataset) map[int32]*filepb.Field {
 		out := map[int32]*filepb.Field{}
-		for _, f := range d.manifest.raw.Fields {
+		for _, f := range d.manifest.Fields() {
 			out[f.Id] = f
 		}
 		return out
@@ -1023,7 +959,7 @@ func (m *merger) mergeSchema() ([]*filepb.Field, error) {
 		return proto.Equal(x, y)
 	}
 	var out []*filepb.Field
-	for _, f := range m.ours.manifest.raw.Fields {
+	for _, f := range m.ours.manifest.Fields() {
 		bf, tf := b[f.Id], t[f.Id]
 		switch {
 		case same(bf, tf): // the source did not touch it
@@ -1047,7 +983,7 @@ func (m *merger) mergeSchema() ([]*filepb.Field, error) {
 			out = append(out, proto.Clone(f).(*filepb.Field))
 		}
 	}
-	for _, f := range m.theirs.manifest.raw.Fields {
+	for _, f := range m.theirs.manifest.Fields() {
 		if _, inBase := b[f.Id]; inBase {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 )
 
@@ -238,9 +239,9 @@ func TestMergeInsert(t *testing.T) {
 						}
 					}
 					checkUpdateRowIDs(t, out)
-					tx := rawTransaction(t, store, out.Version()).GetUpdate()
+					tx := opAs[*manifest.Update](rawTransaction(t, store, out.Version()))
 					// Every field, tags' item included, as Lance records it.
-					if tx == nil || len(tx.GetFieldsForPreservingFragBitmap()) != len(histFields)+1 {
+					if tx == nil || len(tx.FieldsForPreservingFragBitmap) != len(histFields)+1 {
 						t.Errorf("transaction %v", tx)
 					}
 				})

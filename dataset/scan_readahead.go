@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // preRead is a range of a fragment read ahead of the consumer: the raw
@@ -166,7 +167,7 @@ func (s *scan) nextReadAhead() (ra readAhead, ok bool) {
 // firstBatchBytes estimates the bytes of the first batch of fragment f: the
 // share of each data file's size its rows are. Files of unknown size count
 // nothing.
-func firstBatchBytes(f *Fragment, batchSize uint64) int64 {
+func firstBatchBytes(f *manifest.Fragment, batchSize uint64) int64 {
 	if f.PhysicalRows == 0 {
 		return 0
 	}
@@ -181,7 +182,7 @@ func firstBatchBytes(f *Fragment, batchSize uint64) int64 {
 // prepareFragment opens fragment f (and the filter probe's reader of it)
 // and reads its first batch, as the consumer would read it first: the
 // probe's columns when there is a probe, else the projection's.
-func prepareFragment(ctx context.Context, d *Dataset, proj, probe *projection, batchSize uint64, f *Fragment) readAhead {
+func prepareFragment(ctx context.Context, d *Dataset, proj, probe *projection, batchSize uint64, f *manifest.Fragment) readAhead {
 	fr, err := d.openFragment(ctx, proj, f)
 	if err != nil {
 		return readAhead{err: err}

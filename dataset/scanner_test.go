@@ -13,13 +13,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // copyToMem copies the files under dir into a new MemStore, under prefix.
@@ -49,20 +48,19 @@ func copyToMem(t *testing.T, dir, prefix string, s *blob.MemStore) *blob.MemStor
 }
 
 // editLatest rewrites the latest manifest of the dataset in s.
-func editLatest(t *testing.T, s blob.Store, edit func(m *tablepb.Manifest)) {
+func editLatest(t *testing.T, s blob.Store, edit func(m *manifest.Manifest)) {
 	t.Helper()
 	e, err := latestManifest(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := readManifest(context.Background(), s, e.key, e.size, true)
+	c, err := manifest.ReadFile(context.Background(), s, e.key, e.size, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := proto.Clone(c.manifest.raw).(*tablepb.Manifest)
-	m.IndexSection, m.TransactionSection = nil, nil
+	m := c.Manifest.Clone()
 	edit(m)
-	if err := s.Write(context.Background(), e.key, encodeManifestFile(t, m, c.txn)); err != nil {
+	if err := s.Write(context.Background(), e.key, encodeManifestFile(t, m, c.Transaction)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,13 +112,13 @@ func TestEditedManifests(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		edit    func(m *tablepb.Manifest)
+		edit    func(m *manifest.Manifest)
 		want    []json.RawMessage // rows of a full scan with _rowid
 		wantErr error
 	}{
 		{
 			name: "deletion counts unknown",
-			edit: func(m *tablepb.Manifest) {
+			edit: func(m *manifest.Manifest) {
 				for _, f := range m.Fragments {
 					if f.DeletionFile != nil {
 						f.DeletionFile.NumDeletedRows = 0
@@ -131,7 +129,7 @@ func TestEditedManifests(t *testing.T) {
 		},
 		{
 			name: "physical rows unknown",
-			edit: func(m *tablepb.Manifest) {
+			edit: func(m *manifest.Manifest) {
 				for _, f := range m.Fragments {
 					f.PhysicalRows = 0
 				}
@@ -140,21 +138,21 @@ func TestEditedManifests(t *testing.T) {
 		},
 		{
 			name: "column added later reads as nulls",
-			edit: func(m *tablepb.Manifest) {
-				m.Fields = append(m.Fields,
+			edit: func(m *manifest.Manifest) {
+				m.SetFields(append(manifest.CloneFields(m.Fields()),
 					&filepb.Field{Name: "added", Id: 50, ParentId: -1, LogicalType: "struct", Nullable: true},
-					&filepb.Field{Name: "x", Id: 51, ParentId: 50, LogicalType: "int32", Nullable: true})
+					&filepb.Field{Name: "x", Id: 51, ParentId: 50, LogicalType: "int32", Nullable: true}))
 			},
 			want: editRows(t, exp.Rows, func(r map[string]any) { r["added"] = nil }),
 		},
 		{
 			name: "tombstoned field reads as nulls",
-			edit: func(m *tablepb.Manifest) {
+			edit: func(m *manifest.Manifest) {
 				for _, f := range m.Fragments {
 					for _, df := range f.Files {
 						for i, id := range df.Fields {
 							if id == 7 { // "extra", added by add_columns
-								df.Fields[i] = tombstone
+								df.Fields[i] = manifest.Tombstone
 							}
 						}
 					}
@@ -164,11 +162,11 @@ func TestEditedManifests(t *testing.T) {
 		},
 		{
 			name: "struct spread over two files",
-			edit: func(m *tablepb.Manifest) {
-				m.Fields = append(m.Fields,
+			edit: func(m *manifest.Manifest) {
+				m.SetFields(append(manifest.CloneFields(m.Fields()),
 					&filepb.Field{Name: "s", Id: 60, ParentId: -1, LogicalType: "struct", Nullable: true},
 					&filepb.Field{Name: "a", Id: 61, ParentId: 60, LogicalType: "int64"},
-					&filepb.Field{Name: "b", Id: 62, ParentId: 60, LogicalType: "int64"})
+					&filepb.Field{Name: "b", Id: 62, ParentId: 60, LogicalType: "int64"}))
 				f := m.Fragments[0]
 				f.Files[0].Fields = append(f.Files[0].Fields, 61)
 				f.Files[0].ColumnIndices = append(f.Files[0].ColumnIndices, 0)
@@ -179,7 +177,7 @@ func TestEditedManifests(t *testing.T) {
 		},
 		{
 			name: "field in two files",
-			edit: func(m *tablepb.Manifest) {
+			edit: func(m *manifest.Manifest) {
 				f := m.Fragments[0]
 				f.Files[1].Fields = append(f.Files[1].Fields, 0)
 				f.Files[1].ColumnIndices = append(f.Files[1].ColumnIndices, 0)
@@ -188,14 +186,14 @@ func TestEditedManifests(t *testing.T) {
 		},
 		{
 			name: "data file shorter than the fragment",
-			edit: func(m *tablepb.Manifest) {
+			edit: func(m *manifest.Manifest) {
 				m.Fragments[0].PhysicalRows++
 			},
 			wantErr: lancer.ErrCorrupt,
 		},
 		{
 			name: "deletion count disagrees with the file",
-			edit: func(m *tablepb.Manifest) {
+			edit: func(m *manifest.Manifest) {
 				m.Fragments[0].DeletionFile.NumDeletedRows++
 			},
 			wantErr: lancer.ErrCorrupt,
@@ -255,22 +253,22 @@ func TestBasePaths(t *testing.T) {
 			default:
 				copyToMem(t, filepath.Join(dir, "data"), "", elsewhere)
 			}
-			editLatest(t, s, func(m *tablepb.Manifest) {
-				m.BasePaths = []*tablepb.BasePath{{Id: 3, IsDatasetRoot: tc.root, Path: recorded}}
-				m.ReaderFeatureFlags |= uint64(FlagBasePaths)
+			editLatest(t, s, func(m *manifest.Manifest) {
+				m.BasePaths = []manifest.BasePath{{ID: 3, IsDatasetRoot: tc.root, Path: recorded}}
+				m.ReaderFeatureFlags |= manifest.FlagBasePaths
 				base := uint32(3)
 				for _, f := range m.Fragments {
-					for _, df := range f.Files {
-						df.BaseId = &base
+					for i := range f.Files {
+						f.Files[i].BaseID = &base
 					}
 					if f.DeletionFile != nil && tc.root && !tc.resolver {
-						f.DeletionFile.BaseId = &base
+						f.DeletionFile.BaseID = &base
 					}
 				}
 			})
 			opts := &OpenOptions{}
 			if tc.resolver {
-				opts.ResolveBase = func(ctx context.Context, bp BasePath) (blob.Store, error) {
+				opts.ResolveBase = func(ctx context.Context, bp manifest.BasePath) (blob.Store, error) {
 					if bp.Path != recorded || bp.ID != 3 || bp.IsDatasetRoot != tc.root {
 						t.Errorf("resolving %+v", bp)
 					}
@@ -555,11 +553,11 @@ func TestExternalRowIDs(t *testing.T) {
 	exp := fixturetest.LoadExpected(t, name)
 	s := copyToMem(t, fixturetest.DatasetPath(t, name), "", nil)
 	var blobFile []byte
-	editLatest(t, s, func(m *tablepb.Manifest) {
+	editLatest(t, s, func(m *manifest.Manifest) {
 		for _, f := range m.Fragments {
-			ids := f.GetInlineRowIds()
+			ids := f.RowIDs.Inline
 			blobFile = append(blobFile, "pad"...)
-			f.RowIdSequence = &tablepb.DataFragment_ExternalRowIds{ExternalRowIds: &tablepb.ExternalFile{
+			f.RowIDs = &manifest.Sequence{External: &manifest.ExternalFile{
 				Path: "_rowids/all.bin", Offset: uint64(len(blobFile)), Size: uint64(len(ids)),
 			}}
 			blobFile = append(blobFile, ids...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
@@ -158,7 +159,7 @@ func (d *Dataset) resolveRowAddresses(ctx context.Context, addrs []uint64, locs 
 // sequences: the one live occurrence of each.
 func (d *Dataset) resolveStableRowIDs(ctx context.Context, ids []uint64, locs []rowLoc) error {
 	frags := d.manifest.Fragments
-	seqs := make([]*rowIDSequence, len(frags))
+	seqs := make([]*manifest.RowIDSequence, len(frags))
 	dvs := make([]*deletionVector, len(frags))
 	for k, f := range frags {
 		physical, err := d.physicalRows(ctx, f)
@@ -176,7 +177,7 @@ func (d *Dataset) resolveStableRowIDs(ctx context.Context, ids []uint64, locs []
 		found := false
 	search:
 		for k := range frags {
-			for _, off := range seqs[k].offsets(id) {
+			for _, off := range seqs[k].Offsets(id) {
 				if !dvs[k].contains(off) {
 					locs[i], found = rowLoc{frag: k, offset: off}, true
 					break search

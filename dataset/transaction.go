@@ -11,14 +11,12 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
@@ -63,13 +61,13 @@ func (k opKind) String() string {
 }
 
 // operation is what a commit does to the manifest it builds on: the intent
-// of one transaction, kept apart from its protobuf so that a commit that
+// of one transaction, kept apart from its record so that a commit that
 // lost a race can be rebased on the versions committed meanwhile.
 type operation struct {
 	kind opKind
 
 	// Overwrite and Append: the new fragments, ids unassigned (0).
-	fragments []*tablepb.DataFragment
+	fragments []*manifest.Fragment
 
 	// Overwrite: the new schema, data file version and whether the
 	// dataset gets stable row ids.
@@ -84,15 +82,15 @@ type operation struct {
 	// Rewrite: the groups of old fragments replaced by new ones (numbered
 	// by renumberRewrite); fragments then lists every new fragment, so that
 	// their files are removed if the commit fails.
-	groups []*tablepb.Transaction_Rewrite_RewriteGroup
+	groups []manifest.RewriteGroup
 
 	// Restore: the version whose state becomes the latest.
-	restore *Manifest
+	restore *manifest.Manifest
 
 	// Project: the new schema of the version read, and how to derive it
 	// again from a newer manifest when a concurrent commit changed the
 	// schema.
-	project func(m *Manifest) ([]*filepb.Field, error)
+	project func(m *manifest.Manifest) ([]*filepb.Field, error)
 
 	// Merge (add_columns.go): fields is the new schema; merge holds every
 	// fragment of the version read, with its new data files.
@@ -104,12 +102,12 @@ type operation struct {
 
 	// CreateIndex (vector_index.go): segments added and removed (matched
 	// by uuid), and the index files written, removed if the commit fails.
-	newIndices, removedIndices []*tablepb.IndexMetadata
+	newIndices, removedIndices []*manifest.IndexMetadata
 	indexFiles                 []string
 
 	// Merge of a version graph (merge3.go): base paths to add to the
 	// manifest, the lowest next stable row id, and transaction properties.
-	addBasePaths []*tablepb.BasePath
+	addBasePaths []manifest.BasePath
 	minNextRowID uint64
 	properties   map[string]string
 }
@@ -122,7 +120,7 @@ type deleteOp struct {
 	// readVersion is the version the delete read.
 	readVersion uint64
 	// base holds the fragments it changes as they were at readVersion.
-	base map[uint64]*tablepb.DataFragment
+	base map[uint64]*manifest.Fragment
 	// affected holds, per fragment, the row offsets this delete removes
 	// (not those deleted before).
 	affected map[uint64]*roaring.Bitmap
@@ -130,7 +128,7 @@ type deleteOp struct {
 	baseDV map[uint64]*roaring.Bitmap
 	// updated are the fragments that keep rows, with their new deletion
 	// file; deleted are the fragments that lose every row.
-	updated []*tablepb.DataFragment
+	updated []*manifest.Fragment
 	deleted []uint64
 	// written lists the deletion files written, for cleanup on failure.
 	written []string
@@ -138,7 +136,7 @@ type deleteOp struct {
 
 // newOverwrite returns the Overwrite operation that replaces a dataset's
 // rows with frags of schema (also a dataset's creation).
-func newOverwrite(schema *schema.Schema, frags []*tablepb.DataFragment, version format.Version, stableRowIDs bool) *operation {
+func newOverwrite(schema *schema.Schema, frags []*manifest.Fragment, version format.Version, stableRowIDs bool) *operation {
 	fields, md := schemaproto.Encode(schema)
 	return &operation{
 		kind:           opOverwrite,
@@ -150,45 +148,28 @@ func newOverwrite(schema *schema.Schema, frags []*tablepb.DataFragment, version 
 	}
 }
 
-// transactionProto returns the Transaction protobuf recording op.
-func (op *operation) transactionProto(readVersion uint64, uuid string) *tablepb.Transaction {
-	t := &tablepb.Transaction{ReadVersion: readVersion, Uuid: uuid, TransactionProperties: op.properties}
+// transaction returns the Transaction recording op.
+func (op *operation) transaction(readVersion uint64, uuid string) *manifest.Transaction {
+	t := &manifest.Transaction{ReadVersion: readVersion, UUID: uuid, Properties: op.properties}
 	switch op.kind {
 	case opOverwrite:
-		t.Operation = &tablepb.Transaction_Overwrite_{Overwrite: &tablepb.Transaction_Overwrite{
-			Fragments:      op.fragments,
-			Schema:         op.fields,
-			SchemaMetadata: op.schemaMetadata,
-		}}
+		t.Operation = &manifest.Overwrite{Fragments: op.fragments, Fields: op.fields, SchemaMetadata: op.schemaMetadata}
 	case opAppend:
-		t.Operation = &tablepb.Transaction_Append_{Append: &tablepb.Transaction_Append{Fragments: op.fragments}}
+		t.Operation = &manifest.Append{Fragments: op.fragments}
 	case opDelete:
-		t.Operation = &tablepb.Transaction_Delete_{Delete: &tablepb.Transaction_Delete{
-			UpdatedFragments:   op.del.updated,
-			DeletedFragmentIds: op.del.deleted,
-			Predicate:          op.del.predicate,
-		}}
+		t.Operation = &manifest.Delete{UpdatedFragments: op.del.updated, DeletedFragmentIDs: op.del.deleted, Predicate: op.del.predicate}
 	case opRestore:
-		t.Operation = &tablepb.Transaction_Restore_{Restore: &tablepb.Transaction_Restore{Version: op.restore.Version}}
+		t.Operation = &manifest.Restore{Version: op.restore.Version}
 	case opMerge:
-		t.Operation = &tablepb.Transaction_Merge_{Merge: &tablepb.Transaction_Merge{
-			Fragments: op.merge.fragments,
-			Schema:    op.fields,
-		}}
+		t.Operation = &manifest.Merge{Fragments: op.merge.fragments, Fields: op.fields}
 	case opProject:
-		t.Operation = &tablepb.Transaction_Project_{Project: &tablepb.Transaction_Project{
-			Schema:               op.fields,
-			PreservesNullability: true,
-		}}
+		t.Operation = &manifest.Project{Fields: op.fields, PreservesNullability: true}
 	case opUpdate:
-		t.Operation = &tablepb.Transaction_Update_{Update: op.updateProto()}
+		t.Operation = op.updateOperation()
 	case opRewrite:
-		t.Operation = &tablepb.Transaction_Rewrite_{Rewrite: &tablepb.Transaction_Rewrite{Groups: op.groups}}
+		t.Operation = &manifest.Rewrite{Groups: op.groups}
 	case opCreateIndex:
-		t.Operation = &tablepb.Transaction_CreateIndex_{CreateIndex: &tablepb.Transaction_CreateIndex{
-			NewIndices:     op.newIndices,
-			RemovedIndices: op.removedIndices,
-		}}
+		t.Operation = &manifest.CreateIndex{NewIndices: op.newIndices, RemovedIndices: op.removedIndices}
 	}
 	return t
 }
@@ -200,8 +181,8 @@ const libraryName = "lancer"
 // know the module's version (a development build).
 const fallbackVersion = "0.1.0"
 
-var writerVersion = sync.OnceValue(func() *tablepb.Manifest_WriterVersion {
-	wv := &tablepb.Manifest_WriterVersion{Library: libraryName, Version: fallbackVersion}
+var writerVersion = sync.OnceValue(func() manifest.WriterVersion {
+	wv := manifest.WriterVersion{Library: libraryName, Version: fallbackVersion}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return wv
@@ -218,16 +199,12 @@ var writerVersion = sync.OnceValue(func() *tablepb.Manifest_WriterVersion {
 	v, build, _ := strings.Cut(strings.TrimPrefix(mod.Version, "v"), "+")
 	core, pre, _ := strings.Cut(v, "-")
 	parts := strings.Split(core, ".")
-	if len(parts) != 3 || !isDigits(parts[0]) || !isDigits(parts[1]) || !isDigits(parts[2]) {
+	if len(parts) != 3 || !manifest.IsDigits(parts[0]) || !manifest.IsDigits(parts[1]) || !manifest.IsDigits(parts[2]) {
 		return wv
 	}
 	wv.Version = core
-	if pre != "" {
-		wv.Prerelease = &pre
-	}
-	if build != "" {
-		wv.BuildMetadata = &build
-	}
+	wv.Prerelease = pre
+	wv.BuildMetadata = build
 	return wv
 })
 
@@ -236,46 +213,41 @@ var writerVersion = sync.OnceValue(func() *tablepb.Manifest_WriterVersion {
 // Transaction::build_manifest does: everything of prev is carried over
 // (unknown fields included), the per-version fields are reset, fragment
 // ids continue from the high-water mark, and the feature flags are
-// recomputed. It returns the manifest and the index segments to record.
-func buildManifest(prev *Manifest, op *operation, version uint64, txnFile string, now time.Time) (*tablepb.Manifest, []*tablepb.IndexMetadata, error) {
-	var (
-		m       *tablepb.Manifest
-		indices []*tablepb.IndexMetadata
-	)
+// recomputed. The result records its index segments and is not yet
+// validated.
+func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFile string, now time.Time) (*manifest.Manifest, error) {
+	var m *manifest.Manifest
 	switch {
 	case op.kind == opRestore:
-		m = proto.Clone(op.restore.raw).(*tablepb.Manifest)
-		indices = cloneIndices(op.restore.rawIndices)
+		m = op.restore.Clone()
 	case prev != nil:
-		m = proto.Clone(prev.raw).(*tablepb.Manifest)
-		indices = cloneIndices(prev.rawIndices)
+		m = prev.Clone()
 	default:
-		m = &tablepb.Manifest{}
+		m = &manifest.Manifest{}
 	}
+	indices := m.IndexSegments()
 	// What Lance's Manifest::new_from_previous resets.
 	m.Version = version
 	m.VersionAuxData = 0
-	m.IndexSection = nil
-	m.TransactionSection = nil
 	m.Tag = ""
-	m.WriterVersion = proto.Clone(writerVersion()).(*tablepb.Manifest_WriterVersion)
-	m.Timestamp = timestamppb.New(now)
+	m.WriterVersion = writerVersion()
+	m.Timestamp = now
 	m.TransactionFile = txnFile
 
 	// Fragment ids continue after the high-water mark; an overwrite
 	// restarts at 0.
 	var nextFragID uint64
 	if prev != nil {
-		if hwm, ok := fragmentHighWater(prev.raw); ok {
+		if hwm, ok := prev.FragmentHighWater(); ok {
 			nextFragID = hwm + 1
 		}
 	}
-	assignIDs := func(frags []*tablepb.DataFragment) []*tablepb.DataFragment {
-		out := make([]*tablepb.DataFragment, len(frags))
+	assignIDs := func(frags []*manifest.Fragment) []*manifest.Fragment {
+		out := make([]*manifest.Fragment, len(frags))
 		for i, f := range frags {
-			f = proto.Clone(f).(*tablepb.DataFragment)
-			if f.Id == 0 {
-				f.Id = nextFragID
+			f = f.Clone()
+			if f.ID == 0 {
+				f.ID = nextFragID
 				nextFragID++
 			}
 			out[i] = f
@@ -288,16 +260,16 @@ func buildManifest(prev *Manifest, op *operation, version uint64, txnFile string
 	if prev != nil {
 		nextRowID = prev.NextRowID
 	}
-	var newFrags []*tablepb.DataFragment // fragments that get row ids
+	var newFrags []*manifest.Fragment // fragments that get row ids
 	fragments := m.Fragments
 
 	switch op.kind {
 	case opOverwrite:
 		nextFragID = 0
 		stable = stable || op.stableRowIDs
-		m.Fields = op.fields
-		m.SchemaMetadata = op.schemaMetadata
-		m.DataFormat = &tablepb.Manifest_DataStorageFormat{FileFormat: "lance", Version: op.dataFormat.String()}
+		m.SetFields(op.fields)
+		m.SetSchemaMetadata(op.schemaMetadata)
+		m.SetDataFormat(op.dataFormat)
 		newFrags = assignIDs(op.fragments)
 		fragments = newFrags
 		indices = nil
@@ -307,90 +279,88 @@ func buildManifest(prev *Manifest, op *operation, version uint64, txnFile string
 	case opDelete:
 		var err error
 		if fragments, err = applyDelete(fragments, op.del); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		indices = retainIndices(indices, m.Fields, fragments)
+		indices = retainIndices(indices, m.Fields(), fragments)
 	case opProject:
-		m.Fields = op.fields
-		fragments = projectFragments(fragments, m.Fields)
-		indices = retainIndices(indices, m.Fields, fragments)
+		m.SetFields(op.fields)
+		fragments = projectFragments(fragments, m.Fields())
+		indices = retainIndices(indices, m.Fields(), fragments)
 	case opRewrite:
 		// New fragments carry their row ids already (compact.go).
 		var (
-			groups []*tablepb.Transaction_Rewrite_RewriteGroup
+			groups []manifest.RewriteGroup
 			err    error
 		)
 		if fragments, groups, err = applyRewrite(fragments, op.groups, version, assignIDs); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if indices, err = rewriteIndexCoverage(indices, groups, stable, version); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		indices = retainIndices(indices, m.Fields, fragments)
+		indices = retainIndices(indices, m.Fields(), fragments)
 	case opMerge:
 		// The fragments replace the version's, ids and row ids kept, as
 		// Lance's Merge does.
-		m.Fields = op.fields
-		fragments = cloneFragments(op.merge.fragments)
-		indices = retainIndices(indices, m.Fields, fragments)
-		for _, bp := range op.addBasePaths {
-			m.BasePaths = append(m.BasePaths, proto.Clone(bp).(*tablepb.BasePath))
-		}
+		m.SetFields(op.fields)
+		fragments = manifest.CloneFragments(op.merge.fragments)
+		indices = retainIndices(indices, m.Fields(), fragments)
+		m.BasePaths = append(m.BasePaths, op.addBasePaths...)
 		nextRowID = max(nextRowID, op.minNextRowID)
 	case opCreateIndex:
 		indices = applyCreateIndex(indices, op)
-		indices = retainIndices(indices, m.Fields, fragments)
+		indices = retainIndices(indices, m.Fields(), fragments)
 	case opUpdate:
 		var err error
 		if fragments, indices, nextRowID, err = applyUpdate(fragments, indices, op, assignIDs, stable, nextRowID, version); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		indices = retainIndices(indices, m.Fields, fragments)
+		indices = retainIndices(indices, m.Fields(), fragments)
 	case opRestore:
-		stable = FeatureFlags(m.ReaderFeatureFlags)&FlagStableRowIDs != 0
+		stable = m.StableRowIDs()
 		if prev != nil {
 			// Keep the high-water marks of the latest version: ids used
 			// since the restored version must not be handed out again.
-			m.MaxFragmentId = maxOptional(m.MaxFragmentId, prev.raw.MaxFragmentId)
-			if hwm, ok := fragmentHighWater(prev.raw); ok {
+			m.MaxFragmentID = maxOptional(m.MaxFragmentID, prev.MaxFragmentID)
+			if hwm, ok := prev.FragmentHighWater(); ok {
 				h := uint32(hwm)
-				m.MaxFragmentId = maxOptional(m.MaxFragmentId, &h)
+				m.MaxFragmentID = maxOptional(m.MaxFragmentID, &h)
 			}
-			m.NextRowId = max(m.NextRowId, prev.NextRowID)
+			m.NextRowID = max(m.NextRowID, prev.NextRowID)
 		}
-		nextRowID = m.NextRowId
+		nextRowID = m.NextRowID
 		if prev != nil {
-			m.Branch = prev.raw.Branch
+			m.SetBranch(prev.Branch)
 		}
 	}
 
 	if stable {
 		for _, f := range newFrags {
-			if f.RowIdSequence != nil {
+			if f.RowIDs != nil {
 				continue
 			}
 			if err := assignRowIDs(f, nextRowID, version); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			nextRowID += f.PhysicalRows
 		}
 	}
 
-	slices.SortStableFunc(fragments, func(a, b *tablepb.DataFragment) int { return cmp.Compare(a.Id, b.Id) })
+	slices.SortStableFunc(fragments, func(a, b *manifest.Fragment) int { return cmp.Compare(a.ID, b.ID) })
 	for i := 1; i < len(fragments); i++ {
-		if fragments[i].Id == fragments[i-1].Id {
-			return nil, nil, fmt.Errorf("dataset: building version %d: fragment id %d used twice: %w", version, fragments[i].Id, lancer.ErrCorrupt)
+		if fragments[i].ID == fragments[i-1].ID {
+			return nil, fmt.Errorf("dataset: building version %d: fragment id %d used twice: %w", version, fragments[i].ID, lancer.ErrCorrupt)
 		}
 	}
 	for i, f := range fragments {
 		keep := f.Files[:0:0]
 		for _, df := range f.Files {
-			if slices.ContainsFunc(df.Fields, func(id int32) bool { return id != tombstone }) {
+			if slices.ContainsFunc(df.Fields, func(id int32) bool { return id != manifest.Tombstone }) {
 				keep = append(keep, df)
 			}
 		}
 		if len(keep) != len(f.Files) {
-			f = proto.Clone(f).(*tablepb.DataFragment)
+			f = f.Clone()
 			f.Files = keep
 			fragments[i] = f
 		}
@@ -399,37 +369,20 @@ func buildManifest(prev *Manifest, op *operation, version uint64, txnFile string
 
 	// The high-water mark of fragment ids only grows.
 	for _, f := range fragments {
-		if f.Id > maxRowsPerFragment-1 {
-			return nil, nil, fmt.Errorf("dataset: fragment id %d exceeds 32 bits: %w", f.Id, lancer.ErrInvalidArgument)
+		if f.ID > manifest.MaxRowsPerFragment-1 {
+			return nil, fmt.Errorf("dataset: fragment id %d exceeds 32 bits: %w", f.ID, lancer.ErrInvalidArgument)
 		}
-		id := uint32(f.Id)
-		m.MaxFragmentId = maxOptional(m.MaxFragmentId, &id)
+		id := uint32(f.ID)
+		m.MaxFragmentID = maxOptional(m.MaxFragmentID, &id)
 	}
 	if stable {
-		m.NextRowId = nextRowID
+		m.NextRowID = nextRowID
 	}
 	if err := applyFeatureFlags(m, stable); err != nil {
-		return nil, nil, fmt.Errorf("dataset: building version %d: %w", version, err)
+		return nil, fmt.Errorf("dataset: building version %d: %w", version, err)
 	}
-	return m, indices, nil
-}
-
-// fragmentHighWater returns the highest fragment id the manifest ever used:
-// max_fragment_id, or the largest id present when it is unset (or lower).
-func fragmentHighWater(m *tablepb.Manifest) (uint64, bool) {
-	var (
-		hwm uint64
-		ok  bool
-	)
-	if m.MaxFragmentId != nil {
-		hwm, ok = uint64(*m.MaxFragmentId), true
-	}
-	for _, f := range m.Fragments {
-		if !ok || f.Id > hwm {
-			hwm, ok = f.Id, true
-		}
-	}
-	return hwm, ok
+	m.SetIndexSegments(indices)
+	return m, nil
 }
 
 func maxOptional(a, b *uint32) *uint32 {
@@ -449,80 +402,75 @@ func maxOptional(a, b *uint32) *uint32 {
 
 // applyFeatureFlags recomputes the feature flags from the manifest's
 // content, as Lance's apply_feature_flags does on every commit.
-func applyFeatureFlags(m *tablepb.Manifest, stable bool) error {
-	var reader, writer FeatureFlags
+func applyFeatureFlags(m *manifest.Manifest, stable bool) error {
+	var reader, writer manifest.FeatureFlags
 	for _, f := range m.Fragments {
 		if f.DeletionFile != nil {
-			reader |= FlagDeletionFiles
-			writer |= FlagDeletionFiles
+			reader |= manifest.FlagDeletionFiles
+			writer |= manifest.FlagDeletionFiles
 			break
 		}
 	}
 	if stable {
 		for _, f := range m.Fragments {
-			if f.RowIdSequence == nil {
-				return fmt.Errorf("fragment %d has no row ids in a dataset with stable row ids: %w", f.Id, lancer.ErrCorrupt)
+			if f.RowIDs == nil {
+				return fmt.Errorf("fragment %d has no row ids in a dataset with stable row ids: %w", f.ID, lancer.ErrCorrupt)
 			}
 		}
-		reader |= FlagStableRowIDs
-		writer |= FlagStableRowIDs
+		reader |= manifest.FlagStableRowIDs
+		writer |= manifest.FlagStableRowIDs
 	}
 	if len(m.Config) > 0 {
-		writer |= FlagTableConfig
+		writer |= manifest.FlagTableConfig
 	}
 	if len(m.BasePaths) > 0 {
-		reader |= FlagBasePaths
-		writer |= FlagBasePaths
+		reader |= manifest.FlagBasePaths
+		writer |= manifest.FlagBasePaths
 	}
-	m.ReaderFeatureFlags = uint64(reader)
-	m.WriterFeatureFlags = uint64(writer)
+	m.ReaderFeatureFlags = reader
+	m.WriterFeatureFlags = writer
 	return nil
 }
 
 // assignRowIDs gives the rows of a new fragment the stable row ids
 // [first, first+rows) and records that they were created and last updated
 // at version.
-func assignRowIDs(f *tablepb.DataFragment, first, version uint64) error {
+func assignRowIDs(f *manifest.Fragment, first, version uint64) error {
 	n := f.PhysicalRows
-	ids, err := proto.Marshal(&tablepb.RowIdSequence{Segments: []*tablepb.U64Segment{{
-		Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: first, End: first + n}},
-	}}})
+	ids, err := manifest.EncodeRowIDs(manifest.RangeSegment(first, first+n))
 	if err != nil {
 		return err
 	}
-	versions, err := proto.Marshal(&tablepb.RowDatasetVersionSequence{Runs: []*tablepb.RowDatasetVersionRun{{
-		Span:    &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: 0, End: n}}},
-		Version: version,
-	}}})
+	versions, err := manifest.EncodeVersions(manifest.VersionRun{Start: 0, End: n, Version: version})
 	if err != nil {
 		return err
 	}
-	f.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: ids}
-	f.LastUpdatedAtVersionSequence = &tablepb.DataFragment_InlineLastUpdatedAtVersions{InlineLastUpdatedAtVersions: versions}
-	f.CreatedAtVersionSequence = &tablepb.DataFragment_InlineCreatedAtVersions{InlineCreatedAtVersions: slices.Clone(versions)}
+	f.RowIDs = manifest.InlineSequence(ids)
+	f.LastUpdatedAtVersions = manifest.InlineSequence(versions)
+	f.CreatedAtVersions = manifest.InlineSequence(slices.Clone(versions))
 	return nil
 }
 
 // applyDelete returns frags with del applied: fragments it empties removed,
 // the others given their new deletion file.
-func applyDelete(frags []*tablepb.DataFragment, del *deleteOp) ([]*tablepb.DataFragment, error) {
+func applyDelete(frags []*manifest.Fragment, del *deleteOp) ([]*manifest.Fragment, error) {
 	gone := map[uint64]bool{}
 	for _, id := range del.deleted {
 		gone[id] = true
 	}
-	updated := map[uint64]*tablepb.DataFragment{}
+	updated := map[uint64]*manifest.Fragment{}
 	for _, u := range del.updated {
-		updated[u.Id] = u
+		updated[u.ID] = u
 	}
-	out := make([]*tablepb.DataFragment, 0, len(frags))
+	out := make([]*manifest.Fragment, 0, len(frags))
 	for _, f := range frags {
-		if gone[f.Id] {
+		if gone[f.ID] {
 			continue
 		}
-		if u, ok := updated[f.Id]; ok {
-			delete(updated, f.Id)
-			f = proto.Clone(f).(*tablepb.DataFragment)
-			f.DeletionFile = proto.Clone(u.DeletionFile).(*tablepb.DeletionFile)
+		if u, ok := updated[f.ID]; ok {
+			delete(updated, f.ID)
+			f = f.Clone()
+			f.DeletionFile = u.DeletionFile.Clone()
 			if f.PhysicalRows == 0 {
 				f.PhysicalRows = u.PhysicalRows
 			}
@@ -537,12 +485,12 @@ func applyDelete(frags []*tablepb.DataFragment, del *deleteOp) ([]*tablepb.DataF
 
 // projectFragments drops the data files holding none of the schema's
 // fields (after columns were dropped).
-func projectFragments(frags []*tablepb.DataFragment, fields []*filepb.Field) []*tablepb.DataFragment {
+func projectFragments(frags []*manifest.Fragment, fields []*filepb.Field) []*manifest.Fragment {
 	ids := map[int32]bool{}
 	for _, f := range fields {
 		ids[f.Id] = true
 	}
-	out := make([]*tablepb.DataFragment, len(frags))
+	out := make([]*manifest.Fragment, len(frags))
 	for i, f := range frags {
 		keep := f.Files[:0:0]
 		for _, df := range f.Files {
@@ -551,7 +499,7 @@ func projectFragments(frags []*tablepb.DataFragment, fields []*filepb.Field) []*
 			}
 		}
 		if len(keep) != len(f.Files) {
-			f = proto.Clone(f).(*tablepb.DataFragment)
+			f = f.Clone()
 			f.Files = keep
 		}
 		out[i] = f
@@ -559,18 +507,12 @@ func projectFragments(frags []*tablepb.DataFragment, fields []*filepb.Field) []*
 	return out
 }
 
-// System index names Lance keeps whatever the schema.
-const (
-	fragReuseIndexName = "__lance_frag_reuse"
-	memWalIndexName    = "__lance_mem_wal"
-)
-
 // retainIndices drops the index segments a new version no longer needs, as
 // Lance's retain_relevant_indices does: segments on fields that left the
 // schema, and segments covering none of the remaining fragments when their
 // index has other segments that do (or when they are vector indices);
 // system indices stay.
-func retainIndices(indices []*tablepb.IndexMetadata, fields []*filepb.Field, frags []*tablepb.DataFragment) []*tablepb.IndexMetadata {
+func retainIndices(indices []*manifest.IndexMetadata, fields []*filepb.Field, frags []*manifest.Fragment) []*manifest.IndexMetadata {
 	if len(indices) == 0 {
 		return indices
 	}
@@ -578,10 +520,10 @@ func retainIndices(indices []*tablepb.IndexMetadata, fields []*filepb.Field, fra
 	for _, f := range fields {
 		inSchema[f.Id] = true
 	}
-	system := func(ix *tablepb.IndexMetadata) bool {
-		return ix.Name == fragReuseIndexName || ix.Name == memWalIndexName
+	system := func(ix *manifest.IndexMetadata) bool {
+		return ix.Name == manifest.FragReuseIndexName || ix.Name == manifest.MemWalIndexName
 	}
-	var kept []*tablepb.IndexMetadata
+	var kept []*manifest.IndexMetadata
 	for _, ix := range indices {
 		all := true
 		for _, id := range ix.Fields {
@@ -593,30 +535,27 @@ func retainIndices(indices []*tablepb.IndexMetadata, fields []*filepb.Field, fra
 	}
 	live := roaring.New()
 	for _, f := range frags {
-		live.Add(uint32(f.Id))
+		live.Add(uint32(f.ID))
 	}
-	empty := func(ix *tablepb.IndexMetadata) bool {
+	empty := func(ix *manifest.IndexMetadata) bool {
 		if len(ix.FragmentBitmap) == 0 {
 			return true
 		}
-		bm, err := decodeRoaring(ix.FragmentBitmap)
+		bm, err := manifest.DecodeRoaring(ix.FragmentBitmap)
 		if err != nil {
 			return false // keep what cannot be judged
 		}
 		return !bm.Intersects(live)
 	}
-	vector := func(ix *tablepb.IndexMetadata) bool {
-		return ix.IndexDetails != nil && strings.HasSuffix(ix.IndexDetails.TypeUrl, "VectorIndexDetails")
-	}
-	byName := map[string][]*tablepb.IndexMetadata{}
+	byName := map[string][]*manifest.IndexMetadata{}
 	for _, ix := range kept {
-		if ix.Name != fragReuseIndexName {
+		if ix.Name != manifest.FragReuseIndexName {
 			byName[ix.Name] = append(byName[ix.Name], ix)
 		}
 	}
-	keep := map[*tablepb.IndexMetadata]bool{}
+	keep := map[*manifest.IndexMetadata]bool{}
 	for _, group := range byName {
-		var nonEmpty, emptyOnes []*tablepb.IndexMetadata
+		var nonEmpty, emptyOnes []*manifest.IndexMetadata
 		for _, ix := range group {
 			if empty(ix) {
 				emptyOnes = append(emptyOnes, ix)
@@ -630,34 +569,23 @@ func retainIndices(indices []*tablepb.IndexMetadata, fields []*filepb.Field, fra
 				keep[ix] = true
 			}
 		case len(group) == 1:
-			if !vector(group[0]) {
+			if !group[0].IsVector() {
 				keep[group[0]] = true
 			}
 		default:
-			oldest := slices.MinFunc(emptyOnes, func(a, b *tablepb.IndexMetadata) int {
+			oldest := slices.MinFunc(emptyOnes, func(a, b *manifest.IndexMetadata) int {
 				return cmp.Compare(a.DatasetVersion, b.DatasetVersion)
 			})
-			if !vector(oldest) {
+			if !oldest.IsVector() {
 				keep[oldest] = true
 			}
 		}
 	}
 	out := kept[:0:0]
 	for _, ix := range kept {
-		if ix.Name == fragReuseIndexName || keep[ix] {
+		if ix.Name == manifest.FragReuseIndexName || keep[ix] {
 			out = append(out, ix)
 		}
-	}
-	return out
-}
-
-func cloneIndices(in []*tablepb.IndexMetadata) []*tablepb.IndexMetadata {
-	if in == nil {
-		return nil
-	}
-	out := make([]*tablepb.IndexMetadata, len(in))
-	for i, ix := range in {
-		out[i] = proto.Clone(ix).(*tablepb.IndexMetadata)
 	}
 	return out
 }

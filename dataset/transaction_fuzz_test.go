@@ -2,23 +2,22 @@ package dataset
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // fixtureTransactions returns every _transactions/*.txn file of the
@@ -37,51 +36,32 @@ func fixtureTransactions(t testing.TB) [][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, data := range fixtureManifests(t) {
+	err = filepath.WalkDir(fixturetest.Dir(t), func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".manifest") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
 		s := memDataset(t, map[string][]byte{"_versions/x.manifest": data})
-		c, err := readManifest(context.Background(), s, "_versions/x.manifest", 0, true)
-		if err == nil && c.txn != nil {
-			b, err := proto.Marshal(c.txn)
+		c, err := manifest.ReadFile(context.Background(), s, "_versions/x.manifest", 0, true)
+		if err == nil && c.Transaction != nil {
+			b, err := manifest.EncodeTransaction(c.Transaction)
 			if err != nil {
 				t.Fatal(err)
 			}
 			out = append(out, b)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(out) == 0 {
 		t.Fatal("no fixture transactions")
 	}
 	return out
-}
-
-// marshalManifestNoTxn lays out a manifest file as marshalManifestFile does
-// but without the inline transaction, so that readers fall back to the
-// _transactions/ file the manifest names (as in datasets older Lance
-// versions wrote).
-func marshalManifestNoTxn(t testing.TB, m *tablepb.Manifest, indices []*tablepb.IndexMetadata) []byte {
-	t.Helper()
-	m = proto.Clone(m).(*tablepb.Manifest)
-	m.TransactionSection, m.IndexSection = nil, nil
-	var buf []byte
-	section := func(msg proto.Message) uint64 {
-		b, err := proto.Marshal(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pos := uint64(len(buf))
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(b)))
-		buf = append(buf, b...)
-		return pos
-	}
-	if len(indices) > 0 {
-		pos := section(&tablepb.IndexSection{Indices: indices})
-		m.IndexSection = &pos
-	}
-	pos := section(m)
-	buf = binary.LittleEndian.AppendUint64(buf, pos)
-	buf = binary.LittleEndian.AppendUint16(buf, 0)
-	buf = binary.LittleEndian.AppendUint16(buf, 2)
-	return append(buf, manifestMagic...)
 }
 
 // fuzzRecord returns a batch of the fuzz dataset's schema with ids
@@ -134,8 +114,7 @@ type txnFuzzBase struct {
 	files    map[string][]byte
 	v2Key    string // the key of manifest 2
 	txnKey   string // the key of version 2's transaction file
-	manifest *tablepb.Manifest
-	indices  []*tablepb.IndexMetadata
+	manifest *manifest.Manifest
 	txn      []byte // version 2's transaction
 }
 
@@ -156,18 +135,17 @@ func newTxnFuzzBase(t testing.TB, second func(*Dataset) (*Dataset, error)) *txnF
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := readManifest(ctx, s, e.key, e.size, true)
+	c, err := manifest.ReadFile(ctx, s, e.key, e.size, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &txnFuzzBase{
 		files:    storeContents(t, s),
 		v2Key:    e.key,
-		txnKey:   transactionsDir + c.manifest.TransactionFile,
-		manifest: c.manifest.raw,
-		indices:  c.manifest.rawIndices,
+		txnKey:   manifest.TransactionsDir + c.Manifest.TransactionFile,
+		manifest: c.Manifest,
 	}
-	if b.txn, err = proto.Marshal(c.txn); err != nil {
+	if b.txn, err = manifest.EncodeTransaction(c.Transaction); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -182,13 +160,17 @@ func (b *txnFuzzBase) store(t testing.TB, txn []byte, inline bool) *blob.MemStor
 		files[k] = v
 	}
 	if inline {
-		file, err := marshalManifestFile(proto.Clone(b.manifest).(*tablepb.Manifest), b.indices, txn)
+		file, err := manifest.EncodeFile(b.manifest, txn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		files[b.v2Key] = file
 	} else {
-		files[b.v2Key] = marshalManifestNoTxn(t, b.manifest, b.indices)
+		file, err := manifest.EncodeFile(b.manifest, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[b.v2Key] = file
 		files[b.txnKey] = txn
 	}
 	return memDataset(t, files)
@@ -227,7 +209,7 @@ func FuzzTransactionFile(f *testing.F) {
 		for _, inline := range []bool{false, true} {
 			s := base.store(t, data, inline)
 			before := allocated()
-			c, err := readManifest(ctx, s, base.v2Key, 0, true)
+			c, err := manifest.ReadFile(ctx, s, base.v2Key, 0, true)
 			if grew := allocated() - before; grew > 4<<20+64*uint64(len(data)) {
 				t.Errorf("reading a %d-byte transaction allocated %d bytes", len(data), grew)
 			}
@@ -244,10 +226,10 @@ func FuzzTransactionFile(f *testing.F) {
 				}
 				continue
 			}
-			if c.txn == nil {
+			if c.Transaction == nil {
 				t.Fatal("no transaction")
 			}
-			_ = operationName(c.txn)
+			_ = manifest.OperationName(c.Transaction)
 		}
 	})
 }
@@ -262,13 +244,13 @@ func FuzzCommitOverTransaction(f *testing.F) {
 		b := newTxnFuzzBase(f, second)
 		seeds = append(seeds, b.txn)
 		if name == "delete" {
-			seeds = append(seeds, rawTxnWith(f, b.txn, func(txn *tablepb.Transaction) {
+			seeds = append(seeds, rawTxnWith(f, b.txn, func(txn *manifest.Transaction) {
 				// A delete that claims to have removed fragment 1 and
 				// changed fragment 2.
-				del := txn.GetDelete()
-				del.DeletedFragmentIds = append(del.DeletedFragmentIds, 1)
+				del := opAs[*manifest.Delete](txn)
+				del.DeletedFragmentIDs = append(del.DeletedFragmentIDs, 1)
 				if len(del.UpdatedFragments) > 0 {
-					del.UpdatedFragments[0].Id = 2
+					del.UpdatedFragments[0].ID = 2
 				}
 			}))
 		}
@@ -340,14 +322,14 @@ func FuzzCommitOverTransaction(f *testing.F) {
 }
 
 // rawTxnWith returns txn (encoded) changed by edit.
-func rawTxnWith(t testing.TB, raw []byte, edit func(*tablepb.Transaction)) []byte {
+func rawTxnWith(t testing.TB, raw []byte, edit func(*manifest.Transaction)) []byte {
 	t.Helper()
-	var txn tablepb.Transaction
-	if err := proto.Unmarshal(raw, &txn); err != nil {
+	txn, err := manifest.DecodeTransaction(raw)
+	if err != nil {
 		t.Fatal(err)
 	}
-	edit(&txn)
-	b, err := proto.Marshal(&txn)
+	edit(txn)
+	b, err := manifest.EncodeTransaction(txn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,13 +380,17 @@ func FuzzVersionHint(f *testing.F) {
 func TestTransactionFileName(t *testing.T) {
 	base := newTxnFuzzBase(t, secondCommits["delete"])
 	for _, name := range []string{"../x.txn", "a/b.txn", "..", ".", "x\\y", "x\x00"} {
-		m := proto.Clone(base.manifest).(*tablepb.Manifest)
+		m := base.manifest.Clone()
 		m.TransactionFile = name
 		s := base.store(t, nil, false)
-		if err := s.Write(context.Background(), base.v2Key, marshalManifestNoTxn(t, m, base.indices)); err != nil {
+		file, err := manifest.EncodeFile(m, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		_, err := readManifest(context.Background(), s, base.v2Key, 0, true)
+		if err := s.Write(context.Background(), base.v2Key, file); err != nil {
+			t.Fatal(err)
+		}
+		_, err = manifest.ReadFile(context.Background(), s, base.v2Key, 0, true)
 		if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), "is not a plain file name") {
 			t.Errorf("transaction file %q: error %v, want a corrupt manifest", name, err)
 		}
@@ -435,4 +421,11 @@ func TestDeleteOverUnreportedDelete(t *testing.T) {
 			t.Errorf("inline %v: %v, want a conflict or a correct delete", inline, err)
 		}
 	}
+}
+
+// allocated returns the bytes the process has allocated so far.
+func allocated() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
 }

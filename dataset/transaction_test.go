@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,12 +19,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // manifestBytes returns the bytes of version v's manifest file.
@@ -47,7 +48,7 @@ func TestCommitRecords(t *testing.T) {
 	_, store := copyFixture(t, "indexed_v2_2")
 	mem := checkedAlloc(t)
 	d := openStore(t, store, 0, mem)
-	if len(d.manifest.rawIndices) == 0 {
+	if len(d.manifest.IndexSegments()) == 0 {
 		t.Fatal("the fixture has no indices")
 	}
 	rows := scanAll(t, d)
@@ -67,65 +68,56 @@ func TestCommitRecords(t *testing.T) {
 	if string(file[n-4:]) != "LANC" || binary.LittleEndian.Uint16(file[n-8:]) != 0 || binary.LittleEndian.Uint16(file[n-6:]) != 2 {
 		t.Errorf("footer % x, want version 0.2 and LANC", file[n-16:])
 	}
-	mpos := binary.LittleEndian.Uint64(file[n-16:])
-	var pm tablepb.Manifest
-	if err := proto.Unmarshal(file[mpos+4:n-16], &pm); err != nil {
+	c, err := manifest.ReadFile(ctx, store, key, 0, true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if binary.LittleEndian.Uint32(file[mpos:]) != uint32(uint64(n-16)-mpos-4) {
-		t.Error("manifest length prefix does not reach the footer")
+	pm, txn := c.Manifest, c.Transaction
+	// The layout itself (index section at 0, the transaction right after,
+	// the manifest up to the footer) is manifest.EncodeFile's, tested there.
+	if binary.LittleEndian.Uint32(file) == 0 {
+		t.Error("the manifest file does not start with its index section")
 	}
-	if pm.IndexSection == nil || *pm.IndexSection != 0 {
-		t.Errorf("index section at %v, want 0", pm.IndexSection)
+	txnBytes, err := manifest.EncodeTransaction(txn)
+	if err != nil {
+		t.Fatal(err)
 	}
-	secLen := binary.LittleEndian.Uint32(file)
-	if pm.TransactionSection == nil || *pm.TransactionSection != uint64(4+secLen) {
-		t.Errorf("transaction section at %v, want %d", pm.TransactionSection, 4+secLen)
-	}
-	txnLen := binary.LittleEndian.Uint32(file[4+secLen:])
-	txnBytes := file[8+secLen : 8+secLen+txnLen]
-	if mpos != uint64(8+secLen+txnLen) {
-		t.Errorf("manifest at %d, want right after the transaction (%d)", mpos, 8+secLen+txnLen)
-	}
-	fileTxn, err := store.ReadAll(ctx, transactionsDir+pm.TransactionFile)
+	fileTxn, err := store.ReadAll(ctx, manifest.TransactionsDir+pm.TransactionFile)
 	if err != nil || !bytes.Equal(fileTxn, txnBytes) {
 		t.Errorf("transaction file %s: %v; equal to the inline copy: %v", pm.TransactionFile, err, bytes.Equal(fileTxn, txnBytes))
 	}
-	var txn tablepb.Transaction
-	if err := proto.Unmarshal(txnBytes, &txn); err != nil {
-		t.Fatal(err)
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(txn.UUID) ||
+		pm.TransactionFile != fmt.Sprintf("%d-%s.txn", d.Version(), txn.UUID) || txn.ReadVersion != d.Version() {
+		t.Errorf("transaction %s read %d recorded as %s", txn.UUID, txn.ReadVersion, pm.TransactionFile)
 	}
-	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(txn.Uuid) ||
-		pm.TransactionFile != fmt.Sprintf("%d-%s.txn", d.Version(), txn.Uuid) || txn.ReadVersion != d.Version() {
-		t.Errorf("transaction %s read %d recorded as %s", txn.Uuid, txn.ReadVersion, pm.TransactionFile)
-	}
-	del := txn.GetDelete()
-	if del == nil || len(del.UpdatedFragments) != 1 || len(del.DeletedFragmentIds) != 0 {
-		t.Errorf("transaction %v, want a Delete updating fragment 0", &txn)
+	del := opAs[*manifest.Delete](txn)
+	if del == nil || len(del.UpdatedFragments) != 1 || len(del.DeletedFragmentIDs) != 0 {
+		t.Errorf("transaction %+v, want a Delete updating fragment 0", txn)
 	}
 	hint, err := store.ReadAll(ctx, versionHintKey)
 	if err != nil || string(hint) != fmt.Sprintf(`{"version":%d}`, v) {
 		t.Errorf("version hint %q, %v", hint, err)
 	}
-	if wv := pm.WriterVersion; wv.GetLibrary() != "lancer" || len(strings.Split(wv.GetVersion(), ".")) != 3 {
+	if wv := pm.WriterVersion; wv.Library != "lancer" || len(strings.Split(wv.Version, ".")) != 3 {
 		t.Errorf("writer version %v", wv)
 	}
-	if ts := pm.Timestamp.AsTime(); ts.Before(start.Add(-time.Second)) || ts.After(time.Now().Add(time.Second)) {
+	if ts := pm.Timestamp; ts.Before(start.Add(-time.Second)) || ts.After(time.Now().Add(time.Second)) {
 		t.Errorf("timestamp %v", ts)
 	}
-	prev := d.manifest.raw
-	if !proto.Equal(pm.DataFormat, prev.DataFormat) || pm.Version != v || pm.ReaderFeatureFlags != 1 || pm.WriterFeatureFlags != 1 ||
-		pm.GetMaxFragmentId() != prev.GetMaxFragmentId() || !proto.Equal(&tablepb.Manifest{Fields: pm.Fields}, &tablepb.Manifest{Fields: prev.Fields}) {
-		t.Errorf("manifest %v\nprevious %v", &pm, prev)
+	prev := d.manifest
+	if pm.DataFormat != prev.DataFormat || pm.Version != v || pm.ReaderFeatureFlags != 1 || pm.WriterFeatureFlags != 1 ||
+		*pm.MaxFragmentID != *prev.MaxFragmentID ||
+		!slices.EqualFunc(pm.Fields(), prev.Fields(), func(a, b *filepb.Field) bool { return proto.Equal(a, b) }) {
+		t.Errorf("manifest %+v\nprevious %+v", pm, prev)
 	}
 	// Indices are kept as they were, byte for byte.
-	if !slices.EqualFunc(d2.manifest.rawIndices, d.manifest.rawIndices, func(a, b *tablepb.IndexMetadata) bool { return proto.Equal(a, b) }) {
+	if !reflect.DeepEqual(d2.manifest.IndexSegments(), d.manifest.IndexSegments()) {
 		t.Error("a delete changed the index section")
 	}
 	// The new deletion files are Lance's: .arrow below 5000 rows.
 	for _, f := range pm.Fragments {
-		if df := f.DeletionFile; df != nil && df.ReadVersion == d.Version() && df.FileType != tablepb.DeletionFile_ARROW_ARRAY {
-			t.Errorf("fragment %d deletion file %v", f.Id, df)
+		if df := f.DeletionFile; df != nil && df.ReadVersion == d.Version() && df.Kind != manifest.DeletionArrow {
+			t.Errorf("fragment %d deletion file %v", f.ID, df)
 		}
 	}
 
@@ -135,16 +127,16 @@ func TestCommitRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, ix := range d3.manifest.rawIndices {
+	for _, ix := range d3.manifest.IndexSegments() {
 		names = append(names, ix.Name)
-		if i := slices.IndexFunc(d2.manifest.rawIndices, func(o *tablepb.IndexMetadata) bool { return o.Name == ix.Name }); i < 0 || !proto.Equal(ix, d2.manifest.rawIndices[i]) {
+		if i := slices.IndexFunc(d2.manifest.IndexSegments(), func(o *manifest.IndexMetadata) bool { return o.Name == ix.Name }); i < 0 || !reflect.DeepEqual(ix, d2.manifest.IndexSegments()[i]) {
 			t.Errorf("index %s changed", ix.Name)
 		}
 	}
-	if slices.Contains(names, "category_idx") || len(names) != len(d2.manifest.rawIndices)-1 {
+	if slices.Contains(names, "category_idx") || len(names) != len(d2.manifest.IndexSegments())-1 {
 		t.Errorf("indices after dropping category: %q", names)
 	}
-	if got := rawTransaction(t, store, d3.Version()).GetProject(); got == nil || !got.PreservesNullability {
+	if got := opAs[*manifest.Project](rawTransaction(t, store, d3.Version())); got == nil || !got.PreservesNullability {
 		t.Errorf("drop recorded as %v", got)
 	}
 
@@ -154,7 +146,7 @@ func TestCommitRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, file4 := manifestBytes(t, store, d4.Version())
-	if len(d4.manifest.rawIndices) != 0 || d4.manifest.raw.IndexSection != nil || len(d4.Indices()) != 0 {
+	if len(d4.manifest.IndexSegments()) != 0 || len(d4.Indices()) != 0 {
 		t.Error("an overwrite kept indices")
 	}
 	if binary.LittleEndian.Uint32(file4) == 0 {
@@ -164,10 +156,10 @@ func TestCommitRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.EqualFunc(d5.manifest.rawIndices, d.manifest.rawIndices, func(a, b *tablepb.IndexMetadata) bool { return proto.Equal(a, b) }) {
+	if !reflect.DeepEqual(d5.manifest.IndexSegments(), d.manifest.IndexSegments()) {
 		t.Error("a restore did not bring back the indices")
 	}
-	if got := rawTransaction(t, store, d5.Version()).GetRestore(); got.GetVersion() != d.Version() {
+	if got := opAs[*manifest.Restore](rawTransaction(t, store, d5.Version())); got == nil || got.Version != d.Version() {
 		t.Errorf("restore recorded as %v", got)
 	}
 	if *d5.manifest.MaxFragmentID < *d4.manifest.MaxFragmentID {
@@ -175,62 +167,60 @@ func TestCommitRecords(t *testing.T) {
 	}
 }
 
-// withUnknown returns m with an unknown field 9999 holding text.
-func withUnknown(m proto.Message, text string) {
-	b := protowire.AppendTag(nil, 9999, protowire.BytesType)
-	b = protowire.AppendString(b, text)
-	m.ProtoReflect().SetUnknown(protoreflect.RawFields(b))
+// withUnknownField returns the manifest file with an unknown field 9999
+// holding text appended to its Manifest message, as a newer Lance would
+// write one (the layout is manifest.EncodeFile's, which writes no section
+// after the manifest).
+func withUnknownField(t *testing.T, file []byte, text string) []byte {
+	t.Helper()
+	n := len(file)
+	mpos := binary.LittleEndian.Uint64(file[n-16:])
+	extra := protowire.AppendString(protowire.AppendTag(nil, 9999, protowire.BytesType), text)
+	out := append([]byte(nil), file[:n-16]...)
+	out = append(out, extra...)
+	binary.LittleEndian.PutUint32(out[mpos:], binary.LittleEndian.Uint32(out[mpos:])+uint32(len(extra)))
+	return append(out, file[n-16:]...)
 }
 
-func unknownOf(m proto.Message) string { return string(m.ProtoReflect().GetUnknown()) }
-
 // TestUnknownFieldsCarried: fields lancer does not know, config and table
-// metadata survive every kind of commit (docs/spec/lance-format.md §14).
+// metadata survive every kind of commit (docs/spec/lance-format.md §14). The manifest package
+// checks that every message of a manifest keeps its unknown fields through
+// Clone and EncodeFile; this checks that the commits build on those.
 func TestUnknownFieldsCarried(t *testing.T) {
 	ctx := context.Background()
 	_, store := copyFixture(t, "indexed_v2_2")
 	d := openStore(t, store, 0, checkedAlloc(t))
 	// Commit, as a future Lance would, a version with unknown fields.
-	m := proto.Clone(d.manifest.raw).(*tablepb.Manifest)
+	m := d.manifest.Clone()
 	m.Version++
-	withUnknown(m, "manifest")
-	withUnknown(m.Fragments[0], "fragment")
-	withUnknown(m.Fragments[0].Files[0], "file")
-	withUnknown(m.Fields[0], "field")
 	m.Config = map[string]string{"lance.future": "1", "user": "x"}
 	m.TableMetadata = map[string]string{"owner": "me"}
-	m.Fragments[0].Files[0].FileSizeBytes = d.manifest.raw.Fragments[0].Files[0].FileSizeBytes
-	indices := cloneIndices(d.manifest.rawIndices)
-	withUnknown(indices[0], "index")
-	txn := &tablepb.Transaction{ReadVersion: d.Version(), Uuid: "00000000-0000-4000-8000-000000000000",
-		Operation: &tablepb.Transaction_UpdateConfig_{UpdateConfig: &tablepb.Transaction_UpdateConfig{}}}
-	tb, _ := proto.Marshal(txn)
-	m.TransactionFile = ""
-	file, err := marshalManifestFile(m, indices, tb)
+	tb, err := manifest.EncodeTransaction(&manifest.Transaction{ReadVersion: d.Version(), UUID: "00000000-0000-4000-8000-000000000000",
+		Operation: &manifest.UpdateConfig{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.CreateIfAbsent(ctx, manifestKey(schemeV2, m.Version), file); err != nil {
+	m.TransactionFile = ""
+	file, err := manifest.EncodeFile(m, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateIfAbsent(ctx, manifest.Key(manifest.ManifestNamingV2, m.Version), withUnknownField(t, file, "future-lance-field")); err != nil {
 		t.Fatal(err)
 	}
 	d = openStore(t, store, 0, checkedAlloc(t))
 	check := func(d *Dataset, what string) {
 		t.Helper()
-		m := d.manifest.raw
-		if unknownOf(m) == "" || unknownOf(m.Fragments[0].Files[0]) == "" || unknownOf(m.Fields[0]) == "" {
-			t.Errorf("%s: unknown fields lost", what)
+		_, file := manifestBytes(t, store, d.Version())
+		if !bytes.Contains(file, []byte("future-lance-field")) {
+			t.Errorf("%s: unknown field lost", what)
 		}
-		if m.Fragments[0].Id == 0 && unknownOf(m.Fragments[0]) == "" {
-			t.Errorf("%s: unknown fragment field lost", what)
-		}
+		m := d.manifest
 		if m.Config["lance.future"] != "1" || m.Config["user"] != "x" || m.TableMetadata["owner"] != "me" {
 			t.Errorf("%s: config %v, table metadata %v", what, m.Config, m.TableMetadata)
 		}
-		if m.WriterFeatureFlags&uint64(FlagTableConfig) == 0 || m.ReaderFeatureFlags&uint64(FlagTableConfig) != 0 {
+		if m.WriterFeatureFlags&manifest.FlagTableConfig == 0 || m.ReaderFeatureFlags&manifest.FlagTableConfig != 0 {
 			t.Errorf("%s: flags %d/%d with config", what, m.ReaderFeatureFlags, m.WriterFeatureFlags)
-		}
-		if len(d.manifest.rawIndices) == 0 || unknownOf(d.manifest.rawIndices[0]) == "" {
-			t.Errorf("%s: unknown index field lost", what)
 		}
 	}
 	rows := scanAll(t, d)
@@ -347,7 +337,7 @@ func TestDeleteNothing(t *testing.T) {
 	if d2.Version() != d.Version()+1 || len(scanAll(t, d2)) != len(scanAll(t, d)) {
 		t.Fatalf("version %d", d2.Version())
 	}
-	if del := rawTransaction(t, store, d2.Version()).GetDelete(); del == nil || len(del.UpdatedFragments)+len(del.DeletedFragmentIds) != 0 {
+	if del := opAs[*manifest.Delete](rawTransaction(t, store, d2.Version())); del == nil || len(del.UpdatedFragments)+len(del.DeletedFragmentIDs) != 0 {
 		t.Fatalf("transaction %v", del)
 	}
 }

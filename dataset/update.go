@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -13,12 +12,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // updateReexecutions is how often Update and MergeInsert compute their rows
@@ -265,16 +263,16 @@ type rewritten struct {
 	ids       []uint64                   // in write order
 	createdAt []uint64
 	versions  map[uint64][]uint64 // created-at version by offset, per fragment
-	raw       map[uint64]*tablepb.DataFragment
+	frags     map[uint64]*manifest.Fragment
 }
 
 func newRewritten(d *Dataset) *rewritten {
 	w := &rewritten{d: d, stable: d.manifest.StableRowIDs(), rows: map[uint64]*roaring.Bitmap{}}
 	if w.stable {
 		w.versions = map[uint64][]uint64{}
-		w.raw = map[uint64]*tablepb.DataFragment{}
-		for _, f := range d.manifest.raw.GetFragments() {
-			w.raw[f.Id] = f
+		w.frags = map[uint64]*manifest.Fragment{}
+		for _, f := range d.manifest.Fragments {
+			w.frags[f.ID] = f
 		}
 	}
 	return w
@@ -291,7 +289,7 @@ func (w *rewritten) add(addr, id uint64) error {
 	vs, ok := w.versions[frag]
 	if !ok {
 		var err error
-		if vs, err = createdAtVersions(w.raw[frag]); err != nil {
+		if vs, err = createdAtVersions(w.frags[frag]); err != nil {
 			return err
 		}
 		w.versions[frag] = vs
@@ -334,7 +332,7 @@ func (w *rewritten) remove(addr uint64) {
 // finish writes the deletion files of the rewritten rows and returns the
 // Update operation committing frags (whose first rows are the rewritten
 // ones, in the order added).
-func (w *rewritten) finish(ctx context.Context, frags []*tablepb.DataFragment, preserve []uint32, predicate string) (*operation, error) {
+func (w *rewritten) finish(ctx context.Context, frags []*manifest.Fragment, preserve []uint32, predicate string) (*operation, error) {
 	del, err := w.d.planDelete(ctx, predicate, w.rows)
 	if err != nil {
 		return nil, err
@@ -351,11 +349,11 @@ func (w *rewritten) finish(ctx context.Context, frags []*tablepb.DataFragment, p
 		if n > 0 {
 			// The transaction records the ids the fragment keeps, as
 			// Lance's does.
-			seq, err := proto.Marshal(&tablepb.RowIdSequence{Segments: rowIDSegments(ids[:n])})
+			seq, err := manifest.EncodeRowIDs(manifest.RowIDSegments(ids[:n])...)
 			if err != nil {
 				return nil, err
 			}
-			f.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: seq}
+			f.RowIDs = manifest.InlineSequence(seq)
 		}
 		ids, created = ids[n:], created[n:]
 	}
@@ -526,7 +524,7 @@ func (u *updateSpec) apply(ctx context.Context, mem memory.Allocator, rec arrow.
 
 // writeRows writes the batches rows yields (in schema, each released after
 // use) as new fragments of the dataset's schema and data file version.
-func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func(func(arrow.RecordBatch, error) bool)) ([]*tablepb.DataFragment, error) {
+func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func(func(arrow.RecordBatch, error) bool)) ([]*manifest.Fragment, error) {
 	o := (&WriteOptions{Allocator: d.opts.Allocator}).withDefaults()
 	r := array.ReaderFromIter(schema, rows)
 	defer r.Release()
@@ -535,7 +533,7 @@ func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func
 
 // removeFragments deletes the data files (and blob sidecars) of fragments
 // that will not be committed.
-func removeFragments(ctx context.Context, d *Dataset, frags []*tablepb.DataFragment) {
+func removeFragments(ctx context.Context, d *Dataset, frags []*manifest.Fragment) {
 	for _, f := range frags {
 		for _, df := range f.Files {
 			removeDataFile(ctx, d.store, dataDir+df.Path)
@@ -543,15 +541,15 @@ func removeFragments(ctx context.Context, d *Dataset, frags []*tablepb.DataFragm
 	}
 }
 
-// updateProto returns the Update transaction of op, as Lance 12 records
-// an update or merge-insert in its default mode (rewrite rows).
-func (op *operation) updateProto() *tablepb.Transaction_Update {
-	return &tablepb.Transaction_Update{
-		RemovedFragmentIds:            op.del.deleted,
+// updateOperation returns the Update transaction of op, as Lance 12
+// records an update or merge-insert in its default mode (rewrite rows).
+func (op *operation) updateOperation() *manifest.Update {
+	return &manifest.Update{
+		RemovedFragmentIDs:            op.del.deleted,
 		UpdatedFragments:              op.del.updated,
 		NewFragments:                  op.fragments,
 		FieldsForPreservingFragBitmap: op.update.preserveFields,
-		UpdateMode:                    tablepb.Transaction_REWRITE_ROWS,
+		Mode:                          manifest.RewriteRows,
 	}
 }
 
@@ -561,9 +559,9 @@ func (op *operation) updateProto() *tablepb.Transaction_Update {
 // keep, then new ones from nextRowID) and versions (created when the
 // original row was, last updated now), and the indices told about them
 // (see coverUpdatedFragments). It returns the next free row id.
-func applyUpdate(frags []*tablepb.DataFragment, indices []*tablepb.IndexMetadata, op *operation,
-	assignIDs func([]*tablepb.DataFragment) []*tablepb.DataFragment,
-	stable bool, nextRowID, version uint64) ([]*tablepb.DataFragment, []*tablepb.IndexMetadata, uint64, error) {
+func applyUpdate(frags []*manifest.Fragment, indices []*manifest.IndexMetadata, op *operation,
+	assignIDs func([]*manifest.Fragment) []*manifest.Fragment,
+	stable bool, nextRowID, version uint64) ([]*manifest.Fragment, []*manifest.IndexMetadata, uint64, error) {
 	out, err := applyDelete(frags, op.del)
 	if err != nil {
 		return nil, nil, 0, err
@@ -571,7 +569,7 @@ func applyUpdate(frags []*tablepb.DataFragment, indices []*tablepb.IndexMetadata
 	added := assignIDs(op.fragments)
 	for i, f := range added {
 		if !stable {
-			f.RowIdSequence = nil
+			f.RowIDs = nil
 			continue
 		}
 		var carried, created []uint64
@@ -580,33 +578,33 @@ func applyUpdate(frags []*tablepb.DataFragment, indices []*tablepb.IndexMetadata
 		}
 		n := f.PhysicalRows
 		if uint64(len(carried)) > n {
-			return nil, nil, 0, fmt.Errorf("dataset: update: fragment %d keeps %d row ids for %d rows: %w", f.Id, len(carried), n, lancer.ErrCorrupt)
+			return nil, nil, 0, fmt.Errorf("dataset: update: fragment %d keeps %d row ids for %d rows: %w", f.ID, len(carried), n, lancer.ErrCorrupt)
 		}
 		fresh := n - uint64(len(carried))
-		segs := rowIDSegments(carried)
+		segs := manifest.RowIDSegments(carried)
 		if fresh > 0 {
-			segs = append(segs, rangeSegment(nextRowID, nextRowID+fresh))
+			segs = append(segs, manifest.RangeSegment(nextRowID, nextRowID+fresh))
 		}
 		nextRowID += fresh
-		ids, err := proto.Marshal(&tablepb.RowIdSequence{Segments: segs})
+		ids, err := manifest.EncodeRowIDs(segs...)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		createdRuns := versionRuns(created)
+		createdRuns := manifest.VersionRuns(created)
 		if fresh > 0 {
-			createdRuns = append(createdRuns, versionRun(uint64(len(carried)), n, version))
+			createdRuns = append(createdRuns, manifest.VersionRun{Start: uint64(len(carried)), End: n, Version: version})
 		}
-		createdSeq, err := proto.Marshal(&tablepb.RowDatasetVersionSequence{Runs: createdRuns})
+		createdSeq, err := manifest.EncodeVersions(createdRuns...)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		updatedSeq, err := proto.Marshal(&tablepb.RowDatasetVersionSequence{Runs: []*tablepb.RowDatasetVersionRun{versionRun(0, n, version)}})
+		updatedSeq, err := manifest.EncodeVersions(manifest.VersionRun{Start: 0, End: n, Version: version})
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		f.RowIdSequence = &tablepb.DataFragment_InlineRowIds{InlineRowIds: ids}
-		f.CreatedAtVersionSequence = &tablepb.DataFragment_InlineCreatedAtVersions{InlineCreatedAtVersions: createdSeq}
-		f.LastUpdatedAtVersionSequence = &tablepb.DataFragment_InlineLastUpdatedAtVersions{InlineLastUpdatedAtVersions: updatedSeq}
+		f.RowIDs = manifest.InlineSequence(ids)
+		f.CreatedAtVersions = manifest.InlineSequence(createdSeq)
+		f.LastUpdatedAtVersions = manifest.InlineSequence(updatedSeq)
 	}
 	if stable {
 		if indices, err = coverUpdatedFragments(indices, op, added); err != nil {
@@ -625,7 +623,7 @@ func applyUpdate(frags []*tablepb.DataFragment, indices []*tablepb.IndexMetadata
 // fragments out would make a query search them again. Like Lance it counts
 // every new fragment, merge-inserted rows included (a merge names every
 // field, so no index qualifies then).
-func coverUpdatedFragments(indices []*tablepb.IndexMetadata, op *operation, added []*tablepb.DataFragment) ([]*tablepb.IndexMetadata, error) {
+func coverUpdatedFragments(indices []*manifest.IndexMetadata, op *operation, added []*manifest.Fragment) ([]*manifest.IndexMetadata, error) {
 	if len(added) == 0 {
 		return indices, nil
 	}
@@ -635,13 +633,13 @@ func coverUpdatedFragments(indices []*tablepb.IndexMetadata, op *operation, adde
 	}
 	origins := slices.Clone(op.del.deleted)
 	for _, f := range op.del.updated {
-		origins = append(origins, f.Id)
+		origins = append(origins, f.ID)
 	}
 	for _, ix := range indices {
 		if len(ix.FragmentBitmap) == 0 || slices.ContainsFunc(ix.Fields, func(id int32) bool { return set[id] }) {
 			continue
 		}
-		bm, err := decodeRoaring(ix.FragmentBitmap)
+		bm, err := manifest.DecodeRoaring(ix.FragmentBitmap)
 		if err != nil {
 			return nil, fmt.Errorf("index %s fragment bitmap: %v: %w", ix.Name, err, lancer.ErrCorrupt)
 		}
@@ -649,7 +647,7 @@ func coverUpdatedFragments(indices []*tablepb.IndexMetadata, op *operation, adde
 			continue
 		}
 		for _, f := range added {
-			bm.Add(uint32(f.Id))
+			bm.Add(uint32(f.ID))
 		}
 		bm.RunOptimize()
 		if ix.FragmentBitmap, err = bm.ToBytes(); err != nil {
@@ -659,126 +657,18 @@ func coverUpdatedFragments(indices []*tablepb.IndexMetadata, op *operation, adde
 	return indices, nil
 }
 
-// minRangeRun is the shortest run of consecutive row ids rowIDSegments
-// stores as a range rather than as array values (unless the run is all
-// the ids: then it is a range, as Lance writes it).
-const minRangeRun = 8
-
-// rowIDSegments encodes row ids, in order, as RowIdSequence segments: runs
-// of consecutive ids as ranges, the rest as (sorted) arrays of offsets
-// from their minimum, in the narrowest width that holds them.
-func rowIDSegments(ids []uint64) []*tablepb.U64Segment {
-	var (
-		segs  []*tablepb.U64Segment
-		loose []uint64
-	)
-	flush := func() {
-		if len(loose) > 0 {
-			segs = append(segs, arraySegment(loose))
-			loose = nil
-		}
-	}
-	for i := 0; i < len(ids); {
-		j := i + 1
-		for j < len(ids) && ids[j-1] != math.MaxUint64 && ids[j] == ids[j-1]+1 {
-			j++
-		}
-		if j-i >= minRangeRun || j-i == len(ids) {
-			flush()
-			segs = append(segs, rangeSegment(ids[i], ids[j-1]+1))
-		} else {
-			loose = append(loose, ids[i:j]...)
-		}
-		i = j
-	}
-	flush()
-	return segs
-}
-
-func rangeSegment(start, end uint64) *tablepb.U64Segment {
-	return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: start, End: end}}}
-}
-
-// arraySegment stores values as a sorted array when they strictly
-// increase, else as an array.
-func arraySegment(values []uint64) *tablepb.U64Segment {
-	lo, hi := slices.Min(values), slices.Max(values)
-	enc := &tablepb.EncodedU64Array{}
-	switch span := hi - lo; {
-	case span <= math.MaxUint16:
-		b := make([]byte, 0, 2*len(values))
-		for _, v := range values {
-			b = binary.LittleEndian.AppendUint16(b, uint16(v-lo))
-		}
-		enc.Array = &tablepb.EncodedU64Array_U16Array_{U16Array: &tablepb.EncodedU64Array_U16Array{Base: lo, Offsets: b}}
-	case span <= math.MaxUint32:
-		b := make([]byte, 0, 4*len(values))
-		for _, v := range values {
-			b = binary.LittleEndian.AppendUint32(b, uint32(v-lo))
-		}
-		enc.Array = &tablepb.EncodedU64Array_U32Array_{U32Array: &tablepb.EncodedU64Array_U32Array{Base: lo, Offsets: b}}
-	default:
-		b := make([]byte, 0, 8*len(values))
-		for _, v := range values {
-			b = binary.LittleEndian.AppendUint64(b, v)
-		}
-		enc.Array = &tablepb.EncodedU64Array_U64Array_{U64Array: &tablepb.EncodedU64Array_U64Array{Values: b}}
-	}
-	sorted := true
-	for i := 1; i < len(values); i++ {
-		sorted = sorted && values[i] > values[i-1]
-	}
-	if sorted {
-		return &tablepb.U64Segment{Segment: &tablepb.U64Segment_SortedArray{SortedArray: enc}}
-	}
-	return &tablepb.U64Segment{Segment: &tablepb.U64Segment_Array{Array: enc}}
-}
-
-// versionRun says that rows [from, to) of a fragment have version v.
-func versionRun(from, to, v uint64) *tablepb.RowDatasetVersionRun {
-	return &tablepb.RowDatasetVersionRun{Span: rangeSegment(from, to), Version: v}
-}
-
-// versionRuns encodes per-row versions as runs of equal versions.
-func versionRuns(versions []uint64) []*tablepb.RowDatasetVersionRun {
-	var runs []*tablepb.RowDatasetVersionRun
-	for i := 0; i < len(versions); {
-		j := i + 1
-		for j < len(versions) && versions[j] == versions[i] {
-			j++
-		}
-		runs = append(runs, versionRun(uint64(i), uint64(j), versions[i]))
-		i = j
-	}
-	return runs
-}
-
 // createdAtVersions returns the version that created each row of a
 // fragment, by row offset, from its inline created-at sequence; nil when
 // the fragment records none inline (or a sequence of another length).
-func createdAtVersions(f *tablepb.DataFragment) ([]uint64, error) {
-	data := f.GetInlineCreatedAtVersions()
-	if data == nil {
+func createdAtVersions(f *manifest.Fragment) ([]uint64, error) {
+	if f.CreatedAtVersions == nil || f.CreatedAtVersions.External != nil {
 		return nil, nil
 	}
-	var seq tablepb.RowDatasetVersionSequence
-	if err := proto.Unmarshal(data, &seq); err != nil {
-		return nil, fmt.Errorf("dataset: fragment %d: created-at versions: %v: %w", f.Id, err, lancer.ErrCorrupt)
+	out, overflow, err := manifest.DecodeVersions(f.CreatedAtVersions.Inline, f.PhysicalRows)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: fragment %d: created-at versions: %v: %w", f.ID, err, lancer.ErrCorrupt)
 	}
-	var out []uint64
-	for i, r := range seq.GetRuns() {
-		s, err := decodeSegment(r.GetSpan())
-		if err != nil {
-			return nil, fmt.Errorf("dataset: fragment %d: created-at versions: run %d: %v: %w", f.Id, i, err, lancer.ErrCorrupt)
-		}
-		if uint64(len(out))+s.n > f.PhysicalRows {
-			return nil, nil
-		}
-		for range s.n {
-			out = append(out, r.GetVersion())
-		}
-	}
-	if uint64(len(out)) != f.PhysicalRows {
+	if overflow || uint64(len(out)) != f.PhysicalRows {
 		return nil, nil
 	}
 	return out, nil

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,14 +16,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/filter"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // The history schema and rows (see fixturetest.HistoryFields).
@@ -235,25 +232,25 @@ func TestUpdate(t *testing.T) {
 						}
 						rec.Release()
 					}
-					txn := rawTransaction(t, store, out.Version()).GetUpdate()
+					txn := opAs[*manifest.Update](rawTransaction(t, store, out.Version()))
 					if txn == nil {
 						t.Fatalf("version %d: not an Update transaction", out.Version())
 					}
 					var rewritten uint64
-					for _, f := range txn.GetNewFragments() {
-						rewritten += f.GetPhysicalRows()
-						if f.GetId() != 0 {
-							t.Errorf("the transaction's new fragment has id %d", f.GetId())
+					for _, f := range txn.NewFragments {
+						rewritten += f.PhysicalRows
+						if f.ID != 0 {
+							t.Errorf("the transaction's new fragment has id %d", f.ID)
 						}
-						if got := f.GetRowIdSequence() != nil; got != stable {
+						if got := f.RowIDs != nil; got != stable {
 							t.Errorf("new fragment records row ids: %t", got)
 						}
 					}
 					if rewritten != n {
 						t.Errorf("transaction rewrites %d rows, want %d", rewritten, n)
 					}
-					if txn.GetUpdateMode() != tablepb.Transaction_REWRITE_ROWS || len(txn.GetFieldsForPreservingFragBitmap()) != len(tc.set) {
-						t.Errorf("update mode %s, fields %v", txn.GetUpdateMode(), txn.GetFieldsForPreservingFragBitmap())
+					if txn.Mode != manifest.RewriteRows || len(txn.FieldsForPreservingFragBitmap) != len(tc.set) {
+						t.Errorf("update mode %d, fields %v", txn.Mode, txn.FieldsForPreservingFragBitmap)
 					}
 					checkUpdateRowIDs(t, out)
 					// The older version still reads as before.
@@ -295,13 +292,13 @@ func checkUpdateRowIDs(t testing.TB, d *Dataset) {
 			t.Errorf("row id %d is not below next_row_id %d", r.id, d.manifest.NextRowID)
 		}
 	}
-	for _, f := range d.manifest.raw.GetFragments() {
+	for _, f := range d.manifest.Fragments {
 		vs, err := createdAtVersions(f)
 		if err != nil || vs == nil {
-			t.Errorf("fragment %d: created-at versions %v, %v", f.Id, vs, err)
+			t.Errorf("fragment %d: created-at versions %v, %v", f.ID, vs, err)
 		}
-		if f.GetInlineLastUpdatedAtVersions() == nil {
-			t.Errorf("fragment %d records no last-updated versions", f.Id)
+		if f.LastUpdatedAtVersions == nil || f.LastUpdatedAtVersions.External != nil {
+			t.Errorf("fragment %d records no last-updated versions", f.ID)
 		}
 	}
 }
@@ -373,8 +370,8 @@ func TestUpdateConcurrent(t *testing.T) {
 			if stats.RowsUpdated != 3 || out.Version() != other.Version()+1 {
 				t.Fatalf("updated %d rows as version %d", stats.RowsUpdated, out.Version())
 			}
-			if tx := rawTransaction(t, store, out.Version()); tx.GetReadVersion() != other.Version() {
-				t.Errorf("rebased update records read version %d, want %d", tx.GetReadVersion(), other.Version())
+			if tx := rawTransaction(t, store, out.Version()); tx.ReadVersion != other.Version() {
+				t.Errorf("rebased update records read version %d, want %d", tx.ReadVersion, other.Version())
 			}
 			vals, _ := keyed(t, scanAll(t, out))
 			for k := range int64(35) {
@@ -453,53 +450,6 @@ func (d *Dataset) deleteWhereString(ctx context.Context, predicate string) (*Dat
 		return nil, err
 	}
 	return d.deleteWhere(ctx, predicate, e)
-}
-
-// TestRowIDSegments: the row ids an update carries over round-trip through
-// the segments it writes, in order.
-func TestRowIDSegments(t *testing.T) {
-	span := func(from, to uint64) []uint64 {
-		var out []uint64
-		for x := from; x < to; x++ {
-			out = append(out, x)
-		}
-		return out
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	var random []uint64
-	for range 500 {
-		random = append(random, rng.Uint64N(1<<20))
-	}
-	cases := map[string][]uint64{
-		"one":           {5},
-		"short run":     {3, 4, 5},
-		"long run":      span(100, 140),
-		"unsorted":      {10, 3, 7},
-		"wide":          {0, 70000, 1 << 40, math.MaxUint64},
-		"runs and gaps": append(append(span(0, 20), 25, 27, 30), span(31, 50)...),
-		"descending":    {9, 8, 7, 6, 5, 4, 3, 2, 1, 0},
-		"random":        random,
-	}
-	for name, ids := range cases {
-		t.Run(name, func(t *testing.T) {
-			data, err := proto.Marshal(&tablepb.RowIdSequence{Segments: rowIDSegments(ids)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			seq, err := decodeRowIDSequence(data, uint64(len(ids)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, id := range ids {
-				if got := seq.at(uint64(i)); got != id {
-					t.Fatalf("row %d: id %d, want %d", i, got, id)
-				}
-			}
-		})
-	}
-	if segs := rowIDSegments(span(3, 6)); len(segs) != 1 || segs[0].GetRange() == nil {
-		t.Errorf("a contiguous run is %v, want one range as Lance writes it", segs)
-	}
 }
 
 // TestUpdateRebaseMatrix: one attempt of an update, computed on version
@@ -751,26 +701,26 @@ func TestUpdateIndexCoverage(t *testing.T) {
 		return b
 	}
 	for _, stable := range []bool{false, true} {
-		indices := []*tablepb.IndexMetadata{
+		indices := []*manifest.IndexMetadata{
 			{Name: "on_id", Fields: []int32{0}, FragmentBitmap: bitmap(0, 1, 2)},
 			{Name: "on_value", Fields: []int32{2}, FragmentBitmap: bitmap(0, 1, 2)},
 			{Name: "partial", Fields: []int32{0}, FragmentBitmap: bitmap(1, 2)},
 		}
-		frags := []*tablepb.DataFragment{{Id: 0, PhysicalRows: 10}, {Id: 1, PhysicalRows: 10}, {Id: 2, PhysicalRows: 10}}
+		frags := []*manifest.Fragment{{ID: 0, PhysicalRows: 10}, {ID: 1, PhysicalRows: 10}, {ID: 2, PhysicalRows: 10}}
 		op := &operation{
 			kind:      opUpdate,
-			fragments: []*tablepb.DataFragment{{PhysicalRows: 3}},
+			fragments: []*manifest.Fragment{{PhysicalRows: 3}},
 			del: &deleteOp{
-				updated: []*tablepb.DataFragment{{Id: 0, PhysicalRows: 10, DeletionFile: &tablepb.DeletionFile{ReadVersion: 4, Id: 9, NumDeletedRows: 2}}},
+				updated: []*manifest.Fragment{{ID: 0, PhysicalRows: 10, DeletionFile: &manifest.DeletionFile{ReadVersion: 4, ID: 9, NumDeletedRows: 2}}},
 				deleted: []uint64{1},
 			},
 			update: &updateOp{carried: [][]uint64{{1, 2, 15}}, createdAt: [][]uint64{{1, 1, 3}}, preserveFields: []uint32{2}},
 		}
-		assign := func(fs []*tablepb.DataFragment) []*tablepb.DataFragment {
-			out := make([]*tablepb.DataFragment, len(fs))
+		assign := func(fs []*manifest.Fragment) []*manifest.Fragment {
+			out := make([]*manifest.Fragment, len(fs))
 			for i, f := range fs {
-				out[i] = proto.Clone(f).(*tablepb.DataFragment)
-				out[i].Id = uint64(3 + i)
+				out[i] = f.Clone()
+				out[i].ID = uint64(3 + i)
 			}
 			return out
 		}
@@ -780,13 +730,13 @@ func TestUpdateIndexCoverage(t *testing.T) {
 		}
 		var ids []uint64
 		for _, f := range out {
-			ids = append(ids, f.Id)
+			ids = append(ids, f.ID)
 		}
-		if !slices.Equal(ids, []uint64{0, 2, 3}) || next != 30 || out[0].GetDeletionFile().GetId() != 9 {
+		if !slices.Equal(ids, []uint64{0, 2, 3}) || next != 30 || out[0].DeletionFile.ID != 9 {
 			t.Errorf("stable=%t: fragments %v, next row id %d", stable, ids, next)
 		}
 		for i, want := range []bool{stable, false, false} {
-			bm, err := decodeRoaring(ix[i].FragmentBitmap)
+			bm, err := manifest.DecodeRoaring(ix[i].FragmentBitmap)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -795,8 +745,8 @@ func TestUpdateIndexCoverage(t *testing.T) {
 			}
 		}
 		if stable {
-			seq, err := decodeRowIDSequence(out[2].GetInlineRowIds(), 3)
-			if err != nil || seq.at(0) != 1 || seq.at(2) != 15 {
+			seq, err := manifest.DecodeRowIDSequence(out[2].RowIDs.Inline, 3)
+			if err != nil || seq.At(0) != 1 || seq.At(2) != 15 {
 				t.Errorf("row ids of the new fragment: %v", err)
 			}
 			if vs, err := createdAtVersions(out[2]); err != nil || !slices.Equal(vs, []uint64{1, 1, 3}) {

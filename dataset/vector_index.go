@@ -12,13 +12,10 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/pb/lancerpb"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -45,11 +42,6 @@ const (
 	// distances and good recall.
 	IndexIVFPQ = "ivf_pq"
 )
-
-// lancerIndexTypeURL is the type URL of lancer's vector index details (see
-// internal/pb/lancerpb): not a Lance index type, so real Lance leaves the
-// segment alone.
-const lancerIndexTypeURL = "/lancer.index.LancerVectorIndex"
 
 // vectorIndexFile is the name of a lancer vector index file in its segment
 // directory, _indices/<uuid>/.
@@ -200,8 +192,8 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 	if o.Name == "" {
 		o.Name = column + "_idx"
 	}
-	var removed []*tablepb.IndexMetadata
-	for _, ix := range d.manifest.rawIndices {
+	var removed []*manifest.IndexMetadata
+	for _, ix := range d.manifest.IndexSegments() {
 		if ix.Name != o.Name {
 			continue
 		}
@@ -218,7 +210,7 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 	if err != nil {
 		return nil, err
 	}
-	op := &operation{kind: opCreateIndex, newIndices: []*tablepb.IndexMetadata{seg}, removedIndices: removed, indexFiles: files}
+	op := &operation{kind: opCreateIndex, newIndices: []*manifest.IndexMetadata{seg}, removedIndices: removed, indexFiles: files}
 	return d.commit(ctx, op, DefaultCommitRetries)
 }
 
@@ -226,7 +218,7 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 // index of type typ and writes it to a new segment directory. It returns
 // the segment's metadata and the files written.
 func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *schema.Field, dim int, typ string,
-	o *CreateIndexOptions, frags []uint64) (*tablepb.IndexMetadata, []string, error) {
+	o *CreateIndexOptions, frags []uint64) (*manifest.IndexMetadata, []string, error) {
 	vecs, ids, err := d.readVectors(ctx, column, dim, frags, o.Progress)
 	if err != nil {
 		return nil, nil, err
@@ -239,7 +231,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 		return nil, nil, fmt.Errorf("dataset: build index on %q: %w", column, err)
 	}
 	u := newUUID()
-	uuid := formatUUID(u[:])
+	uuid := manifest.FormatUUID(u[:])
 	key := indicesDir + uuid + "/" + vectorIndexFile
 	// Stream the file rather than encode it whole in memory.
 	size := ivf.EncodedSize()
@@ -248,7 +240,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	}
 	w, err := d.store.NewWriter(ctx, key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dataset: write index %s: %w", location(d.store, key), err)
+		return nil, nil, fmt.Errorf("dataset: write index %s: %w", manifest.Location(d.store, key), err)
 	}
 	written, err := ivf.WriteTo(w)
 	if err == nil && written != size {
@@ -259,17 +251,17 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	}
 	if err != nil {
 		_ = w.Abort()
-		return nil, nil, fmt.Errorf("dataset: write index %s: %w", location(d.store, key), err)
+		return nil, nil, fmt.Errorf("dataset: write index %s: %w", manifest.Location(d.store, key), err)
 	}
 	if o.Progress != nil {
 		o.Progress("write", int(size), int(size))
 	}
-	details := &lancerpb.LancerVectorIndex{
+	details := &manifest.VectorIndexDetails{
 		Type:         typ,
 		Metric:       o.Metric.String(),
 		Dim:          uint32(dim),
 		Partitions:   uint32(ivf.Partitions()),
-		StableRowIds: d.manifest.StableRowIDs(),
+		StableRowIDs: d.manifest.StableRowIDs(),
 		Rows:         uint64(n),
 		File:         vectorIndexFile,
 		Seed:         o.Seed,
@@ -279,7 +271,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 		details.M = uint32(io.HNSW.M)
 		details.EfConstruction = uint32(io.HNSW.EfConstruction)
 	}
-	value, err := proto.MarshalOptions{Deterministic: true}.Marshal(details)
+	value, err := details.Encode()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -294,16 +286,16 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	}
 	version := int32(lancerIndexVersion)
 	created := uint64(time.Now().UnixMilli())
-	seg := &tablepb.IndexMetadata{
-		Uuid:           &tablepb.UUID{Uuid: u[:]},
+	seg := &manifest.IndexMetadata{
+		UUID:           u[:],
 		Fields:         []int32{field.ID},
 		Name:           o.Name,
 		DatasetVersion: d.manifest.Version,
 		FragmentBitmap: bitmap,
-		IndexDetails:   &anypb.Any{TypeUrl: lancerIndexTypeURL, Value: value},
+		Details:        &manifest.IndexDetails{TypeURL: manifest.VectorIndexTypeURL, Value: value},
 		IndexVersion:   &version,
 		CreatedAt:      &created,
-		Files:          []*tablepb.IndexFile{{Path: vectorIndexFile, SizeBytes: uint64(size)}},
+		Files:          []manifest.IndexFile{{Path: vectorIndexFile, SizeBytes: uint64(size)}},
 	}
 	return seg, []string{key}, nil
 }
@@ -412,7 +404,7 @@ func (d *Dataset) withFragments(ids []uint64) *Dataset {
 			m.Fragments = append(m.Fragments, f)
 		}
 	}
-	return &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, bases: d.bases}
+	return &Dataset{store: d.store, opts: d.opts, manifest: &m, manifestKey: d.manifestKey, partial: true, bases: d.bases}
 }
 
 // DropIndex removes every segment of the index named name in a new version
@@ -423,8 +415,8 @@ func (d *Dataset) DropIndex(ctx context.Context, name string) (*Dataset, error) 
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	var removed []*tablepb.IndexMetadata
-	for _, ix := range d.manifest.rawIndices {
+	var removed []*manifest.IndexMetadata
+	for _, ix := range d.manifest.IndexSegments() {
 		if ix.Name == name {
 			removed = append(removed, ix)
 		}
@@ -445,10 +437,10 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	groups := map[string][]*tablepb.IndexMetadata{}
+	groups := map[string][]*manifest.IndexMetadata{}
 	var names []string
-	for _, ix := range d.manifest.rawIndices {
-		if ix.GetIndexDetails().GetTypeUrl() != lancerIndexTypeURL {
+	for _, ix := range d.manifest.IndexSegments() {
+		if ix.Details == nil || ix.Details.TypeURL != manifest.VectorIndexTypeURL {
 			continue
 		}
 		if _, ok := groups[ix.Name]; !ok {
@@ -468,7 +460,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
 		segs := groups[name]
 		covered := roaring.New()
 		for _, ix := range segs {
-			if bm, err := decodeRoaring(ix.FragmentBitmap); err == nil {
+			if bm, err := manifest.DecodeRoaring(ix.FragmentBitmap); err == nil {
 				covered.Or(bm)
 			}
 		}
@@ -482,9 +474,9 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
 			continue
 		}
 		last := segs[len(segs)-1]
-		var det lancerpb.LancerVectorIndex
-		if err := proto.Unmarshal(last.IndexDetails.Value, &det); err != nil {
-			return nil, fmt.Errorf("dataset: index %q: details: %v: %w", name, err, lancer.ErrCorrupt)
+		det, err := manifest.DecodeVectorIndexDetails(last.Details.Value)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: index %q: details: %w", name, err)
 		}
 		metric, err := vector.ParseMetric(det.Metric)
 		if err != nil {
@@ -493,7 +485,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
 		if len(last.Fields) != 1 {
 			return nil, fmt.Errorf("dataset: index %q has %d fields: %w", name, len(last.Fields), lancer.ErrCorrupt)
 		}
-		column, ok := fieldPaths(d.manifest.Schema)[last.Fields[0]]
+		column, ok := manifest.FieldPaths(d.manifest.Schema)[last.Fields[0]]
 		if !ok {
 			continue // the column was dropped; retainIndices drops the index
 		}
@@ -524,16 +516,16 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
 
 // applyCreateIndex returns indices without the segments op removes (by
 // uuid) and with the ones it adds.
-func applyCreateIndex(indices []*tablepb.IndexMetadata, op *operation) []*tablepb.IndexMetadata {
+func applyCreateIndex(indices []*manifest.IndexMetadata, op *operation) []*manifest.IndexMetadata {
 	gone := map[string]bool{}
 	for _, ix := range op.removedIndices {
-		gone[string(ix.GetUuid().GetUuid())] = true
+		gone[string(ix.UUID)] = true
 	}
-	out := slices.DeleteFunc(slices.Clone(indices), func(ix *tablepb.IndexMetadata) bool {
-		return gone[string(ix.GetUuid().GetUuid())]
+	out := slices.DeleteFunc(slices.Clone(indices), func(ix *manifest.IndexMetadata) bool {
+		return gone[string(ix.UUID)]
 	})
 	for _, ix := range op.newIndices {
-		out = append(out, proto.Clone(ix).(*tablepb.IndexMetadata))
+		out = append(out, ix.Clone())
 	}
 	return out
 }

@@ -13,11 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/internal/pb/lancerpb"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -158,7 +157,7 @@ func TestVectorIndexTypes(t *testing.T) {
 					t.Fatal(err)
 				}
 				ix := d.Indices()
-				if len(ix) != 1 || ix[0].Name != "vec_idx" || ix[0].TypeURL != lancerIndexTypeURL || len(ix[0].Fragments) != 3 {
+				if len(ix) != 1 || ix[0].Name != "vec_idx" || ix[0].TypeURL != manifest.VectorIndexTypeURL || len(ix[0].Fragments) != 3 {
 					t.Fatalf("indices %+v", ix)
 				}
 				// A fresh open reads the index from the store.
@@ -626,9 +625,9 @@ func TestVectorIndexIVFPQ(t *testing.T) {
 	if len(segs) != 2 {
 		t.Fatalf("%d segments after optimize", len(segs))
 	}
-	for i, raw := range d.manifest.rawIndices {
-		var det lancerpb.LancerVectorIndex
-		if err := proto.Unmarshal(raw.GetIndexDetails().GetValue(), &det); err != nil {
+	for i, raw := range d.manifest.IndexSegments() {
+		det, err := manifest.DecodeVectorIndexDetails(raw.Details.Value)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if det.Type != IndexIVFPQ || det.SubVectors != 8 {

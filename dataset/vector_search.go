@@ -10,12 +10,11 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/cache"
-	"github.com/lancerdb/lancer/internal/pb/lancerpb"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -233,7 +232,7 @@ func (d *Dataset) maxRows() uint64 {
 	for _, f := range d.manifest.Fragments {
 		rows := f.PhysicalRows
 		if rows == 0 && len(f.Files) > 0 {
-			rows = maxRowsPerFragment
+			rows = manifest.MaxRowsPerFragment
 		}
 		// n stays below MaxInt before each add of at most 2^32: no wrap.
 		if n += rows; n >= math.MaxInt {
@@ -253,7 +252,7 @@ func (f flatFilter) Contains(pos uint64) bool { return f.allow.Contains(f.ids[po
 
 // searchSegments returns the lancer vector index segments on field that a
 // search with o uses, and the metric of the search.
-func (d *Dataset) searchSegments(field int32, o SearchOptions) ([]IndexInfo, vector.Metric, error) {
+func (d *Dataset) searchSegments(field int32, o SearchOptions) ([]manifest.IndexInfo, vector.Metric, error) {
 	var want *vector.Metric
 	if o.Metric != "" {
 		m, err := vector.ParseMetric(o.Metric)
@@ -263,20 +262,20 @@ func (d *Dataset) searchSegments(field int32, o SearchOptions) ([]IndexInfo, vec
 		want = &m
 	}
 	var (
-		segs   []IndexInfo
+		segs   []manifest.IndexInfo
 		metric vector.Metric
 		found  bool
 	)
-	for i, ix := range d.manifest.Indices {
-		if ix.TypeURL != lancerIndexTypeURL || len(ix.FieldIDs) != 1 || ix.FieldIDs[0] != field {
+	for _, ix := range d.manifest.Indices {
+		if ix.TypeURL != manifest.VectorIndexTypeURL || len(ix.FieldIDs) != 1 || ix.FieldIDs[0] != field {
 			continue
 		}
 		if o.Index != "" && ix.Name != o.Index {
 			continue
 		}
-		var det lancerpb.LancerVectorIndex
-		if err := proto.Unmarshal(d.manifest.rawIndices[i].GetIndexDetails().GetValue(), &det); err != nil {
-			return nil, 0, fmt.Errorf("dataset: index %q: details: %v: %w", ix.Name, err, lancer.ErrCorrupt)
+		det, err := ix.VectorDetails()
+		if err != nil {
+			return nil, 0, fmt.Errorf("dataset: index %q: details: %w", ix.Name, err)
 		}
 		m, err := vector.ParseMetric(det.Metric)
 		if err != nil {
@@ -344,7 +343,7 @@ func (d *Dataset) computeFilterRowIDs(ctx context.Context, predicate string) (*r
 // holds (no row deleted, moved or compacted away since): then the index
 // needs no filter. The answer is cached across versions whose covered
 // fragments are unchanged (segmentKey).
-func (d *Dataset) segmentLiveRows(ctx context.Context, seg IndexInfo, ivf *loadedIndex) (*roaring64.Bitmap, error) {
+func (d *Dataset) segmentLiveRows(ctx context.Context, seg manifest.IndexInfo, ivf *loadedIndex) (*roaring64.Bitmap, error) {
 	type liveRows struct{ live *roaring64.Bitmap }
 	v, err := cached(ctx, d.opts.Cache, cacheSearch, d.segmentKey(seg), func(ctx context.Context) (liveRows, int64, error) {
 		view := d.withFragments(toUint64s(seg.Fragments))
@@ -493,7 +492,7 @@ func (idx *loadedIndex) residentBytes() int64 {
 }
 
 // loadVectorIndex returns seg's index, from the cache or opened.
-func (d *Dataset) loadVectorIndex(ctx context.Context, seg IndexInfo) (*loadedIndex, error) {
+func (d *Dataset) loadVectorIndex(ctx context.Context, seg manifest.IndexInfo) (*loadedIndex, error) {
 	store, err := d.rootStore(ctx, seg.BaseID, "index "+seg.Name)
 	if err != nil {
 		return nil, err
@@ -502,7 +501,7 @@ func (d *Dataset) loadVectorIndex(ctx context.Context, seg IndexInfo) (*loadedIn
 	// Index files are immutable and named by a random uuid, so one
 	// location is one index whichever store object (each Open makes its
 	// own) reads it.
-	loc := location(store, key)
+	loc := manifest.Location(store, key)
 	return cached(ctx, d.opts.Cache, cacheIndices, loc, func(ctx context.Context) (*loadedIndex, int64, error) {
 		idx, err := openVectorIndex(ctx, store, key, d.opts.Cache)
 		if err != nil {
@@ -517,7 +516,7 @@ func (d *Dataset) loadVectorIndex(ctx context.Context, seg IndexInfo) (*loadedIn
 // partition directory) now, with ctx, and each partition when a search
 // first probes it, with the search's ctx, keeping the partitions in c.
 func openVectorIndex(ctx context.Context, store blob.Store, key string, c *cache.Cache) (*loadedIndex, error) {
-	loc := location(store, key)
+	loc := manifest.Location(store, key)
 	info, err := store.Stat(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: read index %s: %w", loc, err)

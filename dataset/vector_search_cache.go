@@ -13,6 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -34,7 +35,7 @@ import (
 // (segmentKey) and the version as a whole. They are derived from the
 // manifest alone, once per Dataset.
 type versionKeys struct {
-	frag map[*Fragment]string
+	frag map[*manifest.Fragment]string
 	seg  map[string]string // by segment uuid
 	// version names the manifest file and the fragments of this Dataset
 	// (a view from withFragments has fewer than its manifest file).
@@ -44,7 +45,7 @@ type versionKeys struct {
 // searchKeys returns the keys of this version, built by the first call.
 func (d *Dataset) searchKeys() *versionKeys {
 	d.keysOnce.Do(func() {
-		k := &versionKeys{frag: make(map[*Fragment]string, len(d.manifest.Fragments)), seg: map[string]string{}}
+		k := &versionKeys{frag: make(map[*manifest.Fragment]string, len(d.manifest.Fragments)), seg: map[string]string{}}
 		all := sha256.New()
 		for _, f := range d.manifest.Fragments {
 			fk := d.buildFragmentKey(f)
@@ -52,9 +53,9 @@ func (d *Dataset) searchKeys() *versionKeys {
 			all.Write([]byte(fk))
 			all.Write([]byte{0})
 		}
-		k.version = fmt.Sprintf("%s %x", location(d.store, d.manifestKey), all.Sum(nil))
+		k.version = fmt.Sprintf("%s %x", manifest.Location(d.store, d.manifestKey), all.Sum(nil))
 		for _, seg := range d.manifest.Indices {
-			if seg.TypeURL == lancerIndexTypeURL {
+			if seg.TypeURL == manifest.VectorIndexTypeURL {
 				k.seg[seg.UUID] = d.buildSegmentKey(seg, k.frag)
 			}
 		}
@@ -69,16 +70,16 @@ func (d *Dataset) searchKeys() *versionKeys {
 // addresses from the fragment id, or the stable row id sequence), under
 // the dataset root. The keys of a version's fragments are built once per
 // Dataset (searchKeys).
-func (d *Dataset) fragmentKey(f *Fragment) string {
+func (d *Dataset) fragmentKey(f *manifest.Fragment) string {
 	if k, ok := d.searchKeys().frag[f]; ok {
 		return k
 	}
 	return d.buildFragmentKey(f) // not one of the manifest's (a view's copy)
 }
 
-func (d *Dataset) buildFragmentKey(f *Fragment) string {
+func (d *Dataset) buildFragmentKey(f *manifest.Fragment) string {
 	b := make([]byte, 0, 256)
-	b = append(b, location(d.store, "")...)
+	b = append(b, manifest.Location(d.store, "")...)
 	b = append(b, "|frag "...)
 	b = strconv.AppendUint(b, f.ID, 10)
 	b = append(b, " rows "...)
@@ -110,11 +111,11 @@ func (d *Dataset) buildFragmentKey(f *Fragment) string {
 		b = append(b, ' ')
 		b = append(b, d.baseKey(del.BaseID)...)
 	}
-	if r := f.rowIDs; r.present {
-		if r.path != "" {
-			b = fmt.Appendf(b, "|rowids %q %d %d", r.path, r.offset, r.size)
+	if r := f.RowIDs; r != nil {
+		if e := r.External; e != nil {
+			b = fmt.Appendf(b, "|rowids %q %d %d", e.Path, e.Offset, e.Size)
 		} else {
-			b = fmt.Appendf(b, "|rowids %x", sha256.Sum256(r.inline))
+			b = fmt.Appendf(b, "|rowids %x", sha256.Sum256(r.Inline))
 		}
 	}
 	return string(b)
@@ -142,7 +143,7 @@ func (d *Dataset) fieldsKey(b *strings.Builder, fields []*schema.Field) {
 		if f.Dictionary != nil {
 			// A legacy dictionary may be stored in the manifest itself:
 			// share nothing with other versions.
-			fmt.Fprintf(b, " dict %d %d in %s", f.Dictionary.Offset, f.Dictionary.Length, location(d.store, d.manifestKey))
+			fmt.Fprintf(b, " dict %d %d in %s", f.Dictionary.Offset, f.Dictionary.Length, manifest.Location(d.store, d.manifestKey))
 		}
 		d.fieldsKey(b, f.Children)
 		b.WriteString(")")
@@ -185,7 +186,7 @@ func (d *Dataset) preparePrefilter(predicate string) (*prefilter, error) {
 // filterFragment returns the row ids of fragment f's live rows that pf
 // keeps, from the shared cache or evaluated. It reads only the columns the
 // filter names and evaluates the filter once per batch.
-func (d *Dataset) filterFragment(ctx context.Context, pf *prefilter, f *Fragment) (*roaring64.Bitmap, error) {
+func (d *Dataset) filterFragment(ctx context.Context, pf *prefilter, f *manifest.Fragment) (*roaring64.Bitmap, error) {
 	return cached(ctx, d.opts.Cache, cacheSearch, pf.key+"|"+d.fragmentKey(f), func(ctx context.Context) (*roaring64.Bitmap, int64, error) {
 		ids, err := d.evalFragmentFilter(ctx, pf, f)
 		if err != nil {
@@ -199,7 +200,7 @@ func (d *Dataset) filterFragment(ctx context.Context, pf *prefilter, f *Fragment
 	})
 }
 
-func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *Fragment) (*roaring64.Bitmap, error) {
+func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *manifest.Fragment) (*roaring64.Bitmap, error) {
 	fr, err := d.openFragment(ctx, pf.proj, f)
 	if err != nil {
 		return nil, err
@@ -252,7 +253,7 @@ func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *Frag
 
 // flatFragment returns the finite, non-null vectors of column (dim wide)
 // in fragment f with their row ids, from the shared cache or read.
-func (d *Dataset) flatFragment(ctx context.Context, column, colKey string, dim int, f *Fragment) (*flatVectorSet, error) {
+func (d *Dataset) flatFragment(ctx context.Context, column, colKey string, dim int, f *manifest.Fragment) (*flatVectorSet, error) {
 	return cached(ctx, d.opts.Cache, cacheSearch, colKey+"|"+d.fragmentKey(f), func(ctx context.Context) (*flatVectorSet, int64, error) {
 		vecs, ids, err := d.readVectors(ctx, column, dim, []uint64{f.ID}, nil)
 		if err != nil {
@@ -277,14 +278,14 @@ func (d *Dataset) columnKey(column string, dim int) (string, error) {
 // segmentKey names the live rows of an index segment's fragments in this
 // version: the segment and the fragments as they are now. The keys of a
 // version's segments are built once per Dataset (searchKeys).
-func (d *Dataset) segmentKey(seg IndexInfo) string {
+func (d *Dataset) segmentKey(seg manifest.IndexInfo) string {
 	if k, ok := d.searchKeys().seg[seg.UUID]; ok {
 		return k
 	}
 	return d.buildSegmentKey(seg, d.searchKeys().frag)
 }
 
-func (d *Dataset) buildSegmentKey(seg IndexInfo, fragKeys map[*Fragment]string) string {
+func (d *Dataset) buildSegmentKey(seg manifest.IndexInfo, fragKeys map[*manifest.Fragment]string) string {
 	h := sha256.New()
 	covered := map[uint64]bool{}
 	for _, id := range seg.Fragments {
@@ -296,5 +297,5 @@ func (d *Dataset) buildSegmentKey(seg IndexInfo, fragKeys map[*Fragment]string) 
 			h.Write([]byte{0})
 		}
 	}
-	return fmt.Sprintf("live %s %s %x", location(d.store, ""), seg.UUID, h.Sum(nil))
+	return fmt.Sprintf("live %s %s %x", manifest.Location(d.store, ""), seg.UUID, h.Sum(nil))
 }

@@ -5,94 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
-
-const versionsDir = "_versions/"
-
-// namingScheme is how a dataset names its manifest files (doc.go).
-type namingScheme uint8
-
-const (
-	schemeV1 namingScheme = iota + 1 // _versions/{v}.manifest
-	schemeV2                         // _versions/{MaxUint64-v:020}.manifest
-)
-
-func (s namingScheme) String() string {
-	if s == schemeV2 {
-		return "V2"
-	}
-	return "V1"
-}
-
-// detachedVersionBit marks a detached version: a manifest that is not part
-// of the history and never the latest.
-const detachedVersionBit = 1 << 63
-
-// manifestKey returns the key of version v's manifest under the scheme.
-func manifestKey(s namingScheme, v uint64) string {
-	if s == schemeV2 {
-		return fmt.Sprintf("%s%020d.manifest", versionsDir, uint64(math.MaxUint64)-v)
-	}
-	return versionsDir + strconv.FormatUint(v, 10) + ".manifest"
-}
-
-// manifestName is what a file name in _versions/ says.
-type manifestName struct {
-	scheme   namingScheme // 0: not a manifest (hint file, staging file, ...)
-	version  uint64
-	detached bool
-}
-
-// parseManifestName classifies a file name in _versions/. Anything that is
-// not a committed or detached manifest name (staging files
-// "N.manifest-<uuid>", temporary files, the version hint, a number that
-// encodes no valid version) is not a manifest, as for Lance.
-func parseManifestName(name string) manifestName {
-	stem, ok := strings.CutSuffix(name, ".manifest")
-	if !ok || strings.Contains(stem, "/") {
-		return manifestName{}
-	}
-	if digits, ok := strings.CutPrefix(stem, "d"); ok {
-		v, err := strconv.ParseUint(digits, 10, 64)
-		if err != nil || !isDigits(digits) || v&detachedVersionBit == 0 {
-			return manifestName{}
-		}
-		// Detached manifests only exist with V2 naming.
-		return manifestName{scheme: schemeV2, version: v, detached: true}
-	}
-	if !isDigits(stem) {
-		return manifestName{}
-	}
-	n, err := strconv.ParseUint(stem, 10, 64)
-	if err != nil {
-		return manifestName{}
-	}
-	s, v := schemeV1, n
-	if len(stem) == 20 {
-		s, v = schemeV2, math.MaxUint64-n
-	}
-	if v == 0 || v&detachedVersionBit != 0 {
-		return manifestName{}
-	}
-	return manifestName{scheme: s, version: v}
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
 
 // manifestEntry is one committed manifest found by listing.
 type manifestEntry struct {
@@ -105,25 +25,28 @@ type manifestEntry struct {
 // with each committed (not detached) manifest, stopping when visit returns
 // false. It fails on a directory that mixes V1 and V2 names, as far as the
 // listing got.
-func scanVersions(ctx context.Context, store blob.Store, visit func(manifestEntry, namingScheme) bool) error {
-	var scheme namingScheme
-	for info, err := range store.List(ctx, versionsDir) {
+func scanVersions(ctx context.Context, store blob.Store, visit func(manifestEntry, manifest.ManifestNaming) bool) error {
+	var (
+		scheme manifest.ManifestNaming
+		seen   bool
+	)
+	for info, err := range store.List(ctx, manifest.VersionsDir) {
 		if err != nil {
-			return fmt.Errorf("dataset: list %s: %w", location(store, versionsDir), err)
+			return fmt.Errorf("dataset: list %s: %w", manifest.Location(store, manifest.VersionsDir), err)
 		}
-		name := parseManifestName(strings.TrimPrefix(info.Key, versionsDir))
-		if name.scheme == 0 {
+		name := manifest.ParseName(strings.TrimPrefix(info.Key, manifest.VersionsDir))
+		if !name.OK {
 			continue
 		}
-		if scheme != 0 && name.scheme != scheme {
+		if seen && name.Naming != scheme {
 			return fmt.Errorf("dataset: %s mixes %s and %s manifest names (%s): %w",
-				location(store, versionsDir), scheme, name.scheme, info.Key, lancer.ErrCorrupt)
+				manifest.Location(store, manifest.VersionsDir), scheme, name.Naming, info.Key, lancer.ErrCorrupt)
 		}
-		scheme = name.scheme
-		if name.detached {
+		scheme, seen = name.Naming, true
+		if name.Detached {
 			continue
 		}
-		if !visit(manifestEntry{version: name.version, key: info.Key, size: info.Size}, scheme) {
+		if !visit(manifestEntry{version: name.Version, key: info.Key, size: info.Size}, scheme) {
 			return nil
 		}
 	}
@@ -134,7 +57,7 @@ func scanVersions(ctx context.Context, store blob.Store, visit func(manifestEntr
 // version.
 func listManifests(ctx context.Context, store blob.Store) ([]manifestEntry, error) {
 	var entries []manifestEntry
-	err := scanVersions(ctx, store, func(e manifestEntry, _ namingScheme) bool {
+	err := scanVersions(ctx, store, func(e manifestEntry, _ manifest.ManifestNaming) bool {
 		entries = append(entries, e)
 		return true
 	})
@@ -142,7 +65,7 @@ func listManifests(ctx context.Context, store blob.Store) ([]manifestEntry, erro
 		return nil, err
 	}
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("dataset: no manifest in %s: %w", location(store, versionsDir), lancer.ErrNotFound)
+		return nil, fmt.Errorf("dataset: no manifest in %s: %w", manifest.Location(store, manifest.VersionsDir), lancer.ErrNotFound)
 	}
 	slices.SortFunc(entries, func(a, b manifestEntry) int {
 		switch {
@@ -165,28 +88,28 @@ func latestManifest(ctx context.Context, store blob.Store) (manifestEntry, error
 		latest manifestEntry
 		found  bool
 	)
-	err := scanVersions(ctx, store, func(e manifestEntry, s namingScheme) bool {
+	err := scanVersions(ctx, store, func(e manifestEntry, s manifest.ManifestNaming) bool {
 		if !found || e.version > latest.version {
 			latest, found = e, true
 		}
-		return s != schemeV2
+		return s != manifest.ManifestNamingV2
 	})
 	if err != nil {
 		return manifestEntry{}, err
 	}
 	if !found {
-		return manifestEntry{}, fmt.Errorf("dataset: no manifest in %s: %w", location(store, versionsDir), lancer.ErrNotFound)
+		return manifestEntry{}, fmt.Errorf("dataset: no manifest in %s: %w", manifest.Location(store, manifest.VersionsDir), lancer.ErrNotFound)
 	}
 	return latest, nil
 }
 
 // findManifest locates version v's manifest: the V2 name first, then V1.
 func findManifest(ctx context.Context, store blob.Store, v uint64) (manifestEntry, error) {
-	if v == 0 || v&detachedVersionBit != 0 {
+	if v == 0 || v&manifest.DetachedVersionBit != 0 {
 		return manifestEntry{}, fmt.Errorf("dataset: version %d is not a committed version number: %w", v, lancer.ErrInvalidArgument)
 	}
-	for _, s := range []namingScheme{schemeV2, schemeV1} {
-		key := manifestKey(s, v)
+	for _, s := range []manifest.ManifestNaming{manifest.ManifestNamingV2, manifest.ManifestNamingV1} {
+		key := manifest.Key(s, v)
 		info, err := store.Stat(ctx, key)
 		if err == nil {
 			return manifestEntry{version: v, key: key, size: info.Size}, nil
@@ -255,11 +178,11 @@ func LatestVersion(ctx context.Context, store blob.Store) (uint64, error) {
 // and then (the server does every second). On object stores it is
 // LatestVersion: one listing request costs less than the probes.
 func LatestVersionSince(ctx context.Context, store blob.Store, known uint64) (uint64, error) {
-	if known == 0 || known&detachedVersionBit != 0 || blob.IsObjectStore(store) {
+	if known == 0 || known&manifest.DetachedVersionBit != 0 || blob.IsObjectStore(store) {
 		return LatestVersion(ctx, store)
 	}
-	exists := func(s namingScheme, v uint64) (bool, error) {
-		_, err := store.Stat(ctx, manifestKey(s, v))
+	exists := func(s manifest.ManifestNaming, v uint64) (bool, error) {
+		_, err := store.Stat(ctx, manifest.Key(s, v))
 		switch {
 		case err == nil:
 			return true, nil
@@ -275,9 +198,9 @@ func LatestVersionSince(ctx context.Context, store blob.Store, known uint64) (ui
 	case err != nil:
 		return 0, err
 	}
-	scheme := schemeV1
-	if e.key == manifestKey(schemeV2, known) {
-		scheme = schemeV2
+	scheme := manifest.ManifestNamingV1
+	if e.key == manifest.Key(manifest.ManifestNamingV2, known) {
+		scheme = manifest.ManifestNamingV2
 	}
 	// probe returns the last version of the run from v on, or 0 when the
 	// run is longer than a few versions.
@@ -370,20 +293,24 @@ func (d *Dataset) Versions(ctx context.Context) ([]VersionInfo, error) {
 	}
 	out := make([]VersionInfo, 0, len(entries))
 	for _, e := range entries {
-		c, err := readManifest(ctx, d.store, e.key, e.size, true)
+		c, err := manifest.ReadFile(ctx, d.store, e.key, e.size, true)
 		if err != nil {
 			return nil, err
 		}
-		if c.manifest.Version != e.version {
+		if c.Manifest.Version != e.version {
 			return nil, fmt.Errorf("dataset: manifest %s records version %d: %w",
-				location(d.store, e.key), c.manifest.Version, lancer.ErrCorrupt)
+				manifest.Location(d.store, e.key), c.Manifest.Version, lancer.ErrCorrupt)
+		}
+		var props map[string]string
+		if c.Transaction != nil {
+			props = c.Transaction.Properties
 		}
 		out = append(out, VersionInfo{
 			Version:    e.version,
-			Timestamp:  c.manifest.Timestamp,
-			Metadata:   c.manifest.Summary().Map(),
-			Operation:  operationName(c.txn),
-			Properties: c.txn.GetTransactionProperties(),
+			Timestamp:  c.Manifest.Timestamp,
+			Metadata:   c.Manifest.Summary().Map(),
+			Operation:  manifest.OperationName(c.Transaction),
+			Properties: props,
 		})
 	}
 	return out, nil

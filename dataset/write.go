@@ -16,9 +16,9 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/cache"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // WriteMode says what Write does with a dataset that may already exist.
@@ -50,38 +50,6 @@ func (m WriteMode) String() string {
 		return "overwrite"
 	}
 	return "WriteMode(" + strconv.Itoa(int(m)) + ")"
-}
-
-// ManifestNaming is how a new dataset names its manifest files (see the
-// package documentation). A dataset keeps the scheme it was created with.
-type ManifestNaming uint8
-
-const (
-	// ManifestNamingV2 names version v _versions/{MaxUint64-v}.manifest,
-	// zero-padded to 20 digits, so a listing finds the latest first. It is
-	// what LanceDB uses.
-	ManifestNamingV2 ManifestNaming = iota
-	// ManifestNamingV1 names version v _versions/{v}.manifest, Lance's
-	// original scheme.
-	ManifestNamingV1
-)
-
-// String names the scheme: "V2" or "V1".
-func (n ManifestNaming) String() string {
-	switch n {
-	case ManifestNamingV2:
-		return "V2"
-	case ManifestNamingV1:
-		return "V1"
-	}
-	return "ManifestNaming(" + strconv.Itoa(int(n)) + ")"
-}
-
-func (n ManifestNaming) scheme() namingScheme {
-	if n == ManifestNamingV1 {
-		return schemeV1
-	}
-	return schemeV2
 }
 
 // Defaults of WriteOptions.
@@ -116,7 +84,7 @@ type WriteOptions struct {
 	// ManifestNaming is the manifest naming scheme of a new dataset.
 	// Default ManifestNamingV2 (LanceDB's). An existing dataset keeps its
 	// own.
-	ManifestNaming ManifestNaming
+	ManifestNaming manifest.ManifestNaming
 	// CommitRetries is how often a commit that lost the race for its
 	// version is rebased and retried, with randomized backoff. Default
 	// DefaultCommitRetries; negative means no retry.
@@ -159,7 +127,7 @@ func (o *WriteOptions) validate() error {
 		return fmt.Errorf("dataset: write mode %s: %w", o.Mode, lancer.ErrInvalidArgument)
 	}
 	switch o.ManifestNaming {
-	case ManifestNamingV1, ManifestNamingV2:
+	case manifest.ManifestNamingV1, manifest.ManifestNamingV2:
 	default:
 		return fmt.Errorf("dataset: %s: %w", o.ManifestNaming, lancer.ErrInvalidArgument)
 	}
@@ -168,7 +136,7 @@ func (o *WriteOptions) validate() error {
 			return err
 		}
 	}
-	if o.MaxRowsPerFile > maxRowsPerFragment {
+	if o.MaxRowsPerFile > manifest.MaxRowsPerFragment {
 		return fmt.Errorf("dataset: MaxRowsPerFile %d exceeds the 2^32 rows a fragment can address: %w",
 			o.MaxRowsPerFile, lancer.ErrInvalidArgument)
 	}
@@ -265,7 +233,7 @@ func create(ctx context.Context, store blob.Store, oo OpenOptions, bases *baseSt
 	return commit(ctx, store, oo, bases, op, commitOptions{
 		readVersion: 0,
 		retries:     o.CommitRetries,
-		naming:      o.ManifestNaming.scheme(),
+		naming:      o.ManifestNaming,
 		createOnly:  o.Mode != WriteOverwrite,
 	})
 }
@@ -373,15 +341,15 @@ func appendSchema(ds *schema.Schema, as *arrow.Schema) (*schema.Schema, error) {
 // checkWritable refuses to commit on top of a version lancer cannot write
 // correctly.
 func (d *Dataset) checkWritable() error {
-	return checkWritableManifest(d.manifest, location(d.store, d.manifestKey))
+	return checkWritableManifest(d.manifest, manifest.Location(d.store, d.manifestKey))
 }
 
 // writableFlags are the writer feature flags lancer honours when it
 // commits: anything newer (data overlays, ...) is refused.
-const writableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig |
-	FlagBasePaths | FlagDisableTransactionFile
+const writableFlags = manifest.FlagDeletionFiles | manifest.FlagStableRowIDs | manifest.FlagUseV2Format | manifest.FlagTableConfig |
+	manifest.FlagBasePaths | manifest.FlagDisableTransactionFile
 
-func checkWritableManifest(m *Manifest, where string) error {
+func checkWritableManifest(m *manifest.Manifest, where string) error {
 	if unknown := m.WriterFeatureFlags &^ writableFlags; unknown != 0 {
 		return fmt.Errorf("dataset: manifest %s: writer feature flags %s: lancer cannot write %s: %w",
 			where, m.WriterFeatureFlags, unknown, lancer.ErrUnsupported)
@@ -403,7 +371,7 @@ func checkWritableManifest(m *Manifest, where string) error {
 // per file, ids unassigned (0) as a transaction records them. On error the
 // files already written are removed.
 func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema, data array.RecordReader,
-	version format.Version, o WriteOptions) (frags []*tablepb.DataFragment, err error) {
+	version format.Version, o WriteOptions) (frags []*manifest.Fragment, err error) {
 	// cols[i] is the data column holding schema.Fields[i].
 	cols := make([]int, len(schema.Fields))
 	for i, f := range schema.Fields {
@@ -436,8 +404,8 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 			return err
 		}
 		written = append(written, wf.Key)
-		frags = append(frags, &tablepb.DataFragment{
-			Files:        []*tablepb.DataFile{dataFileProto(wf)},
+		frags = append(frags, &manifest.Fragment{
+			Files:        []manifest.DataFile{dataFileOf(wf)},
 			PhysicalRows: wf.Rows,
 		})
 		return nil
@@ -518,15 +486,15 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 // dataDir is where a dataset keeps its data files.
 const dataDir = "data/"
 
-// dataFileProto describes a data file just written, for a fragment.
-func dataFileProto(wf *format.WrittenFile) *tablepb.DataFile {
-	return &tablepb.DataFile{
-		Path:             strings.TrimPrefix(wf.Key, dataDir),
-		Fields:           wf.Fields,
-		ColumnIndices:    wf.ColumnIndices,
-		FileMajorVersion: uint32(wf.Version.Major),
-		FileMinorVersion: uint32(wf.Version.Minor),
-		FileSizeBytes:    wf.Size,
+// dataFileOf describes a data file just written, for a fragment.
+func dataFileOf(wf *format.WrittenFile) manifest.DataFile {
+	return manifest.DataFile{
+		Path:          strings.TrimPrefix(wf.Key, dataDir),
+		Fields:        wf.Fields,
+		ColumnIndices: wf.ColumnIndices,
+		MajorVersion:  uint32(wf.Version.Major),
+		MinorVersion:  uint32(wf.Version.Minor),
+		SizeBytes:     wf.Size,
 	}
 }
 

@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,18 +10,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // copyTree copies the directory src to dst.
@@ -143,32 +145,32 @@ func rowIDs(rows []row) []uint64 {
 
 // rawTransaction reads the transaction recorded for version v, from the
 // inline section, and checks that the .txn file holds the same bytes.
-func rawTransaction(t testing.TB, store blob.Store, v uint64) *tablepb.Transaction {
+func rawTransaction(t testing.TB, store blob.Store, v uint64) *manifest.Transaction {
 	t.Helper()
 	ctx := context.Background()
 	e, err := findManifest(ctx, store, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := readManifest(ctx, store, e.key, e.size, true)
+	c, err := manifest.ReadFile(ctx, store, e.key, e.size, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.txn == nil {
+	if c.Transaction == nil {
 		t.Fatalf("version %d has no transaction", v)
 	}
-	file, err := store.ReadAll(ctx, transactionsDir+c.manifest.TransactionFile)
+	file, err := store.ReadAll(ctx, manifest.TransactionsDir+c.Manifest.TransactionFile)
 	if err != nil {
 		t.Fatalf("version %d: transaction file: %v", v, err)
 	}
-	var fromFile tablepb.Transaction
-	if err := proto.Unmarshal(file, &fromFile); err != nil {
+	fromFile, err := manifest.DecodeTransaction(file)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !proto.Equal(&fromFile, c.txn) {
+	if !reflect.DeepEqual(fromFile, c.Transaction) {
 		t.Errorf("version %d: the .txn file and the inline transaction differ", v)
 	}
-	return c.txn
+	return c.Transaction
 }
 
 // sortedIDs returns ids sorted.
@@ -182,12 +184,12 @@ func sortedIDs(ids []uint64) []uint64 {
 // without a data file writer: the first fragment of version 1 of a
 // fixture, with its rows by top-level field id.
 type bank struct {
-	frag   *tablepb.DataFragment
+	frag   *manifest.Fragment
 	schema *schema.Schema
 	format format.Version
 	rows   []map[int32]json.RawMessage
 	// frags are copies made ahead of a test's commit.
-	frags []*tablepb.DataFragment
+	frags []*manifest.Fragment
 }
 
 // loadBank reads the bank of the dataset in store (version 1 must hold a
@@ -199,12 +201,12 @@ func loadBank(t testing.TB, store blob.Store) *bank {
 		t.Fatalf("version 1 has %d fragments, want one without deletions", len(d.manifest.Fragments))
 	}
 	b := &bank{
-		frag:   proto.Clone(d.manifest.raw.GetFragments()[0]).(*tablepb.DataFragment),
+		frag:   d.manifest.Fragments[0].Clone(),
 		schema: d.Schema(),
 		format: d.manifest.DataFormat,
 	}
-	b.frag.Id = 0
-	b.frag.RowIdSequence, b.frag.CreatedAtVersionSequence, b.frag.LastUpdatedAtVersionSequence = nil, nil, nil
+	b.frag.ID = 0
+	b.frag.RowIDs, b.frag.CreatedAtVersions, b.frag.LastUpdatedAtVersions = nil, nil, nil
 	for _, r := range scanAll(t, d) {
 		vals := map[int32]json.RawMessage{}
 		for _, f := range b.schema.Fields {
@@ -220,13 +222,14 @@ func loadBank(t testing.TB, store blob.Store) *bank {
 
 // fragments copies the bank's data files n times under new names and
 // returns the fragments to append, ids unassigned.
-func (b *bank) fragments(t testing.TB, store blob.Store, n int) []*tablepb.DataFragment {
+func (b *bank) fragments(t testing.TB, store blob.Store, n int) []*manifest.Fragment {
 	t.Helper()
 	ctx := context.Background()
-	var out []*tablepb.DataFragment
+	var out []*manifest.Fragment
 	for range n {
-		f := proto.Clone(b.frag).(*tablepb.DataFragment)
-		for _, df := range f.Files {
+		f := b.frag.Clone()
+		for i := range f.Files {
+			df := &f.Files[i]
 			data, err := store.ReadAll(ctx, dataDir+df.Path)
 			if err != nil {
 				t.Fatal(err)
@@ -252,4 +255,20 @@ func appendBank(ctx context.Context, t testing.TB, d *Dataset, b *bank, n, retri
 func overwriteBank(ctx context.Context, t testing.TB, d *Dataset, b *bank, stable bool) (*Dataset, error) {
 	t.Helper()
 	return d.commit(ctx, newOverwrite(b.schema, b.fragments(t, d.store, 1), b.format, stable), DefaultCommitRetries)
+}
+
+// opAs returns txn's operation as a T; the zero T (nil) when it is another.
+func opAs[T manifest.Operation](txn *manifest.Transaction) T {
+	op, _ := txn.Operation.(T)
+	return op
+}
+
+// roaringBytes returns the portable Roaring bitmap of values.
+func roaringBytes(t testing.TB, values ...uint32) []byte {
+	t.Helper()
+	b, err := roaring.BitmapOf(values...).ToBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // The model tests run random sequences of commits against an in-memory
@@ -141,7 +142,7 @@ func newModel(t *testing.T, store blob.Store, seed uint64) *model {
 		m.snaps[v] = stateOf(t, d)
 		m.handles[v] = d
 	}
-	if hwm, ok := fragmentHighWater(m.latest.manifest.raw); ok {
+	if hwm, ok := m.latest.manifest.FragmentHighWater(); ok {
 		m.nextFrag = hwm + 1
 	}
 	m.nextRowID = m.latest.manifest.NextRowID
@@ -299,7 +300,7 @@ func (m *model) step(i int) {
 		m.nextFrag = 0
 		s.rows = m.bankRows(m.newFragIDs(1))
 		m.committed(d, s, "overwrite")
-		if hwm, ok := fragmentHighWater(d.manifest.raw); ok {
+		if hwm, ok := d.manifest.FragmentHighWater(); ok {
 			m.nextFrag = hwm + 1
 		}
 	}
@@ -309,7 +310,7 @@ func (m *model) step(i int) {
 // version v, so an append or delete read at v can be rebased.
 func (m *model) rebasable(v uint64) bool {
 	for w := v + 1; w <= m.latest.Version(); w++ {
-		switch operationName(rawTransaction(m.t, m.store, w)) {
+		switch manifest.OperationName(rawTransaction(m.t, m.store, w)) {
 		case "Append", "Delete":
 		default:
 			return false
@@ -332,9 +333,9 @@ func (m *model) checkDeletionFiles(d *Dataset) {
 		if dv.count() == f.PhysicalRows {
 			m.t.Fatalf("version %d: fragment %d has every row deleted but is still listed", d.Version(), f.ID)
 		}
-		wantKind := DeletionArrow
-		if dv.count() >= bitmapDeletionThreshold {
-			wantKind = DeletionBitmap
+		wantKind := manifest.DeletionArrow
+		if dv.count() >= 5000 { // manifest.EncodeDeletionFile's threshold
+			wantKind = manifest.DeletionBitmap
 		}
 		if f.DeletionFile.Kind != wantKind && f.DeletionFile.ReadVersion >= m.snapsStart() {
 			m.t.Fatalf("version %d: fragment %d: %d deletions in a %s file", d.Version(), f.ID, dv.count(), f.DeletionFile.Kind)
@@ -402,7 +403,7 @@ func TestWriteModel(t *testing.T) {
 				}
 				m.checkAll()
 				names := map[string]bool{}
-				err := scanVersions(m.ctx, store, func(e manifestEntry, s namingScheme) bool {
+				err := scanVersions(m.ctx, store, func(e manifestEntry, s manifest.ManifestNaming) bool {
 					names[s.String()] = true
 					return true
 				})

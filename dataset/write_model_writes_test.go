@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -406,8 +407,8 @@ func TestWriteModelWrites(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
 			stable bool
-			naming ManifestNaming
-		}{{"plain", false, ManifestNamingV2}, {"stable", true, ManifestNamingV2}, {"v1names", false, ManifestNamingV1}} {
+			naming manifest.ManifestNaming
+		}{{"plain", false, manifest.ManifestNamingV2}, {"stable", true, manifest.ManifestNamingV2}, {"v1names", false, manifest.ManifestNamingV1}} {
 			for seed := uint64(1); seed <= 2; seed++ {
 				t.Run(fmt.Sprintf("%s/%s/seed%d", v, tc.name, seed), func(t *testing.T) {
 					runWriteModel(t, v, tc.stable, tc.naming, seed, 30)
@@ -417,7 +418,7 @@ func TestWriteModelWrites(t *testing.T) {
 	}
 }
 
-func runWriteModel(t *testing.T, v format.Version, stable bool, naming ManifestNaming, seed uint64, steps int) *writeModel {
+func runWriteModel(t *testing.T, v format.Version, stable bool, naming manifest.ManifestNaming, seed uint64, steps int) *writeModel {
 	ctx := context.Background()
 	mem := checkedAlloc(t)
 	store, err := blob.NewLocalStore(t.TempDir())
@@ -474,11 +475,11 @@ func runWriteModel(t *testing.T, v format.Version, stable bool, naming ManifestN
 		checkState(t, d, m.snaps[v])
 	}
 	t.Log(strings.Join(m.log, "\n"))
-	names := map[namingScheme]bool{}
-	if err := scanVersions(ctx, store, func(e manifestEntry, s namingScheme) bool { names[s] = true; return true }); err != nil {
+	names := map[manifest.ManifestNaming]bool{}
+	if err := scanVersions(ctx, store, func(e manifestEntry, s manifest.ManifestNaming) bool { names[s] = true; return true }); err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 1 || !names[naming.scheme()] {
+	if len(names) != 1 || !names[naming] {
 		t.Fatalf("manifest names %v, want %s", names, naming)
 	}
 	return m

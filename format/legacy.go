@@ -13,7 +13,6 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
@@ -143,11 +142,15 @@ func (r *Reader) openLegacy(ctx context.Context, tail []byte) error {
 	if manifestPos == 0 {
 		return fmt.Errorf("format: %s: legacy file does not store its own schema (manifest_position 0): %w", r.key, lancer.ErrUnsupported)
 	}
-	var manifest tablepb.Manifest
+	// The schema is stored as a lance.table.Manifest message; its fields
+	// (1) and schema metadata (5) have the wire layout of a
+	// lance.file.Schema, which is all a data file reader needs of it (the
+	// table protobufs are dataset/manifest's).
+	var manifest filepb.Schema
 	if err := r.readLegacyMessage(ctx, tail, manifestPos, metaPos, "schema manifest", &manifest); err != nil {
 		return err
 	}
-	fileSchema, err := schemaproto.Decode(manifest.GetFields(), manifest.GetSchemaMetadata())
+	fileSchema, err := schemaproto.Decode(manifest.GetFields(), manifest.GetMetadata())
 	if err != nil {
 		return fmt.Errorf("format: %s: file schema: %w", r.key, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/lancereftest"
@@ -289,7 +290,7 @@ func TestLancerWritesLanceReads(t *testing.T) {
 		{"v2_1", dataset.WriteOptions{FileVersion: format.Version2_1, MaxRowsPerFile: 30}},
 		{"v2_2", dataset.WriteOptions{FileVersion: format.Version2_2, MaxRowsPerFile: 30}},
 		{"v2_2_stable_rowids", dataset.WriteOptions{MaxRowsPerFile: 30, EnableStableRowIDs: true}},
-		{"v2_2_v1_manifest_names", dataset.WriteOptions{MaxRowsPerFile: 30, ManifestNaming: dataset.ManifestNamingV1}},
+		{"v2_2_v1_manifest_names", dataset.WriteOptions{MaxRowsPerFile: 30, ManifestNaming: manifest.ManifestNamingV1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,7 +356,7 @@ func TestLancerWritesLanceReads(t *testing.T) {
 }
 
 // checkNaming checks that every manifest follows the dataset's scheme.
-func checkNaming(t *testing.T, uri string, naming dataset.ManifestNaming) {
+func checkNaming(t *testing.T, uri string, naming manifest.ManifestNaming) {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(uri, "_versions"))
 	if err != nil {
@@ -366,7 +367,7 @@ func checkNaming(t *testing.T, uri string, naming dataset.ManifestNaming) {
 		if !strings.HasSuffix(name, ".manifest") {
 			continue
 		}
-		if v2 := len(name) == len("18446744073709551614.manifest"); v2 != (naming == dataset.ManifestNamingV2) {
+		if v2 := len(name) == len("18446744073709551614.manifest"); v2 != (naming == manifest.ManifestNamingV2) {
 			t.Errorf("manifest %s in a dataset named %s", name, naming)
 		}
 	}

@@ -17,10 +17,11 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/lancereftest"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/internal/manifesttest"
 )
 
 // optimizeRequest asks lance-ops.mjs for Lance's optimize: compaction with
@@ -198,10 +199,10 @@ func TestBranchCleanupInterop(t *testing.T) {
 		t.Fatalf("branch manifests: %v %v", manifests, err)
 	}
 	for _, path := range manifests {
-		fixturetest.EditManifest(t, path, func(m *tablepb.Manifest) {
-			for _, bp := range m.BasePaths {
+		manifesttest.Edit(t, path, func(m *manifest.Manifest) {
+			for i, bp := range m.BasePaths {
 				if rest, ok := strings.CutPrefix(bp.Path, recorded); ok {
-					bp.Path = uri + rest
+					m.BasePaths[i].Path = uri + rest
 				}
 			}
 		})

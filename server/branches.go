@@ -10,6 +10,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // The branches/ endpoints: the client's table.branches() list, create,
@@ -276,8 +277,8 @@ func branchVsMain(ctx context.Context, root blob.Store, name string) (*branchDif
 			out.RemovedColumns = append(out.RemovedColumns, summary(main, f.Name))
 		}
 	}
-	names := func(d *dataset.Dataset) map[string]dataset.IndexInfo {
-		m := map[string]dataset.IndexInfo{}
+	names := func(d *dataset.Dataset) map[string]manifest.IndexInfo {
+		m := map[string]manifest.IndexInfo{}
 		for _, ix := range d.Indices() {
 			m[ix.Name] = ix
 		}

@@ -9,11 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/internal/pb/lancerpb"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -161,19 +159,16 @@ func summarizeIndices(ds *dataset.Dataset) []*indexSummary {
 }
 
 // lancerDetails decodes the details of one of lancer's vector indices.
-func lancerDetails(ix dataset.IndexInfo) (*lancerpb.LancerVectorIndex, bool) {
-	if !strings.HasSuffix(ix.TypeURL, "/lancer.index.LancerVectorIndex") {
-		return nil, false
-	}
-	det := &lancerpb.LancerVectorIndex{}
-	if proto.Unmarshal(ix.Details, det) != nil {
+func lancerDetails(ix manifest.IndexInfo) (*manifest.VectorIndexDetails, bool) {
+	det, err := ix.VectorDetails()
+	if err != nil || det == nil {
 		return nil, false
 	}
 	return det, true
 }
 
 // indexTypeName names an index segment's type as the client does.
-func indexTypeName(ix dataset.IndexInfo) string {
+func indexTypeName(ix manifest.IndexInfo) string {
 	if det, ok := lancerDetails(ix); ok {
 		if n, ok := clientIndexTypes[det.Type]; ok {
 			return n

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // explainPlan answers explain_plan/ {"verbose", "query": <query body>}
@@ -146,7 +147,7 @@ func (p *preparedQuery) coverage() (indexed, flat uint64, flatFrags int) {
 // metric (or the first index's metric when none is asked), none with
 // bypass_vector_index. It returns them, the fragments they cover, the
 // metric, and why no index is used when none is.
-func (p *preparedQuery) searchIndex() (used []dataset.IndexInfo, covered map[uint32]bool, metric, why string) {
+func (p *preparedQuery) searchIndex() (used []manifest.IndexInfo, covered map[uint32]bool, metric, why string) {
 	covered = map[uint32]bool{}
 	column, err := vectorColumn(p.ds.Schema(), p.q.VectorColumn, len(p.vectors[0]))
 	if err != nil {
@@ -159,10 +160,10 @@ func (p *preparedQuery) searchIndex() (used []dataset.IndexInfo, covered map[uin
 			continue
 		}
 		if metric == "" {
-			metric = det.GetMetric()
+			metric = det.Metric
 		}
-		if !strings.EqualFold(det.GetMetric(), metric) {
-			why = fmt.Sprintf("index %s is for metric %s", ix.Name, det.GetMetric())
+		if !strings.EqualFold(det.Metric, metric) {
+			why = fmt.Sprintf("index %s is for metric %s", ix.Name, det.Metric)
 			continue
 		}
 		if len(ix.Fragments) > 0 {
@@ -344,7 +345,7 @@ func (p *preparedQuery) describeSearch(sb *strings.Builder, table string, line f
 	line("columns: %s + %s", cols, dataset.DistanceColumn)
 }
 
-func countSegments(segs []dataset.IndexInfo, name string) int {
+func countSegments(segs []manifest.IndexInfo, name string) int {
 	n := 0
 	for _, s := range segs {
 		if s.Name == name {
@@ -355,7 +356,7 @@ func countSegments(segs []dataset.IndexInfo, name string) int {
 }
 
 // efText names the HNSW beam width of an HNSW index.
-func efText(ix dataset.IndexInfo, ef int) string {
+func efText(ix manifest.IndexInfo, ef int) string {
 	if !strings.Contains(indexTypeName(ix), "HNSW") {
 		return ""
 	}

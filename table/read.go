@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -83,7 +84,7 @@ func (t *Table) Versions(ctx context.Context) ([]dataset.VersionInfo, error) {
 }
 
 // Indices returns the indices of the handle's version.
-func (t *Table) Indices() []dataset.IndexInfo {
+func (t *Table) Indices() []manifest.IndexInfo {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.ds.Indices()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -101,7 +102,7 @@ exact distances) and flat (exact search over a packed copy).`,
 
 // indexedRows returns how many rows the segment info says it indexed, from
 // the fragments it covers.
-func indexedRows(ds *dataset.Dataset, info dataset.IndexInfo) uint64 {
+func indexedRows(ds *dataset.Dataset, info manifest.IndexInfo) uint64 {
 	covered := map[uint32]bool{}
 	for _, id := range info.Fragments {
 		covered[id] = true

@@ -1,4 +1,4 @@
-package dataset
+package manifest
 
 import (
 	"encoding/binary"
@@ -93,24 +93,24 @@ func TestRowIDSequence(t *testing.T) {
 		}, []uint64{0, 1, 2, 10, 12, 13, 20, 23, 30, 35, 99, 98}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			seq, err := decodeRowIDSequence(encodeSeq(t, tc.segs...), uint64(len(tc.want)))
+			seq, err := DecodeRowIDSequence(encodeSeq(t, tc.segs...), uint64(len(tc.want)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if seq.len() != uint64(len(tc.want)) {
-				t.Fatalf("len %d, want %d", seq.len(), len(tc.want))
+			if seq.Len() != uint64(len(tc.want)) {
+				t.Fatalf("len %d, want %d", seq.Len(), len(tc.want))
 			}
 			for i, want := range tc.want {
-				if got := seq.at(uint64(i)); got != want {
+				if got := seq.At(uint64(i)); got != want {
 					t.Errorf("at(%d) = %d, want %d", i, got, want)
 				}
-				if got := seq.offsets(want); !slices.Equal(got, []uint64{uint64(i)}) {
+				if got := seq.Offsets(want); !slices.Equal(got, []uint64{uint64(i)}) {
 					t.Errorf("offsets(%d) = %v, want [%d]", want, got, i)
 				}
 			}
 			for _, absent := range []uint64{4, 11, 21, 31, 97, 1 << 62} {
 				if !slices.Contains(tc.want, absent) {
-					if got := seq.offsets(absent); len(got) != 0 {
+					if got := seq.Offsets(absent); len(got) != 0 {
 						t.Errorf("offsets(%d) = %v for an absent id", absent, got)
 					}
 				}
@@ -144,7 +144,7 @@ func TestRowIDSequenceCorrupt(t *testing.T) {
 		{"bitmap huge range", encodeSeq(t, segBitmap(0, 1<<62, 0xff)), 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := decodeRowIDSequence(tc.data, tc.physical); !errors.Is(err, lancer.ErrCorrupt) {
+			if _, err := DecodeRowIDSequence(tc.data, tc.physical); !errors.Is(err, lancer.ErrCorrupt) {
 				t.Errorf("err = %v, want ErrCorrupt", err)
 			}
 		})

@@ -1,9 +1,11 @@
-package dataset
+package manifest
 
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -13,7 +15,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
-// A manifest file is a small legacy-layout Lance file:
+// A manifest file is a small legacy-layout Lance file (doc.go, M1):
 //
 //	[u32 len | IndexSection]   optional, position in Manifest.index_section
 //	[u32 len | Transaction]    optional, position in Manifest.transaction_section
@@ -30,6 +32,9 @@ const (
 	manifestTailSize = 64 << 10
 )
 
+// TransactionsDir is where transaction files live, beside _versions/.
+const TransactionsDir = "_transactions/"
+
 // manifestFile reads a manifest file, serving ranges from the tail it read
 // first and fetching the rest on demand.
 type manifestFile struct {
@@ -40,12 +45,12 @@ type manifestFile struct {
 	tailStart int64
 }
 
-// location names a key of a store in error messages.
-func location(store blob.Store, key string) string {
+// Location names a key of a store in error messages.
+func Location(store blob.Store, key string) string {
 	return strings.TrimSuffix(store.URI(), "/") + "/" + key
 }
 
-func (f *manifestFile) where() string { return location(f.store, f.key) }
+func (f *manifestFile) where() string { return Location(f.store, f.key) }
 
 func (f *manifestFile) corruptf(format string, args ...any) error {
 	return fmt.Errorf("dataset: manifest %s: %s: %w", f.where(), fmt.Sprintf(format, args...), lancer.ErrCorrupt)
@@ -108,18 +113,19 @@ func (f *manifestFile) section(ctx context.Context, what string, pos uint64, end
 	return f.readAt(ctx, bodyStart, n)
 }
 
-// manifestContent is what readManifest decodes from one manifest file.
-type manifestContent struct {
-	manifest *Manifest
-	// txn is the version's transaction when readManifest was asked for it
-	// and the version records one; nil otherwise.
-	txn *tablepb.Transaction
+// File is what ReadFile decodes from one manifest file.
+type File struct {
+	// Manifest is the validated manifest, with its index segments.
+	Manifest *Manifest
+	// Transaction is the version's transaction when ReadFile was asked for
+	// it and the version records one; nil otherwise.
+	Transaction *Transaction
 }
 
-// readManifest reads and validates the manifest file at key (size 0 =
+// ReadFile reads and validates the manifest file at key (size 0 =
 // unknown), with its index section. withTxn also loads the transaction,
 // from the inline section or else from _transactions/.
-func readManifest(ctx context.Context, store blob.Store, key string, size int64, withTxn bool) (*manifestContent, error) {
+func ReadFile(ctx context.Context, store blob.Store, key string, size int64, withTxn bool) (*File, error) {
 	f, err := openManifestFile(ctx, store, key, size)
 	if err != nil {
 		return nil, err
@@ -138,10 +144,12 @@ func readManifest(ctx context.Context, store blob.Store, key string, size int64,
 	if err := proto.Unmarshal(body, &pm); err != nil {
 		return nil, f.corruptf("manifest protobuf: %v", err)
 	}
-	m, err := manifestFromProto(f.where(), &pm)
-	if err != nil {
-		return nil, err
+	if ts := pm.GetTimestamp(); ts != nil {
+		if err := ts.CheckValid(); err != nil {
+			return nil, f.corruptf("timestamp: %v", err)
+		}
 	}
+	m := manifestFromPB(&pm)
 	if pm.IndexSection != nil {
 		raw, err := f.section(ctx, "index section", pm.GetIndexSection(), footerStart, false)
 		if err != nil {
@@ -151,14 +159,14 @@ func readManifest(ctx context.Context, store blob.Store, key string, size int64,
 		if err := proto.Unmarshal(raw, &sec); err != nil {
 			return nil, f.corruptf("index section protobuf: %v", err)
 		}
-		if m.Indices, err = indicesFromProto(sec.GetIndices(), m); err != nil {
-			return nil, fmt.Errorf("dataset: manifest %s: %w", f.where(), err)
-		}
-		m.rawIndices = sec.GetIndices()
+		m.segments = indicesFromPB(sec.GetIndices())
 	}
-	c := &manifestContent{manifest: m}
+	if err := m.Validate(f.where()); err != nil {
+		return nil, err
+	}
+	c := &File{Manifest: m}
 	if withTxn {
-		if c.txn, err = f.transaction(ctx, &pm, footerStart); err != nil {
+		if c.Transaction, err = f.transaction(ctx, &pm, footerStart); err != nil {
 			return nil, err
 		}
 	}
@@ -168,7 +176,7 @@ func readManifest(ctx context.Context, store blob.Store, key string, size int64,
 // transaction loads the version's transaction: the inline copy if there is
 // one, else _transactions/<transaction_file>. A version without either, or
 // whose file was cleaned up, has none (nil, nil).
-func (f *manifestFile) transaction(ctx context.Context, pm *tablepb.Manifest, footerStart int64) (*tablepb.Transaction, error) {
+func (f *manifestFile) transaction(ctx context.Context, pm *tablepb.Manifest, footerStart int64) (*Transaction, error) {
 	var raw []byte
 	where := f.where()
 	switch {
@@ -180,12 +188,12 @@ func (f *manifestFile) transaction(ctx context.Context, pm *tablepb.Manifest, fo
 	case pm.GetTransactionFile() != "":
 		// Transaction files live next to _versions/ in the same root.
 		dir, _, _ := strings.Cut(f.key, "_versions/")
-		key := dir + "_transactions/" + pm.GetTransactionFile()
-		where = location(f.store, key)
+		key := dir + TransactionsDir + pm.GetTransactionFile()
+		where = Location(f.store, key)
 		var err error
 		raw, err = f.store.ReadAll(ctx, key)
 		switch {
-		case isNotFound(err):
+		case errors.Is(err, lancer.ErrNotFound):
 			return nil, nil
 		case err != nil:
 			return nil, fmt.Errorf("dataset: transaction %s: %w", where, err)
@@ -193,53 +201,59 @@ func (f *manifestFile) transaction(ctx context.Context, pm *tablepb.Manifest, fo
 	default:
 		return nil, nil
 	}
-	var txn tablepb.Transaction
-	if err := proto.Unmarshal(raw, &txn); err != nil {
-		return nil, fmt.Errorf("dataset: transaction of %s: %v: %w", where, err, lancer.ErrCorrupt)
+	txn, err := DecodeTransaction(raw)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: transaction of %s: %w", where, err)
 	}
-	return &txn, nil
+	return txn, nil
 }
 
-// operationName names a transaction's operation as Lance does ("Append",
-// "Delete", "Overwrite", ...); "" for a nil transaction or an operation this
-// lancer does not know.
-func operationName(txn *tablepb.Transaction) string {
-	if txn == nil {
-		return ""
+// EncodeFile lays out a manifest file as Lance writes it: the index section
+// (if m has index segments) at 0, the transaction txn (encoded) after it,
+// the manifest, and the footer. The manifest records the section
+// positions. A nil txn writes no transaction section (as Lance versions
+// before inline transactions did: readers then use TransactionFile).
+func EncodeFile(m *Manifest, txn []byte) ([]byte, error) {
+	var buf []byte
+	appendSection := func(b []byte) (uint64, error) {
+		if len(b) > math.MaxUint32 {
+			return 0, fmt.Errorf("dataset: manifest section of %d bytes exceeds 4 GiB: %w", len(b), lancer.ErrInvalidArgument)
+		}
+		pos := uint64(len(buf))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(b)))
+		buf = append(buf, b...)
+		return pos, nil
 	}
-	switch txn.GetOperation().(type) {
-	case *tablepb.Transaction_Append_:
-		return "Append"
-	case *tablepb.Transaction_Delete_:
-		return "Delete"
-	case *tablepb.Transaction_Overwrite_:
-		return "Overwrite"
-	case *tablepb.Transaction_CreateIndex_:
-		return "CreateIndex"
-	case *tablepb.Transaction_Rewrite_:
-		return "Rewrite"
-	case *tablepb.Transaction_Merge_:
-		return "Merge"
-	case *tablepb.Transaction_Restore_:
-		return "Restore"
-	case *tablepb.Transaction_ReserveFragments_:
-		return "ReserveFragments"
-	case *tablepb.Transaction_Update_:
-		return "Update"
-	case *tablepb.Transaction_Project_:
-		return "Project"
-	case *tablepb.Transaction_UpdateConfig_:
-		return "UpdateConfig"
-	case *tablepb.Transaction_DataReplacement_:
-		return "DataReplacement"
-	case *tablepb.Transaction_UpdateMemWalState_:
-		return "UpdateMemWalState"
-	case *tablepb.Transaction_Clone_:
-		return "Clone"
-	case *tablepb.Transaction_UpdateBases_:
-		return "UpdateBases"
-	case *tablepb.Transaction_DataOverlay_:
-		return "DataOverlay"
+	p := manifestToPB(m)
+	if len(m.segments) > 0 {
+		sec, err := marshalOpts.Marshal(&tablepb.IndexSection{Indices: indicesToPB(m.segments)})
+		if err != nil {
+			return nil, fmt.Errorf("dataset: encode index section: %w", err)
+		}
+		pos, err := appendSection(sec)
+		if err != nil {
+			return nil, err
+		}
+		p.IndexSection = &pos
 	}
-	return ""
+	if txn != nil {
+		pos, err := appendSection(txn)
+		if err != nil {
+			return nil, err
+		}
+		p.TransactionSection = &pos
+	}
+	body, err := marshalOpts.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: encode manifest: %w", err)
+	}
+	mpos, err := appendSection(body)
+	if err != nil {
+		return nil, err
+	}
+	buf = binary.LittleEndian.AppendUint64(buf, mpos)
+	buf = binary.LittleEndian.AppendUint16(buf, 0)
+	buf = binary.LittleEndian.AppendUint16(buf, 2)
+	buf = append(buf, manifestMagic...)
+	return buf, nil
 }

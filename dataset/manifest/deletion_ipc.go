@@ -1,4 +1,4 @@
-package dataset
+package manifest
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package dataset
+package manifest
 
 import (
 	"encoding/binary"
@@ -12,10 +12,10 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
-// rowIDSequence is the decoded RowIdSequence of a fragment: the stable row id
+// RowIDSequence is the decoded RowIdSequence of a fragment: the stable row id
 // of each row, in row order, as a list of segments. It answers "id of row i"
 // and "row of id x" without materializing the ids.
-type rowIDSequence struct {
+type RowIDSequence struct {
 	segs []rowIDSegment
 	// starts[i] is the row offset of segs[i]'s first row; starts[len(segs)]
 	// is the total length.
@@ -99,9 +99,9 @@ func decodeU64Array(p *tablepb.EncodedU64Array) (u64Array, error) {
 	return a, nil
 }
 
-// decodeRowIDSequence decodes a serialized RowIdSequence and checks that it
+// DecodeRowIDSequence decodes a serialized RowIdSequence and checks that it
 // holds exactly physicalRows ids.
-func decodeRowIDSequence(data []byte, physicalRows uint64) (*rowIDSequence, error) {
+func DecodeRowIDSequence(data []byte, physicalRows uint64) (*RowIDSequence, error) {
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("row id sequence: %s: %w", fmt.Sprintf(format, args...), lancer.ErrCorrupt)
 	}
@@ -109,7 +109,7 @@ func decodeRowIDSequence(data []byte, physicalRows uint64) (*rowIDSequence, erro
 	if err := proto.Unmarshal(data, &p); err != nil {
 		return nil, corrupt("%v", err)
 	}
-	seq := &rowIDSequence{
+	seq := &RowIDSequence{
 		segs:   make([]rowIDSegment, 0, len(p.GetSegments())),
 		starts: make([]uint64, 0, len(p.GetSegments())+1),
 	}
@@ -281,19 +281,19 @@ func (s *rowIDSegment) position(x uint64) (uint64, bool) {
 	return 0, false
 }
 
-// len returns the number of row ids.
-func (q *rowIDSequence) len() uint64 { return q.starts[len(q.starts)-1] }
+// Len returns the number of row ids.
+func (q *RowIDSequence) Len() uint64 { return q.starts[len(q.starts)-1] }
 
-// at returns the row id of row offset i (i < len()).
-func (q *rowIDSequence) at(i uint64) uint64 {
+// At returns the row id of row offset i (i < Len()).
+func (q *RowIDSequence) At(i uint64) uint64 {
 	k := sort.Search(len(q.segs), func(k int) bool { return q.starts[k+1] > i })
 	return q.segs[k].at(i - q.starts[k])
 }
 
-// offsets returns every row offset whose id is x, in ascending order. Lance
+// Offsets returns every row offset whose id is x, in ascending order. Lance
 // never repeats an id within a fragment, but a fragment is the unit that
 // says so, not this decoder.
-func (q *rowIDSequence) offsets(x uint64) []uint64 {
+func (q *RowIDSequence) Offsets(x uint64) []uint64 {
 	var out []uint64
 	for k := range q.segs {
 		if i, ok := q.segs[k].position(x); ok {

@@ -1,0 +1,207 @@
+package manifest_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/internal/fixturetest"
+)
+
+// The tests of the codecs on the fixtures, which real Lance wrote, through
+// the package's exported API only.
+
+// memDataset writes files (key → bytes) into a fresh MemStore.
+func memDataset(t testing.TB, files map[string][]byte) *blob.MemStore {
+	t.Helper()
+	s := blob.NewMemStore(t.Name())
+	for k, v := range files {
+		if err := s.Write(context.Background(), k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func bitmapBytes(t testing.TB, values ...uint32) []byte {
+	t.Helper()
+	b, err := roaring.BitmapOf(values...).ToBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fixtureManifests returns the bytes of every manifest file of the fixtures.
+func fixtureManifests(t testing.TB) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(fixturetest.Dir(t), func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".manifest") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		out[path] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatal("no fixture manifests")
+	}
+	return out
+}
+
+// TestFixtureManifests reads every manifest of the fixtures, branches
+// included, with its transaction.
+func TestFixtureManifests(t *testing.T) {
+	for path, data := range fixtureManifests(t) {
+		s := memDataset(t, map[string][]byte{"_versions/x.manifest": data})
+		c, err := manifest.ReadFile(context.Background(), s, "_versions/x.manifest", 0, true)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if c.Transaction == nil || manifest.OperationName(c.Transaction) == "" {
+			t.Errorf("%s: no inline transaction", path)
+		}
+		for _, f := range c.Manifest.Fragments {
+			if f.RowIDs == nil || f.RowIDs.External != nil {
+				continue
+			}
+			if _, err := manifest.DecodeRowIDSequence(f.RowIDs.Inline, f.PhysicalRows); err != nil {
+				t.Errorf("%s fragment %d: %v", path, f.ID, err)
+			}
+		}
+	}
+}
+
+// FuzzManifest reads arbitrary bytes as a manifest file (with its index
+// section and inline transaction) and decodes the row id sequences it
+// names: it must never panic, must allocate in proportion to its input, and
+// must fail only with ErrCorrupt or ErrUnsupported.
+func FuzzManifest(f *testing.F) {
+	for _, data := range fixtureManifests(f) {
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const key = "_versions/18446744073709551614.manifest"
+		s := blob.NewMemStore("fuzz")
+		if err := s.Write(context.Background(), key, data); err != nil {
+			t.Fatal(err)
+		}
+		before := allocated()
+		c, err := manifest.ReadFile(context.Background(), s, key, 0, true)
+		if err == nil {
+			for _, frag := range c.Manifest.Fragments {
+				if frag.RowIDs != nil && frag.RowIDs.External == nil {
+					if _, err := manifest.DecodeRowIDSequence(frag.RowIDs.Inline, frag.PhysicalRows); err != nil && !errors.Is(err, lancer.ErrCorrupt) {
+						t.Errorf("row ids: %v", err)
+					}
+				}
+			}
+			_ = c.Manifest.Summary()
+		}
+		if grew := allocated() - before; grew > 16<<20+64*uint64(len(data)) {
+			t.Errorf("reading %d bytes allocated %d bytes", len(data), grew)
+		}
+		if err != nil && !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrUnsupported) {
+			t.Errorf("error %v wraps neither ErrCorrupt nor ErrUnsupported", err)
+		}
+	})
+}
+
+// fixtureDeletionFiles returns every deletion file of the fixtures with the
+// row count of its fragment (from the manifest that names it), by path.
+func fixtureDeletionFiles(t testing.TB) map[string]struct {
+	kind     manifest.DeletionFileKind
+	physical uint64
+} {
+	t.Helper()
+	type info = struct {
+		kind     manifest.DeletionFileKind
+		physical uint64
+	}
+	out := map[string]info{}
+	for path, data := range fixtureManifests(t) {
+		s := memDataset(t, map[string][]byte{"_versions/x.manifest": data})
+		c, err := manifest.ReadFile(context.Background(), s, "_versions/x.manifest", 0, false)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		root := filepath.Dir(filepath.Dir(path))
+		for _, f := range c.Manifest.Fragments {
+			if f.DeletionFile == nil || f.DeletionFile.BaseID != nil {
+				continue
+			}
+			out[filepath.Join(root, f.DeletionFile.Key(f.ID))] = info{f.DeletionFile.Kind, f.PhysicalRows}
+		}
+	}
+	return out
+}
+
+func TestFixtureDeletionFilesDecode(t *testing.T) {
+	kinds := map[manifest.DeletionFileKind]int{}
+	for path, fi := range fixtureDeletionFiles(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := manifest.DecodeDeletionFile(fi.kind, data, fi.physical); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+		kinds[fi.kind]++
+	}
+	if kinds[manifest.DeletionArrow] == 0 || kinds[manifest.DeletionBitmap] == 0 {
+		t.Errorf("deletion files by kind %v: want both kinds", kinds)
+	}
+}
+
+// allocated returns the bytes the process has allocated so far.
+func allocated() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+// FuzzDeletionFile decodes arbitrary bytes as either kind of deletion file:
+// it must never panic, must allocate in proportion to its input, and what it
+// accepts must be a set of offsets inside the fragment.
+func FuzzDeletionFile(f *testing.F) {
+	for path, fi := range fixtureDeletionFiles(f) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(fi.kind), uint32(fi.physical), data)
+	}
+	f.Add(uint8(manifest.DeletionBitmap), uint32(5000), bitmapBytes(f, 1, 4999))
+	f.Fuzz(func(t *testing.T, kind uint8, physical uint32, data []byte) {
+		rows := uint64(physical % (1 << 20))
+		before := allocated()
+		dv, err := manifest.DecodeDeletionFile(manifest.DeletionFileKind(kind%3), data, rows)
+		if grew := allocated() - before; grew > 64<<20+64*uint64(len(data))+8*rows {
+			t.Errorf("decoding %d bytes allocated %d bytes", len(data), grew)
+		}
+		if err != nil {
+			if !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrUnsupported) {
+				t.Errorf("error %v wraps neither ErrCorrupt nor ErrUnsupported", err)
+			}
+			return
+		}
+		if rows > 0 && !dv.IsEmpty() && uint64(dv.Maximum()) >= rows {
+			t.Errorf("accepted offset %d of %d rows", dv.Maximum(), rows)
+		}
+	})
+}

@@ -1,0 +1,162 @@
+package manifest
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/schemaproto"
+)
+
+// MaxRowsPerFragment bounds physical_rows: a row address keeps the offset in
+// its low 32 bits.
+const MaxRowsPerFragment = 1 << 32
+
+// Validate checks m against the invariants of a manifest (doc.go, M2 and
+// M3) and computes what is derived from the recorded fields: Schema,
+// DataFormat when the manifest does not record it, and Indices. where
+// names the manifest file in errors.
+func (m *Manifest) Validate(where string) error {
+	corrupt := func(format string, args ...any) error {
+		return fmt.Errorf("dataset: manifest %s: %s: %w", where, fmt.Sprintf(format, args...), lancer.ErrCorrupt)
+	}
+	flags := m.ReaderFeatureFlags
+	if unknown := flags &^ readableFlags; unknown != 0 {
+		return fmt.Errorf("dataset: manifest %s: reader feature flags %s: lancer cannot read %s: %w",
+			where, flags, unknown, lancer.ErrUnsupported)
+	}
+	if m.Version == 0 {
+		return corrupt("version 0")
+	}
+	if tf := m.TransactionFile; tf != "" && !IsPlainName(tf) {
+		return corrupt("transaction file %q is not a plain file name", tf)
+	}
+	sch, err := schemaproto.Decode(m.fields, m.schemaMetadata)
+	if err != nil {
+		return fmt.Errorf("dataset: manifest %s: schema: %w", where, err)
+	}
+	m.Schema = sch
+
+	baseIDs := map[uint32]bool{}
+	for _, bp := range m.BasePaths {
+		if baseIDs[bp.ID] {
+			return corrupt("base path id %d appears twice", bp.ID)
+		}
+		baseIDs[bp.ID] = true
+	}
+	checkBase := func(id *uint32, what string) error {
+		if id != nil && !baseIDs[*id] {
+			return corrupt("%s names base path %d, which the manifest does not list", what, *id)
+		}
+		return nil
+	}
+
+	seen := make(map[uint64]bool, len(m.Fragments))
+	for i, f := range m.Fragments {
+		if err := f.validate(); err != nil {
+			return corrupt("fragment %d (#%d): %v", f.ID, i, err)
+		}
+		if seen[f.ID] {
+			return corrupt("fragment id %d appears twice", f.ID)
+		}
+		seen[f.ID] = true
+		for j := range f.Files {
+			if err := checkBase(f.Files[j].BaseID, fmt.Sprintf("fragment %d data file %s", f.ID, f.Files[j].Path)); err != nil {
+				return err
+			}
+		}
+		if f.DeletionFile != nil {
+			if err := checkBase(f.DeletionFile.BaseID, fmt.Sprintf("fragment %d deletion file", f.ID)); err != nil {
+				return err
+			}
+		}
+		if m.StableRowIDs() && f.RowIDs == nil {
+			return corrupt("the dataset has stable row ids but fragment %d records none", f.ID)
+		}
+	}
+
+	if m.DataFormat, err = m.dataFormat(); err != nil {
+		return fmt.Errorf("dataset: manifest %s: %w", where, err)
+	}
+	if m.Indices, err = indexInfos(m.segments, m); err != nil {
+		return fmt.Errorf("dataset: manifest %s: %w", where, err)
+	}
+	return nil
+}
+
+// dataFormat returns the manifest's data file version, inferring it from the
+// data files when the manifest predates data_format.
+func (m *Manifest) dataFormat() (format.Version, error) {
+	if df := m.storage; df != nil {
+		if df.fileFormat != "" && df.fileFormat != "lance" {
+			return format.Version{}, fmt.Errorf("data file format %q: %w", df.fileFormat, lancer.ErrUnsupported)
+		}
+		return format.ParseVersion(df.version)
+	}
+	for _, f := range m.Fragments {
+		for i := range f.Files {
+			return f.Files[i].Version()
+		}
+	}
+	if m.WriterFeatureFlags&FlagUseV2Format != 0 {
+		return format.Version2_0, nil
+	}
+	return format.VersionLegacy, nil
+}
+
+// validate checks one fragment of a manifest.
+func (f *Fragment) validate() error {
+	if f.ID > math.MaxUint32 {
+		return fmt.Errorf("fragment id %d does not fit the 32 bits of a row address", f.ID)
+	}
+	if f.PhysicalRows > MaxRowsPerFragment {
+		return fmt.Errorf("%d physical rows exceed the 2^32 a fragment can address", f.PhysicalRows)
+	}
+	if len(f.Overlays) > 0 {
+		// Only reachable with flag 64, which Validate refuses; an overlay
+		// without the flag is a malformed manifest.
+		return fmt.Errorf("overlay files without the data overlay feature flag")
+	}
+	for i := range f.Files {
+		df := &f.Files[i]
+		if !IsPlainName(df.Path) {
+			return fmt.Errorf("data file path %q is not a plain file name", df.Path)
+		}
+		if !df.IsLegacy() && len(df.ColumnIndices) != len(df.Fields) {
+			return fmt.Errorf("data file %s lists %d fields but %d column indices",
+				df.Path, len(df.Fields), len(df.ColumnIndices))
+		}
+	}
+	if d := f.DeletionFile; d != nil {
+		if d.kind != 0 && d.Kind != DeletionBitmap {
+			return fmt.Errorf("deletion file of unknown type %d", d.kind)
+		}
+		if f.PhysicalRows != 0 && d.NumDeletedRows > f.PhysicalRows {
+			return fmt.Errorf("%d deleted rows of %d", d.NumDeletedRows, f.PhysicalRows)
+		}
+	}
+	if s := f.RowIDs; s != nil && s.External != nil && !IsRelativeKey(s.External.Path) {
+		return fmt.Errorf("external row ids with bad path %q", s.External.Path)
+	}
+	return nil
+}
+
+// IsPlainName reports whether s is one path segment (a file name).
+func IsPlainName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00")
+}
+
+// IsRelativeKey reports whether s is a valid relative store key.
+func IsRelativeKey(s string) bool {
+	if s == "" || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.ContainsAny(s, "\\\x00") {
+		return false
+	}
+	for seg := range strings.SplitSeq(s, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
