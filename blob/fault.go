@@ -334,19 +334,24 @@ func (f *FaultStore) NewWriter(ctx context.Context, key string) (ObjectWriter, e
 		_ = w.Abort()
 		return nil, err
 	}
-	return &faultWriter{ObjectWriter: w, f: f, ctx: ctx, key: key}, nil
+	// Close takes no ctx, so the fault on OpClose is applied by a closure
+	// over NewWriter's: a Delay there still ends with ctx.
+	closeFault := func() (*Fault, error) {
+		ft := f.hit(OpClose, key)
+		return ft, ft.before(ctx, OpClose, key)
+	}
+	return &faultWriter{ObjectWriter: w, closeFault: closeFault, key: key}, nil
 }
 
 type faultWriter struct {
 	ObjectWriter
-	f   *FaultStore
-	ctx context.Context
-	key string
+	closeFault func() (*Fault, error) // counts the Close and applies its fault ahead of it
+	key        string
 }
 
 func (w *faultWriter) Close() error {
-	ft := w.f.hit(OpClose, w.key)
-	if err := ft.before(w.ctx, OpClose, w.key); err != nil {
+	ft, err := w.closeFault()
+	if err != nil {
 		// The upload failed: nothing may be published.
 		_ = w.ObjectWriter.Abort()
 		return err
