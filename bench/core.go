@@ -89,7 +89,6 @@ func (o CoreOptions) withDefaults() CoreOptions {
 // coreRun is one run of the suite in progress.
 type coreRun struct {
 	o     CoreOptions
-	ctx   context.Context
 	rep   *CoreReport
 	lance *lanceProc
 	logf  func(string, ...any)
@@ -115,7 +114,7 @@ func (c *coreRun) hwm() int64 {
 func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	o := opts.withDefaults()
 	began := time.Now()
-	c := &coreRun{o: o, ctx: ctx, logf: stepLogger(o.Log)}
+	c := &coreRun{o: o, logf: stepLogger(o.Log)}
 	ref, err := findRef()
 	if err != nil {
 		return nil, err
@@ -171,17 +170,17 @@ func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	runtime.GC()
 	lancerLoaded := procStatus("VmRSS")
 
-	if err := c.writes(schema, chunks); err != nil {
+	if err := c.writes(ctx, schema, chunks); err != nil {
 		return nil, err
 	}
 	d, err := dataset.OpenURI(ctx, c.lancerPath("a0"), nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.reads(d, chunk); err != nil {
+	if err := c.reads(ctx, d, chunk); err != nil {
 		return nil, err
 	}
-	if err := c.vectors(d, queries, truth); err != nil {
+	if err := c.vectors(ctx, d, queries, truth); err != nil {
 		return nil, err
 	}
 
@@ -255,7 +254,7 @@ func timed(f func() error) (time.Duration, time.Duration, error) {
 
 // writes: the one-shot write and the create + appends, each run a new
 // dataset; run 0's are kept (the read steps use the appended one).
-func (c *coreRun) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error {
+func (c *coreRun) writes(ctx context.Context, schema *arrow.Schema, chunks []arrow.RecordBatch) error {
 	write := func(path string, appendEach bool) error {
 		if err := os.MkdirAll(path, 0o755); err != nil {
 			return err
@@ -264,7 +263,7 @@ func (c *coreRun) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error
 		if err != nil {
 			return err
 		}
-		return writeChunks(c.ctx, store, schema, chunks, appendEach)
+		return writeChunks(ctx, store, schema, chunks, appendEach)
 	}
 	for _, w := range []struct {
 		prefix     string
@@ -338,9 +337,9 @@ func lancerScanRows(ctx context.Context, d *dataset.Dataset, opts *dataset.ScanO
 
 // reads: scans, takes, the 1% filter and the count, on the appended
 // dataset (and one scan of the one-shot one).
-func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
+func (c *coreRun) reads(ctx context.Context, d *dataset.Dataset, chunk int) error {
 	o := c.o
-	one, err := dataset.OpenURI(c.ctx, c.lancerPath("o0"), nil)
+	one, err := dataset.OpenURI(ctx, c.lancerPath("o0"), nil)
 	if err != nil {
 		return err
 	}
@@ -348,7 +347,7 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 		return c.run(spec, func(int) (time.Duration, time.Duration, error) {
 			var n int64
 			wall, cpu, err := timed(func() (err error) {
-				n, err = lancerScanRows(c.ctx, ds, &dataset.ScanOptions{Columns: cols, Filter: filter})
+				n, err = lancerScanRows(ctx, ds, &dataset.ScanOptions{Columns: cols, Filter: filter})
 				return err
 			})
 			if err == nil {
@@ -378,14 +377,14 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 
 	// Take: the baseline's distinct random rows, by offset and by row id.
 	offsets, rowIDs := takeRows(o.Take, o.Rows, chunk)
-	if err := c.checkRowIDs(d, offsets, rowIDs); err != nil {
+	if err := c.checkRowIDs(ctx, d, offsets, rowIDs); err != nil {
 		return err
 	}
 	take := func(spec stepSpec, ids []uint64, byRowID bool) error {
 		return c.run(spec, func(int) (time.Duration, time.Duration, error) {
 			var rows int64
 			wall, cpu, err := timed(func() (err error) {
-				rows, err = lancerTakeRows(c.ctx, d, ids, byRowID)
+				rows, err = lancerTakeRows(ctx, d, ids, byRowID)
 				return err
 			})
 			if err == nil {
@@ -421,7 +420,7 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 	return c.run(stepCount(), func(int) (time.Duration, time.Duration, error) {
 		var rows uint64
 		wall, cpu, err := timed(func() (err error) {
-			rows, err = d.CountRows(c.ctx)
+			rows, err = d.CountRows(ctx)
 			return err
 		})
 		if err == nil {
@@ -439,13 +438,13 @@ func (c *coreRun) reads(d *dataset.Dataset, chunk int) error {
 
 // checkRowIDs checks that both engines' row ids are the row addresses the
 // suite computed: taking them returns the rows of the offsets.
-func (c *coreRun) checkRowIDs(d *dataset.Dataset, offsets, rowIDs []uint64) error {
+func (c *coreRun) checkRowIDs(ctx context.Context, d *dataset.Dataset, offsets, rowIDs []uint64) error {
 	wantIDs := make([]int64, len(offsets))
 	for i, o := range offsets {
 		wantIDs[i] = int64(o)
 	}
 	slices.Sort(wantIDs)
-	rec, err := d.TakeRowIDs(c.ctx, rowIDs, &dataset.TakeOptions{Columns: []string{"id"}})
+	rec, err := d.TakeRowIDs(ctx, rowIDs, &dataset.TakeOptions{Columns: []string{"id"}})
 	if err != nil {
 		return fmt.Errorf("bench: lancer TakeRowIDs: %w", err)
 	}
@@ -477,7 +476,7 @@ func (c *coreRun) checkRowIDs(d *dataset.Dataset, offsets, rowIDs []uint64) erro
 }
 
 // vectors: flat search, the index build and the indexed searches.
-func (c *coreRun) vectors(d *dataset.Dataset, queries []float32, truth [][]uint64) error {
+func (c *coreRun) vectors(ctx context.Context, d *dataset.Dataset, queries []float32, truth [][]uint64) error {
 	o := c.o
 	nq := len(queries) / o.Dim
 	pass := func(d *dataset.Dataset, so *dataset.SearchOptions, ids *[][]uint64) func(int) (time.Duration, time.Duration, error) {
@@ -485,7 +484,7 @@ func (c *coreRun) vectors(d *dataset.Dataset, queries []float32, truth [][]uint6
 			res := make([][]uint64, nq)
 			wall, cpu, err := timed(func() error {
 				for q := range nq {
-					got, err := lancerSearchIDs(c.ctx, d, queries[q*o.Dim:(q+1)*o.Dim], so)
+					got, err := lancerSearchIDs(ctx, d, queries[q*o.Dim:(q+1)*o.Dim], so)
 					if err != nil {
 						return err
 					}
@@ -546,7 +545,7 @@ func (c *coreRun) vectors(d *dataset.Dataset, queries []float32, truth [][]uint6
 		before := procStatus("VmRSS")
 		resetPeakRSS()
 		wall, cpu, err := timed(func() error {
-			nd, err := d.CreateIndex(c.ctx, "vector", &dataset.CreateIndexOptions{
+			nd, err := d.CreateIndex(ctx, "vector", &dataset.CreateIndexOptions{
 				Type: dataset.IndexIVFHNSWSQ, Name: "vector_idx", Metric: vector.L2, Partitions: o.Partitions, Replace: true,
 			})
 			if err == nil {
@@ -587,7 +586,7 @@ func (c *coreRun) vectors(d *dataset.Dataset, queries []float32, truth [][]uint6
 	}
 
 	// Search a freshly opened dataset, as a reader would.
-	if d, err = dataset.OpenURI(c.ctx, c.lancerPath("a0"), nil); err != nil {
+	if d, err = dataset.OpenURI(ctx, c.lancerPath("a0"), nil); err != nil {
 		return err
 	}
 	for _, s := range o.Settings {

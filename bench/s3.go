@@ -77,7 +77,6 @@ func (o S3Options) withDefaults() S3Options {
 // s3Run is one run of the suite in progress.
 type s3Run struct {
 	o       S3Options
-	ctx     context.Context
 	rep     *S3Report
 	lance   *s3Lance
 	proxy   *countingProxy
@@ -95,7 +94,7 @@ func (c *s3Run) lancerURI(name string) string {
 func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 	o := opts.withDefaults()
 	began := time.Now()
-	c := &s3Run{o: o, ctx: ctx, logf: stepLogger(o.Log)}
+	c := &s3Run{o: o, logf: stepLogger(o.Log)}
 	ref, err := findRef()
 	if err != nil {
 		return nil, err
@@ -161,10 +160,10 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 		return nil, err
 	}
 
-	if err := c.writes(schema, chunks); err != nil {
+	if err := c.writes(ctx, schema, chunks); err != nil {
 		return nil, err
 	}
-	if err := c.reads(chunk); err != nil {
+	if err := c.reads(ctx, chunk); err != nil {
 		return nil, err
 	}
 	if err := c.lance.close(); err != nil {
@@ -176,8 +175,8 @@ func RunS3(ctx context.Context, opts S3Options) (*S3Report, error) {
 }
 
 // openStore opens lancer's store for uri through the proxy.
-func (c *s3Run) openStore(uri string) (blob.Store, func(), error) {
-	s, err := blob.OpenWithOptions(c.ctx, uri, c.options)
+func (c *s3Run) openStore(ctx context.Context, uri string) (blob.Store, func(), error) {
+	s, err := blob.OpenWithOptions(ctx, uri, c.options)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,14 +215,14 @@ func (c *s3Run) run(s s3StepSpec, lancerFn func(run int) error, lanceFn func(run
 
 // writes: the one-shot write and the create + appends, each run a new
 // dataset (a0 is what the read steps use).
-func (c *s3Run) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error {
+func (c *s3Run) writes(ctx context.Context, schema *arrow.Schema, chunks []arrow.RecordBatch) error {
 	write := func(uri string, appendEach bool) error {
-		store, closeStore, err := c.openStore(uri)
+		store, closeStore, err := c.openStore(ctx, uri)
 		if err != nil {
 			return err
 		}
 		defer closeStore()
-		return writeChunks(c.ctx, store, schema, chunks, appendEach)
+		return writeChunks(ctx, store, schema, chunks, appendEach)
 	}
 	for _, w := range []struct {
 		prefix, op string
@@ -257,7 +256,7 @@ func (c *s3Run) writes(schema *arrow.Schema, chunks []arrow.RecordBatch) error {
 
 // reads: open, the full scan, the takes, the 1% filter and the count on
 // the appended dataset a0, as in the core suite.
-func (c *s3Run) reads(chunk int) error {
+func (c *s3Run) reads(ctx context.Context, chunk int) error {
 	o := c.o
 	uri := c.lancerURI("a0")
 
@@ -266,12 +265,12 @@ func (c *s3Run) reads(chunk int) error {
 		Lancer: "blob.OpenWithOptions + dataset.Open (finds the latest manifest and reads it)",
 		Lance:  "lancedb.connect + openTable on a fresh connection"},
 		func(int) error {
-			store, closeStore, err := c.openStore(uri)
+			store, closeStore, err := c.openStore(ctx, uri)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
-			_, err = dataset.Open(c.ctx, store, nil)
+			_, err = dataset.Open(ctx, store, nil)
 			return err
 		}, func(int) (*s3LanceReply, error) {
 			return c.lance.ask(s3LanceRequest{Op: "open", Name: "a0"})
@@ -281,12 +280,12 @@ func (c *s3Run) reads(chunk int) error {
 	}
 
 	// The read steps share one opened dataset per side, as the core suite.
-	store, closeStore, err := c.openStore(uri)
+	store, closeStore, err := c.openStore(ctx, uri)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	d, err := dataset.Open(c.ctx, store, nil)
+	d, err := dataset.Open(ctx, store, nil)
 	if err != nil {
 		return err
 	}
@@ -313,7 +312,7 @@ func (c *s3Run) reads(chunk int) error {
 		return wantRows("Lance "+name, L.Rows, rows)
 	}
 	scan := func(spec s3StepSpec, filter string, rows int64) error {
-		lancerRows := func() (int64, error) { return lancerScanRows(c.ctx, d, &dataset.ScanOptions{Filter: filter}) }
+		lancerRows := func() (int64, error) { return lancerScanRows(ctx, d, &dataset.ScanOptions{Filter: filter}) }
 		if err := check(spec.Name, lancerRows, s3LanceRequest{Filter: filter}, rows); err != nil {
 			return err
 		}
@@ -336,7 +335,7 @@ func (c *s3Run) reads(chunk int) error {
 	// The core suite's take rows.
 	offsets, rowIDs := takeRows(o.Take, o.Rows, chunk)
 	take := func(spec s3StepSpec, ids []uint64, byRowID bool) error {
-		lancerRows := func() (int64, error) { return lancerTakeRows(c.ctx, d, ids, byRowID) }
+		lancerRows := func() (int64, error) { return lancerTakeRows(ctx, d, ids, byRowID) }
 		req := s3LanceRequest{Op: "query", Name: "a0", Offsets: ids}
 		if byRowID {
 			req.Offsets, req.RowIDs = nil, ids
@@ -373,7 +372,7 @@ func (c *s3Run) reads(chunk int) error {
 	return c.run(s3StepSpec{Name: "count_rows", What: "count the rows",
 		Lancer: "Dataset.CountRows (from the manifest)", Lance: "table.countRows()"},
 		func(int) error {
-			got, err := d.CountRows(c.ctx)
+			got, err := d.CountRows(ctx)
 			if err == nil {
 				err = wantRows("lancer count", int64(got), n)
 			}
