@@ -5,6 +5,8 @@ package arrowutil
 import (
 	"context"
 	"fmt"
+	"iter"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -53,4 +55,37 @@ func ConcatTake(ctx context.Context, mem memory.Allocator, pieces []arrow.Array,
 		return nil, fmt.Errorf("reordering %d rows of %s: %v: %w", len(indices), joined.DataType(), err, lancer.ErrUnsupported)
 	}
 	return taken, nil
+}
+
+// ReaderFromIter is arrow's array.ReaderFromIter (batches yields batches
+// the reader then owns) with cleanup, if not nil, run once on the final
+// Release. Arrow's reader stops an iterator that was never started without
+// running any of its code, so what was opened before the iterator (a file,
+// a first part) must be closed here rather than by the iterator's defers.
+// The iterator is where a ctx lives: a closure of the function that takes
+// it, never a field.
+func ReaderFromIter(schema *arrow.Schema, batches iter.Seq2[arrow.RecordBatch, error], cleanup func()) array.RecordReader {
+	r := &cleanupReader{RecordReader: array.ReaderFromIter(schema, batches), cleanup: cleanup}
+	r.refs.Add(1)
+	return r
+}
+
+type cleanupReader struct {
+	array.RecordReader
+	refs    atomic.Int64
+	cleanup func()
+}
+
+func (r *cleanupReader) Retain() { r.refs.Add(1) }
+
+func (r *cleanupReader) Release() {
+	if r.refs.Add(-1) != 0 {
+		return
+	}
+	// Stopping the iterator first runs its defers before what it reads
+	// from is closed.
+	r.RecordReader.Release()
+	if r.cleanup != nil {
+		r.cleanup()
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
 func openParquet(ctx context.Context, src Source, o Options) (array.RecordReader, error) {
@@ -112,117 +113,88 @@ func (r *ipcFileReader) Release() {
 	}
 }
 
-// conformed passes the batches of a columnar file on, cast to
+// conform passes the batches of a columnar file on, cast to
 // Options.Schema's types where they differ, and names the file in errors.
-type conformed struct {
-	// ctx is the context given to Open: array.RecordReader's Next takes
-	// none, and casts need one.
-	ctx    context.Context
-	in     array.RecordReader
-	close  func() error
-	name   string
-	schema *arrow.Schema
-	cast   []bool // cast[i]: column i needs a cast to schema's type
-	rec    arrow.RecordBatch
-	err    error
-	refs   atomic.Int64
-}
-
-// conform wraps in (taking over its reference); close, if not nil, is
-// called on the final Release.
+// It takes over in's reference; close, if not nil, is called on the
+// returned reader's final Release. ctx, which the casts need and
+// array.RecordReader's Next does not take, lives in the batches' closure.
 func conform(ctx context.Context, in array.RecordReader, close func() error, o Options) (array.RecordReader, error) {
-	c := &conformed{ctx: compute.WithAllocator(ctx, o.Allocator), in: in, close: close, name: o.Name, schema: withoutFieldIDs(in.Schema())}
-	c.refs.Add(1)
-	c.cast = make([]bool, c.schema.NumFields())
+	cleanup := func() {
+		in.Release()
+		if close != nil {
+			_ = close()
+		}
+	}
+	schema := withoutFieldIDs(in.Schema())
+	cast := make([]bool, schema.NumFields()) // cast[i]: column i needs a cast to schema's type
 	if o.Schema != nil {
 		index := fieldIndex(o.Schema)
-		fields := c.schema.Fields()
+		fields := schema.Fields()
 		for i, f := range fields {
 			j, ok := index[f.Name]
 			if !ok {
-				c.Release()
+				cleanup()
 				return nil, fmt.Errorf("importer: %s, column %q: no such column in the schema: %w", o.Name, f.Name, lancer.ErrInvalidArgument)
 			}
 			want := o.Schema.Field(j)
 			if !arrow.TypeEqual(f.Type, want.Type) {
 				if !compute.CanCast(f.Type, want.Type) {
-					c.Release()
+					cleanup()
 					return nil, fmt.Errorf("importer: %s, column %q: cannot convert %s to the schema's %s: %w",
 						o.Name, f.Name, f.Type, want.Type, lancer.ErrInvalidArgument)
 				}
-				c.cast[i] = true
+				cast[i] = true
 			}
 			fields[i] = want
 		}
-		md := c.schema.Metadata()
-		c.schema = arrow.NewSchema(fields, &md)
+		md := schema.Metadata()
+		schema = arrow.NewSchema(fields, &md)
 	}
-	return c, nil
+	ctx = compute.WithAllocator(ctx, o.Allocator)
+	batches := func(yield func(arrow.RecordBatch, error) bool) {
+		for in.Next() {
+			rec, err := conformBatch(ctx, in.RecordBatch(), schema, cast, o.Name)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		if err := in.Err(); err != nil && err != io.EOF {
+			yield(nil, fmt.Errorf("importer: read %s: %v: %w", o.Name, err, lancer.ErrInvalidArgument))
+		}
+	}
+	return arrowutil.ReaderFromIter(schema, batches, cleanup), nil
 }
 
-func (c *conformed) Schema() *arrow.Schema { return c.schema }
-
-func (c *conformed) Next() bool {
-	if c.rec != nil {
-		c.rec.Release()
-		c.rec = nil
-	}
-	if c.err != nil {
-		return false
-	}
-	if !c.in.Next() {
-		if err := c.in.Err(); err != nil && err != io.EOF {
-			c.err = fmt.Errorf("importer: read %s: %v: %w", c.name, err, lancer.ErrInvalidArgument)
-		}
-		return false
-	}
-	in := c.in.RecordBatch()
+// conformBatch returns in with the columns cast[i] marks cast to schema's
+// types; the result is the caller's to release.
+func conformBatch(ctx context.Context, in arrow.RecordBatch, schema *arrow.Schema, cast []bool, name string) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, in.NumCols())
 	for i, col := range in.Columns() {
-		if !c.cast[i] {
+		if !cast[i] {
 			col.Retain()
 			cols[i] = col
 			continue
 		}
-		f := c.schema.Field(i)
-		out, err := compute.CastArray(c.ctx, col, compute.SafeCastOptions(f.Type))
+		f := schema.Field(i)
+		out, err := compute.CastArray(ctx, col, compute.SafeCastOptions(f.Type))
 		if err != nil {
 			for _, a := range cols[:i] {
 				a.Release()
 			}
-			c.err = fmt.Errorf("importer: %s, column %q: cannot convert %s to %s: %v: %w",
-				c.name, f.Name, col.DataType(), f.Type, err, lancer.ErrInvalidArgument)
-			return false
+			return nil, fmt.Errorf("importer: %s, column %q: cannot convert %s to %s: %v: %w",
+				name, f.Name, col.DataType(), f.Type, err, lancer.ErrInvalidArgument)
 		}
 		cols[i] = out
 	}
-	c.rec = array.NewRecordBatch(c.schema, cols, in.NumRows())
+	rec := array.NewRecordBatch(schema, cols, in.NumRows())
 	for _, a := range cols {
 		a.Release()
 	}
-	return true
-}
-
-func (c *conformed) RecordBatch() arrow.RecordBatch { return c.rec }
-
-// Record is RecordBatch, for array.RecordReader.
-//
-// Deprecated: use RecordBatch.
-func (c *conformed) Record() arrow.RecordBatch { return c.rec }
-func (c *conformed) Err() error                { return c.err }
-func (c *conformed) Retain()                   { c.refs.Add(1) }
-func (c *conformed) Release() {
-	if c.refs.Add(-1) != 0 {
-		return
-	}
-	if c.rec != nil {
-		c.rec.Release()
-		c.rec = nil
-	}
-	c.in.Release()
-	if c.close != nil {
-		_ = c.close()
-	}
+	return rec, nil
 }
 
 // parquetFieldID is the field metadata key pqarrow labels every field with
