@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/spf13/cobra"
 
 	"github.com/lancerdb/lancer"
@@ -123,7 +124,7 @@ stderr and skipped. Images are written in batches of a few MB.`,
 				}
 			}
 			w := cmd.ErrOrStderr()
-			r, err := importer.NewImageReader(ctx, dir, importer.ImageOptions{
+			images, err := importer.NewImageReader(ctx, dir, importer.ImageOptions{
 				CaptionExt: captionExt,
 				BlobV2:     blobV2,
 				Skipped: func(rel string, err error) {
@@ -136,13 +137,14 @@ stderr and skipped. Images are written in batches of a few MB.`,
 			if err != nil {
 				return err
 			}
+			r := images.Reader(ctx)
 			defer r.Release()
-			ds, err := dataset.Write(ctx, store, &imageProgress{ImageReader: r, prog: prog}, opts)
+			ds, err := dataset.Write(ctx, store, &imageProgress{RecordReader: r, images: images, prog: prog}, opts)
 			prog.done()
 			if err != nil {
 				return err
 			}
-			return report(cmd, "imported %d images (skipped %d); version %d", r.Imported(), r.Skipped(), ds.Version())
+			return report(cmd, "imported %d images (skipped %d); version %d", images.Imported(), images.Skipped(), ds.Version())
 		},
 	}
 	cmd.Flags().StringVar(&modeArg, "mode", "create", "create or append")
@@ -154,12 +156,13 @@ stderr and skipped. Images are written in batches of a few MB.`,
 
 // imageProgress draws the progress of an image import after every batch.
 type imageProgress struct {
-	*importer.ImageReader
-	prog *progressBar
+	array.RecordReader
+	images *importer.ImageReader
+	prog   *progressBar
 }
 
 func (p *imageProgress) Next() bool {
-	ok := p.ImageReader.Next()
-	p.prog.update("images", int(p.Done()), p.Files())
+	ok := p.RecordReader.Next()
+	p.prog.update("images", int(p.images.Done()), p.images.Files())
 	return ok
 }

@@ -10,6 +10,7 @@ import (
 	_ "image/jpeg" // register JPEG
 	_ "image/png"  // register PNG
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,24 +85,20 @@ func ImageSchema(blobV2 bool) *arrow.Schema {
 	}, nil)
 }
 
-// ImageReader is an array.RecordReader of the images of a directory.
+// ImageReader reads the images of a directory; Reader gives them as an
+// array.RecordReader.
 type ImageReader struct {
-	ctx    context.Context
 	dir    string
 	opts   ImageOptions
 	schema *arrow.Schema
 	files  []string // relative paths, slash-separated, in walk order
-	next   int
-	cur    arrow.RecordBatch
-	err    error
-	refs   atomic.Int64
 
 	imported, skipped int64
 	done              atomic.Int64 // files looked at, for progress
 }
 
 // NewImageReader lists the regular files under dir and returns a reader of
-// their images. Nothing is read from the files until Next.
+// their images. Nothing is read from the files until Reader's Next.
 func NewImageReader(ctx context.Context, dir string, opts ImageOptions) (*ImageReader, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -119,10 +116,12 @@ func NewImageReader(ctx context.Context, dir string, opts ImageOptions) (*ImageR
 	if opts.Allocator == nil {
 		opts.Allocator = memory.DefaultAllocator
 	}
-	r := &ImageReader{ctx: ctx, dir: dir, opts: opts, schema: ImageSchema(opts.BlobV2)}
-	r.refs.Store(1)
+	r := &ImageReader{dir: dir, opts: opts, schema: ImageSchema(opts.BlobV2)}
 	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if !e.Type().IsRegular() {
@@ -156,25 +155,8 @@ func (r *ImageReader) Imported() int64 { return r.imported }
 // Skipped returns the number of files that were not images.
 func (r *ImageReader) Skipped() int64 { return r.skipped }
 
-func (r *ImageReader) Retain() { r.refs.Add(1) }
-
-func (r *ImageReader) Release() {
-	if r.refs.Add(-1) == 0 && r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-}
-
+// Schema is the schema of Reader's batches.
 func (r *ImageReader) Schema() *arrow.Schema { return r.schema }
-
-func (r *ImageReader) RecordBatch() arrow.RecordBatch { return r.cur }
-
-// Record returns the current batch.
-//
-// Deprecated: use RecordBatch.
-func (r *ImageReader) Record() arrow.RecordBatch { return r.cur }
-
-func (r *ImageReader) Err() error { return r.err }
 
 // image is one decoded image row.
 type imageRow struct {
@@ -218,41 +200,46 @@ func (r *ImageReader) readImage(rel string) (row imageRow, ok bool, err error) {
 	return row, true, nil
 }
 
-// Next reads the next batch of images.
-func (r *ImageReader) Next() bool {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-	if r.err != nil {
-		return false
-	}
-	var rows []imageRow
-	var size int64
-	for r.next < len(r.files) && size < r.opts.BatchBytes && len(rows) < imageBatchRows {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err
-			return false
+// Reader reads the images under ctx, one batch per Next, as an
+// array.RecordReader to release when done. Read it once.
+func (r *ImageReader) Reader(ctx context.Context) array.RecordReader {
+	return array.ReaderFromIter(r.schema, r.batches(ctx))
+}
+
+// batches yields the batches of images, each the reader's to release.
+func (r *ImageReader) batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for next := 0; ; {
+			var rows []imageRow
+			var size int64
+			for next < len(r.files) && size < r.opts.BatchBytes && len(rows) < imageBatchRows {
+				if err := ctx.Err(); err != nil {
+					yield(nil, err)
+					return
+				}
+				rel := r.files[next]
+				next++
+				row, ok, err := r.readImage(rel)
+				r.done.Add(1)
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				if ok {
+					rows = append(rows, row)
+					size += int64(len(row.data))
+				}
+			}
+			if len(rows) == 0 {
+				return
+			}
+			rec := r.build(rows)
+			r.imported += int64(len(rows))
+			if !yield(rec, nil) {
+				return
+			}
 		}
-		rel := r.files[r.next]
-		r.next++
-		row, ok, err := r.readImage(rel)
-		r.done.Add(1)
-		if err != nil {
-			r.err = err
-			return false
-		}
-		if ok {
-			rows = append(rows, row)
-			size += int64(len(row.data))
-		}
 	}
-	if len(rows) == 0 {
-		return false
-	}
-	r.cur = r.build(rows)
-	r.imported += int64(len(rows))
-	return true
 }
 
 // build makes a batch of rows.

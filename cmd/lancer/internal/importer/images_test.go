@@ -39,13 +39,14 @@ func TestImageReaderBatches(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	var skipped []string
-	r, err := NewImageReader(context.Background(), dir, ImageOptions{
+	images, err := NewImageReader(context.Background(), dir, ImageOptions{
 		CaptionExt: ".cap", BlobV2: true, BatchBytes: int64(2 * buf.Len()), Allocator: mem,
 		Skipped: func(rel string, err error) { skipped = append(skipped, rel) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := images.Reader(context.Background())
 	defer r.Release()
 	var paths, captions []string
 	var batches []int64
@@ -83,7 +84,7 @@ func TestImageReaderBatches(t *testing.T) {
 	if len(captions) != 1 || captions[0] != "z/c.png=cee" {
 		t.Errorf("captions %v", captions)
 	}
-	if len(skipped) != 1 || skipped[0] != "junk.png" || r.Skipped() != 1 || r.Imported() != 4 {
-		t.Errorf("skipped %v (%d), imported %d", skipped, r.Skipped(), r.Imported())
+	if len(skipped) != 1 || skipped[0] != "junk.png" || images.Skipped() != 1 || images.Imported() != 4 {
+		t.Errorf("skipped %v (%d), imported %d", skipped, images.Skipped(), images.Imported())
 	}
 }
