@@ -17,12 +17,14 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
 // Defaults of the multipart staging area (Options.MultipartMaxBytes,
@@ -605,134 +607,129 @@ func (s *Server) commitParts(ctx context.Context, name string, u *upload, parts 
 	return ds.Manifest().Version, nil
 }
 
-// partsReader reads the staged parts of an upload one after the other as
-// one stream of batches. Every part must have the first part's schema.
-type partsReader struct {
-	ctx    context.Context
-	store  blob.Store
-	refs   int64
-	parts  []*stagedPart
-	schema *arrow.Schema
-	i      int
-	src    *objectReader // what rd reads
-	rd     *ipc.Reader
-	cur    arrow.RecordBatch
-	err    error
-}
-
-// openParts opens the first part to learn the schema.
-func openParts(ctx context.Context, store blob.Store, parts []*stagedPart) (*partsReader, error) {
-	p := &partsReader{ctx: ctx, store: store, refs: 1, parts: parts}
-	if err := p.open(0); err != nil {
+// openParts reads the staged parts of an upload under ctx, one after the
+// other, as one stream of batches. Every part must have the first part's
+// schema; the first part is opened here to learn it.
+func openParts(ctx context.Context, store blob.Store, parts []*stagedPart) (array.RecordReader, error) {
+	first, err := openPart(ctx, store, parts[0], nil)
+	if err != nil {
 		return nil, err
 	}
-	p.schema = p.rd.Schema()
-	return p, nil
+	schema := first.rd.Schema()
+	started := false
+	batches := func(yield func(arrow.RecordBatch, error) bool) {
+		started = true
+		cur := first
+		defer func() {
+			if cur != nil {
+				cur.rd.Release()
+			}
+		}()
+		for i := 0; ; {
+			for cur.rd.Next() {
+				rec := cur.rd.RecordBatch()
+				rec.Retain() // the stream's reader releases it
+				if !yield(rec, nil) {
+					return
+				}
+			}
+			if err := cur.err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			cur.rd.Release()
+			cur = nil
+			if i++; i >= len(parts) {
+				return
+			}
+			if cur, err = openPart(ctx, store, parts[i], schema); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
+	}
+	// A stream released unread never ran the iterator: the first part is
+	// closed here then.
+	return arrowutil.ReaderFromIter(schema, batches, func() {
+		if !started {
+			first.rd.Release()
+		}
+	}), nil
 }
 
-func (p *partsReader) open(i int) error {
-	p.closePart()
-	part := p.parts[i]
-	src := &objectReader{ctx: p.ctx, store: p.store, key: part.key, size: part.size}
+// openedPart is a staged part being read.
+type openedPart struct {
+	rd       *ipc.Reader
+	storeErr func() error // the store's error reading the part, if any
+}
+
+// err is the part's read error: the store's, keeping its category, or
+// else corrupt bytes.
+func (p *openedPart) err() error {
+	err := p.rd.Err()
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	if serr := p.storeErr(); serr != nil {
+		return fmt.Errorf("reading a staged part: %w", serr)
+	}
+	return fmt.Errorf("reading a staged part: %v: %w", err, lancer.ErrCorrupt)
+}
+
+// openPart opens part under ctx; its schema must be schema unless that is
+// nil.
+func openPart(ctx context.Context, store blob.Store, part *stagedPart, schema *arrow.Schema) (*openedPart, error) {
+	src, storeErr := objectReader(ctx, store, part.key, part.size)
 	rd, err := ipc.NewReader(src, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
-		if src.err != nil {
-			return fmt.Errorf("reading a staged part: %w", src.err)
+		if serr := storeErr(); serr != nil {
+			return nil, fmt.Errorf("reading a staged part: %w", serr)
 		}
-		return fmt.Errorf("reading a staged part: %v: %w", err, lancer.ErrCorrupt)
+		return nil, fmt.Errorf("reading a staged part: %v: %w", err, lancer.ErrCorrupt)
 	}
-	if p.schema != nil && !rd.Schema().Equal(p.schema) {
+	if schema != nil && !rd.Schema().Equal(schema) {
 		rd.Release()
-		return invalidf("the parts of a multipart upload have different schemas: %v and %v", p.schema, rd.Schema())
+		return nil, invalidf("the parts of a multipart upload have different schemas: %v and %v", schema, rd.Schema())
 	}
-	p.i, p.src, p.rd = i, src, rd
-	return nil
+	return &openedPart{rd: rd, storeErr: storeErr}, nil
 }
 
 // objectReadChunk is how much of a staged part objectReader reads per
 // request.
 const objectReadChunk = 8 << 20
 
-// objectReader reads an object of known size from the start, one range
-// request per objectReadChunk, so that a part is never held whole in
-// memory.
-type objectReader struct {
-	ctx   context.Context
-	store blob.Store
-	key   string
-	size  int64
-	off   int64
-	buf   []byte
-	err   error // the store's error, kept for the message
-}
+// readFunc is an io.Reader made of a function.
+type readFunc func(p []byte) (int, error)
 
-func (o *objectReader) Read(p []byte) (int, error) {
-	if len(o.buf) == 0 {
-		if o.off >= o.size {
-			return 0, io.EOF
-		}
-		n := min(o.size-o.off, objectReadChunk)
-		b, err := o.store.ReadRange(o.ctx, o.key, o.off, n)
-		if err != nil {
-			o.err = err
-			return 0, err
-		}
-		o.buf, o.off = b, o.off+n
-	}
-	n := copy(p, o.buf)
-	o.buf = o.buf[n:]
-	return n, nil
-}
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
 
-func (p *partsReader) closePart() {
-	if p.rd != nil {
-		p.rd.Release()
-		p.rd = nil
-	}
-}
-
-func (p *partsReader) Retain() { p.refs++ }
-
-func (p *partsReader) Release() {
-	if p.refs--; p.refs == 0 {
-		p.closePart()
-	}
-}
-
-func (p *partsReader) Schema() *arrow.Schema { return p.schema }
-
-func (p *partsReader) Next() bool {
-	for p.err == nil && p.rd != nil {
-		if p.rd.Next() {
-			p.cur = p.rd.RecordBatch()
-			return true
-		}
-		if err := p.rd.Err(); err != nil && !errors.Is(err, io.EOF) {
-			if p.src != nil && p.src.err != nil {
-				// The store failed, not the bytes: keep its category.
-				p.err = fmt.Errorf("reading a staged part: %w", p.src.err)
-				return false
+// objectReader reads an object of known size from the start under ctx,
+// one range request per objectReadChunk, so that a part is never held
+// whole in memory. storeErr returns the store's error, if a request
+// failed, kept for the message.
+func objectReader(ctx context.Context, store blob.Store, key string, size int64) (r io.Reader, storeErr func() error) {
+	var off int64
+	var buf []byte
+	var failed error
+	read := func(p []byte) (int, error) {
+		if len(buf) == 0 {
+			if off >= size {
+				return 0, io.EOF
 			}
-			p.err = fmt.Errorf("reading a staged part: %v: %w", err, lancer.ErrCorrupt)
-			return false
+			n := min(size-off, objectReadChunk)
+			b, err := store.ReadRange(ctx, key, off, n)
+			if err != nil {
+				failed = err
+				return 0, err
+			}
+			buf, off = b, off+n
 		}
-		if p.i+1 >= len(p.parts) {
-			p.closePart()
-			return false
-		}
-		if err := p.open(p.i + 1); err != nil {
-			p.err = err
-		}
+		n := copy(p, buf)
+		buf = buf[n:]
+		return n, nil
 	}
-	return false
+	return readFunc(read), func() error { return failed }
 }
-
-func (p *partsReader) RecordBatch() arrow.RecordBatch { return p.cur }
-
-// Record is RecordBatch, for array.RecordReader.
-func (p *partsReader) Record() arrow.RecordBatch { return p.cur }
-
-func (p *partsReader) Err() error { return p.err }
 
 // abortMultipart answers multipart_write/abort?upload_id=.
 func (s *Server) abortMultipart(w http.ResponseWriter, r *http.Request) error {
