@@ -3,6 +3,7 @@ package arrowutil
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,5 +55,48 @@ func TestConcatTake(t *testing.T) {
 	}
 	if _, err := ConcatTake(ctx, mem, []arrow.Array{a}, []int64{5}); !errors.Is(err, lancer.ErrInvalidArgument) {
 		t.Errorf("index out of range: %v", err)
+	}
+}
+
+// ReaderFromIter's cleanup runs once on the final Release, after the
+// iterator's defers when it ran, and also when it never started (which
+// arrow's own reader would skip).
+func TestReaderFromIterCleanup(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	batch := func() arrow.RecordBatch {
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		b.Field(0).(*array.Int64Builder).Append(1)
+		return b.NewRecordBatch()
+	}
+	for _, reads := range []int{0, 1, 3} {
+		var events []string
+		batches := func(yield func(arrow.RecordBatch, error) bool) {
+			defer func() { events = append(events, "iterator done") }()
+			for range 2 {
+				if !yield(batch(), nil) {
+					return
+				}
+			}
+		}
+		r := ReaderFromIter(schema, batches, func() { events = append(events, "cleanup") })
+		r.Retain()
+		for range reads {
+			r.Next()
+		}
+		r.Release()
+		if len(events) != 0 && events[len(events)-1] == "cleanup" {
+			t.Fatalf("%d reads: cleanup ran before the last Release", reads)
+		}
+		r.Release()
+		want := "iterator done cleanup"
+		if reads == 0 {
+			want = "cleanup"
+		}
+		if got := strings.Join(events, " "); got != want {
+			t.Errorf("%d reads: events %q, want %q", reads, got, want)
+		}
 	}
 }
