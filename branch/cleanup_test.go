@@ -2,15 +2,19 @@ package branch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
@@ -125,27 +129,64 @@ func TestCleanupKeepsRefs(t *testing.T) {
 	}
 }
 
-// TestCleanupMainAloneBreaksBranch shows why branch.Cleanup exists: cleaning
-// main as a lone dataset removes files the branch still reads.
+// readBranch scans the latest version of branch name to the end.
+func readBranch(ctx context.Context, root blob.Store, name string) error {
+	ds, err := branch.Open(ctx, root, branch.Ref{Branch: name}, nil)
+	if err != nil {
+		return err
+	}
+	sc, err := ds.Scan(nil)
+	if err != nil {
+		return err
+	}
+	for _, e := range sc.Batches(ctx) {
+		if e != nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// listSizes lists the keys of store with their sizes.
+func listSizes(t *testing.T, store blob.Store) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for info, err := range store.List(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[info.Key] = info.Size
+	}
+	return out
+}
+
+// TestCleanupMainAloneBreaksBranch shows why dataset.Cleanup refuses a root
+// holding branches: cleaning main as a lone dataset removes files the branch
+// still reads. The obvious call deletes nothing and names the safe one;
+// told that the branches keep nothing, it breaks the branch.
 func TestCleanupMainAloneBreaksBranch(t *testing.T) {
 	ctx := context.Background()
 	_, root := copyWithBranchTag(t)
 	later := time.Now().Add(time.Hour)
-	if _, err := dataset.Cleanup(ctx, root, &dataset.CleanupOptions{OlderThan: -1, Now: func() time.Time { return later }}); err != nil {
+	before := listSizes(t, root)
+	_, err := dataset.Cleanup(ctx, root, &dataset.CleanupOptions{OlderThan: -1, Now: func() time.Time { return later }})
+	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), "branch.Cleanup") {
+		t.Fatalf("dataset.Cleanup of a root with a branch: %v; want a refusal naming branch.Cleanup (lancer.ErrInvalidArgument)", err)
+	}
+	if after := listSizes(t, root); !maps.Equal(after, before) {
+		t.Fatalf("a refused cleanup changed the files: %d before, %d after", len(before), len(after))
+	}
+	if err := readBranch(ctx, root, "exp"); err != nil {
+		t.Fatalf("the branch no longer reads after a refused cleanup: %v", err)
+	}
+
+	// What the refusal prevents: the same cleanup with nothing kept for
+	// the branch.
+	keepNothing := func(string) bool { return false }
+	if _, err := dataset.Cleanup(ctx, root, &dataset.CleanupOptions{OlderThan: -1, Now: func() time.Time { return later }, BranchFiles: keepNothing}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := branch.Open(ctx, root, branch.Ref{Branch: "exp"}, nil)
-	if err == nil {
-		var sc *dataset.Scanner
-		if sc, err = ds.Scan(nil); err == nil {
-			for _, e := range sc.Batches(ctx) {
-				if e != nil {
-					err = e
-				}
-			}
-		}
-	}
-	if err == nil {
+	if err := readBranch(ctx, root, "exp"); err == nil {
 		t.Fatal("the branch still reads after main was cleaned alone: the test no longer shows anything")
 	}
 	brokenOnPurpose.Store(root, true)

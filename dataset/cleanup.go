@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
 )
@@ -35,6 +36,20 @@ const (
 
 // deletionsDir holds the deletion files (DeletionFile.Key).
 const deletionsDir = "_deletions/"
+
+// The entries of a root where package branch keeps its branches: each
+// branch's dataset root under tree/<name>/, its ref under _refs/branches/.
+// Cleanup looks for them only to refuse a root whose branches it cannot see.
+const (
+	branchTreeDir = "tree/"
+	branchRefsDir = "_refs/branches/"
+)
+
+// holdsBranch reports whether key, relative to a dataset root, is a file
+// of a branch of that root (its dataset root or its ref).
+func holdsBranch(key string) bool {
+	return strings.HasPrefix(key, branchTreeDir) || strings.HasPrefix(key, branchRefsDir)
+}
 
 // rootEntries are the names Lance and lancer give the entries at the top
 // of a dataset root (see the package doc): the folders of its own files,
@@ -95,8 +110,17 @@ type CleanupOptions struct {
 	KeepVersions []uint64
 	// KeepFiles reports files (keys relative to the dataset root, e.g.
 	// "data/x.lance") that must stay although no version of this dataset
-	// references them: files other datasets use, such as branches.
+	// references them: files other datasets use through base paths.
 	KeepFiles func(key string) bool
+	// BranchFiles reports the files of this root (keys as for KeepFiles)
+	// that the retained versions of its branches reference (a branch's
+	// manifests name its parent's files through a base path), or, on a
+	// branch's root, of its parent and sibling branches. Cleanup keeps
+	// them like KeepFiles. Cleanup cannot see branches, so on a root that
+	// holds any (a tree/ or _refs/branches/ entry) it refuses to run
+	// unless BranchFiles is set: only package branch, whose Cleanup
+	// computes it, sets it. Default nil.
+	BranchFiles func(key string) bool
 	// DeleteUnverified also removes unreferenced files younger than
 	// UnverifiedFileAge (Lance's delete_unverified). Default false: a recent
 	// file no version references may belong to a commit in flight; set it
@@ -152,14 +176,19 @@ func (r cleanupRefs) add(m *manifest.Manifest) {
 }
 
 // Cleanup removes old versions of the dataset rooted at store and the files
-// only they referenced, as Lance's cleanup_old_versions:
+// only they referenced, as Lance's cleanup_old_versions. It cleans one
+// dataset root that no branch reads: on a root holding branches (a tree/
+// or _refs/branches/ entry) it removes nothing and returns an error
+// wrapping lancer.ErrInvalidArgument unless opts.BranchFiles says what the
+// branches reference; branch.Cleanup (and the table handle's Cleanup) is
+// the call that cleans such a root and its branches. The rules:
 //
 //   - a version is removed if it was committed before now-OlderThan, unless
 //     it is the latest or in KeepVersions;
 //   - a data file (data/*.lance), deletion file (_deletions/*), transaction
 //     file (_transactions/*.txn) or index directory (_indices/<uuid>/) is
-//     removed if no retained version references it and KeepFiles does not
-//     keep it, provided that a removed version referenced it, or it is
+//     removed if no retained version references it and neither KeepFiles
+//     nor BranchFiles keeps it, provided that a removed version referenced it, or it is
 //     older than UnverifiedFileAge, or DeleteUnverified is set (the garbage
 //     of failed and crashed commits); so are leftover temporary manifests;
 //   - an unreferenced file written after the oldest retained version was
@@ -180,7 +209,7 @@ func (r cleanupRefs) add(m *manifest.Manifest) {
 // crash in between leaves only unreferenced files, which a later Cleanup
 // removes once old enough. Files other than those listed (refs, branches
 // under tree/, the version hint) are never touched, nor is a file that
-// KeepFiles keeps. Cleanup must not run
+// KeepFiles or BranchFiles keeps. Cleanup must not run
 // concurrently with itself; concurrent commits are safe, as in Lance, except
 // a restore of a version being removed.
 func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (CleanupStats, error) {
@@ -227,6 +256,9 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		}
 	}
 
+	keep := func(key string) bool {
+		return (o.KeepFiles != nil && o.KeepFiles(key)) || (o.BranchFiles != nil && o.BranchFiles(key))
+	}
 	// Decide on every other file before removing anything.
 	type victim struct {
 		key  string
@@ -238,13 +270,20 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		if err != nil {
 			return CleanupStats{}, fmt.Errorf("dataset: cleanup: list %s: %w", store.URI(), err)
 		}
+		if o.BranchFiles == nil && holdsBranch(info.Key) {
+			// A branch's manifests may name this root's files, which no
+			// manifest read here references.
+			return CleanupStats{}, fmt.Errorf("dataset: cleanup: %s holds branches (%s), which may read its files: "+
+				"clean it with branch.Cleanup or the table handle's Cleanup: %w",
+				store.URI(), info.Key, lancer.ErrInvalidArgument)
+		}
 		// A file no version references that was written after the oldest
 		// retained version may belong to a commit in flight (Lance lists
 		// only older files); a store that reports no time gives no age to
 		// go by.
 		unverified := info.ModTime.Before(oldestKept) &&
 			(o.DeleteUnverified || (!info.ModTime.IsZero() && info.ModTime.Before(unverifiedCutoff)))
-		if OwnKey(info.Key) && cleanupRemovable(info.Key, unverified, referenced, verified) && (o.KeepFiles == nil || !o.KeepFiles(info.Key)) {
+		if OwnKey(info.Key) && cleanupRemovable(info.Key, unverified, referenced, verified) && !keep(info.Key) {
 			victims = append(victims, victim{info.Key, info.Size, false})
 		}
 	}
@@ -257,7 +296,7 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 			return CleanupStats{}, fmt.Errorf("dataset: cleanup: list temporary files of %s: %w", store.URI(), err)
 		}
 		own := OwnKey(info.Key) || strings.HasPrefix(info.Key, "_refs/")
-		if own && !info.ModTime.IsZero() && info.ModTime.Before(tempCutoff) && (o.KeepFiles == nil || !o.KeepFiles(info.Key)) {
+		if own && !info.ModTime.IsZero() && info.ModTime.Before(tempCutoff) && !keep(info.Key) {
 			victims = append(victims, victim{info.Key, info.Size, true})
 		}
 	}

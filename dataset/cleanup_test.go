@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -452,5 +453,41 @@ func TestCleanupTempFiles(t *testing.T) {
 	}
 	if _, err := store.Stat(ctx, "data/live.lance"); err != nil {
 		t.Errorf("the live writer's object: %v", err)
+	}
+}
+
+// TestCleanupRefusesBranches checks that Cleanup removes nothing from a
+// root that holds a branch (a branch root under tree/ or a ref under
+// _refs/branches/) unless told what the branches keep: it cannot see
+// that a branch's manifests reference this root's files.
+func TestCleanupRefusesBranches(t *testing.T) {
+	ctx := context.Background()
+	for _, branchFile := range []string{"tree/exp/_versions/1.manifest", "_refs/branches/exp.json"} {
+		t.Run(branchFile, func(t *testing.T) {
+			mem := checkedAlloc(t)
+			store := blob.NewMemStore(t.Name())
+			smallFragments(t, store, mem, format.Version2_2, false, 3, 5)
+			if err := store.Write(ctx, branchFile, []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+			before := storeFiles(t, store)
+			opts := &CleanupOptions{OlderThan: -1, DeleteUnverified: true}
+			_, err := Cleanup(ctx, store, opts)
+			if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), "branch.Cleanup") || !strings.Contains(err.Error(), branchFile) {
+				t.Fatalf("cleanup of a root with a branch: %v; want a refusal naming %s and branch.Cleanup", err, branchFile)
+			}
+			if after := storeFiles(t, store); !maps.Equal(after, before) {
+				t.Fatalf("a refused cleanup changed the files: %d before, %d after", len(before), len(after))
+			}
+			// Told what the branches keep (here nothing), it cleans.
+			opts.BranchFiles = func(string) bool { return false }
+			stats, err := Cleanup(ctx, store, opts)
+			if err != nil || stats.VersionsRemoved == 0 {
+				t.Fatalf("cleanup with BranchFiles: %+v, %v", stats, err)
+			}
+			if !storeFiles(t, store)[branchFile] {
+				t.Errorf("cleanup removed the branch's %s", branchFile)
+			}
+		})
 	}
 }

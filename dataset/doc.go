@@ -159,7 +159,11 @@
 //   - C5. Cleanup reads every retained manifest before it deletes anything,
 //     never deletes the latest version or a file a retained version
 //     references, and keeps unreferenced files younger than a week (they
-//     may belong to a commit in flight) unless told otherwise.
+//     may belong to a commit in flight) unless told otherwise. It cannot
+//     see what branches reference, so on a root holding branches (a tree/
+//     or _refs/branches/ entry) it deletes nothing and fails with
+//     lancer.ErrInvalidArgument unless CleanupOptions.BranchFiles says
+//     what they keep, as branch.Cleanup does.
 //
 // # Vector indices
 //

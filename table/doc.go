@@ -38,5 +38,5 @@
 //     own it; their Close only ends their own use.
 //  4. Cleanup is branch.Cleanup: it never removes a version or file a tag,
 //     a branch or a later merge still needs (dataset.Cleanup, which knows
-//     no branches, is not exposed).
+//     no branches and refuses a root holding them, is not exposed).
 package table
