@@ -22,9 +22,9 @@ import (
 //   - a file of main, or of a branch, that a retained version of another
 //     branch references through a base path is kept (a branch's first
 //     manifest points at its parent's files): it is handed to
-//     dataset.Cleanup as CleanupOptions.BranchFiles, which dataset.Cleanup
-//     requires on a root holding branches; opts.KeepFiles applies to main,
-//     opts.BranchFiles is ignored;
+//     dataset.Cleanup as CleanupOptions.RefFiles, which dataset.Cleanup
+//     requires on a root holding branches or tags; opts.KeepFiles applies to main,
+//     opts.RefFiles is ignored;
 //   - each branch's own root tree/<name>/ is cleaned with its tags kept;
 //     its latest version is kept like main's;
 //   - the versions later merges need are kept (see graphKeeps): each
@@ -100,7 +100,7 @@ func Cleanup(ctx context.Context, root blob.Store, opts *dataset.CleanupOptions)
 	}
 	mainOpts := o
 	mainOpts.KeepVersions = append(slices.Clone(o.KeepVersions), tagged[""]...)
-	mainOpts.BranchFiles = keepFunc(kept[""], nil)
+	mainOpts.RefFiles = keepFunc(kept[""], nil)
 	s, err := dataset.Cleanup(ctx, root, &mainOpts)
 	add(s)
 	if err != nil {
@@ -110,7 +110,7 @@ func Cleanup(ctx context.Context, root blob.Store, opts *dataset.CleanupOptions)
 		bo := o
 		bo.KeepVersions = tagged[b.Name]
 		bo.KeepFiles = nil
-		bo.BranchFiles = keepFunc(kept[b.Name], nil)
+		bo.RefFiles = keepFunc(kept[b.Name], nil)
 		s, err := dataset.Cleanup(ctx, blob.Sub(root, treeDir+b.Name), &bo)
 		add(s)
 		if err != nil {

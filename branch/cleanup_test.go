@@ -183,7 +183,7 @@ func TestCleanupMainAloneBreaksBranch(t *testing.T) {
 	// What the refusal prevents: the same cleanup with nothing kept for
 	// the branch.
 	keepNothing := func(string) bool { return false }
-	if _, err := dataset.Cleanup(ctx, root, &dataset.CleanupOptions{OlderThan: -1, Now: func() time.Time { return later }, BranchFiles: keepNothing}); err != nil {
+	if _, err := dataset.Cleanup(ctx, root, &dataset.CleanupOptions{OlderThan: -1, Now: func() time.Time { return later }, RefFiles: keepNothing}); err != nil {
 		t.Fatal(err)
 	}
 	if err := readBranch(ctx, root, "exp"); err == nil {

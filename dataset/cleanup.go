@@ -37,18 +37,19 @@ const (
 // deletionsDir holds the deletion files (DeletionFile.Key).
 const deletionsDir = "_deletions/"
 
-// The entries of a root where package branch keeps its branches: each
-// branch's dataset root under tree/<name>/, its ref under _refs/branches/.
-// Cleanup looks for them only to refuse a root whose branches it cannot see.
+// The entries of a root where package branch keeps its refs: each
+// branch's dataset root under tree/<name>/, branch and tag files under
+// _refs/. Cleanup looks for them only to refuse a root whose refs it
+// cannot see.
 const (
 	branchTreeDir = "tree/"
-	branchRefsDir = "_refs/branches/"
+	refsDir       = "_refs/"
 )
 
-// holdsBranch reports whether key, relative to a dataset root, is a file
-// of a branch of that root (its dataset root or its ref).
-func holdsBranch(key string) bool {
-	return strings.HasPrefix(key, branchTreeDir) || strings.HasPrefix(key, branchRefsDir)
+// holdsRef reports whether key, relative to a dataset root, is a file of a
+// branch or tag of that root (a branch's dataset root, a branch or tag file).
+func holdsRef(key string) bool {
+	return strings.HasPrefix(key, branchTreeDir) || strings.HasPrefix(key, refsDir)
 }
 
 // rootEntries are the names Lance and lancer give the entries at the top
@@ -112,15 +113,16 @@ type CleanupOptions struct {
 	// "data/x.lance") that must stay although no version of this dataset
 	// references them: files other datasets use through base paths.
 	KeepFiles func(key string) bool
-	// BranchFiles reports the files of this root (keys as for KeepFiles)
+	// RefFiles reports the files of this root (keys as for KeepFiles)
 	// that the retained versions of its branches reference (a branch's
 	// manifests name its parent's files through a base path), or, on a
 	// branch's root, of its parent and sibling branches. Cleanup keeps
-	// them like KeepFiles. Cleanup cannot see branches, so on a root that
-	// holds any (a tree/ or _refs/branches/ entry) it refuses to run
-	// unless BranchFiles is set: only package branch, whose Cleanup
-	// computes it, sets it. Default nil.
-	BranchFiles func(key string) bool
+	// them like KeepFiles. Cleanup cannot see branches or tags, so on a
+	// root that holds any (a tree/ or _refs/ entry) it refuses to run
+	// unless RefFiles is set: only package branch, whose Cleanup computes
+	// it and passes the tagged versions in KeepVersions, sets it.
+	// Default nil.
+	RefFiles func(key string) bool
 	// DeleteUnverified also removes unreferenced files younger than
 	// UnverifiedFileAge (Lance's delete_unverified). Default false: a recent
 	// file no version references may belong to a commit in flight; set it
@@ -177,18 +179,19 @@ func (r cleanupRefs) add(m *manifest.Manifest) {
 
 // Cleanup removes old versions of the dataset rooted at store and the files
 // only they referenced, as Lance's cleanup_old_versions. It cleans one
-// dataset root that no branch reads: on a root holding branches (a tree/
-// or _refs/branches/ entry) it removes nothing and returns an error
-// wrapping lancer.ErrInvalidArgument unless opts.BranchFiles says what the
-// branches reference; branch.Cleanup (and the table handle's Cleanup) is
-// the call that cleans such a root and its branches. The rules:
+// dataset root that no branch or tag reads: on a root holding refs (a
+// tree/ or _refs/ entry) it removes nothing and returns an error wrapping
+// lancer.ErrInvalidArgument unless opts.RefFiles says what the branches
+// reference; branch.Cleanup (and the table handle's Cleanup) is the call
+// that cleans such a root, keeping its tagged versions, and its branches.
+// The rules:
 //
 //   - a version is removed if it was committed before now-OlderThan, unless
 //     it is the latest or in KeepVersions;
 //   - a data file (data/*.lance), deletion file (_deletions/*), transaction
 //     file (_transactions/*.txn) or index directory (_indices/<uuid>/) is
 //     removed if no retained version references it and neither KeepFiles
-//     nor BranchFiles keeps it, provided that a removed version referenced it, or it is
+//     nor RefFiles keeps it, provided that a removed version referenced it, or it is
 //     older than UnverifiedFileAge, or DeleteUnverified is set (the garbage
 //     of failed and crashed commits); so are leftover temporary manifests;
 //   - an unreferenced file written after the oldest retained version was
@@ -209,7 +212,7 @@ func (r cleanupRefs) add(m *manifest.Manifest) {
 // crash in between leaves only unreferenced files, which a later Cleanup
 // removes once old enough. Files other than those listed (refs, branches
 // under tree/, the version hint) are never touched, nor is a file that
-// KeepFiles or BranchFiles keeps. Cleanup must not run
+// KeepFiles or RefFiles keeps. Cleanup must not run
 // concurrently with itself; concurrent commits are safe, as in Lance, except
 // a restore of a version being removed.
 func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (CleanupStats, error) {
@@ -257,7 +260,7 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 	}
 
 	keep := func(key string) bool {
-		return (o.KeepFiles != nil && o.KeepFiles(key)) || (o.BranchFiles != nil && o.BranchFiles(key))
+		return (o.KeepFiles != nil && o.KeepFiles(key)) || (o.RefFiles != nil && o.RefFiles(key))
 	}
 	// Decide on every other file before removing anything.
 	type victim struct {
@@ -270,10 +273,11 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		if err != nil {
 			return CleanupStats{}, fmt.Errorf("dataset: cleanup: list %s: %w", store.URI(), err)
 		}
-		if o.BranchFiles == nil && holdsBranch(info.Key) {
+		if o.RefFiles == nil && holdsRef(info.Key) {
 			// A branch's manifests may name this root's files, which no
-			// manifest read here references.
-			return CleanupStats{}, fmt.Errorf("dataset: cleanup: %s holds branches (%s), which may read its files: "+
+			// manifest read here references; a tag keeps a version that
+			// no option here names.
+			return CleanupStats{}, fmt.Errorf("dataset: cleanup: %s holds branches or tags (%s), which may read its files: "+
 				"clean it with branch.Cleanup or the table handle's Cleanup: %w",
 				store.URI(), info.Key, lancer.ErrInvalidArgument)
 		}

@@ -462,7 +462,7 @@ func TestCleanupTempFiles(t *testing.T) {
 // that a branch's manifests reference this root's files.
 func TestCleanupRefusesBranches(t *testing.T) {
 	ctx := context.Background()
-	for _, branchFile := range []string{"tree/exp/_versions/1.manifest", "_refs/branches/exp.json"} {
+	for _, branchFile := range []string{"tree/exp/_versions/1.manifest", "_refs/branches/exp.json", "_refs/tags/v1.json"} {
 		t.Run(branchFile, func(t *testing.T) {
 			mem := checkedAlloc(t)
 			store := blob.NewMemStore(t.Name())
@@ -479,11 +479,11 @@ func TestCleanupRefusesBranches(t *testing.T) {
 			if after := storeFiles(t, store); !maps.Equal(after, before) {
 				t.Fatalf("a refused cleanup changed the files: %d before, %d after", len(before), len(after))
 			}
-			// Told what the branches keep (here nothing), it cleans.
-			opts.BranchFiles = func(string) bool { return false }
+			// Told what the refs keep (here nothing), it cleans.
+			opts.RefFiles = func(string) bool { return false }
 			stats, err := Cleanup(ctx, store, opts)
 			if err != nil || stats.VersionsRemoved == 0 {
-				t.Fatalf("cleanup with BranchFiles: %+v, %v", stats, err)
+				t.Fatalf("cleanup with RefFiles: %+v, %v", stats, err)
 			}
 			if !storeFiles(t, store)[branchFile] {
 				t.Errorf("cleanup removed the branch's %s", branchFile)

@@ -160,9 +160,9 @@
 //     never deletes the latest version or a file a retained version
 //     references, and keeps unreferenced files younger than a week (they
 //     may belong to a commit in flight) unless told otherwise. It cannot
-//     see what branches reference, so on a root holding branches (a tree/
-//     or _refs/branches/ entry) it deletes nothing and fails with
-//     lancer.ErrInvalidArgument unless CleanupOptions.BranchFiles says
+//     see what branches and tags keep, so on a root holding refs (a tree/
+//     or _refs/ entry) it deletes nothing and fails with
+//     lancer.ErrInvalidArgument unless CleanupOptions.RefFiles says
 //     what they keep, as branch.Cleanup does.
 //
 // # Vector indices
