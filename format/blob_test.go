@@ -12,7 +12,7 @@ import (
 )
 
 func TestSidecarKey(t *testing.T) {
-	r := &Reader{key: "data/00101111.lance"}
+	r := &Reader{f: &fileHandle{key: "data/00101111.lance"}}
 	cases := map[uint32]string{
 		1: "data/00101111/10000000000000000000000000000000.blob",
 		2: "data/00101111/01000000000000000000000000000000.blob",

@@ -31,12 +31,12 @@ var readOptions = blob.ReadRangesOptions{}
 // readRanges reads ranges of the file with coalescing and bounded
 // parallelism. A range outside the file is corruption (ranges come from
 // metadata); errors name the file.
-func (r *Reader) readRanges(ctx context.Context, ranges []bufferRange) ([][]byte, error) {
+func (r *fileHandle) readRanges(ctx context.Context, ranges []bufferRange) ([][]byte, error) {
 	return r.readRangesWith(ctx, ranges, &readOptions)
 }
 
 // readRangesWith is readRanges coalescing as opts says.
-func (r *Reader) readRangesWith(ctx context.Context, ranges []bufferRange, opts *blob.ReadRangesOptions) ([][]byte, error) {
+func (r *fileHandle) readRangesWith(ctx context.Context, ranges []bufferRange, opts *blob.ReadRangesOptions) ([][]byte, error) {
 	rs := make([]blob.Range, len(ranges))
 	for i, b := range ranges {
 		if err := r.checkRange(b, "read"); err != nil {
@@ -72,7 +72,7 @@ func preloadedBuffers(ctx context.Context, page *file2pb.ColumnMetadata_Page) ([
 type pageID struct{ col, page int }
 
 // page returns the metadata of page id, or nil if there is no such page.
-func (r *Reader) page(id pageID) *file2pb.ColumnMetadata_Page {
+func (r *fileHandle) page(id pageID) *file2pb.ColumnMetadata_Page {
 	if id.col < 0 || id.col >= len(r.columns) || id.page < 0 || id.page >= len(r.columns[id.col].GetPages()) {
 		return nil
 	}
@@ -80,7 +80,7 @@ func (r *Reader) page(id pageID) *file2pb.ColumnMetadata_Page {
 }
 
 // pageBytes returns the bytes of page id's buffers (0 for no such page).
-func (r *Reader) pageBytes(id pageID) uint64 {
+func (r *fileHandle) pageBytes(id pageID) uint64 {
 	var n uint64
 	for _, s := range r.page(id).GetBufferSizes() {
 		n += s
@@ -92,7 +92,7 @@ func (r *Reader) pageBytes(id pageID) uint64 {
 // one coalesced batch of requests and returns ctx carrying them, and those
 // ctx carried already, for pageBuffers. Pages ctx carries are not read
 // again; unknown pages are left for the decoder to report.
-func (r *Reader) preloadPages(ctx context.Context, pages []pageID) (context.Context, error) {
+func (r *fileHandle) preloadPages(ctx context.Context, pages []pageID) (context.Context, error) {
 	var (
 		ranges []bufferRange
 		owners []*file2pb.ColumnMetadata_Page

@@ -212,7 +212,7 @@ func TestPreloadPagesOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []pageID
-	for c, col := range r.columns {
+	for c, col := range r.f.columns {
 		for p := range col.GetPages() {
 			ids = append(ids, pageID{c, p})
 		}
@@ -220,17 +220,17 @@ func TestPreloadPagesOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	ids = append(ids[:len(ids)/2], ids[0], pageID{99, 0}, pageID{0, 9999})
-	pctx, err := r.preloadPages(ctx, ids)
+	pctx, err := r.f.preloadPages(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids[:len(ids)-2] {
-		page := r.columns[id.col].GetPages()[id.page]
+		page := r.f.columns[id.col].GetPages()[id.page]
 		got, ok := preloadedBuffers(pctx, page)
 		if !ok {
 			t.Fatalf("page %v not preloaded", id)
 		}
-		want, err := r.pageBuffers(ctx, page)
+		want, err := r.f.pageBuffers(ctx, page)
 		if err != nil {
 			t.Fatal(err)
 		}

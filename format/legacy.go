@@ -63,6 +63,15 @@ import (
 // reads as null. This reader returns exactly what Lance returns, which is
 // what the fixtures' expected rows record.
 
+// legacyReader is an open v1 file: the file and its parsed metadata.
+type legacyReader struct {
+	*fileHandle
+	legacy *legacyFile
+}
+
+// numColumns counts the file's physical columns (legacyFile.numColumns).
+func (r *legacyReader) numColumns() int { return r.legacy.numColumns() }
+
 // legacyFile is the parsed metadata of a v1 file.
 type legacyFile struct {
 	// batchOffsets[b] is the first row of batch b; the last entry is the
@@ -120,7 +129,7 @@ func (l *legacyFile) numColumns() int {
 
 // openLegacy parses the footer and metadata of a v1 file; tail holds the
 // last bytes of the file.
-func (r *Reader) openLegacy(ctx context.Context, tail []byte) error {
+func (r *legacyReader) openLegacy(ctx context.Context, tail []byte) error {
 	footerPos := uint64(r.size) - legacyFooterSize
 	metaPos := binary.LittleEndian.Uint64(tail[len(tail)-legacyFooterSize:])
 	var md filepb.Metadata
@@ -163,12 +172,32 @@ func (r *Reader) openLegacy(ctx context.Context, tail []byte) error {
 		return err
 	}
 	r.legacy = l
+	// What the Reader keeps: the schema and metadata messages (read from
+	// manifestPos to the footer), the page table and the dictionaries.
+	r.metadataBytes = int64(uint64(r.size)-manifestPos) + 16*int64(len(l.pages))
+	for _, d := range l.dictionaries {
+		r.metadataBytes += arrayBytes(d.Data())
+	}
 	return nil
+}
+
+// arrayBytes sums the lengths of the buffers of d and its children.
+func arrayBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayBytes(c)
+	}
+	return n
 }
 
 // readLegacyMessage reads a u32-length-prefixed protobuf message at pos
 // that must end by limit.
-func (r *Reader) readLegacyMessage(ctx context.Context, tail []byte, pos, limit uint64, what string, msg proto.Message) error {
+func (r *legacyReader) readLegacyMessage(ctx context.Context, tail []byte, pos, limit uint64, what string, msg proto.Message) error {
 	if pos > limit || limit-pos < 4 {
 		return r.corruptf("%s position %d leaves no room for its length before %d", what, pos, limit)
 	}
@@ -192,7 +221,7 @@ func (r *Reader) readLegacyMessage(ctx context.Context, tail []byte, pos, limit 
 
 // parseBatchOffsets checks that the cumulative row counts start at 0 and
 // never decrease.
-func (r *Reader) parseBatchOffsets(l *legacyFile, offsets []int32) error {
+func (r *legacyReader) parseBatchOffsets(l *legacyFile, offsets []int32) error {
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -211,7 +240,7 @@ func (r *Reader) parseBatchOffsets(l *legacyFile, offsets []int32) error {
 
 // readLegacyPageTable loads the page table, which covers the field ids
 // min..max of the file's schema for every batch.
-func (r *Reader) readLegacyPageTable(ctx context.Context, tail []byte, l *legacyFile, pos, limit uint64) error {
+func (r *legacyReader) readLegacyPageTable(ctx context.Context, tail []byte, l *legacyFile, pos, limit uint64) error {
 	minID, maxID := int32(math.MaxInt32), int32(-1)
 	r.schema.Walk(func(f *schema.Field) {
 		minID = min(minID, f.ID)
@@ -241,7 +270,7 @@ func (r *Reader) readLegacyPageTable(ctx context.Context, tail []byte, l *legacy
 // readLegacyDictionaries loads the values of every dictionary field. Lance
 // reads them as a nullable page of the value type, so empty strings among
 // them become nulls.
-func (r *Reader) readLegacyDictionaries(ctx context.Context, tail []byte, l *legacyFile) error {
+func (r *legacyReader) readLegacyDictionaries(ctx context.Context, tail []byte, l *legacyFile) error {
 	var dictFields []*schema.Field
 	r.schema.Walk(func(f *schema.Field) {
 		if f.Type.ID() == arrow.DICTIONARY {

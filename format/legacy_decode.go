@@ -31,11 +31,11 @@ const maxLegacyValues = math.MaxInt32
 // the small gaps between ranges it merges), so reading a file front to back
 // reads each byte about once anyway.
 type legacyCursor struct {
-	r    *Reader
-	proj Projection
+	r    *legacyReader
+	proj projection
 }
 
-func newLegacyCursor(r *Reader, proj Projection) (cursorImpl, error) {
+func newLegacyCursor(r *legacyReader, proj projection) (cursorImpl, error) {
 	if r.legacy == nil {
 		return nil, fmt.Errorf("format: %s: legacy file metadata not loaded: %w", r.key, lancer.ErrInvalidArgument)
 	}
@@ -142,7 +142,7 @@ func (c *legacyCursor) buildConcat(f *schema.Field, pieces []legacyNode, start, 
 // their positions, so reading all of a batch costs one request, not one per
 // round.
 type legacyScan struct {
-	r      *Reader
+	r      *legacyReader
 	column func(fieldID int32) (int, bool)
 	// batch is the batch the nodes being planned read from.
 	batch int
@@ -164,7 +164,7 @@ type legacySpan struct {
 	buf []byte
 }
 
-func newLegacyScan(r *Reader, column func(int32) (int, bool)) *legacyScan {
+func newLegacyScan(r *legacyReader, column func(int32) (int, bool)) *legacyScan {
 	return &legacyScan{r: r, column: column}
 }
 

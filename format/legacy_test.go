@@ -310,7 +310,7 @@ func splitBatches(t testing.TB, data []byte, bounds []int32) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := r.legacy
+	l := r.legacy.legacy
 	if l.numBatches() != 1 {
 		t.Fatalf("file has %d batches, want 1", l.numBatches())
 	}
@@ -372,7 +372,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := r.legacy
+	l := r.legacy.legacy
 	if l.numBatches() != 1 || rows > r.NumRows() {
 		t.Fatalf("cannot shrink %d batches of %d rows to %d rows", l.numBatches(), r.NumRows(), rows)
 	}
@@ -489,7 +489,7 @@ func TestLegacyManyBatchesMatchLance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.legacy.numBatches(); got != 5 {
+	if got := r.legacy.legacy.numBatches(); got != 5 {
 		t.Fatalf("%d batches, want 5", got)
 	}
 	rec := readAllRows(t, r)
@@ -602,10 +602,10 @@ func TestLegacyMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages := slices.Clone(r.legacy.pages)
+	pages := slices.Clone(r.legacy.legacy.pages)
 	withPage := func(id int32, p legacyPage) []legacyPage {
 		ps := slices.Clone(pages)
-		ps[id-r.legacy.minFieldID] = p
+		ps[id-r.legacy.legacy.minFieldID] = p
 		return ps
 	}
 	withMeta := func(edit func(*filepb.Metadata)) []byte {
@@ -635,8 +635,8 @@ func TestLegacyMalformed(t *testing.T) {
 	}
 	le64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 	le32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
-	utf8Page, _ := r.legacy.page(field(man, "utf8").Id, 0)
-	listPage, _ := r.legacy.page(field(man, "list_i32").Id, 0)
+	utf8Page, _ := r.legacy.legacy.page(field(man, "utf8").Id, 0)
+	listPage, _ := r.legacy.legacy.page(field(man, "list_i32").Id, 0)
 
 	// A page that starts 8 bytes before the end of the rewritten file (whose
 	// length does not depend on the page's position).
@@ -818,7 +818,7 @@ func TestLegacyMissingItemsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := r.Schema().Field("list_i32")
-	listPage, _ := r.legacy.page(list.ID, 0)
+	listPage, _ := r.legacy.legacy.page(list.ID, 0)
 	data := slices.Clone(orig)
 	binary.LittleEndian.PutUint32(data[listPage.pos+4*r.NumRows():], 1<<24) // the last list's end
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -39,7 +39,7 @@ const pageLayoutTypeName = "lance.encodings21.PageLayout"
 // decodes it into levels and values typed as leaf.ScanType(). Malformed pages
 // yield errors wrapping lancer.ErrCorrupt, layouts or encodings lancer does
 // not implement lancer.ErrUnsupported; both name the file, column and page.
-func (r *Reader) decodeLeafPage(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error) {
+func (r *structReader) decodeLeafPage(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error) {
 	ref := pageRef{key: r.key, col: col, page: p}
 	if col < 0 || col >= len(r.columns) {
 		return nil, ref.wrap(pageInvalidf("the file has %d columns", len(r.columns)))

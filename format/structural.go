@@ -97,6 +97,16 @@ type cachedPage struct {
 	levels *pageLevels
 }
 
+// structReader is an open 2.1+ file and what takes of it learn about its
+// pages.
+type structReader struct {
+	*fileHandle
+	// miniIndexes caches, by pageID, what takes read to find the chunks of
+	// rows in mini-block pages (*miniBlockIndex): a few bytes per chunk,
+	// read once instead of before every take.
+	miniIndexes sync.Map
+}
+
 // structuralCursor implements cursorImpl for 2.1+ files.
 type structuralCursor struct {
 	key     string
@@ -120,7 +130,7 @@ type structuralCursor struct {
 }
 
 // newStructuralCursor reads files of versions 2.1 and later.
-func newStructuralCursor(r *Reader, proj Projection) (cursorImpl, error) {
+func newStructuralCursor(r *structReader, proj projection) (cursorImpl, error) {
 	pageRows := func(col int) ([]uint64, error) {
 		if col < 0 || col >= len(r.columns) {
 			return nil, fmt.Errorf("the file has %d columns: %w", len(r.columns), lancer.ErrCorrupt)
@@ -142,7 +152,7 @@ func newStructuralCursor(r *Reader, proj Projection) (cursorImpl, error) {
 
 // buildStructuralCursor plans the reading of proj from a file of numRows
 // rows whose column col has pages of pageRows(col) rows each.
-func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, proj Projection,
+func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, proj projection,
 	pageRows func(col int) ([]uint64, error),
 	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error),
 ) (*structuralCursor, error) {
@@ -182,7 +192,7 @@ func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, pro
 
 // plan builds the node of f, to be read as type dt, below the layers
 // (outermost first) of its ancestors.
-func (c *structuralCursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj Projection, top bool) (*structNode, error) {
+func (c *structuralCursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj projection, top bool) (*structNode, error) {
 	n := &structNode{field: f, dt: dt}
 	if f.StoredAsLeaf() {
 		if st, ok := dt.(*arrow.StructType); ok && top && st.NumFields() == 0 && f.Blob == schema.NotBlob {

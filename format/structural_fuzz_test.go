@@ -122,7 +122,7 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 		ff.numRows = uint64(rows)
 
 		proj := Projection{Fields: []*schema.Field{s, l}, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
-		cur, err := buildStructuralCursor("fuzz.lance", ff.numRows, mem, proj, ff.pageRows, ff.decode)
+		cur, err := buildStructuralCursor("fuzz.lance", ff.numRows, mem, projection(proj), ff.pageRows, ff.decode)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("build: %v does not wrap ErrCorrupt", err)

@@ -95,7 +95,7 @@ func TestStructuralRangesAcrossPages(t *testing.T) {
 			n := r.NumRows()
 
 			var bounds []uint64
-			for _, col := range r.columns {
+			for _, col := range r.f.columns {
 				var row uint64
 				for _, p := range col.GetPages() {
 					row += p.GetLength()
@@ -210,10 +210,10 @@ func TestStructuralRangeReadsFewBytes(t *testing.T) {
 	col := r.FileProjection(sch.Fields)
 	leaf := sch.Fields[0].Children[0].Children[0]
 	c, ok := col.Column(leaf.ID)
-	if !ok || len(r.columns[c].GetPages()) < 2 {
+	if !ok || len(r.f.columns[c].GetPages()) < 2 {
 		t.Fatalf("lstlst is not a multi-page column")
 	}
-	firstPage := r.columns[c].GetPages()[0].GetLength()
+	firstPage := r.f.columns[c].GetPages()[0].GetLength()
 	opened := st.Snapshot().ReadRange.Bytes
 	arrs, err := r.ReadRange(context.Background(), col, firstPage+100, firstPage+105)
 	if err != nil {
@@ -222,7 +222,7 @@ func TestStructuralRangeReadsFewBytes(t *testing.T) {
 	releaseAll(arrs)
 	read := st.Snapshot().ReadRange.Bytes - opened
 	var pageBytes uint64
-	for _, s := range r.columns[c].GetPages()[1].GetBufferSizes() {
+	for _, s := range r.f.columns[c].GetPages()[1].GetBufferSizes() {
 		pageBytes += s
 	}
 	t.Logf("5 rows of lstlst: read %d bytes (page %d bytes) of a %d-byte file; Open read %d", read, pageBytes, r.Size(), opened)
@@ -338,7 +338,7 @@ func benchmarkScan(b *testing.B, fixture, column string, batch uint64) {
 	for _, fl := range fields {
 		fl.Walk(func(x *schema.Field) {
 			if c, ok := proj.Column(x.ID); ok {
-				for _, p := range r.columns[c].GetPages() {
+				for _, p := range r.f.columns[c].GetPages() {
 					for _, s := range p.GetBufferSizes() {
 						bytes += int64(s)
 					}

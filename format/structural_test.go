@@ -123,7 +123,7 @@ func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *structuralCurso
 		c, ok := f.leafCol[id]
 		return c, ok
 	}}
-	c, err := buildStructuralCursor("test.lance", f.numRows, f.mem, proj, f.pageRows, f.decode)
+	c, err := buildStructuralCursor("test.lance", f.numRows, f.mem, projection(proj), f.pageRows, f.decode)
 	if err != nil {
 		t.Fatalf("buildStructuralCursor: %v", err)
 	}
@@ -746,7 +746,7 @@ func TestStructuralCorrupt(t *testing.T) {
 			sc := structuralCase{fields: tc.fields, numRows: tc.numRows, columns: tc.columns}
 			ff, fields := sc.setup(t, mem)
 			proj := Projection{Fields: fields, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
-			c, err := buildStructuralCursor("bad.lance", ff.numRows, mem, proj, ff.pageRows, ff.decode)
+			c, err := buildStructuralCursor("bad.lance", ff.numRows, mem, projection(proj), ff.pageRows, ff.decode)
 			if err == nil {
 				var got []arrow.Array
 				got, err = c.readRange(context.Background(), 0, tc.numRows)

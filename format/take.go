@@ -23,9 +23,9 @@ const takeReadAhead = 64 << 20
 // pages the rows need (take_pages.go).
 func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
 	for _, row := range rows {
-		if row >= c.r.numRows {
+		if row >= c.r.f.numRows {
 			return nil, fmt.Errorf("format: %s: row %d outside the file's %d rows: %w",
-				c.r.key, row, c.r.numRows, lancer.ErrInvalidArgument)
+				c.r.f.key, row, c.r.f.numRows, lancer.ErrInvalidArgument)
 		}
 	}
 	if len(rows) == 0 {
@@ -89,27 +89,14 @@ func (c *Cursor) reorder(ctx context.Context, rows, sorted []uint64, pieces [][]
 	}
 	out := make([]arrow.Array, len(c.proj.Fields))
 	for i := range c.proj.Fields {
-		a, err := arrowutil.ConcatTake(ctx, c.r.mem, pieces[i], indices)
+		a, err := arrowutil.ConcatTake(ctx, c.r.f.mem, pieces[i], indices)
 		if err != nil {
 			releaseAll(out)
-			return nil, fmt.Errorf("format: %s: take: %w", c.r.key, err)
+			return nil, fmt.Errorf("format: %s: take: %w", c.r.f.key, err)
 		}
 		out[i] = a
 	}
 	return out, nil
-}
-
-// rowTaker is implemented by cursors that read the rows of a take by
-// themselves, decoding only the parts of pages those rows need
-// (structuralCursor).
-type rowTaker interface {
-	// takeBatch returns how many of rows (ascending, distinct) to take in
-	// one takeRows call so that it reads about budget bytes at most (at
-	// least one row).
-	takeBatch(rows []uint64, budget uint64) int
-	// takeRows returns one array per projected field holding rows
-	// (ascending, distinct), in order.
-	takeRows(ctx context.Context, rows []uint64) ([]arrow.Array, error)
 }
 
 // takeBatch implements rowTaker. It counts, for each page a row falls in,

@@ -129,7 +129,7 @@ func (b *rangeBatch) add(off, size uint64, dst *[]byte) {
 const localTakeGap = 4 << 10
 
 // fetch reads the batch's ranges with one coalesced batch of requests.
-func (r *Reader) fetch(ctx context.Context, b *rangeBatch) error {
+func (r *structReader) fetch(ctx context.Context, b *rangeBatch) error {
 	if len(b.ranges) == 0 {
 		return nil
 	}
@@ -151,7 +151,7 @@ func (r *Reader) fetch(ctx context.Context, b *rangeBatch) error {
 
 // takePages reads and decodes, for each request, the part of its page that
 // holds its rows. On error no request holds a page.
-func (r *Reader) takePages(ctx context.Context, reqs []*takeRequest) (err error) {
+func (r *structReader) takePages(ctx context.Context, reqs []*takeRequest) (err error) {
 	defer func() {
 		if err != nil {
 			for _, q := range reqs {
@@ -208,7 +208,7 @@ func (r *Reader) takePages(ctx context.Context, reqs []*takeRequest) (err error)
 
 // planTake picks how to read request q and adds what must be read before
 // the data (metadata, row index entries) to phase1.
-func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
+func (r *structReader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 	remote := !strings.HasPrefix(r.store.URI(), "file://")
 	q.kind = takeWhole
 	q.meta = r.page(pageID{q.col, q.page})
@@ -310,7 +310,7 @@ func rowRuns(rows []uint64) []takeRun {
 }
 
 // planTakeData adds the data request q reads to phase2, once phase 1 is in.
-func (r *Reader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
+func (r *structReader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 	ref := pageRef{key: r.key, col: q.col, page: q.page}
 	offs, sizes := q.meta.GetBufferOffsets(), q.meta.GetBufferSizes()
 	switch q.kind {
@@ -375,7 +375,7 @@ func (r *Reader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 }
 
 // decodeTake decodes what planTakeData read for q.
-func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
+func (r *structReader) decodeTake(ctx context.Context, q *takeRequest) error {
 	if q.kind == takeWhole {
 		r.narrowWholeMiniBlock(q)
 	}
@@ -443,7 +443,7 @@ func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 // buffers are all there. The page's chunk index is kept, so later takes of
 // the page read only their chunks. Anything amiss leaves q whole, and the
 // whole-page decoder reports it.
-func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
+func (r *structReader) narrowWholeMiniBlock(q *takeRequest) {
 	mb := q.layout.GetMiniBlockLayout()
 	if mb == nil || len(q.bufs) != miniBlockBuffers(mb) || (mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0) {
 		return
@@ -480,7 +480,7 @@ func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
 // newMiniIndex parses the chunk index of q's mini-block page (meta its
 // chunk metadata, rep its repetition index or nil, dataLen the bytes of
 // its chunk buffer) and keeps it on the Reader for later takes.
-func (r *Reader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout, meta []byte, dataLen uint64, rep []byte) (*miniBlockIndex, error) {
+func (r *structReader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout, meta []byte, dataLen uint64, rep []byte) (*miniBlockIndex, error) {
 	idx, err := newMiniBlockIndex(mb, meta, dataLen, q.meta.GetLength(), rep)
 	if err != nil {
 		return nil, err

@@ -349,7 +349,7 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pages := len(r.columns[0].GetPages()); pages != 1 {
+	if pages := len(r.f.columns[0].GetPages()); pages != 1 {
 		t.Fatalf("%d pages, want 1", pages)
 	}
 	proj := r.FileProjection(r.Schema().Fields)
@@ -387,7 +387,7 @@ func TestTakeIndexedZipRunsChecked(t *testing.T) {
 	if r.Schema().Fields[wide].Name != "wide" {
 		t.Fatalf("column %d is %q", wide, r.Schema().Fields[wide].Name)
 	}
-	page := r.columns[wide].GetPages()[0]
+	page := r.f.columns[wide].GetPages()[0]
 	if n := len(page.GetBufferOffsets()); n != 2 {
 		t.Fatalf("the wide column's page has %d buffers, want 2 (values, row index)", n)
 	}

@@ -111,7 +111,7 @@ func (c *v20Column) drop() {
 
 // v20Cursor implements cursorImpl for 2.0 files.
 type v20Cursor struct {
-	r       *Reader
+	r       *fileHandle
 	fields  []*v20Node
 	columns []*v20Column
 	// requested is the row count of the current readRange: nulls of that
@@ -120,7 +120,7 @@ type v20Cursor struct {
 }
 
 // newV20Cursor reads files of version 2.0.
-func newV20Cursor(r *Reader, proj Projection) (cursorImpl, error) {
+func newV20Cursor(r *fileHandle, proj projection) (cursorImpl, error) {
 	c := &v20Cursor{r: r}
 	for _, f := range proj.Fields {
 		n, err := c.plan(f, r.numRows, proj)
@@ -134,7 +134,7 @@ func newV20Cursor(r *Reader, proj Projection) (cursorImpl, error) {
 
 // plan builds the node of field f, which lives in a value space of total
 // values.
-func (c *v20Cursor) plan(f *schema.Field, total uint64, proj Projection) (*v20Node, error) {
+func (c *v20Cursor) plan(f *schema.Field, total uint64, proj projection) (*v20Node, error) {
 	n := &v20Node{field: f, dt: f.ScanType()}
 	n.decodeType = n.dt
 	colIdx, hasCol := proj.Column(f.ID)

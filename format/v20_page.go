@@ -80,7 +80,7 @@ func v20ParseEncoding(e *file2pb.Encoding, want string, msg proto.Message) error
 
 // v20PageDecoder decodes the encoding tree of one page of column col.
 type v20PageDecoder struct {
-	r    *Reader
+	r    *fileHandle
 	col  int
 	bufs [][]byte // the page's buffers
 	// other holds the column and file buffers the encoding names, read

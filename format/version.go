@@ -43,20 +43,6 @@ func (v Version) Less(w Version) bool {
 	return v.Major < w.Major || (v.Major == w.Major && v.Minor < w.Minor)
 }
 
-// versionFromFooter maps the (major, minor) of a file footer to the table
-// format's version, or reports it unknown.
-func versionFromFooter(major, minor uint16) (Version, bool) {
-	switch {
-	case major == 0 && minor < 3:
-		return VersionLegacy, true
-	case major == 0 && minor == 3, major == 2 && minor == 0:
-		return Version2_0, true
-	case major == 2 && minor >= 1 && minor <= 3:
-		return Version{2, minor}, true
-	}
-	return Version{}, false
-}
-
 // ParseVersion parses a manifest data_format version string ("0.1", "2.0",
 // "2.1", "2.2", "2.3"; "legacy" and "stable"/"next" aliases too).
 func ParseVersion(s string) (Version, error) {

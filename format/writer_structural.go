@@ -67,7 +67,7 @@ type leafSpec struct {
 
 // structuralFieldWriter writes one top-level field of a 2.1+ file.
 type structuralFieldWriter struct {
-	w      *Writer
+	w      *pageSink
 	field  *schema.Field
 	leaves []*leafWriter
 	// blobs holds the sidecar files of blob v2 leaves.
@@ -86,7 +86,7 @@ type leafWriter struct {
 
 // newStructuralFieldWriter returns the 2.1/2.2 encoder of field f, whose
 // first column will be firstCol.
-func newStructuralFieldWriter(w *Writer, f *schema.Field, firstCol int) (fieldWriter, error) {
+func newStructuralFieldWriter(w *pageSink, f *schema.Field, firstCol int) (fieldWriter, error) {
 	fw := &structuralFieldWriter{w: w, field: f}
 	var specs []*leafSpec
 	if err := planLeaves(w, f, nil, nil, &specs, true); err != nil {
@@ -105,7 +105,7 @@ func newStructuralFieldWriter(w *Writer, f *schema.Field, firstCol int) (fieldWr
 // planLeaves appends the leaves of f (below the list/item layers lists,
 // top-down, whose item layers sticky marks as in leafSpec) to specs, in
 // column order.
-func planLeaves(w *Writer, f *schema.Field, lists, sticky []bool, specs *[]*leafSpec, top bool) error {
+func planLeaves(w *pageSink, f *schema.Field, lists, sticky []bool, specs *[]*leafSpec, top bool) error {
 	// NewWriter names the top-level field in errors; members name
 	// themselves.
 	at := ""
@@ -151,7 +151,7 @@ func planLeaves(w *Writer, f *schema.Field, lists, sticky []bool, specs *[]*leaf
 	case arrow.LIST, arrow.LARGE_LIST:
 		isList = true
 	case arrow.MAP:
-		if !w.version.Less(Version2_2) {
+		if !w.version.Less(fileVersion2_2) {
 			isList = true
 			break
 		}
@@ -191,15 +191,15 @@ func hasListBelow(f *schema.Field) bool {
 
 // leafKind classifies a leaf field's values, refusing what Lance cannot
 // store in this file version.
-func leafKind(w *Writer, f *schema.Field, top bool) (valueKind, error) {
+func leafKind(w *pageSink, f *schema.Field, top bool) (valueKind, error) {
 	switch f.Blob {
 	case schema.BlobLegacy:
-		if !w.version.Less(Version2_2) {
+		if !w.version.Less(fileVersion2_2) {
 			return 0, fmt.Errorf("legacy blob columns are not supported for file version %s (use blob v2): %w", w.version, lancer.ErrUnsupported)
 		}
 		return kindBlobLegacy, nil
 	case schema.BlobV2:
-		if w.version.Less(Version2_2) {
+		if w.version.Less(fileVersion2_2) {
 			return 0, fmt.Errorf("blob v2 columns need file version 2.2 or later: %w", lancer.ErrUnsupported)
 		}
 		st, ok := f.Type.(*arrow.StructType)
@@ -241,7 +241,7 @@ func leafKind(w *Writer, f *schema.Field, top bool) (valueKind, error) {
 		for _, m := range st.Fields() {
 			switch {
 			case fixedBits(m.Type) > 0 && fixedBits(m.Type)%8 == 0:
-			case isBinaryLike(m.Type) && !w.version.Less(Version2_2):
+			case isBinaryLike(m.Type) && !w.version.Less(fileVersion2_2):
 			default:
 				return 0, fmt.Errorf("packed struct member %q of type %s: %w", m.Name, m.Type, lancer.ErrUnsupported)
 			}
@@ -307,8 +307,8 @@ func (fw *structuralFieldWriter) write(ctx context.Context, arr arrow.Array) err
 		lw.pending = append(lw.pending, pieces[i])
 		lw.pendingBytes += pieces[i].bytes
 		pieces[i] = nil
-		for lw.pendingBytes >= fw.w.opts.PageSize {
-			if err := fw.flushPage(ctx, lw, fw.w.opts.PageSize); err != nil {
+		for lw.pendingBytes >= fw.w.pageSize {
+			if err := fw.flushPage(ctx, lw, fw.w.pageSize); err != nil {
 				releasePieces(pieces)
 				return err
 			}

@@ -69,7 +69,7 @@ func blobSidecarKey(dataKey string, id uint32) string {
 // blobSidecars writes the sidecar files of one data file; every blob v2
 // field of the file shares it.
 type blobSidecars struct {
-	w      *Writer
+	w      *pageSink
 	nextID uint32
 	// the packed sidecar being filled
 	packed     blob.ObjectWriter

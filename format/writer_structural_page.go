@@ -147,7 +147,7 @@ func (pg *writePage) levels(i int) (rep, def uint16) {
 // encodePage encodes pieces (whole rows of one leaf) as one page starting
 // at row firstRow and returns its row count.
 func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {
-	v22 := !fw.w.version.Less(Version2_2)
+	v22 := !fw.w.version.Less(fileVersion2_2)
 	pg := newWritePage(spec, v22, pieces)
 	if pg.rows == 0 {
 		return 0, nil

@@ -160,8 +160,8 @@ func mustLocal(t testing.TB, dir string) blob.Store {
 
 // columnBytes sums the page buffer sizes of each column of r.
 func columnBytes(r *Reader) []uint64 {
-	out := make([]uint64, len(r.columns))
-	for i, c := range r.columns {
+	out := make([]uint64, len(r.f.columns))
+	for i, c := range r.f.columns {
 		for _, p := range c.GetPages() {
 			for _, s := range p.GetBufferSizes() {
 				out[i] += s

@@ -56,7 +56,7 @@ type v20Writer interface {
 
 // newV20FieldWriter returns the 2.0 encoder of field f, whose first column
 // will be firstCol.
-func newV20FieldWriter(w *Writer, f *schema.Field, firstCol int) (fieldWriter, error) {
+func newV20FieldWriter(w *pageSink, f *schema.Field, firstCol int) (fieldWriter, error) {
 	if firstCol != len(w.columns) {
 		return nil, fmt.Errorf("field %q starts at column %d, the file has %d: %w", f.Name, firstCol, len(w.columns), lancer.ErrInvalidArgument)
 	}
@@ -88,7 +88,7 @@ func (f v20FieldWriter) finish(ctx context.Context) error {
 
 // newV20Writer builds the encoder of f, registering its columns in
 // pre-order.
-func newV20Writer(w *Writer, f *schema.Field) (v20Writer, error) {
+func newV20Writer(w *pageSink, f *schema.Field) (v20Writer, error) {
 	if f.Type == nil {
 		return nil, fmt.Errorf("field %q (id %d) has no type: %w", f.Name, f.ID, lancer.ErrInvalidArgument)
 	}
@@ -166,14 +166,14 @@ func newV20Writer(w *Writer, f *schema.Field) (v20Writer, error) {
 
 // v20LeafWriter writes a column of values: pages of what page buffers.
 type v20LeafWriter struct {
-	w       *Writer
+	w       *pageSink
 	col     int
 	page    v20Values
 	onePage bool // pages end only when flushed (by finish or a list)
 }
 
 func (l *v20LeafWriter) write(arr arrow.Array) error {
-	limit := l.w.opts.PageSize
+	limit := l.w.pageSize
 	if l.onePage {
 		limit = math.MaxInt
 	}
@@ -210,7 +210,7 @@ func (l *v20LeafWriter) finish() error { return l.flush() }
 
 // v20StructWriter writes a struct's header column and its members.
 type v20StructWriter struct {
-	w        *Writer
+	w        *pageSink
 	col      int
 	field    *schema.Field
 	rows     uint64
@@ -260,7 +260,7 @@ func (s *v20StructWriter) finish() error {
 // v20ListWriter writes a list's offsets column and hands the items to the
 // item field's writer.
 type v20ListWriter struct {
-	w     *Writer
+	w     *pageSink
 	col   int
 	items v20Writer
 	// The offsets page being built: ends[i] is where list i ends, relative
@@ -286,7 +286,7 @@ func (l *v20ListWriter) write(arr arrow.Array) error {
 			return fmt.Errorf("list array of %d rows without its offsets: %w", n, lancer.ErrInvalidArgument)
 		}
 	}
-	limit := l.w.opts.PageSize
+	limit := l.w.pageSize
 	for i, n := 0, arr.Len(); i < n; {
 		j := min(n, i+max(1, (limit-8*len(l.ends))/8))
 		first, _ := list.ValueOffsets(i)
@@ -366,7 +366,7 @@ func (l *v20ListWriter) finish() error {
 // pages hold a packed {position, size} per row. An empty value is (0, 0),
 // a null one (1, 0).
 type v20BlobWriter struct {
-	w    *Writer
+	w    *pageSink
 	col  int
 	desc []byte // 16 bytes per row: position, size (little-endian u64s)
 }
@@ -397,7 +397,7 @@ func (b *v20BlobWriter) write(arr arrow.Array) error {
 		}
 		b.desc = binary.LittleEndian.AppendUint64(b.desc, pos)
 		b.desc = binary.LittleEndian.AppendUint64(b.desc, size)
-		if len(b.desc) >= b.w.opts.PageSize {
+		if len(b.desc) >= b.w.pageSize {
 			if err := b.flush(); err != nil {
 				return err
 			}
