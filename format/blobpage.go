@@ -4,6 +4,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -85,10 +87,10 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPag
 		pos[j], size[j] = positions.Value(i), sizes.Value(i)
 	}
 	members := []arrow.Array{
-		makeArray(arrow.PrimitiveTypes.Uint64, len(pos), nil, [][]byte{arrow.Uint64Traits.CastToBytes(pos)}, nil),
-		makeArray(arrow.PrimitiveTypes.Uint64, len(size), nil, [][]byte{arrow.Uint64Traits.CastToBytes(size)}, nil),
+		arrays.MakeArray(arrow.PrimitiveTypes.Uint64, len(pos), nil, [][]byte{arrow.Uint64Traits.CastToBytes(pos)}, nil),
+		arrays.MakeArray(arrow.PrimitiveTypes.Uint64, len(size), nil, [][]byte{arrow.Uint64Traits.CastToBytes(size)}, nil),
 	}
-	defer releaseAll(members)
-	lp.values = structArray(schema.LegacyBlobDescriptor, len(visible), members, nil)
+	defer fileio.ReleaseAll(members)
+	lp.values = arrays.StructArray(schema.LegacyBlobDescriptor, len(visible), members, nil)
 	return lp, nil
 }

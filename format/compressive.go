@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -268,7 +270,7 @@ func toArrow(mem memory.Allocator, b valueBlock, dt arrow.DataType) (arrow.Array
 	}
 	switch b := b.(type) {
 	case *nullBlock:
-		return nullArray(mem, dt, b.n), nil
+		return arrays.NullArray(mem, dt, b.n), nil
 	case *fixedBlock:
 		return fixedToArrow(b, dt)
 	case *varBlock:
@@ -281,7 +283,7 @@ func toArrow(mem memory.Allocator, b valueBlock, dt arrow.DataType) (arrow.Array
 			return nil, pageCorruptf("page holds structs of %d fields, the field is %s", len(b.children), dt)
 		}
 		members := make([]arrow.Array, len(b.children))
-		defer releaseAll(members)
+		defer fileio.ReleaseAll(members)
 		for i, c := range b.children {
 			m, err := toArrow(mem, c, st.Field(i).Type)
 			if err != nil {
@@ -289,7 +291,7 @@ func toArrow(mem memory.Allocator, b valueBlock, dt arrow.DataType) (arrow.Array
 			}
 			members[i] = m
 		}
-		return structArray(st, b.n, members, nil), nil
+		return arrays.StructArray(st, b.n, members, nil), nil
 	}
 	return nil, pageUnsupportedf("values of shape %T", b)
 }
@@ -309,7 +311,7 @@ func fixedToArrow(b *fixedBlock, dt arrow.DataType) (arrow.Array, error) {
 	case *arrow.BooleanType:
 		switch b.bits {
 		case 1:
-			return categorized(fixedWidthArray(dt, b.n, b.data, nil))
+			return categorized(arrays.FixedWidthArray(dt, b.n, b.data, nil))
 		case 8: // a constant page's inline bool is one byte
 			bits := make([]byte, bytesForBits(b.n))
 			for i, v := range b.data[:b.n] {
@@ -317,7 +319,7 @@ func fixedToArrow(b *fixedBlock, dt arrow.DataType) (arrow.Array, error) {
 					bits[i/8] |= 1 << (i % 8)
 				}
 			}
-			return categorized(fixedWidthArray(dt, b.n, bits, nil))
+			return categorized(arrays.FixedWidthArray(dt, b.n, bits, nil))
 		}
 	case *arrow.FixedSizeListType:
 		// Whole lists stored as one fixed-width value.
@@ -328,7 +330,7 @@ func fixedToArrow(b *fixedBlock, dt arrow.DataType) (arrow.Array, error) {
 		}
 	case arrow.FixedWidthDataType:
 		if t.BitWidth() == b.bits {
-			return categorized(fixedWidthArray(dt, b.n, b.data, nil))
+			return categorized(arrays.FixedWidthArray(dt, b.n, b.data, nil))
 		}
 	}
 	return nil, pageCorruptf("page holds %d-bit values, the field is %s", b.bits, dt)
@@ -366,7 +368,7 @@ func varToArrow(b *varBlock, dt arrow.DataType) (arrow.Array, error) {
 		}
 		offsets = arrow.Int32Traits.CastToBytes(narrow)
 	}
-	return categorized(varWidthArray(dt, n, offsets, b.data, nil))
+	return categorized(arrays.VarWidthArray(dt, n, offsets, b.data, nil))
 }
 
 func fslToArrow(b *fslBlock, dt arrow.DataType) (arrow.Array, error) {
@@ -392,7 +394,7 @@ func fslToArrow(b *fslBlock, dt arrow.DataType) (arrow.Array, error) {
 	// Rewrap the items with their validity (fixedToArrow made them without).
 	if validity != nil {
 		data := items.Data()
-		withValidity := makeArray(t, b.items.n, validity, bufferBytes(data.Buffers()[1:]), nil)
+		withValidity := arrays.MakeArray(t, b.items.n, validity, bufferBytes(data.Buffers()[1:]), nil)
 		items.Release()
 		items = withValidity
 	}
@@ -405,7 +407,7 @@ func fslToArrow(b *fslBlock, dt arrow.DataType) (arrow.Array, error) {
 		if k > 0 {
 			n = b.children(k - 1)
 		}
-		list := fixedSizeListArray(types[k], n, items, v)
+		list := arrays.FixedSizeListArray(types[k], n, items, v)
 		items.Release()
 		items = list
 	}

@@ -44,8 +44,8 @@ type BufferInfo struct {
 // Columns describes the file's physical columns. Legacy files have none in
 // this sense and return an empty slice.
 func (r *Reader) Columns() []ColumnInfo {
-	out := make([]ColumnInfo, len(r.f.columns))
-	for i, cm := range r.f.columns {
+	out := make([]ColumnInfo, len(r.f.Columns))
+	for i, cm := range r.f.Columns {
 		ci := ColumnInfo{Index: i, Encoding: describeEncoding(cm.GetEncoding(), &encpb.ColumnEncoding{})}
 		for j, off := range cm.GetBufferOffsets() {
 			ci.Buffers = append(ci.Buffers, BufferInfo{off, cm.GetBufferSizes()[j]})
@@ -69,8 +69,8 @@ func (r *Reader) Columns() []ColumnInfo {
 // GlobalBuffers returns the file's global buffers; buffer 0 holds the file
 // descriptor.
 func (r *Reader) GlobalBuffers() []BufferInfo {
-	out := make([]BufferInfo, len(r.f.globalBuffers))
-	for i, b := range r.f.globalBuffers {
+	out := make([]BufferInfo, len(r.f.GlobalBuffers))
+	for i, b := range r.f.GlobalBuffers {
 		out[i] = BufferInfo(b)
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lancerdb/lancer/format/internal/arrays"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -225,7 +226,7 @@ func dictionaryArray(mem memory.Allocator, dt *arrow.DictionaryType, dict valueB
 			}
 		}
 	}
-	indices, err := fixedWidthArray(dt.IndexType, len(keys), raw, validity)
+	indices, err := arrays.FixedWidthArray(dt.IndexType, len(keys), raw, validity)
 	if err != nil {
 		return nil, pageCorruptf("dictionary indices: %v", err)
 	}

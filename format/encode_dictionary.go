@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/arrays"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -93,7 +94,7 @@ func (d *dictIndexer) finish() *dictBuild {
 func arrowDictionaryPage(pg *writePage) (*dictBuild, error) {
 	dt := pg.spec.dt.(*arrow.DictionaryType)
 	bitsPer := fixedBits(dt.ValueType)
-	large, _ := binaryType(dt.ValueType)
+	large, _ := arrays.BinaryType(dt.ValueType)
 	d := newDictIndexer(bitsPer, large, pg.values)
 	at := 0
 	var one [1]byte

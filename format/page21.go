@@ -40,11 +40,11 @@ const pageLayoutTypeName = "lance.encodings21.PageLayout"
 // yield errors wrapping lancer.ErrCorrupt, layouts or encodings lancer does
 // not implement lancer.ErrUnsupported; both name the file, column and page.
 func (r *structReader) decodeLeafPage(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error) {
-	ref := pageRef{key: r.key, col: col, page: p}
-	if col < 0 || col >= len(r.columns) {
-		return nil, ref.wrap(pageInvalidf("the file has %d columns", len(r.columns)))
+	ref := pageRef{key: r.Key, col: col, page: p}
+	if col < 0 || col >= len(r.Columns) {
+		return nil, ref.wrap(pageInvalidf("the file has %d columns", len(r.Columns)))
 	}
-	pages := r.columns[col].GetPages()
+	pages := r.Columns[col].GetPages()
 	if p < 0 || p >= len(pages) {
 		return nil, ref.wrap(pageInvalidf("the column has %d pages", len(pages)))
 	}
@@ -52,19 +52,19 @@ func (r *structReader) decodeLeafPage(ctx context.Context, col, p int, leaf *sch
 		return nil, ref.wrap(pageInvalidf("no leaf field given"))
 	}
 	page := pages[p]
-	if page.GetLength() > r.numRows {
-		return nil, ref.wrap(pageCorruptf("page of %d rows in a file of %d rows", page.GetLength(), r.numRows))
+	if page.GetLength() > r.NumRows {
+		return nil, ref.wrap(pageCorruptf("page of %d rows in a file of %d rows", page.GetLength(), r.NumRows))
 	}
 	layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), page.GetEncoding().GetIndirect() != nil)
 	if err != nil {
 		return nil, ref.wrap(err)
 	}
-	bufs, err := r.pageBuffers(ctx, page)
+	bufs, err := r.PageBuffers(ctx, page)
 	if err != nil {
 		return nil, err // already names the file
 	}
 	d := &pageDecoder{
-		mem:      r.mem,
+		mem:      r.Mem,
 		numRows:  page.GetLength(),
 		scanType: leaf.ScanType(),
 	}

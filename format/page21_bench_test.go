@@ -32,12 +32,12 @@ func loadFixturePage(b *testing.B, dataset, column string, p int) fixturePage {
 		if leaf.Name != column {
 			continue
 		}
-		page := r.f.columns[col].GetPages()[p]
+		page := r.f.Columns[col].GetPages()[p]
 		layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		bufs, err := r.f.pageBuffers(context.Background(), page)
+		bufs, err := r.f.PageBuffers(context.Background(), page)
 		if err != nil {
 			b.Fatal(err)
 		}

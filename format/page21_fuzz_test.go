@@ -88,7 +88,7 @@ func addFixtureSeeds(f *testing.F, pick func(*enc21pb.PageLayout) proto.Message,
 			continue
 		}
 		leaves := leafColumns(r)
-		for col, cm := range r.f.columns {
+		for col, cm := range r.f.Columns {
 			for _, page := range cm.GetPages() {
 				size := uint64(0)
 				for _, s := range page.GetBufferSizes() {
@@ -109,7 +109,7 @@ func addFixtureSeeds(f *testing.F, pick func(*enc21pb.PageLayout) proto.Message,
 				if err != nil {
 					f.Fatal(err)
 				}
-				bufs, err := r.f.pageBuffers(context.Background(), page)
+				bufs, err := r.f.PageBuffers(context.Background(), page)
 				if err != nil {
 					f.Fatal(err)
 				}

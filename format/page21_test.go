@@ -82,7 +82,7 @@ func leafColumns(r *Reader) map[int]leafField {
 			visit(c, path, underList || list)
 		}
 	}
-	for _, f := range r.f.schema.Fields {
+	for _, f := range r.f.Schema.Fields {
 		visit(f, nil, false)
 	}
 	return out
@@ -93,13 +93,13 @@ func leafColumns(r *Reader) map[int]leafField {
 func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*leafPage {
 	t.Helper()
 	var pages []*leafPage
-	for p := range r.f.columns[col].GetPages() {
+	for p := range r.f.Columns[col].GetPages() {
 		lp, err := r.st.decodeLeafPage(context.Background(), col, p, leaf)
 		if err != nil {
 			for _, q := range pages {
 				q.release()
 			}
-			t.Fatalf("%s column %d (%s) page %d: %v", r.f.key, col, leaf.Name, p, err)
+			t.Fatalf("%s column %d (%s) page %d: %v", r.f.Key, col, leaf.Name, p, err)
 		}
 		pages = append(pages, lp)
 	}
@@ -131,10 +131,10 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 		t.Run(rel, func(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			leaves := leafColumns(r)
-			if len(leaves) != len(r.f.columns) {
-				t.Fatalf("%d leaves for %d columns", len(leaves), len(r.f.columns))
+			if len(leaves) != len(r.f.Columns) {
+				t.Fatalf("%d leaves for %d columns", len(leaves), len(r.f.Columns))
 			}
-			for col := range r.f.columns {
+			for col := range r.f.Columns {
 				leaf := leaves[col]
 				pages := decodeColumnPages(t, r, col, leaf.Field)
 				rows := uint64(0)
@@ -146,8 +146,8 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 					decoded++
 				}
 				releasePages(pages)
-				if rows != r.f.numRows {
-					t.Errorf("column %d (%s): pages hold %d rows, the file %d", col, leaf.Name, rows, r.f.numRows)
+				if rows != r.f.NumRows {
+					t.Errorf("column %d (%s): pages hold %d rows, the file %d", col, leaf.Name, rows, r.f.NumRows)
 				}
 			}
 		})
@@ -226,15 +226,15 @@ func compareFlatColumns(t *testing.T, path string, want func(i int) json.RawMess
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r := openFixtureFile(t, path, mem)
-	if int(r.f.numRows) != wantRows {
-		t.Fatalf("%s: %d rows, want %d", path, r.f.numRows, wantRows)
+	if int(r.f.NumRows) != wantRows {
+		t.Fatalf("%s: %d rows, want %d", path, r.f.NumRows, wantRows)
 	}
 	leaves := leafColumns(r)
 	var (
 		paths [][]string
 		got   [][][]byte
 	)
-	for col := range len(r.f.columns) {
+	for col := range len(r.f.Columns) {
 		leaf := leaves[col]
 		if leaf.underList {
 			continue
@@ -323,10 +323,10 @@ func TestDecodeLeafPageValuesEncodings(t *testing.T) {
 				first := firstID(t, path)
 				mem := memory.NewGoAllocator()
 				r := openFixtureFile(t, path, mem)
-				total += int(r.f.numRows)
+				total += int(r.f.NumRows)
 				compareFlatColumns(t, path, func(i int) json.RawMessage {
 					return fixturetest.FormulaRow(name, first+i)
-				}, int(r.f.numRows))
+				}, int(r.f.NumRows))
 			}
 			if want, _ := fixturetest.FormulaRowCount(name); total != want {
 				t.Errorf("files hold %d rows, want %d", total, want)
@@ -495,8 +495,8 @@ func TestDecodeLeafPageErrors(t *testing.T) {
 	r := openFixtureFile(t, files[0], memory.NewGoAllocator())
 	leaves := leafColumns(r)
 	ctx := context.Background()
-	_, err := r.st.decodeLeafPage(ctx, len(r.f.columns), 0, leaves[0].Field)
-	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), r.f.key) {
+	_, err := r.st.decodeLeafPage(ctx, len(r.f.Columns), 0, leaves[0].Field)
+	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), r.f.Key) {
 		t.Errorf("column out of range: %v", err)
 	}
 	_, err = r.st.decodeLeafPage(ctx, 0, 5, leaves[0].Field)
@@ -544,7 +544,7 @@ func TestDecodeLeafPageCorruptFile(t *testing.T) {
 			if col < 0 {
 				t.Fatalf("no column %q", tc.column)
 			}
-			page := r.f.columns[col].GetPages()[0]
+			page := r.f.Columns[col].GetPages()[0]
 			file, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,9 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/legacy"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -25,10 +28,10 @@ type OpenOptions struct {
 // Reader reads one Lance data file. It is safe for concurrent use; each
 // Cursor is not.
 type Reader struct {
-	f       *fileHandle
+	f       *fileio.File
 	version Version
 	// legacy (v1) files; set by openLegacy.
-	legacy *legacyReader
+	legacy *legacy.Reader
 	// st reads 2.1+ files.
 	st *structReader
 }
@@ -40,58 +43,58 @@ func Open(ctx context.Context, store blob.Store, key string, opts *OpenOptions) 
 	if opts == nil {
 		opts = &OpenOptions{}
 	}
-	f, tail, err := openFile(ctx, store, key, opts.Size, opts.Allocator)
+	f, tail, err := fileio.Open(ctx, store, key, opts.Size, opts.Allocator)
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{f: f, version: Version(f.version)}
+	r := &Reader{f: f, version: Version(f.Version)}
 	if r.version.IsLegacy() {
-		r.legacy = &legacyReader{fileHandle: f}
-		if err := r.legacy.openLegacy(ctx, tail); err != nil {
+		r.legacy = &legacy.Reader{File: f}
+		if err := r.legacy.Open(ctx, tail); err != nil {
 			return nil, err
 		}
 		return r, nil
 	}
-	if err := f.openV2(ctx, tail); err != nil {
+	if err := f.OpenV2(ctx, tail); err != nil {
 		return nil, err
 	}
 	if r.version.Structural() {
-		r.st = &structReader{fileHandle: f}
+		r.st = &structReader{File: f}
 	}
 	return r, nil
 }
 
 // Key returns the file's key in its store.
-func (r *Reader) Key() string { return r.f.key }
+func (r *Reader) Key() string { return r.f.Key }
 
 // Size returns the file's length in bytes.
-func (r *Reader) Size() int64 { return r.f.size }
+func (r *Reader) Size() int64 { return r.f.Size }
 
 // Version returns the file's version in table-format terms (2.0, not 0.3).
 func (r *Reader) Version() Version { return r.version }
 
 // FooterVersion returns the version as the footer records it.
-func (r *Reader) FooterVersion() (major, minor uint16) { return r.f.footerMajor, r.f.footerMinor }
+func (r *Reader) FooterVersion() (major, minor uint16) { return r.f.FooterMajor, r.f.FooterMinor }
 
 // NumRows returns the number of rows in the file.
-func (r *Reader) NumRows() uint64 { return r.f.numRows }
+func (r *Reader) NumRows() uint64 { return r.f.NumRows }
 
 // Schema returns the file's own schema. Field ids are the dataset's.
-func (r *Reader) Schema() *schema.Schema { return r.f.schema }
+func (r *Reader) Schema() *schema.Schema { return r.f.Schema }
 
 // NumColumns returns the number of physical columns.
 func (r *Reader) NumColumns() int {
 	if r.legacy != nil {
-		return r.legacy.numColumns()
+		return r.legacy.NumColumns()
 	}
-	return len(r.f.columns)
+	return len(r.f.Columns)
 }
 
 // MetadataBytes returns about how many bytes of file metadata the Reader
 // keeps in memory: what Open read of the footer, offset tables, file
 // descriptor and column metadata (2.x), or of the metadata, schema, page
 // table and dictionaries (legacy). Caches charge it for an open Reader.
-func (r *Reader) MetadataBytes() int64 { return r.f.metadataBytes }
+func (r *Reader) MetadataBytes() int64 { return r.f.MetadataBytes }
 
 // Projection says which fields to read from a file and where they are.
 type Projection struct {
@@ -122,7 +125,7 @@ func (r *Reader) FileProjection(fields []*schema.Field) Projection {
 func (r *Reader) defaultColumns() map[int32]int {
 	cols := map[int32]int{}
 	if r.version.IsLegacy() {
-		r.f.schema.Walk(func(f *schema.Field) { cols[f.ID] = int(f.ID) })
+		r.f.Schema.Walk(func(f *schema.Field) { cols[f.ID] = int(f.ID) })
 		return cols
 	}
 	next := 0
@@ -142,7 +145,7 @@ func (r *Reader) defaultColumns() map[int32]int {
 			visit(c)
 		}
 	}
-	for _, f := range r.f.schema.Fields {
+	for _, f := range r.f.Schema.Fields {
 		visit(f)
 	}
 	return cols
@@ -155,22 +158,22 @@ func (r *Reader) defaultColumns() map[int32]int {
 type Cursor struct {
 	r    *Reader
 	proj Projection
-	impl cursorImpl
+	impl fileio.Cursor
 }
 
 // NewCursor prepares reading proj from the file.
 func (r *Reader) NewCursor(proj Projection) (*Cursor, error) {
 	var (
-		impl cursorImpl
+		impl fileio.Cursor
 		err  error
 	)
 	switch {
 	case r.version.IsLegacy():
-		impl, err = newLegacyCursor(r.legacy, projection(proj))
+		impl, err = legacy.NewCursor(r.legacy, fileio.Projection(proj))
 	case r.version.Structural():
-		impl, err = newStructuralCursor(r.st, projection(proj))
+		impl, err = newStructuralCursor(r.st, fileio.Projection(proj))
 	default:
-		impl, err = newV20Cursor(r.f, projection(proj))
+		impl, err = newV20Cursor(r.f, fileio.Projection(proj))
 	}
 	if err != nil {
 		return nil, err
@@ -181,22 +184,22 @@ func (r *Reader) NewCursor(proj Projection) (*Cursor, error) {
 // ReadRange returns one array per projected field holding rows
 // [start, end) of the file. The caller releases the arrays.
 func (c *Cursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
-	if start > end || end > c.r.f.numRows {
+	if start > end || end > c.r.f.NumRows {
 		return nil, fmt.Errorf("format: %s: row range [%d, %d) outside the file's %d rows: %w",
-			c.r.f.key, start, end, c.r.f.numRows, lancer.ErrInvalidArgument)
+			c.r.f.Key, start, end, c.r.f.NumRows, lancer.ErrInvalidArgument)
 	}
 	if start == end {
 		out := make([]arrow.Array, len(c.proj.Fields))
 		for i, f := range c.proj.Fields {
-			out[i] = nullArray(c.r.f.mem, f.ScanType(), 0)
+			out[i] = arrays.NullArray(c.r.f.Mem, f.ScanType(), 0)
 		}
 		return out, nil
 	}
-	return c.impl.readRange(ctx, start, end)
+	return c.impl.ReadRange(ctx, start, end)
 }
 
 // Close releases the cursor's cached pages.
-func (c *Cursor) Close() { c.impl.release() }
+func (c *Cursor) Close() { c.impl.Release() }
 
 // ReadRange reads rows [start, end) of proj with a one-off cursor.
 func (r *Reader) ReadRange(ctx context.Context, proj Projection, start, end uint64) ([]arrow.Array, error) {

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -100,7 +102,7 @@ type cachedPage struct {
 // structReader is an open 2.1+ file and what takes of it learn about its
 // pages.
 type structReader struct {
-	*fileHandle
+	*fileio.File
 	// miniIndexes caches, by pageID, what takes read to find the chunks of
 	// rows in mini-block pages (*miniBlockIndex): a few bytes per chunk,
 	// read once instead of before every take.
@@ -118,9 +120,9 @@ type structuralCursor struct {
 	// preload, if set, reads the buffers of several pages in one coalesced
 	// batch and returns a context that hands them to decode
 	// (Reader.preloadPages); nil for hand-built pages in tests.
-	preload func(ctx context.Context, pages []pageID) (context.Context, error)
+	preload func(ctx context.Context, pages []fileio.PageID) (context.Context, error)
 	// pageBytes is the size of a page's buffers (Reader.pageBytes).
-	pageBytes func(pageID) uint64
+	pageBytes func(fileio.PageID) uint64
 	// takePages, if set, reads and decodes only the parts of pages that
 	// some rows need (Reader.takePages); nil: takes decode whole pages.
 	takePages func(ctx context.Context, reqs []*takeRequest) error
@@ -130,29 +132,29 @@ type structuralCursor struct {
 }
 
 // newStructuralCursor reads files of versions 2.1 and later.
-func newStructuralCursor(r *structReader, proj projection) (cursorImpl, error) {
+func newStructuralCursor(r *structReader, proj fileio.Projection) (fileio.Cursor, error) {
 	pageRows := func(col int) ([]uint64, error) {
-		if col < 0 || col >= len(r.columns) {
-			return nil, fmt.Errorf("the file has %d columns: %w", len(r.columns), lancer.ErrCorrupt)
+		if col < 0 || col >= len(r.Columns) {
+			return nil, fmt.Errorf("the file has %d columns: %w", len(r.Columns), lancer.ErrCorrupt)
 		}
-		pages := r.columns[col].GetPages()
+		pages := r.Columns[col].GetPages()
 		rows := make([]uint64, len(pages))
 		for i, p := range pages {
 			rows[i] = p.GetLength()
 		}
 		return rows, nil
 	}
-	c, err := buildStructuralCursor(r.key, r.numRows, r.mem, proj, pageRows, r.decodeLeafPage)
+	c, err := buildStructuralCursor(r.Key, r.NumRows, r.Mem, proj, pageRows, r.decodeLeafPage)
 	if err != nil {
 		return nil, err
 	}
-	c.preload, c.pageBytes, c.takePages = r.preloadPages, r.pageBytes, r.takePages
+	c.preload, c.pageBytes, c.takePages = r.PreloadPages, r.PageBytes, r.takePages
 	return c, nil
 }
 
 // buildStructuralCursor plans the reading of proj from a file of numRows
 // rows whose column col has pages of pageRows(col) rows each.
-func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, proj projection,
+func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, proj fileio.Projection,
 	pageRows func(col int) ([]uint64, error),
 	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error),
 ) (*structuralCursor, error) {
@@ -192,7 +194,7 @@ func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, pro
 
 // plan builds the node of f, to be read as type dt, below the layers
 // (outermost first) of its ancestors.
-func (c *structuralCursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj projection, top bool) (*structNode, error) {
+func (c *structuralCursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj fileio.Projection, top bool) (*structNode, error) {
 	n := &structNode{field: f, dt: dt}
 	if f.StoredAsLeaf() {
 		if st, ok := dt.(*arrow.StructType); ok && top && st.NumFields() == 0 && f.Blob == schema.NotBlob {
@@ -293,7 +295,7 @@ func assignOwners(n *structNode, depth int) (leafDepth int) {
 }
 
 // readRange implements cursorImpl.
-func (c *structuralCursor) readRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
+func (c *structuralCursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
 	defer c.endRead()
 	if err := c.prefetch(ctx, start, end); err != nil {
 		return nil, err
@@ -307,7 +309,7 @@ func (c *structuralCursor) readRange(ctx context.Context, start, end uint64) ([]
 	for _, n := range c.fields {
 		a, err := c.assemble(n, int(end-start))
 		if err != nil {
-			releaseAll(out)
+			fileio.ReleaseAll(out)
 			return nil, fmt.Errorf("format: %s: field %q (id %d): %w", c.key, n.field.Name, n.field.ID, err)
 		}
 		out = append(out, a)
@@ -322,7 +324,7 @@ func (c *structuralCursor) endRead() {
 		for k := range l.sinks {
 			l.sinks[k].release()
 		}
-		releaseAll(l.pieces)
+		fileio.ReleaseAll(l.pieces)
 		clear(l.pieces)
 		l.pieces = l.pieces[:0]
 	}
@@ -346,7 +348,7 @@ func (c *structuralCursor) evict(next uint64) {
 }
 
 // release implements cursorImpl.
-func (c *structuralCursor) release() {
+func (c *structuralCursor) Release() {
 	c.endRead()
 	for _, l := range c.leaves {
 		for p, cp := range l.cache {
@@ -427,9 +429,9 @@ func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) erro
 	case c.preload != nil && len(jobs) > 1:
 		// One batch of coalesced requests for all the pages, rather than
 		// a request (a round trip) per page; decoding stays parallel.
-		pages := make([]pageID, len(jobs))
+		pages := make([]fileio.PageID, len(jobs))
 		for i, j := range jobs {
-			pages[i] = pageID{j.l.col, j.p}
+			pages[i] = fileio.PageID{Col: j.l.col, Page: j.p}
 		}
 		var err error
 		if ctx, err = c.preload(ctx, pages); err != nil {
@@ -630,7 +632,7 @@ func (c *structuralCursor) assemble(n *structNode, want int) (arrow.Array, error
 		defer data.Release()
 		return array.MakeFromData(data), nil
 	case n.owner == nil:
-		return nullArray(c.mem, n.dt, want), nil
+		return arrays.NullArray(c.mem, n.dt, want), nil
 	}
 	sink := &n.owner.sinks[n.layer]
 	if got := sink.slots(); got != want {
@@ -642,7 +644,7 @@ func (c *structuralCursor) assemble(n *structNode, want int) (arrow.Array, error
 		return c.assembleLeaf(n.leaf, want)
 	case nodeStruct:
 		members := make([]arrow.Array, 0, len(n.children))
-		defer func() { releaseAll(members) }()
+		defer func() { fileio.ReleaseAll(members) }()
 		for _, ch := range n.children {
 			m, err := c.assemble(ch, want)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -122,17 +123,17 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 		ff.numRows = uint64(rows)
 
 		proj := Projection{Fields: []*schema.Field{s, l}, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
-		cur, err := buildStructuralCursor("fuzz.lance", ff.numRows, mem, projection(proj), ff.pageRows, ff.decode)
+		cur, err := buildStructuralCursor("fuzz.lance", ff.numRows, mem, fileio.Projection(proj), ff.pageRows, ff.decode)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("build: %v does not wrap ErrCorrupt", err)
 			}
 			return false
 		}
-		defer cur.release()
+		defer cur.Release()
 		mid := uint64(split) % (ff.numRows + 1)
 		for _, r := range [][2]uint64{{0, ff.numRows}, {mid, ff.numRows}, {0, mid}} {
-			arrs, err := cur.readRange(context.Background(), r[0], r[1])
+			arrs, err := cur.ReadRange(context.Background(), r[0], r[1])
 			if err != nil {
 				if !errors.Is(err, lancer.ErrCorrupt) {
 					t.Fatalf("read [%d, %d): %v does not wrap ErrCorrupt", r[0], r[1], err)
@@ -145,7 +146,7 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 				}
 				checkArray(t, proj.Fields[i].Name, arr)
 			}
-			releaseAll(arrs)
+			fileio.ReleaseAll(arrs)
 		}
 		return true
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/rowjson"
@@ -123,7 +124,7 @@ func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *structuralCurso
 		c, ok := f.leafCol[id]
 		return c, ok
 	}}
-	c, err := buildStructuralCursor("test.lance", f.numRows, f.mem, projection(proj), f.pageRows, f.decode)
+	c, err := buildStructuralCursor("test.lance", f.numRows, f.mem, fileio.Projection(proj), f.pageRows, f.decode)
 	if err != nil {
 		t.Fatalf("buildStructuralCursor: %v", err)
 	}
@@ -597,8 +598,8 @@ func TestStructuralCases(t *testing.T) {
 			}
 
 			c := ff.cursor(t, fields)
-			defer c.release()
-			got, err := c.readRange(context.Background(), 0, tc.numRows)
+			defer c.Release()
+			got, err := c.ReadRange(context.Background(), 0, tc.numRows)
 			if err != nil {
 				t.Fatalf("readRange: %v", err)
 			}
@@ -614,7 +615,7 @@ func TestStructuralCases(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, got)
 			}
-			releaseAll(got)
+			fileio.ReleaseAll(got)
 
 			// Every range, with a fresh cursor and with one reused in
 			// increasing order, reads the matching rows.
@@ -632,13 +633,13 @@ func checkRange(t *testing.T, ff *fakeFile, fields []*schema.Field, c *structura
 	t.Helper()
 	if c == nil {
 		c = ff.cursor(t, fields)
-		defer c.release()
+		defer c.Release()
 	}
-	got, err := c.readRange(context.Background(), a, b)
+	got, err := c.ReadRange(context.Background(), a, b)
 	if err != nil {
 		t.Fatalf("readRange(%d, %d): %v", a, b, err)
 	}
-	defer releaseAll(got)
+	defer fileio.ReleaseAll(got)
 	for i, arr := range got {
 		checkArray(t, fields[i].Name, arr)
 		if g := rowsJSON(t, arr); fmt.Sprint(g) != fmt.Sprint(want[i][a:b]) {
@@ -674,10 +675,10 @@ func TestStructuralPageCache(t *testing.T) {
 	}
 	ff := &fakeFile{mem: mem, numRows: 100, columns: map[int][]testPage{0: pages}, leafCol: map[int32]int{f.Children[0].ID: 0}}
 	c := ff.cursor(t, []*schema.Field{f})
-	defer c.release()
+	defer c.Release()
 	for start := uint64(0); start < 100; start += 7 {
 		end := min(start+7, 100)
-		got, err := c.readRange(context.Background(), start, end)
+		got, err := c.ReadRange(context.Background(), start, end)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -691,7 +692,7 @@ func TestStructuralPageCache(t *testing.T) {
 				t.Errorf("row %d = %s, want %s", r, row, want)
 			}
 		}
-		releaseAll(got)
+		fileio.ReleaseAll(got)
 		if n := len(c.leaves[0].cache); n > 1 {
 			t.Errorf("after [%d, %d): %d pages cached", start, end, n)
 		}
@@ -746,12 +747,12 @@ func TestStructuralCorrupt(t *testing.T) {
 			sc := structuralCase{fields: tc.fields, numRows: tc.numRows, columns: tc.columns}
 			ff, fields := sc.setup(t, mem)
 			proj := Projection{Fields: fields, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
-			c, err := buildStructuralCursor("bad.lance", ff.numRows, mem, projection(proj), ff.pageRows, ff.decode)
+			c, err := buildStructuralCursor("bad.lance", ff.numRows, mem, fileio.Projection(proj), ff.pageRows, ff.decode)
 			if err == nil {
 				var got []arrow.Array
-				got, err = c.readRange(context.Background(), 0, tc.numRows)
-				releaseAll(got)
-				c.release()
+				got, err = c.ReadRange(context.Background(), 0, tc.numRows)
+				fileio.ReleaseAll(got)
+				c.Release()
 			}
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("err = %v, want ErrCorrupt", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
@@ -23,9 +24,9 @@ const takeReadAhead = 64 << 20
 // pages the rows need (take_pages.go).
 func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
 	for _, row := range rows {
-		if row >= c.r.f.numRows {
+		if row >= c.r.f.NumRows {
 			return nil, fmt.Errorf("format: %s: row %d outside the file's %d rows: %w",
-				c.r.f.key, row, c.r.f.numRows, lancer.ErrInvalidArgument)
+				c.r.f.Key, row, c.r.f.NumRows, lancer.ErrInvalidArgument)
 		}
 	}
 	if len(rows) == 0 {
@@ -39,15 +40,15 @@ func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error)
 	pieces := make([][]arrow.Array, len(c.proj.Fields))
 	defer func() {
 		for _, ps := range pieces {
-			releaseAll(ps)
+			fileio.ReleaseAll(ps)
 		}
 	}()
-	if taker, ok := c.impl.(rowTaker); ok {
+	if taker, ok := c.impl.(fileio.RowTaker); ok {
 		// Batches of rows whose reads fit the read-ahead budget, each read
 		// and decoded only as far as its rows need.
 		for rest := sorted; len(rest) > 0; {
-			n := taker.takeBatch(rest, takeReadAhead)
-			arrs, err := taker.takeRows(ctx, rest[:n])
+			n := taker.TakeBatch(rest, takeReadAhead)
+			arrs, err := taker.TakeRows(ctx, rest[:n])
 			if err != nil {
 				return nil, err
 			}
@@ -89,10 +90,10 @@ func (c *Cursor) reorder(ctx context.Context, rows, sorted []uint64, pieces [][]
 	}
 	out := make([]arrow.Array, len(c.proj.Fields))
 	for i := range c.proj.Fields {
-		a, err := arrowutil.ConcatTake(ctx, c.r.f.mem, pieces[i], indices)
+		a, err := arrowutil.ConcatTake(ctx, c.r.f.Mem, pieces[i], indices)
 		if err != nil {
-			releaseAll(out)
-			return nil, fmt.Errorf("format: %s: take: %w", c.r.f.key, err)
+			fileio.ReleaseAll(out)
+			return nil, fmt.Errorf("format: %s: take: %w", c.r.f.Key, err)
 		}
 		out[i] = a
 	}
@@ -102,7 +103,7 @@ func (c *Cursor) reorder(ctx context.Context, rows, sorted []uint64, pieces [][]
 // takeBatch implements rowTaker. It counts, for each page a row falls in,
 // the bytes a partial read of its rows may fetch: a row's share of the page,
 // but at least a mini-block chunk's worth, and never more than the page.
-func (c *structuralCursor) takeBatch(rows []uint64, budget uint64) int {
+func (c *structuralCursor) TakeBatch(rows []uint64, budget uint64) int {
 	if c.pageBytes == nil {
 		return len(rows)
 	}
@@ -123,7 +124,7 @@ func (c *structuralCursor) takeBatch(rows []uint64, budget uint64) int {
 			if p >= len(l.pageEnds) {
 				continue
 			}
-			whole := c.pageBytes(pageID{l.col, p})
+			whole := c.pageBytes(fileio.PageID{Col: l.col, Page: p})
 			if at[i].p != p {
 				done += at[i].bytes
 				at[i] = cur{p: p}
@@ -147,7 +148,7 @@ func (c *structuralCursor) takeBatch(rows []uint64, budget uint64) int {
 // decoded (Reader.takePages), then unravelled and assembled as a read of a
 // range is, one piece per run of rows that lie next to each other in what
 // was decoded.
-func (c *structuralCursor) takeRows(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
+func (c *structuralCursor) TakeRows(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
 	defer c.endRead()
 	// One request per page of a leaf the rows fall in, unless the page is
 	// cached already.
@@ -271,7 +272,7 @@ func (c *structuralCursor) takeRows(ctx context.Context, rows []uint64) ([]arrow
 	for _, n := range c.fields {
 		a, err := c.assemble(n, len(rows))
 		if err != nil {
-			releaseAll(out)
+			fileio.ReleaseAll(out)
 			return nil, fmt.Errorf("format: %s: field %q (id %d): %w", c.key, n.field.Name, n.field.ID, err)
 		}
 		out = append(out, a)

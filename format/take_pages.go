@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
@@ -112,12 +113,12 @@ const (
 // rangeBatch collects ranges of a file to fetch together, each with where
 // its bytes go.
 type rangeBatch struct {
-	ranges []bufferRange
+	ranges []fileio.Range
 	dst    []*[]byte
 }
 
 func (b *rangeBatch) add(off, size uint64, dst *[]byte) {
-	b.ranges = append(b.ranges, bufferRange{off, size})
+	b.ranges = append(b.ranges, fileio.Range{Offset: off, Size: size})
 	b.dst = append(b.dst, dst)
 }
 
@@ -133,13 +134,13 @@ func (r *structReader) fetch(ctx context.Context, b *rangeBatch) error {
 	if len(b.ranges) == 0 {
 		return nil
 	}
-	opts := readOptions
-	if strings.HasPrefix(r.store.URI(), "file://") {
+	opts := fileio.ReadOptions
+	if strings.HasPrefix(r.Store.URI(), "file://") {
 		opts.MaxGap = localTakeGap
 	} else {
 		opts.RoundTripBytes = remoteRoundTrip
 	}
-	bufs, err := r.readRangesWith(ctx, b.ranges, &opts)
+	bufs, err := r.ReadRangesWith(ctx, b.ranges, &opts)
 	if err != nil {
 		return err
 	}
@@ -209,9 +210,9 @@ func (r *structReader) takePages(ctx context.Context, reqs []*takeRequest) (err 
 // planTake picks how to read request q and adds what must be read before
 // the data (metadata, row index entries) to phase1.
 func (r *structReader) planTake(q *takeRequest, phase1 *rangeBatch) error {
-	remote := !strings.HasPrefix(r.store.URI(), "file://")
+	remote := !strings.HasPrefix(r.Store.URI(), "file://")
 	q.kind = takeWhole
-	q.meta = r.page(pageID{q.col, q.page})
+	q.meta = r.Page(fileio.PageID{Col: q.col, Page: q.page})
 	if q.meta == nil || q.leaf == nil || len(q.rows) == 0 {
 		return nil // decodeLeafPage reports what is wrong
 	}
@@ -269,7 +270,7 @@ func (r *structReader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 		if mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0 {
 			return nil // rows cannot be told from chunks
 		}
-		if idx, ok := r.miniIndexes.Load(pageID{q.col, q.page}); ok {
+		if idx, ok := r.miniIndexes.Load(fileio.PageID{Col: q.col, Page: q.page}); ok {
 			q.kind, q.mini = takeMiniBlock, idx.(*miniBlockIndex)
 			return nil
 		}
@@ -311,7 +312,7 @@ func rowRuns(rows []uint64) []takeRun {
 
 // planTakeData adds the data request q reads to phase2, once phase 1 is in.
 func (r *structReader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
-	ref := pageRef{key: r.key, col: q.col, page: q.page}
+	ref := pageRef{key: r.Key, col: q.col, page: q.page}
 	offs, sizes := q.meta.GetBufferOffsets(), q.meta.GetBufferSizes()
 	switch q.kind {
 	case takeFixedZip:
@@ -381,7 +382,7 @@ func (r *structReader) decodeTake(ctx context.Context, q *takeRequest) error {
 	}
 	if q.kind == takeWhole {
 		if q.bufs != nil {
-			ctx = withPageBuffers(ctx, map[*file2pb.ColumnMetadata_Page][][]byte{q.meta: q.bufs})
+			ctx = fileio.WithPageBuffers(ctx, map[*file2pb.ColumnMetadata_Page][][]byte{q.meta: q.bufs})
 		}
 		lp, err := r.decodeLeafPage(ctx, q.col, q.page, q.leaf)
 		if err != nil {
@@ -390,8 +391,8 @@ func (r *structReader) decodeTake(ctx context.Context, q *takeRequest) error {
 		q.lp, q.numRows, q.segs = lp, q.meta.GetLength(), nil
 		return nil
 	}
-	ref := pageRef{key: r.key, col: q.col, page: q.page}
-	d := &pageDecoder{mem: r.mem, scanType: q.leaf.ScanType()}
+	ref := pageRef{key: r.Key, col: q.col, page: q.page}
+	d := &pageDecoder{mem: r.Mem, scanType: q.leaf.ScanType()}
 	var err error
 	switch q.kind {
 	case takeFixedZip, takeIndexedZip:
@@ -449,7 +450,7 @@ func (r *structReader) narrowWholeMiniBlock(q *takeRequest) {
 		return
 	}
 	var idx *miniBlockIndex
-	if cached, ok := r.miniIndexes.Load(pageID{q.col, q.page}); ok {
+	if cached, ok := r.miniIndexes.Load(fileio.PageID{Col: q.col, Page: q.page}); ok {
 		idx = cached.(*miniBlockIndex)
 	} else {
 		var rep []byte
@@ -485,7 +486,7 @@ func (r *structReader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout,
 	if err != nil {
 		return nil, err
 	}
-	r.miniIndexes.Store(pageID{q.col, q.page}, idx)
+	r.miniIndexes.Store(fileio.PageID{Col: q.col, Page: q.page}, idx)
 	return idx, nil
 }
 
@@ -769,7 +770,7 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 		}
 		if seg := segs[i]; uint64(rows) != seg.end-seg.start || lo < hi && cd.rep[lo] != maxRep {
 			lp.release()
-			releaseAll(pieces)
+			fileio.ReleaseAll(pieces)
 			return nil, nil, pageCorruptf("repetition index: chunks %d to %d should hold rows [%d, %d), their levels hold %d rows",
 				run.first, run.last, seg.start, seg.end, rows)
 		}
@@ -783,7 +784,7 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 		}
 	}
 	if !cut {
-		releaseAll(pieces)
+		fileio.ReleaseAll(pieces)
 		return lp, segs, nil
 	}
 	var kept arrow.Array
@@ -794,7 +795,7 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 		kept = pieces[0]
 	default:
 		joined, err := array.Concatenate(pieces, d.mem)
-		releaseAll(pieces)
+		fileio.ReleaseAll(pieces)
 		if err != nil {
 			lp.release()
 			return nil, nil, pageUnsupportedf("joining the values of %d chunk runs: %v", len(runs), err)

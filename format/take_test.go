@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 	"github.com/lancerdb/lancer/internal/fixturetest"
@@ -52,7 +53,7 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(full)
+	defer fileio.ReleaseAll(full)
 	if n == 0 {
 		return
 	}
@@ -85,7 +86,7 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 				if err != nil {
 					t.Fatal(err)
 				}
-				releaseAll(arrs)
+				fileio.ReleaseAll(arrs)
 			}
 			got, err := c.Take(ctx, rows)
 			c.Close()
@@ -93,7 +94,7 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 				t.Fatalf("fraction %g, take of %d rows: %v", frac, size, err)
 			}
 			compareTake(t, fmt.Sprintf("fraction %g, take of %d rows", frac, size), r, mem, full, got, rows)
-			releaseAll(got)
+			fileio.ReleaseAll(got)
 		}
 	}
 }
@@ -182,7 +183,7 @@ func testTakeReadsOnlyItsRows(t *testing.T, v Version, local bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(full)
+	defer fileio.ReleaseAll(full)
 	rng := rand.New(rand.NewPCG(1, 1))
 	rows := make([]uint64, 20)
 	for i := range rows {
@@ -214,7 +215,7 @@ func countedTake(t *testing.T, r *Reader, counting *blob.CountingStore, proj Pro
 	}
 	read := counting.Snapshot().Sub(before)
 	compareTake(t, fmt.Sprintf("take of %d rows", len(rows)), r, mem, full, got, rows)
-	releaseAll(got)
+	fileio.ReleaseAll(got)
 	return read
 }
 
@@ -288,7 +289,7 @@ func takeTestFile(t testing.TB, v Version, n int) (*blob.MemStore, string) {
 		b.Release()
 	}
 	rec := array.NewRecordBatch(s.LogicalArrow(), cols, int64(n))
-	releaseAll(cols)
+	fileio.ReleaseAll(cols)
 	defer rec.Release()
 	store := blob.NewMemStore("take")
 	ctx := context.Background()
@@ -349,7 +350,7 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pages := len(r.f.columns[0].GetPages()); pages != 1 {
+	if pages := len(r.f.Columns[0].GetPages()); pages != 1 {
 		t.Fatalf("%d pages, want 1", pages)
 	}
 	proj := r.FileProjection(r.Schema().Fields)
@@ -357,7 +358,7 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(full)
+	defer fileio.ReleaseAll(full)
 	rows := []uint64{5990, 10}
 	var read [2]int64
 	for i := range read {
@@ -387,7 +388,7 @@ func TestTakeIndexedZipRunsChecked(t *testing.T) {
 	if r.Schema().Fields[wide].Name != "wide" {
 		t.Fatalf("column %d is %q", wide, r.Schema().Fields[wide].Name)
 	}
-	page := r.f.columns[wide].GetPages()[0]
+	page := r.f.Columns[wide].GetPages()[0]
 	if n := len(page.GetBufferOffsets()); n != 2 {
 		t.Fatalf("the wide column's page has %d buffers, want 2 (values, row index)", n)
 	}
@@ -416,7 +417,7 @@ func TestTakeIndexedZipRunsChecked(t *testing.T) {
 	defer c.Close()
 	got, err := c.Take(ctx, []uint64{5, 10})
 	if err == nil {
-		releaseAll(got)
+		fileio.ReleaseAll(got)
 		t.Fatal("a take through a row index that moved a row between runs succeeded")
 	}
 	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), "row index") {

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
@@ -111,7 +113,7 @@ func (c *v20Column) drop() {
 
 // v20Cursor implements cursorImpl for 2.0 files.
 type v20Cursor struct {
-	r       *fileHandle
+	r       *fileio.File
 	fields  []*v20Node
 	columns []*v20Column
 	// requested is the row count of the current readRange: nulls of that
@@ -120,12 +122,12 @@ type v20Cursor struct {
 }
 
 // newV20Cursor reads files of version 2.0.
-func newV20Cursor(r *fileHandle, proj projection) (cursorImpl, error) {
+func newV20Cursor(r *fileio.File, proj fileio.Projection) (fileio.Cursor, error) {
 	c := &v20Cursor{r: r}
 	for _, f := range proj.Fields {
-		n, err := c.plan(f, r.numRows, proj)
+		n, err := c.plan(f, r.NumRows, proj)
 		if err != nil {
-			return nil, fmt.Errorf("format: %s: field %q (id %d): %w", r.key, f.Name, f.ID, err)
+			return nil, fmt.Errorf("format: %s: field %q (id %d): %w", r.Key, f.Name, f.ID, err)
 		}
 		c.fields = append(c.fields, n)
 	}
@@ -134,12 +136,12 @@ func newV20Cursor(r *fileHandle, proj projection) (cursorImpl, error) {
 
 // plan builds the node of field f, which lives in a value space of total
 // values.
-func (c *v20Cursor) plan(f *schema.Field, total uint64, proj projection) (*v20Node, error) {
+func (c *v20Cursor) plan(f *schema.Field, total uint64, proj fileio.Projection) (*v20Node, error) {
 	n := &v20Node{field: f, dt: f.ScanType()}
 	n.decodeType = n.dt
 	colIdx, hasCol := proj.Column(f.ID)
-	if hasCol && (colIdx < 0 || colIdx >= len(c.r.columns)) {
-		return nil, v20Corruptf("column %d of a file with %d columns", colIdx, len(c.r.columns))
+	if hasCol && (colIdx < 0 || colIdx >= len(c.r.Columns)) {
+		return nil, v20Corruptf("column %d of a file with %d columns", colIdx, len(c.r.Columns))
 	}
 	switch {
 	case f.Blob == schema.BlobV2:
@@ -208,7 +210,7 @@ func (c *v20Cursor) plan(f *schema.Field, total uint64, proj projection) (*v20No
 // useColumn attaches column colIdx to n after checking its column encoding
 // and that its pages hold total values.
 func (c *v20Cursor) useColumn(n *v20Node, colIdx int, total uint64, blob bool) error {
-	cm := c.r.columns[colIdx]
+	cm := c.r.Columns[colIdx]
 	if err := v20CheckColumnEncoding(cm, blob); err != nil {
 		return fmt.Errorf("column %d: %w", colIdx, err)
 	}
@@ -262,7 +264,7 @@ func (c *v20Cursor) isPacked(f *schema.Field, colIdx int) bool {
 	if f.Packed() {
 		return true
 	}
-	pages := c.r.columns[colIdx].GetPages()
+	pages := c.r.Columns[colIdx].GetPages()
 	if len(pages) == 0 {
 		return false
 	}
@@ -277,7 +279,7 @@ func (c *v20Cursor) isPacked(f *schema.Field, colIdx int) bool {
 // as the file wrote it, all members included, of which a pruned field keeps
 // some.
 func (c *v20Cursor) planPacked(n *v20Node) error {
-	whole := c.r.schema.FieldByID(n.field.ID)
+	whole := c.r.Schema.FieldByID(n.field.ID)
 	if whole == nil || whole.Type.ID() != arrow.STRUCT {
 		return nil // not in the file's schema: take the field as written
 	}
@@ -333,13 +335,13 @@ func (c *v20Cursor) planLists(col *v20Column) (uint64, error) {
 	return items, nil
 }
 
-func (c *v20Cursor) readRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
+func (c *v20Cursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
 	c.requested = end - start
 	out := make([]arrow.Array, 0, len(c.fields))
 	for _, n := range c.fields {
 		a, err := c.read(ctx, n, start, end)
 		if err != nil {
-			releaseAll(out)
+			fileio.ReleaseAll(out)
 			return nil, err
 		}
 		out = append(out, a)
@@ -347,7 +349,7 @@ func (c *v20Cursor) readRange(ctx context.Context, start, end uint64) ([]arrow.A
 	return out, nil
 }
 
-func (c *v20Cursor) release() {
+func (c *v20Cursor) Release() {
 	for _, col := range c.columns {
 		col.drop()
 	}
@@ -356,7 +358,7 @@ func (c *v20Cursor) release() {
 // read returns values [a, b) of node n's value space.
 func (c *v20Cursor) read(ctx context.Context, n *v20Node, a, b uint64) (arrow.Array, error) {
 	if a == b {
-		return nullArray(c.r.mem, n.dt, 0), nil
+		return arrays.NullArray(c.r.Mem, n.dt, 0), nil
 	}
 	switch n.kind {
 	case v20Leaf:
@@ -365,7 +367,7 @@ func (c *v20Cursor) read(ctx context.Context, n *v20Node, a, b uint64) (arrow.Ar
 		return c.readList(ctx, n, a, b)
 	case v20Struct:
 		members := make([]arrow.Array, 0, len(n.children))
-		defer func() { releaseAll(members) }()
+		defer func() { fileio.ReleaseAll(members) }()
 		for _, child := range n.children {
 			m, err := c.read(ctx, child, a, b)
 			if err != nil {
@@ -373,12 +375,12 @@ func (c *v20Cursor) read(ctx context.Context, n *v20Node, a, b uint64) (arrow.Ar
 			}
 			members = append(members, m)
 		}
-		return structArray(n.dt.(*arrow.StructType), int(b-a), members, nil), nil
+		return arrays.StructArray(n.dt.(*arrow.StructType), int(b-a), members, nil), nil
 	}
 	if err := c.allow(v20Count(b-a), n.dt); err != nil {
-		return nil, fmt.Errorf("format: %s: field %q (id %d) has no column: %w", c.r.key, n.field.Name, n.field.ID, err)
+		return nil, fmt.Errorf("format: %s: field %q (id %d) has no column: %w", c.r.Key, n.field.Name, n.field.ID, err)
 	}
-	return nullArray(c.r.mem, n.dt, int(b-a)), nil
+	return arrays.NullArray(c.r.Mem, n.dt, int(b-a)), nil
 }
 
 // v20Count converts a value count to an int, saturating (callers bound it
@@ -388,7 +390,7 @@ func v20Count(n uint64) int { return int(min(n, math.MaxInt)) }
 // allow is the budget for values without buffers behind them in the
 // current read (allowSynthetic).
 func (c *v20Cursor) allow(n int, dt arrow.DataType) error {
-	return allowSynthetic(n, c.requested, dt)
+	return arrays.AllowSynthetic(n, c.requested, dt)
 }
 
 // pageRange yields the pages of col overlapping [a, b) with the part of
@@ -411,7 +413,7 @@ func (col *v20Column) pageRange(a, b uint64, fn func(p int, lo, hi uint64) error
 // overlaps.
 func (c *v20Cursor) readLeaf(ctx context.Context, n *v20Node, a, b uint64) (arrow.Array, error) {
 	var pieces []arrow.Array
-	defer func() { releaseAll(pieces) }()
+	defer func() { fileio.ReleaseAll(pieces) }()
 	err := n.col.pageRange(a, b, func(p int, lo, hi uint64) error {
 		page, err := c.leafPage(ctx, n, p)
 		if err != nil {
@@ -441,9 +443,9 @@ func (c *v20Cursor) concat(n *v20Node, pieces []arrow.Array) (arrow.Array, error
 		pieces[0].Retain()
 		return pieces[0], nil
 	}
-	arr, err := array.Concatenate(pieces, c.r.mem)
+	arr, err := array.Concatenate(pieces, c.r.Mem)
 	if err != nil {
-		return nil, fmt.Errorf("format: %s: column %d (field %q): joining pages: %v: %w", c.r.key, n.col.index, n.field.Name, err, errV20Join)
+		return nil, fmt.Errorf("format: %s: column %d (field %q): joining pages: %v: %w", c.r.Key, n.col.index, n.field.Name, err, errV20Join)
 	}
 	return arr, nil
 }
@@ -460,15 +462,15 @@ func v20PickMembers(dt *arrow.StructType, whole *array.Struct, pick []int) arrow
 	}
 	var validity []byte
 	if whole.NullN() > 0 {
-		bm := nullBitmap{n: whole.Len()}
+		bm := arrays.NullBitmap{N: whole.Len()}
 		for i := range whole.Len() {
 			if whole.IsNull(i) {
-				bm.setNull(i)
+				bm.SetNull(i)
 			}
 		}
-		validity = bm.finish()
+		validity = bm.Finish()
 	}
-	return structArray(dt, whole.Len(), members, validity)
+	return arrays.StructArray(dt, whole.Len(), members, validity)
 }
 
 // readList reads lists [a, b): their offsets from the overlapping offsets
@@ -476,8 +478,8 @@ func v20PickMembers(dt *arrow.StructType, whole *array.Struct, pick []int) arrow
 func (c *v20Cursor) readList(ctx context.Context, n *v20Node, a, b uint64) (arrow.Array, error) {
 	count := v20Count(b - a)
 	large := n.dt.ID() == arrow.LARGE_LIST
-	offsets := newOffsetWriter(large, count)
-	validity := nullBitmap{n: count}
+	offsets := arrays.NewOffsetWriter(large, count)
+	validity := arrays.NullBitmap{N: count}
 	type itemRange struct{ start, end uint64 }
 	var ranges []itemRange
 	var total uint64
@@ -498,9 +500,9 @@ func (c *v20Cursor) readList(ctx context.Context, n *v20Node, a, b uint64) (arro
 			if !large && total > math.MaxInt32 {
 				return c.pageError(n, p, v20Corruptf("lists hold %d items, past 32-bit offsets", total))
 			}
-			offsets.add(total)
+			offsets.Add(total)
 			if op.validity != nil && !bitutil.BitIsSet(op.validity, int(j)) {
-				validity.setNull(row)
+				validity.SetNull(row)
 			}
 			row++
 		}
@@ -518,7 +520,7 @@ func (c *v20Cursor) readList(ctx context.Context, n *v20Node, a, b uint64) (arro
 		return nil, err
 	}
 	if row != count { // the column's pages hold the whole value space (useColumn)
-		return nil, fmt.Errorf("format: %s: column %d (field %q): %w", c.r.key, n.col.index, n.field.Name,
+		return nil, fmt.Errorf("format: %s: column %d (field %q): %w", c.r.Key, n.col.index, n.field.Name,
 			v20Corruptf("%d of %d lists found", row, count))
 	}
 	var items arrow.Array
@@ -532,22 +534,22 @@ func (c *v20Cursor) readList(ctx context.Context, n *v20Node, a, b uint64) (arro
 		for _, r := range ranges {
 			part, err := c.read(ctx, n.children[0], r.start, r.end)
 			if err != nil {
-				releaseAll(parts)
+				fileio.ReleaseAll(parts)
 				return nil, err
 			}
 			parts = append(parts, part)
 		}
-		items, err = array.Concatenate(parts, c.r.mem)
-		releaseAll(parts)
+		items, err = array.Concatenate(parts, c.r.Mem)
+		fileio.ReleaseAll(parts)
 		if err != nil {
-			err = fmt.Errorf("format: %s: list field %q: joining items: %v: %w", c.r.key, n.field.Name, err, errV20Join)
+			err = fmt.Errorf("format: %s: list field %q: joining items: %v: %w", c.r.Key, n.field.Name, err, errV20Join)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer items.Release()
-	return listArray(n.dt, count, offsets.buf, items, validity.finish()), nil
+	return arrays.ListArray(n.dt, count, offsets.Buf, items, validity.Finish()), nil
 }
 
 // leafPage returns page p of a leaf's column, decoding it unless cached.
@@ -588,11 +590,11 @@ func (c *v20Cursor) offsetsPage(ctx context.Context, n *v20Node, p int) (*v20Off
 		return nil, c.pageError(n, p, fmt.Errorf("list offsets: %w", err))
 	}
 	op := &v20Offsets64{ends: raw}
-	validity := nullBitmap{n: length}
+	validity := arrays.NullBitmap{N: length}
 	var prev uint64
 	for i, v := range raw {
 		if v >= info.adjustment {
-			validity.setNull(i)
+			validity.SetNull(i)
 		}
 		end := v % info.adjustment
 		if end < prev || end > info.numItems {
@@ -600,7 +602,7 @@ func (c *v20Cursor) offsetsPage(ctx context.Context, n *v20Node, p int) (*v20Off
 		}
 		raw[i], prev = end, end
 	}
-	op.validity = validity.finish()
+	op.validity = validity.Finish()
 	col.drop()
 	col.cached, col.offsets = p, op
 	return op, nil
@@ -614,11 +616,11 @@ func (c *v20Cursor) pageDecoder(ctx context.Context, n *v20Node, p int) (*v20Pag
 	if err := v20ParseEncoding(page.GetEncoding(), v20ArrayEncodingName, enc); err != nil {
 		return nil, nil, c.pageError(n, p, err)
 	}
-	bufs, err := c.r.pageBuffers(ctx, page)
+	bufs, err := c.r.PageBuffers(ctx, page)
 	if err != nil {
 		return nil, nil, err
 	}
-	d := &v20PageDecoder{r: c.r, col: n.col.index, bufs: bufs, mem: c.r.mem, allow: c.allow}
+	d := &v20PageDecoder{r: c.r, col: n.col.index, bufs: bufs, mem: c.r.Mem, allow: c.allow}
 	if err := c.readOtherBuffers(ctx, d, enc.ProtoReflect()); err != nil {
 		return nil, nil, err
 	}
@@ -629,24 +631,24 @@ func (c *v20Cursor) pageDecoder(ctx context.Context, n *v20Node, p int) (*v20Pag
 // (Lance's 2.0 writer uses only page buffers, but the format allows them).
 func (c *v20Cursor) readOtherBuffers(ctx context.Context, d *v20PageDecoder, m protoreflect.Message) error {
 	if b, ok := m.Interface().(*encpb.Buffer); ok {
-		var r bufferRange
+		var r fileio.Range
 		i := uint64(b.GetBufferIndex())
 		switch b.GetBufferType() {
 		case encpb.Buffer_column:
-			cm := c.r.columns[d.col]
+			cm := c.r.Columns[d.col]
 			if i >= uint64(len(cm.GetBufferOffsets())) {
 				return nil // the decoder reports the bad index
 			}
-			r = bufferRange{cm.GetBufferOffsets()[i], cm.GetBufferSizes()[i]}
+			r = fileio.Range{Offset: cm.GetBufferOffsets()[i], Size: cm.GetBufferSizes()[i]}
 		case encpb.Buffer_file:
-			if i >= uint64(len(c.r.globalBuffers)) {
+			if i >= uint64(len(c.r.GlobalBuffers)) {
 				return nil
 			}
-			r = c.r.globalBuffers[i]
+			r = c.r.GlobalBuffers[i]
 		default:
 			return nil
 		}
-		data, err := c.r.readAt(ctx, r.Offset, r.Size)
+		data, err := c.r.ReadAt(ctx, r.Offset, r.Size)
 		if err != nil {
 			return err
 		}
@@ -674,5 +676,5 @@ func (c *v20Cursor) readOtherBuffers(ctx context.Context, d *v20PageDecoder, m p
 
 // pageError names the file, column, page and field of a decoding error.
 func (c *v20Cursor) pageError(n *v20Node, p int, err error) error {
-	return fmt.Errorf("format: %s: column %d page %d (field %q): %w", c.r.key, n.col.index, p, n.field.Name, err)
+	return fmt.Errorf("format: %s: column %d page %d (field %q): %w", c.r.Key, n.col.index, p, n.field.Name, err)
 }

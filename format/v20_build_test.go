@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
@@ -65,10 +66,10 @@ func (f *v20File) build(t testing.TB) ([]byte, [][]v20Span) {
 		out = append(out, b...)
 		return off, uint64(len(b))
 	}
-	var globals []bufferRange
+	var globals []fileio.Range
 	for _, g := range f.globals {
 		off, size := put(g)
-		globals = append(globals, bufferRange{off, size})
+		globals = append(globals, fileio.Range{Offset: off, Size: size})
 	}
 	spans := make([][]v20Span, len(f.columns))
 	metas := make([]*file2pb.ColumnMetadata, len(f.columns))
@@ -104,7 +105,7 @@ func (f *v20File) build(t testing.TB) ([]byte, [][]v20Span) {
 		t.Fatal(err)
 	}
 	fdOff, fdSize := put(fd)
-	globals = append([]bufferRange{{fdOff, fdSize}}, globals...)
+	globals = append([]fileio.Range{{Offset: fdOff, Size: fdSize}}, globals...)
 	columnMetaStart := uint64(len(out))
 	var cmo []byte
 	for _, cm := range metas {
@@ -130,7 +131,7 @@ func (f *v20File) build(t testing.TB) ([]byte, [][]v20Span) {
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(f.columns)))
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = binary.LittleEndian.AppendUint16(out, 3)
-	out = append(out, magic...)
+	out = append(out, fileio.Magic...)
 	return out, spans
 }
 

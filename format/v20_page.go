@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
@@ -80,7 +82,7 @@ func v20ParseEncoding(e *file2pb.Encoding, want string, msg proto.Message) error
 
 // v20PageDecoder decodes the encoding tree of one page of column col.
 type v20PageDecoder struct {
-	r    *fileHandle
+	r    *fileio.File
 	col  int
 	bufs [][]byte // the page's buffers
 	// other holds the column and file buffers the encoding names, read
@@ -138,7 +140,7 @@ func (d *v20PageDecoder) eager(enc *encpb.ArrayEncoding, dt arrow.DataType, n in
 		if err != nil {
 			return nil, err
 		}
-		return v20Checked(fixedWidthArray(dt, n, values, nil))
+		return v20Checked(arrays.FixedWidthArray(dt, n, values, nil))
 	case *encpb.ArrayEncoding_Binary:
 		return d.binary(e.Binary, dt, n)
 	case *encpb.ArrayEncoding_Dictionary:
@@ -214,9 +216,9 @@ func v20WithValidity(arr arrow.Array, validity []byte) arrow.Array {
 	bufs[0] = memory.NewBufferBytes(bm)
 	var nd *array.Data
 	if d.DataType().ID() == arrow.DICTIONARY {
-		nd = array.NewDataWithDictionary(d.DataType(), n, bufs, validityNulls(bm, n), d.Offset(), d.Dictionary().(*array.Data))
+		nd = array.NewDataWithDictionary(d.DataType(), n, bufs, arrays.ValidityNulls(bm, n), d.Offset(), d.Dictionary().(*array.Data))
 	} else {
-		nd = array.NewData(d.DataType(), n, bufs, d.Children(), validityNulls(bm, n), d.Offset())
+		nd = array.NewData(d.DataType(), n, bufs, d.Children(), arrays.ValidityNulls(bm, n), d.Offset())
 	}
 	defer nd.Release()
 	return array.MakeFromData(nd)
@@ -392,7 +394,7 @@ func (d *v20PageDecoder) uints(enc *encpb.ArrayEncoding, n int) ([]uint64, []byt
 // binary decodes utf8/binary values: u64 end offsets (a null row's offset
 // is its end plus null_adjustment) and the value bytes.
 func (d *v20PageDecoder) binary(b *encpb.Binary, dt arrow.DataType, n int) (arrow.Array, error) {
-	large, ok := binaryType(dt)
+	large, ok := arrays.BinaryType(dt)
 	if !ok {
 		return nil, v20Corruptf("binary encoding in a column of %s values", dt)
 	}
@@ -403,14 +405,14 @@ func (d *v20PageDecoder) binary(b *encpb.Binary, dt arrow.DataType, n int) (arro
 		return nil, fmt.Errorf("binary offsets: %w", err)
 	}
 	adj := b.GetNullAdjustment()
-	offsets := newOffsetWriter(large, n)
-	validity := nullBitmap{n: n}
+	offsets := arrays.NewOffsetWriter(large, n)
+	validity := arrays.NullBitmap{N: n}
 	var prev uint64
 	for i, v := range ends {
 		end := v
 		if v >= adj {
 			end = v - adj
-			validity.setNull(i)
+			validity.SetNull(i)
 		}
 		if end < prev {
 			return nil, v20Corruptf("binary value %d ends at byte %d, before the previous one (%d)", i, end, prev)
@@ -419,7 +421,7 @@ func (d *v20PageDecoder) binary(b *encpb.Binary, dt arrow.DataType, n int) (arro
 			return nil, v20Corruptf("binary value %d ends at byte %d, past 32-bit offsets", i, end)
 		}
 		prev = end
-		offsets.add(end)
+		offsets.Add(end)
 	}
 	if prev > maxV20Bits/8 {
 		return nil, v20Corruptf("binary values of %d bytes", prev)
@@ -428,13 +430,13 @@ func (d *v20PageDecoder) binary(b *encpb.Binary, dt arrow.DataType, n int) (arro
 	if err != nil {
 		return nil, fmt.Errorf("binary bytes: %w", err)
 	}
-	return v20Checked(varWidthArray(dt, n, offsets.buf, data, validity.finish()))
+	return v20Checked(arrays.VarWidthArray(dt, n, offsets.Buf, data, validity.Finish()))
 }
 
 // fsst decodes FSST-compressed strings: a Binary of compressed values and
 // the page's symbol table.
 func (d *v20PageDecoder) fsst(f *encpb.Fsst, dt arrow.DataType, n int) (arrow.Array, error) {
-	large, ok := binaryType(dt)
+	large, ok := arrays.BinaryType(dt)
 	if !ok {
 		return nil, v20Corruptf("fsst encoding in a column of %s values", dt)
 	}
@@ -448,10 +450,10 @@ func (d *v20PageDecoder) fsst(f *encpb.Fsst, dt arrow.DataType, n int) (arrow.Ar
 	}
 	defer inner.Release()
 	compressed, values := v20BinaryParts(inner, large)
-	validity := nullBitmap{n: n}
+	validity := arrays.NullBitmap{N: n}
 	for i := range n {
 		if inner.IsNull(i) {
-			validity.setNull(i)
+			validity.SetNull(i)
 		}
 	}
 	ends, decoded, err := codec.FSSTDecodeAll(table, compressed, values)
@@ -461,11 +463,11 @@ func (d *v20PageDecoder) fsst(f *encpb.Fsst, dt arrow.DataType, n int) (arrow.Ar
 	if !large && len(decoded) > math.MaxInt32 {
 		return nil, v20Corruptf("fsst values decode to %d bytes, past 32-bit offsets", len(decoded))
 	}
-	offsets := newOffsetWriter(large, n)
+	offsets := arrays.NewOffsetWriter(large, n)
 	for _, end := range ends[1:] {
-		offsets.add(end)
+		offsets.Add(end)
 	}
-	return v20Checked(varWidthArray(dt, n, offsets.buf, decoded, validity.finish()))
+	return v20Checked(arrays.VarWidthArray(dt, n, offsets.Buf, decoded, validity.Finish()))
 }
 
 // fixedSizeBinary decodes utf8/binary values that all have byte_width
@@ -480,9 +482,9 @@ func (d *v20PageDecoder) fixedSizeBinary(f *encpb.FixedSizeBinary, dt arrow.Data
 		if err != nil {
 			return nil, err
 		}
-		return v20Checked(fixedWidthArray(dt, n, data, nil))
+		return v20Checked(arrays.FixedWidthArray(dt, n, data, nil))
 	}
-	large, ok := binaryType(dt)
+	large, ok := arrays.BinaryType(dt)
 	if !ok {
 		return nil, v20Corruptf("fixed-size binary encoding in a column of %s values", dt)
 	}
@@ -493,11 +495,11 @@ func (d *v20PageDecoder) fixedSizeBinary(f *encpb.FixedSizeBinary, dt arrow.Data
 	if err != nil {
 		return nil, err
 	}
-	offsets := newOffsetWriter(large, n)
+	offsets := arrays.NewOffsetWriter(large, n)
 	for i := 1; i <= n; i++ {
-		offsets.add(uint64(i * width))
+		offsets.Add(uint64(i * width))
 	}
-	return v20Checked(varWidthArray(dt, n, offsets.buf, data, nil))
+	return v20Checked(arrays.VarWidthArray(dt, n, offsets.Buf, data, nil))
 }
 
 // constant decodes a page whose values are all one fixed-width value.
@@ -535,7 +537,7 @@ func (d *v20PageDecoder) fixedSizeList(f *encpb.FixedSizeList, dt arrow.DataType
 	}
 	if ap, ok := items.(*v20ArrayPage); ok {
 		defer ap.release()
-		return &v20ArrayPage{arr: fixedSizeListArray(fsl, n, ap.arr, nil)}, nil
+		return &v20ArrayPage{arr: arrays.FixedSizeListArray(fsl, n, ap.arr, nil)}, nil
 	}
 	return &v20FSLPage{dt: fsl, dim: dim, items: items}, nil
 }
@@ -564,22 +566,22 @@ func (d *v20PageDecoder) dictionary(dict *encpb.Dictionary, dt arrow.DataType, n
 		maxIndex >>= 1
 	}
 	out := make([]byte, 0, n*size)
-	validity := nullBitmap{n: n}
+	validity := arrays.NullBitmap{N: n}
 	for i, idx := range indices {
 		switch {
 		case indexValid != nil && !bitutil.BitIsSet(indexValid, i):
 			idx = 0
-			validity.setNull(i)
+			validity.SetNull(i)
 		case idx >= uint64(items.Len()) || idx > maxIndex:
 			return nil, v20Corruptf("dictionary index %d of row %d past the %d items", idx, i, items.Len())
 		case items.IsNull(int(idx)):
-			validity.setNull(i)
+			validity.SetNull(i)
 		}
 		out = v20AppendWord(out, idx, size)
 	}
-	bits := validity.finish()
-	bufs := []*memory.Buffer{wrapBuffer(bits), memory.NewBufferBytes(out)}
-	data := array.NewDataWithDictionary(dt, n, bufs, validityNulls(bits, n), 0, items.Data().(*array.Data))
+	bits := validity.Finish()
+	bufs := []*memory.Buffer{arrays.WrapBuffer(bits), memory.NewBufferBytes(out)}
+	data := array.NewDataWithDictionary(dt, n, bufs, arrays.ValidityNulls(bits, n), 0, items.Data().(*array.Data))
 	defer data.Release()
 	return array.MakeFromData(data), nil
 }
@@ -606,7 +608,7 @@ func (d *v20PageDecoder) dictionaryParts(dict *encpb.Dictionary, itemType arrow.
 // utf8 column (few distinct strings): indices are 1-based, 0 meaning null,
 // and the reader returns the strings themselves.
 func (d *v20PageDecoder) dictionaryExpanded(dict *encpb.Dictionary, dt arrow.DataType, n int) (v20Page, error) {
-	large, ok := binaryType(dt)
+	large, ok := arrays.BinaryType(dt)
 	if !ok {
 		return nil, v20Corruptf("dictionary in a column of %s values", dt)
 	}
@@ -659,7 +661,7 @@ func (d *v20PageDecoder) packedStruct(p *encpb.PackedStruct, dt arrow.DataType, 
 		return nil, v20Corruptf("%d packed rows of %d bytes need %d bytes, the buffer has %d", n, rowWidth, n*rowWidth, len(buf))
 	}
 	members := make([]arrow.Array, st.NumFields())
-	defer releaseAll(members)
+	defer fileio.ReleaseAll(members)
 	at := 0
 	for i, f := range st.Fields() {
 		w := widths[i]
@@ -674,7 +676,7 @@ func (d *v20PageDecoder) packedStruct(p *encpb.PackedStruct, dt arrow.DataType, 
 		}
 		members[i] = m
 	}
-	return structArray(st, n, members, nil), nil
+	return arrays.StructArray(st, n, members, nil), nil
 }
 
 // v20PackedWidth is the byte width of a packed struct member type:
@@ -727,9 +729,9 @@ func v20PackedMember(dt arrow.DataType, n int, data []byte) (arrow.Array, error)
 			return nil, err
 		}
 		defer items.Release()
-		return fixedSizeListArray(fsl, n, items, nil), nil
+		return arrays.FixedSizeListArray(fsl, n, items, nil), nil
 	}
-	return v20Checked(fixedWidthArray(dt, n, data, nil))
+	return v20Checked(arrays.FixedWidthArray(dt, n, data, nil))
 }
 
 // v20ArrayPage is a page decoded into one array.
@@ -756,7 +758,7 @@ func (p *v20NullPage) slice(_, n int) (arrow.Array, error) {
 	if err := p.allow(n, p.dt); err != nil {
 		return nil, err
 	}
-	return nullArray(p.mem, p.dt, n), nil
+	return arrays.NullArray(p.mem, p.dt, n), nil
 }
 
 func (p *v20NullPage) release() {}
@@ -780,7 +782,7 @@ func (p *v20ConstantPage) slice(_, n int) (arrow.Array, error) {
 	} else {
 		data = slices.Repeat(p.value, n)
 	}
-	return v20Checked(fixedWidthArray(p.dt, n, data, nil))
+	return v20Checked(arrays.FixedWidthArray(p.dt, n, data, nil))
 }
 
 func (p *v20ConstantPage) release() {}
@@ -798,7 +800,7 @@ func (p *v20FSLPage) slice(off, n int) (arrow.Array, error) {
 		return nil, err
 	}
 	defer items.Release()
-	return fixedSizeListArray(p.dt, n, items, nil), nil
+	return arrays.FixedSizeListArray(p.dt, n, items, nil), nil
 }
 
 func (p *v20FSLPage) release() { p.items.release() }
@@ -822,18 +824,18 @@ func (p *v20ExpandedDictPage) slice(off, n int) (arrow.Array, error) {
 	if !p.large && total > math.MaxInt32 {
 		return nil, v20Unsupportedf("%d rows of strings take %d bytes, too many for 32-bit offsets", n, total)
 	}
-	offsets := newOffsetWriter(p.large, n)
+	offsets := arrays.NewOffsetWriter(p.large, n)
 	data := make([]byte, 0, total)
-	validity := nullBitmap{n: n}
+	validity := arrays.NullBitmap{N: n}
 	for i, idx := range p.indices[off : off+n] {
 		if idx == 0 || p.items.IsNull(int(idx-1)) {
-			validity.setNull(i)
+			validity.SetNull(i)
 		} else {
 			data = append(data, v20BinaryValue(p.items, int(idx-1))...)
 		}
-		offsets.add(uint64(len(data)))
+		offsets.Add(uint64(len(data)))
 	}
-	return v20Checked(varWidthArray(p.dt, n, offsets.buf, data, validity.finish()))
+	return v20Checked(arrays.VarWidthArray(p.dt, n, offsets.Buf, data, validity.Finish()))
 }
 
 func (p *v20ExpandedDictPage) release() { p.items.Release() }

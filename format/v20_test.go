@@ -21,6 +21,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
@@ -76,7 +77,7 @@ func v20Record(t testing.TB, r *Reader, fields []*schema.Field, a, b uint64) arr
 // lengths, and releases them.
 func v20MakeRecord(t testing.TB, fields []*schema.Field, arrs []arrow.Array, rows int64) arrow.RecordBatch {
 	t.Helper()
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	afs := make([]arrow.Field, len(fields))
 	for i, f := range fields {
 		afs[i] = f.ArrowField()

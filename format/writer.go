@@ -12,6 +12,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
@@ -57,7 +58,7 @@ type WrittenFile struct {
 // 0), the column metadata, the offset tables and the footer. The
 // version-specific encoders (fieldWriter) turn arrays into pages.
 type Writer struct {
-	sink     *pageSink
+	sink     *fileio.Sink
 	version  Version
 	opts     WriterOptions
 	schema   *schema.Schema
@@ -88,11 +89,11 @@ func NewWriter(ctx context.Context, store blob.Store, key string, schema *schema
 	default:
 		return nil, fmt.Errorf("format: write %s: file version %s: %w", key, w.version, lancer.ErrUnsupported)
 	}
-	w.sink = &pageSink{store: store, key: key, version: fileVersion(w.version), pageSize: w.opts.PageSize, mem: w.opts.Allocator}
+	w.sink = &fileio.Sink{Store: store, Key: key, Version: fileio.Version(w.version), PageSize: w.opts.PageSize, Mem: w.opts.Allocator}
 	for _, f := range schema.Fields {
-		first := len(w.sink.columns)
+		first := len(w.sink.Columns)
 		var (
-			fw  fieldWriter
+			fw  fileio.FieldWriter
 			err error
 		)
 		if w.version.Structural() {
@@ -103,13 +104,13 @@ func NewWriter(ctx context.Context, store blob.Store, key string, schema *schema
 		if err != nil {
 			return nil, fmt.Errorf("format: write %s: field %q: %w", key, f.Name, err)
 		}
-		w.sink.fields = append(w.sink.fields, fw)
+		w.sink.Fields = append(w.sink.Fields, fw)
 	}
 	out, err := store.NewWriter(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	w.sink.out = out
+	w.sink.Out = out
 	return w, nil
 }
 
@@ -120,18 +121,18 @@ func (w *Writer) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	if w.err != nil {
 		return w.err
 	}
-	if int(rec.NumCols()) != len(w.sink.fields) {
-		return fmt.Errorf("format: write %s: batch has %d columns, the schema %d: %w", w.sink.key, rec.NumCols(), len(w.sink.fields), lancer.ErrInvalidArgument)
+	if int(rec.NumCols()) != len(w.sink.Fields) {
+		return fmt.Errorf("format: write %s: batch has %d columns, the schema %d: %w", w.sink.Key, rec.NumCols(), len(w.sink.Fields), lancer.ErrInvalidArgument)
 	}
 	for i, f := range w.schema.Fields {
 		if !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) {
 			return fmt.Errorf("format: write %s: column %d (%q) is %s, the schema says %s: %w",
-				w.sink.key, i, f.Name, rec.Column(i).DataType(), f.Type, lancer.ErrInvalidArgument)
+				w.sink.Key, i, f.Name, rec.Column(i).DataType(), f.Type, lancer.ErrInvalidArgument)
 		}
 	}
-	for i, fw := range w.sink.fields {
-		if err := fw.write(ctx, rec.Column(i)); err != nil {
-			w.err = fmt.Errorf("format: write %s: field %q: %w", w.sink.key, w.schema.Fields[i].Name, err)
+	for i, fw := range w.sink.Fields {
+		if err := fw.Write(ctx, rec.Column(i)); err != nil {
+			w.err = fmt.Errorf("format: write %s: field %q: %w", w.sink.Key, w.schema.Fields[i].Name, err)
 			return w.err
 		}
 	}
@@ -151,12 +152,12 @@ func (w *Writer) Finish(ctx context.Context) (*WrittenFile, error) {
 		w.Abort(ctx)
 		return nil, err
 	}
-	for i, fw := range w.sink.fields {
-		if err := fw.finish(ctx); err != nil {
-			return fail(fmt.Errorf("format: write %s: field %q: %w", w.sink.key, w.schema.Fields[i].Name, err))
+	for i, fw := range w.sink.Fields {
+		if err := fw.Finish(ctx); err != nil {
+			return fail(fmt.Errorf("format: write %s: field %q: %w", w.sink.Key, w.schema.Fields[i].Name, err))
 		}
 	}
-	defaultEnc, err := directEncoding(&encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
+	defaultEnc, err := fileio.DirectEncoding(&encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
 	if err != nil {
 		return fail(err)
 	}
@@ -173,13 +174,13 @@ func (w *Writer) Finish(ctx context.Context) (*WrittenFile, error) {
 	}
 	// Global buffer 0 sits right before the column metadata: Lance's reader
 	// reads from its start to the end of the file as one block.
-	fdOff, err := w.sink.writeBuffer(fd)
+	fdOff, err := w.sink.WriteBuffer(fd)
 	if err != nil {
 		return fail(err)
 	}
-	columnMetaStart := w.sink.pos
-	cmo := make([]byte, 0, 16*len(w.sink.columns))
-	for _, c := range w.sink.columns {
+	columnMetaStart := w.sink.Pos
+	cmo := make([]byte, 0, 16*len(w.sink.Columns))
+	for _, c := range w.sink.Columns {
 		if c.Encoding == nil {
 			c.Encoding = defaultEnc
 		}
@@ -187,43 +188,43 @@ func (w *Writer) Finish(ctx context.Context) (*WrittenFile, error) {
 		if err != nil {
 			return fail(err)
 		}
-		cmo = binary.LittleEndian.AppendUint64(cmo, w.sink.pos)
+		cmo = binary.LittleEndian.AppendUint64(cmo, w.sink.Pos)
 		cmo = binary.LittleEndian.AppendUint64(cmo, uint64(len(b)))
-		if err := w.sink.writeRaw(b); err != nil {
+		if err := w.sink.WriteRaw(b); err != nil {
 			return fail(err)
 		}
 	}
-	cmoPos := w.sink.pos
-	if err := w.sink.writeRaw(cmo); err != nil {
+	cmoPos := w.sink.Pos
+	if err := w.sink.WriteRaw(cmo); err != nil {
 		return fail(err)
 	}
-	gboPos := w.sink.pos
+	gboPos := w.sink.Pos
 	var tail []byte
 	tail = binary.LittleEndian.AppendUint64(tail, fdOff)
 	tail = binary.LittleEndian.AppendUint64(tail, uint64(len(fd)))
-	major, minor := footerVersion(fileVersion(w.version))
+	major, minor := fileio.FooterVersion(fileio.Version(w.version))
 	tail = binary.LittleEndian.AppendUint64(tail, columnMetaStart)
 	tail = binary.LittleEndian.AppendUint64(tail, cmoPos)
 	tail = binary.LittleEndian.AppendUint64(tail, gboPos)
 	tail = binary.LittleEndian.AppendUint32(tail, 1)
-	tail = binary.LittleEndian.AppendUint32(tail, uint32(len(w.sink.columns)))
+	tail = binary.LittleEndian.AppendUint32(tail, uint32(len(w.sink.Columns)))
 	tail = binary.LittleEndian.AppendUint16(tail, major)
 	tail = binary.LittleEndian.AppendUint16(tail, minor)
-	tail = append(tail, magic...)
-	if err := w.sink.writeRaw(tail); err != nil {
+	tail = append(tail, fileio.Magic...)
+	if err := w.sink.WriteRaw(tail); err != nil {
 		return fail(err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err) // publish nothing the caller gave up on
 	}
-	if err := w.sink.out.Close(); err != nil {
-		return fail(fmt.Errorf("format: write %s: %w", w.sink.key, err))
+	if err := w.sink.Out.Close(); err != nil {
+		return fail(fmt.Errorf("format: write %s: %w", w.sink.Key, err))
 	}
-	w.err = fmt.Errorf("format: write %s: already finished: %w", w.sink.key, lancer.ErrClosed)
+	w.err = fmt.Errorf("format: write %s: already finished: %w", w.sink.Key, lancer.ErrClosed)
 	w.finished = true
 	return &WrittenFile{
-		Key: w.sink.key, Size: w.sink.pos, Rows: w.rows, Version: w.version,
-		Fields: w.sink.fieldIDs, ColumnIndices: w.sink.columnIndices,
+		Key: w.sink.Key, Size: w.sink.Pos, Rows: w.rows, Version: w.version,
+		Fields: w.sink.FieldIDs, ColumnIndices: w.sink.ColumnIndices,
 	}, nil
 }
 
@@ -235,16 +236,16 @@ func (w *Writer) Abort(ctx context.Context) {
 	if w.finished {
 		return
 	}
-	if w.sink.out != nil {
-		_ = w.sink.out.Abort()
+	if w.sink.Out != nil {
+		_ = w.sink.Out.Abort()
 	}
-	for _, fw := range w.sink.fields {
+	for _, fw := range w.sink.Fields {
 		// Field writers that hold buffers or wrote side files drop them.
-		if a, ok := fw.(fieldAborter); ok {
-			a.abort(ctx)
+		if a, ok := fw.(fileio.FieldAborter); ok {
+			a.Abort(ctx)
 		}
 	}
 	if w.err == nil {
-		w.err = fmt.Errorf("format: write %s: aborted: %w", w.sink.key, lancer.ErrClosed)
+		w.err = fmt.Errorf("format: write %s: aborted: %w", w.sink.Key, lancer.ErrClosed)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -67,7 +69,7 @@ type leafSpec struct {
 
 // structuralFieldWriter writes one top-level field of a 2.1+ file.
 type structuralFieldWriter struct {
-	w      *pageSink
+	w      *fileio.Sink
 	field  *schema.Field
 	leaves []*leafWriter
 	// blobs holds the sidecar files of blob v2 leaves.
@@ -86,14 +88,14 @@ type leafWriter struct {
 
 // newStructuralFieldWriter returns the 2.1/2.2 encoder of field f, whose
 // first column will be firstCol.
-func newStructuralFieldWriter(w *pageSink, f *schema.Field, firstCol int) (fieldWriter, error) {
+func newStructuralFieldWriter(w *fileio.Sink, f *schema.Field, firstCol int) (fileio.FieldWriter, error) {
 	fw := &structuralFieldWriter{w: w, field: f}
 	var specs []*leafSpec
 	if err := planLeaves(w, f, nil, nil, &specs, true); err != nil {
 		return nil, err
 	}
 	for _, s := range specs {
-		s.col = w.addColumn(s.field.ID)
+		s.col = w.AddColumn(s.field.ID)
 		fw.leaves = append(fw.leaves, &leafWriter{spec: s})
 	}
 	if len(fw.leaves) > 0 && fw.leaves[0].spec.col != firstCol {
@@ -105,7 +107,7 @@ func newStructuralFieldWriter(w *pageSink, f *schema.Field, firstCol int) (field
 // planLeaves appends the leaves of f (below the list/item layers lists,
 // top-down, whose item layers sticky marks as in leafSpec) to specs, in
 // column order.
-func planLeaves(w *pageSink, f *schema.Field, lists, sticky []bool, specs *[]*leafSpec, top bool) error {
+func planLeaves(w *fileio.Sink, f *schema.Field, lists, sticky []bool, specs *[]*leafSpec, top bool) error {
 	// NewWriter names the top-level field in errors; members name
 	// themselves.
 	at := ""
@@ -140,7 +142,7 @@ func planLeaves(w *pageSink, f *schema.Field, lists, sticky []bool, specs *[]*le
 		}
 		s.kind = kind
 		if kind == kindVariable {
-			s.large, _ = binaryType(f.Type)
+			s.large, _ = arrays.BinaryType(f.Type)
 		}
 		*specs = append(*specs, s)
 		return nil
@@ -151,7 +153,7 @@ func planLeaves(w *pageSink, f *schema.Field, lists, sticky []bool, specs *[]*le
 	case arrow.LIST, arrow.LARGE_LIST:
 		isList = true
 	case arrow.MAP:
-		if !w.version.Less(fileVersion2_2) {
+		if !w.Version.Less(fileio.Version2_2) {
 			isList = true
 			break
 		}
@@ -191,15 +193,15 @@ func hasListBelow(f *schema.Field) bool {
 
 // leafKind classifies a leaf field's values, refusing what Lance cannot
 // store in this file version.
-func leafKind(w *pageSink, f *schema.Field, top bool) (valueKind, error) {
+func leafKind(w *fileio.Sink, f *schema.Field, top bool) (valueKind, error) {
 	switch f.Blob {
 	case schema.BlobLegacy:
-		if !w.version.Less(fileVersion2_2) {
-			return 0, fmt.Errorf("legacy blob columns are not supported for file version %s (use blob v2): %w", w.version, lancer.ErrUnsupported)
+		if !w.Version.Less(fileio.Version2_2) {
+			return 0, fmt.Errorf("legacy blob columns are not supported for file version %s (use blob v2): %w", w.Version, lancer.ErrUnsupported)
 		}
 		return kindBlobLegacy, nil
 	case schema.BlobV2:
-		if w.version.Less(fileVersion2_2) {
+		if w.Version.Less(fileio.Version2_2) {
 			return 0, fmt.Errorf("blob v2 columns need file version 2.2 or later: %w", lancer.ErrUnsupported)
 		}
 		st, ok := f.Type.(*arrow.StructType)
@@ -241,7 +243,7 @@ func leafKind(w *pageSink, f *schema.Field, top bool) (valueKind, error) {
 		for _, m := range st.Fields() {
 			switch {
 			case fixedBits(m.Type) > 0 && fixedBits(m.Type)%8 == 0:
-			case isBinaryLike(m.Type) && !w.version.Less(fileVersion2_2):
+			case isBinaryLike(m.Type) && !w.Version.Less(fileio.Version2_2):
 			default:
 				return 0, fmt.Errorf("packed struct member %q of type %s: %w", m.Name, m.Type, lancer.ErrUnsupported)
 			}
@@ -272,7 +274,7 @@ func fixedBits(dt arrow.DataType) int {
 
 // isBinaryLike reports whether dt is utf8 or binary, large or not.
 func isBinaryLike(dt arrow.DataType) bool {
-	_, ok := binaryType(dt)
+	_, ok := arrays.BinaryType(dt)
 	return ok
 }
 
@@ -295,7 +297,7 @@ func fslShape(dt arrow.DataType) ([]int, arrow.DataType, error) {
 }
 
 // write implements fieldWriter.
-func (fw *structuralFieldWriter) write(ctx context.Context, arr arrow.Array) error {
+func (fw *structuralFieldWriter) Write(ctx context.Context, arr arrow.Array) error {
 	if arr.Len() == 0 {
 		return nil
 	}
@@ -307,8 +309,8 @@ func (fw *structuralFieldWriter) write(ctx context.Context, arr arrow.Array) err
 		lw.pending = append(lw.pending, pieces[i])
 		lw.pendingBytes += pieces[i].bytes
 		pieces[i] = nil
-		for lw.pendingBytes >= fw.w.pageSize {
-			if err := fw.flushPage(ctx, lw, fw.w.pageSize); err != nil {
+		for lw.pendingBytes >= fw.w.PageSize {
+			if err := fw.flushPage(ctx, lw, fw.w.PageSize); err != nil {
 				releasePieces(pieces)
 				return err
 			}
@@ -318,7 +320,7 @@ func (fw *structuralFieldWriter) write(ctx context.Context, arr arrow.Array) err
 }
 
 // finish implements fieldWriter.
-func (fw *structuralFieldWriter) finish(ctx context.Context) error {
+func (fw *structuralFieldWriter) Finish(ctx context.Context) error {
 	for _, lw := range fw.leaves {
 		for len(lw.pending) > 0 {
 			if err := fw.flushPage(ctx, lw, -1); err != nil {
@@ -333,13 +335,13 @@ func (fw *structuralFieldWriter) finish(ctx context.Context) error {
 }
 
 // abort releases what the writer holds and discards sidecar files.
-func (fw *structuralFieldWriter) abort(ctx context.Context) {
+func (fw *structuralFieldWriter) Abort(ctx context.Context) {
 	for _, lw := range fw.leaves {
 		releasePieces(lw.pending)
 		lw.pending = nil
 	}
 	if fw.blobs != nil {
-		fw.blobs.abort(ctx)
+		fw.blobs.Abort(ctx)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -69,7 +70,7 @@ func blobSidecarKey(dataKey string, id uint32) string {
 // blobSidecars writes the sidecar files of one data file; every blob v2
 // field of the file shares it.
 type blobSidecars struct {
-	w      *pageSink
+	w      *fileio.Sink
 	nextID uint32
 	// the packed sidecar being filled
 	packed     blob.ObjectWriter
@@ -87,8 +88,8 @@ func (s *blobSidecars) newID() uint32 {
 // dedicated writes b to a sidecar of its own and returns its id.
 func (s *blobSidecars) dedicated(ctx context.Context, b []byte) (uint32, error) {
 	id := s.newID()
-	key := blobSidecarKey(s.w.key, id)
-	out, err := s.w.store.NewWriter(ctx, key)
+	key := blobSidecarKey(s.w.Key, id)
+	out, err := s.w.Store.NewWriter(ctx, key)
 	if err != nil {
 		return 0, err
 	}
@@ -113,7 +114,7 @@ func (s *blobSidecars) pack(ctx context.Context, b []byte, limit uint64) (uint32
 	}
 	if s.packed == nil {
 		s.packedID = s.newID()
-		out, err := s.w.store.NewWriter(ctx, blobSidecarKey(s.w.key, s.packedID))
+		out, err := s.w.Store.NewWriter(ctx, blobSidecarKey(s.w.Key, s.packedID))
 		if err != nil {
 			return 0, 0, err
 		}
@@ -121,7 +122,7 @@ func (s *blobSidecars) pack(ctx context.Context, b []byte, limit uint64) (uint32
 	}
 	pos := s.packedSize
 	if _, err := s.packed.Write(b); err != nil {
-		return 0, 0, fmt.Errorf("write blob sidecar %s: %w", blobSidecarKey(s.w.key, s.packedID), err)
+		return 0, 0, fmt.Errorf("write blob sidecar %s: %w", blobSidecarKey(s.w.Key, s.packedID), err)
 	}
 	s.packedSize += uint64(len(b))
 	return s.packedID, pos, nil
@@ -131,7 +132,7 @@ func (s *blobSidecars) closePacked() error {
 	if s.packed == nil {
 		return nil
 	}
-	key := blobSidecarKey(s.w.key, s.packedID)
+	key := blobSidecarKey(s.w.Key, s.packedID)
 	err := s.packed.Close()
 	s.packed = nil
 	if err != nil {
@@ -147,14 +148,14 @@ func (s *blobSidecars) close() error { return s.closePacked() }
 
 // abort discards every sidecar written, also when the write was aborted
 // because its context was cancelled.
-func (s *blobSidecars) abort(ctx context.Context) {
+func (s *blobSidecars) Abort(ctx context.Context) {
 	if s.packed != nil {
 		_ = s.packed.Abort()
 		s.packed = nil
 	}
 	ctx = context.WithoutCancel(ctx)
 	for _, key := range s.closed {
-		_ = s.w.store.Delete(ctx, key)
+		_ = s.w.Store.Delete(ctx, key)
 	}
 	s.closed = nil
 }
@@ -165,7 +166,7 @@ func (fw *structuralFieldWriter) sidecars() *blobSidecars {
 	if fw.blobs != nil {
 		return fw.blobs
 	}
-	for _, other := range fw.w.fields {
+	for _, other := range fw.w.Fields {
 		if o, ok := other.(*structuralFieldWriter); ok && o.blobs != nil {
 			fw.blobs = o.blobs
 			break
@@ -229,7 +230,7 @@ func (fw *structuralFieldWriter) encodeBlobV2(ctx context.Context, pg *writePage
 					case n == 0:
 						put(0, 0, 0, 0, nil)
 					case n <= inlineMax:
-						off, err := fw.w.writeBuffer(b)
+						off, err := fw.w.WriteBuffer(b)
 						if err != nil {
 							return nil, nil, err
 						}
@@ -316,7 +317,7 @@ func (fw *structuralFieldWriter) encodeLegacyBlob(pg *writePage) ([][]byte, *enc
 			size.data = binary.LittleEndian.AppendUint64(size.data, 0)
 			continue
 		}
-		off, err := fw.w.writeBuffer(b)
+		off, err := fw.w.WriteBuffer(b)
 		if err != nil {
 			return nil, nil, err
 		}

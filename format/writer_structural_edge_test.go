@@ -13,6 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -316,7 +317,7 @@ func TestStructuralWriterEdgeCases(t *testing.T) {
 func checkBlobsInStruct(t testing.TB, r *Reader, recs []arrow.RecordBatch) {
 	t.Helper()
 	arrs := readAllStructural(t, r)
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	got := arrs[0].(*array.Struct)
 	row := 0
 	for _, rec := range recs {

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -147,7 +148,7 @@ func (pg *writePage) levels(i int) (rep, def uint16) {
 // encodePage encodes pieces (whole rows of one leaf) as one page starting
 // at row firstRow and returns its row count.
 func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {
-	v22 := !fw.w.version.Less(fileVersion2_2)
+	v22 := !fw.w.Version.Less(fileio.Version2_2)
 	pg := newWritePage(spec, v22, pieces)
 	if pg.rows == 0 {
 		return 0, nil
@@ -156,7 +157,7 @@ func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec,
 	if err != nil {
 		return 0, err
 	}
-	if err := fw.w.addPage(spec.col, bufs, layout, uint64(pg.rows), firstRow); err != nil {
+	if err := fw.w.AddPage(spec.col, bufs, layout, uint64(pg.rows), firstRow); err != nil {
 		return 0, err
 	}
 	return pg.rows, nil
@@ -342,7 +343,7 @@ func smallerConstant(pg *writePage, bufs [][]byte, layout *enc21pb.PageLayout, i
 func paddedSize(bufs [][]byte) int {
 	n := 0
 	for _, b := range bufs {
-		n += alignUp(len(b), alignment)
+		n += alignUp(len(b), fileio.Alignment)
 	}
 	return n
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/arrays"
 )
 
 // Gathering a page's visible values out of the Arrow arrays of its pieces
@@ -429,7 +430,7 @@ func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (
 			out.children = append(out.children, c)
 			continue
 		}
-		large, _ := binaryType(f.Type)
+		large, _ := arrays.BinaryType(f.Type)
 		c := &varVals{large: large, off: []uint64{0}}
 		at := 0
 		for pi, p := range pieces {

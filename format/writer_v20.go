@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 )
@@ -56,9 +57,9 @@ type v20Writer interface {
 
 // newV20FieldWriter returns the 2.0 encoder of field f, whose first column
 // will be firstCol.
-func newV20FieldWriter(w *pageSink, f *schema.Field, firstCol int) (fieldWriter, error) {
-	if firstCol != len(w.columns) {
-		return nil, fmt.Errorf("field %q starts at column %d, the file has %d: %w", f.Name, firstCol, len(w.columns), lancer.ErrInvalidArgument)
+func newV20FieldWriter(w *fileio.Sink, f *schema.Field, firstCol int) (fileio.FieldWriter, error) {
+	if firstCol != len(w.Columns) {
+		return nil, fmt.Errorf("field %q starts at column %d, the file has %d: %w", f.Name, firstCol, len(w.Columns), lancer.ErrInvalidArgument)
 	}
 	vw, err := newV20Writer(w, f)
 	if err != nil {
@@ -72,14 +73,14 @@ func newV20FieldWriter(w *pageSink, f *schema.Field, firstCol int) (fieldWriter,
 // between batches.
 type v20FieldWriter struct{ v20Writer }
 
-func (f v20FieldWriter) write(ctx context.Context, arr arrow.Array) error {
+func (f v20FieldWriter) Write(ctx context.Context, arr arrow.Array) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return f.v20Writer.write(arr)
 }
 
-func (f v20FieldWriter) finish(ctx context.Context) error {
+func (f v20FieldWriter) Finish(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func (f v20FieldWriter) finish(ctx context.Context) error {
 
 // newV20Writer builds the encoder of f, registering its columns in
 // pre-order.
-func newV20Writer(w *pageSink, f *schema.Field) (v20Writer, error) {
+func newV20Writer(w *fileio.Sink, f *schema.Field) (v20Writer, error) {
 	if f.Type == nil {
 		return nil, fmt.Errorf("field %q (id %d) has no type: %w", f.Name, f.ID, lancer.ErrInvalidArgument)
 	}
@@ -100,8 +101,8 @@ func newV20Writer(w *pageSink, f *schema.Field) (v20Writer, error) {
 			// As Lance: its blob encoder takes large_binary only.
 			return nil, fmt.Errorf("blob field %q is %s, not large_binary: %w", f.Name, f.Type, lancer.ErrUnsupported)
 		}
-		col := w.addColumn(f.ID)
-		err := w.setColumnEncoding(col, &encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_Blob{Blob: &encpb.Blob{
+		col := w.AddColumn(f.ID)
+		err := w.SetColumnEncoding(col, &encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_Blob{Blob: &encpb.Blob{
 			Inner: &encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_Values{Values: &emptypb.Empty{}}},
 		}}})
 		if err != nil {
@@ -118,12 +119,12 @@ func newV20Writer(w *pageSink, f *schema.Field) (v20Writer, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &v20LeafWriter{w: w, col: w.addColumn(f.ID), page: page}, nil
+			return &v20LeafWriter{w: w, col: w.AddColumn(f.ID), page: page}, nil
 		}
 		if len(f.Children) != t.NumFields() {
 			return nil, fmt.Errorf("struct field %q has %d children for %d members: %w", f.Name, len(f.Children), t.NumFields(), lancer.ErrInvalidArgument)
 		}
-		s := &v20StructWriter{w: w, col: w.addColumn(f.ID), field: f}
+		s := &v20StructWriter{w: w, col: w.AddColumn(f.ID), field: f}
 		for _, c := range f.Children {
 			cw, err := newV20Writer(w, c)
 			if err != nil {
@@ -136,7 +137,7 @@ func newV20Writer(w *pageSink, f *schema.Field) (v20Writer, error) {
 		if len(f.Children) != 1 {
 			return nil, fmt.Errorf("list field %q has %d children: %w", f.Name, len(f.Children), lancer.ErrInvalidArgument)
 		}
-		l := &v20ListWriter{w: w, col: w.addColumn(f.ID)}
+		l := &v20ListWriter{w: w, col: w.AddColumn(f.ID)}
 		items, err := newV20Writer(w, f.Children[0])
 		if err != nil {
 			return nil, err
@@ -148,7 +149,7 @@ func newV20Writer(w *pageSink, f *schema.Field) (v20Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("field %q: %w", f.Name, err)
 	}
-	leaf := &v20LeafWriter{w: w, col: w.addColumn(f.ID), page: page}
+	leaf := &v20LeafWriter{w: w, col: w.AddColumn(f.ID), page: page}
 	switch p := page.(type) {
 	case *v20BinaryValues:
 		p.compressAs(f.Metadata)
@@ -166,14 +167,14 @@ func newV20Writer(w *pageSink, f *schema.Field) (v20Writer, error) {
 
 // v20LeafWriter writes a column of values: pages of what page buffers.
 type v20LeafWriter struct {
-	w       *pageSink
+	w       *fileio.Sink
 	col     int
 	page    v20Values
 	onePage bool // pages end only when flushed (by finish or a list)
 }
 
 func (l *v20LeafWriter) write(arr arrow.Array) error {
-	limit := l.w.pageSize
+	limit := l.w.PageSize
 	if l.onePage {
 		limit = math.MaxInt
 	}
@@ -201,7 +202,7 @@ func (l *v20LeafWriter) flush() error {
 	if err != nil {
 		return err
 	}
-	err = l.w.addPage(l.col, bufs, enc, uint64(n), 0)
+	err = l.w.AddPage(l.col, bufs, enc, uint64(n), 0)
 	l.page.reset()
 	return err
 }
@@ -210,7 +211,7 @@ func (l *v20LeafWriter) finish() error { return l.flush() }
 
 // v20StructWriter writes a struct's header column and its members.
 type v20StructWriter struct {
-	w        *pageSink
+	w        *fileio.Sink
 	col      int
 	field    *schema.Field
 	rows     uint64
@@ -246,7 +247,7 @@ func (s *v20StructWriter) flush() error {
 
 func (s *v20StructWriter) finish() error {
 	header := &encpb.ArrayEncoding{ArrayEncoding: &encpb.ArrayEncoding_Struct{Struct: &encpb.SimpleStruct{}}}
-	if err := s.w.addPage(s.col, nil, header, s.rows, 0); err != nil {
+	if err := s.w.AddPage(s.col, nil, header, s.rows, 0); err != nil {
 		return err
 	}
 	for _, c := range s.children {
@@ -260,7 +261,7 @@ func (s *v20StructWriter) finish() error {
 // v20ListWriter writes a list's offsets column and hands the items to the
 // item field's writer.
 type v20ListWriter struct {
-	w     *pageSink
+	w     *fileio.Sink
 	col   int
 	items v20Writer
 	// The offsets page being built: ends[i] is where list i ends, relative
@@ -286,7 +287,7 @@ func (l *v20ListWriter) write(arr arrow.Array) error {
 			return fmt.Errorf("list array of %d rows without its offsets: %w", n, lancer.ErrInvalidArgument)
 		}
 	}
-	limit := l.w.pageSize
+	limit := l.w.PageSize
 	for i, n := 0, arr.Len(); i < n; {
 		j := min(n, i+max(1, (limit-8*len(l.ends))/8))
 		first, _ := list.ValueOffsets(i)
@@ -345,7 +346,7 @@ func (l *v20ListWriter) flush() error {
 			NullOffsetAdjustment: adjustment,
 			NumItems:             l.numItems,
 		}}}
-		if err := l.w.addPage(l.col, [][]byte{buf}, enc, uint64(n), 0); err != nil {
+		if err := l.w.AddPage(l.col, [][]byte{buf}, enc, uint64(n), 0); err != nil {
 			return err
 		}
 		l.ends, l.nulls, l.numItems = l.ends[:0], 0, 0
@@ -366,7 +367,7 @@ func (l *v20ListWriter) finish() error {
 // pages hold a packed {position, size} per row. An empty value is (0, 0),
 // a null one (1, 0).
 type v20BlobWriter struct {
-	w    *pageSink
+	w    *fileio.Sink
 	col  int
 	desc []byte // 16 bytes per row: position, size (little-endian u64s)
 }
@@ -388,7 +389,7 @@ func (b *v20BlobWriter) write(arr arrow.Array) error {
 				return err
 			}
 			if len(v) > 0 {
-				off, err := b.w.writeBuffer(v)
+				off, err := b.w.WriteBuffer(v)
 				if err != nil {
 					return err
 				}
@@ -397,7 +398,7 @@ func (b *v20BlobWriter) write(arr arrow.Array) error {
 		}
 		b.desc = binary.LittleEndian.AppendUint64(b.desc, pos)
 		b.desc = binary.LittleEndian.AppendUint64(b.desc, size)
-		if len(b.desc) >= b.w.pageSize {
+		if len(b.desc) >= b.w.PageSize {
 			if err := b.flush(); err != nil {
 				return err
 			}
@@ -415,7 +416,7 @@ func (b *v20BlobWriter) flush() error {
 		Inner:  []*encpb.ArrayEncoding{u64, u64},
 		Buffer: &encpb.Buffer{BufferIndex: 0},
 	}}}
-	err := b.w.addPage(b.col, [][]byte{b.desc}, enc, uint64(len(b.desc)/16), 0)
+	err := b.w.AddPage(b.col, [][]byte{b.desc}, enc, uint64(len(b.desc)/16), 0)
 	b.desc = b.desc[:0]
 	return err
 }

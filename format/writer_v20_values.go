@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/arrays"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
@@ -57,7 +58,7 @@ func newV20Values(dt arrow.DataType, autoDict bool) (v20Values, error) {
 	case *arrow.DictionaryType:
 		return newV20DictValues(t)
 	}
-	if large, ok := binaryType(dt); ok {
+	if large, ok := arrays.BinaryType(dt); ok {
 		return &v20BinaryValues{large: large, autoDict: autoDict && dt.ID() == arrow.STRING}, nil
 	}
 	if bits, ok := v20BitWidth(dt); ok {

@@ -1,4 +1,4 @@
-package format
+package arrays
 
 import (
 	"encoding/binary"
@@ -18,7 +18,7 @@ import (
 // them without copying. A nil validity means "no nulls".
 
 // wrapBuffer makes an Arrow buffer over b (no copy).
-func wrapBuffer(b []byte) *memory.Buffer {
+func WrapBuffer(b []byte) *memory.Buffer {
 	if b == nil {
 		return nil
 	}
@@ -27,7 +27,7 @@ func wrapBuffer(b []byte) *memory.Buffer {
 
 // validityNulls counts the nulls of n slots in an LSB-first validity bitmap;
 // a nil bitmap has none.
-func validityNulls(validity []byte, n int) int {
+func ValidityNulls(validity []byte, n int) int {
 	if validity == nil {
 		return 0
 	}
@@ -36,19 +36,19 @@ func validityNulls(validity []byte, n int) int {
 
 // makeArray builds an array of type dt and length n from buffers and child
 // data, computing the null count from validity (buffers[0]).
-func makeArray(dt arrow.DataType, n int, validity []byte, buffers [][]byte, children []arrow.ArrayData) arrow.Array {
+func MakeArray(dt arrow.DataType, n int, validity []byte, buffers [][]byte, children []arrow.ArrayData) arrow.Array {
 	bufs := make([]*memory.Buffer, 0, 1+len(buffers))
-	bufs = append(bufs, wrapBuffer(validity))
+	bufs = append(bufs, WrapBuffer(validity))
 	for _, b := range buffers {
-		bufs = append(bufs, wrapBuffer(b))
+		bufs = append(bufs, WrapBuffer(b))
 	}
-	data := array.NewData(dt, n, bufs, children, validityNulls(validity, n), 0)
+	data := array.NewData(dt, n, bufs, children, ValidityNulls(validity, n), 0)
 	defer data.Release()
 	return array.MakeFromData(data)
 }
 
 // fixedWidthArray wraps n fixed-width values (bool: a bitmap) of type dt.
-func fixedWidthArray(dt arrow.DataType, n int, values, validity []byte) (arrow.Array, error) {
+func FixedWidthArray(dt arrow.DataType, n int, values, validity []byte) (arrow.Array, error) {
 	var need int
 	switch t := dt.(type) {
 	case *arrow.BooleanType:
@@ -64,13 +64,13 @@ func fixedWidthArray(dt arrow.DataType, n int, values, validity []byte) (arrow.A
 	if validity != nil && len(validity) < int(bitutil.BytesForBits(int64(n))) {
 		return nil, fmt.Errorf("validity of %d bytes too short for %d values", len(validity), n)
 	}
-	return makeArray(dt, n, validity, [][]byte{values}, nil), nil
+	return MakeArray(dt, n, validity, [][]byte{values}, nil), nil
 }
 
 // varWidthArray wraps a utf8/binary (32-bit offsets) or large (64-bit
 // offsets) array: offsets holds n+1 little-endian offsets into data.
-func varWidthArray(dt arrow.DataType, n int, offsets, data, validity []byte) (arrow.Array, error) {
-	large, ok := binaryType(dt)
+func VarWidthArray(dt arrow.DataType, n int, offsets, data, validity []byte) (arrow.Array, error) {
+	large, ok := BinaryType(dt)
 	if !ok {
 		return nil, fmt.Errorf("varWidthArray: %s is not a binary type", dt)
 	}
@@ -84,32 +84,32 @@ func varWidthArray(dt arrow.DataType, n int, offsets, data, validity []byte) (ar
 	if data == nil {
 		data = []byte{}
 	}
-	return makeArray(dt, n, validity, [][]byte{offsets, data}, nil), nil
+	return MakeArray(dt, n, validity, [][]byte{offsets, data}, nil), nil
 }
 
 // structArray assembles a struct from its member arrays, all of length n.
-func structArray(dt *arrow.StructType, n int, members []arrow.Array, validity []byte) arrow.Array {
+func StructArray(dt *arrow.StructType, n int, members []arrow.Array, validity []byte) arrow.Array {
 	children := make([]arrow.ArrayData, len(members))
 	for i, m := range members {
 		children[i] = m.Data()
 	}
-	return makeArray(dt, n, validity, nil, children)
+	return MakeArray(dt, n, validity, nil, children)
 }
 
 // listArray assembles a list or large list from n+1 offsets (int32 for
 // list and map, int64 for large list, little-endian bytes) and the items.
-func listArray(dt arrow.DataType, n int, offsets []byte, items arrow.Array, validity []byte) arrow.Array {
-	return makeArray(dt, n, validity, [][]byte{offsets}, []arrow.ArrayData{items.Data()})
+func ListArray(dt arrow.DataType, n int, offsets []byte, items arrow.Array, validity []byte) arrow.Array {
+	return MakeArray(dt, n, validity, [][]byte{offsets}, []arrow.ArrayData{items.Data()})
 }
 
 // fixedSizeListArray assembles a fixed-size list of n rows over items of
 // length n·dim.
-func fixedSizeListArray(dt *arrow.FixedSizeListType, n int, items arrow.Array, validity []byte) arrow.Array {
-	return makeArray(dt, n, validity, nil, []arrow.ArrayData{items.Data()})
+func FixedSizeListArray(dt *arrow.FixedSizeListType, n int, items arrow.Array, validity []byte) arrow.Array {
+	return MakeArray(dt, n, validity, nil, []arrow.ArrayData{items.Data()})
 }
 
 // nullArray returns n nulls of any type (a column a file does not hold).
-func nullArray(mem memory.Allocator, dt arrow.DataType, n int) arrow.Array {
+func NullArray(mem memory.Allocator, dt arrow.DataType, n int) arrow.Array {
 	return array.MakeArrayOfNull(mem, dt, n)
 }
 
@@ -125,7 +125,7 @@ const maxSyntheticBytes = 32 << 20
 // may be built in a read of requested rows: the rows asked for are, unless
 // one value is huge (over 64 KiB); other counts are held to
 // maxSyntheticBytes.
-func allowSynthetic(n int, requested uint64, dt arrow.DataType) error {
+func AllowSynthetic(n int, requested uint64, dt arrow.DataType) error {
 	per := max(valueBytes(dt), 1)
 	if uint64(n) <= requested && per <= 64<<10 {
 		return nil
@@ -164,7 +164,7 @@ func valueBytes(dt arrow.DataType) uint64 {
 
 // binaryType reports whether a binary-like type has 64-bit offsets;
 // ok is false for other types.
-func binaryType(dt arrow.DataType) (large, ok bool) {
+func BinaryType(dt arrow.DataType) (large, ok bool) {
 	switch dt.ID() {
 	case arrow.STRING, arrow.BINARY:
 		return false, true
@@ -177,46 +177,46 @@ func binaryType(dt arrow.DataType) (large, ok bool) {
 // offsetWriter accumulates the offsets of a var-width array, 32- or 64-bit.
 type offsetWriter struct {
 	large bool
-	buf   []byte
+	Buf   []byte
 }
 
-func newOffsetWriter(large bool, n int) *offsetWriter {
+func NewOffsetWriter(large bool, n int) *offsetWriter {
 	w := 4
 	if large {
 		w = 8
 	}
 	// n may come from metadata alone (a list's item count); the buffer
 	// grows with the offsets actually added.
-	o := &offsetWriter{large: large, buf: make([]byte, 0, (min(n, 1<<16)+1)*w)}
-	o.add(0)
+	o := &offsetWriter{large: large, Buf: make([]byte, 0, (min(n, 1<<16)+1)*w)}
+	o.Add(0)
 	return o
 }
 
-func (o *offsetWriter) add(v uint64) {
+func (o *offsetWriter) Add(v uint64) {
 	if o.large {
-		o.buf = binary.LittleEndian.AppendUint64(o.buf, v)
+		o.Buf = binary.LittleEndian.AppendUint64(o.Buf, v)
 	} else {
-		o.buf = binary.LittleEndian.AppendUint32(o.buf, uint32(v))
+		o.Buf = binary.LittleEndian.AppendUint32(o.Buf, uint32(v))
 	}
 }
 
 // nullBitmap builds the validity of n values, allocated at the first null
 // and grown with the nulls set, so that its size follows the values
 // decoded rather than a count from metadata.
-type nullBitmap struct {
-	n    int
+type NullBitmap struct {
+	N    int
 	bits []byte
 }
 
-func (b *nullBitmap) setNull(i int) {
+func (b *NullBitmap) SetNull(i int) {
 	if need := i/8 + 1; need > len(b.bits) {
-		b.grow(max(need, min(2*len(b.bits), int(bitutil.BytesForBits(int64(b.n))))))
+		b.grow(max(need, min(2*len(b.bits), int(bitutil.BytesForBits(int64(b.N))))))
 	}
 	bitutil.ClearBit(b.bits, i)
 }
 
 // grow extends the bitmap to size bytes of valid bits.
-func (b *nullBitmap) grow(size int) {
+func (b *NullBitmap) grow(size int) {
 	old := len(b.bits)
 	b.bits = append(b.bits, make([]byte, size-old)...)
 	for i := old; i < size; i++ {
@@ -225,11 +225,11 @@ func (b *nullBitmap) grow(size int) {
 }
 
 // finish returns the bitmap of all n values, nil if none is null.
-func (b *nullBitmap) finish() []byte {
+func (b *NullBitmap) Finish() []byte {
 	if b.bits == nil {
 		return nil
 	}
-	if size := int(bitutil.BytesForBits(int64(b.n))); len(b.bits) < size {
+	if size := int(bitutil.BytesForBits(int64(b.N))); len(b.bits) < size {
 		b.grow(size)
 	}
 	return b.bits

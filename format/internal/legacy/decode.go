@@ -1,4 +1,4 @@
-package format
+package legacy
 
 import (
 	"cmp"
@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -31,13 +33,13 @@ const maxLegacyValues = math.MaxInt32
 // the small gaps between ranges it merges), so reading a file front to back
 // reads each byte about once anyway.
 type legacyCursor struct {
-	r    *legacyReader
-	proj projection
+	r    *Reader
+	proj fileio.Projection
 }
 
-func newLegacyCursor(r *legacyReader, proj projection) (cursorImpl, error) {
-	if r.legacy == nil {
-		return nil, fmt.Errorf("format: %s: legacy file metadata not loaded: %w", r.key, lancer.ErrInvalidArgument)
+func NewCursor(r *Reader, proj fileio.Projection) (fileio.Cursor, error) {
+	if r.Legacy == nil {
+		return nil, fmt.Errorf("format: %s: legacy file metadata not loaded: %w", r.Key, lancer.ErrInvalidArgument)
 	}
 	var err error
 	for _, top := range proj.Fields {
@@ -48,11 +50,11 @@ func newLegacyCursor(r *legacyReader, proj projection) (cursorImpl, error) {
 			switch {
 			case f.Blob != schema.NotBlob:
 				// Lance itself panics reading legacy blob columns back.
-				err = fmt.Errorf("format: %s: field %q (id %d): blob columns in legacy files: %w", r.key, f.Name, f.ID, lancer.ErrUnsupported)
+				err = fmt.Errorf("format: %s: field %q (id %d): blob columns in legacy files: %w", r.Key, f.Name, f.ID, lancer.ErrUnsupported)
 			case f.Type.ID() == arrow.MAP:
-				err = fmt.Errorf("format: %s: field %q (id %d): map columns in legacy files: %w", r.key, f.Name, f.ID, lancer.ErrUnsupported)
-			case f.Type.ID() == arrow.DICTIONARY && r.legacy.dictionaries[f.ID] == nil:
-				err = r.corruptf("dictionary field %q (id %d) has no dictionary in this file", f.Name, f.ID)
+				err = fmt.Errorf("format: %s: field %q (id %d): map columns in legacy files: %w", r.Key, f.Name, f.ID, lancer.ErrUnsupported)
+			case f.Type.ID() == arrow.DICTIONARY && r.Legacy.dictionaries[f.ID] == nil:
+				err = r.Corruptf("dictionary field %q (id %d) has no dictionary in this file", f.Name, f.ID)
 			}
 		})
 	}
@@ -62,19 +64,19 @@ func newLegacyCursor(r *legacyReader, proj projection) (cursorImpl, error) {
 	return &legacyCursor{r: r, proj: proj}, nil
 }
 
-func (c *legacyCursor) release() {}
+func (c *legacyCursor) Release() {}
 
-func (c *legacyCursor) readRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
-	l := c.r.legacy
+func (c *legacyCursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
+	l := c.r.Legacy
 	out := make([]arrow.Array, len(c.proj.Fields))
 	// Plan every page read of every batch the range touches, then run the
 	// reads in rounds (values, then what offsets point at), so ranges of one
 	// round that lie close together are read with one request.
 	s := newLegacyScan(c.r, c.proj.Column)
 	s.requested = end - start
-	first := sort.Search(l.numBatches(), func(b int) bool { return l.batchOffsets[b+1] > start })
+	first := sort.Search(l.NumBatches(), func(b int) bool { return l.batchOffsets[b+1] > start })
 	nodes := make([][]legacyNode, len(c.proj.Fields))
-	for b := first; b < l.numBatches() && l.batchOffsets[b] < end; b++ {
+	for b := first; b < l.NumBatches() && l.batchOffsets[b] < end; b++ {
 		bStart := max(start, l.batchOffsets[b]) - l.batchOffsets[b]
 		bEnd := min(end, l.batchOffsets[b+1]) - l.batchOffsets[b]
 		if bStart == bEnd {
@@ -95,7 +97,7 @@ func (c *legacyCursor) readRange(ctx context.Context, start, end uint64) ([]arro
 	for i, f := range c.proj.Fields {
 		a, err := c.buildConcat(f, nodes[i], start, end)
 		if err != nil {
-			releaseAll(out)
+			fileio.ReleaseAll(out)
 			return nil, err
 		}
 		out[i] = a
@@ -106,12 +108,12 @@ func (c *legacyCursor) readRange(ctx context.Context, start, end uint64) ([]arro
 // buildConcat builds the pieces of field f, one per batch, and joins them.
 func (c *legacyCursor) buildConcat(f *schema.Field, pieces []legacyNode, start, end uint64) (arrow.Array, error) {
 	if len(pieces) == 0 {
-		return nil, c.r.corruptf("no batch holds rows [%d, %d)", start, end)
+		return nil, c.r.Corruptf("no batch holds rows [%d, %d)", start, end)
 	}
 	arrs := make([]arrow.Array, 0, len(pieces))
-	defer func() { releaseAll(arrs) }()
+	defer func() { fileio.ReleaseAll(arrs) }()
 	for _, p := range pieces {
-		a, err := p.build(c.r.mem)
+		a, err := p.build(c.r.Mem)
 		if err != nil {
 			return nil, err
 		}
@@ -121,12 +123,12 @@ func (c *legacyCursor) buildConcat(f *schema.Field, pieces []legacyNode, start, 
 		arrs[0].Retain()
 		return arrs[0], nil
 	}
-	a, err := array.Concatenate(arrs, c.r.mem)
+	a, err := array.Concatenate(arrs, c.r.Mem)
 	if err != nil {
 		// Each batch fit its type, so this is the whole range being too big
 		// for one array (more than 2 GiB of utf8, say); Lance fails too.
 		return nil, fmt.Errorf("format: %s: field %q: rows [%d, %d) do not fit one %s array: %v: %w",
-			c.r.key, f.Name, start, end, f.Type, err, lancer.ErrUnsupported)
+			c.r.Key, f.Name, start, end, f.Type, err, lancer.ErrUnsupported)
 	}
 	return a, nil
 }
@@ -142,7 +144,7 @@ func (c *legacyCursor) buildConcat(f *schema.Field, pieces []legacyNode, start, 
 // their positions, so reading all of a batch costs one request, not one per
 // round.
 type legacyScan struct {
-	r      *legacyReader
+	r      *Reader
 	column func(fieldID int32) (int, bool)
 	// batch is the batch the nodes being planned read from.
 	batch int
@@ -154,7 +156,7 @@ type legacyScan struct {
 }
 
 type legacyRead struct {
-	rng  bufferRange
+	rng  fileio.Range
 	then func([]byte) error
 }
 
@@ -164,13 +166,13 @@ type legacySpan struct {
 	buf []byte
 }
 
-func newLegacyScan(r *legacyReader, column func(int32) (int, bool)) *legacyScan {
+func newLegacyScan(r *Reader, column func(int32) (int, bool)) *legacyScan {
 	return &legacyScan{r: r, column: column}
 }
 
 // read asks for the file bytes rng, passed to then once read. rng must have
 // been checked against the file size.
-func (s *legacyScan) read(rng bufferRange, then func([]byte) error) {
+func (s *legacyScan) read(rng fileio.Range, then func([]byte) error) {
 	s.pending = append(s.pending, legacyRead{rng, then})
 }
 
@@ -192,7 +194,7 @@ func (s *legacyScan) run(ctx context.Context) error {
 }
 
 // fetched returns the bytes of rng if a span holds them.
-func (s *legacyScan) fetched(rng bufferRange) ([]byte, bool) {
+func (s *legacyScan) fetched(rng fileio.Range) ([]byte, bool) {
 	if rng.Size == 0 {
 		return nil, true
 	}
@@ -209,13 +211,13 @@ func (s *legacyScan) fetched(rng bufferRange) ([]byte, bool) {
 // less than mergeGap apart into one request.
 func (s *legacyScan) fetch(ctx context.Context, round []legacyRead) error {
 	const mergeGap = 64 << 10
-	var missing []bufferRange
+	var missing []fileio.Range
 	for _, rd := range round {
 		if _, ok := s.fetched(rd.rng); !ok {
 			missing = append(missing, rd.rng)
 		}
 	}
-	slices.SortFunc(missing, func(a, b bufferRange) int { return cmp.Compare(a.Offset, b.Offset) })
+	slices.SortFunc(missing, func(a, b fileio.Range) int { return cmp.Compare(a.Offset, b.Offset) })
 	for i := 0; i < len(missing); {
 		start, end := missing[i].Offset, missing[i].Offset+missing[i].Size
 		j := i + 1
@@ -223,7 +225,7 @@ func (s *legacyScan) fetch(ctx context.Context, round []legacyRead) error {
 			end = max(end, missing[j].Offset+missing[j].Size)
 			j++
 		}
-		buf, err := s.r.readAt(ctx, start, end-start)
+		buf, err := s.r.ReadAt(ctx, start, end-start)
 		if err != nil {
 			return err
 		}
@@ -241,24 +243,24 @@ type legacyNode interface {
 
 // errorf returns a corruption error naming the file, field and batch.
 func (s *legacyScan) errorf(f *schema.Field, format string, args ...any) error {
-	return s.r.corruptf("field %q (id %d) batch %d: %s", f.Name, f.ID, s.batch, fmt.Sprintf(format, args...))
+	return s.r.Corruptf("field %q (id %d) batch %d: %s", f.Name, f.ID, s.batch, fmt.Sprintf(format, args...))
 }
 
 // page finds the page of f in the current batch; ok is false when the
 // projection has no column for f (it then reads as nulls).
-func (s *legacyScan) page(f *schema.Field) (p legacyPage, ok bool, err error) {
+func (s *legacyScan) page(f *schema.Field) (p Page, ok bool, err error) {
 	col, ok := s.column(f.ID)
 	if !ok {
-		return legacyPage{}, false, nil
+		return Page{}, false, nil
 	}
 	if col < 0 || col > math.MaxInt32 {
-		return legacyPage{}, false, s.errorf(f, "column %d is not a field id", col)
+		return Page{}, false, s.errorf(f, "column %d is not a field id", col)
 	}
-	p, ok = s.r.legacy.page(int32(col), s.batch)
+	p, ok = s.r.Legacy.Page(int32(col), s.batch)
 	if !ok {
-		l := s.r.legacy
-		return legacyPage{}, false, s.errorf(f, "field id %d is outside the page table (ids %d..%d, %d batches)",
-			col, l.minFieldID, int(l.minFieldID)+l.numFieldIDs-1, l.numBatches())
+		l := s.r.Legacy
+		return Page{}, false, s.errorf(f, "field id %d is outside the page table (ids %d..%d, %d batches)",
+			col, l.MinFieldID, int(l.MinFieldID)+l.NumFieldIDs-1, l.NumBatches())
 	}
 	return p, true, nil
 }
@@ -289,15 +291,15 @@ func (s *legacyScan) node(f *schema.Field, start, end uint64) (legacyNode, error
 		return nil, err
 	}
 	if !ok {
-		if err := allowSynthetic(int(n), s.requested, f.Type); err != nil {
-			return nil, fmt.Errorf("format: %s: field %q (id %d) batch %d has no column: %w", s.r.key, f.Name, f.ID, s.batch, err)
+		if err := arrays.AllowSynthetic(int(n), s.requested, f.Type); err != nil {
+			return nil, fmt.Errorf("format: %s: field %q (id %d) batch %d has no column: %w", s.r.Key, f.Name, f.ID, s.batch, err)
 		}
 		return &legacyNullNode{dt: f.Type, n: int(n)}, nil
 	}
 	switch t := f.Type.(type) {
 	case *arrow.NullType:
-		if end > p.length {
-			return nil, s.errorf(f, "rows [%d, %d) past the page's %d", start, end, p.length)
+		if end > p.Length {
+			return nil, s.errorf(f, "rows [%d, %d) past the page's %d", start, end, p.Length)
 		}
 		return &legacyNullNode{dt: t, n: int(n)}, nil
 	case *arrow.ListType, *arrow.LargeListType:
@@ -307,9 +309,9 @@ func (s *legacyScan) node(f *schema.Field, start, end uint64) (legacyNode, error
 		if err != nil {
 			return nil, err
 		}
-		return &legacyDictNode{s: s, f: f, batch: s.batch, dt: t, indices: idx, dict: s.r.legacy.dictionaries[f.ID]}, nil
+		return &legacyDictNode{s: s, f: f, batch: s.batch, dt: t, indices: idx, dict: s.r.Legacy.dictionaries[f.ID]}, nil
 	}
-	if _, ok := binaryType(f.Type); ok {
+	if _, ok := arrays.BinaryType(f.Type); ok {
 		return s.binaryNode(f, p, start, end)
 	}
 	return s.plainNode(f, p, start, end)
@@ -318,7 +320,7 @@ func (s *legacyScan) node(f *schema.Field, start, end uint64) (legacyNode, error
 // fixedStride describes a type stored as plain values: leaf is the innermost
 // element type and perRow how many leaf values one row holds (the product of
 // the fixed-size list dimensions).
-func fixedStride(dt arrow.DataType) (leaf arrow.DataType, perRow uint64, ok bool) {
+func FixedStride(dt arrow.DataType) (leaf arrow.DataType, perRow uint64, ok bool) {
 	perRow = 1
 	for {
 		switch t := dt.(type) {
@@ -344,27 +346,27 @@ func fixedStride(dt arrow.DataType) (leaf arrow.DataType, perRow uint64, ok bool
 // byteRange returns the file range holding elements [start, end) of elements
 // of width bits each, starting at pos, checked against the file; bitOffset
 // is where element start sits in the first byte (booleans only).
-func (s *legacyScan) byteRange(f *schema.Field, pos, start, end, width uint64) (rng bufferRange, bitOffset int, err error) {
+func (s *legacyScan) byteRange(f *schema.Field, pos, start, end, width uint64) (rng fileio.Range, bitOffset int, err error) {
 	hi1, lo := bits.Mul64(start, width)
 	hi2, hiBits := bits.Mul64(end, width)
 	if hi1 != 0 || hi2 != 0 {
-		return bufferRange{}, 0, s.errorf(f, "values [%d, %d) of %d bits overflow", start, end, width)
+		return fileio.Range{}, 0, s.errorf(f, "values [%d, %d) of %d bits overflow", start, end, width)
 	}
 	first, last := lo/8, (hiBits+7)/8
-	if pos > uint64(s.r.size) || last > uint64(s.r.size)-pos {
-		return bufferRange{}, 0, s.errorf(f, "values [%d, %d) at %d run past the end of the file (%d bytes)", start, end, pos, s.r.size)
+	if pos > uint64(s.r.Size) || last > uint64(s.r.Size)-pos {
+		return fileio.Range{}, 0, s.errorf(f, "values [%d, %d) at %d run past the end of the file (%d bytes)", start, end, pos, s.r.Size)
 	}
-	return bufferRange{pos + first, last - first}, int(lo % 8), nil
+	return fileio.Range{Offset: pos + first, Size: last - first}, int(lo % 8), nil
 }
 
 // plainNode plans reading rows [start, end) of a fixed-stride page.
-func (s *legacyScan) plainNode(f *schema.Field, p legacyPage, start, end uint64) (legacyNode, error) {
-	leaf, perRow, ok := fixedStride(f.Type)
+func (s *legacyScan) plainNode(f *schema.Field, p Page, start, end uint64) (legacyNode, error) {
+	leaf, perRow, ok := FixedStride(f.Type)
 	if !ok {
-		return nil, fmt.Errorf("format: %s: field %q (id %d): %s in legacy files: %w", s.r.key, f.Name, f.ID, f.Type, lancer.ErrUnsupported)
+		return nil, fmt.Errorf("format: %s: field %q (id %d): %s in legacy files: %w", s.r.Key, f.Name, f.ID, f.Type, lancer.ErrUnsupported)
 	}
-	if end > p.length {
-		return nil, s.errorf(f, "rows [%d, %d) past the page's %d", start, end, p.length)
+	if end > p.Length {
+		return nil, s.errorf(f, "rows [%d, %d) past the page's %d", start, end, p.Length)
 	}
 	hi1, vStart := bits.Mul64(start, perRow)
 	hi2, vEnd := bits.Mul64(end, perRow)
@@ -372,7 +374,7 @@ func (s *legacyScan) plainNode(f *schema.Field, p legacyPage, start, end uint64)
 		return nil, s.errorf(f, "rows [%d, %d) of %d values each are too many", start, end, perRow)
 	}
 	width := uint64(leaf.(arrow.FixedWidthDataType).BitWidth())
-	rng, bitOffset, err := s.byteRange(f, p.pos, vStart, vEnd, width)
+	rng, bitOffset, err := s.byteRange(f, p.Pos, vStart, vEnd, width)
 	if err != nil {
 		return nil, err
 	}
@@ -383,14 +385,14 @@ func (s *legacyScan) plainNode(f *schema.Field, p legacyPage, start, end uint64)
 
 // binaryNode plans reading values [start, end) of a utf8/binary page: first
 // their n+1 positions, then the bytes between the first and the last.
-func (s *legacyScan) binaryNode(f *schema.Field, p legacyPage, start, end uint64) (legacyNode, error) {
-	if end > p.length {
-		return nil, s.errorf(f, "values [%d, %d) past the page's %d", start, end, p.length)
+func (s *legacyScan) binaryNode(f *schema.Field, p Page, start, end uint64) (legacyNode, error) {
+	if end > p.Length {
+		return nil, s.errorf(f, "values [%d, %d) past the page's %d", start, end, p.Length)
 	}
 	if end-start > maxLegacyValues {
 		return nil, s.errorf(f, "%d values in one page", end-start)
 	}
-	rng, _, err := s.byteRange(f, p.pos, start, end+1, 64)
+	rng, _, err := s.byteRange(f, p.Pos, start, end+1, 64)
 	if err != nil {
 		return nil, err
 	}
@@ -403,18 +405,18 @@ func (s *legacyScan) binaryNode(f *schema.Field, p legacyPage, start, end uint64
 		for i := 8; i < len(b); i += 8 {
 			pos := binary.LittleEndian.Uint64(b[i:])
 			if pos < prev {
-				return s.r.corruptf("field %q (id %d) batch %d: value positions decrease (%d after %d)", f.Name, f.ID, batch, pos, prev)
+				return s.r.Corruptf("field %q (id %d) batch %d: value positions decrease (%d after %d)", f.Name, f.ID, batch, pos, prev)
 			}
 			prev = pos
 		}
-		if last > uint64(s.r.size) {
-			return s.r.corruptf("field %q (id %d) batch %d: values [%d, %d) run past the end of the file (%d bytes)", f.Name, f.ID, batch, first, last, s.r.size)
+		if last > uint64(s.r.Size) {
+			return s.r.Corruptf("field %q (id %d) batch %d: values [%d, %d) run past the end of the file (%d bytes)", f.Name, f.ID, batch, first, last, s.r.Size)
 		}
 		if narrow := f.Type.ID() == arrow.STRING || f.Type.ID() == arrow.BINARY; narrow && last-first > math.MaxInt32 {
-			return s.r.corruptf("field %q (id %d) batch %d: %d bytes of values do not fit 32-bit offsets", f.Name, f.ID, batch, last-first)
+			return s.r.Corruptf("field %q (id %d) batch %d: %d bytes of values do not fit 32-bit offsets", f.Name, f.ID, batch, last-first)
 		}
 		node.positions = b
-		s.read(bufferRange{first, last - first}, func(data []byte) error { node.data = data; return nil })
+		s.read(fileio.Range{Offset: first, Size: last - first}, func(data []byte) error { node.data = data; return nil })
 		return nil
 	})
 	return node, nil
@@ -422,18 +424,18 @@ func (s *legacyScan) binaryNode(f *schema.Field, p legacyPage, start, end uint64
 
 // listNode plans reading rows [start, end) of a list page: first the n+1
 // offsets, then the items they span from the child's page.
-func (s *legacyScan) listNode(f *schema.Field, p legacyPage, start, end uint64) (legacyNode, error) {
+func (s *legacyScan) listNode(f *schema.Field, p Page, start, end uint64) (legacyNode, error) {
 	if len(f.Children) != 1 {
 		return nil, s.errorf(f, "list has %d child fields, want 1", len(f.Children))
 	}
-	if end >= p.length { // the page holds rows+1 offsets
-		return nil, s.errorf(f, "offsets of rows [%d, %d) past the page's %d", start, end, p.length)
+	if end >= p.Length { // the page holds rows+1 offsets
+		return nil, s.errorf(f, "offsets of rows [%d, %d) past the page's %d", start, end, p.Length)
 	}
 	width := uint64(32)
 	if f.Type.ID() == arrow.LARGE_LIST {
 		width = 64
 	}
-	rng, _, err := s.byteRange(f, p.pos, start, end+1, width)
+	rng, _, err := s.byteRange(f, p.Pos, start, end+1, width)
 	if err != nil {
 		return nil, err
 	}
@@ -442,7 +444,7 @@ func (s *legacyScan) listNode(f *schema.Field, p legacyPage, start, end uint64) 
 	s.read(rng, func(b []byte) error {
 		offsets, first, last, err := relativeOffsets(b, int(width/8))
 		if err != nil {
-			return s.r.corruptf("field %q (id %d) batch %d: %v", f.Name, f.ID, batch, err)
+			return s.r.Corruptf("field %q (id %d) batch %d: %v", f.Name, f.ID, batch, err)
 		}
 		node.offsets = offsets
 		// The items are planned now, as part of the next round, in the
@@ -496,7 +498,7 @@ func (nn *legacyNullNode) build(mem memory.Allocator) (arrow.Array, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	return nullArray(mem, nn.dt, nn.n), nil
+	return arrays.NullArray(mem, nn.dt, nn.n), nil
 }
 
 type legacyPlainNode struct {
@@ -523,7 +525,7 @@ func plainArray(dt arrow.DataType, n int, buf []byte, bitOffset int) (arrow.Arra
 			return nil, err
 		}
 		defer items.Release()
-		return fixedSizeListArray(t, n, items, nil), nil
+		return arrays.FixedSizeListArray(t, n, items, nil), nil
 	case *arrow.BooleanType:
 		if bitOffset != 0 {
 			shifted := make([]byte, bitutil.BytesForBits(int64(n)))
@@ -531,7 +533,7 @@ func plainArray(dt arrow.DataType, n int, buf []byte, bitOffset int) (arrow.Arra
 			buf = shifted
 		}
 	}
-	return fixedWidthArray(dt, n, buf, nil)
+	return arrays.FixedWidthArray(dt, n, buf, nil)
 }
 
 type legacyBinaryNode struct {
@@ -546,26 +548,26 @@ type legacyBinaryNode struct {
 // nullable, as Lance reads it.
 func (bn *legacyBinaryNode) build(memory.Allocator) (arrow.Array, error) {
 	dt := bn.f.Type
-	large, _ := binaryType(dt)
-	offsets := newOffsetWriter(large, bn.n)
-	validity := nullBitmap{n: bn.n}
+	large, _ := arrays.BinaryType(dt)
+	offsets := arrays.NewOffsetWriter(large, bn.n)
+	validity := arrays.NullBitmap{N: bn.n}
 	first := binary.LittleEndian.Uint64(bn.positions)
 	prev := first
 	for i := range bn.n {
 		pos := binary.LittleEndian.Uint64(bn.positions[8*(i+1):])
-		offsets.add(pos - first)
+		offsets.Add(pos - first)
 		if pos == prev && bn.f.Nullable {
-			validity.setNull(i)
+			validity.SetNull(i)
 		}
 		prev = pos
 	}
 	if dt.ID() == arrow.STRING || dt.ID() == arrow.LARGE_STRING {
 		// Lance validates UTF-8 when it builds the array.
 		if err := checkUTF8Values(bn.positions, bn.data, bn.n); err != nil {
-			return nil, bn.s.r.corruptf("field %q (id %d) batch %d: %v", bn.f.Name, bn.f.ID, bn.batch, err)
+			return nil, bn.s.r.Corruptf("field %q (id %d) batch %d: %v", bn.f.Name, bn.f.ID, bn.batch, err)
 		}
 	}
-	return varWidthArray(dt, bn.n, offsets.buf, bn.data, validity.finish())
+	return arrays.VarWidthArray(dt, bn.n, offsets.Buf, bn.data, validity.Finish())
 }
 
 // checkUTF8Values reports the first of n values that is not valid UTF-8.
@@ -610,7 +612,7 @@ func (ln *legacyListNode) build(mem memory.Allocator) (arrow.Array, error) {
 		return nil, err
 	}
 	defer items.Release()
-	return listArray(ln.dt, ln.n, ln.offsets, items, nil), nil
+	return arrays.ListArray(ln.dt, ln.n, ln.offsets, items, nil), nil
 }
 
 type legacyStructNode struct {
@@ -621,7 +623,7 @@ type legacyStructNode struct {
 
 func (sn *legacyStructNode) build(mem memory.Allocator) (arrow.Array, error) {
 	members := make([]arrow.Array, 0, len(sn.children))
-	defer func() { releaseAll(members) }()
+	defer func() { fileio.ReleaseAll(members) }()
 	for _, c := range sn.children {
 		m, err := c.build(mem)
 		if err != nil {
@@ -629,7 +631,7 @@ func (sn *legacyStructNode) build(mem memory.Allocator) (arrow.Array, error) {
 		}
 		members = append(members, m)
 	}
-	return structArray(sn.dt, sn.n, members, nil), nil
+	return arrays.StructArray(sn.dt, sn.n, members, nil), nil
 }
 
 type legacyDictNode struct {
@@ -681,7 +683,7 @@ func (dn *legacyDictNode) build(mem memory.Allocator) (arrow.Array, error) {
 			}
 		}
 		if v < 0 || v >= size {
-			return nil, dn.s.r.corruptf("field %q (id %d) batch %d: dictionary index %d of row %d outside the %d values",
+			return nil, dn.s.r.Corruptf("field %q (id %d) batch %d: dictionary index %d of row %d outside the %d values",
 				dn.f.Name, dn.f.ID, dn.batch, v, i, size)
 		}
 	}

@@ -1,4 +1,4 @@
-package format
+package fileio
 
 import (
 	"context"
@@ -26,17 +26,17 @@ import (
 
 // readOptions is how the reader coalesces: blob's defaults (64 KiB gap, 16
 // MiB per merged request, 8 requests in flight).
-var readOptions = blob.ReadRangesOptions{}
+var ReadOptions = blob.ReadRangesOptions{}
 
 // readRanges reads ranges of the file with coalescing and bounded
 // parallelism. A range outside the file is corruption (ranges come from
 // metadata); errors name the file.
-func (r *fileHandle) readRanges(ctx context.Context, ranges []bufferRange) ([][]byte, error) {
-	return r.readRangesWith(ctx, ranges, &readOptions)
+func (r *File) readRanges(ctx context.Context, ranges []Range) ([][]byte, error) {
+	return r.ReadRangesWith(ctx, ranges, &ReadOptions)
 }
 
 // readRangesWith is readRanges coalescing as opts says.
-func (r *fileHandle) readRangesWith(ctx context.Context, ranges []bufferRange, opts *blob.ReadRangesOptions) ([][]byte, error) {
+func (r *File) ReadRangesWith(ctx context.Context, ranges []Range, opts *blob.ReadRangesOptions) ([][]byte, error) {
 	rs := make([]blob.Range, len(ranges))
 	for i, b := range ranges {
 		if err := r.checkRange(b, "read"); err != nil {
@@ -44,10 +44,10 @@ func (r *fileHandle) readRangesWith(ctx context.Context, ranges []bufferRange, o
 		}
 		rs[i] = blob.Range{Offset: int64(b.Offset), Length: int64(b.Size)}
 	}
-	out, err := blob.ReadRanges(ctx, r.store, r.key, rs, opts)
+	out, err := blob.ReadRanges(ctx, r.Store, r.Key, rs, opts)
 	if err != nil {
 		// A short read wraps blob.ErrShortRead, hence lancer.ErrCorrupt.
-		return nil, fmt.Errorf("format: read %s: %w", r.key, err)
+		return nil, fmt.Errorf("format: read %s: %w", r.Key, err)
 	}
 	return out, nil
 }
@@ -57,32 +57,32 @@ type pageBuffersKey struct{}
 
 // withPageBuffers returns ctx carrying bufs, the buffers of some pages read
 // ahead; pageBuffers takes a page's buffers from there when it can.
-func withPageBuffers(ctx context.Context, bufs map[*file2pb.ColumnMetadata_Page][][]byte) context.Context {
+func WithPageBuffers(ctx context.Context, bufs map[*file2pb.ColumnMetadata_Page][][]byte) context.Context {
 	return context.WithValue(ctx, pageBuffersKey{}, bufs)
 }
 
 // preloadedBuffers returns the read-ahead buffers of page, if ctx has them.
-func preloadedBuffers(ctx context.Context, page *file2pb.ColumnMetadata_Page) ([][]byte, bool) {
+func PreloadedBuffers(ctx context.Context, page *file2pb.ColumnMetadata_Page) ([][]byte, bool) {
 	m, _ := ctx.Value(pageBuffersKey{}).(map[*file2pb.ColumnMetadata_Page][][]byte)
 	bufs, ok := m[page]
 	return bufs, ok
 }
 
 // pageID names page p of physical column col.
-type pageID struct{ col, page int }
+type PageID struct{ Col, Page int }
 
 // page returns the metadata of page id, or nil if there is no such page.
-func (r *fileHandle) page(id pageID) *file2pb.ColumnMetadata_Page {
-	if id.col < 0 || id.col >= len(r.columns) || id.page < 0 || id.page >= len(r.columns[id.col].GetPages()) {
+func (r *File) Page(id PageID) *file2pb.ColumnMetadata_Page {
+	if id.Col < 0 || id.Col >= len(r.Columns) || id.Page < 0 || id.Page >= len(r.Columns[id.Col].GetPages()) {
 		return nil
 	}
-	return r.columns[id.col].GetPages()[id.page]
+	return r.Columns[id.Col].GetPages()[id.Page]
 }
 
 // pageBytes returns the bytes of page id's buffers (0 for no such page).
-func (r *fileHandle) pageBytes(id pageID) uint64 {
+func (r *File) PageBytes(id PageID) uint64 {
 	var n uint64
-	for _, s := range r.page(id).GetBufferSizes() {
+	for _, s := range r.Page(id).GetBufferSizes() {
 		n += s
 	}
 	return n
@@ -92,15 +92,15 @@ func (r *fileHandle) pageBytes(id pageID) uint64 {
 // one coalesced batch of requests and returns ctx carrying them, and those
 // ctx carried already, for pageBuffers. Pages ctx carries are not read
 // again; unknown pages are left for the decoder to report.
-func (r *fileHandle) preloadPages(ctx context.Context, pages []pageID) (context.Context, error) {
+func (r *File) PreloadPages(ctx context.Context, pages []PageID) (context.Context, error) {
 	var (
-		ranges []bufferRange
+		ranges []Range
 		owners []*file2pb.ColumnMetadata_Page
 		counts []int
 	)
 	had, _ := ctx.Value(pageBuffersKey{}).(map[*file2pb.ColumnMetadata_Page][][]byte)
 	for _, id := range pages {
-		page := r.page(id)
+		page := r.Page(id)
 		if page == nil || had[page] != nil || slices.Contains(owners, page) {
 			continue
 		}
@@ -109,7 +109,7 @@ func (r *fileHandle) preloadPages(ctx context.Context, pages []pageID) (context.
 			continue // checkColumn refused such a file already
 		}
 		for i, off := range page.GetBufferOffsets() {
-			ranges = append(ranges, bufferRange{off, sizes[i]})
+			ranges = append(ranges, Range{off, sizes[i]})
 		}
 		owners = append(owners, page)
 		counts = append(counts, len(sizes))
@@ -126,5 +126,5 @@ func (r *fileHandle) preloadPages(ctx context.Context, pages []pageID) (context.
 	for i, page := range owners {
 		m[page], bufs = bufs[:counts[i]:counts[i]], bufs[counts[i]:]
 	}
-	return withPageBuffers(ctx, m), nil
+	return WithPageBuffers(ctx, m), nil
 }

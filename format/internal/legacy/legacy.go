@@ -1,4 +1,4 @@
-package format
+package legacy
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 	"github.com/lancerdb/lancer/internal/schemaproto"
@@ -64,25 +66,25 @@ import (
 // what the fixtures' expected rows record.
 
 // legacyReader is an open v1 file: the file and its parsed metadata.
-type legacyReader struct {
-	*fileHandle
-	legacy *legacyFile
+type Reader struct {
+	*fileio.File
+	Legacy *File
 }
 
 // numColumns counts the file's physical columns (legacyFile.numColumns).
-func (r *legacyReader) numColumns() int { return r.legacy.numColumns() }
+func (r *Reader) NumColumns() int { return r.Legacy.numColumns() }
 
 // legacyFile is the parsed metadata of a v1 file.
-type legacyFile struct {
+type File struct {
 	// batchOffsets[b] is the first row of batch b; the last entry is the
 	// number of rows. Empty when the file has no batches.
 	batchOffsets []uint64
 	// minFieldID is the field id of the page table's first row of entries;
 	// numFieldIDs is how many field ids it covers.
-	minFieldID  int32
-	numFieldIDs int
+	MinFieldID  int32
+	NumFieldIDs int
 	// pages is the page table, field-major: pages[(id−minFieldID)·numBatches + batch].
-	pages []legacyPage
+	Pages []Page
 	// dictionaries holds the values of each dictionary field, by field id.
 	// They wrap Go memory and live as long as the Reader.
 	dictionaries map[int32]arrow.Array
@@ -90,11 +92,11 @@ type legacyFile struct {
 
 // legacyPage is one page table entry: where the page starts and how many
 // values it holds.
-type legacyPage struct {
-	pos, length uint64
+type Page struct {
+	Pos, Length uint64
 }
 
-func (l *legacyFile) numBatches() int {
+func (l *File) NumBatches() int {
 	if len(l.batchOffsets) == 0 {
 		return 0
 	}
@@ -103,22 +105,22 @@ func (l *legacyFile) numBatches() int {
 
 // page returns the page of field id in batch, or false when the page table
 // has no entry for the id.
-func (l *legacyFile) page(id int32, batch int) (legacyPage, bool) {
-	i := int64(id) - int64(l.minFieldID)
-	if i < 0 || i >= int64(l.numFieldIDs) || batch < 0 || batch >= l.numBatches() {
-		return legacyPage{}, false
+func (l *File) Page(id int32, batch int) (Page, bool) {
+	i := int64(id) - int64(l.MinFieldID)
+	if i < 0 || i >= int64(l.NumFieldIDs) || batch < 0 || batch >= l.NumBatches() {
+		return Page{}, false
 	}
-	return l.pages[int(i)*l.numBatches()+batch], true
+	return l.Pages[int(i)*l.NumBatches()+batch], true
 }
 
 // numColumns counts the field ids that have at least one page, which is
 // every field except structs.
-func (l *legacyFile) numColumns() int {
-	nb := l.numBatches()
+func (l *File) numColumns() int {
+	nb := l.NumBatches()
 	count := 0
-	for f := 0; f < l.numFieldIDs; f++ {
+	for f := 0; f < l.NumFieldIDs; f++ {
 		for b := 0; b < nb; b++ {
-			if p := l.pages[f*nb+b]; p != (legacyPage{}) {
+			if p := l.Pages[f*nb+b]; p != (Page{}) {
 				count++
 				break
 			}
@@ -129,27 +131,27 @@ func (l *legacyFile) numColumns() int {
 
 // openLegacy parses the footer and metadata of a v1 file; tail holds the
 // last bytes of the file.
-func (r *legacyReader) openLegacy(ctx context.Context, tail []byte) error {
-	footerPos := uint64(r.size) - legacyFooterSize
-	metaPos := binary.LittleEndian.Uint64(tail[len(tail)-legacyFooterSize:])
+func (r *Reader) Open(ctx context.Context, tail []byte) error {
+	footerPos := uint64(r.Size) - fileio.LegacyFooterSize
+	metaPos := binary.LittleEndian.Uint64(tail[len(tail)-fileio.LegacyFooterSize:])
 	var md filepb.Metadata
 	if err := r.readLegacyMessage(ctx, tail, metaPos, footerPos, "metadata", &md); err != nil {
 		return err
 	}
-	l := &legacyFile{}
+	l := &File{}
 	if err := r.parseBatchOffsets(l, md.GetBatchOffsets()); err != nil {
 		return err
 	}
-	r.numRows = 0
+	r.NumRows = 0
 	if n := len(l.batchOffsets); n > 0 {
-		r.numRows = l.batchOffsets[n-1]
+		r.NumRows = l.batchOffsets[n-1]
 	}
 
 	// The manifest always precedes the metadata; 0 means the writer kept the
 	// schema elsewhere (only Lance's own tests write such files).
 	manifestPos := md.GetManifestPosition()
 	if manifestPos == 0 {
-		return fmt.Errorf("format: %s: legacy file does not store its own schema (manifest_position 0): %w", r.key, lancer.ErrUnsupported)
+		return fmt.Errorf("format: %s: legacy file does not store its own schema (manifest_position 0): %w", r.Key, lancer.ErrUnsupported)
 	}
 	// The schema is stored as a lance.table.Manifest message; its fields
 	// (1) and schema metadata (5) have the wire layout of a
@@ -161,9 +163,9 @@ func (r *legacyReader) openLegacy(ctx context.Context, tail []byte) error {
 	}
 	fileSchema, err := schemaproto.Decode(manifest.GetFields(), manifest.GetMetadata())
 	if err != nil {
-		return fmt.Errorf("format: %s: file schema: %w", r.key, err)
+		return fmt.Errorf("format: %s: file schema: %w", r.Key, err)
 	}
-	r.schema = fileSchema
+	r.Schema = fileSchema
 
 	if err := r.readLegacyPageTable(ctx, tail, l, md.GetPageTablePosition(), footerPos); err != nil {
 		return err
@@ -171,12 +173,12 @@ func (r *legacyReader) openLegacy(ctx context.Context, tail []byte) error {
 	if err := r.readLegacyDictionaries(ctx, tail, l); err != nil {
 		return err
 	}
-	r.legacy = l
+	r.Legacy = l
 	// What the Reader keeps: the schema and metadata messages (read from
 	// manifestPos to the footer), the page table and the dictionaries.
-	r.metadataBytes = int64(uint64(r.size)-manifestPos) + 16*int64(len(l.pages))
+	r.MetadataBytes = int64(uint64(r.Size)-manifestPos) + 16*int64(len(l.Pages))
 	for _, d := range l.dictionaries {
-		r.metadataBytes += arrayBytes(d.Data())
+		r.MetadataBytes += arrayBytes(d.Data())
 	}
 	return nil
 }
@@ -197,41 +199,41 @@ func arrayBytes(d arrow.ArrayData) int64 {
 
 // readLegacyMessage reads a u32-length-prefixed protobuf message at pos
 // that must end by limit.
-func (r *legacyReader) readLegacyMessage(ctx context.Context, tail []byte, pos, limit uint64, what string, msg proto.Message) error {
+func (r *Reader) readLegacyMessage(ctx context.Context, tail []byte, pos, limit uint64, what string, msg proto.Message) error {
 	if pos > limit || limit-pos < 4 {
-		return r.corruptf("%s position %d leaves no room for its length before %d", what, pos, limit)
+		return r.Corruptf("%s position %d leaves no room for its length before %d", what, pos, limit)
 	}
-	lenBytes, err := r.readWithTail(ctx, tail, pos, 4)
+	lenBytes, err := r.ReadWithTail(ctx, tail, pos, 4)
 	if err != nil {
 		return err
 	}
 	n := uint64(binary.LittleEndian.Uint32(lenBytes))
 	if n > limit-pos-4 {
-		return r.corruptf("%s at %d of %d bytes runs past %d", what, pos, n, limit)
+		return r.Corruptf("%s at %d of %d bytes runs past %d", what, pos, n, limit)
 	}
-	b, err := r.readWithTail(ctx, tail, pos+4, n)
+	b, err := r.ReadWithTail(ctx, tail, pos+4, n)
 	if err != nil {
 		return err
 	}
 	if err := proto.Unmarshal(b, msg); err != nil {
-		return r.corruptf("%s at %d: %v", what, pos, err)
+		return r.Corruptf("%s at %d: %v", what, pos, err)
 	}
 	return nil
 }
 
 // parseBatchOffsets checks that the cumulative row counts start at 0 and
 // never decrease.
-func (r *legacyReader) parseBatchOffsets(l *legacyFile, offsets []int32) error {
+func (r *Reader) parseBatchOffsets(l *File, offsets []int32) error {
 	if len(offsets) == 0 {
 		return nil
 	}
 	if offsets[0] != 0 {
-		return r.corruptf("batch offsets start at %d, want 0", offsets[0])
+		return r.Corruptf("batch offsets start at %d, want 0", offsets[0])
 	}
 	l.batchOffsets = make([]uint64, len(offsets))
 	for i, o := range offsets {
 		if i > 0 && o < offsets[i-1] {
-			return r.corruptf("batch offset %d (%d) is below the one before it (%d)", i, o, offsets[i-1])
+			return r.Corruptf("batch offset %d (%d) is below the one before it (%d)", i, o, offsets[i-1])
 		}
 		l.batchOffsets[i] = uint64(o)
 	}
@@ -240,29 +242,29 @@ func (r *legacyReader) parseBatchOffsets(l *legacyFile, offsets []int32) error {
 
 // readLegacyPageTable loads the page table, which covers the field ids
 // min..max of the file's schema for every batch.
-func (r *legacyReader) readLegacyPageTable(ctx context.Context, tail []byte, l *legacyFile, pos, limit uint64) error {
+func (r *Reader) readLegacyPageTable(ctx context.Context, tail []byte, l *File, pos, limit uint64) error {
 	minID, maxID := int32(math.MaxInt32), int32(-1)
-	r.schema.Walk(func(f *schema.Field) {
+	r.Schema.Walk(func(f *schema.Field) {
 		minID = min(minID, f.ID)
 		maxID = max(maxID, f.ID)
 	})
-	nb := uint64(l.numBatches())
+	nb := uint64(l.NumBatches())
 	if maxID < 0 || nb == 0 {
 		return nil // nothing to read: no fields or no batches
 	}
 	ids := uint64(maxID) - uint64(minID) + 1
 	hi, entries := bits.Mul64(ids, nb)
 	if hi != 0 || entries > limit/16 || pos > limit || entries*16 > limit-pos {
-		return r.corruptf("page table at %d for field ids %d..%d × %d batches runs past %d", pos, minID, maxID, nb, limit)
+		return r.Corruptf("page table at %d for field ids %d..%d × %d batches runs past %d", pos, minID, maxID, nb, limit)
 	}
-	b, err := r.readWithTail(ctx, tail, pos, entries*16)
+	b, err := r.ReadWithTail(ctx, tail, pos, entries*16)
 	if err != nil {
 		return err
 	}
-	l.minFieldID, l.numFieldIDs = minID, int(ids)
-	l.pages = make([]legacyPage, entries)
-	for i := range l.pages {
-		l.pages[i] = legacyPage{binary.LittleEndian.Uint64(b[16*i:]), binary.LittleEndian.Uint64(b[16*i+8:])}
+	l.MinFieldID, l.NumFieldIDs = minID, int(ids)
+	l.Pages = make([]Page, entries)
+	for i := range l.Pages {
+		l.Pages[i] = Page{binary.LittleEndian.Uint64(b[16*i:]), binary.LittleEndian.Uint64(b[16*i+8:])}
 	}
 	return nil
 }
@@ -270,9 +272,9 @@ func (r *legacyReader) readLegacyPageTable(ctx context.Context, tail []byte, l *
 // readLegacyDictionaries loads the values of every dictionary field. Lance
 // reads them as a nullable page of the value type, so empty strings among
 // them become nulls.
-func (r *legacyReader) readLegacyDictionaries(ctx context.Context, tail []byte, l *legacyFile) error {
+func (r *Reader) readLegacyDictionaries(ctx context.Context, tail []byte, l *File) error {
 	var dictFields []*schema.Field
-	r.schema.Walk(func(f *schema.Field) {
+	r.Schema.Walk(func(f *schema.Field) {
 		if f.Type.ID() == arrow.DICTIONARY {
 			dictFields = append(dictFields, f)
 		}
@@ -285,28 +287,28 @@ func (r *legacyReader) readLegacyDictionaries(ctx context.Context, tail []byte, 
 		dt := f.Type.(*arrow.DictionaryType)
 		loc := f.Dictionary
 		if loc == nil {
-			return r.corruptf("dictionary field %q (id %d) does not say where its values are", f.Name, f.ID)
+			return r.Corruptf("dictionary field %q (id %d) does not say where its values are", f.Name, f.ID)
 		}
 		if loc.Offset < 0 || loc.Length < 0 {
-			return r.corruptf("dictionary field %q (id %d) has values at %d, count %d", f.Name, f.ID, loc.Offset, loc.Length)
+			return r.Corruptf("dictionary field %q (id %d) has values at %d, count %d", f.Name, f.ID, loc.Offset, loc.Length)
 		}
-		page := legacyPage{uint64(loc.Offset), uint64(loc.Length)}
+		page := Page{uint64(loc.Offset), uint64(loc.Length)}
 		valueField := &schema.Field{ID: f.ID, Name: f.Name, Type: dt.ValueType, Nullable: true}
 		s := newLegacyScan(r, nil)
 		// Lance writes the values just before the schema, so they are
 		// usually in the tail already read.
-		s.spans = []legacySpan{{uint64(r.size) - uint64(len(tail)), tail}}
+		s.spans = []legacySpan{{uint64(r.Size) - uint64(len(tail)), tail}}
 		var node legacyNode
 		var err error
-		_, isBinary := binaryType(dt.ValueType)
+		_, isBinary := arrays.BinaryType(dt.ValueType)
 		switch {
 		case isBinary:
-			node, err = s.binaryNode(valueField, page, 0, page.length)
+			node, err = s.binaryNode(valueField, page, 0, page.Length)
 		case arrow.IsInteger(dt.ValueType.ID()):
-			node, err = s.plainNode(valueField, page, 0, page.length)
+			node, err = s.plainNode(valueField, page, 0, page.Length)
 		default:
 			return fmt.Errorf("format: %s: dictionary field %q (id %d): legacy dictionaries of %s values: %w",
-				r.key, f.Name, f.ID, dt.ValueType, lancer.ErrUnsupported)
+				r.Key, f.Name, f.ID, dt.ValueType, lancer.ErrUnsupported)
 		}
 		if err != nil {
 			return fmt.Errorf("%w (dictionary values)", err)
