@@ -45,13 +45,13 @@ func TestLegacyBlobPage(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	// Rows as Lance 12 wrote blob_legacy_v2_1: empty, two payloads, null.
 	page, bufs := legacyBlobPage([][2]uint64{{0, 0}, {64, 10}, {1 << 16, 0}, {128, 63}}, []enc21pb.RepDefLayer{nullableItem})
-	lp, err := newTestDecoder(mem, 4, schema.LegacyBlobDescriptor).decode(page, bufs)
+	lp, err := newTestDecoder(mem, 4, schema.LegacyBlobDescriptor).Decode(page, bufs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lp.release()
-	if !slices.Equal(lp.def, []uint16{0, 0, 1, 0}) || lp.rep != nil {
-		t.Errorf("levels rep %v def %v", lp.rep, lp.def)
+	defer lp.Release()
+	if !slices.Equal(lp.Def, []uint16{0, 0, 1, 0}) || lp.Rep != nil {
+		t.Errorf("levels rep %v def %v", lp.Rep, lp.Def)
 	}
 	if got, want := valuesJSON(t, lp), `[{"position":0,"size":0},{"position":64,"size":10},null,{"position":128,"size":63}]`; got != want {
 		t.Errorf("values %s, want %s", got, want)
@@ -65,35 +65,35 @@ func TestLegacyBlobPageLists(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	// Rows [[b0], null, [], [b1]] of list<blob>: def 2 = null list, 3 = empty.
 	page, bufs := legacyBlobPage([][2]uint64{{1 << 16, 0}, {2<<16 | 1, 0}, {3<<16 | 1, 0}, {256, 5}}, []enc21pb.RepDefLayer{nullableItem, nullAndEmpty})
-	lp, err := newTestDecoder(mem, 1, schema.LegacyBlobDescriptor).decode(page, bufs)
+	lp, err := newTestDecoder(mem, 1, schema.LegacyBlobDescriptor).Decode(page, bufs)
 	// The first descriptor starts no row (its rep is 0): Lance cannot
 	// write list<blob> pages whose valid items carry their rep levels.
 	if !errors.Is(err, lancer.ErrCorrupt) {
-		lp.release()
+		lp.Release()
 		t.Fatalf("got %v, want ErrCorrupt for a page that does not start a row", err)
 	}
 	page, bufs = legacyBlobPage([][2]uint64{{1<<16 | 1, 0}, {2<<16 | 1, 0}, {3<<16 | 1, 0}}, []enc21pb.RepDefLayer{nullableItem, nullAndEmpty})
-	lp, err = newTestDecoder(mem, 3, schema.LegacyBlobDescriptor).decode(page, bufs)
+	lp, err = newTestDecoder(mem, 3, schema.LegacyBlobDescriptor).Decode(page, bufs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lp.release()
-	if !slices.Equal(lp.rep, []uint16{1, 1, 1}) || !slices.Equal(lp.def, []uint16{1, 2, 3}) || lp.values.Len() != 1 {
-		t.Errorf("rep %v def %v, %d values", lp.rep, lp.def, lp.values.Len())
+	defer lp.Release()
+	if !slices.Equal(lp.Rep, []uint16{1, 1, 1}) || !slices.Equal(lp.Def, []uint16{1, 2, 3}) || lp.Values.Len() != 1 {
+		t.Errorf("rep %v def %v, %d values", lp.Rep, lp.Def, lp.Values.Len())
 	}
 }
 
 func TestLegacyBlobPageCorrupt(t *testing.T) {
 	page, bufs := legacyBlobPage([][2]uint64{{1 << 40, 0}}, []enc21pb.RepDefLayer{nullableItem})
-	lp, err := newTestDecoder(memory.NewGoAllocator(), 1, schema.LegacyBlobDescriptor).decode(page, bufs)
+	lp, err := newTestDecoder(memory.NewGoAllocator(), 1, schema.LegacyBlobDescriptor).Decode(page, bufs)
 	if !errors.Is(err, lancer.ErrCorrupt) {
-		lp.release()
+		lp.Release()
 		t.Fatalf("position beyond 32 bits: got %v, want ErrCorrupt", err)
 	}
 	page, bufs = legacyBlobPage([][2]uint64{{0, 0}}, []enc21pb.RepDefLayer{nullableItem})
 	page.GetBlobLayout().InnerLayout = nil
-	if lp, err = newTestDecoder(memory.NewGoAllocator(), 1, schema.LegacyBlobDescriptor).decode(page, bufs); !errors.Is(err, lancer.ErrCorrupt) {
-		lp.release()
+	if lp, err = newTestDecoder(memory.NewGoAllocator(), 1, schema.LegacyBlobDescriptor).Decode(page, bufs); !errors.Is(err, lancer.ErrCorrupt) {
+		lp.Release()
 		t.Fatalf("no inner layout: got %v, want ErrCorrupt", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
@@ -19,23 +20,23 @@ func constantPage(l *enc21pb.ConstantLayout) *enc21pb.PageLayout {
 	return &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{ConstantLayout: l}}
 }
 
-func rawLevels(levels ...uint16) []byte { return slices.Clone(wordsAsBytes(levels)) }
+func rawLevels(levels ...uint16) []byte { return slices.Clone(structural.WordsAsBytes(levels)) }
 
 // valuesJSON renders a page's values, nulls where the def level is not 0
 // (items of pages without lists are rows).
-func valuesJSON(t *testing.T, lp *leafPage) string {
+func valuesJSON(t *testing.T, lp *structural.LeafPage) string {
 	t.Helper()
-	lay, err := newRepDefLayout(lp.layers)
+	lay, err := structural.NewRepDefLayout(lp.Layers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	maxVisible := lay.maxVisible
+	maxVisible := lay.MaxVisible
 	out := []byte{'['}
 	value := 0
-	for i := range lp.numItems {
+	for i := range lp.NumItems {
 		def := uint16(0)
-		if lp.def != nil {
-			def = lp.def[i]
+		if lp.Def != nil {
+			def = lp.Def[i]
 		}
 		if def > maxVisible {
 			continue
@@ -47,7 +48,7 @@ func valuesJSON(t *testing.T, lp *leafPage) string {
 			out = append(out, "null"...)
 		} else {
 			var err error
-			if out, err = rowjson.AppendValue(out, lp.values, value); err != nil {
+			if out, err = rowjson.AppendValue(out, lp.Values, value); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -126,13 +127,13 @@ func TestConstantPage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			lp, err := newTestDecoder(mem, tc.rows, tc.dt).decode(constantPage(tc.layout), tc.bufs)
+			lp, err := newTestDecoder(mem, tc.rows, tc.dt).Decode(constantPage(tc.layout), tc.bufs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer lp.release()
-			if !slices.Equal(lp.rep, tc.rep) {
-				t.Errorf("rep %v, want %v", lp.rep, tc.rep)
+			defer lp.Release()
+			if !slices.Equal(lp.Rep, tc.rep) {
+				t.Errorf("rep %v, want %v", lp.Rep, tc.rep)
 			}
 			if got := valuesJSON(t, lp); got != tc.want {
 				t.Errorf("values %s, want %s", got, tc.want)
@@ -162,9 +163,9 @@ func TestConstantPageCorrupt(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			lp, err := newTestDecoder(memory.NewGoAllocator(), 2, arrow.PrimitiveTypes.Int32).decode(constantPage(tc.layout), tc.bufs)
+			lp, err := newTestDecoder(memory.NewGoAllocator(), 2, arrow.PrimitiveTypes.Int32).Decode(constantPage(tc.layout), tc.bufs)
 			if !errors.Is(err, lancer.ErrCorrupt) {
-				lp.release()
+				lp.Release()
 				t.Fatalf("got %v, want an error wrapping ErrCorrupt", err)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -85,15 +86,15 @@ func TestDictionaryPage(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			page, bufs := dictionaryMiniBlock(t, tc.indices, tc.def, tc.enc, tc.dict, tc.items)
-			lp, err := newTestDecoder(mem, uint64(len(tc.indices)), tc.dt).decode(page, bufs)
+			lp, err := newTestDecoder(mem, uint64(len(tc.indices)), tc.dt).Decode(page, bufs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer lp.release()
-			if !arrow.TypeEqual(lp.values.DataType(), tc.dt) {
-				t.Errorf("values are %s, want %s", lp.values.DataType(), tc.dt)
+			defer lp.Release()
+			if !arrow.TypeEqual(lp.Values.DataType(), tc.dt) {
+				t.Errorf("values are %s, want %s", lp.Values.DataType(), tc.dt)
 			}
-			if d, ok := lp.values.(*array.Dictionary); ok && d.Dictionary().Len() != int(tc.items) {
+			if d, ok := lp.Values.(*array.Dictionary); ok && d.Dictionary().Len() != int(tc.items) {
 				t.Errorf("dictionary of %d items, want %d", d.Dictionary().Len(), tc.items)
 			}
 			if got := valuesJSON(t, lp); got != tc.want {
@@ -122,7 +123,7 @@ func TestDictionaryPageCorrupt(t *testing.T) {
 		{"valid slot out of range", []int32{0, 2}, variableEnc(32), words, 2},
 		{"item count disagrees with the block", []int32{0, 1}, variableEnc(32), words, 3},
 		{"truncated block", []int32{0, 1}, variableEnc(32), words[:10], 2},
-		{"item count beyond an empty bit-packed block", []int32{0, 1}, zeroWidth, nil, maxPageItems - codec.BlockLen + 1},
+		{"item count beyond an empty bit-packed block", []int32{0, 1}, zeroWidth, nil, structural.MaxPageItems - codec.BlockLen + 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,9 +131,9 @@ func TestDictionaryPageCorrupt(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			page, bufs := dictionaryMiniBlock(t, tc.indices, nil, tc.enc, tc.dict, tc.items)
 			for _, dt := range []arrow.DataType{arrow.BinaryTypes.String, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}} {
-				lp, err := newTestDecoder(memory.NewGoAllocator(), uint64(len(tc.indices)), dt).decode(page, bufs)
+				lp, err := newTestDecoder(memory.NewGoAllocator(), uint64(len(tc.indices)), dt).Decode(page, bufs)
 				if !errors.Is(err, lancer.ErrCorrupt) {
-					lp.release()
+					lp.Release()
 					t.Fatalf("%s: got %v, want an error wrapping ErrCorrupt", dt, err)
 				}
 			}
@@ -176,11 +177,11 @@ func TestPlainPageOfNarrowDictionary(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				defer mem.AssertSize(t, 0)
 				dt := &arrow.DictionaryType{IndexType: idx, ValueType: tc.valueType}
-				lp, err := newTestDecoder(mem, 300, dt).decode(tc.page, tc.bufs)
+				lp, err := newTestDecoder(mem, 300, dt).Decode(tc.page, tc.bufs)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer lp.release()
+				defer lp.Release()
 				want := make([]string, 300)
 				for i := range want {
 					want[i] = tc.want(i)
@@ -188,7 +189,7 @@ func TestPlainPageOfNarrowDictionary(t *testing.T) {
 				if got, want := valuesJSON(t, lp), "["+strings.Join(want, ",")+"]"; got != want {
 					t.Errorf("values %.80s…, want %.80s…", got, want)
 				}
-				if d := lp.values.(*array.Dictionary); idx.ID() != arrow.INT16 && d.Dictionary().Len() != tc.entries {
+				if d := lp.Values.(*array.Dictionary); idx.ID() != arrow.INT16 && d.Dictionary().Len() != tc.entries {
 					t.Errorf("dictionary of %d entries, want %d", d.Dictionary().Len(), tc.entries)
 				}
 			})
@@ -200,9 +201,9 @@ func TestPlainPageOfNarrowDictionary(t *testing.T) {
 		}
 		l, bufs := testMiniBlock{layers: []enc21pb.RepDefLayer{allValidItem}, values: values, chunkValues: 64}.build(t)
 		dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.PrimitiveTypes.Int32}
-		lp, err := newTestDecoder(memory.NewGoAllocator(), 300, dt).decode(miniBlockPage(l), bufs)
+		lp, err := newTestDecoder(memory.NewGoAllocator(), 300, dt).Decode(miniBlockPage(l), bufs)
 		if !errors.Is(err, lancer.ErrUnsupported) {
-			lp.release()
+			lp.Release()
 			t.Fatalf("got %v, want an error wrapping ErrUnsupported", err)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/format/internal/structural"
 )
 
 // TestVarSet checks the ids of varSet against a plain map of the values,
@@ -21,35 +23,35 @@ func TestVarSet(t *testing.T) {
 		return b
 	}
 	distinct := [][]byte{
-		nil, []byte("a"), []byte("short value"), bytes.Repeat([]byte("y"), varFingerprintMin),
+		nil, []byte("a"), []byte("short value"), bytes.Repeat([]byte("y"), structural.VarFingerprintMin),
 		long('1', 20), long('2', 20), long('3', 20), long('4', 100), long('5', 199),
-		bytes.Repeat([]byte("z"), varFingerprintMin+1),
+		bytes.Repeat([]byte("z"), structural.VarFingerprintMin+1),
 	}
 	for _, avgLong := range []bool{false, true} {
-		vals := &varVals{off: []uint64{0}}
+		vals := &structural.VarVals{Off: []uint64{0}}
 		for range 500 {
 			v := distinct[rng.IntN(len(distinct))]
 			if avgLong && rng.IntN(3) > 0 {
 				v = distinct[4+rng.IntN(5)]
 			}
-			vals.data = append(vals.data, v...)
-			vals.off = append(vals.off, uint64(len(vals.data)))
+			vals.Data = append(vals.Data, v...)
+			vals.Off = append(vals.Off, uint64(len(vals.Data)))
 		}
-		set := newVarSet(vals, 16)
+		set := structural.NewVarSet(vals, 16)
 		want := map[string]uint32{}
-		for i := range vals.len() {
-			id, added := set.add(i)
-			wantID, seen := want[string(vals.value(i))]
+		for i := range vals.Len() {
+			id, added := set.Add(i)
+			wantID, seen := want[string(vals.Value(i))]
 			if !seen {
 				wantID = uint32(len(want))
-				want[string(vals.value(i))] = wantID
+				want[string(vals.Value(i))] = wantID
 			}
 			if id != wantID || added == seen {
-				t.Fatalf("value %d (%q): id %d added %v, want %d %v", i, vals.value(i), id, added, wantID, !seen)
+				t.Fatalf("value %d (%q): id %d added %v, want %d %v", i, vals.Value(i), id, added, wantID, !seen)
 			}
 		}
-		if len(set.firsts) != len(want) {
-			t.Fatalf("%d ids, want %d", len(set.firsts), len(want))
+		if len(set.Firsts) != len(want) {
+			t.Fatalf("%d ids, want %d", len(set.Firsts), len(want))
 		}
 	}
 }
@@ -67,36 +69,36 @@ func TestGatherVarPageBorrow(t *testing.T) {
 	defer sliced.Release()
 	for _, tc := range []struct {
 		name   string
-		ranges []valueRange
+		ranges []structural.ValueRange
 		borrow bool
 	}{
-		{"whole", []valueRange{{0, 80}}, true},
-		{"adjacent", []valueRange{{5, 20}, {20, 60}}, true},
-		{"gap", []valueRange{{5, 20}, {21, 60}}, false},
-		{"empty range", []valueRange{{5, 5}, {5, 9}}, true},
+		{"whole", []structural.ValueRange{{Start: 0, End: 80}}, true},
+		{"adjacent", []structural.ValueRange{{Start: 5, End: 20}, {Start: 20, End: 60}}, true},
+		{"gap", []structural.ValueRange{{Start: 5, End: 20}, {Start: 21, End: 60}}, false},
+		{"empty range", []structural.ValueRange{{Start: 5, End: 5}, {Start: 5, End: 9}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pieces := []*leafPiece{{src: sliced, ranges: tc.ranges}}
-			got, err := gatherVarPage(false, pieces, nil)
+			pieces := []*structural.LeafPiece{{Src: sliced, Ranges: tc.ranges}}
+			got, err := structural.GatherVarPage(false, pieces, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if borrowed := borrowVar(false, pieces, nil) != nil; borrowed != tc.borrow {
+			if borrowed := structural.BorrowVar(false, pieces, nil) != nil; borrowed != tc.borrow {
 				t.Errorf("borrowed %v, want %v", borrowed, tc.borrow)
 			}
-			want := &varVals{off: []uint64{0}}
-			if err := gatherVar(want, sliced, tc.ranges, nil, 0); err != nil {
+			want := &structural.VarVals{Off: []uint64{0}}
+			if err := structural.GatherVar(want, sliced, tc.ranges, nil, 0); err != nil {
 				t.Fatal(err)
 			}
-			if got.len() != want.len() {
-				t.Fatalf("%d values, want %d", got.len(), want.len())
+			if got.Len() != want.Len() {
+				t.Fatalf("%d values, want %d", got.Len(), want.Len())
 			}
-			for i := range want.len() {
-				if !bytes.Equal(got.value(i), want.value(i)) {
-					t.Fatalf("value %d is %q, want %q", i, got.value(i), want.value(i))
+			for i := range want.Len() {
+				if !bytes.Equal(got.Value(i), want.Value(i)) {
+					t.Fatalf("value %d is %q, want %q", i, got.Value(i), want.Value(i))
 				}
 			}
-			if len(got.data) != cap(got.data) {
+			if len(got.Data) != cap(got.Data) {
 				t.Errorf("borrowed data has room to append into the Arrow buffer")
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
@@ -31,11 +32,11 @@ type testFullZip struct {
 
 func (z testFullZip) build(t testing.TB) (*enc21pb.FullZipLayout, [][]byte, uint64) {
 	t.Helper()
-	lay, err := newRepDefLayout(z.layers)
+	lay, err := structural.NewRepDefLayout(z.layers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	maxRep, maxVisible := lay.maxRep, lay.maxVisible
+	maxRep, maxVisible := lay.MaxRep, lay.MaxVisible
 	bitsOf := func(levels []uint16) uint32 {
 		m := uint16(0)
 		for _, l := range levels {
@@ -48,7 +49,7 @@ func (z testFullZip) build(t testing.TB) (*enc21pb.FullZipLayout, [][]byte, uint
 		return b
 	}
 	bitsRep, bitsDef := bitsOf(z.rep), bitsOf(z.def)
-	ctrl := controlWordBytes(bitsRep, bitsDef)
+	ctrl := structural.ControlWordBytes(bitsRep, bitsDef)
 	numItems := len(z.values)
 	if z.def != nil {
 		numItems = len(z.def)
@@ -122,15 +123,15 @@ func TestFullZipFixed(t *testing.T) {
 		values = append(values, binary.LittleEndian.AppendUint64(nil, uint64(i*1000)))
 	}
 	l, bufs, rows := testFullZip{def: def, layers: []enc21pb.RepDefLayer{nullableItem}, values: values, width: 8, enc: flatEnc(64)}.build(t)
-	lp, err := newTestDecoder(mem, rows, arrow.PrimitiveTypes.Int64).decode(fullZipPage(l), bufs)
+	lp, err := newTestDecoder(mem, rows, arrow.PrimitiveTypes.Int64).Decode(fullZipPage(l), bufs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lp.release()
-	if !slices.Equal(lp.def, def) || lp.rep != nil {
-		t.Errorf("levels rep %v def %v", lp.rep, lp.def)
+	defer lp.Release()
+	if !slices.Equal(lp.Def, def) || lp.Rep != nil {
+		t.Errorf("levels rep %v def %v", lp.Rep, lp.Def)
 	}
-	if got := lp.values.(*array.Int64).Int64Values(); !slices.Equal(got, []int64{0, 1000, 2000, 3000, 4000}) {
+	if got := lp.Values.(*array.Int64).Int64Values(); !slices.Equal(got, []int64{0, 1000, 2000, 3000, 4000}) {
 		t.Errorf("values %v", got)
 	}
 }
@@ -157,12 +158,12 @@ func TestFullZipVectors(t *testing.T) {
 		ItemsPerValue: dim, HasValidity: true, Values: flatEnc(32)}}}
 	l, bufs, rows := testFullZip{layers: []enc21pb.RepDefLayer{allValidItem}, values: values, width: 2 + 4*dim, enc: enc}.build(t)
 	dt := arrow.FixedSizeListOf(dim, arrow.PrimitiveTypes.Float32)
-	lp, err := newTestDecoder(mem, rows, dt).decode(fullZipPage(l), bufs)
+	lp, err := newTestDecoder(mem, rows, dt).Decode(fullZipPage(l), bufs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lp.release()
-	items := lp.values.(*array.FixedSizeList).ListValues().(*array.Float32)
+	defer lp.Release()
+	items := lp.Values.(*array.FixedSizeList).ListValues().(*array.Float32)
 	if items.Len() != 3*dim || items.NullN() != 2 || !items.IsNull(10) || !items.IsNull(19) || items.Value(25) != 25 {
 		t.Errorf("items %v", items)
 	}
@@ -207,15 +208,15 @@ func TestFullZipVariable(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			l, bufs, rows := testFullZip{rep: rep, def: def, layers: []enc21pb.RepDefLayer{nullableItem, nullAndEmpty}, values: tc.values, enc: tc.enc}.build(t)
-			lp, err := newTestDecoder(mem, rows, arrow.BinaryTypes.String).decode(fullZipPage(l), bufs)
+			lp, err := newTestDecoder(mem, rows, arrow.BinaryTypes.String).Decode(fullZipPage(l), bufs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer lp.release()
-			if !slices.Equal(lp.rep, rep) || !slices.Equal(lp.def, def) || lp.numRows != 4 {
-				t.Errorf("levels rep %v def %v rows %d", lp.rep, lp.def, lp.numRows)
+			defer lp.Release()
+			if !slices.Equal(lp.Rep, rep) || !slices.Equal(lp.Def, def) || lp.NumRows != 4 {
+				t.Errorf("levels rep %v def %v rows %d", lp.Rep, lp.Def, lp.NumRows)
 			}
-			s := lp.values.(*array.String)
+			s := lp.Values.(*array.String)
 			for i, w := range want {
 				if s.Value(i) != w {
 					t.Errorf("value %d = %q, want %q", i, s.Value(i), w)
@@ -247,12 +248,12 @@ func TestFullZipBlobV2(t *testing.T) {
 	}}}
 	values := [][]byte{row(0, 64, 10, 0, ""), nil, row(2, 0, 70000, 2, "s3://b/k")}
 	l, bufs, rows := testFullZip{def: []uint16{0, 1, 0}, layers: []enc21pb.RepDefLayer{nullableItem}, values: values, enc: enc}.build(t)
-	lp, err := newTestDecoder(mem, rows, schema.BlobV2Descriptor).decode(fullZipPage(l), bufs)
+	lp, err := newTestDecoder(mem, rows, schema.BlobV2Descriptor).Decode(fullZipPage(l), bufs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lp.release()
-	st := lp.values.(*array.Struct)
+	defer lp.Release()
+	st := lp.Values.(*array.Struct)
 	if st.Field(2).(*array.Uint64).Value(2) != 70000 || st.Field(4).(*array.String).Value(2) != "s3://b/k" ||
 		st.Field(1).(*array.Uint64).Value(0) != 64 || st.Field(0).(*array.Uint8).Value(1) != 0 {
 		t.Errorf("descriptors %v", st)
@@ -316,9 +317,9 @@ func TestFullZipCorrupt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l, bufs, rows := base.build(t)
 			bufs = tc.damage(l, bufs)
-			lp, err := newTestDecoder(memory.NewGoAllocator(), rows, arrow.BinaryTypes.String).decode(fullZipPage(l), bufs)
+			lp, err := newTestDecoder(memory.NewGoAllocator(), rows, arrow.BinaryTypes.String).Decode(fullZipPage(l), bufs)
 			if !errors.Is(err, lancer.ErrCorrupt) {
-				lp.release()
+				lp.Release()
 				t.Fatalf("got %v, want an error wrapping ErrCorrupt", err)
 			}
 		})

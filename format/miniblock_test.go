@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -44,11 +45,11 @@ type testMiniBlock struct {
 // the next chunk, and a repetition index when there are rep levels.
 func (m testMiniBlock) build(t testing.TB) (*enc21pb.MiniBlockLayout, [][]byte) {
 	t.Helper()
-	lay, err := newRepDefLayout(m.layers)
+	lay, err := structural.NewRepDefLayout(m.layers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	maxVisible := lay.maxVisible
+	maxVisible := lay.MaxVisible
 	numItems := len(m.values)
 	if m.rep != nil {
 		numItems = len(m.rep)
@@ -75,12 +76,12 @@ func (m testMiniBlock) build(t testing.TB) (*enc21pb.MiniBlockLayout, [][]byte) 
 		binary.LittleEndian.PutUint16(chunk, uint16(levels))
 		var parts [][]byte
 		if m.rep != nil {
-			parts = append(parts, wordsAsBytes(m.rep[item:end]))
+			parts = append(parts, structural.WordsAsBytes(m.rep[item:end]))
 		}
 		if m.def != nil {
-			parts = append(parts, wordsAsBytes(m.def[item:end]))
+			parts = append(parts, structural.WordsAsBytes(m.def[item:end]))
 		}
-		parts = append(parts, wordsAsBytes(toUint32(m.values[value:value+n])))
+		parts = append(parts, structural.WordsAsBytes(toUint32(m.values[value:value+n])))
 		for i, p := range parts {
 			if i == len(parts)-1 && m.large {
 				chunk = binary.LittleEndian.AppendUint32(chunk, uint32(len(p)))
@@ -159,8 +160,8 @@ func rowsOf(rep []uint16, items int, maxRep uint16) uint64 {
 	return n
 }
 
-func newTestDecoder(mem memory.Allocator, rows uint64, dt arrow.DataType) *pageDecoder {
-	return &pageDecoder{mem: mem, numRows: rows, scanType: dt}
+func newTestDecoder(mem memory.Allocator, rows uint64, dt arrow.DataType) *structural.PageDecoder {
+	return &structural.PageDecoder{Mem: mem, NumRows: rows, ScanType: dt}
 }
 
 func miniBlockPage(l *enc21pb.MiniBlockLayout) *enc21pb.PageLayout {
@@ -196,7 +197,7 @@ func TestMiniBlockRoundTrip(t *testing.T) {
 			listDef = append(listDef, 0)
 		}
 	}
-	listValues := countVisible(listDef, 1)
+	listValues := structural.CountVisible(listDef, 1)
 	nullDef := make([]uint16, 1000)
 	for i := range nullDef {
 		if i%7 == 0 {
@@ -219,20 +220,20 @@ func TestMiniBlockRoundTrip(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			l, bufs := tc.page.build(t)
-			lay, err := newRepDefLayout(tc.page.layers)
+			lay, err := structural.NewRepDefLayout(tc.page.layers)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows := rowsOf(tc.page.rep, len(tc.page.values), lay.maxRep)
-			lp, err := newTestDecoder(mem, rows, arrow.PrimitiveTypes.Int32).decode(miniBlockPage(l), bufs)
+			rows := rowsOf(tc.page.rep, len(tc.page.values), lay.MaxRep)
+			lp, err := newTestDecoder(mem, rows, arrow.PrimitiveTypes.Int32).Decode(miniBlockPage(l), bufs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer lp.release()
-			if !slices.Equal(lp.rep, tc.page.rep) || !slices.Equal(lp.def, tc.page.def) {
-				t.Errorf("levels differ:\nrep %v\nwant %v\ndef %v\nwant %v", lp.rep, tc.page.rep, lp.def, tc.page.def)
+			defer lp.Release()
+			if !slices.Equal(lp.Rep, tc.page.rep) || !slices.Equal(lp.Def, tc.page.def) {
+				t.Errorf("levels differ:\nrep %v\nwant %v\ndef %v\nwant %v", lp.Rep, tc.page.rep, lp.Def, tc.page.def)
 			}
-			if got := lp.values.(*array.Int32).Int32Values(); !slices.Equal(got, tc.page.values) {
+			if got := lp.Values.(*array.Int32).Int32Values(); !slices.Equal(got, tc.page.values) {
 				t.Errorf("values differ: got %d values, want %d", len(got), len(tc.page.values))
 			}
 		})
@@ -318,9 +319,9 @@ func TestMiniBlockCorrupt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l, bufs := base.build(t)
 			bufs = tc.damage(l, bufs)
-			lp, err := newTestDecoder(memory.NewGoAllocator(), 600, arrow.PrimitiveTypes.Int32).decode(miniBlockPage(l), bufs)
+			lp, err := newTestDecoder(memory.NewGoAllocator(), 600, arrow.PrimitiveTypes.Int32).Decode(miniBlockPage(l), bufs)
 			if !errors.Is(err, lancer.ErrCorrupt) {
-				lp.release()
+				lp.Release()
 				t.Fatalf("got %v, want an error wrapping ErrCorrupt", err)
 			}
 		})
@@ -332,7 +333,7 @@ func TestMiniBlockCorrupt(t *testing.T) {
 func TestMiniBlockWrongType(t *testing.T) {
 	l, bufs := testMiniBlock{layers: []enc21pb.RepDefLayer{allValidItem}, values: make([]int32, 10), chunkValues: 8}.build(t)
 	for _, dt := range []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String, arrow.FixedWidthTypes.Boolean} {
-		_, err := newTestDecoder(memory.NewGoAllocator(), 10, dt).decode(miniBlockPage(l), bufs)
+		_, err := newTestDecoder(memory.NewGoAllocator(), 10, dt).Decode(miniBlockPage(l), bufs)
 		if !errors.Is(err, lancer.ErrCorrupt) {
 			t.Errorf("%s: got %v, want ErrCorrupt", dt, err)
 		}
@@ -357,7 +358,7 @@ func TestDecodeLevelsWrapped(t *testing.T) {
 		enc  *enc21pb.CompressiveEncoding
 		buf  []byte
 	}{
-		{"flat", flatEnc(16), wordsAsBytes(levels)},
+		{"flat", flatEnc(16), structural.WordsAsBytes(levels)},
 		{"rle", &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_Rle{Rle: &enc21pb.Rle{
 			Values: flatEnc(16), RunLengths: flatEnc(8)}}}, codec.EncodeRLEBlock[uint16](nil, levels)},
 		{"inline bit-packing", &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_InlineBitpacking{
@@ -367,7 +368,7 @@ func TestDecodeLevelsWrapped(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := decodeLevels(tc.enc, tc.buf, n%(1<<16), true)
+			got, err := structural.DecodeLevels(tc.enc, tc.buf, n%(1<<16), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -375,7 +376,7 @@ func TestDecodeLevelsWrapped(t *testing.T) {
 				t.Fatalf("got %d levels, want %d", len(got), n)
 			}
 			// Without the 2.2 rule the count must be exact.
-			if _, err := decodeLevels(tc.enc, tc.buf, n%(1<<16), false); !errors.Is(err, lancer.ErrCorrupt) {
+			if _, err := structural.DecodeLevels(tc.enc, tc.buf, n%(1<<16), false); !errors.Is(err, lancer.ErrCorrupt) {
 				t.Errorf("unwrapped count: got %v, want ErrCorrupt", err)
 			}
 		})
@@ -395,20 +396,20 @@ func TestParseChunkMetadata(t *testing.T) {
 		meta    []byte
 		dataLen int
 		values  uint64
-		want    []miniChunk
+		want    []structural.MiniChunk
 		corrupt bool
 	}{
 		// 0x0a10: (0xa1+1)·8 = 1296 bytes, last chunk (Lance 8 example, docs/spec/lance-format.md §8.4).
-		{"spec example", words(0x0a10), 1296, 300, []miniChunk{{0, 1296, 300}}, false},
-		{"two chunks", words(0x001a, 0x0010), 32, 1500, []miniChunk{{0, 16, 1024}, {16, 16, 476}}, false},
-		{"last chunk log matches", words(0x001a, 0x0018), 32, 1280, []miniChunk{{0, 16, 1024}, {16, 16, 256}}, false},
+		{"spec example", words(0x0a10), 1296, 300, []structural.MiniChunk{{Offset: 0, Size: 1296, Values: 300}}, false},
+		{"two chunks", words(0x001a, 0x0010), 32, 1500, []structural.MiniChunk{{Offset: 0, Size: 16, Values: 1024}, {Offset: 16, Size: 16, Values: 476}}, false},
+		{"last chunk log matches", words(0x001a, 0x0018), 32, 1280, []structural.MiniChunk{{Offset: 0, Size: 16, Values: 1024}, {Offset: 16, Size: 16, Values: 256}}, false},
 		{"last chunk log disagrees", words(0x001a, 0x0018), 32, 1300, nil, true},
 		{"chunks hold more than the page", words(0x001a, 0x0010), 32, 1000, nil, true},
 		{"chunk past the buffer", words(0x0010), 8, 1, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseChunkMetadata(tc.meta, tc.dataLen, tc.values, false)
+			got, err := structural.ParseChunkMetadata(tc.meta, tc.dataLen, tc.values, false)
 			if tc.corrupt {
 				if !errors.Is(err, lancer.ErrCorrupt) {
 					t.Fatalf("got %v, want ErrCorrupt", err)
@@ -456,7 +457,7 @@ func TestMiniBlockValueEncodings(t *testing.T) {
 		bits[i] = math.Float32bits(f)
 	}
 	runValues, runLengths := codec.EncodeRLE[uint32](nil, nil, bits)
-	split, err := codec.EncodeByteStreamSplit(nil, wordsAsBytes(bits), 4)
+	split, err := codec.EncodeByteStreamSplit(nil, structural.WordsAsBytes(bits), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +476,7 @@ func TestMiniBlockValueEncodings(t *testing.T) {
 		enc  *enc21pb.CompressiveEncoding
 		bufs [][]byte
 	}{
-		{"flat", flatEnc(32), [][]byte{wordsAsBytes(bits)}},
+		{"flat", flatEnc(32), [][]byte{structural.WordsAsBytes(bits)}},
 		{"inline bit-packing", inline, [][]byte{codec.EncodeInlineBitpacked[uint32](nil, bits)}},
 		{"rle", rle, [][]byte{runValues, runLengths}},
 		{"byte stream split", bss, [][]byte{split}},
@@ -486,12 +487,12 @@ func TestMiniBlockValueEncodings(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			page, bufs := singleChunkPage(tc.enc, len(floats), tc.bufs...)
-			lp, err := newTestDecoder(mem, uint64(len(floats)), arrow.PrimitiveTypes.Float32).decode(page, bufs)
+			lp, err := newTestDecoder(mem, uint64(len(floats)), arrow.PrimitiveTypes.Float32).Decode(page, bufs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer lp.release()
-			if got := lp.values.(*array.Float32).Float32Values(); !slices.Equal(got, floats) {
+			defer lp.Release()
+			if got := lp.Values.(*array.Float32).Float32Values(); !slices.Equal(got, floats) {
 				t.Errorf("values differ")
 			}
 		})
@@ -508,7 +509,7 @@ func TestMiniBlockBools(t *testing.T) {
 		want[i] = i%3 == 0
 	}
 	pack := func(v []bool) []byte {
-		b := make([]byte, bytesForBits(len(v)))
+		b := make([]byte, structural.BytesForBits(len(v)))
 		for i, x := range v {
 			if x {
 				b[i/8] |= 1 << (i % 8)
@@ -529,12 +530,12 @@ func TestMiniBlockBools(t *testing.T) {
 	meta = binary.LittleEndian.AppendUint16(meta, uint16(len(c2)/8-1)<<4)
 	page := miniBlockPage(&enc21pb.MiniBlockLayout{ValueCompression: flatEnc(1), Layers: []enc21pb.RepDefLayer{allValidItem},
 		NumBuffers: 1, NumItems: uint64(len(want))})
-	lp, err := newTestDecoder(mem, uint64(len(want)), arrow.FixedWidthTypes.Boolean).decode(page, [][]byte{meta, append(c1, c2...)})
+	lp, err := newTestDecoder(mem, uint64(len(want)), arrow.FixedWidthTypes.Boolean).Decode(page, [][]byte{meta, append(c1, c2...)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lp.release()
-	b := lp.values.(*array.Boolean)
+	defer lp.Release()
+	b := lp.Values.(*array.Boolean)
 	for i, w := range want {
 		if b.Value(i) != w {
 			t.Errorf("value %d = %t, want %t", i, b.Value(i), w)

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -33,7 +34,7 @@ func loadFixturePage(b *testing.B, dataset, column string, p int) fixturePage {
 			continue
 		}
 		page := r.f.Columns[col].GetPages()[p]
-		layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
+		layout, err := structural.ParsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,33 +52,33 @@ func loadFixturePage(b *testing.B, dataset, column string, p int) fixturePage {
 func benchmarkPage(b *testing.B, fp fixturePage) {
 	mem := memory.NewGoAllocator()
 	d := newTestDecoder(mem, fp.rows, fp.dt)
-	lp, err := d.decode(fp.layout, fp.bufs)
+	lp, err := d.Decode(fp.layout, fp.bufs)
 	if err != nil {
 		b.Fatal(err)
 	}
 	size := 0
-	for _, buf := range lp.values.Data().Buffers() {
+	for _, buf := range lp.Values.Data().Buffers() {
 		if buf != nil {
 			size += buf.Len()
 		}
 	}
-	for _, c := range lp.values.Data().Children() {
+	for _, c := range lp.Values.Data().Children() {
 		for _, buf := range c.Buffers() {
 			if buf != nil {
 				size += buf.Len()
 			}
 		}
 	}
-	lp.release()
+	lp.Release()
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		lp, err := d.decode(fp.layout, fp.bufs)
+		lp, err := d.Decode(fp.layout, fp.bufs)
 		if err != nil {
 			b.Fatal(err)
 		}
-		lp.release()
+		lp.Release()
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
@@ -97,7 +98,7 @@ func addFixtureSeeds(f *testing.F, pick func(*enc21pb.PageLayout) proto.Message,
 				if size > uint64(maxBytes) {
 					continue
 				}
-				layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
+				layout, err := structural.ParsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
 				if err != nil {
 					f.Fatal(err)
 				}
@@ -130,13 +131,13 @@ func fuzzDecode(t *testing.T, page *enc21pb.PageLayout, packed []byte, rows uint
 	bufs := unpackBuffers(packed)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	lp, err := d.decode(page, bufs)
+	lp, err := d.Decode(page, bufs)
 	runtime.ReadMemStats(&after)
 	if err != nil && !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrUnsupported) {
 		t.Fatalf("error of no expected category: %v", err)
 	}
 	if err == nil {
-		lp.release()
+		lp.Release()
 	}
 	mem.AssertSize(t, 0)
 	// Decoding may expand its input (bit-packing at width 0, RLE, zstd,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
@@ -90,14 +91,14 @@ func leafColumns(r *Reader) map[int]leafField {
 
 // decodeColumnPages decodes every page of a column, failing the test on
 // error. The caller releases the pages.
-func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*leafPage {
+func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*structural.LeafPage {
 	t.Helper()
-	var pages []*leafPage
+	var pages []*structural.LeafPage
 	for p := range r.f.Columns[col].GetPages() {
-		lp, err := r.st.decodeLeafPage(context.Background(), col, p, leaf)
+		lp, err := r.st.DecodeLeafPage(context.Background(), col, p, leaf)
 		if err != nil {
 			for _, q := range pages {
-				q.release()
+				q.Release()
 			}
 			t.Fatalf("%s column %d (%s) page %d: %v", r.f.Key, col, leaf.Name, p, err)
 		}
@@ -106,9 +107,9 @@ func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*
 	return pages
 }
 
-func releasePages(pages []*leafPage) {
+func releasePages(pages []*structural.LeafPage) {
 	for _, p := range pages {
-		p.release()
+		p.Release()
 	}
 }
 
@@ -139,9 +140,9 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 				pages := decodeColumnPages(t, r, col, leaf.Field)
 				rows := uint64(0)
 				for p, lp := range pages {
-					rows += lp.numRows
-					if !arrow.TypeEqual(lp.values.DataType(), leaf.ScanType()) {
-						t.Errorf("column %d (%s) page %d: values are %s, want %s", col, leaf.Name, p, lp.values.DataType(), leaf.ScanType())
+					rows += lp.NumRows
+					if !arrow.TypeEqual(lp.Values.DataType(), leaf.ScanType()) {
+						t.Errorf("column %d (%s) page %d: values are %s, want %s", col, leaf.Name, p, lp.Values.DataType(), leaf.ScanType())
 					}
 					decoded++
 				}
@@ -159,19 +160,19 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 
 // flatColumnJSON renders a leaf column without repetition levels as one JSON
 // value per row: value i of row i, null when its def level is not 0.
-func flatColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
+func flatColumnJSON(t testing.TB, pages []*structural.LeafPage) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for p, lp := range pages {
-		if lp.rep != nil {
+		if lp.Rep != nil {
 			t.Fatalf("page %d has repetition levels", p)
 		}
-		for i := range lp.numItems {
-			if lp.def != nil && lp.def[i] != 0 {
+		for i := range lp.NumItems {
+			if lp.Def != nil && lp.Def[i] != 0 {
 				out = append(out, []byte("null"))
 				continue
 			}
-			v, err := rowjson.AppendValue(nil, lp.values, i)
+			v, err := rowjson.AppendValue(nil, lp.Values, i)
 			if err != nil {
 				t.Fatalf("page %d item %d: %v", p, i, err)
 			}
@@ -343,12 +344,12 @@ func firstID(t *testing.T, path string) int {
 		if leaf.Name != "id" {
 			continue
 		}
-		lp, err := r.st.decodeLeafPage(context.Background(), col, 0, leaf.Field)
+		lp, err := r.st.DecodeLeafPage(context.Background(), col, 0, leaf.Field)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer lp.release()
-		v, err := rowjson.AppendValue(nil, lp.values, 0)
+		defer lp.Release()
+		v, err := rowjson.AppendValue(nil, lp.Values, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,21 +366,21 @@ func firstID(t *testing.T, path string) int {
 // listColumnJSON rebuilds a leaf column under exactly one list layer
 // (layers [item, list]) as one JSON list per row, from its levels: the
 // test's own small version of the structural assembly.
-func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
+func listColumnJSON(t testing.TB, pages []*structural.LeafPage) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for p, lp := range pages {
-		if len(lp.layers) != 2 || lp.rep == nil {
-			t.Fatalf("page %d: layers %v, rep %v: not a single list", p, lp.layers, lp.rep != nil)
+		if len(lp.Layers) != 2 || lp.Rep == nil {
+			t.Fatalf("page %d: layers %v, rep %v: not a single list", p, lp.Layers, lp.Rep != nil)
 		}
 		itemNull := uint16(0)
-		if lp.layers[0] == enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM {
+		if lp.Layers[0] == enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM {
 			itemNull = 1
 		}
 		// The list layer's levels follow the item's.
 		nullList, emptyList := uint16(0), uint16(0)
 		next := itemNull + 1
-		switch lp.layers[1] {
+		switch lp.Layers[1] {
 		case enc21pb.RepDefLayer_REPDEF_NULLABLE_LIST:
 			nullList = next
 		case enc21pb.RepDefLayer_REPDEF_EMPTYABLE_LIST:
@@ -398,12 +399,12 @@ func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
 				out = append(out, row)
 			}
 		}
-		for i := range lp.numItems {
+		for i := range lp.NumItems {
 			def := uint16(0)
-			if lp.def != nil {
-				def = lp.def[i]
+			if lp.Def != nil {
+				def = lp.Def[i]
 			}
-			if lp.rep[i] == 1 {
+			if lp.Rep[i] == 1 {
 				flush()
 				nullRow = false
 				switch {
@@ -421,7 +422,7 @@ func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
 			if itemNull != 0 && def == itemNull {
 				row = append(row, "null"...)
 			} else {
-				v, err := rowjson.AppendValue(nil, lp.values, value)
+				v, err := rowjson.AppendValue(nil, lp.Values, value)
 				if err != nil {
 					t.Fatalf("page %d value %d: %v", p, value, err)
 				}
@@ -430,8 +431,8 @@ func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
 			value++
 		}
 		flush()
-		if value != lp.values.Len() {
-			t.Fatalf("page %d: %d values used of %d", p, value, lp.values.Len())
+		if value != lp.Values.Len() {
+			t.Fatalf("page %d: %d values used of %d", p, value, lp.Values.Len())
 		}
 	}
 	return out
@@ -495,11 +496,11 @@ func TestDecodeLeafPageErrors(t *testing.T) {
 	r := openFixtureFile(t, files[0], memory.NewGoAllocator())
 	leaves := leafColumns(r)
 	ctx := context.Background()
-	_, err := r.st.decodeLeafPage(ctx, len(r.f.Columns), 0, leaves[0].Field)
+	_, err := r.st.DecodeLeafPage(ctx, len(r.f.Columns), 0, leaves[0].Field)
 	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), r.f.Key) {
 		t.Errorf("column out of range: %v", err)
 	}
-	_, err = r.st.decodeLeafPage(ctx, 0, 5, leaves[0].Field)
+	_, err = r.st.DecodeLeafPage(ctx, 0, 5, leaves[0].Field)
 	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), "column 0 page 5") {
 		t.Errorf("page out of range: %v", err)
 	}
@@ -558,9 +559,9 @@ func TestDecodeLeafPageCorruptFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lp, err := bad.st.decodeLeafPage(context.Background(), col, 0, leaf.Field)
+			lp, err := bad.st.DecodeLeafPage(context.Background(), col, 0, leaf.Field)
 			if !errors.Is(err, lancer.ErrCorrupt) {
-				lp.release()
+				lp.Release()
 				t.Fatalf("got %v, want ErrCorrupt", err)
 			}
 			if want := fmt.Sprintf("bad.lance: column %d page 0:", col); !strings.Contains(err.Error(), want) {

@@ -12,6 +12,8 @@ import (
 	"github.com/lancerdb/lancer/format/internal/arrays"
 	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/internal/legacy"
+	"github.com/lancerdb/lancer/format/internal/structural"
+	v20 "github.com/lancerdb/lancer/format/internal/v20"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -33,7 +35,7 @@ type Reader struct {
 	// legacy (v1) files; set by openLegacy.
 	legacy *legacy.Reader
 	// st reads 2.1+ files.
-	st *structReader
+	st *structural.Reader
 }
 
 // Open reads the footer and metadata of the data file at key and returns a
@@ -59,7 +61,7 @@ func Open(ctx context.Context, store blob.Store, key string, opts *OpenOptions) 
 		return nil, err
 	}
 	if r.version.Structural() {
-		r.st = &structReader{File: f}
+		r.st = &structural.Reader{File: f}
 	}
 	return r, nil
 }
@@ -171,9 +173,9 @@ func (r *Reader) NewCursor(proj Projection) (*Cursor, error) {
 	case r.version.IsLegacy():
 		impl, err = legacy.NewCursor(r.legacy, fileio.Projection(proj))
 	case r.version.Structural():
-		impl, err = newStructuralCursor(r.st, fileio.Projection(proj))
+		impl, err = structural.NewCursor(r.st, fileio.Projection(proj))
 	default:
-		impl, err = newV20Cursor(r.f, fileio.Projection(proj))
+		impl, err = v20.NewCursor(r.f, fileio.Projection(proj))
 	}
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -25,7 +26,7 @@ type refNode struct {
 // refShape generates random data for a stack of layers.
 type refShape struct {
 	layers []enc21pb.RepDefLayer
-	lay    *repDefLayout
+	lay    *structural.RepDefLayout
 }
 
 func (s *refShape) gen(rng *rand.Rand, k int) *refNode {
@@ -47,7 +48,7 @@ func (s *refShape) gen(rng *rand.Rand, k int) *refNode {
 		return n
 	}
 	count := 1
-	if s.lay.info[k].list {
+	if s.lay.Info[k].List {
 		count = 1 + rng.IntN(3)
 	}
 	for range count {
@@ -60,14 +61,14 @@ func (s *refShape) gen(rng *rand.Rand, k int) *refNode {
 // level rep, following docs/spec/lance-format.md §8.2 top-down: a null or empty value at any
 // layer is one entry at the level of that layer.
 func (s *refShape) encode(n *refNode, k int, rep uint16, reps, defs []uint16) ([]uint16, []uint16) {
-	li := &s.lay.info[k]
+	li := &s.lay.Info[k]
 	switch {
-	case n.null && li.list:
-		return append(reps, rep), append(defs, li.nullLevel)
+	case n.null && li.List:
+		return append(reps, rep), append(defs, li.NullLevel)
 	case n.null:
-		return append(reps, rep), append(defs, li.defBase+1)
+		return append(reps, rep), append(defs, li.DefBase+1)
 	case n.empty:
-		return append(reps, rep), append(defs, li.emptyLevel)
+		return append(reps, rep), append(defs, li.EmptyLevel)
 	case k == 0:
 		return append(reps, rep), append(defs, 0)
 	}
@@ -87,7 +88,7 @@ func (s *refShape) encode(n *refNode, k int, rep uint16, reps, defs []uint16) ([
 func (s *refShape) listRep(k int) uint16 {
 	r := uint16(0)
 	for j := 0; j <= k; j++ {
-		if s.lay.info[j].list {
+		if s.lay.Info[j].List {
 			r++
 		}
 	}
@@ -104,13 +105,13 @@ type refSlot struct {
 // item are slots of the layer inside, and so are those of a null item (as
 // nulls, down to the next list, which is a null list without children).
 func (s *refShape) expect(n *refNode, k int, masked bool, out [][]refSlot) {
-	li := &s.lay.info[k]
+	li := &s.lay.Info[k]
 	null := masked || n.null
 	slot := refSlot{valid: !null}
-	if !li.list && !li.nullable {
+	if !li.List && !li.Nullable {
 		slot.valid = true // all-valid layers record no validity
 	}
-	if li.list {
+	if li.List {
 		if !null && !n.empty {
 			slot.children = len(n.children)
 		}
@@ -143,22 +144,22 @@ func randomLayers(rng *rand.Rand) []enc21pb.RepDefLayer {
 }
 
 // sinkSlots reads back what unravelling left in a sink.
-func sinkSlots(s *layerSink, list bool) []refSlot {
-	out := make([]refSlot, s.slots())
-	b := &s.validity
+func sinkSlots(s *structural.LayerSink, list bool) []refSlot {
+	out := make([]refSlot, s.Slots())
+	b := &s.Validity
 	var offs []int64
 	if list {
-		for i := 0; i < s.offsets.n; i++ {
-			if s.offsets.wide {
-				offs = append(offs, s.offsets.wideVals[i])
+		for i := 0; i < s.Offsets.N; i++ {
+			if s.Offsets.Wide {
+				offs = append(offs, s.Offsets.WideVals[i])
 			} else {
-				offs = append(offs, int64(s.offsets.narrow[i]))
+				offs = append(offs, int64(s.Offsets.Narrow[i]))
 			}
 		}
-		offs = append(offs, s.children)
+		offs = append(offs, s.Children)
 	}
 	for i := range out {
-		out[i].valid = b.buf == nil || bitutil.BitIsSet(b.bits, b.shift+i)
+		out[i].valid = b.Buf == nil || bitutil.BitIsSet(b.Bits, b.Shift+i)
 		if list && i+1 < len(offs) {
 			out[i].children = int(offs[i+1] - offs[i])
 		}
@@ -175,7 +176,7 @@ func TestUnravelRandomShapes(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	for iter := range 3000 {
 		layers := randomLayers(rng)
-		lay, err := newRepDefLayout(layers)
+		lay, err := structural.NewRepDefLayout(layers)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,57 +187,57 @@ func TestUnravelRandomShapes(t *testing.T) {
 		want := make([][]refSlot, len(layers))
 		for range numRows {
 			row := s.gen(rng, top)
-			reps, defs = s.encode(row, top, lay.maxRep, reps, defs)
+			reps, defs = s.encode(row, top, lay.MaxRep, reps, defs)
 			s.expect(row, top, false, want)
 		}
-		if lay.maxRep == 0 {
+		if lay.MaxRep == 0 {
 			reps = nil
 		}
 		visible := 0
 		for _, d := range defs {
-			if d <= lay.maxVisible {
+			if d <= lay.MaxVisible {
 				visible++
 			}
 		}
 		what := fmt.Sprintf("iteration %d: layers %v, rep %v, def %v", iter, layers, reps, defs)
-		pl, err := checkLevels(lay, reps, defs, len(defs), numRows, visible)
+		pl, err := structural.CheckLevels(lay, reps, defs, len(defs), numRows, visible)
 		if err != nil {
 			t.Fatalf("%s: checkLevels: %v", what, err)
 		}
 
 		// Split the rows at random points and unravel piece by piece.
-		sinks := make([]layerSink, len(layers))
+		sinks := make([]structural.LayerSink, len(layers))
 		for k := range sinks {
-			sinks[k].validity.reset(mem, rng.IntN(3))
-			sinks[k].offsets.reset(mem, rng.IntN(2) == 0)
+			sinks[k].Validity.Reset(mem, rng.IntN(3))
+			sinks[k].Offsets.Reset(mem, rng.IntN(2) == 0)
 		}
-		var sc levelScratch
+		var sc structural.LevelScratch
 		values := 0
 		for row := 0; row < numRows; {
 			next := row + 1 + rng.IntN(numRows-row)
-			lo, vlo := pl.locate(row)
-			hi, vhi := pl.locate(next)
+			lo, vlo := pl.Locate(row)
+			hi, vhi := pl.Locate(next)
 			var rep, def []uint16
 			if reps != nil {
 				rep = reps[lo:hi]
 			}
 			def = defs[lo:hi]
-			before := sinks[0].slots()
-			if err := unravelPiece(lay, rep, def, hi-lo, sinks, &sc); err != nil {
+			before := sinks[0].Slots()
+			if err := structural.UnravelPiece(lay, rep, def, hi-lo, sinks, &sc); err != nil {
 				t.Fatalf("%s: rows [%d, %d): %v", what, row, next, err)
 			}
-			if got := sinks[0].slots() - before; got != vhi-vlo || vlo != values {
+			if got := sinks[0].Slots() - before; got != vhi-vlo || vlo != values {
 				t.Fatalf("%s: rows [%d, %d): %d leaf slots, values [%d, %d), %d values before", what, row, next, got, vlo, vhi, values)
 			}
 			values = vhi
 			row = next
 		}
 		for k := range layers {
-			got := sinkSlots(&sinks[k], lay.info[k].list)
+			got := sinkSlots(&sinks[k], lay.Info[k].List)
 			if fmt.Sprint(got) != fmt.Sprint(want[k]) {
 				t.Fatalf("%s: layer %d\n got %v\nwant %v", what, k, got, want[k])
 			}
-			sinks[k].release()
+			sinks[k].Release()
 		}
 	}
 }
@@ -260,7 +261,7 @@ func FuzzUnravelLevels(f *testing.F) {
 		for i := range layers {
 			layers[i] = enc21pb.RepDefLayer(data[1+i] % 8) // 0 and 7 are invalid
 		}
-		lay, err := newRepDefLayout(layers)
+		lay, err := structural.NewRepDefLayout(layers)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("layout error %v does not wrap ErrCorrupt", err)
@@ -276,17 +277,17 @@ func FuzzUnravelLevels(f *testing.F) {
 		for i := range n {
 			rep[i] = uint16(body[2*i] % 5)
 			def[i] = uint16(body[2*i+1] % 8)
-			if rep[i] == lay.maxRep {
+			if rep[i] == lay.MaxRep {
 				rows++
 			}
-			if def[i] <= lay.maxVisible {
+			if def[i] <= lay.MaxVisible {
 				visible++
 			}
 		}
-		if lay.maxRep == 0 {
+		if lay.MaxRep == 0 {
 			rows = n
 		}
-		pl, err := checkLevels(lay, rep, def, n, rows, visible)
+		pl, err := structural.CheckLevels(lay, rep, def, n, rows, visible)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("checkLevels error %v does not wrap ErrCorrupt", err)
@@ -295,25 +296,25 @@ func FuzzUnravelLevels(f *testing.F) {
 		}
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
-		sinks := make([]layerSink, numLayers)
+		sinks := make([]structural.LayerSink, numLayers)
 		for k := range sinks {
-			sinks[k].validity.reset(mem, 0)
-			sinks[k].offsets.reset(mem, true)
+			sinks[k].Validity.Reset(mem, 0)
+			sinks[k].Offsets.Reset(mem, true)
 		}
 		defer func() {
 			for k := range sinks {
-				sinks[k].release()
+				sinks[k].Release()
 			}
 		}()
-		var sc levelScratch
+		var sc structural.LevelScratch
 		mid := 0
 		if rows > 0 {
 			mid = int(split) % (rows + 1)
 		}
 		for _, r := range [][2]int{{0, mid}, {mid, rows}} {
-			lo, _ := pl.locate(r[0])
-			hi, _ := pl.locate(r[1])
-			if err := unravelPiece(lay, rep[lo:hi], def[lo:hi], hi-lo, sinks, &sc); err != nil {
+			lo, _ := pl.Locate(r[0])
+			hi, _ := pl.Locate(r[1])
+			if err := structural.UnravelPiece(lay, rep[lo:hi], def[lo:hi], hi-lo, sinks, &sc); err != nil {
 				if !errors.Is(err, lancer.ErrCorrupt) {
 					t.Fatalf("unravel error %v does not wrap ErrCorrupt", err)
 				}
@@ -323,22 +324,22 @@ func FuzzUnravelLevels(f *testing.F) {
 		// Consistent levels: each list has as many children as the layer
 		// inside has slots, the leaf one slot per value and the top one
 		// per row.
-		if got := sinks[0].slots(); got != visible {
+		if got := sinks[0].Slots(); got != visible {
 			t.Fatalf("leaf has %d slots for %d values", got, visible)
 		}
 		for k := 1; k < numLayers; k++ {
-			inner := sinks[k-1].slots()
-			if lay.info[k].list {
-				if int(sinks[k].children) != inner {
+			inner := sinks[k-1].Slots()
+			if lay.Info[k].List {
+				if int(sinks[k].Children) != inner {
 					t.Fatalf("layer %d lists hold %d children, layer %d has %d slots (rep %v def %v layers %v)",
-						k, sinks[k].children, k-1, inner, rep, def, layers)
+						k, sinks[k].Children, k-1, inner, rep, def, layers)
 				}
-			} else if sinks[k].slots() != inner {
+			} else if sinks[k].Slots() != inner {
 				// An item layer has a slot per slot of the layer inside.
-				t.Fatalf("item layer %d has %d slots, layer %d %d", k, sinks[k].slots(), k-1, inner)
+				t.Fatalf("item layer %d has %d slots, layer %d %d", k, sinks[k].Slots(), k-1, inner)
 			}
 		}
-		if got := sinks[numLayers-1].slots(); got != rows {
+		if got := sinks[numLayers-1].Slots(); got != rows {
 			t.Fatalf("top layer has %d slots for %d rows", got, rows)
 		}
 	})

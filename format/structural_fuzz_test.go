@@ -11,6 +11,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -73,13 +74,13 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 					tp.layers = append(tp.layers, itemLayers[int(b)%len(itemLayers)])
 				}
 			}
-			lay, err := newRepDefLayout(tp.layers)
+			lay, err := structural.NewRepDefLayout(tp.layers)
 			// Levels mostly within what the layers define and the same
 			// number of rows in every leaf, so that many inputs get past
 			// the page checks to the unravelling.
 			maxRep, maxDef := uint16(3), uint16(6)
 			if err == nil && next()%16 != 0 {
-				maxRep, maxDef = lay.maxRep, lay.maxDef
+				maxRep, maxDef = lay.MaxRep, lay.MaxDef
 			}
 			for row := 0; row < rows; row++ {
 				items := 1
@@ -104,7 +105,7 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 			}
 			visible := 0
 			for _, d := range tp.def {
-				if err != nil || d <= lay.maxVisible {
+				if err != nil || d <= lay.MaxVisible {
 					visible++
 				}
 			}
@@ -123,7 +124,7 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 		ff.numRows = uint64(rows)
 
 		proj := Projection{Fields: []*schema.Field{s, l}, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
-		cur, err := buildStructuralCursor("fuzz.lance", ff.numRows, mem, fileio.Projection(proj), ff.pageRows, ff.decode)
+		cur, err := structural.BuildCursor("fuzz.lance", ff.numRows, mem, fileio.Projection(proj), ff.pageRows, ff.decode)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("build: %v does not wrap ErrCorrupt", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/rowjson"
@@ -97,7 +98,7 @@ func (f *fakeFile) pageRows(col int) ([]uint64, error) {
 	return rows, nil
 }
 
-func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*leafPage, error) {
+func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*structural.LeafPage, error) {
 	f.decodes.Add(1)
 	tp := f.columns[col][p]
 	var values arrow.Array
@@ -115,16 +116,16 @@ func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*l
 	if tp.rep == nil && tp.def == nil {
 		n = int(tp.rows)
 	}
-	return &leafPage{numRows: tp.rows, layers: tp.layers, rep: tp.rep, def: tp.def, numItems: n, values: values}, nil
+	return &structural.LeafPage{NumRows: tp.rows, Layers: tp.layers, Rep: tp.rep, Def: tp.def, NumItems: n, Values: values}, nil
 }
 
-func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *structuralCursor {
+func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *structural.Cursor {
 	t.Helper()
 	proj := Projection{Fields: fields, Column: func(id int32) (int, bool) {
 		c, ok := f.leafCol[id]
 		return c, ok
 	}}
-	c, err := buildStructuralCursor("test.lance", f.numRows, f.mem, fileio.Projection(proj), f.pageRows, f.decode)
+	c, err := structural.BuildCursor("test.lance", f.numRows, f.mem, fileio.Projection(proj), f.pageRows, f.decode)
 	if err != nil {
 		t.Fatalf("buildStructuralCursor: %v", err)
 	}
@@ -629,7 +630,7 @@ func TestStructuralCases(t *testing.T) {
 	}
 }
 
-func checkRange(t *testing.T, ff *fakeFile, fields []*schema.Field, c *structuralCursor, a, b uint64, want [][]string) {
+func checkRange(t *testing.T, ff *fakeFile, fields []*schema.Field, c *structural.Cursor, a, b uint64, want [][]string) {
 	t.Helper()
 	if c == nil {
 		c = ff.cursor(t, fields)
@@ -693,7 +694,7 @@ func TestStructuralPageCache(t *testing.T) {
 			}
 		}
 		fileio.ReleaseAll(got)
-		if n := len(c.leaves[0].cache); n > 1 {
+		if n := len(c.Leaves[0].Cache); n > 1 {
 			t.Errorf("after [%d, %d): %d pages cached", start, end, n)
 		}
 	}
@@ -747,7 +748,7 @@ func TestStructuralCorrupt(t *testing.T) {
 			sc := structuralCase{fields: tc.fields, numRows: tc.numRows, columns: tc.columns}
 			ff, fields := sc.setup(t, mem)
 			proj := Projection{Fields: fields, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
-			c, err := buildStructuralCursor("bad.lance", ff.numRows, mem, fileio.Projection(proj), ff.pageRows, ff.decode)
+			c, err := structural.BuildCursor("bad.lance", ff.numRows, mem, fileio.Projection(proj), ff.pageRows, ff.decode)
 			if err == nil {
 				var got []arrow.Array
 				got, err = c.ReadRange(context.Background(), 0, tc.numRows)

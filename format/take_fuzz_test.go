@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -65,7 +66,7 @@ func FuzzMiniBlockTake(f *testing.F) {
 			return
 		}
 		bufs := unpackBuffers(packed)
-		if len(bufs) != miniBlockBuffers(&l) {
+		if len(bufs) != structural.MiniBlockBuffers(&l) {
 			return
 		}
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -80,39 +81,39 @@ func FuzzMiniBlockTake(f *testing.F) {
 				}
 				repIndex = bufs[len(bufs)-1]
 			}
-			idx, err := newMiniBlockIndex(&l, bufs[0], uint64(len(bufs[1])), uint64(rows), repIndex)
+			idx, err := structural.NewMiniBlockIndex(&l, bufs[0], uint64(len(bufs[1])), uint64(rows), repIndex)
 			if err != nil {
 				return err
 			}
 			want := takeRowsOf(uint64(rows), sel)
-			runs, _, err := idx.chunkRuns(want)
+			runs, _, err := idx.ChunkRuns(want)
 			if err != nil {
 				return err
 			}
 			data := make([][]byte, len(runs))
 			for i, run := range runs {
-				from, to := idx.chunks[run.first], idx.chunks[run.last]
-				data[i] = bufs[1][from.offset : to.offset+to.size]
+				from, to := idx.Chunks[run.First], idx.Chunks[run.Last]
+				data[i] = bufs[1][from.Offset : to.Offset+to.Size]
 			}
 			var dict []byte
 			if l.GetDictionary() != nil {
 				dict = bufs[2]
 			}
-			lp, segs, err := d.decodeChunkRuns(&l, idx, runs, data, dict, want)
+			lp, segs, err := d.DecodeChunkRuns(&l, idx, runs, data, dict, want)
 			if err != nil {
 				return err
 			}
-			defer lp.release()
-			if _, err := lp.check(lp.numRows); err != nil {
+			defer lp.Release()
+			if _, err := lp.Check(lp.NumRows); err != nil {
 				return err
 			}
 			// Every row asked for lies in a segment.
 			s := 0
 			for _, row := range want {
-				for s < len(segs) && row >= segs[s].end {
+				for s < len(segs) && row >= segs[s].End {
 					s++
 				}
-				if s == len(segs) || row < segs[s].start {
+				if s == len(segs) || row < segs[s].Start {
 					t.Fatalf("row %d is in no segment of %v", row, segs)
 				}
 			}
@@ -133,7 +134,7 @@ func FuzzFullZipRows(f *testing.F) {
 	}, 64<<10)
 	f.Fuzz(func(t *testing.T, layout, packed []byte, rows uint16, sel uint8) {
 		var l enc21pb.FullZipLayout
-		if proto.Unmarshal(layout, &l) != nil || checkFullZip(&l) != nil {
+		if proto.Unmarshal(layout, &l) != nil || structural.CheckFullZip(&l) != nil {
 			return
 		}
 		bufs := unpackBuffers(packed)
@@ -149,7 +150,7 @@ func FuzzFullZipRows(f *testing.F) {
 			w := uint64(len(bufs[1])) / (numRows + 1)
 			if w == 1 || w == 2 || w == 4 || w == 8 {
 				k := min(uint64(sel)%numRows+1, numRows)
-				if end := getLE(bufs[1][k*w:], int(w)); end <= uint64(len(data)) {
+				if end := structural.GetLE(bufs[1][k*w:], int(w)); end <= uint64(len(data)) {
 					data, numRows = data[:end], k
 				}
 			}
@@ -157,10 +158,10 @@ func FuzzFullZipRows(f *testing.F) {
 		d := newTestDecoder(mem, numRows, fuzzScanTypes[int(sel)%len(fuzzScanTypes)])
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		lp, err := d.decodeZipped(&l, data, -1, -1)
+		lp, err := d.DecodeZipped(&l, data, -1, -1)
 		if err == nil {
-			_, err = lp.check(numRows)
-			lp.release()
+			_, err = lp.Check(numRows)
+			lp.Release()
 		}
 		runtime.ReadMemStats(&after)
 		checkTakeOutcome(t, err, &before, &after, len(layout)+len(packed))

@@ -16,6 +16,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 	"github.com/lancerdb/lancer/internal/fixturetest"
@@ -30,7 +31,7 @@ import (
 func TestTakeMatchesScan(t *testing.T) {
 	root := fixturetest.Dir(t)
 	files := fixturetest.Glob(t, "lance/*.lance/data/*.lance", "encodings/*.lance/data/*.lance")
-	defer func(f float64) { takeWholeFraction = f }(takeWholeFraction)
+	defer func(f float64) { structural.TakeWholeFraction = f }(structural.TakeWholeFraction)
 	for _, path := range files {
 		rel, _ := filepath.Rel(root, path)
 		t.Run(rel, func(t *testing.T) {
@@ -59,7 +60,7 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 	}
 	rng := rand.New(rand.NewPCG(n, uint64(len(full))))
 	for k, frac := range fractions {
-		takeWholeFraction = frac
+		structural.TakeWholeFraction = frac
 		for _, size := range []uint64{1, 3, 17, n/50 + 1, n / 5, n} {
 			if size == 0 || size > 200_000 {
 				continue

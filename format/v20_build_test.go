@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/lancerdb/lancer/format/internal/fileio"
+	v20 "github.com/lancerdb/lancer/format/internal/v20"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
@@ -79,14 +80,14 @@ func (f *v20File) build(t testing.TB) ([]byte, [][]v20Span) {
 		if enc == nil {
 			enc = &encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_Values{Values: &emptypb.Empty{}}}
 		}
-		cm.Encoding = v20Direct(t, enc, v20ColumnEncodingName)
+		cm.Encoding = v20Direct(t, enc, v20.ColumnEncodingName)
 		for _, b := range col.buffers {
 			off, size := put(b)
 			cm.BufferOffsets = append(cm.BufferOffsets, off)
 			cm.BufferSizes = append(cm.BufferSizes, size)
 		}
 		for _, p := range col.pages {
-			page := &file2pb.ColumnMetadata_Page{Length: p.length, Encoding: v20Direct(t, p.enc, v20ArrayEncodingName)}
+			page := &file2pb.ColumnMetadata_Page{Length: p.length, Encoding: v20Direct(t, p.enc, v20.ArrayEncodingName)}
 			pad()
 			span := v20Span{int64(len(out)), int64(len(out))}
 			for _, b := range p.buffers {
@@ -252,7 +253,7 @@ func v20LeafPages(t testing.TB, arr arrow.Array, sizes ...int) []v20FilePage {
 			var ends, data []byte
 			for i := a; i < b; i++ {
 				if arr.IsValid(i) {
-					data = append(data, v20BinaryValue(bl, i)...)
+					data = append(data, v20.BinaryValue(bl, i)...)
 				}
 				end := uint64(len(data))
 				if arr.IsNull(i) {
@@ -264,7 +265,7 @@ func v20LeafPages(t testing.TB, arr arrow.Array, sizes ...int) []v20FilePage {
 		case *array.FixedSizeList:
 			dim := int(arr.DataType().(*arrow.FixedSizeListType).Len())
 			items := arr.ListValues()
-			bits, _ := v20BitWidth(items.DataType())
+			bits, _ := v20.BitWidth(items.DataType())
 			values := v20FixedBytes(t, items, a*dim, b*dim)
 			var bufs [][]byte
 			var itemsEnc *encpb.ArrayEncoding
@@ -289,7 +290,7 @@ func v20LeafPages(t testing.TB, arr arrow.Array, sizes ...int) []v20FilePage {
 			}
 			page = v20FilePage{enc: enc, buffers: bufs}
 		default:
-			bits, ok := v20BitWidth(arr.DataType())
+			bits, ok := v20.BitWidth(arr.DataType())
 			if !ok {
 				t.Fatalf("v20LeafPages: %s", arr.DataType())
 			}
@@ -319,7 +320,7 @@ func v20FixedBytes(t testing.TB, arr arrow.Array, a, b int) []byte {
 		}
 		return bm
 	}
-	bits, ok := v20BitWidth(arr.DataType())
+	bits, ok := v20.BitWidth(arr.DataType())
 	if !ok {
 		t.Fatalf("v20FixedBytes: %s", arr.DataType())
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/structural"
+	v20 "github.com/lancerdb/lancer/format/internal/v20"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
@@ -97,9 +99,9 @@ func NewWriter(ctx context.Context, store blob.Store, key string, schema *schema
 			err error
 		)
 		if w.version.Structural() {
-			fw, err = newStructuralFieldWriter(w.sink, f, first)
+			fw, err = structural.NewFieldWriter(w.sink, f, first)
 		} else {
-			fw, err = newV20FieldWriter(w.sink, f, first)
+			fw, err = v20.NewFieldWriter(w.sink, f, first)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("format: write %s: field %q: %w", key, f.Name, err)

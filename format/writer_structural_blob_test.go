@@ -17,6 +17,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -72,7 +73,7 @@ func blobV2Batch(t testing.TB, mem memory.Allocator, payloads [][]byte, uris map
 		arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
 	)
 	md := arrow.NewMetadata(
-		[]string{schema.MetaExtensionName, metaBlobDedicatedThreshold, metaBlobInlineThreshold},
+		[]string{schema.MetaExtensionName, structural.MetaBlobDedicatedThreshold, structural.MetaBlobInlineThreshold},
 		[]string{schema.BlobV2Extension, "65536", "64"},
 	)
 	as := arrow.NewSchema([]arrow.Field{

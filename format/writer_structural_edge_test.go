@@ -419,7 +419,7 @@ func TestStructuralWriterRefuses(t *testing.T) {
 		t.Errorf("a map in 2.1: %v, want ErrUnsupported", err)
 	}
 	bad, err := schema.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true,
-		Metadata: arrow.NewMetadata([]string{metaCompression}, []string{"snappy"})}}, nil), 0)
+		Metadata: arrow.NewMetadata([]string{fileio.MetaCompression}, []string{"snappy"})}}, nil), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -49,7 +49,7 @@ import (
 // takeWholeFraction: a page is read whole when a partial read would fetch
 // at least this fraction of its bytes. Fetching the rest costs little then,
 // and a whole page decodes without cutting chunks into rows.
-var takeWholeFraction = 0.75
+var TakeWholeFraction = 0.75
 
 // remoteRoundTrip is what a round of requests costs on stores where a
 // request is a round trip (object stores; every store but the local file
@@ -73,7 +73,7 @@ type takeRequest struct {
 
 	// The answer: lp holds numRows rows of the page; segs maps page rows
 	// to lp's rows (nil: lp is the whole page).
-	lp      *leafPage
+	lp      *LeafPage
 	segs    []rowSeg
 	numRows uint64
 
@@ -96,10 +96,10 @@ type takeRequest struct {
 
 // rowSeg says page rows [start, end) are rows [at, at+end-start) of a
 // partially decoded page.
-type rowSeg struct{ start, end, at uint64 }
+type rowSeg struct{ Start, End, at uint64 }
 
 // takeRun is rows or chunks [first, last] of a page.
-type takeRun struct{ first, last uint64 }
+type takeRun struct{ First, Last uint64 }
 
 type takeKind uint8
 
@@ -130,7 +130,7 @@ func (b *rangeBatch) add(off, size uint64, dst *[]byte) {
 const localTakeGap = 4 << 10
 
 // fetch reads the batch's ranges with one coalesced batch of requests.
-func (r *structReader) fetch(ctx context.Context, b *rangeBatch) error {
+func (r *Reader) fetch(ctx context.Context, b *rangeBatch) error {
 	if len(b.ranges) == 0 {
 		return nil
 	}
@@ -152,11 +152,11 @@ func (r *structReader) fetch(ctx context.Context, b *rangeBatch) error {
 
 // takePages reads and decodes, for each request, the part of its page that
 // holds its rows. On error no request holds a page.
-func (r *structReader) takePages(ctx context.Context, reqs []*takeRequest) (err error) {
+func (r *Reader) takePages(ctx context.Context, reqs []*takeRequest) (err error) {
 	defer func() {
 		if err != nil {
 			for _, q := range reqs {
-				q.lp.release()
+				q.lp.Release()
 				q.lp = nil
 			}
 		}
@@ -209,14 +209,14 @@ func (r *structReader) takePages(ctx context.Context, reqs []*takeRequest) (err 
 
 // planTake picks how to read request q and adds what must be read before
 // the data (metadata, row index entries) to phase1.
-func (r *structReader) planTake(q *takeRequest, phase1 *rangeBatch) error {
+func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 	remote := !strings.HasPrefix(r.Store.URI(), "file://")
 	q.kind = takeWhole
 	q.meta = r.Page(fileio.PageID{Col: q.col, Page: q.page})
 	if q.meta == nil || q.leaf == nil || len(q.rows) == 0 {
 		return nil // decodeLeafPage reports what is wrong
 	}
-	layout, err := parsePageLayout(q.meta.GetEncoding().GetDirect().GetEncoding(), q.meta.GetEncoding().GetIndirect() != nil)
+	layout, err := ParsePageLayout(q.meta.GetEncoding().GetDirect().GetEncoding(), q.meta.GetEncoding().GetIndirect() != nil)
 	if err != nil {
 		return nil
 	}
@@ -229,25 +229,25 @@ func (r *structReader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 	switch l := layout.GetLayout().(type) {
 	case *enc21pb.PageLayout_FullZipLayout:
 		fz := l.FullZipLayout
-		if checkFullZip(fz) != nil || len(offs) == 0 {
+		if CheckFullZip(fz) != nil || len(offs) == 0 {
 			return nil
 		}
-		q.runs = rowRuns(q.rows)
+		q.runs = RowRuns(q.rows)
 		if !fullZipIndexed(fz) {
 			if len(offs) != 1 {
 				return nil
 			}
-			rowBytes := uint64(controlWordBytes(fz.GetBitsRep(), fz.GetBitsDef())) + uint64(fz.GetBitsPerValue()/8)
+			rowBytes := uint64(ControlWordBytes(fz.GetBitsRep(), fz.GetBitsDef())) + uint64(fz.GetBitsPerValue()/8)
 			if rowBytes == 0 || fz.GetBitsPerValue()%8 != 0 || sizes[0]/rowBytes != numRows || sizes[0]%rowBytes != 0 {
 				return nil // the whole-page decoder says what is wrong
 			}
-			if float64(uint64(len(q.rows))*rowBytes) >= takeWholeFraction*float64(sizes[0]) {
+			if float64(uint64(len(q.rows))*rowBytes) >= TakeWholeFraction*float64(sizes[0]) {
 				return nil
 			}
 			q.kind = takeFixedZip
 			return nil
 		}
-		if len(offs) != 2 || float64(len(q.rows)) >= takeWholeFraction*float64(numRows) {
+		if len(offs) != 2 || float64(len(q.rows)) >= TakeWholeFraction*float64(numRows) {
 			return nil
 		}
 		if saved := float64(sizes[0]) * (1 - float64(len(q.rows))/float64(numRows)); remote && saved < remoteRoundTrip {
@@ -260,11 +260,11 @@ func (r *structReader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 		q.kind = takeIndexedZip
 		q.index = make([][]byte, len(q.runs))
 		for i, run := range q.runs {
-			phase1.add(offs[1]+run.first*w, (run.last-run.first+2)*w, &q.index[i])
+			phase1.add(offs[1]+run.First*w, (run.Last-run.First+2)*w, &q.index[i])
 		}
 	case *enc21pb.PageLayout_MiniBlockLayout:
 		mb := l.MiniBlockLayout
-		if len(offs) != miniBlockBuffers(mb) {
+		if len(offs) != MiniBlockBuffers(mb) {
 			return nil
 		}
 		if mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0 {
@@ -298,11 +298,11 @@ func miniBlockSavings(l *enc21pb.MiniBlockLayout, dataLen uint64, rows int) floa
 }
 
 // rowRuns groups ascending distinct rows into runs of consecutive rows.
-func rowRuns(rows []uint64) []takeRun {
+func RowRuns(rows []uint64) []takeRun {
 	var runs []takeRun
 	for _, row := range rows {
-		if n := len(runs); n > 0 && runs[n-1].last+1 == row {
-			runs[n-1].last = row
+		if n := len(runs); n > 0 && runs[n-1].Last+1 == row {
+			runs[n-1].Last = row
 			continue
 		}
 		runs = append(runs, takeRun{row, row})
@@ -311,16 +311,16 @@ func rowRuns(rows []uint64) []takeRun {
 }
 
 // planTakeData adds the data request q reads to phase2, once phase 1 is in.
-func (r *structReader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
+func (r *Reader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 	ref := pageRef{key: r.Key, col: q.col, page: q.page}
 	offs, sizes := q.meta.GetBufferOffsets(), q.meta.GetBufferSizes()
 	switch q.kind {
 	case takeFixedZip:
 		fz := q.layout.GetFullZipLayout()
-		rowBytes := uint64(controlWordBytes(fz.GetBitsRep(), fz.GetBitsDef())) + uint64(fz.GetBitsPerValue()/8)
+		rowBytes := uint64(ControlWordBytes(fz.GetBitsRep(), fz.GetBitsDef())) + uint64(fz.GetBitsPerValue()/8)
 		q.bufs = make([][]byte, len(q.runs))
 		for i, run := range q.runs {
-			phase2.add(offs[0]+run.first*rowBytes, (run.last-run.first+1)*rowBytes, &q.bufs[i])
+			phase2.add(offs[0]+run.First*rowBytes, (run.Last-run.First+1)*rowBytes, &q.bufs[i])
 		}
 		return nil
 	case takeIndexedZip:
@@ -329,11 +329,11 @@ func (r *structReader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 		var prevEnd uint64
 		for i, run := range q.runs {
 			entries := q.index[i]
-			start, end := getLE(entries, w), getLE(entries[len(entries)-w:], w)
+			start, end := GetLE(entries, w), GetLE(entries[len(entries)-w:], w)
 			// Runs are ascending, so their bytes must be too.
 			if start < prevEnd || start > end || end > sizes[0] {
 				return ref.wrap(pageCorruptf("row index puts rows [%d, %d] at bytes [%d, %d) of a %d-byte buffer",
-					run.first, run.last, start, end, sizes[0]))
+					run.First, run.Last, start, end, sizes[0]))
 			}
 			phase2.add(offs[0]+start, end-start, &q.bufs[i])
 			prevEnd = end
@@ -348,7 +348,7 @@ func (r *structReader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 			}
 			q.mini = idx
 		}
-		runs, bytes, err := q.mini.chunkRuns(q.rows)
+		runs, bytes, err := q.mini.ChunkRuns(q.rows)
 		if err != nil {
 			return ref.wrap(err)
 		}
@@ -356,8 +356,8 @@ func (r *structReader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 			q.runs = runs
 			q.bufs = make([][]byte, len(runs))
 			for i, run := range runs {
-				from, to := q.mini.chunks[run.first], q.mini.chunks[run.last]
-				phase2.add(offs[1]+uint64(from.offset), uint64(to.offset+to.size-from.offset), &q.bufs[i])
+				from, to := q.mini.Chunks[run.First], q.mini.Chunks[run.Last]
+				phase2.add(offs[1]+uint64(from.Offset), uint64(to.Offset+to.Size-from.Offset), &q.bufs[i])
 			}
 			if mb.GetDictionary() != nil {
 				phase2.add(offs[2], sizes[2], &q.dict)
@@ -376,7 +376,7 @@ func (r *structReader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 }
 
 // decodeTake decodes what planTakeData read for q.
-func (r *structReader) decodeTake(ctx context.Context, q *takeRequest) error {
+func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 	if q.kind == takeWhole {
 		r.narrowWholeMiniBlock(q)
 	}
@@ -384,7 +384,7 @@ func (r *structReader) decodeTake(ctx context.Context, q *takeRequest) error {
 		if q.bufs != nil {
 			ctx = fileio.WithPageBuffers(ctx, map[*file2pb.ColumnMetadata_Page][][]byte{q.meta: q.bufs})
 		}
-		lp, err := r.decodeLeafPage(ctx, q.col, q.page, q.leaf)
+		lp, err := r.DecodeLeafPage(ctx, q.col, q.page, q.leaf)
 		if err != nil {
 			return err
 		}
@@ -392,7 +392,7 @@ func (r *structReader) decodeTake(ctx context.Context, q *takeRequest) error {
 		return nil
 	}
 	ref := pageRef{key: r.Key, col: q.col, page: q.page}
-	d := &pageDecoder{mem: r.Mem, scanType: q.leaf.ScanType()}
+	d := &PageDecoder{Mem: r.Mem, ScanType: q.leaf.ScanType()}
 	var err error
 	switch q.kind {
 	case takeFixedZip, takeIndexedZip:
@@ -413,22 +413,22 @@ func (r *structReader) decodeTake(ctx context.Context, q *takeRequest) error {
 		q.segs = make([]rowSeg, len(q.runs))
 		var at uint64
 		for i, run := range q.runs {
-			q.segs[i] = rowSeg{start: run.first, end: run.last + 1, at: at}
-			at += run.last + 1 - run.first
+			q.segs[i] = rowSeg{Start: run.First, End: run.Last + 1, at: at}
+			at += run.Last + 1 - run.First
 		}
-		q.numRows, d.numRows = at, at
+		q.numRows, d.NumRows = at, at
 		var starts []int
 		if q.kind == takeIndexedZip && len(q.runs) > 1 {
 			d.rowStarts = &starts
 		}
-		q.lp, err = d.decodeZipped(q.layout.GetFullZipLayout(), data, -1, -1)
+		q.lp, err = d.DecodeZipped(q.layout.GetFullZipLayout(), data, -1, -1)
 		if err == nil && d.rowStarts != nil {
 			err = checkRunRows(q.runs, q.bufs, starts)
 		}
 	case takeMiniBlock:
-		q.lp, q.segs, err = d.decodeChunkRuns(q.layout.GetMiniBlockLayout(), q.mini, q.runs, q.bufs, q.dict, q.rows)
+		q.lp, q.segs, err = d.DecodeChunkRuns(q.layout.GetMiniBlockLayout(), q.mini, q.runs, q.bufs, q.dict, q.rows)
 		if err == nil {
-			q.numRows = q.lp.numRows
+			q.numRows = q.lp.NumRows
 		}
 	}
 	if err != nil {
@@ -444,9 +444,9 @@ func (r *structReader) decodeTake(ctx context.Context, q *takeRequest) error {
 // buffers are all there. The page's chunk index is kept, so later takes of
 // the page read only their chunks. Anything amiss leaves q whole, and the
 // whole-page decoder reports it.
-func (r *structReader) narrowWholeMiniBlock(q *takeRequest) {
+func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
 	mb := q.layout.GetMiniBlockLayout()
-	if mb == nil || len(q.bufs) != miniBlockBuffers(mb) || (mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0) {
+	if mb == nil || len(q.bufs) != MiniBlockBuffers(mb) || (mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0) {
 		return
 	}
 	var idx *miniBlockIndex
@@ -462,15 +462,15 @@ func (r *structReader) narrowWholeMiniBlock(q *takeRequest) {
 			return
 		}
 	}
-	runs, bytes, err := idx.chunkRuns(q.rows)
+	runs, bytes, err := idx.ChunkRuns(q.rows)
 	if err != nil || !partialMiniBlockPays(mb, q, bytes, uint64(len(q.bufs[1]))) {
 		return
 	}
 	data := q.bufs[1]
 	bufs := make([][]byte, len(runs))
 	for i, run := range runs {
-		from, to := idx.chunks[run.first], idx.chunks[run.last]
-		bufs[i] = data[from.offset : to.offset+to.size]
+		from, to := idx.Chunks[run.First], idx.Chunks[run.Last]
+		bufs[i] = data[from.Offset : to.Offset+to.Size]
 	}
 	if mb.GetDictionary() != nil {
 		q.dict = q.bufs[2]
@@ -481,8 +481,8 @@ func (r *structReader) narrowWholeMiniBlock(q *takeRequest) {
 // newMiniIndex parses the chunk index of q's mini-block page (meta its
 // chunk metadata, rep its repetition index or nil, dataLen the bytes of
 // its chunk buffer) and keeps it on the Reader for later takes.
-func (r *structReader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout, meta []byte, dataLen uint64, rep []byte) (*miniBlockIndex, error) {
-	idx, err := newMiniBlockIndex(mb, meta, dataLen, q.meta.GetLength(), rep)
+func (r *Reader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout, meta []byte, dataLen uint64, rep []byte) (*miniBlockIndex, error) {
+	idx, err := NewMiniBlockIndex(mb, meta, dataLen, q.meta.GetLength(), rep)
 	if err != nil {
 		return nil, err
 	}
@@ -495,8 +495,8 @@ func (r *structReader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout,
 // the whole page. Without lists the chunks' rows decode one by one
 // (decodeChunkRuns), so it pays even when the take fetches every chunk.
 func partialMiniBlockPays(mb *enc21pb.MiniBlockLayout, q *takeRequest, bytes, dataLen uint64) bool {
-	partialRows := mb.GetRepCompression() == nil && float64(len(q.rows)) < takeWholeFraction*float64(q.meta.GetLength())
-	return partialRows || float64(bytes) < takeWholeFraction*float64(dataLen)
+	partialRows := mb.GetRepCompression() == nil && float64(len(q.rows)) < TakeWholeFraction*float64(q.meta.GetLength())
+	return partialRows || float64(bytes) < TakeWholeFraction*float64(dataLen)
 }
 
 // checkRunRows checks that the bytes of each run of rows read through a
@@ -511,12 +511,12 @@ func checkRunRows(runs []takeRun, bufs [][]byte, starts []int) error {
 		n := 0
 		for ; k < len(starts) && starts[k] < end; k++ {
 			if n == 0 && starts[k] != at {
-				return pageCorruptf("row index: rows [%d, %d] do not start a row", run.first, run.last)
+				return pageCorruptf("row index: rows [%d, %d] do not start a row", run.First, run.Last)
 			}
 			n++
 		}
-		if want := run.last - run.first + 1; uint64(n) != want {
-			return pageCorruptf("row index: the bytes of rows [%d, %d] hold %d rows", run.first, run.last, n)
+		if want := run.Last - run.First + 1; uint64(n) != want {
+			return pageCorruptf("row index: the bytes of rows [%d, %d] hold %d rows", run.First, run.Last, n)
 		}
 		at = end
 	}
@@ -526,7 +526,7 @@ func checkRunRows(runs []takeRun, bufs [][]byte, starts []int) error {
 // miniBlockIndex is what a take needs to find the chunks of rows of a
 // mini-block page: the chunks and the rows each starts.
 type miniBlockIndex struct {
-	chunks []miniChunk
+	Chunks []MiniChunk
 	rows   []chunkRows
 }
 
@@ -543,21 +543,21 @@ type chunkRows struct {
 // newMiniBlockIndex parses a page's chunk metadata (buffer 0; the chunk
 // buffer has dataLen bytes) and, for pages with repetition levels, its
 // repetition index, for a page of numRows rows.
-func newMiniBlockIndex(l *enc21pb.MiniBlockLayout, meta []byte, dataLen, numRows uint64, repIndex []byte) (*miniBlockIndex, error) {
-	if dataLen > maxPageItems<<4 {
+func NewMiniBlockIndex(l *enc21pb.MiniBlockLayout, meta []byte, dataLen, numRows uint64, repIndex []byte) (*miniBlockIndex, error) {
+	if dataLen > MaxPageItems<<4 {
 		return nil, pageCorruptf("chunk buffer of %d bytes", dataLen)
 	}
-	chunks, err := parseChunkMetadata(meta, int(dataLen), l.GetNumItems(), l.GetHasLargeChunk())
+	chunks, err := ParseChunkMetadata(meta, int(dataLen), l.GetNumItems(), l.GetHasLargeChunk())
 	if err != nil {
 		return nil, err
 	}
-	idx := &miniBlockIndex{chunks: chunks, rows: make([]chunkRows, len(chunks))}
+	idx := &miniBlockIndex{Chunks: chunks, rows: make([]chunkRows, len(chunks))}
 	var first uint64
 	if l.GetRepCompression() == nil {
 		// Without lists every item is a row and a value.
 		for i, c := range chunks {
-			idx.rows[i] = chunkRows{first: first, starts: uint64(c.values)}
-			first += uint64(c.values)
+			idx.rows[i] = chunkRows{first: first, starts: uint64(c.Values)}
+			first += uint64(c.Values)
 		}
 	} else {
 		depth := uint64(l.GetRepetitionIndexDepth())
@@ -598,7 +598,7 @@ func newMiniBlockIndex(l *enc21pb.MiniBlockLayout, meta []byte, dataLen, numRows
 
 // chunkRuns returns the runs of consecutive chunks that hold rows (page
 // rows, ascending, distinct) and the bytes of those chunks.
-func (idx *miniBlockIndex) chunkRuns(rows []uint64) ([]takeRun, uint64, error) {
+func (idx *miniBlockIndex) ChunkRuns(rows []uint64) ([]takeRun, uint64, error) {
 	var runs []takeRun
 	n := len(idx.rows)
 	for _, row := range rows {
@@ -616,16 +616,16 @@ func (idx *miniBlockIndex) chunkRuns(rows []uint64) ([]takeRun, uint64, error) {
 				return nil, 0, pageCorruptf("row %d runs past the last chunk", row)
 			}
 		}
-		if last := len(runs) - 1; last >= 0 && uint64(k) <= runs[last].last+1 {
-			runs[last].last = max(runs[last].last, uint64(m))
+		if last := len(runs) - 1; last >= 0 && uint64(k) <= runs[last].Last+1 {
+			runs[last].Last = max(runs[last].Last, uint64(m))
 			continue
 		}
 		runs = append(runs, takeRun{uint64(k), uint64(m)})
 	}
 	var bytes uint64
 	for _, run := range runs {
-		for c := run.first; c <= run.last; c++ {
-			bytes += uint64(idx.chunks[c].size)
+		for c := run.First; c <= run.Last; c++ {
+			bytes += uint64(idx.Chunks[c].Size)
 		}
 	}
 	return runs, bytes, nil
@@ -637,12 +637,12 @@ func (idx *miniBlockIndex) chunkRuns(rows []uint64) ([]takeRun, uint64, error) {
 // back to back, and the segments of page rows those are. On pages without
 // lists whose values allow it, only rows are decoded (a chunk holds up to
 // thousands of values, a take wants a few).
-func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlockIndex, runs []takeRun, bufs [][]byte, dict []byte, rows []uint64) (*leafPage, []rowSeg, error) {
+func (d *PageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlockIndex, runs []takeRun, bufs [][]byte, dict []byte, rows []uint64) (*LeafPage, []rowSeg, error) {
 	capValues, capBytes := 0, 0
 	for _, run := range runs {
-		for c := run.first; c <= run.last; c++ {
-			capValues += min(idx.chunks[c].values, 1<<15)
-			capBytes += idx.chunks[c].size
+		for c := run.First; c <= run.Last; c++ {
+			capValues += min(idx.Chunks[c].Values, 1<<15)
+			capBytes += idx.Chunks[c].Size
 		}
 	}
 	cd, err := newChunkDecoder(l, capValues, capBytes)
@@ -658,10 +658,10 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 	for i, run := range runs {
 		starts[i] = span{cd.numItems, cd.numValues}
 		buf := bufs[i]
-		base := idx.chunks[run.first].offset
-		for c := run.first; c <= run.last; c++ {
-			ch := idx.chunks[c]
-			from, to := ch.offset-base, ch.offset-base+ch.size
+		base := idx.Chunks[run.First].Offset
+		for c := run.First; c <= run.Last; c++ {
+			ch := idx.Chunks[c]
+			from, to := ch.Offset-base, ch.Offset-base+ch.Size
 			if to > len(buf) {
 				return nil, nil, pageCorruptf("chunk %d ends past the %d bytes read", c, len(buf))
 			}
@@ -693,40 +693,40 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 		}
 		var segs []rowSeg
 		var at uint64
-		for _, run := range rowRuns(rows) {
-			segs = append(segs, rowSeg{start: run.first, end: run.last + 1, at: at})
-			at += run.last + 1 - run.first
+		for _, run := range RowRuns(rows) {
+			segs = append(segs, rowSeg{Start: run.First, End: run.Last + 1, at: at})
+			at += run.Last + 1 - run.First
 		}
-		return &leafPage{numRows: at, layers: l.GetLayers(), def: cd.def, numItems: cd.numItems, values: values}, segs, nil
+		return &LeafPage{NumRows: at, Layers: l.GetLayers(), Def: cd.def, NumItems: cd.numItems, Values: values}, segs, nil
 	}
 	segs := make([]rowSeg, len(runs))
 	var at uint64
 	for i, run := range runs {
-		first, last := idx.rows[run.first], idx.rows[run.last]
+		first, last := idx.rows[run.First], idx.rows[run.Last]
 		end := last.first + last.starts
 		if last.trailer {
 			end--
 		}
 		if end < first.first {
 			values.Release()
-			return nil, nil, pageCorruptf("repetition index: chunks %d to %d hold no whole row", run.first, run.last)
+			return nil, nil, pageCorruptf("repetition index: chunks %d to %d hold no whole row", run.First, run.Last)
 		}
-		segs[i] = rowSeg{start: first.first, end: end, at: at}
+		segs[i] = rowSeg{Start: first.first, End: end, at: at}
 		at += end - first.first
 	}
-	lp := &leafPage{numRows: at, layers: l.GetLayers(), rep: cd.rep, def: cd.def, numItems: cd.numItems, values: values}
+	lp := &LeafPage{NumRows: at, Layers: l.GetLayers(), Rep: cd.rep, Def: cd.def, NumItems: cd.numItems, Values: values}
 	if cd.rep == nil {
 		return lp, segs, nil // items are rows: nothing to cut
 	}
 	// Cut each run to its whole rows: drop the end of a row begun before
 	// its first chunk (the preamble) and the start of a row its last chunk
 	// does not finish (the trailer).
-	lay, err := newRepDefLayout(l.GetLayers())
+	lay, err := NewRepDefLayout(l.GetLayers())
 	if err != nil {
-		lp.release()
+		lp.Release()
 		return nil, nil, err
 	}
-	maxRep, maxVisible := lay.maxRep, lay.maxVisible
+	maxRep, maxVisible := lay.MaxRep, lay.MaxVisible
 	visible := func(i int) bool { return cd.def == nil || cd.def[i] <= maxVisible }
 	var (
 		rep, def  []uint16
@@ -737,7 +737,7 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 	for i, run := range runs {
 		lo, hi := starts[i].item, starts[i+1].item
 		vlo, vhi := starts[i].value, starts[i+1].value
-		if idx.rows[run.first].preamble {
+		if idx.rows[run.First].preamble {
 			for lo < hi && cd.rep[lo] != maxRep {
 				if visible(lo) {
 					vlo++
@@ -746,7 +746,7 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 			}
 			cut = true
 		}
-		if idx.rows[run.last].trailer {
+		if idx.rows[run.Last].trailer {
 			end := hi
 			for end > lo && cd.rep[end-1] != maxRep {
 				end--
@@ -768,11 +768,11 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 				rows++
 			}
 		}
-		if seg := segs[i]; uint64(rows) != seg.end-seg.start || lo < hi && cd.rep[lo] != maxRep {
-			lp.release()
+		if seg := segs[i]; uint64(rows) != seg.End-seg.Start || lo < hi && cd.rep[lo] != maxRep {
+			lp.Release()
 			fileio.ReleaseAll(pieces)
 			return nil, nil, pageCorruptf("repetition index: chunks %d to %d should hold rows [%d, %d), their levels hold %d rows",
-				run.first, run.last, seg.start, seg.end, rows)
+				run.First, run.Last, seg.Start, seg.End, rows)
 		}
 		rep = append(rep, cd.rep[lo:hi]...)
 		if cd.def != nil {
@@ -794,18 +794,18 @@ func (d *pageDecoder) decodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 	case 1:
 		kept = pieces[0]
 	default:
-		joined, err := array.Concatenate(pieces, d.mem)
+		joined, err := array.Concatenate(pieces, d.Mem)
 		fileio.ReleaseAll(pieces)
 		if err != nil {
-			lp.release()
+			lp.Release()
 			return nil, nil, pageUnsupportedf("joining the values of %d chunk runs: %v", len(runs), err)
 		}
 		kept = joined
 	}
-	lp.values.Release()
-	lp.values, lp.rep, lp.numItems = kept, rep, keptItems
+	lp.Values.Release()
+	lp.Values, lp.Rep, lp.NumItems = kept, rep, keptItems
 	if cd.def != nil {
-		lp.def = def
+		lp.Def = def
 	}
 	return lp, segs, nil
 }

@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,30 +17,30 @@ import (
 // counts of the layers inside the innermost list); every visible item has a
 // value slot, invisible items (null or empty lists, lists under a null
 // struct) have none.
-type leafPage struct {
+type LeafPage struct {
 	// numRows is the number of top-level rows the page holds.
-	numRows uint64
+	NumRows uint64
 	// layers describe the levels, innermost first, as the page records them
 	// (layers may differ between pages of one column).
-	layers []enc21pb.RepDefLayer
+	Layers []enc21pb.RepDefLayer
 	// rep and def hold one level per item; nil means the page has no such
 	// levels (all zero). Without rep levels items and rows are 1:1.
-	rep, def []uint16
+	Rep, Def []uint16
 	// numItems is the number of items (len(rep) or len(def) when present).
-	numItems int
+	NumItems int
 	// values holds one entry per visible item, in item order, typed as the
 	// leaf's scan type (for a blob field, its descriptor struct; for a
 	// dictionary field, a dictionary array; for a fixed-size list, the
 	// fixed-size list). Slots of null items hold arbitrary values; validity
 	// on values is not required (the def levels decide), but a decoder may
 	// set it. The leafPage owns one reference.
-	values arrow.Array
+	Values arrow.Array
 }
 
 // release drops the page's reference to its values.
-func (p *leafPage) release() {
-	if p != nil && p.values != nil {
-		p.values.Release()
-		p.values = nil
+func (p *LeafPage) Release() {
+	if p != nil && p.Values != nil {
+		p.Values.Release()
+		p.Values = nil
 	}
 }

@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -79,7 +79,7 @@ type structuralFieldWriter struct {
 // leafWriter buffers the pieces of one leaf until a page is due.
 type leafWriter struct {
 	spec    *leafSpec
-	pending []*leafPiece
+	pending []*LeafPiece
 	// pendingBytes estimates the encoded size of pending.
 	pendingBytes int
 	// nextRow is the first row of the next page.
@@ -88,7 +88,7 @@ type leafWriter struct {
 
 // newStructuralFieldWriter returns the 2.1/2.2 encoder of field f, whose
 // first column will be firstCol.
-func newStructuralFieldWriter(w *fileio.Sink, f *schema.Field, firstCol int) (fileio.FieldWriter, error) {
+func NewFieldWriter(w *fileio.Sink, f *schema.Field, firstCol int) (fileio.FieldWriter, error) {
 	fw := &structuralFieldWriter{w: w, field: f}
 	var specs []*leafSpec
 	if err := planLeaves(w, f, nil, nil, &specs, true); err != nil {
@@ -131,10 +131,10 @@ func planLeaves(w *fileio.Sink, f *schema.Field, lists, sticky []bool, specs *[]
 		if err != nil {
 			return fmt.Errorf("%s%w", at, err)
 		}
-		switch c := strings.ToLower(f.Metadata[metaCompression]); c {
+		switch c := strings.ToLower(f.Metadata[fileio.MetaCompression]); c {
 		case "", "none", "fsst", "zstd", "lz4":
 		default:
-			return fmt.Errorf("%sunknown %s %q: %w", at, metaCompression, c, lancer.ErrInvalidArgument)
+			return fmt.Errorf("%sunknown %s %q: %w", at, fileio.MetaCompression, c, lancer.ErrInvalidArgument)
 		}
 		if kind == kindBlobLegacy && s.maxRep > 0 {
 			// The descriptors keep the levels of null items only.
@@ -345,7 +345,7 @@ func (fw *structuralFieldWriter) Abort(ctx context.Context) {
 	}
 }
 
-func releasePieces(pieces []*leafPiece) {
+func releasePieces(pieces []*LeafPiece) {
 	for _, p := range pieces {
 		if p != nil {
 			p.release()
@@ -391,7 +391,7 @@ func (fw *structuralFieldWriter) flushPage(ctx context.Context, lw *leafWriter, 
 	}
 	defer func() { releasePieces(page) }()
 	rows, err := fw.encodePage(ctx, lw.spec, page, lw.nextRow)
-	lw.pending = append([]*leafPiece(nil), rest...)
+	lw.pending = append([]*LeafPiece(nil), rest...)
 	lw.pendingBytes -= bytes
 	if err != nil {
 		return fmt.Errorf("column %d (field %q) page at row %d: %w", lw.spec.col, lw.spec.field.Name, lw.nextRow, err)

@@ -1,10 +1,11 @@
-package format
+package structural
 
 import (
 	"encoding/binary"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -34,15 +35,15 @@ import (
 const miniBlockAlign = 8
 
 // miniChunk locates one chunk inside the chunk buffer.
-type miniChunk struct {
-	offset, size int
-	values       int
+type MiniChunk struct {
+	Offset, Size int
+	Values       int
 }
 
 // parseChunkMetadata reads the chunk metadata words and places the chunks
 // in a chunk buffer of dataLen bytes. numValues is the page's value count
 // (MiniBlockLayout.num_items).
-func parseChunkMetadata(meta []byte, dataLen int, numValues uint64, large bool) ([]miniChunk, error) {
+func ParseChunkMetadata(meta []byte, dataLen int, numValues uint64, large bool) ([]MiniChunk, error) {
 	wordSize := 2
 	if large {
 		wordSize = 4
@@ -50,14 +51,14 @@ func parseChunkMetadata(meta []byte, dataLen int, numValues uint64, large bool) 
 	if len(meta)%wordSize != 0 {
 		return nil, pageCorruptf("chunk metadata of %d bytes is not a whole number of %d-byte words", len(meta), wordSize)
 	}
-	if numValues > maxPageItems {
+	if numValues > MaxPageItems {
 		return nil, pageCorruptf("mini-block page claims %d values", numValues)
 	}
 	n := len(meta) / wordSize
 	if n == 0 && numValues > 0 {
 		return nil, pageCorruptf("no chunks for %d values", numValues)
 	}
-	chunks := make([]miniChunk, n)
+	chunks := make([]MiniChunk, n)
 	offset, seen := 0, 0
 	for i := range chunks {
 		var word uint64
@@ -81,7 +82,7 @@ func parseChunkMetadata(meta []byte, dataLen int, numValues uint64, large bool) 
 		} else if seen += values; uint64(seen) > numValues {
 			return nil, pageCorruptf("chunks before chunk %d hold %d values, more than the page's %d", i+1, seen, numValues)
 		}
-		chunks[i] = miniChunk{offset: offset, size: size, values: values}
+		chunks[i] = MiniChunk{Offset: offset, Size: size, Values: values}
 		offset += size
 	}
 	if offset != dataLen {
@@ -171,12 +172,12 @@ func parseChunk(chunk []byte, hasRep, hasDef bool, numBuffers int, large bool) (
 func alignUp(n, align int) int { return (n + align - 1) / align * align }
 
 // decodeMiniBlock decodes a mini-block page.
-func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte) (*leafPage, error) {
-	want := miniBlockBuffers(l)
+func (d *PageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte) (*LeafPage, error) {
+	want := MiniBlockBuffers(l)
 	if len(bufs) != want {
 		return nil, pageCorruptf("mini-block page has %d buffers, want %d", len(bufs), want)
 	}
-	chunks, err := parseChunkMetadata(bufs[0], len(bufs[1]), l.GetNumItems(), l.GetHasLargeChunk())
+	chunks, err := ParseChunkMetadata(bufs[0], len(bufs[1]), l.GetNumItems(), l.GetHasLargeChunk())
 	if err != nil {
 		return nil, err
 	}
@@ -194,9 +195,9 @@ func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte)
 	capValues := 0
 	for i, c := range chunks {
 		if i == len(chunks)-1 {
-			capValues += min(c.values, 1<<15)
+			capValues += min(c.Values, 1<<15)
 		} else {
-			capValues += c.values
+			capValues += c.Values
 		}
 	}
 	cd, err := newChunkDecoder(l, capValues, len(bufs[1]))
@@ -204,7 +205,7 @@ func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte)
 		return nil, err
 	}
 	for i, c := range chunks {
-		if err := cd.decode(i, c, bufs[1][c.offset:c.offset+c.size], nil); err != nil {
+		if err := cd.decode(i, c, bufs[1][c.Offset:c.Offset+c.Size], nil); err != nil {
 			return nil, err
 		}
 	}
@@ -216,11 +217,11 @@ func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte)
 	if err != nil {
 		return nil, err
 	}
-	return &leafPage{numRows: d.numRows, layers: l.GetLayers(), rep: cd.rep, def: cd.def, numItems: cd.numItems, values: values}, nil
+	return &LeafPage{NumRows: d.NumRows, Layers: l.GetLayers(), Rep: cd.rep, Def: cd.def, NumItems: cd.numItems, Values: values}, nil
 }
 
 // miniBlockBuffers is the number of buffers of a mini-block page.
-func miniBlockBuffers(l *enc21pb.MiniBlockLayout) int {
+func MiniBlockBuffers(l *enc21pb.MiniBlockLayout) int {
 	want := 2
 	if l.GetDictionary() != nil {
 		want++
@@ -249,7 +250,7 @@ type chunkDecoder struct {
 // newChunkDecoder prepares decoding chunks of about capValues values in
 // capBytes bytes (bounds from the page).
 func newChunkDecoder(l *enc21pb.MiniBlockLayout, capValues, capBytes int) (*chunkDecoder, error) {
-	lay, err := newRepDefLayout(l.GetLayers())
+	lay, err := NewRepDefLayout(l.GetLayers())
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +262,7 @@ func newChunkDecoder(l *enc21pb.MiniBlockLayout, capValues, capBytes int) (*chun
 		return nil, pageCorruptf("layout says %d value buffers per chunk, the value encoding has %d", l.GetNumBuffers(), values.buffers())
 	}
 	cd := &chunkDecoder{
-		l: l, large: l.GetHasLargeChunk(), maxVisible: lay.maxVisible,
+		l: l, large: l.GetHasLargeChunk(), maxVisible: lay.MaxVisible,
 		repEnc: l.GetRepCompression(), defEnc: l.GetDefCompression(), values: values,
 	}
 	if cd.repEnc != nil {
@@ -277,7 +278,7 @@ func newChunkDecoder(l *enc21pb.MiniBlockLayout, capValues, capBytes int) (*chun
 // distinct indices of the chunk's items) it keeps only those items: pages
 // without repetition levels, whose items are their rows and values, when
 // canSelect.
-func (cd *chunkDecoder) decode(i int, c miniChunk, chunk []byte, sel []int) error {
+func (cd *chunkDecoder) decode(i int, c MiniChunk, chunk []byte, sel []int) error {
 	parts, err := parseChunk(chunk, cd.repEnc != nil, cd.defEnc != nil, cd.values.buffers(), cd.large)
 	if err != nil {
 		return pageWrapf(err, "chunk %d", i)
@@ -285,32 +286,32 @@ func (cd *chunkDecoder) decode(i int, c miniChunk, chunk []byte, sel []int) erro
 	if sel != nil && (cd.repEnc != nil || !cd.canSelect()) {
 		return pageUnsupportedf("chunk %d: selecting items of these values", i)
 	}
-	if len(sel) > 0 && (sel[0] < 0 || sel[len(sel)-1] >= c.values) {
-		return pageCorruptf("chunk %d: items %d to %d asked of %d", i, sel[0], sel[len(sel)-1], c.values)
+	if len(sel) > 0 && (sel[0] < 0 || sel[len(sel)-1] >= c.Values) {
+		return pageCorruptf("chunk %d: items %d to %d asked of %d", i, sel[0], sel[len(sel)-1], c.Values)
 	}
 	switch vs, ok := cd.values.(selectiveValues); {
 	case sel == nil:
-		err = cd.values.decodeChunk(parts.values, c.values)
+		err = cd.values.decodeChunk(parts.values, c.Values)
 	case ok:
-		err = vs.decodeChunkRows(parts.values, c.values, sel)
+		err = vs.decodeChunkRows(parts.values, c.Values, sel)
 	default:
-		if err = cd.values.decodeChunk(parts.values, c.values); err == nil {
-			keepLast(cd.values.block(), c.values, sel)
+		if err = cd.values.decodeChunk(parts.values, c.Values); err == nil {
+			keepLast(cd.values.block(), c.Values, sel)
 		}
 	}
 	if err != nil {
 		return pageWrapf(err, "chunk %d values", i)
 	}
-	levels := c.values
+	levels := c.Values
 	var chunkRep, chunkDef []uint16
 	if cd.repEnc != nil {
-		if chunkRep, err = decodeLevels(cd.repEnc, parts.rep, parts.numLevels, cd.large); err != nil {
+		if chunkRep, err = DecodeLevels(cd.repEnc, parts.rep, parts.numLevels, cd.large); err != nil {
 			return pageWrapf(err, "chunk %d repetition levels", i)
 		}
 		levels = len(chunkRep)
 	}
 	if cd.defEnc != nil {
-		if chunkDef, err = decodeLevels(cd.defEnc, parts.def, parts.numLevels, cd.large); err != nil {
+		if chunkDef, err = DecodeLevels(cd.defEnc, parts.def, parts.numLevels, cd.large); err != nil {
 			return pageWrapf(err, "chunk %d definition levels", i)
 		}
 		if chunkRep != nil && len(chunkDef) != len(chunkRep) {
@@ -320,10 +321,10 @@ func (cd *chunkDecoder) decode(i int, c miniChunk, chunk []byte, sel []int) erro
 	}
 	visible := levels
 	if chunkDef != nil {
-		visible = countVisible(chunkDef, cd.maxVisible)
+		visible = CountVisible(chunkDef, cd.maxVisible)
 	}
-	if visible != c.values {
-		return pageCorruptf("chunk %d has %d visible items in %d levels but %d values", i, visible, levels, c.values)
+	if visible != c.Values {
+		return pageCorruptf("chunk %d has %d visible items in %d levels but %d values", i, visible, levels, c.Values)
 	}
 	if sel != nil {
 		if chunkDef != nil {
@@ -333,7 +334,7 @@ func (cd *chunkDecoder) decode(i int, c miniChunk, chunk []byte, sel []int) erro
 			}
 			chunkDef = kept
 		}
-		levels, c.values = len(sel), len(sel)
+		levels, c.Values = len(sel), len(sel)
 	}
 	if cd.rep != nil {
 		cd.rep = append(cd.rep, chunkRep...)
@@ -342,7 +343,7 @@ func (cd *chunkDecoder) decode(i int, c miniChunk, chunk []byte, sel []int) erro
 		cd.def = append(cd.def, chunkDef...)
 	}
 	cd.numItems += levels
-	cd.numValues += c.values
+	cd.numValues += c.Values
 	return nil
 }
 
@@ -401,7 +402,7 @@ func (v *generalValues) decodeChunkRows(bufs [][]byte, n int, sel []int) error {
 		keepLast(v.block(), n, sel)
 		return nil
 	}
-	limit := min(v.inner.firstBufferLimit(n, len(bufs[0])), decompressLimit(len(bufs[0])))
+	limit := min(v.inner.firstBufferLimit(n, len(bufs[0])), fileio.DecompressLimit(len(bufs[0])))
 	first, err := decompress(v.compression, bufs[0], limit)
 	if err != nil {
 		return err
@@ -429,7 +430,7 @@ func keepLast(b valueBlock, n int, sel []int) {
 				}
 			}
 			b.n = start + len(sel)
-			b.data = b.data[:bytesForBits(b.n)]
+			b.data = b.data[:BytesForBits(b.n)]
 			if r := b.n % 8; r != 0 {
 				b.data[len(b.data)-1] &= byte(1)<<r - 1
 			}
@@ -471,16 +472,16 @@ func keepLast(b valueBlock, n int, sel []int) {
 
 // finish returns the values of the chunks decoded, looked up in dict (page
 // buffer 2) if the page has a dictionary.
-func (cd *chunkDecoder) finish(d *pageDecoder, dict []byte) (arrow.Array, error) {
+func (cd *chunkDecoder) finish(d *PageDecoder, dict []byte) (arrow.Array, error) {
 	block := cd.values.block()
 	if cd.l.GetDictionary() != nil {
 		return d.dictionaryValues(cd.l, dict, block, cd.def, cd.maxVisible)
 	}
-	return toArrow(d.mem, block, d.scanType)
+	return toArrow(d.Mem, block, d.ScanType)
 }
 
 // countVisible counts the levels of visible items.
-func countVisible(def []uint16, maxVisible uint16) int {
+func CountVisible(def []uint16, maxVisible uint16) int {
 	n := 0
 	for _, d := range def {
 		if d <= maxVisible {
@@ -629,11 +630,11 @@ type flatValues struct{ out fixedBlock }
 func (v *flatValues) buffers() int      { return 1 }
 func (v *flatValues) block() valueBlock { return &v.out }
 func (v *flatValues) firstBufferLimit(n, _ int) int {
-	return bytesForBits(n * v.out.bits)
+	return BytesForBits(n * v.out.bits)
 }
 
 func (v *flatValues) decodeChunk(bufs [][]byte, n int) error {
-	if need := bytesForBits(n * v.out.bits); len(bufs[0]) < need {
+	if need := BytesForBits(n * v.out.bits); len(bufs[0]) < need {
 		return pageCorruptf("flat buffer of %d bytes cannot hold %d values of %d bits", len(bufs[0]), n, v.out.bits)
 	}
 	v.out.appendValues(bufs[0], n)
@@ -672,7 +673,7 @@ type rleValues[T codec.Word] struct {
 func (v *rleValues[T]) buffers() int      { return 2 }
 func (v *rleValues[T]) block() valueBlock { return &v.out }
 func (v *rleValues[T]) firstBufferLimit(_, compressed int) int {
-	return decompressLimit(compressed)
+	return fileio.DecompressLimit(compressed)
 }
 
 func (v *rleValues[T]) decodeChunk(bufs [][]byte, n int) error {
@@ -718,11 +719,11 @@ type generalValues struct {
 func (v *generalValues) buffers() int      { return v.inner.buffers() }
 func (v *generalValues) block() valueBlock { return v.inner.block() }
 func (v *generalValues) firstBufferLimit(_, compressed int) int {
-	return decompressLimit(compressed)
+	return fileio.DecompressLimit(compressed)
 }
 
 func (v *generalValues) decodeChunk(bufs [][]byte, n int) error {
-	limit := min(v.inner.firstBufferLimit(n, len(bufs[0])), decompressLimit(len(bufs[0])))
+	limit := min(v.inner.firstBufferLimit(n, len(bufs[0])), fileio.DecompressLimit(len(bufs[0])))
 	first, err := decompress(v.compression, bufs[0], limit)
 	if err != nil {
 		return err
@@ -743,7 +744,7 @@ type binaryValues struct {
 func (v *binaryValues) buffers() int      { return 1 }
 func (v *binaryValues) block() valueBlock { return v.out }
 func (v *binaryValues) firstBufferLimit(_, compressed int) int {
-	return decompressLimit(compressed)
+	return fileio.DecompressLimit(compressed)
 }
 
 func (v *binaryValues) decodeChunk(bufs [][]byte, n int) error {
@@ -794,10 +795,10 @@ func (v *fslValues) firstBufferLimit(n, _ int) int {
 	for k, d := range v.out.dims {
 		children *= d
 		if v.out.validity[k] != nil {
-			return bytesForBits(children)
+			return BytesForBits(children)
 		}
 	}
-	return bytesForBits(children * v.out.items.bits)
+	return BytesForBits(children * v.out.items.bits)
 }
 
 func (v *fslValues) decodeChunk(bufs [][]byte, n int) error {
@@ -811,13 +812,13 @@ func (v *fslValues) decodeChunk(bufs [][]byte, n int) error {
 		}
 		buf := bufs[next]
 		next++
-		if len(buf) < bytesForBits(children) {
+		if len(buf) < BytesForBits(children) {
 			return pageCorruptf("item validity of %d bytes for %d items", len(buf), children)
 		}
 		b.validity[k] = appendBitmap(b.validity[k], b.children(k), buf, children)
 	}
 	items := bufs[next]
-	if need := bytesForBits(children * b.items.bits); len(items) < need {
+	if need := BytesForBits(children * b.items.bits); len(items) < need {
 		return pageCorruptf("fixed-size list buffer of %d bytes cannot hold %d items of %d bits", len(items), children, b.items.bits)
 	}
 	b.items.appendValues(items, children)

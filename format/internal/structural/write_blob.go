@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -36,8 +36,8 @@ import (
 
 // Field metadata keys of blob v2 columns.
 const (
-	metaBlobInlineThreshold    = "lance-encoding:blob-inline-size-threshold"
-	metaBlobDedicatedThreshold = "lance-encoding:blob-dedicated-size-threshold"
+	MetaBlobInlineThreshold    = "lance-encoding:blob-inline-size-threshold"
+	MetaBlobDedicatedThreshold = "lance-encoding:blob-dedicated-size-threshold"
 	metaBlobPackFileThreshold  = "lance-encoding:blob-pack-file-size-threshold"
 )
 
@@ -191,33 +191,33 @@ func metaSize(md map[string]string, key string, def uint64) uint64 {
 // encodeBlobV2 writes the payloads of a blob v2 page and encodes its
 // descriptors.
 func (fw *structuralFieldWriter) encodeBlobV2(ctx context.Context, pg *writePage) ([][]byte, *enc21pb.PageLayout, error) {
-	inlineMax := metaSize(pg.meta, metaBlobInlineThreshold, defaultBlobInlineThreshold)
-	dedicatedMin := metaSize(pg.meta, metaBlobDedicatedThreshold, defaultBlobDedicatedThreshold)
+	inlineMax := metaSize(pg.meta, MetaBlobInlineThreshold, defaultBlobInlineThreshold)
+	dedicatedMin := metaSize(pg.meta, MetaBlobDedicatedThreshold, defaultBlobDedicatedThreshold)
 	packLimit := metaSize(pg.meta, metaBlobPackFileThreshold, defaultBlobPackFileThreshold)
 	kind := &fixedVals{bits: 8}
 	pos := &fixedVals{bits: 64}
 	size := &fixedVals{bits: 64}
 	ids := &fixedVals{bits: 32}
-	uris := &varVals{off: []uint64{0}}
+	uris := &VarVals{Off: []uint64{0}}
 	put := func(k uint8, p, s uint64, id uint32, uri []byte) {
 		kind.data = append(kind.data, k)
 		pos.data = binary.LittleEndian.AppendUint64(pos.data, p)
 		size.data = binary.LittleEndian.AppendUint64(size.data, s)
 		ids.data = binary.LittleEndian.AppendUint32(ids.data, id)
-		uris.data = append(uris.data, uri...)
-		uris.off = append(uris.off, uint64(len(uris.data)))
+		uris.Data = append(uris.Data, uri...)
+		uris.Off = append(uris.Off, uint64(len(uris.Data)))
 	}
 	at := 0
 	for _, p := range pg.pieces {
-		st, ok := p.src.(*array.Struct)
+		st, ok := p.Src.(*array.Struct)
 		if !ok {
-			return nil, nil, fmt.Errorf("blob v2 column holds a %s array: %w", p.src.DataType(), lancer.ErrInvalidArgument)
+			return nil, nil, fmt.Errorf("blob v2 column holds a %s array: %w", p.Src.DataType(), lancer.ErrInvalidArgument)
 		}
 		data, uri := st.Field(0), st.Field(1)
 		dataOff, dataBytes := varOffsets(data), varData(data)
 		uriOff, uriBytes := varOffsets(uri), varData(uri)
-		for _, rg := range p.ranges {
-			for i := rg.start; i < rg.end; i++ {
+		for _, rg := range p.Ranges {
+			for i := rg.Start; i < rg.End; i++ {
 				null := pg.nulls != nil && pg.nulls[at]
 				at++
 				switch {
@@ -276,15 +276,15 @@ func (fw *structuralFieldWriter) encodeLegacyBlob(pg *writePage) ([][]byte, *enc
 	next := func() (arrow.Array, int) {
 		for pi < len(pg.pieces) {
 			p := pg.pieces[pi]
-			if ri < len(p.ranges) {
-				rg := p.ranges[ri]
-				if slot < rg.start {
-					slot = rg.start
+			if ri < len(p.Ranges) {
+				rg := p.Ranges[ri]
+				if slot < rg.Start {
+					slot = rg.Start
 				}
-				if slot < rg.end {
+				if slot < rg.End {
 					s := slot
 					slot++
-					return p.src, s
+					return p.Src, s
 				}
 				ri++
 				slot = 0

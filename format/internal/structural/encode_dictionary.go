@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ type dictBuild struct {
 	indices *fixedVals // 32-bit indices, one per visible value
 	items   int
 	fixed   *fixedVals // the dictionary, fixed-width
-	vars    *varVals   // or variable-width
+	vars    *VarVals   // or variable-width
 }
 
 // encodedDict is the dictionary block of a page.
@@ -51,7 +51,7 @@ func newDictIndexer(fixedBits int, large bool, n int) *dictIndexer {
 	if fixedBits > 0 {
 		d.b.fixed = &fixedVals{bits: fixedBits}
 	} else {
-		d.b.vars = &varVals{large: large, off: []uint64{0}}
+		d.b.vars = &VarVals{large: large, Off: []uint64{0}}
 	}
 	return d
 }
@@ -66,8 +66,8 @@ func (d *dictIndexer) add(v []byte, null bool) {
 			d.ids[string(v)] = id
 			switch {
 			case d.b.vars != nil:
-				d.b.vars.data = append(d.b.vars.data, v...)
-				d.b.vars.off = append(d.b.vars.off, uint64(len(d.b.vars.data)))
+				d.b.vars.Data = append(d.b.vars.Data, v...)
+				d.b.vars.Off = append(d.b.vars.Off, uint64(len(d.b.vars.Data)))
 			case d.b.fixed.bits == 1:
 				d.b.fixed.data = appendZeroBits(d.b.fixed.data, d.b.fixed.n, 1)
 				if v[0] != 0 {
@@ -99,9 +99,9 @@ func arrowDictionaryPage(pg *writePage) (*dictBuild, error) {
 	at := 0
 	var one [1]byte
 	for _, p := range pg.pieces {
-		da, ok := p.src.(*array.Dictionary)
+		da, ok := p.Src.(*array.Dictionary)
 		if !ok {
-			return nil, fmt.Errorf("dictionary field holds a %s array: %w", p.src.DataType(), lancer.ErrInvalidArgument)
+			return nil, fmt.Errorf("dictionary field holds a %s array: %w", p.Src.DataType(), lancer.ErrInvalidArgument)
 		}
 		dict := da.Dictionary()
 		// value returns dictionary value k, false when the array's buffers
@@ -109,7 +109,7 @@ func arrowDictionaryPage(pg *writePage) (*dictBuild, error) {
 		var value func(k int) ([]byte, bool)
 		switch {
 		case bitsPer == 1:
-			buf, off := fixedBuffer(dict)
+			buf, off := arrays.FixedBuffer(dict)
 			value = func(k int) ([]byte, bool) {
 				one[0] = 0
 				if buf != nil {
@@ -123,7 +123,7 @@ func arrowDictionaryPage(pg *writePage) (*dictBuild, error) {
 				return one[:], true
 			}
 		case bitsPer > 0:
-			buf, off := fixedBuffer(dict)
+			buf, off := arrays.FixedBuffer(dict)
 			w := bitsPer / 8
 			value = func(k int) ([]byte, bool) {
 				if (off+k+1)*w > len(buf) {
@@ -144,8 +144,8 @@ func arrowDictionaryPage(pg *writePage) (*dictBuild, error) {
 				return data[start:end], true
 			}
 		}
-		for _, rg := range p.ranges {
-			for i := rg.start; i < rg.end; i++ {
+		for _, rg := range p.Ranges {
+			for i := rg.Start; i < rg.End; i++ {
 				if pg.nulls != nil && pg.nulls[at] {
 					d.add(nil, true)
 				} else {
@@ -182,8 +182,8 @@ const dictMinValues = 100
 // autoDictionaryVar dictionary-encodes variable-width values when Lance's
 // estimate says it pays: card·avg + card·w + n·w < ratio · (data + n·w),
 // w the offset width.
-func autoDictionaryVar(pg *writePage, vals *varVals) *dictBuild {
-	n := vals.len()
+func autoDictionaryVar(pg *writePage, vals *VarVals) *dictBuild {
+	n := vals.Len()
 	if n < dictMinValues || pg.compression() == "none" {
 		return nil
 	}
@@ -198,7 +198,7 @@ func autoDictionaryVar(pg *writePage, vals *varVals) *dictBuild {
 	// Lance estimates the dictionary's bytes as card·avg from a
 	// cardinality sketch; the exact distinct bytes avoid its misses (many
 	// short repeats, long unique values).
-	budget := dictSizeRatio(pg)*float64(len(vals.data)+n*w) - float64(n*w)
+	budget := dictSizeRatio(pg)*float64(len(vals.Data)+n*w) - float64(n*w)
 	if budget <= 0 {
 		return nil
 	}
@@ -206,7 +206,7 @@ func autoDictionaryVar(pg *writePage, vals *varVals) *dictBuild {
 	// distinct values: give up before hashing them all. The page is
 	// indexed on the way; the values are copied only once it pays.
 	const probe = 4096
-	set := newVarSet(vals, min(n, probe))
+	set := NewVarSet(vals, min(n, probe))
 	indices := make([]byte, 4*n)
 	dictBytes := 0
 	for i := range n {
@@ -216,23 +216,23 @@ func autoDictionaryVar(pg *writePage, vals *varVals) *dictBuild {
 		if pg.nulls != nil && pg.nulls[i] {
 			continue // index 0
 		}
-		id, added := set.add(i)
+		id, added := set.Add(i)
 		if added {
-			dictBytes += len(vals.value(i)) + w
+			dictBytes += len(vals.Value(i)) + w
 			if float64(dictBytes) >= budget {
 				return nil
 			}
 		}
 		binary.LittleEndian.PutUint32(indices[4*i:], id)
 	}
-	firsts := set.firsts
+	firsts := set.Firsts
 	if len(firsts) == 0 {
 		return nil
 	}
-	dict := &varVals{large: vals.large, off: make([]uint64, 1, len(firsts)+1), data: make([]byte, 0, dictBytes-len(firsts)*w)}
+	dict := &VarVals{large: vals.large, Off: make([]uint64, 1, len(firsts)+1), Data: make([]byte, 0, dictBytes-len(firsts)*w)}
 	for _, i := range firsts {
-		dict.data = append(dict.data, vals.value(i)...)
-		dict.off = append(dict.off, uint64(len(dict.data)))
+		dict.Data = append(dict.Data, vals.Value(i)...)
+		dict.Off = append(dict.Off, uint64(len(dict.Data)))
 	}
 	return &dictBuild{
 		indices: &fixedVals{bits: 32, n: n, data: indices},
@@ -244,8 +244,8 @@ func autoDictionaryVar(pg *writePage, vals *varVals) *dictBuild {
 // varSet numbers the distinct values of a varVals in first-seen order,
 // without copying them.
 type varSet struct {
-	vals   *varVals
-	firsts []int // the first value of each id
+	vals   *VarVals
+	Firsts []int // the first value of each id
 	// Short values are keyed by their bytes (strings that view vals.data,
 	// which outlives the set). Long ones, 1–8 KiB images say, by a
 	// fingerprint, so that distinct ones are told apart without hashing
@@ -256,7 +256,7 @@ type varSet struct {
 }
 
 // varFingerprintMin: values longer than this are keyed by fingerprint.
-const varFingerprintMin = 64
+const VarFingerprintMin = 64
 
 // varFingerprint is a long value's length and 8 bytes from each of its
 // start, middle and end.
@@ -266,9 +266,9 @@ type varFingerprint struct {
 }
 
 // newVarSet returns an empty set with room for about hint values.
-func newVarSet(vals *varVals, hint int) *varSet {
+func NewVarSet(vals *VarVals, hint int) *varSet {
 	s := &varSet{vals: vals}
-	if n := vals.len(); n > 0 && len(vals.data)/n > varFingerprintMin {
+	if n := vals.Len(); n > 0 && len(vals.Data)/n > VarFingerprintMin {
 		s.long = make(map[varFingerprint]uint32, hint)
 	} else {
 		s.short = make(map[string]uint32, hint)
@@ -277,9 +277,9 @@ func newVarSet(vals *varVals, hint int) *varSet {
 }
 
 // add returns the id of value i and whether i is its first occurrence.
-func (s *varSet) add(i int) (uint32, bool) {
-	v := s.vals.value(i)
-	if len(v) > varFingerprintMin {
+func (s *varSet) Add(i int) (uint32, bool) {
+	v := s.vals.Value(i)
+	if len(v) > VarFingerprintMin {
 		fp := varFingerprint{
 			n:    len(v),
 			head: binary.LittleEndian.Uint64(v),
@@ -295,7 +295,7 @@ func (s *varSet) add(i int) (uint32, bool) {
 			s.long[fp] = id
 			return id, true
 		}
-		if bytes.Equal(s.vals.value(s.firsts[id]), v) {
+		if bytes.Equal(s.vals.Value(s.Firsts[id]), v) {
 			return id, false
 		}
 	}
@@ -312,8 +312,8 @@ func (s *varSet) add(i int) (uint32, bool) {
 }
 
 func (s *varSet) next(i int) uint32 {
-	s.firsts = append(s.firsts, i)
-	return uint32(len(s.firsts) - 1)
+	s.Firsts = append(s.Firsts, i)
+	return uint32(len(s.Firsts) - 1)
 }
 
 // autoDictionaryFixed dictionary-encodes 128-bit values (Lance's estimate
@@ -385,14 +385,14 @@ func encodeDictionary(pg *writePage, d *dictBuild) (*encodedDict, error) {
 	case d.vars != nil:
 		var err error
 		if d.vars.large {
-			out.block, err = codec.EncodeVariableBlock(nil, d.vars.off, d.vars.data)
+			out.block, err = codec.EncodeVariableBlock(nil, d.vars.Off, d.vars.Data)
 			out.encoding = &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_Variable{Variable: &enc21pb.Variable{Offsets: flatEncoding(64)}}}
 		} else {
-			narrow := make([]uint32, len(d.vars.off))
-			for i, o := range d.vars.off {
+			narrow := make([]uint32, len(d.vars.Off))
+			for i, o := range d.vars.Off {
 				narrow[i] = uint32(o)
 			}
-			out.block, err = codec.EncodeVariableBlock(nil, narrow, d.vars.data)
+			out.block, err = codec.EncodeVariableBlock(nil, narrow, d.vars.Data)
 			out.encoding = &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_Variable{Variable: &enc21pb.Variable{Offsets: flatEncoding(32)}}}
 		}
 		if err != nil {
@@ -432,14 +432,14 @@ func encodeDictPage(pg *writePage, d *dictBuild) ([][]byte, *enc21pb.PageLayout,
 func tooLarge(err error) bool { return errors.Is(err, errChunkTooLarge) }
 
 // materializeVar returns the values the dictionary and indices stand for.
-func (d *dictBuild) materializeVar() *varVals {
-	out := &varVals{large: d.vars.large, off: make([]uint64, 1, d.indices.n+1)}
+func (d *dictBuild) materializeVar() *VarVals {
+	out := &VarVals{large: d.vars.large, Off: make([]uint64, 1, d.indices.n+1)}
 	for i := range d.indices.n {
-		k := int(getLE(d.indices.data[4*i:], 4))
+		k := int(GetLE(d.indices.data[4*i:], 4))
 		if d.items > 0 {
-			out.data = append(out.data, d.vars.value(k)...)
+			out.Data = append(out.Data, d.vars.Value(k)...)
 		}
-		out.off = append(out.off, uint64(len(out.data)))
+		out.Off = append(out.Off, uint64(len(out.Data)))
 	}
 	return out
 }
@@ -448,7 +448,7 @@ func (d *dictBuild) materializeVar() *varVals {
 func (d *dictBuild) materializeFixed() *fixedVals {
 	out := &fixedVals{bits: d.fixed.bits}
 	for i := range d.indices.n {
-		k := int(getLE(d.indices.data[4*i:], 4))
+		k := int(GetLE(d.indices.data[4*i:], 4))
 		if out.bits == 1 {
 			out.data = appendZeroBits(out.data, out.n, 1)
 			if d.items > 0 && bitSet(d.fixed.data, k) {

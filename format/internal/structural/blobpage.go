@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -24,7 +24,7 @@ import (
 
 // decodeBlob decodes a legacy blob page into descriptors of its visible
 // items and the levels smuggled in them.
-func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPage, error) {
+func (d *PageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*LeafPage, error) {
 	if l.GetInnerLayout() == nil {
 		return nil, pageCorruptf("blob layout without an inner layout")
 	}
@@ -32,22 +32,22 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPag
 		return nil, pageCorruptf("blob layout inside a blob layout")
 	}
 	layers := l.GetLayers()
-	lay, err := newRepDefLayout(layers)
+	lay, err := NewRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
-	innerDec := &pageDecoder{mem: d.mem, numRows: d.numRows, scanType: schema.LegacyBlobDescriptor}
+	innerDec := &PageDecoder{Mem: d.Mem, NumRows: d.NumRows, ScanType: schema.LegacyBlobDescriptor}
 	inner, err := innerDec.decodeLayout(l.GetInnerLayout(), bufs)
 	if err != nil {
 		return nil, pageWrapf(err, "blob descriptors")
 	}
-	defer inner.release()
-	if inner.rep != nil || inner.def != nil {
+	defer inner.Release()
+	if inner.Rep != nil || inner.Def != nil {
 		return nil, pageCorruptf("blob descriptor page has rep/def levels of its own")
 	}
-	desc, ok := inner.values.(*array.Struct)
-	if !ok || desc.NumField() != 2 || inner.values.NullN() != 0 {
-		return nil, pageCorruptf("blob descriptors are %s, not {position, size}", inner.values.DataType())
+	desc, ok := inner.Values.(*array.Struct)
+	if !ok || desc.NumField() != 2 || inner.Values.NullN() != 0 {
+		return nil, pageCorruptf("blob descriptors are %s, not {position, size}", inner.Values.DataType())
 	}
 	positions, ok1 := desc.Field(0).(*array.Uint64)
 	sizes, ok2 := desc.Field(1).(*array.Uint64)
@@ -66,20 +66,20 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPag
 			rep[i], def[i] = uint16(pos), uint16(pos>>16)
 			anyRep = anyRep || rep[i] != 0
 		}
-		if def[i] <= lay.maxVisible {
+		if def[i] <= lay.MaxVisible {
 			visible = append(visible, i)
 		}
 	}
-	lp := &leafPage{numRows: d.numRows, layers: layers, numItems: n}
+	lp := &LeafPage{NumRows: d.NumRows, Layers: layers, NumItems: n}
 	if anyRep {
-		lp.rep = rep
+		lp.Rep = rep
 	}
 	if len(layers) != 1 || layers[0] != enc21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM {
-		lp.def = def
+		lp.Def = def
 	}
 	if len(visible) == n {
-		inner.values.Retain()
-		lp.values = inner.values
+		inner.Values.Retain()
+		lp.Values = inner.Values
 		return lp, nil
 	}
 	pos, size := make([]uint64, len(visible)), make([]uint64, len(visible))
@@ -91,6 +91,6 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPag
 		arrays.MakeArray(arrow.PrimitiveTypes.Uint64, len(size), nil, [][]byte{arrow.Uint64Traits.CastToBytes(size)}, nil),
 	}
 	defer fileio.ReleaseAll(members)
-	lp.values = arrays.StructArray(schema.LegacyBlobDescriptor, len(visible), members, nil)
+	lp.Values = arrays.StructArray(schema.LegacyBlobDescriptor, len(visible), members, nil)
 	return lp, nil
 }

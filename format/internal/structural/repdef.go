@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"fmt"
@@ -38,13 +38,13 @@ import (
 
 // layerInfo is what one layer of a page's levels means.
 type layerInfo struct {
-	list     bool // a list layer (list, large list, map); else an item layer
-	nullable bool // item layer: NULLABLE_ITEM
+	List     bool // a list layer (list, large list, map); else an item layer
+	Nullable bool // item layer: NULLABLE_ITEM
 	// defBase is the number of def levels taken by the layers inside this
 	// one: a def level at most defBase means "valid at this layer".
-	defBase uint16
+	DefBase uint16
 	// nullLevel and emptyLevel are the list layer's own levels, 0 if none.
-	nullLevel, emptyLevel uint16
+	NullLevel, EmptyLevel uint16
 	// maxLevel (list layers) is the highest def level whose item still
 	// stands for a list of this layer: its own levels plus the nullable item
 	// layers between it and the next list out (a null struct there masks
@@ -57,13 +57,13 @@ type layerInfo struct {
 }
 
 // repDefLayout is the decoded meaning of a page's layers.
-type repDefLayout struct {
-	info []layerInfo
+type RepDefLayout struct {
+	Info []layerInfo
 	// maxRep is the number of list layers (R); maxDef the number of def
 	// levels in use. Levels above them are corrupt.
-	maxRep, maxDef uint16
+	MaxRep, MaxDef uint16
 	// maxVisible: items with def <= maxVisible carry a value.
-	maxVisible uint16
+	MaxVisible uint16
 	// slotLimit[r] is, once r list layers have been unravelled, the highest
 	// def level of an entry that is a slot of the next layer: layers inside
 	// the (r+1)-th list see slots up to its defBase.
@@ -72,67 +72,67 @@ type repDefLayout struct {
 
 // newRepDefLayout interprets layers (innermost first). It fails with
 // lancer.ErrCorrupt on unknown layer values or level counts past 16 bits.
-func newRepDefLayout(layers []enc21pb.RepDefLayer) (*repDefLayout, error) {
+func NewRepDefLayout(layers []enc21pb.RepDefLayer) (*RepDefLayout, error) {
 	if len(layers) == 0 || len(layers) > 0xffff {
 		return nil, fmt.Errorf("page has %d rep/def layers: %w", len(layers), lancer.ErrCorrupt)
 	}
-	lay := &repDefLayout{info: make([]layerInfo, len(layers))}
+	lay := &RepDefLayout{Info: make([]layerInfo, len(layers))}
 	var def int
 	for k, l := range layers {
-		li := &lay.info[k]
-		li.defBase = uint16(def)
+		li := &lay.Info[k]
+		li.DefBase = uint16(def)
 		switch l {
 		case enc21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM:
 		case enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM:
-			li.nullable = true
+			li.Nullable = true
 			def++
 		case enc21pb.RepDefLayer_REPDEF_ALL_VALID_LIST:
-			li.list = true
+			li.List = true
 		case enc21pb.RepDefLayer_REPDEF_NULLABLE_LIST:
-			li.list = true
+			li.List = true
 			def++
-			li.nullLevel = uint16(def)
+			li.NullLevel = uint16(def)
 		case enc21pb.RepDefLayer_REPDEF_EMPTYABLE_LIST:
-			li.list = true
+			li.List = true
 			def++
-			li.emptyLevel = uint16(def)
+			li.EmptyLevel = uint16(def)
 		case enc21pb.RepDefLayer_REPDEF_NULL_AND_EMPTY_LIST:
-			li.list = true
-			li.nullLevel = uint16(def + 1)
-			li.emptyLevel = uint16(def + 2)
+			li.List = true
+			li.NullLevel = uint16(def + 1)
+			li.EmptyLevel = uint16(def + 2)
 			def += 2
 		default:
 			return nil, fmt.Errorf("layer %d has unknown rep/def meaning %d: %w", k, int32(l), lancer.ErrCorrupt)
 		}
-		if li.list {
-			if lay.maxRep == 0 {
-				lay.maxVisible = li.defBase
+		if li.List {
+			if lay.MaxRep == 0 {
+				lay.MaxVisible = li.DefBase
 			}
-			lay.maxRep++
-			lay.slotLimit = append(lay.slotLimit, li.defBase)
+			lay.MaxRep++
+			lay.slotLimit = append(lay.slotLimit, li.DefBase)
 		}
 	}
-	if lay.info[0].list {
+	if lay.Info[0].List {
 		return nil, fmt.Errorf("the innermost layer is a list (%s), not the leaf's items: %w", layers[0], lancer.ErrCorrupt)
 	}
 	if def > 0xffff {
 		return nil, fmt.Errorf("%d layers with %d def levels do not fit 16-bit levels: %w", len(layers), def, lancer.ErrCorrupt)
 	}
-	lay.maxDef = uint16(def)
-	if lay.maxRep == 0 {
-		lay.maxVisible = lay.maxDef
+	lay.MaxDef = uint16(def)
+	if lay.MaxRep == 0 {
+		lay.MaxVisible = lay.MaxDef
 	}
 	// Above the outermost list every entry left is a slot.
-	lay.slotLimit = append(lay.slotLimit, lay.maxDef)
-	for k := range lay.info {
-		li := &lay.info[k]
-		if !li.list {
+	lay.slotLimit = append(lay.slotLimit, lay.MaxDef)
+	for k := range lay.Info {
+		li := &lay.Info[k]
+		if !li.List {
 			continue
 		}
-		li.maxLevel = lay.maxDef
-		for j := k + 1; j < len(lay.info); j++ {
-			if lay.info[j].list {
-				li.maxLevel = lay.info[j].defBase
+		li.maxLevel = lay.MaxDef
+		for j := k + 1; j < len(lay.Info); j++ {
+			if lay.Info[j].List {
+				li.maxLevel = lay.Info[j].DefBase
 				break
 			}
 		}
@@ -151,7 +151,7 @@ type levelCursor struct {
 // level is in range, rows start where rep == maxRep, the number of rows and
 // of visible items match the page.
 type pageLevels struct {
-	lay      *repDefLayout
+	lay      *RepDefLayout
 	rep, def []uint16
 	numItems int
 	numRows  int
@@ -161,7 +161,7 @@ type pageLevels struct {
 
 // checkLevels validates the levels of a page of numRows rows holding
 // numValues values, and returns them ready for locate.
-func checkLevels(lay *repDefLayout, rep, def []uint16, numItems, numRows, numValues int) (*pageLevels, error) {
+func CheckLevels(lay *RepDefLayout, rep, def []uint16, numItems, numRows, numValues int) (*pageLevels, error) {
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), lancer.ErrCorrupt)
 	}
@@ -171,7 +171,7 @@ func checkLevels(lay *repDefLayout, rep, def []uint16, numItems, numRows, numVal
 	pl := &pageLevels{lay: lay, rep: rep, def: def, numItems: numItems, numRows: numRows}
 	if def != nil {
 		visible := 0
-		maxDef, maxVisible := lay.maxDef, lay.maxVisible
+		maxDef, maxVisible := lay.MaxDef, lay.MaxVisible
 		for i, d := range def {
 			if d > maxDef {
 				return nil, corrupt("item %d has def level %d, the layers define %d", i, d, maxDef)
@@ -184,7 +184,7 @@ func checkLevels(lay *repDefLayout, rep, def []uint16, numItems, numRows, numVal
 	} else {
 		pl.visible = numItems
 	}
-	if lay.maxRep == 0 {
+	if lay.MaxRep == 0 {
 		if rep != nil {
 			for i, r := range rep {
 				if r != 0 {
@@ -200,7 +200,7 @@ func checkLevels(lay *repDefLayout, rep, def []uint16, numItems, numRows, numVal
 			return nil, corrupt("list layers but no repetition levels")
 		}
 		rows := 0
-		maxRep := lay.maxRep
+		maxRep := lay.MaxRep
 		for i, r := range rep {
 			switch {
 			case r > maxRep:
@@ -223,11 +223,11 @@ func checkLevels(lay *repDefLayout, rep, def []uint16, numItems, numRows, numVal
 
 // locate returns the item and value index at which row starts (row may be
 // numRows: the end). The page's levels must have passed checkLevels.
-func (pl *pageLevels) locate(row int) (item, value int) {
+func (pl *pageLevels) Locate(row int) (item, value int) {
 	switch {
 	case row == pl.numRows:
 		return pl.numItems, pl.visible
-	case pl.lay.maxRep == 0:
+	case pl.lay.MaxRep == 0:
 		return row, row // items are rows, and all are visible
 	}
 	at := pl.at
@@ -235,7 +235,7 @@ func (pl *pageLevels) locate(row int) (item, value int) {
 		at = levelCursor{}
 	}
 	rep, def := pl.rep, pl.def
-	maxRep, maxVisible := pl.lay.maxRep, pl.lay.maxVisible
+	maxRep, maxVisible := pl.lay.MaxRep, pl.lay.MaxVisible
 	i, v := at.item, at.value
 	for r := at.row; r < row; r++ {
 		// i starts row r: step past its items to the start of row r+1.
@@ -256,26 +256,26 @@ func (pl *pageLevels) locate(row int) (item, value int) {
 
 // layerSink accumulates the unravelled form of one layer over the pieces of
 // one read: its slots' validity and, for lists, offsets.
-type layerSink struct {
-	validity bitmapBuilder
-	offsets  offsetBuilder // list layers
+type LayerSink struct {
+	Validity bitmapBuilder
+	Offsets  offsetBuilder // list layers
 	// children counts the child slots the list layer has seen so far.
-	children int64
+	Children int64
 }
 
 // slots returns the number of slots accumulated.
-func (s *layerSink) slots() int { return s.validity.len() }
+func (s *LayerSink) Slots() int { return s.Validity.len() }
 
 // release frees the sink's buffers.
-func (s *layerSink) release() {
-	s.validity.release()
-	s.offsets.release()
-	s.children = 0
+func (s *LayerSink) Release() {
+	s.Validity.release()
+	s.Offsets.release()
+	s.Children = 0
 }
 
 // levelScratch holds the compacted level stream while a piece is unravelled
 // past a list layer; it is reused between pieces.
-type levelScratch struct {
+type LevelScratch struct {
 	rep, def []uint16
 }
 
@@ -284,19 +284,19 @@ type levelScratch struct {
 // gets the leaf layer, sinks[k] the k-th layer out. Fewer sinks than layers
 // is fine: layers are unravelled innermost first and the rest are left
 // alone. Inconsistent levels fail with lancer.ErrCorrupt.
-func unravelPiece(lay *repDefLayout, rep, def []uint16, n int, sinks []layerSink, sc *levelScratch) error {
+func UnravelPiece(lay *RepDefLayout, rep, def []uint16, n int, sinks []LayerSink, sc *LevelScratch) error {
 	if (rep != nil && len(rep) != n) || (def != nil && len(def) != n) {
 		return fmt.Errorf("%d rep levels but %d def levels: %w", len(rep), len(def), lancer.ErrCorrupt)
 	}
-	if len(sinks) > len(lay.info) {
-		return fmt.Errorf("%d layers wanted, the page has %d: %w", len(sinks), len(lay.info), lancer.ErrCorrupt)
+	if len(sinks) > len(lay.Info) {
+		return fmt.Errorf("%d layers wanted, the page has %d: %w", len(sinks), len(lay.Info), lancer.ErrCorrupt)
 	}
 	compacted := false
 	lists := 0
 	for k := range sinks {
-		li := &lay.info[k]
+		li := &lay.Info[k]
 		s := &sinks[k]
-		if !li.list {
+		if !li.List {
 			unravelItems(li, lay.slotLimit[lists], def, n, s)
 			continue
 		}
@@ -335,14 +335,14 @@ func unravelPiece(lay *repDefLayout, rep, def []uint16, n int, sinks []layerSink
 
 // unravelItems appends the validity of an item layer's slots: the entries
 // with def <= limit (all of them when def is nil).
-func unravelItems(li *layerInfo, limit uint16, def []uint16, n int, s *layerSink) {
-	b := &s.validity
+func unravelItems(li *layerInfo, limit uint16, def []uint16, n int, s *LayerSink) {
+	b := &s.Validity
 	if def == nil {
 		b.appendValid(n)
 		return
 	}
-	base := li.defBase
-	if !li.nullable {
+	base := li.DefBase
+	if !li.Nullable {
 		// All valid: only the slot count matters.
 		if limit >= maxLevelIn(def) {
 			b.appendValid(n)
@@ -372,19 +372,19 @@ func maxLevelIn(levels []uint16) uint16 {
 // unravelList turns one list layer's entries into offsets and validity and
 // compacts rep and def in place to the entries the next layer out sees. It
 // returns the compacted length.
-func unravelList(li *layerInfo, rep, def []uint16, s *layerSink) (int, error) {
+func unravelList(li *layerInfo, rep, def []uint16, s *LayerSink) (int, error) {
 	// Every entry starts at most one list: make room once, up front.
-	s.offsets.reserve(len(rep))
-	if s.offsets.wide {
-		return unravelListInto(li, rep, def, s, s.offsets.wideVals)
+	s.Offsets.reserve(len(rep))
+	if s.Offsets.Wide {
+		return unravelListInto(li, rep, def, s, s.Offsets.WideVals)
 	}
-	return unravelListInto(li, rep, def, s, s.offsets.narrow)
+	return unravelListInto(li, rep, def, s, s.Offsets.Narrow)
 }
 
-func unravelListInto[T int32 | int64](li *layerInfo, rep, def []uint16, s *layerSink, offsets []T) (int, error) {
-	base, maxLevel, emptyLevel := li.defBase, li.maxLevel, li.emptyLevel
-	children := s.children
-	lists := s.offsets.n
+func unravelListInto[T int32 | int64](li *layerInfo, rep, def []uint16, s *LayerSink, offsets []T) (int, error) {
+	base, maxLevel, emptyLevel := li.DefBase, li.maxLevel, li.EmptyLevel
+	children := s.Children
+	lists := s.Offsets.N
 	offsets = offsets[:lists+len(rep)]
 	w := 0
 	for i, r := range rep {
@@ -409,23 +409,23 @@ func unravelListInto[T int32 | int64](li *layerInfo, rep, def []uint16, s *layer
 		case d <= base: // a valid list whose first child is here
 			offsets[lists] = T(children)
 			lists++
-			s.validity.append(true)
+			s.Validity.append(true)
 			children++
 		case d > maxLevel: // a list further out, null or empty: not ours
 		case d == emptyLevel:
 			offsets[lists] = T(children)
 			lists++
-			s.validity.append(true)
+			s.Validity.append(true)
 		default: // a null list, or one under a null struct
 			offsets[lists] = T(children)
 			lists++
-			s.validity.append(false)
+			s.Validity.append(false)
 		}
 	}
-	s.offsets.n = lists
-	if !s.offsets.wide && children > math.MaxInt32 {
-		s.offsets.overflow = true
+	s.Offsets.N = lists
+	if !s.Offsets.Wide && children > math.MaxInt32 {
+		s.Offsets.overflow = true
 	}
-	s.children = children
+	s.Children = children
 	return w, nil
 }

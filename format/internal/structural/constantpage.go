@@ -1,10 +1,11 @@
-package format
+package structural
 
 import (
 	"bytes"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -27,32 +28,32 @@ import (
 // lists as their levels say.
 
 // decodeConstant decodes a constant or all-null page.
-func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (*leafPage, error) {
+func (d *PageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (*LeafPage, error) {
 	inline := l.InlineValue != nil
 	layers := l.GetLayers()
 	switch {
 	case !inline && len(bufs) == 0:
 		// Every row null and nothing else to say: Lance reads these as
 		// one nullable item layer whatever the layers say.
-		n := int(d.numRows)
+		n := int(d.NumRows)
 		def := make([]uint16, n)
 		for i := range def {
 			def[i] = 1
 		}
-		values, err := toArrow(d.mem, &nullBlock{n: n}, d.scanType)
+		values, err := toArrow(d.Mem, &nullBlock{n: n}, d.ScanType)
 		if err != nil {
 			return nil, err
 		}
-		return &leafPage{
-			numRows: d.numRows, numItems: n, def: def, values: values,
-			layers: []enc21pb.RepDefLayer{enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM},
+		return &LeafPage{
+			NumRows: d.NumRows, NumItems: n, Def: def, Values: values,
+			Layers: []enc21pb.RepDefLayer{enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM},
 		}, nil
 	case !inline && len(bufs) == 2, inline && (len(bufs) == 0 || len(bufs) == 2), !inline && (len(bufs) == 1 || len(bufs) == 3):
 	default:
 		return nil, pageCorruptf("constant page with inline value %t has %d buffers", inline, len(bufs))
 	}
-	lp := &leafPage{numRows: d.numRows, layers: layers}
-	lay, err := newRepDefLayout(layers)
+	lp := &LeafPage{NumRows: d.NumRows, Layers: layers}
+	lay, err := NewRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
@@ -66,26 +67,26 @@ func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 	}
 	if levelBufs != nil {
 		allNull := !inline && len(bufs) == 2
-		if lp.rep, err = constantLevels(levelBufs[0], l.GetRepCompression(), l.GetNumRepValues(), allNull); err != nil {
+		if lp.Rep, err = constantLevels(levelBufs[0], l.GetRepCompression(), l.GetNumRepValues(), allNull); err != nil {
 			return nil, pageWrapf(err, "repetition levels")
 		}
-		if lp.def, err = constantLevels(levelBufs[1], l.GetDefCompression(), l.GetNumDefValues(), allNull); err != nil {
+		if lp.Def, err = constantLevels(levelBufs[1], l.GetDefCompression(), l.GetNumDefValues(), allNull); err != nil {
 			return nil, pageWrapf(err, "definition levels")
 		}
 	}
 	switch {
-	case lp.rep != nil && lp.def != nil && len(lp.rep) != len(lp.def):
-		return nil, pageCorruptf("%d repetition and %d definition levels", len(lp.rep), len(lp.def))
-	case lp.rep != nil:
-		lp.numItems = len(lp.rep)
-	case lp.def != nil:
-		lp.numItems = len(lp.def)
+	case lp.Rep != nil && lp.Def != nil && len(lp.Rep) != len(lp.Def):
+		return nil, pageCorruptf("%d repetition and %d definition levels", len(lp.Rep), len(lp.Def))
+	case lp.Rep != nil:
+		lp.NumItems = len(lp.Rep)
+	case lp.Def != nil:
+		lp.NumItems = len(lp.Def)
 	default:
-		lp.numItems = int(d.numRows)
+		lp.NumItems = int(d.NumRows)
 	}
-	visible := lp.numItems
-	if lp.def != nil {
-		visible = countVisible(lp.def, lay.maxVisible)
+	visible := lp.NumItems
+	if lp.Def != nil {
+		visible = CountVisible(lp.Def, lay.MaxVisible)
 	}
 	// The value.
 	var block valueBlock
@@ -93,14 +94,14 @@ func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 	case inline:
 		block, err = repeatFixed(l.InlineValue, visible)
 	case len(bufs) == 1 || len(bufs) == 3:
-		block, err = scalarBlock(bufs[0], d.scanType, visible)
+		block, err = scalarBlock(bufs[0], d.ScanType, visible)
 	default:
 		block = &nullBlock{n: visible}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if lp.values, err = toArrow(d.mem, block, d.scanType); err != nil {
+	if lp.Values, err = toArrow(d.Mem, block, d.ScanType); err != nil {
 		return nil, err
 	}
 	return lp, nil
@@ -116,10 +117,10 @@ func constantLevels(buf []byte, enc *enc21pb.CompressiveEncoding, count uint64, 
 	if enc != nil && allowCompressed {
 		// decodeLevels bounds the count, which comes from metadata, by the
 		// buffer.
-		if count > maxPageItems {
+		if count > MaxPageItems {
 			return nil, pageCorruptf("%d levels in a %d-byte buffer", count, len(buf))
 		}
-		return decodeLevels(enc, buf, int(count), false)
+		return DecodeLevels(enc, buf, int(count), false)
 	}
 	return rawLevels16(buf)
 }
@@ -129,7 +130,7 @@ func repeatFixed(v []byte, n int) (valueBlock, error) {
 	if len(v) == 0 {
 		return nil, pageCorruptf("constant value of 0 bytes")
 	}
-	if n*len(v) > maxDecompressedBytes {
+	if n*len(v) > fileio.MaxDecompressedBytes {
 		return nil, pageUnsupportedf("%d copies of a %d-byte constant are too large to materialise", n, len(v))
 	}
 	return &fixedBlock{bits: 8 * len(v), n: n, data: bytes.Repeat(v, n)}, nil
@@ -153,12 +154,12 @@ func scalarBlock(buf []byte, dt arrow.DataType, n int) (valueBlock, error) {
 			return nil, pageCorruptf("constant %s value has %d buffers", dt, len(parts))
 		}
 		w := len(parts[0]) / 2
-		start, end := getLE(parts[0], w), getLE(parts[0][w:], w)
+		start, end := GetLE(parts[0], w), GetLE(parts[0][w:], w)
 		if start > end || end > uint64(len(parts[1])) {
 			return nil, pageCorruptf("constant %s value spans [%d, %d) of %d bytes", dt, start, end, len(parts[1]))
 		}
 		v := parts[1][start:end]
-		if n*len(v) > maxDecompressedBytes {
+		if n*len(v) > fileio.MaxDecompressedBytes {
 			return nil, pageUnsupportedf("%d copies of a %d-byte constant are too large to materialise", n, len(v))
 		}
 		out := newVarBlock(w == 8, n)

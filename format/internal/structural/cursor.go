@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -86,22 +86,22 @@ type leafColumn struct {
 	owned int
 	// pageEnds[p] is the first row after page p.
 	pageEnds []uint64
-	cache    map[int]*cachedPage
+	Cache    map[int]*cachedPage
 
 	// state of one readRange
-	sinks  []layerSink
+	sinks  []LayerSink
 	pieces []arrow.Array
 }
 
 // cachedPage is a decoded page with its checked levels.
 type cachedPage struct {
-	page   *leafPage
+	page   *LeafPage
 	levels *pageLevels
 }
 
 // structReader is an open 2.1+ file and what takes of it learn about its
 // pages.
-type structReader struct {
+type Reader struct {
 	*fileio.File
 	// miniIndexes caches, by pageID, what takes read to find the chunks of
 	// rows in mini-block pages (*miniBlockIndex): a few bytes per chunk,
@@ -110,13 +110,13 @@ type structReader struct {
 }
 
 // structuralCursor implements cursorImpl for 2.1+ files.
-type structuralCursor struct {
+type Cursor struct {
 	key     string
 	numRows uint64
 	mem     memory.Allocator
 	// decode decodes page p of column col for leaf (Reader.decodeLeafPage;
 	// tests substitute hand-built pages).
-	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error)
+	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*LeafPage, error)
 	// preload, if set, reads the buffers of several pages in one coalesced
 	// batch and returns a context that hands them to decode
 	// (Reader.preloadPages); nil for hand-built pages in tests.
@@ -127,12 +127,12 @@ type structuralCursor struct {
 	// some rows need (Reader.takePages); nil: takes decode whole pages.
 	takePages func(ctx context.Context, reqs []*takeRequest) error
 	fields    []*structNode
-	leaves    []*leafColumn
-	scratch   levelScratch
+	Leaves    []*leafColumn
+	scratch   LevelScratch
 }
 
 // newStructuralCursor reads files of versions 2.1 and later.
-func newStructuralCursor(r *structReader, proj fileio.Projection) (fileio.Cursor, error) {
+func NewCursor(r *Reader, proj fileio.Projection) (fileio.Cursor, error) {
 	pageRows := func(col int) ([]uint64, error) {
 		if col < 0 || col >= len(r.Columns) {
 			return nil, fmt.Errorf("the file has %d columns: %w", len(r.Columns), lancer.ErrCorrupt)
@@ -144,7 +144,7 @@ func newStructuralCursor(r *structReader, proj fileio.Projection) (fileio.Cursor
 		}
 		return rows, nil
 	}
-	c, err := buildStructuralCursor(r.Key, r.NumRows, r.Mem, proj, pageRows, r.decodeLeafPage)
+	c, err := BuildCursor(r.Key, r.NumRows, r.Mem, proj, pageRows, r.DecodeLeafPage)
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +154,11 @@ func newStructuralCursor(r *structReader, proj fileio.Projection) (fileio.Cursor
 
 // buildStructuralCursor plans the reading of proj from a file of numRows
 // rows whose column col has pages of pageRows(col) rows each.
-func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, proj fileio.Projection,
+func BuildCursor(key string, numRows uint64, mem memory.Allocator, proj fileio.Projection,
 	pageRows func(col int) ([]uint64, error),
-	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error),
-) (*structuralCursor, error) {
-	c := &structuralCursor{key: key, numRows: numRows, mem: mem, decode: decode}
+	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*LeafPage, error),
+) (*Cursor, error) {
+	c := &Cursor{key: key, numRows: numRows, mem: mem, decode: decode}
 	for _, f := range proj.Fields {
 		n, err := c.plan(f, f.ScanType(), nil, nil, proj, true)
 		if err != nil {
@@ -167,7 +167,7 @@ func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, pro
 		assignOwners(n, 0)
 		c.fields = append(c.fields, n)
 	}
-	for _, l := range c.leaves {
+	for _, l := range c.Leaves {
 		rows, err := pageRows(l.col)
 		if err != nil {
 			return nil, fmt.Errorf("format: %s: column %d (field %q): %w", key, l.col, l.field.Name, err)
@@ -186,15 +186,15 @@ func buildStructuralCursor(key string, numRows uint64, mem memory.Allocator, pro
 			return nil, fmt.Errorf("format: %s: column %d (field %q): pages hold %d rows, the file %d: %w",
 				key, l.col, l.field.Name, total, numRows, lancer.ErrCorrupt)
 		}
-		l.cache = map[int]*cachedPage{}
-		l.sinks = make([]layerSink, l.owned)
+		l.Cache = map[int]*cachedPage{}
+		l.sinks = make([]LayerSink, l.owned)
 	}
 	return c, nil
 }
 
 // plan builds the node of f, to be read as type dt, below the layers
 // (outermost first) of its ancestors.
-func (c *structuralCursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj fileio.Projection, top bool) (*structNode, error) {
+func (c *Cursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj fileio.Projection, top bool) (*structNode, error) {
 	n := &structNode{field: f, dt: dt}
 	if f.StoredAsLeaf() {
 		if st, ok := dt.(*arrow.StructType); ok && top && st.NumFields() == 0 && f.Blob == schema.NotBlob {
@@ -215,7 +215,7 @@ func (c *structuralCursor) plan(f *schema.Field, dt arrow.DataType, lists, wide 
 			l.wide = append(l.wide, wide[i])
 		}
 		n.leaf = l
-		c.leaves = append(c.leaves, l)
+		c.Leaves = append(c.Leaves, l)
 		return n, nil
 	}
 	childType := func(i int) (arrow.DataType, error) {
@@ -295,12 +295,12 @@ func assignOwners(n *structNode, depth int) (leafDepth int) {
 }
 
 // readRange implements cursorImpl.
-func (c *structuralCursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
+func (c *Cursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
 	defer c.endRead()
 	if err := c.prefetch(ctx, start, end); err != nil {
 		return nil, err
 	}
-	for _, l := range c.leaves {
+	for _, l := range c.Leaves {
 		if err := c.readLeaf(ctx, l, start, end); err != nil {
 			return nil, err
 		}
@@ -319,10 +319,10 @@ func (c *structuralCursor) ReadRange(ctx context.Context, start, end uint64) ([]
 }
 
 // endRead drops what one read left in the leaves.
-func (c *structuralCursor) endRead() {
-	for _, l := range c.leaves {
+func (c *Cursor) endRead() {
+	for _, l := range c.Leaves {
 		for k := range l.sinks {
-			l.sinks[k].release()
+			l.sinks[k].Release()
 		}
 		fileio.ReleaseAll(l.pieces)
 		clear(l.pieces)
@@ -332,55 +332,55 @@ func (c *structuralCursor) endRead() {
 
 // evict releases cached pages a read starting at row next would not need:
 // a front-to-back scan keeps about one page per leaf.
-func (c *structuralCursor) evict(next uint64) {
-	for _, l := range c.leaves {
-		for p, cp := range l.cache {
+func (c *Cursor) evict(next uint64) {
+	for _, l := range c.Leaves {
+		for p, cp := range l.Cache {
 			first := uint64(0)
 			if p > 0 {
 				first = l.pageEnds[p-1]
 			}
 			if next < first || next >= l.pageEnds[p] {
-				cp.page.release()
-				delete(l.cache, p)
+				cp.page.Release()
+				delete(l.Cache, p)
 			}
 		}
 	}
 }
 
 // release implements cursorImpl.
-func (c *structuralCursor) Release() {
+func (c *Cursor) Release() {
 	c.endRead()
-	for _, l := range c.leaves {
-		for p, cp := range l.cache {
-			cp.page.release()
-			delete(l.cache, p)
+	for _, l := range c.Leaves {
+		for p, cp := range l.Cache {
+			cp.page.Release()
+			delete(l.Cache, p)
 		}
 	}
 }
 
 // page returns page p of leaf l, decoding and checking it on first use.
-func (c *structuralCursor) page(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
-	if cp, ok := l.cache[p]; ok {
+func (c *Cursor) page(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
+	if cp, ok := l.Cache[p]; ok {
 		return cp, nil
 	}
 	cp, err := c.loadPage(ctx, l, p)
 	if err != nil {
 		return nil, err
 	}
-	l.cache[p] = cp
+	l.Cache[p] = cp
 	return cp, nil
 }
 
 // loadPage decodes and checks page p of leaf l. It touches no cursor
 // state, so pages of several leaves can load at once.
-func (c *structuralCursor) loadPage(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
+func (c *Cursor) loadPage(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
 	lp, err := c.decode(ctx, l.col, p, l.field)
 	if err != nil {
 		return nil, err
 	}
 	levels, err := c.checkPage(l, p, lp)
 	if err != nil {
-		lp.release()
+		lp.Release()
 		return nil, fmt.Errorf("format: %s: column %d (field %q) page %d: %w", c.key, l.col, l.field.Name, p, err)
 	}
 	return &cachedPage{page: lp, levels: levels}, nil
@@ -409,7 +409,7 @@ func (l *leafColumn) pagesOverlapping(start, end uint64) iter.Seq2[int, uint64] 
 // prefetch decodes, in parallel, the pages rows [start, end) need that are
 // not cached yet. Decoding (decompression above all) dominates a scan, and
 // the columns of a projection are independent.
-func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) error {
+func (c *Cursor) prefetch(ctx context.Context, start, end uint64) error {
 	type job struct {
 		l   *leafColumn
 		p   int
@@ -417,9 +417,9 @@ func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) erro
 		err error
 	}
 	var jobs []job
-	for _, l := range c.leaves {
+	for _, l := range c.Leaves {
 		for p, first := range l.pagesOverlapping(start, end) {
-			if _, ok := l.cache[p]; !ok && l.pageEnds[p] > first {
+			if _, ok := l.Cache[p]; !ok && l.pageEnds[p] > first {
 				jobs = append(jobs, job{l: l, p: p})
 			}
 		}
@@ -465,9 +465,9 @@ func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) erro
 		case j.err != nil && firstErr == nil:
 			firstErr = j.err
 		case j.cp != nil && firstErr == nil:
-			j.l.cache[j.p] = j.cp
+			j.l.Cache[j.p] = j.cp
 		case j.cp != nil:
-			j.cp.page.release()
+			j.cp.page.Release()
 		}
 	}
 	if firstErr != nil {
@@ -479,7 +479,7 @@ func (c *structuralCursor) prefetch(ctx context.Context, start, end uint64) erro
 
 // checkPage validates a decoded page against the leaf's place in the schema
 // and the page's row count.
-func (c *structuralCursor) checkPage(l *leafColumn, p int, lp *leafPage) (*pageLevels, error) {
+func (c *Cursor) checkPage(l *leafColumn, p int, lp *LeafPage) (*pageLevels, error) {
 	first := uint64(0)
 	if p > 0 {
 		first = l.pageEnds[p-1]
@@ -489,28 +489,28 @@ func (c *structuralCursor) checkPage(l *leafColumn, p int, lp *leafPage) (*pageL
 
 // checkRows validates a decoded page, or the part of one a take decoded,
 // against the leaf's place in the schema and the numRows rows it must hold.
-func (c *structuralCursor) checkRows(l *leafColumn, lp *leafPage, numRows uint64) (*pageLevels, error) {
+func (c *Cursor) checkRows(l *leafColumn, lp *LeafPage, numRows uint64) (*pageLevels, error) {
 	if lp == nil {
 		return nil, fmt.Errorf("the decoder returned no page: %w", lancer.ErrCorrupt)
 	}
-	if len(lp.layers) != len(l.lists) {
-		return nil, fmt.Errorf("%d rep/def layers, the schema has %d levels of nesting: %w", len(lp.layers), len(l.lists), lancer.ErrCorrupt)
+	if len(lp.Layers) != len(l.lists) {
+		return nil, fmt.Errorf("%d rep/def layers, the schema has %d levels of nesting: %w", len(lp.Layers), len(l.lists), lancer.ErrCorrupt)
 	}
-	levels, err := lp.check(numRows)
+	levels, err := lp.Check(numRows)
 	if err != nil {
 		return nil, err
 	}
 	for k, isList := range l.lists {
-		if levels.lay.info[k].list != isList {
+		if levels.lay.Info[k].List != isList {
 			what := "an item (struct or leaf)"
 			if isList {
 				what = "a list"
 			}
-			return nil, fmt.Errorf("layer %d is %s in the schema but %s in the page: %w", k, what, lp.layers[k], lancer.ErrCorrupt)
+			return nil, fmt.Errorf("layer %d is %s in the schema but %s in the page: %w", k, what, lp.Layers[k], lancer.ErrCorrupt)
 		}
 	}
-	if !arrow.TypeEqual(lp.values.DataType(), l.dt) && !sameLayout(lp.values.DataType(), l.dt) {
-		return nil, fmt.Errorf("values of type %s, want %s: %w", lp.values.DataType(), l.dt, lancer.ErrCorrupt)
+	if !arrow.TypeEqual(lp.Values.DataType(), l.dt) && !sameLayout(lp.Values.DataType(), l.dt) {
+		return nil, fmt.Errorf("values of type %s, want %s: %w", lp.Values.DataType(), l.dt, lancer.ErrCorrupt)
 	}
 	return levels, nil
 }
@@ -550,7 +550,7 @@ type piece struct {
 }
 
 // readLeaf unravels rows [start, end) of leaf l into l.sinks and l.pieces.
-func (c *structuralCursor) readLeaf(ctx context.Context, l *leafColumn, start, end uint64) error {
+func (c *Cursor) readLeaf(ctx context.Context, l *leafColumn, start, end uint64) error {
 	var pieces []piece
 	for p, first := range l.pagesOverlapping(start, end) {
 		if l.pageEnds[p] == first {
@@ -570,20 +570,20 @@ func (c *structuralCursor) readLeaf(ctx context.Context, l *leafColumn, start, e
 // take, the rows of the part of the page decoded).
 func newPiece(cp *cachedPage, p int, lo, hi uint64) piece {
 	pc := piece{cp: cp, pageIndex: p}
-	pc.itemLo, pc.valueLo = cp.levels.locate(int(lo))
-	pc.itemHi, pc.valueHi = cp.levels.locate(int(hi))
+	pc.itemLo, pc.valueLo = cp.levels.Locate(int(lo))
+	pc.itemHi, pc.valueHi = cp.levels.Locate(int(hi))
 	return pc
 }
 
 // unravelPieces unravels the levels of pieces, in order, into l.sinks and
 // appends their values to l.pieces.
-func (c *structuralCursor) unravelPieces(l *leafColumn, pieces []piece) error {
+func (c *Cursor) unravelPieces(l *leafColumn, pieces []piece) error {
 	// A read within one page slices the page's values without copying;
 	// the leaf's validity bitmap must then line up with the slice's offset.
 	shift, withValues := 0, 0
 	for _, pc := range pieces {
 		if pc.valueHi > pc.valueLo {
-			shift = pc.cp.page.values.Data().Offset() + pc.valueLo
+			shift = pc.cp.page.Values.Data().Offset() + pc.valueLo
 			withValues++
 		}
 	}
@@ -593,39 +593,39 @@ func (c *structuralCursor) unravelPieces(l *leafColumn, pieces []piece) error {
 	for k := range l.sinks {
 		s := &l.sinks[k]
 		if k == 0 {
-			s.validity.reset(c.mem, shift)
+			s.Validity.Reset(c.mem, shift)
 		} else {
-			s.validity.reset(c.mem, 0)
+			s.Validity.Reset(c.mem, 0)
 		}
-		s.offsets.reset(c.mem, l.wide[k])
-		s.children = 0
+		s.Offsets.Reset(c.mem, l.wide[k])
+		s.Children = 0
 	}
 	for _, pc := range pieces {
 		lp := pc.cp.page
 		var rep, def []uint16
-		if lp.rep != nil {
-			rep = lp.rep[pc.itemLo:pc.itemHi]
+		if lp.Rep != nil {
+			rep = lp.Rep[pc.itemLo:pc.itemHi]
 		}
-		if lp.def != nil {
-			def = lp.def[pc.itemLo:pc.itemHi]
+		if lp.Def != nil {
+			def = lp.Def[pc.itemLo:pc.itemHi]
 		}
-		before := l.sinks[0].slots()
-		if err := unravelPiece(pc.cp.levels.lay, rep, def, pc.itemHi-pc.itemLo, l.sinks, &c.scratch); err != nil {
+		before := l.sinks[0].Slots()
+		if err := UnravelPiece(pc.cp.levels.lay, rep, def, pc.itemHi-pc.itemLo, l.sinks, &c.scratch); err != nil {
 			return fmt.Errorf("format: %s: column %d (field %q) page %d: %w", c.key, l.col, l.field.Name, pc.pageIndex, err)
 		}
-		if got, want := l.sinks[0].slots()-before, pc.valueHi-pc.valueLo; got != want {
+		if got, want := l.sinks[0].Slots()-before, pc.valueHi-pc.valueLo; got != want {
 			return fmt.Errorf("format: %s: column %d (field %q) page %d: %d leaf slots for %d values: %w",
 				c.key, l.col, l.field.Name, pc.pageIndex, got, want, lancer.ErrCorrupt)
 		}
 		if pc.valueHi > pc.valueLo {
-			l.pieces = append(l.pieces, array.NewSlice(lp.values, int64(pc.valueLo), int64(pc.valueHi)))
+			l.pieces = append(l.pieces, array.NewSlice(lp.Values, int64(pc.valueLo), int64(pc.valueHi)))
 		}
 	}
 	return nil
 }
 
 // assemble builds node n's array, which must have want slots.
-func (c *structuralCursor) assemble(n *structNode, want int) (arrow.Array, error) {
+func (c *Cursor) assemble(n *structNode, want int) (arrow.Array, error) {
 	switch {
 	case n.kind == nodeEmptyStruct:
 		data := array.NewData(n.dt, want, []*memory.Buffer{nil}, nil, 0, 0)
@@ -635,7 +635,7 @@ func (c *structuralCursor) assemble(n *structNode, want int) (arrow.Array, error
 		return arrays.NullArray(c.mem, n.dt, want), nil
 	}
 	sink := &n.owner.sinks[n.layer]
-	if got := sink.slots(); got != want {
+	if got := sink.Slots(); got != want {
 		return nil, fmt.Errorf("%s %q: column %d has %d slots, want %d: %w",
 			kindName(n), n.field.Name, n.owner.col, got, want, lancer.ErrCorrupt)
 	}
@@ -652,7 +652,7 @@ func (c *structuralCursor) assemble(n *structNode, want int) (arrow.Array, error
 			}
 			members = append(members, m)
 		}
-		validity, nulls := sink.validity.finish()
+		validity, nulls := sink.Validity.finish()
 		children := make([]arrow.ArrayData, len(members))
 		for i, m := range members {
 			children[i] = m.Data()
@@ -664,17 +664,17 @@ func (c *structuralCursor) assemble(n *structNode, want int) (arrow.Array, error
 		defer data.Release()
 		return array.MakeFromData(data), nil
 	case nodeList:
-		offsets, err := sink.offsets.finish(sink.children)
+		offsets, err := sink.Offsets.finish(sink.Children)
 		if err != nil {
 			return nil, err
 		}
 		defer offsets.Release()
-		items, err := c.assemble(n.children[0], int(sink.children))
+		items, err := c.assemble(n.children[0], int(sink.Children))
 		if err != nil {
 			return nil, err
 		}
 		defer items.Release()
-		validity, nulls := sink.validity.finish()
+		validity, nulls := sink.Validity.finish()
 		data := array.NewData(n.dt, want, []*memory.Buffer{validity, offsets}, []arrow.ArrayData{items.Data()}, nulls, 0)
 		if validity != nil {
 			validity.Release()
@@ -686,7 +686,7 @@ func (c *structuralCursor) assemble(n *structNode, want int) (arrow.Array, error
 }
 
 // assembleLeaf joins the leaf's pieces and applies its validity.
-func (c *structuralCursor) assembleLeaf(l *leafColumn, want int) (arrow.Array, error) {
+func (c *Cursor) assembleLeaf(l *leafColumn, want int) (arrow.Array, error) {
 	var values arrow.Array
 	switch len(l.pieces) {
 	case 0:
@@ -705,7 +705,7 @@ func (c *structuralCursor) assembleLeaf(l *leafColumn, want int) (arrow.Array, e
 		values.Release()
 		return nil, fmt.Errorf("column %d (field %q): %d values for %d slots: %w", l.col, l.field.Name, values.Len(), want, lancer.ErrCorrupt)
 	}
-	validity, nulls := l.sinks[0].validity.finish()
+	validity, nulls := l.sinks[0].Validity.finish()
 	if validity != nil && len(l.pieces) != 1 {
 		// The bitmap was built from bit 0; the joined values start at
 		// offset 0 too, unless there were no pieces (then there are no slots).

@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"encoding/binary"
@@ -55,7 +55,7 @@ func (e *fslZip) bitsPerValue() int {
 	for k, d := range e.vals.dims {
 		children *= d
 		if e.vals.validity[k] != nil {
-			b += 8 * bytesForBits(children)
+			b += 8 * BytesForBits(children)
 		}
 	}
 	return b + e.vals.rowBits()
@@ -76,7 +76,7 @@ func (e *fslZip) appendValue(dst []byte, v int) ([]byte, error) {
 // varZip: Variable (plain), Fsst (each value compressed with one
 // table) or General (each value zstd-compressed on its own).
 type varZip struct {
-	vals  *varVals // the stored (possibly FSST-compressed) values
+	vals  *VarVals // the stored (possibly FSST-compressed) values
 	large bool
 	fsst  []byte // symbol table
 	zstd  bool
@@ -105,16 +105,16 @@ func (e *varZip) bitsPerOffset() int {
 	}
 	return 32
 }
-func (e *varZip) count() int { return e.vals.len() }
+func (e *varZip) count() int { return e.vals.Len() }
 
 // valueBytes is exact for plain and FSST values; for zstd it is the bytes
 // before compression.
-func (e *varZip) valueBytes() int { return int(e.vals.off[len(e.vals.off)-1] - e.vals.off[0]) }
+func (e *varZip) valueBytes() int { return int(e.vals.Off[len(e.vals.Off)-1] - e.vals.Off[0]) }
 func (e *varZip) appendValue(dst []byte, v int) ([]byte, error) {
 	if !e.zstd {
-		return append(dst, e.vals.value(v)...), nil
+		return append(dst, e.vals.Value(v)...), nil
 	}
-	c, err := codec.Compress(codec.CompressionZstd, int(e.level), e.vals.value(v))
+	c, err := codec.Compress(codec.CompressionZstd, int(e.level), e.vals.Value(v))
 	if err != nil {
 		return nil, err
 	}
@@ -128,20 +128,20 @@ const perValueZstdMin = 32 << 10
 // newVarZip chooses how a full-zip page stores variable-width values
 // (docs/spec/lance-format.md §9.11): zstd per value for huge values (or when general
 // compression is asked for), FSST for strings when it pays, else plain.
-func newVarZip(pg *writePage, vals *varVals, maxLen int) *varZip {
+func newVarZip(pg *writePage, vals *VarVals, maxLen int) *varZip {
 	e := &varZip{vals: vals, large: vals.large}
 	comp := pg.compression()
 	if comp == "none" {
 		return e
 	}
-	if (maxLen > perValueZstdMin || comp == "zstd" || comp == "lz4") && len(vals.data) >= codec.FSSTMinInputSize {
+	if (maxLen > perValueZstdMin || comp == "zstd" || comp == "lz4") && len(vals.Data) >= codec.FSSTMinInputSize {
 		e.zstd = true
 		if _, level, _, err := userCompression(pg); err == nil && level != nil {
 			e.level = *level
 		}
 		return e
 	}
-	if comp == "fsst" || (isString(pg.spec) && maxLen >= fsstMinMaxLen && len(vals.data) >= codec.FSSTMinInputSize) {
+	if comp == "fsst" || (isString(pg.spec) && maxLen >= fsstMinMaxLen && len(vals.Data) >= codec.FSSTMinInputSize) {
 		if f := fsstCompress(vals); f != nil {
 			e.vals, e.fsst = f.vals, f.fsst
 		}
@@ -163,7 +163,7 @@ func (e *packedZip) proto() *enc21pb.CompressiveEncoding {
 				Value:  flatEncoding(c.bits),
 				Layout: &enc21pb.VariablePackedStruct_FieldEncoding_BitsPerValue{BitsPerValue: uint64(c.bits)},
 			})
-		case *varVals:
+		case *VarVals:
 			w := 32
 			if c.large {
 				w = 64
@@ -186,12 +186,12 @@ func (e *packedZip) valueBytes() int {
 		switch c := c.(type) {
 		case *fixedVals:
 			b += e.vals.n * c.bits / 8
-		case *varVals:
+		case *VarVals:
 			w := 4
 			if c.large {
 				w = 8
 			}
-			b += e.vals.n*w + int(c.off[len(c.off)-1]-c.off[0])
+			b += e.vals.n*w + int(c.Off[len(c.Off)-1]-c.Off[0])
 		}
 	}
 	return b
@@ -202,8 +202,8 @@ func (e *packedZip) appendValue(dst []byte, v int) ([]byte, error) {
 		case *fixedVals:
 			w := c.bits / 8
 			dst = append(dst, c.data[v*w:(v+1)*w]...)
-		case *varVals:
-			b := c.value(v)
+		case *VarVals:
+			b := c.Value(v)
 			if c.large {
 				dst = binary.LittleEndian.AppendUint64(dst, uint64(len(b)))
 			} else {
@@ -231,7 +231,7 @@ func encodeFullZip(pg *writePage, enc zipEncoder) ([][]byte, *enc21pb.PageLayout
 		maxDef = max(maxDef, d)
 	}
 	bitsRep, bitsDef := uint32(bits.Len16(maxRep)), uint32(bits.Len16(maxDef))
-	ctrl := controlWordBytes(bitsRep, bitsDef)
+	ctrl := ControlWordBytes(bitsRep, bitsDef)
 	fixedBits := enc.bitsPerValue()
 	variable := fixedBits == 0
 	if !variable && fixedBits%8 != 0 {

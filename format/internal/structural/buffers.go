@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"fmt"
@@ -18,17 +18,17 @@ import (
 // a values array that starts at an offset into its buffers.
 type bitmapBuilder struct {
 	mem   memory.Allocator
-	buf   *memory.Buffer // nil while all slots are valid
-	bits  []byte         // buf's full capacity; bytes past zeroed are garbage
-	shift int
+	Buf   *memory.Buffer // nil while all slots are valid
+	Bits  []byte         // buf's full capacity; bytes past zeroed are garbage
+	Shift int
 	n     int // slots appended
 	nulls int
 }
 
 // reset prepares an empty builder whose slot 0 is bit shift.
-func (b *bitmapBuilder) reset(mem memory.Allocator, shift int) {
+func (b *bitmapBuilder) Reset(mem memory.Allocator, shift int) {
 	b.release()
-	*b = bitmapBuilder{mem: mem, shift: shift}
+	*b = bitmapBuilder{mem: mem, Shift: shift}
 }
 
 func (b *bitmapBuilder) len() int { return b.n }
@@ -36,38 +36,38 @@ func (b *bitmapBuilder) len() int { return b.n }
 // materialize allocates the bitmap, with every slot so far valid, and room
 // for extra more slots.
 func (b *bitmapBuilder) materialize(extra int) {
-	b.buf = memory.NewResizableBuffer(b.mem)
-	b.bits = nil
+	b.Buf = memory.NewResizableBuffer(b.mem)
+	b.Bits = nil
 	b.grow(extra)
-	bitutil.SetBitsTo(b.bits, int64(b.shift), int64(b.n), true)
+	bitutil.SetBitsTo(b.Bits, int64(b.Shift), int64(b.n), true)
 }
 
 // grow makes room for extra more slots; new bytes are zero.
 func (b *bitmapBuilder) grow(extra int) {
-	need := int(bitutil.BytesForBits(int64(b.shift + b.n + extra)))
-	if need <= len(b.bits) {
+	need := int(bitutil.BytesForBits(int64(b.Shift + b.n + extra)))
+	if need <= len(b.Bits) {
 		return
 	}
-	old := len(b.bits)
-	b.buf.Reserve(max(need, 2*old))
-	b.bits = b.buf.Buf()
-	clear(b.bits[old:])
+	old := len(b.Bits)
+	b.Buf.Reserve(max(need, 2*old))
+	b.Bits = b.Buf.Buf()
+	clear(b.Bits[old:])
 }
 
 // append adds one slot.
 func (b *bitmapBuilder) append(valid bool) {
-	if b.buf == nil {
+	if b.Buf == nil {
 		if valid {
 			b.n++
 			return
 		}
 		b.materialize(64)
-	} else if (b.shift+b.n)>>3 >= len(b.bits) {
+	} else if (b.Shift+b.n)>>3 >= len(b.Bits) {
 		b.grow(64)
 	}
 	if valid {
-		i := b.shift + b.n
-		b.bits[i>>3] |= 1 << (i & 7)
+		i := b.Shift + b.n
+		b.Bits[i>>3] |= 1 << (i & 7)
 	} else {
 		b.nulls++
 	}
@@ -76,9 +76,9 @@ func (b *bitmapBuilder) append(valid bool) {
 
 // appendValid adds n valid slots.
 func (b *bitmapBuilder) appendValid(n int) {
-	if b.buf != nil {
+	if b.Buf != nil {
 		b.grow(n)
-		bitutil.SetBitsTo(b.bits, int64(b.shift+b.n), int64(n), true)
+		bitutil.SetBitsTo(b.Bits, int64(b.Shift+b.n), int64(n), true)
 	}
 	b.n += n
 }
@@ -87,7 +87,7 @@ func (b *bitmapBuilder) appendValid(n int) {
 // <= base.
 func (b *bitmapBuilder) appendDefs(def []uint16, base, limit uint16) {
 	i := 0
-	if b.buf == nil {
+	if b.Buf == nil {
 		// Valid slots need no bitmap until the first null.
 		for ; i < len(def); i++ {
 			d := def[i]
@@ -106,7 +106,7 @@ func (b *bitmapBuilder) appendDefs(def []uint16, base, limit uint16) {
 	} else {
 		b.grow(len(def))
 	}
-	bits, pos, nulls := b.bits, b.shift+b.n, 0
+	bits, pos, nulls := b.Bits, b.Shift+b.n, 0
 	for _, d := range def[i:] {
 		if d > limit {
 			continue
@@ -119,62 +119,62 @@ func (b *bitmapBuilder) appendDefs(def []uint16, base, limit uint16) {
 		pos++
 	}
 	b.nulls += nulls
-	b.n = pos - b.shift
+	b.n = pos - b.Shift
 }
 
 // finish hands over the bitmap (nil when every slot is valid) and its null
 // count, and resets the builder.
 func (b *bitmapBuilder) finish() (*memory.Buffer, int) {
-	buf, nulls := b.buf, b.nulls
+	buf, nulls := b.Buf, b.nulls
 	if buf != nil {
-		buf.ResizeNoShrink(int(bitutil.BytesForBits(int64(b.shift + b.n))))
+		buf.ResizeNoShrink(int(bitutil.BytesForBits(int64(b.Shift + b.n))))
 	}
-	*b = bitmapBuilder{mem: b.mem, shift: b.shift}
+	*b = bitmapBuilder{mem: b.mem, Shift: b.Shift}
 	return buf, nulls
 }
 
 func (b *bitmapBuilder) release() {
-	if b.buf != nil {
-		b.buf.Release()
+	if b.Buf != nil {
+		b.Buf.Release()
 	}
-	*b = bitmapBuilder{mem: b.mem, shift: b.shift}
+	*b = bitmapBuilder{mem: b.mem, Shift: b.Shift}
 }
 
 // offsetBuilder builds Arrow list offsets, int32 or (wide) int64, from the
 // allocator.
 type offsetBuilder struct {
 	mem      memory.Allocator
-	wide     bool
+	Wide     bool
 	buf      *memory.Buffer
-	narrow   []int32 // views of buf's capacity
-	wideVals []int64
-	n        int
+	Narrow   []int32 // views of buf's capacity
+	WideVals []int64
+	N        int
 	overflow bool // an offset did not fit int32
 }
 
-func (o *offsetBuilder) reset(mem memory.Allocator, wide bool) {
+func (o *offsetBuilder) Reset(mem memory.Allocator, wide bool) {
 	o.release()
-	*o = offsetBuilder{mem: mem, wide: wide}
+	*o = offsetBuilder{mem: mem, Wide: wide}
 }
 
 // reserve makes room for n more offsets.
 func (o *offsetBuilder) reserve(n int) {
-	if c := len(o.narrow) + len(o.wideVals); o.n+n > c {
-		o.grow(max(o.n+n, 2*c, 64))
+	if c := len(o.Narrow) + len(o.WideVals); o.N+n > c {
+		o.grow(max(o.N+n, 2*c, 64))
 	}
 }
 
 func (o *offsetBuilder) append(v int64) {
 	o.reserve(1)
-	if o.wide {
-		o.wideVals[o.n] = v
+	if o.Wide {
+		o.WideVals[o.N] = v
 	} else {
 		if v > math.MaxInt32 {
 			o.overflow = true
 		}
-		o.narrow[o.n] = int32(v)
+		o.Narrow[o.N] = int32(v)
 	}
-	o.n++
+	o.N++
 }
 
 func (o *offsetBuilder) grow(capacity int) {
@@ -182,14 +182,14 @@ func (o *offsetBuilder) grow(capacity int) {
 		o.buf = memory.NewResizableBuffer(o.mem)
 	}
 	width := 4
-	if o.wide {
+	if o.Wide {
 		width = 8
 	}
 	o.buf.Reserve(capacity * width)
-	if o.wide {
-		o.wideVals = arrow.Int64Traits.CastFromBytes(o.buf.Buf())
+	if o.Wide {
+		o.WideVals = arrow.Int64Traits.CastFromBytes(o.buf.Buf())
 	} else {
-		o.narrow = arrow.Int32Traits.CastFromBytes(o.buf.Buf())
+		o.Narrow = arrow.Int32Traits.CastFromBytes(o.buf.Buf())
 	}
 }
 
@@ -202,12 +202,12 @@ func (o *offsetBuilder) finish(end int64) (*memory.Buffer, error) {
 		return nil, fmt.Errorf("a list batch of %d items needs 64-bit offsets, its type has 32: %w", end, lancer.ErrUnsupported)
 	}
 	width := 4
-	if o.wide {
+	if o.Wide {
 		width = 8
 	}
 	buf := o.buf
-	buf.ResizeNoShrink(o.n * width)
-	*o = offsetBuilder{mem: o.mem, wide: o.wide}
+	buf.ResizeNoShrink(o.N * width)
+	*o = offsetBuilder{mem: o.mem, Wide: o.Wide}
 	return buf, nil
 }
 
@@ -215,7 +215,7 @@ func (o *offsetBuilder) release() {
 	if o.buf != nil {
 		o.buf.Release()
 	}
-	*o = offsetBuilder{mem: o.mem, wide: o.wide}
+	*o = offsetBuilder{mem: o.mem, Wide: o.Wide}
 }
 
 // withValidity returns arr with its top-level validity replaced by validity

@@ -1,4 +1,4 @@
-package format
+package v20
 
 import (
 	"encoding/binary"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
@@ -61,7 +62,7 @@ func newV20Values(dt arrow.DataType, autoDict bool) (v20Values, error) {
 	if large, ok := arrays.BinaryType(dt); ok {
 		return &v20BinaryValues{large: large, autoDict: autoDict && dt.ID() == arrow.STRING}, nil
 	}
-	if bits, ok := v20BitWidth(dt); ok {
+	if bits, ok := BitWidth(dt); ok {
 		return &v20FixedValues{bits: bits}, nil
 	}
 	return nil, fmt.Errorf("%s values in a 2.0 file: %w", dt, lancer.ErrUnsupported)
@@ -196,7 +197,7 @@ func (f *v20FixedValues) add(arr arrow.Array, i, j int) error {
 	if f.bits == 0 {
 		return nil
 	}
-	src, off := fixedBuffer(arr)
+	src, off := arrays.FixedBuffer(arr)
 	if f.bits == 1 {
 		need := int(bitutil.BytesForBits(int64(start + j - i)))
 		f.values = append(f.values, make([]byte, need-len(f.values))...)
@@ -418,13 +419,13 @@ func (b *v20BinaryValues) encodeFSST(bufs [][]byte, null func(int) bool) (*encpb
 // binary (not large) values; anything else is ignored. A page that picks
 // the dictionary encoding is not compressed.
 func (b *v20BinaryValues) compressAs(md map[string]string) {
-	scheme := md[metaCompression]
+	scheme := md[fileio.MetaCompression]
 	switch {
 	case scheme == "fsst" && !b.large:
 		b.fsst = true
 	case scheme == "zstd" || scheme == "lz4":
 		b.compression = &encpb.Compression{Scheme: scheme}
-		if level, err := strconv.ParseInt(md[metaCompressionLevel], 10, 32); err == nil {
+		if level, err := strconv.ParseInt(md[fileio.MetaCompressionLevel], 10, 32); err == nil {
 			l := int32(level)
 			b.compression.Level = &l
 		}
@@ -532,7 +533,7 @@ type v20DictValues struct {
 }
 
 func newV20DictValues(t *arrow.DictionaryType) (v20Values, error) {
-	keyBits, ok := v20BitWidth(t.IndexType)
+	keyBits, ok := BitWidth(t.IndexType)
 	if !ok || !arrow.IsInteger(t.IndexType.ID()) {
 		return nil, fmt.Errorf("dictionary index type %s: %w", t.IndexType, lancer.ErrUnsupported)
 	}
@@ -709,9 +710,9 @@ func v20ValueKey(arr arrow.Array, i int) string {
 		}
 		return "\x00"
 	}
-	bits, _ := v20BitWidth(arr.DataType())
+	bits, _ := BitWidth(arr.DataType())
 	w := bits / 8
-	if src, off := fixedBuffer(arr); (off+i+1)*w <= len(src) {
+	if src, off := arrays.FixedBuffer(arr); (off+i+1)*w <= len(src) {
 		return string(src[(off+i)*w : (off+i+1)*w])
 	}
 	return ""
@@ -763,7 +764,7 @@ func v20PackedPartOf(dt arrow.DataType) (v20PackedPart, error) {
 		}}}
 		return v20PackedPart{width: items.width * int(fsl.Len()), enc: v20NoNullsEnc(enc)}, nil
 	}
-	bits, ok := v20BitWidth(dt)
+	bits, ok := BitWidth(dt)
 	if !ok || bits%8 != 0 {
 		return v20PackedPart{}, fmt.Errorf("%s cannot be packed: %w", dt, lancer.ErrUnsupported)
 	}
@@ -831,9 +832,9 @@ func v20AppendRows(dst []byte, arr arrow.Array, i, j int) []byte {
 		dim := int(fsl.DataType().(*arrow.FixedSizeListType).Len())
 		return v20AppendRows(dst, fsl.ListValues(), (d.Offset()+i)*dim, (d.Offset()+j)*dim)
 	}
-	bits, _ := v20BitWidth(arr.DataType())
+	bits, _ := BitWidth(arr.DataType())
 	w := bits / 8
-	src, off := fixedBuffer(arr)
+	src, off := arrays.FixedBuffer(arr)
 	lo, hi := (off+i)*w, (off+j)*w
 	if hi <= len(src) {
 		return append(dst, src[lo:hi]...)

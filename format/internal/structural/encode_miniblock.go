@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"encoding/binary"
@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -52,7 +53,7 @@ func flatChunkCap(bits int) int {
 	if bits < 8 {
 		n = 8
 	}
-	for n*2 <= maxChunkValues && bytesForBits(2*n*bits) < flatChunkBytes {
+	for n*2 <= maxChunkValues && BytesForBits(2*n*bits) < flatChunkBytes {
 		n *= 2
 	}
 	return n
@@ -192,7 +193,7 @@ func (m *generalMini) encodeChunk(start, n int) ([][]byte, error) {
 // varMini: Variable{Flat{32|64}} binary chunks, optionally of FSST
 // compressed values (Fsst{table, Variable}).
 type varMini struct {
-	vals  *varVals
+	vals  *VarVals
 	large bool
 	fsst  []byte // the symbol table, when the values are FSST-compressed
 }
@@ -209,29 +210,29 @@ func (m *varMini) proto() *enc21pb.CompressiveEncoding {
 	return &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_Fsst{Fsst: &enc21pb.Fsst{SymbolTable: m.fsst, Values: v}}}
 }
 func (m *varMini) buffers() int { return 1 }
-func (m *varMini) count() int   { return m.vals.len() }
+func (m *varMini) count() int   { return m.vals.Len() }
 
 func (m *varMini) chunkBytes(start, n int) int {
 	w := 4
 	if m.large {
 		w = 8
 	}
-	end := min(start+n, m.vals.len())
-	return (end-start+1)*w + int(m.vals.off[end]-m.vals.off[start])
+	end := min(start+n, m.vals.Len())
+	return (end-start+1)*w + int(m.vals.Off[end]-m.vals.Off[start])
 }
 
 func (m *varMini) chunkCap(start int) int {
 	n := 1
-	for n*2 <= maxChunkValues && start+n < m.vals.len() && m.chunkBytes(start, n) < binaryChunkBytes {
+	for n*2 <= maxChunkValues && start+n < m.vals.Len() && m.chunkBytes(start, n) < binaryChunkBytes {
 		n *= 2
 	}
 	return n
 }
 
 func (m *varMini) encodeChunk(start, n int) ([][]byte, error) {
-	off := m.vals.off[start : start+n+1]
+	off := m.vals.Off[start : start+n+1]
 	if m.large {
-		b, err := codec.EncodeBinaryChunk(nil, off, m.vals.data)
+		b, err := codec.EncodeBinaryChunk(nil, off, m.vals.Data)
 		return [][]byte{b}, err
 	}
 	narrow := make([]uint32, len(off))
@@ -241,7 +242,7 @@ func (m *varMini) encodeChunk(start, n int) ([][]byte, error) {
 	if off[len(off)-1] > 1<<32-1 {
 		return nil, fmt.Errorf("%d value bytes overflow 32-bit offsets: %w", off[len(off)-1], lancer.ErrUnsupported)
 	}
-	b, err := codec.EncodeBinaryChunk(nil, narrow, m.vals.data)
+	b, err := codec.EncodeBinaryChunk(nil, narrow, m.vals.Data)
 	return [][]byte{b}, err
 }
 
@@ -330,7 +331,7 @@ func (m *packedMini) encodeChunk(start, n int) ([][]byte, error) {
 
 func packedHasVariable(v *packedVals) bool {
 	for _, c := range v.children {
-		if _, ok := c.(*varVals); ok {
+		if _, ok := c.(*VarVals); ok {
 			return true
 		}
 	}
@@ -348,12 +349,12 @@ func userCompression(pg *writePage) (scheme codec.CompressionScheme, level *int3
 	case "lz4":
 		scheme = codec.CompressionLZ4
 	default:
-		return 0, nil, false, fmt.Errorf("unknown %s %q: %w", metaCompression, c, lancer.ErrInvalidArgument)
+		return 0, nil, false, fmt.Errorf("unknown %s %q: %w", fileio.MetaCompression, c, lancer.ErrInvalidArgument)
 	}
-	if s, found := pg.meta[metaCompressionLevel]; found {
+	if s, found := pg.meta[fileio.MetaCompressionLevel]; found {
 		l, err := strconv.ParseInt(s, 10, 32)
 		if err != nil {
-			return 0, nil, false, fmt.Errorf("%s %q: %w", metaCompressionLevel, s, lancer.ErrInvalidArgument)
+			return 0, nil, false, fmt.Errorf("%s %q: %w", fileio.MetaCompressionLevel, s, lancer.ErrInvalidArgument)
 		}
 		l32 := int32(l)
 		level = &l32
@@ -437,14 +438,14 @@ func bitpackEstimate[T codec.Word](words []T) int {
 // newVarMini chooses the mini-block encoding of variable-width values:
 // FSST for strings when it pays (or is asked for), general compression
 // around it when asked for.
-func newVarMini(pg *writePage, vals *varVals, maxLen int) (miniEncoder, error) {
+func newVarMini(pg *writePage, vals *VarVals, maxLen int) (miniEncoder, error) {
 	scheme, level, general, err := userCompression(pg)
 	if err != nil {
 		return nil, err
 	}
 	var base miniEncoder = &varMini{vals: vals, large: vals.large}
 	comp := pg.compression()
-	useFSST := comp == "fsst" || (comp == "" && isString(pg.spec) && maxLen >= fsstMinMaxLen && len(vals.data) >= codec.FSSTMinInputSize)
+	useFSST := comp == "fsst" || (comp == "" && isString(pg.spec) && maxLen >= fsstMinMaxLen && len(vals.Data) >= codec.FSSTMinInputSize)
 	if useFSST {
 		if f := fsstCompress(vals); f != nil {
 			base = f
@@ -469,15 +470,15 @@ func isString(spec *leafSpec) bool {
 
 // fsstCompress compresses every value with one symbol table, or returns
 // nil when that does not shrink the page.
-func fsstCompress(vals *varVals) *varMini {
-	table, off, data, err := codec.FSSTEncodeAll(vals.off, vals.data)
+func fsstCompress(vals *VarVals) *varMini {
+	table, off, data, err := codec.FSSTEncodeAll(vals.Off, vals.Data)
 	if err != nil {
 		return nil
 	}
-	if len(data)+codec.FSSTTableSize >= len(vals.data) {
+	if len(data)+codec.FSSTTableSize >= len(vals.Data) {
 		return nil
 	}
-	return &varMini{vals: &varVals{large: vals.large, off: off, data: data}, large: vals.large, fsst: table.Bytes()}
+	return &varMini{vals: &VarVals{large: vals.large, Off: off, Data: data}, large: vals.large, fsst: table.Bytes()}
 }
 
 // encodeMiniBlock encodes a mini-block page: enc's chunks with the levels of

@@ -1,8 +1,9 @@
-package format
+package structural
 
 import (
 	"encoding/binary"
 
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -23,7 +24,7 @@ import (
 //     nothing.
 
 // controlWordBytes returns the size of a control word.
-func controlWordBytes(bitsRep, bitsDef uint32) int {
+func ControlWordBytes(bitsRep, bitsDef uint32) int {
 	switch total := bitsRep + bitsDef; {
 	case total == 0:
 		return 0
@@ -103,8 +104,8 @@ func (z *zipReader) take(item, n int) ([]byte, error) {
 }
 
 // decodeFullZip decodes a full-zip page.
-func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*leafPage, error) {
-	if err := checkFullZip(l); err != nil {
+func (d *PageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*LeafPage, error) {
+	if err := CheckFullZip(l); err != nil {
 		return nil, err
 	}
 	want := 1
@@ -115,19 +116,19 @@ func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*l
 		return nil, pageCorruptf("full-zip page has %d buffers, want %d", len(bufs), want)
 	}
 	if want == 2 {
-		if err := checkRowIndex(bufs[1], d.numRows, len(bufs[0])); err != nil {
+		if err := checkRowIndex(bufs[1], d.NumRows, len(bufs[0])); err != nil {
 			return nil, err
 		}
 	}
 	numItems, numVisible := int(l.GetNumItems()), int(l.GetNumVisibleItems())
-	if numItems > maxPageItems || numVisible > numItems {
+	if numItems > MaxPageItems || numVisible > numItems {
 		return nil, pageCorruptf("full-zip page of %d items, %d visible", numItems, numVisible)
 	}
-	return d.decodeZipped(l, bufs[0], numItems, numVisible)
+	return d.DecodeZipped(l, bufs[0], numItems, numVisible)
 }
 
 // checkFullZip checks what decoding any part of a full-zip page relies on.
-func checkFullZip(l *enc21pb.FullZipLayout) error {
+func CheckFullZip(l *enc21pb.FullZipLayout) error {
 	if l.GetBitsRep() > 16 || l.GetBitsDef() > 16 {
 		return pageCorruptf("control words of %d rep and %d def bits (levels are u16)", l.GetBitsRep(), l.GetBitsDef())
 	}
@@ -148,18 +149,18 @@ func fullZipIndexed(l *enc21pb.FullZipLayout) bool {
 // all of them, numItems of which numVisible are visible, or, with numItems
 // < 0, the whole rows data holds (a take reads only the rows it wants; the
 // caller checks the row count).
-func (d *pageDecoder) decodeZipped(l *enc21pb.FullZipLayout, data []byte, numItems, numVisible int) (*leafPage, error) {
+func (d *PageDecoder) DecodeZipped(l *enc21pb.FullZipLayout, data []byte, numItems, numVisible int) (*LeafPage, error) {
 	bitsRep, bitsDef := l.GetBitsRep(), l.GetBitsDef()
 	layers := l.GetLayers()
-	lay, err := newRepDefLayout(layers)
+	lay, err := NewRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
 	_, variable := l.GetDetails().(*enc21pb.FullZipLayout_BitsPerOffset)
 	z := &zipReader{
-		data: data, ctrl: controlWordBytes(bitsRep, bitsDef),
+		data: data, ctrl: ControlWordBytes(bitsRep, bitsDef),
 		bitsRep: bitsRep, bitsDef: bitsDef,
-		maxRep: lay.maxRep, maxDef: lay.maxDef, maxVisible: lay.maxVisible,
+		maxRep: lay.MaxRep, maxDef: lay.MaxDef, maxVisible: lay.MaxVisible,
 		rowStarts: d.rowStarts,
 	}
 	// Every item takes at least its control word (or, without control
@@ -194,11 +195,11 @@ func (d *pageDecoder) decodeZipped(l *enc21pb.FullZipLayout, data []byte, numIte
 	if numVisible >= 0 && block.length() != numVisible {
 		return nil, pageCorruptf("%d visible items, the layout says %d", block.length(), numVisible)
 	}
-	values, err := toArrow(d.mem, block, d.scanType)
+	values, err := toArrow(d.Mem, block, d.ScanType)
 	if err != nil {
 		return nil, err
 	}
-	return &leafPage{numRows: d.numRows, layers: layers, rep: z.rep, def: z.def, numItems: numItems, values: values}, nil
+	return &LeafPage{NumRows: d.NumRows, Layers: layers, Rep: z.rep, Def: z.def, NumItems: numItems, Values: values}, nil
 }
 
 // more reports whether item i is to be read: i < numItems, or with
@@ -220,7 +221,7 @@ func checkRowIndex(index []byte, rows uint64, dataLen int) error {
 		return pageCorruptf("row index of %d bytes for %d rows", len(index), rows)
 	}
 	w := int(width)
-	first, last := getLE(index, w), getLE(index[len(index)-w:], w)
+	first, last := GetLE(index, w), GetLE(index[len(index)-w:], w)
 	if first != 0 || last != uint64(dataLen) {
 		return pageCorruptf("row index spans [%d, %d), the zipped buffer has %d bytes", first, last, dataLen)
 	}
@@ -263,7 +264,7 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 		for k, d := range dims {
 			children *= d
 			if hasValidity[k] {
-				total += bytesForBits(children)
+				total += BytesForBits(children)
 			}
 		}
 		total += children * itemBits / 8
@@ -334,7 +335,7 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 		c *= d
 		children[k] = c
 		if hasValidity[k] {
-			out.validity[k] = make([]byte, 0, bytesForBits(n*c))
+			out.validity[k] = make([]byte, 0, BytesForBits(n*c))
 		}
 	}
 	itemBytes := c * itemBits / 8
@@ -345,7 +346,7 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 			if !hasValidity[k] {
 				continue
 			}
-			size := bytesForBits(children[k])
+			size := BytesForBits(children[k])
 			out.validity[k] = appendBitmap(out.validity[k], i*children[k], v[:size], children[k])
 			v = v[size:]
 		}
@@ -399,7 +400,7 @@ func zipVariable(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible in
 			if err != nil {
 				return nil, 0, err
 			}
-			size := getLE(p, prefix)
+			size := GetLE(p, prefix)
 			if size > uint64(len(z.data)) {
 				return nil, 0, pageCorruptf("item %d: length %d exceeds the %d-byte buffer", i, size, len(z.data))
 			}
@@ -475,7 +476,7 @@ type generalPerValue struct {
 func (p *generalPerValue) addNull() error    { return p.out.add(nil) }
 func (p *generalPerValue) block() valueBlock { return p.out }
 func (p *generalPerValue) add(v []byte) error {
-	raw, err := decompress(p.compression, v, decompressLimit(len(v)))
+	raw, err := decompress(p.compression, v, fileio.DecompressLimit(len(v)))
 	if err != nil {
 		return err
 	}
@@ -570,7 +571,7 @@ func (p *packedPerValue) add(row []byte) error {
 		if err != nil {
 			return err
 		}
-		b, err := take(getLE(l, f.prefix))
+		b, err := take(GetLE(l, f.prefix))
 		if err != nil {
 			return err
 		}

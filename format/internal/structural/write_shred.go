@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"encoding/binary"
@@ -32,25 +32,25 @@ import (
 // only the lists below it, and those become slot-less entries.
 
 // leafPiece is what one batch contributes to one leaf: whole rows.
-type leafPiece struct {
+type LeafPiece struct {
 	rows  int
 	items int
 	rep   []uint16 // repetition levels; nil without list layers
 	key   []uint16 // null keys; nil when every item is valid
 	// src holds the visible values at the slots in ranges, in order. The
 	// piece owns one reference.
-	src    arrow.Array
-	ranges []valueRange
+	Src    arrow.Array
+	Ranges []ValueRange
 	values int
 	bytes  int // estimated encoded size
 }
 
-type valueRange struct{ start, end int }
+type ValueRange struct{ Start, End int }
 
-func (p *leafPiece) release() {
-	if p.src != nil {
-		p.src.Release()
-		p.src = nil
+func (p *LeafPiece) release() {
+	if p.Src != nil {
+		p.Src.Release()
+		p.Src = nil
 	}
 }
 
@@ -70,7 +70,7 @@ func (s *leafSpec) visibleKey(k uint16) bool {
 }
 
 // split cuts p before row r (0 < r < p.rows) into two pieces sharing src.
-func (p *leafPiece) split(spec *leafSpec, r int) (*leafPiece, *leafPiece) {
+func (p *LeafPiece) split(spec *leafSpec, r int) (*LeafPiece, *LeafPiece) {
 	item := r
 	if p.rep != nil {
 		seen := 0
@@ -93,9 +93,9 @@ func (p *leafPiece) split(spec *leafSpec, r int) (*leafPiece, *leafPiece) {
 			}
 		}
 	}
-	head := &leafPiece{rows: r, items: item, src: p.src, values: values}
-	tail := &leafPiece{rows: p.rows - r, items: p.items - item, src: p.src, values: p.values - values}
-	p.src.Retain()
+	head := &LeafPiece{rows: r, items: item, Src: p.Src, values: values}
+	tail := &LeafPiece{rows: p.rows - r, items: p.items - item, Src: p.Src, values: p.values - values}
+	p.Src.Retain()
 	if p.rep != nil {
 		head.rep, tail.rep = p.rep[:item:item], p.rep[item:]
 	}
@@ -103,28 +103,28 @@ func (p *leafPiece) split(spec *leafSpec, r int) (*leafPiece, *leafPiece) {
 		head.key, tail.key = p.key[:item:item], p.key[item:]
 	}
 	left := values
-	for i, rg := range p.ranges {
-		n := rg.end - rg.start
+	for i, rg := range p.Ranges {
+		n := rg.End - rg.Start
 		if left >= n {
 			left -= n
 			continue
 		}
-		head.ranges = append(head.ranges, p.ranges[:i]...)
+		head.Ranges = append(head.Ranges, p.Ranges[:i]...)
 		if left > 0 {
-			head.ranges = append(head.ranges, valueRange{rg.start, rg.start + left})
+			head.Ranges = append(head.Ranges, ValueRange{rg.Start, rg.Start + left})
 		}
-		tail.ranges = append(tail.ranges, valueRange{rg.start + left, rg.end})
-		tail.ranges = append(tail.ranges, p.ranges[i+1:]...)
+		tail.Ranges = append(tail.Ranges, ValueRange{rg.Start + left, rg.End})
+		tail.Ranges = append(tail.Ranges, p.Ranges[i+1:]...)
 		left = -1
 		break
 	}
 	if left >= 0 {
-		head.ranges = p.ranges
+		head.Ranges = p.Ranges
 	}
 	// Split the estimate by rows.
 	head.bytes = int(int64(p.bytes) * int64(r) / int64(max(p.rows, 1)))
 	tail.bytes = p.bytes - head.bytes
-	p.src = nil
+	p.Src = nil
 	return head, tail
 }
 
@@ -147,11 +147,11 @@ func (s *stream) slot(i int) int {
 type shredder struct {
 	fw     *structuralFieldWriter
 	next   int // index of the next leaf
-	pieces []*leafPiece
+	pieces []*LeafPiece
 }
 
 // shredField shreds one batch of a field into one piece per leaf.
-func shredField(fw *structuralFieldWriter, arr arrow.Array) (pieces []*leafPiece, err error) {
+func shredField(fw *structuralFieldWriter, arr arrow.Array) (pieces []*LeafPiece, err error) {
 	sh := &shredder{fw: fw}
 	defer func() {
 		if r := recover(); r != nil {
@@ -295,7 +295,7 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 	if isNull := leafNulls(spec, arr); isNull != nil {
 		s = markNulls(s, depth, isNull)
 	}
-	p := &leafPiece{items: s.n, key: s.key, src: arr}
+	p := &LeafPiece{items: s.n, key: s.key, Src: arr}
 	arr.Retain()
 	if s.ord != nil {
 		p.rep = make([]uint16, s.n)
@@ -319,7 +319,7 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 		}
 	}
 	if s.idx == nil {
-		p.ranges = []valueRange{{0, s.n}}
+		p.Ranges = []ValueRange{{0, s.n}}
 		p.values = s.n
 	} else {
 		for _, slot := range s.idx {
@@ -327,10 +327,10 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 				continue
 			}
 			p.values++
-			if n := len(p.ranges); n > 0 && p.ranges[n-1].end == slot {
-				p.ranges[n-1].end++
+			if n := len(p.Ranges); n > 0 && p.Ranges[n-1].End == slot {
+				p.Ranges[n-1].End++
 			} else {
-				p.ranges = append(p.ranges, valueRange{slot, slot + 1})
+				p.Ranges = append(p.Ranges, ValueRange{slot, slot + 1})
 			}
 		}
 	}
@@ -387,7 +387,7 @@ func leafNulls(spec *leafSpec, arr arrow.Array) func(int) bool {
 }
 
 // estimateBytes estimates the encoded size of a piece, to size pages.
-func estimateBytes(spec *leafSpec, p *leafPiece) int {
+func estimateBytes(spec *leafSpec, p *LeafPiece) int {
 	n := 0
 	if p.rep != nil {
 		n += 2 * p.items
@@ -400,8 +400,8 @@ func estimateBytes(spec *leafSpec, p *leafPiece) int {
 		n += p.values * fixedBits(spec.dt) / 8
 	case kindVariable, kindBlobLegacy:
 		n += 4 * p.values
-		for _, rg := range p.ranges {
-			n += varSpan(p.src, rg)
+		for _, rg := range p.Ranges {
+			n += varSpan(p.Src, rg)
 		}
 	case kindFSL:
 		dims, item, _ := fslShape(spec.dt)
@@ -414,8 +414,8 @@ func estimateBytes(spec *leafSpec, p *leafPiece) int {
 		n += p.values * 8
 	case kindBlobV2:
 		n += 32 * p.values
-		if s, ok := p.src.(*array.Struct); ok {
-			for _, rg := range p.ranges {
+		if s, ok := p.Src.(*array.Struct); ok {
+			for _, rg := range p.Ranges {
 				n += varSpan(s.Field(0), rg)
 			}
 		}
@@ -424,15 +424,15 @@ func estimateBytes(spec *leafSpec, p *leafPiece) int {
 }
 
 // varSpan returns the value bytes of slots rg of a variable-width array.
-func varSpan(arr arrow.Array, rg valueRange) int {
-	if rg.end <= rg.start {
+func varSpan(arr arrow.Array, rg ValueRange) int {
+	if rg.End <= rg.Start {
 		return 0
 	}
 	offs := varOffsets(arr)
 	if offs == nil {
 		return 0
 	}
-	return int(offs(rg.end) - offs(rg.start))
+	return int(offs(rg.End) - offs(rg.Start))
 }
 
 // varOffsets returns the offset accessor of a utf8/binary array (large or

@@ -1,4 +1,4 @@
-package format
+package v20
 
 import (
 	"context"
@@ -57,7 +57,7 @@ type v20Writer interface {
 
 // newV20FieldWriter returns the 2.0 encoder of field f, whose first column
 // will be firstCol.
-func newV20FieldWriter(w *fileio.Sink, f *schema.Field, firstCol int) (fileio.FieldWriter, error) {
+func NewFieldWriter(w *fileio.Sink, f *schema.Field, firstCol int) (fileio.FieldWriter, error) {
 	if firstCol != len(w.Columns) {
 		return nil, fmt.Errorf("field %q starts at column %d, the file has %d: %w", f.Name, firstCol, len(w.Columns), lancer.ErrInvalidArgument)
 	}

@@ -1,4 +1,4 @@
-package format
+package v20
 
 import (
 	"encoding/binary"
@@ -14,7 +14,7 @@ import (
 
 // v20BitWidth returns the width in bits of one fixed-width value of dt (1
 // for booleans), if dt is fixed-width.
-func v20BitWidth(dt arrow.DataType) (int, bool) {
+func BitWidth(dt arrow.DataType) (int, bool) {
 	if dt.ID() == arrow.BOOL {
 		return 1, true
 	}
@@ -132,7 +132,7 @@ func v20AppendWord(dst []byte, v uint64, size int) []byte {
 
 // v20BinaryValue returns value i of a utf8/binary array of either offset
 // width.
-func v20BinaryValue(a array.BinaryLike, i int) []byte {
+func BinaryValue(a array.BinaryLike, i int) []byte {
 	switch a := a.(type) {
 	case *array.String:
 		return []byte(a.Value(i))

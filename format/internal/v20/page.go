@@ -1,4 +1,4 @@
-package format
+package v20
 
 import (
 	"fmt"
@@ -42,8 +42,8 @@ type v20Page interface {
 
 // Names of the protobuf messages 2.0 files wrap in google.protobuf.Any.
 const (
-	v20ArrayEncodingName  = "lance.encodings.ArrayEncoding"
-	v20ColumnEncodingName = "lance.encodings.ColumnEncoding"
+	ArrayEncodingName  = "lance.encodings.ArrayEncoding"
+	ColumnEncodingName = "lance.encodings.ColumnEncoding"
 )
 
 // v20Corruptf and v20Unsupportedf report problems inside one page or column;
@@ -132,7 +132,7 @@ func (d *v20PageDecoder) array(enc *encpb.ArrayEncoding, dt arrow.DataType, n in
 func (d *v20PageDecoder) eager(enc *encpb.ArrayEncoding, dt arrow.DataType, n int) (arrow.Array, error) {
 	switch e := enc.GetArrayEncoding().(type) {
 	case *encpb.ArrayEncoding_Flat, *encpb.ArrayEncoding_Bitpacked, *encpb.ArrayEncoding_BitpackedForNonNeg:
-		bits, ok := v20BitWidth(dt)
+		bits, ok := BitWidth(dt)
 		if !ok {
 			return nil, v20Corruptf("%s values in a fixed-width encoding", dt)
 		}
@@ -308,7 +308,7 @@ func (d *v20PageDecoder) flat(f *encpb.Flat, n, bits int) ([]byte, error) {
 		}
 		// need comes from counts in the file; the buffer's own size bounds
 		// how much it may expand to (as for 2.1+ pages).
-		if buf, err = codec.Decompress(scheme, buf, min(need, decompressLimit(len(buf)))); err != nil {
+		if buf, err = codec.Decompress(scheme, buf, min(need, fileio.DecompressLimit(len(buf)))); err != nil {
 			return nil, err
 		}
 	}
@@ -504,7 +504,7 @@ func (d *v20PageDecoder) fixedSizeBinary(f *encpb.FixedSizeBinary, dt arrow.Data
 
 // constant decodes a page whose values are all one fixed-width value.
 func (d *v20PageDecoder) constant(c *encpb.Constant, dt arrow.DataType, n int) (v20Page, error) {
-	bits, ok := v20BitWidth(dt)
+	bits, ok := BitWidth(dt)
 	if !ok {
 		return nil, v20Unsupportedf("constant encoding of %s values", dt)
 	}
@@ -556,7 +556,7 @@ func (d *v20PageDecoder) dictionary(dict *encpb.Dictionary, dt arrow.DataType, n
 		return nil, err
 	}
 	defer items.Release()
-	idxBits, ok := v20BitWidth(dictType.IndexType)
+	idxBits, ok := BitWidth(dictType.IndexType)
 	if !ok || !arrow.IsInteger(dictType.IndexType.ID()) {
 		return nil, v20Unsupportedf("dictionary index type %s", dictType.IndexType)
 	}
@@ -692,7 +692,7 @@ func v20PackedWidth(dt arrow.DataType) (int, error) {
 		}
 		return w * int(fsl.Len()), nil
 	}
-	bits, ok := v20BitWidth(dt)
+	bits, ok := BitWidth(dt)
 	if !ok || bits%8 != 0 {
 		return 0, v20Unsupportedf("packed struct member of type %s", dt)
 	}
@@ -831,7 +831,7 @@ func (p *v20ExpandedDictPage) slice(off, n int) (arrow.Array, error) {
 		if idx == 0 || p.items.IsNull(int(idx-1)) {
 			validity.SetNull(i)
 		} else {
-			data = append(data, v20BinaryValue(p.items, int(idx-1))...)
+			data = append(data, BinaryValue(p.items, int(idx-1))...)
 		}
 		offsets.Add(uint64(len(data)))
 	}

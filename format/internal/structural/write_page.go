@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"bytes"
@@ -17,11 +17,6 @@ import (
 
 // Field metadata keys that steer the writer (Lance's names).
 const (
-	// metaCompression asks for general compression ("zstd", "lz4"), FSST
-	// ("fsst") or none ("none").
-	metaCompression = "lance-encoding:compression"
-	// metaCompressionLevel is the zstd level of metaCompression.
-	metaCompressionLevel = "lance-encoding:compression-level"
 	// metaStructural forces the layout: "miniblock" or "fullzip".
 	metaStructural = "lance-encoding:structural-encoding"
 	// metaDictSizeRatio is the dictionary size ratio below which a page is
@@ -47,12 +42,12 @@ type writePage struct {
 	// nullValues counts them.
 	nulls      []bool
 	nullValues int
-	pieces     []*leafPiece
+	pieces     []*LeafPiece
 }
 
 // newWritePage classifies the page's layers from its null keys and turns
 // the keys into definition levels.
-func newWritePage(spec *leafSpec, v22 bool, pieces []*leafPiece) *writePage {
+func newWritePage(spec *leafSpec, v22 bool, pieces []*LeafPiece) *writePage {
 	pg := &writePage{spec: spec, v22: v22, meta: spec.field.Metadata, pieces: pieces}
 	m := len(spec.lists)
 	seen := make([]bool, 2*m+1)
@@ -147,7 +142,7 @@ func (pg *writePage) levels(i int) (rep, def uint16) {
 
 // encodePage encodes pieces (whole rows of one leaf) as one page starting
 // at row firstRow and returns its row count.
-func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {
+func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec, pieces []*LeafPiece, firstRow uint64) (int, error) {
 	v22 := !fw.w.Version.Less(fileio.Version2_2)
 	pg := newWritePage(spec, v22, pieces)
 	if pg.rows == 0 {
@@ -223,7 +218,7 @@ func (fw *structuralFieldWriter) layoutPage(ctx context.Context, pg *writePage) 
 		}
 		return fixedPage(pg, vals)
 	case kindVariable:
-		vals, err := gatherVarPage(spec.large, pg.pieces, pg.nulls)
+		vals, err := GatherVarPage(spec.large, pg.pieces, pg.nulls)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -240,7 +235,7 @@ func (pg *writePage) structural() string {
 
 // compression returns the general compression the field metadata asks for.
 func (pg *writePage) compression() string {
-	return strings.ToLower(pg.meta[metaCompression])
+	return strings.ToLower(pg.meta[fileio.MetaCompression])
 }
 
 // fullZipSafe reports whether Lance's full-zip reader reads the page's
@@ -432,10 +427,10 @@ func fslPage(pg *writePage, vals *fslVals) ([][]byte, *enc21pb.PageLayout, error
 
 // variablePage encodes variable-width values: constant, dictionary,
 // mini-block when every value is shorter than 256 bytes, else full-zip.
-func variablePage(pg *writePage, vals *varVals) ([][]byte, *enc21pb.PageLayout, error) {
+func variablePage(pg *writePage, vals *VarVals) ([][]byte, *enc21pb.PageLayout, error) {
 	var scalar [][]byte
 	if (pg.canConstant() || pg.constantCandidate()) && allEqualVar(vals, pg.nulls) {
-		v := vals.value(firstValid(pg.nulls))
+		v := vals.Value(firstValid(pg.nulls))
 		var offsets []byte
 		if vals.large {
 			offsets = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0), uint64(len(v)))
@@ -456,7 +451,7 @@ func variablePage(pg *writePage, vals *varVals) ([][]byte, *enc21pb.PageLayout, 
 
 // variablePageVaried encodes variable-width values that are not one
 // constant.
-func variablePageVaried(pg *writePage, vals *varVals) ([][]byte, *enc21pb.PageLayout, error) {
+func variablePageVaried(pg *writePage, vals *VarVals) ([][]byte, *enc21pb.PageLayout, error) {
 	if d := autoDictionaryVar(pg, vals); d != nil {
 		bufs, layout, err := encodeDictPage(pg, d)
 		if !tooLarge(err) {
@@ -519,13 +514,13 @@ func allEqualFixed(v *fixedVals, nulls []bool) bool {
 }
 
 // allEqualVar reports whether every valid value is the same.
-func allEqualVar(v *varVals, nulls []bool) bool {
-	if v.len() == 0 {
+func allEqualVar(v *VarVals, nulls []bool) bool {
+	if v.Len() == 0 {
 		return false
 	}
-	want := v.value(firstValid(nulls))
-	for i := range v.len() {
-		if (nulls == nil || !nulls[i]) && !bytes.Equal(v.value(i), want) {
+	want := v.Value(firstValid(nulls))
+	for i := range v.Len() {
+		if (nulls == nil || !nulls[i]) && !bytes.Equal(v.Value(i), want) {
 			return false
 		}
 	}

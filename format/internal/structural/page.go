@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -39,7 +39,7 @@ const pageLayoutTypeName = "lance.encodings21.PageLayout"
 // decodes it into levels and values typed as leaf.ScanType(). Malformed pages
 // yield errors wrapping lancer.ErrCorrupt, layouts or encodings lancer does
 // not implement lancer.ErrUnsupported; both name the file, column and page.
-func (r *structReader) decodeLeafPage(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error) {
+func (r *Reader) DecodeLeafPage(ctx context.Context, col, p int, leaf *schema.Field) (*LeafPage, error) {
 	ref := pageRef{key: r.Key, col: col, page: p}
 	if col < 0 || col >= len(r.Columns) {
 		return nil, ref.wrap(pageInvalidf("the file has %d columns", len(r.Columns)))
@@ -55,7 +55,7 @@ func (r *structReader) decodeLeafPage(ctx context.Context, col, p int, leaf *sch
 	if page.GetLength() > r.NumRows {
 		return nil, ref.wrap(pageCorruptf("page of %d rows in a file of %d rows", page.GetLength(), r.NumRows))
 	}
-	layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), page.GetEncoding().GetIndirect() != nil)
+	layout, err := ParsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), page.GetEncoding().GetIndirect() != nil)
 	if err != nil {
 		return nil, ref.wrap(err)
 	}
@@ -63,12 +63,12 @@ func (r *structReader) decodeLeafPage(ctx context.Context, col, p int, leaf *sch
 	if err != nil {
 		return nil, err // already names the file
 	}
-	d := &pageDecoder{
-		mem:      r.Mem,
-		numRows:  page.GetLength(),
-		scanType: leaf.ScanType(),
+	d := &PageDecoder{
+		Mem:      r.Mem,
+		NumRows:  page.GetLength(),
+		ScanType: leaf.ScanType(),
 	}
-	lp, err := d.decode(layout, bufs)
+	lp, err := d.Decode(layout, bufs)
 	if err != nil {
 		return nil, ref.wrap(err)
 	}
@@ -78,7 +78,7 @@ func (r *structReader) decodeLeafPage(ctx context.Context, col, p int, leaf *sch
 // parsePageLayout unpacks a page's Any(PageLayout) encoding. indirect
 // reports an encoding stored out of line (DeferredEncoding), which Lance
 // never writes.
-func parsePageLayout(encoding []byte, indirect bool) (*enc21pb.PageLayout, error) {
+func ParsePageLayout(encoding []byte, indirect bool) (*enc21pb.PageLayout, error) {
 	if indirect {
 		return nil, pageUnsupportedf("page encoding stored out of line (indirect)")
 	}
@@ -103,12 +103,12 @@ func parsePageLayout(encoding []byte, indirect bool) (*enc21pb.PageLayout, error
 // pageDecoder holds what decoding one page needs besides its layout and
 // buffers. It is separate from Reader so that tests and fuzzers can decode
 // pages built in memory.
-type pageDecoder struct {
-	mem memory.Allocator
+type PageDecoder struct {
+	Mem memory.Allocator
 	// numRows is the page's row count (ColumnMetadata.Page.length).
-	numRows uint64
+	NumRows uint64
 	// scanType is the Arrow type the values must have.
-	scanType arrow.DataType
+	ScanType arrow.DataType
 	// rowStarts, when not nil, receives the byte offset of each row's
 	// first item in a full-zip buffer decoded (decodeZipped).
 	rowStarts *[]int
@@ -116,16 +116,16 @@ type pageDecoder struct {
 
 // decode turns a page layout and the page's buffers into a leafPage and
 // checks that its counts agree with each other and with the row count.
-func (d *pageDecoder) decode(layout *enc21pb.PageLayout, bufs [][]byte) (*leafPage, error) {
-	if d.numRows > maxPageItems {
-		return nil, pageUnsupportedf("page of %d rows is too large to decode", d.numRows)
+func (d *PageDecoder) Decode(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPage, error) {
+	if d.NumRows > MaxPageItems {
+		return nil, pageUnsupportedf("page of %d rows is too large to decode", d.NumRows)
 	}
 	lp, err := d.decodeLayout(layout, bufs)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := lp.check(d.numRows); err != nil {
-		lp.release()
+	if _, err := lp.Check(d.NumRows); err != nil {
+		lp.Release()
 		return nil, err
 	}
 	return lp, nil
@@ -133,7 +133,7 @@ func (d *pageDecoder) decode(layout *enc21pb.PageLayout, bufs [][]byte) (*leafPa
 
 // decodeLayout decodes a page without checking the result's counts (a blob
 // page's inner layout counts items, not rows).
-func (d *pageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*leafPage, error) {
+func (d *PageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPage, error) {
 	switch l := layout.GetLayout().(type) {
 	case *enc21pb.PageLayout_MiniBlockLayout:
 		return d.decodeMiniBlock(l.MiniBlockLayout, bufs)
@@ -154,24 +154,24 @@ func (d *pageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*
 
 // maxPageItems bounds the item and row counts of one page: Arrow array
 // lengths and offsets are Go ints and, for most types, 32-bit.
-const maxPageItems = 1<<31 - 1
+const MaxPageItems = 1<<31 - 1
 
 // check verifies a decoded page's invariants (leafpage.go) against its row
 // count: level counts equal numItems, levels stay within what the layers
 // define, visible items equal the values, and the levels describe numRows
 // rows. It returns the checked levels.
-func (lp *leafPage) check(numRows uint64) (*pageLevels, error) {
-	lay, err := newRepDefLayout(lp.layers)
+func (lp *LeafPage) Check(numRows uint64) (*pageLevels, error) {
+	lay, err := NewRepDefLayout(lp.Layers)
 	if err != nil {
 		return nil, err
 	}
-	if lp.values == nil {
+	if lp.Values == nil {
 		return nil, pageCorruptf("page has no values")
 	}
-	if lp.numRows != numRows {
-		return nil, pageCorruptf("decoded %d rows, the page has %d", lp.numRows, numRows)
+	if lp.NumRows != numRows {
+		return nil, pageCorruptf("decoded %d rows, the page has %d", lp.NumRows, numRows)
 	}
-	return checkLevels(lay, lp.rep, lp.def, lp.numItems, int(numRows), lp.values.Len())
+	return CheckLevels(lay, lp.Rep, lp.Def, lp.NumItems, int(numRows), lp.Values.Len())
 }
 
 // pageRef names a page in errors.

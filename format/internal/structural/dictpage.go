@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -21,13 +22,13 @@ import (
 // a dictionary array when the leaf is an Arrow dictionary, else the
 // dictionary entries themselves. def and maxVisible tell null slots (whose
 // indices may point anywhere) from valid ones.
-func (d *pageDecoder) dictionaryValues(l *enc21pb.MiniBlockLayout, buf []byte, indices valueBlock, def []uint16, maxVisible uint16) (arrow.Array, error) {
+func (d *PageDecoder) dictionaryValues(l *enc21pb.MiniBlockLayout, buf []byte, indices valueBlock, def []uint16, maxVisible uint16) (arrow.Array, error) {
 	idx, ok := indices.(*fixedBlock)
 	if !ok || (idx.bits != 8 && idx.bits != 16 && idx.bits != 32 && idx.bits != 64) {
 		return nil, pageCorruptf("dictionary indices stored as %T, not 8- to 64-bit integers", indices)
 	}
 	numItems := l.GetNumDictionaryItems()
-	if numItems > maxPageItems {
+	if numItems > MaxPageItems {
 		return nil, pageCorruptf("dictionary of %d items", numItems)
 	}
 	dict, err := decodeBlock(l.GetDictionary(), buf, int(numItems))
@@ -48,14 +49,14 @@ func (d *pageDecoder) dictionaryValues(l *enc21pb.MiniBlockLayout, buf []byte, i
 	if err != nil {
 		return nil, err
 	}
-	if dt, ok := d.scanType.(*arrow.DictionaryType); ok {
-		return dictionaryArray(d.mem, dt, dict, keys, valid, nullOutOfRange)
+	if dt, ok := d.ScanType.(*arrow.DictionaryType); ok {
+		return dictionaryArray(d.Mem, dt, dict, keys, valid, nullOutOfRange)
 	}
 	gathered, err := gatherBlock(dict, keys)
 	if err != nil {
 		return nil, err
 	}
-	return toArrow(d.mem, gathered, d.scanType)
+	return toArrow(d.Mem, gathered, d.ScanType)
 }
 
 // dictionaryKeys reads the indices as ints, checking each valid one against
@@ -65,7 +66,7 @@ func dictionaryKeys(idx *fixedBlock, size int, valid []bool) (keys []int, nullOu
 	width := idx.bits / 8
 	keys = make([]int, idx.n)
 	for i := range keys {
-		k := getLE(idx.data[i*width:], width)
+		k := GetLE(idx.data[i*width:], width)
 		if k >= uint64(size) {
 			if valid != nil && !valid[i] {
 				keys[i], nullOutOfRange = -1, true
@@ -97,7 +98,7 @@ func gatherBlock(dict valueBlock, keys []int) (valueBlock, error) {
 			return out, nil
 		}
 		w := b.bits / 8
-		if len(keys)*w > maxDecompressedBytes {
+		if len(keys)*w > fileio.MaxDecompressedBytes {
 			return nil, pageUnsupportedf("%d dictionary values of %d bytes are too large to materialise", len(keys), w)
 		}
 		out.data = make([]byte, len(keys)*w)
@@ -117,7 +118,7 @@ func gatherBlock(dict valueBlock, keys []int) (valueBlock, error) {
 		}
 		total := 0
 		for _, k := range keys {
-			if total += len(value(k)); total > maxDecompressedBytes {
+			if total += len(value(k)); total > fileio.MaxDecompressedBytes {
 				return nil, pageUnsupportedf("%d dictionary values of more than %d bytes are too large to materialise", len(keys), total)
 			}
 		}
@@ -219,7 +220,7 @@ func dictionaryArray(mem memory.Allocator, dt *arrow.DictionaryType, dict valueB
 	}
 	var validity []byte
 	if nullOutOfRange {
-		validity = make([]byte, bytesForBits(len(keys)))
+		validity = make([]byte, BytesForBits(len(keys)))
 		for i, v := range valid {
 			if v {
 				validity[i/8] |= 1 << (i % 8)

@@ -1,4 +1,4 @@
-package format
+package v20
 
 import (
 	"context"
@@ -122,7 +122,7 @@ type v20Cursor struct {
 }
 
 // newV20Cursor reads files of version 2.0.
-func newV20Cursor(r *fileio.File, proj fileio.Projection) (fileio.Cursor, error) {
+func NewCursor(r *fileio.File, proj fileio.Projection) (fileio.Cursor, error) {
 	c := &v20Cursor{r: r}
 	for _, f := range proj.Fields {
 		n, err := c.plan(f, r.NumRows, proj)
@@ -239,7 +239,7 @@ func (c *v20Cursor) useColumn(n *v20Node, colIdx int, total uint64, blob bool) e
 func v20CheckColumnEncoding(cm *file2pb.ColumnMetadata, blob bool) error {
 	var ce encpb.ColumnEncoding
 	if cm.GetEncoding().GetLocation() != nil {
-		if err := v20ParseEncoding(cm.GetEncoding(), v20ColumnEncodingName, &ce); err != nil {
+		if err := v20ParseEncoding(cm.GetEncoding(), ColumnEncodingName, &ce); err != nil {
 			return fmt.Errorf("column encoding: %w", err)
 		}
 	}
@@ -269,7 +269,7 @@ func (c *v20Cursor) isPacked(f *schema.Field, colIdx int) bool {
 		return false
 	}
 	var enc encpb.ArrayEncoding
-	if err := v20ParseEncoding(pages[0].GetEncoding(), v20ArrayEncodingName, &enc); err != nil {
+	if err := v20ParseEncoding(pages[0].GetEncoding(), ArrayEncodingName, &enc); err != nil {
 		return false
 	}
 	return enc.GetPackedStruct() != nil
@@ -311,7 +311,7 @@ func (c *v20Cursor) planLists(col *v20Column) (uint64, error) {
 			continue // Lance skips empty offsets pages, num_items and all
 		}
 		var enc encpb.ArrayEncoding
-		if err := v20ParseEncoding(page.GetEncoding(), v20ArrayEncodingName, &enc); err != nil {
+		if err := v20ParseEncoding(page.GetEncoding(), ArrayEncodingName, &enc); err != nil {
 			return 0, fmt.Errorf("page %d: %w", p, err)
 		}
 		list := enc.GetList()
@@ -613,7 +613,7 @@ func (c *v20Cursor) offsetsPage(ctx context.Context, n *v20Node, p int) (*v20Off
 func (c *v20Cursor) pageDecoder(ctx context.Context, n *v20Node, p int) (*v20PageDecoder, *encpb.ArrayEncoding, error) {
 	page := n.col.pages[p]
 	enc := &encpb.ArrayEncoding{}
-	if err := v20ParseEncoding(page.GetEncoding(), v20ArrayEncodingName, enc); err != nil {
+	if err := v20ParseEncoding(page.GetEncoding(), ArrayEncodingName, enc); err != nil {
 		return nil, nil, c.pageError(n, p, err)
 	}
 	bufs, err := c.r.PageBuffers(ctx, page)

@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"fmt"
@@ -25,20 +25,20 @@ type fixedVals struct {
 
 // varVals is n variable-width values: value i is data[off[i]:off[i+1]],
 // off[0] == 0. large tells whether the Arrow type has 64-bit offsets.
-type varVals struct {
+type VarVals struct {
 	large bool
-	off   []uint64
-	data  []byte
+	Off   []uint64
+	Data  []byte
 }
 
-func (v *varVals) len() int           { return len(v.off) - 1 }
-func (v *varVals) value(i int) []byte { return v.data[v.off[i]:v.off[i+1]] }
+func (v *VarVals) Len() int           { return len(v.Off) - 1 }
+func (v *VarVals) Value(i int) []byte { return v.Data[v.Off[i]:v.Off[i+1]] }
 
 // maxLen returns the longest value's length.
-func (v *varVals) maxLen() int {
+func (v *VarVals) maxLen() int {
 	m := uint64(0)
-	for i := 1; i < len(v.off); i++ {
-		m = max(m, v.off[i]-v.off[i-1])
+	for i := 1; i < len(v.Off); i++ {
+		m = max(m, v.Off[i]-v.Off[i-1])
 	}
 	return int(m)
 }
@@ -71,7 +71,7 @@ type packedVals struct {
 
 // valueNulls returns, for the visible values of a page in order, which are
 // null (their item's def level is not 0), or nil when none is.
-func valueNulls(spec *leafSpec, pieces []*leafPiece) []bool {
+func valueNulls(spec *leafSpec, pieces []*LeafPiece) []bool {
 	var out []bool
 	at := 0
 	for _, p := range pieces {
@@ -99,30 +99,19 @@ func valueNulls(spec *leafSpec, pieces []*leafPiece) []bool {
 	return out
 }
 
-// fixedBuffer returns the value bytes of a fixed-width array and its slot
-// offset.
-func fixedBuffer(arr arrow.Array) ([]byte, int) {
-	data := arr.Data()
-	bufs := data.Buffers()
-	if len(bufs) < 2 || bufs[1] == nil {
-		return nil, data.Offset()
-	}
-	return bufs[1].Bytes(), data.Offset()
-}
-
 // gatherFixed copies the values at ranges of arr (bits per value) to out.
-func gatherFixed(out *fixedVals, arr arrow.Array, ranges []valueRange) error {
-	buf, off := fixedBuffer(arr)
+func gatherFixed(out *fixedVals, arr arrow.Array, ranges []ValueRange) error {
+	buf, off := arrays.FixedBuffer(arr)
 	if out.bits == 1 {
 		for _, rg := range ranges {
-			n := rg.end - rg.start
+			n := rg.End - rg.Start
 			if buf == nil {
 				out.data = appendZeroBits(out.data, out.n, n)
 			} else {
-				if (off+rg.end+7)/8 > len(buf) {
-					return fmt.Errorf("bool array buffer of %d bytes for slots up to %d: %w", len(buf), off+rg.end, lancer.ErrInvalidArgument)
+				if (off+rg.End+7)/8 > len(buf) {
+					return fmt.Errorf("bool array buffer of %d bytes for slots up to %d: %w", len(buf), off+rg.End, lancer.ErrInvalidArgument)
 				}
-				out.data = appendBits(out.data, out.n, buf, off+rg.start, n)
+				out.data = appendBits(out.data, out.n, buf, off+rg.Start, n)
 			}
 			out.n += n
 		}
@@ -130,14 +119,14 @@ func gatherFixed(out *fixedVals, arr arrow.Array, ranges []valueRange) error {
 	}
 	w := out.bits / 8
 	for _, rg := range ranges {
-		n := rg.end - rg.start
+		n := rg.End - rg.Start
 		if buf == nil {
 			out.data = append(out.data, make([]byte, n*w)...)
 		} else {
-			if (off+rg.end)*w > len(buf) {
-				return fmt.Errorf("%s array buffer of %d bytes for slots up to %d: %w", arr.DataType(), len(buf), off+rg.end, lancer.ErrInvalidArgument)
+			if (off+rg.End)*w > len(buf) {
+				return fmt.Errorf("%s array buffer of %d bytes for slots up to %d: %w", arr.DataType(), len(buf), off+rg.End, lancer.ErrInvalidArgument)
 			}
-			out.data = append(out.data, buf[(off+rg.start)*w:(off+rg.end)*w]...)
+			out.data = append(out.data, buf[(off+rg.Start)*w:(off+rg.End)*w]...)
 		}
 		out.n += n
 	}
@@ -149,7 +138,7 @@ func gatherFixed(out *fixedVals, arr arrow.Array, ranges []valueRange) error {
 func appendBits(dst []byte, dstBits int, src []byte, srcBit, n int) []byte {
 	if srcBit%8 == 0 {
 		start := srcBit / 8
-		return appendBitmap(dst, dstBits, src[start:start+bytesForBits(n)], n)
+		return appendBitmap(dst, dstBits, src[start:start+BytesForBits(n)], n)
 	}
 	dst = appendZeroBits(dst, dstBits, n)
 	for i := range n {
@@ -163,7 +152,7 @@ func appendBits(dst []byte, dstBits int, src []byte, srcBit, n int) []byte {
 
 // appendZeroBits grows a bitmap of dstBits bits by n zero bits.
 func appendZeroBits(dst []byte, dstBits, n int) []byte {
-	if need := bytesForBits(dstBits + n); need > len(dst) {
+	if need := BytesForBits(dstBits + n); need > len(dst) {
 		dst = append(dst, make([]byte, need-len(dst))...)
 	}
 	return dst
@@ -192,14 +181,14 @@ func (f *fixedVals) zeroNulls(nulls []bool) {
 
 // gatherVar appends the values at ranges of arr to out; values that nulls
 // marks (indexed from first) are stored empty.
-func gatherVar(out *varVals, arr arrow.Array, ranges []valueRange, nulls []bool, first int) error {
+func GatherVar(out *VarVals, arr arrow.Array, ranges []ValueRange, nulls []bool, first int) error {
 	offs := varOffsets(arr)
 	data := varData(arr)
 	if offs == nil {
 		// No offsets buffer: every value is empty.
 		for _, rg := range ranges {
-			for range rg.end - rg.start {
-				out.off = append(out.off, uint64(len(out.data)))
+			for range rg.End - rg.Start {
+				out.Off = append(out.Off, uint64(len(out.Data)))
 			}
 		}
 		return nil
@@ -207,27 +196,27 @@ func gatherVar(out *varVals, arr arrow.Array, ranges []valueRange, nulls []bool,
 	at := first
 	for _, rg := range ranges {
 		if nulls == nil {
-			start, end := offs(rg.start), offs(rg.end)
+			start, end := offs(rg.Start), offs(rg.End)
 			if start < 0 || end < start || end > int64(len(data)) {
 				return fmt.Errorf("%s array offsets [%d, %d) outside %d value bytes: %w", arr.DataType(), start, end, len(data), lancer.ErrInvalidArgument)
 			}
-			base := uint64(len(out.data)) - uint64(start)
-			out.data = append(out.data, data[start:end]...)
-			for i := rg.start + 1; i <= rg.end; i++ {
-				out.off = append(out.off, base+uint64(offs(i)))
+			base := uint64(len(out.Data)) - uint64(start)
+			out.Data = append(out.Data, data[start:end]...)
+			for i := rg.Start + 1; i <= rg.End; i++ {
+				out.Off = append(out.Off, base+uint64(offs(i)))
 			}
-			at += rg.end - rg.start
+			at += rg.End - rg.Start
 			continue
 		}
-		for i := rg.start; i < rg.end; i++ {
+		for i := rg.Start; i < rg.End; i++ {
 			if !nulls[at] {
 				start, end := offs(i), offs(i+1)
 				if start < 0 || end < start || end > int64(len(data)) {
 					return fmt.Errorf("%s array offsets [%d, %d) outside %d value bytes: %w", arr.DataType(), start, end, len(data), lancer.ErrInvalidArgument)
 				}
-				out.data = append(out.data, data[start:end]...)
+				out.Data = append(out.Data, data[start:end]...)
 			}
-			out.off = append(out.off, uint64(len(out.data)))
+			out.Off = append(out.Off, uint64(len(out.Data)))
 			at++
 		}
 	}
@@ -235,10 +224,10 @@ func gatherVar(out *varVals, arr arrow.Array, ranges []valueRange, nulls []bool,
 }
 
 // gatherFixedPage gathers a page's fixed-width values.
-func gatherFixedPage(bits int, pieces []*leafPiece, nulls []bool) (*fixedVals, error) {
+func gatherFixedPage(bits int, pieces []*LeafPiece, nulls []bool) (*fixedVals, error) {
 	out := &fixedVals{bits: bits}
 	for _, p := range pieces {
-		if err := gatherFixed(out, p.src, p.ranges); err != nil {
+		if err := gatherFixed(out, p.Src, p.Ranges); err != nil {
 			return nil, err
 		}
 	}
@@ -249,26 +238,26 @@ func gatherFixedPage(bits int, pieces []*leafPiece, nulls []bool) (*fixedVals, e
 // gatherVarPage gathers a page's variable-width values. When they are
 // one run of an Arrow buffer with no nulls the values are that buffer, not
 // a copy: the page's pieces hold it until the page is written.
-func gatherVarPage(large bool, pieces []*leafPiece, nulls []bool) (*varVals, error) {
-	if out := borrowVar(large, pieces, nulls); out != nil {
+func GatherVarPage(large bool, pieces []*LeafPiece, nulls []bool) (*VarVals, error) {
+	if out := BorrowVar(large, pieces, nulls); out != nil {
 		return out, nil
 	}
 	values, bytes := 0, int64(0)
 	for _, p := range pieces {
-		offs, data := varOffsets(p.src), varData(p.src)
-		for _, rg := range p.ranges {
-			values += rg.end - rg.start
+		offs, data := varOffsets(p.Src), varData(p.Src)
+		for _, rg := range p.Ranges {
+			values += rg.End - rg.Start
 			if offs != nil {
-				if start, end := offs(rg.start), offs(rg.end); 0 <= start && start <= end && end <= int64(len(data)) {
+				if start, end := offs(rg.Start), offs(rg.End); 0 <= start && start <= end && end <= int64(len(data)) {
 					bytes += end - start
 				}
 			}
 		}
 	}
-	out := &varVals{large: large, off: make([]uint64, 1, values+1), data: make([]byte, 0, bytes)}
+	out := &VarVals{large: large, Off: make([]uint64, 1, values+1), Data: make([]byte, 0, bytes)}
 	at := 0
 	for _, p := range pieces {
-		if err := gatherVar(out, p.src, p.ranges, nulls, at); err != nil {
+		if err := GatherVar(out, p.Src, p.Ranges, nulls, at); err != nil {
 			return nil, err
 		}
 		at += p.values
@@ -279,35 +268,35 @@ func gatherVarPage(large bool, pieces []*leafPiece, nulls []bool) (*varVals, err
 // borrowVar returns the values of a page of one piece whose values are
 // not null and lie back to back in its Arrow buffer, with data aliasing
 // that buffer; otherwise nil.
-func borrowVar(large bool, pieces []*leafPiece, nulls []bool) *varVals {
-	if len(pieces) != 1 || nulls != nil || len(pieces[0].ranges) == 0 {
+func BorrowVar(large bool, pieces []*LeafPiece, nulls []bool) *VarVals {
+	if len(pieces) != 1 || nulls != nil || len(pieces[0].Ranges) == 0 {
 		return nil
 	}
 	p := pieces[0]
-	offs, data := varOffsets(p.src), varData(p.src)
+	offs, data := varOffsets(p.Src), varData(p.Src)
 	if offs == nil {
 		return nil
 	}
 	values := 0
-	for i, rg := range p.ranges {
-		values += rg.end - rg.start
-		if i > 0 && offs(rg.start) != offs(p.ranges[i-1].end) {
+	for i, rg := range p.Ranges {
+		values += rg.End - rg.Start
+		if i > 0 && offs(rg.Start) != offs(p.Ranges[i-1].End) {
 			return nil
 		}
 	}
-	start, end := offs(p.ranges[0].start), offs(p.ranges[len(p.ranges)-1].end)
+	start, end := offs(p.Ranges[0].Start), offs(p.Ranges[len(p.Ranges)-1].End)
 	if start < 0 || end < start || end > int64(len(data)) {
 		return nil // gatherVar reports it
 	}
-	out := &varVals{large: large, off: make([]uint64, 1, values+1), data: data[start:end:end]}
-	for _, rg := range p.ranges {
-		prev := offs(rg.start)
-		for i := rg.start + 1; i <= rg.end; i++ {
+	out := &VarVals{large: large, Off: make([]uint64, 1, values+1), Data: data[start:end:end]}
+	for _, rg := range p.Ranges {
+		prev := offs(rg.Start)
+		for i := rg.Start + 1; i <= rg.End; i++ {
 			o := offs(i)
 			if o < prev || o > end {
 				return nil
 			}
-			out.off = append(out.off, uint64(o-start))
+			out.Off = append(out.Off, uint64(o-start))
 			prev = o
 		}
 	}
@@ -316,7 +305,7 @@ func borrowVar(large bool, pieces []*leafPiece, nulls []bool) *varVals {
 
 // gatherFSLPage gathers a page's fixed-size lists. A list layer gets item
 // validity only when some of the page's children at that layer are null.
-func gatherFSLPage(dt arrow.DataType, pieces []*leafPiece) (*fslVals, error) {
+func gatherFSLPage(dt arrow.DataType, pieces []*LeafPiece) (*fslVals, error) {
 	dims, item, err := fslShape(dt)
 	if err != nil {
 		return nil, err
@@ -324,29 +313,29 @@ func gatherFSLPage(dt arrow.DataType, pieces []*leafPiece) (*fslVals, error) {
 	out := &fslVals{dims: dims, validity: make([][]byte, len(dims)), items: fixedVals{bits: fixedBits(item)}}
 	type layerSlots struct {
 		arr    arrow.Array
-		ranges []valueRange
+		ranges []ValueRange
 	}
 	layers := make([][]layerSlots, len(pieces))
 	for pi, p := range pieces {
 		out.n += p.values
-		arr, ranges := p.src, p.ranges
+		arr, ranges := p.Src, p.Ranges
 		for k := range dims {
 			l, ok := arr.(*array.FixedSizeList)
 			if !ok {
 				return nil, fmt.Errorf("fixed-size list layer %d is a %s array: %w", k, arr.DataType(), lancer.ErrInvalidArgument)
 			}
 			child := l.ListValues()
-			var next []valueRange
+			var next []ValueRange
 			for _, rg := range ranges {
-				if rg.end == rg.start {
+				if rg.End == rg.Start {
 					continue
 				}
-				s, _ := l.ValueOffsets(rg.start)
-				_, e := l.ValueOffsets(rg.end - 1)
+				s, _ := l.ValueOffsets(rg.Start)
+				_, e := l.ValueOffsets(rg.End - 1)
 				if s < 0 || e > int64(child.Len()) {
 					return nil, fmt.Errorf("fixed-size list children [%d, %d) outside %d: %w", s, e, child.Len(), lancer.ErrInvalidArgument)
 				}
-				next = append(next, valueRange{int(s), int(e)})
+				next = append(next, ValueRange{int(s), int(e)})
 			}
 			layers[pi] = append(layers[pi], layerSlots{child, next})
 			arr, ranges = child, next
@@ -360,7 +349,7 @@ func gatherFSLPage(dt arrow.DataType, pieces []*leafPiece) (*fslVals, error) {
 				continue
 			}
 			for _, rg := range l.ranges {
-				for i := rg.start; i < rg.end && !has; i++ {
+				for i := rg.Start; i < rg.End && !has; i++ {
 					has = l.arr.IsNull(i)
 				}
 			}
@@ -373,8 +362,8 @@ func gatherFSLPage(dt arrow.DataType, pieces []*leafPiece) (*fslVals, error) {
 		for pi := range pieces {
 			l := layers[pi][k]
 			for _, rg := range l.ranges {
-				bm = appendZeroBits(bm, bits, rg.end-rg.start)
-				for i := rg.start; i < rg.end; i++ {
+				bm = appendZeroBits(bm, bits, rg.End-rg.Start)
+				for i := rg.Start; i < rg.End; i++ {
 					if l.arr.IsValid(i) {
 						bm[bits/8] |= 1 << (bits % 8)
 					}
@@ -394,13 +383,13 @@ func gatherFSLPage(dt arrow.DataType, pieces []*leafPiece) (*fslVals, error) {
 }
 
 // gatherPackedPage gathers a packed struct page: each member's values.
-func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (*packedVals, error) {
+func gatherPackedPage(st *arrow.StructType, pieces []*LeafPiece, nulls []bool) (*packedVals, error) {
 	out := &packedVals{}
 	structs := make([]*array.Struct, len(pieces))
 	for pi, p := range pieces {
-		s, ok := p.src.(*array.Struct)
+		s, ok := p.Src.(*array.Struct)
 		if !ok {
-			return nil, fmt.Errorf("packed struct array of type %s: %w", p.src.DataType(), lancer.ErrInvalidArgument)
+			return nil, fmt.Errorf("packed struct array of type %s: %w", p.Src.DataType(), lancer.ErrInvalidArgument)
 		}
 		structs[pi] = s
 		out.n += p.values
@@ -408,8 +397,8 @@ func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (
 			if s.Field(m).NullN() == 0 {
 				continue
 			}
-			for _, rg := range p.ranges {
-				for i := rg.start; i < rg.end; i++ {
+			for _, rg := range p.Ranges {
+				for i := rg.Start; i < rg.End; i++ {
 					if s.IsValid(i) && s.Field(m).IsNull(i) {
 						return nil, fmt.Errorf("packed struct member %q is null in a valid struct; packed structs store no member validity: %w",
 							st.Field(m).Name, lancer.ErrUnsupported)
@@ -422,7 +411,7 @@ func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (
 		if bits := fixedBits(f.Type); bits > 0 {
 			c := &fixedVals{bits: bits}
 			for pi, p := range pieces {
-				if err := gatherFixed(c, structs[pi].Field(m), p.ranges); err != nil {
+				if err := gatherFixed(c, structs[pi].Field(m), p.Ranges); err != nil {
 					return nil, err
 				}
 			}
@@ -431,10 +420,10 @@ func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (
 			continue
 		}
 		large, _ := arrays.BinaryType(f.Type)
-		c := &varVals{large: large, off: []uint64{0}}
+		c := &VarVals{large: large, Off: []uint64{0}}
 		at := 0
 		for pi, p := range pieces {
-			if err := gatherVar(c, structs[pi].Field(m), p.ranges, nulls, at); err != nil {
+			if err := GatherVar(c, structs[pi].Field(m), p.Ranges, nulls, at); err != nil {
 				return nil, err
 			}
 			at += p.values
