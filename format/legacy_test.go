@@ -28,7 +28,6 @@ import (
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // legacyDataFiles returns the paths of a legacy fixture's data files
@@ -115,127 +114,11 @@ func TestLegacyTypesMatchLance(t *testing.T) {
 	fixturetest.CompareRows(t, "types_vlegacy", got, exp.Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}})
 }
 
-// TestLegacyHistoryMatchesLance reads every data file of every version of
-// the history and overwrite fixtures with Take, at the offsets real Lance
-// reported (its row ids are fragment<<32 | offset), and compares each file's
-// columns with the rows Lance returned for that version.
-func TestLegacyHistoryMatchesLance(t *testing.T) {
-	for _, name := range []string{"history_vlegacy", "overwrite_vlegacy"} {
-		t.Run(name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			exp := fixturetest.LoadExpected(t, name)
-			dir := fixturetest.DatasetPath(t, name)
-			store, err := blob.NewLocalStore(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(exp.TimeTravel) == 0 {
-				t.Fatal("no time_travel in expected.json")
-			}
-			for _, tt := range exp.TimeTravel {
-				m := readTestManifest(t, filepath.Join(dir, "_versions", fmt.Sprintf("%d.manifest", uint64(math.MaxUint64)-tt.Version)))
-				checkVersionFiles(t, store, mem, fmt.Sprintf("%s v%d", name, tt.Version), m, tt.Rows)
-			}
-		})
-	}
-}
-
-// checkVersionFiles compares the data files of manifest m with rows.
-func checkVersionFiles(t *testing.T, store blob.Store, mem memory.Allocator, what string, m *tablepb.Manifest, rows []json.RawMessage) {
-	t.Helper()
-	// Rows by fragment, in the order Lance returned them.
-	type located struct {
-		offset uint64
-		row    json.RawMessage
-	}
-	byFragment := map[uint64][]located{}
-	for _, row := range rows {
-		var v struct {
-			RowID json.Number `json:"_rowid"`
-		}
-		if err := json.Unmarshal(row, &v); err != nil {
-			t.Fatal(err)
-		}
-		var id uint64
-		if _, err := fmt.Sscan(v.RowID.String(), &id); err != nil {
-			t.Fatalf("_rowid %q: %v", v.RowID, err)
-		}
-		byFragment[id>>32] = append(byFragment[id>>32], located{id & math.MaxUint32, row})
-	}
-	names := map[int32]string{} // dataset field id → current name
-	for _, f := range m.GetFields() {
-		names[f.GetId()] = f.GetName()
-	}
-	checked := 0
-	for _, frag := range m.GetFragments() {
-		want := byFragment[frag.GetId()]
-		if len(want) == 0 {
-			continue // every row of the fragment is deleted
-		}
-		for _, df := range frag.GetFiles() {
-			r, err := Open(context.Background(), store, "data/"+df.GetPath(), &OpenOptions{Allocator: mem})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The file's fields still in the dataset, under their current names.
-			var fields []*schema.Field
-			var arrowFields []arrow.Field
-			var columns []string
-			for _, f := range r.Schema().Fields {
-				if name, ok := names[f.ID]; ok {
-					fields = append(fields, f)
-					af := f.ArrowField()
-					af.Name = name
-					arrowFields = append(arrowFields, af)
-					columns = append(columns, name)
-				}
-			}
-			offsets := make([]uint64, len(want))
-			wantRows := make([]json.RawMessage, len(want))
-			for i, w := range want {
-				offsets[i], wantRows[i] = w.offset, w.row
-			}
-			cur, err := r.NewCursor(r.FileProjection(fields))
-			if err != nil {
-				t.Fatal(err)
-			}
-			arrs, err := cur.Take(context.Background(), offsets)
-			cur.Close()
-			if err != nil {
-				t.Fatalf("%s: take from %s: %v", what, df.GetPath(), err)
-			}
-			rec := record(t, arrow.NewSchema(arrowFields, nil), arrs, int64(len(offsets)))
-			got := fixturetest.EncodeRows(t, rec)
-			rec.Release()
-			fixturetest.CompareRows(t, what+" "+df.GetPath(), got, wantRows, fixturetest.CompareOptions{Columns: columns})
-			checked += len(got)
-		}
-	}
-	if len(rows) > 0 && checked == 0 {
-		t.Errorf("%s: no rows checked", what)
-	}
-}
-
-// readTestManifest parses a manifest file (u32 length + protobuf, located by
-// a 16-byte footer).
-func readTestManifest(t *testing.T, path string) *tablepb.Manifest {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pos := binary.LittleEndian.Uint64(b[len(b)-16:])
-	n := uint64(binary.LittleEndian.Uint32(b[pos:]))
-	m := &tablepb.Manifest{}
-	if err := proto.Unmarshal(b[pos+4:pos+4+n], m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// legacyParts splits a v1 file into its metadata and schema manifest.
-func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *tablepb.Manifest) {
+// legacyParts splits a v1 file into its metadata and schema manifest. The
+// manifest (a lance.table.Manifest) is decoded as the lance.file.Schema its
+// fields 1 and 5 are, as the reader does: unknown fields survive a
+// re-encoding, and the table protobufs stay dataset/manifest's.
+func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *filepb.Schema) {
 	t.Helper()
 	metaPos := binary.LittleEndian.Uint64(data[len(data)-16:])
 	md := &filepb.Metadata{}
@@ -244,7 +127,7 @@ func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *tablepb.Manifest
 		t.Fatal(err)
 	}
 	manPos := md.GetManifestPosition()
-	man := &tablepb.Manifest{}
+	man := &filepb.Schema{}
 	n = uint64(binary.LittleEndian.Uint32(data[manPos:]))
 	if err := proto.Unmarshal(data[manPos+4:manPos+4+n], man); err != nil {
 		t.Fatal(err)
@@ -255,7 +138,7 @@ func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *tablepb.Manifest
 // appendLegacyTail appends a new schema manifest (if man is not nil), page
 // table (if pages is not nil), metadata and footer to data, the way Lance's
 // writer ends a file, so the old ones are ignored.
-func appendLegacyTail(t testing.TB, data []byte, md *filepb.Metadata, man *tablepb.Manifest, pages []legacy.Page) []byte {
+func appendLegacyTail(t testing.TB, data []byte, md *filepb.Metadata, man *filepb.Schema, pages []legacy.Page) []byte {
 	t.Helper()
 	out := slices.Clone(data)
 	md = proto.Clone(md).(*filepb.Metadata)
@@ -452,7 +335,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 	for _, f := range r.Schema().Fields {
 		copyField(f, 0, rows)
 	}
-	man = proto.Clone(man).(*tablepb.Manifest)
+	man = proto.Clone(man).(*filepb.Schema)
 	for _, pf := range man.Fields {
 		if d := pf.GetDictionary(); d != nil {
 			d.Offset = int64(copyBinary(legacy.Page{Pos: uint64(d.Offset), Length: uint64(d.Length)}, 0, uint64(d.Length)))
@@ -616,12 +499,12 @@ func TestLegacyMalformed(t *testing.T) {
 		edit(m)
 		return appendLegacyTail(t, orig, m, nil, nil)
 	}
-	withManifest := func(edit func(*tablepb.Manifest)) []byte {
-		m := proto.Clone(man).(*tablepb.Manifest)
+	withManifest := func(edit func(*filepb.Schema)) []byte {
+		m := proto.Clone(man).(*filepb.Schema)
 		edit(m)
 		return appendLegacyTail(t, orig, md, m, nil)
 	}
-	field := func(m *tablepb.Manifest, name string) *filepb.Field {
+	field := func(m *filepb.Schema, name string) *filepb.Field {
 		for _, f := range m.Fields {
 			if f.Name == name {
 				return f
@@ -663,7 +546,7 @@ func TestLegacyMalformed(t *testing.T) {
 		{"batch offsets decrease", withMeta(func(m *filepb.Metadata) { m.BatchOffsets = []int32{0, 100, 50} })},
 		{"absurd row count", withMeta(func(m *filepb.Metadata) { m.BatchOffsets = []int32{0, math.MaxInt32} })},
 		{"absurd batch count", withMeta(func(m *filepb.Metadata) { m.BatchOffsets = make([]int32, 1<<16) })},
-		{"absurd field id", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Id = 1 << 30 })},
+		{"absurd field id", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Id = 1 << 30 })},
 		{"page past the end", pagePastEnd},
 		{"page position beyond the file", appendLegacyTail(t, orig, md, nil, withPage(0, legacy.Page{Pos: math.MaxUint64 - 100, Length: 100}))},
 		{"page shorter than the batch", appendLegacyTail(t, orig, md, nil, withPage(0, legacy.Page{Pos: 0, Length: 10}))},
@@ -673,11 +556,11 @@ func TestLegacyMalformed(t *testing.T) {
 		{"string not UTF-8", patch(binary.LittleEndian.Uint64(orig[utf8Page.Pos+8:]), []byte{0xff})},
 		{"list offsets decrease", patch(listPage.Pos+4, le32(math.MaxUint32))},
 		{"list items past their page", patch(listPage.Pos+4*100, le32(1<<20))},
-		{"dictionary index out of range", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Dictionary.Length = 2 })},
-		{"dictionary values past the end", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Dictionary.Offset = int64(len(orig)) })},
-		{"dictionary offset negative", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Dictionary.Offset = -8 })},
-		{"dictionary without location", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Dictionary = nil })},
-		{"schema parent missing", withManifest(func(m *tablepb.Manifest) { field(m, "a").ParentId = 999 })},
+		{"dictionary index out of range", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Dictionary.Length = 2 })},
+		{"dictionary values past the end", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Dictionary.Offset = int64(len(orig)) })},
+		{"dictionary offset negative", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Dictionary.Offset = -8 })},
+		{"dictionary without location", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Dictionary = nil })},
+		{"schema parent missing", withManifest(func(m *filepb.Schema) { field(m, "a").ParentId = 999 })},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -715,7 +598,7 @@ func openAndReadAll(t testing.TB, key string, data []byte, mem memory.Allocator)
 func TestLegacyUnsupported(t *testing.T) {
 	orig := typesFile(t)
 	md, man := legacyParts(t, orig)
-	blobMan := proto.Clone(man).(*tablepb.Manifest)
+	blobMan := proto.Clone(man).(*filepb.Schema)
 	for _, f := range blobMan.Fields {
 		if f.Name == "large_binary" {
 			f.Metadata = map[string][]byte{schema.MetaBlob: []byte("true")}
@@ -723,7 +606,7 @@ func TestLegacyUnsupported(t *testing.T) {
 	}
 	noSchema := proto.Clone(md).(*filepb.Metadata)
 	noSchema.ManifestPosition = 0
-	floatDict := proto.Clone(man).(*tablepb.Manifest)
+	floatDict := proto.Clone(man).(*filepb.Schema)
 	for _, f := range floatDict.Fields {
 		if f.Name == "dict_utf8" {
 			f.LogicalType = "dict:double:int32:false"
