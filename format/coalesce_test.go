@@ -184,7 +184,7 @@ func TestReadsDetectShortReads(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			arrs, err := r.ReadRange(ctx, r.FileProjection(r.Schema().Fields), 0, r.NumRows())
+			arrs, err := r.readRange(ctx, r.FileProjection(r.Schema().Fields), 0, r.NumRows())
 			fileio.ReleaseAll(arrs)
 			return err
 		}()

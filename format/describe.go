@@ -52,7 +52,7 @@ func (r *Reader) Columns() []ColumnInfo {
 		}
 		for _, p := range cm.GetPages() {
 			var msg proto.Message = &encpb.ArrayEncoding{}
-			if r.version.Structural() {
+			if r.version.structural() {
 				msg = &enc21pb.PageLayout{}
 			}
 			pi := PageInfo{Length: p.GetLength(), Priority: p.GetPriority(), Encoding: describeEncoding(p.GetEncoding(), msg)}

@@ -677,7 +677,7 @@ func TestLegacyReadRequests(t *testing.T) {
 					}
 				}
 				store.Reset()
-				arrs, err := r.ReadRange(ctx, r.FileProjection(proj.Fields), c.start, c.end)
+				arrs, err := r.readRange(ctx, r.FileProjection(proj.Fields), c.start, c.end)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -730,7 +730,7 @@ func TestLegacyMissingItemsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arrs, err = r.ReadRange(context.Background(), Projection{Fields: []*schema.Field{list}, Column: func(id int32) (int, bool) {
+	arrs, err = r.readRange(context.Background(), Projection{Fields: []*schema.Field{list}, Column: func(id int32) (int, bool) {
 		return int(id), id == list.ID
 	}}, 0, r.NumRows())
 	if err != nil {

@@ -125,7 +125,7 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 	for _, path := range files {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		r := openFixtureFile(t, path, mem)
-		if !r.version.Structural() {
+		if !r.version.structural() {
 			continue
 		}
 		rel, _ := filepath.Rel(fixturetest.Dir(t), path)

@@ -60,7 +60,7 @@ func Open(ctx context.Context, store blob.Store, key string, opts *OpenOptions) 
 	if err := f.OpenV2(ctx, tail); err != nil {
 		return nil, err
 	}
-	if r.version.Structural() {
+	if r.version.structural() {
 		r.st = &structural.Reader{File: f}
 	}
 	return r, nil
@@ -136,7 +136,7 @@ func (r *Reader) defaultColumns() map[int32]int {
 		// Blob and packed-struct fields are one column; their members
 		// have none of their own.
 		single := f.StoredWhole()
-		if !r.version.Structural() || f.StoredAsLeaf() {
+		if !r.version.structural() || f.StoredAsLeaf() {
 			cols[f.ID] = next
 			next++
 		}
@@ -172,7 +172,7 @@ func (r *Reader) NewCursor(proj Projection) (*Cursor, error) {
 	switch {
 	case r.version.IsLegacy():
 		impl, err = legacy.NewCursor(r.legacy, fileio.Projection(proj))
-	case r.version.Structural():
+	case r.version.structural():
 		impl, err = structural.NewCursor(r.st, fileio.Projection(proj))
 	default:
 		impl, err = v20.NewCursor(r.f, fileio.Projection(proj))
@@ -203,8 +203,8 @@ func (c *Cursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Arra
 // Close releases the cursor's cached pages.
 func (c *Cursor) Close() { c.impl.Release() }
 
-// ReadRange reads rows [start, end) of proj with a one-off cursor.
-func (r *Reader) ReadRange(ctx context.Context, proj Projection, start, end uint64) ([]arrow.Array, error) {
+// readRange reads rows [start, end) of proj with a one-off cursor.
+func (r *Reader) readRange(ctx context.Context, proj Projection, start, end uint64) ([]arrow.Array, error) {
 	c, err := r.NewCursor(proj)
 	if err != nil {
 		return nil, err

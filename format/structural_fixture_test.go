@@ -81,7 +81,7 @@ func openStructural(t testing.TB, f structuralFile, mem memory.Allocator) *Reade
 // readAllStructural reads every row of every field of r's schema.
 func readAllStructural(t testing.TB, r *Reader) []arrow.Array {
 	t.Helper()
-	arrs, err := r.ReadRange(context.Background(), r.FileProjection(r.Schema().Fields), 0, r.NumRows())
+	arrs, err := r.readRange(context.Background(), r.FileProjection(r.Schema().Fields), 0, r.NumRows())
 	if err != nil {
 		t.Fatalf("%s: read all rows: %v", r.Key(), err)
 	}
@@ -101,7 +101,7 @@ func TestStructuralFixturesReadAll(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			r := openStructural(t, f, mem)
-			if !r.Version().Structural() {
+			if !r.Version().structural() {
 				t.Skipf("file version %s", r.Version())
 			}
 			arrs := readAllStructural(t, r)
@@ -239,7 +239,7 @@ func TestStructuralFixturePruned(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				arrs, err := r.ReadRange(context.Background(), r.FileProjection(sch.Fields), 0, r.NumRows())
+				arrs, err := r.readRange(context.Background(), r.FileProjection(sch.Fields), 0, r.NumRows())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -333,7 +333,7 @@ func TestStructuralBlobV2ManifestShape(t *testing.T) {
 	if blobs != 1 {
 		t.Fatalf("%d blob v2 fields in the file schema", blobs)
 	}
-	got, err := r.ReadRange(context.Background(), Projection{Fields: fields, Column: fileProj.Column}, 0, r.NumRows())
+	got, err := r.readRange(context.Background(), Projection{Fields: fields, Column: fileProj.Column}, 0, r.NumRows())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,7 @@ func TestStructuralRangeReadsFewBytes(t *testing.T) {
 	}
 	firstPage := r.f.Columns[c].GetPages()[0].GetLength()
 	opened := st.Snapshot().ReadRange.Bytes
-	arrs, err := r.ReadRange(context.Background(), col, firstPage+100, firstPage+105)
+	arrs, err := r.readRange(context.Background(), col, firstPage+100, firstPage+105)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ const takeReadAhead = 64 << 20
 // Take returns one array per projected field holding the given rows, in the
 // given order (which need not be sorted; duplicates are allowed). Only the
 // pages holding those rows are read; in 2.1+ files only the parts of those
-// pages the rows need (take_pages.go).
+// pages the rows need (internal/structural/take_pages.go).
 func (c *Cursor) Take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
 	for _, row := range rows {
 		if row >= c.r.f.NumRows {

@@ -50,7 +50,7 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 	ctx := context.Background()
 	proj := r.FileProjection(r.Schema().Fields)
 	n := r.NumRows()
-	full, err := r.ReadRange(ctx, proj, 0, n)
+	full, err := r.readRange(ctx, proj, 0, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func testTakeReadsOnlyItsRows(t *testing.T, v Version, local bool) {
 	checkTakes(t, r, mem, 0.75, 1e9)
 
 	proj := r.FileProjection(r.Schema().Fields)
-	full, err := r.ReadRange(ctx, proj, 0, r.NumRows())
+	full, err := r.readRange(ctx, proj, 0, r.NumRows())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 		t.Fatalf("%d pages, want 1", pages)
 	}
 	proj := r.FileProjection(r.Schema().Fields)
-	full, err := r.ReadRange(ctx, proj, 0, r.NumRows())
+	full, err := r.readRange(ctx, proj, 0, r.NumRows())
 	if err != nil {
 		t.Fatal(err)
 	}

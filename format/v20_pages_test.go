@@ -249,7 +249,7 @@ func TestV20ReadsOnlyNeededPages(t *testing.T) {
 	r, store := v20OpenCounting(t, data)
 	for _, rg := range [][2]int{{0, 1}, {5, 17}, {33, 34}, {99, 100}, {40, 80}, {0, 100}, {60, 60}} {
 		a, b := rg[0], rg[1]
-		arrs, err := r.ReadRange(context.Background(), r.FileProjection(r.Schema().Fields), uint64(a), uint64(b))
+		arrs, err := r.readRange(context.Background(), r.FileProjection(r.Schema().Fields), uint64(a), uint64(b))
 		if err != nil {
 			t.Fatal(err)
 		}

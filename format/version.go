@@ -34,9 +34,9 @@ func (v Version) String() string {
 // IsLegacy reports whether v is the v1 file layout.
 func (v Version) IsLegacy() bool { return v.Major == 0 && v.Minor < 3 }
 
-// Structural reports whether files of version v use the 2.1+ structural
+// structural reports whether files of version v use the 2.1+ structural
 // encodings (leaf columns, repetition and definition levels).
-func (v Version) Structural() bool { return v.Major == 2 && v.Minor >= 1 }
+func (v Version) structural() bool { return v.Major == 2 && v.Minor >= 1 }
 
 // Less orders versions.
 func (v Version) Less(w Version) bool {

@@ -98,7 +98,7 @@ func NewWriter(ctx context.Context, store blob.Store, key string, schema *schema
 			fw  fileio.FieldWriter
 			err error
 		)
-		if w.version.Structural() {
+		if w.version.structural() {
 			fw, err = structural.NewFieldWriter(w.sink, f, first)
 		} else {
 			fw, err = v20.NewFieldWriter(w.sink, f, first)

@@ -113,7 +113,7 @@ func TestStructuralWriterFixtureRoundTrip(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			r := openStructural(t, f, mem)
-			if !r.Version().Structural() {
+			if !r.Version().structural() {
 				t.Skipf("file version %s", r.Version())
 			}
 			wantReader, want := readRowsJSON(t, mustLocal(t, f.dir), f.name, mem, 8192)

@@ -17,7 +17,7 @@ import (
 // plain Go byte slices (little-endian values, LSB-first bitmaps); these wrap
 // them without copying. A nil validity means "no nulls".
 
-// wrapBuffer makes an Arrow buffer over b (no copy).
+// WrapBuffer makes an Arrow buffer over b (no copy).
 func WrapBuffer(b []byte) *memory.Buffer {
 	if b == nil {
 		return nil
@@ -25,7 +25,7 @@ func WrapBuffer(b []byte) *memory.Buffer {
 	return memory.NewBufferBytes(b)
 }
 
-// validityNulls counts the nulls of n slots in an LSB-first validity bitmap;
+// ValidityNulls counts the nulls of n slots in an LSB-first validity bitmap;
 // a nil bitmap has none.
 func ValidityNulls(validity []byte, n int) int {
 	if validity == nil {
@@ -34,7 +34,7 @@ func ValidityNulls(validity []byte, n int) int {
 	return n - bitutil.CountSetBits(validity, 0, n)
 }
 
-// makeArray builds an array of type dt and length n from buffers and child
+// MakeArray builds an array of type dt and length n from buffers and child
 // data, computing the null count from validity (buffers[0]).
 func MakeArray(dt arrow.DataType, n int, validity []byte, buffers [][]byte, children []arrow.ArrayData) arrow.Array {
 	bufs := make([]*memory.Buffer, 0, 1+len(buffers))
@@ -47,7 +47,7 @@ func MakeArray(dt arrow.DataType, n int, validity []byte, buffers [][]byte, chil
 	return array.MakeFromData(data)
 }
 
-// fixedWidthArray wraps n fixed-width values (bool: a bitmap) of type dt.
+// FixedWidthArray wraps n fixed-width values (bool: a bitmap) of type dt.
 func FixedWidthArray(dt arrow.DataType, n int, values, validity []byte) (arrow.Array, error) {
 	var need int
 	switch t := dt.(type) {
@@ -67,7 +67,7 @@ func FixedWidthArray(dt arrow.DataType, n int, values, validity []byte) (arrow.A
 	return MakeArray(dt, n, validity, [][]byte{values}, nil), nil
 }
 
-// varWidthArray wraps a utf8/binary (32-bit offsets) or large (64-bit
+// VarWidthArray wraps a utf8/binary (32-bit offsets) or large (64-bit
 // offsets) array: offsets holds n+1 little-endian offsets into data.
 func VarWidthArray(dt arrow.DataType, n int, offsets, data, validity []byte) (arrow.Array, error) {
 	large, ok := BinaryType(dt)
@@ -87,7 +87,7 @@ func VarWidthArray(dt arrow.DataType, n int, offsets, data, validity []byte) (ar
 	return MakeArray(dt, n, validity, [][]byte{offsets, data}, nil), nil
 }
 
-// structArray assembles a struct from its member arrays, all of length n.
+// StructArray assembles a struct from its member arrays, all of length n.
 func StructArray(dt *arrow.StructType, n int, members []arrow.Array, validity []byte) arrow.Array {
 	children := make([]arrow.ArrayData, len(members))
 	for i, m := range members {
@@ -96,19 +96,19 @@ func StructArray(dt *arrow.StructType, n int, members []arrow.Array, validity []
 	return MakeArray(dt, n, validity, nil, children)
 }
 
-// listArray assembles a list or large list from n+1 offsets (int32 for
+// ListArray assembles a list or large list from n+1 offsets (int32 for
 // list and map, int64 for large list, little-endian bytes) and the items.
 func ListArray(dt arrow.DataType, n int, offsets []byte, items arrow.Array, validity []byte) arrow.Array {
 	return MakeArray(dt, n, validity, [][]byte{offsets}, []arrow.ArrayData{items.Data()})
 }
 
-// fixedSizeListArray assembles a fixed-size list of n rows over items of
+// FixedSizeListArray assembles a fixed-size list of n rows over items of
 // length n·dim.
 func FixedSizeListArray(dt *arrow.FixedSizeListType, n int, items arrow.Array, validity []byte) arrow.Array {
 	return MakeArray(dt, n, validity, nil, []arrow.ArrayData{items.Data()})
 }
 
-// nullArray returns n nulls of any type (a column a file does not hold).
+// NullArray returns n nulls of any type (a column a file does not hold).
 func NullArray(mem memory.Allocator, dt arrow.DataType, n int) arrow.Array {
 	return array.MakeArrayOfNull(mem, dt, n)
 }
@@ -121,7 +121,7 @@ func NullArray(mem memory.Allocator, dt arrow.DataType, n int) arrow.Array {
 // more such items than this per read must be read in fewer rows at a time.
 const maxSyntheticBytes = 32 << 20
 
-// allowSynthetic reports whether n values of dt with no bytes behind them
+// AllowSynthetic reports whether n values of dt with no bytes behind them
 // may be built in a read of requested rows: the rows asked for are, unless
 // one value is huge (over 64 KiB); other counts are held to
 // maxSyntheticBytes.
@@ -162,7 +162,7 @@ func valueBytes(dt arrow.DataType) uint64 {
 	return 8
 }
 
-// binaryType reports whether a binary-like type has 64-bit offsets;
+// BinaryType reports whether a binary-like type has 64-bit offsets;
 // ok is false for other types.
 func BinaryType(dt arrow.DataType) (large, ok bool) {
 	switch dt.ID() {
@@ -174,25 +174,28 @@ func BinaryType(dt arrow.DataType) (large, ok bool) {
 	return false, false
 }
 
-// offsetWriter accumulates the offsets of a var-width array, 32- or 64-bit.
-type offsetWriter struct {
+// OffsetWriter accumulates the offsets of a var-width array, 32- or 64-bit.
+type OffsetWriter struct {
 	large bool
 	Buf   []byte
 }
 
-func NewOffsetWriter(large bool, n int) *offsetWriter {
+// NewOffsetWriter starts the offsets of about n values (n may come from
+// metadata alone: the buffer grows with the offsets added), 64-bit if large.
+func NewOffsetWriter(large bool, n int) *OffsetWriter {
 	w := 4
 	if large {
 		w = 8
 	}
 	// n may come from metadata alone (a list's item count); the buffer
 	// grows with the offsets actually added.
-	o := &offsetWriter{large: large, Buf: make([]byte, 0, (min(n, 1<<16)+1)*w)}
+	o := &OffsetWriter{large: large, Buf: make([]byte, 0, (min(n, 1<<16)+1)*w)}
 	o.Add(0)
 	return o
 }
 
-func (o *offsetWriter) Add(v uint64) {
+// Add appends offset v.
+func (o *OffsetWriter) Add(v uint64) {
 	if o.large {
 		o.Buf = binary.LittleEndian.AppendUint64(o.Buf, v)
 	} else {
@@ -200,7 +203,7 @@ func (o *offsetWriter) Add(v uint64) {
 	}
 }
 
-// nullBitmap builds the validity of n values, allocated at the first null
+// NullBitmap builds the validity of n values, allocated at the first null
 // and grown with the nulls set, so that its size follows the values
 // decoded rather than a count from metadata.
 type NullBitmap struct {
@@ -208,6 +211,7 @@ type NullBitmap struct {
 	bits []byte
 }
 
+// SetNull marks value i null.
 func (b *NullBitmap) SetNull(i int) {
 	if need := i/8 + 1; need > len(b.bits) {
 		b.grow(max(need, min(2*len(b.bits), int(bitutil.BytesForBits(int64(b.N))))))
@@ -224,7 +228,7 @@ func (b *NullBitmap) grow(size int) {
 	}
 }
 
-// finish returns the bitmap of all n values, nil if none is null.
+// Finish returns the bitmap of all n values, nil if none is null.
 func (b *NullBitmap) Finish() []byte {
 	if b.bits == nil {
 		return nil

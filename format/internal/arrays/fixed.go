@@ -2,7 +2,7 @@ package arrays
 
 import "github.com/apache/arrow-go/v18/arrow"
 
-// fixedBuffer returns the value bytes of a fixed-width array and its slot
+// FixedBuffer returns the value bytes of a fixed-width array and its slot
 // offset.
 func FixedBuffer(arr arrow.Array) ([]byte, int) {
 	data := arr.Data()

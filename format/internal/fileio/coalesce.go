@@ -24,7 +24,7 @@ import (
 // (withPageBuffers): the decoders' signatures stay as they are, and a
 // decoder whose page was not read ahead reads it itself.
 
-// readOptions is how the reader coalesces: blob's defaults (64 KiB gap, 16
+// ReadOptions is how the reader coalesces: blob's defaults (64 KiB gap, 16
 // MiB per merged request, 8 requests in flight).
 var ReadOptions = blob.ReadRangesOptions{}
 
@@ -35,7 +35,7 @@ func (r *File) readRanges(ctx context.Context, ranges []Range) ([][]byte, error)
 	return r.ReadRangesWith(ctx, ranges, &ReadOptions)
 }
 
-// readRangesWith is readRanges coalescing as opts says.
+// ReadRangesWith is readRanges coalescing as opts says.
 func (r *File) ReadRangesWith(ctx context.Context, ranges []Range, opts *blob.ReadRangesOptions) ([][]byte, error) {
 	rs := make([]blob.Range, len(ranges))
 	for i, b := range ranges {
@@ -55,23 +55,23 @@ func (r *File) ReadRangesWith(ctx context.Context, ranges []Range, opts *blob.Re
 // pageBuffersKey is the context key of read-ahead page buffers.
 type pageBuffersKey struct{}
 
-// withPageBuffers returns ctx carrying bufs, the buffers of some pages read
+// WithPageBuffers returns ctx carrying bufs, the buffers of some pages read
 // ahead; pageBuffers takes a page's buffers from there when it can.
 func WithPageBuffers(ctx context.Context, bufs map[*file2pb.ColumnMetadata_Page][][]byte) context.Context {
 	return context.WithValue(ctx, pageBuffersKey{}, bufs)
 }
 
-// preloadedBuffers returns the read-ahead buffers of page, if ctx has them.
+// PreloadedBuffers returns the read-ahead buffers of page, if ctx has them.
 func PreloadedBuffers(ctx context.Context, page *file2pb.ColumnMetadata_Page) ([][]byte, bool) {
 	m, _ := ctx.Value(pageBuffersKey{}).(map[*file2pb.ColumnMetadata_Page][][]byte)
 	bufs, ok := m[page]
 	return bufs, ok
 }
 
-// pageID names page p of physical column col.
+// PageID names page p of physical column col.
 type PageID struct{ Col, Page int }
 
-// page returns the metadata of page id, or nil if there is no such page.
+// Page returns the metadata of page id, or nil if there is no such page.
 func (r *File) Page(id PageID) *file2pb.ColumnMetadata_Page {
 	if id.Col < 0 || id.Col >= len(r.Columns) || id.Page < 0 || id.Page >= len(r.Columns[id.Col].GetPages()) {
 		return nil
@@ -79,7 +79,7 @@ func (r *File) Page(id PageID) *file2pb.ColumnMetadata_Page {
 	return r.Columns[id.Col].GetPages()[id.Page]
 }
 
-// pageBytes returns the bytes of page id's buffers (0 for no such page).
+// PageBytes returns the bytes of page id's buffers (0 for no such page).
 func (r *File) PageBytes(id PageID) uint64 {
 	var n uint64
 	for _, s := range r.Page(id).GetBufferSizes() {
@@ -88,7 +88,7 @@ func (r *File) PageBytes(id PageID) uint64 {
 	return n
 }
 
-// preloadPages reads the buffers of the given pages (of 2.x columns) with
+// PreloadPages reads the buffers of the given pages (of 2.x columns) with
 // one coalesced batch of requests and returns ctx carrying them, and those
 // ctx carried already, for pageBuffers. Pages ctx carries are not read
 // again; unknown pages are left for the decoder to report.

@@ -12,7 +12,7 @@ import (
 	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
-// openV2 parses the 40-byte footer, the global buffer table, the file
+// OpenV2 parses the 40-byte footer, the global buffer table, the file
 // descriptor and the column metadata of a 2.x file.
 func (r *File) OpenV2(ctx context.Context, tail []byte) error {
 	if r.Size < v2FooterSize {

@@ -4,10 +4,10 @@ package fileio
 
 // Field metadata keys that steer the writers (Lance's names).
 const (
-	// metaCompression asks for general compression ("zstd", "lz4"), FSST
+	// MetaCompression asks for general compression ("zstd", "lz4"), FSST
 	// ("fsst") or none ("none").
 	MetaCompression = "lance-encoding:compression"
-	// metaCompressionLevel is the zstd level of metaCompression.
+	// MetaCompressionLevel is the zstd level of metaCompression.
 	MetaCompressionLevel = "lance-encoding:compression-level"
 )
 
@@ -21,7 +21,7 @@ const (
 	maxCompressionRatio   = 1 << 15
 )
 
-// decompressLimit returns the most output a compressed buffer of n bytes may
+// DecompressLimit returns the most output a compressed buffer of n bytes may
 // claim.
 func DecompressLimit(n int) int {
 	return min(MaxDecompressedBytes, max(minDecompressionLimit, n*maxCompressionRatio))

@@ -27,12 +27,12 @@ const (
 	// defaultTailSize is how much of the end of a file openFile reads in one
 	// request, hoping to get the footer and all metadata at once.
 	defaultTailSize = 64 << 10
-	// alignment is the boundary Lance pads page and global buffers to; 2.1+
+	// Alignment is the boundary Lance pads page and global buffers to; 2.1+
 	// readers require it.
 	Alignment = 64
 )
 
-// fileVersion is a file version in table-format terms (2.0, not 0.3), as
+// Version is a file version in table-format terms (2.0, not 0.3), as
 // format.Version has it; the generations see this copy so that they need
 // not import the root.
 type Version struct {
@@ -46,6 +46,7 @@ var (
 	Version2_2    = Version{2, 2}
 )
 
+// String names v as the table format does ("2.1"; "legacy" for v1).
 func (v Version) String() string {
 	if v.IsLegacy() {
 		return "legacy"
@@ -79,7 +80,7 @@ func versionFromFooter(major, minor uint16) (Version, bool) {
 	return Version{}, false
 }
 
-// footerVersion is what the footer says for a file version (2.0 says 0.3).
+// FooterVersion is what the footer says for a file version (2.0 says 0.3).
 func FooterVersion(v Version) (uint16, uint16) {
 	if v == Version2_0 {
 		return 0, 3
@@ -87,12 +88,12 @@ func FooterVersion(v Version) (uint16, uint16) {
 	return v.Major, v.Minor
 }
 
-// bufferRange is a byte range of the file.
+// Range is a byte range of the file.
 type Range struct {
 	Offset, Size uint64
 }
 
-// fileHandle is one open data file: where it is, how long, and the
+// File is one open data file: where it is, how long, and the
 // metadata every generation reads it by. The container parse (openFile,
 // openV2) fills it; the generations only read it.
 type File struct {
@@ -115,7 +116,7 @@ type File struct {
 	MetadataBytes int64
 }
 
-// openFile reads the tail of the data file at key (size bytes, or ask the
+// Open reads the tail of the data file at key (size bytes, or ask the
 // store when size is 0) and checks its magic and footer version. It returns
 // the file, whose version says which parse comes next, and the tail read.
 func Open(ctx context.Context, store blob.Store, key string, size int64, mem memory.Allocator) (*File, []byte, error) {
@@ -167,7 +168,7 @@ func (f *File) checkRange(b Range, what string, args ...any) error {
 	return nil
 }
 
-// readWithTail returns file bytes [off, off+n), from tail when it holds them.
+// ReadWithTail returns file bytes [off, off+n), from tail when it holds them.
 func (f *File) ReadWithTail(ctx context.Context, tail []byte, off, n uint64) ([]byte, error) {
 	tailStart := uint64(f.Size) - uint64(len(tail))
 	if off >= tailStart && off+n <= uint64(f.Size) {
@@ -176,7 +177,7 @@ func (f *File) ReadWithTail(ctx context.Context, tail []byte, off, n uint64) ([]
 	return f.ReadAt(ctx, off, n)
 }
 
-// readAt reads file bytes [off, off+n). A range outside the file is
+// ReadAt reads file bytes [off, off+n). A range outside the file is
 // corruption (every range comes from metadata).
 func (f *File) ReadAt(ctx context.Context, off, n uint64) ([]byte, error) {
 	if err := f.checkRange(Range{off, n}, "read"); err != nil {
@@ -201,7 +202,7 @@ func (f *File) readBuffers(ctx context.Context, ranges []Range) ([][]byte, error
 	return f.readRanges(ctx, ranges)
 }
 
-// pageBuffers reads every buffer of one page.
+// PageBuffers reads every buffer of one page.
 func (f *File) PageBuffers(ctx context.Context, page *file2pb.ColumnMetadata_Page) ([][]byte, error) {
 	if bufs, ok := PreloadedBuffers(ctx, page); ok {
 		return bufs, nil // read ahead with the other pages of a batch
@@ -213,19 +214,19 @@ func (f *File) PageBuffers(ctx context.Context, page *file2pb.ColumnMetadata_Pag
 	return f.readBuffers(ctx, ranges)
 }
 
-// corruptf returns an error naming the file and wrapping lancer.ErrCorrupt.
+// Corruptf returns an error naming the file and wrapping lancer.ErrCorrupt.
 func (f *File) Corruptf(format string, args ...any) error {
 	return fmt.Errorf("format: %s: %s: %w", f.Key, fmt.Sprintf(format, args...), lancer.ErrCorrupt)
 }
 
-// projection says which fields to read from a file and where they are:
+// Projection says which fields to read from a file and where they are:
 // format.Projection, as the generations see it.
 type Projection struct {
 	Fields []*schema.Field
 	Column func(fieldID int32) (column int, ok bool)
 }
 
-// cursorImpl is a version-specific reader of a projection. Implementations
+// Cursor is a version-specific reader of a projection. Implementations
 // may keep decoded pages between calls; calls come with ascending,
 // non-overlapping row ranges in the common case, but any range must work.
 type Cursor interface {
@@ -236,7 +237,7 @@ type Cursor interface {
 	Release()
 }
 
-// rowTaker is implemented by cursors that read the rows of a take by
+// RowTaker is implemented by cursors that read the rows of a take by
 // themselves, decoding only the parts of pages those rows need
 // (structuralCursor).
 type RowTaker interface {
@@ -249,7 +250,7 @@ type RowTaker interface {
 	TakeRows(ctx context.Context, rows []uint64) ([]arrow.Array, error)
 }
 
-// fieldWriter encodes one top-level field into its physical columns.
+// FieldWriter encodes one top-level field into its physical columns.
 // Implementations are per file version.
 type FieldWriter interface {
 	// write buffers arr (one batch of the field's rows, typed as the
@@ -259,12 +260,13 @@ type FieldWriter interface {
 	Finish(ctx context.Context) error
 }
 
-// fieldAborter is implemented by field writers that hold buffers or wrote
+// FieldAborter is implemented by field writers that hold buffers or wrote
 // side files: abort drops them.
 type FieldAborter interface {
 	Abort(ctx context.Context)
 }
 
+// ReleaseAll releases every non-nil array of arrs.
 func ReleaseAll(arrs []arrow.Array) {
 	for _, a := range arrs {
 		if a != nil {
@@ -273,7 +275,7 @@ func ReleaseAll(arrs []arrow.Array) {
 	}
 }
 
-// pageSink is the container side of a file being written: buffers are
+// Sink is the container side of a file being written: buffers are
 // appended 64-byte aligned as field writers encode pages, and the column
 // metadata collects where they went.
 type Sink struct {
@@ -293,7 +295,7 @@ type Sink struct {
 	ColumnIndices []int32
 }
 
-// addColumn registers a physical column for field id and returns its index.
+// AddColumn registers a physical column for field id and returns its index.
 // Field writers call it in the order Lance numbers columns (pre-order; only
 // leaves from 2.1 on).
 func (w *Sink) AddColumn(fieldID int32) int {
@@ -304,7 +306,7 @@ func (w *Sink) AddColumn(fieldID int32) int {
 	return col
 }
 
-// writeBuffer appends b at the next 64-byte boundary and returns its
+// WriteBuffer appends b at the next 64-byte boundary and returns its
 // offset. Page, column and global buffers are all written this way.
 func (w *Sink) WriteBuffer(b []byte) (uint64, error) {
 	if err := w.pad(); err != nil {
@@ -326,6 +328,7 @@ func (w *Sink) pad() error {
 	return nil
 }
 
+// WriteRaw appends b where the file ends now, unaligned.
 func (w *Sink) WriteRaw(b []byte) error {
 	n, err := w.Out.Write(b)
 	w.Pos += uint64(n)
@@ -335,7 +338,7 @@ func (w *Sink) WriteRaw(b []byte) error {
 	return nil
 }
 
-// addPage writes a page of column col: its buffers (each 64-byte aligned),
+// AddPage writes a page of column col: its buffers (each 64-byte aligned),
 // its encoding (an ArrayEncoding in 2.0, a PageLayout from 2.1 on), its
 // length (values of the column in 2.0, rows from 2.1 on) and, from 2.1 on,
 // the first row it holds.
@@ -362,7 +365,7 @@ func (w *Sink) AddPage(col int, buffers [][]byte, encoding proto.Message, length
 	return nil
 }
 
-// setColumnEncoding sets a column's column-level encoding (a legacy blob
+// SetColumnEncoding sets a column's column-level encoding (a legacy blob
 // column's Blob, say); columns default to plain values.
 func (w *Sink) SetColumnEncoding(col int, enc *encpb.ColumnEncoding) error {
 	e, err := DirectEncoding(enc)
@@ -373,7 +376,7 @@ func (w *Sink) SetColumnEncoding(col int, enc *encpb.ColumnEncoding) error {
 	return nil
 }
 
-// directEncoding wraps msg in an Any with Lance's type URL form
+// DirectEncoding wraps msg in an Any with Lance's type URL form
 // ("/lance.encodings21.PageLayout") inside a direct Encoding.
 func DirectEncoding(msg proto.Message) (*file2pb.Encoding, error) {
 	value, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)

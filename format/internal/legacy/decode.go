@@ -37,6 +37,8 @@ type legacyCursor struct {
 	proj fileio.Projection
 }
 
+// NewCursor prepares reading proj from the open v1 file r, refusing the
+// columns Lance cannot read back from v1 files either (blobs, maps).
 func NewCursor(r *Reader, proj fileio.Projection) (fileio.Cursor, error) {
 	if r.Legacy == nil {
 		return nil, fmt.Errorf("format: %s: legacy file metadata not loaded: %w", r.Key, lancer.ErrInvalidArgument)
@@ -317,7 +319,7 @@ func (s *legacyScan) node(f *schema.Field, start, end uint64) (legacyNode, error
 	return s.plainNode(f, p, start, end)
 }
 
-// fixedStride describes a type stored as plain values: leaf is the innermost
+// FixedStride describes a type stored as plain values: leaf is the innermost
 // element type and perRow how many leaf values one row holds (the product of
 // the fixed-size list dimensions).
 func FixedStride(dt arrow.DataType) (leaf arrow.DataType, perRow uint64, ok bool) {

@@ -65,16 +65,16 @@ import (
 // reads as null. This reader returns exactly what Lance returns, which is
 // what the fixtures' expected rows record.
 
-// legacyReader is an open v1 file: the file and its parsed metadata.
+// Reader is an open v1 file: the file and its parsed metadata.
 type Reader struct {
 	*fileio.File
 	Legacy *File
 }
 
-// numColumns counts the file's physical columns (legacyFile.numColumns).
+// NumColumns counts the file's physical columns (legacyFile.numColumns).
 func (r *Reader) NumColumns() int { return r.Legacy.numColumns() }
 
-// legacyFile is the parsed metadata of a v1 file.
+// File is the parsed metadata of a v1 file.
 type File struct {
 	// batchOffsets[b] is the first row of batch b; the last entry is the
 	// number of rows. Empty when the file has no batches.
@@ -90,12 +90,13 @@ type File struct {
 	dictionaries map[int32]arrow.Array
 }
 
-// legacyPage is one page table entry: where the page starts and how many
+// Page is one page table entry: where the page starts and how many
 // values it holds.
 type Page struct {
 	Pos, Length uint64
 }
 
+// NumBatches returns how many write batches the file holds.
 func (l *File) NumBatches() int {
 	if len(l.batchOffsets) == 0 {
 		return 0
@@ -103,7 +104,7 @@ func (l *File) NumBatches() int {
 	return len(l.batchOffsets) - 1
 }
 
-// page returns the page of field id in batch, or false when the page table
+// Page returns the page of field id in batch, or false when the page table
 // has no entry for the id.
 func (l *File) Page(id int32, batch int) (Page, bool) {
 	i := int64(id) - int64(l.MinFieldID)
@@ -129,7 +130,7 @@ func (l *File) numColumns() int {
 	return count
 }
 
-// openLegacy parses the footer and metadata of a v1 file; tail holds the
+// Open parses the footer and metadata of a v1 file; tail holds the
 // last bytes of the file.
 func (r *Reader) Open(ctx context.Context, tail []byte) error {
 	footerPos := uint64(r.Size) - fileio.LegacyFooterSize

@@ -24,7 +24,7 @@ import (
 
 // decodeBlob decodes a legacy blob page into descriptors of its visible
 // items and the levels smuggled in them.
-func (d *PageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*LeafPage, error) {
 	if l.GetInnerLayout() == nil {
 		return nil, pageCorruptf("blob layout without an inner layout")
 	}
@@ -32,11 +32,11 @@ func (d *PageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*LeafPag
 		return nil, pageCorruptf("blob layout inside a blob layout")
 	}
 	layers := l.GetLayers()
-	lay, err := NewRepDefLayout(layers)
+	lay, err := newRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
-	innerDec := &PageDecoder{Mem: d.Mem, NumRows: d.NumRows, ScanType: schema.LegacyBlobDescriptor}
+	innerDec := &pageDecoder{Mem: d.Mem, NumRows: d.NumRows, ScanType: schema.LegacyBlobDescriptor}
 	inner, err := innerDec.decodeLayout(l.GetInnerLayout(), bufs)
 	if err != nil {
 		return nil, pageWrapf(err, "blob descriptors")

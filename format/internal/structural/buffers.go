@@ -25,7 +25,7 @@ type bitmapBuilder struct {
 	nulls int
 }
 
-// reset prepares an empty builder whose slot 0 is bit shift.
+// Reset prepares an empty builder whose slot 0 is bit shift.
 func (b *bitmapBuilder) Reset(mem memory.Allocator, shift int) {
 	b.release()
 	*b = bitmapBuilder{mem: mem, Shift: shift}

@@ -47,7 +47,7 @@ func (b *fixedBlock) length() int { return b.n }
 // (Legitimately tighter encodings, like bit-packing at width 0, just grow
 // the block as they decode.)
 func newFixedBlock(bits, capValues, capBytes int) fixedBlock {
-	return fixedBlock{bits: bits, data: make([]byte, 0, min(BytesForBits(capValues*bits), 8*capBytes))}
+	return fixedBlock{bits: bits, data: make([]byte, 0, min(bytesForBits(capValues*bits), 8*capBytes))}
 }
 
 // appendWordsInPlace appends n T-bit values that decode writes, decoding
@@ -73,7 +73,7 @@ func appendWordsInPlace[T codec.Word](b *fixedBlock, scratch *[]T, n int, decode
 		return pageCorruptf("decoded %d values, want %d", len(out), n)
 	}
 	if n > 0 && unsafe.Pointer(&out[0]) != unsafe.Pointer(&tail[0]) {
-		copy(tail, WordsAsBytes(out))
+		copy(tail, wordsAsBytes(out))
 		*scratch = out
 	}
 	b.data = b.data[:start+n*size]
@@ -94,14 +94,14 @@ func (b *fixedBlock) appendValues(src []byte, n int) {
 // appendZeros appends n zero values (the slots of null items).
 func (b *fixedBlock) appendZeros(n int) {
 	if b.bits == 1 {
-		b.data = append(b.data, make([]byte, BytesForBits(b.n+n)-len(b.data))...)
+		b.data = append(b.data, make([]byte, bytesForBits(b.n+n)-len(b.data))...)
 	} else {
 		b.data = append(b.data, make([]byte, n*(b.bits/8))...)
 	}
 	b.n += n
 }
 
-func BytesForBits(n int) int { return (n + 7) / 8 }
+func bytesForBits(n int) int { return (n + 7) / 8 }
 
 // appendBitmap appends bits [0, n) of src to dst, a bitmap of dstBits bits
 // whose bits past dstBits are zero, and keeps that invariant.
@@ -109,13 +109,13 @@ func appendBitmap(dst []byte, dstBits int, src []byte, n int) []byte {
 	if n == 0 {
 		return dst
 	}
-	srcBytes := BytesForBits(n)
+	srcBytes := bytesForBits(n)
 	shift := uint(dstBits % 8)
 	if shift == 0 {
 		dst = append(dst, src[:srcBytes]...)
 	} else {
 		first := dstBits / 8
-		dst = append(dst, make([]byte, BytesForBits(dstBits+n)-len(dst))...)
+		dst = append(dst, make([]byte, bytesForBits(dstBits+n)-len(dst))...)
 		for i, v := range src[:srcBytes] {
 			dst[first+i] |= v << shift
 			if first+i+1 < len(dst) {
@@ -313,7 +313,7 @@ func fixedToArrow(b *fixedBlock, dt arrow.DataType) (arrow.Array, error) {
 		case 1:
 			return categorized(arrays.FixedWidthArray(dt, b.n, b.data, nil))
 		case 8: // a constant page's inline bool is one byte
-			bits := make([]byte, BytesForBits(b.n))
+			bits := make([]byte, bytesForBits(b.n))
 			for i, v := range b.data[:b.n] {
 				if v&1 != 0 {
 					bits[i/8] |= 1 << (i % 8)
@@ -433,7 +433,7 @@ func putLE(dst []byte, width int, v uint64) {
 }
 
 // getLE reads a little-endian unsigned integer of width bytes.
-func GetLE(src []byte, width int) uint64 {
+func getLE(src []byte, width int) uint64 {
 	var v uint64
 	for i := range width {
 		v |= uint64(src[i]) << (8 * i)
@@ -444,7 +444,7 @@ func GetLE(src []byte, width int) uint64 {
 // wordsAsBytes views decoded words as their little-endian bytes. Lance data
 // is little-endian and so are the hosts Go and Arrow run on here (arrow-go
 // makes the same assumption in its type traits).
-func WordsAsBytes[T codec.Word](s []T) []byte {
+func wordsAsBytes[T codec.Word](s []T) []byte {
 	if len(s) == 0 {
 		return nil
 	}
@@ -689,7 +689,7 @@ func wordsToBlock[T codec.Word](words []T, err error) (*fixedBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fixedBlock{bits: 8 * int(unsafe.Sizeof(T(0))), n: len(words), data: WordsAsBytes(words)}, nil
+	return &fixedBlock{bits: 8 * int(unsafe.Sizeof(T(0))), n: len(words), data: wordsAsBytes(words)}, nil
 }
 
 // rleBits checks an RLE encoding (Flat{8|16|32|64} run values, Flat{8} run
@@ -713,14 +713,14 @@ func rleBits(r *enc21pb.Rle) (int, error) {
 // levels. With wrapped (2.2 large chunks), count is only known modulo 2^16
 // (the chunk header keeps a u16), so the real count is the one the block
 // itself implies that is congruent to it (docs/spec/lance-format.md §8.4).
-func DecodeLevels(enc *enc21pb.CompressiveEncoding, buf []byte, count int, wrapped bool) ([]uint16, error) {
+func decodeLevels(enc *enc21pb.CompressiveEncoding, buf []byte, count int, wrapped bool) ([]uint16, error) {
 	switch e := enc.GetCompression().(type) {
 	case *enc21pb.CompressiveEncoding_General:
 		inner, err := decompress(e.General.GetCompression(), buf, fileio.DecompressLimit(len(buf)))
 		if err != nil {
 			return nil, err
 		}
-		return DecodeLevels(e.General.GetValues(), inner, count, wrapped)
+		return decodeLevels(e.General.GetValues(), inner, count, wrapped)
 	case *enc21pb.CompressiveEncoding_Flat:
 		if e.Flat.GetBitsPerValue() != 16 || e.Flat.GetData() != nil {
 			return nil, pageUnsupportedf("levels stored flat at %d bits", e.Flat.GetBitsPerValue())
@@ -755,7 +755,7 @@ func rawLevels16(buf []byte) ([]uint16, error) {
 		return nil, pageCorruptf("raw levels of %d bytes (odd)", len(buf))
 	}
 	out := make([]uint16, len(buf)/2)
-	copy(WordsAsBytes(out), buf)
+	copy(wordsAsBytes(out), buf)
 	return out, nil
 }
 

@@ -28,7 +28,7 @@ import (
 // lists as their levels say.
 
 // decodeConstant decodes a constant or all-null page.
-func (d *PageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (*LeafPage, error) {
 	inline := l.InlineValue != nil
 	layers := l.GetLayers()
 	switch {
@@ -53,7 +53,7 @@ func (d *PageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 		return nil, pageCorruptf("constant page with inline value %t has %d buffers", inline, len(bufs))
 	}
 	lp := &LeafPage{NumRows: d.NumRows, Layers: layers}
-	lay, err := NewRepDefLayout(layers)
+	lay, err := newRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (d *PageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 	}
 	visible := lp.NumItems
 	if lp.Def != nil {
-		visible = CountVisible(lp.Def, lay.MaxVisible)
+		visible = countVisible(lp.Def, lay.MaxVisible)
 	}
 	// The value.
 	var block valueBlock
@@ -117,10 +117,10 @@ func constantLevels(buf []byte, enc *enc21pb.CompressiveEncoding, count uint64, 
 	if enc != nil && allowCompressed {
 		// decodeLevels bounds the count, which comes from metadata, by the
 		// buffer.
-		if count > MaxPageItems {
+		if count > maxPageItems {
 			return nil, pageCorruptf("%d levels in a %d-byte buffer", count, len(buf))
 		}
-		return DecodeLevels(enc, buf, int(count), false)
+		return decodeLevels(enc, buf, int(count), false)
 	}
 	return rawLevels16(buf)
 }
@@ -154,7 +154,7 @@ func scalarBlock(buf []byte, dt arrow.DataType, n int) (valueBlock, error) {
 			return nil, pageCorruptf("constant %s value has %d buffers", dt, len(parts))
 		}
 		w := len(parts[0]) / 2
-		start, end := GetLE(parts[0], w), GetLE(parts[0][w:], w)
+		start, end := getLE(parts[0], w), getLE(parts[0][w:], w)
 		if start > end || end > uint64(len(parts[1])) {
 			return nil, pageCorruptf("constant %s value spans [%d, %d) of %d bytes", dt, start, end, len(parts[1]))
 		}

@@ -41,7 +41,7 @@ import (
 // do not hold the next row: a front-to-back scan in batches decodes every
 // page once, walks its levels once, and holds about one page per leaf.
 // Pages a read needs that are not cached are fetched with one coalesced
-// batch of requests (coalesce.go) and decoded in parallel, leaves being
+// batch of requests (fileio.File.PreloadPages) and decoded in parallel, leaves being
 // independent. Values are sliced out of a page without copying when a
 // read stays within one page, so returned arrays may share (reference
 // counted) buffers with cached pages.
@@ -89,7 +89,7 @@ type leafColumn struct {
 	Cache    map[int]*cachedPage
 
 	// state of one readRange
-	sinks  []LayerSink
+	sinks  []layerSink
 	pieces []arrow.Array
 }
 
@@ -99,7 +99,7 @@ type cachedPage struct {
 	levels *pageLevels
 }
 
-// structReader is an open 2.1+ file and what takes of it learn about its
+// Reader is an open 2.1+ file and what takes of it learn about its
 // pages.
 type Reader struct {
 	*fileio.File
@@ -109,8 +109,8 @@ type Reader struct {
 	miniIndexes sync.Map
 }
 
-// structuralCursor implements cursorImpl for 2.1+ files.
-type Cursor struct {
+// cursor implements cursorImpl for 2.1+ files.
+type cursor struct {
 	key     string
 	numRows uint64
 	mem     memory.Allocator
@@ -128,10 +128,10 @@ type Cursor struct {
 	takePages func(ctx context.Context, reqs []*takeRequest) error
 	fields    []*structNode
 	Leaves    []*leafColumn
-	scratch   LevelScratch
+	scratch   levelScratch
 }
 
-// newStructuralCursor reads files of versions 2.1 and later.
+// NewCursor reads files of versions 2.1 and later.
 func NewCursor(r *Reader, proj fileio.Projection) (fileio.Cursor, error) {
 	pageRows := func(col int) ([]uint64, error) {
 		if col < 0 || col >= len(r.Columns) {
@@ -144,7 +144,7 @@ func NewCursor(r *Reader, proj fileio.Projection) (fileio.Cursor, error) {
 		}
 		return rows, nil
 	}
-	c, err := BuildCursor(r.Key, r.NumRows, r.Mem, proj, pageRows, r.DecodeLeafPage)
+	c, err := buildCursor(r.Key, r.NumRows, r.Mem, proj, pageRows, r.DecodeLeafPage)
 	if err != nil {
 		return nil, err
 	}
@@ -152,13 +152,13 @@ func NewCursor(r *Reader, proj fileio.Projection) (fileio.Cursor, error) {
 	return c, nil
 }
 
-// buildStructuralCursor plans the reading of proj from a file of numRows
+// buildCursor plans the reading of proj from a file of numRows
 // rows whose column col has pages of pageRows(col) rows each.
-func BuildCursor(key string, numRows uint64, mem memory.Allocator, proj fileio.Projection,
+func buildCursor(key string, numRows uint64, mem memory.Allocator, proj fileio.Projection,
 	pageRows func(col int) ([]uint64, error),
 	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*LeafPage, error),
-) (*Cursor, error) {
-	c := &Cursor{key: key, numRows: numRows, mem: mem, decode: decode}
+) (*cursor, error) {
+	c := &cursor{key: key, numRows: numRows, mem: mem, decode: decode}
 	for _, f := range proj.Fields {
 		n, err := c.plan(f, f.ScanType(), nil, nil, proj, true)
 		if err != nil {
@@ -187,14 +187,14 @@ func BuildCursor(key string, numRows uint64, mem memory.Allocator, proj fileio.P
 				key, l.col, l.field.Name, total, numRows, lancer.ErrCorrupt)
 		}
 		l.Cache = map[int]*cachedPage{}
-		l.sinks = make([]LayerSink, l.owned)
+		l.sinks = make([]layerSink, l.owned)
 	}
 	return c, nil
 }
 
 // plan builds the node of f, to be read as type dt, below the layers
 // (outermost first) of its ancestors.
-func (c *Cursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj fileio.Projection, top bool) (*structNode, error) {
+func (c *cursor) plan(f *schema.Field, dt arrow.DataType, lists, wide []bool, proj fileio.Projection, top bool) (*structNode, error) {
 	n := &structNode{field: f, dt: dt}
 	if f.StoredAsLeaf() {
 		if st, ok := dt.(*arrow.StructType); ok && top && st.NumFields() == 0 && f.Blob == schema.NotBlob {
@@ -294,8 +294,8 @@ func assignOwners(n *structNode, depth int) (leafDepth int) {
 	return leafDepth
 }
 
-// readRange implements cursorImpl.
-func (c *Cursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
+// ReadRange implements cursorImpl.
+func (c *cursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
 	defer c.endRead()
 	if err := c.prefetch(ctx, start, end); err != nil {
 		return nil, err
@@ -319,7 +319,7 @@ func (c *Cursor) ReadRange(ctx context.Context, start, end uint64) ([]arrow.Arra
 }
 
 // endRead drops what one read left in the leaves.
-func (c *Cursor) endRead() {
+func (c *cursor) endRead() {
 	for _, l := range c.Leaves {
 		for k := range l.sinks {
 			l.sinks[k].Release()
@@ -332,7 +332,7 @@ func (c *Cursor) endRead() {
 
 // evict releases cached pages a read starting at row next would not need:
 // a front-to-back scan keeps about one page per leaf.
-func (c *Cursor) evict(next uint64) {
+func (c *cursor) evict(next uint64) {
 	for _, l := range c.Leaves {
 		for p, cp := range l.Cache {
 			first := uint64(0)
@@ -347,8 +347,8 @@ func (c *Cursor) evict(next uint64) {
 	}
 }
 
-// release implements cursorImpl.
-func (c *Cursor) Release() {
+// Release implements cursorImpl.
+func (c *cursor) Release() {
 	c.endRead()
 	for _, l := range c.Leaves {
 		for p, cp := range l.Cache {
@@ -359,7 +359,7 @@ func (c *Cursor) Release() {
 }
 
 // page returns page p of leaf l, decoding and checking it on first use.
-func (c *Cursor) page(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
+func (c *cursor) page(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
 	if cp, ok := l.Cache[p]; ok {
 		return cp, nil
 	}
@@ -373,7 +373,7 @@ func (c *Cursor) page(ctx context.Context, l *leafColumn, p int) (*cachedPage, e
 
 // loadPage decodes and checks page p of leaf l. It touches no cursor
 // state, so pages of several leaves can load at once.
-func (c *Cursor) loadPage(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
+func (c *cursor) loadPage(ctx context.Context, l *leafColumn, p int) (*cachedPage, error) {
 	lp, err := c.decode(ctx, l.col, p, l.field)
 	if err != nil {
 		return nil, err
@@ -409,7 +409,7 @@ func (l *leafColumn) pagesOverlapping(start, end uint64) iter.Seq2[int, uint64] 
 // prefetch decodes, in parallel, the pages rows [start, end) need that are
 // not cached yet. Decoding (decompression above all) dominates a scan, and
 // the columns of a projection are independent.
-func (c *Cursor) prefetch(ctx context.Context, start, end uint64) error {
+func (c *cursor) prefetch(ctx context.Context, start, end uint64) error {
 	type job struct {
 		l   *leafColumn
 		p   int
@@ -479,7 +479,7 @@ func (c *Cursor) prefetch(ctx context.Context, start, end uint64) error {
 
 // checkPage validates a decoded page against the leaf's place in the schema
 // and the page's row count.
-func (c *Cursor) checkPage(l *leafColumn, p int, lp *LeafPage) (*pageLevels, error) {
+func (c *cursor) checkPage(l *leafColumn, p int, lp *LeafPage) (*pageLevels, error) {
 	first := uint64(0)
 	if p > 0 {
 		first = l.pageEnds[p-1]
@@ -489,7 +489,7 @@ func (c *Cursor) checkPage(l *leafColumn, p int, lp *LeafPage) (*pageLevels, err
 
 // checkRows validates a decoded page, or the part of one a take decoded,
 // against the leaf's place in the schema and the numRows rows it must hold.
-func (c *Cursor) checkRows(l *leafColumn, lp *LeafPage, numRows uint64) (*pageLevels, error) {
+func (c *cursor) checkRows(l *leafColumn, lp *LeafPage, numRows uint64) (*pageLevels, error) {
 	if lp == nil {
 		return nil, fmt.Errorf("the decoder returned no page: %w", lancer.ErrCorrupt)
 	}
@@ -550,7 +550,7 @@ type piece struct {
 }
 
 // readLeaf unravels rows [start, end) of leaf l into l.sinks and l.pieces.
-func (c *Cursor) readLeaf(ctx context.Context, l *leafColumn, start, end uint64) error {
+func (c *cursor) readLeaf(ctx context.Context, l *leafColumn, start, end uint64) error {
 	var pieces []piece
 	for p, first := range l.pagesOverlapping(start, end) {
 		if l.pageEnds[p] == first {
@@ -577,7 +577,7 @@ func newPiece(cp *cachedPage, p int, lo, hi uint64) piece {
 
 // unravelPieces unravels the levels of pieces, in order, into l.sinks and
 // appends their values to l.pieces.
-func (c *Cursor) unravelPieces(l *leafColumn, pieces []piece) error {
+func (c *cursor) unravelPieces(l *leafColumn, pieces []piece) error {
 	// A read within one page slices the page's values without copying;
 	// the leaf's validity bitmap must then line up with the slice's offset.
 	shift, withValues := 0, 0
@@ -610,7 +610,7 @@ func (c *Cursor) unravelPieces(l *leafColumn, pieces []piece) error {
 			def = lp.Def[pc.itemLo:pc.itemHi]
 		}
 		before := l.sinks[0].Slots()
-		if err := UnravelPiece(pc.cp.levels.lay, rep, def, pc.itemHi-pc.itemLo, l.sinks, &c.scratch); err != nil {
+		if err := unravelPiece(pc.cp.levels.lay, rep, def, pc.itemHi-pc.itemLo, l.sinks, &c.scratch); err != nil {
 			return fmt.Errorf("format: %s: column %d (field %q) page %d: %w", c.key, l.col, l.field.Name, pc.pageIndex, err)
 		}
 		if got, want := l.sinks[0].Slots()-before, pc.valueHi-pc.valueLo; got != want {
@@ -625,7 +625,7 @@ func (c *Cursor) unravelPieces(l *leafColumn, pieces []piece) error {
 }
 
 // assemble builds node n's array, which must have want slots.
-func (c *Cursor) assemble(n *structNode, want int) (arrow.Array, error) {
+func (c *cursor) assemble(n *structNode, want int) (arrow.Array, error) {
 	switch {
 	case n.kind == nodeEmptyStruct:
 		data := array.NewData(n.dt, want, []*memory.Buffer{nil}, nil, 0, 0)
@@ -686,7 +686,7 @@ func (c *Cursor) assemble(n *structNode, want int) (arrow.Array, error) {
 }
 
 // assembleLeaf joins the leaf's pieces and applies its validity.
-func (c *Cursor) assembleLeaf(l *leafColumn, want int) (arrow.Array, error) {
+func (c *cursor) assembleLeaf(l *leafColumn, want int) (arrow.Array, error) {
 	var values arrow.Array
 	switch len(l.pieces) {
 	case 0:

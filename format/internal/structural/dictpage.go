@@ -22,13 +22,13 @@ import (
 // a dictionary array when the leaf is an Arrow dictionary, else the
 // dictionary entries themselves. def and maxVisible tell null slots (whose
 // indices may point anywhere) from valid ones.
-func (d *PageDecoder) dictionaryValues(l *enc21pb.MiniBlockLayout, buf []byte, indices valueBlock, def []uint16, maxVisible uint16) (arrow.Array, error) {
+func (d *pageDecoder) dictionaryValues(l *enc21pb.MiniBlockLayout, buf []byte, indices valueBlock, def []uint16, maxVisible uint16) (arrow.Array, error) {
 	idx, ok := indices.(*fixedBlock)
 	if !ok || (idx.bits != 8 && idx.bits != 16 && idx.bits != 32 && idx.bits != 64) {
 		return nil, pageCorruptf("dictionary indices stored as %T, not 8- to 64-bit integers", indices)
 	}
 	numItems := l.GetNumDictionaryItems()
-	if numItems > MaxPageItems {
+	if numItems > maxPageItems {
 		return nil, pageCorruptf("dictionary of %d items", numItems)
 	}
 	dict, err := decodeBlock(l.GetDictionary(), buf, int(numItems))
@@ -66,7 +66,7 @@ func dictionaryKeys(idx *fixedBlock, size int, valid []bool) (keys []int, nullOu
 	width := idx.bits / 8
 	keys = make([]int, idx.n)
 	for i := range keys {
-		k := GetLE(idx.data[i*width:], width)
+		k := getLE(idx.data[i*width:], width)
 		if k >= uint64(size) {
 			if valid != nil && !valid[i] {
 				keys[i], nullOutOfRange = -1, true
@@ -220,7 +220,7 @@ func dictionaryArray(mem memory.Allocator, dt *arrow.DictionaryType, dict valueB
 	}
 	var validity []byte
 	if nullOutOfRange {
-		validity = make([]byte, BytesForBits(len(keys)))
+		validity = make([]byte, bytesForBits(len(keys)))
 		for i, v := range valid {
 			if v {
 				validity[i/8] |= 1 << (i % 8)

@@ -29,7 +29,7 @@ type dictBuild struct {
 	indices *fixedVals // 32-bit indices, one per visible value
 	items   int
 	fixed   *fixedVals // the dictionary, fixed-width
-	vars    *VarVals   // or variable-width
+	vars    *varVals   // or variable-width
 }
 
 // encodedDict is the dictionary block of a page.
@@ -51,7 +51,7 @@ func newDictIndexer(fixedBits int, large bool, n int) *dictIndexer {
 	if fixedBits > 0 {
 		d.b.fixed = &fixedVals{bits: fixedBits}
 	} else {
-		d.b.vars = &VarVals{large: large, Off: []uint64{0}}
+		d.b.vars = &varVals{large: large, Off: []uint64{0}}
 	}
 	return d
 }
@@ -182,7 +182,7 @@ const dictMinValues = 100
 // autoDictionaryVar dictionary-encodes variable-width values when Lance's
 // estimate says it pays: card·avg + card·w + n·w < ratio · (data + n·w),
 // w the offset width.
-func autoDictionaryVar(pg *writePage, vals *VarVals) *dictBuild {
+func autoDictionaryVar(pg *writePage, vals *varVals) *dictBuild {
 	n := vals.Len()
 	if n < dictMinValues || pg.compression() == "none" {
 		return nil
@@ -206,7 +206,7 @@ func autoDictionaryVar(pg *writePage, vals *VarVals) *dictBuild {
 	// distinct values: give up before hashing them all. The page is
 	// indexed on the way; the values are copied only once it pays.
 	const probe = 4096
-	set := NewVarSet(vals, min(n, probe))
+	set := newVarSet(vals, min(n, probe))
 	indices := make([]byte, 4*n)
 	dictBytes := 0
 	for i := range n {
@@ -229,7 +229,7 @@ func autoDictionaryVar(pg *writePage, vals *VarVals) *dictBuild {
 	if len(firsts) == 0 {
 		return nil
 	}
-	dict := &VarVals{large: vals.large, Off: make([]uint64, 1, len(firsts)+1), Data: make([]byte, 0, dictBytes-len(firsts)*w)}
+	dict := &varVals{large: vals.large, Off: make([]uint64, 1, len(firsts)+1), Data: make([]byte, 0, dictBytes-len(firsts)*w)}
 	for _, i := range firsts {
 		dict.Data = append(dict.Data, vals.Value(i)...)
 		dict.Off = append(dict.Off, uint64(len(dict.Data)))
@@ -244,7 +244,7 @@ func autoDictionaryVar(pg *writePage, vals *VarVals) *dictBuild {
 // varSet numbers the distinct values of a varVals in first-seen order,
 // without copying them.
 type varSet struct {
-	vals   *VarVals
+	vals   *varVals
 	Firsts []int // the first value of each id
 	// Short values are keyed by their bytes (strings that view vals.data,
 	// which outlives the set). Long ones, 1–8 KiB images say, by a
@@ -256,7 +256,7 @@ type varSet struct {
 }
 
 // varFingerprintMin: values longer than this are keyed by fingerprint.
-const VarFingerprintMin = 64
+const varFingerprintMin = 64
 
 // varFingerprint is a long value's length and 8 bytes from each of its
 // start, middle and end.
@@ -266,9 +266,9 @@ type varFingerprint struct {
 }
 
 // newVarSet returns an empty set with room for about hint values.
-func NewVarSet(vals *VarVals, hint int) *varSet {
+func newVarSet(vals *varVals, hint int) *varSet {
 	s := &varSet{vals: vals}
-	if n := vals.Len(); n > 0 && len(vals.Data)/n > VarFingerprintMin {
+	if n := vals.Len(); n > 0 && len(vals.Data)/n > varFingerprintMin {
 		s.long = make(map[varFingerprint]uint32, hint)
 	} else {
 		s.short = make(map[string]uint32, hint)
@@ -276,10 +276,10 @@ func NewVarSet(vals *VarVals, hint int) *varSet {
 	return s
 }
 
-// add returns the id of value i and whether i is its first occurrence.
+// Add returns the id of value i and whether i is its first occurrence.
 func (s *varSet) Add(i int) (uint32, bool) {
 	v := s.vals.Value(i)
-	if len(v) > VarFingerprintMin {
+	if len(v) > varFingerprintMin {
 		fp := varFingerprint{
 			n:    len(v),
 			head: binary.LittleEndian.Uint64(v),
@@ -432,10 +432,10 @@ func encodeDictPage(pg *writePage, d *dictBuild) ([][]byte, *enc21pb.PageLayout,
 func tooLarge(err error) bool { return errors.Is(err, errChunkTooLarge) }
 
 // materializeVar returns the values the dictionary and indices stand for.
-func (d *dictBuild) materializeVar() *VarVals {
-	out := &VarVals{large: d.vars.large, Off: make([]uint64, 1, d.indices.n+1)}
+func (d *dictBuild) materializeVar() *varVals {
+	out := &varVals{large: d.vars.large, Off: make([]uint64, 1, d.indices.n+1)}
 	for i := range d.indices.n {
-		k := int(GetLE(d.indices.data[4*i:], 4))
+		k := int(getLE(d.indices.data[4*i:], 4))
 		if d.items > 0 {
 			out.Data = append(out.Data, d.vars.Value(k)...)
 		}
@@ -448,7 +448,7 @@ func (d *dictBuild) materializeVar() *VarVals {
 func (d *dictBuild) materializeFixed() *fixedVals {
 	out := &fixedVals{bits: d.fixed.bits}
 	for i := range d.indices.n {
-		k := int(GetLE(d.indices.data[4*i:], 4))
+		k := int(getLE(d.indices.data[4*i:], 4))
 		if out.bits == 1 {
 			out.data = appendZeroBits(out.data, out.n, 1)
 			if d.items > 0 && bitSet(d.fixed.data, k) {

@@ -55,7 +55,7 @@ func (e *fslZip) bitsPerValue() int {
 	for k, d := range e.vals.dims {
 		children *= d
 		if e.vals.validity[k] != nil {
-			b += 8 * BytesForBits(children)
+			b += 8 * bytesForBits(children)
 		}
 	}
 	return b + e.vals.rowBits()
@@ -76,7 +76,7 @@ func (e *fslZip) appendValue(dst []byte, v int) ([]byte, error) {
 // varZip: Variable (plain), Fsst (each value compressed with one
 // table) or General (each value zstd-compressed on its own).
 type varZip struct {
-	vals  *VarVals // the stored (possibly FSST-compressed) values
+	vals  *varVals // the stored (possibly FSST-compressed) values
 	large bool
 	fsst  []byte // symbol table
 	zstd  bool
@@ -128,7 +128,7 @@ const perValueZstdMin = 32 << 10
 // newVarZip chooses how a full-zip page stores variable-width values
 // (docs/spec/lance-format.md §9.11): zstd per value for huge values (or when general
 // compression is asked for), FSST for strings when it pays, else plain.
-func newVarZip(pg *writePage, vals *VarVals, maxLen int) *varZip {
+func newVarZip(pg *writePage, vals *varVals, maxLen int) *varZip {
 	e := &varZip{vals: vals, large: vals.large}
 	comp := pg.compression()
 	if comp == "none" {
@@ -163,7 +163,7 @@ func (e *packedZip) proto() *enc21pb.CompressiveEncoding {
 				Value:  flatEncoding(c.bits),
 				Layout: &enc21pb.VariablePackedStruct_FieldEncoding_BitsPerValue{BitsPerValue: uint64(c.bits)},
 			})
-		case *VarVals:
+		case *varVals:
 			w := 32
 			if c.large {
 				w = 64
@@ -186,7 +186,7 @@ func (e *packedZip) valueBytes() int {
 		switch c := c.(type) {
 		case *fixedVals:
 			b += e.vals.n * c.bits / 8
-		case *VarVals:
+		case *varVals:
 			w := 4
 			if c.large {
 				w = 8
@@ -202,7 +202,7 @@ func (e *packedZip) appendValue(dst []byte, v int) ([]byte, error) {
 		case *fixedVals:
 			w := c.bits / 8
 			dst = append(dst, c.data[v*w:(v+1)*w]...)
-		case *VarVals:
+		case *varVals:
 			b := c.Value(v)
 			if c.large {
 				dst = binary.LittleEndian.AppendUint64(dst, uint64(len(b)))
@@ -231,7 +231,7 @@ func encodeFullZip(pg *writePage, enc zipEncoder) ([][]byte, *enc21pb.PageLayout
 		maxDef = max(maxDef, d)
 	}
 	bitsRep, bitsDef := uint32(bits.Len16(maxRep)), uint32(bits.Len16(maxDef))
-	ctrl := ControlWordBytes(bitsRep, bitsDef)
+	ctrl := controlWordBytes(bitsRep, bitsDef)
 	fixedBits := enc.bitsPerValue()
 	variable := fixedBits == 0
 	if !variable && fixedBits%8 != 0 {

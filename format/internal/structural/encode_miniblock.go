@@ -53,7 +53,7 @@ func flatChunkCap(bits int) int {
 	if bits < 8 {
 		n = 8
 	}
-	for n*2 <= maxChunkValues && BytesForBits(2*n*bits) < flatChunkBytes {
+	for n*2 <= maxChunkValues && bytesForBits(2*n*bits) < flatChunkBytes {
 		n *= 2
 	}
 	return n
@@ -193,7 +193,7 @@ func (m *generalMini) encodeChunk(start, n int) ([][]byte, error) {
 // varMini: Variable{Flat{32|64}} binary chunks, optionally of FSST
 // compressed values (Fsst{table, Variable}).
 type varMini struct {
-	vals  *VarVals
+	vals  *varVals
 	large bool
 	fsst  []byte // the symbol table, when the values are FSST-compressed
 }
@@ -331,7 +331,7 @@ func (m *packedMini) encodeChunk(start, n int) ([][]byte, error) {
 
 func packedHasVariable(v *packedVals) bool {
 	for _, c := range v.children {
-		if _, ok := c.(*VarVals); ok {
+		if _, ok := c.(*varVals); ok {
 			return true
 		}
 	}
@@ -438,7 +438,7 @@ func bitpackEstimate[T codec.Word](words []T) int {
 // newVarMini chooses the mini-block encoding of variable-width values:
 // FSST for strings when it pays (or is asked for), general compression
 // around it when asked for.
-func newVarMini(pg *writePage, vals *VarVals, maxLen int) (miniEncoder, error) {
+func newVarMini(pg *writePage, vals *varVals, maxLen int) (miniEncoder, error) {
 	scheme, level, general, err := userCompression(pg)
 	if err != nil {
 		return nil, err
@@ -470,7 +470,7 @@ func isString(spec *leafSpec) bool {
 
 // fsstCompress compresses every value with one symbol table, or returns
 // nil when that does not shrink the page.
-func fsstCompress(vals *VarVals) *varMini {
+func fsstCompress(vals *varVals) *varMini {
 	table, off, data, err := codec.FSSTEncodeAll(vals.Off, vals.Data)
 	if err != nil {
 		return nil
@@ -478,7 +478,7 @@ func fsstCompress(vals *VarVals) *varMini {
 	if len(data)+codec.FSSTTableSize >= len(vals.Data) {
 		return nil
 	}
-	return &varMini{vals: &VarVals{large: vals.large, Off: off, Data: data}, large: vals.large, fsst: table.Bytes()}
+	return &varMini{vals: &varVals{large: vals.large, Off: off, Data: data}, large: vals.large, fsst: table.Bytes()}
 }
 
 // encodeMiniBlock encodes a mini-block page: enc's chunks with the levels of

@@ -24,7 +24,7 @@ import (
 //     nothing.
 
 // controlWordBytes returns the size of a control word.
-func ControlWordBytes(bitsRep, bitsDef uint32) int {
+func controlWordBytes(bitsRep, bitsDef uint32) int {
 	switch total := bitsRep + bitsDef; {
 	case total == 0:
 		return 0
@@ -104,8 +104,8 @@ func (z *zipReader) take(item, n int) ([]byte, error) {
 }
 
 // decodeFullZip decodes a full-zip page.
-func (d *PageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*LeafPage, error) {
-	if err := CheckFullZip(l); err != nil {
+func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*LeafPage, error) {
+	if err := checkFullZip(l); err != nil {
 		return nil, err
 	}
 	want := 1
@@ -121,14 +121,14 @@ func (d *PageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*L
 		}
 	}
 	numItems, numVisible := int(l.GetNumItems()), int(l.GetNumVisibleItems())
-	if numItems > MaxPageItems || numVisible > numItems {
+	if numItems > maxPageItems || numVisible > numItems {
 		return nil, pageCorruptf("full-zip page of %d items, %d visible", numItems, numVisible)
 	}
 	return d.DecodeZipped(l, bufs[0], numItems, numVisible)
 }
 
 // checkFullZip checks what decoding any part of a full-zip page relies on.
-func CheckFullZip(l *enc21pb.FullZipLayout) error {
+func checkFullZip(l *enc21pb.FullZipLayout) error {
 	if l.GetBitsRep() > 16 || l.GetBitsDef() > 16 {
 		return pageCorruptf("control words of %d rep and %d def bits (levels are u16)", l.GetBitsRep(), l.GetBitsDef())
 	}
@@ -145,20 +145,20 @@ func fullZipIndexed(l *enc21pb.FullZipLayout) bool {
 	return variable || l.GetBitsRep() > 0
 }
 
-// decodeZipped decodes the zipped items of a full-zip page (checkFullZip):
+// DecodeZipped decodes the zipped items of a full-zip page (checkFullZip):
 // all of them, numItems of which numVisible are visible, or, with numItems
 // < 0, the whole rows data holds (a take reads only the rows it wants; the
 // caller checks the row count).
-func (d *PageDecoder) DecodeZipped(l *enc21pb.FullZipLayout, data []byte, numItems, numVisible int) (*LeafPage, error) {
+func (d *pageDecoder) DecodeZipped(l *enc21pb.FullZipLayout, data []byte, numItems, numVisible int) (*LeafPage, error) {
 	bitsRep, bitsDef := l.GetBitsRep(), l.GetBitsDef()
 	layers := l.GetLayers()
-	lay, err := NewRepDefLayout(layers)
+	lay, err := newRepDefLayout(layers)
 	if err != nil {
 		return nil, err
 	}
 	_, variable := l.GetDetails().(*enc21pb.FullZipLayout_BitsPerOffset)
 	z := &zipReader{
-		data: data, ctrl: ControlWordBytes(bitsRep, bitsDef),
+		data: data, ctrl: controlWordBytes(bitsRep, bitsDef),
 		bitsRep: bitsRep, bitsDef: bitsDef,
 		maxRep: lay.MaxRep, maxDef: lay.MaxDef, maxVisible: lay.MaxVisible,
 		rowStarts: d.rowStarts,
@@ -221,7 +221,7 @@ func checkRowIndex(index []byte, rows uint64, dataLen int) error {
 		return pageCorruptf("row index of %d bytes for %d rows", len(index), rows)
 	}
 	w := int(width)
-	first, last := GetLE(index, w), GetLE(index[len(index)-w:], w)
+	first, last := getLE(index, w), getLE(index[len(index)-w:], w)
 	if first != 0 || last != uint64(dataLen) {
 		return pageCorruptf("row index spans [%d, %d), the zipped buffer has %d bytes", first, last, dataLen)
 	}
@@ -264,7 +264,7 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 		for k, d := range dims {
 			children *= d
 			if hasValidity[k] {
-				total += BytesForBits(children)
+				total += bytesForBits(children)
 			}
 		}
 		total += children * itemBits / 8
@@ -335,7 +335,7 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 		c *= d
 		children[k] = c
 		if hasValidity[k] {
-			out.validity[k] = make([]byte, 0, BytesForBits(n*c))
+			out.validity[k] = make([]byte, 0, bytesForBits(n*c))
 		}
 	}
 	itemBytes := c * itemBits / 8
@@ -346,7 +346,7 @@ func zipFixed(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible int) 
 			if !hasValidity[k] {
 				continue
 			}
-			size := BytesForBits(children[k])
+			size := bytesForBits(children[k])
 			out.validity[k] = appendBitmap(out.validity[k], i*children[k], v[:size], children[k])
 			v = v[size:]
 		}
@@ -400,7 +400,7 @@ func zipVariable(z *zipReader, l *enc21pb.FullZipLayout, numItems, numVisible in
 			if err != nil {
 				return nil, 0, err
 			}
-			size := GetLE(p, prefix)
+			size := getLE(p, prefix)
 			if size > uint64(len(z.data)) {
 				return nil, 0, pageCorruptf("item %d: length %d exceeds the %d-byte buffer", i, size, len(z.data))
 			}
@@ -571,7 +571,7 @@ func (p *packedPerValue) add(row []byte) error {
 		if err != nil {
 			return err
 		}
-		b, err := take(GetLE(l, f.prefix))
+		b, err := take(getLE(l, f.prefix))
 		if err != nil {
 			return err
 		}

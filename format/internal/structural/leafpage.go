@@ -6,7 +6,7 @@ import (
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
-// leafPage is one decoded page of a 2.1+ leaf column: the page's repetition
+// LeafPage is one decoded page of a 2.1+ leaf column: the page's repetition
 // and definition levels plus the values of its visible items. It is the
 // boundary between the page decoders (mini-block, full-zip, constant, blob
 // layouts), which turn bytes into a leafPage, and the structural assembly,
@@ -37,7 +37,7 @@ type LeafPage struct {
 	Values arrow.Array
 }
 
-// release drops the page's reference to its values.
+// Release drops the page's reference to its values.
 func (p *LeafPage) Release() {
 	if p != nil && p.Values != nil {
 		p.Values.Release()

@@ -35,7 +35,7 @@ import (
 const miniBlockAlign = 8
 
 // miniChunk locates one chunk inside the chunk buffer.
-type MiniChunk struct {
+type miniChunk struct {
 	Offset, Size int
 	Values       int
 }
@@ -43,7 +43,7 @@ type MiniChunk struct {
 // parseChunkMetadata reads the chunk metadata words and places the chunks
 // in a chunk buffer of dataLen bytes. numValues is the page's value count
 // (MiniBlockLayout.num_items).
-func ParseChunkMetadata(meta []byte, dataLen int, numValues uint64, large bool) ([]MiniChunk, error) {
+func parseChunkMetadata(meta []byte, dataLen int, numValues uint64, large bool) ([]miniChunk, error) {
 	wordSize := 2
 	if large {
 		wordSize = 4
@@ -51,14 +51,14 @@ func ParseChunkMetadata(meta []byte, dataLen int, numValues uint64, large bool) 
 	if len(meta)%wordSize != 0 {
 		return nil, pageCorruptf("chunk metadata of %d bytes is not a whole number of %d-byte words", len(meta), wordSize)
 	}
-	if numValues > MaxPageItems {
+	if numValues > maxPageItems {
 		return nil, pageCorruptf("mini-block page claims %d values", numValues)
 	}
 	n := len(meta) / wordSize
 	if n == 0 && numValues > 0 {
 		return nil, pageCorruptf("no chunks for %d values", numValues)
 	}
-	chunks := make([]MiniChunk, n)
+	chunks := make([]miniChunk, n)
 	offset, seen := 0, 0
 	for i := range chunks {
 		var word uint64
@@ -82,7 +82,7 @@ func ParseChunkMetadata(meta []byte, dataLen int, numValues uint64, large bool) 
 		} else if seen += values; uint64(seen) > numValues {
 			return nil, pageCorruptf("chunks before chunk %d hold %d values, more than the page's %d", i+1, seen, numValues)
 		}
-		chunks[i] = MiniChunk{Offset: offset, Size: size, Values: values}
+		chunks[i] = miniChunk{Offset: offset, Size: size, Values: values}
 		offset += size
 	}
 	if offset != dataLen {
@@ -172,12 +172,12 @@ func parseChunk(chunk []byte, hasRep, hasDef bool, numBuffers int, large bool) (
 func alignUp(n, align int) int { return (n + align - 1) / align * align }
 
 // decodeMiniBlock decodes a mini-block page.
-func (d *PageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte) (*LeafPage, error) {
-	want := MiniBlockBuffers(l)
+func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte) (*LeafPage, error) {
+	want := miniBlockBuffers(l)
 	if len(bufs) != want {
 		return nil, pageCorruptf("mini-block page has %d buffers, want %d", len(bufs), want)
 	}
-	chunks, err := ParseChunkMetadata(bufs[0], len(bufs[1]), l.GetNumItems(), l.GetHasLargeChunk())
+	chunks, err := parseChunkMetadata(bufs[0], len(bufs[1]), l.GetNumItems(), l.GetHasLargeChunk())
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func (d *PageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte)
 }
 
 // miniBlockBuffers is the number of buffers of a mini-block page.
-func MiniBlockBuffers(l *enc21pb.MiniBlockLayout) int {
+func miniBlockBuffers(l *enc21pb.MiniBlockLayout) int {
 	want := 2
 	if l.GetDictionary() != nil {
 		want++
@@ -250,7 +250,7 @@ type chunkDecoder struct {
 // newChunkDecoder prepares decoding chunks of about capValues values in
 // capBytes bytes (bounds from the page).
 func newChunkDecoder(l *enc21pb.MiniBlockLayout, capValues, capBytes int) (*chunkDecoder, error) {
-	lay, err := NewRepDefLayout(l.GetLayers())
+	lay, err := newRepDefLayout(l.GetLayers())
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func newChunkDecoder(l *enc21pb.MiniBlockLayout, capValues, capBytes int) (*chun
 // distinct indices of the chunk's items) it keeps only those items: pages
 // without repetition levels, whose items are their rows and values, when
 // canSelect.
-func (cd *chunkDecoder) decode(i int, c MiniChunk, chunk []byte, sel []int) error {
+func (cd *chunkDecoder) decode(i int, c miniChunk, chunk []byte, sel []int) error {
 	parts, err := parseChunk(chunk, cd.repEnc != nil, cd.defEnc != nil, cd.values.buffers(), cd.large)
 	if err != nil {
 		return pageWrapf(err, "chunk %d", i)
@@ -305,13 +305,13 @@ func (cd *chunkDecoder) decode(i int, c MiniChunk, chunk []byte, sel []int) erro
 	levels := c.Values
 	var chunkRep, chunkDef []uint16
 	if cd.repEnc != nil {
-		if chunkRep, err = DecodeLevels(cd.repEnc, parts.rep, parts.numLevels, cd.large); err != nil {
+		if chunkRep, err = decodeLevels(cd.repEnc, parts.rep, parts.numLevels, cd.large); err != nil {
 			return pageWrapf(err, "chunk %d repetition levels", i)
 		}
 		levels = len(chunkRep)
 	}
 	if cd.defEnc != nil {
-		if chunkDef, err = DecodeLevels(cd.defEnc, parts.def, parts.numLevels, cd.large); err != nil {
+		if chunkDef, err = decodeLevels(cd.defEnc, parts.def, parts.numLevels, cd.large); err != nil {
 			return pageWrapf(err, "chunk %d definition levels", i)
 		}
 		if chunkRep != nil && len(chunkDef) != len(chunkRep) {
@@ -321,7 +321,7 @@ func (cd *chunkDecoder) decode(i int, c MiniChunk, chunk []byte, sel []int) erro
 	}
 	visible := levels
 	if chunkDef != nil {
-		visible = CountVisible(chunkDef, cd.maxVisible)
+		visible = countVisible(chunkDef, cd.maxVisible)
 	}
 	if visible != c.Values {
 		return pageCorruptf("chunk %d has %d visible items in %d levels but %d values", i, visible, levels, c.Values)
@@ -430,7 +430,7 @@ func keepLast(b valueBlock, n int, sel []int) {
 				}
 			}
 			b.n = start + len(sel)
-			b.data = b.data[:BytesForBits(b.n)]
+			b.data = b.data[:bytesForBits(b.n)]
 			if r := b.n % 8; r != 0 {
 				b.data[len(b.data)-1] &= byte(1)<<r - 1
 			}
@@ -472,7 +472,7 @@ func keepLast(b valueBlock, n int, sel []int) {
 
 // finish returns the values of the chunks decoded, looked up in dict (page
 // buffer 2) if the page has a dictionary.
-func (cd *chunkDecoder) finish(d *PageDecoder, dict []byte) (arrow.Array, error) {
+func (cd *chunkDecoder) finish(d *pageDecoder, dict []byte) (arrow.Array, error) {
 	block := cd.values.block()
 	if cd.l.GetDictionary() != nil {
 		return d.dictionaryValues(cd.l, dict, block, cd.def, cd.maxVisible)
@@ -481,7 +481,7 @@ func (cd *chunkDecoder) finish(d *PageDecoder, dict []byte) (arrow.Array, error)
 }
 
 // countVisible counts the levels of visible items.
-func CountVisible(def []uint16, maxVisible uint16) int {
+func countVisible(def []uint16, maxVisible uint16) int {
 	n := 0
 	for _, d := range def {
 		if d <= maxVisible {
@@ -630,11 +630,11 @@ type flatValues struct{ out fixedBlock }
 func (v *flatValues) buffers() int      { return 1 }
 func (v *flatValues) block() valueBlock { return &v.out }
 func (v *flatValues) firstBufferLimit(n, _ int) int {
-	return BytesForBits(n * v.out.bits)
+	return bytesForBits(n * v.out.bits)
 }
 
 func (v *flatValues) decodeChunk(bufs [][]byte, n int) error {
-	if need := BytesForBits(n * v.out.bits); len(bufs[0]) < need {
+	if need := bytesForBits(n * v.out.bits); len(bufs[0]) < need {
 		return pageCorruptf("flat buffer of %d bytes cannot hold %d values of %d bits", len(bufs[0]), n, v.out.bits)
 	}
 	v.out.appendValues(bufs[0], n)
@@ -795,10 +795,10 @@ func (v *fslValues) firstBufferLimit(n, _ int) int {
 	for k, d := range v.out.dims {
 		children *= d
 		if v.out.validity[k] != nil {
-			return BytesForBits(children)
+			return bytesForBits(children)
 		}
 	}
-	return BytesForBits(children * v.out.items.bits)
+	return bytesForBits(children * v.out.items.bits)
 }
 
 func (v *fslValues) decodeChunk(bufs [][]byte, n int) error {
@@ -812,13 +812,13 @@ func (v *fslValues) decodeChunk(bufs [][]byte, n int) error {
 		}
 		buf := bufs[next]
 		next++
-		if len(buf) < BytesForBits(children) {
+		if len(buf) < bytesForBits(children) {
 			return pageCorruptf("item validity of %d bytes for %d items", len(buf), children)
 		}
 		b.validity[k] = appendBitmap(b.validity[k], b.children(k), buf, children)
 	}
 	items := bufs[next]
-	if need := BytesForBits(children * b.items.bits); len(items) < need {
+	if need := bytesForBits(children * b.items.bits); len(items) < need {
 		return pageCorruptf("fixed-size list buffer of %d bytes cannot hold %d items of %d bits", len(items), children, b.items.bits)
 	}
 	b.items.appendValues(items, children)

@@ -35,7 +35,7 @@ import (
 // part of the type URL after its last '/').
 const pageLayoutTypeName = "lance.encodings21.PageLayout"
 
-// decodeLeafPage reads page p of physical column col of a 2.1+ file and
+// DecodeLeafPage reads page p of physical column col of a 2.1+ file and
 // decodes it into levels and values typed as leaf.ScanType(). Malformed pages
 // yield errors wrapping lancer.ErrCorrupt, layouts or encodings lancer does
 // not implement lancer.ErrUnsupported; both name the file, column and page.
@@ -55,7 +55,7 @@ func (r *Reader) DecodeLeafPage(ctx context.Context, col, p int, leaf *schema.Fi
 	if page.GetLength() > r.NumRows {
 		return nil, ref.wrap(pageCorruptf("page of %d rows in a file of %d rows", page.GetLength(), r.NumRows))
 	}
-	layout, err := ParsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), page.GetEncoding().GetIndirect() != nil)
+	layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), page.GetEncoding().GetIndirect() != nil)
 	if err != nil {
 		return nil, ref.wrap(err)
 	}
@@ -63,7 +63,7 @@ func (r *Reader) DecodeLeafPage(ctx context.Context, col, p int, leaf *schema.Fi
 	if err != nil {
 		return nil, err // already names the file
 	}
-	d := &PageDecoder{
+	d := &pageDecoder{
 		Mem:      r.Mem,
 		NumRows:  page.GetLength(),
 		ScanType: leaf.ScanType(),
@@ -78,7 +78,7 @@ func (r *Reader) DecodeLeafPage(ctx context.Context, col, p int, leaf *schema.Fi
 // parsePageLayout unpacks a page's Any(PageLayout) encoding. indirect
 // reports an encoding stored out of line (DeferredEncoding), which Lance
 // never writes.
-func ParsePageLayout(encoding []byte, indirect bool) (*enc21pb.PageLayout, error) {
+func parsePageLayout(encoding []byte, indirect bool) (*enc21pb.PageLayout, error) {
 	if indirect {
 		return nil, pageUnsupportedf("page encoding stored out of line (indirect)")
 	}
@@ -103,7 +103,7 @@ func ParsePageLayout(encoding []byte, indirect bool) (*enc21pb.PageLayout, error
 // pageDecoder holds what decoding one page needs besides its layout and
 // buffers. It is separate from Reader so that tests and fuzzers can decode
 // pages built in memory.
-type PageDecoder struct {
+type pageDecoder struct {
 	Mem memory.Allocator
 	// numRows is the page's row count (ColumnMetadata.Page.length).
 	NumRows uint64
@@ -114,10 +114,10 @@ type PageDecoder struct {
 	rowStarts *[]int
 }
 
-// decode turns a page layout and the page's buffers into a leafPage and
+// Decode turns a page layout and the page's buffers into a leafPage and
 // checks that its counts agree with each other and with the row count.
-func (d *PageDecoder) Decode(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPage, error) {
-	if d.NumRows > MaxPageItems {
+func (d *pageDecoder) Decode(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPage, error) {
+	if d.NumRows > maxPageItems {
 		return nil, pageUnsupportedf("page of %d rows is too large to decode", d.NumRows)
 	}
 	lp, err := d.decodeLayout(layout, bufs)
@@ -133,7 +133,7 @@ func (d *PageDecoder) Decode(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPa
 
 // decodeLayout decodes a page without checking the result's counts (a blob
 // page's inner layout counts items, not rows).
-func (d *PageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPage, error) {
 	switch l := layout.GetLayout().(type) {
 	case *enc21pb.PageLayout_MiniBlockLayout:
 		return d.decodeMiniBlock(l.MiniBlockLayout, bufs)
@@ -154,14 +154,14 @@ func (d *PageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*
 
 // maxPageItems bounds the item and row counts of one page: Arrow array
 // lengths and offsets are Go ints and, for most types, 32-bit.
-const MaxPageItems = 1<<31 - 1
+const maxPageItems = 1<<31 - 1
 
-// check verifies a decoded page's invariants (leafpage.go) against its row
+// Check verifies a decoded page's invariants (leafpage.go) against its row
 // count: level counts equal numItems, levels stay within what the layers
 // define, visible items equal the values, and the levels describe numRows
 // rows. It returns the checked levels.
 func (lp *LeafPage) Check(numRows uint64) (*pageLevels, error) {
-	lay, err := NewRepDefLayout(lp.Layers)
+	lay, err := newRepDefLayout(lp.Layers)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (lp *LeafPage) Check(numRows uint64) (*pageLevels, error) {
 	if lp.NumRows != numRows {
 		return nil, pageCorruptf("decoded %d rows, the page has %d", lp.NumRows, numRows)
 	}
-	return CheckLevels(lay, lp.Rep, lp.Def, lp.NumItems, int(numRows), lp.Values.Len())
+	return checkLevels(lay, lp.Rep, lp.Def, lp.NumItems, int(numRows), lp.Values.Len())
 }
 
 // pageRef names a page in errors.

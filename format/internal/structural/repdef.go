@@ -57,7 +57,7 @@ type layerInfo struct {
 }
 
 // repDefLayout is the decoded meaning of a page's layers.
-type RepDefLayout struct {
+type repDefLayout struct {
 	Info []layerInfo
 	// maxRep is the number of list layers (R); maxDef the number of def
 	// levels in use. Levels above them are corrupt.
@@ -72,11 +72,11 @@ type RepDefLayout struct {
 
 // newRepDefLayout interprets layers (innermost first). It fails with
 // lancer.ErrCorrupt on unknown layer values or level counts past 16 bits.
-func NewRepDefLayout(layers []enc21pb.RepDefLayer) (*RepDefLayout, error) {
+func newRepDefLayout(layers []enc21pb.RepDefLayer) (*repDefLayout, error) {
 	if len(layers) == 0 || len(layers) > 0xffff {
 		return nil, fmt.Errorf("page has %d rep/def layers: %w", len(layers), lancer.ErrCorrupt)
 	}
-	lay := &RepDefLayout{Info: make([]layerInfo, len(layers))}
+	lay := &repDefLayout{Info: make([]layerInfo, len(layers))}
 	var def int
 	for k, l := range layers {
 		li := &lay.Info[k]
@@ -151,7 +151,7 @@ type levelCursor struct {
 // level is in range, rows start where rep == maxRep, the number of rows and
 // of visible items match the page.
 type pageLevels struct {
-	lay      *RepDefLayout
+	lay      *repDefLayout
 	rep, def []uint16
 	numItems int
 	numRows  int
@@ -161,7 +161,7 @@ type pageLevels struct {
 
 // checkLevels validates the levels of a page of numRows rows holding
 // numValues values, and returns them ready for locate.
-func CheckLevels(lay *RepDefLayout, rep, def []uint16, numItems, numRows, numValues int) (*pageLevels, error) {
+func checkLevels(lay *repDefLayout, rep, def []uint16, numItems, numRows, numValues int) (*pageLevels, error) {
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), lancer.ErrCorrupt)
 	}
@@ -221,7 +221,7 @@ func CheckLevels(lay *RepDefLayout, rep, def []uint16, numItems, numRows, numVal
 	return pl, nil
 }
 
-// locate returns the item and value index at which row starts (row may be
+// Locate returns the item and value index at which row starts (row may be
 // numRows: the end). The page's levels must have passed checkLevels.
 func (pl *pageLevels) Locate(row int) (item, value int) {
 	switch {
@@ -256,18 +256,18 @@ func (pl *pageLevels) Locate(row int) (item, value int) {
 
 // layerSink accumulates the unravelled form of one layer over the pieces of
 // one read: its slots' validity and, for lists, offsets.
-type LayerSink struct {
+type layerSink struct {
 	Validity bitmapBuilder
 	Offsets  offsetBuilder // list layers
 	// children counts the child slots the list layer has seen so far.
 	Children int64
 }
 
-// slots returns the number of slots accumulated.
-func (s *LayerSink) Slots() int { return s.Validity.len() }
+// Slots returns the number of slots accumulated.
+func (s *layerSink) Slots() int { return s.Validity.len() }
 
-// release frees the sink's buffers.
-func (s *LayerSink) Release() {
+// Release frees the sink's buffers.
+func (s *layerSink) Release() {
 	s.Validity.release()
 	s.Offsets.release()
 	s.Children = 0
@@ -275,7 +275,7 @@ func (s *LayerSink) Release() {
 
 // levelScratch holds the compacted level stream while a piece is unravelled
 // past a list layer; it is reused between pieces.
-type LevelScratch struct {
+type levelScratch struct {
 	rep, def []uint16
 }
 
@@ -284,7 +284,7 @@ type LevelScratch struct {
 // gets the leaf layer, sinks[k] the k-th layer out. Fewer sinks than layers
 // is fine: layers are unravelled innermost first and the rest are left
 // alone. Inconsistent levels fail with lancer.ErrCorrupt.
-func UnravelPiece(lay *RepDefLayout, rep, def []uint16, n int, sinks []LayerSink, sc *LevelScratch) error {
+func unravelPiece(lay *repDefLayout, rep, def []uint16, n int, sinks []layerSink, sc *levelScratch) error {
 	if (rep != nil && len(rep) != n) || (def != nil && len(def) != n) {
 		return fmt.Errorf("%d rep levels but %d def levels: %w", len(rep), len(def), lancer.ErrCorrupt)
 	}
@@ -335,7 +335,7 @@ func UnravelPiece(lay *RepDefLayout, rep, def []uint16, n int, sinks []LayerSink
 
 // unravelItems appends the validity of an item layer's slots: the entries
 // with def <= limit (all of them when def is nil).
-func unravelItems(li *layerInfo, limit uint16, def []uint16, n int, s *LayerSink) {
+func unravelItems(li *layerInfo, limit uint16, def []uint16, n int, s *layerSink) {
 	b := &s.Validity
 	if def == nil {
 		b.appendValid(n)
@@ -372,7 +372,7 @@ func maxLevelIn(levels []uint16) uint16 {
 // unravelList turns one list layer's entries into offsets and validity and
 // compacts rep and def in place to the entries the next layer out sees. It
 // returns the compacted length.
-func unravelList(li *layerInfo, rep, def []uint16, s *LayerSink) (int, error) {
+func unravelList(li *layerInfo, rep, def []uint16, s *layerSink) (int, error) {
 	// Every entry starts at most one list: make room once, up front.
 	s.Offsets.reserve(len(rep))
 	if s.Offsets.Wide {
@@ -381,7 +381,7 @@ func unravelList(li *layerInfo, rep, def []uint16, s *LayerSink) (int, error) {
 	return unravelListInto(li, rep, def, s, s.Offsets.Narrow)
 }
 
-func unravelListInto[T int32 | int64](li *layerInfo, rep, def []uint16, s *LayerSink, offsets []T) (int, error) {
+func unravelListInto[T int32 | int64](li *layerInfo, rep, def []uint16, s *layerSink, offsets []T) (int, error) {
 	base, maxLevel, emptyLevel := li.DefBase, li.maxLevel, li.EmptyLevel
 	children := s.Children
 	lists := s.Offsets.N

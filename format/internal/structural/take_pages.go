@@ -46,7 +46,7 @@ import (
 // structural assembly reads it as it reads pages; rowSegs map page rows to
 // its rows.
 
-// takeWholeFraction: a page is read whole when a partial read would fetch
+// TakeWholeFraction: a page is read whole when a partial read would fetch
 // at least this fraction of its bytes. Fetching the rest costs little then,
 // and a whole page decodes without cutting chunks into rows.
 var TakeWholeFraction = 0.75
@@ -216,7 +216,7 @@ func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 	if q.meta == nil || q.leaf == nil || len(q.rows) == 0 {
 		return nil // decodeLeafPage reports what is wrong
 	}
-	layout, err := ParsePageLayout(q.meta.GetEncoding().GetDirect().GetEncoding(), q.meta.GetEncoding().GetIndirect() != nil)
+	layout, err := parsePageLayout(q.meta.GetEncoding().GetDirect().GetEncoding(), q.meta.GetEncoding().GetIndirect() != nil)
 	if err != nil {
 		return nil
 	}
@@ -229,7 +229,7 @@ func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 	switch l := layout.GetLayout().(type) {
 	case *enc21pb.PageLayout_FullZipLayout:
 		fz := l.FullZipLayout
-		if CheckFullZip(fz) != nil || len(offs) == 0 {
+		if checkFullZip(fz) != nil || len(offs) == 0 {
 			return nil
 		}
 		q.runs = RowRuns(q.rows)
@@ -237,7 +237,7 @@ func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 			if len(offs) != 1 {
 				return nil
 			}
-			rowBytes := uint64(ControlWordBytes(fz.GetBitsRep(), fz.GetBitsDef())) + uint64(fz.GetBitsPerValue()/8)
+			rowBytes := uint64(controlWordBytes(fz.GetBitsRep(), fz.GetBitsDef())) + uint64(fz.GetBitsPerValue()/8)
 			if rowBytes == 0 || fz.GetBitsPerValue()%8 != 0 || sizes[0]/rowBytes != numRows || sizes[0]%rowBytes != 0 {
 				return nil // the whole-page decoder says what is wrong
 			}
@@ -264,7 +264,7 @@ func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 		}
 	case *enc21pb.PageLayout_MiniBlockLayout:
 		mb := l.MiniBlockLayout
-		if len(offs) != MiniBlockBuffers(mb) {
+		if len(offs) != miniBlockBuffers(mb) {
 			return nil
 		}
 		if mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0 {
@@ -297,7 +297,7 @@ func miniBlockSavings(l *enc21pb.MiniBlockLayout, dataLen uint64, rows int) floa
 	return float64(dataLen) * math.Pow(1-1/chunks, float64(rows))
 }
 
-// rowRuns groups ascending distinct rows into runs of consecutive rows.
+// RowRuns groups ascending distinct rows into runs of consecutive rows.
 func RowRuns(rows []uint64) []takeRun {
 	var runs []takeRun
 	for _, row := range rows {
@@ -317,7 +317,7 @@ func (r *Reader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 	switch q.kind {
 	case takeFixedZip:
 		fz := q.layout.GetFullZipLayout()
-		rowBytes := uint64(ControlWordBytes(fz.GetBitsRep(), fz.GetBitsDef())) + uint64(fz.GetBitsPerValue()/8)
+		rowBytes := uint64(controlWordBytes(fz.GetBitsRep(), fz.GetBitsDef())) + uint64(fz.GetBitsPerValue()/8)
 		q.bufs = make([][]byte, len(q.runs))
 		for i, run := range q.runs {
 			phase2.add(offs[0]+run.First*rowBytes, (run.Last-run.First+1)*rowBytes, &q.bufs[i])
@@ -329,7 +329,7 @@ func (r *Reader) planTakeData(q *takeRequest, phase2 *rangeBatch) error {
 		var prevEnd uint64
 		for i, run := range q.runs {
 			entries := q.index[i]
-			start, end := GetLE(entries, w), GetLE(entries[len(entries)-w:], w)
+			start, end := getLE(entries, w), getLE(entries[len(entries)-w:], w)
 			// Runs are ascending, so their bytes must be too.
 			if start < prevEnd || start > end || end > sizes[0] {
 				return ref.wrap(pageCorruptf("row index puts rows [%d, %d] at bytes [%d, %d) of a %d-byte buffer",
@@ -392,7 +392,7 @@ func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 		return nil
 	}
 	ref := pageRef{key: r.Key, col: q.col, page: q.page}
-	d := &PageDecoder{Mem: r.Mem, ScanType: q.leaf.ScanType()}
+	d := &pageDecoder{Mem: r.Mem, ScanType: q.leaf.ScanType()}
 	var err error
 	switch q.kind {
 	case takeFixedZip, takeIndexedZip:
@@ -446,7 +446,7 @@ func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 // whole-page decoder reports it.
 func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
 	mb := q.layout.GetMiniBlockLayout()
-	if mb == nil || len(q.bufs) != MiniBlockBuffers(mb) || (mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0) {
+	if mb == nil || len(q.bufs) != miniBlockBuffers(mb) || (mb.GetRepCompression() != nil && mb.GetRepetitionIndexDepth() == 0) {
 		return
 	}
 	var idx *miniBlockIndex
@@ -482,7 +482,7 @@ func (r *Reader) narrowWholeMiniBlock(q *takeRequest) {
 // chunk metadata, rep its repetition index or nil, dataLen the bytes of
 // its chunk buffer) and keeps it on the Reader for later takes.
 func (r *Reader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout, meta []byte, dataLen uint64, rep []byte) (*miniBlockIndex, error) {
-	idx, err := NewMiniBlockIndex(mb, meta, dataLen, q.meta.GetLength(), rep)
+	idx, err := newMiniBlockIndex(mb, meta, dataLen, q.meta.GetLength(), rep)
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +526,7 @@ func checkRunRows(runs []takeRun, bufs [][]byte, starts []int) error {
 // miniBlockIndex is what a take needs to find the chunks of rows of a
 // mini-block page: the chunks and the rows each starts.
 type miniBlockIndex struct {
-	Chunks []MiniChunk
+	Chunks []miniChunk
 	rows   []chunkRows
 }
 
@@ -543,11 +543,11 @@ type chunkRows struct {
 // newMiniBlockIndex parses a page's chunk metadata (buffer 0; the chunk
 // buffer has dataLen bytes) and, for pages with repetition levels, its
 // repetition index, for a page of numRows rows.
-func NewMiniBlockIndex(l *enc21pb.MiniBlockLayout, meta []byte, dataLen, numRows uint64, repIndex []byte) (*miniBlockIndex, error) {
-	if dataLen > MaxPageItems<<4 {
+func newMiniBlockIndex(l *enc21pb.MiniBlockLayout, meta []byte, dataLen, numRows uint64, repIndex []byte) (*miniBlockIndex, error) {
+	if dataLen > maxPageItems<<4 {
 		return nil, pageCorruptf("chunk buffer of %d bytes", dataLen)
 	}
-	chunks, err := ParseChunkMetadata(meta, int(dataLen), l.GetNumItems(), l.GetHasLargeChunk())
+	chunks, err := parseChunkMetadata(meta, int(dataLen), l.GetNumItems(), l.GetHasLargeChunk())
 	if err != nil {
 		return nil, err
 	}
@@ -596,7 +596,7 @@ func NewMiniBlockIndex(l *enc21pb.MiniBlockLayout, meta []byte, dataLen, numRows
 	return idx, nil
 }
 
-// chunkRuns returns the runs of consecutive chunks that hold rows (page
+// ChunkRuns returns the runs of consecutive chunks that hold rows (page
 // rows, ascending, distinct) and the bytes of those chunks.
 func (idx *miniBlockIndex) ChunkRuns(rows []uint64) ([]takeRun, uint64, error) {
 	var runs []takeRun
@@ -631,13 +631,13 @@ func (idx *miniBlockIndex) ChunkRuns(rows []uint64) ([]takeRun, uint64, error) {
 	return runs, bytes, nil
 }
 
-// decodeChunkRuns decodes runs of chunks of a mini-block page (bufs[i] the
+// DecodeChunkRuns decodes runs of chunks of a mini-block page (bufs[i] the
 // bytes of runs[i], dict the page's dictionary buffer) that hold rows (page
 // rows, ascending, distinct) into a leafPage of the whole rows they hold,
 // back to back, and the segments of page rows those are. On pages without
 // lists whose values allow it, only rows are decoded (a chunk holds up to
 // thousands of values, a take wants a few).
-func (d *PageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlockIndex, runs []takeRun, bufs [][]byte, dict []byte, rows []uint64) (*LeafPage, []rowSeg, error) {
+func (d *pageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlockIndex, runs []takeRun, bufs [][]byte, dict []byte, rows []uint64) (*LeafPage, []rowSeg, error) {
 	capValues, capBytes := 0, 0
 	for _, run := range runs {
 		for c := run.First; c <= run.Last; c++ {
@@ -721,7 +721,7 @@ func (d *PageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 	// Cut each run to its whole rows: drop the end of a row begun before
 	// its first chunk (the preamble) and the start of a row its last chunk
 	// does not finish (the trailer).
-	lay, err := NewRepDefLayout(l.GetLayers())
+	lay, err := newRepDefLayout(l.GetLayers())
 	if err != nil {
 		lp.Release()
 		return nil, nil, err

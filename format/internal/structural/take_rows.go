@@ -11,10 +11,10 @@ import (
 	"github.com/lancerdb/lancer/format/internal/fileio"
 )
 
-// takeBatch implements rowTaker. It counts, for each page a row falls in,
+// TakeBatch implements rowTaker. It counts, for each page a row falls in,
 // the bytes a partial read of its rows may fetch: a row's share of the page,
 // but at least a mini-block chunk's worth, and never more than the page.
-func (c *Cursor) TakeBatch(rows []uint64, budget uint64) int {
+func (c *cursor) TakeBatch(rows []uint64, budget uint64) int {
 	if c.pageBytes == nil {
 		return len(rows)
 	}
@@ -55,11 +55,11 @@ func (c *Cursor) TakeBatch(rows []uint64, budget uint64) int {
 	return len(rows)
 }
 
-// takeRows implements rowTaker: the rows' parts of the pages are read and
+// TakeRows implements rowTaker: the rows' parts of the pages are read and
 // decoded (Reader.takePages), then unravelled and assembled as a read of a
 // range is, one piece per run of rows that lie next to each other in what
 // was decoded.
-func (c *Cursor) TakeRows(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
+func (c *cursor) TakeRows(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
 	defer c.endRead()
 	// One request per page of a leaf the rows fall in, unless the page is
 	// cached already.

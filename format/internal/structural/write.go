@@ -15,16 +15,16 @@ import (
 )
 
 // Writing fields of 2.1 and 2.2 files (docs/spec/lance-format.md §8–§11): the inverse of
-// structural.go.
+// cursor.go.
 //
 // Every top-level field is shredded into its leaves (the columns, in schema
 // pre-order; fixed-size lists, blobs and packed structs are leaves). For each
-// leaf the shredder (writer_structural_shred.go) produces one entry per item
+// leaf the shredder (write_shred.go) produces one entry per item
 // with its repetition level and a "null key" naming the outermost layer at
 // which the item is null or empty, plus the slots of the leaf array that hold
 // the visible values. A leaf buffers these pieces until about
 // WriterOptions.PageSize bytes are pending, then encodes a page of whole rows
-// (writer_structural_page.go): the layers are classified from the page's own
+// (write_page.go): the layers are classified from the page's own
 // data (a layer that holds no null in the page is all-valid), the null keys
 // become definition levels, and the page takes the layout Lance's default
 // writer would choose: all-null or constant, dictionary, mini-block for
@@ -79,14 +79,14 @@ type structuralFieldWriter struct {
 // leafWriter buffers the pieces of one leaf until a page is due.
 type leafWriter struct {
 	spec    *leafSpec
-	pending []*LeafPiece
+	pending []*leafPiece
 	// pendingBytes estimates the encoded size of pending.
 	pendingBytes int
 	// nextRow is the first row of the next page.
 	nextRow uint64
 }
 
-// newStructuralFieldWriter returns the 2.1/2.2 encoder of field f, whose
+// NewFieldWriter returns the 2.1/2.2 encoder of field f, whose
 // first column will be firstCol.
 func NewFieldWriter(w *fileio.Sink, f *schema.Field, firstCol int) (fileio.FieldWriter, error) {
 	fw := &structuralFieldWriter{w: w, field: f}
@@ -296,7 +296,7 @@ func fslShape(dt arrow.DataType) ([]int, arrow.DataType, error) {
 	return dims, dt, nil
 }
 
-// write implements fieldWriter.
+// Write implements fieldWriter.
 func (fw *structuralFieldWriter) Write(ctx context.Context, arr arrow.Array) error {
 	if arr.Len() == 0 {
 		return nil
@@ -319,7 +319,7 @@ func (fw *structuralFieldWriter) Write(ctx context.Context, arr arrow.Array) err
 	return nil
 }
 
-// finish implements fieldWriter.
+// Finish implements fieldWriter.
 func (fw *structuralFieldWriter) Finish(ctx context.Context) error {
 	for _, lw := range fw.leaves {
 		for len(lw.pending) > 0 {
@@ -334,7 +334,7 @@ func (fw *structuralFieldWriter) Finish(ctx context.Context) error {
 	return nil
 }
 
-// abort releases what the writer holds and discards sidecar files.
+// Abort releases what the writer holds and discards sidecar files.
 func (fw *structuralFieldWriter) Abort(ctx context.Context) {
 	for _, lw := range fw.leaves {
 		releasePieces(lw.pending)
@@ -345,7 +345,7 @@ func (fw *structuralFieldWriter) Abort(ctx context.Context) {
 	}
 }
 
-func releasePieces(pieces []*LeafPiece) {
+func releasePieces(pieces []*leafPiece) {
 	for _, p := range pieces {
 		if p != nil {
 			p.release()
@@ -391,7 +391,7 @@ func (fw *structuralFieldWriter) flushPage(ctx context.Context, lw *leafWriter, 
 	}
 	defer func() { releasePieces(page) }()
 	rows, err := fw.encodePage(ctx, lw.spec, page, lw.nextRow)
-	lw.pending = append([]*LeafPiece(nil), rest...)
+	lw.pending = append([]*leafPiece(nil), rest...)
 	lw.pendingBytes -= bytes
 	if err != nil {
 		return fmt.Errorf("column %d (field %q) page at row %d: %w", lw.spec.col, lw.spec.field.Name, lw.nextRow, err)

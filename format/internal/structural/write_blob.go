@@ -146,7 +146,7 @@ func (s *blobSidecars) closePacked() error {
 // one).
 func (s *blobSidecars) close() error { return s.closePacked() }
 
-// abort discards every sidecar written, also when the write was aborted
+// Abort discards every sidecar written, also when the write was aborted
 // because its context was cancelled.
 func (s *blobSidecars) Abort(ctx context.Context) {
 	if s.packed != nil {
@@ -198,7 +198,7 @@ func (fw *structuralFieldWriter) encodeBlobV2(ctx context.Context, pg *writePage
 	pos := &fixedVals{bits: 64}
 	size := &fixedVals{bits: 64}
 	ids := &fixedVals{bits: 32}
-	uris := &VarVals{Off: []uint64{0}}
+	uris := &varVals{Off: []uint64{0}}
 	put := func(k uint8, p, s uint64, id uint32, uri []byte) {
 		kind.data = append(kind.data, k)
 		pos.data = binary.LittleEndian.AppendUint64(pos.data, p)

@@ -42,12 +42,12 @@ type writePage struct {
 	// nullValues counts them.
 	nulls      []bool
 	nullValues int
-	pieces     []*LeafPiece
+	pieces     []*leafPiece
 }
 
 // newWritePage classifies the page's layers from its null keys and turns
 // the keys into definition levels.
-func newWritePage(spec *leafSpec, v22 bool, pieces []*LeafPiece) *writePage {
+func newWritePage(spec *leafSpec, v22 bool, pieces []*leafPiece) *writePage {
 	pg := &writePage{spec: spec, v22: v22, meta: spec.field.Metadata, pieces: pieces}
 	m := len(spec.lists)
 	seen := make([]bool, 2*m+1)
@@ -142,7 +142,7 @@ func (pg *writePage) levels(i int) (rep, def uint16) {
 
 // encodePage encodes pieces (whole rows of one leaf) as one page starting
 // at row firstRow and returns its row count.
-func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec, pieces []*LeafPiece, firstRow uint64) (int, error) {
+func (fw *structuralFieldWriter) encodePage(ctx context.Context, spec *leafSpec, pieces []*leafPiece, firstRow uint64) (int, error) {
 	v22 := !fw.w.Version.Less(fileio.Version2_2)
 	pg := newWritePage(spec, v22, pieces)
 	if pg.rows == 0 {
@@ -218,7 +218,7 @@ func (fw *structuralFieldWriter) layoutPage(ctx context.Context, pg *writePage) 
 		}
 		return fixedPage(pg, vals)
 	case kindVariable:
-		vals, err := GatherVarPage(spec.large, pg.pieces, pg.nulls)
+		vals, err := gatherVarPage(spec.large, pg.pieces, pg.nulls)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -427,7 +427,7 @@ func fslPage(pg *writePage, vals *fslVals) ([][]byte, *enc21pb.PageLayout, error
 
 // variablePage encodes variable-width values: constant, dictionary,
 // mini-block when every value is shorter than 256 bytes, else full-zip.
-func variablePage(pg *writePage, vals *VarVals) ([][]byte, *enc21pb.PageLayout, error) {
+func variablePage(pg *writePage, vals *varVals) ([][]byte, *enc21pb.PageLayout, error) {
 	var scalar [][]byte
 	if (pg.canConstant() || pg.constantCandidate()) && allEqualVar(vals, pg.nulls) {
 		v := vals.Value(firstValid(pg.nulls))
@@ -451,7 +451,7 @@ func variablePage(pg *writePage, vals *VarVals) ([][]byte, *enc21pb.PageLayout, 
 
 // variablePageVaried encodes variable-width values that are not one
 // constant.
-func variablePageVaried(pg *writePage, vals *VarVals) ([][]byte, *enc21pb.PageLayout, error) {
+func variablePageVaried(pg *writePage, vals *varVals) ([][]byte, *enc21pb.PageLayout, error) {
 	if d := autoDictionaryVar(pg, vals); d != nil {
 		bufs, layout, err := encodeDictPage(pg, d)
 		if !tooLarge(err) {
@@ -514,7 +514,7 @@ func allEqualFixed(v *fixedVals, nulls []bool) bool {
 }
 
 // allEqualVar reports whether every valid value is the same.
-func allEqualVar(v *VarVals, nulls []bool) bool {
+func allEqualVar(v *varVals, nulls []bool) bool {
 	if v.Len() == 0 {
 		return false
 	}

@@ -32,7 +32,7 @@ import (
 // only the lists below it, and those become slot-less entries.
 
 // leafPiece is what one batch contributes to one leaf: whole rows.
-type LeafPiece struct {
+type leafPiece struct {
 	rows  int
 	items int
 	rep   []uint16 // repetition levels; nil without list layers
@@ -40,14 +40,14 @@ type LeafPiece struct {
 	// src holds the visible values at the slots in ranges, in order. The
 	// piece owns one reference.
 	Src    arrow.Array
-	Ranges []ValueRange
+	Ranges []valueRange
 	values int
 	bytes  int // estimated encoded size
 }
 
-type ValueRange struct{ Start, End int }
+type valueRange struct{ Start, End int }
 
-func (p *LeafPiece) release() {
+func (p *leafPiece) release() {
 	if p.Src != nil {
 		p.Src.Release()
 		p.Src = nil
@@ -70,7 +70,7 @@ func (s *leafSpec) visibleKey(k uint16) bool {
 }
 
 // split cuts p before row r (0 < r < p.rows) into two pieces sharing src.
-func (p *LeafPiece) split(spec *leafSpec, r int) (*LeafPiece, *LeafPiece) {
+func (p *leafPiece) split(spec *leafSpec, r int) (*leafPiece, *leafPiece) {
 	item := r
 	if p.rep != nil {
 		seen := 0
@@ -93,8 +93,8 @@ func (p *LeafPiece) split(spec *leafSpec, r int) (*LeafPiece, *LeafPiece) {
 			}
 		}
 	}
-	head := &LeafPiece{rows: r, items: item, Src: p.Src, values: values}
-	tail := &LeafPiece{rows: p.rows - r, items: p.items - item, Src: p.Src, values: p.values - values}
+	head := &leafPiece{rows: r, items: item, Src: p.Src, values: values}
+	tail := &leafPiece{rows: p.rows - r, items: p.items - item, Src: p.Src, values: p.values - values}
 	p.Src.Retain()
 	if p.rep != nil {
 		head.rep, tail.rep = p.rep[:item:item], p.rep[item:]
@@ -111,9 +111,9 @@ func (p *LeafPiece) split(spec *leafSpec, r int) (*LeafPiece, *LeafPiece) {
 		}
 		head.Ranges = append(head.Ranges, p.Ranges[:i]...)
 		if left > 0 {
-			head.Ranges = append(head.Ranges, ValueRange{rg.Start, rg.Start + left})
+			head.Ranges = append(head.Ranges, valueRange{rg.Start, rg.Start + left})
 		}
-		tail.Ranges = append(tail.Ranges, ValueRange{rg.Start + left, rg.End})
+		tail.Ranges = append(tail.Ranges, valueRange{rg.Start + left, rg.End})
 		tail.Ranges = append(tail.Ranges, p.Ranges[i+1:]...)
 		left = -1
 		break
@@ -147,11 +147,11 @@ func (s *stream) slot(i int) int {
 type shredder struct {
 	fw     *structuralFieldWriter
 	next   int // index of the next leaf
-	pieces []*LeafPiece
+	pieces []*leafPiece
 }
 
 // shredField shreds one batch of a field into one piece per leaf.
-func shredField(fw *structuralFieldWriter, arr arrow.Array) (pieces []*LeafPiece, err error) {
+func shredField(fw *structuralFieldWriter, arr arrow.Array) (pieces []*leafPiece, err error) {
 	sh := &shredder{fw: fw}
 	defer func() {
 		if r := recover(); r != nil {
@@ -295,7 +295,7 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 	if isNull := leafNulls(spec, arr); isNull != nil {
 		s = markNulls(s, depth, isNull)
 	}
-	p := &LeafPiece{items: s.n, key: s.key, Src: arr}
+	p := &leafPiece{items: s.n, key: s.key, Src: arr}
 	arr.Retain()
 	if s.ord != nil {
 		p.rep = make([]uint16, s.n)
@@ -319,7 +319,7 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 		}
 	}
 	if s.idx == nil {
-		p.Ranges = []ValueRange{{0, s.n}}
+		p.Ranges = []valueRange{{0, s.n}}
 		p.values = s.n
 	} else {
 		for _, slot := range s.idx {
@@ -330,7 +330,7 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 			if n := len(p.Ranges); n > 0 && p.Ranges[n-1].End == slot {
 				p.Ranges[n-1].End++
 			} else {
-				p.Ranges = append(p.Ranges, ValueRange{slot, slot + 1})
+				p.Ranges = append(p.Ranges, valueRange{slot, slot + 1})
 			}
 		}
 	}
@@ -387,7 +387,7 @@ func leafNulls(spec *leafSpec, arr arrow.Array) func(int) bool {
 }
 
 // estimateBytes estimates the encoded size of a piece, to size pages.
-func estimateBytes(spec *leafSpec, p *LeafPiece) int {
+func estimateBytes(spec *leafSpec, p *leafPiece) int {
 	n := 0
 	if p.rep != nil {
 		n += 2 * p.items
@@ -424,7 +424,7 @@ func estimateBytes(spec *leafSpec, p *LeafPiece) int {
 }
 
 // varSpan returns the value bytes of slots rg of a variable-width array.
-func varSpan(arr arrow.Array, rg ValueRange) int {
+func varSpan(arr arrow.Array, rg valueRange) int {
 	if rg.End <= rg.Start {
 		return 0
 	}

@@ -25,17 +25,17 @@ type fixedVals struct {
 
 // varVals is n variable-width values: value i is data[off[i]:off[i+1]],
 // off[0] == 0. large tells whether the Arrow type has 64-bit offsets.
-type VarVals struct {
+type varVals struct {
 	large bool
 	Off   []uint64
 	Data  []byte
 }
 
-func (v *VarVals) Len() int           { return len(v.Off) - 1 }
-func (v *VarVals) Value(i int) []byte { return v.Data[v.Off[i]:v.Off[i+1]] }
+func (v *varVals) Len() int           { return len(v.Off) - 1 }
+func (v *varVals) Value(i int) []byte { return v.Data[v.Off[i]:v.Off[i+1]] }
 
 // maxLen returns the longest value's length.
-func (v *VarVals) maxLen() int {
+func (v *varVals) maxLen() int {
 	m := uint64(0)
 	for i := 1; i < len(v.Off); i++ {
 		m = max(m, v.Off[i]-v.Off[i-1])
@@ -71,7 +71,7 @@ type packedVals struct {
 
 // valueNulls returns, for the visible values of a page in order, which are
 // null (their item's def level is not 0), or nil when none is.
-func valueNulls(spec *leafSpec, pieces []*LeafPiece) []bool {
+func valueNulls(spec *leafSpec, pieces []*leafPiece) []bool {
 	var out []bool
 	at := 0
 	for _, p := range pieces {
@@ -100,7 +100,7 @@ func valueNulls(spec *leafSpec, pieces []*LeafPiece) []bool {
 }
 
 // gatherFixed copies the values at ranges of arr (bits per value) to out.
-func gatherFixed(out *fixedVals, arr arrow.Array, ranges []ValueRange) error {
+func gatherFixed(out *fixedVals, arr arrow.Array, ranges []valueRange) error {
 	buf, off := arrays.FixedBuffer(arr)
 	if out.bits == 1 {
 		for _, rg := range ranges {
@@ -138,7 +138,7 @@ func gatherFixed(out *fixedVals, arr arrow.Array, ranges []ValueRange) error {
 func appendBits(dst []byte, dstBits int, src []byte, srcBit, n int) []byte {
 	if srcBit%8 == 0 {
 		start := srcBit / 8
-		return appendBitmap(dst, dstBits, src[start:start+BytesForBits(n)], n)
+		return appendBitmap(dst, dstBits, src[start:start+bytesForBits(n)], n)
 	}
 	dst = appendZeroBits(dst, dstBits, n)
 	for i := range n {
@@ -152,7 +152,7 @@ func appendBits(dst []byte, dstBits int, src []byte, srcBit, n int) []byte {
 
 // appendZeroBits grows a bitmap of dstBits bits by n zero bits.
 func appendZeroBits(dst []byte, dstBits, n int) []byte {
-	if need := BytesForBits(dstBits + n); need > len(dst) {
+	if need := bytesForBits(dstBits + n); need > len(dst) {
 		dst = append(dst, make([]byte, need-len(dst))...)
 	}
 	return dst
@@ -181,7 +181,7 @@ func (f *fixedVals) zeroNulls(nulls []bool) {
 
 // gatherVar appends the values at ranges of arr to out; values that nulls
 // marks (indexed from first) are stored empty.
-func GatherVar(out *VarVals, arr arrow.Array, ranges []ValueRange, nulls []bool, first int) error {
+func gatherVar(out *varVals, arr arrow.Array, ranges []valueRange, nulls []bool, first int) error {
 	offs := varOffsets(arr)
 	data := varData(arr)
 	if offs == nil {
@@ -224,7 +224,7 @@ func GatherVar(out *VarVals, arr arrow.Array, ranges []ValueRange, nulls []bool,
 }
 
 // gatherFixedPage gathers a page's fixed-width values.
-func gatherFixedPage(bits int, pieces []*LeafPiece, nulls []bool) (*fixedVals, error) {
+func gatherFixedPage(bits int, pieces []*leafPiece, nulls []bool) (*fixedVals, error) {
 	out := &fixedVals{bits: bits}
 	for _, p := range pieces {
 		if err := gatherFixed(out, p.Src, p.Ranges); err != nil {
@@ -238,8 +238,8 @@ func gatherFixedPage(bits int, pieces []*LeafPiece, nulls []bool) (*fixedVals, e
 // gatherVarPage gathers a page's variable-width values. When they are
 // one run of an Arrow buffer with no nulls the values are that buffer, not
 // a copy: the page's pieces hold it until the page is written.
-func GatherVarPage(large bool, pieces []*LeafPiece, nulls []bool) (*VarVals, error) {
-	if out := BorrowVar(large, pieces, nulls); out != nil {
+func gatherVarPage(large bool, pieces []*leafPiece, nulls []bool) (*varVals, error) {
+	if out := borrowVar(large, pieces, nulls); out != nil {
 		return out, nil
 	}
 	values, bytes := 0, int64(0)
@@ -254,10 +254,10 @@ func GatherVarPage(large bool, pieces []*LeafPiece, nulls []bool) (*VarVals, err
 			}
 		}
 	}
-	out := &VarVals{large: large, Off: make([]uint64, 1, values+1), Data: make([]byte, 0, bytes)}
+	out := &varVals{large: large, Off: make([]uint64, 1, values+1), Data: make([]byte, 0, bytes)}
 	at := 0
 	for _, p := range pieces {
-		if err := GatherVar(out, p.Src, p.Ranges, nulls, at); err != nil {
+		if err := gatherVar(out, p.Src, p.Ranges, nulls, at); err != nil {
 			return nil, err
 		}
 		at += p.values
@@ -268,7 +268,7 @@ func GatherVarPage(large bool, pieces []*LeafPiece, nulls []bool) (*VarVals, err
 // borrowVar returns the values of a page of one piece whose values are
 // not null and lie back to back in its Arrow buffer, with data aliasing
 // that buffer; otherwise nil.
-func BorrowVar(large bool, pieces []*LeafPiece, nulls []bool) *VarVals {
+func borrowVar(large bool, pieces []*leafPiece, nulls []bool) *varVals {
 	if len(pieces) != 1 || nulls != nil || len(pieces[0].Ranges) == 0 {
 		return nil
 	}
@@ -288,7 +288,7 @@ func BorrowVar(large bool, pieces []*LeafPiece, nulls []bool) *VarVals {
 	if start < 0 || end < start || end > int64(len(data)) {
 		return nil // gatherVar reports it
 	}
-	out := &VarVals{large: large, Off: make([]uint64, 1, values+1), Data: data[start:end:end]}
+	out := &varVals{large: large, Off: make([]uint64, 1, values+1), Data: data[start:end:end]}
 	for _, rg := range p.Ranges {
 		prev := offs(rg.Start)
 		for i := rg.Start + 1; i <= rg.End; i++ {
@@ -305,7 +305,7 @@ func BorrowVar(large bool, pieces []*LeafPiece, nulls []bool) *VarVals {
 
 // gatherFSLPage gathers a page's fixed-size lists. A list layer gets item
 // validity only when some of the page's children at that layer are null.
-func gatherFSLPage(dt arrow.DataType, pieces []*LeafPiece) (*fslVals, error) {
+func gatherFSLPage(dt arrow.DataType, pieces []*leafPiece) (*fslVals, error) {
 	dims, item, err := fslShape(dt)
 	if err != nil {
 		return nil, err
@@ -313,7 +313,7 @@ func gatherFSLPage(dt arrow.DataType, pieces []*LeafPiece) (*fslVals, error) {
 	out := &fslVals{dims: dims, validity: make([][]byte, len(dims)), items: fixedVals{bits: fixedBits(item)}}
 	type layerSlots struct {
 		arr    arrow.Array
-		ranges []ValueRange
+		ranges []valueRange
 	}
 	layers := make([][]layerSlots, len(pieces))
 	for pi, p := range pieces {
@@ -325,7 +325,7 @@ func gatherFSLPage(dt arrow.DataType, pieces []*LeafPiece) (*fslVals, error) {
 				return nil, fmt.Errorf("fixed-size list layer %d is a %s array: %w", k, arr.DataType(), lancer.ErrInvalidArgument)
 			}
 			child := l.ListValues()
-			var next []ValueRange
+			var next []valueRange
 			for _, rg := range ranges {
 				if rg.End == rg.Start {
 					continue
@@ -335,7 +335,7 @@ func gatherFSLPage(dt arrow.DataType, pieces []*LeafPiece) (*fslVals, error) {
 				if s < 0 || e > int64(child.Len()) {
 					return nil, fmt.Errorf("fixed-size list children [%d, %d) outside %d: %w", s, e, child.Len(), lancer.ErrInvalidArgument)
 				}
-				next = append(next, ValueRange{int(s), int(e)})
+				next = append(next, valueRange{int(s), int(e)})
 			}
 			layers[pi] = append(layers[pi], layerSlots{child, next})
 			arr, ranges = child, next
@@ -383,7 +383,7 @@ func gatherFSLPage(dt arrow.DataType, pieces []*LeafPiece) (*fslVals, error) {
 }
 
 // gatherPackedPage gathers a packed struct page: each member's values.
-func gatherPackedPage(st *arrow.StructType, pieces []*LeafPiece, nulls []bool) (*packedVals, error) {
+func gatherPackedPage(st *arrow.StructType, pieces []*leafPiece, nulls []bool) (*packedVals, error) {
 	out := &packedVals{}
 	structs := make([]*array.Struct, len(pieces))
 	for pi, p := range pieces {
@@ -420,10 +420,10 @@ func gatherPackedPage(st *arrow.StructType, pieces []*LeafPiece, nulls []bool) (
 			continue
 		}
 		large, _ := arrays.BinaryType(f.Type)
-		c := &VarVals{large: large, Off: []uint64{0}}
+		c := &varVals{large: large, Off: []uint64{0}}
 		at := 0
 		for pi, p := range pieces {
-			if err := GatherVar(c, structs[pi].Field(m), p.Ranges, nulls, at); err != nil {
+			if err := gatherVar(c, structs[pi].Field(m), p.Ranges, nulls, at); err != nil {
 				return nil, err
 			}
 			at += p.values

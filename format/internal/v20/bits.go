@@ -12,7 +12,7 @@ import (
 // Value-level helpers of the 2.0 page decoder: type widths, the two legacy
 // bit-packings, little-endian words, and builders of offsets and validity.
 
-// v20BitWidth returns the width in bits of one fixed-width value of dt (1
+// BitWidth returns the width in bits of one fixed-width value of dt (1
 // for booleans), if dt is fixed-width.
 func BitWidth(dt arrow.DataType) (int, bool) {
 	if dt.ID() == arrow.BOOL {
@@ -130,7 +130,7 @@ func v20AppendWord(dst []byte, v uint64, size int) []byte {
 	return binary.LittleEndian.AppendUint64(dst, v)
 }
 
-// v20BinaryValue returns value i of a utf8/binary array of either offset
+// BinaryValue returns value i of a utf8/binary array of either offset
 // width.
 func BinaryValue(a array.BinaryLike, i int) []byte {
 	switch a := a.(type) {

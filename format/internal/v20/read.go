@@ -121,7 +121,7 @@ type v20Cursor struct {
 	requested uint64
 }
 
-// newV20Cursor reads files of version 2.0.
+// NewCursor reads files of version 2.0.
 func NewCursor(r *fileio.File, proj fileio.Projection) (fileio.Cursor, error) {
 	c := &v20Cursor{r: r}
 	for _, f := range proj.Fields {

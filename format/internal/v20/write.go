@@ -37,7 +37,7 @@ import (
 //     that.
 //
 // Each column buffers values until about WriterOptions.PageSize bytes of
-// input, then encodes them into a page (writer_v20_values.go); a large
+// input, then encodes them into a page (write_values.go); a large
 // batch is cut into several pages. Dictionary columns with indices of 16
 // bits or less stay one page. Fields may ask for compression of their
 // strings with lance-encoding:compression (zstd, lz4, fsst), as in Lance.
@@ -55,7 +55,7 @@ type v20Writer interface {
 	finish() error
 }
 
-// newV20FieldWriter returns the 2.0 encoder of field f, whose first column
+// NewFieldWriter returns the 2.0 encoder of field f, whose first column
 // will be firstCol.
 func NewFieldWriter(w *fileio.Sink, f *schema.Field, firstCol int) (fileio.FieldWriter, error) {
 	if firstCol != len(w.Columns) {

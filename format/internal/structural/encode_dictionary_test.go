@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/lancerdb/lancer/format/internal/structural"
 )
 
 // TestVarSet checks the ids of varSet against a plain map of the values,
@@ -23,12 +21,12 @@ func TestVarSet(t *testing.T) {
 		return b
 	}
 	distinct := [][]byte{
-		nil, []byte("a"), []byte("short value"), bytes.Repeat([]byte("y"), structural.VarFingerprintMin),
+		nil, []byte("a"), []byte("short value"), bytes.Repeat([]byte("y"), varFingerprintMin),
 		long('1', 20), long('2', 20), long('3', 20), long('4', 100), long('5', 199),
-		bytes.Repeat([]byte("z"), structural.VarFingerprintMin+1),
+		bytes.Repeat([]byte("z"), varFingerprintMin+1),
 	}
 	for _, avgLong := range []bool{false, true} {
-		vals := &structural.VarVals{Off: []uint64{0}}
+		vals := &varVals{Off: []uint64{0}}
 		for range 500 {
 			v := distinct[rng.IntN(len(distinct))]
 			if avgLong && rng.IntN(3) > 0 {
@@ -37,7 +35,7 @@ func TestVarSet(t *testing.T) {
 			vals.Data = append(vals.Data, v...)
 			vals.Off = append(vals.Off, uint64(len(vals.Data)))
 		}
-		set := structural.NewVarSet(vals, 16)
+		set := newVarSet(vals, 16)
 		want := map[string]uint32{}
 		for i := range vals.Len() {
 			id, added := set.Add(i)
@@ -69,25 +67,25 @@ func TestGatherVarPageBorrow(t *testing.T) {
 	defer sliced.Release()
 	for _, tc := range []struct {
 		name   string
-		ranges []structural.ValueRange
+		ranges []valueRange
 		borrow bool
 	}{
-		{"whole", []structural.ValueRange{{Start: 0, End: 80}}, true},
-		{"adjacent", []structural.ValueRange{{Start: 5, End: 20}, {Start: 20, End: 60}}, true},
-		{"gap", []structural.ValueRange{{Start: 5, End: 20}, {Start: 21, End: 60}}, false},
-		{"empty range", []structural.ValueRange{{Start: 5, End: 5}, {Start: 5, End: 9}}, true},
+		{"whole", []valueRange{{Start: 0, End: 80}}, true},
+		{"adjacent", []valueRange{{Start: 5, End: 20}, {Start: 20, End: 60}}, true},
+		{"gap", []valueRange{{Start: 5, End: 20}, {Start: 21, End: 60}}, false},
+		{"empty range", []valueRange{{Start: 5, End: 5}, {Start: 5, End: 9}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pieces := []*structural.LeafPiece{{Src: sliced, Ranges: tc.ranges}}
-			got, err := structural.GatherVarPage(false, pieces, nil)
+			pieces := []*leafPiece{{Src: sliced, Ranges: tc.ranges}}
+			got, err := gatherVarPage(false, pieces, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if borrowed := structural.BorrowVar(false, pieces, nil) != nil; borrowed != tc.borrow {
+			if borrowed := borrowVar(false, pieces, nil) != nil; borrowed != tc.borrow {
 				t.Errorf("borrowed %v, want %v", borrowed, tc.borrow)
 			}
-			want := &structural.VarVals{Off: []uint64{0}}
-			if err := structural.GatherVar(want, sliced, tc.ranges, nil, 0); err != nil {
+			want := &varVals{Off: []uint64{0}}
+			if err := gatherVar(want, sliced, tc.ranges, nil, 0); err != nil {
 				t.Fatal(err)
 			}
 			if got.Len() != want.Len() {

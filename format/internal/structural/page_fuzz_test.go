@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
@@ -85,7 +84,7 @@ func addFixtureSeeds(f *testing.F, pick func(*enc21pb.PageLayout) proto.Message,
 	seeds := 0
 	for _, path := range files {
 		r := openFixtureFile(f, path, memory.NewGoAllocator())
-		if !r.version.Structural() {
+		if !r.f.Version.Structural() {
 			continue
 		}
 		leaves := leafColumns(r)
@@ -98,7 +97,7 @@ func addFixtureSeeds(f *testing.F, pick func(*enc21pb.PageLayout) proto.Message,
 				if size > uint64(maxBytes) {
 					continue
 				}
-				layout, err := structural.ParsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
+				layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
 				if err != nil {
 					f.Fatal(err)
 				}

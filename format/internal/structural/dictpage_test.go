@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"encoding/binary"
@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -123,7 +122,7 @@ func TestDictionaryPageCorrupt(t *testing.T) {
 		{"valid slot out of range", []int32{0, 2}, variableEnc(32), words, 2},
 		{"item count disagrees with the block", []int32{0, 1}, variableEnc(32), words, 3},
 		{"truncated block", []int32{0, 1}, variableEnc(32), words[:10], 2},
-		{"item count beyond an empty bit-packed block", []int32{0, 1}, zeroWidth, nil, structural.MaxPageItems - codec.BlockLen + 1},
+		{"item count beyond an empty bit-packed block", []int32{0, 1}, zeroWidth, nil, maxPageItems - codec.BlockLen + 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

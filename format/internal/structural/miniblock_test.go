@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"encoding/binary"
@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -45,7 +44,7 @@ type testMiniBlock struct {
 // the next chunk, and a repetition index when there are rep levels.
 func (m testMiniBlock) build(t testing.TB) (*enc21pb.MiniBlockLayout, [][]byte) {
 	t.Helper()
-	lay, err := structural.NewRepDefLayout(m.layers)
+	lay, err := newRepDefLayout(m.layers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +75,12 @@ func (m testMiniBlock) build(t testing.TB) (*enc21pb.MiniBlockLayout, [][]byte) 
 		binary.LittleEndian.PutUint16(chunk, uint16(levels))
 		var parts [][]byte
 		if m.rep != nil {
-			parts = append(parts, structural.WordsAsBytes(m.rep[item:end]))
+			parts = append(parts, wordsAsBytes(m.rep[item:end]))
 		}
 		if m.def != nil {
-			parts = append(parts, structural.WordsAsBytes(m.def[item:end]))
+			parts = append(parts, wordsAsBytes(m.def[item:end]))
 		}
-		parts = append(parts, structural.WordsAsBytes(toUint32(m.values[value:value+n])))
+		parts = append(parts, wordsAsBytes(toUint32(m.values[value:value+n])))
 		for i, p := range parts {
 			if i == len(parts)-1 && m.large {
 				chunk = binary.LittleEndian.AppendUint32(chunk, uint32(len(p)))
@@ -160,8 +159,8 @@ func rowsOf(rep []uint16, items int, maxRep uint16) uint64 {
 	return n
 }
 
-func newTestDecoder(mem memory.Allocator, rows uint64, dt arrow.DataType) *structural.PageDecoder {
-	return &structural.PageDecoder{Mem: mem, NumRows: rows, ScanType: dt}
+func newTestDecoder(mem memory.Allocator, rows uint64, dt arrow.DataType) *pageDecoder {
+	return &pageDecoder{Mem: mem, NumRows: rows, ScanType: dt}
 }
 
 func miniBlockPage(l *enc21pb.MiniBlockLayout) *enc21pb.PageLayout {
@@ -197,7 +196,7 @@ func TestMiniBlockRoundTrip(t *testing.T) {
 			listDef = append(listDef, 0)
 		}
 	}
-	listValues := structural.CountVisible(listDef, 1)
+	listValues := countVisible(listDef, 1)
 	nullDef := make([]uint16, 1000)
 	for i := range nullDef {
 		if i%7 == 0 {
@@ -220,7 +219,7 @@ func TestMiniBlockRoundTrip(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			l, bufs := tc.page.build(t)
-			lay, err := structural.NewRepDefLayout(tc.page.layers)
+			lay, err := newRepDefLayout(tc.page.layers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -358,7 +357,7 @@ func TestDecodeLevelsWrapped(t *testing.T) {
 		enc  *enc21pb.CompressiveEncoding
 		buf  []byte
 	}{
-		{"flat", flatEnc(16), structural.WordsAsBytes(levels)},
+		{"flat", flatEnc(16), wordsAsBytes(levels)},
 		{"rle", &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_Rle{Rle: &enc21pb.Rle{
 			Values: flatEnc(16), RunLengths: flatEnc(8)}}}, codec.EncodeRLEBlock[uint16](nil, levels)},
 		{"inline bit-packing", &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_InlineBitpacking{
@@ -368,7 +367,7 @@ func TestDecodeLevelsWrapped(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := structural.DecodeLevels(tc.enc, tc.buf, n%(1<<16), true)
+			got, err := decodeLevels(tc.enc, tc.buf, n%(1<<16), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +375,7 @@ func TestDecodeLevelsWrapped(t *testing.T) {
 				t.Fatalf("got %d levels, want %d", len(got), n)
 			}
 			// Without the 2.2 rule the count must be exact.
-			if _, err := structural.DecodeLevels(tc.enc, tc.buf, n%(1<<16), false); !errors.Is(err, lancer.ErrCorrupt) {
+			if _, err := decodeLevels(tc.enc, tc.buf, n%(1<<16), false); !errors.Is(err, lancer.ErrCorrupt) {
 				t.Errorf("unwrapped count: got %v, want ErrCorrupt", err)
 			}
 		})
@@ -396,20 +395,20 @@ func TestParseChunkMetadata(t *testing.T) {
 		meta    []byte
 		dataLen int
 		values  uint64
-		want    []structural.MiniChunk
+		want    []miniChunk
 		corrupt bool
 	}{
 		// 0x0a10: (0xa1+1)·8 = 1296 bytes, last chunk (Lance 8 example, docs/spec/lance-format.md §8.4).
-		{"spec example", words(0x0a10), 1296, 300, []structural.MiniChunk{{Offset: 0, Size: 1296, Values: 300}}, false},
-		{"two chunks", words(0x001a, 0x0010), 32, 1500, []structural.MiniChunk{{Offset: 0, Size: 16, Values: 1024}, {Offset: 16, Size: 16, Values: 476}}, false},
-		{"last chunk log matches", words(0x001a, 0x0018), 32, 1280, []structural.MiniChunk{{Offset: 0, Size: 16, Values: 1024}, {Offset: 16, Size: 16, Values: 256}}, false},
+		{"spec example", words(0x0a10), 1296, 300, []miniChunk{{Offset: 0, Size: 1296, Values: 300}}, false},
+		{"two chunks", words(0x001a, 0x0010), 32, 1500, []miniChunk{{Offset: 0, Size: 16, Values: 1024}, {Offset: 16, Size: 16, Values: 476}}, false},
+		{"last chunk log matches", words(0x001a, 0x0018), 32, 1280, []miniChunk{{Offset: 0, Size: 16, Values: 1024}, {Offset: 16, Size: 16, Values: 256}}, false},
 		{"last chunk log disagrees", words(0x001a, 0x0018), 32, 1300, nil, true},
 		{"chunks hold more than the page", words(0x001a, 0x0010), 32, 1000, nil, true},
 		{"chunk past the buffer", words(0x0010), 8, 1, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := structural.ParseChunkMetadata(tc.meta, tc.dataLen, tc.values, false)
+			got, err := parseChunkMetadata(tc.meta, tc.dataLen, tc.values, false)
 			if tc.corrupt {
 				if !errors.Is(err, lancer.ErrCorrupt) {
 					t.Fatalf("got %v, want ErrCorrupt", err)
@@ -457,7 +456,7 @@ func TestMiniBlockValueEncodings(t *testing.T) {
 		bits[i] = math.Float32bits(f)
 	}
 	runValues, runLengths := codec.EncodeRLE[uint32](nil, nil, bits)
-	split, err := codec.EncodeByteStreamSplit(nil, structural.WordsAsBytes(bits), 4)
+	split, err := codec.EncodeByteStreamSplit(nil, wordsAsBytes(bits), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +475,7 @@ func TestMiniBlockValueEncodings(t *testing.T) {
 		enc  *enc21pb.CompressiveEncoding
 		bufs [][]byte
 	}{
-		{"flat", flatEnc(32), [][]byte{structural.WordsAsBytes(bits)}},
+		{"flat", flatEnc(32), [][]byte{wordsAsBytes(bits)}},
 		{"inline bit-packing", inline, [][]byte{codec.EncodeInlineBitpacked[uint32](nil, bits)}},
 		{"rle", rle, [][]byte{runValues, runLengths}},
 		{"byte stream split", bss, [][]byte{split}},
@@ -509,7 +508,7 @@ func TestMiniBlockBools(t *testing.T) {
 		want[i] = i%3 == 0
 	}
 	pack := func(v []bool) []byte {
-		b := make([]byte, structural.BytesForBits(len(v)))
+		b := make([]byte, bytesForBits(len(v)))
 		for i, x := range v {
 			if x {
 				b[i/8] |= 1 << (i % 8)

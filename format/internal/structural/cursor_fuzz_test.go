@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/internal/fileio"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
@@ -74,7 +73,7 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 					tp.layers = append(tp.layers, itemLayers[int(b)%len(itemLayers)])
 				}
 			}
-			lay, err := structural.NewRepDefLayout(tp.layers)
+			lay, err := newRepDefLayout(tp.layers)
 			// Levels mostly within what the layers define and the same
 			// number of rows in every leaf, so that many inputs get past
 			// the page checks to the unravelling.
@@ -123,8 +122,8 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 		}
 		ff.numRows = uint64(rows)
 
-		proj := Projection{Fields: []*schema.Field{s, l}, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
-		cur, err := structural.BuildCursor("fuzz.lance", ff.numRows, mem, fileio.Projection(proj), ff.pageRows, ff.decode)
+		proj := fileio.Projection{Fields: []*schema.Field{s, l}, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
+		cur, err := buildCursor("fuzz.lance", ff.numRows, mem, proj, ff.pageRows, ff.decode)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("build: %v does not wrap ErrCorrupt", err)

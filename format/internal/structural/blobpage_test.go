@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"encoding/binary"

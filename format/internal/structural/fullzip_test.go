@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"encoding/binary"
@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
@@ -32,7 +31,7 @@ type testFullZip struct {
 
 func (z testFullZip) build(t testing.TB) (*enc21pb.FullZipLayout, [][]byte, uint64) {
 	t.Helper()
-	lay, err := structural.NewRepDefLayout(z.layers)
+	lay, err := newRepDefLayout(z.layers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func (z testFullZip) build(t testing.TB) (*enc21pb.FullZipLayout, [][]byte, uint
 		return b
 	}
 	bitsRep, bitsDef := bitsOf(z.rep), bitsOf(z.def)
-	ctrl := structural.ControlWordBytes(bitsRep, bitsDef)
+	ctrl := controlWordBytes(bitsRep, bitsDef)
 	numItems := len(z.values)
 	if z.def != nil {
 		numItems = len(z.def)

@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -26,7 +25,7 @@ type refNode struct {
 // refShape generates random data for a stack of layers.
 type refShape struct {
 	layers []enc21pb.RepDefLayer
-	lay    *structural.RepDefLayout
+	lay    *repDefLayout
 }
 
 func (s *refShape) gen(rng *rand.Rand, k int) *refNode {
@@ -144,7 +143,7 @@ func randomLayers(rng *rand.Rand) []enc21pb.RepDefLayer {
 }
 
 // sinkSlots reads back what unravelling left in a sink.
-func sinkSlots(s *structural.LayerSink, list bool) []refSlot {
+func sinkSlots(s *layerSink, list bool) []refSlot {
 	out := make([]refSlot, s.Slots())
 	b := &s.Validity
 	var offs []int64
@@ -176,7 +175,7 @@ func TestUnravelRandomShapes(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	for iter := range 3000 {
 		layers := randomLayers(rng)
-		lay, err := structural.NewRepDefLayout(layers)
+		lay, err := newRepDefLayout(layers)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,18 +199,18 @@ func TestUnravelRandomShapes(t *testing.T) {
 			}
 		}
 		what := fmt.Sprintf("iteration %d: layers %v, rep %v, def %v", iter, layers, reps, defs)
-		pl, err := structural.CheckLevels(lay, reps, defs, len(defs), numRows, visible)
+		pl, err := checkLevels(lay, reps, defs, len(defs), numRows, visible)
 		if err != nil {
 			t.Fatalf("%s: checkLevels: %v", what, err)
 		}
 
 		// Split the rows at random points and unravel piece by piece.
-		sinks := make([]structural.LayerSink, len(layers))
+		sinks := make([]layerSink, len(layers))
 		for k := range sinks {
 			sinks[k].Validity.Reset(mem, rng.IntN(3))
 			sinks[k].Offsets.Reset(mem, rng.IntN(2) == 0)
 		}
-		var sc structural.LevelScratch
+		var sc levelScratch
 		values := 0
 		for row := 0; row < numRows; {
 			next := row + 1 + rng.IntN(numRows-row)
@@ -223,7 +222,7 @@ func TestUnravelRandomShapes(t *testing.T) {
 			}
 			def = defs[lo:hi]
 			before := sinks[0].Slots()
-			if err := structural.UnravelPiece(lay, rep, def, hi-lo, sinks, &sc); err != nil {
+			if err := unravelPiece(lay, rep, def, hi-lo, sinks, &sc); err != nil {
 				t.Fatalf("%s: rows [%d, %d): %v", what, row, next, err)
 			}
 			if got := sinks[0].Slots() - before; got != vhi-vlo || vlo != values {
@@ -261,7 +260,7 @@ func FuzzUnravelLevels(f *testing.F) {
 		for i := range layers {
 			layers[i] = enc21pb.RepDefLayer(data[1+i] % 8) // 0 and 7 are invalid
 		}
-		lay, err := structural.NewRepDefLayout(layers)
+		lay, err := newRepDefLayout(layers)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("layout error %v does not wrap ErrCorrupt", err)
@@ -287,7 +286,7 @@ func FuzzUnravelLevels(f *testing.F) {
 		if lay.MaxRep == 0 {
 			rows = n
 		}
-		pl, err := structural.CheckLevels(lay, rep, def, n, rows, visible)
+		pl, err := checkLevels(lay, rep, def, n, rows, visible)
 		if err != nil {
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("checkLevels error %v does not wrap ErrCorrupt", err)
@@ -296,7 +295,7 @@ func FuzzUnravelLevels(f *testing.F) {
 		}
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
-		sinks := make([]structural.LayerSink, numLayers)
+		sinks := make([]layerSink, numLayers)
 		for k := range sinks {
 			sinks[k].Validity.Reset(mem, 0)
 			sinks[k].Offsets.Reset(mem, true)
@@ -306,7 +305,7 @@ func FuzzUnravelLevels(f *testing.F) {
 				sinks[k].Release()
 			}
 		}()
-		var sc structural.LevelScratch
+		var sc levelScratch
 		mid := 0
 		if rows > 0 {
 			mid = int(split) % (rows + 1)
@@ -314,7 +313,7 @@ func FuzzUnravelLevels(f *testing.F) {
 		for _, r := range [][2]int{{0, mid}, {mid, rows}} {
 			lo, _ := pl.Locate(r[0])
 			hi, _ := pl.Locate(r[1])
-			if err := structural.UnravelPiece(lay, rep[lo:hi], def[lo:hi], hi-lo, sinks, &sc); err != nil {
+			if err := unravelPiece(lay, rep[lo:hi], def[lo:hi], hi-lo, sinks, &sc); err != nil {
 				if !errors.Is(err, lancer.ErrCorrupt) {
 					t.Fatalf("unravel error %v does not wrap ErrCorrupt", err)
 				}

@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -34,7 +33,7 @@ func loadFixturePage(b *testing.B, dataset, column string, p int) fixturePage {
 			continue
 		}
 		page := r.f.Columns[col].GetPages()[p]
-		layout, err := structural.ParsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
+		layout, err := parsePageLayout(page.GetEncoding().GetDirect().GetEncoding(), false)
 		if err != nil {
 			b.Fatal(err)
 		}

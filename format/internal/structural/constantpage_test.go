@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/codec"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
@@ -20,13 +19,13 @@ func constantPage(l *enc21pb.ConstantLayout) *enc21pb.PageLayout {
 	return &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{ConstantLayout: l}}
 }
 
-func rawLevels(levels ...uint16) []byte { return slices.Clone(structural.WordsAsBytes(levels)) }
+func rawLevels(levels ...uint16) []byte { return slices.Clone(wordsAsBytes(levels)) }
 
 // valuesJSON renders a page's values, nulls where the def level is not 0
 // (items of pages without lists are rows).
-func valuesJSON(t *testing.T, lp *structural.LeafPage) string {
+func valuesJSON(t *testing.T, lp *LeafPage) string {
 	t.Helper()
-	lay, err := structural.NewRepDefLayout(lp.Layers)
+	lay, err := newRepDefLayout(lp.Layers)
 	if err != nil {
 		t.Fatal(err)
 	}

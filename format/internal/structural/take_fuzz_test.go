@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -66,7 +65,7 @@ func FuzzMiniBlockTake(f *testing.F) {
 			return
 		}
 		bufs := unpackBuffers(packed)
-		if len(bufs) != structural.MiniBlockBuffers(&l) {
+		if len(bufs) != miniBlockBuffers(&l) {
 			return
 		}
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -81,7 +80,7 @@ func FuzzMiniBlockTake(f *testing.F) {
 				}
 				repIndex = bufs[len(bufs)-1]
 			}
-			idx, err := structural.NewMiniBlockIndex(&l, bufs[0], uint64(len(bufs[1])), uint64(rows), repIndex)
+			idx, err := newMiniBlockIndex(&l, bufs[0], uint64(len(bufs[1])), uint64(rows), repIndex)
 			if err != nil {
 				return err
 			}
@@ -134,7 +133,7 @@ func FuzzFullZipRows(f *testing.F) {
 	}, 64<<10)
 	f.Fuzz(func(t *testing.T, layout, packed []byte, rows uint16, sel uint8) {
 		var l enc21pb.FullZipLayout
-		if proto.Unmarshal(layout, &l) != nil || structural.CheckFullZip(&l) != nil {
+		if proto.Unmarshal(layout, &l) != nil || checkFullZip(&l) != nil {
 			return
 		}
 		bufs := unpackBuffers(packed)
@@ -150,7 +149,7 @@ func FuzzFullZipRows(f *testing.F) {
 			w := uint64(len(bufs[1])) / (numRows + 1)
 			if w == 1 || w == 2 || w == 4 || w == 8 {
 				k := min(uint64(sel)%numRows+1, numRows)
-				if end := structural.GetLE(bufs[1][k*w:], int(w)); end <= uint64(len(data)) {
+				if end := getLE(bufs[1][k*w:], int(w)); end <= uint64(len(data)) {
 					data, numRows = data[:end], k
 				}
 			}

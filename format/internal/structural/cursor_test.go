@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/internal/fileio"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/rowjson"
@@ -98,7 +97,7 @@ func (f *fakeFile) pageRows(col int) ([]uint64, error) {
 	return rows, nil
 }
 
-func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*structural.LeafPage, error) {
+func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*LeafPage, error) {
 	f.decodes.Add(1)
 	tp := f.columns[col][p]
 	var values arrow.Array
@@ -116,16 +115,16 @@ func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*s
 	if tp.rep == nil && tp.def == nil {
 		n = int(tp.rows)
 	}
-	return &structural.LeafPage{NumRows: tp.rows, Layers: tp.layers, Rep: tp.rep, Def: tp.def, NumItems: n, Values: values}, nil
+	return &LeafPage{NumRows: tp.rows, Layers: tp.layers, Rep: tp.rep, Def: tp.def, NumItems: n, Values: values}, nil
 }
 
-func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *structural.Cursor {
+func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *cursor {
 	t.Helper()
-	proj := Projection{Fields: fields, Column: func(id int32) (int, bool) {
+	proj := fileio.Projection{Fields: fields, Column: func(id int32) (int, bool) {
 		c, ok := f.leafCol[id]
 		return c, ok
 	}}
-	c, err := structural.BuildCursor("test.lance", f.numRows, f.mem, fileio.Projection(proj), f.pageRows, f.decode)
+	c, err := buildCursor("test.lance", f.numRows, f.mem, proj, f.pageRows, f.decode)
 	if err != nil {
 		t.Fatalf("buildStructuralCursor: %v", err)
 	}
@@ -630,7 +629,7 @@ func TestStructuralCases(t *testing.T) {
 	}
 }
 
-func checkRange(t *testing.T, ff *fakeFile, fields []*schema.Field, c *structural.Cursor, a, b uint64, want [][]string) {
+func checkRange(t *testing.T, ff *fakeFile, fields []*schema.Field, c *cursor, a, b uint64, want [][]string) {
 	t.Helper()
 	if c == nil {
 		c = ff.cursor(t, fields)
@@ -747,8 +746,8 @@ func TestStructuralCorrupt(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			sc := structuralCase{fields: tc.fields, numRows: tc.numRows, columns: tc.columns}
 			ff, fields := sc.setup(t, mem)
-			proj := Projection{Fields: fields, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
-			c, err := structural.BuildCursor("bad.lance", ff.numRows, mem, fileio.Projection(proj), ff.pageRows, ff.decode)
+			proj := fileio.Projection{Fields: fields, Column: func(id int32) (int, bool) { c, ok := ff.leafCol[id]; return c, ok }}
+			c, err := buildCursor("bad.lance", ff.numRows, mem, proj, ff.pageRows, ff.decode)
 			if err == nil {
 				var got []arrow.Array
 				got, err = c.ReadRange(context.Background(), 0, tc.numRows)
