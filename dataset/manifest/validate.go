@@ -7,8 +7,20 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
-	"github.com/lancerdb/lancer/internal/schemaproto"
+	"github.com/lancerdb/lancer/format/schema"
 )
+
+// stringMap is the recorded schema metadata as schema.Schema holds it.
+func stringMap(m map[string][]byte) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
 
 // MaxRowsPerFragment bounds physical_rows: a row address keeps the offset in
 // its low 32 bits.
@@ -33,7 +45,7 @@ func (m *Manifest) Validate(where string) error {
 	if tf := m.TransactionFile; tf != "" && !IsPlainName(tf) {
 		return corrupt("transaction file %q is not a plain file name", tf)
 	}
-	sch, err := schemaproto.Decode(m.fields, m.schemaMetadata)
+	sch, err := schema.Unflatten(m.fields, stringMap(m.schemaMetadata))
 	if err != nil {
 		return fmt.Errorf("dataset: manifest %s: schema: %w", where, err)
 	}
