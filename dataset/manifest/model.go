@@ -103,10 +103,6 @@ func (m *Manifest) StableRowIDs() bool { return m.ReaderFeatureFlags&FlagStableR
 // modify it; a writer changes copies (schema.Field.Clone).
 func (m *Manifest) Fields() []*schema.Field { return m.fields }
 
-// SchemaMetadata returns the recorded schema metadata. Callers must not
-// modify it.
-func (m *Manifest) SchemaMetadata() map[string][]byte { return m.schemaMetadata }
-
 // SetFields replaces the recorded schema fields, a flat list as Fields
 // returns it (schema.Schema.Flatten makes one); Validate decodes Schema
 // from them again.
@@ -115,7 +111,8 @@ func (m *Manifest) SetFields(fields []*schema.Field) {
 	m.Schema = nil
 }
 
-// SetSchemaMetadata replaces the recorded schema metadata.
+// SetSchemaMetadata replaces the recorded schema metadata (Schema.Metadata
+// is its decoding).
 func (m *Manifest) SetSchemaMetadata(md map[string][]byte) {
 	m.schemaMetadata = md
 	m.Schema = nil
@@ -150,7 +147,7 @@ func (m *Manifest) Clone() *Manifest {
 		out.MaxFragmentID = &v
 	}
 	out.Indices = slices.Clone(m.Indices)
-	out.segments = CloneIndices(m.segments)
+	out.segments = cloneIndices(m.segments)
 	out.fields = cloneFields(m.fields)
 	out.schemaMetadata = cloneBytesMap(m.schemaMetadata)
 	if m.storage != nil {
