@@ -131,6 +131,8 @@ const C xpb.Kind = 1 // line 50
 type Gen[X pb.Constraint] struct{} // line 52
 
 func init() { var _ pb.Msg }
+
+func H[X pb.Constraint]() {} // line 56
 `
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "p.go", src, parser.SkipObjectResolution)
@@ -141,7 +143,7 @@ func init() { var _ pb.Msg }
 	for _, v := range internalInAPI(fset, f) {
 		got = append(got, strconv.Itoa(v.Pos.Line)+":"+v.Decl)
 	}
-	want := "9:F 11:G 15:T.B 17:T.Embedded 20:T.D 24:T.M 26:T.N 37:I.Do 39:I 42:Alias 46:V 50:C 52:Gen"
+	want := "9:F 11:G 15:T.B 17:T.Embedded 20:T.D 24:T.M 26:T.N 37:I.Do 39:I 42:Alias 46:V 50:C 52:Gen 56:H"
 	if strings.Join(got, " ") != want {
 		t.Errorf("found\n %s\nwant\n %s", strings.Join(got, " "), want)
 	}
