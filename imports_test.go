@@ -12,34 +12,34 @@ import (
 // its own layer or a lower one, never a higher one. Packages are matched by
 // the longest prefix of their path below the module.
 var layers = map[string]int{
-	"":                          0, // the root package: error categories only
-	"internal/pb":               0,
-	"internal/rowjson":          0,
-	"internal/arrowutil":        0,
-	"internal/lancereftest":     0, // runs the interop scripts with the pinned real Lance
-	"internal/jsonvalue":        0,
-	"internal/baselinetest":     0, // draws the real-Lance baseline's workload
-	"internal/s3test":           0, // starts a local S3 server for tests; knows no lancer package
-	"internal/azuretest":        0, // starts a local Azure blob service for tests; knows no lancer package
-	"internal/tailbuf":          0, // keeps the end of a child process's output
-	"internal/ipcwalk":          0, // bounds-checked Arrow IPC framing and flatbuffers
-	"internal/codec":            0, // byte codecs of Lance pages and Arrow IPC buffers
-	"vector":                    0,
-	"blob":                      1,
-	"format":                    2,
-	"internal/fixturetest":      2,
-	"dataset/manifest":          3, // the table model and its codecs, under dataset
-	"internal/manifesttest":     3, // edits fixture manifests with dataset/manifest
-	"dataset":                   3,
-	"branch":                    4,
-	"server":                    6,
-	"bench":                     7,
-	"cmd":                       7, // cmd/lancer/internal: what only the CLI uses (demo, importer, sample)
-	"interop":                   7,
-	"cache":                     0, // the byte-bounded cache callers hand to dataset and server
-	"table":                     5, // the Go SDK's handle over dataset and branch
-	"internal/schemaproto":      2, // schema ↔ lance.file.Field, for format and dataset
-	"internal/schemaproto/wire": 2, // lets schemaproto reach what schema.Field keeps unexported
+	"":                      0, // the root package: error categories only
+	"internal/pb":           0,
+	"internal/rowjson":      0,
+	"internal/arrowutil":    0,
+	"internal/lancereftest": 0, // runs the interop scripts with the pinned real Lance
+	"internal/jsonvalue":    0,
+	"internal/baselinetest": 0, // draws the real-Lance baseline's workload
+	"internal/s3test":       0, // starts a local S3 server for tests; knows no lancer package
+	"internal/azuretest":    0, // starts a local Azure blob service for tests; knows no lancer package
+	"internal/tailbuf":      0, // keeps the end of a child process's output
+	"internal/ipcwalk":      0, // bounds-checked Arrow IPC framing and flatbuffers
+	"internal/codec":        0, // byte codecs of Lance pages and Arrow IPC buffers
+	"vector":                0,
+	"blob":                  1,
+	"format":                2,
+	"internal/fixturetest":  2,
+	"dataset/manifest":      3, // the table model and its codecs, under dataset
+	"internal/manifesttest": 3, // edits fixture manifests with dataset/manifest
+	"dataset":               3,
+	"branch":                4,
+	"internal/checktest":    4, // runs dataset.Check and branch.Check on what tests wrote
+	"server":                6,
+	"bench":                 7,
+	"cmd":                   7, // cmd/lancer/internal: what only the CLI uses (demo, importer, sample)
+	"interop":               7,
+	"cache":                 0, // the byte-bounded cache callers hand to dataset and server
+	"table":                 5, // the Go SDK's handle over dataset and branch
+	"internal/schemaproto":  2, // schema ↔ lance.file.Field, for format and dataset
 }
 
 // isolated packages may import no lancer package but the root (and, for
