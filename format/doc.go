@@ -5,10 +5,12 @@
 // Cursors read row ranges and takes of a Projection; NewWriter writes a file
 // of any writable version (2.0, 2.1, 2.2) and Finish reports what a
 // manifest records of it (WrittenFile). The root holds this API and
-// dispatches on the file Version to one package per file generation. The schema vocabulary (fields, logical types, blob kinds) is
-// package format/schema; the byte codecs pages are built from (bit-packing,
-// RLE, FSST, zstd/lz4, ...) are internal/codec. Protobufs of the file format
-// are a detail of this package and never appear in its API.
+// dispatches on the file Version to one package per file generation. The
+// schema vocabulary (fields, logical types, blob kinds) is package
+// format/schema; the byte codecs pages are built from (bit-packing, RLE,
+// FSST, zstd/lz4, ...) are internal/codec. Protobufs of the file format are
+// a detail of this package and its internal packages and never appear in
+// its API.
 //
 // # On-disk contract
 //
