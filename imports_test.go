@@ -47,6 +47,7 @@ var layers = map[string]int{
 	"format/internal/legacy":     2, // v1 data files
 	"format/internal/v20":        2, // 2.0 data files
 	"format/internal/structural": 2, // 2.1+ data files
+	"format/internal/formattest": 2, // data for the writer's tests, format's and interop's
 }
 
 // isolated packages may import no lancer package but the root (and, for
@@ -117,6 +118,7 @@ var formatLayers = map[string]int{
 	"format/internal/v20":        1,
 	"format/internal/structural": 1,
 	"format":                     2,
+	"format/internal/formattest": 2, // test data; format's tests import it, so it never imports format
 }
 
 // TestImportGraphFormatGenerations keeps format's file generations apart:

@@ -10,105 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
-	"github.com/lancerdb/lancer/format/internal/structural"
-	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/format/internal/formattest"
 )
-
-// blobPayloads are payloads of the sizes the blob fixtures use, around
-// every threshold, then a null.
-func blobPayloads() [][]byte {
-	sizes := []int{0, 1, 10, 63, 64, 65, 1000, 4096, 10000, 70000, 150000}
-	out := make([][]byte, 0, len(sizes)+1)
-	for i, s := range sizes {
-		b := make([]byte, s)
-		for j := range b {
-			b[j] = byte(j*7 + i*13)
-		}
-		out = append(out, b)
-	}
-	return append(out, nil)
-}
-
-// legacyBlobBatch is {id, blob} with blob a legacy blob large_binary.
-func legacyBlobBatch(t testing.TB, mem memory.Allocator, payloads [][]byte) (*schema.Schema, arrow.RecordBatch) {
-	t.Helper()
-	as := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "blob", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})},
-	}, nil)
-	s, err := schema.FromArrow(as, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := array.NewInt64Builder(mem)
-	defer ids.Release()
-	bb := array.NewBinaryBuilder(mem, arrow.BinaryTypes.LargeBinary)
-	defer bb.Release()
-	for i, p := range payloads {
-		ids.Append(int64(i))
-		if p == nil {
-			bb.AppendNull()
-		} else {
-			bb.Append(p)
-		}
-	}
-	cols := []arrow.Array{ids.NewArray(), bb.NewArray()}
-	defer fileio.ReleaseAll(cols)
-	return s, array.NewRecordBatch(s.LogicalArrow(), cols, int64(len(payloads)))
-}
-
-// blobV2Batch is {id, blob} with blob a blob v2 column; uris[i], when
-// set, makes row i an external blob.
-func blobV2Batch(t testing.TB, mem memory.Allocator, payloads [][]byte, uris map[int]string) (*schema.Schema, arrow.RecordBatch) {
-	t.Helper()
-	st := arrow.StructOf(
-		arrow.Field{Name: "data", Type: arrow.BinaryTypes.LargeBinary, Nullable: true},
-		arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
-	)
-	md := arrow.NewMetadata(
-		[]string{schema.MetaExtensionName, structural.MetaBlobDedicatedThreshold, structural.MetaBlobInlineThreshold},
-		[]string{schema.BlobV2Extension, "65536", "64"},
-	)
-	as := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "blob", Type: st, Nullable: true, Metadata: md},
-	}, nil)
-	s, err := schema.FromArrow(as, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := array.NewInt64Builder(mem)
-	defer ids.Release()
-	sb := array.NewStructBuilder(mem, s.Fields[1].Type.(*arrow.StructType))
-	defer sb.Release()
-	data := sb.FieldBuilder(0).(*array.BinaryBuilder)
-	uri := sb.FieldBuilder(1).(*array.StringBuilder)
-	for i, p := range payloads {
-		ids.Append(int64(i))
-		switch u, external := uris[i]; {
-		case external:
-			sb.Append(true)
-			data.AppendNull()
-			uri.Append(u)
-		case p == nil:
-			sb.AppendNull()
-		default:
-			sb.Append(true)
-			data.Append(p)
-			uri.AppendNull()
-		}
-	}
-	cols := []arrow.Array{ids.NewArray(), sb.NewArray()}
-	defer fileio.ReleaseAll(cols)
-	return s, array.NewRecordBatch(s.LogicalArrow(), cols, int64(len(payloads)))
-}
 
 // readBlobs reads the blob column (field 1) of a written file back as
 // bytes through its descriptors; external blobs come back as their URI.
@@ -147,8 +55,8 @@ func readBlobs(t testing.TB, store blob.Store, key string, mem memory.Allocator)
 func TestStructuralWriterLegacyBlob(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	payloads := blobPayloads()
-	s, rec := legacyBlobBatch(t, mem, payloads)
+	payloads := formattest.BlobPayloads()
+	s, rec := formattest.LegacyBlobBatch(t, mem, payloads)
 	defer rec.Release()
 	store := blob.NewMemStore("legacy")
 	writeStructural(t, store, "data/b.lance", s, &WriterOptions{Version: Version2_1, Allocator: mem}, rec)
@@ -168,8 +76,8 @@ func TestStructuralWriterLegacyBlob(t *testing.T) {
 func TestStructuralWriterBlobV2(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	payloads := append(blobPayloads(), []byte("x"))
-	s, rec := blobV2Batch(t, mem, payloads, map[int]string{len(payloads) - 1: "s3://bucket/object.bin"})
+	payloads := append(formattest.BlobPayloads(), []byte("x"))
+	s, rec := formattest.BlobV2Batch(t, mem, payloads, map[int]string{len(payloads) - 1: "s3://bucket/object.bin"})
 	defer rec.Release()
 	store := blob.NewMemStore("v2")
 	writeStructural(t, store, "data/b.lance", s, &WriterOptions{Version: Version2_2, Allocator: mem}, rec)
@@ -210,7 +118,7 @@ func TestStructuralWriterBlobV2(t *testing.T) {
 func TestStructuralWriterBlobV2Abort(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s, rec := blobV2Batch(t, mem, blobPayloads(), nil)
+	s, rec := formattest.BlobV2Batch(t, mem, formattest.BlobPayloads(), nil)
 	defer rec.Release()
 	store := blob.NewMemStore("abort")
 	w, err := NewWriter(context.Background(), store, "data/b.lance", s, &WriterOptions{Version: Version2_2, PageSize: 1, Allocator: mem})
@@ -235,7 +143,7 @@ func TestStructuralWriterBlobV2Abort(t *testing.T) {
 func TestStructuralWriterBlobV2Cancelled(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s, rec := blobV2Batch(t, mem, blobPayloads(), nil)
+	s, rec := formattest.BlobV2Batch(t, mem, formattest.BlobPayloads(), nil)
 	defer rec.Release()
 	store := blob.NewMemStore("cancel")
 	w, err := NewWriter(context.Background(), store, "data/b.lance", s, &WriterOptions{Version: Version2_2, PageSize: 1, Allocator: mem})
@@ -277,7 +185,7 @@ func TestStructuralWriterBlobV2Cancelled(t *testing.T) {
 func TestStructuralWriterBlobV2AbortAfterFinish(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s, rec := blobV2Batch(t, mem, blobPayloads(), nil)
+	s, rec := formattest.BlobV2Batch(t, mem, formattest.BlobPayloads(), nil)
 	defer rec.Release()
 	store := blob.NewMemStore("abort")
 	w, err := NewWriter(context.Background(), store, "data/b.lance", s, &WriterOptions{Version: Version2_2, Allocator: mem})
@@ -317,10 +225,10 @@ func TestStructuralWriterLanceReadsBlobs(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
-	payloads := blobPayloads()
+	payloads := formattest.BlobPayloads()
 	var cases []datasetCase
 
-	s, rec := legacyBlobBatch(t, mem, payloads)
+	s, rec := formattest.LegacyBlobBatch(t, mem, payloads)
 	uri, _ := writeDataset(t, dir, "legacy_blob", s, &WriterOptions{Version: Version2_1, Allocator: mem}, rec)
 	rec.Release()
 	st, err := blob.NewLocalStore(uri)
@@ -330,7 +238,7 @@ func TestStructuralWriterLanceReadsBlobs(t *testing.T) {
 	_, rows := readRowsJSON(t, st, "data/lancer-legacy_blob.lance", mem, 0)
 	cases = append(cases, datasetCase{name: "legacy_blob", uri: uri, want: rows})
 
-	s, rec = blobV2Batch(t, mem, payloads, nil)
+	s, rec = formattest.BlobV2Batch(t, mem, payloads, nil)
 	uri, _ = writeDataset(t, dir, "blob_v2", s, &WriterOptions{Version: Version2_2, Allocator: mem}, rec)
 	rec.Release()
 	if st, err = blob.NewLocalStore(uri); err != nil {

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/formattest"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/lancereftest"
@@ -180,7 +180,7 @@ func TestStructuralWriterLanceReadsFixtures(t *testing.T) {
 			name := fmt.Sprintf("%s_%s_p%d", strings.ReplaceAll(f.fixture, "/", "_"), f.name[:8], pageSize)
 			recs := readAllBatches(t, r, 4096)
 			uri, _ := writeDataset(t, dir, name, r.Schema(), &WriterOptions{Version: version, PageSize: pageSize, Allocator: mem}, recs...)
-			releaseRecords(recs)
+			formattest.ReleaseRecords(recs)
 			st, err := blob.NewLocalStore(uri)
 			if err != nil {
 				t.Fatal(err)
@@ -213,59 +213,17 @@ func TestStructuralWriterLanceReadsRandom(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	var cases []datasetCase
-	for _, c := range randomCases(t, mem, sizes, seeds, true) {
+	for _, c := range formattest.RandomCases(t, mem, sizes, seeds, true) {
 		pageSize := 0
-		if strings.HasSuffix(c.name, "1025") {
+		if strings.HasSuffix(c.Name, "1025") {
 			pageSize = 8 << 10
 		}
-		uri, _ := writeDataset(t, dir, c.name, c.schema, &WriterOptions{Version: c.version, PageSize: pageSize, Allocator: mem}, c.recs...)
-		want := fixturetest.EncodeRows(t, c.recs...)
-		releaseRecords(c.recs)
-		cases = append(cases, datasetCase{name: c.name, uri: uri, want: want})
+		uri, _ := writeDataset(t, dir, c.Name, c.Schema, &WriterOptions{Version: caseVersion(c.V22), PageSize: pageSize, Allocator: mem}, c.Recs...)
+		want := fixturetest.EncodeRows(t, c.Recs...)
+		formattest.ReleaseRecords(c.Recs)
+		cases = append(cases, datasetCase{name: c.Name, uri: uri, want: want})
 	}
 	compareWithLance(t, cases)
-}
-
-// structListBatch is n rows of c: struct<a: list<int32>, b: int64> where,
-// by kind, every third row has a null struct, a null list, an empty list,
-// a null list item or a null b ("none": no nulls at all).
-func structListBatch(mem memory.Allocator, s *arrow.Schema, n int, kind string) arrow.RecordBatch {
-	dt := s.Field(0).Type.(*arrow.StructType)
-	b := array.NewStructBuilder(mem, dt)
-	defer b.Release()
-	lb := b.FieldBuilder(0).(*array.ListBuilder)
-	ib := lb.ValueBuilder().(*array.Int32Builder)
-	bb := b.FieldBuilder(1).(*array.Int64Builder)
-	for i := range n {
-		third := i%3 == 0
-		if kind == "struct" && third {
-			b.AppendNull()
-			continue
-		}
-		b.Append(true)
-		switch {
-		case kind == "list-null" && third:
-			lb.AppendNull()
-		case kind == "list-empty" && third:
-			lb.Append(true)
-		default:
-			lb.Append(true)
-			ib.Append(int32(i))
-			if kind == "item-null" && third {
-				ib.AppendNull()
-			} else {
-				ib.Append(int32(i + 1))
-			}
-		}
-		if kind == "b-null" && third {
-			bb.AppendNull()
-		} else {
-			bb.Append(int64(i))
-		}
-	}
-	col := b.NewArray()
-	defer col.Release()
-	return array.NewRecordBatch(s, []arrow.Array{col}, int64(n))
 }
 
 // TestStructuralWriterLanceReadsVaryingPages: pages of one column whose
@@ -295,14 +253,14 @@ func TestStructuralWriterLanceReadsVaryingPages(t *testing.T) {
 			}
 			for _, v := range []Version{Version2_1, Version2_2} {
 				for _, first := range []bool{true, false} {
-					recs := []arrow.RecordBatch{structListBatch(mem, as, 600, "none"), structListBatch(mem, as, 600, kind)}
+					recs := []arrow.RecordBatch{formattest.StructListBatch(mem, as, 600, "none"), formattest.StructListBatch(mem, as, 600, kind)}
 					if first {
 						recs[0], recs[1] = recs[1], recs[0]
 					}
 					name := fmt.Sprintf("varying_%s_%t_%s_%t", kind, nullable, v, first)
 					uri, _ := writeDataset(t, dir, name, s, &WriterOptions{Version: v, PageSize: 1000, Allocator: mem}, recs...)
 					cases = append(cases, datasetCase{name: name, uri: uri, want: fixturetest.EncodeRows(t, recs...)})
-					releaseRecords(recs)
+					formattest.ReleaseRecords(recs)
 				}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/formattest"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -90,12 +91,6 @@ func readAllBatches(t testing.TB, r *Reader, batch uint64) []arrow.RecordBatch {
 	return out
 }
 
-func releaseRecords(recs []arrow.RecordBatch) {
-	for _, r := range recs {
-		r.Release()
-	}
-}
-
 // TestStructuralWriterFixtureRoundTrip reads every 2.1+ fixture data file
 // and writes it again with the same version and schema, with the default
 // page size and with tiny pages, in batches of several sizes: the file
@@ -129,7 +124,7 @@ func TestStructuralWriterFixtureRoundTrip(t *testing.T) {
 			for _, v := range variants {
 				t.Run(fmt.Sprintf("batch%d_page%d", v.batch, v.pageSize), func(t *testing.T) {
 					recs := readAllBatches(t, r, v.batch)
-					defer releaseRecords(recs)
+					defer formattest.ReleaseRecords(recs)
 					store := blob.NewMemStore("rt")
 					version := r.Version()
 					if version == Version2_3 {
@@ -195,7 +190,7 @@ func TestStructuralWriterSizeVsLance(t *testing.T) {
 			recs := readAllBatches(t, r, 65536)
 			store := blob.NewMemStore("size")
 			wf := writeStructural(t, store, "data/s.lance", r.Schema(), &WriterOptions{Version: version, Allocator: mem}, recs...)
-			releaseRecords(recs)
+			formattest.ReleaseRecords(recs)
 			ours, err := Open(context.Background(), store, "data/s.lance", nil)
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/formattest"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -63,21 +64,21 @@ func TestV20WriteLanceReads(t *testing.T) {
 		rec := v20wReadLogical(t, src, mem)
 		name := filepath.Base(filepath.Dir(filepath.Dir(path)))
 		name = fmt.Sprintf("%s_%s", name[:len(name)-len(".lance")], filepath.Base(path)[:8])
-		small := v20wSlices(rec, 3, 11)
+		small := formattest.Slices(rec, 3, 11)
 		cases = append(cases,
 			v20wInteropCase{name: name, schema: src.Schema(), batches: []arrow.RecordBatch{rec}},
 			v20wInteropCase{name: name + "_pages", schema: src.Schema(), opts: WriterOptions{PageSize: 64}, batches: small},
 		)
 	}
 	// Compression on request: zstd, lz4 and fsst (trained tables).
-	textSchema, text := v20wTextRecord(t, 6000, mem)
+	textSchema, text := formattest.V20TextRecord(t, 6000, mem)
 	text.Retain()
 	cases = append(cases,
 		v20wInteropCase{name: "compressed", schema: textSchema, batches: []arrow.RecordBatch{text}},
 		v20wInteropCase{name: "compressed_pages", schema: textSchema, opts: WriterOptions{PageSize: 40 << 10}, batches: []arrow.RecordBatch{text}},
 	)
 	// Arrow dictionaries of several batches, merged per page.
-	dictSchema, dicts := v20wDictBatches(t, mem, 126)
+	dictSchema, dicts := formattest.V20DictBatches(t, mem, 126)
 	for _, d := range dicts {
 		d.Retain()
 	}
@@ -86,16 +87,16 @@ func TestV20WriteLanceReads(t *testing.T) {
 		v20wInteropCase{name: "dictionaries_pages", schema: dictSchema, opts: WriterOptions{PageSize: 256}, batches: slices.Clone(dicts)},
 	)
 	// Legacy blobs inside a struct and a list.
-	blobSchema, blobs := v20wNestedBlobs(t, mem)
-	cases = append(cases, v20wInteropCase{name: "nested_blobs", schema: blobSchema, opts: WriterOptions{PageSize: 100}, batches: v20wSlices(blobs, 7), nestedBlobs: true})
+	blobSchema, blobs := formattest.V20NestedBlobs(t, mem)
+	cases = append(cases, v20wInteropCase{name: "nested_blobs", schema: blobSchema, opts: WriterOptions{PageSize: 100}, batches: formattest.Slices(blobs, 7), nestedBlobs: true})
 	blobs.Release()
 	for seed := range uint64(40) {
-		g := newV20wRand(1000 + seed)
-		g.noLargeList = true
-		sch := g.schema(t)
+		g := formattest.NewV20Rand(1000 + seed)
+		g.NoLargeList = true
+		sch := g.Schema(t)
 		n := []int{1, 40, 150, 500}[g.IntN(4)]
-		rec := v20wRandomRecord(g, sch, n, mem)
-		batches := v20wSlices(rec, 1+g.IntN(n), 1+g.IntN(100))
+		rec := formattest.V20RandomRecord(g, sch, n, mem)
+		batches := formattest.Slices(rec, 1+g.IntN(n), 1+g.IntN(100))
 		rec.Release()
 		cases = append(cases, v20wInteropCase{
 			name: fmt.Sprintf("random_%d", seed), schema: sch,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/formattest"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -102,19 +102,6 @@ func v20wOpen(t testing.TB, store blob.Store, mem memory.Allocator) *Reader {
 		t.Fatalf("footer version %d.%d, want 0.3", major, minor)
 	}
 	return r
-}
-
-// v20wSlices cuts rec into batches of the given sizes (repeating the last).
-func v20wSlices(rec arrow.RecordBatch, sizes ...int) []arrow.RecordBatch {
-	var out []arrow.RecordBatch
-	n := int(rec.NumRows())
-	for start, i := 0, 0; start < n; i++ {
-		size := sizes[min(i, len(sizes)-1)]
-		end := min(start+size, n)
-		out = append(out, rec.NewSlice(int64(start), int64(end)))
-		start = end
-	}
-	return out
 }
 
 // v20wCheckWritten checks what WrittenFile says about a file of schema.
@@ -210,7 +197,7 @@ func TestV20WriteFixtures(t *testing.T) {
 				{200, []int{0, 3, 0, 50}},
 			} {
 				t.Run(fmt.Sprintf("page%d", tc.pageSize), func(t *testing.T) {
-					batches := v20wSlices(want, tc.batches...)
+					batches := formattest.Slices(want, tc.batches...)
 					if tc.batches[0] == 0 {
 						// Empty batches are fine too.
 						empty := want.NewSlice(0, 0)
@@ -304,27 +291,17 @@ func TestV20WriteSizes(t *testing.T) {
 	}
 }
 
-// v20wSchema builds a schema from Arrow fields.
-func v20wSchema(t testing.TB, fields ...arrow.Field) *schema.Schema {
-	t.Helper()
-	s, err := schema.FromArrow(arrow.NewSchema(fields, nil), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestV20WriteZeroRows: a file without rows, and files of empty batches,
 // read back empty (struct headers included).
 func TestV20WriteZeroRows(t *testing.T) {
-	sch := v20wSchema(t,
+	sch := formattest.SchemaOf(t,
 		arrow.Field{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		arrow.Field{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.BinaryTypes.String, Nullable: true})},
 		arrow.Field{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
 	)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	empty := v20wRandomRecord(newV20wRand(1), sch, 0, mem)
+	empty := formattest.V20RandomRecord(formattest.NewV20Rand(1), sch, 0, mem)
 	defer empty.Release()
 	for _, batches := range [][]arrow.RecordBatch{nil, {empty}, {empty, empty}} {
 		_, r := v20wRoundTrip(t, sch, empty, WriterOptions{}, batches...)
@@ -355,7 +332,7 @@ func TestV20WriteRefuses(t *testing.T) {
 		{"dictionary of fixed-size lists", arrow.Field{Name: "d", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Int32)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sch := v20wSchema(t, tc.field)
+			sch := formattest.SchemaOf(t, tc.field)
 			_, err := NewWriter(ctx, blob.NewMemStore(t.Name()), v20wKey, sch, &WriterOptions{Version: Version2_0})
 			if !errors.Is(err, lancer.ErrUnsupported) {
 				t.Fatalf("got %v, want ErrUnsupported", err)
@@ -368,7 +345,7 @@ func TestV20WriteRefuses(t *testing.T) {
 		arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true}),
 		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true})),
 	} {
-		sch := v20wSchema(t, arrow.Field{Name: "st", Type: dt, Nullable: true})
+		sch := formattest.SchemaOf(t, arrow.Field{Name: "st", Type: dt, Nullable: true})
 		b := array.NewBuilder(mem, dt)
 		b.AppendNull()
 		b.AppendNull()
@@ -401,15 +378,15 @@ func TestV20WriteRefuses(t *testing.T) {
 func TestV20WriteRandom(t *testing.T) {
 	for seed := range uint64(60) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			g := newV20wRand(seed)
-			sch := g.schema(t)
+			g := formattest.NewV20Rand(seed)
+			sch := g.Schema(t)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			n := []int{1, 7, 120, 700}[g.IntN(4)]
-			rec := v20wRandomRecord(g, sch, n, mem)
+			rec := formattest.V20RandomRecord(g, sch, n, mem)
 			defer rec.Release()
 			sizes := []int{1 + g.IntN(n), 1 + g.IntN(50), 1 + g.IntN(300)}
-			batches := v20wSlices(rec, sizes...)
+			batches := formattest.Slices(rec, sizes...)
 			defer func() {
 				for _, b := range batches {
 					b.Release()
@@ -421,51 +398,12 @@ func TestV20WriteRandom(t *testing.T) {
 	}
 }
 
-// v20wTextRecord returns n rows of compressible, distinct strings in one
-// field per compression request: zstd, lz4 (large utf8), fsst (utf8 and
-// binary); every seventh row is null.
-func v20wTextRecord(t testing.TB, n int, mem memory.Allocator) (*schema.Schema, arrow.RecordBatch) {
-	t.Helper()
-	md := func(scheme string) arrow.Metadata {
-		return arrow.NewMetadata([]string{fileio.MetaCompression}, []string{scheme})
-	}
-	sch := v20wSchema(t,
-		arrow.Field{Name: "zstd", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: md("zstd")},
-		arrow.Field{Name: "lz4", Type: arrow.BinaryTypes.LargeString, Nullable: true, Metadata: md("lz4")},
-		arrow.Field{Name: "fsst", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: md("fsst")},
-		arrow.Field{Name: "fsst_bin", Type: arrow.BinaryTypes.Binary, Nullable: true, Metadata: md("fsst")},
-	)
-	as := sch.LogicalArrow()
-	cols := make([]arrow.Array, len(as.Fields()))
-	for c, f := range as.Fields() {
-		b := array.NewBuilder(mem, f.Type)
-		for i := range n {
-			v := fmt.Sprintf("user-%06d@example.com wrote %d words about column %s", i*7919%1000003, i%97, f.Name)
-			if i%7 == 3 {
-				b.AppendNull()
-				continue
-			}
-			switch b := b.(type) {
-			case *array.StringBuilder:
-				b.Append(v)
-			case *array.LargeStringBuilder:
-				b.Append(v)
-			case *array.BinaryBuilder:
-				b.Append([]byte(v))
-			}
-		}
-		cols[c] = b.NewArray()
-		b.Release()
-	}
-	return sch, record(t, as, cols, int64(n))
-}
-
 // TestV20WriteCompression: fields asking for zstd, lz4 or fsst are
 // compressed so and read back.
 func TestV20WriteCompression(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	sch, rec := v20wTextRecord(t, 6000, mem)
+	sch, rec := formattest.V20TextRecord(t, 6000, mem)
 	defer rec.Release()
 	for _, pageSize := range []int{DefaultPageSize, 40 << 10} {
 		t.Run(fmt.Sprint(pageSize), func(t *testing.T) {
@@ -487,7 +425,7 @@ func TestV20WriteCompression(t *testing.T) {
 func TestV20WriteDictionaries(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	sch, batches := v20wDictBatches(t, mem, 126)
+	sch, batches := formattest.V20DictBatches(t, mem, 126)
 	defer func() {
 		for _, b := range batches {
 			b.Release()
@@ -503,7 +441,7 @@ func TestV20WriteDictionaries(t *testing.T) {
 	}
 
 	// 127 strings and a null fill int8 indices.
-	sch, over := v20wDictBatches(t, mem, 127)
+	sch, over := formattest.V20DictBatches(t, mem, 127)
 	defer func() {
 		for _, b := range over {
 			b.Release()
@@ -524,49 +462,13 @@ func TestV20WriteDictionaries(t *testing.T) {
 	w.Abort(context.Background())
 }
 
-// v20wDictBatches returns 5 batches of 100 rows of two dictionary
-// columns, each batch with dictionaries of its own: int8 indices into
-// distinct8 distinct strings in all, uint16 indices into 7 int64s; every
-// thirteenth row is null.
-func v20wDictBatches(t testing.TB, mem memory.Allocator, distinct8 int) (*schema.Schema, []arrow.RecordBatch) {
-	t.Helper()
-	sch := v20wSchema(t,
-		arrow.Field{Name: "d8", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, Nullable: true},
-		arrow.Field{Name: "du16", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.PrimitiveTypes.Int64}, Nullable: true},
-	)
-	as := sch.LogicalArrow()
-	var batches []arrow.RecordBatch
-	for k := range 5 {
-		b8 := array.NewDictionaryBuilder(mem, as.Field(0).Type.(*arrow.DictionaryType)).(*array.BinaryDictionaryBuilder)
-		b16 := array.NewDictionaryBuilder(mem, as.Field(1).Type.(*arrow.DictionaryType)).(*array.Int64DictionaryBuilder)
-		for i := range 100 {
-			if i%13 == 5 {
-				b8.AppendNull()
-				b16.AppendNull()
-				continue
-			}
-			if err := b8.AppendString(fmt.Sprintf("v%d", (k*30+i)%distinct8)); err != nil {
-				t.Fatal(err)
-			}
-			if err := b16.Append(int64(i % 7)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		a8, a16 := b8.NewArray(), b16.NewArray()
-		b8.Release()
-		b16.Release()
-		batches = append(batches, record(t, as, []arrow.Array{a8, a16}, 100))
-	}
-	return sch, batches
-}
-
 // TestV20WriteNullArrays writes all-null arrays (array.MakeArrayOfNull, whose
 // buffers are as thin as Arrow allows) of random schemas: they read back,
 // or, for null structs, are refused; nothing panics.
 func TestV20WriteNullArrays(t *testing.T) {
 	for seed := range uint64(30) {
-		g := newV20wRand(500 + seed)
-		sch := g.schema(t)
+		g := formattest.NewV20Rand(500 + seed)
+		sch := g.Schema(t)
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		as := sch.LogicalArrow()
 		cols := make([]arrow.Array, len(as.Fields()))
@@ -605,29 +507,14 @@ func TestV20WriteNullArrays(t *testing.T) {
 	}
 }
 
-// v20wNestedBlobs returns a schema with legacy blobs inside a struct and a
-// list, and 60 random rows of it.
-func v20wNestedBlobs(t testing.TB, mem memory.Allocator) (*schema.Schema, arrow.RecordBatch) {
-	blobMeta := arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})
-	sch := v20wSchema(t,
-		arrow.Field{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "b", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: blobMeta})},
-		arrow.Field{Name: "l", Type: arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.BinaryTypes.LargeBinary, Nullable: true, Metadata: blobMeta}), Nullable: true},
-	)
-	g := newV20wRand(77)
-	g.specs["l"] = &v20wSpec{nulls: 0.2, items: 3}
-	g.specs["l.item"] = &v20wSpec{nulls: 0.2}
-	g.specs["s.b"] = &v20wSpec{nulls: 0.2}
-	return sch, v20wRandomRecord(g, sch, 60, mem)
-}
-
 // TestV20WriteNestedBlobs: legacy blobs inside a struct and a list hold
 // the bytes written.
 func TestV20WriteNestedBlobs(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	sch, rec := v20wNestedBlobs(t, mem)
+	sch, rec := formattest.V20NestedBlobs(t, mem)
 	defer rec.Release()
-	batches := v20wSlices(rec, 7)
+	batches := formattest.Slices(rec, 7)
 	defer func() {
 		for _, b := range batches {
 			b.Release()

@@ -1,4 +1,4 @@
-package format
+package formattest
 
 import (
 	"fmt"
@@ -21,29 +21,30 @@ import (
 // columns, empty strings and lists, low-cardinality strings (dictionary
 // pages), packed structs and legacy blobs.
 
-// v20wRand generates random schemas and rows.
-type v20wRand struct {
+// V20Rand generates random schemas and rows.
+type V20Rand struct {
 	*rand.Rand
 	// specs describes how to fill each field, by field name path.
-	specs map[string]*v20wSpec
-	// noLargeList leaves large lists out: Arrow JS, through which the
+	specs map[string]*v20Spec
+	// NoLargeList leaves large lists out: Arrow JS, through which the
 	// interop test sees what Lance reads, cannot decode them.
-	noLargeList bool
+	NoLargeList bool
 }
 
-func newV20wRand(seed uint64) *v20wRand {
-	return &v20wRand{Rand: rand.New(rand.NewPCG(seed, 0x20)), specs: map[string]*v20wSpec{}}
+// NewV20Rand returns a generator seeded with seed.
+func NewV20Rand(seed uint64) *V20Rand {
+	return &V20Rand{Rand: rand.New(rand.NewPCG(seed, 0x20)), specs: map[string]*v20Spec{}}
 }
 
-// v20wSpec says how to fill a field.
-type v20wSpec struct {
+// v20Spec says how to fill a field.
+type v20Spec struct {
 	nulls float64  // chance of a null value (never for structs)
 	pool  []string // strings to pick from; nil: random strings
 	items int      // a list's maximum length
 }
 
-// v20wLeafTypes are the leaf types random schemas pick from.
-var v20wLeafTypes = []arrow.DataType{
+// v20LeafTypes are the leaf types random schemas pick from.
+var v20LeafTypes = []arrow.DataType{
 	arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64,
 	arrow.PrimitiveTypes.Uint8, arrow.PrimitiveTypes.Uint16, arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Uint64,
 	arrow.FixedWidthTypes.Float16, arrow.PrimitiveTypes.Float32, arrow.PrimitiveTypes.Float64,
@@ -64,9 +65,9 @@ var v20wLeafTypes = []arrow.DataType{
 
 // field returns a random field named name at nesting depth depth; path
 // names it in specs.
-func (g *v20wRand) field(name, path string, depth int, top bool) arrow.Field {
+func (g *V20Rand) field(name, path string, depth int, top bool) arrow.Field {
 	f := arrow.Field{Name: name, Nullable: true}
-	spec := &v20wSpec{items: g.IntN(5)}
+	spec := &v20Spec{items: g.IntN(5)}
 	switch r := g.IntN(20); {
 	case r < 3:
 		spec.nulls = 0
@@ -79,7 +80,7 @@ func (g *v20wRand) field(name, path string, depth int, top bool) arrow.Field {
 	switch k := g.IntN(14); {
 	case depth < 3 && k < 2:
 		item := g.field("item", path+".item", depth+1, false)
-		if g.IntN(3) == 0 && !g.noLargeList {
+		if g.IntN(3) == 0 && !g.NoLargeList {
 			f.Type = arrow.LargeListOfField(item)
 		} else {
 			f.Type = arrow.ListOfField(item)
@@ -100,14 +101,14 @@ func (g *v20wRand) field(name, path string, depth int, top bool) arrow.Field {
 		)
 		f.Metadata = arrow.NewMetadata([]string{schema.MetaPacked}, []string{"true"})
 		spec.nulls = 0
-		g.specs[path+".x"] = &v20wSpec{}
-		g.specs[path+".v"] = &v20wSpec{}
-		g.specs[path+".y"] = &v20wSpec{}
+		g.specs[path+".x"] = &v20Spec{}
+		g.specs[path+".v"] = &v20Spec{}
+		g.specs[path+".y"] = &v20Spec{}
 	case top && k == 5:
 		f.Type = arrow.BinaryTypes.LargeBinary
 		f.Metadata = arrow.NewMetadata([]string{schema.MetaBlob}, []string{"true"})
 	default:
-		f.Type = v20wLeafTypes[g.IntN(len(v20wLeafTypes))]
+		f.Type = v20LeafTypes[g.IntN(len(v20LeafTypes))]
 	}
 	switch f.Type.ID() {
 	case arrow.STRING, arrow.DICTIONARY, arrow.LARGE_STRING:
@@ -129,25 +130,25 @@ func (g *v20wRand) field(name, path string, depth int, top bool) arrow.Field {
 		spec.nulls = 1
 	case arrow.FIXED_SIZE_LIST:
 		if f.Metadata.Len() == 0 {
-			g.specs[path+".item"] = &v20wSpec{nulls: float64(g.IntN(2)) / 4}
+			g.specs[path+".item"] = &v20Spec{nulls: float64(g.IntN(2)) / 4}
 		}
 	}
 	return f
 }
 
-// schema returns a random schema of 1 to 8 top-level fields.
-func (g *v20wRand) schema(t testing.TB) *schema.Schema {
+// Schema returns a random schema of 1 to 8 top-level fields.
+func (g *V20Rand) Schema(t testing.TB) *schema.Schema {
 	t.Helper()
 	fields := make([]arrow.Field, 1+g.IntN(8))
 	for i := range fields {
 		name := fmt.Sprintf("c%d", i)
 		fields[i] = g.field(name, name, 0, true)
 	}
-	return v20wSchema(t, fields...)
+	return SchemaOf(t, fields...)
 }
 
-// v20wRandomRecord returns n random rows of schema.
-func v20wRandomRecord(g *v20wRand, sch *schema.Schema, n int, mem memory.Allocator) arrow.RecordBatch {
+// V20RandomRecord returns n random rows of schema.
+func V20RandomRecord(g *V20Rand, sch *schema.Schema, n int, mem memory.Allocator) arrow.RecordBatch {
 	as := sch.LogicalArrow()
 	cols := make([]arrow.Array, len(sch.Fields))
 	for i, f := range as.Fields() {
@@ -166,10 +167,10 @@ func v20wRandomRecord(g *v20wRand, sch *schema.Schema, n int, mem memory.Allocat
 }
 
 // fill appends one random value of type dt for the field at path.
-func (g *v20wRand) fill(b array.Builder, path string, dt arrow.DataType) {
+func (g *V20Rand) fill(b array.Builder, path string, dt arrow.DataType) {
 	spec := g.specs[path]
 	if spec == nil {
-		spec = &v20wSpec{}
+		spec = &v20Spec{}
 	}
 	if dt.ID() != arrow.STRUCT && spec.nulls > 0 && g.Float64() < spec.nulls {
 		b.AppendNull()
@@ -260,6 +261,16 @@ func (g *v20wRand) fill(b array.Builder, path string, dt arrow.DataType) {
 			g.fill(b.FieldBuilder(i), path+"."+m.Name, m.Type)
 		}
 	default:
-		panic(fmt.Sprintf("v20wRand.fill: %T", b))
+		panic(fmt.Sprintf("V20Rand.fill: %T", b))
 	}
+}
+
+// SchemaOf builds a schema from Arrow fields.
+func SchemaOf(t testing.TB, fields ...arrow.Field) *schema.Schema {
+	t.Helper()
+	s, err := schema.FromArrow(arrow.NewSchema(fields, nil), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

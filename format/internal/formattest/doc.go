@@ -1,0 +1,10 @@
+// Package formattest makes the data that format's writer tests write:
+// random nested schemas and batches (RandGen for 2.1/2.2, V20Rand for
+// 2.0), hand-built edge cases (EdgeCases), blob columns and compressible
+// or dictionary columns. It is shared by format's own tests and by the
+// interop tests that have real Lance read the files written from the same
+// data, so it knows only Arrow and format/schema, never package format
+// (whose in-package tests import it).
+//
+// It is test infrastructure: only _test.go files import it.
+package formattest
