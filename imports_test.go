@@ -28,6 +28,7 @@ var layers = map[string]int{
 	"blob":                  1,
 	"format":                2,
 	"internal/fixturetest":  2,
+	"internal/formattest":   2, // data for format's writer tests, format's own and interop's
 	"dataset/manifest":      3, // the table model and its codecs, under dataset
 	"internal/manifesttest": 3, // edits fixture manifests with dataset/manifest
 	"dataset":               3,
@@ -47,7 +48,6 @@ var layers = map[string]int{
 	"format/internal/legacy":     2, // v1 data files
 	"format/internal/v20":        2, // 2.0 data files
 	"format/internal/structural": 2, // 2.1+ data files
-	"format/internal/formattest": 2, // data for the writer's tests, format's and interop's
 }
 
 // isolated packages may import no lancer package but the root (and, for
@@ -118,7 +118,6 @@ var formatLayers = map[string]int{
 	"format/internal/v20":        1,
 	"format/internal/structural": 1,
 	"format":                     2,
-	"format/internal/formattest": 2, // test data; format's tests import it, so it never imports format
 }
 
 // TestImportGraphFormatGenerations keeps format's file generations apart:
@@ -257,15 +256,7 @@ func TestTableProtobufsStayInManifest(t *testing.T) {
 		if r == "dataset/manifest" || under(r, "internal/pb") {
 			continue
 		}
-		imports := slices.Concat(p.Imports, p.TestImports, p.XTestImports)
-		if under(r, "format") {
-			// TODO(issue 16): format's writer interop tests still wrap
-			// each written file in a one-fragment manifest, encoded with
-			// the protobufs, for real Lance to read (writeDataset); the
-			// fixture-reading ones moved to interop/.
-			imports = p.Imports
-		}
-		if slices.Contains(imports, tablepb) {
+		if slices.Contains(slices.Concat(p.Imports, p.TestImports, p.XTestImports), tablepb) {
 			t.Errorf("%s imports %s: only dataset/manifest may", p.ImportPath, tablepb)
 		}
 	}

@@ -3,7 +3,6 @@ package format
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,7 +14,8 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
-	"github.com/lancerdb/lancer/format/internal/formattest"
+	"github.com/lancerdb/lancer/format/internal/structural"
+	"github.com/lancerdb/lancer/internal/formattest"
 )
 
 // readBlobs reads the blob column (field 1) of a written file back as
@@ -218,56 +218,17 @@ func TestStructuralWriterBlobV2AbortAfterFinish(t *testing.T) {
 	}
 }
 
-// TestStructuralWriterLanceReadsBlobs has real Lance read legacy blob
-// descriptors (2.1) and blob v2 descriptors and bytes (2.2).
-func TestStructuralWriterLanceReadsBlobs(t *testing.T) {
-	lanceReference(t)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	payloads := formattest.BlobPayloads()
-	var cases []datasetCase
-
-	s, rec := formattest.LegacyBlobBatch(t, mem, payloads)
-	uri, _ := writeDataset(t, dir, "legacy_blob", s, &WriterOptions{Version: Version2_1, Allocator: mem}, rec)
-	rec.Release()
-	st, err := blob.NewLocalStore(uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rows := readRowsJSON(t, st, "data/lancer-legacy_blob.lance", mem, 0)
-	cases = append(cases, datasetCase{name: "legacy_blob", uri: uri, want: rows})
-
-	s, rec = formattest.BlobV2Batch(t, mem, payloads, nil)
-	uri, _ = writeDataset(t, dir, "blob_v2", s, &WriterOptions{Version: Version2_2, Allocator: mem}, rec)
-	rec.Release()
-	if st, err = blob.NewLocalStore(uri); err != nil {
-		t.Fatal(err)
-	}
-	_, rows = readRowsJSON(t, st, "data/lancer-blob_v2.lance", mem, 0)
-	cases = append(cases, datasetCase{name: "blob_v2", uri: uri, want: rows})
-	compareWithLance(t, cases)
-
-	replies := askLance(t, "lance-blobs.mjs", []lanceRequest{{URI: uri, Column: "blob"}})
-	if replies[0].Error != "" {
-		t.Fatalf("real Lance could not fetch the blobs: %s", replies[0].Error)
-	}
-	if len(replies[0].Blobs) != len(payloads) {
-		t.Fatalf("real Lance fetched %d blobs, wrote %d", len(replies[0].Blobs), len(payloads))
-	}
-	for i, p := range payloads {
-		b := replies[0].Blobs[i]
-		switch {
-		case p == nil && b != nil:
-			t.Errorf("row %d: Lance fetched %d bytes of a null blob", i, len(*b))
-		case p == nil:
-		case b == nil:
-			t.Errorf("row %d: Lance fetched null, wrote %d bytes", i, len(p))
-		default:
-			got, err := base64.StdEncoding.DecodeString(*b)
-			if err != nil || !bytes.Equal(got, p) {
-				t.Errorf("row %d: Lance fetched %d bytes that differ from the %d written (%v)", i, len(got), len(p), err)
-			}
+// TestFormattestMetadataKeys: the metadata keys formattest's data asks the
+// writer with are the ones it reads.
+func TestFormattestMetadataKeys(t *testing.T) {
+	for _, k := range []struct{ test, writer string }{
+		{formattest.MetaCompression, fileio.MetaCompression},
+		{formattest.MetaCompressionLevel, fileio.MetaCompressionLevel},
+		{formattest.MetaBlobInlineThreshold, structural.MetaBlobInlineThreshold},
+		{formattest.MetaBlobDedicatedThreshold, structural.MetaBlobDedicatedThreshold},
+	} {
+		if k.test != k.writer {
+			t.Errorf("formattest asks with %q, the writer reads %q", k.test, k.writer)
 		}
 	}
 }

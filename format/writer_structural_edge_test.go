@@ -13,9 +13,9 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
-	"github.com/lancerdb/lancer/format/internal/formattest"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/formattest"
 )
 
 // TestStructuralWriterEdgeCases writes each edge case in both versions and
@@ -87,37 +87,6 @@ func checkBlobsInStruct(t testing.TB, r *Reader, recs []arrow.RecordBatch) {
 			row++
 		}
 	}
-}
-
-// TestStructuralWriterLanceReadsEdgeCases has real Lance read the edge
-// cases it supports.
-func TestStructuralWriterLanceReadsEdgeCases(t *testing.T) {
-	lanceReference(t)
-	dir := t.TempDir()
-	var cases []datasetCase
-	for _, v := range []Version{Version2_1, Version2_2} {
-		for i, c := range formattest.EdgeCases {
-			if c.Only22 && v == Version2_1 {
-				continue
-			}
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			s, recs := c.Make(t, mem, v == Version2_2)
-			if s == nil {
-				continue
-			}
-			name := fmt.Sprintf("edge%d_%s", i, v)
-			uri, _ := writeDataset(t, dir, name, s, &WriterOptions{Version: v, PageSize: 4 << 10, Allocator: mem}, recs...)
-			formattest.ReleaseRecords(recs)
-			st, err := blob.NewLocalStore(uri)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, rows := readRowsJSON(t, st, "data/lancer-"+name+".lance", mem, 0)
-			cases = append(cases, datasetCase{name: name + " (" + c.Name + ")", uri: uri, want: rows})
-			mem.AssertSize(t, 0)
-		}
-	}
-	compareWithLance(t, cases)
 }
 
 // TestStructuralWriterEmpty: files without rows, and empty batches.

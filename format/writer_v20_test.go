@@ -15,15 +15,15 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/format/internal/formattest"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/formattest"
 )
 
 // Tests of the 2.0 writer: every 2.0 fixture file read and written again,
 // with Lance's own page layout; random schemas written in random batches
 // and pages and read back; odd inputs. Real Lance reading what lancer
-// writes is in writer_v20_interop_test.go.
+// writes is interop/format_writer_test.go's TestV20WriteLanceReads.
 
 // v20wKey is where the tests write their file.
 const v20wKey = "data/w.lance"

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -121,9 +120,9 @@ func (g *V20Rand) field(name, path string, depth int, top bool) arrow.Field {
 		if k := g.IntN(8); k < 3 {
 			// Compression on request (lance-encoding:compression).
 			scheme := []string{"zstd", "lz4", "fsst"}[k]
-			f.Metadata = arrow.NewMetadata([]string{fileio.MetaCompression}, []string{scheme})
+			f.Metadata = arrow.NewMetadata([]string{MetaCompression}, []string{scheme})
 			if g.IntN(2) == 0 {
-				f.Metadata = arrow.NewMetadata([]string{fileio.MetaCompression, fileio.MetaCompressionLevel}, []string{scheme, "7"})
+				f.Metadata = arrow.NewMetadata([]string{MetaCompression, MetaCompressionLevel}, []string{scheme, "7"})
 			}
 		}
 	case arrow.NULL:

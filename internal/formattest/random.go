@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -222,7 +221,7 @@ func (g *RandGen) Batch(mem memory.Allocator, s *schema.Schema, n int) arrow.Rec
 		cols[i] = g.column(mem, f.Type, n, nulls)
 	}
 	rec := array.NewRecordBatch(s.LogicalArrow(), cols, int64(n))
-	fileio.ReleaseAll(cols)
+	releaseAll(cols)
 	return rec
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -31,7 +30,7 @@ func Slices(rec arrow.RecordBatch, sizes ...int) []arrow.RecordBatch {
 func V20TextRecord(t testing.TB, n int, mem memory.Allocator) (*schema.Schema, arrow.RecordBatch) {
 	t.Helper()
 	md := func(scheme string) arrow.Metadata {
-		return arrow.NewMetadata([]string{fileio.MetaCompression}, []string{scheme})
+		return arrow.NewMetadata([]string{MetaCompression}, []string{scheme})
 	}
 	sch := SchemaOf(t,
 		arrow.Field{Name: "zstd", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: md("zstd")},

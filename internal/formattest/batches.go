@@ -7,8 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/lancerdb/lancer/format/internal/fileio"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -51,7 +49,7 @@ func LegacyBlobBatch(t testing.TB, mem memory.Allocator, payloads [][]byte) (*sc
 		}
 	}
 	cols := []arrow.Array{ids.NewArray(), bb.NewArray()}
-	defer fileio.ReleaseAll(cols)
+	defer releaseAll(cols)
 	return s, array.NewRecordBatch(s.LogicalArrow(), cols, int64(len(payloads)))
 }
 
@@ -64,7 +62,7 @@ func BlobV2Batch(t testing.TB, mem memory.Allocator, payloads [][]byte, uris map
 		arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
 	)
 	md := arrow.NewMetadata(
-		[]string{schema.MetaExtensionName, structural.MetaBlobDedicatedThreshold, structural.MetaBlobInlineThreshold},
+		[]string{schema.MetaExtensionName, MetaBlobDedicatedThreshold, MetaBlobInlineThreshold},
 		[]string{schema.BlobV2Extension, "65536", "64"},
 	)
 	as := arrow.NewSchema([]arrow.Field{
@@ -97,7 +95,7 @@ func BlobV2Batch(t testing.TB, mem memory.Allocator, payloads [][]byte, uris map
 		}
 	}
 	cols := []arrow.Array{ids.NewArray(), sb.NewArray()}
-	defer fileio.ReleaseAll(cols)
+	defer releaseAll(cols)
 	return s, array.NewRecordBatch(s.LogicalArrow(), cols, int64(len(payloads)))
 }
 
@@ -153,7 +151,7 @@ func ReleaseRecords(recs []arrow.RecordBatch) {
 // record wraps arrays (taking over their references) as a record batch.
 func record(t testing.TB, sch *arrow.Schema, arrs []arrow.Array, n int64) arrow.RecordBatch {
 	t.Helper()
-	defer fileio.ReleaseAll(arrs)
+	defer releaseAll(arrs)
 	for i, a := range arrs {
 		if a.Len() != int(n) {
 			t.Fatalf("column %q has %d rows, want %d", sch.Field(i).Name, a.Len(), n)

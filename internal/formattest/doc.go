@@ -3,8 +3,8 @@
 // 2.0), hand-built edge cases (EdgeCases), blob columns and compressible
 // or dictionary columns. It is shared by format's own tests and by the
 // interop tests that have real Lance read the files written from the same
-// data, so it knows only Arrow and format/schema, never package format
-// (whose in-package tests import it).
+// data, so it lives outside format/ and knows only Arrow and
+// format/schema, never package format (whose in-package tests import it).
 //
 // It is test infrastructure: only _test.go files import it.
 package formattest
