@@ -52,8 +52,10 @@ type mergeOp struct {
 // lancer.ErrInvalidArgument (an unknown column lancer.ErrNotFound) that
 // points into it. A commit that lost the race to a concurrent change of
 // rows or schema fails with a *ConflictError (Retryable when computing the
-// columns again on the latest version would do).
-func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, error) {
+// columns again on the latest version would do). opts configure the
+// commit (nil: the defaults).
+func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn, opts *CommitOptions) (*Dataset, error) {
+	d = d.using(opts)
 	if err := d.checkAddColumns(); err != nil {
 		return nil, err
 	}
@@ -99,7 +101,7 @@ func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, e
 		return nil, err
 	}
 	if allNulls {
-		return d.commitMerge(ctx, newSchema, &mergeOp{fragments: manifest.CloneFragments(d.manifest.Fragments)})
+		return d.commitMerge(ctx, opts, newSchema, &mergeOp{fragments: manifest.CloneFragments(d.manifest.Fragments)})
 	}
 	mem := d.opts.Allocator
 	merge, err := d.writeColumns(ctx, read, newSchema, func(live arrow.RecordBatch) ([]arrow.Array, error) {
@@ -117,7 +119,7 @@ func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, e
 	if err != nil {
 		return nil, err
 	}
-	return d.commitMerge(ctx, newSchema, merge)
+	return d.commitMerge(ctx, opts, newSchema, merge)
 }
 
 // AddColumnsFromData adds the columns of data other than on to every row
@@ -132,8 +134,9 @@ func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, e
 // A duplicate key in data is an error wrapping lancer.ErrInvalidArgument,
 // a column the dataset already has one wrapping lancer.ErrAlreadyExists, a
 // missing key column one wrapping lancer.ErrNotFound. Files and commit are
-// as for AddColumns.
-func (d *Dataset) AddColumnsFromData(ctx context.Context, data array.RecordReader, on string) (*Dataset, error) {
+// as for AddColumns; opts configure the commit (nil: the defaults).
+func (d *Dataset) AddColumnsFromData(ctx context.Context, data array.RecordReader, on string, opts *CommitOptions) (*Dataset, error) {
+	d = d.using(opts)
 	if err := d.checkAddColumns(); err != nil {
 		return nil, err
 	}
@@ -201,7 +204,7 @@ func (d *Dataset) AddColumnsFromData(ctx context.Context, data array.RecordReade
 	if err != nil {
 		return nil, err
 	}
-	return d.commitMerge(ctx, newSchema, merge)
+	return d.commitMerge(ctx, opts, newSchema, merge)
 }
 
 // checkAddColumns refuses versions lancer cannot add columns to.
@@ -261,10 +264,10 @@ func (d *Dataset) newFields(fields []arrow.Field) (*schema.Schema, error) {
 }
 
 // commitMerge commits the Merge of the new fields into the version.
-func (d *Dataset) commitMerge(ctx context.Context, added *schema.Schema, merge *mergeOp) (*Dataset, error) {
+func (d *Dataset) commitMerge(ctx context.Context, opts *CommitOptions, added *schema.Schema, merge *mergeOp) (*Dataset, error) {
 	newFields, _ := schemaproto.Encode(added)
 	fields := append(cloneFields(d.manifest), newFields...)
-	return d.commit(ctx, &operation{kind: opMerge, fields: fields, merge: merge}, DefaultCommitRetries)
+	return d.commit(ctx, &operation{kind: opMerge, fields: fields, merge: merge}, opts)
 }
 
 // writeColumns writes, for every fragment of the version, a data file of

@@ -27,7 +27,7 @@ func TestClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.Delete(ctx, "id = 2"); err != nil {
+	if d, err = d.Delete(ctx, "id = 2", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := dataset.StoreLocation(src); got != src.Root() {

@@ -155,7 +155,7 @@ func testDatasetOnCloud(t *testing.T, uri string, options map[string]string) {
 			t.Fatal(err)
 		}
 	}
-	if d, err = d.Delete(ctx, "id % 4 = 0"); err != nil {
+	if d, err = d.Delete(ctx, "id % 4 = 0", nil); err != nil {
 		t.Fatal(err)
 	}
 	if d.Version() != 5 || len(d.Manifest().Fragments) != 4 {

@@ -146,6 +146,17 @@
 // deletes of different rows both land), or fails with a *ConflictError
 // wrapping lancer.ErrConflict that names the other transaction.
 //
+// Every write verb takes CommitOptions, embedded in its options struct
+// (WriteOptions, AppendOptions, CompactOptions, MergeInsertOptions,
+// CreateIndexOptions, ThreeWayOptions) or as its last argument (Delete,
+// Update, AddColumns, DropColumns, Restore, ...; nil for the defaults):
+// how often to retry, the allocator, the transaction properties to record.
+// RetryCommit is the one retry loop: a lost race is rebased and tried
+// again, Delete, Update and MergeInsert compute their rows again after a
+// retryable conflict, and branch.Merge merges again, all drawing on one
+// budget of CommitOptions.Retries per call, with Lance's randomized slot
+// backoff in between.
+//
 //   - C1. A version, once its manifest exists, never changes; no commit
 //     overwrites or deletes a manifest (only Cleanup removes old ones).
 //   - C2. A failed or crashed write leaves the dataset at its last committed

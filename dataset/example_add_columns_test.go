@@ -79,7 +79,7 @@ func ExampleDataset_AddColumns() {
 		log.Fatal(err)
 	}
 
-	d, err = d.AddColumns(ctx, []dataset.NewColumn{{Name: "gross", Expr: "price * 1.2"}})
+	d, err = d.AddColumns(ctx, []dataset.NewColumn{{Name: "gross", Expr: "price * 1.2"}}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func ExampleDataset_AddColumns() {
 		{Name: "stock", Type: arrow.PrimitiveTypes.Int32},
 	}, ids.NewArray(), stock.NewArray())
 	defer data.Release()
-	if d, err = d.AddColumnsFromData(ctx, data, "id"); err != nil {
+	if d, err = d.AddColumnsFromData(ctx, data, "id", nil); err != nil {
 		log.Fatal(err)
 	}
 

@@ -199,10 +199,10 @@ var faultOps = []faultOp{
 		return d.Append(ctx, idRows(t, memory.DefaultAllocator, 1000, 40), nil)
 	}},
 	{"delete", func(ctx context.Context, t *testing.T, d *Dataset) (*Dataset, error) {
-		return d.Delete(ctx, "id % 5 = 0 OR id > 250")
+		return d.Delete(ctx, "id % 5 = 0 OR id > 250", nil)
 	}},
 	{"update", func(ctx context.Context, t *testing.T, d *Dataset) (*Dataset, error) {
-		d, _, err := d.Update(ctx, map[string]string{"s": "'updated'"}, "id >= 90 AND id < 130")
+		d, _, err := d.Update(ctx, map[string]string{"s": "'updated'"}, "id >= 90 AND id < 130", nil)
 		return d, err
 	}},
 	{"compact", func(ctx context.Context, t *testing.T, d *Dataset) (*Dataset, error) {
@@ -220,7 +220,7 @@ func TestFaultyCommits(t *testing.T) {
 	ctx := context.Background()
 	base := blob.NewMemStore(t.Name())
 	d := smallFragments(t, base, memory.DefaultAllocator, format.Version2_2, false, 3, 100)
-	if _, err := d.Delete(ctx, "id % 7 = 1"); err != nil {
+	if _, err := d.Delete(ctx, "id % 7 = 1", nil); err != nil {
 		t.Fatal(err)
 	}
 	prev, err := LatestVersion(ctx, base)

@@ -248,13 +248,21 @@ func (b *bank) fragments(t testing.TB, store blob.Store, n int) []*manifest.Frag
 // d's version.
 func appendBank(ctx context.Context, t testing.TB, d *Dataset, b *bank, n, retries int) (*Dataset, error) {
 	t.Helper()
-	return d.commit(ctx, &operation{kind: opAppend, fragments: b.fragments(t, d.store, n)}, retries)
+	return d.commit(ctx, &operation{kind: opAppend, fragments: b.fragments(t, d.store, n)}, withRetries(retries))
+}
+
+// withRetries is CommitOptions allowing n retries (0: none).
+func withRetries(n int) *CommitOptions {
+	if n == 0 {
+		n = -1
+	}
+	return &CommitOptions{Retries: n}
 }
 
 // overwriteBank commits an Overwrite of d with one copy of the bank.
 func overwriteBank(ctx context.Context, t testing.TB, d *Dataset, b *bank, stable bool) (*Dataset, error) {
 	t.Helper()
-	return d.commit(ctx, newOverwrite(b.schema, b.fragments(t, d.store, 1), b.format, stable), DefaultCommitRetries)
+	return d.commit(ctx, newOverwrite(b.schema, b.fragments(t, d.store, 1), b.format, stable), nil)
 }
 
 // opAs returns txn's operation as a T; the zero T (nil) when it is another.

@@ -184,7 +184,7 @@ func TestS3LancerWritesLanceReads(t *testing.T) {
 	if d, err = d.Append(ctx, s3Records(100, 250), nil); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.Delete(ctx, "id % 7 = 0"); err != nil {
+	if d, err = d.Delete(ctx, "id % 7 = 0", nil); err != nil {
 		t.Fatal(err)
 	}
 	d, stats, err := d.Compact(ctx, nil)

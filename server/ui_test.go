@@ -116,7 +116,7 @@ func uiFixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := exp.Update(ctx, map[string]string{"label": "'bird'"}, "id < 2"); err != nil {
+	if _, _, err := exp.Update(ctx, map[string]string{"label": "'bird'"}, "id < 2", nil); err != nil {
 		t.Fatal(err)
 	}
 	main, err := branch.Open(ctx, root, branch.Ref{}, nil)

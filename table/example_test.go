@@ -87,7 +87,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := exp.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 7"); err != nil {
+	if _, err := exp.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 7", nil); err != nil {
 		log.Fatal(err)
 	}
 	res2, err := t.Merge(ctx, table.Ref{Branch: "relabel"}, nil)

@@ -180,7 +180,7 @@ func newIndexDropCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out, err := ds.DropIndex(cmd.Context(), args[1])
+			out, err := ds.DropIndex(cmd.Context(), args[1], nil)
 			if err != nil {
 				return err
 			}
@@ -199,7 +199,7 @@ func newIndexOptimizeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out, err := ds.OptimizeIndexes(cmd.Context())
+			out, err := ds.OptimizeIndexes(cmd.Context(), nil)
 			if err != nil {
 				return err
 			}

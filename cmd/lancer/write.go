@@ -69,7 +69,7 @@ Use --filter true to delete every row.`,
 			if err != nil {
 				return err
 			}
-			out, err := ds.Delete(ctx, filter)
+			out, err := ds.Delete(ctx, filter, nil)
 			if err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ Every expression sees the values before the update.`,
 			if err != nil {
 				return err
 			}
-			out, stats, err := ds.Update(ctx, set, filter)
+			out, stats, err := ds.Update(ctx, set, filter, nil)
 			if err != nil {
 				return err
 			}
@@ -275,7 +275,7 @@ The versions in between stay in the history.`,
 			if err != nil {
 				return err
 			}
-			out, err := ds.Restore(ctx)
+			out, err := ds.Restore(ctx, nil)
 			if err != nil {
 				return err
 			}
