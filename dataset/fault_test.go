@@ -142,7 +142,7 @@ func TestFaultyReads(t *testing.T) {
 			for seed := range uint64(4) {
 				f := blob.NewFaultStore(store, seed, blob.Fault{Ops: reads, Probability: 0.25},
 					blob.Fault{Ops: []blob.Op{blob.OpReadRange}, Probability: 0.1, Action: blob.Truncate, Drop: 7})
-				got, err := readEverything(ctx, t, blob.WithRetry(f, blob.RetryOptions{MaxTries: 20, Backoff: time.Microsecond}), take)
+				got, err := readEverything(ctx, t, blob.WithRetry(f, &blob.RetryOptions{MaxTries: 20, Backoff: time.Microsecond}), take)
 				if err != nil {
 					t.Fatalf("seed %d: %v (%d faults)", seed, err, f.Injected())
 				}
@@ -269,7 +269,7 @@ func TestFaultyCommits(t *testing.T) {
 					f := blob.NewFaultStore(store, 1)
 					var through blob.Store = f
 					if mode.retried {
-						through = blob.WithRetry(f, blob.RetryOptions{Backoff: time.Microsecond})
+						through = blob.WithRetry(f, &blob.RetryOptions{Backoff: time.Microsecond})
 					}
 					d := openStore(t, through, 0, nil)
 					ft := mode.fault
