@@ -88,6 +88,9 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 		return permanent(e)
 	}
 	err = retry(ctx, co.opts, func(ctx context.Context, _ *CommitOptions) error {
+		// Each attempt says afresh whether its failure is definite; a
+		// backoff cancelled after a lost race keeps that race's answer.
+		definite = false
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
@@ -159,7 +162,9 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 		if co.readVersion == 0 && co.createOnly {
 			return fail(fmt.Errorf("dataset: create %s: a dataset was created concurrently: %w", store.URI(), lancer.ErrAlreadyExists))
 		}
-		// Lost the race: the retry rebases over the winner.
+		// Lost the race, so nothing was created: the retry rebases over
+		// the winner.
+		definite = true
 		return &ConflictError{
 			Operation:   op.kind.String(),
 			ReadVersion: co.readVersion,
@@ -169,12 +174,6 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 		}
 	})
 	if err != nil {
-		// A lost race that used up the retries certainly created nothing;
-		// so does a cancelled backoff.
-		var ce *ConflictError
-		if errors.As(err, &ce) || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			definite = true
-		}
 		return nil, err
 	}
 	return ds, nil
