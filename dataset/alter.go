@@ -6,12 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
 
 // DropColumns removes columns from the schema and returns the new version.
@@ -28,7 +25,7 @@ func (d *Dataset) DropColumns(ctx context.Context, columns []string, opts *Commi
 		return nil, fmt.Errorf("dataset: drop columns: no column named: %w", lancer.ErrInvalidArgument)
 	}
 	paths := slices.Clone(columns)
-	return d.alter(ctx, opts, func(m *manifest.Manifest) ([]*filepb.Field, error) { return dropFields(m, paths) })
+	return d.alter(ctx, opts, func(m *manifest.Manifest) ([]*schema.Field, error) { return dropFields(m, paths) })
 }
 
 // RenameColumn renames the column at path (a top-level column or a member
@@ -38,12 +35,12 @@ func (d *Dataset) DropColumns(ctx context.Context, columns []string, opts *Commi
 // without dots, and unused among the column's siblings. opts configure
 // the commit (nil: the defaults).
 func (d *Dataset) RenameColumn(ctx context.Context, path, newName string, opts *CommitOptions) (*Dataset, error) {
-	return d.alter(ctx, opts, func(m *manifest.Manifest) ([]*filepb.Field, error) { return renameField(m, path, newName) })
+	return d.alter(ctx, opts, func(m *manifest.Manifest) ([]*schema.Field, error) { return renameField(m, path, newName) })
 }
 
 // alter commits the Project operation whose schema project derives from a
 // manifest.
-func (d *Dataset) alter(ctx context.Context, opts *CommitOptions, project func(m *manifest.Manifest) ([]*filepb.Field, error)) (*Dataset, error) {
+func (d *Dataset) alter(ctx context.Context, opts *CommitOptions, project func(m *manifest.Manifest) ([]*schema.Field, error)) (*Dataset, error) {
 	d = d.using(opts)
 	if err := d.checkWritable(); err != nil {
 		return nil, err
@@ -87,18 +84,19 @@ func resolveColumn(s *schema.Schema, path string) (f, parent *schema.Field, err 
 	return cur, parent, nil
 }
 
-// cloneFields copies the manifest's field protobufs, unknown fields kept.
-func cloneFields(m *manifest.Manifest) []*filepb.Field {
-	out := make([]*filepb.Field, len(m.Fields()))
+// cloneFields copies the manifest's recorded fields, what lancer does not
+// know of them kept.
+func cloneFields(m *manifest.Manifest) []*schema.Field {
+	out := make([]*schema.Field, len(m.Fields()))
 	for i, f := range m.Fields() {
-		out[i] = proto.Clone(f).(*filepb.Field)
+		out[i] = f.Clone()
 	}
 	return out
 }
 
 // dropFields returns m's fields without those at paths and their
 // descendants.
-func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
+func dropFields(m *manifest.Manifest, paths []string) ([]*schema.Field, error) {
 	drop := map[int32]bool{}
 	for _, p := range paths {
 		f, _, err := resolveColumn(m.Schema, p)
@@ -128,9 +126,9 @@ func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
 	if emptied != nil {
 		return nil, emptied
 	}
-	var out []*filepb.Field
+	var out []*schema.Field
 	for _, f := range cloneFields(m) {
-		if !drop[f.Id] {
+		if !drop[f.ID] {
 			out = append(out, f)
 		}
 	}
@@ -138,7 +136,7 @@ func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
 }
 
 // renameField returns m's fields with the field at path named newName.
-func renameField(m *manifest.Manifest, path, newName string) ([]*filepb.Field, error) {
+func renameField(m *manifest.Manifest, path, newName string) ([]*schema.Field, error) {
 	f, parent, err := resolveColumn(m.Schema, path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: rename column: %w", err)
@@ -159,7 +157,7 @@ func renameField(m *manifest.Manifest, path, newName string) ([]*filepb.Field, e
 	}
 	out := cloneFields(m)
 	for _, pf := range out {
-		if pf.Id == f.ID {
+		if pf.ID == f.ID {
 			pf.Name = newName
 		}
 	}
