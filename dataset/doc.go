@@ -210,7 +210,13 @@
 //
 // # Example
 //
-//	d, err := dataset.OpenURI(ctx, "/data/items.lance", nil)
+// table.Open is the way in by URI; dataset works on a store its caller
+// opened and closes:
+//
+//	store, err := blob.OpenWithOptions(ctx, "s3://bucket/items.lance", storageOptions)
+//	...
+//	defer store.(io.Closer).Close() // a cloud store holds connections
+//	d, err := dataset.Open(ctx, store, nil)
 //	...
 //	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id", "vec"}, WithRowID: true})
 //	...
