@@ -32,6 +32,7 @@ var layers = map[string]int{
 	"internal/manifesttest": 3, // edits fixture manifests with dataset/manifest
 	"dataset":               3,
 	"branch":                4,
+	"internal/checktest":    4, // runs dataset.Check and branch.Check on what tests wrote
 	"server":                6,
 	"bench":                 7,
 	"cmd":                   7, // cmd/lancer/internal: what only the CLI uses (demo, importer, sample)

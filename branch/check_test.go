@@ -6,39 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/checktest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
-
-// checkFamilyWhenDone checks every version of every line of the dataset
-// family at root, and its refs, when the test ends, failing the test on a
-// violation: what branch tests write must satisfy the invariants. A test
-// that failed already is left alone, and so is a family the test broke on
-// purpose (brokenOnPurpose), whose findings the test checks itself.
-func checkFamilyWhenDone(t testing.TB, root blob.Store) {
-	t.Helper()
-	t.Cleanup(func() {
-		if _, broken := brokenOnPurpose.LoadAndDelete(root); broken || t.Failed() {
-			return
-		}
-		r, err := branch.Check(context.Background(), root, &dataset.CheckOptions{AllVersions: true})
-		if err != nil {
-			t.Errorf("check %s: %v", root.URI(), err)
-			return
-		}
-		for _, v := range r.Violations {
-			t.Errorf("check %s: %s", root.URI(), v)
-		}
-	})
-}
-
-// brokenOnPurpose holds the roots of families a test broke on purpose.
-var brokenOnPurpose sync.Map
 
 // TestCheckFixtureFamilies checks every fixture with its branches and tags,
 // every version, where it lies: the base paths Lance recorded elsewhere
@@ -118,7 +93,9 @@ func TestCheckFindsBrokenRefs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, root := copyWithBranchTag(t)
-			brokenOnPurpose.Store(root, true)
+			if tc.want != nil {
+				checktest.ExpectViolations(root, tc.want...)
+			}
 			tc.corrupt(t, dir)
 			r, err := branch.Check(context.Background(), root, &dataset.CheckOptions{AllVersions: true})
 			if err != nil {

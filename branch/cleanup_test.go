@@ -18,6 +18,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/checktest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -64,7 +65,7 @@ func copyWithBranchTag(t *testing.T) (string, blob.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFamilyWhenDone(t, root)
+	checktest.CleanRootWhenDone(t, root)
 	versions, err := dataset.ListVersions(context.Background(), blob.Sub(root, "tree/exp"))
 	if err != nil || len(versions) < 2 {
 		t.Fatalf("branch exp versions %v: %v", versions, err)
@@ -189,7 +190,7 @@ func TestCleanupMainAloneBreaksBranch(t *testing.T) {
 	if err := readBranch(ctx, root, "exp"); err == nil {
 		t.Fatal("the branch still reads after main was cleaned alone: the test no longer shows anything")
 	}
-	brokenOnPurpose.Store(root, true)
+	checktest.ExpectViolations(root, "B1", "D4")
 	r, err := branch.Check(ctx, root, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/internal/checktest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -67,7 +68,7 @@ func newDataset(t *testing.T, n int64, size, perFile int) (string, blob.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFamilyWhenDone(t, root)
+	checktest.CleanRootWhenDone(t, root)
 	r := rowsReader(0, n, size)
 	ds, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{MaxRowsPerFile: perFile})
 	r.Release()

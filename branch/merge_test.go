@@ -18,6 +18,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/checktest"
 )
 
 // kv builds rows {id, val} for the given ids, val "v<id>" unless vals
@@ -167,7 +168,7 @@ func newFamily(t *testing.T, stable bool, ids []int64) (blob.Store, *line) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFamilyWhenDone(t, root)
+	checktest.CleanRootWhenDone(t, root)
 	r := kv(ids, nil)
 	defer r.Release()
 	if _, err := dataset.Write(context.Background(), root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 40}); err != nil {

@@ -18,7 +18,9 @@ import (
 // ends and fails the test on any violation: what a test writes must
 // satisfy the invariants of doc.go. A test that failed already, or that
 // wrote no dataset, is left alone; one that broke the dataset on purpose
-// says which invariants with expectViolations.
+// says which invariants with expectViolations. Packages above dataset use
+// internal/checktest instead, which dataset's own tests cannot import (it
+// imports dataset).
 func checkWhenDone(t testing.TB, store blob.Store) {
 	t.Helper()
 	t.Cleanup(func() {

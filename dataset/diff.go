@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
 // Row changes a Diff reports in its ChangeColumn.
@@ -201,5 +202,5 @@ func (r *Changes) withChange(rec arrow.RecordBatch, change string) arrow.RecordB
 // Reader reads the diff's rows under ctx as an array.RecordReader, for
 // APIs that take one. Release it when done.
 func (r *Changes) Reader(ctx context.Context) array.RecordReader {
-	return readerOf(r.schema, r.Batches(ctx))
+	return arrowutil.ReaderFromIter(r.schema, r.Batches(ctx), &arrowutil.ReaderOptions{Borrowed: true})
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
 // defaultBatchSize is the number of physical rows a scan reads at a time
@@ -239,24 +240,7 @@ func (s *Scanner) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, erro
 // take one (Write, Append, an IPC writer). Release it when done; that stops
 // the scan and closes its cursors.
 func (s *Scanner) Reader(ctx context.Context) array.RecordReader {
-	return readerOf(s.Schema(), s.Batches(ctx))
-}
-
-// readerOf turns batches yielded as Batches yields them (valid for one
-// iteration) into an array.RecordReader: arrow's ReaderFromIter releases
-// each batch on the next Next, so each is retained for it. The iterator,
-// with whatever context it captured, lives in the reader's closures only.
-func readerOf(schema *arrow.Schema, batches iter.Seq2[arrow.RecordBatch, error]) array.RecordReader {
-	return array.ReaderFromIter(schema, func(yield func(arrow.RecordBatch, error) bool) {
-		for rec, err := range batches {
-			if rec != nil {
-				rec.Retain()
-			}
-			if !yield(rec, err) {
-				return
-			}
-		}
-	})
+	return arrowutil.ReaderFromIter(s.Schema(), s.Batches(ctx), &arrowutil.ReaderOptions{Borrowed: true})
 }
 
 // start begins a run of the scan.

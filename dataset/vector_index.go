@@ -242,7 +242,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	if err != nil {
 		return nil, nil, fmt.Errorf("dataset: write index %s: %w", manifest.Location(d.store, key), err)
 	}
-	written, err := ivf.WriteTo(w)
+	written, err := ivf.WriteToContext(ctx, w)
 	if err == nil && written != size {
 		err = fmt.Errorf("wrote %d bytes, expected %d", written, size)
 	}

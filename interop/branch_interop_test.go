@@ -13,6 +13,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/checktest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/lancereftest"
 )
@@ -90,7 +91,7 @@ func lancerRefRows(t *testing.T, root blob.Store, ref branch.Ref) [][]byte {
 // branch (and main) with the same rows, row ids included, as lancer.
 func agreeOnBranches(t *testing.T, node, ref, uri string, root blob.Store, branches ...string) {
 	t.Helper()
-	checkInvariants(t, uri)
+	checktest.CleanURI(t, context.Background(), uri)
 	var reqs []request
 	for _, b := range branches {
 		reqs = append(reqs, request{URI: uri, Branch: b, WithRowID: true})

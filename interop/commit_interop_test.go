@@ -18,6 +18,7 @@ import (
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/checktest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/lancereftest"
 )
@@ -110,8 +111,8 @@ func lancerRowsOf(t *testing.T, version uint64, open func(*dataset.OpenOptions) 
 // every version the same schema and the same rows (row ids included).
 func agree(t *testing.T, node, ref, uri string) {
 	t.Helper()
-	checkInvariants(t, uri)
 	ctx := context.Background()
+	checktest.CleanURI(t, ctx, uri)
 	d, err := openDir(ctx, uri, nil)
 	if err != nil {
 		t.Fatal(err)

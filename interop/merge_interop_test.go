@@ -13,6 +13,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/checktest"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/lancereftest"
 )
@@ -78,7 +79,7 @@ func ids(from, to int64) []int64 {
 // same rows.
 func branchAgree(t *testing.T, node, ref, uri string, root blob.Store, name string) {
 	t.Helper()
-	checkInvariants(t, uri)
+	checktest.CleanURI(t, context.Background(), uri)
 	r := lanceRows(t, node, ref, []request{{URI: uri, Branch: name, WithRowID: true}})[0]
 	if r.Error != "" {
 		t.Fatalf("real Lance cannot read branch %s: %s", name, r.Error)

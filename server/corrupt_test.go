@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/lancerdb/lancer/internal/checktest"
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -35,7 +36,7 @@ func TestServerTruncatedDataFile(t *testing.T) {
 		if err := os.Truncate(files[0], int64(float64(fi.Size())*keep)); err != nil {
 			t.Fatal(err)
 		}
-		brokenOnPurpose.Store(dir, true)
+		checktest.ExpectViolations(dir)
 		for _, body := range []string{`{"k":10000}`, `{"filter":"_rowoffset IN (1, 1999)"}`, `{"vector":[1,1],"k":3}`} {
 			rec := do(t, s, "POST", "/v1/table/t/query/", []byte(body), nil)
 			if msg, _ := errorOf(t, rec); rec.Code != 500 || !strings.Contains(msg, "corrupt") {
@@ -75,7 +76,7 @@ func TestServerCorruptLaterFragment(t *testing.T) {
 	if err := os.Truncate(second, fi.Size()/2); err != nil {
 		t.Fatal(err)
 	}
-	brokenOnPurpose.Store(dir, true)
+	checktest.ExpectViolations(dir)
 	// Over a real connection: the server must break it off, so that the
 	// client (and any proxy) sees an answer cut short, not one that ended.
 	ts := httptest.NewServer(s)

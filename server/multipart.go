@@ -650,11 +650,11 @@ func openParts(ctx context.Context, store blob.Store, parts []*stagedPart) (arra
 	}
 	// A stream released unread never ran the iterator: the first part is
 	// closed here then.
-	return arrowutil.ReaderFromIter(schema, batches, func() {
+	return arrowutil.ReaderFromIter(schema, batches, &arrowutil.ReaderOptions{Cleanup: func() {
 		if !started {
 			first.rd.Release()
 		}
-	}), nil
+	}}), nil
 }
 
 // openedPart is a staged part being read.

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lancerdb/lancer/internal/checktest"
 	"github.com/lancerdb/lancer/server"
 )
 
@@ -38,7 +39,7 @@ func newServer(t *testing.T, opts server.Options) (*server.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTablesWhenDone(t, opts.DataDir)
+	checktest.CleanTreeWhenDone(t, opts.DataDir)
 	return s, opts.DataDir
 }
 

@@ -8,37 +8,8 @@ import (
 	"testing"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/table"
 )
-
-// checkWhenDone checks every version of every line of the table at uri,
-// and its refs, when the test ends, failing the test on a violation: what
-// the handle writes must satisfy the invariants. A test that failed
-// already is left alone.
-func checkWhenDone(t *testing.T, uri string) {
-	t.Helper()
-	t.Cleanup(func() {
-		if t.Failed() {
-			return
-		}
-		ctx := context.Background()
-		tb, err := table.Open(ctx, uri, nil)
-		if err != nil {
-			t.Errorf("check %s: %v", uri, err)
-			return
-		}
-		defer tb.Close()
-		r, err := tb.Check(ctx, &dataset.CheckOptions{AllVersions: true})
-		if err != nil {
-			t.Errorf("check %s: %v", uri, err)
-			return
-		}
-		for _, v := range r.Violations {
-			t.Errorf("check %s: %s", uri, v)
-		}
-	})
-}
 
 func TestCheck(t *testing.T) {
 	ctx := context.Background()

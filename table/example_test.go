@@ -141,3 +141,148 @@ func ExampleOpen() {
 	// at main@3
 	// exp@5 has 53 rows
 }
+
+// tempTable creates a table of photos [0, n) in a new temporary folder and
+// returns it with a func that closes it and removes the folder.
+func tempTable(ctx context.Context, n int) (*table.Table, func()) {
+	dir, err := os.MkdirTemp("", "example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := photos(0, n)
+	defer r.Release()
+	t, err := table.Create(ctx, filepath.Join(dir, "photos.lance"), r, nil, nil)
+	if err != nil {
+		os.RemoveAll(dir)
+		log.Fatal(err)
+	}
+	return t, func() {
+		t.Close()
+		os.RemoveAll(dir)
+	}
+}
+
+// Index a vector column, then find the rows nearest a query vector among
+// those a filter keeps. Without an index the search is exact.
+func ExampleTable_Search() {
+	ctx := context.Background()
+	t, done := tempTable(ctx, 100)
+	defer done()
+
+	if err := t.CreateIndex(ctx, "embedding", nil); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("index:", t.Indices()[0].Name)
+
+	res, err := t.Search(ctx, "embedding", []float32{42.3, 1}, &dataset.SearchOptions{
+		K:       3,
+		Filter:  "tag = 'cat'",
+		Columns: []string{"id", "tag"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer res.Release()
+	for i := range int(res.NumRows()) {
+		fmt.Println("near:", res.Column(0).(*array.Int64).Value(i), res.Column(1).(*array.String).Value(i))
+	}
+	// Output:
+	// index: embedding_idx
+	// near: 42 cat
+	// near: 44 cat
+	// near: 40 cat
+}
+
+// Work on a branch while main moves on, then merge the branch back: both
+// sides' changes are kept, in one new version of main.
+func ExampleTable_Merge() {
+	ctx := context.Background()
+	t, done := tempTable(ctx, 4)
+	defer done()
+
+	fix, err := t.CreateBranch(ctx, "fix", table.Ref{}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer fix.Close()
+	if _, err := fix.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 1"); err != nil {
+		log.Fatal(err)
+	}
+	r := photos(4, 6)
+	err = t.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	res, err := t.Merge(ctx, table.Ref{Branch: "fix"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Without stable row ids (dataset.WriteOptions.EnableStableRowIDs) an
+	// update moves the row: it merges as a deletion and an insertion.
+	rep := res.Report
+	fmt.Printf("merged %s into %s (base %s): %d added, %d deleted, fast-forward %t\n",
+		res.Source, res.Target, res.Base, rep.RowsAdded, rep.RowsDeleted, res.FastForward)
+	rows, _ := t.Count(ctx, "")
+	birds, _ := t.Count(ctx, "tag = 'bird'")
+	fmt.Printf("main@%d: %d rows, %d bird\n", t.Version(), rows, birds)
+	// Output:
+	// merged fix@2 into main@2 (base main@1): 1 added, 1 deleted, fast-forward false
+	// main@3: 6 rows, 1 bird
+}
+
+// List what changed between two versions, row by row, then the history
+// of every line, newest first, with its parents.
+func ExampleTable_Diff() {
+	ctx := context.Background()
+	t, done := tempTable(ctx, 4)
+	defer done()
+
+	if err := t.Delete(ctx, "id = 0"); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := t.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 3"); err != nil {
+		log.Fatal(err)
+	}
+	r := photos(4, 5)
+	err := t.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Without stable row ids an update is a deletion and an insertion.
+	changes, err := t.Diff(ctx, table.Ref{Version: 1}, t.Ref(), &dataset.DiffOptions{Columns: []string{"id", "tag"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for rec, err := range changes.Batches(ctx) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		change := rec.Column(rec.Schema().FieldIndices(dataset.ChangeColumn)[0]).(*array.String)
+		ids := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int64)
+		tags := rec.Column(rec.Schema().FieldIndices("tag")[0]).(*array.String)
+		for i := range int(rec.NumRows()) {
+			fmt.Println(change.Value(i), ids.Value(i), tags.Value(i))
+		}
+	}
+
+	commits, err := t.Log(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range commits {
+		fmt.Println(c.Ref(), c.Operation, "parents", c.Parents)
+	}
+	// Output:
+	// delete 0 cat
+	// delete 3 dog
+	// insert 3 bird
+	// insert 4 cat
+	// main@4 Append parents [main@3]
+	// main@3 Update parents [main@2]
+	// main@2 Delete parents [main@1]
+	// main@1 Overwrite parents []
+}

@@ -112,10 +112,11 @@
 //
 // # Serialization and lazy loading
 //
-// WriteTo/MarshalBinary store the index as "LNCRIVF1" format version 2
-// (layout in ivf_codec.go): a fixed header (dimension, metric, sub-index,
-// storage, partitions, rows, HNSW and PQ parameters), then everything a
-// search needs before it reads a partition — centroids, SQ8 ranges or PQ
+// WriteToContext (and WriteTo, MarshalBinary) store the index as
+// "LNCRIVF1" format version 2 (layout in ivf_codec.go): a fixed header
+// (dimension, metric, sub-index, storage, partitions, rows, HNSW and PQ
+// parameters), then everything a search needs before it reads a
+// partition — centroids, SQ8 ranges or PQ
 // codebooks, partition radii and sizes, all row ids — then the partitions
 // (vectors or codes, and graphs), and at the end a directory of the
 // partitions (offset, length, CRC-32C) and a CRC-32C of the header, front

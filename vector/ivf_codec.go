@@ -151,6 +151,8 @@ func (h *HNSW) encodedSize() int {
 }
 
 // MarshalBinary returns the binary form of the index (see WriteTo).
+// encoding.BinaryMarshaler takes no ctx: for an index opened with OpenIVF,
+// WriteToContext is the cancellable way.
 func (x *IVF) MarshalBinary() ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(int(x.EncodedSize()))
@@ -218,12 +220,20 @@ func (c *crcWriter) u64s(v []uint64) {
 	}
 }
 
-// WriteTo writes the binary form of the index (version 2, layout in
-// ivf_codec.go) to w, streaming: it holds at most one partition's graph
-// encoding besides a small buffer. For an index opened with OpenIVF it
-// loads every partition through its cache (and fails if one cannot be
-// loaded). It returns the bytes written.
+// WriteTo is WriteToContext without a ctx, for io.WriterTo: an index
+// opened with OpenIVF loads the partitions it does not hold
+// uncancellably, so callers holding a ctx use WriteToContext.
 func (x *IVF) WriteTo(w io.Writer) (int64, error) {
+	return x.WriteToContext(context.Background(), w)
+}
+
+// WriteToContext writes the binary form of the index (version 2, layout
+// in ivf_codec.go) to w, streaming: it holds at most one partition's graph
+// encoding besides a small buffer. For an index opened with OpenIVF it
+// loads every partition through its cache with ctx (and fails if one
+// cannot be loaded). It stops with an error wrapping ctx's once ctx is
+// done, having written part of the index. It returns the bytes written.
+func (x *IVF) WriteToContext(ctx context.Context, w io.Writer) (int64, error) {
 	meta := crc32.New(castagnoli)
 	c := &crcWriter{w: bufio.NewWriterSize(w, 1<<16), crc: meta}
 	c.write([]byte(ivfMagic))
@@ -269,9 +279,10 @@ func (x *IVF) WriteTo(w io.Writer) (int64, error) {
 	}
 	dir := make([]dirEntry, P)
 	for p := 0; p < P && c.err == nil; p++ {
-		// io.WriterTo takes no ctx: a lazily opened index reads the
-		// partitions it does not hold uncancellably.
-		pt, err := x.part(context.Background(), p)
+		if err := ctx.Err(); err != nil {
+			return c.n, fmt.Errorf("vector: write ivf index: partition %d: %w", p, err)
+		}
+		pt, err := x.part(ctx, p)
 		if err != nil {
 			return c.n, err
 		}

@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lancerdb/lancer"
 )
@@ -410,5 +412,58 @@ func TestOpenIVFContext(t *testing.T) {
 		if shared && (pc.loads == 0 || z.LoadedPartitions() != 0) {
 			t.Fatalf("the caller's cache loaded %d partitions, the index's own holds %d", pc.loads, z.LoadedPartitions())
 		}
+	}
+}
+
+// TestIVFWriteToContext: writing out an index opened with OpenIVF loads
+// the partitions it does not hold with the caller's ctx: it writes what
+// MarshalBinary writes, and a ctx cancelled before, or while a partition
+// loads, stops it with an error wrapping context.Canceled.
+func TestIVFWriteToContext(t *testing.T) {
+	s := ivfTestData()
+	x, err := BuildIVF(s.vecs, s.dim, s.ids, &IVFOptions{Partitions: 6, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := x.MarshalBinary()
+	open := func(readAt func(ctx context.Context, off, n int64) ([]byte, error)) *IVF {
+		t.Helper()
+		z, err := OpenIVF(context.Background(), int64(len(b)), readAt, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z
+	}
+
+	var w bytes.Buffer
+	if n, err := open(newSliceReader(b).readAt).WriteToContext(context.Background(), &w); err != nil || n != int64(len(b)) || !bytes.Equal(w.Bytes(), b) {
+		t.Fatalf("WriteToContext: %d bytes, %v; differs from MarshalBinary", n, err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := open(newSliceReader(b).readAt).WriteToContext(ctx, io.Discard); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WriteToContext with a cancelled ctx: %v, want context.Canceled", err)
+	}
+
+	r := &blockingReader{sliceReader: newSliceReader(b), started: make(chan struct{}, 1), release: make(chan struct{})}
+	defer close(r.release)
+	z := open(r.readAt)
+	r.armed.Store(true)
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := z.WriteToContext(ctx, io.Discard)
+		done <- err
+	}()
+	<-r.started
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("WriteToContext cancelled while a partition loads: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WriteToContext goes on loading a partition after its ctx was cancelled")
 	}
 }

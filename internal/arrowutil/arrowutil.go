@@ -57,15 +57,46 @@ func ConcatTake(ctx context.Context, mem memory.Allocator, pieces []arrow.Array,
 	return taken, nil
 }
 
-// ReaderFromIter is arrow's array.ReaderFromIter (batches yields batches
-// the reader then owns) with cleanup, if not nil, run once on the final
-// Release. Arrow's reader stops an iterator that was never started without
-// running any of its code, so what was opened before the iterator (a file,
-// a first part) must be closed here rather than by the iterator's defers.
+// ReaderOptions configures ReaderFromIter. A nil pointer gives the
+// defaults.
+type ReaderOptions struct {
+	// Borrowed says that batches yields batches it keeps owning, valid
+	// only until its next iteration (as dataset's Batches yield them):
+	// the reader retains each for its caller, as arrow's reader releases
+	// each batch on the next Next. Default false: batches hands each
+	// batch it yields over to the reader.
+	Borrowed bool
+	// Cleanup, if not nil, runs once on the reader's final Release,
+	// after the iterator has stopped. Arrow's reader stops an iterator
+	// that was never started without running any of its code, so what
+	// was opened before the iterator (a file, a first part) must be
+	// closed here rather than by the iterator's defers. Default nil.
+	Cleanup func()
+}
+
+// ReaderFromIter is arrow's array.ReaderFromIter over batches, with what
+// opts adds: borrowed batches retained, a cleanup on the final Release.
 // The iterator is where a ctx lives: a closure of the function that takes
 // it, never a field.
-func ReaderFromIter(schema *arrow.Schema, batches iter.Seq2[arrow.RecordBatch, error], cleanup func()) array.RecordReader {
-	r := &cleanupReader{RecordReader: array.ReaderFromIter(schema, batches), cleanup: cleanup}
+func ReaderFromIter(schema *arrow.Schema, batches iter.Seq2[arrow.RecordBatch, error], opts *ReaderOptions) array.RecordReader {
+	var o ReaderOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Borrowed {
+		borrowed := batches
+		batches = func(yield func(arrow.RecordBatch, error) bool) {
+			for rec, err := range borrowed {
+				if rec != nil {
+					rec.Retain()
+				}
+				if !yield(rec, err) {
+					return
+				}
+			}
+		}
+	}
+	r := &cleanupReader{RecordReader: array.ReaderFromIter(schema, batches), cleanup: o.Cleanup}
 	r.refs.Add(1)
 	return r
 }

@@ -166,7 +166,7 @@ func conform(ctx context.Context, in array.RecordReader, close func() error, o O
 			yield(nil, fmt.Errorf("importer: read %s: %v: %w", o.Name, err, lancer.ErrInvalidArgument))
 		}
 	}
-	return arrowutil.ReaderFromIter(schema, batches, cleanup), nil
+	return arrowutil.ReaderFromIter(schema, batches, &arrowutil.ReaderOptions{Cleanup: cleanup}), nil
 }
 
 // conformBatch returns in with the columns cast[i] marks cast to schema's
