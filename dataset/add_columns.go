@@ -16,7 +16,6 @@ import (
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // NewColumn is a column AddColumns computes for every row.
@@ -262,8 +261,7 @@ func (d *Dataset) newFields(fields []arrow.Field) (*schema.Schema, error) {
 
 // commitMerge commits the Merge of the new fields into the version.
 func (d *Dataset) commitMerge(ctx context.Context, added *schema.Schema, merge *mergeOp) (*Dataset, error) {
-	newFields, _ := schemaproto.Encode(added)
-	fields := append(cloneFields(d.manifest), newFields...)
+	fields := append(cloneFields(d.manifest), added.Flatten()...)
 	return d.commit(ctx, &operation{kind: opMerge, fields: fields, merge: merge}, DefaultCommitRetries)
 }
 

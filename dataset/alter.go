@@ -6,12 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
 
 // DropColumns removes columns from the schema and returns the new version.
@@ -27,7 +24,7 @@ func (d *Dataset) DropColumns(ctx context.Context, columns ...string) (*Dataset,
 		return nil, fmt.Errorf("dataset: drop columns: no column named: %w", lancer.ErrInvalidArgument)
 	}
 	paths := slices.Clone(columns)
-	return d.alter(ctx, func(m *manifest.Manifest) ([]*filepb.Field, error) { return dropFields(m, paths) })
+	return d.alter(ctx, func(m *manifest.Manifest) ([]*schema.Field, error) { return dropFields(m, paths) })
 }
 
 // RenameColumn renames the column at path (a top-level column or a member
@@ -36,12 +33,12 @@ func (d *Dataset) DropColumns(ctx context.Context, columns ...string) (*Dataset,
 // transaction); indices follow the column. newName must be non-empty,
 // without dots, and unused among the column's siblings.
 func (d *Dataset) RenameColumn(ctx context.Context, path, newName string) (*Dataset, error) {
-	return d.alter(ctx, func(m *manifest.Manifest) ([]*filepb.Field, error) { return renameField(m, path, newName) })
+	return d.alter(ctx, func(m *manifest.Manifest) ([]*schema.Field, error) { return renameField(m, path, newName) })
 }
 
 // alter commits the Project operation whose schema project derives from a
 // manifest.
-func (d *Dataset) alter(ctx context.Context, project func(m *manifest.Manifest) ([]*filepb.Field, error)) (*Dataset, error) {
+func (d *Dataset) alter(ctx context.Context, project func(m *manifest.Manifest) ([]*schema.Field, error)) (*Dataset, error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -84,18 +81,19 @@ func resolveColumn(s *schema.Schema, path string) (f, parent *schema.Field, err 
 	return cur, parent, nil
 }
 
-// cloneFields copies the manifest's field protobufs, unknown fields kept.
-func cloneFields(m *manifest.Manifest) []*filepb.Field {
-	out := make([]*filepb.Field, len(m.Fields()))
+// cloneFields copies the manifest's recorded fields, what lancer does not
+// know of them kept.
+func cloneFields(m *manifest.Manifest) []*schema.Field {
+	out := make([]*schema.Field, len(m.Fields()))
 	for i, f := range m.Fields() {
-		out[i] = proto.Clone(f).(*filepb.Field)
+		out[i] = f.Clone()
 	}
 	return out
 }
 
 // dropFields returns m's fields without those at paths and their
 // descendants.
-func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
+func dropFields(m *manifest.Manifest, paths []string) ([]*schema.Field, error) {
 	drop := map[int32]bool{}
 	for _, p := range paths {
 		f, _, err := resolveColumn(m.Schema, p)
@@ -125,9 +123,9 @@ func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
 	if emptied != nil {
 		return nil, emptied
 	}
-	var out []*filepb.Field
+	var out []*schema.Field
 	for _, f := range cloneFields(m) {
-		if !drop[f.Id] {
+		if !drop[f.ID] {
 			out = append(out, f)
 		}
 	}
@@ -135,7 +133,7 @@ func dropFields(m *manifest.Manifest, paths []string) ([]*filepb.Field, error) {
 }
 
 // renameField returns m's fields with the field at path named newName.
-func renameField(m *manifest.Manifest, path, newName string) ([]*filepb.Field, error) {
+func renameField(m *manifest.Manifest, path, newName string) ([]*schema.Field, error) {
 	f, parent, err := resolveColumn(m.Schema, path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: rename column: %w", err)
@@ -156,7 +154,7 @@ func renameField(m *manifest.Manifest, path, newName string) ([]*filepb.Field, e
 	}
 	out := cloneFields(m)
 	for _, pf := range out {
-		if pf.Id == f.ID {
+		if pf.ID == f.ID {
 			pf.Name = newName
 		}
 	}

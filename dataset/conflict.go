@@ -522,7 +522,7 @@ func rebaseCreateIndex(op *operation, others []committed, latest *Dataset, confl
 	}
 	inSchema := map[int32]bool{}
 	for _, f := range latest.manifest.Fields() {
-		inSchema[f.Id] = true
+		inSchema[f.ID] = true
 	}
 	for _, ix := range op.newIndices {
 		for _, id := range ix.Fields {

@@ -12,7 +12,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // TestRebaseMatrix checks each operation lancer commits against each
@@ -28,7 +28,7 @@ func TestRebaseMatrix(t *testing.T) {
 		"Delete":    {kind: opDelete, del: &deleteOp{base: map[uint64]*manifest.Fragment{0: frag0}, updated: []*manifest.Fragment{frag0}}},
 		"Overwrite": {kind: opOverwrite},
 		"Restore":   {kind: opRestore, restore: latest.manifest},
-		"Project":   {kind: opProject, project: func(m *manifest.Manifest) (fields []*filepb.Field, err error) { return cloneFields(m), nil }},
+		"Project":   {kind: opProject, project: func(m *manifest.Manifest) (fields []*schema.Field, err error) { return cloneFields(m), nil }},
 	}
 	other := &manifest.Fragment{ID: 3}
 	touch := &manifest.Fragment{ID: 0, Files: []manifest.DataFile{{Path: "other.lance"}}}

@@ -10,7 +10,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // memDataset writes files (key → bytes) into a fresh MemStore.
@@ -132,7 +132,7 @@ func TestMixedNamingAfterV2(t *testing.T) {
 // no fragments.
 func emptyManifest(v uint64) *manifest.Manifest {
 	m := &manifest.Manifest{Version: v}
-	m.SetFields([]*filepb.Field{{Name: "id", Id: 0, ParentId: -1, LogicalType: "int64"}})
+	m.SetFields([]*schema.Field{{Name: "id", ID: 0, ParentID: -1, LogicalType: "int64"}})
 	m.SetDataFormat(format.Version2_2)
 	return m
 }

@@ -10,11 +10,10 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // MergeStrategy says how ThreeWayMerge resolves rows changed on both sides.
@@ -943,55 +942,50 @@ func (m *merger) mapBase(ctx context.Context, baseID *uint32, what string) (*uin
 }
 
 // mergeSchema merges the three schemas field by field (by field id).
-func (m *merger) mergeSchema() ([]*filepb.Field, error) {
-	index := func(d *Dataset) map[int32]*filepb.Field {
-		out := map[int32]*filepb.Field{}
+func (m *merger) mergeSchema() ([]*schema.Field, error) {
+	index := func(d *Dataset) map[int32]*schema.Field {
+		out := map[int32]*schema.Field{}
 		for _, f := range d.manifest.Fields() {
-			out[f.Id] = f
+			out[f.ID] = f
 		}
 		return out
 	}
 	b, o, t := index(m.base), index(m.ours), index(m.theirs)
-	same := func(x, y *filepb.Field) bool {
-		if x == nil || y == nil {
-			return x == y
-		}
-		return proto.Equal(x, y)
-	}
-	var out []*filepb.Field
+	same := (*schema.Field).EqualRecord
+	var out []*schema.Field
 	for _, f := range m.ours.manifest.Fields() {
-		bf, tf := b[f.Id], t[f.Id]
+		bf, tf := b[f.ID], t[f.ID]
 		switch {
 		case same(bf, tf): // the source did not touch it
-			out = append(out, proto.Clone(f).(*filepb.Field))
+			out = append(out, f.Clone())
 		case bf == nil: // both added a field with this id
 			if !same(f, tf) {
 				return nil, &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
-					"both sides added a column with field id %d (%q and %q); add columns on one side only", f.Id, f.Name, tf.Name)}
+					"both sides added a column with field id %d (%q and %q); add columns on one side only", f.ID, f.Name, tf.Name)}
 			}
-			out = append(out, proto.Clone(f).(*filepb.Field))
+			out = append(out, f.Clone())
 		case same(bf, f): // only the source changed it
 			if tf != nil {
-				out = append(out, proto.Clone(tf).(*filepb.Field))
+				out = append(out, tf.Clone())
 			} else {
 				m.report.ColumnsDropped = append(m.report.ColumnsDropped, f.Name)
 			}
 		case !same(f, tf):
 			return nil, &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
-				"column %q (field id %d) was changed differently on both sides", bf.Name, f.Id)}
+				"column %q (field id %d) was changed differently on both sides", bf.Name, f.ID)}
 		default:
-			out = append(out, proto.Clone(f).(*filepb.Field))
+			out = append(out, f.Clone())
 		}
 	}
 	for _, f := range m.theirs.manifest.Fields() {
-		if _, inBase := b[f.Id]; inBase {
+		if _, inBase := b[f.ID]; inBase {
 			continue
 		}
-		if _, inOurs := o[f.Id]; inOurs {
+		if _, inOurs := o[f.ID]; inOurs {
 			continue
 		}
-		out = append(out, proto.Clone(f).(*filepb.Field))
-		if f.ParentId < 0 {
+		out = append(out, f.Clone())
+		if f.ParentID < 0 {
 			m.report.ColumnsAdded = append(m.report.ColumnsAdded, f.Name)
 		}
 	}

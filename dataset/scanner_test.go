@@ -17,8 +17,8 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
 
 // copyToMem copies the files under dir into a new MemStore, under prefix.
@@ -139,9 +139,9 @@ func TestEditedManifests(t *testing.T) {
 		{
 			name: "column added later reads as nulls",
 			edit: func(m *manifest.Manifest) {
-				m.SetFields(append(manifest.CloneFields(m.Fields()),
-					&filepb.Field{Name: "added", Id: 50, ParentId: -1, LogicalType: "struct", Nullable: true},
-					&filepb.Field{Name: "x", Id: 51, ParentId: 50, LogicalType: "int32", Nullable: true}))
+				m.SetFields(append(cloneFields(m),
+					&schema.Field{Name: "added", ID: 50, ParentID: -1, LogicalType: "struct", Nullable: true},
+					&schema.Field{Name: "x", ID: 51, ParentID: 50, LogicalType: "int32", Nullable: true}))
 			},
 			want: editRows(t, exp.Rows, func(r map[string]any) { r["added"] = nil }),
 		},
@@ -163,10 +163,10 @@ func TestEditedManifests(t *testing.T) {
 		{
 			name: "struct spread over two files",
 			edit: func(m *manifest.Manifest) {
-				m.SetFields(append(manifest.CloneFields(m.Fields()),
-					&filepb.Field{Name: "s", Id: 60, ParentId: -1, LogicalType: "struct", Nullable: true},
-					&filepb.Field{Name: "a", Id: 61, ParentId: 60, LogicalType: "int64"},
-					&filepb.Field{Name: "b", Id: 62, ParentId: 60, LogicalType: "int64"}))
+				m.SetFields(append(cloneFields(m),
+					&schema.Field{Name: "s", ID: 60, ParentID: -1, LogicalType: "struct", Nullable: true},
+					&schema.Field{Name: "a", ID: 61, ParentID: 60, LogicalType: "int64"},
+					&schema.Field{Name: "b", ID: 62, ParentID: 60, LogicalType: "int64"}))
 				f := m.Fragments[0]
 				f.Files[0].Fields = append(f.Files[0].Fields, 61)
 				f.Files[0].ColumnIndices = append(f.Files[0].ColumnIndices, 0)

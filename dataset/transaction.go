@@ -16,8 +16,6 @@ import (
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
-	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // opKind is the kind of operation lancer commits, named as Lance names the
@@ -71,7 +69,7 @@ type operation struct {
 
 	// Overwrite: the new schema, data file version and whether the
 	// dataset gets stable row ids.
-	fields         []*filepb.Field
+	fields         []*schema.Field
 	schemaMetadata map[string][]byte
 	dataFormat     format.Version
 	stableRowIDs   bool
@@ -90,7 +88,7 @@ type operation struct {
 	// Project: the new schema of the version read, and how to derive it
 	// again from a newer manifest when a concurrent commit changed the
 	// schema.
-	project func(m *manifest.Manifest) ([]*filepb.Field, error)
+	project func(m *manifest.Manifest) ([]*schema.Field, error)
 
 	// Merge (add_columns.go): fields is the new schema; merge holds every
 	// fragment of the version read, with its new data files.
@@ -137,7 +135,14 @@ type deleteOp struct {
 // newOverwrite returns the Overwrite operation that replaces a dataset's
 // rows with frags of schema (also a dataset's creation).
 func newOverwrite(schema *schema.Schema, frags []*manifest.Fragment, version format.Version, stableRowIDs bool) *operation {
-	fields, md := schemaproto.Encode(schema)
+	fields := schema.Flatten()
+	var md map[string][]byte
+	if len(schema.Metadata) > 0 {
+		md = make(map[string][]byte, len(schema.Metadata))
+		for k, v := range schema.Metadata {
+			md[k] = []byte(v)
+		}
+	}
 	return &operation{
 		kind:           opOverwrite,
 		fragments:      frags,
@@ -485,10 +490,10 @@ func applyDelete(frags []*manifest.Fragment, del *deleteOp) ([]*manifest.Fragmen
 
 // projectFragments drops the data files holding none of the schema's
 // fields (after columns were dropped).
-func projectFragments(frags []*manifest.Fragment, fields []*filepb.Field) []*manifest.Fragment {
+func projectFragments(frags []*manifest.Fragment, fields []*schema.Field) []*manifest.Fragment {
 	ids := map[int32]bool{}
 	for _, f := range fields {
-		ids[f.Id] = true
+		ids[f.ID] = true
 	}
 	out := make([]*manifest.Fragment, len(frags))
 	for i, f := range frags {
@@ -512,13 +517,13 @@ func projectFragments(frags []*manifest.Fragment, fields []*filepb.Field) []*man
 // schema, and segments covering none of the remaining fragments when their
 // index has other segments that do (or when they are vector indices);
 // system indices stay.
-func retainIndices(indices []*manifest.IndexMetadata, fields []*filepb.Field, frags []*manifest.Fragment) []*manifest.IndexMetadata {
+func retainIndices(indices []*manifest.IndexMetadata, fields []*schema.Field, frags []*manifest.Fragment) []*manifest.IndexMetadata {
 	if len(indices) == 0 {
 		return indices
 	}
 	inSchema := map[int32]bool{}
 	for _, f := range fields {
-		inSchema[f.Id] = true
+		inSchema[f.ID] = true
 	}
 	system := func(ix *manifest.IndexMetadata) bool {
 		return ix.Name == manifest.FragReuseIndexName || ix.Name == manifest.MemWalIndexName

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
 	"reflect"
 	"regexp"
 	"slices"
@@ -18,12 +17,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
 )
 
 // manifestBytes returns the bytes of version v's manifest file.
@@ -107,7 +106,7 @@ func TestCommitRecords(t *testing.T) {
 	prev := d.manifest
 	if pm.DataFormat != prev.DataFormat || pm.Version != v || pm.ReaderFeatureFlags != 1 || pm.WriterFeatureFlags != 1 ||
 		*pm.MaxFragmentID != *prev.MaxFragmentID ||
-		!slices.EqualFunc(pm.Fields(), prev.Fields(), func(a, b *filepb.Field) bool { return proto.Equal(a, b) }) {
+		!slices.EqualFunc(pm.Fields(), prev.Fields(), (*schema.Field).EqualRecord) {
 		t.Errorf("manifest %+v\nprevious %+v", pm, prev)
 	}
 	// Indices are kept as they were, byte for byte.

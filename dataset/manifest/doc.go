@@ -4,7 +4,10 @@
 // the lance.table protobufs (internal/pb/tablepb); everything above it works
 // on the typed values: Manifest, Fragment, DataFile, DeletionFile,
 // BasePath, FeatureFlags, IndexMetadata/IndexInfo, WriterVersion,
-// Transaction and its operations (*Append, *Delete, ...), RowIDSequence.
+// Transaction and its operations (*Append, *Delete, ...), RowIDSequence,
+// and the schema as the flat list of format/schema Fields it records
+// (converted exactly by internal/schemaproto, so no protobuf type appears
+// in its API).
 //
 // It knows files, not datasets: which versions exist, how commits race and
 // how operations rebase are package dataset's.

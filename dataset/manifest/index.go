@@ -81,8 +81,8 @@ func (ix *IndexMetadata) Clone() *IndexMetadata {
 	return &out
 }
 
-// CloneIndices returns deep copies of segs (nil for nil).
-func CloneIndices(segs []*IndexMetadata) []*IndexMetadata {
+// cloneIndices returns deep copies of segs (nil for nil).
+func cloneIndices(segs []*IndexMetadata) []*IndexMetadata {
 	if segs == nil {
 		return nil
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
 )
 
 // Manifest is the manifest of one version: the schema, the fragments and
@@ -71,7 +70,7 @@ type Manifest struct {
 	segments []*IndexMetadata
 	// fields and schemaMetadata are the schema as recorded: Schema is
 	// their decoding, they are what is written.
-	fields         []*filepb.Field
+	fields         []*schema.Field
 	schemaMetadata map[string][]byte
 	// storage is the recorded data storage format; nil when the manifest
 	// predates it (then DataFormat is inferred and nothing is written).
@@ -98,22 +97,22 @@ func (m *Manifest) SetBranch(branch string) {
 // than the row address.
 func (m *Manifest) StableRowIDs() bool { return m.ReaderFeatureFlags&FlagStableRowIDs != 0 }
 
-// Fields returns the schema as the manifest records it (flattened, parents
-// first, as written). Callers must not modify it.
-func (m *Manifest) Fields() []*filepb.Field { return m.fields }
+// Fields returns the schema as the manifest records it: the flat pre-order
+// list of schema.Unflatten (parents first, as written; no Children, Type or
+// Blob), everything Lance records of each field included. Callers must not
+// modify it; a writer changes copies (schema.Field.Clone).
+func (m *Manifest) Fields() []*schema.Field { return m.fields }
 
-// SchemaMetadata returns the recorded schema metadata. Callers must not
-// modify it.
-func (m *Manifest) SchemaMetadata() map[string][]byte { return m.schemaMetadata }
-
-// SetFields replaces the recorded schema fields; Validate decodes Schema
+// SetFields replaces the recorded schema fields, a flat list as Fields
+// returns it (schema.Schema.Flatten makes one); Validate decodes Schema
 // from them again.
-func (m *Manifest) SetFields(fields []*filepb.Field) {
+func (m *Manifest) SetFields(fields []*schema.Field) {
 	m.fields = fields
 	m.Schema = nil
 }
 
-// SetSchemaMetadata replaces the recorded schema metadata.
+// SetSchemaMetadata replaces the recorded schema metadata (Schema.Metadata
+// is its decoding).
 func (m *Manifest) SetSchemaMetadata(md map[string][]byte) {
 	m.schemaMetadata = md
 	m.Schema = nil
@@ -148,7 +147,7 @@ func (m *Manifest) Clone() *Manifest {
 		out.MaxFragmentID = &v
 	}
 	out.Indices = slices.Clone(m.Indices)
-	out.segments = CloneIndices(m.segments)
+	out.segments = cloneIndices(m.segments)
 	out.fields = cloneFields(m.fields)
 	out.schemaMetadata = cloneBytesMap(m.schemaMetadata)
 	if m.storage != nil {

@@ -9,8 +9,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // The conversions between the model and the lance.table protobufs. They
@@ -21,19 +22,16 @@ import (
 
 var marshalOpts = proto.MarshalOptions{Deterministic: true}
 
-func cloneFields(in []*filepb.Field) []*filepb.Field {
+func cloneFields(in []*schema.Field) []*schema.Field {
 	if in == nil {
 		return nil
 	}
-	out := make([]*filepb.Field, len(in))
+	out := make([]*schema.Field, len(in))
 	for i, f := range in {
-		out[i] = proto.Clone(f).(*filepb.Field)
+		out[i] = f.Clone()
 	}
 	return out
 }
-
-// CloneFields returns deep copies of recorded schema fields.
-func CloneFields(in []*filepb.Field) []*filepb.Field { return cloneFields(in) }
 
 func unknownOf(m proto.Message) []byte {
 	u := m.ProtoReflect().GetUnknown()
@@ -66,7 +64,7 @@ func manifestFromPB(p *tablepb.Manifest) *Manifest {
 		NextRowID:          p.GetNextRowId(),
 		TransactionFile:    p.GetTransactionFile(),
 		MaxFragmentID:      optU32(p.MaxFragmentId),
-		fields:             p.GetFields(),
+		fields:             schemaproto.DecodeFields(p.GetFields()),
 		schemaMetadata:     p.GetSchemaMetadata(),
 		unknown:            unknownOf(p),
 	}
@@ -96,7 +94,7 @@ func manifestFromPB(p *tablepb.Manifest) *Manifest {
 // file's (see EncodeFile).
 func manifestToPB(m *Manifest) *tablepb.Manifest {
 	p := &tablepb.Manifest{
-		Fields:             m.fields,
+		Fields:             schemaproto.EncodeFields(m.fields),
 		SchemaMetadata:     m.schemaMetadata,
 		Fragments:          fragmentsToPB(m.Fragments),
 		Version:            m.Version,

@@ -12,7 +12,8 @@ import (
 )
 
 // Segment is one segment of a row id sequence to encode (M5): build it
-// with RangeSegment, ArraySegment, PlainArraySegment or IDSegment.
+// with RangeSegment or IDSegment, or let RowIDSegments or
+// RowIDArraySegments choose the kinds.
 type Segment struct{ pb *tablepb.U64Segment }
 
 // EncodeRowIDs encodes segments as a RowIdSequence.
@@ -29,10 +30,10 @@ func RangeSegment(start, end uint64) Segment {
 	return Segment{&tablepb.U64Segment{Segment: &tablepb.U64Segment_Range_{Range: &tablepb.U64Segment_Range{Start: start, End: end}}}}
 }
 
-// ArraySegment stores values as a sorted array when they strictly
+// arraySegment stores values as a sorted array when they strictly
 // increase, else as an array, as offsets from their minimum in the
 // narrowest width that holds them.
-func ArraySegment(values []uint64) Segment {
+func arraySegment(values []uint64) Segment {
 	enc := encodeU64Array(values)
 	if isIncreasing(values) {
 		return Segment{&tablepb.U64Segment{Segment: &tablepb.U64Segment_SortedArray{SortedArray: enc}}}
@@ -40,8 +41,8 @@ func ArraySegment(values []uint64) Segment {
 	return Segment{&tablepb.U64Segment{Segment: &tablepb.U64Segment_Array{Array: enc}}}
 }
 
-// PlainArraySegment stores values as an (unsorted) array of plain u64s.
-func PlainArraySegment(values []uint64) Segment {
+// plainArraySegment stores values as an (unsorted) array of plain u64s.
+func plainArraySegment(values []uint64) Segment {
 	vals := make([]byte, 8*len(values))
 	for k, id := range values {
 		binary.LittleEndian.PutUint64(vals[8*k:], id)
@@ -98,7 +99,7 @@ func RowIDSegments(ids []uint64) []Segment {
 	)
 	flush := func() {
 		if len(loose) > 0 {
-			segs = append(segs, ArraySegment(loose))
+			segs = append(segs, arraySegment(loose))
 			loose = nil
 		}
 	}
@@ -129,7 +130,7 @@ func RowIDArraySegments(ids []uint64) []Segment {
 	)
 	flush := func() {
 		if len(pending) > 0 {
-			segs = append(segs, PlainArraySegment(pending))
+			segs = append(segs, plainArraySegment(pending))
 			pending = nil
 		}
 	}

@@ -7,8 +7,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
+	"github.com/lancerdb/lancer/internal/schemaproto"
 )
 
 // Transaction is what one commit did (a transaction file, or the inline
@@ -63,8 +64,10 @@ type Delete struct {
 
 // Overwrite replaces the dataset's rows and schema (also its creation).
 type Overwrite struct {
-	Fragments          []*Fragment
-	Fields             []*filepb.Field
+	Fragments []*Fragment
+	// Fields and SchemaMetadata are the new schema, as Manifest.Fields and
+	// Manifest.SchemaMetadata record it.
+	Fields             []*schema.Field
 	SchemaMetadata     map[string][]byte
 	ConfigUpsertValues map[string]string
 	InitialBases       []BasePath
@@ -107,15 +110,18 @@ func (r *Rewrite) RewrittenIDs() []uint64 {
 
 // Merge replaces the fragment list and schema (new columns).
 type Merge struct {
-	Fragments            []*Fragment
-	Fields               []*filepb.Field
+	Fragments []*Fragment
+	// Fields and SchemaMetadata are the new schema, as Manifest.Fields and
+	// Manifest.SchemaMetadata record it.
+	Fields               []*schema.Field
 	SchemaMetadata       map[string][]byte
 	PreservesNullability bool
 }
 
 // Project changes the schema only (columns dropped or renamed).
 type Project struct {
-	Fields               []*filepb.Field
+	// Fields is the new schema, as Manifest.Fields records it.
+	Fields               []*schema.Field
 	PreservesNullability bool
 }
 
@@ -256,7 +262,7 @@ func (o *Delete) toPB(t *tablepb.Transaction) {
 func (o *Overwrite) toPB(t *tablepb.Transaction) {
 	t.Operation = &tablepb.Transaction_Overwrite_{Overwrite: &tablepb.Transaction_Overwrite{
 		Fragments:          fragmentsToPB(o.Fragments),
-		Schema:             o.Fields,
+		Schema:             schemaproto.EncodeFields(o.Fields),
 		SchemaMetadata:     o.SchemaMetadata,
 		ConfigUpsertValues: o.ConfigUpsertValues,
 		InitialBases:       basePathsToPB(o.InitialBases),
@@ -301,7 +307,7 @@ func (o *Rewrite) toPB(t *tablepb.Transaction) {
 func (o *Merge) toPB(t *tablepb.Transaction) {
 	t.Operation = &tablepb.Transaction_Merge_{Merge: &tablepb.Transaction_Merge{
 		Fragments:            fragmentsToPB(o.Fragments),
-		Schema:               o.Fields,
+		Schema:               schemaproto.EncodeFields(o.Fields),
 		SchemaMetadata:       o.SchemaMetadata,
 		PreservesNullability: o.PreservesNullability,
 	}}
@@ -309,7 +315,7 @@ func (o *Merge) toPB(t *tablepb.Transaction) {
 
 func (o *Project) toPB(t *tablepb.Transaction) {
 	t.Operation = &tablepb.Transaction_Project_{Project: &tablepb.Transaction_Project{
-		Schema: o.Fields, PreservesNullability: o.PreservesNullability}}
+		Schema: schemaproto.EncodeFields(o.Fields), PreservesNullability: o.PreservesNullability}}
 }
 
 func (o *Restore) toPB(t *tablepb.Transaction) {
@@ -402,7 +408,7 @@ func DecodeTransaction(b []byte) (*Transaction, error) {
 			DeletedFragmentIDs: d.GetDeletedFragmentIds(), Predicate: d.GetPredicate()}
 	case *tablepb.Transaction_Overwrite_:
 		o := op.Overwrite
-		t.Operation = &Overwrite{Fragments: fragmentsFromPB(o.GetFragments()), Fields: o.GetSchema(),
+		t.Operation = &Overwrite{Fragments: fragmentsFromPB(o.GetFragments()), Fields: schemaproto.DecodeFields(o.GetSchema()),
 			SchemaMetadata: o.GetSchemaMetadata(), ConfigUpsertValues: o.GetConfigUpsertValues(),
 			InitialBases: basePathsFromPB(o.GetInitialBases())}
 	case *tablepb.Transaction_CreateIndex_:
@@ -434,10 +440,10 @@ func DecodeTransaction(b []byte) (*Transaction, error) {
 		t.Operation = w
 	case *tablepb.Transaction_Merge_:
 		m := op.Merge
-		t.Operation = &Merge{Fragments: fragmentsFromPB(m.GetFragments()), Fields: m.GetSchema(),
+		t.Operation = &Merge{Fragments: fragmentsFromPB(m.GetFragments()), Fields: schemaproto.DecodeFields(m.GetSchema()),
 			SchemaMetadata: m.GetSchemaMetadata(), PreservesNullability: m.GetPreservesNullability()}
 	case *tablepb.Transaction_Project_:
-		t.Operation = &Project{Fields: op.Project.GetSchema(), PreservesNullability: op.Project.GetPreservesNullability()}
+		t.Operation = &Project{Fields: schemaproto.DecodeFields(op.Project.GetSchema()), PreservesNullability: op.Project.GetPreservesNullability()}
 	case *tablepb.Transaction_Restore_:
 		t.Operation = &Restore{Version: op.Restore.GetVersion()}
 	case *tablepb.Transaction_ReserveFragments_:

@@ -7,8 +7,20 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
-	"github.com/lancerdb/lancer/internal/schemaproto"
+	"github.com/lancerdb/lancer/format/schema"
 )
+
+// stringMap is the recorded schema metadata as schema.Schema holds it.
+func stringMap(m map[string][]byte) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
 
 // MaxRowsPerFragment bounds physical_rows: a row address keeps the offset in
 // its low 32 bits.
@@ -30,10 +42,10 @@ func (m *Manifest) Validate(where string) error {
 	if m.Version == 0 {
 		return corrupt("version 0")
 	}
-	if tf := m.TransactionFile; tf != "" && !IsPlainName(tf) {
+	if tf := m.TransactionFile; tf != "" && !isPlainName(tf) {
 		return corrupt("transaction file %q is not a plain file name", tf)
 	}
-	sch, err := schemaproto.Decode(m.fields, m.schemaMetadata)
+	sch, err := schema.Unflatten(m.fields, stringMap(m.schemaMetadata))
 	if err != nil {
 		return fmt.Errorf("dataset: manifest %s: schema: %w", where, err)
 	}
@@ -121,7 +133,7 @@ func (f *Fragment) validate() error {
 	}
 	for i := range f.Files {
 		df := &f.Files[i]
-		if !IsPlainName(df.Path) {
+		if !isPlainName(df.Path) {
 			return fmt.Errorf("data file path %q is not a plain file name", df.Path)
 		}
 		if !df.IsLegacy() && len(df.ColumnIndices) != len(df.Fields) {
@@ -137,19 +149,19 @@ func (f *Fragment) validate() error {
 			return fmt.Errorf("%d deleted rows of %d", d.NumDeletedRows, f.PhysicalRows)
 		}
 	}
-	if s := f.RowIDs; s != nil && s.External != nil && !IsRelativeKey(s.External.Path) {
+	if s := f.RowIDs; s != nil && s.External != nil && !isRelativeKey(s.External.Path) {
 		return fmt.Errorf("external row ids with bad path %q", s.External.Path)
 	}
 	return nil
 }
 
-// IsPlainName reports whether s is one path segment (a file name).
-func IsPlainName(s string) bool {
+// isPlainName reports whether s is one path segment (a file name).
+func isPlainName(s string) bool {
 	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00")
 }
 
-// IsRelativeKey reports whether s is a valid relative store key.
-func IsRelativeKey(s string) bool {
+// isRelativeKey reports whether s is a valid relative store key.
+func isRelativeKey(s string) bool {
 	if s == "" || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.ContainsAny(s, "\\\x00") {
 		return false
 	}

@@ -5,6 +5,11 @@
 // selection by path. It does no I/O and knows no protobuf; the stored form
 // is converted by internal/schemaproto.
 //
+// A Field carries everything Lance records of a field, what this lancer
+// does not know of it included (kept unexported, reached only by
+// internal/schemaproto), so that dataset/manifest keeps a manifest's schema
+// as the flat list of Fields it records and writes it back byte for byte.
+//
 // # On-disk contract
 //
 // Lance stores a schema as a flat pre-order list of fields (parents before
@@ -31,4 +36,8 @@
 //     given, so new columns never reuse an id.
 //  4. Logical types are parsed to a bounded depth: hostile strings yield
 //     lancer.ErrUnsupported, never deep recursion or a panic.
+//  5. Unflatten does not modify the list it is given: the schema's fields
+//     are copies. Flatten returns copies too, each recording (EqualRecord)
+//     what the tree field records, with a missing legacy encoding hint
+//     filled and ExtensionName taken from the metadata.
 package schema

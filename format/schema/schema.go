@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/schemaproto/wire"
 )
 
 // Field metadata keys with meaning to the format.
@@ -46,6 +47,13 @@ const (
 // Field is one node of a Lance schema: the dataset schema of a manifest or a
 // data file's own schema. Field ids are stable for the life of a dataset and
 // are how data files name the columns they hold.
+//
+// A Field carries everything Lance records of a field (lance.file.Field),
+// what this lancer does not know of it included, so a schema read and
+// written back is unchanged. It appears in two forms: as a node of a
+// Schema's tree, with Children, Type and Blob set; and as an entry of the
+// flat pre-order list manifests and data files record (Flatten, Unflatten),
+// with none of those, which derive from the list.
 type Field struct {
 	ID       int32
 	ParentID int32 // -1 for top-level fields
@@ -71,6 +79,91 @@ type Field struct {
 	Blob BlobKind
 	// UnenforcedPrimaryKey marks primary-key columns (not enforced).
 	UnenforcedPrimaryKey bool
+	// UnenforcedPrimaryKeyPosition is the field's 1-based position in the
+	// primary key; 0 orders the primary-key fields by id.
+	UnenforcedPrimaryKeyPosition uint32
+	// UnenforcedClusteringKey is Lance's clustering-key marker, which its
+	// writers leave false (they record UnenforcedClusteringKeyPosition).
+	UnenforcedClusteringKey bool
+	// UnenforcedClusteringKeyPosition is the field's 1-based position in
+	// the clustering key; 0 = not part of it.
+	UnenforcedClusteringKeyPosition uint32
+	// ExtensionName is the copy of the Arrow extension name that Lance
+	// records beside the metadata key ARROW:extension:name (deprecated
+	// there, still written). Unflatten adds it to Metadata when Metadata
+	// lacks the key; Flatten sets it from Metadata.
+	ExtensionName string
+	// Role is the structural role Lance records; its writers leave
+	// RoleParent and readers ignore it, so it is only written back.
+	Role FieldRole
+
+	// unknown holds the recorded attributes of newer writers, written back
+	// (internal/schemaproto reaches it through internal/schemaproto/wire).
+	unknown wire.Unknown
+}
+
+func init() {
+	wire.Of = func(f any) *wire.Unknown { return &f.(*Field).unknown }
+}
+
+// FieldRole is the structural role a stored field records (lance.file.Field
+// type); the values are those Lance stores.
+type FieldRole int32
+
+// The roles Lance defines.
+const (
+	RoleParent   FieldRole = 0
+	RoleRepeated FieldRole = 1
+	RoleLeaf     FieldRole = 2
+)
+
+// Clone returns a deep copy of f, its children included.
+func (f *Field) Clone() *Field {
+	if f == nil {
+		return nil
+	}
+	out := f.record()
+	out.Type, out.Blob = f.Type, f.Blob
+	if f.Children != nil {
+		out.Children = make([]*Field, len(f.Children))
+		for i, c := range f.Children {
+			out.Children[i] = c.Clone()
+		}
+	}
+	return out
+}
+
+// record returns a copy of what f records: f without Children, Type and
+// Blob, its metadata, dictionary and unknown attributes copied.
+func (f *Field) record() *Field {
+	out := *f
+	out.Children, out.Type, out.Blob = nil, nil, NotBlob
+	out.Metadata = maps.Clone(f.Metadata)
+	if f.Dictionary != nil {
+		d := *f.Dictionary
+		out.Dictionary = &d
+	}
+	out.unknown = wire.Unknown{Field: slices.Clone(f.unknown.Field), Dictionary: slices.Clone(f.unknown.Dictionary)}
+	return &out
+}
+
+// EqualRecord reports whether f and g record the same field: every
+// attribute Lance stores is equal, those this lancer does not know
+// included. Children, Type and Blob, which derive from the flat list, are
+// not compared. Both may be nil.
+func (f *Field) EqualRecord(g *Field) bool {
+	if f == nil || g == nil {
+		return f == g
+	}
+	dictEq := f.Dictionary == g.Dictionary ||
+		(f.Dictionary != nil && g.Dictionary != nil && *f.Dictionary == *g.Dictionary)
+	return f.ID == g.ID && f.ParentID == g.ParentID && f.Name == g.Name && f.LogicalType == g.LogicalType &&
+		f.Nullable == g.Nullable && maps.Equal(f.Metadata, g.Metadata) && f.Encoding == g.Encoding && dictEq &&
+		f.UnenforcedPrimaryKey == g.UnenforcedPrimaryKey && f.UnenforcedPrimaryKeyPosition == g.UnenforcedPrimaryKeyPosition &&
+		f.UnenforcedClusteringKey == g.UnenforcedClusteringKey &&
+		f.UnenforcedClusteringKeyPosition == g.UnenforcedClusteringKeyPosition &&
+		f.ExtensionName == g.ExtensionName && f.Role == g.Role &&
+		slices.Equal(f.unknown.Field, g.unknown.Field) && slices.Equal(f.unknown.Dictionary, g.unknown.Dictionary)
 }
 
 // LegacyEncoding is the encoding hint a Lance field records for v1 (legacy)
@@ -345,28 +438,37 @@ func (s *selection) prune(f *Field, path string) (*Field, error) {
 // Unflatten builds a Schema from the flattened pre-order field list that
 // manifests and file descriptors store: fields whose ParentID is -1 are
 // top-level; others attach to the field with their parent id, which must
-// precede them. Each field's ID, ParentID, Name, LogicalType, Nullable,
-// Metadata, Encoding, Dictionary and UnenforcedPrimaryKey are taken as
-// given (Children must be empty); Type and Blob are resolved from them.
-// Malformed lists yield errors wrapping lancer.ErrCorrupt.
+// precede them. The schema's fields are copies of the list's, which is not
+// modified: each takes what the list records (every attribute but
+// Children, Type and Blob, which are ignored) and has Type and Blob
+// resolved. A field whose ExtensionName is set and whose Metadata lacks
+// ARROW:extension:name gets it in Metadata. Malformed lists yield errors
+// wrapping lancer.ErrCorrupt.
 //
 // Fields with id -1 (Lance writes the children of a blob v2 column that way)
 // are dropped: they are storage detail of the blob column before them.
 func Unflatten(fields []*Field, metadata map[string]string) (*Schema, error) {
 	s := &Schema{Metadata: metadata}
 	byID := make(map[int32]*Field, len(fields))
-	for i, f := range fields {
-		if f == nil {
+	for i, rf := range fields {
+		if rf == nil {
 			return nil, fmt.Errorf("format: schema field %d is empty: %w", i, lancer.ErrCorrupt)
 		}
-		if f.ID == -1 {
+		if rf.ID == -1 {
 			continue
 		}
-		if f.ID < 0 {
-			return nil, fmt.Errorf("format: schema field %q has negative id %d: %w", f.Name, f.ID, lancer.ErrCorrupt)
+		if rf.ID < 0 {
+			return nil, fmt.Errorf("format: schema field %q has negative id %d: %w", rf.Name, rf.ID, lancer.ErrCorrupt)
 		}
-		if _, dup := byID[f.ID]; dup {
-			return nil, fmt.Errorf("format: schema field id %d appears twice: %w", f.ID, lancer.ErrCorrupt)
+		if _, dup := byID[rf.ID]; dup {
+			return nil, fmt.Errorf("format: schema field id %d appears twice: %w", rf.ID, lancer.ErrCorrupt)
+		}
+		f := rf.record()
+		if f.ExtensionName != "" && !hasKey(f.Metadata, MetaExtensionName) {
+			if f.Metadata == nil {
+				f.Metadata = map[string]string{}
+			}
+			f.Metadata[MetaExtensionName] = f.ExtensionName
 		}
 		byID[f.ID] = f
 		if f.ParentID == -1 {
@@ -386,6 +488,38 @@ func Unflatten(fields []*Field, metadata map[string]string) (*Schema, error) {
 		}
 	}
 	return s, nil
+}
+
+// Flatten returns s as the flat pre-order list manifests and file
+// descriptors store, as Lance's writer records it: copies of the fields
+// without Children, Type and Blob; a missing legacy encoding hint filled
+// from the field's type; ExtensionName set from the metadata.
+func (s *Schema) Flatten() []*Field {
+	var out []*Field
+	s.Walk(func(f *Field) {
+		r := f.record()
+		if r.Encoding == EncodingNone && f.Type != nil {
+			r.Encoding = legacyEncodingHint(f.Type)
+		}
+		r.ExtensionName = f.Metadata[MetaExtensionName]
+		out = append(out, r)
+	})
+	return out
+}
+
+// legacyEncodingHint is the v1 encoding Lance still records: plain for
+// fixed-width types and lists, var-binary for strings and binaries,
+// dictionary for dictionaries, nothing for structs and maps.
+func legacyEncodingHint(dt arrow.DataType) LegacyEncoding {
+	switch dt.ID() {
+	case arrow.STRUCT, arrow.MAP:
+		return EncodingNone
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
+		return EncodingVarBinary
+	case arrow.DICTIONARY:
+		return EncodingDictionary
+	}
+	return EncodingPlain
 }
 
 // resolveTypes sets Type and Blob on f and its descendants, children first.

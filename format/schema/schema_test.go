@@ -123,3 +123,86 @@ func TestLogicalTypeUnsupported(t *testing.T) {
 		}
 	}
 }
+
+// TestUnflattenCopies: Unflatten leaves the list it is given unchanged
+// (manifests keep it as recorded) and builds the tree from copies, the
+// recorded extension name added to metadata that lacks it; Flatten gives
+// back the records, as Lance's writer fills them in.
+func TestUnflattenCopies(t *testing.T) {
+	flat := []*Field{
+		{ID: 0, ParentID: -1, Name: "s", LogicalType: "struct", Nullable: true, UnenforcedPrimaryKeyPosition: 2},
+		{ID: 1, ParentID: 0, Name: "b", LogicalType: "large_binary", Nullable: true, ExtensionName: "my.ext",
+			Metadata: map[string]string{MetaBlob: "true"}, Encoding: EncodingVarBinary},
+		{ID: 2, ParentID: -1, Name: "d", LogicalType: "dict:string:int32:false", Nullable: true,
+			Encoding: EncodingDictionary, Dictionary: &Dictionary{Offset: 8, Length: 3}, Role: RoleLeaf},
+	}
+	before := make([]*Field, len(flat))
+	for i, f := range flat {
+		before[i] = f.Clone()
+	}
+	s, err := Unflatten(flat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range flat {
+		if !f.EqualRecord(before[i]) || f.Children != nil || f.Type != nil || f.Blob != NotBlob {
+			t.Errorf("Unflatten changed field %d of its list: %+v", i, f)
+		}
+	}
+	b := s.Fields[0].Children[0]
+	if b == flat[1] || b.Metadata[MetaExtensionName] != "my.ext" || b.Blob != BlobLegacy || flat[1].Metadata[MetaExtensionName] != "" {
+		t.Errorf("tree field %+v, recorded %+v: want a copy with the extension name in its metadata", b, flat[1])
+	}
+	s.Fields[1].Dictionary.Length = 99
+	if flat[2].Dictionary.Length != 3 {
+		t.Error("the tree shares the recorded dictionary")
+	}
+	s.Fields[1].Dictionary.Length = 3
+	back := s.Flatten()
+	if len(back) != 3 {
+		t.Fatalf("Flatten gave %d fields", len(back))
+	}
+	flat[1].Metadata = map[string]string{MetaBlob: "true", MetaExtensionName: "my.ext"}
+	flat[0].Encoding = EncodingNone // structs get no hint
+	for i := range back {
+		if !back[i].EqualRecord(flat[i]) || back[i].Children != nil || back[i].Type != nil {
+			t.Errorf("Flatten field %d: %+v, want %+v", i, back[i], flat[i])
+		}
+	}
+	// Flatten fills the legacy hint a field lacks from its type.
+	if got := (&Schema{Fields: []*Field{{ID: 0, ParentID: -1, Name: "x", LogicalType: "int64", Type: arrow.PrimitiveTypes.Int64}}}).Flatten(); got[0].Encoding != EncodingPlain {
+		t.Errorf("int64 field flattened with encoding %v, want plain", got[0].Encoding)
+	}
+}
+
+// TestEqualRecord: every recorded attribute counts, the derived ones do not.
+func TestEqualRecord(t *testing.T) {
+	base := &Field{ID: 1, ParentID: -1, Name: "x", LogicalType: "int64", Metadata: map[string]string{"k": "v"}, Dictionary: &Dictionary{Offset: 1}}
+	changes := map[string]func(f *Field){
+		"ID": func(f *Field) { f.ID = 2 }, "ParentID": func(f *Field) { f.ParentID = 0 }, "Name": func(f *Field) { f.Name = "y" },
+		"LogicalType": func(f *Field) { f.LogicalType = "int32" }, "Nullable": func(f *Field) { f.Nullable = true },
+		"Metadata": func(f *Field) { f.Metadata["k"] = "w" }, "Encoding": func(f *Field) { f.Encoding = EncodingRLE },
+		"Dictionary":                      func(f *Field) { f.Dictionary.Length = 4 },
+		"no Dictionary":                   func(f *Field) { f.Dictionary = nil },
+		"UnenforcedPrimaryKey":            func(f *Field) { f.UnenforcedPrimaryKey = true },
+		"UnenforcedPrimaryKeyPosition":    func(f *Field) { f.UnenforcedPrimaryKeyPosition = 1 },
+		"UnenforcedClusteringKey":         func(f *Field) { f.UnenforcedClusteringKey = true },
+		"UnenforcedClusteringKeyPosition": func(f *Field) { f.UnenforcedClusteringKeyPosition = 1 },
+		"ExtensionName":                   func(f *Field) { f.ExtensionName = "e" },
+		"Role":                            func(f *Field) { f.Role = RoleRepeated },
+		"unknown":                         func(f *Field) { f.unknown.Field = []byte{1} },
+		"unknown of the dictionary":       func(f *Field) { f.unknown.Dictionary = []byte{1} },
+	}
+	for name, change := range changes {
+		g := base.Clone()
+		change(g)
+		if base.EqualRecord(g) || g.EqualRecord(base) {
+			t.Errorf("a field with another %s records the same field", name)
+		}
+	}
+	g := base.Clone()
+	g.Type, g.Blob, g.Children = arrow.PrimitiveTypes.Int64, BlobLegacy, []*Field{{ID: 5}}
+	if !base.EqualRecord(g) || !(*Field)(nil).EqualRecord(nil) || base.EqualRecord(nil) {
+		t.Error("EqualRecord compares Type, Blob or Children, or mishandles nil")
+	}
+}

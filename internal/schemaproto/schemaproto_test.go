@@ -1,8 +1,13 @@
 package schemaproto
 
 import (
+	"bytes"
 	"errors"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/schema"
@@ -67,5 +72,79 @@ func TestEncodeDecodeKeepsLegacyDictionary(t *testing.T) {
 	if len(back) != 1 || back[0].GetEncoding() != filepb.Encoding_DICTIONARY || back[0].GetDictionary().GetOffset() != 100 ||
 		back[0].GetDictionary().GetLength() != 7 || string(md["k"]) != "v" {
 		t.Fatalf("encoded %v, metadata %v", back, md)
+	}
+}
+
+// everyField returns a Field message with every field its descriptor
+// declares set to a value other than the default (so a field added to the
+// protobuf and missed by the conversion fails the test), and unknown
+// fields on it and on its Dictionary.
+func everyField(t *testing.T) *filepb.Field {
+	t.Helper()
+	pf := &filepb.Field{}
+	m := pf.ProtoReflect()
+	fds := m.Descriptor().Fields()
+	for i := 0; i < fds.Len(); i++ {
+		fd := fds.Get(i)
+		switch {
+		case fd.IsMap():
+			mp := m.Mutable(fd).Map()
+			mp.Set(protoreflect.ValueOfString("ARROW:extension:name").MapKey(), protoreflect.ValueOfBytes([]byte("other.ext")))
+			mp.Set(protoreflect.ValueOfString("empty").MapKey(), protoreflect.ValueOfBytes(nil))
+		case fd.Kind() == protoreflect.MessageKind:
+			d := m.Mutable(fd).Message()
+			dfs := d.Descriptor().Fields()
+			for j := 0; j < dfs.Len(); j++ {
+				d.Set(dfs.Get(j), protoreflect.ValueOfInt64(int64(10+j)))
+			}
+			d.SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 999, protowire.BytesType), "dictionary"))
+		case fd.Kind() == protoreflect.EnumKind:
+			m.Set(fd, protoreflect.ValueOfEnum(protoreflect.EnumNumber(7))) // open enums keep any value
+		case fd.Kind() == protoreflect.BoolKind:
+			m.Set(fd, protoreflect.ValueOfBool(true))
+		case fd.Kind() == protoreflect.StringKind:
+			m.Set(fd, protoreflect.ValueOfString(string(fd.Name())))
+		case fd.Kind() == protoreflect.Int32Kind:
+			m.Set(fd, protoreflect.ValueOfInt32(int32(100+i)))
+		case fd.Kind() == protoreflect.Uint32Kind:
+			m.Set(fd, protoreflect.ValueOfUint32(uint32(200+i)))
+		default:
+			t.Fatalf("lance.file.Field.%s has kind %v, which the test does not set", fd.Name(), fd.Kind())
+		}
+	}
+	m.SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 9999, protowire.BytesType), "field"))
+	return pf
+}
+
+// TestFieldsExact: a stored field list converts to schema.Fields and back
+// to the same bytes, every attribute and unknown field included (2).
+func TestFieldsExact(t *testing.T) {
+	pf := everyField(t)
+	fields := []*filepb.Field{pf, {Id: 1, ParentId: -1, Name: "plain", LogicalType: "int32"}}
+	want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&filepb.Schema{Fields: fields})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := DecodeFields(fields)
+	if f := flat[0]; f.ExtensionName != "extension_name" || f.Metadata[schema.MetaExtensionName] != "other.ext" ||
+		f.Role != 7 || !f.UnenforcedClusteringKey || f.Dictionary == nil || f.Dictionary.Length == 0 {
+		t.Errorf("decoded %+v", f)
+	}
+	back := EncodeFields(flat)
+	got, err := proto.MarshalOptions{Deterministic: true}.Marshal(&filepb.Schema{Fields: back})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("written back differently:\n got %v\nwant %v", back, fields)
+	}
+	// The copies Clone makes and the list Flatten rebuilds from the tree
+	// record the same fields.
+	if c := flat[0].Clone(); !c.EqualRecord(flat[0]) || string(proto.Clone(pf).ProtoReflect().GetUnknown()) !=
+		string(EncodeFields([]*schema.Field{c})[0].ProtoReflect().GetUnknown()) {
+		t.Error("a clone records a different field")
+	}
+	if flat[0].EqualRecord(DecodeFields([]*filepb.Field{{Id: pf.Id}})[0]) {
+		t.Error("EqualRecord finds a bare field equal to a full one")
 	}
 }
