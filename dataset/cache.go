@@ -60,11 +60,11 @@ func allocatorKey(a memory.Allocator) string {
 	return fmt.Sprintf("%T@%p", a, a)
 }
 
-// readerBytes is what the cache charges for an open data file reader: its
-// schema and file metadata, estimated from its fields (the metadata is a
-// few hundred bytes per column and page).
+// readerBytes is what the cache charges for an open data file reader: the
+// file metadata it keeps (format.Reader.MetadataBytes), plus its decoded
+// schema, about a KiB a field.
 func readerBytes(r *format.Reader) int64 {
-	n := int64(4 << 10)
+	n := r.MetadataBytes()
 	for _, f := range r.Schema().Fields {
 		f.Walk(func(*schema.Field) { n += 1 << 10 })
 	}

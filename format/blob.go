@@ -95,7 +95,7 @@ func (r *Reader) SidecarKey(blobID uint32) string {
 	for i := range digits {
 		digits[i] = '0' + byte(blobID>>i&1)
 	}
-	stem := strings.TrimSuffix(r.key, path.Ext(r.key))
+	stem := strings.TrimSuffix(r.f.Key, path.Ext(r.f.Key))
 	return stem + "/" + string(digits[:]) + ".blob"
 }
 
@@ -109,35 +109,35 @@ const maxBlobSize = 1 << 34
 // ErrCorrupt.
 func (r *Reader) ReadBlob(ctx context.Context, d BlobDescriptor) ([]byte, error) {
 	if d.Size > maxBlobSize {
-		return nil, r.corruptf("blob of %d bytes", d.Size)
+		return nil, r.f.Corruptf("blob of %d bytes", d.Size)
 	}
 	switch d.Kind {
 	case BlobInline:
 		if d.Size == 0 {
 			return []byte{}, nil
 		}
-		return r.readAt(ctx, d.Position, d.Size)
+		return r.f.ReadAt(ctx, d.Position, d.Size)
 	case BlobPacked, BlobDedicated:
 		key := r.SidecarKey(d.BlobID)
 		pos := d.Position
 		if d.Kind == BlobDedicated {
 			pos = 0
 		}
-		info, err := r.store.Stat(ctx, key)
+		info, err := r.f.Store.Stat(ctx, key)
 		if err != nil {
-			return nil, fmt.Errorf("format: %s: blob %d: %w", r.key, d.BlobID, err)
+			return nil, fmt.Errorf("format: %s: blob %d: %w", r.f.Key, d.BlobID, err)
 		}
 		if pos > uint64(info.Size) || d.Size > uint64(info.Size)-pos {
 			return nil, fmt.Errorf("format: %s: blob [%d, +%d) runs past the end of %d bytes: %w",
 				key, pos, d.Size, info.Size, lancer.ErrCorrupt)
 		}
-		b, err := r.store.ReadRange(ctx, key, int64(pos), int64(d.Size))
+		b, err := r.f.Store.ReadRange(ctx, key, int64(pos), int64(d.Size))
 		if err != nil {
-			return nil, fmt.Errorf("format: %s: blob %d: %w", r.key, d.BlobID, err)
+			return nil, fmt.Errorf("format: %s: blob %d: %w", r.f.Key, d.BlobID, err)
 		}
 		return b, nil
 	case BlobExternal:
-		return nil, fmt.Errorf("format: %s: external blob %q: %w", r.key, d.URI, lancer.ErrUnsupported)
+		return nil, fmt.Errorf("format: %s: external blob %q: %w", r.f.Key, d.URI, lancer.ErrUnsupported)
 	}
-	return nil, r.corruptf("blob descriptor of unknown kind %d", d.Kind)
+	return nil, r.f.Corruptf("blob descriptor of unknown kind %d", d.Kind)
 }

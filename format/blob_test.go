@@ -8,11 +8,12 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
 func TestSidecarKey(t *testing.T) {
-	r := &Reader{key: "data/00101111.lance"}
+	r := &Reader{f: &fileio.File{Key: "data/00101111.lance"}}
 	cases := map[uint32]string{
 		1: "data/00101111/10000000000000000000000000000000.blob",
 		2: "data/00101111/01000000000000000000000000000000.blob",

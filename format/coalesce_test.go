@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -56,7 +57,7 @@ func multiPageFile(t testing.TB, rows, pageSize int) (*blob.MemStore, string, ar
 		b.Release()
 	}
 	rec := array.NewRecordBatch(s.LogicalArrow(), cols, int64(rows))
-	releaseAll(cols)
+	fileio.ReleaseAll(cols)
 	store := blob.NewMemStore("multipage")
 	ctx := context.Background()
 	w, err := NewWriter(ctx, store, "f.lance", s, &WriterOptions{Version: Version2_2, PageSize: pageSize})
@@ -102,7 +103,7 @@ func readCounts(t testing.TB, store blob.Store, key string, want arrow.RecordBat
 			}
 			exp.Release()
 		}
-		releaseAll(arrs)
+		fileio.ReleaseAll(arrs)
 	}
 	cur.Close()
 	scan = c.Snapshot().Sub(before)
@@ -118,7 +119,7 @@ func readCounts(t testing.TB, store blob.Store, key string, want arrow.RecordBat
 		t.Fatal(err)
 	}
 	taken = c.Snapshot().Sub(before)
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	for i, arr := range arrs {
 		for j, row := range take {
 			exp := array.NewSlice(want.Column(i), int64(row), int64(row)+1)
@@ -183,8 +184,8 @@ func TestReadsDetectShortReads(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			arrs, err := r.ReadRange(ctx, r.FileProjection(r.Schema().Fields), 0, r.NumRows())
-			releaseAll(arrs)
+			arrs, err := r.readRange(ctx, r.FileProjection(r.Schema().Fields), 0, r.NumRows())
+			fileio.ReleaseAll(arrs)
 			return err
 		}()
 		if f.Injected() == 0 {
@@ -211,26 +212,26 @@ func TestPreloadPagesOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []pageID
-	for c, col := range r.columns {
+	var ids []fileio.PageID
+	for c, col := range r.f.Columns {
 		for p := range col.GetPages() {
-			ids = append(ids, pageID{c, p})
+			ids = append(ids, fileio.PageID{Col: c, Page: p})
 		}
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
 	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-	ids = append(ids[:len(ids)/2], ids[0], pageID{99, 0}, pageID{0, 9999})
-	pctx, err := r.preloadPages(ctx, ids)
+	ids = append(ids[:len(ids)/2], ids[0], fileio.PageID{Col: 99, Page: 0}, fileio.PageID{Col: 0, Page: 9999})
+	pctx, err := r.f.PreloadPages(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids[:len(ids)-2] {
-		page := r.columns[id.col].GetPages()[id.page]
-		got, ok := preloadedBuffers(pctx, page)
+		page := r.f.Columns[id.Col].GetPages()[id.Page]
+		got, ok := fileio.PreloadedBuffers(pctx, page)
 		if !ok {
 			t.Fatalf("page %v not preloaded", id)
 		}
-		want, err := r.pageBuffers(ctx, page)
+		want, err := r.f.PageBuffers(ctx, page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +270,7 @@ func BenchmarkCoalescedScan(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				releaseAll(arrs)
+				fileio.ReleaseAll(arrs)
 			}
 			cur.Close()
 		}
@@ -289,7 +290,7 @@ func BenchmarkCoalescedScan(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			releaseAll(arrs)
+			fileio.ReleaseAll(arrs)
 			cur.Close()
 		}
 	})

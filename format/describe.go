@@ -44,15 +44,15 @@ type BufferInfo struct {
 // Columns describes the file's physical columns. Legacy files have none in
 // this sense and return an empty slice.
 func (r *Reader) Columns() []ColumnInfo {
-	out := make([]ColumnInfo, len(r.columns))
-	for i, cm := range r.columns {
+	out := make([]ColumnInfo, len(r.f.Columns))
+	for i, cm := range r.f.Columns {
 		ci := ColumnInfo{Index: i, Encoding: describeEncoding(cm.GetEncoding(), &encpb.ColumnEncoding{})}
 		for j, off := range cm.GetBufferOffsets() {
 			ci.Buffers = append(ci.Buffers, BufferInfo{off, cm.GetBufferSizes()[j]})
 		}
 		for _, p := range cm.GetPages() {
 			var msg proto.Message = &encpb.ArrayEncoding{}
-			if r.version.Structural() {
+			if r.version.structural() {
 				msg = &enc21pb.PageLayout{}
 			}
 			pi := PageInfo{Length: p.GetLength(), Priority: p.GetPriority(), Encoding: describeEncoding(p.GetEncoding(), msg)}
@@ -69,8 +69,8 @@ func (r *Reader) Columns() []ColumnInfo {
 // GlobalBuffers returns the file's global buffers; buffer 0 holds the file
 // descriptor.
 func (r *Reader) GlobalBuffers() []BufferInfo {
-	out := make([]BufferInfo, len(r.globalBuffers))
-	for i, b := range r.globalBuffers {
+	out := make([]BufferInfo, len(r.f.GlobalBuffers))
+	for i, b := range r.f.GlobalBuffers {
 		out[i] = BufferInfo(b)
 	}
 	return out

@@ -1,10 +1,16 @@
 // Package format reads and writes Lance data files: bytes in a blob.Store ↔
 // Arrow arrays. It knows nothing of datasets, manifests or branches; the
 // dataset package tells it which file to open and which fields live in which
-// columns. The schema vocabulary (fields, logical types, blob kinds) is
-// package format/schema; the byte codecs pages are built from (bit-packing,
-// RLE, FSST, zstd/lz4, ...) are internal/codec. Protobufs of the file format
-// are a detail of this package and never appear in its API.
+// columns. Open reads a file's footer and metadata and returns a Reader whose
+// Cursors read row ranges and takes of a Projection; NewWriter writes a file
+// of any writable version (2.0, 2.1, 2.2) and Finish reports what a
+// manifest records of it (WrittenFile). The root holds this API and
+// dispatches on the file Version to one package per file generation. The
+// schema vocabulary (fields, logical types, blob kinds) is package
+// format/schema; the byte codecs pages are built from (bit-packing, RLE,
+// FSST, zstd/lz4, ...) are internal/codec. Protobufs of the file format are
+// a detail of this package and its internal packages and never appear in
+// its API.
 //
 // # On-disk contract
 //
@@ -45,4 +51,19 @@
 //     a failed Finish) removes it and its blob sidecars, also when the
 //     write's context was cancelled. No context outlives the call it was
 //     passed to.
+//  6. The file generations are apart: none imports another; what they share
+//     (the open file, the page sink, the seams they implement, array
+//     assembly) lives in internal/fileio and internal/arrays below them.
+//
+// # Subpackages
+//
+//	schema               fields, logical types, blob kinds (public vocabulary)
+//	internal/fileio      the open file: checked and coalesced range reads, the
+//	                     2.x container parse, the page sink, the Cursor,
+//	                     RowTaker and FieldWriter seams, Version
+//	internal/arrays      Arrow arrays from decoded buffers, synthetic-value bounds
+//	internal/legacy      v1 files (read only)
+//	internal/v20         2.0 files: ArrayEncoding pages, one column per field
+//	internal/structural  2.1+ files: PageLayout pages, leaf columns with
+//	                     repetition and definition levels, partial-page takes
 package format

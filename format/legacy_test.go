@@ -22,10 +22,12 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/arrays"
+	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/legacy"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
 
 // legacyDataFiles returns the paths of a legacy fixture's data files
@@ -74,7 +76,7 @@ func readAllRows(t testing.TB, r *Reader) arrow.RecordBatch {
 // record wraps arrays (taking over their references) as a record batch.
 func record(t testing.TB, sch *arrow.Schema, arrs []arrow.Array, n int64) arrow.RecordBatch {
 	t.Helper()
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	for i, a := range arrs {
 		if a.Len() != int(n) {
 			t.Fatalf("column %q has %d rows, want %d", sch.Field(i).Name, a.Len(), n)
@@ -112,127 +114,11 @@ func TestLegacyTypesMatchLance(t *testing.T) {
 	fixturetest.CompareRows(t, "types_vlegacy", got, exp.Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}})
 }
 
-// TestLegacyHistoryMatchesLance reads every data file of every version of
-// the history and overwrite fixtures with Take, at the offsets real Lance
-// reported (its row ids are fragment<<32 | offset), and compares each file's
-// columns with the rows Lance returned for that version.
-func TestLegacyHistoryMatchesLance(t *testing.T) {
-	for _, name := range []string{"history_vlegacy", "overwrite_vlegacy"} {
-		t.Run(name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			exp := fixturetest.LoadExpected(t, name)
-			dir := fixturetest.DatasetPath(t, name)
-			store, err := blob.NewLocalStore(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(exp.TimeTravel) == 0 {
-				t.Fatal("no time_travel in expected.json")
-			}
-			for _, tt := range exp.TimeTravel {
-				m := readTestManifest(t, filepath.Join(dir, "_versions", fmt.Sprintf("%d.manifest", uint64(math.MaxUint64)-tt.Version)))
-				checkVersionFiles(t, store, mem, fmt.Sprintf("%s v%d", name, tt.Version), m, tt.Rows)
-			}
-		})
-	}
-}
-
-// checkVersionFiles compares the data files of manifest m with rows.
-func checkVersionFiles(t *testing.T, store blob.Store, mem memory.Allocator, what string, m *tablepb.Manifest, rows []json.RawMessage) {
-	t.Helper()
-	// Rows by fragment, in the order Lance returned them.
-	type located struct {
-		offset uint64
-		row    json.RawMessage
-	}
-	byFragment := map[uint64][]located{}
-	for _, row := range rows {
-		var v struct {
-			RowID json.Number `json:"_rowid"`
-		}
-		if err := json.Unmarshal(row, &v); err != nil {
-			t.Fatal(err)
-		}
-		var id uint64
-		if _, err := fmt.Sscan(v.RowID.String(), &id); err != nil {
-			t.Fatalf("_rowid %q: %v", v.RowID, err)
-		}
-		byFragment[id>>32] = append(byFragment[id>>32], located{id & math.MaxUint32, row})
-	}
-	names := map[int32]string{} // dataset field id → current name
-	for _, f := range m.GetFields() {
-		names[f.GetId()] = f.GetName()
-	}
-	checked := 0
-	for _, frag := range m.GetFragments() {
-		want := byFragment[frag.GetId()]
-		if len(want) == 0 {
-			continue // every row of the fragment is deleted
-		}
-		for _, df := range frag.GetFiles() {
-			r, err := Open(context.Background(), store, "data/"+df.GetPath(), &OpenOptions{Allocator: mem})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The file's fields still in the dataset, under their current names.
-			var fields []*schema.Field
-			var arrowFields []arrow.Field
-			var columns []string
-			for _, f := range r.Schema().Fields {
-				if name, ok := names[f.ID]; ok {
-					fields = append(fields, f)
-					af := f.ArrowField()
-					af.Name = name
-					arrowFields = append(arrowFields, af)
-					columns = append(columns, name)
-				}
-			}
-			offsets := make([]uint64, len(want))
-			wantRows := make([]json.RawMessage, len(want))
-			for i, w := range want {
-				offsets[i], wantRows[i] = w.offset, w.row
-			}
-			cur, err := r.NewCursor(r.FileProjection(fields))
-			if err != nil {
-				t.Fatal(err)
-			}
-			arrs, err := cur.Take(context.Background(), offsets)
-			cur.Close()
-			if err != nil {
-				t.Fatalf("%s: take from %s: %v", what, df.GetPath(), err)
-			}
-			rec := record(t, arrow.NewSchema(arrowFields, nil), arrs, int64(len(offsets)))
-			got := fixturetest.EncodeRows(t, rec)
-			rec.Release()
-			fixturetest.CompareRows(t, what+" "+df.GetPath(), got, wantRows, fixturetest.CompareOptions{Columns: columns})
-			checked += len(got)
-		}
-	}
-	if len(rows) > 0 && checked == 0 {
-		t.Errorf("%s: no rows checked", what)
-	}
-}
-
-// readTestManifest parses a manifest file (u32 length + protobuf, located by
-// a 16-byte footer).
-func readTestManifest(t *testing.T, path string) *tablepb.Manifest {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pos := binary.LittleEndian.Uint64(b[len(b)-16:])
-	n := uint64(binary.LittleEndian.Uint32(b[pos:]))
-	m := &tablepb.Manifest{}
-	if err := proto.Unmarshal(b[pos+4:pos+4+n], m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// legacyParts splits a v1 file into its metadata and schema manifest.
-func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *tablepb.Manifest) {
+// legacyParts splits a v1 file into its metadata and schema manifest. The
+// manifest (a lance.table.Manifest) is decoded as the lance.file.Schema its
+// fields 1 and 5 are, as the reader does: unknown fields survive a
+// re-encoding, and the table protobufs stay dataset/manifest's.
+func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *filepb.Schema) {
 	t.Helper()
 	metaPos := binary.LittleEndian.Uint64(data[len(data)-16:])
 	md := &filepb.Metadata{}
@@ -241,7 +127,7 @@ func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *tablepb.Manifest
 		t.Fatal(err)
 	}
 	manPos := md.GetManifestPosition()
-	man := &tablepb.Manifest{}
+	man := &filepb.Schema{}
 	n = uint64(binary.LittleEndian.Uint32(data[manPos:]))
 	if err := proto.Unmarshal(data[manPos+4:manPos+4+n], man); err != nil {
 		t.Fatal(err)
@@ -252,15 +138,15 @@ func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *tablepb.Manifest
 // appendLegacyTail appends a new schema manifest (if man is not nil), page
 // table (if pages is not nil), metadata and footer to data, the way Lance's
 // writer ends a file, so the old ones are ignored.
-func appendLegacyTail(t testing.TB, data []byte, md *filepb.Metadata, man *tablepb.Manifest, pages []legacyPage) []byte {
+func appendLegacyTail(t testing.TB, data []byte, md *filepb.Metadata, man *filepb.Schema, pages []legacy.Page) []byte {
 	t.Helper()
 	out := slices.Clone(data)
 	md = proto.Clone(md).(*filepb.Metadata)
 	if pages != nil {
 		md.PageTablePosition = uint64(len(out))
 		for _, p := range pages {
-			out = binary.LittleEndian.AppendUint64(out, p.pos)
-			out = binary.LittleEndian.AppendUint64(out, p.length)
+			out = binary.LittleEndian.AppendUint64(out, p.Pos)
+			out = binary.LittleEndian.AppendUint64(out, p.Length)
 		}
 	}
 	appendMsg := func(m proto.Message) uint64 {
@@ -280,7 +166,7 @@ func appendLegacyTail(t testing.TB, data []byte, md *filepb.Metadata, man *table
 	out = binary.LittleEndian.AppendUint64(out, metaPos)
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = binary.LittleEndian.AppendUint16(out, 2)
-	return append(out, magic...)
+	return append(out, fileio.Magic...)
 }
 
 // typesFile returns the bytes of the types_vlegacy data file.
@@ -310,42 +196,42 @@ func splitBatches(t testing.TB, data []byte, bounds []int32) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := r.legacy
-	if l.numBatches() != 1 {
-		t.Fatalf("file has %d batches, want 1", l.numBatches())
+	l := r.legacy.Legacy
+	if l.NumBatches() != 1 {
+		t.Fatalf("file has %d batches, want 1", l.NumBatches())
 	}
 	nb := len(bounds) - 1
-	pages := make([]legacyPage, l.numFieldIDs*nb)
+	pages := make([]legacy.Page, l.NumFieldIDs*nb)
 	var visit func(f *schema.Field, underList bool)
 	visit = func(f *schema.Field, underList bool) {
-		orig, _ := l.page(f.ID, 0)
+		orig, _ := l.Page(f.ID, 0)
 		for b := 0; b < nb; b++ {
 			start, count := uint64(bounds[b]), uint64(bounds[b+1]-bounds[b])
-			p := legacyPage{}
+			p := legacy.Page{}
 			switch {
 			case underList:
 				p = orig
 			case f.Type.ID() == arrow.STRUCT:
 			case f.Type.ID() == arrow.NULL:
-				p = legacyPage{orig.pos, count}
+				p = legacy.Page{Pos: orig.Pos, Length: count}
 			case f.Type.ID() == arrow.LIST:
-				p = legacyPage{orig.pos + 4*start, count + 1}
+				p = legacy.Page{Pos: orig.Pos + 4*start, Length: count + 1}
 			case f.Type.ID() == arrow.LARGE_LIST:
-				p = legacyPage{orig.pos + 8*start, count + 1}
+				p = legacy.Page{Pos: orig.Pos + 8*start, Length: count + 1}
 			case isBinaryType(f.Type):
-				p = legacyPage{orig.pos + 8*start, count}
+				p = legacy.Page{Pos: orig.Pos + 8*start, Length: count}
 			case f.Type.ID() == arrow.DICTIONARY:
 				w := f.Type.(*arrow.DictionaryType).IndexType.(arrow.FixedWidthDataType).BitWidth()
-				p = legacyPage{orig.pos + start*uint64(w)/8, count}
+				p = legacy.Page{Pos: orig.Pos + start*uint64(w)/8, Length: count}
 			default:
-				leaf, perRow, ok := fixedStride(f.Type)
+				leaf, perRow, ok := legacy.FixedStride(f.Type)
 				if !ok {
 					t.Fatalf("field %q: cannot split %s", f.Name, f.Type)
 				}
 				bitsPerRow := perRow * uint64(leaf.(arrow.FixedWidthDataType).BitWidth())
-				p = legacyPage{orig.pos + start*bitsPerRow/8, count}
+				p = legacy.Page{Pos: orig.Pos + start*bitsPerRow/8, Length: count}
 			}
-			pages[int(f.ID-l.minFieldID)*nb+b] = p
+			pages[int(f.ID-l.MinFieldID)*nb+b] = p
 		}
 		for _, c := range f.Children {
 			visit(c, underList || f.Type.ID() == arrow.LIST || f.Type.ID() == arrow.LARGE_LIST)
@@ -359,7 +245,7 @@ func splitBatches(t testing.TB, data []byte, bounds []int32) []byte {
 	return appendLegacyTail(t, data, md, nil, pages)
 }
 
-func isBinaryType(dt arrow.DataType) bool { _, ok := binaryType(dt); return ok }
+func isBinaryType(dt arrow.DataType) bool { _, ok := arrays.BinaryType(dt); return ok }
 
 // shrinkRows rewrites a single-batch v1 file to hold only its first rows,
 // copying just the bytes those rows use (each page rebased, string
@@ -372,28 +258,28 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := r.legacy
-	if l.numBatches() != 1 || rows > r.NumRows() {
-		t.Fatalf("cannot shrink %d batches of %d rows to %d rows", l.numBatches(), r.NumRows(), rows)
+	l := r.legacy.Legacy
+	if l.NumBatches() != 1 || rows > r.NumRows() {
+		t.Fatalf("cannot shrink %d batches of %d rows to %d rows", l.NumBatches(), r.NumRows(), rows)
 	}
 	var out []byte
-	pages := make([]legacyPage, l.numFieldIDs)
+	pages := make([]legacy.Page, l.NumFieldIDs)
 	u64 := func(off uint64) uint64 { return binary.LittleEndian.Uint64(data[off:]) }
 	// copyBinary copies values [start, end) of a positions page and returns
 	// where the new positions start.
-	copyBinary := func(p legacyPage, start, end uint64) uint64 {
-		first, last := u64(p.pos+8*start), u64(p.pos+8*end)
+	copyBinary := func(p legacy.Page, start, end uint64) uint64 {
+		first, last := u64(p.Pos+8*start), u64(p.Pos+8*end)
 		dataStart := uint64(len(out))
 		out = append(out, data[first:last]...)
 		posStart := uint64(len(out))
 		for i := start; i <= end; i++ {
-			out = binary.LittleEndian.AppendUint64(out, u64(p.pos+8*i)-first+dataStart)
+			out = binary.LittleEndian.AppendUint64(out, u64(p.Pos+8*i)-first+dataStart)
 		}
 		return posStart
 	}
 	var copyField func(f *schema.Field, start, end uint64)
 	copyField = func(f *schema.Field, start, end uint64) {
-		p, _ := l.page(f.ID, 0)
+		p, _ := l.Page(f.ID, 0)
 		n := end - start
 		switch {
 		case f.Type.ID() == arrow.STRUCT:
@@ -402,7 +288,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 			}
 			return
 		case f.Type.ID() == arrow.NULL:
-			pages[f.ID-l.minFieldID] = legacyPage{uint64(len(out)), n}
+			pages[f.ID-l.MinFieldID] = legacy.Page{Pos: uint64(len(out)), Length: n}
 		case f.Type.ID() == arrow.LIST || f.Type.ID() == arrow.LARGE_LIST:
 			w := uint64(4)
 			if f.Type.ID() == arrow.LARGE_LIST {
@@ -410,12 +296,12 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 			}
 			read := func(i uint64) uint64 {
 				if w == 4 {
-					return uint64(binary.LittleEndian.Uint32(data[p.pos+4*i:]))
+					return uint64(binary.LittleEndian.Uint32(data[p.Pos+4*i:]))
 				}
-				return u64(p.pos + 8*i)
+				return u64(p.Pos + 8*i)
 			}
 			first, last := read(start), read(end)
-			pages[f.ID-l.minFieldID] = legacyPage{uint64(len(out)), n + 1}
+			pages[f.ID-l.MinFieldID] = legacy.Page{Pos: uint64(len(out)), Length: n + 1}
 			for i := start; i <= end; i++ {
 				if w == 4 {
 					out = binary.LittleEndian.AppendUint32(out, uint32(read(i)-first))
@@ -425,34 +311,34 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 			}
 			copyField(f.Children[0], first, last)
 		case isBinaryType(f.Type):
-			pages[f.ID-l.minFieldID] = legacyPage{copyBinary(p, start, end), n}
+			pages[f.ID-l.MinFieldID] = legacy.Page{Pos: copyBinary(p, start, end), Length: n}
 		default:
 			dt := f.Type
 			if d, ok := dt.(*arrow.DictionaryType); ok {
 				dt = d.IndexType
 			}
-			leaf, perRow, ok := fixedStride(dt)
+			leaf, perRow, ok := legacy.FixedStride(dt)
 			if !ok {
 				t.Fatalf("field %q: cannot copy %s", f.Name, f.Type)
 			}
-			pages[f.ID-l.minFieldID] = legacyPage{uint64(len(out)), n}
+			pages[f.ID-l.MinFieldID] = legacy.Page{Pos: uint64(len(out)), Length: n}
 			bitsPerRow := perRow * uint64(leaf.(arrow.FixedWidthDataType).BitWidth())
 			if bitsPerRow%8 != 0 {
 				b := make([]byte, (n*bitsPerRow+7)/8)
-				bitutil.CopyBitmap(data[p.pos:], int(start*bitsPerRow), int(n*bitsPerRow), b, 0)
+				bitutil.CopyBitmap(data[p.Pos:], int(start*bitsPerRow), int(n*bitsPerRow), b, 0)
 				out = append(out, b...)
 				break
 			}
-			out = append(out, data[p.pos+start*bitsPerRow/8:p.pos+end*bitsPerRow/8]...)
+			out = append(out, data[p.Pos+start*bitsPerRow/8:p.Pos+end*bitsPerRow/8]...)
 		}
 	}
 	for _, f := range r.Schema().Fields {
 		copyField(f, 0, rows)
 	}
-	man = proto.Clone(man).(*tablepb.Manifest)
+	man = proto.Clone(man).(*filepb.Schema)
 	for _, pf := range man.Fields {
 		if d := pf.GetDictionary(); d != nil {
-			d.Offset = int64(copyBinary(legacyPage{uint64(d.Offset), uint64(d.Length)}, 0, uint64(d.Length)))
+			d.Offset = int64(copyBinary(legacy.Page{Pos: uint64(d.Offset), Length: uint64(d.Length)}, 0, uint64(d.Length)))
 		}
 	}
 	md = proto.Clone(md).(*filepb.Metadata)
@@ -489,7 +375,7 @@ func TestLegacyManyBatchesMatchLance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.legacy.numBatches(); got != 5 {
+	if got := r.legacy.Legacy.NumBatches(); got != 5 {
 		t.Fatalf("%d batches, want 5", got)
 	}
 	rec := readAllRows(t, r)
@@ -602,10 +488,10 @@ func TestLegacyMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages := slices.Clone(r.legacy.pages)
-	withPage := func(id int32, p legacyPage) []legacyPage {
+	pages := slices.Clone(r.legacy.Legacy.Pages)
+	withPage := func(id int32, p legacy.Page) []legacy.Page {
 		ps := slices.Clone(pages)
-		ps[id-r.legacy.minFieldID] = p
+		ps[id-r.legacy.Legacy.MinFieldID] = p
 		return ps
 	}
 	withMeta := func(edit func(*filepb.Metadata)) []byte {
@@ -613,12 +499,12 @@ func TestLegacyMalformed(t *testing.T) {
 		edit(m)
 		return appendLegacyTail(t, orig, m, nil, nil)
 	}
-	withManifest := func(edit func(*tablepb.Manifest)) []byte {
-		m := proto.Clone(man).(*tablepb.Manifest)
+	withManifest := func(edit func(*filepb.Schema)) []byte {
+		m := proto.Clone(man).(*filepb.Schema)
 		edit(m)
 		return appendLegacyTail(t, orig, md, m, nil)
 	}
-	field := func(m *tablepb.Manifest, name string) *filepb.Field {
+	field := func(m *filepb.Schema, name string) *filepb.Field {
 		for _, f := range m.Fields {
 			if f.Name == name {
 				return f
@@ -635,13 +521,13 @@ func TestLegacyMalformed(t *testing.T) {
 	}
 	le64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 	le32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
-	utf8Page, _ := r.legacy.page(field(man, "utf8").Id, 0)
-	listPage, _ := r.legacy.page(field(man, "list_i32").Id, 0)
+	utf8Page, _ := r.legacy.Legacy.Page(field(man, "utf8").Id, 0)
+	listPage, _ := r.legacy.Legacy.Page(field(man, "list_i32").Id, 0)
 
 	// A page that starts 8 bytes before the end of the rewritten file (whose
 	// length does not depend on the page's position).
 	size := len(appendLegacyTail(t, orig, md, nil, pages))
-	pagePastEnd := appendLegacyTail(t, orig, md, nil, withPage(0, legacyPage{uint64(size) - 8, 100}))
+	pagePastEnd := appendLegacyTail(t, orig, md, nil, withPage(0, legacy.Page{Pos: uint64(size) - 8, Length: 100}))
 
 	cases := []struct {
 		name string
@@ -660,21 +546,21 @@ func TestLegacyMalformed(t *testing.T) {
 		{"batch offsets decrease", withMeta(func(m *filepb.Metadata) { m.BatchOffsets = []int32{0, 100, 50} })},
 		{"absurd row count", withMeta(func(m *filepb.Metadata) { m.BatchOffsets = []int32{0, math.MaxInt32} })},
 		{"absurd batch count", withMeta(func(m *filepb.Metadata) { m.BatchOffsets = make([]int32, 1<<16) })},
-		{"absurd field id", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Id = 1 << 30 })},
+		{"absurd field id", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Id = 1 << 30 })},
 		{"page past the end", pagePastEnd},
-		{"page position beyond the file", appendLegacyTail(t, orig, md, nil, withPage(0, legacyPage{math.MaxUint64 - 100, 100}))},
-		{"page shorter than the batch", appendLegacyTail(t, orig, md, nil, withPage(0, legacyPage{0, 10}))},
-		{"struct member without a page", appendLegacyTail(t, orig, md, nil, withPage(field(man, "a").Id, legacyPage{}))},
-		{"string positions decrease", patch(utf8Page.pos+8, le64(0))},
-		{"string positions past the end", patch(utf8Page.pos+8*100, le64(uint64(len(orig))+1))},
-		{"string not UTF-8", patch(binary.LittleEndian.Uint64(orig[utf8Page.pos+8:]), []byte{0xff})},
-		{"list offsets decrease", patch(listPage.pos+4, le32(math.MaxUint32))},
-		{"list items past their page", patch(listPage.pos+4*100, le32(1<<20))},
-		{"dictionary index out of range", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Dictionary.Length = 2 })},
-		{"dictionary values past the end", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Dictionary.Offset = int64(len(orig)) })},
-		{"dictionary offset negative", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Dictionary.Offset = -8 })},
-		{"dictionary without location", withManifest(func(m *tablepb.Manifest) { field(m, "dict_utf8").Dictionary = nil })},
-		{"schema parent missing", withManifest(func(m *tablepb.Manifest) { field(m, "a").ParentId = 999 })},
+		{"page position beyond the file", appendLegacyTail(t, orig, md, nil, withPage(0, legacy.Page{Pos: math.MaxUint64 - 100, Length: 100}))},
+		{"page shorter than the batch", appendLegacyTail(t, orig, md, nil, withPage(0, legacy.Page{Pos: 0, Length: 10}))},
+		{"struct member without a page", appendLegacyTail(t, orig, md, nil, withPage(field(man, "a").Id, legacy.Page{}))},
+		{"string positions decrease", patch(utf8Page.Pos+8, le64(0))},
+		{"string positions past the end", patch(utf8Page.Pos+8*100, le64(uint64(len(orig))+1))},
+		{"string not UTF-8", patch(binary.LittleEndian.Uint64(orig[utf8Page.Pos+8:]), []byte{0xff})},
+		{"list offsets decrease", patch(listPage.Pos+4, le32(math.MaxUint32))},
+		{"list items past their page", patch(listPage.Pos+4*100, le32(1<<20))},
+		{"dictionary index out of range", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Dictionary.Length = 2 })},
+		{"dictionary values past the end", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Dictionary.Offset = int64(len(orig)) })},
+		{"dictionary offset negative", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Dictionary.Offset = -8 })},
+		{"dictionary without location", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Dictionary = nil })},
+		{"schema parent missing", withManifest(func(m *filepb.Schema) { field(m, "a").ParentId = 999 })},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -705,14 +591,14 @@ func openAndReadAll(t testing.TB, key string, data []byte, mem memory.Allocator)
 	}
 	defer cur.Close()
 	arrs, err := cur.ReadRange(context.Background(), 0, r.NumRows())
-	releaseAll(arrs)
+	fileio.ReleaseAll(arrs)
 	return err
 }
 
 func TestLegacyUnsupported(t *testing.T) {
 	orig := typesFile(t)
 	md, man := legacyParts(t, orig)
-	blobMan := proto.Clone(man).(*tablepb.Manifest)
+	blobMan := proto.Clone(man).(*filepb.Schema)
 	for _, f := range blobMan.Fields {
 		if f.Name == "large_binary" {
 			f.Metadata = map[string][]byte{schema.MetaBlob: []byte("true")}
@@ -720,7 +606,7 @@ func TestLegacyUnsupported(t *testing.T) {
 	}
 	noSchema := proto.Clone(md).(*filepb.Metadata)
 	noSchema.ManifestPosition = 0
-	floatDict := proto.Clone(man).(*tablepb.Manifest)
+	floatDict := proto.Clone(man).(*filepb.Schema)
 	for _, f := range floatDict.Fields {
 		if f.Name == "dict_utf8" {
 			f.LogicalType = "dict:double:int32:false"
@@ -791,11 +677,11 @@ func TestLegacyReadRequests(t *testing.T) {
 					}
 				}
 				store.Reset()
-				arrs, err := r.ReadRange(ctx, r.FileProjection(proj.Fields), c.start, c.end)
+				arrs, err := r.readRange(ctx, r.FileProjection(proj.Fields), c.start, c.end)
 				if err != nil {
 					t.Fatal(err)
 				}
-				releaseAll(arrs)
+				fileio.ReleaseAll(arrs)
 				got := store.Snapshot().ReadRange
 				if got.Requests != int64(c.wantReads) || got.Bytes > int64(c.maxBytes) {
 					t.Errorf("%v rows [%d, %d): %d requests for %d bytes, want %d for at most %d",
@@ -818,9 +704,9 @@ func TestLegacyMissingItemsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := r.Schema().Field("list_i32")
-	listPage, _ := r.legacy.page(list.ID, 0)
+	listPage, _ := r.legacy.Legacy.Page(list.ID, 0)
 	data := slices.Clone(orig)
-	binary.LittleEndian.PutUint32(data[listPage.pos+4*r.NumRows():], 1<<24) // the last list's end
+	binary.LittleEndian.PutUint32(data[listPage.Pos+4*r.NumRows():], 1<<24) // the last list's end
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r, err = openBytes(t, "data/f.lance", data, mem)
@@ -835,7 +721,7 @@ func TestLegacyMissingItemsBounded(t *testing.T) {
 	}
 	defer cur.Close()
 	arrs, err := cur.ReadRange(context.Background(), 0, r.NumRows())
-	releaseAll(arrs)
+	fileio.ReleaseAll(arrs)
 	if !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "data/f.lance") {
 		t.Fatalf("err = %v, want ErrUnsupported naming the file", err)
 	}
@@ -844,13 +730,13 @@ func TestLegacyMissingItemsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arrs, err = r.ReadRange(context.Background(), Projection{Fields: []*schema.Field{list}, Column: func(id int32) (int, bool) {
+	arrs, err = r.readRange(context.Background(), Projection{Fields: []*schema.Field{list}, Column: func(id int32) (int, bool) {
 		return int(id), id == list.ID
 	}}, 0, r.NumRows())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	items := arrs[0].(*array.List).ListValues()
 	if items.Len() == 0 || items.NullN() != items.Len() {
 		t.Errorf("items: %d of %d null, want all of them", items.NullN(), items.Len())

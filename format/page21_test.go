@@ -19,6 +19,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
@@ -82,7 +83,7 @@ func leafColumns(r *Reader) map[int]leafField {
 			visit(c, path, underList || list)
 		}
 	}
-	for _, f := range r.schema.Fields {
+	for _, f := range r.f.Schema.Fields {
 		visit(f, nil, false)
 	}
 	return out
@@ -90,25 +91,25 @@ func leafColumns(r *Reader) map[int]leafField {
 
 // decodeColumnPages decodes every page of a column, failing the test on
 // error. The caller releases the pages.
-func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*leafPage {
+func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*structural.LeafPage {
 	t.Helper()
-	var pages []*leafPage
-	for p := range r.columns[col].GetPages() {
-		lp, err := r.decodeLeafPage(context.Background(), col, p, leaf)
+	var pages []*structural.LeafPage
+	for p := range r.f.Columns[col].GetPages() {
+		lp, err := r.st.DecodeLeafPage(context.Background(), col, p, leaf)
 		if err != nil {
 			for _, q := range pages {
-				q.release()
+				q.Release()
 			}
-			t.Fatalf("%s column %d (%s) page %d: %v", r.key, col, leaf.Name, p, err)
+			t.Fatalf("%s column %d (%s) page %d: %v", r.f.Key, col, leaf.Name, p, err)
 		}
 		pages = append(pages, lp)
 	}
 	return pages
 }
 
-func releasePages(pages []*leafPage) {
+func releasePages(pages []*structural.LeafPage) {
 	for _, p := range pages {
-		p.release()
+		p.Release()
 	}
 }
 
@@ -124,30 +125,30 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 	for _, path := range files {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		r := openFixtureFile(t, path, mem)
-		if !r.version.Structural() {
+		if !r.version.structural() {
 			continue
 		}
 		rel, _ := filepath.Rel(fixturetest.Dir(t), path)
 		t.Run(rel, func(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			leaves := leafColumns(r)
-			if len(leaves) != len(r.columns) {
-				t.Fatalf("%d leaves for %d columns", len(leaves), len(r.columns))
+			if len(leaves) != len(r.f.Columns) {
+				t.Fatalf("%d leaves for %d columns", len(leaves), len(r.f.Columns))
 			}
-			for col := range r.columns {
+			for col := range r.f.Columns {
 				leaf := leaves[col]
 				pages := decodeColumnPages(t, r, col, leaf.Field)
 				rows := uint64(0)
 				for p, lp := range pages {
-					rows += lp.numRows
-					if !arrow.TypeEqual(lp.values.DataType(), leaf.ScanType()) {
-						t.Errorf("column %d (%s) page %d: values are %s, want %s", col, leaf.Name, p, lp.values.DataType(), leaf.ScanType())
+					rows += lp.NumRows
+					if !arrow.TypeEqual(lp.Values.DataType(), leaf.ScanType()) {
+						t.Errorf("column %d (%s) page %d: values are %s, want %s", col, leaf.Name, p, lp.Values.DataType(), leaf.ScanType())
 					}
 					decoded++
 				}
 				releasePages(pages)
-				if rows != r.numRows {
-					t.Errorf("column %d (%s): pages hold %d rows, the file %d", col, leaf.Name, rows, r.numRows)
+				if rows != r.f.NumRows {
+					t.Errorf("column %d (%s): pages hold %d rows, the file %d", col, leaf.Name, rows, r.f.NumRows)
 				}
 			}
 		})
@@ -159,19 +160,19 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 
 // flatColumnJSON renders a leaf column without repetition levels as one JSON
 // value per row: value i of row i, null when its def level is not 0.
-func flatColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
+func flatColumnJSON(t testing.TB, pages []*structural.LeafPage) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for p, lp := range pages {
-		if lp.rep != nil {
+		if lp.Rep != nil {
 			t.Fatalf("page %d has repetition levels", p)
 		}
-		for i := range lp.numItems {
-			if lp.def != nil && lp.def[i] != 0 {
+		for i := range lp.NumItems {
+			if lp.Def != nil && lp.Def[i] != 0 {
 				out = append(out, []byte("null"))
 				continue
 			}
-			v, err := rowjson.AppendValue(nil, lp.values, i)
+			v, err := rowjson.AppendValue(nil, lp.Values, i)
 			if err != nil {
 				t.Fatalf("page %d item %d: %v", p, i, err)
 			}
@@ -226,15 +227,15 @@ func compareFlatColumns(t *testing.T, path string, want func(i int) json.RawMess
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r := openFixtureFile(t, path, mem)
-	if int(r.numRows) != wantRows {
-		t.Fatalf("%s: %d rows, want %d", path, r.numRows, wantRows)
+	if int(r.f.NumRows) != wantRows {
+		t.Fatalf("%s: %d rows, want %d", path, r.f.NumRows, wantRows)
 	}
 	leaves := leafColumns(r)
 	var (
 		paths [][]string
 		got   [][][]byte
 	)
-	for col := range len(r.columns) {
+	for col := range len(r.f.Columns) {
 		leaf := leaves[col]
 		if leaf.underList {
 			continue
@@ -323,10 +324,10 @@ func TestDecodeLeafPageValuesEncodings(t *testing.T) {
 				first := firstID(t, path)
 				mem := memory.NewGoAllocator()
 				r := openFixtureFile(t, path, mem)
-				total += int(r.numRows)
+				total += int(r.f.NumRows)
 				compareFlatColumns(t, path, func(i int) json.RawMessage {
 					return fixturetest.FormulaRow(name, first+i)
-				}, int(r.numRows))
+				}, int(r.f.NumRows))
 			}
 			if want, _ := fixturetest.FormulaRowCount(name); total != want {
 				t.Errorf("files hold %d rows, want %d", total, want)
@@ -343,12 +344,12 @@ func firstID(t *testing.T, path string) int {
 		if leaf.Name != "id" {
 			continue
 		}
-		lp, err := r.decodeLeafPage(context.Background(), col, 0, leaf.Field)
+		lp, err := r.st.DecodeLeafPage(context.Background(), col, 0, leaf.Field)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer lp.release()
-		v, err := rowjson.AppendValue(nil, lp.values, 0)
+		defer lp.Release()
+		v, err := rowjson.AppendValue(nil, lp.Values, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,21 +366,21 @@ func firstID(t *testing.T, path string) int {
 // listColumnJSON rebuilds a leaf column under exactly one list layer
 // (layers [item, list]) as one JSON list per row, from its levels: the
 // test's own small version of the structural assembly.
-func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
+func listColumnJSON(t testing.TB, pages []*structural.LeafPage) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for p, lp := range pages {
-		if len(lp.layers) != 2 || lp.rep == nil {
-			t.Fatalf("page %d: layers %v, rep %v: not a single list", p, lp.layers, lp.rep != nil)
+		if len(lp.Layers) != 2 || lp.Rep == nil {
+			t.Fatalf("page %d: layers %v, rep %v: not a single list", p, lp.Layers, lp.Rep != nil)
 		}
 		itemNull := uint16(0)
-		if lp.layers[0] == enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM {
+		if lp.Layers[0] == enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM {
 			itemNull = 1
 		}
 		// The list layer's levels follow the item's.
 		nullList, emptyList := uint16(0), uint16(0)
 		next := itemNull + 1
-		switch lp.layers[1] {
+		switch lp.Layers[1] {
 		case enc21pb.RepDefLayer_REPDEF_NULLABLE_LIST:
 			nullList = next
 		case enc21pb.RepDefLayer_REPDEF_EMPTYABLE_LIST:
@@ -398,12 +399,12 @@ func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
 				out = append(out, row)
 			}
 		}
-		for i := range lp.numItems {
+		for i := range lp.NumItems {
 			def := uint16(0)
-			if lp.def != nil {
-				def = lp.def[i]
+			if lp.Def != nil {
+				def = lp.Def[i]
 			}
-			if lp.rep[i] == 1 {
+			if lp.Rep[i] == 1 {
 				flush()
 				nullRow = false
 				switch {
@@ -421,7 +422,7 @@ func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
 			if itemNull != 0 && def == itemNull {
 				row = append(row, "null"...)
 			} else {
-				v, err := rowjson.AppendValue(nil, lp.values, value)
+				v, err := rowjson.AppendValue(nil, lp.Values, value)
 				if err != nil {
 					t.Fatalf("page %d value %d: %v", p, value, err)
 				}
@@ -430,8 +431,8 @@ func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
 			value++
 		}
 		flush()
-		if value != lp.values.Len() {
-			t.Fatalf("page %d: %d values used of %d", p, value, lp.values.Len())
+		if value != lp.Values.Len() {
+			t.Fatalf("page %d: %d values used of %d", p, value, lp.Values.Len())
 		}
 	}
 	return out
@@ -495,11 +496,11 @@ func TestDecodeLeafPageErrors(t *testing.T) {
 	r := openFixtureFile(t, files[0], memory.NewGoAllocator())
 	leaves := leafColumns(r)
 	ctx := context.Background()
-	_, err := r.decodeLeafPage(ctx, len(r.columns), 0, leaves[0].Field)
-	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), r.key) {
+	_, err := r.st.DecodeLeafPage(ctx, len(r.f.Columns), 0, leaves[0].Field)
+	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), r.f.Key) {
 		t.Errorf("column out of range: %v", err)
 	}
-	_, err = r.decodeLeafPage(ctx, 0, 5, leaves[0].Field)
+	_, err = r.st.DecodeLeafPage(ctx, 0, 5, leaves[0].Field)
 	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), "column 0 page 5") {
 		t.Errorf("page out of range: %v", err)
 	}
@@ -544,7 +545,7 @@ func TestDecodeLeafPageCorruptFile(t *testing.T) {
 			if col < 0 {
 				t.Fatalf("no column %q", tc.column)
 			}
-			page := r.columns[col].GetPages()[0]
+			page := r.f.Columns[col].GetPages()[0]
 			file, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -558,9 +559,9 @@ func TestDecodeLeafPageCorruptFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lp, err := bad.decodeLeafPage(context.Background(), col, 0, leaf.Field)
+			lp, err := bad.st.DecodeLeafPage(context.Background(), col, 0, leaf.Field)
 			if !errors.Is(err, lancer.ErrCorrupt) {
-				lp.release()
+				lp.Release()
 				t.Fatalf("got %v, want ErrCorrupt", err)
 			}
 			if want := fmt.Sprintf("bad.lance: column %d page 0:", col); !strings.Contains(err.Error(), want) {

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -57,7 +58,7 @@ func BenchmarkReadColumn(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					releaseAll(arrs)
+					fileio.ReleaseAll(arrs)
 					cur.Close()
 				}
 			})

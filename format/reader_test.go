@@ -18,6 +18,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -49,7 +50,7 @@ func readBounded(r *Reader) error {
 	const chunk, maxRows = 37, 1024 // an odd chunk, to cut batches anywhere
 	for start := uint64(0); start < min(n, maxRows); start += chunk {
 		arrs, err := cur.ReadRange(ctx, start, min(start+chunk, n))
-		releaseAll(arrs)
+		fileio.ReleaseAll(arrs)
 		if err != nil {
 			return err
 		}
@@ -58,12 +59,12 @@ func readBounded(r *Reader) error {
 		return nil
 	}
 	arrs, err := cur.ReadRange(ctx, n-min(n, chunk), n)
-	releaseAll(arrs)
+	fileio.ReleaseAll(arrs)
 	if err != nil {
 		return err
 	}
 	arrs, err = cur.Take(ctx, []uint64{n - 1, 0, n / 2, n / 3, 0})
-	releaseAll(arrs)
+	fileio.ReleaseAll(arrs)
 	return err
 }
 
@@ -280,7 +281,7 @@ func TestTakeNoRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	if len(arrs) != len(r.Schema().Fields) {
 		t.Fatalf("%d arrays, want %d", len(arrs), len(r.Schema().Fields))
 	}

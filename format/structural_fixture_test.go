@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -80,7 +81,7 @@ func openStructural(t testing.TB, f structuralFile, mem memory.Allocator) *Reade
 // readAllStructural reads every row of every field of r's schema.
 func readAllStructural(t testing.TB, r *Reader) []arrow.Array {
 	t.Helper()
-	arrs, err := r.ReadRange(context.Background(), r.FileProjection(r.Schema().Fields), 0, r.NumRows())
+	arrs, err := r.readRange(context.Background(), r.FileProjection(r.Schema().Fields), 0, r.NumRows())
 	if err != nil {
 		t.Fatalf("%s: read all rows: %v", r.Key(), err)
 	}
@@ -100,11 +101,11 @@ func TestStructuralFixturesReadAll(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			r := openStructural(t, f, mem)
-			if !r.Version().Structural() {
+			if !r.Version().structural() {
 				t.Skipf("file version %s", r.Version())
 			}
 			arrs := readAllStructural(t, r)
-			defer releaseAll(arrs)
+			defer fileio.ReleaseAll(arrs)
 			for i, a := range arrs {
 				fld := r.Schema().Fields[i]
 				if a.Len() != int(r.NumRows()) {
@@ -181,7 +182,7 @@ func TestStructuralFixturesRows(t *testing.T) {
 					t.Fatalf("rows [%d, %d): %v", start, end, err)
 				}
 				rec := structuralRecord(r, arrs, int64(end-start))
-				releaseAll(arrs)
+				fileio.ReleaseAll(arrs)
 				got := fixturetest.EncodeRows(t, rec)
 				if want == nil && base < 0 {
 					base = formulaFirstID(t, rec)
@@ -228,7 +229,7 @@ func TestStructuralFixturePruned(t *testing.T) {
 		fullRec := structuralRecord(r, full, int64(r.NumRows()))
 		fullRows := fixturetest.EncodeRows(t, fullRec)
 		fullRec.Release()
-		releaseAll(full)
+		fileio.ReleaseAll(full)
 		for _, paths := range projections {
 			t.Run(fixture+"/"+strings.Join(paths, ","), func(t *testing.T) {
 				sch, err := r.Schema().Project(paths)
@@ -238,12 +239,12 @@ func TestStructuralFixturePruned(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				arrs, err := r.ReadRange(context.Background(), r.FileProjection(sch.Fields), 0, r.NumRows())
+				arrs, err := r.readRange(context.Background(), r.FileProjection(sch.Fields), 0, r.NumRows())
 				if err != nil {
 					t.Fatal(err)
 				}
 				rec := array.NewRecordBatch(sch.Arrow(), arrs, int64(r.NumRows()))
-				releaseAll(arrs)
+				fileio.ReleaseAll(arrs)
 				got := fixturetest.EncodeRows(t, rec)
 				rec.Release()
 				for i := range got {
@@ -332,13 +333,13 @@ func TestStructuralBlobV2ManifestShape(t *testing.T) {
 	if blobs != 1 {
 		t.Fatalf("%d blob v2 fields in the file schema", blobs)
 	}
-	got, err := r.ReadRange(context.Background(), Projection{Fields: fields, Column: fileProj.Column}, 0, r.NumRows())
+	got, err := r.readRange(context.Background(), Projection{Fields: fields, Column: fileProj.Column}, 0, r.NumRows())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(got)
+	defer fileio.ReleaseAll(got)
 	want := readAllStructural(t, r)
-	defer releaseAll(want)
+	defer fileio.ReleaseAll(want)
 	for i := range want {
 		if !arrow.TypeEqual(got[i].DataType(), want[i].DataType()) || !array.Equal(got[i], want[i]) {
 			t.Errorf("field %q: manifest-shaped read differs:\n got %v\nwant %v", fields[i].Name, got[i], want[i])

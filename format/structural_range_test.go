@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -49,7 +50,7 @@ func TestStructuralEveryRange(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			r := openStructural(t, fixtureFile(t, fixture), mem)
 			full := readAllStructural(t, r)
-			defer releaseAll(full)
+			defer fileio.ReleaseAll(full)
 			proj := r.FileProjection(r.Schema().Fields)
 			n := r.NumRows()
 			for a := uint64(0); a <= n; a++ {
@@ -74,7 +75,7 @@ func TestStructuralEveryRange(t *testing.T) {
 						}
 						want.Release()
 					}
-					releaseAll(arrs)
+					fileio.ReleaseAll(arrs)
 				}
 				c.Close()
 			}
@@ -95,7 +96,7 @@ func TestStructuralRangesAcrossPages(t *testing.T) {
 			n := r.NumRows()
 
 			var bounds []uint64
-			for _, col := range r.columns {
+			for _, col := range r.f.Columns {
 				var row uint64
 				for _, p := range col.GetPages() {
 					row += p.GetLength()
@@ -137,7 +138,7 @@ func TestStructuralRangesAcrossPages(t *testing.T) {
 					t.Fatalf("[%d, %d): %v", s.a, s.b, err)
 				}
 				got := encodedRows(t, r, arrs, int(s.b-s.a))
-				releaseAll(arrs)
+				fileio.ReleaseAll(arrs)
 				for i, g := range got {
 					check.Check(int(s.a)+i, g, want[int(s.a)+i])
 				}
@@ -178,7 +179,7 @@ func TestStructuralTake(t *testing.T) {
 					t.Fatalf("take %v: %v", rows, err)
 				}
 				got := encodedRows(t, r, arrs, len(rows))
-				releaseAll(arrs)
+				fileio.ReleaseAll(arrs)
 				for i, g := range got {
 					check.Check(int(rows[i]), g, want[rows[i]])
 				}
@@ -210,19 +211,19 @@ func TestStructuralRangeReadsFewBytes(t *testing.T) {
 	col := r.FileProjection(sch.Fields)
 	leaf := sch.Fields[0].Children[0].Children[0]
 	c, ok := col.Column(leaf.ID)
-	if !ok || len(r.columns[c].GetPages()) < 2 {
+	if !ok || len(r.f.Columns[c].GetPages()) < 2 {
 		t.Fatalf("lstlst is not a multi-page column")
 	}
-	firstPage := r.columns[c].GetPages()[0].GetLength()
+	firstPage := r.f.Columns[c].GetPages()[0].GetLength()
 	opened := st.Snapshot().ReadRange.Bytes
-	arrs, err := r.ReadRange(context.Background(), col, firstPage+100, firstPage+105)
+	arrs, err := r.readRange(context.Background(), col, firstPage+100, firstPage+105)
 	if err != nil {
 		t.Fatal(err)
 	}
-	releaseAll(arrs)
+	fileio.ReleaseAll(arrs)
 	read := st.Snapshot().ReadRange.Bytes - opened
 	var pageBytes uint64
-	for _, s := range r.columns[c].GetPages()[1].GetBufferSizes() {
+	for _, s := range r.f.Columns[c].GetPages()[1].GetBufferSizes() {
 		pageBytes += s
 	}
 	t.Logf("5 rows of lstlst: read %d bytes (page %d bytes) of a %d-byte file; Open read %d", read, pageBytes, r.Size(), opened)
@@ -298,7 +299,7 @@ func TestStructuralScanMemory(t *testing.T) {
 		if i%16 == 0 {
 			heapPeak = max(heapPeak, liveHeap()-base)
 		}
-		releaseAll(arrs)
+		fileio.ReleaseAll(arrs)
 	}
 	c.Close()
 	// Both columns are one page: id and small, 8 + 4 bytes a row.
@@ -338,7 +339,7 @@ func benchmarkScan(b *testing.B, fixture, column string, batch uint64) {
 	for _, fl := range fields {
 		fl.Walk(func(x *schema.Field) {
 			if c, ok := proj.Column(x.ID); ok {
-				for _, p := range r.columns[c].GetPages() {
+				for _, p := range r.f.Columns[c].GetPages() {
 					for _, s := range p.GetBufferSizes() {
 						bytes += int64(s)
 					}
@@ -359,7 +360,7 @@ func benchmarkScan(b *testing.B, fixture, column string, batch uint64) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			releaseAll(arrs)
+			fileio.ReleaseAll(arrs)
 		}
 		c.Close()
 	}

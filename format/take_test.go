@@ -15,6 +15,8 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 	"github.com/lancerdb/lancer/internal/fixturetest"
@@ -29,7 +31,7 @@ import (
 func TestTakeMatchesScan(t *testing.T) {
 	root := fixturetest.Dir(t)
 	files := fixturetest.Glob(t, "lance/*.lance/data/*.lance", "encodings/*.lance/data/*.lance")
-	defer func(f float64) { takeWholeFraction = f }(takeWholeFraction)
+	defer func(f float64) { structural.TakeWholeFraction = f }(structural.TakeWholeFraction)
 	for _, path := range files {
 		rel, _ := filepath.Rel(root, path)
 		t.Run(rel, func(t *testing.T) {
@@ -48,17 +50,17 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 	ctx := context.Background()
 	proj := r.FileProjection(r.Schema().Fields)
 	n := r.NumRows()
-	full, err := r.ReadRange(ctx, proj, 0, n)
+	full, err := r.readRange(ctx, proj, 0, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(full)
+	defer fileio.ReleaseAll(full)
 	if n == 0 {
 		return
 	}
 	rng := rand.New(rand.NewPCG(n, uint64(len(full))))
 	for k, frac := range fractions {
-		takeWholeFraction = frac
+		structural.TakeWholeFraction = frac
 		for _, size := range []uint64{1, 3, 17, n/50 + 1, n / 5, n} {
 			if size == 0 || size > 200_000 {
 				continue
@@ -85,7 +87,7 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 				if err != nil {
 					t.Fatal(err)
 				}
-				releaseAll(arrs)
+				fileio.ReleaseAll(arrs)
 			}
 			got, err := c.Take(ctx, rows)
 			c.Close()
@@ -93,7 +95,7 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 				t.Fatalf("fraction %g, take of %d rows: %v", frac, size, err)
 			}
 			compareTake(t, fmt.Sprintf("fraction %g, take of %d rows", frac, size), r, mem, full, got, rows)
-			releaseAll(got)
+			fileio.ReleaseAll(got)
 		}
 	}
 }
@@ -178,11 +180,11 @@ func testTakeReadsOnlyItsRows(t *testing.T, v Version, local bool) {
 	checkTakes(t, r, mem, 0.75, 1e9)
 
 	proj := r.FileProjection(r.Schema().Fields)
-	full, err := r.ReadRange(ctx, proj, 0, r.NumRows())
+	full, err := r.readRange(ctx, proj, 0, r.NumRows())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(full)
+	defer fileio.ReleaseAll(full)
 	rng := rand.New(rand.NewPCG(1, 1))
 	rows := make([]uint64, 20)
 	for i := range rows {
@@ -214,7 +216,7 @@ func countedTake(t *testing.T, r *Reader, counting *blob.CountingStore, proj Pro
 	}
 	read := counting.Snapshot().Sub(before)
 	compareTake(t, fmt.Sprintf("take of %d rows", len(rows)), r, mem, full, got, rows)
-	releaseAll(got)
+	fileio.ReleaseAll(got)
 	return read
 }
 
@@ -288,7 +290,7 @@ func takeTestFile(t testing.TB, v Version, n int) (*blob.MemStore, string) {
 		b.Release()
 	}
 	rec := array.NewRecordBatch(s.LogicalArrow(), cols, int64(n))
-	releaseAll(cols)
+	fileio.ReleaseAll(cols)
 	defer rec.Release()
 	store := blob.NewMemStore("take")
 	ctx := context.Background()
@@ -349,15 +351,15 @@ func TestTakeNarrowsWholeMiniBlockPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pages := len(r.columns[0].GetPages()); pages != 1 {
+	if pages := len(r.f.Columns[0].GetPages()); pages != 1 {
 		t.Fatalf("%d pages, want 1", pages)
 	}
 	proj := r.FileProjection(r.Schema().Fields)
-	full, err := r.ReadRange(ctx, proj, 0, r.NumRows())
+	full, err := r.readRange(ctx, proj, 0, r.NumRows())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer releaseAll(full)
+	defer fileio.ReleaseAll(full)
 	rows := []uint64{5990, 10}
 	var read [2]int64
 	for i := range read {
@@ -387,7 +389,7 @@ func TestTakeIndexedZipRunsChecked(t *testing.T) {
 	if r.Schema().Fields[wide].Name != "wide" {
 		t.Fatalf("column %d is %q", wide, r.Schema().Fields[wide].Name)
 	}
-	page := r.columns[wide].GetPages()[0]
+	page := r.f.Columns[wide].GetPages()[0]
 	if n := len(page.GetBufferOffsets()); n != 2 {
 		t.Fatalf("the wide column's page has %d buffers, want 2 (values, row index)", n)
 	}
@@ -416,7 +418,7 @@ func TestTakeIndexedZipRunsChecked(t *testing.T) {
 	defer c.Close()
 	got, err := c.Take(ctx, []uint64{5, 10})
 	if err == nil {
-		releaseAll(got)
+		fileio.ReleaseAll(got)
 		t.Fatal("a take through a row index that moved a row between runs succeeded")
 	}
 	if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), "row index") {

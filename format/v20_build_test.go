@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/lancerdb/lancer/format/internal/fileio"
+	v20 "github.com/lancerdb/lancer/format/internal/v20"
 	"github.com/lancerdb/lancer/internal/pb/encpb"
 	"github.com/lancerdb/lancer/internal/pb/file2pb"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
@@ -65,10 +67,10 @@ func (f *v20File) build(t testing.TB) ([]byte, [][]v20Span) {
 		out = append(out, b...)
 		return off, uint64(len(b))
 	}
-	var globals []bufferRange
+	var globals []fileio.Range
 	for _, g := range f.globals {
 		off, size := put(g)
-		globals = append(globals, bufferRange{off, size})
+		globals = append(globals, fileio.Range{Offset: off, Size: size})
 	}
 	spans := make([][]v20Span, len(f.columns))
 	metas := make([]*file2pb.ColumnMetadata, len(f.columns))
@@ -78,14 +80,14 @@ func (f *v20File) build(t testing.TB) ([]byte, [][]v20Span) {
 		if enc == nil {
 			enc = &encpb.ColumnEncoding{ColumnEncoding: &encpb.ColumnEncoding_Values{Values: &emptypb.Empty{}}}
 		}
-		cm.Encoding = v20Direct(t, enc, v20ColumnEncodingName)
+		cm.Encoding = v20Direct(t, enc, v20.ColumnEncodingName)
 		for _, b := range col.buffers {
 			off, size := put(b)
 			cm.BufferOffsets = append(cm.BufferOffsets, off)
 			cm.BufferSizes = append(cm.BufferSizes, size)
 		}
 		for _, p := range col.pages {
-			page := &file2pb.ColumnMetadata_Page{Length: p.length, Encoding: v20Direct(t, p.enc, v20ArrayEncodingName)}
+			page := &file2pb.ColumnMetadata_Page{Length: p.length, Encoding: v20Direct(t, p.enc, v20.ArrayEncodingName)}
 			pad()
 			span := v20Span{int64(len(out)), int64(len(out))}
 			for _, b := range p.buffers {
@@ -104,7 +106,7 @@ func (f *v20File) build(t testing.TB) ([]byte, [][]v20Span) {
 		t.Fatal(err)
 	}
 	fdOff, fdSize := put(fd)
-	globals = append([]bufferRange{{fdOff, fdSize}}, globals...)
+	globals = append([]fileio.Range{{Offset: fdOff, Size: fdSize}}, globals...)
 	columnMetaStart := uint64(len(out))
 	var cmo []byte
 	for _, cm := range metas {
@@ -130,7 +132,7 @@ func (f *v20File) build(t testing.TB) ([]byte, [][]v20Span) {
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(f.columns)))
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = binary.LittleEndian.AppendUint16(out, 3)
-	out = append(out, magic...)
+	out = append(out, fileio.Magic...)
 	return out, spans
 }
 
@@ -251,7 +253,7 @@ func v20LeafPages(t testing.TB, arr arrow.Array, sizes ...int) []v20FilePage {
 			var ends, data []byte
 			for i := a; i < b; i++ {
 				if arr.IsValid(i) {
-					data = append(data, v20BinaryValue(bl, i)...)
+					data = append(data, v20.BinaryValue(bl, i)...)
 				}
 				end := uint64(len(data))
 				if arr.IsNull(i) {
@@ -263,7 +265,7 @@ func v20LeafPages(t testing.TB, arr arrow.Array, sizes ...int) []v20FilePage {
 		case *array.FixedSizeList:
 			dim := int(arr.DataType().(*arrow.FixedSizeListType).Len())
 			items := arr.ListValues()
-			bits, _ := v20BitWidth(items.DataType())
+			bits, _ := v20.BitWidth(items.DataType())
 			values := v20FixedBytes(t, items, a*dim, b*dim)
 			var bufs [][]byte
 			var itemsEnc *encpb.ArrayEncoding
@@ -288,7 +290,7 @@ func v20LeafPages(t testing.TB, arr arrow.Array, sizes ...int) []v20FilePage {
 			}
 			page = v20FilePage{enc: enc, buffers: bufs}
 		default:
-			bits, ok := v20BitWidth(arr.DataType())
+			bits, ok := v20.BitWidth(arr.DataType())
 			if !ok {
 				t.Fatalf("v20LeafPages: %s", arr.DataType())
 			}
@@ -318,7 +320,7 @@ func v20FixedBytes(t testing.TB, arr arrow.Array, a, b int) []byte {
 		}
 		return bm
 	}
-	bits, ok := v20BitWidth(arr.DataType())
+	bits, ok := v20.BitWidth(arr.DataType())
 	if !ok {
 		t.Fatalf("v20FixedBytes: %s", arr.DataType())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 	"github.com/lancerdb/lancer/internal/schemaproto"
@@ -73,7 +74,7 @@ func v20MultiPage(t testing.TB, n int, seed uint64) ([]byte, arrow.RecordBatch, 
 		b.Release()
 	}
 	rec := array.NewRecordBatch(sch.Arrow(), arrs, int64(n))
-	releaseAll(arrs)
+	fileio.ReleaseAll(arrs)
 	f := &v20File{fields: v20MultiPageFields, rows: uint64(n)}
 	for i, field := range sch.Fields {
 		v20EncodeField(t, f, field, rec.Column(i))
@@ -248,11 +249,11 @@ func TestV20ReadsOnlyNeededPages(t *testing.T) {
 	r, store := v20OpenCounting(t, data)
 	for _, rg := range [][2]int{{0, 1}, {5, 17}, {33, 34}, {99, 100}, {40, 80}, {0, 100}, {60, 60}} {
 		a, b := rg[0], rg[1]
-		arrs, err := r.ReadRange(context.Background(), r.FileProjection(r.Schema().Fields), uint64(a), uint64(b))
+		arrs, err := r.readRange(context.Background(), r.FileProjection(r.Schema().Fields), uint64(a), uint64(b))
 		if err != nil {
 			t.Fatal(err)
 		}
-		releaseAll(arrs)
+		fileio.ReleaseAll(arrs)
 		reads := v20Reads(store)
 		needed := v20NeededPages(sch, src, a, b)
 		for key := range needed {
@@ -297,7 +298,7 @@ func TestV20ScanReadsEachPageOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			releaseAll(arrs)
+			fileio.ReleaseAll(arrs)
 		}
 		cur.Close()
 		reads := v20Reads(store)

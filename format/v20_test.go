@@ -3,27 +3,23 @@ package format
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
-	"github.com/lancerdb/lancer/internal/pb/tablepb"
 	"github.com/lancerdb/lancer/internal/rowjson"
 )
 
@@ -76,7 +72,7 @@ func v20Record(t testing.TB, r *Reader, fields []*schema.Field, a, b uint64) arr
 // lengths, and releases them.
 func v20MakeRecord(t testing.TB, fields []*schema.Field, arrs []arrow.Array, rows int64) arrow.RecordBatch {
 	t.Helper()
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	afs := make([]arrow.Field, len(fields))
 	for i, f := range fields {
 		afs[i] = f.ArrowField()
@@ -105,151 +101,6 @@ func v20Cells(t testing.TB, rec arrow.RecordBatch) [][]string {
 		}
 	}
 	return out
-}
-
-// TestV20Fixtures reads every data file of the 2.0 fixtures in full and
-// checks them against what Lance returned: for every version whose rows the
-// fixture records, each row's address (fragment << 32 | offset) names the
-// row of its fragment's data files that must hold it. Every data file of
-// types_v2_0 and blob_legacy_v2_0 must be checked this way, and at least one
-// of each other fixture.
-func TestV20Fixtures(t *testing.T) {
-	for _, name := range v20Fixtures {
-		t.Run(name, func(t *testing.T) {
-			exp := fixturetest.LoadExpected(t, name)
-			manifests := v20Manifests(t, name)
-			views := []struct {
-				version uint64
-				rows    []json.RawMessage
-			}{{exp.CurrentVersion, exp.Rows}}
-			for _, tt := range exp.TimeTravel {
-				views = append(views, struct {
-					version uint64
-					rows    []json.RawMessage
-				}{tt.Version, tt.Rows})
-			}
-			files := v20DataFiles(t, name)
-			checked := map[string]bool{}
-			for _, path := range files {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				r := v20OpenPath(t, path, mem)
-				rec := v20Record(t, r, r.Schema().Fields, 0, r.NumRows())
-				for _, view := range views {
-					m, ok := manifests[view.version]
-					if !ok || len(view.rows) == 0 {
-						continue
-					}
-					frag, ok := m.files[filepath.Base(path)]
-					if !ok {
-						continue
-					}
-					renamed := v20Renamed(rec, r.Schema(), m.names)
-					all := fixturetest.EncodeRows(t, renamed)
-					var cols []string
-					for _, f := range renamed.Schema().Fields() {
-						cols = append(cols, f.Name)
-					}
-					renamed.Release()
-					var got, want [][]byte
-					for _, row := range view.rows {
-						id := v20RowID(t, row)
-						if id>>32 != frag {
-							continue
-						}
-						if off := id & (1<<32 - 1); off < uint64(len(all)) {
-							got = append(got, all[off])
-						} else {
-							got = append(got, []byte(fmt.Sprintf(`{"_offset_past_the_file":%d}`, off)))
-						}
-						want = append(want, row)
-					}
-					if len(want) == 0 {
-						continue
-					}
-					fixturetest.CompareRows(t, fmt.Sprintf("%s version %d %s", name, view.version, filepath.Base(path)), got, want,
-						fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}, Columns: cols})
-					checked[path] = true
-				}
-				rec.Release()
-				mem.AssertSize(t, 0)
-			}
-			t.Logf("%s: %d of %d data files checked against Lance's rows", name, len(checked), len(files))
-			if name == "types_v2_0" || name == "blob_legacy_v2_0" {
-				if len(checked) != len(files) {
-					t.Fatalf("checked %d of %d files", len(checked), len(files))
-				}
-			} else if len(checked) == 0 {
-				t.Fatalf("no data file of %s checked against Lance's rows", name)
-			}
-		})
-	}
-}
-
-// v20Manifest is what one manifest says about the data files.
-type v20Manifest struct {
-	files map[string]uint64 // data file -> fragment id
-	names map[int32]string  // top-level field id -> column name
-}
-
-// v20Manifests reads every manifest of a fixture dataset, by version.
-func v20Manifests(t testing.TB, name string) map[uint64]v20Manifest {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(fixturetest.DatasetPath(t, name), "_versions", "*.manifest"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("%s: no manifests", name)
-	}
-	out := map[uint64]v20Manifest{}
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pos := binary.LittleEndian.Uint64(data[len(data)-16:])
-		size := binary.LittleEndian.Uint32(data[pos:])
-		var m tablepb.Manifest
-		if err := proto.Unmarshal(data[pos+4:pos+4+uint64(size)], &m); err != nil {
-			t.Fatalf("%s: manifest: %v", path, err)
-		}
-		v := v20Manifest{files: map[string]uint64{}, names: map[int32]string{}}
-		for _, f := range m.GetFields() {
-			if f.GetParentId() == -1 {
-				v.names[f.GetId()] = f.GetName()
-			}
-		}
-		for _, frag := range m.GetFragments() {
-			for _, df := range frag.GetFiles() {
-				v.files[df.GetPath()] = frag.GetId()
-			}
-		}
-		out[m.GetVersion()] = v
-	}
-	return out
-}
-
-// v20Renamed relabels rec's columns with the dataset's names for their
-// field ids (a rename changes the manifest, not the data files).
-func v20Renamed(rec arrow.RecordBatch, s *schema.Schema, names map[int32]string) arrow.RecordBatch {
-	fields := slices.Clone(rec.Schema().Fields())
-	for i, f := range s.Fields {
-		if n, ok := names[f.ID]; ok {
-			fields[i].Name = n
-		}
-	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), rec.Columns(), rec.NumRows())
-}
-
-// v20RowID returns the _rowid of a fixture row.
-func v20RowID(t testing.TB, row []byte) uint64 {
-	t.Helper()
-	i := strings.LastIndex(string(row), `"_rowid":`)
-	if i < 0 {
-		t.Fatalf("row without _rowid: %s", row)
-	}
-	var id uint64
-	if _, err := fmt.Sscan(strings.TrimRight(string(row[i+len(`"_rowid":`):]), "} "), &id); err != nil {
-		t.Fatalf("row id in %s: %v", row, err)
-	}
-	return id
 }
 
 // TestV20Ranges reads every 2.0 fixture file in pieces — every [a, b) of

@@ -34,27 +34,13 @@ func (v Version) String() string {
 // IsLegacy reports whether v is the v1 file layout.
 func (v Version) IsLegacy() bool { return v.Major == 0 && v.Minor < 3 }
 
-// Structural reports whether files of version v use the 2.1+ structural
+// structural reports whether files of version v use the 2.1+ structural
 // encodings (leaf columns, repetition and definition levels).
-func (v Version) Structural() bool { return v.Major == 2 && v.Minor >= 1 }
+func (v Version) structural() bool { return v.Major == 2 && v.Minor >= 1 }
 
 // Less orders versions.
 func (v Version) Less(w Version) bool {
 	return v.Major < w.Major || (v.Major == w.Major && v.Minor < w.Minor)
-}
-
-// versionFromFooter maps the (major, minor) of a file footer to the table
-// format's version, or reports it unknown.
-func versionFromFooter(major, minor uint16) (Version, bool) {
-	switch {
-	case major == 0 && minor < 3:
-		return VersionLegacy, true
-	case major == 0 && minor == 3, major == 2 && minor == 0:
-		return Version2_0, true
-	case major == 2 && minor >= 1 && minor <= 3:
-		return Version{2, minor}, true
-	}
-	return Version{}, false
 }
 
 // ParseVersion parses a manifest data_format version string ("0.1", "2.0",

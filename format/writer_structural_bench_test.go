@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -57,7 +58,7 @@ func benchBatch(b *testing.B, mem memory.Allocator, rows int) (*schema.Schema, a
 		size += arraySize(c.Data())
 	}
 	rec := array.NewRecordBatch(s.LogicalArrow(), cols, int64(rows))
-	releaseAll(cols)
+	fileio.ReleaseAll(cols)
 	return s, rec, size
 }
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -58,7 +60,7 @@ func legacyBlobBatch(t testing.TB, mem memory.Allocator, payloads [][]byte) (*sc
 		}
 	}
 	cols := []arrow.Array{ids.NewArray(), bb.NewArray()}
-	defer releaseAll(cols)
+	defer fileio.ReleaseAll(cols)
 	return s, array.NewRecordBatch(s.LogicalArrow(), cols, int64(len(payloads)))
 }
 
@@ -71,7 +73,7 @@ func blobV2Batch(t testing.TB, mem memory.Allocator, payloads [][]byte, uris map
 		arrow.Field{Name: "uri", Type: arrow.BinaryTypes.String, Nullable: true},
 	)
 	md := arrow.NewMetadata(
-		[]string{schema.MetaExtensionName, metaBlobDedicatedThreshold, metaBlobInlineThreshold},
+		[]string{schema.MetaExtensionName, structural.MetaBlobDedicatedThreshold, structural.MetaBlobInlineThreshold},
 		[]string{schema.BlobV2Extension, "65536", "64"},
 	)
 	as := arrow.NewSchema([]arrow.Field{
@@ -104,7 +106,7 @@ func blobV2Batch(t testing.TB, mem memory.Allocator, payloads [][]byte, uris map
 		}
 	}
 	cols := []arrow.Array{ids.NewArray(), sb.NewArray()}
-	defer releaseAll(cols)
+	defer fileio.ReleaseAll(cols)
 	return s, array.NewRecordBatch(s.LogicalArrow(), cols, int64(len(payloads)))
 }
 
@@ -117,7 +119,7 @@ func readBlobs(t testing.TB, store blob.Store, key string, mem memory.Allocator)
 		t.Fatal(err)
 	}
 	arrs := readAllStructural(t, r)
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	var out [][]byte
 	var descs []BlobDescriptor
 	for i := range arrs[1].Len() {

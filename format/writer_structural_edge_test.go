@@ -13,6 +13,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -316,7 +317,7 @@ func TestStructuralWriterEdgeCases(t *testing.T) {
 func checkBlobsInStruct(t testing.TB, r *Reader, recs []arrow.RecordBatch) {
 	t.Helper()
 	arrs := readAllStructural(t, r)
-	defer releaseAll(arrs)
+	defer fileio.ReleaseAll(arrs)
 	got := arrs[0].(*array.Struct)
 	row := 0
 	for _, rec := range recs {
@@ -418,7 +419,7 @@ func TestStructuralWriterRefuses(t *testing.T) {
 		t.Errorf("a map in 2.1: %v, want ErrUnsupported", err)
 	}
 	bad, err := schema.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true,
-		Metadata: arrow.NewMetadata([]string{metaCompression}, []string{"snappy"})}}, nil), 0)
+		Metadata: arrow.NewMetadata([]string{fileio.MetaCompression}, []string{"snappy"})}}, nil), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

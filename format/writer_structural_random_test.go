@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -225,7 +226,7 @@ func (g *randGen) batch(mem memory.Allocator, s *schema.Schema, n int) arrow.Rec
 		cols[i] = g.column(mem, f.Type, n, nulls)
 	}
 	rec := array.NewRecordBatch(s.LogicalArrow(), cols, int64(n))
-	releaseAll(cols)
+	fileio.ReleaseAll(cols)
 	return rec
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -60,7 +61,7 @@ func readRowsJSON(t testing.TB, store blob.Store, key string, mem memory.Allocat
 			t.Fatalf("read rows [%d, %d): %v", start, end, err)
 		}
 		rec := array.NewRecordBatch(r.Schema().Arrow(), arrs, int64(end-start))
-		releaseAll(arrs)
+		fileio.ReleaseAll(arrs)
 		rows = append(rows, fixturetest.EncodeRows(t, rec)...)
 		rec.Release()
 	}
@@ -84,7 +85,7 @@ func readAllBatches(t testing.TB, r *Reader, batch uint64) []arrow.RecordBatch {
 			t.Fatalf("rows [%d, %d): %v", start, end, err)
 		}
 		out = append(out, array.NewRecordBatch(r.Schema().LogicalArrow(), arrs, int64(end-start)))
-		releaseAll(arrs)
+		fileio.ReleaseAll(arrs)
 	}
 	return out
 }
@@ -112,7 +113,7 @@ func TestStructuralWriterFixtureRoundTrip(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			r := openStructural(t, f, mem)
-			if !r.Version().Structural() {
+			if !r.Version().structural() {
 				t.Skipf("file version %s", r.Version())
 			}
 			wantReader, want := readRowsJSON(t, mustLocal(t, f.dir), f.name, mem, 8192)
@@ -160,8 +161,8 @@ func mustLocal(t testing.TB, dir string) blob.Store {
 
 // columnBytes sums the page buffer sizes of each column of r.
 func columnBytes(r *Reader) []uint64 {
-	out := make([]uint64, len(r.columns))
-	for i, c := range r.columns {
+	out := make([]uint64, len(r.f.Columns))
+	for i, c := range r.f.Columns {
 		for _, p := range c.GetPages() {
 			for _, s := range p.GetBufferSizes() {
 				out[i] += s

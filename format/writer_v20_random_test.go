@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -118,9 +120,9 @@ func (g *v20wRand) field(name, path string, depth int, top bool) arrow.Field {
 		if k := g.IntN(8); k < 3 {
 			// Compression on request (lance-encoding:compression).
 			scheme := []string{"zstd", "lz4", "fsst"}[k]
-			f.Metadata = arrow.NewMetadata([]string{metaCompression}, []string{scheme})
+			f.Metadata = arrow.NewMetadata([]string{fileio.MetaCompression}, []string{scheme})
 			if g.IntN(2) == 0 {
-				f.Metadata = arrow.NewMetadata([]string{metaCompression, metaCompressionLevel}, []string{scheme, "7"})
+				f.Metadata = arrow.NewMetadata([]string{fileio.MetaCompression, fileio.MetaCompressionLevel}, []string{scheme, "7"})
 			}
 		}
 	case arrow.NULL:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -426,7 +427,7 @@ func TestV20WriteRandom(t *testing.T) {
 func v20wTextRecord(t testing.TB, n int, mem memory.Allocator) (*schema.Schema, arrow.RecordBatch) {
 	t.Helper()
 	md := func(scheme string) arrow.Metadata {
-		return arrow.NewMetadata([]string{metaCompression}, []string{scheme})
+		return arrow.NewMetadata([]string{fileio.MetaCompression}, []string{scheme})
 	}
 	sch := v20wSchema(t,
 		arrow.Field{Name: "zstd", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: md("zstd")},

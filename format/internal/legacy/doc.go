@@ -1,0 +1,7 @@
+// Package legacy reads Lance's v1 data files (table format 0.1, footer 0.1
+// or 0.2): Reader.Open parses the metadata, schema, page table and
+// dictionaries behind the 16-byte footer, and NewCursor reads row ranges of
+// a projection from them, the way Lance reads them back (lossy by design:
+// v1 stores no validity). lancer never writes v1 files. The layout is
+// described in legacy.go.
+package legacy
