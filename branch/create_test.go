@@ -182,8 +182,11 @@ func TestCreateBranchZeroCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size, _ := main.ManifestFileSize(ctx)
-	if b.ParentBranch != "" || b.ParentVersion != main.Version() || b.ManifestSize != size || b.Metadata["who"] != "test" || b.CreatedAt.IsZero() {
+	info, err := main.Store().Stat(ctx, main.ManifestKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size <= 0 || b.ParentBranch != "" || b.ParentVersion != main.Version() || b.ManifestSize != info.Size || b.Metadata["who"] != "test" || b.CreatedAt.IsZero() {
 		t.Errorf("branch %+v", b)
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "_refs", "branches", "feat%2Fx.json"))

@@ -322,11 +322,11 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 		}
 	}()
 	outSchema := schema.LogicalArrow()
-	for start := uint64(0); start < fr.physical; start += DefaultBatchSize {
+	for start := uint64(0); start < fr.physical; start += defaultBatchSize {
 		if err := ctx.Err(); err != nil {
 			return nil, "", err
 		}
-		end := min(start+DefaultBatchSize, fr.physical)
+		end := min(start+defaultBatchSize, fr.physical)
 		cols, err := fr.physicalBatch(ctx, mem, start, end, fn)
 		if err != nil {
 			return nil, "", err

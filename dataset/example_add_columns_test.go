@@ -17,7 +17,11 @@ import (
 // does not return; Limit counts the rows that pass.
 func ExampleDataset_Scan_filter() {
 	ctx := context.Background()
-	d, err := dataset.OpenURI(ctx, historyFixture, nil)
+	store, err := blob.NewLocalStore(historyFixture)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := dataset.Open(ctx, store, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -383,7 +383,7 @@ func TestScanFilterBoundedMemory(t *testing.T) {
 	mem := &peakAllocator{CheckedAllocator: memory.NewCheckedAllocator(memory.NewGoAllocator())}
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	d, err := OpenURI(ctx, fixturetest.EncodingDatasetPath(t, "pages_2_2"), &OpenOptions{Allocator: mem})
+	d, err := openDir(ctx, fixturetest.EncodingDatasetPath(t, "pages_2_2"), &OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

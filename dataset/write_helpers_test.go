@@ -93,6 +93,17 @@ func openStore(t testing.TB, store blob.Store, version uint64, mem memory.Alloca
 	return d
 }
 
+// openDir opens the dataset in the local directory dir: what the tests of
+// fixtures and testdata open by path (table.Open is the SDK's way in; a
+// local store holds nothing to close).
+func openDir(ctx context.Context, dir string, opts *OpenOptions) (*Dataset, error) {
+	store, err := blob.NewLocalStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, store, opts)
+}
+
 // row is one scanned row: its _rowid, _rowaddr and columns as JSON.
 type row struct {
 	id, addr uint64

@@ -212,7 +212,7 @@ func compareFilters(t *testing.T, node, ref, uri string) {
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+	d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

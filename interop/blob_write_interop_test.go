@@ -184,7 +184,7 @@ func TestBlobRewriteLanceFixturesInterop(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			uri := filepath.Join(t.TempDir(), name+".lance")
 			copyDir(t, fixturetest.DatasetPath(t, name), uri)
-			d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+			d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -77,7 +77,7 @@ func runLanceOps(node, ref string, reqs ...opRequest) ([]opReply, error) {
 func lancerRows(t *testing.T, uri string, version uint64) [][]byte {
 	t.Helper()
 	return lancerRowsOf(t, version, func(o *dataset.OpenOptions) (*dataset.Dataset, error) {
-		return dataset.OpenURI(context.Background(), uri, o)
+		return openDir(context.Background(), uri, o)
 	})
 }
 
@@ -113,7 +113,7 @@ func agree(t *testing.T, node, ref, uri string) {
 	t.Helper()
 	ctx := context.Background()
 	checktest.CleanURI(t, ctx, uri)
-	d, err := dataset.OpenURI(ctx, uri, nil)
+	d, err := openDir(ctx, uri, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestLancerWritesLanceReads(t *testing.T) {
 			// A lancer handle reads the latest version; real Lance then
 			// appends and deletes on top, the delete touching the first
 			// fragment.
-			stale, err := dataset.OpenURI(ctx, uri, nil)
+			stale, err := openDir(ctx, uri, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -390,7 +390,7 @@ func TestLancerCommitsOnLanceDatasets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			d, err := dataset.OpenURI(ctx, uri, nil)
+			d, err := openDir(ctx, uri, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

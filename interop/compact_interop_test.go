@@ -294,7 +294,7 @@ func TestCompactIndexedInterop(t *testing.T) {
 	copyDir(t, fixturetest.DatasetPath(t, name), uri)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+	d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

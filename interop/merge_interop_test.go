@@ -172,7 +172,7 @@ func TestLanceReadsLancerMerges(t *testing.T) {
 				t.Fatalf("merge of Lance's branch: %v", err)
 			}
 			agree(t, node, ref, uri)
-			d, err := dataset.OpenURI(ctx, uri, nil)
+			d, err := openDir(ctx, uri, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -366,7 +366,7 @@ func TestUpdateIndexedInterop(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	uri := filepath.Join(t.TempDir(), "indexed.lance")
 	copyDir(t, fixturetest.DatasetPath(t, "indexed_v2_2"), uri)
-	d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+	d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
