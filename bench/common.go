@@ -114,6 +114,17 @@ func writeChunks(ctx context.Context, store blob.Store, schema *arrow.Schema, ch
 }
 
 // wantRows fails when a step's side returned other than want rows.
+// openLocal opens the dataset lancer wrote in the local directory path.
+// A local store holds nothing to close; the SDK's way in by URI is
+// table.Open, which lancerScan times.
+func openLocal(ctx context.Context, path string) (*dataset.Dataset, error) {
+	store, err := blob.NewLocalStore(path)
+	if err != nil {
+		return nil, err
+	}
+	return dataset.Open(ctx, store, nil)
+}
+
 func wantRows(what string, got, want int64) error {
 	if got != want {
 		return fmt.Errorf("bench: %s returned %d rows, want %d", what, got, want)

@@ -19,6 +19,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/table"
 )
 
 // Versions are the data file versions both lancer and Lance write, the
@@ -289,11 +290,12 @@ func lancerWrite(ctx context.Context, path string, schema *arrow.Schema, recs []
 func lancerScan(ctx context.Context, path string) (Timing, int64, error) {
 	cpu := processCPU()
 	start := time.Now()
-	d, err := dataset.OpenURI(ctx, path, nil)
+	t, err := table.Open(ctx, path, nil)
 	if err != nil {
 		return Timing{}, 0, err
 	}
-	s, err := d.Scan(nil)
+	defer t.Close()
+	s, err := t.Scan(nil)
 	if err != nil {
 		return Timing{}, 0, err
 	}
@@ -310,7 +312,7 @@ func lancerScan(ctx context.Context, path string) (Timing, int64, error) {
 // scanAll reads every row of the dataset at path as record batches, which
 // the caller releases.
 func scanAll(ctx context.Context, path string) (*arrow.Schema, []arrow.RecordBatch, error) {
-	d, err := dataset.OpenURI(ctx, path, nil)
+	d, err := openLocal(ctx, path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -173,7 +173,7 @@ func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	if err := c.writes(ctx, schema, chunks); err != nil {
 		return nil, err
 	}
-	d, err := dataset.OpenURI(ctx, c.lancerPath("a0"), nil)
+	d, err := openLocal(ctx, c.lancerPath("a0"))
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +339,7 @@ func lancerScanRows(ctx context.Context, d *dataset.Dataset, opts *dataset.ScanO
 // dataset (and one scan of the one-shot one).
 func (c *coreRun) reads(ctx context.Context, d *dataset.Dataset, chunk int) error {
 	o := c.o
-	one, err := dataset.OpenURI(ctx, c.lancerPath("o0"), nil)
+	one, err := openLocal(ctx, c.lancerPath("o0"))
 	if err != nil {
 		return err
 	}
@@ -586,7 +586,7 @@ func (c *coreRun) vectors(ctx context.Context, d *dataset.Dataset, queries []flo
 	}
 
 	// Search a freshly opened dataset, as a reader would.
-	if d, err = dataset.OpenURI(ctx, c.lancerPath("a0"), nil); err != nil {
+	if d, err = openLocal(ctx, c.lancerPath("a0")); err != nil {
 		return err
 	}
 	for _, s := range o.Settings {

@@ -32,7 +32,7 @@
 //     JavaScript serialization are excluded. lancer's includes the fsync
 //     of its data files, which Lance's local writes do not do.
 //   - scan: median wall time of a full scan of every column: lancer's
-//     dataset.OpenURI + Scan, and LanceDB's table.query() streamed into
+//     table.Open + Scan, and LanceDB's table.query() streamed into
 //     JavaScript (which includes the cost of the Node binding).
 //   - bytes on disk of the data files, per column (the buffers of the
 //     column's pages) plus the metadata (footer, column metadata, schema,

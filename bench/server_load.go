@@ -244,7 +244,7 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 
 	// The server, as lancer serve runs it.
 	const key = "sk-lancer-load"
-	h, err := server.New(server.Options{DataDir: dir, APIKey: key, Addr: "127.0.0.1:0",
+	h, err := server.New(&server.Options{DataDir: dir, APIKey: key, Addr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, err

@@ -368,7 +368,7 @@ func runLancerVector(ctx context.Context, o VectorOptions, path string, vecs, qu
 	}
 
 	logf("lancer: flat search, %d passes", o.Runs)
-	d, err := dataset.OpenURI(ctx, path, nil)
+	d, err := openLocal(ctx, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -392,7 +392,7 @@ func runLancerVector(ctx context.Context, o VectorOptions, path string, vecs, qu
 	logf("lancer: build %.1f s, index %s", side.BuildS, size(side.IndexBytes))
 
 	// Search a freshly opened dataset, as a reader would.
-	if d, err = dataset.OpenURI(ctx, path, nil); err != nil {
+	if d, err = openLocal(ctx, path); err != nil {
 		return nil, nil, err
 	}
 	for _, s := range o.Settings {
@@ -422,7 +422,7 @@ func runLancerVector(ctx context.Context, o VectorOptions, path string, vecs, qu
 		return nil, nil, err
 	}
 	hs.IndexBytes = all - side.IndexBytes
-	if d, err = dataset.OpenURI(ctx, path, nil); err != nil {
+	if d, err = openLocal(ctx, path); err != nil {
 		return nil, nil, err
 	}
 	var efs []int

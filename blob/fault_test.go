@@ -26,7 +26,7 @@ func TestWrappersConform(t *testing.T) {
 		blobtest.Run(t, func(t *testing.T) blob.Store { return blob.NewCountingStore(mem(t)) })
 	})
 	t.Run("Retry", func(t *testing.T) {
-		blobtest.Run(t, func(t *testing.T) blob.Store { return blob.WithRetry(mem(t), blob.RetryOptions{}) })
+		blobtest.Run(t, func(t *testing.T) blob.Store { return blob.WithRetry(mem(t), &blob.RetryOptions{}) })
 	})
 	t.Run("Fault", func(t *testing.T) {
 		blobtest.Run(t, func(t *testing.T) blob.Store { return blob.NewFaultStore(mem(t), 1) })
@@ -39,7 +39,7 @@ func TestWrappersConform(t *testing.T) {
 			retried := []blob.Op{blob.OpStat, blob.OpReadRange, blob.OpReadAll, blob.OpList,
 				blob.OpWrite, blob.OpCreateIfAbsent, blob.OpNewWriter, blob.OpDelete}
 			f := blob.NewFaultStore(mem(t), 7, blob.Fault{Ops: retried, Probability: 0.3})
-			return blob.WithRetry(f, blob.RetryOptions{MaxTries: 30, Backoff: time.Microsecond})
+			return blob.WithRetry(f, &blob.RetryOptions{MaxTries: 30, Backoff: time.Microsecond})
 		})
 	})
 }
@@ -132,13 +132,13 @@ func TestFaultTruncateAndDelay(t *testing.T) {
 	}
 	// Through the retry layer a short read is caught and read again.
 	r := blob.WithRetry(blob.NewFaultStore(mem, 1, blob.Fault{Ops: []blob.Op{blob.OpReadRange}, Nth: 1, Action: blob.Truncate}),
-		blob.RetryOptions{Backoff: time.Microsecond})
+		&blob.RetryOptions{Backoff: time.Microsecond})
 	if b, err := r.ReadRange(ctx, "k", 2, 5); err != nil || string(b) != "23456" {
 		t.Fatalf("retried read = %q, %v", b, err)
 	}
 	// Without retries left, the short read is an error, never data.
 	r = blob.WithRetry(blob.NewFaultStore(mem, 1, blob.Fault{Ops: []blob.Op{blob.OpReadRange}, Action: blob.Truncate}),
-		blob.RetryOptions{MaxTries: 2, Backoff: time.Microsecond})
+		&blob.RetryOptions{MaxTries: 2, Backoff: time.Microsecond})
 	if b, err := r.ReadRange(ctx, "k", 2, 5); !errors.Is(err, blob.ErrShortRead) || !errors.Is(err, lancer.ErrCorrupt) || b != nil {
 		t.Fatalf("persistent short read = %q, %v", b, err)
 	}
@@ -175,7 +175,7 @@ func TestFaultProbabilitySeeded(t *testing.T) {
 
 func TestRetry(t *testing.T) {
 	ctx := context.Background()
-	fast := blob.RetryOptions{Backoff: time.Microsecond}
+	fast := &blob.RetryOptions{Backoff: time.Microsecond}
 	mem := blob.NewMemStore("retry")
 	_ = mem.Write(ctx, "k", []byte("v"))
 
@@ -232,7 +232,7 @@ func TestRetry(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := blob.WithRetry(f, blob.RetryOptions{MaxTries: 100, Backoff: time.Second}).Stat(cctx, "k"); err == nil || time.Since(start) > 5*time.Second {
+	if _, err := blob.WithRetry(f, &blob.RetryOptions{MaxTries: 100, Backoff: time.Second}).Stat(cctx, "k"); err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("cancelled retry: %v after %v", err, time.Since(start))
 	}
 }
@@ -251,7 +251,7 @@ func TestRetryListResumes(t *testing.T) {
 	// breakList fails the listing after yielding 'after' keys, once.
 	broken := &breakList{Store: mem, after: 7}
 	var got []string
-	for info, err := range blob.WithRetry(broken, blob.RetryOptions{Backoff: time.Microsecond}).List(ctx, "d/") {
+	for info, err := range blob.WithRetry(broken, &blob.RetryOptions{Backoff: time.Microsecond}).List(ctx, "d/") {
 		if err != nil {
 			t.Fatal(err)
 		}

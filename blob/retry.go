@@ -55,7 +55,8 @@ func IsTransient(err error) bool {
 	return transient(err)
 }
 
-// RetryOptions configures WithRetry. The zero value means every default.
+// RetryOptions configures WithRetry. A nil *RetryOptions, like the zero
+// value, means every default.
 type RetryOptions struct {
 	// MaxTries bounds the tries of one request, the first included.
 	// Default DefaultMaxTries (4); 1 disables retrying.
@@ -71,7 +72,11 @@ type RetryOptions struct {
 	Retryable func(error) bool
 }
 
-func (o RetryOptions) withDefaults() RetryOptions {
+func (opts *RetryOptions) withDefaults() RetryOptions {
+	var o RetryOptions
+	if opts != nil {
+		o = *opts
+	}
 	if o.MaxTries <= 0 {
 		o.MaxTries = DefaultMaxTries
 	}
@@ -110,7 +115,7 @@ type RetryStore struct {
 // bytes, as manifests do). A List that fails part way is resumed after the
 // last key it yielded (keys come in lexical order). NewWriter is retried,
 // but not the writer's Write and Close: the streamed bytes are gone.
-func WithRetry(s Store, opts RetryOptions) *RetryStore {
+func WithRetry(s Store, opts *RetryOptions) *RetryStore {
 	return &RetryStore{inner: s, opts: opts.withDefaults()}
 }
 

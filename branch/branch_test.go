@@ -21,6 +21,16 @@ import (
 	"github.com/lancerdb/lancer/internal/manifesttest"
 )
 
+// openDir opens the dataset in the local directory dir at ref (a local
+// store holds nothing to close; table.Open is the SDK's way in by URI).
+func openDir(ctx context.Context, dir string, ref branch.Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
+	root, err := blob.NewLocalStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return branch.Open(ctx, root, ref, opts)
+}
+
 func scanAll(t *testing.T, ds *dataset.Dataset, mem memory.Allocator) [][]byte {
 	t.Helper()
 	sc, err := ds.Scan(&dataset.ScanOptions{WithRowID: true, BatchSize: 7})
@@ -95,7 +105,7 @@ func TestFixturesTagsOpen(t *testing.T) {
 	fixturetest.Each(t, func(t *testing.T, fx fixturetest.Fixture, exp *fixturetest.Expected) {
 		ctx := context.Background()
 		for name, want := range exp.Tags {
-			ds, err := branch.OpenURI(ctx, fx.DatasetPath, branch.Ref{Tag: name}, nil)
+			ds, err := openDir(ctx, fx.DatasetPath, branch.Ref{Tag: name}, nil)
 			if err != nil {
 				t.Fatalf("open tag %q: %v", name, err)
 			}
@@ -130,7 +140,7 @@ func TestFixturesBranch(t *testing.T) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
 		ref := branch.Ref{Branch: exp.Branch.Name}
-		ds, err := branch.OpenURI(ctx, fx.DatasetPath, ref, &dataset.OpenOptions{Allocator: mem})
+		ds, err := openDir(ctx, fx.DatasetPath, ref, &dataset.OpenOptions{Allocator: mem})
 		if err != nil {
 			t.Fatalf("open branch: %v", err)
 		}
@@ -158,7 +168,7 @@ func TestFixturesBranch(t *testing.T) {
 		}
 		for _, tt := range exp.Branch.TimeTravel {
 			ref.Version = tt.Version
-			vds, err := branch.OpenURI(ctx, fx.DatasetPath, ref, &dataset.OpenOptions{Allocator: mem})
+			vds, err := openDir(ctx, fx.DatasetPath, ref, &dataset.OpenOptions{Allocator: mem})
 			if err != nil {
 				t.Fatalf("open %s: %v", ref, err)
 			}
@@ -193,7 +203,7 @@ func TestBranchOfMovedDataset(t *testing.T) {
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := branch.OpenURI(context.Background(), dst, branch.Ref{Branch: "exp"}, nil)
+	ds, err := openDir(context.Background(), dst, branch.Ref{Branch: "exp"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +225,7 @@ func TestOpenErrors(t *testing.T) {
 		{branch.Ref{Branch: "exp", Version: 2}, lancer.ErrNotFound}, // the branch starts at version 4
 	}
 	for _, c := range cases {
-		if _, err := branch.OpenURI(ctx, path, c.ref, nil); !errors.Is(err, c.want) {
+		if _, err := openDir(ctx, path, c.ref, nil); !errors.Is(err, c.want) {
 			t.Errorf("open %s: err %v, want %v", c.ref, err, c.want)
 		}
 	}
@@ -292,7 +302,7 @@ func TestMainLineBasePathOpensRecorded(t *testing.T) {
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	ds, err := branch.OpenURI(context.Background(), clone, branch.Ref{}, &dataset.OpenOptions{Allocator: mem})
+	ds, err := openDir(context.Background(), clone, branch.Ref{}, &dataset.OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

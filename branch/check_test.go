@@ -76,7 +76,7 @@ func TestCheckFindsBrokenRefs(t *testing.T) {
 			}
 		}, []string{"B1", "B2"}}, // the tag on exp dangles too
 		{"branch data file deleted", func(t *testing.T, dir string) {
-			ds, err := branch.OpenURI(context.Background(), dir, branch.Ref{Branch: "exp"}, nil)
+			ds, err := openDir(context.Background(), dir, branch.Ref{Branch: "exp"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

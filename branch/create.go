@@ -114,12 +114,12 @@ func CreateBranch(ctx context.Context, root blob.Store, name string, from Ref, o
 			return nil, err
 		}
 	}
-	size, err := src.ManifestFileSize(ctx)
+	size, err := manifestSize(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 
-	source := strings.TrimSuffix(dataset.StoreLocation(root), "/")
+	source := strings.TrimSuffix(manifest.RootPath(root), "/")
 	if parent != "" {
 		source += "/" + treeDir + parent
 	}

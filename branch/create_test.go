@@ -182,8 +182,11 @@ func TestCreateBranchZeroCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size, _ := main.ManifestFileSize(ctx)
-	if b.ParentBranch != "" || b.ParentVersion != main.Version() || b.ManifestSize != size || b.Metadata["who"] != "test" || b.CreatedAt.IsZero() {
+	info, err := main.Store().Stat(ctx, main.ManifestKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size <= 0 || b.ParentBranch != "" || b.ParentVersion != main.Version() || b.ManifestSize != info.Size || b.Metadata["who"] != "test" || b.CreatedAt.IsZero() {
 		t.Errorf("branch %+v", b)
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "_refs", "branches", "feat%2Fx.json"))
@@ -273,7 +276,7 @@ func writeOnBranch(t *testing.T, root blob.Store, b string, base int64) {
 	}
 	want := ids(t, ds)
 	r := rowsReader(base, base+25, 20)
-	ds, err = ds.Append(ctx, r, &dataset.WriteOptions{MaxRowsPerFile: 10})
+	ds, err = ds.Append(ctx, r, &dataset.AppendOptions{MaxRowsPerFile: 10})
 	r.Release()
 	if err != nil {
 		t.Fatalf("append on %s: %v", b, err)
@@ -292,12 +295,12 @@ func writeOnBranch(t *testing.T, root blob.Store, b string, base int64) {
 		}
 	}
 	check("append")
-	if ds, err = ds.Delete(ctx, "id % 4 = 1"); err != nil {
+	if ds, err = ds.Delete(ctx, "id % 4 = 1", nil); err != nil {
 		t.Fatalf("delete on %s: %v", b, err)
 	}
 	want = slices.DeleteFunc(want, func(id int64) bool { return id%4 == 1 })
 	check("delete")
-	if ds, _, err = ds.Update(ctx, map[string]string{"payload": "'updated'"}, "id % 4 = 2"); err != nil {
+	if ds, _, err = ds.Update(ctx, map[string]string{"payload": "'updated'"}, "id % 4 = 2", nil); err != nil {
 		t.Fatalf("update on %s: %v", b, err)
 	}
 	check("update")
@@ -364,7 +367,7 @@ func TestFixtureBranchWrites(t *testing.T) {
 		t.Errorf("append: %d rows, want %d", n, before+added)
 	}
 	before += added
-	d, err = d.Delete(ctx, "id % 5 = 0")
+	d, err = d.Delete(ctx, "id % 5 = 0", nil)
 	if err != nil {
 		t.Fatalf("delete on exp: %v", err)
 	}
@@ -372,7 +375,7 @@ func TestFixtureBranchWrites(t *testing.T) {
 	if afterDelete >= before {
 		t.Errorf("delete removed nothing: %d → %d", before, afterDelete)
 	}
-	if d, _, err = d.Update(ctx, map[string]string{"id": "id + 1000"}, "id % 5 = 1"); err != nil {
+	if d, _, err = d.Update(ctx, map[string]string{"id": "id + 1000"}, "id % 5 = 1", nil); err != nil {
 		t.Fatalf("update on exp: %v", err)
 	}
 	if d, _, err = d.Compact(ctx, &dataset.CompactOptions{TargetRowsPerFragment: 1000}); err != nil {

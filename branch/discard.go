@@ -40,7 +40,7 @@ type DiscardStats struct {
 // transactions and every file only this branch used go, as do temporary
 // files killed writers left there (older than dataset.MinTempFileAge; a
 // live writer's file is locked and stays).
-// Only keys of the branch root's own layout (dataset.OwnKey) are removed:
+// Only keys of the branch root's own layout (manifest.OwnKey) are removed:
 // the directories of branches nested under the name (tree/<name>/<sub>/)
 // are not touched, nor, for a nested branch whose name has a segment now
 // refused (tree/<p>/_versions/ of branch p/_versions), its parent's files
@@ -143,7 +143,7 @@ func DeleteBranch(ctx context.Context, root blob.Store, name string, opts *Disca
 			// in it (tree/<target>/<sub>/, or inside its folders for a
 			// name made before such names were refused).
 			rel := strings.TrimPrefix(info.Key, prefix)
-			if !dataset.OwnKey(rel) || keep(rel) {
+			if !manifest.OwnKey(rel) || keep(rel) {
 				return nil
 			}
 			stats.FilesRemoved++

@@ -52,7 +52,7 @@ func TestDeleteBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bds, err = bds.Delete(ctx, "id = 3 OR id = 505"); err != nil {
+	if bds, err = bds.Delete(ctx, "id = 3 OR id = 505", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := branch.CreateBranch(ctx, root, "c", branch.Ref{Branch: "b"}, nil); err != nil {

@@ -57,14 +57,14 @@
 // reserved_test.go, on layouts older lancers could write):
 //
 //   - R1. No segment of a branch name is named like an entry of a dataset
-//     root (dataset.IsRootEntry: _versions, data, _indices, _deletions,
+//     root (manifest.IsRootEntry: _versions, data, _indices, _deletions,
 //     _transactions, _refs, tree, ...), so a branch's root tree/<name>/
 //     never lies inside one of its parent's folders. CheckBranchName
 //     refuses such names; a branch that already has one can still be
 //     listed, opened and deleted.
 //   - R2. DeleteBranch and Cleanup never remove a file another ref uses:
 //     under a branch root they remove only keys of that root's own layout
-//     (dataset.OwnKey), never a nested branch's (tree/<name>/<sub>/, or a
+//     (manifest.OwnKey), never a nested branch's (tree/<name>/<sub>/, or a
 //     pre-R1 branch inside its parent's folders), and they keep every file
 //     a version of another line that stays references through a base
 //     path. Temporary files of killed writers go once older than

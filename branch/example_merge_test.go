@@ -39,7 +39,7 @@ func ExampleMerge() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, _, err = exp.Update(ctx, map[string]string{"val": "'v3'"}, "val = '??'"); err != nil {
+	if _, _, err = exp.Update(ctx, map[string]string{"val": "'v3'"}, "val = '??'", nil); err != nil {
 		log.Fatal(err)
 	}
 	// Meanwhile main gets new rows.

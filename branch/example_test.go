@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
-	"github.com/lancerdb/lancer/dataset"
 )
 
 // A dataset written by real Lance, with four tags and a branch "exp".
@@ -15,24 +15,26 @@ const historyFixture = "testdata/history.lance"
 // Open a branch, a tag, and list what the dataset has.
 func Example() {
 	ctx := context.Background()
-	exp, err := branch.OpenURI(ctx, historyFixture, branch.Ref{Branch: "exp"}, nil)
+	// branch works on the root's store; table.Open(ctx, uri, opts) is the
+	// SDK's way in, and owns (and closes) the store it opens.
+	root, err := blob.NewLocalStore(historyFixture)
+	if err != nil {
+		log.Fatal(err)
+	}
+	exp, err := branch.Open(ctx, root, branch.Ref{Branch: "exp"}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	n, _ := exp.CountRows(ctx)
 	fmt.Printf("branch %s at version %d: %d rows\n", exp.Manifest().Branch, exp.Version(), n)
 
-	tagged, err := branch.OpenURI(ctx, historyFixture, branch.Ref{Tag: "three_fragments"}, nil)
+	tagged, err := branch.Open(ctx, root, branch.Ref{Tag: "three_fragments"}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("tag three_fragments is version %d with %d fragments\n", tagged.Version(), len(tagged.Manifest().Fragments))
 
-	main, err := branch.OpenURI(ctx, historyFixture, branch.Ref{}, &dataset.OpenOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	branches, _ := branch.ListBranches(ctx, main.Store())
+	branches, _ := branch.ListBranches(ctx, root)
 	for _, b := range branches {
 		parent := b.ParentBranch
 		if parent == "" {
@@ -40,7 +42,7 @@ func Example() {
 		}
 		fmt.Printf("branch %s forked from %s@%d\n", b.Name, parent, b.ParentVersion)
 	}
-	tags, _ := branch.ListTags(ctx, main.Store())
+	tags, _ := branch.ListTags(ctx, root)
 	for _, t := range tags {
 		fmt.Printf("tag %s → version %d\n", t.Name, t.Version)
 	}

@@ -2,8 +2,8 @@ package branch
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/lancerdb/lancer"
@@ -24,8 +24,16 @@ const (
 	PropMergeStrategy = "lancer.merge.strategy"
 )
 
-// MergeOptions configures Merge. A nil pointer means the defaults.
+// MergeOptions configures Merge and CherryPick. A nil pointer means the
+// defaults.
 type MergeOptions struct {
+	// CommitOptions configure the commit on the target. Retries bounds
+	// both the rebases of a commit that lost its race and the times the
+	// merge is computed again against the target's new state after a
+	// concurrent commit there (one budget, dataset.RetryCommit). Properties
+	// are recorded besides the merge's own (PropMergeSource, ...), which
+	// win.
+	dataset.CommitOptions
 	// Into is the line merged into: a branch name, or "" / "main" for the
 	// main line. Its latest version is the target.
 	Into string
@@ -35,9 +43,6 @@ type MergeOptions struct {
 	Strategy dataset.MergeStrategy
 	// DryRun computes the merge and reports it, writing nothing.
 	DryRun bool
-	// Retries is how many times a merge that lost a race with another
-	// commit on the target is computed again. Default 5.
-	Retries int
 }
 
 // MergeResult reports a merge.
@@ -77,9 +82,6 @@ func Merge(ctx context.Context, root blob.Store, source Ref, opts *MergeOptions)
 	if opts != nil {
 		o = *opts
 	}
-	if o.Retries == 0 {
-		o.Retries = 5
-	}
 	source, err := Resolve(ctx, root, source)
 	if err != nil {
 		return nil, err
@@ -88,16 +90,15 @@ func Merge(ctx context.Context, root blob.Store, source Ref, opts *MergeOptions)
 	if srcLine == dstLine {
 		return nil, fmt.Errorf("branch: merge %s into itself: %w", srcLine, lancer.ErrInvalidArgument)
 	}
-	for attempt := 0; ; attempt++ {
-		res, err := mergeOnce(ctx, root, srcLine, source.Version, dstLine, o)
-		var ce *dataset.ConflictError
-		if errors.As(err, &ce) && attempt < o.Retries {
-			// The target moved while the merge was computed: merge again
-			// against its new state.
-			continue
-		}
-		return res, err
-	}
+	var res *MergeResult
+	err = dataset.RetryCommit(ctx, &o.CommitOptions, func(ctx context.Context, co *dataset.CommitOptions) error {
+		// On a retry the target moved while the merge was computed: merge
+		// again against its new state.
+		var err error
+		res, err = mergeOnce(ctx, root, srcLine, source.Version, dstLine, o.Strategy, o.DryRun, co)
+		return err
+	})
+	return res, err
 }
 
 func lineName(b string) string {
@@ -114,7 +115,10 @@ func refOf(line string, version uint64) Ref {
 	return Ref{Branch: line, Version: version}
 }
 
-func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion uint64, dstLine string, o MergeOptions) (*MergeResult, error) {
+// mergeOnce merges srcLine@srcVersion into dstLine's latest version once,
+// committing with co.
+func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion uint64, dstLine string,
+	strategy dataset.MergeStrategy, dryRun bool, co *dataset.CommitOptions) (*MergeResult, error) {
 	theirs, err := Open(ctx, root, refOf(srcLine, srcVersion), nil)
 	if err != nil {
 		return nil, err
@@ -149,9 +153,9 @@ func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion 
 		PropMergeSource:        srcLine,
 		PropMergeSourceVersion: strconv.FormatUint(theirs.Version(), 10),
 		PropMergeBase:          res.Base.String(),
-		PropMergeStrategy:      string(o.Strategy),
+		PropMergeStrategy:      string(strategy),
 	}
-	if o.Strategy == "" {
+	if strategy == "" {
 		props[PropMergeStrategy] = string(dataset.MergeFail)
 	}
 	name := ""
@@ -159,10 +163,10 @@ func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion 
 		name = srcLine
 	}
 	out, report, err := dataset.ThreeWayMerge(ctx, base, ours, theirs, &dataset.ThreeWayOptions{
-		Strategy:   o.Strategy,
-		TheirsName: name,
-		Properties: props,
-		DryRun:     o.DryRun,
+		CommitOptions: withProperties(co, props),
+		Strategy:      strategy,
+		TheirsName:    name,
+		DryRun:        dryRun,
 	})
 	res.Report = report
 	if err != nil {
@@ -325,9 +329,6 @@ func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOpt
 	if opts != nil {
 		o = *opts
 	}
-	if o.Retries == 0 {
-		o.Retries = 5
-	}
 	commit, err := Resolve(ctx, root, commit)
 	if err != nil {
 		return nil, err
@@ -358,29 +359,40 @@ func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOpt
 		return nil, err
 	}
 	dst := lineName(o.Into)
-	for attempt := 0; ; attempt++ {
+	var res *MergeResult
+	err = dataset.RetryCommit(ctx, &o.CommitOptions, func(ctx context.Context, co *dataset.CommitOptions) error {
 		ours, err := Open(ctx, root, refOf(dst, 0), nil)
 		if err != nil {
-			return nil, err
+			res = nil
+			return err
 		}
-		res := &MergeResult{Source: refOf(line, theirs.Version()), Target: refOf(dst, ours.Version()), Base: refOf(line, prev), Version: ours.Version()}
+		res = &MergeResult{Source: refOf(line, theirs.Version()), Target: refOf(dst, ours.Version()), Base: refOf(line, prev), Version: ours.Version()}
 		name := ""
 		if line != Main {
 			name = line
 		}
 		out, report, err := dataset.ThreeWayMerge(ctx, base, ours, theirs, &dataset.ThreeWayOptions{
-			Strategy: o.Strategy, TheirsName: name, DryRun: o.DryRun,
-			Properties: map[string]string{PropCherryPick: res.Source.String()},
+			CommitOptions: withProperties(co, map[string]string{PropCherryPick: res.Source.String()}),
+			Strategy:      o.Strategy, TheirsName: name, DryRun: o.DryRun,
 		})
 		res.Report = report
-		var ce *dataset.ConflictError
-		if errors.As(err, &ce) && attempt < o.Retries {
-			continue
-		}
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Version = out.Version()
-		return res, nil
+		return nil
+	})
+	return res, err
+}
+
+// withProperties returns a copy of co whose Properties also hold props
+// (props win). The copy shares co's retries.
+func withProperties(co *dataset.CommitOptions, props map[string]string) dataset.CommitOptions {
+	out := *co
+	out.Properties = maps.Clone(co.Properties)
+	if out.Properties == nil {
+		out.Properties = map[string]string{}
 	}
+	maps.Copy(out.Properties, props)
+	return out
 }

@@ -146,7 +146,7 @@ func (l *line) add(ids ...int64) {
 
 func (l *line) del(pred string, ids ...int64) {
 	l.t.Helper()
-	if _, err := l.open().Delete(context.Background(), pred); err != nil {
+	if _, err := l.open().Delete(context.Background(), pred, nil); err != nil {
 		l.t.Fatal(err)
 	}
 	for _, id := range ids {
@@ -156,7 +156,7 @@ func (l *line) del(pred string, ids ...int64) {
 
 func (l *line) set(id int64, val string) {
 	l.t.Helper()
-	if _, _, err := l.open().Update(context.Background(), map[string]string{"val": "'" + val + "'"}, fmt.Sprintf("id = %d", id)); err != nil {
+	if _, _, err := l.open().Update(context.Background(), map[string]string{"val": "'" + val + "'"}, fmt.Sprintf("id = %d", id), nil); err != nil {
 		l.t.Fatal(err)
 	}
 	l.m[id] = val
@@ -318,7 +318,7 @@ func TestMergeAddedColumns(t *testing.T) {
 	root, main := newFamily(t, true, span(0, 30))
 	exp := main.branch("exp")
 	ds := exp.open()
-	if _, err := ds.AddColumns(context.Background(), []dataset.NewColumn{{Name: "twice", Expr: "id * 2"}}); err != nil {
+	if _, err := ds.AddColumns(context.Background(), []dataset.NewColumn{{Name: "twice", Expr: "id * 2"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	main.add(span(30, 35)...)
@@ -367,7 +367,7 @@ func TestConcurrentMerges(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, err := branch.Merge(context.Background(), root, branch.Ref{Branch: fmt.Sprintf("b%d", i)}, &branch.MergeOptions{Retries: 20})
+			_, err := branch.Merge(context.Background(), root, branch.Ref{Branch: fmt.Sprintf("b%d", i)}, &branch.MergeOptions{CommitOptions: dataset.CommitOptions{Retries: 20}})
 			errs <- err
 		}()
 	}

@@ -105,22 +105,6 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 	return ds, nil
 }
 
-// OpenURI opens the dataset at uri (the main root) at ref, with the store
-// configured by opts.StorageOptions. The store it opens is never closed,
-// so a cloud URI keeps its connections: table.Open owns its store and
-// closes it.
-func OpenURI(ctx context.Context, uri string, ref Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
-	var storageOptions map[string]string
-	if opts != nil {
-		storageOptions = opts.StorageOptions
-	}
-	root, err := blob.OpenWithOptions(ctx, uri, storageOptions)
-	if err != nil {
-		return nil, err
-	}
-	return Open(ctx, root, ref, opts)
-}
-
 // familyResolver maps the base paths Lance records in branch manifests onto
 // the dataset root that was actually opened. Lance writes the parent's
 // absolute location when a branch is made: the main root (a base path with

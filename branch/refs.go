@@ -12,7 +12,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // Main is the name of the main line of a dataset. It is never a branch name.
@@ -204,7 +204,7 @@ func checkTagName(name string, maxLength int) error {
 // CheckBranchName enforces Lance's branch name rules: '/'-separated
 // segments each following the tag rules, and not "main"; and lancer's
 // own: no segment is named like an entry of a dataset root
-// (dataset.IsRootEntry: _versions, data, _indices, tree, ...). A branch
+// (manifest.IsRootEntry: _versions, data, _indices, tree, ...). A branch
 // lives at tree/<name>/, a dataset root nested in its parent's, so
 // branch a/_versions would keep its files inside a's _versions/ folder
 // (and branch a/data inside a's data/). Such an error also wraps
@@ -229,7 +229,7 @@ func checkBranchName(name string, maxLength int) error {
 		}
 		// Whatever its case: on a case-insensitive file system (APFS,
 		// NTFS) a/Data is the same folder as a/data.
-		if dataset.IsRootEntry(strings.ToLower(seg)) {
+		if manifest.IsRootEntry(strings.ToLower(seg)) {
 			return fmt.Errorf("branch: branch name %q: segment %q is %w: %w", name, seg, errReservedSegment, lancer.ErrInvalidArgument)
 		}
 	}

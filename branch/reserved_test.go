@@ -41,7 +41,7 @@ func legacyNested(t *testing.T, dir string, root blob.Store, parent, seg string)
 		t.Fatal(err)
 	}
 	appendRows(t, root, tmp, 900, 930)
-	if _, err := mustOpen(t, root, branch.Ref{Branch: tmp}).Delete(ctx, "id = 901"); err != nil {
+	if _, err := mustOpen(t, root, branch.Ref{Branch: tmp}).Delete(ctx, "id = 901", nil); err != nil {
 		t.Fatal(err)
 	}
 	from := filepath.Join(dir, "tree", filepath.FromSlash(tmp))
@@ -87,7 +87,7 @@ func TestNestedBranchInParentFolder(t *testing.T) {
 					t.Fatal(err)
 				}
 				appendRows(t, root, "feature", 500, 530)
-				if _, err := mustOpen(t, root, branch.Ref{Branch: "feature"}).Delete(ctx, "id = 3 OR id = 501"); err != nil {
+				if _, err := mustOpen(t, root, branch.Ref{Branch: "feature"}).Delete(ctx, "id = 3 OR id = 501", nil); err != nil {
 					t.Fatal(err)
 				}
 				nested := "feature/" + seg

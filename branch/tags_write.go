@@ -118,7 +118,7 @@ func resolveTagTarget(ctx context.Context, root blob.Store, name string, target 
 	if err != nil {
 		return Tag{}, fmt.Errorf("branch: tag %q: %w", name, err)
 	}
-	size, err := ds.ManifestFileSize(ctx)
+	size, err := manifestSize(ctx, ds)
 	if err != nil {
 		return Tag{}, err
 	}
@@ -248,4 +248,14 @@ func ResolveRef(ctx context.Context, root blob.Store, s string) (Ref, error) {
 		return Ref{Branch: s}, nil
 	}
 	return Ref{}, fmt.Errorf("branch: %q is neither a tag nor a branch: %w", s, lancer.ErrNotFound)
+}
+
+// manifestSize returns the size in bytes of the manifest file of ds's
+// version, which Lance records in tags and branch refs.
+func manifestSize(ctx context.Context, ds *dataset.Dataset) (int64, error) {
+	info, err := ds.Store().Stat(ctx, ds.ManifestKey())
+	if err != nil {
+		return 0, fmt.Errorf("branch: manifest of version %d: %w", ds.Version(), err)
+	}
+	return info.Size, nil
 }

@@ -51,8 +51,10 @@ type mergeOp struct {
 // lancer.ErrInvalidArgument (an unknown column lancer.ErrNotFound) that
 // points into it. A commit that lost the race to a concurrent change of
 // rows or schema fails with a *ConflictError (Retryable when computing the
-// columns again on the latest version would do).
-func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, error) {
+// columns again on the latest version would do). opts configure the
+// commit (nil: the defaults).
+func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn, opts *CommitOptions) (*Dataset, error) {
+	d = d.using(opts)
 	if err := d.checkAddColumns(); err != nil {
 		return nil, err
 	}
@@ -98,7 +100,7 @@ func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, e
 		return nil, err
 	}
 	if allNulls {
-		return d.commitMerge(ctx, newSchema, &mergeOp{fragments: manifest.CloneFragments(d.manifest.Fragments)})
+		return d.commitMerge(ctx, opts, newSchema, &mergeOp{fragments: manifest.CloneFragments(d.manifest.Fragments)})
 	}
 	mem := d.opts.Allocator
 	merge, err := d.writeColumns(ctx, read, newSchema, func(live arrow.RecordBatch) ([]arrow.Array, error) {
@@ -116,7 +118,7 @@ func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, e
 	if err != nil {
 		return nil, err
 	}
-	return d.commitMerge(ctx, newSchema, merge)
+	return d.commitMerge(ctx, opts, newSchema, merge)
 }
 
 // AddColumnsFromData adds the columns of data other than on to every row
@@ -131,8 +133,9 @@ func (d *Dataset) AddColumns(ctx context.Context, cols []NewColumn) (*Dataset, e
 // A duplicate key in data is an error wrapping lancer.ErrInvalidArgument,
 // a column the dataset already has one wrapping lancer.ErrAlreadyExists, a
 // missing key column one wrapping lancer.ErrNotFound. Files and commit are
-// as for AddColumns.
-func (d *Dataset) AddColumnsFromData(ctx context.Context, data array.RecordReader, on string) (*Dataset, error) {
+// as for AddColumns; opts configure the commit (nil: the defaults).
+func (d *Dataset) AddColumnsFromData(ctx context.Context, data array.RecordReader, on string, opts *CommitOptions) (*Dataset, error) {
+	d = d.using(opts)
 	if err := d.checkAddColumns(); err != nil {
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func (d *Dataset) AddColumnsFromData(ctx context.Context, data array.RecordReade
 	if err != nil {
 		return nil, err
 	}
-	return d.commitMerge(ctx, newSchema, merge)
+	return d.commitMerge(ctx, opts, newSchema, merge)
 }
 
 // checkAddColumns refuses versions lancer cannot add columns to.
@@ -260,9 +263,9 @@ func (d *Dataset) newFields(fields []arrow.Field) (*schema.Schema, error) {
 }
 
 // commitMerge commits the Merge of the new fields into the version.
-func (d *Dataset) commitMerge(ctx context.Context, added *schema.Schema, merge *mergeOp) (*Dataset, error) {
+func (d *Dataset) commitMerge(ctx context.Context, opts *CommitOptions, added *schema.Schema, merge *mergeOp) (*Dataset, error) {
 	fields := append(cloneFields(d.manifest), added.Flatten()...)
-	return d.commit(ctx, &operation{kind: opMerge, fields: fields, merge: merge}, DefaultCommitRetries)
+	return d.commit(ctx, &operation{kind: opMerge, fields: fields, merge: merge}, opts)
 }
 
 // writeColumns writes, for every fragment of the version, a data file of
@@ -319,11 +322,11 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 		}
 	}()
 	outSchema := schema.LogicalArrow()
-	for start := uint64(0); start < fr.physical; start += DefaultBatchSize {
+	for start := uint64(0); start < fr.physical; start += defaultBatchSize {
 		if err := ctx.Err(); err != nil {
 			return nil, "", err
 		}
-		end := min(start+DefaultBatchSize, fr.physical)
+		end := min(start+defaultBatchSize, fr.physical)
 		cols, err := fr.physicalBatch(ctx, mem, start, end, fn)
 		if err != nil {
 			return nil, "", err

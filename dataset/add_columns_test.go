@@ -152,7 +152,7 @@ func TestAddColumns(t *testing.T) {
 				{Name: "price2", Expr: "price * 2"},
 				{Name: "lname", Expr: "lower(name)"},
 				{Name: "ma", Expr: "meta.a + id"},
-			})
+			}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +193,7 @@ func TestAddColumns(t *testing.T) {
 
 			// All nulls: metadata only.
 			files := countStoreFiles(t, store, "data/")
-			if d, err = d.AddColumns(ctx, []NewColumn{{Name: "nothing", Expr: "CAST(NULL AS string)"}}); err != nil {
+			if d, err = d.AddColumns(ctx, []NewColumn{{Name: "nothing", Expr: "CAST(NULL AS string)"}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := countStoreFiles(t, store, "data/"); got != files {
@@ -205,7 +205,7 @@ func TestAddColumns(t *testing.T) {
 
 			// From data, joined on id.
 			r := scoresReader(t, mem, n, false, nullStructs)
-			d, err = d.AddColumnsFromData(ctx, r, "id")
+			d, err = d.AddColumnsFromData(ctx, r, "id", nil)
 			r.Release()
 			if err != nil {
 				t.Fatal(err)
@@ -218,13 +218,13 @@ func TestAddColumns(t *testing.T) {
 
 			// A fourth file per fragment, computed from a column of the
 			// second; then deletes and a whole fragment's deletion.
-			if d, err = d.AddColumns(ctx, []NewColumn{{Name: "p3", Expr: "price2 + 1"}}); err != nil {
+			if d, err = d.AddColumns(ctx, []NewColumn{{Name: "p3", Expr: "price2 + 1"}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := len(d.manifest.Fragments[0].Files); got != 4 {
 				t.Errorf("fragment 0 has %d files, want 4", got)
 			}
-			if d, err = d.Delete(ctx, "id % 10 = 0 OR (id >= 64 AND id < 128)"); err != nil {
+			if d, err = d.Delete(ctx, "id % 10 = 0 OR (id >= 64 AND id < 128)", nil); err != nil {
 				t.Fatal(err)
 			}
 			var left []int64
@@ -281,22 +281,22 @@ func TestAddColumnsErrors(t *testing.T) {
 		{[]NewColumn{{Name: "x", Expr: "NULL"}}, lancer.ErrInvalidArgument, "CAST"},
 		{nil, lancer.ErrInvalidArgument, "no column"},
 	} {
-		if _, err := d.AddColumns(ctx, tc.cols); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
+		if _, err := d.AddColumns(ctx, tc.cols, nil); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
 			t.Errorf("AddColumns(%v): %v, want %v mentioning %s", tc.cols, err, tc.want, tc.text)
 		}
 	}
 	r := scoresReader(t, mem, 20, true, true)
-	if _, err := d.AddColumnsFromData(ctx, r, "id"); !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), "twice") {
+	if _, err := d.AddColumnsFromData(ctx, r, "id", nil); !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("duplicate key: %v", err)
 	}
 	r.Release()
 	r = scoresReader(t, mem, 20, false, true)
-	if _, err := d.AddColumnsFromData(ctx, r, "nokey"); !errors.Is(err, lancer.ErrNotFound) {
+	if _, err := d.AddColumnsFromData(ctx, r, "nokey", nil); !errors.Is(err, lancer.ErrNotFound) {
 		t.Errorf("missing key column: %v", err)
 	}
 	r.Release()
 	r = goodsReader(t, mem, 0, 3, true)
-	if _, err := d.AddColumnsFromData(ctx, r, "id"); !errors.Is(err, lancer.ErrAlreadyExists) || !strings.Contains(err.Error(), `"name"`) {
+	if _, err := d.AddColumnsFromData(ctx, r, "id", nil); !errors.Is(err, lancer.ErrAlreadyExists) || !strings.Contains(err.Error(), `"name"`) {
 		t.Errorf("existing columns from data: %v", err)
 	}
 	r.Release()
@@ -310,7 +310,7 @@ func TestAddColumnsErrors(t *testing.T) {
 	// Legacy datasets are not written.
 	_, lstore := copyFixture(t, "history_vlegacy")
 	ld := openStore(t, lstore, 0, mem)
-	if _, err := ld.AddColumns(ctx, []NewColumn{{Name: "x2", Expr: "1"}}); !errors.Is(err, lancer.ErrUnsupported) {
+	if _, err := ld.AddColumns(ctx, []NewColumn{{Name: "x2", Expr: "1"}}, nil); !errors.Is(err, lancer.ErrUnsupported) {
 		t.Errorf("legacy dataset: %v", err)
 	}
 }
@@ -324,13 +324,13 @@ func TestAddColumnsConflicts(t *testing.T) {
 	store := blob.NewMemStore("addconf")
 	d0 := writeGoods(t, store, mem, 30, WriteOptions{MaxRowsPerFile: 16})
 	r := goodsReader(t, mem, 30, 35, true)
-	d1, err := d0.Append(ctx, r, &WriteOptions{Allocator: mem})
+	d1, err := d0.Append(ctx, r, &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}})
 	r.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := countStoreFiles(t, store, "data/")
-	_, err = d0.AddColumns(ctx, []NewColumn{{Name: "x", Expr: "id + 1"}})
+	_, err = d0.AddColumns(ctx, []NewColumn{{Name: "x", Expr: "id + 1"}}, nil)
 	var ce *ConflictError
 	if !errors.As(err, &ce) || !ce.Retryable || ce.OtherOperation != "Append" {
 		t.Fatalf("add columns over a concurrent append: %v, want a retryable conflict", err)
@@ -338,19 +338,19 @@ func TestAddColumnsConflicts(t *testing.T) {
 	if got := countStoreFiles(t, store, "data/"); got != files {
 		t.Errorf("the conflicting add columns left %d data files", got-files)
 	}
-	d2, err := d1.AddColumns(ctx, []NewColumn{{Name: "x", Expr: "id + 1"}})
+	d2, err := d1.AddColumns(ctx, []NewColumn{{Name: "x", Expr: "id + 1"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d1.AddColumns(ctx, []NewColumn{{Name: "y", Expr: "id"}}); !errors.As(err, &ce) || !ce.Retryable {
+	if _, err := d1.AddColumns(ctx, []NewColumn{{Name: "y", Expr: "id"}}, nil); !errors.As(err, &ce) || !ce.Retryable {
 		t.Errorf("add columns over a concurrent add columns: %v", err)
 	}
-	if _, err := d1.DropColumns(ctx, "price"); err != nil {
+	if _, err := d1.DropColumns(ctx, []string{"price"}, nil); err != nil {
 		t.Errorf("drop columns over add columns: %v", err)
 	}
 	// An append read before the Merge (and a drop) lands after them.
 	r = goodsReader(t, mem, 100, 102, true)
-	d3, err := d1.Append(ctx, r, &WriteOptions{Allocator: mem})
+	d3, err := d1.Append(ctx, r, &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}})
 	r.Release()
 	if err != nil {
 		t.Fatalf("append over add columns: %v", err)
@@ -364,7 +364,7 @@ func TestAddColumnsConflicts(t *testing.T) {
 		t.Errorf("first row: x = %s, want 1", rows[0].cols["x"])
 	}
 	_ = d2
-	if _, err := d2.AddColumns(ctx, []NewColumn{{Name: "z", Expr: "id"}}); !errors.As(err, &ce) || ce.Retryable {
+	if _, err := d2.AddColumns(ctx, []NewColumn{{Name: "z", Expr: "id"}}, nil); !errors.As(err, &ce) || ce.Retryable {
 		t.Errorf("add columns over a concurrent drop: %v, want a non-retryable conflict", err)
 	}
 }
@@ -378,7 +378,7 @@ func TestAddColumnsOnLanceDataset(t *testing.T) {
 	_, store := copyFixture(t, "history_v2_2")
 	d := openStore(t, store, 0, mem)
 	before := scanAll(t, d)
-	d, err := d.AddColumns(ctx, []NewColumn{{Name: "e3", Expr: "extra * 3 + id"}, {Name: "lab", Expr: "upper(label2)"}})
+	d, err := d.AddColumns(ctx, []NewColumn{{Name: "e3", Expr: "extra * 3 + id"}, {Name: "lab", Expr: "upper(label2)"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestAddColumnsFromDataKeys(t *testing.T) {
 		addrs.NewArray(), notes.NewArray())
 	addrs.Release()
 	notes.Release()
-	d, err := d.AddColumnsFromData(ctx, r, RowAddressColumn)
+	d, err := d.AddColumnsFromData(ctx, r, RowAddressColumn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestAddColumnsFromDataKeys(t *testing.T) {
 		keys.NewArray(), vals.NewArray())
 	keys.Release()
 	vals.Release()
-	if d, err = d.AddColumnsFromData(ctx, r, "id"); err != nil {
+	if d, err = d.AddColumnsFromData(ctx, r, "id", nil); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}

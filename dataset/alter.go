@@ -18,27 +18,30 @@ import (
 // the remaining fields leave the fragments, and indices on dropped columns
 // are dropped. Field ids are never reused. Dropping every column, or every
 // member of a struct, is an error wrapping lancer.ErrInvalidArgument; an
-// unknown path one wrapping lancer.ErrNotFound.
-func (d *Dataset) DropColumns(ctx context.Context, columns ...string) (*Dataset, error) {
+// unknown path one wrapping lancer.ErrNotFound. opts configure the commit
+// (nil: the defaults).
+func (d *Dataset) DropColumns(ctx context.Context, columns []string, opts *CommitOptions) (*Dataset, error) {
 	if len(columns) == 0 {
 		return nil, fmt.Errorf("dataset: drop columns: no column named: %w", lancer.ErrInvalidArgument)
 	}
 	paths := slices.Clone(columns)
-	return d.alter(ctx, func(m *manifest.Manifest) ([]*schema.Field, error) { return dropFields(m, paths) })
+	return d.alter(ctx, opts, func(m *manifest.Manifest) ([]*schema.Field, error) { return dropFields(m, paths) })
 }
 
 // RenameColumn renames the column at path (a top-level column or a member
 // of a struct column, "meta.source") to newName and returns the new version.
 // Like Lance's alter_columns it only changes the schema (a Project
 // transaction); indices follow the column. newName must be non-empty,
-// without dots, and unused among the column's siblings.
-func (d *Dataset) RenameColumn(ctx context.Context, path, newName string) (*Dataset, error) {
-	return d.alter(ctx, func(m *manifest.Manifest) ([]*schema.Field, error) { return renameField(m, path, newName) })
+// without dots, and unused among the column's siblings. opts configure
+// the commit (nil: the defaults).
+func (d *Dataset) RenameColumn(ctx context.Context, path, newName string, opts *CommitOptions) (*Dataset, error) {
+	return d.alter(ctx, opts, func(m *manifest.Manifest) ([]*schema.Field, error) { return renameField(m, path, newName) })
 }
 
 // alter commits the Project operation whose schema project derives from a
 // manifest.
-func (d *Dataset) alter(ctx context.Context, project func(m *manifest.Manifest) ([]*schema.Field, error)) (*Dataset, error) {
+func (d *Dataset) alter(ctx context.Context, opts *CommitOptions, project func(m *manifest.Manifest) ([]*schema.Field, error)) (*Dataset, error) {
+	d = d.using(opts)
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -46,7 +49,7 @@ func (d *Dataset) alter(ctx context.Context, project func(m *manifest.Manifest) 
 	if err != nil {
 		return nil, err
 	}
-	return d.commit(ctx, &operation{kind: opProject, fields: fields, project: project}, DefaultCommitRetries)
+	return d.commit(ctx, &operation{kind: opProject, fields: fields, project: project}, opts)
 }
 
 // resolveColumn finds the field at path: a top-level name (which may itself

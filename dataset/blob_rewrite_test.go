@@ -159,7 +159,7 @@ func newBlobDataset(t testing.TB, mem memory.Allocator, store blob.Store, c blob
 	vals := blobRows(c, 0, n)
 	r := blobBatchReader(t, mem, c, idRange(0, n), vals)
 	defer r.Release()
-	d, err := Write(context.Background(), store, r, &WriteOptions{FileVersion: c.version, MaxRowsPerFile: 6, EnableStableRowIDs: c.stable, Allocator: mem})
+	d, err := Write(context.Background(), store, r, &WriteOptions{FileVersion: c.version, MaxRowsPerFile: 6, EnableStableRowIDs: c.stable, CommitOptions: CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestBlobRewrite(t *testing.T) {
 			checkBlobs(t, d, want)
 
 			// Update other columns: the rows move with their blobs.
-			d, st, err := d.Update(ctx, map[string]string{"id": "id + 100"}, "id % 4 = 1 OR id % 6 = 2")
+			d, st, err := d.Update(ctx, map[string]string{"id": "id + 100"}, "id % 4 = 1 OR id % 6 = 2", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,17 +264,17 @@ func TestBlobRewrite(t *testing.T) {
 			checkBlobs(t, d, want)
 
 			// Set blobs: bytes from a string, a binary, NULL.
-			d, _, err = d.Update(ctx, map[string]string{"blob": "'hello'"}, "id = 0")
+			d, _, err = d.Update(ctx, map[string]string{"blob": "'hello'"}, "id = 0", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want[0] = blobVal{data: []byte("hello")}
-			d, _, err = d.Update(ctx, map[string]string{"blob": "CAST('xyz' AS BINARY)"}, "id = 102")
+			d, _, err = d.Update(ctx, map[string]string{"blob": "CAST('xyz' AS BINARY)"}, "id = 102", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want[102] = blobVal{data: []byte("xyz")}
-			d, _, err = d.Update(ctx, map[string]string{"blob": "NULL"}, "id = 6 OR id = 7")
+			d, _, err = d.Update(ctx, map[string]string{"blob": "NULL"}, "id = 6 OR id = 7", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,7 +292,7 @@ func TestBlobRewrite(t *testing.T) {
 				}
 			}
 			r := blobBatchReader(t, mem, c, srcIDs, src)
-			d, ms, err := d.MergeInsert(ctx, r, &MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, WhenNotMatchedInsertAll: true, Allocator: mem})
+			d, ms, err := d.MergeInsert(ctx, r, &MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, WhenNotMatchedInsertAll: true, CommitOptions: CommitOptions{Allocator: mem}})
 			r.Release()
 			if err != nil {
 				t.Fatal(err)
@@ -306,7 +306,7 @@ func TestBlobRewrite(t *testing.T) {
 			checkBlobs(t, d, want)
 
 			// Delete some rows and compact everything.
-			if d, err = d.Delete(ctx, "id % 5 = 3"); err != nil {
+			if d, err = d.Delete(ctx, "id % 5 = 3", nil); err != nil {
 				t.Fatal(err)
 			}
 			for id := range want {
@@ -315,7 +315,7 @@ func TestBlobRewrite(t *testing.T) {
 				}
 			}
 			before := len(d.manifest.Fragments)
-			d, cs, err := d.Compact(ctx, &CompactOptions{Allocator: mem})
+			d, cs, err := d.Compact(ctx, &CompactOptions{CommitOptions: CommitOptions{Allocator: mem}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +342,7 @@ func TestBlobRewriteErrors(t *testing.T) {
 			store := blob.NewMemStore("blob-errors-" + c.name)
 			d, _ := newBlobDataset(t, mem, store, c, 6)
 			for _, expr := range []string{"42", "blob", "id > 3"} {
-				_, _, err := d.Update(ctx, map[string]string{"blob": expr}, "")
+				_, _, err := d.Update(ctx, map[string]string{"blob": expr}, "", nil)
 				if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), "SET blob = "+expr+": ") {
 					t.Errorf("SET blob = %s: %v, want ErrInvalidArgument naming the clause", expr, err)
 				}
@@ -439,7 +439,7 @@ func TestCompactBigBlobsMemory(t *testing.T) {
 	for start := int64(0); start < n; start += 6 {
 		r := blobBatchReader(t, base, c, idRange(start, start+6), want)
 		if d == nil {
-			d, err = Write(ctx, store, r, &WriteOptions{FileVersion: c.version, Allocator: base})
+			d, err = Write(ctx, store, r, &WriteOptions{FileVersion: c.version, CommitOptions: CommitOptions{Allocator: base}})
 		} else {
 			d, err = d.Append(ctx, r, nil)
 		}
@@ -451,7 +451,7 @@ func TestCompactBigBlobsMemory(t *testing.T) {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	d, cs, err := d.Compact(ctx, &CompactOptions{Allocator: mem})
+	d, cs, err := d.Compact(ctx, &CompactOptions{CommitOptions: CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestBlobRewriteFailureCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := keys()
-	if _, _, err := d.Update(ctx, map[string]string{"id": "id + 1"}, ""); err == nil || !strings.Contains(err.Error(), `column "blob": fragment 2 row 2`) {
+	if _, _, err := d.Update(ctx, map[string]string{"id": "id + 1"}, "", nil); err == nil || !strings.Contains(err.Error(), `column "blob": fragment 2 row 2`) {
 		t.Errorf("update: %v, want an error naming the blob's row", err)
 	}
 	for k := range keys() {
@@ -510,7 +510,7 @@ func TestBlobRewriteFailureCleanup(t *testing.T) {
 			t.Errorf("update: %s left behind", k)
 		}
 	}
-	if _, _, err := d.Compact(ctx, &CompactOptions{Allocator: mem, TargetRowsPerFragment: 7}); err == nil || !strings.Contains(err.Error(), `column "blob"`) {
+	if _, _, err := d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 7, CommitOptions: CommitOptions{Allocator: mem}}); err == nil || !strings.Contains(err.Error(), `column "blob"`) {
 		t.Errorf("compact: %v, want an error naming the blob column", err)
 	}
 	for k := range keys() {

@@ -30,7 +30,7 @@ func TestFixturesBlobs(t *testing.T) {
 			}
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			d, err := OpenURI(context.Background(), fixturetest.DatasetPath(t, name), &OpenOptions{Allocator: mem})
+			d, err := openDir(context.Background(), fixturetest.DatasetPath(t, name), &OpenOptions{Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func TestFixturesBlobs(t *testing.T) {
 }
 
 func TestTakeBlobsErrors(t *testing.T) {
-	d, err := OpenURI(context.Background(), fixturetest.DatasetPath(t, "blob_v2_v2_2"), nil)
+	d, err := openDir(context.Background(), fixturetest.DatasetPath(t, "blob_v2_v2_2"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,10 @@ import (
 const (
 	// DefaultCleanupOlderThan is the age past which versions are removed.
 	DefaultCleanupOlderThan = 7 * 24 * time.Hour
-	// UnverifiedFileAge is the age past which a file no version references
+	// unverifiedFileAge is the age past which a file no version references
 	// is taken for the garbage of a failed commit rather than the work of a
-	// commit in flight (Lance's UNVERIFIED_THRESHOLD_DAYS).
-	UnverifiedFileAge = 7 * 24 * time.Hour
+	// commit in flight (Lance's UNVERIFIED_THRESHOLD_DAYS: a week).
+	unverifiedFileAge = 7 * 24 * time.Hour
 	// MinTempFileAge is the least age at which Cleanup takes a temporary
 	// file (blob.ListTemp: a LocalStore writer's .lancer-tmp-*) for the
 	// leftover of a killed writer; older than OlderThan is also required.
@@ -33,9 +33,6 @@ const (
 	// A writer killed leaves its file to no one else.
 	MinTempFileAge = time.Hour
 )
-
-// deletionsDir holds the deletion files (DeletionFile.Key).
-const deletionsDir = "_deletions/"
 
 // The entries of a root where package branch keeps its refs: each
 // branch's dataset root under tree/<name>/, branch and tag files under
@@ -50,52 +47,6 @@ const (
 // branch or tag of that root (a branch's dataset root, a branch or tag file).
 func holdsRef(key string) bool {
 	return strings.HasPrefix(key, branchTreeDir) || strings.HasPrefix(key, refsDir)
-}
-
-// rootEntries are the names Lance and lancer give the entries at the top
-// of a dataset root (see the package doc): the folders of its own files,
-// of its refs and branches (package branch), Lance's legacy blob and MemWAL
-// folders and its legacy latest-manifest file. This is the one list of them.
-var rootEntries = []string{
-	"_versions", "_transactions", "_deletions", "data", "_indices",
-	"_refs", "tree", "_blobs", "_mem_wal", "_latest.manifest",
-}
-
-// IsRootEntry reports whether name is the name of an entry Lance or lancer
-// writes at the top of a dataset root (_versions, data, _indices, tree,
-// ...). A branch is a dataset root nested at tree/<name> inside its
-// parent's root, so package branch refuses a branch name segment that is
-// one: the branch's folders would lie inside its parent's own.
-func IsRootEntry(name string) bool {
-	return slices.Contains(rootEntries, name)
-}
-
-// OwnKey reports whether key, relative to a dataset root, lies where the
-// dataset keeps files of its own: directly in _versions/, _transactions/,
-// _deletions/ or data/, in a folder of data/ (a data file's blob
-// sidecars) or in a folder of _indices/ (an index segment), with no
-// segment after the first named like a root entry (IsRootEntry). The last
-// rule keeps out the files of a dataset root nested inside this one's
-// folders (a branch tree/p/data of branch p, made before such names were
-// refused): their keys read <folder>/<root entry>/..., never a file of
-// this root's. Cleanup removes only such keys; so does package branch when
-// it discards a branch.
-func OwnKey(key string) bool {
-	segs := strings.Split(key, "/")
-	for _, s := range segs[1:] {
-		if IsRootEntry(s) {
-			return false
-		}
-	}
-	switch segs[0] + "/" {
-	case manifest.VersionsDir, manifest.TransactionsDir, deletionsDir:
-		return len(segs) == 2
-	case dataDir:
-		return len(segs) == 2 || len(segs) == 3
-	case indicesDir:
-		return len(segs) >= 3
-	}
-	return false
 }
 
 // CleanupOptions configures Cleanup. A nil *CleanupOptions means all
@@ -123,8 +74,8 @@ type CleanupOptions struct {
 	// it and passes the tagged versions in KeepVersions, sets it.
 	// Default nil.
 	RefFiles func(key string) bool
-	// DeleteUnverified also removes unreferenced files younger than
-	// UnverifiedFileAge (Lance's delete_unverified). Default false: a recent
+	// DeleteUnverified also removes unreferenced files younger than a
+	// week (Lance's delete_unverified). Default false: a recent
 	// file no version references may belong to a commit in flight; set it
 	// only when no one else writes to the dataset.
 	DeleteUnverified bool
@@ -192,14 +143,14 @@ func (r cleanupRefs) add(m *manifest.Manifest) {
 //     file (_transactions/*.txn) or index directory (_indices/<uuid>/) is
 //     removed if no retained version references it and neither KeepFiles
 //     nor RefFiles keeps it, provided that a removed version referenced it, or it is
-//     older than UnverifiedFileAge, or DeleteUnverified is set (the garbage
+//     older than a week, or DeleteUnverified is set (the garbage
 //     of failed and crashed commits); so are leftover temporary manifests;
 //   - an unreferenced file written after the oldest retained version was
 //     committed is never taken for garbage: it may belong to a commit in
 //     flight. (Lance does not look at such files at all, so the files of
 //     removed versions newer than a kept old version wait for the unverified
 //     age; lancer removes them with their versions.)
-//   - only keys OwnKey accepts are considered: the files of a dataset root
+//   - only keys manifest.OwnKey accepts are considered: the files of a dataset root
 //     nested in this one's folders are never this one's;
 //   - a temporary file a killed writer left (blob.ListTemp) in those
 //     folders or in _refs/ is removed once older than both OlderThan and
@@ -228,7 +179,7 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 	}
 	now := o.Now()
 	cutoff := now.Add(-max(o.OlderThan, 0))
-	unverifiedCutoff := now.Add(-UnverifiedFileAge)
+	unverifiedCutoff := now.Add(-unverifiedFileAge)
 
 	entries, err := listManifests(ctx, store)
 	if err != nil {
@@ -287,7 +238,7 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		// go by.
 		unverified := info.ModTime.Before(oldestKept) &&
 			(o.DeleteUnverified || (!info.ModTime.IsZero() && info.ModTime.Before(unverifiedCutoff)))
-		if OwnKey(info.Key) && cleanupRemovable(info.Key, unverified, referenced, verified) && !keep(info.Key) {
+		if manifest.OwnKey(info.Key) && cleanupRemovable(info.Key, unverified, referenced, verified) && !keep(info.Key) {
 			victims = append(victims, victim{info.Key, info.Size, false})
 		}
 	}
@@ -299,7 +250,7 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 		if err != nil {
 			return CleanupStats{}, fmt.Errorf("dataset: cleanup: list temporary files of %s: %w", store.URI(), err)
 		}
-		own := OwnKey(info.Key) || strings.HasPrefix(info.Key, "_refs/")
+		own := manifest.OwnKey(info.Key) || strings.HasPrefix(info.Key, "_refs/")
 		if own && !info.ModTime.IsZero() && info.ModTime.Before(tempCutoff) && !keep(info.Key) {
 			victims = append(victims, victim{info.Key, info.Size, true})
 		}

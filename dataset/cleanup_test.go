@@ -72,13 +72,13 @@ func TestCleanup(t *testing.T) {
 	store := blob.NewMemStore(t.Name())
 	d := smallFragments(t, store, mem, format.Version2_2, false, 5, 10)
 	var err error
-	if d, err = d.Delete(ctx, "id < 3 or id = 44"); err != nil {
+	if d, err = d.Delete(ctx, "id < 3 or id = 44", nil); err != nil {
 		t.Fatal(err)
 	}
-	if d, _, err = d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 100, Allocator: mem}); err != nil {
+	if d, _, err = d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 100, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.Delete(ctx, "id = 20"); err != nil {
+	if d, err = d.Delete(ctx, "id = 20", nil); err != nil {
 		t.Fatal(err)
 	}
 	latest := contents(scanAll(t, d))
@@ -135,7 +135,7 @@ func TestCleanup(t *testing.T) {
 		t.Errorf("versions %v, want only the latest", versions)
 	}
 	checkOnlyReferenced(t, store)
-	if _, err := openStore(t, store, 0, mem).Append(ctx, idRows(t, mem, 900, 2), &WriteOptions{Allocator: mem}); err != nil {
+	if _, err := openStore(t, store, 0, mem).Append(ctx, idRows(t, mem, 900, 2), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -174,7 +174,7 @@ func TestCleanupCrashedCommit(t *testing.T) {
 	counting := &faultStore{Store: blob.NewMemStore("count")}
 	dc := smallFragments(t, counting.Store, mem, format.Version2_2, false, 2, 5)
 	dc = &Dataset{store: counting, opts: dc.opts, manifest: dc.manifest, manifestKey: dc.manifestKey, bases: dc.bases}
-	if _, err := dc.Append(ctx, idRows(t, mem, 100, 3), &WriteOptions{Allocator: mem}); err != nil {
+	if _, err := dc.Append(ctx, idRows(t, mem, 100, 3), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 		t.Fatal(err)
 	}
 	failAt := slices.IndexFunc(counting.log, func(s string) bool { return strings.HasPrefix(s, "create "+manifest.VersionsDir) }) + 1
@@ -183,7 +183,7 @@ func TestCleanupCrashedCommit(t *testing.T) {
 	}
 	faulty := &faultStore{Store: store, failAt: failAt, crash: true}
 	dead := &Dataset{store: faulty, opts: d.opts, manifest: d.manifest, manifestKey: d.manifestKey, bases: d.bases}
-	if _, err := dead.Append(ctx, idRows(t, mem, 100, 3), &WriteOptions{Allocator: mem}); !errors.Is(err, errInjected) {
+	if _, err := dead.Append(ctx, idRows(t, mem, 100, 3), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); !errors.Is(err, errInjected) {
 		t.Fatalf("crashed append: %v", err)
 	}
 	garbage := map[string]bool{}
@@ -197,7 +197,7 @@ func TestCleanupCrashedCommit(t *testing.T) {
 		t.Fatalf("the crashed commit left %v, want its data and transaction files", garbage)
 	}
 	time.Sleep(2 * time.Millisecond)
-	if _, err := d.Append(ctx, idRows(t, mem, 200, 3), &WriteOptions{Allocator: mem}); err != nil {
+	if _, err := d.Append(ctx, idRows(t, mem, 200, 3), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 		t.Fatal(err)
 	}
 	want := contents(scanAll(t, openStore(t, store, 0, mem)))
@@ -268,12 +268,12 @@ func TestCleanupModel(t *testing.T) {
 				var err error
 				switch k := rng.IntN(10); {
 				case k < 4:
-					d, err = d.Append(ctx, idRows(t, mem, next, 1+rng.IntN(6)), &WriteOptions{Allocator: mem})
+					d, err = d.Append(ctx, idRows(t, mem, next, 1+rng.IntN(6)), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}})
 					next += 10
 				case k < 6:
-					d, err = d.Delete(ctx, fmt.Sprintf("id %% %d = %d", 3+rng.IntN(5), rng.IntN(3)))
+					d, err = d.Delete(ctx, fmt.Sprintf("id %% %d = %d", 3+rng.IntN(5), rng.IntN(3)), nil)
 				case k < 8:
-					d, _, err = d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 10 + rng.IntN(20), Allocator: mem})
+					d, _, err = d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 10 + rng.IntN(20), CommitOptions: CommitOptions{Allocator: mem}})
 				default:
 					// Cleanup at a random version's timestamp, keeping a
 					// random other version.
@@ -343,7 +343,7 @@ func TestCleanupBlobSidecars(t *testing.T) {
 	if len(old) == 0 {
 		t.Fatal("the blob v2 dataset has no sidecar files")
 	}
-	if _, _, err := d.Compact(ctx, &CompactOptions{Allocator: mem, TargetRowsPerFragment: 100}); err != nil {
+	if _, _, err := d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 100, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: time.Nanosecond, DeleteUnverified: true}); err != nil {
@@ -359,45 +359,6 @@ func TestCleanupBlobSidecars(t *testing.T) {
 		t.Error("cleanup removed the sidecars of the compacted file")
 	}
 	checkBlobs(t, openStore(t, store, 0, mem), vals)
-}
-
-// TestOwnKey: the keys of a dataset's own layout, and not those of a
-// dataset root nested in one of its folders (branch p/data of branch p,
-// at tree/p/data/, whose files read data/<root entry>/... from p).
-func TestOwnKey(t *testing.T) {
-	for key, want := range map[string]bool{
-		"_versions/18446744073709551614.manifest": true,
-		"_versions/latest_version_hint.json":      true,
-		"_versions/.lancer-tmp-01":                true,
-		"_transactions/1-x.txn":                   true,
-		"_deletions/0-1-2.arrow":                  true,
-		"data/x.lance":                            true,
-		"data/x/01.blob":                          true,
-		"_indices/6e51a605/index.idx":             true,
-		"_indices/6e51a605/part/0.lance":          true,
-
-		"_versions/_versions/1.manifest":     false, // branch p/_versions
-		"_versions/data/x.lance":             false,
-		"data/data/x.lance":                  false, // branch p/data
-		"data/_versions/1.manifest":          false,
-		"data/_deletions/0-1-2.arrow":        false,
-		"data/x/_latest.manifest":            false,
-		"_indices/_versions/1.manifest":      false, // branch p/_indices
-		"_indices/data/x.lance":              false,
-		"_deletions/_transactions/1-x.txn":   false,
-		"_transactions/_versions/1.manifest": false,
-		"_versions/x/1.manifest":             false, // a branch p/_versions/x
-		"data/a/b/c.lance":                   false,
-		"_indices/6e51a605":                  false,
-		"tree/b/_versions/1.manifest":        false, // branches
-		"_refs/tags/t.json":                  false,
-		"x.lance":                            false,
-		"lancer-demo.json":                   false,
-	} {
-		if got := OwnKey(key); got != want {
-			t.Errorf("OwnKey(%q) = %v, want %v", key, got, want)
-		}
-	}
 }
 
 // TestCleanupTempFiles: Cleanup removes a killed writer's temporary file

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lancerdb/lancer"
@@ -57,7 +56,7 @@ func Clone(ctx context.Context, src *Dataset, dst blob.Store, opts *CloneOptions
 		o = *opts
 	}
 	if o.SourcePath == "" {
-		o.SourcePath = StoreLocation(src.store)
+		o.SourcePath = manifest.RootPath(src.store)
 	}
 	switch _, err := latestManifest(ctx, dst); {
 	case err == nil:
@@ -178,27 +177,6 @@ func cloneManifest(src *manifest.Manifest, o CloneOptions, txnFile string, now t
 		return nil, 0, fmt.Errorf("dataset: clone of version %d: %w", src.Version, err)
 	}
 	return m, baseID, nil
-}
-
-// ManifestFileSize returns the size in bytes of the version's manifest
-// file, which Lance records in tags and branch refs.
-func (d *Dataset) ManifestFileSize(ctx context.Context) (int64, error) {
-	info, err := d.store.Stat(ctx, d.manifestKey)
-	if err != nil {
-		return 0, fmt.Errorf("dataset: manifest %s: %w", manifest.Location(d.store, d.manifestKey), err)
-	}
-	return info.Size, nil
-}
-
-// StoreLocation returns the location of a store's root as Lance records it
-// in base paths: a local directory as its absolute path, anything else as
-// its URI.
-func StoreLocation(s blob.Store) string {
-	uri := s.URI()
-	if rest, ok := strings.CutPrefix(uri, "file://"); ok {
-		return rest
-	}
-	return uri
 }
 
 // ManifestKey returns the key of the version's manifest file, relative to

@@ -77,14 +77,19 @@ func TestDatasetOnS3(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AK")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "SK")
 	t.Setenv("AWS_REGION", "us-east-1")
-	u, err := dataset.OpenURI(ctx, "s3://bkt/db/t.lance", nil)
+	envStore, err := blob.OpenWithOptions(ctx, "s3://bkt/db/t.lance", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer envStore.(*blob.CloudStore).Close()
+	u, err := dataset.Open(ctx, envStore, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// testDatasetOnCloud leaves 30 rows after its deletes and compaction,
 	// plus two concurrent appends of 5.
 	if n, err := u.CountRows(ctx); err != nil || n != 40 || u.Version() != 8 {
-		t.Fatalf("OpenURI from the environment: version %d, %d rows, %v; want 8, 40", u.Version(), n, err)
+		t.Fatalf("opened from the environment: version %d, %d rows, %v; want 8, 40", u.Version(), n, err)
 	}
 }
 
@@ -130,8 +135,8 @@ func TestConcurrentAppendsOnS3(t *testing.T) {
 }
 
 // testDatasetOnCloud writes, appends, deletes and compacts a dataset at uri
-// (an empty place), reads it back through a freshly opened store and
-// through OpenURI with the same storage options, and has two writers race
+// (an empty place), reads it back through freshly opened stores with the
+// same storage options, and has two writers race
 // to commit the same version: the store's conditional create lets exactly
 // one take it and the other retries on top.
 func testDatasetOnCloud(t *testing.T, uri string, options map[string]string) {
@@ -155,7 +160,7 @@ func testDatasetOnCloud(t *testing.T, uri string, options map[string]string) {
 			t.Fatal(err)
 		}
 	}
-	if d, err = d.Delete(ctx, "id % 4 = 0"); err != nil {
+	if d, err = d.Delete(ctx, "id % 4 = 0", nil); err != nil {
 		t.Fatal(err)
 	}
 	if d.Version() != 5 || len(d.Manifest().Fragments) != 4 {
@@ -191,12 +196,12 @@ func testDatasetOnCloud(t *testing.T, uri string, options map[string]string) {
 	if got := scanIDs(t, v1); !slices.Equal(got, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
 		t.Fatalf("version 1 = %v", got)
 	}
-	u, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{StorageOptions: options})
+	u, err := dataset.Open(ctx, open(), &dataset.OpenOptions{StorageOptions: options})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n, err := u.CountRows(ctx); err != nil || n != uint64(len(want)) {
-		t.Fatalf("OpenURI CountRows = %d, %v", n, err)
+		t.Fatalf("CountRows through another store = %d, %v", n, err)
 	}
 
 	// Two writers (separate stores, as if separate processes) append to

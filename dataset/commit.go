@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +22,9 @@ type commitOptions struct {
 	// readVersion is the version the operation was computed from; 0 when
 	// it creates the dataset.
 	readVersion uint64
-	// retries is how often a lost race is rebased and retried.
-	retries int
+	// opts are the caller's options, resolved (see CommitOptions.resolve):
+	// their budget bounds the retries of lost races.
+	opts *CommitOptions
 	// naming is the manifest naming of a dataset this commit creates.
 	naming manifest.ManifestNaming
 	// createOnly makes a creation fail with lancer.ErrAlreadyExists when a
@@ -36,9 +37,9 @@ type commitOptions struct {
 	read *Dataset
 }
 
-// commit commits op read at d's version.
-func (d *Dataset) commit(ctx context.Context, op *operation, retries int) (*Dataset, error) {
-	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: d.manifest.Version, retries: retries, read: d})
+// commit commits op read at d's version, with opts (nil: the defaults).
+func (d *Dataset) commit(ctx context.Context, op *operation, opts *CommitOptions) (*Dataset, error) {
+	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: d.manifest.Version, opts: opts, read: d})
 }
 
 // commit publishes op as the next version of the dataset rooted at store,
@@ -50,12 +51,19 @@ func (d *Dataset) commit(ctx context.Context, op *operation, retries int) (*Data
 //  2. write the transaction to _transactions/{read_version}-{uuid}.txn;
 //  3. build manifest L+1 from manifest L and op, with the transaction
 //     inline, and create it only if absent (the one atomic step);
-//  4. on losing that race, back off for a random time and go to 1.
+//  4. on losing that race, back off for a random time and go to 1, as
+//     long as co.opts allow another retry (see RetryCommit).
+//
+// A conflict found while rebasing is returned at once, never retried here:
+// rebasing the same operation again gives the same answer. The verbs that
+// recompute their operation on a retryable conflict do so around commit
+// (reexecute), drawing on the same retries.
 //
 // After a success it writes _versions/latest_version_hint.json (a hint only)
 // and returns the new version. Files written for op (data, deletion and
 // transaction files) are removed when the commit definitely failed; after
 // an error of unknown outcome they are left, unreferenced or referenced.
+// op.properties, when nil, are co.opts.Properties.
 func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, op *operation, co commitOptions) (ds *Dataset, err error) {
 	u := newUUID()
 	uuid := manifest.FormatUUID(u[:])
@@ -68,15 +76,21 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 			}
 		}
 	}()
-	fail := func(e error) (*Dataset, error) {
-		definite = true
-		return nil, e
+	if op.properties == nil && co.opts != nil && len(co.opts.Properties) > 0 {
+		op.properties = maps.Clone(co.opts.Properties)
 	}
 
 	txns := map[uint64]*manifest.Transaction{}
-	var backoff slotBackoff
-	start := time.Now()
-	for attempt := 0; ; attempt++ {
+	// fail ends the commit with e, which certainly created no manifest,
+	// without a retry.
+	fail := func(e error) error {
+		definite = true
+		return permanent(e)
+	}
+	err = retry(ctx, co.opts, func(ctx context.Context, _ *CommitOptions) error {
+		// Each attempt says afresh whether its failure is definite; a
+		// backoff cancelled after a lost race keeps that race's answer.
+		definite = false
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
@@ -137,29 +151,32 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 			removeSuperseded(ctx, store, written, cur, txnKey)
 			written = nil
 			writeVersionHint(ctx, store, target)
-			return committedDataset(store, o, bases, key, m)
+			if ds, err = committedDataset(store, o, bases, key, m); err != nil {
+				return permanent(err)
+			}
+			return nil
 		}
 		if !errors.Is(err, lancer.ErrConflict) {
-			return nil, fmt.Errorf("dataset: commit version %d: %w", target, err)
+			return permanent(fmt.Errorf("dataset: commit version %d: %w", target, err))
 		}
 		if co.readVersion == 0 && co.createOnly {
 			return fail(fmt.Errorf("dataset: create %s: a dataset was created concurrently: %w", store.URI(), lancer.ErrAlreadyExists))
 		}
-		if attempt >= co.retries {
-			return fail(&ConflictError{
-				Operation:   op.kind.String(),
-				ReadVersion: co.readVersion,
-				Version:     target,
-				Reason:      fmt.Sprintf("version %d was taken by a concurrent commit and %d retries were used up", target, co.retries),
-			})
+		// Lost the race, so nothing was created: the retry rebases over
+		// the winner.
+		definite = true
+		return &ConflictError{
+			Operation:   op.kind.String(),
+			ReadVersion: co.readVersion,
+			Version:     target,
+			Reason:      fmt.Sprintf("version %d was taken by a concurrent commit", target),
+			Retryable:   true,
 		}
-		if attempt == 0 {
-			backoff.unit = time.Since(start) * 11 / 10
-		}
-		if err := sleepCtx(ctx, backoff.next()); err != nil {
-			return fail(err)
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
+	return ds, nil
 }
 
 // latestForCommit opens the latest version, or returns nil when the store
@@ -253,34 +270,6 @@ func writeVersionHint(ctx context.Context, store blob.Store, version uint64) {
 		return
 	}
 	_ = store.Write(ctx, versionHintKey, []byte(`{"version":`+strconv.FormatUint(version, 10)+`}`))
-}
-
-// slotBackoff spreads retries of commits that lost a race over random
-// slots, as Lance's SlotBackoff does: the slot is the duration of the first
-// attempt (plus 10%), and attempt n waits a random number of slots below
-// 2^(n+1).
-type slotBackoff struct {
-	unit    time.Duration
-	attempt int
-}
-
-func (b *slotBackoff) next() time.Duration {
-	unit := max(b.unit, time.Millisecond)
-	slots := 2 << min(b.attempt, 6)
-	b.attempt++
-	d := unit*time.Duration(rand.IntN(slots)) + time.Duration(rand.Int64N(int64(unit)))
-	return min(d, 5*time.Second)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // writtenFiles lists the files written for op before its commit: its data

@@ -78,7 +78,7 @@ func worker(ctx context.Context, t testing.TB, store blob.Store, b *bank, seed u
 		var a ack
 		if rng.IntN(2) == 0 {
 			frags := b.fragments(t, store, 1)
-			out, err := d.commit(ctx, &operation{kind: opAppend, fragments: frags}, DefaultCommitRetries)
+			out, err := d.commit(ctx, &operation{kind: opAppend, fragments: frags}, nil)
 			if err != nil {
 				return acks, fmt.Errorf("append read at %d: %w", d.Version(), err)
 			}
@@ -95,7 +95,7 @@ func worker(ctx context.Context, t testing.TB, store blob.Store, b *bank, seed u
 			for range 1 + rng.IntN(3) {
 				ids = append(ids, rows[rng.IntN(len(rows))].id)
 			}
-			out, err := d.DeleteRowIDs(ctx, ids)
+			out, err := d.DeleteRowIDs(ctx, ids, nil)
 			if err != nil {
 				return acks, fmt.Errorf("delete read at %d: %w", d.Version(), err)
 			}

@@ -173,41 +173,41 @@ type crashOp struct {
 
 var crashOps = []crashOp{
 	{name: "append", run: func(ctx context.Context, t *testing.T, d *Dataset, b *bank) (*Dataset, error) {
-		return d.commit(ctx, &operation{kind: opAppend, fragments: b.frags}, 0)
+		return d.commit(ctx, &operation{kind: opAppend, fragments: b.frags}, withRetries(0))
 	}},
 	{name: "delete", run: func(ctx context.Context, t *testing.T, d *Dataset, b *bank) (*Dataset, error) {
 		rows := scanAll(t, d)
-		return d.DeleteRowIDs(ctx, []uint64{rows[1].id, rows[2].id, rows[30].id})
+		return d.DeleteRowIDs(ctx, []uint64{rows[1].id, rows[2].id, rows[30].id}, nil)
 	}},
 	{name: "delete a fragment", run: func(ctx context.Context, t *testing.T, d *Dataset, b *bank) (*Dataset, error) {
-		return d.DeleteRowIDs(ctx, liveIDsOfFragment(t, d, 1))
+		return d.DeleteRowIDs(ctx, liveIDsOfFragment(t, d, 1), nil)
 	}},
 	{name: "rebased delete", readAt: 8,
 		setup: func(t *testing.T, store blob.Store) *bank {
 			d := openStore(t, store, 8, nil)
-			if _, err := d.DeleteRowIDs(context.Background(), liveIDsOfFragment(t, d, 0)[:2]); err != nil {
+			if _, err := d.DeleteRowIDs(context.Background(), liveIDsOfFragment(t, d, 0)[:2], nil); err != nil {
 				t.Fatal(err)
 			}
 			return nil
 		},
 		run: func(ctx context.Context, t *testing.T, d *Dataset, b *bank) (*Dataset, error) {
-			return d.DeleteRowIDs(ctx, liveIDsOfFragment(t, d, 0)[2:5])
+			return d.DeleteRowIDs(ctx, liveIDsOfFragment(t, d, 0)[2:5], nil)
 		}},
 	{name: "restore", run: func(ctx context.Context, t *testing.T, d *Dataset, b *bank) (*Dataset, error) {
 		old, err := d.Checkout(ctx, 3)
 		if err != nil {
 			return nil, err
 		}
-		return old.Restore(ctx)
+		return old.Restore(ctx, nil)
 	}},
 	{name: "drop", run: func(ctx context.Context, t *testing.T, d *Dataset, b *bank) (*Dataset, error) {
-		return d.DropColumns(ctx, "vec")
+		return d.DropColumns(ctx, []string{"vec"}, nil)
 	}},
 	{name: "rename", run: func(ctx context.Context, t *testing.T, d *Dataset, b *bank) (*Dataset, error) {
-		return d.RenameColumn(ctx, "value", "v")
+		return d.RenameColumn(ctx, "value", "v", nil)
 	}},
 	{name: "overwrite", run: func(ctx context.Context, t *testing.T, d *Dataset, b *bank) (*Dataset, error) {
-		return d.commit(ctx, newOverwrite(b.schema, b.frags, b.format, false), 0)
+		return d.commit(ctx, newOverwrite(b.schema, b.frags, b.format, false), withRetries(0))
 	}},
 }
 
@@ -276,7 +276,7 @@ func TestCommitFaults(t *testing.T) {
 						t.Errorf("%s: left %v behind", what, left)
 					}
 					// The dataset takes the next commit.
-					again, err := latest.RenameColumn(ctx, latest.Schema().Fields[0].Name, "again")
+					again, err := latest.RenameColumn(ctx, latest.Schema().Fields[0].Name, "again", nil)
 					if err != nil || again.Version() != latest.Version()+1 {
 						t.Fatalf("%s: the next commit: %v", what, err)
 					}

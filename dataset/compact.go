@@ -10,7 +10,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
@@ -38,11 +37,9 @@ type CompactOptions struct {
 	// DefaultMaterializeDeletionsThreshold; a value of 1 or more turns it
 	// off (Lance's materialize_deletions = false).
 	MaterializeDeletionsThreshold float64
-	// CommitRetries is as in WriteOptions. Default DefaultCommitRetries.
-	CommitRetries int
-	// Allocator allocates the arrays read and written. Default
-	// memory.DefaultAllocator.
-	Allocator memory.Allocator
+	// CommitOptions configure the commit (retries, allocator of the arrays
+	// read and written, transaction properties).
+	CommitOptions
 }
 
 func (o *CompactOptions) withDefaults() CompactOptions {
@@ -55,14 +52,6 @@ func (o *CompactOptions) withDefaults() CompactOptions {
 	}
 	if out.MaterializeDeletionsThreshold <= 0 {
 		out.MaterializeDeletionsThreshold = DefaultMaterializeDeletionsThreshold
-	}
-	if out.CommitRetries == 0 {
-		out.CommitRetries = DefaultCommitRetries
-	} else if out.CommitRetries < 0 {
-		out.CommitRetries = 0
-	}
-	if out.Allocator == nil {
-		out.Allocator = memory.DefaultAllocator
 	}
 	return out
 }
@@ -110,6 +99,9 @@ type compactTask struct {
 // (lancer.ErrUnsupported).
 func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, CompactStats, error) {
 	o := opts.withDefaults()
+	orig := d
+	d = d.using(&o.CommitOptions)
+	o.Allocator = d.opts.Allocator
 	if o.TargetRowsPerFragment > manifest.MaxRowsPerFragment {
 		return nil, CompactStats{}, fmt.Errorf("dataset: compact: TargetRowsPerFragment %d exceeds the rows a fragment can address: %w",
 			o.TargetRowsPerFragment, lancer.ErrInvalidArgument)
@@ -128,7 +120,7 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 	case err != nil:
 		return nil, CompactStats{}, err
 	case len(tasks) == 0:
-		return d, CompactStats{}, nil
+		return orig, CompactStats{}, nil
 	}
 
 	op := &operation{kind: opRewrite}
@@ -163,7 +155,7 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		op.groups = append(op.groups, g)
 	}
 	op = renumberRewrite(op, d.manifest)
-	nd, err := d.commit(ctx, op, o.CommitRetries)
+	nd, err := d.commit(ctx, op, &o.CommitOptions)
 	// From here the files are commit's: it removed them if it definitely
 	// failed, and must leave them after an error of unknown outcome.
 	op = nil
@@ -316,8 +308,7 @@ func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptio
 		defer r.Release()
 		rows = r
 	}
-	wo := WriteOptions{MaxRowsPerFile: o.TargetRowsPerFragment, Allocator: o.Allocator}
-	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, rows, d.manifest.DataFormat, wo)
+	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, rows, d.manifest.DataFormat, o.TargetRowsPerFragment, o.Allocator)
 	if rowErr != nil && err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, rowErr)
 	}

@@ -44,13 +44,13 @@ func idRows(t *testing.T, mem memory.Allocator, start, n int) array.RecordReader
 func smallFragments(t *testing.T, store blob.Store, mem memory.Allocator, v format.Version, stable bool, frags, rows int) *Dataset {
 	t.Helper()
 	ctx := context.Background()
-	d, err := Write(ctx, store, idRows(t, mem, 0, rows), &WriteOptions{FileVersion: v, EnableStableRowIDs: stable, Allocator: mem})
+	d, err := Write(ctx, store, idRows(t, mem, 0, rows), &WriteOptions{FileVersion: v, EnableStableRowIDs: stable, CommitOptions: CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkWhenDone(t, store)
 	for i := 1; i < frags; i++ {
-		if d, err = d.Append(ctx, idRows(t, mem, i*rows, rows), &WriteOptions{Allocator: mem}); err != nil {
+		if d, err = d.Append(ctx, idRows(t, mem, i*rows, rows), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,11 +87,11 @@ func TestCompact(t *testing.T) {
 			d := smallFragments(t, store, mem, tc.v, tc.stable, 10, 10)
 			var err error
 			// Deletions: fragment 2 loses most rows, fragment 5 one row.
-			if d, err = d.Delete(ctx, "id >= 21 and id < 29 or id = 55"); err != nil {
+			if d, err = d.Delete(ctx, "id >= 21 and id < 29 or id = 55", nil); err != nil {
 				t.Fatal(err)
 			}
 			before := scanAll(t, d)
-			d1, stats, err := d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 25, Allocator: mem})
+			d1, stats, err := d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 25, CommitOptions: CommitOptions{Allocator: mem}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,16 +149,16 @@ func TestCompact(t *testing.T) {
 				t.Errorf("version %d changed", d.Version())
 			}
 			// Nothing left to do: no new version.
-			d2, stats, err := d1.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 25, Allocator: mem})
+			d2, stats, err := d1.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 25, CommitOptions: CommitOptions{Allocator: mem}})
 			if err != nil || d2 != d1 || stats != (CompactStats{}) {
 				t.Errorf("second compaction: %v, %+v, same dataset %t", err, stats, d2 == d1)
 			}
 			// The compacted version takes appends and deletes.
-			d3, err := d1.Append(ctx, idRows(t, mem, 1000, 5), &WriteOptions{Allocator: mem})
+			d3, err := d1.Append(ctx, idRows(t, mem, 1000, 5), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d3, err = d3.Delete(ctx, "id = 0 or id = 1002"); err != nil {
+			if d3, err = d3.Delete(ctx, "id = 0 or id = 1002", nil); err != nil {
 				t.Fatal(err)
 			}
 			if n, _ := d3.CountRows(ctx); n != uint64(len(before)+5-2) {
@@ -228,12 +228,12 @@ func TestCompactPlan(t *testing.T) {
 	store := blob.NewMemStore(t.Name())
 	// Fragments of 30, 5, 5, 30 rows with target 20: the two small ones
 	// in the middle are merged; the big ones stay.
-	d, err := Write(ctx, store, idRows(t, mem, 0, 30), &WriteOptions{Allocator: mem})
+	d, err := Write(ctx, store, idRows(t, mem, 0, 30), &WriteOptions{CommitOptions: CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range []int{5, 5, 30} {
-		if d, err = d.Append(ctx, idRows(t, mem, 100*(i+1), n), &WriteOptions{Allocator: mem}); err != nil {
+		if d, err = d.Append(ctx, idRows(t, mem, 100*(i+1), n), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,7 +246,7 @@ func TestCompactPlan(t *testing.T) {
 	}
 	// A lone small fragment is left alone; a big one with more than 10%
 	// deleted is rewritten on its own, unless the threshold is 1.
-	if d, err = d.Delete(ctx, "id < 4 or id = 101"); err != nil {
+	if d, err = d.Delete(ctx, "id < 4 or id = 101", nil); err != nil {
 		t.Fatal(err)
 	}
 	tasks, err = d.planCompaction(ctx, (&CompactOptions{TargetRowsPerFragment: 20}).withDefaults())
@@ -291,12 +291,12 @@ func taskIDs(tasks []compactTask) [][]uint64 {
 func TestCompactConflicts(t *testing.T) {
 	ctx := context.Background()
 	mem := checkedAlloc(t)
-	opts := &CompactOptions{TargetRowsPerFragment: 100, Allocator: mem}
+	opts := &CompactOptions{TargetRowsPerFragment: 100, CommitOptions: CommitOptions{Allocator: mem}}
 
 	t.Run("append", func(t *testing.T) {
 		store := blob.NewMemStore(t.Name())
 		d := smallFragments(t, store, mem, format.Version2_2, true, 4, 10)
-		if _, err := d.Append(ctx, idRows(t, mem, 500, 3), &WriteOptions{Allocator: mem}); err != nil {
+		if _, err := d.Append(ctx, idRows(t, mem, 500, 3), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 			t.Fatal(err)
 		}
 		out, _, err := d.Compact(ctx, opts)
@@ -315,7 +315,7 @@ func TestCompactConflicts(t *testing.T) {
 	t.Run("delete", func(t *testing.T) {
 		store := blob.NewMemStore(t.Name())
 		d := smallFragments(t, store, mem, format.Version2_2, false, 4, 10)
-		if _, err := d.Delete(ctx, "id = 15"); err != nil {
+		if _, err := d.Delete(ctx, "id = 15", nil); err != nil {
 			t.Fatal(err)
 		}
 		_, _, err := d.Compact(ctx, opts)
@@ -338,7 +338,7 @@ func TestCompactConflicts(t *testing.T) {
 	t.Run("overwrite", func(t *testing.T) {
 		store := blob.NewMemStore(t.Name())
 		d := smallFragments(t, store, mem, format.Version2_2, false, 4, 10)
-		if _, err := Write(ctx, store, idRows(t, mem, 0, 3), &WriteOptions{Mode: WriteOverwrite, Allocator: mem}); err != nil {
+		if _, err := Write(ctx, store, idRows(t, mem, 0, 3), &WriteOptions{Mode: WriteOverwrite, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 			t.Fatal(err)
 		}
 		_, _, err := d.Compact(ctx, opts)
@@ -355,7 +355,7 @@ func TestCompactConflicts(t *testing.T) {
 		if _, _, err := d.Compact(ctx, opts); err != nil {
 			t.Fatal(err)
 		}
-		out, err := d.Delete(ctx, "id < 5")
+		out, err := d.Delete(ctx, "id < 5", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +377,7 @@ func TestCompactIndexCoverage(t *testing.T) {
 			store := blob.NewMemStore(t.Name())
 			d := smallFragments(t, store, mem, format.Version2_2, stable, 4, 10)
 			d = withFakeIndex(t, store, d, []uint32{0, 1})
-			out, _, err := d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 100, Allocator: mem})
+			out, _, err := d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 100, CommitOptions: CommitOptions{Allocator: mem}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -464,22 +463,34 @@ func rebaseDelete(ctx context.Context, op *operation, others []committed, latest
 }
 
 // reexecute runs op on d and, while it fails with a retryable conflict,
-// again on the latest version, at most times more: the operations whose
-// effect depends on the rows they read (delete by filter, update,
-// merge-insert) compute it anew rather than rebase it, as Lance does.
-func reexecute[S any](ctx context.Context, d *Dataset, times int, op func(*Dataset) (*Dataset, S, error)) (*Dataset, S, error) {
+// again on the latest version, as RetryCommit allows with opts: the
+// operations whose effect depends on the rows they read (delete by filter,
+// update, merge-insert) compute it anew rather than rebase it, as Lance
+// does. op gets the options to commit with, which share the call's
+// retries.
+func reexecute[S any](ctx context.Context, d *Dataset, opts *CommitOptions, op func(*Dataset, *CommitOptions) (*Dataset, S, error)) (*Dataset, S, error) {
 	cur := d
-	for attempt := 0; ; attempt++ {
-		out, stats, err := op(cur)
-		var ce *ConflictError
-		if err == nil || !errors.As(err, &ce) || !ce.Retryable || attempt >= times {
-			return out, stats, err
+	var (
+		out   *Dataset
+		stats S
+		runs  int
+	)
+	err := retry(ctx, opts, func(ctx context.Context, co *CommitOptions) error {
+		if runs++; runs > 1 {
+			latest, err := cur.Checkout(ctx, 0)
+			if err != nil {
+				return err
+			}
+			cur = latest
 		}
-		if cur, err = cur.Checkout(ctx, 0); err != nil {
-			var zero S
-			return nil, zero, err
-		}
+		var err error
+		out, stats, err = op(cur, co)
+		return err
+	})
+	if err != nil {
+		return nil, stats, err
 	}
+	return out, stats, nil
 }
 
 // rebaseCreateIndex checks an index change against the transactions

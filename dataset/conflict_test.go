@@ -117,12 +117,12 @@ func TestConcurrentDeletesMerge(t *testing.T) {
 	f0 := liveIDsOfFragment(t, a, 0)
 	f1 := liveIDsOfFragment(t, a, 1)
 	before := scanAll(t, a)
-	da, err := a.DeleteRowIDs(ctx, []uint64{f0[0], f0[1], f0[5]})
+	da, err := a.DeleteRowIDs(ctx, []uint64{f0[0], f0[1], f0[5]}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// b's delete overlaps a's on one row and touches fragment 1 too.
-	db, err := b.DeleteRowIDs(ctx, []uint64{f0[1], f0[2], f1[0]})
+	db, err := b.DeleteRowIDs(ctx, []uint64{f0[1], f0[2], f1[0]}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,14 +160,14 @@ func TestConcurrentDeleteOfWholeFragment(t *testing.T) {
 	a, b := twoHandles(t, "history_v2_2")
 	f0 := liveIDsOfFragment(t, a, 0)
 	f1 := liveIDsOfFragment(t, a, 1)
-	da, err := a.DeleteRowIDs(ctx, f0)
+	da, err := a.DeleteRowIDs(ctx, f0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if slices.ContainsFunc(da.manifest.Fragments, func(f *manifest.Fragment) bool { return f.ID == 0 }) {
 		t.Fatal("fragment 0 lost every row but is still listed")
 	}
-	db, err := b.DeleteRowIDs(ctx, []uint64{f0[3], f1[2]})
+	db, err := b.DeleteRowIDs(ctx, []uint64{f0[3], f1[2]}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,10 +179,10 @@ func TestConcurrentDeleteOfWholeFragment(t *testing.T) {
 	}
 
 	c, d := twoHandles(t, "history_v2_2")
-	if _, err := c.DeleteRowIDs(ctx, f0[:2]); err != nil {
+	if _, err := c.DeleteRowIDs(ctx, f0[:2], nil); err != nil {
 		t.Fatal(err)
 	}
-	dd, err := d.DeleteRowIDs(ctx, f0)
+	dd, err := d.DeleteRowIDs(ctx, f0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestDeleteOverLanceUpdate(t *testing.T) {
 			dir, store := copyFixture(t, "history_v2_2")
 			truncateHistory(t, dir, 5, 8)
 			d := openStore(t, store, 4, checkedAlloc(t))
-			out, err := d.DeleteRowIDs(ctx, tc.ids(nil))
+			out, err := d.DeleteRowIDs(ctx, tc.ids(nil), nil)
 			var ce *ConflictError
 			switch {
 			case tc.expect == "" && err != nil:
@@ -242,10 +242,10 @@ func TestDeleteOverLanceUpdate(t *testing.T) {
 func TestConcurrentProjects(t *testing.T) {
 	ctx := context.Background()
 	a, b := twoHandles(t, "history_v2_2")
-	if _, err := a.DropColumns(ctx, "flag"); err != nil {
+	if _, err := a.DropColumns(ctx, []string{"flag"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	d, err := b.DropColumns(ctx, "value")
+	d, err := b.DropColumns(ctx, []string{"value"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +258,10 @@ func TestConcurrentProjects(t *testing.T) {
 	}
 
 	a, b = twoHandles(t, "history_v2_2")
-	if _, err := a.RenameColumn(ctx, "label2", "x"); err != nil {
+	if _, err := a.RenameColumn(ctx, "label2", "x", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.RenameColumn(ctx, "label2", "y")
+	_, err = b.RenameColumn(ctx, "label2", "y", nil)
 	var ce *ConflictError
 	if !errors.As(err, &ce) || ce.OtherOperation != "Project" {
 		t.Fatalf("second rename: %v, want a conflict", err)
@@ -331,10 +331,10 @@ func TestRetriesExhausted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := d2.commit(ctx, &operation{kind: opAppend, fragments: bk.fragments(t, store, 1)}, 2)
+	_, err := d2.commit(ctx, &operation{kind: opAppend, fragments: bk.fragments(t, store, 1)}, withRetries(2))
 	var ce *ConflictError
-	if !errors.As(err, &ce) || ce.Retryable || racing.creates != 3 {
-		t.Fatalf("%v after %d attempts, want a conflict after 3", err, racing.creates)
+	if !errors.As(err, &ce) || !errors.Is(err, lancer.ErrConflict) || retryable(err) || racing.creates != 3 {
+		t.Fatalf("%v after %d attempts, want a conflict after 3 that is not retried again", err, racing.creates)
 	}
 }
 

@@ -33,10 +33,10 @@ type OpenOptions struct {
 	// caller whose dataset moved supplies one that maps the recorded path to
 	// where the files are now.
 	ResolveBase func(ctx context.Context, bp manifest.BasePath) (blob.Store, error)
-	// StorageOptions configure the stores OpenURI and the default
-	// ResolveBase open (Lance's storage_options: aws_endpoint,
-	// google_service_account, azure_storage_account_name, ...; see
-	// blob.OpenWithOptions). Default none: the environment alone.
+	// StorageOptions configure the stores the default ResolveBase opens
+	// (Lance's storage_options: aws_endpoint, google_service_account,
+	// azure_storage_account_name, ...; see blob.OpenWithOptions). Default
+	// none: the environment alone.
 	StorageOptions map[string]string
 	// Cache keeps what reading the dataset loads (data file readers,
 	// deletion vectors, vector index parts, per-fragment search state)
@@ -103,21 +103,6 @@ func Open(ctx context.Context, store blob.Store, opts *OpenOptions) (*Dataset, e
 	o := opts.withDefaults()
 	bases := &baseStores{resolve: o.ResolveBase, stores: map[string]blob.Store{}}
 	return open(ctx, store, o, bases, o.Version)
-}
-
-// OpenURI opens the dataset at uri (a local path, file://, mem://, s3://,
-// gs:// or az:// URI; see blob.OpenWithOptions), configured by
-// opts.StorageOptions.
-func OpenURI(ctx context.Context, uri string, opts *OpenOptions) (*Dataset, error) {
-	var storageOptions map[string]string
-	if opts != nil {
-		storageOptions = opts.StorageOptions
-	}
-	store, err := blob.OpenWithOptions(ctx, uri, storageOptions)
-	if err != nil {
-		return nil, fmt.Errorf("dataset: open %s: %w", uri, err)
-	}
-	return Open(ctx, store, opts)
 }
 
 func open(ctx context.Context, store blob.Store, o OpenOptions, bases *baseStores, version uint64) (*Dataset, error) {

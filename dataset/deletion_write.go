@@ -36,12 +36,14 @@ func writeDeletionFile(ctx context.Context, store blob.Store, fragID, readVersio
 // fragment that loses rows gets a new deletion file holding all its deleted
 // rows; a fragment that loses all its rows leaves the manifest. The commit
 // is rebased over concurrent commits as Lance does (see ConflictError).
-func (d *Dataset) DeleteRowIDs(ctx context.Context, ids []uint64) (*Dataset, error) {
+// opts configure the commit (nil: the defaults).
+func (d *Dataset) DeleteRowIDs(ctx context.Context, ids []uint64, opts *CommitOptions) (*Dataset, error) {
+	d = d.using(opts)
 	rows, err := d.rowIDsToOffsets(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	return d.deleteRows(ctx, "", rows, DefaultCommitRetries)
+	return d.deleteRows(ctx, "", rows, opts)
 }
 
 // addRow adds row offset of fragment frag to rows, the row offsets of each
@@ -113,7 +115,7 @@ func (d *Dataset) rowIDsToOffsets(ctx context.Context, ids []uint64) (map[uint64
 // deleteRows commits a Delete of the given row offsets per fragment
 // (offsets already deleted are ignored). predicate is recorded in the
 // transaction.
-func (d *Dataset) deleteRows(ctx context.Context, predicate string, rows map[uint64]*roaring.Bitmap, retries int) (*Dataset, error) {
+func (d *Dataset) deleteRows(ctx context.Context, predicate string, rows map[uint64]*roaring.Bitmap, opts *CommitOptions) (*Dataset, error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -121,7 +123,7 @@ func (d *Dataset) deleteRows(ctx context.Context, predicate string, rows map[uin
 	if err != nil {
 		return nil, err
 	}
-	return d.commit(ctx, &operation{kind: opDelete, del: del}, retries)
+	return d.commit(ctx, &operation{kind: opDelete, del: del}, opts)
 }
 
 // planDelete writes the deletion files that delete the given row offsets

@@ -13,12 +13,6 @@ import (
 	"github.com/lancerdb/lancer/dataset/filter"
 )
 
-// deleteReexecutions is how often Delete evaluates its filter again on the
-// latest version after a retryable conflict (a concurrent update,
-// compaction or added column touched its fragments), as Lance's delete
-// does.
-const deleteReexecutions = 3
-
 // Delete deletes the rows for which the SQL predicate is true (Lance's
 // filter syntax, as in "id % 5 = 0 AND label IS NOT NULL"; see package
 // filter) and returns the new version. It scans only the columns the
@@ -29,23 +23,24 @@ const deleteReexecutions = 3
 //
 // The delete is rebased over concurrent commits (see ConflictError); when a
 // concurrent commit rewrote rows it deletes, the predicate is evaluated
-// again on the latest version, up to 3 times. A malformed predicate is an
-// error wrapping lancer.ErrInvalidArgument, an unknown column one wrapping
-// lancer.ErrNotFound.
-func (d *Dataset) Delete(ctx context.Context, predicate string) (*Dataset, error) {
+// again on the latest version, as Lance's delete does, as long as
+// opts.Retries allow (see CommitOptions; nil opts: the defaults). A
+// malformed predicate is an error wrapping lancer.ErrInvalidArgument, an
+// unknown column one wrapping lancer.ErrNotFound.
+func (d *Dataset) Delete(ctx context.Context, predicate string, opts *CommitOptions) (*Dataset, error) {
 	expr, err := filter.Parse(predicate)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: delete: %w", err)
 	}
-	out, _, err := reexecute(ctx, d, deleteReexecutions, func(cur *Dataset) (*Dataset, struct{}, error) {
-		out, err := cur.deleteWhere(ctx, predicate, expr)
+	out, _, err := reexecute(ctx, d.using(opts), opts, func(cur *Dataset, co *CommitOptions) (*Dataset, struct{}, error) {
+		out, err := cur.deleteWhere(ctx, predicate, expr, co)
 		return out, struct{}{}, err
 	})
 	return out, err
 }
 
 // deleteWhere evaluates expr on the version and deletes the matching rows.
-func (d *Dataset) deleteWhere(ctx context.Context, predicate string, expr *filter.Expr) (*Dataset, error) {
+func (d *Dataset) deleteWhere(ctx context.Context, predicate string, expr *filter.Expr, opts *CommitOptions) (*Dataset, error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -82,7 +77,7 @@ func (d *Dataset) deleteWhere(ctx context.Context, predicate string, expr *filte
 		}
 		keep.Release()
 	}
-	return d.deleteRows(ctx, predicate, rows, DefaultCommitRetries)
+	return d.deleteRows(ctx, predicate, rows, opts)
 }
 
 // topLevelName returns the first segment of a column path as package filter

@@ -1,70 +1,49 @@
-// Package dataset reads and writes Lance datasets, as real Lance (the
-// format behind LanceDB) does: it resolves versions to manifests, scans and
-// takes rows from fragments, data files and deletion files, and commits new
-// versions: create, append, overwrite, delete, update, merge-insert, add,
-// drop and rename columns, compact, restore; Cleanup removes old versions.
+// Package dataset is lancer's engine for one Lance dataset root: it reads
+// a version (scans, takes, counts, vector search), writes new ones
+// (create, append, overwrite, delete, update, merge-insert, add, drop and
+// rename columns, compact, restore, indices) and commits them as real
+// Lance does, rebasing over concurrent writers by Lance's conflict rules;
+// Cleanup removes old versions and Check verifies a version (D1-D10).
 //
-// The package knows the Lance table format but not branches or tags: a
-// branch directory (tree/<name>) is just another dataset root whose manifest
-// names the main dataset's root in a base path; package branch builds on
-// that. Reading single data files is package format's job; dataset tells it
-// which file holds which fields.
+// Programs should start at package table: table.Open(ctx, uri, opts)
+// opens a table at a ref, owns its store and is closed when done, and its
+// methods wrap this package and package branch. dataset works on a
+// blob.Store its caller opened and closes (Open, Write), one version at a
+// time (a Dataset), and knows no branches or tags: a branch directory
+// (tree/<name>) is just another dataset root whose manifest names its
+// parent's root in a base path; package branch builds on that.
 //
-// # On-disk contract
+// # The format it works over
 //
-// A dataset is a directory (a blob.Store root):
+// The table format itself — manifest files and their naming, transaction
+// files, deletion files, row id sequences, and the typed model of
+// manifests, fragments, data files and transactions — is package
+// dataset/manifest's (its doc.go holds the on-disk contract, M1-M6).
+// Reading one data file is package format's; dataset tells it which file
+// holds which fields. What a root holds (manifest.IsRootEntry; only
+// manifest.OwnKey's keys are the root's own files, the only ones Cleanup
+// removes besides the temporary files of killed writers):
 //
-//	_versions/<manifest>                   one manifest file per version
+//	_versions/<manifest>                   one manifest file per version; a version exists exactly when its manifest does
 //	_versions/latest_version_hint.json     {"version":N}: a hint only, never trusted
 //	_transactions/<read_version>-<uuid>.txn   the Transaction of each commit
-//	data/<name>.lance                      data files (DataFile.path is relative to data/)
+//	data/<name>.lance                      data files (DataFile.Path is relative to data/)
 //	_deletions/<frag>-<read_version>-<id>.arrow|.bin   deleted row offsets
 //	_indices/<uuid>/...                    index segments
 //	_refs/, tree/                          tags and branches (package branch)
 //
-// Those names, and the few more Lance writes at a root, are IsRootEntry's;
-// OwnKey says which keys are a root's own files, the only ones Cleanup
-// removes (besides the temporary files of killed writers).
-//
-// A version exists exactly when its manifest file exists. Manifest files are
-// named in one of two schemes, never mixed in one directory:
-//
-//	V1: _versions/{v}.manifest                          (1.manifest, 2.manifest, ...)
-//	V2: _versions/{MaxUint64-v, 20 digits}.manifest     (v=1: 18446744073709551614.manifest)
-//
-// V2 names sort newest first, so the latest version is the first V2 name a
-// lexical listing returns; with V1 names it is the largest number. A
-// detached manifest, _versions/d{v}.manifest with bit 63 of v set, is not
-// part of the history and never the latest. Every other file in _versions/
-// (staging and temporary files, the hint) is ignored.
-//
-// A manifest file is
-//
-//	[u32 len | IndexSection]  [u32 len | Transaction]  u32 len | Manifest
-//	footer (16 B): u64 manifest_pos | u16 0 | u16 2 | "LANC"
-//
-// with the Manifest ending exactly at the footer; the sections are located
-// by the positions the Manifest records. All integers are little-endian;
-// the messages are lance.table protobufs.
-//
-// A manifest holds the schema (field ids are stable for the dataset's life)
-// and the fragments. A fragment is a set of rows stored as one or more data
-// files, each holding some fields for all rows (adding a column adds a file
-// per fragment). DataFile.fields and column_indices map field ids to the
-// file's physical columns: every field for 2.0 files, leaves only for 2.1+,
-// by field id for legacy files; -2 marks a field whose data moved to a newer
-// file. A field no file of a fragment holds reads as nulls. A deletion file
-// lists the deleted row offsets of a fragment: an Arrow IPC file with one
-// uint32 column row_id (.arrow), or a portable Roaring bitmap (.bin).
-//
-// Rows are addressed by row address, fragment_id << 32 | offset. A dataset
-// created with stable row ids also records a row id for every row of every
-// fragment (RowIdSequence); an update keeps a row's id but moves the row to
-// a new fragment, so an id can occur in two fragments, live in only one.
-// _rowid is the stable row id when the dataset has them, else the address.
-//
-// Scan order is fragment by fragment in manifest order, rows in fragment
-// order, deleted rows skipped. Take's positions count rows in that order.
+// How reads interpret the model: a fragment is a set of rows stored as one
+// or more data files, each holding some fields for all rows (adding a
+// column adds a file per fragment); DataFile.Fields and ColumnIndices map
+// field ids to the file's physical columns, and manifest.Tombstone (-2)
+// marks a field whose data moved to a newer file. A field no file of a fragment holds reads as
+// nulls. Rows are addressed by row address, fragment_id << 32 | offset. A
+// dataset created with stable row ids also records a row id for every row
+// (RowIDSequence); an update keeps a row's id but moves the row to a new
+// fragment, so an id can occur in two fragments, live in only one. _rowid
+// is the stable row id when the dataset has them, else the address. Scan
+// order is fragment by fragment in manifest order, rows in fragment order,
+// deleted rows skipped; Take's positions count rows in that order.
 //
 // # Invariants
 //
@@ -76,9 +55,10 @@
 //   - I2. A manifest whose reader feature flags include a feature lancer does
 //     not implement (data overlays, covering index fields, anything newer) is
 //     refused with lancer.ErrUnsupported, never half-read.
-//   - I3. A scan holds one fragment open at a time, reads BatchSize physical
-//     rows at a time, and skips whole fragments for Offset from metadata:
-//     memory does not grow with the dataset.
+//   - I3. A scan holds the fragment it is on and at most
+//     ScanOptions.ReadAhead more (within ReadAheadBytes), reads BatchSize
+//     physical rows at a time, and skips whole fragments for Offset from
+//     metadata: memory does not grow with the dataset.
 //   - I4. Counting rows reads metadata only, unless a manifest lacks a count.
 //   - I5. Files named through a base path are reached only through
 //     OpenOptions.ResolveBase, so a moved dataset can be read by mapping its
@@ -92,14 +72,15 @@
 // more reads than opening does, or are rules readers rely on without
 // checking.
 //
-//   - D1. The manifest file decodes (I1, I2): footer and sections within
+//   - D1. The manifest file decodes (I1, I2; manifest's M2, M3): footer and sections within
 //     the file, valid protobufs and schema, reader feature flags lancer
 //     implements, fragment ids unique and below 2^32, at most 2^32
 //     physical rows, data file paths single names with one column index
 //     per field (2.0+), base path ids unique and every base id a file
 //     names listed, a row id sequence on every fragment of a dataset with
 //     stable row ids.
-//   - D2. _versions/ names its manifests in one scheme, one manifest per
+//   - D2. _versions/ names its manifests in one scheme
+//     (manifest.ManifestNaming), one manifest per
 //     version, and each manifest records the version its name says.
 //   - D3. No fragment id exceeds max_fragment_id (C3).
 //   - D4. Every file a version references exists, with the size the
@@ -145,6 +126,17 @@
 // version and rebases over them where Lance would (two appends both land;
 // deletes of different rows both land), or fails with a *ConflictError
 // wrapping lancer.ErrConflict that names the other transaction.
+//
+// Every write verb takes CommitOptions, embedded in its options struct
+// (WriteOptions, AppendOptions, CompactOptions, MergeInsertOptions,
+// CreateIndexOptions, ThreeWayOptions) or as its last argument (Delete,
+// Update, AddColumns, DropColumns, Restore, ...; nil for the defaults):
+// how often to retry, the allocator, the transaction properties to record.
+// RetryCommit is the one retry loop: a lost race is rebased and tried
+// again, Delete, Update and MergeInsert compute their rows again after a
+// retryable conflict, and branch.Merge merges again, all drawing on one
+// budget of CommitOptions.Retries per call, with Lance's randomized slot
+// backoff in between.
 //
 //   - C1. A version, once its manifest exists, never changes; no commit
 //     overwrites or deletes a manifest (only Cleanup removes old ones).
@@ -210,7 +202,18 @@
 //
 // # Example
 //
-//	d, err := dataset.OpenURI(ctx, "/data/items.lance", nil)
+// Through the SDK (package table), which owns and closes its store:
+//
+//	t, err := table.Open(ctx, "s3://bucket/items.lance", &table.Options{StorageOptions: opts})
+//	...
+//	defer t.Close()
+//	s, err := t.Scan(&dataset.ScanOptions{Columns: []string{"id", "vec"}, WithRowID: true})
+//
+// On a store the caller opened (and closes, for a cloud store):
+//
+//	store, err := blob.NewLocalStore("/data/items.lance")
+//	...
+//	d, err := dataset.Open(ctx, store, nil)
 //	...
 //	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id", "vec"}, WithRowID: true})
 //	...

@@ -19,7 +19,7 @@ func TestFixturesEncodings(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			d, err := OpenURI(context.Background(), fixturetest.EncodingDatasetPath(t, name), &OpenOptions{Allocator: mem})
+			d, err := openDir(context.Background(), fixturetest.EncodingDatasetPath(t, name), &OpenOptions{Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
 			}

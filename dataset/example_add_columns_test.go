@@ -17,7 +17,11 @@ import (
 // does not return; Limit counts the rows that pass.
 func ExampleDataset_Scan_filter() {
 	ctx := context.Background()
-	d, err := dataset.OpenURI(ctx, historyFixture, nil)
+	store, err := blob.NewLocalStore(historyFixture)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := dataset.Open(ctx, store, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -79,7 +83,7 @@ func ExampleDataset_AddColumns() {
 		log.Fatal(err)
 	}
 
-	d, err = d.AddColumns(ctx, []dataset.NewColumn{{Name: "gross", Expr: "price * 1.2"}})
+	d, err = d.AddColumns(ctx, []dataset.NewColumn{{Name: "gross", Expr: "price * 1.2"}}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,7 +96,7 @@ func ExampleDataset_AddColumns() {
 		{Name: "stock", Type: arrow.PrimitiveTypes.Int32},
 	}, ids.NewArray(), stock.NewArray())
 	defer data.Release()
-	if d, err = d.AddColumnsFromData(ctx, data, "id"); err != nil {
+	if d, err = d.AddColumnsFromData(ctx, data, "id", nil); err != nil {
 		log.Fatal(err)
 	}
 

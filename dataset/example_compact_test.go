@@ -46,7 +46,7 @@ func ExampleDataset_Compact() {
 			log.Fatal(err)
 		}
 	}
-	if d, err = d.Delete(ctx, "id % 4 = 0"); err != nil {
+	if d, err = d.Delete(ctx, "id % 4 = 0", nil); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("version %d: %d fragments\n", d.Version(), len(d.Manifest().Fragments))

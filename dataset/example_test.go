@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 )
 
@@ -17,7 +18,13 @@ const historyFixture = "testdata/history.lance"
 // Open a dataset and scan some of its columns.
 func Example() {
 	ctx := context.Background()
-	d, err := dataset.OpenURI(ctx, historyFixture, nil)
+	// dataset works on a store; table.Open(ctx, uri, opts) is the SDK's way
+	// in, and owns (and closes) the store it opens.
+	store, err := blob.NewLocalStore(historyFixture)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := dataset.Open(ctx, store, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -52,7 +59,11 @@ func Example() {
 // Take rows by their position in scan order, and by row id.
 func ExampleDataset_Take() {
 	ctx := context.Background()
-	d, err := dataset.OpenURI(ctx, historyFixture, nil)
+	store, err := blob.NewLocalStore(historyFixture)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := dataset.Open(ctx, store, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,7 +94,11 @@ func ExampleDataset_Take() {
 // Time travel: every version stays readable.
 func ExampleDataset_Checkout() {
 	ctx := context.Background()
-	d, err := dataset.OpenURI(ctx, historyFixture, nil)
+	store, err := blob.NewLocalStore(historyFixture)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := dataset.Open(ctx, store, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func ExampleDataset_Update() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	d, stats, err := d.Update(ctx, map[string]string{"price": "price * 1.5", "name": "upper(name)"}, "price < 5")
+	d, stats, err := d.Update(ctx, map[string]string{"price": "price * 1.5", "name": "upper(name)"}, "price < 5", nil)
 	if err != nil {
 		log.Fatal(err)
 	}

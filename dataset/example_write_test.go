@@ -28,7 +28,7 @@ func ExampleWrite() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if d, err = d.Delete(ctx, "price < 3"); err != nil {
+	if d, err = d.Delete(ctx, "price < 3", nil); err != nil {
 		log.Fatal(err)
 	}
 	printGoods(ctx, d)
@@ -45,7 +45,7 @@ func ExampleWrite() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if d, err = v2.Restore(ctx); err != nil { // version 4: version 2's rows again
+	if d, err = v2.Restore(ctx, nil); err != nil { // version 4: version 2's rows again
 		log.Fatal(err)
 	}
 	n, err := d.CountRows(ctx)

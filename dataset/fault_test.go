@@ -142,7 +142,7 @@ func TestFaultyReads(t *testing.T) {
 			for seed := range uint64(4) {
 				f := blob.NewFaultStore(store, seed, blob.Fault{Ops: reads, Probability: 0.25},
 					blob.Fault{Ops: []blob.Op{blob.OpReadRange}, Probability: 0.1, Action: blob.Truncate, Drop: 7})
-				got, err := readEverything(ctx, t, blob.WithRetry(f, blob.RetryOptions{MaxTries: 20, Backoff: time.Microsecond}), take)
+				got, err := readEverything(ctx, t, blob.WithRetry(f, &blob.RetryOptions{MaxTries: 20, Backoff: time.Microsecond}), take)
 				if err != nil {
 					t.Fatalf("seed %d: %v (%d faults)", seed, err, f.Injected())
 				}
@@ -199,10 +199,10 @@ var faultOps = []faultOp{
 		return d.Append(ctx, idRows(t, memory.DefaultAllocator, 1000, 40), nil)
 	}},
 	{"delete", func(ctx context.Context, t *testing.T, d *Dataset) (*Dataset, error) {
-		return d.Delete(ctx, "id % 5 = 0 OR id > 250")
+		return d.Delete(ctx, "id % 5 = 0 OR id > 250", nil)
 	}},
 	{"update", func(ctx context.Context, t *testing.T, d *Dataset) (*Dataset, error) {
-		d, _, err := d.Update(ctx, map[string]string{"s": "'updated'"}, "id >= 90 AND id < 130")
+		d, _, err := d.Update(ctx, map[string]string{"s": "'updated'"}, "id >= 90 AND id < 130", nil)
 		return d, err
 	}},
 	{"compact", func(ctx context.Context, t *testing.T, d *Dataset) (*Dataset, error) {
@@ -220,7 +220,7 @@ func TestFaultyCommits(t *testing.T) {
 	ctx := context.Background()
 	base := blob.NewMemStore(t.Name())
 	d := smallFragments(t, base, memory.DefaultAllocator, format.Version2_2, false, 3, 100)
-	if _, err := d.Delete(ctx, "id % 7 = 1"); err != nil {
+	if _, err := d.Delete(ctx, "id % 7 = 1", nil); err != nil {
 		t.Fatal(err)
 	}
 	prev, err := LatestVersion(ctx, base)
@@ -269,7 +269,7 @@ func TestFaultyCommits(t *testing.T) {
 					f := blob.NewFaultStore(store, 1)
 					var through blob.Store = f
 					if mode.retried {
-						through = blob.WithRetry(f, blob.RetryOptions{Backoff: time.Microsecond})
+						through = blob.WithRetry(f, &blob.RetryOptions{Backoff: time.Microsecond})
 					}
 					d := openStore(t, through, 0, nil)
 					ft := mode.fault

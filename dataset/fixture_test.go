@@ -26,7 +26,7 @@ func openFixture(t *testing.T, path string, version uint64) (*Dataset, *memory.C
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	d, err := OpenURI(context.Background(), path, &OpenOptions{Version: version, Allocator: mem})
+	d, err := openDir(context.Background(), path, &OpenOptions{Version: version, Allocator: mem})
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
@@ -362,7 +362,7 @@ func TestBranchRoot(t *testing.T) {
 				}
 				return blob.NewLocalStore(filepath.Join(filepath.Dir(root), rel))
 			}}
-			d, err := OpenURI(context.Background(), filepath.Join(root, "tree", exp.Branch.Name), opts)
+			d, err := openDir(context.Background(), filepath.Join(root, "tree", exp.Branch.Name), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -433,7 +433,7 @@ func TestScanBoundedMemory(t *testing.T) {
 	const name = "pages_2_2"
 	mem := &peakAllocator{CheckedAllocator: memory.NewCheckedAllocator(memory.NewGoAllocator())}
 	defer mem.AssertSize(t, 0)
-	d, err := OpenURI(context.Background(), fixturetest.EncodingDatasetPath(t, name), &OpenOptions{Allocator: mem})
+	d, err := openDir(context.Background(), fixturetest.EncodingDatasetPath(t, name), &OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

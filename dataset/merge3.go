@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -44,14 +45,16 @@ func ParseMergeStrategy(s string) (MergeStrategy, error) {
 
 // ThreeWayOptions configures ThreeWayMerge. A nil pointer means defaults.
 type ThreeWayOptions struct {
+	// CommitOptions configure the commit on ours: retries of lost races,
+	// the allocator of what is read, and the transaction properties
+	// recorded (branch.Merge records the merge's parents there).
+	CommitOptions
 	// Strategy resolves conflicting rows. Default MergeFail.
 	Strategy MergeStrategy
 	// TheirsName names the base path recorded for the source's root when
 	// the result references files there (Lance names a branch's base path
 	// after the branch). Default "".
 	TheirsName string
-	// Properties are recorded in the transaction's properties.
-	Properties map[string]string
 	// DryRun computes the merge and its report without writing anything.
 	DryRun bool
 }
@@ -137,8 +140,11 @@ func (e *MergeConflictError) Unwrap() error { return lancer.ErrConflict }
 // source's data and deletion files where they are, through a base path to
 // the source's root; only deletion files whose content changes are written.
 // The commit is a Merge transaction (the whole fragment list and schema)
-// recording opts.Properties; a concurrent commit on the target makes it
-// fail with a retryable *ConflictError, and the caller merges again.
+// recording opts.Properties; a concurrent commit on the target that the
+// commit cannot be rebased over makes it fail with a retryable
+// *ConflictError (whatever that commit did: the merge computed again from
+// the target's new state takes it in), and the caller merges again, as
+// branch.Merge does in RetryCommit.
 func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *ThreeWayOptions) (*Dataset, *MergeReport, error) {
 	var o ThreeWayOptions
 	if opts != nil {
@@ -150,6 +156,7 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 	if err := ours.checkWritable(); err != nil {
 		return nil, nil, err
 	}
+	ours = ours.using(&o.CommitOptions)
 	m := &merger{base: base, ours: ours, theirs: theirs, o: o, report: &MergeReport{}}
 	stable := [3]bool{base.manifest.StableRowIDs(), ours.manifest.StableRowIDs(), theirs.manifest.StableRowIDs()}
 	if stable[0] != stable[1] || stable[1] != stable[2] {
@@ -192,7 +199,15 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 		properties:   props,
 		minNextRowID: m.nextRowID,
 	}
-	out, err := ours.commit(ctx, op, DefaultCommitRetries)
+	out, err := ours.commit(ctx, op, &o.CommitOptions)
+	var ce *ConflictError
+	if errors.As(err, &ce) && !ce.Retryable && !errors.As(err, new(*retriesExhausted)) && ce == err {
+		// Rebasing a whole fragment list fails over an overwrite or a
+		// column change too, but merging again takes those in.
+		retryable := *ce
+		retryable.Retryable = true
+		err = &retryable
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -44,9 +44,10 @@ type MergeInsertOptions struct {
 	// for which this SQL predicate over the target's columns (named
 	// plainly: "region = 'eu'") is true. "" deletes them all.
 	WhenNotMatchedBySourceCondition string
-	// Allocator allocates the source rows held in memory and the arrays
-	// computed from them. Default memory.DefaultAllocator.
-	Allocator memory.Allocator
+	// CommitOptions configure the commit (retries, transaction
+	// properties) and the Allocator of the source rows held in memory,
+	// the arrays computed from them and the dataset's rows read.
+	CommitOptions
 }
 
 // MergeInsertStats reports what a MergeInsert did.
@@ -83,15 +84,15 @@ type MergeInsertStats struct {
 // with the source's blobs; the target's blobs are never read.
 //
 // The merge is rebased over concurrent commits as Update is, and computed
-// again on the latest version after a retryable conflict, up to 10 times.
+// again on the latest version after a retryable conflict, as long as
+// opts.Retries allow.
 func (d *Dataset) MergeInsert(ctx context.Context, source array.RecordReader, opts *MergeInsertOptions) (*Dataset, MergeInsertStats, error) {
 	var o MergeInsertOptions
 	if opts != nil {
 		o = *opts
 	}
-	if o.Allocator == nil {
-		o.Allocator = memory.DefaultAllocator
-	}
+	d = d.using(&o.CommitOptions)
+	o.Allocator = d.opts.Allocator
 	m, err := d.parseMerge(&o)
 	if err != nil {
 		return nil, MergeInsertStats{}, err
@@ -102,8 +103,8 @@ func (d *Dataset) MergeInsert(ctx context.Context, source array.RecordReader, op
 	}
 	defer src.Release()
 	m.src = src
-	return reexecute(ctx, d, updateReexecutions, func(cur *Dataset) (*Dataset, MergeInsertStats, error) {
-		return cur.mergeInsert(ctx, m)
+	return reexecute(ctx, d, &o.CommitOptions, func(cur *Dataset, co *CommitOptions) (*Dataset, MergeInsertStats, error) {
+		return cur.mergeInsert(ctx, m, co)
 	})
 }
 
@@ -320,7 +321,7 @@ func appendKey(b []byte, cols []arrow.Array, i int) ([]byte, bool) {
 }
 
 // mergeInsert runs m once on d's version.
-func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec) (*Dataset, MergeInsertStats, error) {
+func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec, opts *CommitOptions) (*Dataset, MergeInsertStats, error) {
 	var stats MergeInsertStats
 	// Merged rows come from the source, which holds blob columns' bytes:
 	// target blobs are never read.
@@ -462,7 +463,7 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec) (*Dataset, Merg
 		removeFragments(ctx, d, frags)
 		return nil, stats, err
 	}
-	out, err := d.commit(ctx, op, DefaultCommitRetries)
+	out, err := d.commit(ctx, op, opts)
 	if err != nil {
 		return nil, MergeInsertStats{}, err
 	}

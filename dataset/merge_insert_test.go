@@ -254,7 +254,7 @@ func TestMergeInsertErrors(t *testing.T) {
 	ctx := context.Background()
 	mem := checkedAlloc(t)
 	d, _ := newHistDataset(t, mem, format.Version2_2, false, 20)
-	upsert := MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, WhenNotMatchedInsertAll: true, Allocator: mem}
+	upsert := MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, WhenNotMatchedInsertAll: true, CommitOptions: CommitOptions{Allocator: mem}}
 	without := func(name string) []arrow.Field {
 		return slices.DeleteFunc(slices.Clone(histFields), func(f arrow.Field) bool { return f.Name == name })
 	}
@@ -337,7 +337,7 @@ func TestUpdateMergeModel(t *testing.T) {
 					n := int64(1 + rng.IntN(12))
 					what = fmt.Sprintf("append %d", n)
 					src := rowsReader(t, mem, histFields, histRows(nextKey, nextKey+n), 5)
-					out, err = d.Append(ctx, src, &WriteOptions{MaxRowsPerFile: 10, Allocator: mem})
+					out, err = d.Append(ctx, src, &AppendOptions{MaxRowsPerFile: 10, CommitOptions: CommitOptions{Allocator: mem}})
 					src.Release()
 					for id := nextKey; id < nextKey+n; id++ {
 						rows[id] = histRow(id)
@@ -345,7 +345,7 @@ func TestUpdateMergeModel(t *testing.T) {
 					nextKey += n
 				case 1:
 					what = fmt.Sprintf("delete id %% %d = %d", m, r)
-					out, err = d.Delete(ctx, what[len("delete "):])
+					out, err = d.Delete(ctx, what[len("delete "):], nil)
 					for id := range rows {
 						if match(id) {
 							delete(rows, id)
@@ -353,7 +353,7 @@ func TestUpdateMergeModel(t *testing.T) {
 					}
 				case 2:
 					what = fmt.Sprintf("update where id %% %d = %d", m, r)
-					out, _, err = d.Update(ctx, map[string]string{"label": fmt.Sprintf("'u%d'", step), "value": "coalesce(value, 0) + 1"}, what[len("update where "):])
+					out, _, err = d.Update(ctx, map[string]string{"label": fmt.Sprintf("'u%d'", step), "value": "coalesce(value, 0) + 1"}, what[len("update where "):], nil)
 					for id, row := range rows {
 						if match(id) {
 							row["label"] = fmt.Sprintf("u%d", step)
@@ -378,7 +378,7 @@ func TestUpdateMergeModel(t *testing.T) {
 						nextKey++
 					}
 					o := MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, WhenNotMatchedInsertAll: rng.IntN(3) > 0,
-						WhenNotMatchedBySourceDelete: rng.IntN(3) == 0, Allocator: mem}
+						WhenNotMatchedBySourceDelete: rng.IntN(3) == 0, CommitOptions: CommitOptions{Allocator: mem}}
 					var deleteIf func(map[string]any) bool
 					if o.WhenNotMatchedBySourceDelete {
 						o.WhenNotMatchedBySourceCondition = fmt.Sprintf("id %% %d = %d", m, r)

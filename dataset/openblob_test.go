@@ -28,7 +28,7 @@ func TestOpenBlobFixtures(t *testing.T) {
 			if want == nil {
 				want = exp.WrittenPayloads
 			}
-			d, err := OpenURI(ctx, fixturetest.DatasetPath(t, name), nil)
+			d, err := openDir(ctx, fixturetest.DatasetPath(t, name), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,8 +9,9 @@ import (
 // versions in between stay in the history. Fragment ids and stable row ids
 // handed out since this version are not reused: the new version keeps the
 // latest's high-water marks. A Restore wins over concurrent commits, like an
-// overwrite.
-func (d *Dataset) Restore(ctx context.Context) (*Dataset, error) {
+// overwrite. opts configure the commit (nil: the defaults).
+func (d *Dataset) Restore(ctx context.Context, opts *CommitOptions) (*Dataset, error) {
+	d = d.using(opts)
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -19,5 +20,5 @@ func (d *Dataset) Restore(ctx context.Context) (*Dataset, error) {
 		return nil, err
 	}
 	op := &operation{kind: opRestore, restore: d.manifest}
-	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: latest, retries: DefaultCommitRetries})
+	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: latest, opts: opts})
 }

@@ -65,7 +65,7 @@ func s3RaceWorker(job string) error {
 		// Every lost race means another commit landed, so a retry budget
 		// above the total number of commits can never run out: a failure
 		// here is a real bug, not bad luck.
-		nd, err := d.Append(ctx, ids(from, from+j.Rows), &dataset.WriteOptions{CommitRetries: 1000})
+		nd, err := d.Append(ctx, ids(from, from+j.Rows), &dataset.AppendOptions{CommitOptions: dataset.CommitOptions{Retries: 1000}})
 		if err != nil {
 			return fmt.Errorf("append %d: %w", a, err)
 		}

@@ -128,7 +128,7 @@ func writeGoods(t testing.TB, store blob.Store, mem memory.Allocator, n int64, o
 		t.Fatal(err)
 	}
 	checkWhenDone(t, store)
-	if d, err = d.Delete(ctx, "id % 8 = 1"); err != nil {
+	if d, err = d.Delete(ctx, "id % 8 = 1", nil); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -383,7 +383,7 @@ func TestScanFilterBoundedMemory(t *testing.T) {
 	mem := &peakAllocator{CheckedAllocator: memory.NewCheckedAllocator(memory.NewGoAllocator())}
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	d, err := OpenURI(ctx, fixturetest.EncodingDatasetPath(t, "pages_2_2"), &OpenOptions{Allocator: mem})
+	d, err := openDir(ctx, fixturetest.EncodingDatasetPath(t, "pages_2_2"), &OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +416,7 @@ func TestFilteredScanSkipsBatches(t *testing.T) {
 	const dim, n = 4, 1000
 	vecs := clustered(rand.New(rand.NewPCG(14, 14)), n, dim)
 	d := newVecDataset(t, blob.NewMemStore("f"), vecs, dim, n, 300, false)
-	d, err := d.Delete(ctx, "id = 950")
+	d, err := d.Delete(ctx, "id = 950", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

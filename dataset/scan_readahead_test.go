@@ -57,7 +57,7 @@ func readAheadStore(t *testing.T, stable bool) *blob.MemStore {
 	if len(d.manifest.Fragments) != 12 {
 		t.Fatalf("%d fragments, want 12", len(d.manifest.Fragments))
 	}
-	if _, err := d.Delete(ctx, "id % 7 = 3 OR (id >= 500 AND id < 600) OR id = 0"); err != nil {
+	if _, err := d.Delete(ctx, "id % 7 = 3 OR (id >= 500 AND id < 600) OR id = 0", nil); err != nil {
 		t.Fatal(err)
 	}
 	return store

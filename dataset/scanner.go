@@ -14,9 +14,9 @@ import (
 	"github.com/lancerdb/lancer/internal/arrowutil"
 )
 
-// DefaultBatchSize is the number of physical rows a scan reads at a time
+// defaultBatchSize is the number of physical rows a scan reads at a time
 // when ScanOptions.BatchSize is 0.
-const DefaultBatchSize = 8192
+const defaultBatchSize = 8192
 
 // ScanOptions configures Scan. A nil *ScanOptions means all defaults.
 type ScanOptions struct {
@@ -38,8 +38,8 @@ type ScanOptions struct {
 	// Offset is the number of rows to skip first. Default 0.
 	Offset int64
 	// BatchSize is the number of physical rows read at a time; batches hold
-	// at most that many rows, fewer where rows are deleted. Default
-	// DefaultBatchSize.
+	// at most that many rows, fewer where rows are deleted. Default 0:
+	// 8192.
 	BatchSize int
 	// Filter is an SQL predicate (Lance's scanner filter, see package
 	// filter): only rows for which it is true are returned, rows where it
@@ -69,14 +69,13 @@ type ScanOptions struct {
 	// estimated from their data files' sizes (the share of each file the
 	// first batch covers, every column counted): a fragment is started
 	// only while the estimates of those in flight leave room for it, or
-	// when none is in flight. Default 0: DefaultReadAheadBytes; negative:
-	// no bound but ReadAhead.
+	// when none is in flight. Default 0: 256 MiB (Lance's scheduler
+	// buffers up to 2 GiB of reads); negative: no bound but ReadAhead.
 	ReadAheadBytes int64
 }
 
-// DefaultReadAheadBytes is ScanOptions.ReadAheadBytes' default: 256 MiB
-// (Lance's scheduler buffers up to 2 GiB of reads).
-const DefaultReadAheadBytes = 256 << 20
+// defaultReadAheadBytes is ScanOptions.ReadAheadBytes' default.
+const defaultReadAheadBytes = 256 << 20
 
 // Scanner is a planned scan of a dataset version: Scan has checked the
 // options and resolved the columns, and Batches runs it, streaming the rows
@@ -157,7 +156,7 @@ func (d *Dataset) Scan(opts *ScanOptions) (*Scanner, error) {
 			o.Limit, o.Offset, o.BatchSize, lancer.ErrInvalidArgument)
 	}
 	if o.BatchSize == 0 {
-		o.BatchSize = DefaultBatchSize
+		o.BatchSize = defaultBatchSize
 	}
 	proj, err := d.project(o.Columns, o.WithRowID, o.WithRowAddress)
 	if err != nil {
@@ -187,7 +186,7 @@ func (d *Dataset) Scan(opts *ScanOptions) (*Scanner, error) {
 	}
 	switch {
 	case o.ReadAheadBytes == 0:
-		s.readAheadBytes = DefaultReadAheadBytes
+		s.readAheadBytes = defaultReadAheadBytes
 	case o.ReadAheadBytes > 0:
 		s.readAheadBytes = o.ReadAheadBytes
 	}

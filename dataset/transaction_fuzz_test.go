@@ -179,14 +179,14 @@ func (b *txnFuzzBase) store(t testing.TB, txn []byte, inline bool) *blob.MemStor
 // secondCommits are the concurrent commits of version 2 the fuzzers seed
 // from.
 var secondCommits = map[string]func(*Dataset) (*Dataset, error){
-	"delete": func(d *Dataset) (*Dataset, error) { return d.Delete(context.Background(), "id = 5") },
+	"delete": func(d *Dataset) (*Dataset, error) { return d.Delete(context.Background(), "id = 5", nil) },
 	"append": func(d *Dataset) (*Dataset, error) {
 		rr := fuzzReader(memory.DefaultAllocator, 100, 2)
 		defer rr.Release()
 		return d.Append(context.Background(), rr, nil)
 	},
-	"delete fragment": func(d *Dataset) (*Dataset, error) { return d.Delete(context.Background(), "id >= 4 AND id < 8") },
-	"drop":            func(d *Dataset) (*Dataset, error) { return d.DropColumns(context.Background(), "label") },
+	"delete fragment": func(d *Dataset) (*Dataset, error) { return d.Delete(context.Background(), "id >= 4 AND id < 8", nil) },
+	"drop":            func(d *Dataset) (*Dataset, error) { return d.DropColumns(context.Background(), []string{"label"}, nil) },
 	"overwrite": func(d *Dataset) (*Dataset, error) {
 		rr := fuzzReader(memory.DefaultAllocator, 50, 3)
 		defer rr.Release()
@@ -266,12 +266,14 @@ func FuzzCommitOverTransaction(f *testing.F) {
 			defer rr.Release()
 			return d.Append(ctx, rr, nil)
 		},
-		func(ctx context.Context, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 6") },
-		func(ctx context.Context, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id < 3 OR id = 9") },
+		func(ctx context.Context, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 6", nil) },
+		func(ctx context.Context, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id < 3 OR id = 9", nil) },
 		func(ctx context.Context, d *Dataset) (*Dataset, error) {
-			return d.DeleteRowIDs(ctx, []uint64{1, 1 << 32, 2<<32 | 3})
+			return d.DeleteRowIDs(ctx, []uint64{1, 1 << 32, 2<<32 | 3}, nil)
 		},
-		func(ctx context.Context, d *Dataset) (*Dataset, error) { return d.DropColumns(ctx, "label") },
+		func(ctx context.Context, d *Dataset) (*Dataset, error) {
+			return d.DropColumns(ctx, []string{"label"}, nil)
+		},
 		func(ctx context.Context, d *Dataset) (*Dataset, error) {
 			d, _, err := d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 100})
 			return d, err
@@ -408,7 +410,7 @@ func TestDeleteOverUnreportedDelete(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		s := base.store(t, appended.txn, inline)
 		d := openStore(t, s, 1, checkedAlloc(t))
-		d, err := d.Delete(ctx, "id = 6")
+		d, err := d.Delete(ctx, "id = 6", nil)
 		if err == nil {
 			for _, r := range scanAll(t, d) {
 				if string(r.cols["id"]) == "5" {

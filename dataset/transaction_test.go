@@ -52,7 +52,7 @@ func TestCommitRecords(t *testing.T) {
 	}
 	rows := scanAll(t, d)
 	start := time.Now()
-	d2, err := d.DeleteRowIDs(ctx, []uint64{rows[3].id, rows[700].id})
+	d2, err := d.DeleteRowIDs(ctx, []uint64{rows[3].id, rows[700].id}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestCommitRecords(t *testing.T) {
 	}
 
 	// Dropping an indexed column drops its index; the others stay.
-	d3, err := d2.DropColumns(ctx, "category")
+	d3, err := d2.DropColumns(ctx, []string{"category"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestCommitRecords(t *testing.T) {
 	if binary.LittleEndian.Uint32(file4) == 0 {
 		t.Error("manifest without indices does not start with the transaction")
 	}
-	d5, err := d.Restore(ctx)
+	d5, err := d.Restore(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +223,12 @@ func TestUnknownFieldsCarried(t *testing.T) {
 		}
 	}
 	rows := scanAll(t, d)
-	d, err = d.DeleteRowIDs(ctx, []uint64{rows[len(rows)-1].id})
+	d, err = d.DeleteRowIDs(ctx, []uint64{rows[len(rows)-1].id}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(d, "delete")
-	if d, err = d.RenameColumn(ctx, "text", "body"); err != nil {
+	if d, err = d.RenameColumn(ctx, "text", "body", nil); err != nil {
 		t.Fatal(err)
 	}
 	check(d, "rename")
@@ -243,7 +243,7 @@ func TestNamingFollowsDataset(t *testing.T) {
 	ctx := context.Background()
 	dir, store := copyFixture(t, "v1_manifest_paths_v2_2")
 	d := openStore(t, store, 0, checkedAlloc(t))
-	d2, err := d.DeleteRowIDs(ctx, []uint64{rowIDs(scanAll(t, d))[0]})
+	d2, err := d.DeleteRowIDs(ctx, []uint64{rowIDs(scanAll(t, d))[0]}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,17 +303,17 @@ func TestWriteErrors(t *testing.T) {
 	check("append without the non-nullable id", err, lancer.ErrInvalidArgument)
 	_, err = Write(ctx, blob.NewMemStore("x"), recordReader(t, []arrow.Field{{Name: RowIDColumn, Type: arrow.PrimitiveTypes.Int64}}, ints(1)), nil)
 	check("a reserved column name", err, lancer.ErrInvalidArgument)
-	_, err = d.DropColumns(ctx, "nope")
+	_, err = d.DropColumns(ctx, []string{"nope"}, nil)
 	check("drop of an unknown column", err, lancer.ErrNotFound)
-	_, err = d.DropColumns(ctx, "id", "label2", "value", "vec", "flag", "tags", "extra")
+	_, err = d.DropColumns(ctx, []string{"id", "label2", "value", "vec", "flag", "tags", "extra"}, nil)
 	check("drop of every column", err, lancer.ErrInvalidArgument)
-	_, err = d.RenameColumn(ctx, "id", "value")
+	_, err = d.RenameColumn(ctx, "id", "value", nil)
 	check("rename to a taken name", err, lancer.ErrInvalidArgument)
-	_, err = d.RenameColumn(ctx, "id", "a.b")
+	_, err = d.RenameColumn(ctx, "id", "a.b", nil)
 	check("rename to a dotted name", err, lancer.ErrInvalidArgument)
-	_, err = d.RenameColumn(ctx, "tags.item", "x")
+	_, err = d.RenameColumn(ctx, "tags.item", "x", nil)
 	check("rename of a list item", err, lancer.ErrInvalidArgument)
-	_, err = d.DropColumns(ctx, "vec.item")
+	_, err = d.DropColumns(ctx, []string{"vec.item"}, nil)
 	check("drop of a list item", err, lancer.ErrInvalidArgument)
 	_, err = Write(ctx, store, recordReader(t, []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, ints(1)),
 		&WriteOptions{Mode: WriteAppend, FileVersion: format.Version2_3})
@@ -329,7 +329,7 @@ func TestDeleteNothing(t *testing.T) {
 	ctx := context.Background()
 	_, store := copyFixture(t, "history_v2_2")
 	d := openStore(t, store, 0, checkedAlloc(t))
-	d2, err := d.DeleteRowIDs(ctx, []uint64{1 << 40, 0}) // no fragment 256; row 0 is deleted
+	d2, err := d.DeleteRowIDs(ctx, []uint64{1 << 40, 0}, nil) // no fragment 256; row 0 is deleted
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,11 +349,11 @@ func TestNestedRenameAndDrop(t *testing.T) {
 			_, store := copyFixture(t, name)
 			d := openStore(t, store, 0, checkedAlloc(t))
 			before := scanAll(t, d)
-			d2, err := d.RenameColumn(ctx, "struct_nn.a", "alpha")
+			d2, err := d.RenameColumn(ctx, "struct_nn.a", "alpha", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d3, err := d2.DropColumns(ctx, "struct_nn.b", "u8")
+			d3, err := d2.DropColumns(ctx, []string{"struct_nn.b", "u8"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +376,7 @@ func TestNestedRenameAndDrop(t *testing.T) {
 					t.Fatalf("row %d still has u8", i)
 				}
 			}
-			if _, err := d3.DropColumns(ctx, "struct_nn.alpha"); !errors.Is(err, lancer.ErrInvalidArgument) {
+			if _, err := d3.DropColumns(ctx, []string{"struct_nn.alpha"}, nil); !errors.Is(err, lancer.ErrInvalidArgument) {
 				t.Errorf("dropping the last struct member: %v", err)
 			}
 		})

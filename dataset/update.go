@@ -19,11 +19,6 @@ import (
 	"github.com/lancerdb/lancer/format/schema"
 )
 
-// updateReexecutions is how often Update and MergeInsert compute their rows
-// again on the latest version after a retryable conflict (a concurrent
-// commit changed the rows they rewrite), as Lance's UpdateJob retries.
-const updateReexecutions = 10
-
 // UpdateStats reports what an Update did.
 type UpdateStats struct {
 	// RowsUpdated is the number of rows the predicate matched (and so
@@ -61,7 +56,8 @@ type updateOp struct {
 // The update is rebased over concurrent commits like a delete, but it
 // conflicts with a concurrent delete or update of the same rows; then (and
 // after a concurrent compaction of its fragments) it runs again on the
-// latest version, up to 10 times, as Lance's does.
+// latest version, as Lance's does, as long as opts.Retries allow (see
+// CommitOptions; nil opts: the defaults).
 //
 // An unknown SET column is an error wrapping lancer.ErrNotFound; an empty
 // set, a malformed expression or predicate, or a value that does not fit
@@ -77,13 +73,13 @@ type updateOp struct {
 // a binary or string expression (or NULL), whose bytes become the blob,
 // e.g. "CAST('...' AS BINARY)"; any other type is refused with
 // lancer.ErrInvalidArgument.
-func (d *Dataset) Update(ctx context.Context, set map[string]string, predicate string) (*Dataset, UpdateStats, error) {
+func (d *Dataset) Update(ctx context.Context, set map[string]string, predicate string, opts *CommitOptions) (*Dataset, UpdateStats, error) {
 	u, err := d.parseUpdate(set, predicate)
 	if err != nil {
 		return nil, UpdateStats{}, err
 	}
-	return reexecute(ctx, d, updateReexecutions, func(cur *Dataset) (*Dataset, UpdateStats, error) {
-		return cur.update(ctx, u)
+	return reexecute(ctx, d.using(opts), opts, func(cur *Dataset, co *CommitOptions) (*Dataset, UpdateStats, error) {
+		return cur.update(ctx, u, co)
 	})
 }
 
@@ -364,7 +360,7 @@ func (w *rewritten) finish(ctx context.Context, frags []*manifest.Fragment, pres
 }
 
 // update runs u once on d's version.
-func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateStats, error) {
+func (d *Dataset) update(ctx context.Context, u *updateSpec, opts *CommitOptions) (*Dataset, UpdateStats, error) {
 	s, outSchema, br, idCol, addrCol, err := d.rewriteScan(ctx, "update")
 	if err != nil {
 		return nil, UpdateStats{}, err
@@ -460,7 +456,7 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec) (*Dataset, UpdateSt
 		removeFragments(ctx, d, frags)
 		return nil, UpdateStats{}, err
 	}
-	out, err := d.commit(ctx, op, DefaultCommitRetries)
+	out, err := d.commit(ctx, op, opts)
 	if err != nil {
 		return nil, UpdateStats{}, err
 	}
@@ -525,10 +521,9 @@ func (u *updateSpec) apply(ctx context.Context, mem memory.Allocator, rec arrow.
 // writeRows writes the batches rows yields (in schema, each released after
 // use) as new fragments of the dataset's schema and data file version.
 func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func(func(arrow.RecordBatch, error) bool)) ([]*manifest.Fragment, error) {
-	o := (&WriteOptions{Allocator: d.opts.Allocator}).withDefaults()
 	r := array.ReaderFromIter(schema, rows)
 	defer r.Release()
-	return writeFragments(ctx, d.store, d.manifest.Schema, r, d.manifest.DataFormat, o)
+	return writeFragments(ctx, d.store, d.manifest.Schema, r, d.manifest.DataFormat, DefaultMaxRowsPerFile, d.opts.Allocator)
 }
 
 // removeFragments deletes the data files (and blob sidecars) of fragments

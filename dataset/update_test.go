@@ -70,7 +70,7 @@ func newHistDataset(t testing.TB, mem memory.Allocator, v format.Version, stable
 	store := blob.NewMemStore(fmt.Sprintf("upd-%s-%t", v, stable))
 	r := rowsReader(t, mem, histFields, histRows(0, n), 25)
 	defer r.Release()
-	d, err := Write(context.Background(), store, r, &WriteOptions{FileVersion: v, MaxRowsPerFile: 10, EnableStableRowIDs: stable, Allocator: mem})
+	d, err := Write(context.Background(), store, r, &WriteOptions{FileVersion: v, MaxRowsPerFile: 10, EnableStableRowIDs: stable, CommitOptions: CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestUpdate(t *testing.T) {
 					d, store := newHistDataset(t, mem, v, stable, 40)
 					d = d.withDeletes(t, "id % 10 = 9")
 					beforeVals, beforeIDs := keyed(t, scanAll(t, d))
-					out, stats, err := d.Update(ctx, tc.set, tc.where)
+					out, stats, err := d.Update(ctx, tc.set, tc.where, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -267,7 +267,7 @@ func TestUpdate(t *testing.T) {
 // withDeletes deletes rows so that updates meet deletion files.
 func (d *Dataset) withDeletes(t testing.TB, predicate string) *Dataset {
 	t.Helper()
-	out, err := d.Delete(context.Background(), predicate)
+	out, err := d.Delete(context.Background(), predicate, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestUpdateErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := d.Update(ctx, tc.set, tc.where)
+			_, _, err := d.Update(ctx, tc.set, tc.where, nil)
 			if !errors.Is(err, tc.category) || !strings.Contains(err.Error(), tc.mention) {
 				t.Fatalf("got %v, want %v mentioning %s", err, tc.category, tc.mention)
 			}
@@ -360,10 +360,10 @@ func TestUpdateConcurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if other, _, err = other.Update(ctx, map[string]string{"label": "'theirs'"}, "id < 3"); err != nil {
+			if other, _, err = other.Update(ctx, map[string]string{"label": "'theirs'"}, "id < 3", nil); err != nil {
 				t.Fatal(err)
 			}
-			out, stats, err := base.Update(ctx, map[string]string{"label": "'mine'"}, "id >= 5 AND id < 8")
+			out, stats, err := base.Update(ctx, map[string]string{"label": "'mine'"}, "id >= 5 AND id < 8", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -390,7 +390,7 @@ func TestUpdateConcurrent(t *testing.T) {
 
 			// A concurrent delete of rows the update rewrites: the
 			// update's first run conflicts, and the re-run skips them.
-			d1, err := out.Delete(ctx, "id = 10 OR id = 11")
+			d1, err := out.Delete(ctx, "id = 10 OR id = 11", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -398,12 +398,12 @@ func TestUpdateConcurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = out.update(ctx, u)
+			_, _, err = out.update(ctx, u, nil)
 			var ce *ConflictError
 			if !errors.As(err, &ce) || !ce.Retryable {
 				t.Fatalf("update over a delete of its rows: %v, want a retryable conflict", err)
 			}
-			final, stats, err := out.Update(ctx, map[string]string{"value": "-1"}, "id >= 10 AND id < 13")
+			final, stats, err := out.Update(ctx, map[string]string{"value": "-1"}, "id >= 10 AND id < 13", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -425,13 +425,13 @@ func TestUpdateConcurrent(t *testing.T) {
 			// A delete computed before a concurrent update of the same
 			// rows conflicts; of other rows of the fragment, it merges.
 			stale := final
-			if _, _, err := final.Update(ctx, map[string]string{"value": "-2"}, "id = 20"); err != nil {
+			if _, _, err := final.Update(ctx, map[string]string{"value": "-2"}, "id = 20", nil); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := stale.deleteWhereString(ctx, "id = 20"); !errors.As(err, &ce) {
 				t.Errorf("delete of a row updated concurrently: %v, want a conflict", err)
 			}
-			merged, err := stale.Delete(ctx, "id = 21")
+			merged, err := stale.Delete(ctx, "id = 21", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -449,7 +449,7 @@ func (d *Dataset) deleteWhereString(ctx context.Context, predicate string) (*Dat
 	if err != nil {
 		return nil, err
 	}
-	return d.deleteWhere(ctx, predicate, e)
+	return d.deleteWhere(ctx, predicate, e, nil)
 }
 
 // TestUpdateRebaseMatrix: one attempt of an update, computed on version
@@ -477,22 +477,22 @@ func TestUpdateRebaseMatrix(t *testing.T) {
 			defer r.Release()
 			return d.Append(ctx, r, nil)
 		}, rebased, 33},
-		{"delete other rows of the fragment", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 8") }, rebased, 29},
-		{"delete in another fragment", "id < 10", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 15") }, rebased, 29},
-		{"delete of a row it rewrites", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 3") }, retryable, 0},
-		{"delete in a fragment it rewrites whole", "id < 10", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 9") }, retryable, 0},
-		{"delete of the fragment it rewrites", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id < 10") }, retryable, 0},
+		{"delete other rows of the fragment", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 8", nil) }, rebased, 29},
+		{"delete in another fragment", "id < 10", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 15", nil) }, rebased, 29},
+		{"delete of a row it rewrites", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 3", nil) }, retryable, 0},
+		{"delete in a fragment it rewrites whole", "id < 10", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 9", nil) }, retryable, 0},
+		{"delete of the fragment it rewrites", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id < 10", nil) }, retryable, 0},
 		{"update of other rows", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) {
-			out, _, err := d.Update(ctx, map[string]string{"label": "'other'"}, "id = 7 OR id = 25")
+			out, _, err := d.Update(ctx, map[string]string{"label": "'other'"}, "id = 7 OR id = 25", nil)
 			return out, err
 		}, rebased, 30},
 		{"update of the same rows", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) {
-			out, _, err := d.Update(ctx, map[string]string{"label": "'other'"}, "id = 4")
+			out, _, err := d.Update(ctx, map[string]string{"label": "'other'"}, "id = 4", nil)
 			return out, err
 		}, retryable, 0},
-		{"drop a column", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.DropColumns(ctx, "tags") }, rebased, 30},
+		{"drop a column", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) { return d.DropColumns(ctx, []string{"tags"}, nil) }, rebased, 30},
 		{"add a column", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) {
-			return d.AddColumns(ctx, []NewColumn{{Name: "twice", Expr: "id * 2"}})
+			return d.AddColumns(ctx, []NewColumn{{Name: "twice", Expr: "id * 2"}}, nil)
 		}, retryable, 0},
 		{"overwrite", "id < 5", func(t *testing.T, d *Dataset) (*Dataset, error) {
 			r := rowsReader(t, d.opts.Allocator, histFields, histRows(0, 3), 3)
@@ -504,7 +504,7 @@ func TestUpdateRebaseMatrix(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return old.Restore(ctx)
+			return old.Restore(ctx, nil)
 		}, incompatible, 0},
 	}
 	for _, stable := range []bool{false, true} {
@@ -519,7 +519,7 @@ func TestUpdateRebaseMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				out, _, err := base.update(ctx, u)
+				out, _, err := base.update(ctx, u, nil)
 				var ce *ConflictError
 				switch {
 				case tc.want == rebased && err != nil:
@@ -562,7 +562,7 @@ func TestUpdateBlobs(t *testing.T) {
 			_, store := copyFixture(t, name)
 			d := openStore(t, store, 0, mem)
 			before := fixtureBlobs(t, d)
-			out, st, err := d.Update(ctx, map[string]string{"id": "id + 1000"}, "")
+			out, st, err := d.Update(ctx, map[string]string{"id": "id + 1000"}, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -634,7 +634,7 @@ func TestUpdateFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, stats, err := d.Update(ctx, map[string]string{"extra": "extra + 1000", "label2": "'u'"}, "id % 3 = 0")
+			out, stats, err := d.Update(ctx, map[string]string{"extra": "extra + 1000", "label2": "'u'"}, "id % 3 = 0", nil)
 			if name == "history_v2_3" || name == "history_vlegacy" {
 				if !errors.Is(err, lancer.ErrUnsupported) {
 					t.Fatalf("update of %s: %v, want ErrUnsupported", name, err)
@@ -674,7 +674,7 @@ func TestUpdateFixtures(t *testing.T) {
 				rec.Release()
 			}
 			defer src.Release()
-			merged, ms, err := out.MergeInsert(ctx, src, &MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, Allocator: mem})
+			merged, ms, err := out.MergeInsert(ctx, src, &MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, CommitOptions: CommitOptions{Allocator: mem}})
 			if err != nil {
 				t.Fatal(err)
 			}

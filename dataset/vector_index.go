@@ -53,6 +53,9 @@ const lancerIndexVersion = 1
 // CreateIndexOptions configures CreateIndex. A nil pointer or zero fields
 // mean the defaults.
 type CreateIndexOptions struct {
+	// CommitOptions configure the commit (retries, allocator of the
+	// vectors read, transaction properties).
+	CommitOptions
 	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat, IndexIVFPQ
 	// or IndexFlat. Lance's spellings ("IVF_HNSW_SQ", "IVF_FLAT",
 	// "IVF_PQ") are accepted.
@@ -181,6 +184,7 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 	if opts != nil {
 		o = *opts
 	}
+	d = d.using(&o.CommitOptions)
 	typ, err := normalizeIndexType(o.Type)
 	if err != nil {
 		return nil, err
@@ -211,7 +215,7 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 		return nil, err
 	}
 	op := &operation{kind: opCreateIndex, newIndices: []*manifest.IndexMetadata{seg}, removedIndices: removed, indexFiles: files}
-	return d.commit(ctx, op, DefaultCommitRetries)
+	return d.commit(ctx, op, &o.CommitOptions)
 }
 
 // buildVectorSegment reads column from the fragments frags, builds an
@@ -411,7 +415,9 @@ func (d *Dataset) withFragments(ids []uint64) *Dataset {
 // (a CreateIndex transaction with removed segments, as Lance records it).
 // The index files stay until Cleanup removes them with the versions that
 // use them. Dropping a name no segment has fails with lancer.ErrNotFound.
-func (d *Dataset) DropIndex(ctx context.Context, name string) (*Dataset, error) {
+// opts configure the commit (nil: the defaults).
+func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOptions) (*Dataset, error) {
+	d = d.using(opts)
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -424,7 +430,7 @@ func (d *Dataset) DropIndex(ctx context.Context, name string) (*Dataset, error) 
 	if len(removed) == 0 {
 		return nil, fmt.Errorf("dataset: no index named %q: %w", name, lancer.ErrNotFound)
 	}
-	return d.commit(ctx, &operation{kind: opCreateIndex, removedIndices: removed}, DefaultCommitRetries)
+	return d.commit(ctx, &operation{kind: opCreateIndex, removedIndices: removed}, opts)
 }
 
 // OptimizeIndexes brings lancer's vector indices up to date with the rows
@@ -432,8 +438,11 @@ func (d *Dataset) DropIndex(ctx context.Context, name string) (*Dataset, error) 
 // name, type and parameters) over the fragments no segment covers, committed
 // together as one version, as Lance's optimize_indices adds delta segments.
 // Indices that cover every fragment, and indices lancer did not build, are
-// left alone; with nothing to do it returns d.
-func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
+// left alone; with nothing to do it returns d. opts configure the commit
+// (nil: the defaults).
+func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Dataset, error) {
+	orig := d
+	d = d.using(opts)
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -507,9 +516,9 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context) (*Dataset, error) {
 	}
 	if len(op.newIndices) == 0 {
 		op = nil
-		return d, nil
+		return orig, nil
 	}
-	out, err := d.commit(ctx, op, DefaultCommitRetries)
+	out, err := d.commit(ctx, op, opts)
 	op = nil // commit removes the files itself when it definitely failed
 	return out, err
 }

@@ -129,7 +129,7 @@ func newVecDataset(t *testing.T, store blob.Store, vecs []float32, dim, n, per i
 		r := vecReader(mem, vecs, dim, from, min(n, from+per))
 		var err error
 		if d == nil {
-			d, err = Write(ctx, store, r, &WriteOptions{EnableStableRowIDs: stable, Allocator: mem})
+			d, err = Write(ctx, store, r, &WriteOptions{EnableStableRowIDs: stable, CommitOptions: CommitOptions{Allocator: mem}})
 		} else {
 			d, err = d.Append(ctx, r, nil)
 		}
@@ -215,7 +215,7 @@ func TestVectorIndexTracksWrites(t *testing.T) {
 			}
 
 			// Deleted rows are never returned.
-			if d, err = d.Delete(ctx, fmt.Sprintf("id = 7 OR id = %d", n)); err != nil {
+			if d, err = d.Delete(ctx, fmt.Sprintf("id = 7 OR id = %d", n), nil); err != nil {
 				t.Fatal(err)
 			}
 			got, _ = searchIDs(t, d, q, &SearchOptions{K: 4, NProbes: 4})
@@ -224,7 +224,7 @@ func TestVectorIndexTracksWrites(t *testing.T) {
 			}
 
 			// Updated rows are returned once, with their new vector.
-			if d, _, err = d.Update(ctx, map[string]string{"category": "'moved'"}, "id = 8"); err != nil {
+			if d, _, err = d.Update(ctx, map[string]string{"category": "'moved'"}, "id = 8", nil); err != nil {
 				t.Fatal(err)
 			}
 			q8 := vecs[8*dim : 9*dim]
@@ -247,7 +247,7 @@ func TestVectorIndexTracksWrites(t *testing.T) {
 			// OptimizeIndexes covers the appended fragment with a delta
 			// segment; results stay the same.
 			before, _ := searchIDs(t, d, q, &SearchOptions{K: 5, NProbes: 4})
-			opt, err := d.OptimizeIndexes(ctx)
+			opt, err := d.OptimizeIndexes(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,7 +263,7 @@ func TestVectorIndexTracksWrites(t *testing.T) {
 			if !sameSet(before[:2], after[:2]) {
 				t.Fatalf("optimize changed the nearest rows: %v -> %v", before, after)
 			}
-			if again, err := opt.OptimizeIndexes(ctx); err != nil || again.Version() != opt.Version() {
+			if again, err := opt.OptimizeIndexes(ctx, nil); err != nil || again.Version() != opt.Version() {
 				t.Fatalf("second optimize: version %d, %v", again.Version(), err)
 			}
 		})
@@ -379,11 +379,11 @@ func TestVectorIndexErrors(t *testing.T) {
 			t.Errorf("query %v: %v", q, err)
 		}
 	}
-	dropped, err := r.DropIndex(ctx, "vec_idx")
+	dropped, err := r.DropIndex(ctx, "vec_idx", nil)
 	if err != nil || len(dropped.Indices()) != 0 {
 		t.Fatalf("drop: %v %+v", err, dropped.Indices())
 	}
-	if _, err := dropped.DropIndex(ctx, "vec_idx"); !errors.Is(err, lancer.ErrNotFound) {
+	if _, err := dropped.DropIndex(ctx, "vec_idx", nil); !errors.Is(err, lancer.ErrNotFound) {
 		t.Fatalf("drop again: %v", err)
 	}
 	// Without an index the search is exact.
@@ -497,7 +497,7 @@ func TestVectorSearchAfterCompaction(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Release()
-			if d, err = d.Delete(ctx, "id % 10 = 3"); err != nil {
+			if d, err = d.Delete(ctx, "id % 10 = 3", nil); err != nil {
 				t.Fatal(err)
 			}
 			c, stats, err := d.Compact(ctx, nil)
@@ -617,7 +617,7 @@ func TestVectorIndexIVFPQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err = d.OptimizeIndexes(ctx)
+	d, err = d.OptimizeIndexes(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,11 +216,11 @@ func (d *Dataset) evalFragmentFilter(ctx context.Context, pf *prefilter, f *mani
 	out := roaring64.New()
 	mem := d.opts.Allocator
 	var ids []uint64
-	for start := uint64(0); start < fr.physical; start += DefaultBatchSize {
+	for start := uint64(0); start < fr.physical; start += defaultBatchSize {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		end := min(start+DefaultBatchSize, fr.physical)
+		end := min(start+defaultBatchSize, fr.physical)
 		runs, live := fr.liveRuns(start, end)
 		if live == 0 {
 			continue

@@ -155,16 +155,16 @@ func TestSearchAcrossVersions(t *testing.T) {
 			step("append")
 			appendRows(3)
 			step("append 2")
-			if d, err = d.Delete(ctx, "id % 7 = 0 AND id < 2000"); err != nil {
+			if d, err = d.Delete(ctx, "id % 7 = 0 AND id < 2000", nil); err != nil {
 				t.Fatal(err)
 			}
 			step("delete in indexed fragments")
-			if d, _, err = d.Update(ctx, map[string]string{"category": "'c3'"}, "id % 5 = 1"); err != nil {
+			if d, _, err = d.Update(ctx, map[string]string{"category": "'c3'"}, "id % 5 = 1", nil); err != nil {
 				t.Fatal(err)
 			}
 			step("update")
 			appendRows(7)
-			if d, err = d.Delete(ctx, "id >= 3000 AND id % 2 = 0"); err != nil {
+			if d, err = d.Delete(ctx, "id >= 3000 AND id % 2 = 0", nil); err != nil {
 				t.Fatal(err)
 			}
 			step("delete in appended fragments")
@@ -173,19 +173,19 @@ func TestSearchAcrossVersions(t *testing.T) {
 			}
 			step("compact")
 			appendRows(4)
-			if d, err = d.OptimizeIndexes(ctx); err != nil {
+			if d, err = d.OptimizeIndexes(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			step("optimize")
 			// Renames change what a filter reads without changing any file.
-			if d, err = d.AddColumns(ctx, []NewColumn{{Name: "upper", Expr: "upper(category)"}}); err != nil {
+			if d, err = d.AddColumns(ctx, []NewColumn{{Name: "upper", Expr: "upper(category)"}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			step("column added")
-			if d, err = d.RenameColumn(ctx, "category", "label"); err != nil {
+			if d, err = d.RenameColumn(ctx, "category", "label", nil); err != nil {
 				t.Fatal(err)
 			}
-			if d, err = d.RenameColumn(ctx, "upper", "category"); err != nil {
+			if d, err = d.RenameColumn(ctx, "upper", "category", nil); err != nil {
 				t.Fatal(err)
 			}
 			step("columns swapped")
@@ -283,7 +283,7 @@ func TestSearchCacheBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.Delete(ctx, "id % 11 = 0"); err != nil {
+	if d, err = d.Delete(ctx, "id % 11 = 0", nil); err != nil {
 		t.Fatal(err)
 	}
 	const limit = 64 << 10

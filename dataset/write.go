@@ -52,26 +52,22 @@ func (m WriteMode) String() string {
 	return "WriteMode(" + strconv.Itoa(int(m)) + ")"
 }
 
-// Defaults of WriteOptions.
-const (
-	// DefaultMaxRowsPerFile is Lance's default cap on the rows of one data
-	// file (and so of one fragment).
-	DefaultMaxRowsPerFile = 1 << 20
-	// DefaultCommitRetries is how often a commit that lost a race is
-	// retried, as in Lance.
-	DefaultCommitRetries = 20
-)
+// DefaultMaxRowsPerFile is Lance's default cap on the rows of one data file
+// (and so of one fragment): WriteOptions.MaxRowsPerFile,
+// AppendOptions.MaxRowsPerFile.
+const DefaultMaxRowsPerFile = 1 << 20
 
-// WriteOptions configures Write, Append and the other operations that
-// commit a version. A nil *WriteOptions means all defaults.
+// WriteOptions configures Write. A nil *WriteOptions means all defaults.
 type WriteOptions struct {
+	// CommitOptions configure the commit (retries, allocator, transaction
+	// properties). Allocator defaults to memory.DefaultAllocator here.
+	CommitOptions
 	// Mode is what Write does when a dataset exists. Default WriteCreate.
-	// The Dataset methods ignore it.
 	Mode WriteMode
 	// FileVersion is the data file version of a new dataset, or of an
 	// overwrite: 2.0, 2.1 or 2.2. Default: 2.2 (Lance 12's) for a new
-	// dataset, the dataset's own for an overwrite. Appends always write the
-	// dataset's version.
+	// dataset, the dataset's own for an overwrite. WriteAppend always
+	// writes the dataset's version.
 	FileVersion format.Version
 	// MaxRowsPerFile caps the rows of one data file; a larger write makes
 	// several fragments. Default DefaultMaxRowsPerFile (Lance's).
@@ -85,18 +81,21 @@ type WriteOptions struct {
 	// Default ManifestNamingV2 (LanceDB's). An existing dataset keeps its
 	// own.
 	ManifestNaming manifest.ManifestNaming
-	// CommitRetries is how often a commit that lost the race for its
-	// version is rebased and retried, with randomized backoff. Default
-	// DefaultCommitRetries; negative means no retry.
-	CommitRetries int
-	// Allocator allocates the arrays read while writing (deletes scan the
-	// rows they filter) and those of the returned Dataset. Default
-	// memory.DefaultAllocator.
-	Allocator memory.Allocator
 	// Cache is the cache of the Dataset Write returns (see
-	// OpenOptions.Cache). Default: a new one of DefaultCacheBytes. The
-	// Dataset methods ignore it: what they return shares the Dataset's.
+	// OpenOptions.Cache). Default: a new one of DefaultCacheBytes.
 	Cache *cache.Cache
+}
+
+// AppendOptions configures Dataset.Append. A nil *AppendOptions means all
+// defaults. What Write's options choose for a new dataset (file version,
+// stable row ids, manifest naming, cache) are the dataset's own here.
+type AppendOptions struct {
+	// CommitOptions configure the commit (retries, allocator, transaction
+	// properties).
+	CommitOptions
+	// MaxRowsPerFile caps the rows of one data file; a larger append makes
+	// several fragments. Default DefaultMaxRowsPerFile (Lance's).
+	MaxRowsPerFile int
 }
 
 // withDefaults returns a copy of o with defaults filled in.
@@ -108,15 +107,19 @@ func (o *WriteOptions) withDefaults() WriteOptions {
 	if out.MaxRowsPerFile <= 0 {
 		out.MaxRowsPerFile = DefaultMaxRowsPerFile
 	}
-	if out.CommitRetries == 0 {
-		out.CommitRetries = DefaultCommitRetries
-	} else if out.CommitRetries < 0 {
-		out.CommitRetries = 0
-	}
 	if out.Allocator == nil {
 		out.Allocator = memory.DefaultAllocator
 	}
 	return out
+}
+
+// checkMaxRowsPerFile rejects a cap no fragment can hold.
+func checkMaxRowsPerFile(n int) error {
+	if n > manifest.MaxRowsPerFragment {
+		return fmt.Errorf("dataset: MaxRowsPerFile %d exceeds the 2^32 rows a fragment can address: %w",
+			n, lancer.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // validate rejects options no write can honour.
@@ -136,11 +139,7 @@ func (o *WriteOptions) validate() error {
 			return err
 		}
 	}
-	if o.MaxRowsPerFile > manifest.MaxRowsPerFragment {
-		return fmt.Errorf("dataset: MaxRowsPerFile %d exceeds the 2^32 rows a fragment can address: %w",
-			o.MaxRowsPerFile, lancer.ErrInvalidArgument)
-	}
-	return nil
+	return checkMaxRowsPerFile(o.MaxRowsPerFile)
 }
 
 // checkWritableVersion accepts the data file versions lancer writes.
@@ -190,7 +189,7 @@ func Write(ctx context.Context, store blob.Store, data array.RecordReader, opts 
 		return nil, err
 	}
 	if o.Mode == WriteAppend {
-		return d.append(ctx, data, o)
+		return d.append(ctx, data, o.MaxRowsPerFile, &o.CommitOptions)
 	}
 	return d.overwrite(ctx, data, o)
 }
@@ -200,15 +199,22 @@ func Write(ctx context.Context, store blob.Store, data array.RecordReader, opts 
 // append is rebased over them (it conflicts only with an overwrite or a
 // restore). The data's columns must be columns of the dataset with the same
 // types, in any order; nullable columns may be missing and read as nulls.
-// opts.Mode, FileVersion, EnableStableRowIDs and ManifestNaming are ignored:
-// the dataset's own settings apply.
-func (d *Dataset) Append(ctx context.Context, data array.RecordReader, opts *WriteOptions) (*Dataset, error) {
-	o := opts.withDefaults()
-	o.Mode = WriteAppend
-	if err := o.validate(); err != nil {
+// The new files are written in the dataset's data file version (a legacy
+// dataset, which lancer does not write, is an error wrapping
+// lancer.ErrUnsupported), with stable row ids if the dataset has them;
+// the returned Dataset shares d's cache.
+func (d *Dataset) Append(ctx context.Context, data array.RecordReader, opts *AppendOptions) (*Dataset, error) {
+	var o AppendOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxRowsPerFile <= 0 {
+		o.MaxRowsPerFile = DefaultMaxRowsPerFile
+	}
+	if err := checkMaxRowsPerFile(o.MaxRowsPerFile); err != nil {
 		return nil, err
 	}
-	return d.append(ctx, data, o)
+	return d.using(&o.CommitOptions).append(ctx, data, o.MaxRowsPerFile, &o.CommitOptions)
 }
 
 // reservedColumns are names a dataset column cannot have: Lance's virtual
@@ -225,14 +231,14 @@ func create(ctx context.Context, store blob.Store, oo OpenOptions, bases *baseSt
 	if err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, store, schema, data, version, o)
+	frags, err := writeFragments(ctx, store, schema, data, version, o.MaxRowsPerFile, o.Allocator)
 	if err != nil {
 		return nil, err
 	}
 	op := newOverwrite(schema, frags, version, o.EnableStableRowIDs)
 	return commit(ctx, store, oo, bases, op, commitOptions{
 		readVersion: 0,
-		retries:     o.CommitRetries,
+		opts:        &o.CommitOptions,
 		naming:      o.ManifestNaming,
 		createOnly:  o.Mode != WriteOverwrite,
 	})
@@ -277,16 +283,17 @@ func (d *Dataset) overwrite(ctx context.Context, data array.RecordReader, o Writ
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, d.store, schema, data, version, o)
+	frags, err := writeFragments(ctx, d.store, schema, data, version, o.MaxRowsPerFile, o.Allocator)
 	if err != nil {
 		return nil, err
 	}
 	op := newOverwrite(schema, frags, version, o.EnableStableRowIDs || d.manifest.StableRowIDs())
-	return d.commit(ctx, op, o.CommitRetries)
+	return d.commit(ctx, op, &o.CommitOptions)
 }
 
-// append writes data as new fragments of d's schema and commits them.
-func (d *Dataset) append(ctx context.Context, data array.RecordReader, o WriteOptions) (*Dataset, error) {
+// append writes data as new fragments of d's schema, at most maxRows rows
+// a file, and commits them.
+func (d *Dataset) append(ctx context.Context, data array.RecordReader, maxRows int, opts *CommitOptions) (*Dataset, error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -298,11 +305,11 @@ func (d *Dataset) append(ctx context.Context, data array.RecordReader, o WriteOp
 	if err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, d.store, schema, data, version, o)
+	frags, err := writeFragments(ctx, d.store, schema, data, version, maxRows, d.opts.Allocator)
 	if err != nil {
 		return nil, err
 	}
-	return d.commit(ctx, &operation{kind: opAppend, fragments: frags}, o.CommitRetries)
+	return d.commit(ctx, &operation{kind: opAppend, fragments: frags}, opts)
 }
 
 // appendSchema returns the part of the dataset schema the data holds: its
@@ -367,11 +374,12 @@ func checkWritableManifest(m *manifest.Manifest, where string) error {
 }
 
 // writeFragments writes the rows of data as data files of schema (whose
-// top-level fields are named by data's columns) and returns one fragment
-// per file, ids unassigned (0) as a transaction records them. On error the
-// files already written are removed.
+// top-level fields are named by data's columns), at most maxRowsPerFile
+// rows each, and returns one fragment per file, ids unassigned (0) as a
+// transaction records them. On error the files already written are
+// removed.
 func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema, data array.RecordReader,
-	version format.Version, o WriteOptions) (frags []*manifest.Fragment, err error) {
+	version format.Version, maxRowsPerFile int, mem memory.Allocator) (frags []*manifest.Fragment, err error) {
 	// cols[i] is the data column holding schema.Fields[i].
 	cols := make([]int, len(schema.Fields))
 	for i, f := range schema.Fields {
@@ -410,7 +418,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 		})
 		return nil
 	}
-	maxRows := int64(o.MaxRowsPerFile)
+	maxRows := int64(maxRowsPerFile)
 	var inFile int64
 	arrowSchema := schema.LogicalArrow()
 	for data.Next() {
@@ -437,7 +445,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 			for start := int64(0); start < batch.NumRows(); {
 				if w == nil {
 					key := dataDir + newDataFileName()
-					nw, err := format.NewWriter(ctx, store, key, schema, &format.WriterOptions{Version: version, Allocator: o.Allocator})
+					nw, err := format.NewWriter(ctx, store, key, schema, &format.WriterOptions{Version: version, Allocator: mem})
 					if err != nil {
 						return fmt.Errorf("dataset: write: %w", err)
 					}

@@ -93,6 +93,17 @@ func openStore(t testing.TB, store blob.Store, version uint64, mem memory.Alloca
 	return d
 }
 
+// openDir opens the dataset in the local directory dir: what the tests of
+// fixtures and testdata open by path (table.Open is the SDK's way in; a
+// local store holds nothing to close).
+func openDir(ctx context.Context, dir string, opts *OpenOptions) (*Dataset, error) {
+	store, err := blob.NewLocalStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, store, opts)
+}
+
 // row is one scanned row: its _rowid, _rowaddr and columns as JSON.
 type row struct {
 	id, addr uint64
@@ -248,13 +259,21 @@ func (b *bank) fragments(t testing.TB, store blob.Store, n int) []*manifest.Frag
 // d's version.
 func appendBank(ctx context.Context, t testing.TB, d *Dataset, b *bank, n, retries int) (*Dataset, error) {
 	t.Helper()
-	return d.commit(ctx, &operation{kind: opAppend, fragments: b.fragments(t, d.store, n)}, retries)
+	return d.commit(ctx, &operation{kind: opAppend, fragments: b.fragments(t, d.store, n)}, withRetries(retries))
+}
+
+// withRetries is CommitOptions allowing n retries (0: none).
+func withRetries(n int) *CommitOptions {
+	if n == 0 {
+		n = -1
+	}
+	return &CommitOptions{Retries: n}
 }
 
 // overwriteBank commits an Overwrite of d with one copy of the bank.
 func overwriteBank(ctx context.Context, t testing.TB, d *Dataset, b *bank, stable bool) (*Dataset, error) {
 	t.Helper()
-	return d.commit(ctx, newOverwrite(b.schema, b.fragments(t, d.store, 1), b.format, stable), DefaultCommitRetries)
+	return d.commit(ctx, newOverwrite(b.schema, b.fragments(t, d.store, 1), b.format, stable), nil)
 }
 
 // opAs returns txn's operation as a T; the zero T (nil) when it is another.

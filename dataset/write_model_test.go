@@ -250,7 +250,7 @@ func (m *model) step(i int) {
 				}
 			}
 		}
-		d, err := base.DeleteRowIDs(m.ctx, ids)
+		d, err := base.DeleteRowIDs(m.ctx, ids, nil)
 		if err != nil {
 			t.Fatalf("step %d: delete %v on version %d: %v", i, ids, base.Version(), err)
 		}
@@ -264,7 +264,7 @@ func (m *model) step(i int) {
 		m.checkDeletionFiles(d)
 	case r < 80 && r >= 70 && len(cur.fields) > 1:
 		k := m.rng.IntN(len(cur.fields))
-		d, err := m.latest.DropColumns(m.ctx, cur.fields[k].name)
+		d, err := m.latest.DropColumns(m.ctx, []string{cur.fields[k].name}, nil)
 		if err != nil {
 			t.Fatalf("step %d: drop %q: %v", i, cur.fields[k].name, err)
 		}
@@ -274,7 +274,7 @@ func (m *model) step(i int) {
 	case r < 90 && r >= 80:
 		k := m.rng.IntN(len(cur.fields))
 		name := fmt.Sprintf("c%d_%s", i, strings.SplitN(cur.fields[k].name, "_", 2)[len(strings.SplitN(cur.fields[k].name, "_", 2))-1])
-		d, err := m.latest.RenameColumn(m.ctx, cur.fields[k].name, name)
+		d, err := m.latest.RenameColumn(m.ctx, cur.fields[k].name, name, nil)
 		if err != nil {
 			t.Fatalf("step %d: rename %q: %v", i, cur.fields[k].name, err)
 		}
@@ -283,7 +283,7 @@ func (m *model) step(i int) {
 		m.committed(d, s, "rename "+cur.fields[k].name+" to "+name)
 	case r < 96:
 		v := 1 + uint64(m.rng.IntN(int(m.latest.Version())))
-		d, err := m.handles[v].Restore(m.ctx)
+		d, err := m.handles[v].Restore(m.ctx, nil)
 		if err != nil {
 			t.Fatalf("step %d: restore %d: %v", i, v, err)
 		}
@@ -384,7 +384,7 @@ func TestWriteModel(t *testing.T) {
 							drop = append(drop, f.name)
 						}
 					}
-					d, err := m.latest.DropColumns(m.ctx, drop...)
+					d, err := m.latest.DropColumns(m.ctx, drop, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -249,7 +249,7 @@ func (m *writeModel) step(i int) {
 		data, rows, keys := m.data(afields, aroles, n)
 		defer data.Release()
 		prevNextFrag := m.nextFrag
-		d, err := base.Append(ctx, data, &m.opts)
+		d, err := base.Append(ctx, data, &AppendOptions{CommitOptions: m.opts.CommitOptions, MaxRowsPerFile: m.opts.MaxRowsPerFile})
 		if err != nil {
 			t.Fatalf("step %d: append: %v", i, err)
 		}
@@ -276,7 +276,7 @@ func (m *writeModel) step(i int) {
 		default:
 			pred, match = quoteName(keyName)+" < 0", func(int64) bool { return false }
 		}
-		d, err := base.Delete(ctx, pred)
+		d, err := base.Delete(ctx, pred, nil)
 		if err != nil {
 			t.Fatalf("step %d: delete %q read at %d: %v", i, pred, base.Version(), err)
 		}
@@ -299,7 +299,7 @@ func (m *writeModel) step(i int) {
 				ids = append(ids, r.id)
 			}
 		}
-		d, err := m.latest.DeleteRowIDs(ctx, ids)
+		d, err := m.latest.DeleteRowIDs(ctx, ids, nil)
 		if err != nil {
 			t.Fatalf("step %d: delete row ids: %v", i, err)
 		}
@@ -312,7 +312,7 @@ func (m *writeModel) step(i int) {
 		m.committed(d, s, m.keys[m.latest.Version()], m.roles[m.latest.Version()], fmt.Sprintf("delete %d row ids", len(ids)))
 	case r < 72:
 		v := 1 + uint64(m.rng.IntN(int(m.latest.Version())))
-		d, err := m.handles[v].Restore(ctx)
+		d, err := m.handles[v].Restore(ctx, nil)
 		if err != nil {
 			t.Fatalf("step %d: restore %d: %v", i, v, err)
 		}
@@ -322,7 +322,7 @@ func (m *writeModel) step(i int) {
 		if !fields[k].Nullable && m.rng.IntN(2) == 0 {
 			return // keep the key column most of the time
 		}
-		d, err := m.latest.DropColumns(ctx, fields[k].Name)
+		d, err := m.latest.DropColumns(ctx, []string{fields[k].Name}, nil)
 		if err != nil {
 			t.Fatalf("step %d: drop %q: %v", i, fields[k].Name, err)
 		}
@@ -335,7 +335,7 @@ func (m *writeModel) step(i int) {
 		if m.rng.IntN(3) == 0 {
 			name = fmt.Sprintf("%s %d", strings.ToUpper(roles[k]), i)
 		}
-		d, err := m.latest.RenameColumn(ctx, fields[k].Name, name)
+		d, err := m.latest.RenameColumn(ctx, fields[k].Name, name, nil)
 		if err != nil {
 			t.Fatalf("step %d: rename %q: %v", i, fields[k].Name, err)
 		}
@@ -428,7 +428,7 @@ func runWriteModel(t *testing.T, v format.Version, stable bool, naming manifest.
 	m := &writeModel{
 		t: t, ctx: ctx, store: store, mem: mem,
 		rng:     rand.New(rand.NewPCG(seed, uint64(v.Minor)*31+seed)),
-		opts:    WriteOptions{FileVersion: v, MaxRowsPerFile: 16, EnableStableRowIDs: stable, ManifestNaming: naming, Allocator: mem},
+		opts:    WriteOptions{FileVersion: v, MaxRowsPerFile: 16, EnableStableRowIDs: stable, ManifestNaming: naming, CommitOptions: CommitOptions{Allocator: mem}},
 		stable:  stable,
 		snaps:   map[uint64]*modelState{},
 		handles: map[uint64]*Dataset{},

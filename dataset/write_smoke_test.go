@@ -24,7 +24,7 @@ func TestWriteSmoke(t *testing.T) {
 			r := recordReader(t, []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, ib.NewArray(), sb.NewArray())
 			ib.Release()
 			sb.Release()
-			d, err := Write(ctx, store, r, &WriteOptions{FileVersion: v, Allocator: mem})
+			d, err := Write(ctx, store, r, &WriteOptions{FileVersion: v, CommitOptions: CommitOptions{Allocator: mem}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -195,7 +195,7 @@ func TestReadsDetectShortReads(t *testing.T) {
 			t.Fatalf("short read at request %d: err = %v; want corruption naming %s", n, err, key)
 		}
 		f.SetFaults(blob.Fault{Ops: []blob.Op{blob.OpReadRange}, Nth: n, Action: blob.Truncate})
-		scan, _ := readCounts(t, blob.WithRetry(f, blob.RetryOptions{Backoff: time.Microsecond}), key, rec, 4096, []uint64{3, 1})
+		scan, _ := readCounts(t, blob.WithRetry(f, &blob.RetryOptions{Backoff: time.Microsecond}), key, rec, 4096, []uint64{3, 1})
 		if scan.ReadRange.Requests == 0 {
 			t.Fatal("no requests")
 		}

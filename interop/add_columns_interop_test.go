@@ -136,16 +136,16 @@ func TestAddColumnsInterop(t *testing.T) {
 			r := histReader(t, mem, roles, roles, 0, 60)
 			d := must(dataset.Write(ctx, store, r, &opts))
 			r.Release()
-			d = must(d.Delete(ctx, "id % 7 = 2"))
+			d = must(d.Delete(ctx, "id % 7 = 2", nil))
 			d = must(d.AddColumns(ctx, []dataset.NewColumn{
 				{Name: "value2", Expr: "value * 2"},
 				{Name: "ulabel", Expr: "upper(label)"},
-			}))
-			d = must(d.AddColumns(ctx, []dataset.NewColumn{{Name: "nothing", Expr: "CAST(NULL AS bigint)"}}))
+			}, nil))
+			d = must(d.AddColumns(ctx, []dataset.NewColumn{{Name: "nothing", Expr: "CAST(NULL AS bigint)"}}, nil))
 			r = scoresData(t, mem, 60, withInfo)
-			d = must(d.AddColumnsFromData(ctx, r, "id"))
+			d = must(d.AddColumnsFromData(ctx, r, "id", nil))
 			r.Release()
-			d = must(d.Delete(ctx, "id % 5 = 0 OR id = 26"))
+			d = must(d.Delete(ctx, "id % 5 = 0 OR id = 26", nil))
 			_ = d
 			agree(t, node, ref, uri)
 
@@ -212,7 +212,7 @@ func compareFilters(t *testing.T, node, ref, uri string) {
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+	d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func TestBlobRewriteInterop(t *testing.T) {
 				return d
 			}
 			r := blobReader(t, mem, tc.v2, 0, 24)
-			d := must(dataset.Write(ctx, store, r, &dataset.WriteOptions{FileVersion: tc.v, MaxRowsPerFile: 6, Allocator: mem}))
+			d := must(dataset.Write(ctx, store, r, &dataset.WriteOptions{FileVersion: tc.v, MaxRowsPerFile: 6, CommitOptions: dataset.CommitOptions{Allocator: mem}}))
 			r.Release()
 			want := map[int64][]byte{}
 			for id := range int64(24) {
@@ -135,7 +135,7 @@ func TestBlobRewriteInterop(t *testing.T) {
 				checkLanceBlobs(t, node, ref, uri, d, tc.v2, want)
 			}
 
-			d, _, err = d.Update(ctx, map[string]string{"id": "id + 100"}, "id % 4 = 1 OR id % 6 = 2")
+			d, _, err = d.Update(ctx, map[string]string{"id": "id + 100"}, "id % 4 = 1 OR id % 6 = 2", nil)
 			must(d, err)
 			for id := range int64(24) {
 				if id%4 == 1 || id%6 == 2 {
@@ -144,24 +144,24 @@ func TestBlobRewriteInterop(t *testing.T) {
 				}
 			}
 			check(d)
-			d, _, err = d.Update(ctx, map[string]string{"blob": "'new bytes'"}, "id = 0")
+			d, _, err = d.Update(ctx, map[string]string{"blob": "'new bytes'"}, "id = 0", nil)
 			must(d, err)
 			want[0] = []byte("new bytes")
 
 			r = blobReader(t, mem, tc.v2, 20, 30) // 20..23 replaced, 24..29 inserted
-			d, _, err = d.MergeInsert(ctx, r, &dataset.MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, WhenNotMatchedInsertAll: true, Allocator: mem})
+			d, _, err = d.MergeInsert(ctx, r, &dataset.MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, WhenNotMatchedInsertAll: true, CommitOptions: dataset.CommitOptions{Allocator: mem}})
 			r.Release()
 			must(d, err)
 			for id := int64(20); id < 30; id++ {
 				want[id] = blobPayload(id, 0)
 			}
-			d = must(d.Delete(ctx, "id % 5 = 3"))
+			d = must(d.Delete(ctx, "id % 5 = 3", nil))
 			for id := range want {
 				if id%5 == 3 {
 					delete(want, id)
 				}
 			}
-			d, cs, err := d.Compact(ctx, &dataset.CompactOptions{Allocator: mem})
+			d, cs, err := d.Compact(ctx, &dataset.CompactOptions{CommitOptions: dataset.CommitOptions{Allocator: mem}})
 			must(d, err)
 			if cs.FragmentsAdded == 0 {
 				t.Errorf("compact: %+v", cs)
@@ -184,16 +184,16 @@ func TestBlobRewriteLanceFixturesInterop(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			uri := filepath.Join(t.TempDir(), name+".lance")
 			copyDir(t, fixturetest.DatasetPath(t, name), uri)
-			d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+			d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
 			}
 			before := blobsByID(t, d)
 			// Move every other row, then compact the two halves together.
-			if d, _, err = d.Update(ctx, map[string]string{"id": "id + 1000"}, "id % 2 = 1"); err != nil {
+			if d, _, err = d.Update(ctx, map[string]string{"id": "id + 1000"}, "id % 2 = 1", nil); err != nil {
 				t.Fatal(err)
 			}
-			if d, _, err = d.Compact(ctx, &dataset.CompactOptions{Allocator: mem, MaterializeDeletionsThreshold: 0.01}); err != nil {
+			if d, _, err = d.Compact(ctx, &dataset.CompactOptions{MaterializeDeletionsThreshold: 0.01, CommitOptions: dataset.CommitOptions{Allocator: mem}}); err != nil {
 				t.Fatal(err)
 			}
 			want := map[int64][]byte{}

@@ -138,7 +138,7 @@ func branchInterop(t *testing.T, node, ref string, stable bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.Delete(ctx, "id % 9 = 0"); err != nil { // main@2, a deletion file
+	if d, err = d.Delete(ctx, "id % 9 = 0", nil); err != nil { // main@2, a deletion file
 		t.Fatal(err)
 	}
 
@@ -151,12 +151,12 @@ func branchInterop(t *testing.T, node, ref string, stable bool) {
 		t.Fatal(err)
 	}
 	r = histReader(t, mem, roles, roles, 60, 80)
-	fx, err = fx.Append(ctx, r, opts)
+	fx, err = fx.Append(ctx, r, &dataset.AppendOptions{MaxRowsPerFile: opts.MaxRowsPerFile})
 	r.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fx, err = fx.Delete(ctx, "id % 7 = 0"); err != nil {
+	if fx, err = fx.Delete(ctx, "id % 7 = 0", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := branch.CreateBranch(ctx, root, "c", branch.Ref{Branch: "feat/x"}, nil); err != nil {
@@ -243,15 +243,15 @@ func branchInterop(t *testing.T, node, ref string, stable bool) {
 		t.Fatal(err)
 	}
 	r = histReader(t, mem, roles, roles, 3000, 3020)
-	d, err = d.Append(ctx, r, opts)
+	d, err = d.Append(ctx, r, &dataset.AppendOptions{MaxRowsPerFile: opts.MaxRowsPerFile})
 	r.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.Delete(ctx, "id % 4 = 1"); err != nil {
+	if d, err = d.Delete(ctx, "id % 4 = 1", nil); err != nil {
 		t.Fatal(err)
 	}
-	if d, _, err = d.Update(ctx, map[string]string{"value": "value + 1"}, "id % 4 = 2"); err != nil {
+	if d, _, err = d.Update(ctx, map[string]string{"value": "value + 1"}, "id % 4 = 2", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err = d.Compact(ctx, &dataset.CompactOptions{TargetRowsPerFragment: 1000}); err != nil {

@@ -77,7 +77,7 @@ func runLanceOps(node, ref string, reqs ...opRequest) ([]opReply, error) {
 func lancerRows(t *testing.T, uri string, version uint64) [][]byte {
 	t.Helper()
 	return lancerRowsOf(t, version, func(o *dataset.OpenOptions) (*dataset.Dataset, error) {
-		return dataset.OpenURI(context.Background(), uri, o)
+		return openDir(context.Background(), uri, o)
 	})
 }
 
@@ -113,7 +113,7 @@ func agree(t *testing.T, node, ref, uri string) {
 	t.Helper()
 	ctx := context.Background()
 	checktest.CleanURI(t, ctx, uri)
-	d, err := dataset.OpenURI(ctx, uri, nil)
+	d, err := openDir(ctx, uri, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,10 +234,10 @@ func lancerHistory(t *testing.T, uri string, opts dataset.WriteOptions) map[stri
 	d := must(dataset.Write(ctx, store, r, &opts))
 	r.Release()
 	r = histReader(t, mem, roles, roles, 60, 100)
-	d = must(d.Append(ctx, r, &opts))
+	d = must(d.Append(ctx, r, &dataset.AppendOptions{CommitOptions: opts.CommitOptions, MaxRowsPerFile: opts.MaxRowsPerFile}))
 	r.Release()
-	d = must(d.Delete(ctx, "id % 5 = 0"))
-	d = must(d.Delete(ctx, "id >= 40 AND id < 50 OR label IS NULL"))
+	d = must(d.Delete(ctx, "id % 5 = 0", nil))
+	d = must(d.Delete(ctx, "id >= 40 AND id < 50 OR label IS NULL", nil))
 	// Every live row of the second fragment.
 	s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id"}, WithRowID: true, WithRowAddress: true})
 	if err != nil {
@@ -255,20 +255,20 @@ func lancerHistory(t *testing.T, uri string, opts dataset.WriteOptions) map[stri
 			}
 		}
 	}
-	d = must(d.DeleteRowIDs(ctx, ids))
+	d = must(d.DeleteRowIDs(ctx, ids, nil))
 	v := d.Version()
-	d = must(d.RenameColumn(ctx, "label", "label2"))
-	d = must(d.DropColumns(ctx, "flag"))
+	d = must(d.RenameColumn(ctx, "label", "label2", nil))
+	d = must(d.DropColumns(ctx, []string{"flag"}, nil))
 	// Rows appended after the rename and drop.
 	r = histReader(t, mem, []string{"id", "label", "value", "vec", "tags"}, []string{"id", "label2", "value", "vec", "tags"}, 100, 130)
-	d = must(d.Append(ctx, r, &opts))
+	d = must(d.Append(ctx, r, &dataset.AppendOptions{CommitOptions: opts.CommitOptions, MaxRowsPerFile: opts.MaxRowsPerFile}))
 	r.Release()
 	old, err := d.Checkout(ctx, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d = must(old.Restore(ctx))
-	d = must(d.Delete(ctx, "id > 90"))
+	d = must(old.Restore(ctx, nil))
+	d = must(d.Delete(ctx, "id > 90", nil))
 	_ = d
 	return map[string]string{"id": "id", "label": "label", "value": "value", "vec": "vec", "flag": "flag", "tags": "tags"}
 }
@@ -302,7 +302,7 @@ func TestLancerWritesLanceReads(t *testing.T) {
 			// A lancer handle reads the latest version; real Lance then
 			// appends and deletes on top, the delete touching the first
 			// fragment.
-			stale, err := dataset.OpenURI(ctx, uri, nil)
+			stale, err := openDir(ctx, uri, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -316,7 +316,7 @@ func TestLancerWritesLanceReads(t *testing.T) {
 			// lancer commits read at the version before Lance's: a delete
 			// on the same fragment is merged with Lance's, an append lands
 			// after Lance's.
-			d, err := stale.Delete(ctx, "id = 2 OR id = 64")
+			d, err := stale.Delete(ctx, "id = 2 OR id = 64", nil)
 			if err != nil {
 				t.Fatalf("delete rebased over Lance's commits: %v", err)
 			}
@@ -327,13 +327,13 @@ func TestLancerWritesLanceReads(t *testing.T) {
 				cols = append(cols, names[role])
 			}
 			r := histReader(t, mem, roles, cols, 3000, 3010)
-			d, err = stale.Append(ctx, r, &dataset.WriteOptions{Allocator: mem})
+			d, err = stale.Append(ctx, r, &dataset.AppendOptions{CommitOptions: dataset.CommitOptions{Allocator: mem}})
 			r.Release()
 			if err != nil {
 				t.Fatalf("append rebased over Lance's commits: %v", err)
 			}
 			mem.AssertSize(t, 0)
-			if d, err = d.RenameColumn(ctx, "value", "value2"); err != nil {
+			if d, err = d.RenameColumn(ctx, "value", "value2", nil); err != nil {
 				t.Fatal(err)
 			}
 			names["value"] = "value2"
@@ -341,7 +341,7 @@ func TestLancerWritesLanceReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := old.Restore(ctx); err != nil {
+			if _, err := old.Restore(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			names["value"] = "value"
@@ -390,30 +390,30 @@ func TestLancerCommitsOnLanceDatasets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			d, err := dataset.OpenURI(ctx, uri, nil)
+			d, err := openDir(ctx, uri, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			first := d.Schema().Fields[0].Name
 			// Deletes that keep some rows of each fragment, and one that
 			// (for deletions_v2_2) takes a fragment past 5000 deleted rows.
-			if d, err = d.Delete(ctx, fmt.Sprintf("%s %% 3 = 1", first)); err != nil {
+			if d, err = d.Delete(ctx, fmt.Sprintf("%s %% 3 = 1", first), nil); err != nil {
 				t.Fatal(err)
 			}
-			if d, err = d.RenameColumn(ctx, first, "renamed"); err != nil {
+			if d, err = d.RenameColumn(ctx, first, "renamed", nil); err != nil {
 				t.Fatal(err)
 			}
-			if d, err = d.Delete(ctx, "renamed % 4 = 2"); err != nil {
+			if d, err = d.Delete(ctx, "renamed % 4 = 2", nil); err != nil {
 				t.Fatal(err)
 			}
-			if d, err = d.DropColumns(ctx, d.Schema().Fields[len(d.Schema().Fields)-1].Name); err != nil {
+			if d, err = d.DropColumns(ctx, []string{d.Schema().Fields[len(d.Schema().Fields)-1].Name}, nil); err != nil {
 				t.Fatal(err)
 			}
 			old, err := d.Checkout(ctx, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err = old.Restore(ctx); err != nil {
+			if _, err = old.Restore(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			agree(t, node, ref, uri)
@@ -449,7 +449,7 @@ func TestConcurrentWithLance(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := histReader(t, mem, roles, roles, 0, 50)
-	_, err = dataset.Write(ctx, store, r, &dataset.WriteOptions{Allocator: mem})
+	_, err = dataset.Write(ctx, store, r, &dataset.WriteOptions{CommitOptions: dataset.CommitOptions{Allocator: mem}})
 	r.Release()
 	if err != nil {
 		t.Fatal(err)
@@ -474,12 +474,12 @@ func TestConcurrentWithLance(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := histReader(t, mem, roles, roles, from, from+10)
-		d, err = d.Append(ctx, r, &dataset.WriteOptions{Allocator: mem})
+		d, err = d.Append(ctx, r, &dataset.AppendOptions{CommitOptions: dataset.CommitOptions{Allocator: mem}})
 		r.Release()
 		if err != nil {
 			t.Fatalf("lancer append while Lance commits: %v", err)
 		}
-		if _, err := d.Delete(ctx, fmt.Sprintf("id = %d", from+4)); err != nil {
+		if _, err := d.Delete(ctx, fmt.Sprintf("id = %d", from+4), nil); err != nil {
 			t.Fatalf("lancer delete while Lance commits: %v", err)
 		}
 	}

@@ -89,7 +89,7 @@ func TestCompactInterop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wo := &dataset.WriteOptions{FileVersion: tc.v, EnableStableRowIDs: tc.stable, MaxRowsPerFile: 7, Allocator: mem}
+			wo := &dataset.WriteOptions{FileVersion: tc.v, EnableStableRowIDs: tc.stable, MaxRowsPerFile: 7, CommitOptions: dataset.CommitOptions{Allocator: mem}}
 			rows := func(from, to int64) array.RecordReader {
 				r := histReader(t, mem, allRoles, allRoles, from, to)
 				readers = append(readers, r)
@@ -105,15 +105,15 @@ func TestCompactInterop(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := int64(1); i < 4; i++ {
-				if d, err = d.Append(ctx, rows(100*i, 100*i+9), wo); err != nil {
+				if d, err = d.Append(ctx, rows(100*i, 100*i+9), &dataset.AppendOptions{CommitOptions: wo.CommitOptions, MaxRowsPerFile: wo.MaxRowsPerFile}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if d, err = d.Delete(ctx, "id % 5 = 2 or (id >= 14 and id < 20)"); err != nil {
+			if d, err = d.Delete(ctx, "id % 5 = 2 or (id >= 14 and id < 20)", nil); err != nil {
 				t.Fatal(err)
 			}
 			before, deleted := len(d.Manifest().Fragments), d.Version()
-			if d, _, err = d.Compact(ctx, &dataset.CompactOptions{TargetRowsPerFragment: 20, Allocator: mem}); err != nil {
+			if d, _, err = d.Compact(ctx, &dataset.CompactOptions{TargetRowsPerFragment: 20, CommitOptions: dataset.CommitOptions{Allocator: mem}}); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("lancer compacted %d fragments into %d", before, len(d.Manifest().Fragments))
@@ -165,11 +165,11 @@ func TestCompactInterop(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := int64(0); i < 3; i++ {
-				if d, err = d.Append(ctx, rows(700+10*i, 703+10*i), wo); err != nil {
+				if d, err = d.Append(ctx, rows(700+10*i, 703+10*i), &dataset.AppendOptions{CommitOptions: wo.CommitOptions, MaxRowsPerFile: wo.MaxRowsPerFile}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if d, _, err = d.Compact(ctx, &dataset.CompactOptions{Allocator: mem}); err != nil {
+			if d, _, err = d.Compact(ctx, &dataset.CompactOptions{CommitOptions: dataset.CommitOptions{Allocator: mem}}); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(d.Manifest().Fragments); n != 1 {
@@ -294,15 +294,15 @@ func TestCompactIndexedInterop(t *testing.T) {
 	copyDir(t, fixturetest.DatasetPath(t, name), uri)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+	d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// More than 10% of the indexed fragment deleted: it is rewritten.
-	if d, err = d.Delete(ctx, "id % 5 = 1"); err != nil {
+	if d, err = d.Delete(ctx, "id % 5 = 1", nil); err != nil {
 		t.Fatal(err)
 	}
-	c, stats, err := d.Compact(ctx, &dataset.CompactOptions{Allocator: mem})
+	c, stats, err := d.Compact(ctx, &dataset.CompactOptions{CommitOptions: dataset.CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}

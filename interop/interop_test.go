@@ -12,11 +12,32 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/lancereftest"
 )
+
+// openDir opens the dataset lancer or Lance wrote in the local directory
+// dir (a local store holds nothing to close; table.Open is the SDK's way
+// in by URI).
+func openDir(ctx context.Context, dir string, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
+	store, err := blob.NewLocalStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return dataset.Open(ctx, store, opts)
+}
+
+// openDirAt opens the dataset in the local directory dir at ref.
+func openDirAt(ctx context.Context, dir string, ref branch.Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
+	root, err := blob.NewLocalStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return branch.Open(ctx, root, ref, opts)
+}
 
 // lanceRef returns node and the folder holding the installed Lance
 // reference, failing the test when either is missing.
@@ -87,7 +108,7 @@ func TestLanceWritesLancerReads(t *testing.T) {
 	var reqs []request
 	for _, fx := range manifest.Fixtures {
 		uri := filepath.Join(written, "lance", fx.DatasetDir)
-		root, err := branch.OpenURI(ctx, uri, branch.Ref{}, nil)
+		root, err := openDirAt(ctx, uri, branch.Ref{}, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", fx.Name, err)
 		}
@@ -103,7 +124,7 @@ func TestLanceWritesLancerReads(t *testing.T) {
 			t.Fatalf("%s: %v", fx.Name, err)
 		}
 		for _, br := range branches {
-			bds, err := branch.OpenURI(ctx, uri, branch.Ref{Branch: br.Name}, nil)
+			bds, err := openDirAt(ctx, uri, branch.Ref{Branch: br.Name}, nil)
 			if err != nil {
 				t.Fatalf("%s branch %s: %v", fx.Name, br.Name, err)
 			}
@@ -133,7 +154,7 @@ func TestLanceWritesLancerReads(t *testing.T) {
 		}
 		uri := filepath.Join(moved, strings.TrimPrefix(req.URI, written))
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		ds, err := branch.OpenURI(ctx, uri, branch.Ref{Branch: req.Branch, Version: req.Version}, &dataset.OpenOptions{Allocator: mem})
+		ds, err := openDirAt(ctx, uri, branch.Ref{Branch: req.Branch, Version: req.Version}, &dataset.OpenOptions{Allocator: mem})
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue

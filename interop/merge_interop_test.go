@@ -137,10 +137,10 @@ func TestLanceReadsLancerMerges(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Release()
-			if exp, err = exp.Delete(ctx, "id < 3"); err != nil {
+			if exp, err = exp.Delete(ctx, "id < 3", nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err = exp.Update(ctx, map[string]string{"val": "'exp'"}, "id = 30"); err != nil {
+			if _, _, err = exp.Update(ctx, map[string]string{"val": "'exp'"}, "id = 30", nil); err != nil {
 				t.Fatal(err)
 			}
 			r = idVal(ids(200, 205), "m")
@@ -148,7 +148,7 @@ func TestLanceReadsLancerMerges(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Release()
-			if _, err = main.Delete(ctx, "id = 40"); err != nil {
+			if _, err = main.Delete(ctx, "id = 40", nil); err != nil {
 				t.Fatal(err)
 			}
 			res, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, nil)
@@ -172,7 +172,7 @@ func TestLanceReadsLancerMerges(t *testing.T) {
 				t.Fatalf("merge of Lance's branch: %v", err)
 			}
 			agree(t, node, ref, uri)
-			d, err := dataset.OpenURI(ctx, uri, nil)
+			d, err := openDir(ctx, uri, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/lancereftest"
 	"github.com/lancerdb/lancer/internal/s3test"
+	"github.com/lancerdb/lancer/table"
 )
 
 // s3Request asks lance-s3.mjs to do one thing with real Lance on S3.
@@ -184,7 +185,7 @@ func TestS3LancerWritesLanceReads(t *testing.T) {
 	if d, err = d.Append(ctx, s3Records(100, 250), nil); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.Delete(ctx, "id % 7 = 0"); err != nil {
+	if d, err = d.Delete(ctx, "id % 7 = 0", nil); err != nil {
 		t.Fatal(err)
 	}
 	d, stats, err := d.Compact(ctx, nil)
@@ -205,7 +206,7 @@ func TestS3LancerWritesLanceReads(t *testing.T) {
 	s3Agree(t, srv, uri, []int{100, 250, 214, 214, 264})
 
 	// The same bucket reached through the environment, as Lance's
-	// from_env and lancer's OpenURI both read it.
+	// from_env and lancer's table.Open both read it.
 	t.Setenv("AWS_ENDPOINT", srv.Endpoint)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
@@ -216,12 +217,13 @@ func TestS3LancerWritesLanceReads(t *testing.T) {
 	if env[0].Error != "" {
 		t.Fatalf("Lance configured from the environment: %s", env[0].Error)
 	}
-	ud, err := dataset.OpenURI(ctx, uri, nil)
+	ud, err := table.Open(ctx, uri, nil)
 	if err != nil {
 		t.Fatalf("lancer configured from the environment: %v", err)
 	}
+	defer ud.Close()
 	if ud.Version() != 5 {
-		t.Fatalf("OpenURI opened version %d, want 5", ud.Version())
+		t.Fatalf("table.Open opened version %d, want 5", ud.Version())
 	}
 	fixturetest.CompareRows(t, uri+" from the environment", s3LancerRows(t, srv, uri, 5), env[0].Rows, fixturetest.CompareOptions{})
 }

@@ -126,7 +126,7 @@ func runClientScenario(t *testing.T, ref lancereftest.Ref, opts server.Options, 
 	var logs bytes.Buffer
 	opts.APIKey, opts.Addr = key, "127.0.0.1:0"
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	h, err := server.New(opts)
+	h, err := server.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,7 @@ func TestUpdateMergeInsertInterop(t *testing.T) {
 			}
 			update := func(d *dataset.Dataset, set map[string]string, where string, want uint64) *dataset.Dataset {
 				t.Helper()
-				out, stats, err := d.Update(ctx, set, where)
+				out, stats, err := d.Update(ctx, set, where, nil)
 				if err != nil {
 					t.Fatalf("update %v where %q: %v", set, where, err)
 				}
@@ -165,7 +165,7 @@ func TestUpdateMergeInsertInterop(t *testing.T) {
 			r := histReader(t, mem, roles, roles, 0, 100)
 			d := must(dataset.Write(ctx, store, r, &opts))
 			r.Release()
-			d = must(d.Delete(ctx, "id % 5 = 0"))
+			d = must(d.Delete(ctx, "id % 5 = 0", nil))
 			// Rows 0..39 less the deleted: 32 rows over two fragments.
 			d = update(d, map[string]string{"value": "value * 2", "label": "'upd-' || CAST(id AS STRING)"}, "id < 40", 32)
 			d = update(d, map[string]string{"value": "0"}, "id < 0", 0)
@@ -300,14 +300,14 @@ func TestLanceRebasesOverLancerUpdate(t *testing.T) {
 			}
 			roles := []string{"id", "label", "value", "vec", "flag", "tags"}
 			r := histReader(t, mem, roles, roles, 0, 40)
-			d, err := dataset.Write(ctx, store, r, &dataset.WriteOptions{MaxRowsPerFile: 10, EnableStableRowIDs: stable, Allocator: mem})
+			d, err := dataset.Write(ctx, store, r, &dataset.WriteOptions{MaxRowsPerFile: 10, EnableStableRowIDs: stable, CommitOptions: dataset.CommitOptions{Allocator: mem}})
 			r.Release()
 			if err != nil {
 				t.Fatal(err)
 			}
 			update := func(set map[string]string, where string) {
 				t.Helper()
-				if d, _, err = d.Update(ctx, set, where); err != nil {
+				if d, _, err = d.Update(ctx, set, where, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -332,7 +332,7 @@ func TestLanceRebasesOverLancerUpdate(t *testing.T) {
 
 			s.do(updRequest{URI: uri, Op: "hold", Name: "c"})
 			src := mergeReader(t, mem, "m", 1, 4)
-			if d, _, err = d.MergeInsert(ctx, src, &dataset.MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, Allocator: mem}); err != nil {
+			if d, _, err = d.MergeInsert(ctx, src, &dataset.MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, CommitOptions: dataset.CommitOptions{Allocator: mem}}); err != nil {
 				t.Fatal(err)
 			}
 			src.Release()
@@ -366,11 +366,11 @@ func TestUpdateIndexedInterop(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	uri := filepath.Join(t.TempDir(), "indexed.lance")
 	copyDir(t, fixturetest.DatasetPath(t, "indexed_v2_2"), uri)
-	d, err := dataset.OpenURI(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+	d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _, err = d.Update(ctx, map[string]string{"category": "'updated'"}, "id < 50"); err != nil {
+	if d, _, err = d.Update(ctx, map[string]string{"category": "'updated'"}, "id < 50", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Merge rows 100..109 back in as they are (rewriting them).
@@ -393,7 +393,7 @@ func TestUpdateIndexedInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, stats, err := d.MergeInsert(ctx, src, &dataset.MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, Allocator: mem})
+	d, stats, err := d.MergeInsert(ctx, src, &dataset.MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, CommitOptions: dataset.CommitOptions{Allocator: mem}})
 	src.Release()
 	if err != nil || stats.RowsUpdated != 10 {
 		t.Fatalf("merge: %+v, %v", stats, err)

@@ -190,7 +190,7 @@ func TestLanceUsesDatasetsWithLancerIndex(t *testing.T) {
 		vecRequest{URI: uri, Op: "listIndices"},
 	)
 	t.Logf("Lance lists after its writes: %+v / after optimize: %+v", replies[2].Indices, replies[4].Indices)
-	after, err := dataset.OpenURI(ctx, uri, nil)
+	after, err := openDir(ctx, uri, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func blobServer(t *testing.T, opts server.Options) (*server.Server, *blob.Counti
 	counting := blob.NewCountingStore(local)
 	opts.Root, opts.APIKey = counting, testKey
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := server.New(opts)
+	s, err := server.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestBlobVersionsAndBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeBlobTable(t, local, "t", kindV2, 1) // version 2 of main
-	s, err := server.New(server.Options{Root: local, APIKey: testKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.New(&server.Options{Root: local, APIKey: testKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,7 @@ func BenchmarkServerSearchUnindexed(b *testing.B) {
 		size int
 	}{{"nocache", -1}, {"cache", 0}} {
 		b.Run(c.name, func(b *testing.B) {
-			s, err := server.New(server.Options{DataDir: dir, APIKey: testKey, Addr: "127.0.0.1:0", CacheSize: c.size,
+			s, err := server.New(&server.Options{DataDir: dir, APIKey: testKey, Addr: "127.0.0.1:0", CacheSize: c.size,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				b.Fatal(err)

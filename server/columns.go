@@ -63,7 +63,7 @@ func (s *Server) addColumns(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, err
 		}
-		out, err := ds.AddColumns(ctx, cols)
+		out, err := ds.AddColumns(ctx, cols, nil)
 		if err != nil {
 			return nil, inTable(err)
 		}
@@ -137,7 +137,7 @@ func (s *Server) alterColumns(w http.ResponseWriter, r *http.Request) error {
 			if a.Rename == nil || *a.Rename == lastSegment(a.Path) {
 				continue
 			}
-			if out, err = out.RenameColumn(ctx, a.Path, *a.Rename); err != nil {
+			if out, err = out.RenameColumn(ctx, a.Path, *a.Rename, nil); err != nil {
 				return nil, inTable(err)
 			}
 		}
@@ -170,7 +170,7 @@ func (s *Server) dropColumns(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, err
 		}
-		out, err := ds.DropColumns(ctx, body.Columns...)
+		out, err := ds.DropColumns(ctx, body.Columns, nil)
 		if err != nil {
 			return nil, inTable(err)
 		}

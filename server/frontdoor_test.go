@@ -78,7 +78,7 @@ func TestServerAuthOnMatchedRoute(t *testing.T) {
 // openServer returns a server without a key, on loopback, logging nowhere.
 func openServer(t *testing.T) *server.Server {
 	t.Helper()
-	s, err := server.New(server.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := server.New(&server.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

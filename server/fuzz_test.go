@@ -38,7 +38,7 @@ func FuzzServerBodies(f *testing.F) {
 	} {
 		f.Add(s.ep, s.body)
 	}
-	s, err := server.New(server.Options{DataDir: f.TempDir(), APIKey: testKey})
+	s, err := server.New(&server.Options{DataDir: f.TempDir(), APIKey: testKey})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func FuzzServerJSON(f *testing.F) {
 			f.Add(uint8(i), []byte(seed))
 		}
 	}
-	s, err := server.New(server.Options{DataDir: f.TempDir(), APIKey: testKey,
+	s, err := server.New(&server.Options{DataDir: f.TempDir(), APIKey: testKey,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		f.Fatal(err)

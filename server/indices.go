@@ -242,7 +242,7 @@ func (s *Server) dropIndex(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := ds.DropIndex(ctx, index); err != nil {
+		if _, err := ds.DropIndex(ctx, index, nil); err != nil {
 			if errors.Is(err, lancer.ErrNotFound) {
 				return nil, &apiError{status: http.StatusNotFound, code: codeNotFound,
 					msg: fmt.Sprintf("index %q not found in table %q", index, name), err: err}

@@ -13,7 +13,7 @@ import (
 // bounds it, but committedTables must not rely on that) made limit+1
 // wrap and the page slice a negative length: a panic.
 func TestCommittedTablesHugeLimit(t *testing.T) {
-	s, err := New(Options{DataDir: t.TempDir(), APIKey: "k", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := New(&Options{DataDir: t.TempDir(), APIKey: "k", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

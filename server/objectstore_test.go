@@ -153,7 +153,7 @@ func newObjectServer(t *testing.T, opts server.Options) *server.Server {
 	t.Helper()
 	opts.APIKey = testKey
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := server.New(opts)
+	s, err := server.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestServerNewDataLocations(t *testing.T) {
 		{Data: "mem://" + t.Name()},
 	} {
 		opts.APIKey = testKey
-		if s, err := server.New(opts); err != nil {
+		if s, err := server.New(&opts); err != nil {
 			t.Errorf("%+v: %v", opts, err)
 		} else if err := s.Close(); err != nil {
 			t.Errorf("close: %v", err)
@@ -517,7 +517,7 @@ func TestServerNewDataLocations(t *testing.T) {
 		"unknown option": {Data: "s3://bkt/db", StorageOptions: map[string]string{"aws_endpoit": "x"}},
 	} {
 		opts.APIKey = testKey
-		if _, err := server.New(opts); !errors.Is(err, lancer.ErrInvalidArgument) {
+		if _, err := server.New(&opts); !errors.Is(err, lancer.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want an invalid argument", name, err)
 		}
 	}

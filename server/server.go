@@ -194,8 +194,19 @@ const DefaultCacheBytes = 4 << 30
 // when no location or more than one is given, a local folder is missing,
 // an object store location cannot be listed (a missing bucket, a wrong
 // endpoint or credentials), or the API key is empty on an address that
-// is not loopback.
-func New(opts Options) (*Server, error) {
+// is not loopback. opts must give a location, so a nil opts (all
+// defaults) is refused too.
+func New(opts *Options) (*Server, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	return newServer(o)
+}
+
+// newServer is New with its options copied, so that the caller's stay
+// untouched.
+func newServer(opts Options) (*Server, error) {
 	given := 0
 	for _, set := range []bool{opts.Data != "", opts.DataDir != "", opts.Root != nil} {
 		if set {

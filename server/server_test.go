@@ -35,7 +35,7 @@ func newServer(t *testing.T, opts server.Options) (*server.Server, string) {
 		opts.APIKey = testKey
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := server.New(opts)
+	s, err := server.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,16 +139,16 @@ func TestServerBadTableNamesInPaths(t *testing.T) {
 func TestServerNewNeedsKeyOffLoopback(t *testing.T) {
 	dir := t.TempDir()
 	for _, addr := range []string{"127.0.0.1:8080", "localhost:0", "[::1]:80"} {
-		if _, err := server.New(server.Options{DataDir: dir, Addr: addr}); err != nil {
+		if _, err := server.New(&server.Options{DataDir: dir, Addr: addr}); err != nil {
 			t.Errorf("%s without a key: %v", addr, err)
 		}
 	}
 	for _, addr := range []string{":8080", "0.0.0.0:80", "10.0.0.1:80", ""} {
-		if _, err := server.New(server.Options{DataDir: dir, Addr: addr}); err == nil {
+		if _, err := server.New(&server.Options{DataDir: dir, Addr: addr}); err == nil {
 			t.Errorf("%s without a key accepted", addr)
 		}
 	}
-	if _, err := server.New(server.Options{DataDir: filepath.Join(dir, "missing"), APIKey: "k"}); err == nil {
+	if _, err := server.New(&server.Options{DataDir: filepath.Join(dir, "missing"), APIKey: "k"}); err == nil {
 		t.Error("missing data folder accepted")
 	}
 }
@@ -177,7 +177,7 @@ func TestServerAuth(t *testing.T) {
 		t.Errorf("healthz: %d", rec.Code)
 	}
 	// Without a key on loopback, nothing is checked.
-	open, err := server.New(server.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	open, err := server.New(&server.Options{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

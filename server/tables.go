@@ -623,7 +623,7 @@ func (s *Server) deleteRows(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, err
 		}
-		out, err := ds.Delete(ctx, body.Predicate)
+		out, err := ds.Delete(ctx, body.Predicate, nil)
 		if err != nil {
 			return nil, inTable(err)
 		}
@@ -674,7 +674,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, err
 		}
-		out, stats, err := ds.Update(ctx, set, pred)
+		out, stats, err := ds.Update(ctx, set, pred, nil)
 		if err != nil {
 			return nil, inTable(err)
 		}

@@ -35,7 +35,7 @@ func (b *syncBuffer) String() string {
 // answer then cannot be written is one unacknowledged commit, logged once.
 func TestServerUnacknowledgedOnce(t *testing.T) {
 	var logs syncBuffer
-	s, err := server.New(server.Options{DataDir: t.TempDir(), APIKey: testKey,
+	s, err := server.New(&server.Options{DataDir: t.TempDir(), APIKey: testKey,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -116,7 +116,7 @@ func uiFixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := exp.Update(ctx, map[string]string{"label": "'bird'"}, "id < 2"); err != nil {
+	if _, _, err := exp.Update(ctx, map[string]string{"label": "'bird'"}, "id < 2", nil); err != nil {
 		t.Fatal(err)
 	}
 	main, err := branch.Open(ctx, root, branch.Ref{}, nil)
@@ -666,7 +666,7 @@ func TestUIErrors(t *testing.T) {
 // TestUIWithoutKey: a loopback server without a key serves the API to
 // the page without any key or cookie.
 func TestUIWithoutKey(t *testing.T) {
-	s, err := server.New(server.Options{DataDir: uiFixture(t), Addr: "127.0.0.1:0",
+	s, err := server.New(&server.Options{DataDir: uiFixture(t), Addr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, err
 		}
-		out, err := ds.Restore(ctx)
+		out, err := ds.Restore(ctx, nil)
 		if err != nil {
 			return nil, err
 		}

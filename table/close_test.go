@@ -74,10 +74,10 @@ func TestUseAfterClose(t *testing.T) {
 			defer r.Release()
 			return tb.Overwrite(ctx, r, nil)
 		},
-		"Delete":       func(tb *table.Table) error { return tb.Delete(ctx, "true") },
-		"DeleteRowIDs": func(tb *table.Table) error { return tb.DeleteRowIDs(ctx, []uint64{0}) },
+		"Delete":       func(tb *table.Table) error { return tb.Delete(ctx, "true", nil) },
+		"DeleteRowIDs": func(tb *table.Table) error { return tb.DeleteRowIDs(ctx, []uint64{0}, nil) },
 		"Update": func(tb *table.Table) error {
-			_, err := tb.Update(ctx, map[string]string{"val": "'x'"}, "")
+			_, err := tb.Update(ctx, map[string]string{"val": "'x'"}, "", nil)
 			return err
 		},
 		"MergeInsert": func(tb *table.Table) error {
@@ -87,20 +87,20 @@ func TestUseAfterClose(t *testing.T) {
 			return err
 		},
 		"AddColumns": func(tb *table.Table) error {
-			return tb.AddColumns(ctx, []dataset.NewColumn{{Name: "x", Expr: "id"}})
+			return tb.AddColumns(ctx, []dataset.NewColumn{{Name: "x", Expr: "id"}}, nil)
 		},
 		"AddColumnsFromData": func(tb *table.Table) error {
 			r := rows(9)
 			defer r.Release()
-			return tb.AddColumnsFromData(ctx, r, "id")
+			return tb.AddColumnsFromData(ctx, r, "id", nil)
 		},
-		"DropColumns":     func(tb *table.Table) error { return tb.DropColumns(ctx, "val") },
-		"RenameColumn":    func(tb *table.Table) error { return tb.RenameColumn(ctx, "val", "v") },
+		"DropColumns":     func(tb *table.Table) error { return tb.DropColumns(ctx, []string{"val"}, nil) },
+		"RenameColumn":    func(tb *table.Table) error { return tb.RenameColumn(ctx, "val", "v", nil) },
 		"Compact":         func(tb *table.Table) error { _, err := tb.Compact(ctx, nil); return err },
 		"CreateIndex":     func(tb *table.Table) error { return tb.CreateIndex(ctx, "vec", nil) },
-		"DropIndex":       func(tb *table.Table) error { return tb.DropIndex(ctx, "vec_idx") },
-		"OptimizeIndexes": func(tb *table.Table) error { return tb.OptimizeIndexes(ctx) },
-		"Restore":         func(tb *table.Table) error { return tb.Restore(ctx) },
+		"DropIndex":       func(tb *table.Table) error { return tb.DropIndex(ctx, "vec_idx", nil) },
+		"OptimizeIndexes": func(tb *table.Table) error { return tb.OptimizeIndexes(ctx, nil) },
+		"Restore":         func(tb *table.Table) error { return tb.Restore(ctx, nil) },
 		"CreateBranch": func(tb *table.Table) error {
 			_, err := tb.CreateBranch(ctx, "b", table.Ref{}, nil)
 			return err

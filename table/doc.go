@@ -19,6 +19,16 @@
 // packages dataset and branch). The handle writes nothing but what the
 // wrapped calls write.
 //
+// # Options of writes
+//
+// Each write method takes package dataset's options for its verb:
+// dataset.CommitOptions (retries, allocator, transaction properties) as its
+// last argument, or embedded in the verb's own options (AppendOptions,
+// MergeInsertOptions, ...); nil means the defaults. A handle carries no
+// default CommitOptions of its own: what a write records and how long it
+// retries are the call's, as they are in dataset. Options.Allocator, the
+// handle's, is also the default allocator of writes on its version.
+//
 // # Invariants
 //
 //  1. A Table is at one state: a line (main or a branch) and a version of

@@ -87,7 +87,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := exp.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 7"); err != nil {
+	if _, err := exp.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 7", nil); err != nil {
 		log.Fatal(err)
 	}
 	res2, err := t.Merge(ctx, table.Ref{Branch: "relabel"}, nil)
@@ -205,7 +205,7 @@ func ExampleTable_Merge() {
 		log.Fatal(err)
 	}
 	defer fix.Close()
-	if _, err := fix.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 1"); err != nil {
+	if _, err := fix.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 1", nil); err != nil {
 		log.Fatal(err)
 	}
 	r := photos(4, 6)
@@ -239,10 +239,10 @@ func ExampleTable_Diff() {
 	t, done := tempTable(ctx, 4)
 	defer done()
 
-	if err := t.Delete(ctx, "id = 0"); err != nil {
+	if err := t.Delete(ctx, "id = 0", nil); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := t.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 3"); err != nil {
+	if _, err := t.Update(ctx, map[string]string{"tag": "'bird'"}, "id = 3", nil); err != nil {
 		log.Fatal(err)
 	}
 	r := photos(4, 5)

@@ -148,7 +148,7 @@ func TestWrites(t *testing.T) {
 				t.Errorf("ids %v", got)
 			}
 		}},
-		{"Delete", func(tb *table.Table) error { return tb.Delete(ctx, "id < 3") }, func(t *testing.T, tb *table.Table) {
+		{"Delete", func(tb *table.Table) error { return tb.Delete(ctx, "id < 3", nil) }, func(t *testing.T, tb *table.Table) {
 			if got := ids(t, tb); !slices.Equal(got, span(3, 10)) {
 				t.Errorf("ids %v", got)
 			}
@@ -158,14 +158,14 @@ func TestWrites(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return tb.DeleteRowIDs(ctx, []uint64{hits[0].ID})
+			return tb.DeleteRowIDs(ctx, []uint64{hits[0].ID}, nil)
 		}, func(t *testing.T, tb *table.Table) {
 			if got := ids(t, tb); !slices.Equal(got, span(0, 9)) {
 				t.Errorf("ids %v", got)
 			}
 		}},
 		{"Update", func(tb *table.Table) error {
-			stats, err := tb.Update(ctx, map[string]string{"val": "'new'"}, "id = 4")
+			stats, err := tb.Update(ctx, map[string]string{"val": "'new'"}, "id = 4", nil)
 			if err == nil && stats.RowsUpdated != 1 {
 				err = fmt.Errorf("stats %+v", stats)
 			}
@@ -189,7 +189,7 @@ func TestWrites(t *testing.T) {
 			}
 		}},
 		{"AddColumns", func(tb *table.Table) error {
-			return tb.AddColumns(ctx, []dataset.NewColumn{{Name: "twice", Expr: "id * 2"}})
+			return tb.AddColumns(ctx, []dataset.NewColumn{{Name: "twice", Expr: "id * 2"}}, nil)
 		}, func(t *testing.T, tb *table.Table) {
 			if tb.Schema().Field("twice") == nil {
 				t.Error("no column twice")
@@ -203,18 +203,18 @@ func TestWrites(t *testing.T) {
 				return err
 			}
 			defer data.Release()
-			return tb.AddColumnsFromData(ctx, data, "id")
+			return tb.AddColumnsFromData(ctx, data, "id", nil)
 		}, func(t *testing.T, tb *table.Table) {
 			if tb.Schema().Field("val2") == nil {
 				t.Error("no column val2")
 			}
 		}},
-		{"DropColumns", func(tb *table.Table) error { return tb.DropColumns(ctx, "val") }, func(t *testing.T, tb *table.Table) {
+		{"DropColumns", func(tb *table.Table) error { return tb.DropColumns(ctx, []string{"val"}, nil) }, func(t *testing.T, tb *table.Table) {
 			if tb.Schema().Field("val") != nil {
 				t.Error("val is still there")
 			}
 		}},
-		{"RenameColumn", func(tb *table.Table) error { return tb.RenameColumn(ctx, "val", "label") }, func(t *testing.T, tb *table.Table) {
+		{"RenameColumn", func(tb *table.Table) error { return tb.RenameColumn(ctx, "val", "label", nil) }, func(t *testing.T, tb *table.Table) {
 			if tb.Schema().Field("val") != nil || tb.Schema().Field("label") == nil {
 				t.Error("val not renamed")
 			}
@@ -251,7 +251,7 @@ func TestWrites(t *testing.T) {
 			if err := tb.Append(ctx, r, nil); err != nil {
 				return err
 			}
-			return tb.OptimizeIndexes(ctx)
+			return tb.OptimizeIndexes(ctx, nil)
 		}, func(t *testing.T, tb *table.Table) {
 			if n := len(tb.Indices()); n < 1 {
 				t.Errorf("%d indices", n)
@@ -261,21 +261,21 @@ func TestWrites(t *testing.T) {
 			if err := tb.CreateIndex(ctx, "vec", &dataset.CreateIndexOptions{Type: dataset.IndexIVFFlat, Partitions: 2}); err != nil {
 				return err
 			}
-			return tb.DropIndex(ctx, "vec_idx")
+			return tb.DropIndex(ctx, "vec_idx", nil)
 		}, func(t *testing.T, tb *table.Table) {
 			if n := len(tb.Indices()); n != 0 {
 				t.Errorf("%d indices", n)
 			}
 		}},
 		{"Restore", func(tb *table.Table) error {
-			if err := tb.Delete(ctx, "id > 0"); err != nil {
+			if err := tb.Delete(ctx, "id > 0", nil); err != nil {
 				return err
 			}
 			v1, err := tb.Checkout(ctx, table.Ref{Version: 1})
 			if err != nil {
 				return err
 			}
-			if err := v1.Restore(ctx); err != nil {
+			if err := v1.Restore(ctx, nil); err != nil {
 				return err
 			}
 			if v1.Version() != 3 {
@@ -481,10 +481,10 @@ func TestRefs(t *testing.T) {
 	if got := exp.Ref(); got != (table.Ref{Branch: "exp", Version: 1}) {
 		t.Errorf("new branch at %+v", got)
 	}
-	if err := exp.Delete(ctx, "id = 0"); err != nil {
+	if err := exp.Delete(ctx, "id = 0", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := exp.Update(ctx, map[string]string{"val": "'fixed'"}, "id = 1"); err != nil {
+	if _, err := exp.Update(ctx, map[string]string{"val": "'fixed'"}, "id = 1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if tb.Version() != 1 {

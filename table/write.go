@@ -10,7 +10,10 @@ import (
 
 // Every write below commits on the handle's line, based on the version the
 // handle is at (rebased over later commits as package dataset does), and
-// advances the handle to the version committed (invariant 1).
+// advances the handle to the version committed (invariant 1). Each takes
+// package dataset's options for its verb: dataset.CommitOptions (retries,
+// allocator, transaction properties) alone as its last argument, or
+// embedded in the verb's own options; nil means the defaults.
 
 // commit runs a write of the handle's version and advances the handle to
 // the version it returns.
@@ -43,7 +46,7 @@ func (t *Table) Write(ctx context.Context, data array.RecordReader, opts *datase
 }
 
 // Append adds the rows of data (dataset.Dataset.Append).
-func (t *Table) Append(ctx context.Context, data array.RecordReader, opts *dataset.WriteOptions) error {
+func (t *Table) Append(ctx context.Context, data array.RecordReader, opts *dataset.AppendOptions) error {
 	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Append(ctx, data, opts) })
 }
 
@@ -59,22 +62,22 @@ func (t *Table) Overwrite(ctx context.Context, data array.RecordReader, opts *da
 }
 
 // Delete deletes the rows matching predicate (dataset.Dataset.Delete).
-func (t *Table) Delete(ctx context.Context, predicate string) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Delete(ctx, predicate) })
+func (t *Table) Delete(ctx context.Context, predicate string, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Delete(ctx, predicate, opts) })
 }
 
 // DeleteRowIDs deletes the rows of the given row ids
 // (dataset.Dataset.DeleteRowIDs).
-func (t *Table) DeleteRowIDs(ctx context.Context, ids []uint64) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DeleteRowIDs(ctx, ids) })
+func (t *Table) DeleteRowIDs(ctx context.Context, ids []uint64, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DeleteRowIDs(ctx, ids, opts) })
 }
 
 // Update sets columns to SQL expressions in the rows matching predicate
 // (dataset.Dataset.Update).
-func (t *Table) Update(ctx context.Context, set map[string]string, predicate string) (dataset.UpdateStats, error) {
+func (t *Table) Update(ctx context.Context, set map[string]string, predicate string, opts *dataset.CommitOptions) (dataset.UpdateStats, error) {
 	var stats dataset.UpdateStats
 	err := t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) {
-		out, s, err := ds.Update(ctx, set, predicate)
+		out, s, err := ds.Update(ctx, set, predicate, opts)
 		stats = s
 		return out, err
 	})
@@ -95,24 +98,24 @@ func (t *Table) MergeInsert(ctx context.Context, source array.RecordReader, opts
 
 // AddColumns adds columns computed by SQL expressions
 // (dataset.Dataset.AddColumns).
-func (t *Table) AddColumns(ctx context.Context, cols []dataset.NewColumn) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.AddColumns(ctx, cols) })
+func (t *Table) AddColumns(ctx context.Context, cols []dataset.NewColumn, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.AddColumns(ctx, cols, opts) })
 }
 
 // AddColumnsFromData adds the columns of data, joined on column on
 // (dataset.Dataset.AddColumnsFromData).
-func (t *Table) AddColumnsFromData(ctx context.Context, data array.RecordReader, on string) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.AddColumnsFromData(ctx, data, on) })
+func (t *Table) AddColumnsFromData(ctx context.Context, data array.RecordReader, on string, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.AddColumnsFromData(ctx, data, on, opts) })
 }
 
 // DropColumns removes columns (dataset.Dataset.DropColumns).
-func (t *Table) DropColumns(ctx context.Context, columns ...string) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DropColumns(ctx, columns...) })
+func (t *Table) DropColumns(ctx context.Context, columns []string, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DropColumns(ctx, columns, opts) })
 }
 
 // RenameColumn renames the column at path (dataset.Dataset.RenameColumn).
-func (t *Table) RenameColumn(ctx context.Context, path, newName string) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.RenameColumn(ctx, path, newName) })
+func (t *Table) RenameColumn(ctx context.Context, path, newName string, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.RenameColumn(ctx, path, newName, opts) })
 }
 
 // Compact rewrites small fragments into larger ones
@@ -134,18 +137,18 @@ func (t *Table) CreateIndex(ctx context.Context, column string, opts *dataset.Cr
 }
 
 // DropIndex removes index name (dataset.Dataset.DropIndex).
-func (t *Table) DropIndex(ctx context.Context, name string) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DropIndex(ctx, name) })
+func (t *Table) DropIndex(ctx context.Context, name string, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.DropIndex(ctx, name, opts) })
 }
 
 // OptimizeIndexes brings the indices up to date with rows added since they
 // were built (dataset.Dataset.OptimizeIndexes).
-func (t *Table) OptimizeIndexes(ctx context.Context) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.OptimizeIndexes(ctx) })
+func (t *Table) OptimizeIndexes(ctx context.Context, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.OptimizeIndexes(ctx, opts) })
 }
 
 // Restore makes the handle's version the line's latest, as a new version
 // (dataset.Dataset.Restore): check out an old version, then Restore.
-func (t *Table) Restore(ctx context.Context) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Restore(ctx) })
+func (t *Table) Restore(ctx context.Context, opts *dataset.CommitOptions) error {
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Restore(ctx, opts) })
 }

@@ -34,10 +34,12 @@ from storage in parts, never whole. Nothing else is written to stdout.`,
 				return fmt.Errorf("cat needs --column and --row: %w", lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openDataset(ctx, cmd, args, &rf)
+			tbl, err := openTable(ctx, cmd, args, &rf)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			br, err := ds.OpenBlob(ctx, column, row)
 			if err != nil {
 				return err
@@ -97,6 +99,7 @@ stderr and skipped. Images are written in batches of a few MB.`,
 			if err != nil {
 				return err
 			}
+			defer closeStore(store)
 			blobV2 := !v.Less(format.Version2_2)
 			if opts.Mode == dataset.WriteCreate {
 				if _, err := dataset.LatestVersion(ctx, store); err == nil {

@@ -41,6 +41,7 @@ branch reads its parent's files until it rewrites them.`,
 			if err != nil {
 				return err
 			}
+			defer closeStore(root)
 			ref := branch.Ref{}
 			if from != "" {
 				if ref, err = branch.ResolveRef(ctx, root, from); err != nil {
@@ -79,6 +80,7 @@ lists the files that would go and removes nothing.`,
 			if err != nil {
 				return err
 			}
+			defer closeStore(root)
 			stats, err := branch.DeleteBranch(ctx, root, args[1], &branch.DiscardOptions{DryRun: dryRun})
 			if err != nil {
 				return err
@@ -135,6 +137,7 @@ func newTagSetCommand(move bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer closeStore(root)
 			target := branch.Ref{Version: version}
 			if from != "" {
 				if target, err = branch.ResolveRef(ctx, root, from); err != nil {
@@ -175,6 +178,7 @@ func newTagDeleteCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer closeStore(root)
 			old, err := branch.GetTag(ctx, root, args[1])
 			if err != nil {
 				return err

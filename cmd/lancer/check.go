@@ -40,6 +40,7 @@ func newCheckCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer closeStore(root)
 			storage, err := storageOptions(cmd)
 			if err != nil {
 				return err

@@ -91,7 +91,7 @@ func listenDemo(addr string) (net.Listener, error) {
 func serveDemo(ctx context.Context, cmd *cobra.Command, res *demo.Result, ln net.Listener) error {
 	key := os.Getenv("LANCER_API_KEY")
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-	h, err := server.New(server.Options{DataDir: res.Dir, APIKey: key, Addr: ln.Addr().String(), Logger: logger})
+	h, err := server.New(&server.Options{DataDir: res.Dir, APIKey: key, Addr: ln.Addr().String(), Logger: logger})
 	if err != nil {
 		return err
 	}

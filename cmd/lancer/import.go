@@ -110,6 +110,7 @@ twice). A progress bar shows on stderr when it is a terminal.`,
 			if err != nil {
 				return err
 			}
+			defer closeStore(store)
 			if onBranch != "" {
 				if opts.Mode == dataset.WriteCreate {
 					return fmt.Errorf("--branch writes on an existing branch: use --mode append or overwrite: %w", lancer.ErrInvalidArgument)

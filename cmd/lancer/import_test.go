@@ -18,9 +18,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/table"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -270,10 +270,12 @@ func TestImportModesAndOptions(t *testing.T) {
 	src := filepath.Join("testdata", "people.jsonl")
 	ds := filepath.Join(dir, "ds")
 	mustRun(t, "import", filepath.Join("testdata", "people.csv"), ds, "--storage-version", "2.0", "--stable-row-ids")
-	d, err := dataset.OpenURI(context.Background(), ds, nil)
+	tbl, err := table.Open(context.Background(), ds, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tbl.Close()
+	d := tbl.Dataset()
 	if d.Manifest().DataFormat != format.Version2_0 || !d.Manifest().StableRowIDs() {
 		t.Errorf("data format %s, stable row ids %t", d.Manifest().DataFormat, d.Manifest().StableRowIDs())
 	}

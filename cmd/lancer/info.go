@@ -35,10 +35,12 @@ func newSchemaCommand() *cobra.Command {
 			if formatArg != "text" && formatArg != "json" {
 				return fmt.Errorf("unknown --format %q (want text or json): %w", formatArg, lancer.ErrInvalidArgument)
 			}
-			ds, err := openDataset(cmd.Context(), cmd, args, &rf)
+			tbl, err := openTable(cmd.Context(), cmd, args, &rf)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			return printSchema(cmd.OutOrStdout(), ds.Schema(), formatArg)
 		},
 	}
@@ -124,10 +126,12 @@ func newVersionsCommand() *cobra.Command {
 				return fmt.Errorf("unknown --format %q (want table or json): %w", formatArg, lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openDataset(ctx, cmd, args, &refFlags{branch: branchName})
+			tbl, err := openTable(ctx, cmd, args, &refFlags{branch: branchName})
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			versions, err := ds.Versions(ctx)
 			if err != nil {
 				return err
@@ -198,6 +202,7 @@ func newRefListCommand(name, short string, list func(context.Context, blob.Store
 			if err != nil {
 				return err
 			}
+			defer closeStore(root)
 			header, rows, err := list(ctx, root)
 			if err != nil {
 				return err

@@ -40,6 +40,7 @@ dropped.`,
 			if err != nil {
 				return err
 			}
+			defer closeStore(root)
 			a, err := branch.ResolveRef(ctx, root, args[1])
 			if err != nil {
 				return err
@@ -154,6 +155,7 @@ func runMerge(cmd *cobra.Command, args []string, into, strategy string, dryRun b
 	if err != nil {
 		return nil, "", err
 	}
+	defer closeStore(root)
 	ref, err := branch.ResolveRef(ctx, root, args[1])
 	if err != nil {
 		return nil, "", err
@@ -194,6 +196,7 @@ func newLogCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer closeStore(root)
 			log, err := branch.Log(ctx, root)
 			if err != nil {
 				return err
@@ -295,7 +298,7 @@ and than an hour, go too.
 --dry-run reports what would go and removes nothing.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, stats, err := runCleanup(cmd, args, olderThan, dryRun)
+			stats, _, err := runCleanup(cmd, args, olderThan, dryRun, false)
 			if err != nil {
 				return err
 			}

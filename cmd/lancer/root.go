@@ -13,6 +13,7 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/cmd/lancer/internal/sample"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/table"
 )
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -115,23 +116,62 @@ func storageOptions(cmd *cobra.Command) (map[string]string, error) {
 	return out, nil
 }
 
-// openRoot returns the store of the dataset named by the command's
-// arguments: args[0], or the embedded sample when there is none. Cloud
-// URIs are configured by --storage-option and the environment.
-func openRoot(ctx context.Context, cmd *cobra.Command, args []string) (blob.Store, error) {
+// datasetURI returns the URI of the dataset the command's arguments name:
+// args[0], or the embedded sample (served from memory) when there is none.
+func datasetURI(ctx context.Context, cmd *cobra.Command, args []string) (string, error) {
 	if len(args) == 0 {
 		fmt.Fprintln(cmd.ErrOrStderr(), "lancer: no URI given; using the embedded sample dataset", sample.Name)
-		return sample.Store(), nil
+		return sample.Open(ctx)
 	}
-	uri := args[0]
-	if strings.TrimSpace(uri) == "" {
-		return nil, fmt.Errorf("empty dataset URI: %w", lancer.ErrInvalidArgument)
+	if strings.TrimSpace(args[0]) == "" {
+		return "", fmt.Errorf("empty dataset URI: %w", lancer.ErrInvalidArgument)
+	}
+	return args[0], nil
+}
+
+// openTable opens the table the arguments and ref flags name with
+// table.Open, configured by --storage-option and the environment. The
+// handle owns its store (a cloud store's connections): the caller closes
+// it when the command is done.
+func openTable(ctx context.Context, cmd *cobra.Command, args []string, rf *refFlags) (*table.Table, error) {
+	ref, err := rf.ref()
+	if err != nil {
+		return nil, err
+	}
+	uri, err := datasetURI(ctx, cmd, args)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := storageOptions(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return table.Open(ctx, uri, &table.Options{Ref: ref, StorageOptions: opts})
+}
+
+// openRoot returns the store of the dataset root the arguments name, for
+// the verbs that work on a root rather than on one table state: creating a
+// dataset there (import) or reading and changing its refs by name (branch,
+// tag, diff, merge, log, check, gc). The caller closes it (closeStore).
+func openRoot(ctx context.Context, cmd *cobra.Command, args []string) (blob.Store, error) {
+	uri, err := datasetURI(ctx, cmd, args)
+	if err != nil {
+		return nil, err
 	}
 	opts, err := storageOptions(cmd)
 	if err != nil {
 		return nil, err
 	}
 	return blob.OpenWithOptions(ctx, uri, opts)
+}
+
+// closeStore closes a store openRoot returned, if it holds resources (a
+// cloud store's connections); local and memory stores hold none.
+func closeStore(store blob.Store) error {
+	if c, ok := store.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // openOptions returns the dataset.OpenOptions that carry the command's
@@ -143,21 +183,4 @@ func openOptions(cmd *cobra.Command) (*dataset.OpenOptions, error) {
 		return nil, err
 	}
 	return &dataset.OpenOptions{StorageOptions: opts}, nil
-}
-
-// openDataset opens the dataset the arguments and ref flags name.
-func openDataset(ctx context.Context, cmd *cobra.Command, args []string, rf *refFlags) (*dataset.Dataset, error) {
-	ref, err := rf.ref()
-	if err != nil {
-		return nil, err
-	}
-	root, err := openRoot(ctx, cmd, args)
-	if err != nil {
-		return nil, err
-	}
-	opts, err := openOptions(cmd)
-	if err != nil {
-		return nil, err
-	}
-	return branch.Open(ctx, root, ref, opts)
 }

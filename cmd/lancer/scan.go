@@ -43,10 +43,12 @@ it back exactly.`,
 				return fmt.Errorf("--limit and --offset must not be negative: %w", lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openDataset(ctx, cmd, args, &rf)
+			tbl, err := openTable(ctx, cmd, args, &rf)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			opts := &dataset.ScanOptions{
 				Limit:     limit,
 				Offset:    offset,

@@ -90,7 +90,7 @@ server after the requests in flight (at most 30s).`,
 				opts.CacheBytes = -1 // keep nothing, rather than the default
 			}
 			conn.apply(&opts)
-			h, err := server.New(opts)
+			h, err := server.New(&opts)
 			if err != nil {
 				return err
 			}

@@ -64,10 +64,12 @@ exact distances) and flat (exact search over a packed copy).`,
 				return err
 			}
 			ctx := cmd.Context()
-			ds, err := openLatest(cmd, args)
+			tbl, err := openLatest(cmd, args)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			bar, err := newProgress(cmd.ErrOrStderr(), progress)
 			if err != nil {
 				return err
@@ -126,10 +128,12 @@ func newIndexListCommand() *cobra.Command {
 		Short: "List the indices of a dataset (lancer's and Lance's)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ds, err := openDataset(cmd.Context(), cmd, args, &rf)
+			tbl, err := openTable(cmd.Context(), cmd, args, &rf)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			type row struct {
 				Name      string   `json:"name"`
 				Type      string   `json:"type"`
@@ -176,11 +180,13 @@ func newIndexDropCommand() *cobra.Command {
 		Short: "Drop an index (its files go with the versions that use them, at cleanup)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ds, err := openLatest(cmd, args[:1])
+			tbl, err := openLatest(cmd, args[:1])
 			if err != nil {
 				return err
 			}
-			out, err := ds.DropIndex(cmd.Context(), args[1])
+			defer tbl.Close()
+			ds := tbl.Dataset()
+			out, err := ds.DropIndex(cmd.Context(), args[1], nil)
 			if err != nil {
 				return err
 			}
@@ -195,11 +201,13 @@ func newIndexOptimizeCommand() *cobra.Command {
 		Short: "Index the rows appended since lancer's vector indices were built",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ds, err := openLatest(cmd, args)
+			tbl, err := openLatest(cmd, args)
 			if err != nil {
 				return err
 			}
-			out, err := ds.OptimizeIndexes(cmd.Context())
+			defer tbl.Close()
+			ds := tbl.Dataset()
+			out, err := ds.OptimizeIndexes(cmd.Context(), nil)
 			if err != nil {
 				return err
 			}
@@ -255,10 +263,12 @@ scored exactly. --filter keeps only rows for which a SQL predicate is true
 				return err
 			}
 			ctx := cmd.Context()
-			ds, err := openDataset(ctx, cmd, args, &rf)
+			tbl, err := openTable(ctx, cmd, args, &rf)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			opts := &dataset.SearchOptions{K: k, Metric: metric, Filter: filter, Postfilter: postfilter,
 				NProbes: nprobes, Ef: ef, RefineFactor: refine, Exact: exact, WithRowID: withRowID}
 			if columns != "" {

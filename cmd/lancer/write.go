@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/table"
 )
 
 // The verbs that change a dataset (besides import). They act on the
@@ -30,10 +30,12 @@ func newCountCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ds, err := openDataset(ctx, cmd, args, &rf)
+			tbl, err := openTable(ctx, cmd, args, &rf)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			n, err := ds.Count(ctx, filter)
 			if err != nil {
 				return err
@@ -61,15 +63,17 @@ Use --filter true to delete every row.`,
 				return fmt.Errorf("delete needs --filter (use --filter true to delete every row): %w", lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openLatestOn(cmd, args, onBranch)
+			tbl, err := openLatestOn(cmd, args, onBranch)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			before, err := ds.CountRows(ctx)
 			if err != nil {
 				return err
 			}
-			out, err := ds.Delete(ctx, filter)
+			out, err := ds.Delete(ctx, filter, nil)
 			if err != nil {
 				return err
 			}
@@ -122,11 +126,13 @@ Every expression sees the values before the update.`,
 				set[col] = expr
 			}
 			ctx := cmd.Context()
-			ds, err := openLatestOn(cmd, args, onBranch)
+			tbl, err := openLatestOn(cmd, args, onBranch)
 			if err != nil {
 				return err
 			}
-			out, stats, err := ds.Update(ctx, set, filter)
+			defer tbl.Close()
+			ds := tbl.Dataset()
+			out, stats, err := ds.Update(ctx, set, filter, nil)
 			if err != nil {
 				return err
 			}
@@ -153,10 +159,12 @@ func newCompactCommand() *cobra.Command {
 				return fmt.Errorf("--target-rows must not be negative: %w", lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openLatestOn(cmd, args, onBranch)
+			tbl, err := openLatestOn(cmd, args, onBranch)
 			if err != nil {
 				return err
 			}
+			defer tbl.Close()
+			ds := tbl.Dataset()
 			out, stats, err := ds.Compact(ctx, &dataset.CompactOptions{TargetRowsPerFragment: targetRows})
 			if err != nil {
 				return err
@@ -187,11 +195,7 @@ Temporary files of killed writers (.lancer-tmp-*) older than --older-than,
 and than an hour, go too.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, stats, err := runCleanup(cmd, args, olderThan, false)
-			if err != nil {
-				return err
-			}
-			latest, err := dataset.LatestVersion(cmd.Context(), root)
+			stats, latest, err := runCleanup(cmd, args, olderThan, false, true)
 			if err != nil {
 				return err
 			}
@@ -205,24 +209,30 @@ and than an hour, go too.`,
 
 // runCleanup runs branch.Cleanup on the dataset args[0] names, removing
 // the versions older than olderThan (a duration or days; 0 means every
-// version but the latest).
-func runCleanup(cmd *cobra.Command, args []string, olderThan string, dryRun bool) (blob.Store, dataset.CleanupStats, error) {
+// version but the latest), and with wantLatest returns main's latest
+// version after it.
+func runCleanup(cmd *cobra.Command, args []string, olderThan string, dryRun, wantLatest bool) (dataset.CleanupStats, uint64, error) {
 	age, err := parseAge(olderThan)
 	if err != nil {
-		return nil, dataset.CleanupStats{}, err
+		return dataset.CleanupStats{}, 0, err
 	}
 	ctx := cmd.Context()
 	root, err := openRoot(ctx, cmd, args)
 	if err != nil {
-		return nil, dataset.CleanupStats{}, err
+		return dataset.CleanupStats{}, 0, err
 	}
+	defer closeStore(root)
 	// A zero OlderThan means the package default; the flag's 0 means now.
 	opts := &dataset.CleanupOptions{OlderThan: age, DryRun: dryRun}
 	if age == 0 {
 		opts.OlderThan = -1
 	}
 	stats, err := cleanup(ctx, root, opts)
-	return root, stats, err
+	if err != nil || !wantLatest {
+		return stats, 0, err
+	}
+	latest, err := dataset.LatestVersion(ctx, root)
+	return stats, latest, err
 }
 
 // cleanupFiles says how many files a cleanup removed, their bytes and, if
@@ -271,11 +281,13 @@ The versions in between stay in the history.`,
 				return fmt.Errorf("restore needs --version N: %w", lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			ds, err := openDataset(ctx, cmd, args, &refFlags{version: version, branch: onBranch})
+			tbl, err := openTable(ctx, cmd, args, &refFlags{version: version, branch: onBranch})
 			if err != nil {
 				return err
 			}
-			out, err := ds.Restore(ctx)
+			defer tbl.Close()
+			ds := tbl.Dataset()
+			out, err := ds.Restore(ctx, nil)
 			if err != nil {
 				return err
 			}
@@ -294,15 +306,15 @@ func branchFlag(cmd *cobra.Command, b *string) {
 }
 
 // openLatest opens the latest version of the main branch of the dataset
-// args[0] names.
-func openLatest(cmd *cobra.Command, args []string) (*dataset.Dataset, error) {
+// args[0] names. The caller closes the handle.
+func openLatest(cmd *cobra.Command, args []string) (*table.Table, error) {
 	return openLatestOn(cmd, args, "")
 }
 
 // openLatestOn opens the latest version of branch b ("" for main) of the
-// dataset args[0] names.
-func openLatestOn(cmd *cobra.Command, args []string, b string) (*dataset.Dataset, error) {
-	return openDataset(cmd.Context(), cmd, args, &refFlags{branch: b})
+// dataset args[0] names. The caller closes the handle.
+func openLatestOn(cmd *cobra.Command, args []string, b string) (*table.Table, error) {
+	return openTable(cmd.Context(), cmd, args, &refFlags{branch: b})
 }
 
 // report prints the one line a write verb ends with.

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/dataset/filter"
 	"github.com/lancerdb/lancer/internal/fixturetest"
@@ -431,7 +432,11 @@ type fixtureRows struct {
 func readFixture(t *testing.T, uri string) *fixtureRows {
 	t.Helper()
 	ctx := context.Background()
-	d, err := dataset.OpenURI(ctx, uri, nil)
+	store, err := blob.NewLocalStore(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(ctx, store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -432,7 +432,7 @@ func (b *builder) build(ctx context.Context) error {
 				return "", err
 			}
 			defer r.Release()
-			main, err = dataset.Write(ctx, b.store, r, &dataset.WriteOptions{EnableStableRowIDs: true, Allocator: o.Allocator})
+			main, err = dataset.Write(ctx, b.store, r, &dataset.WriteOptions{EnableStableRowIDs: true, CommitOptions: dataset.CommitOptions{Allocator: o.Allocator}})
 			if err != nil {
 				return "", err
 			}
@@ -481,7 +481,7 @@ func (b *builder) build(ctx context.Context) error {
 			return "", err
 		}
 		var st dataset.UpdateStats
-		br, st, err = br.Update(ctx, map[string]string{"label": "'" + RelabelTo + "'"}, fmt.Sprintf("label = '%s'", RelabelFrom))
+		br, st, err = br.Update(ctx, map[string]string{"label": "'" + RelabelTo + "'"}, fmt.Sprintf("label = '%s'", RelabelFrom), nil)
 		if err != nil {
 			return "", err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/table"
 )
 
 const testImages = 300
@@ -194,9 +195,13 @@ func TestDemoBuildIsIdempotent(t *testing.T) {
 	if !strings.Contains(out, "✓ reusing the demo in") || strings.Contains(out, "generated") {
 		t.Errorf("second run printed\n%s", out)
 	}
-	d, err := branch.OpenURI(context.Background(), first.TableURI, branch.Ref{}, nil)
-	if err != nil || d.Version() != first.MergedVersion {
-		t.Errorf("after the second run main is at %v (%v), want version %d", d, err, first.MergedVersion)
+	if d, err := table.Open(context.Background(), first.TableURI, nil); err != nil {
+		t.Errorf("after the second run: %v", err)
+	} else {
+		if d.Version() != first.MergedVersion {
+			t.Errorf("after the second run main is at version %d, want %d", d.Version(), first.MergedVersion)
+		}
+		d.Close()
 	}
 
 	// Other options: the demo is built again.

@@ -57,7 +57,7 @@ func TestUIBrowser(t *testing.T) {
 
 	const key = "sk-lancer-ui"
 	var logs bytes.Buffer
-	h, err := server.New(server.Options{DataDir: dataDir, APIKey: key, Addr: "127.0.0.1:0",
+	h, err := server.New(&server.Options{DataDir: dataDir, APIKey: key, Addr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,200 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// DefaultCommitRetries is how often a write retries after losing a race
+// with a concurrent commit, as in Lance (CommitOptions.Retries).
+const DefaultCommitRetries = 20
+
+// CommitOptions configures what every write verb shares: how it commits.
+// Every verb that commits a version takes them, embedded in its own
+// options (WriteOptions, AppendOptions, CompactOptions, ...) or as its last
+// argument. A nil *CommitOptions means all defaults.
+type CommitOptions struct {
+	// Retries bounds how often the write is retried after a concurrent
+	// commit got in its way: a commit that lost the race for its version
+	// is rebased over the winner and tried again, and the verbs whose
+	// result depends on the rows they read (Delete, Update, MergeInsert,
+	// and branch merges) compute it again on the latest version after a
+	// retryable *ConflictError. Both kinds draw on the one budget, with
+	// randomized backoff in between (see RetryCommit). Default
+	// DefaultCommitRetries; negative means no retry.
+	Retries int
+	// Allocator allocates the arrays the write reads and computes (a
+	// delete's or update's scan, a merge-insert's source, the data an
+	// append encodes) and those of the Dataset it returns. Default: a
+	// Dataset method's own (OpenOptions.Allocator), memory.DefaultAllocator
+	// for Write.
+	Allocator memory.Allocator
+	// Properties are recorded in the committed transaction's properties
+	// (Lance's transaction properties; VersionInfo.Properties reads them
+	// back). Default none.
+	Properties map[string]string
+
+	// budget is the retries left to this write, shared by the nested
+	// retry loops of one call (see RetryCommit); nil until resolved.
+	budget *retryBudget
+}
+
+// retryBudget is one write call's retries and backoff.
+type retryBudget struct {
+	retries int // as resolved from CommitOptions.Retries
+	left    int
+	backoff slotBackoff
+}
+
+// resolve returns a copy of o (nil: the defaults) holding a retry budget:
+// o's own when it has one, so that the loops nested in one call share it.
+func (o *CommitOptions) resolve() *CommitOptions {
+	var out CommitOptions
+	if o != nil {
+		out = *o
+	}
+	if out.budget == nil {
+		n := out.Retries
+		switch {
+		case n == 0:
+			n = DefaultCommitRetries
+		case n < 0:
+			n = 0
+		}
+		out.budget = &retryBudget{retries: n, left: n}
+	}
+	return &out
+}
+
+// allocator returns o's Allocator, or def.
+func (o *CommitOptions) allocator(def memory.Allocator) memory.Allocator {
+	if o != nil && o.Allocator != nil {
+		return o.Allocator
+	}
+	return def
+}
+
+// using returns d reading with opts.Allocator when one is set (a copy of
+// d; what it commits carries the allocator), else d.
+func (d *Dataset) using(opts *CommitOptions) *Dataset {
+	if opts == nil || opts.Allocator == nil {
+		return d
+	}
+	c := &Dataset{store: d.store, opts: d.opts, manifest: d.manifest, manifestKey: d.manifestKey, partial: d.partial, bases: d.bases}
+	c.opts.Allocator = opts.Allocator
+	return c
+}
+
+// RetryCommit runs attempt and, while it fails with a retryable conflict
+// (an error wrapping a *ConflictError with Retryable set) and opts.Retries
+// allow, sleeps a randomized backoff and runs it again. It is lancer's one
+// retry loop: every write verb's commit runs in it, and so do the verbs
+// that compute their operation again after a conflict, and branch.Merge.
+//
+// The backoff is Lance's SlotBackoff: a slot is the duration of the first
+// attempt plus 10%, and retry n waits a random number of slots below
+// 2^(n+1) (at most 5 s). attempt gets the options to pass on to the write
+// verbs it calls: loops nested in one call (a merge that recomputes around
+// a commit that rebases) draw on one budget of retries, so Retries bounds
+// the whole call.
+//
+// The error is attempt's last. When the retries are used up it wraps the
+// last conflict (lancer.ErrConflict, a *ConflictError) and says so; when
+// ctx ends during a backoff it is ctx's error.
+func RetryCommit(ctx context.Context, opts *CommitOptions, attempt func(ctx context.Context, opts *CommitOptions) error) error {
+	return retry(ctx, opts, attempt)
+}
+
+func retry(ctx context.Context, opts *CommitOptions, attempt func(ctx context.Context, opts *CommitOptions) error) error {
+	o := opts.resolve()
+	b := o.budget
+	for {
+		start := time.Now()
+		err := attempt(ctx, o)
+		if err == nil {
+			return nil
+		}
+		if p, ok := err.(*permanentError); ok {
+			return p.err
+		}
+		if !retryable(err) {
+			return err
+		}
+		if b.left <= 0 {
+			return &retriesExhausted{err: err, retries: b.retries}
+		}
+		b.left--
+		if b.backoff.unit == 0 {
+			b.backoff.unit = time.Since(start) * 11 / 10
+		}
+		if err := sleepCtx(ctx, b.backoff.next()); err != nil {
+			return err
+		}
+	}
+}
+
+// retryable reports whether err is worth another attempt: a retryable
+// conflict, not one that already used up its retries.
+func retryable(err error) bool {
+	var ce *ConflictError
+	var ex *retriesExhausted
+	return errors.As(err, &ce) && ce.Retryable && !errors.As(err, &ex)
+}
+
+// permanentError ends a retry loop at once with err (which may be a
+// retryable conflict, for a loop further out to handle).
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return &permanentError{err: err} }
+
+// retriesExhausted is the last conflict of a write whose retries are used
+// up; no loop retries it again.
+type retriesExhausted struct {
+	err     error
+	retries int
+}
+
+func (e *retriesExhausted) Error() string {
+	return fmt.Sprintf("dataset: gave up after %d retries: %v", e.retries, e.err)
+}
+
+func (e *retriesExhausted) Unwrap() error { return e.err }
+
+// slotBackoff spreads retries of commits that lost a race over random
+// slots, as Lance's SlotBackoff does: the slot is the duration of the first
+// attempt (plus 10%), and attempt n waits a random number of slots below
+// 2^(n+1).
+type slotBackoff struct {
+	unit    time.Duration
+	attempt int
+}
+
+func (b *slotBackoff) next() time.Duration {
+	unit := max(b.unit, time.Millisecond)
+	slots := 2 << min(b.attempt, 6)
+	b.attempt++
+	d := unit*time.Duration(rand.IntN(slots)) + time.Duration(rand.Int64N(int64(unit)))
+	return min(d, 5*time.Second)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err // even for a zero wait: select would pick at random
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
