@@ -425,3 +425,17 @@ func TestTakeIndexedZipRunsChecked(t *testing.T) {
 		t.Fatalf("err %v, want ErrCorrupt about the row index", err)
 	}
 }
+
+// openFixtureFile opens a data file of the fixtures with allocator mem.
+func openFixtureFile(t testing.TB, path string, mem memory.Allocator) *Reader {
+	t.Helper()
+	store, err := blob.NewLocalStore(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), store, filepath.Base(path), &OpenOptions{Allocator: mem})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	return r
+}

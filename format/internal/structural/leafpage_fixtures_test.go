@@ -1,4 +1,4 @@
-package format
+package structural
 
 import (
 	"bytes"
@@ -19,81 +19,18 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/format/internal/structural"
+	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 	"github.com/lancerdb/lancer/internal/rowjson"
 )
 
-// structuralDataFiles returns every 2.1+ data file under the fixtures
-// matching the glob patterns (relative to the fixtures root).
-func structuralDataFiles(t testing.TB, patterns ...string) []string {
-	t.Helper()
-	root := fixturetest.Dir(t)
-	var files []string
-	for _, p := range patterns {
-		m, err := filepath.Glob(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no data files match %v", patterns)
-	}
-	return files
-}
-
-// openFixtureFile opens a data file of the fixtures with allocator mem.
-func openFixtureFile(t testing.TB, path string, mem memory.Allocator) *Reader {
-	t.Helper()
-	store, err := blob.NewLocalStore(filepath.Dir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(context.Background(), store, filepath.Base(path), &OpenOptions{Allocator: mem})
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	return r
-}
-
-// leafField is a leaf of a file schema with the names from the top-level
-// field down to it, and whether a list or map lies above it.
-type leafField struct {
-	*schema.Field
-	path      []string
-	underList bool
-}
-
-// leafColumns maps each physical column of a 2.1+ file to its leaf.
-func leafColumns(r *Reader) map[int]leafField {
-	cols := r.defaultColumns()
-	out := map[int]leafField{}
-	var visit func(f *schema.Field, path []string, underList bool)
-	visit = func(f *schema.Field, path []string, underList bool) {
-		path = append(slices.Clone(path), f.Name)
-		if c, ok := cols[f.ID]; ok {
-			out[c] = leafField{Field: f, path: path, underList: underList}
-			return
-		}
-		list := f.Type.ID() == arrow.LIST || f.Type.ID() == arrow.LARGE_LIST || f.Type.ID() == arrow.MAP
-		for _, c := range f.Children {
-			visit(c, path, underList || list)
-		}
-	}
-	for _, f := range r.f.Schema.Fields {
-		visit(f, nil, false)
-	}
-	return out
-}
-
 // decodeColumnPages decodes every page of a column, failing the test on
 // error. The caller releases the pages.
-func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*structural.LeafPage {
+func decodeColumnPages(t testing.TB, r *fixtureFile, col int, leaf *schema.Field) []*LeafPage {
 	t.Helper()
-	var pages []*structural.LeafPage
+	var pages []*LeafPage
 	for p := range r.f.Columns[col].GetPages() {
 		lp, err := r.st.DecodeLeafPage(context.Background(), col, p, leaf)
 		if err != nil {
@@ -107,7 +44,7 @@ func decodeColumnPages(t testing.TB, r *Reader, col int, leaf *schema.Field) []*
 	return pages
 }
 
-func releasePages(pages []*structural.LeafPage) {
+func releasePages(pages []*LeafPage) {
 	for _, p := range pages {
 		p.Release()
 	}
@@ -125,7 +62,7 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 	for _, path := range files {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		r := openFixtureFile(t, path, mem)
-		if !r.version.structural() {
+		if !r.f.Version.Structural() {
 			continue
 		}
 		rel, _ := filepath.Rel(fixturetest.Dir(t), path)
@@ -160,7 +97,7 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 
 // flatColumnJSON renders a leaf column without repetition levels as one JSON
 // value per row: value i of row i, null when its def level is not 0.
-func flatColumnJSON(t testing.TB, pages []*structural.LeafPage) [][]byte {
+func flatColumnJSON(t testing.TB, pages []*LeafPage) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for p, lp := range pages {
@@ -366,7 +303,7 @@ func firstID(t *testing.T, path string) int {
 // listColumnJSON rebuilds a leaf column under exactly one list layer
 // (layers [item, list]) as one JSON list per row, from its levels: the
 // test's own small version of the structural assembly.
-func listColumnJSON(t testing.TB, pages []*structural.LeafPage) [][]byte {
+func listColumnJSON(t testing.TB, pages []*LeafPage) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for p, lp := range pages {
@@ -555,11 +492,14 @@ func TestDecodeLeafPageCorruptFile(t *testing.T) {
 			if err := store.Write(context.Background(), "bad.lance", file); err != nil {
 				t.Fatal(err)
 			}
-			bad, err := Open(context.Background(), store, "bad.lance", nil)
+			bad, tail, err := fileio.Open(context.Background(), store, "bad.lance", 0, memory.DefaultAllocator)
 			if err != nil {
 				t.Fatal(err)
 			}
-			lp, err := bad.st.DecodeLeafPage(context.Background(), col, 0, leaf.Field)
+			if err := bad.OpenV2(context.Background(), tail); err != nil {
+				t.Fatal(err)
+			}
+			lp, err := (&Reader{File: bad}).DecodeLeafPage(context.Background(), col, 0, leaf.Field)
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				lp.Release()
 				t.Fatalf("got %v, want ErrCorrupt", err)
