@@ -24,7 +24,7 @@ import (
 
 // decodeBlob decodes a legacy blob page into descriptors of its visible
 // items and the levels smuggled in them.
-func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*leafPage, error) {
 	if l.GetInnerLayout() == nil {
 		return nil, pageCorruptf("blob layout without an inner layout")
 	}
@@ -42,12 +42,12 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*LeafPag
 		return nil, pageWrapf(err, "blob descriptors")
 	}
 	defer inner.Release()
-	if inner.Rep != nil || inner.Def != nil {
+	if inner.rep != nil || inner.def != nil {
 		return nil, pageCorruptf("blob descriptor page has rep/def levels of its own")
 	}
-	desc, ok := inner.Values.(*array.Struct)
-	if !ok || desc.NumField() != 2 || inner.Values.NullN() != 0 {
-		return nil, pageCorruptf("blob descriptors are %s, not {position, size}", inner.Values.DataType())
+	desc, ok := inner.values.(*array.Struct)
+	if !ok || desc.NumField() != 2 || inner.values.NullN() != 0 {
+		return nil, pageCorruptf("blob descriptors are %s, not {position, size}", inner.values.DataType())
 	}
 	positions, ok1 := desc.Field(0).(*array.Uint64)
 	sizes, ok2 := desc.Field(1).(*array.Uint64)
@@ -70,16 +70,16 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*LeafPag
 			visible = append(visible, i)
 		}
 	}
-	lp := &LeafPage{NumRows: d.NumRows, Layers: layers, NumItems: n}
+	lp := &leafPage{numRows: d.NumRows, layers: layers, numItems: n}
 	if anyRep {
-		lp.Rep = rep
+		lp.rep = rep
 	}
 	if len(layers) != 1 || layers[0] != enc21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM {
-		lp.Def = def
+		lp.def = def
 	}
 	if len(visible) == n {
-		inner.Values.Retain()
-		lp.Values = inner.Values
+		inner.values.Retain()
+		lp.values = inner.values
 		return lp, nil
 	}
 	pos, size := make([]uint64, len(visible)), make([]uint64, len(visible))
@@ -91,6 +91,6 @@ func (d *pageDecoder) decodeBlob(l *enc21pb.BlobLayout, bufs [][]byte) (*LeafPag
 		arrays.MakeArray(arrow.PrimitiveTypes.Uint64, len(size), nil, [][]byte{arrow.Uint64Traits.CastToBytes(size)}, nil),
 	}
 	defer fileio.ReleaseAll(members)
-	lp.Values = arrays.StructArray(schema.LegacyBlobDescriptor, len(visible), members, nil)
+	lp.values = arrays.StructArray(schema.LegacyBlobDescriptor, len(visible), members, nil)
 	return lp, nil
 }

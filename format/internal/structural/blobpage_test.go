@@ -50,8 +50,8 @@ func TestLegacyBlobPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lp.Release()
-	if !slices.Equal(lp.Def, []uint16{0, 0, 1, 0}) || lp.Rep != nil {
-		t.Errorf("levels rep %v def %v", lp.Rep, lp.Def)
+	if !slices.Equal(lp.def, []uint16{0, 0, 1, 0}) || lp.rep != nil {
+		t.Errorf("levels rep %v def %v", lp.rep, lp.def)
 	}
 	if got, want := valuesJSON(t, lp), `[{"position":0,"size":0},{"position":64,"size":10},null,{"position":128,"size":63}]`; got != want {
 		t.Errorf("values %s, want %s", got, want)
@@ -78,8 +78,8 @@ func TestLegacyBlobPageLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lp.Release()
-	if !slices.Equal(lp.Rep, []uint16{1, 1, 1}) || !slices.Equal(lp.Def, []uint16{1, 2, 3}) || lp.Values.Len() != 1 {
-		t.Errorf("rep %v def %v, %d values", lp.Rep, lp.Def, lp.Values.Len())
+	if !slices.Equal(lp.rep, []uint16{1, 1, 1}) || !slices.Equal(lp.def, []uint16{1, 2, 3}) || lp.values.Len() != 1 {
+		t.Errorf("rep %v def %v, %d values", lp.rep, lp.def, lp.values.Len())
 	}
 }
 

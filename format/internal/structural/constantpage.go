@@ -28,7 +28,7 @@ import (
 // lists as their levels say.
 
 // decodeConstant decodes a constant or all-null page.
-func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (*leafPage, error) {
 	inline := l.InlineValue != nil
 	layers := l.GetLayers()
 	switch {
@@ -44,15 +44,15 @@ func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 		if err != nil {
 			return nil, err
 		}
-		return &LeafPage{
-			NumRows: d.NumRows, NumItems: n, Def: def, Values: values,
-			Layers: []enc21pb.RepDefLayer{enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM},
+		return &leafPage{
+			numRows: d.NumRows, numItems: n, def: def, values: values,
+			layers: []enc21pb.RepDefLayer{enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM},
 		}, nil
 	case !inline && len(bufs) == 2, inline && (len(bufs) == 0 || len(bufs) == 2), !inline && (len(bufs) == 1 || len(bufs) == 3):
 	default:
 		return nil, pageCorruptf("constant page with inline value %t has %d buffers", inline, len(bufs))
 	}
-	lp := &LeafPage{NumRows: d.NumRows, Layers: layers}
+	lp := &leafPage{numRows: d.NumRows, layers: layers}
 	lay, err := newRepDefLayout(layers)
 	if err != nil {
 		return nil, err
@@ -67,26 +67,26 @@ func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 	}
 	if levelBufs != nil {
 		allNull := !inline && len(bufs) == 2
-		if lp.Rep, err = constantLevels(levelBufs[0], l.GetRepCompression(), l.GetNumRepValues(), allNull); err != nil {
+		if lp.rep, err = constantLevels(levelBufs[0], l.GetRepCompression(), l.GetNumRepValues(), allNull); err != nil {
 			return nil, pageWrapf(err, "repetition levels")
 		}
-		if lp.Def, err = constantLevels(levelBufs[1], l.GetDefCompression(), l.GetNumDefValues(), allNull); err != nil {
+		if lp.def, err = constantLevels(levelBufs[1], l.GetDefCompression(), l.GetNumDefValues(), allNull); err != nil {
 			return nil, pageWrapf(err, "definition levels")
 		}
 	}
 	switch {
-	case lp.Rep != nil && lp.Def != nil && len(lp.Rep) != len(lp.Def):
-		return nil, pageCorruptf("%d repetition and %d definition levels", len(lp.Rep), len(lp.Def))
-	case lp.Rep != nil:
-		lp.NumItems = len(lp.Rep)
-	case lp.Def != nil:
-		lp.NumItems = len(lp.Def)
+	case lp.rep != nil && lp.def != nil && len(lp.rep) != len(lp.def):
+		return nil, pageCorruptf("%d repetition and %d definition levels", len(lp.rep), len(lp.def))
+	case lp.rep != nil:
+		lp.numItems = len(lp.rep)
+	case lp.def != nil:
+		lp.numItems = len(lp.def)
 	default:
-		lp.NumItems = int(d.NumRows)
+		lp.numItems = int(d.NumRows)
 	}
-	visible := lp.NumItems
-	if lp.Def != nil {
-		visible = countVisible(lp.Def, lay.MaxVisible)
+	visible := lp.numItems
+	if lp.def != nil {
+		visible = countVisible(lp.def, lay.MaxVisible)
 	}
 	// The value.
 	var block valueBlock
@@ -101,7 +101,7 @@ func (d *pageDecoder) decodeConstant(l *enc21pb.ConstantLayout, bufs [][]byte) (
 	if err != nil {
 		return nil, err
 	}
-	if lp.Values, err = toArrow(d.Mem, block, d.ScanType); err != nil {
+	if lp.values, err = toArrow(d.Mem, block, d.ScanType); err != nil {
 		return nil, err
 	}
 	return lp, nil

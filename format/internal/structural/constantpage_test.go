@@ -23,19 +23,19 @@ func rawLevels(levels ...uint16) []byte { return slices.Clone(wordsAsBytes(level
 
 // valuesJSON renders a page's values, nulls where the def level is not 0
 // (items of pages without lists are rows).
-func valuesJSON(t *testing.T, lp *LeafPage) string {
+func valuesJSON(t *testing.T, lp *leafPage) string {
 	t.Helper()
-	lay, err := newRepDefLayout(lp.Layers)
+	lay, err := newRepDefLayout(lp.layers)
 	if err != nil {
 		t.Fatal(err)
 	}
 	maxVisible := lay.MaxVisible
 	out := []byte{'['}
 	value := 0
-	for i := range lp.NumItems {
+	for i := range lp.numItems {
 		def := uint16(0)
-		if lp.Def != nil {
-			def = lp.Def[i]
+		if lp.def != nil {
+			def = lp.def[i]
 		}
 		if def > maxVisible {
 			continue
@@ -47,7 +47,7 @@ func valuesJSON(t *testing.T, lp *LeafPage) string {
 			out = append(out, "null"...)
 		} else {
 			var err error
-			if out, err = rowjson.AppendValue(out, lp.Values, value); err != nil {
+			if out, err = rowjson.AppendValue(out, lp.values, value); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -131,8 +131,8 @@ func TestConstantPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lp.Release()
-			if !slices.Equal(lp.Rep, tc.rep) {
-				t.Errorf("rep %v, want %v", lp.Rep, tc.rep)
+			if !slices.Equal(lp.rep, tc.rep) {
+				t.Errorf("rep %v, want %v", lp.rep, tc.rep)
 			}
 			if got := valuesJSON(t, lp); got != tc.want {
 				t.Errorf("values %s, want %s", got, tc.want)

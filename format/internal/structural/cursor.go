@@ -95,7 +95,7 @@ type leafColumn struct {
 
 // cachedPage is a decoded page with its checked levels.
 type cachedPage struct {
-	page   *LeafPage
+	page   *leafPage
 	levels *pageLevels
 }
 
@@ -116,7 +116,7 @@ type cursor struct {
 	mem     memory.Allocator
 	// decode decodes page p of column col for leaf (Reader.decodeLeafPage;
 	// tests substitute hand-built pages).
-	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*LeafPage, error)
+	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error)
 	// preload, if set, reads the buffers of several pages in one coalesced
 	// batch and returns a context that hands them to decode
 	// (Reader.preloadPages); nil for hand-built pages in tests.
@@ -144,7 +144,7 @@ func NewCursor(r *Reader, proj fileio.Projection) (fileio.Cursor, error) {
 		}
 		return rows, nil
 	}
-	c, err := buildCursor(r.Key, r.NumRows, r.Mem, proj, pageRows, r.DecodeLeafPage)
+	c, err := buildCursor(r.Key, r.NumRows, r.Mem, proj, pageRows, r.decodeLeafPage)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func NewCursor(r *Reader, proj fileio.Projection) (fileio.Cursor, error) {
 // rows whose column col has pages of pageRows(col) rows each.
 func buildCursor(key string, numRows uint64, mem memory.Allocator, proj fileio.Projection,
 	pageRows func(col int) ([]uint64, error),
-	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*LeafPage, error),
+	decode func(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error),
 ) (*cursor, error) {
 	c := &cursor{key: key, numRows: numRows, mem: mem, decode: decode}
 	for _, f := range proj.Fields {
@@ -479,7 +479,7 @@ func (c *cursor) prefetch(ctx context.Context, start, end uint64) error {
 
 // checkPage validates a decoded page against the leaf's place in the schema
 // and the page's row count.
-func (c *cursor) checkPage(l *leafColumn, p int, lp *LeafPage) (*pageLevels, error) {
+func (c *cursor) checkPage(l *leafColumn, p int, lp *leafPage) (*pageLevels, error) {
 	first := uint64(0)
 	if p > 0 {
 		first = l.pageEnds[p-1]
@@ -489,12 +489,12 @@ func (c *cursor) checkPage(l *leafColumn, p int, lp *LeafPage) (*pageLevels, err
 
 // checkRows validates a decoded page, or the part of one a take decoded,
 // against the leaf's place in the schema and the numRows rows it must hold.
-func (c *cursor) checkRows(l *leafColumn, lp *LeafPage, numRows uint64) (*pageLevels, error) {
+func (c *cursor) checkRows(l *leafColumn, lp *leafPage, numRows uint64) (*pageLevels, error) {
 	if lp == nil {
 		return nil, fmt.Errorf("the decoder returned no page: %w", lancer.ErrCorrupt)
 	}
-	if len(lp.Layers) != len(l.lists) {
-		return nil, fmt.Errorf("%d rep/def layers, the schema has %d levels of nesting: %w", len(lp.Layers), len(l.lists), lancer.ErrCorrupt)
+	if len(lp.layers) != len(l.lists) {
+		return nil, fmt.Errorf("%d rep/def layers, the schema has %d levels of nesting: %w", len(lp.layers), len(l.lists), lancer.ErrCorrupt)
 	}
 	levels, err := lp.Check(numRows)
 	if err != nil {
@@ -506,11 +506,11 @@ func (c *cursor) checkRows(l *leafColumn, lp *LeafPage, numRows uint64) (*pageLe
 			if isList {
 				what = "a list"
 			}
-			return nil, fmt.Errorf("layer %d is %s in the schema but %s in the page: %w", k, what, lp.Layers[k], lancer.ErrCorrupt)
+			return nil, fmt.Errorf("layer %d is %s in the schema but %s in the page: %w", k, what, lp.layers[k], lancer.ErrCorrupt)
 		}
 	}
-	if !arrow.TypeEqual(lp.Values.DataType(), l.dt) && !sameLayout(lp.Values.DataType(), l.dt) {
-		return nil, fmt.Errorf("values of type %s, want %s: %w", lp.Values.DataType(), l.dt, lancer.ErrCorrupt)
+	if !arrow.TypeEqual(lp.values.DataType(), l.dt) && !sameLayout(lp.values.DataType(), l.dt) {
+		return nil, fmt.Errorf("values of type %s, want %s: %w", lp.values.DataType(), l.dt, lancer.ErrCorrupt)
 	}
 	return levels, nil
 }
@@ -583,7 +583,7 @@ func (c *cursor) unravelPieces(l *leafColumn, pieces []piece) error {
 	shift, withValues := 0, 0
 	for _, pc := range pieces {
 		if pc.valueHi > pc.valueLo {
-			shift = pc.cp.page.Values.Data().Offset() + pc.valueLo
+			shift = pc.cp.page.values.Data().Offset() + pc.valueLo
 			withValues++
 		}
 	}
@@ -603,11 +603,11 @@ func (c *cursor) unravelPieces(l *leafColumn, pieces []piece) error {
 	for _, pc := range pieces {
 		lp := pc.cp.page
 		var rep, def []uint16
-		if lp.Rep != nil {
-			rep = lp.Rep[pc.itemLo:pc.itemHi]
+		if lp.rep != nil {
+			rep = lp.rep[pc.itemLo:pc.itemHi]
 		}
-		if lp.Def != nil {
-			def = lp.Def[pc.itemLo:pc.itemHi]
+		if lp.def != nil {
+			def = lp.def[pc.itemLo:pc.itemHi]
 		}
 		before := l.sinks[0].Slots()
 		if err := unravelPiece(pc.cp.levels.lay, rep, def, pc.itemHi-pc.itemLo, l.sinks, &c.scratch); err != nil {
@@ -618,7 +618,7 @@ func (c *cursor) unravelPieces(l *leafColumn, pieces []piece) error {
 				c.key, l.col, l.field.Name, pc.pageIndex, got, want, lancer.ErrCorrupt)
 		}
 		if pc.valueHi > pc.valueLo {
-			l.pieces = append(l.pieces, array.NewSlice(lp.Values, int64(pc.valueLo), int64(pc.valueHi)))
+			l.pieces = append(l.pieces, array.NewSlice(lp.values, int64(pc.valueLo), int64(pc.valueHi)))
 		}
 	}
 	return nil

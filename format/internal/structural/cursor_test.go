@@ -97,7 +97,7 @@ func (f *fakeFile) pageRows(col int) ([]uint64, error) {
 	return rows, nil
 }
 
-func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*LeafPage, error) {
+func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*leafPage, error) {
 	f.decodes.Add(1)
 	tp := f.columns[col][p]
 	var values arrow.Array
@@ -115,7 +115,7 @@ func (f *fakeFile) decode(_ context.Context, col, p int, leaf *schema.Field) (*L
 	if tp.rep == nil && tp.def == nil {
 		n = int(tp.rows)
 	}
-	return &LeafPage{NumRows: tp.rows, Layers: tp.layers, Rep: tp.rep, Def: tp.def, NumItems: n, Values: values}, nil
+	return &leafPage{numRows: tp.rows, layers: tp.layers, rep: tp.rep, def: tp.def, numItems: n, values: values}, nil
 }
 
 func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *cursor {

@@ -90,10 +90,10 @@ func TestDictionaryPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lp.Release()
-			if !arrow.TypeEqual(lp.Values.DataType(), tc.dt) {
-				t.Errorf("values are %s, want %s", lp.Values.DataType(), tc.dt)
+			if !arrow.TypeEqual(lp.values.DataType(), tc.dt) {
+				t.Errorf("values are %s, want %s", lp.values.DataType(), tc.dt)
 			}
-			if d, ok := lp.Values.(*array.Dictionary); ok && d.Dictionary().Len() != int(tc.items) {
+			if d, ok := lp.values.(*array.Dictionary); ok && d.Dictionary().Len() != int(tc.items) {
 				t.Errorf("dictionary of %d items, want %d", d.Dictionary().Len(), tc.items)
 			}
 			if got := valuesJSON(t, lp); got != tc.want {
@@ -188,7 +188,7 @@ func TestPlainPageOfNarrowDictionary(t *testing.T) {
 				if got, want := valuesJSON(t, lp), "["+strings.Join(want, ",")+"]"; got != want {
 					t.Errorf("values %.80s…, want %.80s…", got, want)
 				}
-				if d := lp.Values.(*array.Dictionary); idx.ID() != arrow.INT16 && d.Dictionary().Len() != tc.entries {
+				if d := lp.values.(*array.Dictionary); idx.ID() != arrow.INT16 && d.Dictionary().Len() != tc.entries {
 					t.Errorf("dictionary of %d entries, want %d", d.Dictionary().Len(), tc.entries)
 				}
 			})

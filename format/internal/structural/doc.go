@@ -4,7 +4,7 @@
 // constant/all-null, blob), and struct and list structure travels as
 // repetition and definition levels inside each leaf.
 //
-// Reader decodes pages (DecodeLeafPage) and reads the parts of pages a
+// Reader decodes pages (decodeLeafPage) and reads the parts of pages a
 // take needs (take_pages.go); NewCursor assembles the leaves of a
 // projection into nested Arrow arrays and implements fileio.RowTaker;
 // NewFieldWriter shreds a field's rows into leaves and encodes their pages

@@ -104,7 +104,7 @@ func (z *zipReader) take(item, n int) ([]byte, error) {
 }
 
 // decodeFullZip decodes a full-zip page.
-func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) decodeFullZip(l *enc21pb.FullZipLayout, bufs [][]byte) (*leafPage, error) {
 	if err := checkFullZip(l); err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func fullZipIndexed(l *enc21pb.FullZipLayout) bool {
 // all of them, numItems of which numVisible are visible, or, with numItems
 // < 0, the whole rows data holds (a take reads only the rows it wants; the
 // caller checks the row count).
-func (d *pageDecoder) DecodeZipped(l *enc21pb.FullZipLayout, data []byte, numItems, numVisible int) (*LeafPage, error) {
+func (d *pageDecoder) DecodeZipped(l *enc21pb.FullZipLayout, data []byte, numItems, numVisible int) (*leafPage, error) {
 	bitsRep, bitsDef := l.GetBitsRep(), l.GetBitsDef()
 	layers := l.GetLayers()
 	lay, err := newRepDefLayout(layers)
@@ -199,7 +199,7 @@ func (d *pageDecoder) DecodeZipped(l *enc21pb.FullZipLayout, data []byte, numIte
 	if err != nil {
 		return nil, err
 	}
-	return &LeafPage{NumRows: d.NumRows, Layers: layers, Rep: z.rep, Def: z.def, NumItems: numItems, Values: values}, nil
+	return &leafPage{numRows: d.NumRows, layers: layers, rep: z.rep, def: z.def, numItems: numItems, values: values}, nil
 }
 
 // more reports whether item i is to be read: i < numItems, or with

@@ -127,10 +127,10 @@ func TestFullZipFixed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lp.Release()
-	if !slices.Equal(lp.Def, def) || lp.Rep != nil {
-		t.Errorf("levels rep %v def %v", lp.Rep, lp.Def)
+	if !slices.Equal(lp.def, def) || lp.rep != nil {
+		t.Errorf("levels rep %v def %v", lp.rep, lp.def)
 	}
-	if got := lp.Values.(*array.Int64).Int64Values(); !slices.Equal(got, []int64{0, 1000, 2000, 3000, 4000}) {
+	if got := lp.values.(*array.Int64).Int64Values(); !slices.Equal(got, []int64{0, 1000, 2000, 3000, 4000}) {
 		t.Errorf("values %v", got)
 	}
 }
@@ -162,7 +162,7 @@ func TestFullZipVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lp.Release()
-	items := lp.Values.(*array.FixedSizeList).ListValues().(*array.Float32)
+	items := lp.values.(*array.FixedSizeList).ListValues().(*array.Float32)
 	if items.Len() != 3*dim || items.NullN() != 2 || !items.IsNull(10) || !items.IsNull(19) || items.Value(25) != 25 {
 		t.Errorf("items %v", items)
 	}
@@ -212,10 +212,10 @@ func TestFullZipVariable(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lp.Release()
-			if !slices.Equal(lp.Rep, rep) || !slices.Equal(lp.Def, def) || lp.NumRows != 4 {
-				t.Errorf("levels rep %v def %v rows %d", lp.Rep, lp.Def, lp.NumRows)
+			if !slices.Equal(lp.rep, rep) || !slices.Equal(lp.def, def) || lp.numRows != 4 {
+				t.Errorf("levels rep %v def %v rows %d", lp.rep, lp.def, lp.numRows)
 			}
-			s := lp.Values.(*array.String)
+			s := lp.values.(*array.String)
 			for i, w := range want {
 				if s.Value(i) != w {
 					t.Errorf("value %d = %q, want %q", i, s.Value(i), w)
@@ -252,7 +252,7 @@ func TestFullZipBlobV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lp.Release()
-	st := lp.Values.(*array.Struct)
+	st := lp.values.(*array.Struct)
 	if st.Field(2).(*array.Uint64).Value(2) != 70000 || st.Field(4).(*array.String).Value(2) != "s3://b/k" ||
 		st.Field(1).(*array.Uint64).Value(0) != 64 || st.Field(0).(*array.Uint8).Value(1) != 0 {
 		t.Errorf("descriptors %v", st)

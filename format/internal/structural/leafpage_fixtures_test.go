@@ -28,11 +28,11 @@ import (
 
 // decodeColumnPages decodes every page of a column, failing the test on
 // error. The caller releases the pages.
-func decodeColumnPages(t testing.TB, r *fixtureFile, col int, leaf *schema.Field) []*LeafPage {
+func decodeColumnPages(t testing.TB, r *fixtureFile, col int, leaf *schema.Field) []*leafPage {
 	t.Helper()
-	var pages []*LeafPage
+	var pages []*leafPage
 	for p := range r.f.Columns[col].GetPages() {
-		lp, err := r.st.DecodeLeafPage(context.Background(), col, p, leaf)
+		lp, err := r.st.decodeLeafPage(context.Background(), col, p, leaf)
 		if err != nil {
 			for _, q := range pages {
 				q.Release()
@@ -44,7 +44,7 @@ func decodeColumnPages(t testing.TB, r *fixtureFile, col int, leaf *schema.Field
 	return pages
 }
 
-func releasePages(pages []*LeafPage) {
+func releasePages(pages []*leafPage) {
 	for _, p := range pages {
 		p.Release()
 	}
@@ -77,9 +77,9 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 				pages := decodeColumnPages(t, r, col, leaf.Field)
 				rows := uint64(0)
 				for p, lp := range pages {
-					rows += lp.NumRows
-					if !arrow.TypeEqual(lp.Values.DataType(), leaf.ScanType()) {
-						t.Errorf("column %d (%s) page %d: values are %s, want %s", col, leaf.Name, p, lp.Values.DataType(), leaf.ScanType())
+					rows += lp.numRows
+					if !arrow.TypeEqual(lp.values.DataType(), leaf.ScanType()) {
+						t.Errorf("column %d (%s) page %d: values are %s, want %s", col, leaf.Name, p, lp.values.DataType(), leaf.ScanType())
 					}
 					decoded++
 				}
@@ -97,19 +97,19 @@ func TestDecodeLeafPageAllFixtures(t *testing.T) {
 
 // flatColumnJSON renders a leaf column without repetition levels as one JSON
 // value per row: value i of row i, null when its def level is not 0.
-func flatColumnJSON(t testing.TB, pages []*LeafPage) [][]byte {
+func flatColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for p, lp := range pages {
-		if lp.Rep != nil {
+		if lp.rep != nil {
 			t.Fatalf("page %d has repetition levels", p)
 		}
-		for i := range lp.NumItems {
-			if lp.Def != nil && lp.Def[i] != 0 {
+		for i := range lp.numItems {
+			if lp.def != nil && lp.def[i] != 0 {
 				out = append(out, []byte("null"))
 				continue
 			}
-			v, err := rowjson.AppendValue(nil, lp.Values, i)
+			v, err := rowjson.AppendValue(nil, lp.values, i)
 			if err != nil {
 				t.Fatalf("page %d item %d: %v", p, i, err)
 			}
@@ -281,12 +281,12 @@ func firstID(t *testing.T, path string) int {
 		if leaf.Name != "id" {
 			continue
 		}
-		lp, err := r.st.DecodeLeafPage(context.Background(), col, 0, leaf.Field)
+		lp, err := r.st.decodeLeafPage(context.Background(), col, 0, leaf.Field)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer lp.Release()
-		v, err := rowjson.AppendValue(nil, lp.Values, 0)
+		v, err := rowjson.AppendValue(nil, lp.values, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,21 +303,21 @@ func firstID(t *testing.T, path string) int {
 // listColumnJSON rebuilds a leaf column under exactly one list layer
 // (layers [item, list]) as one JSON list per row, from its levels: the
 // test's own small version of the structural assembly.
-func listColumnJSON(t testing.TB, pages []*LeafPage) [][]byte {
+func listColumnJSON(t testing.TB, pages []*leafPage) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for p, lp := range pages {
-		if len(lp.Layers) != 2 || lp.Rep == nil {
-			t.Fatalf("page %d: layers %v, rep %v: not a single list", p, lp.Layers, lp.Rep != nil)
+		if len(lp.layers) != 2 || lp.rep == nil {
+			t.Fatalf("page %d: layers %v, rep %v: not a single list", p, lp.layers, lp.rep != nil)
 		}
 		itemNull := uint16(0)
-		if lp.Layers[0] == enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM {
+		if lp.layers[0] == enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM {
 			itemNull = 1
 		}
 		// The list layer's levels follow the item's.
 		nullList, emptyList := uint16(0), uint16(0)
 		next := itemNull + 1
-		switch lp.Layers[1] {
+		switch lp.layers[1] {
 		case enc21pb.RepDefLayer_REPDEF_NULLABLE_LIST:
 			nullList = next
 		case enc21pb.RepDefLayer_REPDEF_EMPTYABLE_LIST:
@@ -336,12 +336,12 @@ func listColumnJSON(t testing.TB, pages []*LeafPage) [][]byte {
 				out = append(out, row)
 			}
 		}
-		for i := range lp.NumItems {
+		for i := range lp.numItems {
 			def := uint16(0)
-			if lp.Def != nil {
-				def = lp.Def[i]
+			if lp.def != nil {
+				def = lp.def[i]
 			}
-			if lp.Rep[i] == 1 {
+			if lp.rep[i] == 1 {
 				flush()
 				nullRow = false
 				switch {
@@ -359,7 +359,7 @@ func listColumnJSON(t testing.TB, pages []*LeafPage) [][]byte {
 			if itemNull != 0 && def == itemNull {
 				row = append(row, "null"...)
 			} else {
-				v, err := rowjson.AppendValue(nil, lp.Values, value)
+				v, err := rowjson.AppendValue(nil, lp.values, value)
 				if err != nil {
 					t.Fatalf("page %d value %d: %v", p, value, err)
 				}
@@ -368,8 +368,8 @@ func listColumnJSON(t testing.TB, pages []*LeafPage) [][]byte {
 			value++
 		}
 		flush()
-		if value != lp.Values.Len() {
-			t.Fatalf("page %d: %d values used of %d", p, value, lp.Values.Len())
+		if value != lp.values.Len() {
+			t.Fatalf("page %d: %d values used of %d", p, value, lp.values.Len())
 		}
 	}
 	return out
@@ -433,11 +433,11 @@ func TestDecodeLeafPageErrors(t *testing.T) {
 	r := openFixtureFile(t, files[0], memory.NewGoAllocator())
 	leaves := leafColumns(r)
 	ctx := context.Background()
-	_, err := r.st.DecodeLeafPage(ctx, len(r.f.Columns), 0, leaves[0].Field)
+	_, err := r.st.decodeLeafPage(ctx, len(r.f.Columns), 0, leaves[0].Field)
 	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), r.f.Key) {
 		t.Errorf("column out of range: %v", err)
 	}
-	_, err = r.st.DecodeLeafPage(ctx, 0, 5, leaves[0].Field)
+	_, err = r.st.decodeLeafPage(ctx, 0, 5, leaves[0].Field)
 	if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), "column 0 page 5") {
 		t.Errorf("page out of range: %v", err)
 	}
@@ -499,7 +499,7 @@ func TestDecodeLeafPageCorruptFile(t *testing.T) {
 			if err := bad.OpenV2(context.Background(), tail); err != nil {
 				t.Fatal(err)
 			}
-			lp, err := (&Reader{File: bad}).DecodeLeafPage(context.Background(), col, 0, leaf.Field)
+			lp, err := (&Reader{File: bad}).decodeLeafPage(context.Background(), col, 0, leaf.Field)
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				lp.Release()
 				t.Fatalf("got %v, want ErrCorrupt", err)

@@ -172,7 +172,7 @@ func parseChunk(chunk []byte, hasRep, hasDef bool, numBuffers int, large bool) (
 func alignUp(n, align int) int { return (n + align - 1) / align * align }
 
 // decodeMiniBlock decodes a mini-block page.
-func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte) (*leafPage, error) {
 	want := miniBlockBuffers(l)
 	if len(bufs) != want {
 		return nil, pageCorruptf("mini-block page has %d buffers, want %d", len(bufs), want)
@@ -217,7 +217,7 @@ func (d *pageDecoder) decodeMiniBlock(l *enc21pb.MiniBlockLayout, bufs [][]byte)
 	if err != nil {
 		return nil, err
 	}
-	return &LeafPage{NumRows: d.NumRows, Layers: l.GetLayers(), Rep: cd.rep, Def: cd.def, NumItems: cd.numItems, Values: values}, nil
+	return &leafPage{numRows: d.NumRows, layers: l.GetLayers(), rep: cd.rep, def: cd.def, numItems: cd.numItems, values: values}, nil
 }
 
 // miniBlockBuffers is the number of buffers of a mini-block page.

@@ -229,10 +229,10 @@ func TestMiniBlockRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lp.Release()
-			if !slices.Equal(lp.Rep, tc.page.rep) || !slices.Equal(lp.Def, tc.page.def) {
-				t.Errorf("levels differ:\nrep %v\nwant %v\ndef %v\nwant %v", lp.Rep, tc.page.rep, lp.Def, tc.page.def)
+			if !slices.Equal(lp.rep, tc.page.rep) || !slices.Equal(lp.def, tc.page.def) {
+				t.Errorf("levels differ:\nrep %v\nwant %v\ndef %v\nwant %v", lp.rep, tc.page.rep, lp.def, tc.page.def)
 			}
-			if got := lp.Values.(*array.Int32).Int32Values(); !slices.Equal(got, tc.page.values) {
+			if got := lp.values.(*array.Int32).Int32Values(); !slices.Equal(got, tc.page.values) {
 				t.Errorf("values differ: got %d values, want %d", len(got), len(tc.page.values))
 			}
 		})
@@ -491,7 +491,7 @@ func TestMiniBlockValueEncodings(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lp.Release()
-			if got := lp.Values.(*array.Float32).Float32Values(); !slices.Equal(got, floats) {
+			if got := lp.values.(*array.Float32).Float32Values(); !slices.Equal(got, floats) {
 				t.Errorf("values differ")
 			}
 		})
@@ -534,7 +534,7 @@ func TestMiniBlockBools(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lp.Release()
-	b := lp.Values.(*array.Boolean)
+	b := lp.values.(*array.Boolean)
 	for i, w := range want {
 		if b.Value(i) != w {
 			t.Errorf("value %d = %t, want %t", i, b.Value(i), w)

@@ -35,11 +35,11 @@ import (
 // part of the type URL after its last '/').
 const pageLayoutTypeName = "lance.encodings21.PageLayout"
 
-// DecodeLeafPage reads page p of physical column col of a 2.1+ file and
+// decodeLeafPage reads page p of physical column col of a 2.1+ file and
 // decodes it into levels and values typed as leaf.ScanType(). Malformed pages
 // yield errors wrapping lancer.ErrCorrupt, layouts or encodings lancer does
 // not implement lancer.ErrUnsupported; both name the file, column and page.
-func (r *Reader) DecodeLeafPage(ctx context.Context, col, p int, leaf *schema.Field) (*LeafPage, error) {
+func (r *Reader) decodeLeafPage(ctx context.Context, col, p int, leaf *schema.Field) (*leafPage, error) {
 	ref := pageRef{key: r.Key, col: col, page: p}
 	if col < 0 || col >= len(r.Columns) {
 		return nil, ref.wrap(pageInvalidf("the file has %d columns", len(r.Columns)))
@@ -116,7 +116,7 @@ type pageDecoder struct {
 
 // Decode turns a page layout and the page's buffers into a leafPage and
 // checks that its counts agree with each other and with the row count.
-func (d *pageDecoder) Decode(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) Decode(layout *enc21pb.PageLayout, bufs [][]byte) (*leafPage, error) {
 	if d.NumRows > maxPageItems {
 		return nil, pageUnsupportedf("page of %d rows is too large to decode", d.NumRows)
 	}
@@ -133,7 +133,7 @@ func (d *pageDecoder) Decode(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPa
 
 // decodeLayout decodes a page without checking the result's counts (a blob
 // page's inner layout counts items, not rows).
-func (d *pageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*LeafPage, error) {
+func (d *pageDecoder) decodeLayout(layout *enc21pb.PageLayout, bufs [][]byte) (*leafPage, error) {
 	switch l := layout.GetLayout().(type) {
 	case *enc21pb.PageLayout_MiniBlockLayout:
 		return d.decodeMiniBlock(l.MiniBlockLayout, bufs)
@@ -160,18 +160,18 @@ const maxPageItems = 1<<31 - 1
 // count: level counts equal numItems, levels stay within what the layers
 // define, visible items equal the values, and the levels describe numRows
 // rows. It returns the checked levels.
-func (lp *LeafPage) Check(numRows uint64) (*pageLevels, error) {
-	lay, err := newRepDefLayout(lp.Layers)
+func (lp *leafPage) Check(numRows uint64) (*pageLevels, error) {
+	lay, err := newRepDefLayout(lp.layers)
 	if err != nil {
 		return nil, err
 	}
-	if lp.Values == nil {
+	if lp.values == nil {
 		return nil, pageCorruptf("page has no values")
 	}
-	if lp.NumRows != numRows {
-		return nil, pageCorruptf("decoded %d rows, the page has %d", lp.NumRows, numRows)
+	if lp.numRows != numRows {
+		return nil, pageCorruptf("decoded %d rows, the page has %d", lp.numRows, numRows)
 	}
-	return checkLevels(lay, lp.Rep, lp.Def, lp.NumItems, int(numRows), lp.Values.Len())
+	return checkLevels(lay, lp.rep, lp.def, lp.numItems, int(numRows), lp.values.Len())
 }
 
 // pageRef names a page in errors.

@@ -56,12 +56,12 @@ func benchmarkPage(b *testing.B, fp fixturePage) {
 		b.Fatal(err)
 	}
 	size := 0
-	for _, buf := range lp.Values.Data().Buffers() {
+	for _, buf := range lp.values.Data().Buffers() {
 		if buf != nil {
 			size += buf.Len()
 		}
 	}
-	for _, c := range lp.Values.Data().Children() {
+	for _, c := range lp.values.Data().Children() {
 		for _, buf := range c.Buffers() {
 			if buf != nil {
 				size += buf.Len()

@@ -103,7 +103,7 @@ func FuzzMiniBlockTake(f *testing.F) {
 				return err
 			}
 			defer lp.Release()
-			if _, err := lp.Check(lp.NumRows); err != nil {
+			if _, err := lp.Check(lp.numRows); err != nil {
 				return err
 			}
 			// Every row asked for lies in a segment.

@@ -73,7 +73,7 @@ type takeRequest struct {
 
 	// The answer: lp holds numRows rows of the page; segs maps page rows
 	// to lp's rows (nil: lp is the whole page).
-	lp      *LeafPage
+	lp      *leafPage
 	segs    []rowSeg
 	numRows uint64
 
@@ -384,7 +384,7 @@ func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 		if q.bufs != nil {
 			ctx = fileio.WithPageBuffers(ctx, map[*file2pb.ColumnMetadata_Page][][]byte{q.meta: q.bufs})
 		}
-		lp, err := r.DecodeLeafPage(ctx, q.col, q.page, q.leaf)
+		lp, err := r.decodeLeafPage(ctx, q.col, q.page, q.leaf)
 		if err != nil {
 			return err
 		}
@@ -428,7 +428,7 @@ func (r *Reader) decodeTake(ctx context.Context, q *takeRequest) error {
 	case takeMiniBlock:
 		q.lp, q.segs, err = d.DecodeChunkRuns(q.layout.GetMiniBlockLayout(), q.mini, q.runs, q.bufs, q.dict, q.rows)
 		if err == nil {
-			q.numRows = q.lp.NumRows
+			q.numRows = q.lp.numRows
 		}
 	}
 	if err != nil {
@@ -637,7 +637,7 @@ func (idx *miniBlockIndex) ChunkRuns(rows []uint64) ([]takeRun, uint64, error) {
 // back to back, and the segments of page rows those are. On pages without
 // lists whose values allow it, only rows are decoded (a chunk holds up to
 // thousands of values, a take wants a few).
-func (d *pageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlockIndex, runs []takeRun, bufs [][]byte, dict []byte, rows []uint64) (*LeafPage, []rowSeg, error) {
+func (d *pageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlockIndex, runs []takeRun, bufs [][]byte, dict []byte, rows []uint64) (*leafPage, []rowSeg, error) {
 	capValues, capBytes := 0, 0
 	for _, run := range runs {
 		for c := run.First; c <= run.Last; c++ {
@@ -697,7 +697,7 @@ func (d *pageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 			segs = append(segs, rowSeg{Start: run.First, End: run.Last + 1, at: at})
 			at += run.Last + 1 - run.First
 		}
-		return &LeafPage{NumRows: at, Layers: l.GetLayers(), Def: cd.def, NumItems: cd.numItems, Values: values}, segs, nil
+		return &leafPage{numRows: at, layers: l.GetLayers(), def: cd.def, numItems: cd.numItems, values: values}, segs, nil
 	}
 	segs := make([]rowSeg, len(runs))
 	var at uint64
@@ -714,7 +714,7 @@ func (d *pageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 		segs[i] = rowSeg{Start: first.first, End: end, at: at}
 		at += end - first.first
 	}
-	lp := &LeafPage{NumRows: at, Layers: l.GetLayers(), Rep: cd.rep, Def: cd.def, NumItems: cd.numItems, Values: values}
+	lp := &leafPage{numRows: at, layers: l.GetLayers(), rep: cd.rep, def: cd.def, numItems: cd.numItems, values: values}
 	if cd.rep == nil {
 		return lp, segs, nil // items are rows: nothing to cut
 	}
@@ -802,10 +802,10 @@ func (d *pageDecoder) DecodeChunkRuns(l *enc21pb.MiniBlockLayout, idx *miniBlock
 		}
 		kept = joined
 	}
-	lp.Values.Release()
-	lp.Values, lp.Rep, lp.NumItems = kept, rep, keptItems
+	lp.values.Release()
+	lp.values, lp.rep, lp.numItems = kept, rep, keptItems
 	if cd.def != nil {
-		lp.Def = def
+		lp.def = def
 	}
 	return lp, segs, nil
 }
