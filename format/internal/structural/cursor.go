@@ -107,6 +107,12 @@ type Reader struct {
 	// rows in mini-block pages (*miniBlockIndex): a few bytes per chunk,
 	// read once instead of before every take.
 	miniIndexes sync.Map
+	// layouts caches, by pageID, each page's parsed *enc21pb.PageLayout:
+	// a take reads a few rows of many pages, and unpacking the layout's
+	// protobuf Any was a large part of a small take. Layouts are read
+	// only once parsed; there are at most as many as the file has pages,
+	// which its metadata (read at open) bounds.
+	layouts sync.Map
 }
 
 // cursor implements cursorImpl for 2.1+ files.

@@ -207,6 +207,20 @@ func (r *Reader) takePages(ctx context.Context, reqs []*takeRequest) (err error)
 	return nil
 }
 
+// pageLayout returns the parsed layout of page id (meta), parsing it on
+// its first take only.
+func (r *Reader) pageLayout(id fileio.PageID, meta *file2pb.ColumnMetadata_Page) (*enc21pb.PageLayout, error) {
+	if l, ok := r.layouts.Load(id); ok {
+		return l.(*enc21pb.PageLayout), nil
+	}
+	l, err := parsePageLayout(meta.GetEncoding().GetDirect().GetEncoding(), meta.GetEncoding().GetIndirect() != nil)
+	if err != nil {
+		return nil, err
+	}
+	r.layouts.Store(id, l)
+	return l, nil
+}
+
 // planTake picks how to read request q and adds what must be read before
 // the data (metadata, row index entries) to phase1.
 func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
@@ -216,7 +230,7 @@ func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 	if q.meta == nil || q.leaf == nil || len(q.rows) == 0 {
 		return nil // decodeLeafPage reports what is wrong
 	}
-	layout, err := parsePageLayout(q.meta.GetEncoding().GetDirect().GetEncoding(), q.meta.GetEncoding().GetIndirect() != nil)
+	layout, err := r.pageLayout(fileio.PageID{Col: q.col, Page: q.page}, q.meta)
 	if err != nil {
 		return nil
 	}
