@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -225,7 +226,14 @@ func (c *coreRun) run(s stepSpec, lancerFn func(run int) (time.Duration, time.Du
 	var got stepSamples
 	for r := range c.o.Runs {
 		runtime.GC()
-		wall, cpu, err := lancerFn(r)
+		var wall, cpu time.Duration
+		var err error
+		// The step's name labels what lancer does in it (and in the
+		// goroutines it starts), so that a CPU profile of the suite
+		// (bench -cpuprofile) splits by step: pprof -tagfocus step=NAME.
+		pprof.Do(context.Background(), pprof.Labels("step", s.Name), func(context.Context) {
+			wall, cpu, err = lancerFn(r)
+		})
 		if err != nil {
 			return fmt.Errorf("bench: lancer %s: %w", s.Name, err)
 		}

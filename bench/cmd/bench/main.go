@@ -8,6 +8,7 @@
 //	go run ./bench/cmd/bench -suite=scale                # 1M x 128 and 100k x 768, one folder each
 //	go run ./bench/cmd/bench -suite=server               # 32 official clients against lancer serve, 60 s
 //	go run ./bench/cmd/bench -suite=s3 -n 20000          # lancer and Lance on a local S3 server (versitygw)
+//	go run ./bench/cmd/bench -n 20000 -cpuprofile cpu.out && go tool pprof -tagfocus step=flat_search cpu.out
 //
 // Each step runs -runs times per side, alternating lancer and Lance; the
 // report gives medians, min and max, and the ratio Lance / lancer (above 1:
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/lancerdb/lancer/bench"
@@ -45,7 +47,23 @@ func main() {
 	flag.StringVar(&o.Dir, "dir", "", "scratch folder, kept afterwards (default a temporary folder, removed)")
 	latency := flag.Duration("latency", 0, "s3 suite: delay the proxy adds to every request, standing for an object store's round trip (e.g. 20ms)")
 	quiet := flag.Bool("q", false, "print no progress")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of lancer's side of the suite to this file; samples carry the step's name (go tool pprof -tagfocus step=flat_search)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+			}
+		}()
+	}
 	o.Seed = uint32(seed)
 	if settings != "" {
 		var err error
