@@ -19,6 +19,7 @@ import (
 	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/formattest"
 )
 
 // structuralFile is one 2.1+ data file of the fixtures.
@@ -114,7 +115,7 @@ func TestStructuralFixturesReadAll(t *testing.T) {
 				if !arrow.TypeEqual(a.DataType(), fld.ScanType()) {
 					t.Errorf("field %q: type %s, want %s", fld.Name, a.DataType(), fld.ScanType())
 				}
-				checkArray(t, fld.Name, a)
+				formattest.CheckArray(t, fld.Name, a)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/formattest"
 )
 
 // fixtureFile returns the data file of a single-file fixture dataset
@@ -68,7 +69,7 @@ func TestStructuralEveryRange(t *testing.T) {
 						// Equal also compares slots under nulls; fall back
 						// to the rows' JSON, which does not, before failing.
 						if !array.Equal(got, want) {
-							g, w := rowsJSON(t, got), rowsJSON(t, want)
+							g, w := formattest.RowsJSON(t, got), formattest.RowsJSON(t, want)
 							if fmt.Sprint(g) != fmt.Sprint(w) {
 								t.Fatalf("[%d, %d) field %q:\n got %v\nwant %v", a, b, r.Schema().Fields[i].Name, g, w)
 							}

@@ -20,6 +20,7 @@ import (
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/arrowutil"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/formattest"
 )
 
 // TestTakeMatchesScan takes random sets of rows (unsorted, with repeats)
@@ -121,7 +122,7 @@ func compareTake(t *testing.T, what string, r *Reader, mem memory.Allocator, ful
 		// Equal also compares slots under nulls; fall back to the rows'
 		// JSON, which does not, before failing.
 		if !array.Equal(got[i], want) {
-			g, w := rowsJSON(t, got[i]), rowsJSON(t, want)
+			g, w := formattest.RowsJSON(t, got[i]), formattest.RowsJSON(t, want)
 			for j := range g {
 				if g[j] != w[j] {
 					t.Fatalf("%s: field %q, row %d (position %d):\n got %s\nwant %s", what, r.Schema().Fields[i].Name, rows[j], j, g[j], w[j])

@@ -12,6 +12,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/formattest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
 )
 
@@ -144,7 +145,7 @@ func fuzzAssembly(t *testing.T, data []byte, split uint8) bool {
 				if arr.Len() != int(r[1]-r[0]) {
 					t.Fatalf("field %d: %d rows, want %d", i, arr.Len(), r[1]-r[0])
 				}
-				checkArray(t, proj.Fields[i].Name, arr)
+				formattest.CheckArray(t, proj.Fields[i].Name, arr)
 			}
 			fileio.ReleaseAll(arrs)
 		}

@@ -10,14 +10,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/formattest"
 	"github.com/lancerdb/lancer/internal/pb/enc21pb"
-	"github.com/lancerdb/lancer/internal/rowjson"
 )
 
 // Layer names, short for the tables below.
@@ -129,57 +128,6 @@ func (f *fakeFile) cursor(t testing.TB, fields []*schema.Field) *cursor {
 		t.Fatalf("buildStructuralCursor: %v", err)
 	}
 	return c
-}
-
-// rowsJSON renders every row of arr in the fixtures' JSON encoding, which
-// prints null at any level and ignores slots under nulls.
-func rowsJSON(t testing.TB, arr arrow.Array) []string {
-	t.Helper()
-	out := make([]string, arr.Len())
-	for i := range out {
-		b, err := rowjson.AppendValue(nil, arr, i)
-		if err != nil {
-			t.Fatalf("rowjson: %v", err)
-		}
-		out[i] = string(b)
-	}
-	return out
-}
-
-// checkArray verifies the structural invariants of an array the cursor
-// built: null counts match bitmaps, offsets are monotone and stay within
-// the children, children are long enough.
-func checkArray(t testing.TB, path string, a arrow.Array) {
-	t.Helper()
-	d := a.Data()
-	if v := d.Buffers(); len(v) > 0 && v[0] != nil {
-		if got := d.Len() - bitutil.CountSetBits(v[0].Bytes(), d.Offset(), d.Len()); got != d.NullN() {
-			t.Errorf("%s: null count %d, bitmap says %d", path, d.NullN(), got)
-		}
-	} else if d.NullN() != 0 && d.DataType().ID() != arrow.NULL {
-		t.Errorf("%s: null count %d without a bitmap", path, d.NullN())
-	}
-	switch arr := a.(type) {
-	case *array.Struct:
-		for i := 0; i < arr.NumField(); i++ {
-			f := arr.Field(i)
-			if f.Len() != arr.Len() {
-				t.Errorf("%s.%d: length %d, struct %d", path, i, f.Len(), arr.Len())
-			}
-			checkArray(t, fmt.Sprintf("%s.%d", path, i), f)
-		}
-	case array.ListLike:
-		items := arr.ListValues()
-		prev := int64(-1)
-		for i := 0; i < arr.Len(); i++ {
-			s, e := arr.ValueOffsets(i)
-			if s < prev || e < s || e > int64(items.Len()) {
-				t.Errorf("%s: list %d has offsets [%d, %d) over %d items (previous end %d)", path, i, s, e, items.Len(), prev)
-			}
-			prev = e
-		}
-		checkArray(t, path+"[]", items)
-	}
 }
 
 // structuralCase is one table test: a schema, its pages, and the rows it
@@ -593,7 +541,7 @@ func TestStructuralCases(t *testing.T) {
 				if err != nil {
 					t.Fatalf("want %d: %v", i, err)
 				}
-				want[i] = rowsJSON(t, w)
+				want[i] = formattest.RowsJSON(t, w)
 				w.Release()
 			}
 
@@ -607,8 +555,8 @@ func TestStructuralCases(t *testing.T) {
 				if !arrow.TypeEqual(a.DataType(), fields[i].ScanType()) {
 					t.Errorf("field %d: type %s, want %s", i, a.DataType(), fields[i].ScanType())
 				}
-				checkArray(t, fields[i].Name, a)
-				if g := rowsJSON(t, a); fmt.Sprint(g) != fmt.Sprint(want[i]) {
+				formattest.CheckArray(t, fields[i].Name, a)
+				if g := formattest.RowsJSON(t, a); fmt.Sprint(g) != fmt.Sprint(want[i]) {
 					t.Errorf("field %d rows\n got %v\nwant %v", i, g, want[i])
 				}
 			}
@@ -641,8 +589,8 @@ func checkRange(t *testing.T, ff *fakeFile, fields []*schema.Field, c *cursor, a
 	}
 	defer fileio.ReleaseAll(got)
 	for i, arr := range got {
-		checkArray(t, fields[i].Name, arr)
-		if g := rowsJSON(t, arr); fmt.Sprint(g) != fmt.Sprint(want[i][a:b]) {
+		formattest.CheckArray(t, fields[i].Name, arr)
+		if g := formattest.RowsJSON(t, arr); fmt.Sprint(g) != fmt.Sprint(want[i][a:b]) {
 			t.Errorf("field %d rows [%d, %d)\n got %v\nwant %v", i, a, b, g, want[i][a:b])
 		}
 	}
@@ -682,7 +630,7 @@ func TestStructuralPageCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, row := range rowsJSON(t, got[0]) {
+		for i, row := range formattest.RowsJSON(t, got[0]) {
 			r := int(start) + i
 			want := "null"
 			if r%2 == 0 {

@@ -1,4 +1,4 @@
-package format
+package formattest
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 	"github.com/lancerdb/lancer/internal/rowjson"
 )
 
-// rowsJSON renders every row of arr in the fixtures' JSON encoding, which
+// RowsJSON renders every row of arr in the fixtures' JSON encoding, which
 // prints null at any level and ignores slots under nulls.
-func rowsJSON(t testing.TB, arr arrow.Array) []string {
+func RowsJSON(t testing.TB, arr arrow.Array) []string {
 	t.Helper()
 	out := make([]string, arr.Len())
 	for i := range out {
@@ -26,10 +26,10 @@ func rowsJSON(t testing.TB, arr arrow.Array) []string {
 	return out
 }
 
-// checkArray verifies the structural invariants of an array the cursor
+// CheckArray verifies the structural invariants of an array a reader
 // built: null counts match bitmaps, offsets are monotone and stay within
-// the children, children are long enough.
-func checkArray(t testing.TB, path string, a arrow.Array) {
+// the children, children are long enough. path names a in the errors.
+func CheckArray(t testing.TB, path string, a arrow.Array) {
 	t.Helper()
 	d := a.Data()
 	if v := d.Buffers(); len(v) > 0 && v[0] != nil {
@@ -46,7 +46,7 @@ func checkArray(t testing.TB, path string, a arrow.Array) {
 			if f.Len() != arr.Len() {
 				t.Errorf("%s.%d: length %d, struct %d", path, i, f.Len(), arr.Len())
 			}
-			checkArray(t, fmt.Sprintf("%s.%d", path, i), f)
+			CheckArray(t, fmt.Sprintf("%s.%d", path, i), f)
 		}
 	case array.ListLike:
 		items := arr.ListValues()
@@ -58,6 +58,6 @@ func checkArray(t testing.TB, path string, a arrow.Array) {
 			}
 			prev = e
 		}
-		checkArray(t, path+"[]", items)
+		CheckArray(t, path+"[]", items)
 	}
 }
