@@ -135,10 +135,49 @@ func legacyParts(t testing.TB, data []byte) (*filepb.Metadata, *filepb.Schema) {
 	return md, man
 }
 
+// legacyPage is one entry of a v1 file's page table: where the page
+// starts and how many values it holds.
+type legacyPage struct{ Pos, Length uint64 }
+
+// legacyTable is a v1 file's page table as the layout comment of
+// internal/legacy describes it, read by the test itself rather than taken
+// from the reader: entries for field ids min..max of the schema manifest,
+// field-major, each field's batches in a row.
+type legacyTable struct {
+	minID   int32
+	batches int
+	pages   []legacyPage
+}
+
+// readLegacyTable reads data's page table.
+func readLegacyTable(t testing.TB, data []byte) *legacyTable {
+	t.Helper()
+	md, man := legacyParts(t, data)
+	minID, maxID := int32(math.MaxInt32), int32(-1)
+	for _, f := range man.Fields {
+		minID, maxID = min(minID, f.Id), max(maxID, f.Id)
+	}
+	lt := &legacyTable{minID: minID, batches: max(len(md.BatchOffsets)-1, 0)}
+	pos := md.GetPageTablePosition()
+	for range int(maxID-minID+1) * lt.batches {
+		lt.pages = append(lt.pages, legacyPage{binary.LittleEndian.Uint64(data[pos:]), binary.LittleEndian.Uint64(data[pos+8:])})
+		pos += 16
+	}
+	return lt
+}
+
+// index returns the position of field id's page of batch in pages.
+func (lt *legacyTable) index(id int32, batch int) int {
+	return int(id-lt.minID)*lt.batches + batch
+}
+
+// page returns field id's page of batch.
+func (lt *legacyTable) page(id int32, batch int) legacyPage { return lt.pages[lt.index(id, batch)] }
+
 // appendLegacyTail appends a new schema manifest (if man is not nil), page
 // table (if pages is not nil), metadata and footer to data, the way Lance's
 // writer ends a file, so the old ones are ignored.
-func appendLegacyTail(t testing.TB, data []byte, md *filepb.Metadata, man *filepb.Schema, pages []legacy.Page) []byte {
+func appendLegacyTail(t testing.TB, data []byte, md *filepb.Metadata, man *filepb.Schema, pages []legacyPage) []byte {
 	t.Helper()
 	out := slices.Clone(data)
 	md = proto.Clone(md).(*filepb.Metadata)
@@ -196,42 +235,42 @@ func splitBatches(t testing.TB, data []byte, bounds []int32) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := r.legacy.Legacy
-	if l.NumBatches() != 1 {
-		t.Fatalf("file has %d batches, want 1", l.NumBatches())
+	lt := readLegacyTable(t, data)
+	if lt.batches != 1 {
+		t.Fatalf("file has %d batches, want 1", lt.batches)
 	}
 	nb := len(bounds) - 1
-	pages := make([]legacy.Page, l.NumFieldIDs*nb)
+	split := &legacyTable{minID: lt.minID, batches: nb, pages: make([]legacyPage, len(lt.pages)*nb)}
 	var visit func(f *schema.Field, underList bool)
 	visit = func(f *schema.Field, underList bool) {
-		orig, _ := l.Page(f.ID, 0)
+		orig := lt.page(f.ID, 0)
 		for b := 0; b < nb; b++ {
 			start, count := uint64(bounds[b]), uint64(bounds[b+1]-bounds[b])
-			p := legacy.Page{}
+			p := legacyPage{}
 			switch {
 			case underList:
 				p = orig
 			case f.Type.ID() == arrow.STRUCT:
 			case f.Type.ID() == arrow.NULL:
-				p = legacy.Page{Pos: orig.Pos, Length: count}
+				p = legacyPage{Pos: orig.Pos, Length: count}
 			case f.Type.ID() == arrow.LIST:
-				p = legacy.Page{Pos: orig.Pos + 4*start, Length: count + 1}
+				p = legacyPage{Pos: orig.Pos + 4*start, Length: count + 1}
 			case f.Type.ID() == arrow.LARGE_LIST:
-				p = legacy.Page{Pos: orig.Pos + 8*start, Length: count + 1}
+				p = legacyPage{Pos: orig.Pos + 8*start, Length: count + 1}
 			case isBinaryType(f.Type):
-				p = legacy.Page{Pos: orig.Pos + 8*start, Length: count}
+				p = legacyPage{Pos: orig.Pos + 8*start, Length: count}
 			case f.Type.ID() == arrow.DICTIONARY:
 				w := f.Type.(*arrow.DictionaryType).IndexType.(arrow.FixedWidthDataType).BitWidth()
-				p = legacy.Page{Pos: orig.Pos + start*uint64(w)/8, Length: count}
+				p = legacyPage{Pos: orig.Pos + start*uint64(w)/8, Length: count}
 			default:
 				leaf, perRow, ok := legacy.FixedStride(f.Type)
 				if !ok {
 					t.Fatalf("field %q: cannot split %s", f.Name, f.Type)
 				}
 				bitsPerRow := perRow * uint64(leaf.(arrow.FixedWidthDataType).BitWidth())
-				p = legacy.Page{Pos: orig.Pos + start*bitsPerRow/8, Length: count}
+				p = legacyPage{Pos: orig.Pos + start*bitsPerRow/8, Length: count}
 			}
-			pages[int(f.ID-l.MinFieldID)*nb+b] = p
+			split.pages[split.index(f.ID, b)] = p
 		}
 		for _, c := range f.Children {
 			visit(c, underList || f.Type.ID() == arrow.LIST || f.Type.ID() == arrow.LARGE_LIST)
@@ -242,7 +281,7 @@ func splitBatches(t testing.TB, data []byte, bounds []int32) []byte {
 	}
 	md = proto.Clone(md).(*filepb.Metadata)
 	md.BatchOffsets = bounds
-	return appendLegacyTail(t, data, md, nil, pages)
+	return appendLegacyTail(t, data, md, nil, split.pages)
 }
 
 func isBinaryType(dt arrow.DataType) bool { _, ok := arrays.BinaryType(dt); return ok }
@@ -258,16 +297,16 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := r.legacy.Legacy
-	if l.NumBatches() != 1 || rows > r.NumRows() {
-		t.Fatalf("cannot shrink %d batches of %d rows to %d rows", l.NumBatches(), r.NumRows(), rows)
+	lt := readLegacyTable(t, data)
+	if lt.batches != 1 || rows > r.NumRows() {
+		t.Fatalf("cannot shrink %d batches of %d rows to %d rows", lt.batches, r.NumRows(), rows)
 	}
 	var out []byte
-	pages := make([]legacy.Page, l.NumFieldIDs)
+	pages := make([]legacyPage, len(lt.pages))
 	u64 := func(off uint64) uint64 { return binary.LittleEndian.Uint64(data[off:]) }
 	// copyBinary copies values [start, end) of a positions page and returns
 	// where the new positions start.
-	copyBinary := func(p legacy.Page, start, end uint64) uint64 {
+	copyBinary := func(p legacyPage, start, end uint64) uint64 {
 		first, last := u64(p.Pos+8*start), u64(p.Pos+8*end)
 		dataStart := uint64(len(out))
 		out = append(out, data[first:last]...)
@@ -279,7 +318,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 	}
 	var copyField func(f *schema.Field, start, end uint64)
 	copyField = func(f *schema.Field, start, end uint64) {
-		p, _ := l.Page(f.ID, 0)
+		p := lt.page(f.ID, 0)
 		n := end - start
 		switch {
 		case f.Type.ID() == arrow.STRUCT:
@@ -288,7 +327,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 			}
 			return
 		case f.Type.ID() == arrow.NULL:
-			pages[f.ID-l.MinFieldID] = legacy.Page{Pos: uint64(len(out)), Length: n}
+			pages[lt.index(f.ID, 0)] = legacyPage{Pos: uint64(len(out)), Length: n}
 		case f.Type.ID() == arrow.LIST || f.Type.ID() == arrow.LARGE_LIST:
 			w := uint64(4)
 			if f.Type.ID() == arrow.LARGE_LIST {
@@ -301,7 +340,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 				return u64(p.Pos + 8*i)
 			}
 			first, last := read(start), read(end)
-			pages[f.ID-l.MinFieldID] = legacy.Page{Pos: uint64(len(out)), Length: n + 1}
+			pages[lt.index(f.ID, 0)] = legacyPage{Pos: uint64(len(out)), Length: n + 1}
 			for i := start; i <= end; i++ {
 				if w == 4 {
 					out = binary.LittleEndian.AppendUint32(out, uint32(read(i)-first))
@@ -311,7 +350,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 			}
 			copyField(f.Children[0], first, last)
 		case isBinaryType(f.Type):
-			pages[f.ID-l.MinFieldID] = legacy.Page{Pos: copyBinary(p, start, end), Length: n}
+			pages[lt.index(f.ID, 0)] = legacyPage{Pos: copyBinary(p, start, end), Length: n}
 		default:
 			dt := f.Type
 			if d, ok := dt.(*arrow.DictionaryType); ok {
@@ -321,7 +360,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 			if !ok {
 				t.Fatalf("field %q: cannot copy %s", f.Name, f.Type)
 			}
-			pages[f.ID-l.MinFieldID] = legacy.Page{Pos: uint64(len(out)), Length: n}
+			pages[lt.index(f.ID, 0)] = legacyPage{Pos: uint64(len(out)), Length: n}
 			bitsPerRow := perRow * uint64(leaf.(arrow.FixedWidthDataType).BitWidth())
 			if bitsPerRow%8 != 0 {
 				b := make([]byte, (n*bitsPerRow+7)/8)
@@ -338,7 +377,7 @@ func shrinkRows(t testing.TB, data []byte, rows uint64) []byte {
 	man = proto.Clone(man).(*filepb.Schema)
 	for _, pf := range man.Fields {
 		if d := pf.GetDictionary(); d != nil {
-			d.Offset = int64(copyBinary(legacy.Page{Pos: uint64(d.Offset), Length: uint64(d.Length)}, 0, uint64(d.Length)))
+			d.Offset = int64(copyBinary(legacyPage{Pos: uint64(d.Offset), Length: uint64(d.Length)}, 0, uint64(d.Length)))
 		}
 	}
 	md = proto.Clone(md).(*filepb.Metadata)
@@ -484,14 +523,11 @@ func TestLegacyMalformed(t *testing.T) {
 	md, man := legacyParts(t, orig)
 	metaPos := binary.LittleEndian.Uint64(orig[len(orig)-16:])
 	footer := orig[len(orig)-16:]
-	r, err := openBytes(t, "orig.lance", orig, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages := slices.Clone(r.legacy.Legacy.Pages)
-	withPage := func(id int32, p legacy.Page) []legacy.Page {
+	lt := readLegacyTable(t, orig)
+	pages := lt.pages
+	withPage := func(id int32, p legacyPage) []legacyPage {
 		ps := slices.Clone(pages)
-		ps[id-r.legacy.Legacy.MinFieldID] = p
+		ps[lt.index(id, 0)] = p
 		return ps
 	}
 	withMeta := func(edit func(*filepb.Metadata)) []byte {
@@ -521,13 +557,13 @@ func TestLegacyMalformed(t *testing.T) {
 	}
 	le64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 	le32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
-	utf8Page, _ := r.legacy.Legacy.Page(field(man, "utf8").Id, 0)
-	listPage, _ := r.legacy.Legacy.Page(field(man, "list_i32").Id, 0)
+	utf8Page := lt.page(field(man, "utf8").Id, 0)
+	listPage := lt.page(field(man, "list_i32").Id, 0)
 
 	// A page that starts 8 bytes before the end of the rewritten file (whose
 	// length does not depend on the page's position).
 	size := len(appendLegacyTail(t, orig, md, nil, pages))
-	pagePastEnd := appendLegacyTail(t, orig, md, nil, withPage(0, legacy.Page{Pos: uint64(size) - 8, Length: 100}))
+	pagePastEnd := appendLegacyTail(t, orig, md, nil, withPage(0, legacyPage{Pos: uint64(size) - 8, Length: 100}))
 
 	cases := []struct {
 		name string
@@ -548,9 +584,9 @@ func TestLegacyMalformed(t *testing.T) {
 		{"absurd batch count", withMeta(func(m *filepb.Metadata) { m.BatchOffsets = make([]int32, 1<<16) })},
 		{"absurd field id", withManifest(func(m *filepb.Schema) { field(m, "dict_utf8").Id = 1 << 30 })},
 		{"page past the end", pagePastEnd},
-		{"page position beyond the file", appendLegacyTail(t, orig, md, nil, withPage(0, legacy.Page{Pos: math.MaxUint64 - 100, Length: 100}))},
-		{"page shorter than the batch", appendLegacyTail(t, orig, md, nil, withPage(0, legacy.Page{Pos: 0, Length: 10}))},
-		{"struct member without a page", appendLegacyTail(t, orig, md, nil, withPage(field(man, "a").Id, legacy.Page{}))},
+		{"page position beyond the file", appendLegacyTail(t, orig, md, nil, withPage(0, legacyPage{Pos: math.MaxUint64 - 100, Length: 100}))},
+		{"page shorter than the batch", appendLegacyTail(t, orig, md, nil, withPage(0, legacyPage{Pos: 0, Length: 10}))},
+		{"struct member without a page", appendLegacyTail(t, orig, md, nil, withPage(field(man, "a").Id, legacyPage{}))},
 		{"string positions decrease", patch(utf8Page.Pos+8, le64(0))},
 		{"string positions past the end", patch(utf8Page.Pos+8*100, le64(uint64(len(orig))+1))},
 		{"string not UTF-8", patch(binary.LittleEndian.Uint64(orig[utf8Page.Pos+8:]), []byte{0xff})},
@@ -704,7 +740,7 @@ func TestLegacyMissingItemsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := r.Schema().Field("list_i32")
-	listPage, _ := r.legacy.Legacy.Page(list.ID, 0)
+	listPage := readLegacyTable(t, orig).page(list.ID, 0)
 	data := slices.Clone(orig)
 	binary.LittleEndian.PutUint32(data[listPage.Pos+4*r.NumRows():], 1<<24) // the last list's end
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -16,37 +16,34 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
-	"github.com/lancerdb/lancer/format/internal/structural"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/internal/arrowutil"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/formattest"
 )
 
 // TestTakeMatchesScan takes random sets of rows (unsorted, with repeats)
 // from every data file of the fixtures, of every version, and checks them
-// against a full read's rows at those positions: with the default choice
-// between partial and whole pages, with partial reads wherever a layout has
-// one (takeWholeFraction raised), and with a cursor whose pages are cached
-// from a read.
+// against a full read's rows at those positions: with a new cursor, and
+// with a cursor whose pages are cached from a read. Takes with a partial
+// read wherever a 2.1+ layout has one are structural's
+// TestTakePartialMatchesScan.
 func TestTakeMatchesScan(t *testing.T) {
 	root := fixturetest.Dir(t)
 	files := fixturetest.Glob(t, "lance/*.lance/data/*.lance", "encodings/*.lance/data/*.lance")
-	defer func(f float64) { structural.TakeWholeFraction = f }(structural.TakeWholeFraction)
 	for _, path := range files {
 		rel, _ := filepath.Rel(root, path)
 		t.Run(rel, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			r := openFixtureFile(t, path, mem)
-			checkTakes(t, r, mem, 0.75, 0.75, 1e9)
+			checkTakes(t, r, mem)
 		})
 	}
 }
 
-// checkTakes checks takes of random rows of r against a full read, with
-// takeWholeFraction set to each of fractions in turn.
-func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...float64) {
+// checkTakes checks takes of random rows of r against a full read, once
+// with a new cursor per take and once with one whose pages a read cached.
+func checkTakes(t *testing.T, r *Reader, mem memory.Allocator) {
 	t.Helper()
 	ctx := context.Background()
 	proj := r.FileProjection(r.Schema().Fields)
@@ -56,34 +53,15 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 		t.Fatal(err)
 	}
 	defer fileio.ReleaseAll(full)
-	if n == 0 {
-		return
-	}
-	rng := rand.New(rand.NewPCG(n, uint64(len(full))))
-	for k, frac := range fractions {
-		structural.TakeWholeFraction = frac
-		for _, size := range []uint64{1, 3, 17, n/50 + 1, n / 5, n} {
-			if size == 0 || size > 200_000 {
-				continue
-			}
-			rows := make([]uint64, size)
-			for i := range rows {
-				rows[i] = rng.Uint64N(n)
-			}
-			if size > 3 {
-				rows[size-1] = rows[0] // a repeat
-				start := rng.Uint64N(n)
-				for i := range min(size/3, n-start) {
-					rows[i+1] = start + i // a run of rows
-				}
-			}
+	for _, cached := range []bool{false, true} {
+		for _, rows := range formattest.TakeRowSets(n, uint64(len(full))) {
 			c, err := r.NewCursor(proj)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if k == 1 {
-				// Cached pages: a read first leaves the page of row
-				// rows[0] cached for the take.
+			if cached {
+				// A read first leaves the page of row rows[0] cached for
+				// the take.
 				arrs, err := c.ReadRange(ctx, rows[0], min(rows[0]+2, n))
 				if err != nil {
 					t.Fatal(err)
@@ -93,9 +71,9 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 			got, err := c.Take(ctx, rows)
 			c.Close()
 			if err != nil {
-				t.Fatalf("fraction %g, take of %d rows: %v", frac, size, err)
+				t.Fatalf("cached %v, take of %d rows: %v", cached, len(rows), err)
 			}
-			compareTake(t, fmt.Sprintf("fraction %g, take of %d rows", frac, size), r, mem, full, got, rows)
+			compareTake(t, fmt.Sprintf("cached %v, take of %d rows", cached, len(rows)), r, mem, full, got, rows)
 			fileio.ReleaseAll(got)
 		}
 	}
@@ -104,33 +82,11 @@ func checkTakes(t *testing.T, r *Reader, mem memory.Allocator, fractions ...floa
 // compareTake checks got, the take of rows, against full.
 func compareTake(t *testing.T, what string, r *Reader, mem memory.Allocator, full, got []arrow.Array, rows []uint64) {
 	t.Helper()
-	indices := make([]int64, len(rows))
-	for i, row := range rows {
-		indices[i] = int64(row)
+	names := make([]string, len(r.Schema().Fields))
+	for i, f := range r.Schema().Fields {
+		names[i] = f.Name
 	}
-	if len(got) != len(full) {
-		t.Fatalf("%s: %d arrays, want %d", what, len(got), len(full))
-	}
-	for i := range full {
-		want, err := arrowutil.ConcatTake(context.Background(), mem, []arrow.Array{full[i]}, indices)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[i].Len() != len(rows) {
-			t.Fatalf("%s: field %q has %d rows, want %d", what, r.Schema().Fields[i].Name, got[i].Len(), len(rows))
-		}
-		// Equal also compares slots under nulls; fall back to the rows'
-		// JSON, which does not, before failing.
-		if !array.Equal(got[i], want) {
-			g, w := formattest.RowsJSON(t, got[i]), formattest.RowsJSON(t, want)
-			for j := range g {
-				if g[j] != w[j] {
-					t.Fatalf("%s: field %q, row %d (position %d):\n got %s\nwant %s", what, r.Schema().Fields[i].Name, rows[j], j, g[j], w[j])
-				}
-			}
-		}
-		want.Release()
-	}
+	formattest.CompareTake(t, what, names, mem, full, got, rows)
 }
 
 // TestTakeReadsOnlyItsRows: taking a few rows of a multi-page file of
@@ -178,7 +134,7 @@ func testTakeReadsOnlyItsRows(t *testing.T, v Version, local bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTakes(t, r, mem, 0.75, 1e9)
+	checkTakes(t, r, mem)
 
 	proj := r.FileProjection(r.Schema().Fields)
 	full, err := r.readRange(ctx, proj, 0, r.NumRows())

@@ -250,19 +250,19 @@ func (s *legacyScan) errorf(f *schema.Field, format string, args ...any) error {
 
 // page finds the page of f in the current batch; ok is false when the
 // projection has no column for f (it then reads as nulls).
-func (s *legacyScan) page(f *schema.Field) (p Page, ok bool, err error) {
+func (s *legacyScan) page(f *schema.Field) (p pageEntry, ok bool, err error) {
 	col, ok := s.column(f.ID)
 	if !ok {
-		return Page{}, false, nil
+		return pageEntry{}, false, nil
 	}
 	if col < 0 || col > math.MaxInt32 {
-		return Page{}, false, s.errorf(f, "column %d is not a field id", col)
+		return pageEntry{}, false, s.errorf(f, "column %d is not a field id", col)
 	}
-	p, ok = s.r.Legacy.Page(int32(col), s.batch)
+	p, ok = s.r.Legacy.pageOf(int32(col), s.batch)
 	if !ok {
 		l := s.r.Legacy
-		return Page{}, false, s.errorf(f, "field id %d is outside the page table (ids %d..%d, %d batches)",
-			col, l.MinFieldID, int(l.MinFieldID)+l.NumFieldIDs-1, l.NumBatches())
+		return pageEntry{}, false, s.errorf(f, "field id %d is outside the page table (ids %d..%d, %d batches)",
+			col, l.minFieldID, int(l.minFieldID)+l.numFieldIDs-1, l.NumBatches())
 	}
 	return p, true, nil
 }
@@ -362,7 +362,7 @@ func (s *legacyScan) byteRange(f *schema.Field, pos, start, end, width uint64) (
 }
 
 // plainNode plans reading rows [start, end) of a fixed-stride page.
-func (s *legacyScan) plainNode(f *schema.Field, p Page, start, end uint64) (legacyNode, error) {
+func (s *legacyScan) plainNode(f *schema.Field, p pageEntry, start, end uint64) (legacyNode, error) {
 	leaf, perRow, ok := FixedStride(f.Type)
 	if !ok {
 		return nil, fmt.Errorf("format: %s: field %q (id %d): %s in legacy files: %w", s.r.Key, f.Name, f.ID, f.Type, lancer.ErrUnsupported)
@@ -387,7 +387,7 @@ func (s *legacyScan) plainNode(f *schema.Field, p Page, start, end uint64) (lega
 
 // binaryNode plans reading values [start, end) of a utf8/binary page: first
 // their n+1 positions, then the bytes between the first and the last.
-func (s *legacyScan) binaryNode(f *schema.Field, p Page, start, end uint64) (legacyNode, error) {
+func (s *legacyScan) binaryNode(f *schema.Field, p pageEntry, start, end uint64) (legacyNode, error) {
 	if end > p.Length {
 		return nil, s.errorf(f, "values [%d, %d) past the page's %d", start, end, p.Length)
 	}
@@ -426,7 +426,7 @@ func (s *legacyScan) binaryNode(f *schema.Field, p Page, start, end uint64) (leg
 
 // listNode plans reading rows [start, end) of a list page: first the n+1
 // offsets, then the items they span from the child's page.
-func (s *legacyScan) listNode(f *schema.Field, p Page, start, end uint64) (legacyNode, error) {
+func (s *legacyScan) listNode(f *schema.Field, p pageEntry, start, end uint64) (legacyNode, error) {
 	if len(f.Children) != 1 {
 		return nil, s.errorf(f, "list has %d child fields, want 1", len(f.Children))
 	}

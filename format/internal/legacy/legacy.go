@@ -81,18 +81,18 @@ type File struct {
 	batchOffsets []uint64
 	// minFieldID is the field id of the page table's first row of entries;
 	// numFieldIDs is how many field ids it covers.
-	MinFieldID  int32
-	NumFieldIDs int
+	minFieldID  int32
+	numFieldIDs int
 	// pages is the page table, field-major: pages[(id−minFieldID)·numBatches + batch].
-	Pages []Page
+	pages []pageEntry
 	// dictionaries holds the values of each dictionary field, by field id.
 	// They wrap Go memory and live as long as the Reader.
 	dictionaries map[int32]arrow.Array
 }
 
-// Page is one page table entry: where the page starts and how many
+// pageEntry is one page table entry: where the page starts and how many
 // values it holds.
-type Page struct {
+type pageEntry struct {
 	Pos, Length uint64
 }
 
@@ -104,14 +104,14 @@ func (l *File) NumBatches() int {
 	return len(l.batchOffsets) - 1
 }
 
-// Page returns the page of field id in batch, or false when the page table
+// pageOf returns the page of field id in batch, or false when the page table
 // has no entry for the id.
-func (l *File) Page(id int32, batch int) (Page, bool) {
-	i := int64(id) - int64(l.MinFieldID)
-	if i < 0 || i >= int64(l.NumFieldIDs) || batch < 0 || batch >= l.NumBatches() {
-		return Page{}, false
+func (l *File) pageOf(id int32, batch int) (pageEntry, bool) {
+	i := int64(id) - int64(l.minFieldID)
+	if i < 0 || i >= int64(l.numFieldIDs) || batch < 0 || batch >= l.NumBatches() {
+		return pageEntry{}, false
 	}
-	return l.Pages[int(i)*l.NumBatches()+batch], true
+	return l.pages[int(i)*l.NumBatches()+batch], true
 }
 
 // numColumns counts the field ids that have at least one page, which is
@@ -119,9 +119,9 @@ func (l *File) Page(id int32, batch int) (Page, bool) {
 func (l *File) numColumns() int {
 	nb := l.NumBatches()
 	count := 0
-	for f := 0; f < l.NumFieldIDs; f++ {
+	for f := 0; f < l.numFieldIDs; f++ {
 		for b := 0; b < nb; b++ {
-			if p := l.Pages[f*nb+b]; p != (Page{}) {
+			if p := l.pages[f*nb+b]; p != (pageEntry{}) {
 				count++
 				break
 			}
@@ -177,7 +177,7 @@ func (r *Reader) Open(ctx context.Context, tail []byte) error {
 	r.Legacy = l
 	// What the Reader keeps: the schema and metadata messages (read from
 	// manifestPos to the footer), the page table and the dictionaries.
-	r.MetadataBytes = int64(uint64(r.Size)-manifestPos) + 16*int64(len(l.Pages))
+	r.MetadataBytes = int64(uint64(r.Size)-manifestPos) + 16*int64(len(l.pages))
 	for _, d := range l.dictionaries {
 		r.MetadataBytes += arrayBytes(d.Data())
 	}
@@ -262,10 +262,10 @@ func (r *Reader) readLegacyPageTable(ctx context.Context, tail []byte, l *File, 
 	if err != nil {
 		return err
 	}
-	l.MinFieldID, l.NumFieldIDs = minID, int(ids)
-	l.Pages = make([]Page, entries)
-	for i := range l.Pages {
-		l.Pages[i] = Page{binary.LittleEndian.Uint64(b[16*i:]), binary.LittleEndian.Uint64(b[16*i+8:])}
+	l.minFieldID, l.numFieldIDs = minID, int(ids)
+	l.pages = make([]pageEntry, entries)
+	for i := range l.pages {
+		l.pages[i] = pageEntry{binary.LittleEndian.Uint64(b[16*i:]), binary.LittleEndian.Uint64(b[16*i+8:])}
 	}
 	return nil
 }
@@ -293,7 +293,7 @@ func (r *Reader) readLegacyDictionaries(ctx context.Context, tail []byte, l *Fil
 		if loc.Offset < 0 || loc.Length < 0 {
 			return r.Corruptf("dictionary field %q (id %d) has values at %d, count %d", f.Name, f.ID, loc.Offset, loc.Length)
 		}
-		page := Page{uint64(loc.Offset), uint64(loc.Length)}
+		page := pageEntry{uint64(loc.Offset), uint64(loc.Length)}
 		valueField := &schema.Field{ID: f.ID, Name: f.Name, Type: dt.ValueType, Nullable: true}
 		s := newLegacyScan(r, nil)
 		// Lance writes the values just before the schema, so they are

@@ -46,10 +46,10 @@ import (
 // structural assembly reads it as it reads pages; rowSegs map page rows to
 // its rows.
 
-// TakeWholeFraction: a page is read whole when a partial read would fetch
+// takeWholeFraction: a page is read whole when a partial read would fetch
 // at least this fraction of its bytes. Fetching the rest costs little then,
 // and a whole page decodes without cutting chunks into rows.
-var TakeWholeFraction = 0.75
+var takeWholeFraction = 0.75
 
 // remoteRoundTrip is what a round of requests costs on stores where a
 // request is a round trip (object stores; every store but the local file
@@ -255,13 +255,13 @@ func (r *Reader) planTake(q *takeRequest, phase1 *rangeBatch) error {
 			if rowBytes == 0 || fz.GetBitsPerValue()%8 != 0 || sizes[0]/rowBytes != numRows || sizes[0]%rowBytes != 0 {
 				return nil // the whole-page decoder says what is wrong
 			}
-			if float64(uint64(len(q.rows))*rowBytes) >= TakeWholeFraction*float64(sizes[0]) {
+			if float64(uint64(len(q.rows))*rowBytes) >= takeWholeFraction*float64(sizes[0]) {
 				return nil
 			}
 			q.kind = takeFixedZip
 			return nil
 		}
-		if len(offs) != 2 || float64(len(q.rows)) >= TakeWholeFraction*float64(numRows) {
+		if len(offs) != 2 || float64(len(q.rows)) >= takeWholeFraction*float64(numRows) {
 			return nil
 		}
 		if saved := float64(sizes[0]) * (1 - float64(len(q.rows))/float64(numRows)); remote && saved < remoteRoundTrip {
@@ -509,8 +509,8 @@ func (r *Reader) newMiniIndex(q *takeRequest, mb *enc21pb.MiniBlockLayout, meta 
 // the whole page. Without lists the chunks' rows decode one by one
 // (decodeChunkRuns), so it pays even when the take fetches every chunk.
 func partialMiniBlockPays(mb *enc21pb.MiniBlockLayout, q *takeRequest, bytes, dataLen uint64) bool {
-	partialRows := mb.GetRepCompression() == nil && float64(len(q.rows)) < TakeWholeFraction*float64(q.meta.GetLength())
-	return partialRows || float64(bytes) < TakeWholeFraction*float64(dataLen)
+	partialRows := mb.GetRepCompression() == nil && float64(len(q.rows)) < takeWholeFraction*float64(q.meta.GetLength())
+	return partialRows || float64(bytes) < takeWholeFraction*float64(dataLen)
 }
 
 // checkRunRows checks that the bytes of each run of rows read through a
