@@ -7,23 +7,11 @@ import (
 	"testing"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/fixturetest"
 )
-
-// memDataset writes files (key → bytes) into a fresh MemStore.
-func memDataset(t testing.TB, files map[string][]byte) *blob.MemStore {
-	t.Helper()
-	s := blob.NewMemStore(t.Name())
-	for k, v := range files {
-		if err := s.Write(context.Background(), k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
 
 func TestLatestVersion(t *testing.T) {
 	m := func(v uint64) []byte { return encodeManifestFile(t, emptyManifest(v), appendTxn()) }
@@ -73,7 +61,7 @@ func TestLatestVersion(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := memDataset(t, tc.files)
+			s := fixturetest.MemStore(t, tc.files)
 			got, err := LatestVersion(context.Background(), s)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && got != tc.want) {
 				t.Errorf("LatestVersion = %d, %v; want %d, %v", got, err, tc.want, tc.wantErr)
@@ -122,7 +110,7 @@ func TestLatestVersion(t *testing.T) {
 // is caught by the full listing.
 func TestMixedNamingAfterV2(t *testing.T) {
 	m := func(v uint64) []byte { return encodeManifestFile(t, emptyManifest(v), nil) }
-	s := memDataset(t, map[string][]byte{manifest.Key(manifest.ManifestNamingV2, 1): m(1), "_versions/2.manifest": m(2)})
+	s := fixturetest.MemStore(t, map[string][]byte{manifest.Key(manifest.ManifestNamingV2, 1): m(1), "_versions/2.manifest": m(2)})
 	if _, err := ListVersions(context.Background(), s); !errors.Is(err, lancer.ErrCorrupt) {
 		t.Errorf("ListVersions: %v, want ErrCorrupt", err)
 	}

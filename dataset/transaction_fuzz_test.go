@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,26 +27,15 @@ import (
 func fixtureTransactions(t testing.TB) [][]byte {
 	t.Helper()
 	var out [][]byte
-	err := filepath.WalkDir(fixturetest.Dir(t), func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".txn") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		out = append(out, b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+	// In path order, so the fuzz seeds come in the same order every run.
+	txns := fixturetest.Files(t, ".txn")
+	for _, path := range slices.Sorted(maps.Keys(txns)) {
+		out = append(out, txns[path])
 	}
-	err = filepath.WalkDir(fixturetest.Dir(t), func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".manifest") {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		s := memDataset(t, map[string][]byte{"_versions/x.manifest": data})
+	manifests := fixturetest.Files(t, ".manifest")
+	for _, path := range slices.Sorted(maps.Keys(manifests)) {
+		data := manifests[path]
+		s := fixturetest.MemStore(t, map[string][]byte{"_versions/x.manifest": data})
 		c, err := manifest.ReadFile(context.Background(), s, "_versions/x.manifest", 0, true)
 		if err == nil && c.Transaction != nil {
 			b, err := manifest.EncodeTransaction(c.Transaction)
@@ -53,10 +44,6 @@ func fixtureTransactions(t testing.TB) [][]byte {
 			}
 			out = append(out, b)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(out) == 0 {
 		t.Fatal("no fixture transactions")
@@ -173,7 +160,7 @@ func (b *txnFuzzBase) store(t testing.TB, txn []byte, inline bool) *blob.MemStor
 		files[b.v2Key] = file
 		files[b.txnKey] = txn
 	}
-	return memDataset(t, files)
+	return fixturetest.MemStore(t, files)
 }
 
 // secondCommits are the concurrent commits of version 2 the fuzzers seed

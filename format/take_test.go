@@ -386,11 +386,8 @@ func TestTakeIndexedZipRunsChecked(t *testing.T) {
 // openFixtureFile opens a data file of the fixtures with allocator mem.
 func openFixtureFile(t testing.TB, path string, mem memory.Allocator) *Reader {
 	t.Helper()
-	store, err := blob.NewLocalStore(filepath.Dir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(context.Background(), store, filepath.Base(path), &OpenOptions{Allocator: mem})
+	store, key := fixturetest.LocalFile(t, path)
+	r, err := Open(context.Background(), store, key, &OpenOptions{Allocator: mem})
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}

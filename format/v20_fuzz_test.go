@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
 // FuzzV20File mutates 2.0 files — every data file of the 2.0 fixtures, the
@@ -18,7 +19,7 @@ import (
 //	go test ./format -run '^$' -fuzz FuzzV20File -fuzztime 60s
 func FuzzV20File(f *testing.F) {
 	for _, name := range v20Fixtures {
-		for _, path := range v20DataFiles(f, name) {
+		for _, path := range fixturetest.DataFiles(f, name) {
 			data, err := os.ReadFile(path)
 			if err != nil {
 				f.Fatal(err)

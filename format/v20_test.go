@@ -16,7 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer"
-	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/internal/fixturetest"
@@ -26,27 +25,10 @@ import (
 // The 2.0 fixtures: datasets written by Lance 12 with storage version 2.0.
 var v20Fixtures = []string{"types_v2_0", "history_v2_0", "overwrite_v2_0", "blob_legacy_v2_0", "deletions_v2_0"}
 
-// v20DataFiles lists the data files of a fixture dataset.
-func v20DataFiles(t testing.TB, name string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(fixturetest.DatasetPath(t, name), "data", "*.lance"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("%s: no data files (%v)", name, err)
-	}
-	return files
-}
-
-// v20OpenPath opens a data file on disk.
+// v20OpenPath opens a 2.0 data file on disk.
 func v20OpenPath(t testing.TB, path string, mem memory.Allocator) *Reader {
 	t.Helper()
-	store, err := blob.NewLocalStore(filepath.Dir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(context.Background(), store, filepath.Base(path), &OpenOptions{Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openFixtureFile(t, path, mem)
 	if r.Version() != Version2_0 {
 		t.Fatalf("%s: version %s, want 2.0", path, r.Version())
 	}
@@ -109,7 +91,7 @@ func v20Cells(t testing.TB, rec arrow.RecordBatch) [][]string {
 func TestV20Ranges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20, 0))
 	for _, name := range v20Fixtures {
-		for _, path := range v20DataFiles(t, name) {
+		for _, path := range fixturetest.DataFiles(t, name) {
 			t.Run(name+"/"+filepath.Base(path)[:8], func(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				defer mem.AssertSize(t, 0)
@@ -195,7 +177,7 @@ func v20CheckRanges(t *testing.T, r *Reader, fields []*schema.Field, rng *rand.R
 func TestV20Projection(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	r := v20OpenPath(t, v20DataFiles(t, "types_v2_0")[0], mem)
+	r := v20OpenPath(t, fixturetest.DataFiles(t, "types_v2_0")[0], mem)
 	for _, paths := range [][]string{
 		{"nested_nn.inner.ys", "id"},
 		{"nested_nn.kv", "struct_nn.b"},
@@ -263,7 +245,7 @@ func v20ProjectRow(t testing.TB, row []byte, paths []string) []byte {
 func TestV20MissingColumns(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	r := v20OpenPath(t, v20DataFiles(t, "types_v2_0")[0], mem)
+	r := v20OpenPath(t, fixturetest.DataFiles(t, "types_v2_0")[0], mem)
 	s, err := r.Schema().Project([]string{"id", "nested_nn", "list_i32", "dict_utf8"})
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +293,7 @@ func TestV20MissingColumns(t *testing.T) {
 // TestV20Errors checks requests outside the file and the error kinds of
 // fields the 2.0 reader cannot read.
 func TestV20Errors(t *testing.T) {
-	r := v20OpenPath(t, v20DataFiles(t, "types_v2_0")[0], memory.DefaultAllocator)
+	r := v20OpenPath(t, fixturetest.DataFiles(t, "types_v2_0")[0], memory.DefaultAllocator)
 	cur, err := r.NewCursor(r.FileProjection(r.Schema().Fields))
 	if err != nil {
 		t.Fatal(err)

@@ -57,35 +57,7 @@ func v20wReadLogical(t testing.TB, r *Reader, mem memory.Allocator) arrow.Record
 	t.Helper()
 	rec := readAllRows(t, r)
 	defer rec.Release()
-	sch := r.Schema()
-	cols := make([]arrow.Array, len(sch.Fields))
-	for i, f := range sch.Fields {
-		if f.Blob != schema.BlobLegacy {
-			cols[i] = rec.Column(i)
-			cols[i].Retain()
-			continue
-		}
-		b := array.NewBinaryBuilder(mem, f.Type.(arrow.BinaryDataType))
-		desc := rec.Column(i)
-		for row := range desc.Len() {
-			d, ok, err := BlobDescriptorAt(desc, row)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				b.AppendNull()
-				continue
-			}
-			v, err := r.ReadBlob(context.Background(), d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.Append(v)
-		}
-		cols[i] = b.NewArray()
-		b.Release()
-	}
-	return record(t, sch.LogicalArrow(), cols, rec.NumRows())
+	return formattest.LogicalRecord(t, rec, r.Schema(), mem, BlobDescriptorAt, r.ReadBlob)
 }
 
 // v20wOpen opens the file the tests wrote.
@@ -165,7 +137,7 @@ func v20wRoundTripRows(t *testing.T, sch *schema.Schema, want [][]byte, opts Wri
 func v20wFixtureFiles(t testing.TB) []string {
 	var files []string
 	for _, name := range v20Fixtures {
-		files = append(files, v20DataFiles(t, name)...)
+		files = append(files, fixturetest.DataFiles(t, name)...)
 	}
 	return files
 }

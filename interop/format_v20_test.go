@@ -26,50 +26,15 @@ import (
 // The 2.0 fixtures: datasets written by Lance 12 with storage version 2.0.
 var v20Fixtures = []string{"types_v2_0", "history_v2_0", "overwrite_v2_0", "blob_legacy_v2_0", "deletions_v2_0"}
 
-// v20DataFiles lists the data files of a fixture dataset.
-func v20DataFiles(t testing.TB, name string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(fixturetest.DatasetPath(t, name), "data", "*.lance"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("%s: no data files (%v)", name, err)
-	}
-	return files
-}
-
 // v20OpenPath opens a 2.0 data file on disk.
 func v20OpenPath(t testing.TB, path string, mem memory.Allocator) *format.Reader {
 	t.Helper()
-	store, err := blob.NewLocalStore(filepath.Dir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := format.Open(context.Background(), store, filepath.Base(path), &format.OpenOptions{Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, key := fixturetest.LocalFile(t, path)
+	r := fwOpen(t, store, key, mem)
 	if r.Version() != format.Version2_0 {
 		t.Fatalf("%s: version %s, want 2.0", path, r.Version())
 	}
 	return r
-}
-
-// v20Record reads rows [a, b) of fields with a new cursor.
-func v20Record(t testing.TB, r *format.Reader, fields []*schema.Field, a, b uint64) arrow.RecordBatch {
-	t.Helper()
-	cur, err := r.NewCursor(r.FileProjection(fields))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cur.Close()
-	arrs, err := cur.ReadRange(context.Background(), a, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	afs := make([]arrow.Field, len(fields))
-	for i, f := range fields {
-		afs[i] = f.ArrowField()
-	}
-	return legacyRecord(t, arrow.NewSchema(afs, nil), arrs, int64(b-a))
 }
 
 // TestFormatV20FixturesMatchLance reads every data file of the 2.0 fixtures in full and
@@ -93,12 +58,12 @@ func TestFormatV20FixturesMatchLance(t *testing.T) {
 					rows    []json.RawMessage
 				}{tt.Version, tt.Rows})
 			}
-			files := v20DataFiles(t, name)
+			files := fixturetest.DataFiles(t, name)
 			checked := map[string]bool{}
 			for _, path := range files {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				r := v20OpenPath(t, path, mem)
-				rec := v20Record(t, r, r.Schema().Fields, 0, r.NumRows())
+				rec := fwReadAll(t, r)
 				for _, view := range views {
 					m, ok := manifests[view.version]
 					if !ok || len(view.rows) == 0 {

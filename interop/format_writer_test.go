@@ -486,35 +486,7 @@ func fwReadLogical(t testing.TB, r *format.Reader, mem memory.Allocator) arrow.R
 	t.Helper()
 	rec := fwReadAll(t, r)
 	defer rec.Release()
-	sch := r.Schema()
-	cols := make([]arrow.Array, len(sch.Fields))
-	for i, f := range sch.Fields {
-		if f.Blob != schema.BlobLegacy {
-			cols[i] = rec.Column(i)
-			cols[i].Retain()
-			continue
-		}
-		b := array.NewBinaryBuilder(mem, f.Type.(arrow.BinaryDataType))
-		desc := rec.Column(i)
-		for row := range desc.Len() {
-			d, ok, err := format.BlobDescriptorAt(desc, row)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				b.AppendNull()
-				continue
-			}
-			v, err := r.ReadBlob(context.Background(), d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.Append(v)
-		}
-		cols[i] = b.NewArray()
-		b.Release()
-	}
-	return legacyRecord(t, sch.LogicalArrow(), cols, rec.NumRows())
+	return formattest.LogicalRecord(t, rec, r.Schema(), mem, format.BlobDescriptorAt, r.ReadBlob)
 }
 
 // fwV20Case is one 2.0 dataset for real Lance to read.
@@ -545,7 +517,7 @@ func TestV20WriteLanceReads(t *testing.T) {
 	}()
 	var paths []string
 	for _, name := range v20Fixtures {
-		paths = append(paths, v20DataFiles(t, name)...)
+		paths = append(paths, fixturetest.DataFiles(t, name)...)
 	}
 	for _, path := range paths {
 		src := v20OpenPath(t, path, mem)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
 )
@@ -68,18 +69,6 @@ func emptyManifest(v uint64) *tablepb.Manifest {
 
 func appendTxn() *tablepb.Transaction {
 	return &tablepb.Transaction{Uuid: "u", Operation: &tablepb.Transaction_Append_{Append: &tablepb.Transaction_Append{}}}
-}
-
-// memDataset writes files (key → bytes) into a fresh MemStore.
-func memDataset(t testing.TB, files map[string][]byte) *blob.MemStore {
-	t.Helper()
-	s := blob.NewMemStore(t.Name())
-	for k, v := range files {
-		if err := s.Write(context.Background(), k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
 }
 
 func TestParseManifestName(t *testing.T) {
@@ -206,7 +195,7 @@ func TestMalformedManifest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := Key(ManifestNamingV2, 1)
-			s := memDataset(t, map[string][]byte{key: tc.data})
+			s := fixturetest.MemStore(t, map[string][]byte{key: tc.data})
 			_, err := openOne(s, key)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Open: %v, want %v", err, tc.want)
@@ -217,7 +206,7 @@ func TestMalformedManifest(t *testing.T) {
 		})
 	}
 	// The valid base case opens: the table above fails for its reasons only.
-	if _, err := openOne(memDataset(t, map[string][]byte{Key(ManifestNamingV2, 1): valid}), Key(ManifestNamingV2, 1)); err != nil {
+	if _, err := openOne(fixturetest.MemStore(t, map[string][]byte{Key(ManifestNamingV2, 1): valid}), Key(ManifestNamingV2, 1)); err != nil {
 		t.Fatalf("valid manifest: %v", err)
 	}
 }
@@ -228,7 +217,7 @@ func TestLargeManifest(t *testing.T) {
 	m := emptyManifest(1)
 	m.TableMetadata = map[string]string{"big": strings.Repeat("x", 3*manifestTailSize)}
 	data := encodeManifestFile(t, m, appendTxn())
-	s := memDataset(t, map[string][]byte{Key(ManifestNamingV2, 1): data})
+	s := fixturetest.MemStore(t, map[string][]byte{Key(ManifestNamingV2, 1): data})
 	c, err := openOne(s, Key(ManifestNamingV2, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +241,7 @@ func TestTransactionFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := memDataset(t, map[string][]byte{
+	s := fixturetest.MemStore(t, map[string][]byte{
 		"_versions/1.manifest":  encodeManifestFile(t, m1, nil),
 		"_versions/2.manifest":  encodeManifestFile(t, m2, nil),
 		"_transactions/0-a.txn": txn,
@@ -297,7 +286,7 @@ func TestManifestBadLogicalTypes(t *testing.T) {
 			m := emptyManifest(1)
 			m.Fields = append(m.Fields, &filepb.Field{Name: "c", Id: 1, ParentId: -1, LogicalType: lt})
 			key := Key(ManifestNamingV2, 1)
-			s := memDataset(t, map[string][]byte{key: encodeManifestFile(t, m, nil)})
+			s := fixturetest.MemStore(t, map[string][]byte{key: encodeManifestFile(t, m, nil)})
 			_, err := openOne(s, key)
 			if !errors.Is(err, lancer.ErrCorrupt) && !errors.Is(err, lancer.ErrUnsupported) {
 				t.Fatalf("Open: %v, want ErrCorrupt or ErrUnsupported", err)
@@ -312,7 +301,7 @@ func TestManifestBadLogicalTypes(t *testing.T) {
 // TestManifestWithoutTimestamp: Lance lists such a version at the Unix
 // epoch, not at Go's zero time.
 func TestManifestWithoutTimestamp(t *testing.T) {
-	store := memDataset(t, map[string][]byte{
+	store := fixturetest.MemStore(t, map[string][]byte{
 		"_versions/1.manifest": encodeManifestFile(t, emptyManifest(1), appendTxn()),
 	})
 	c, err := openOne(store, "_versions/1.manifest")

@@ -3,11 +3,9 @@ package manifest_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -21,18 +19,6 @@ import (
 // The tests of the codecs on the fixtures, which real Lance wrote, through
 // the package's exported API only.
 
-// memDataset writes files (key → bytes) into a fresh MemStore.
-func memDataset(t testing.TB, files map[string][]byte) *blob.MemStore {
-	t.Helper()
-	s := blob.NewMemStore(t.Name())
-	for k, v := range files {
-		if err := s.Write(context.Background(), k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
-
 func bitmapBytes(t testing.TB, values ...uint32) []byte {
 	t.Helper()
 	b, err := roaring.BitmapOf(values...).ToBytes()
@@ -42,32 +28,11 @@ func bitmapBytes(t testing.TB, values ...uint32) []byte {
 	return b
 }
 
-// fixtureManifests returns the bytes of every manifest file of the fixtures.
-func fixtureManifests(t testing.TB) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(fixturetest.Dir(t), func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".manifest") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		out[path] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatal("no fixture manifests")
-	}
-	return out
-}
-
 // TestFixtureManifests reads every manifest of the fixtures, branches
 // included, with its transaction.
 func TestFixtureManifests(t *testing.T) {
-	for path, data := range fixtureManifests(t) {
-		s := memDataset(t, map[string][]byte{"_versions/x.manifest": data})
+	for path, data := range fixturetest.Files(t, ".manifest") {
+		s := fixturetest.MemStore(t, map[string][]byte{"_versions/x.manifest": data})
 		c, err := manifest.ReadFile(context.Background(), s, "_versions/x.manifest", 0, true)
 		if err != nil {
 			t.Errorf("%s: %v", path, err)
@@ -92,7 +57,7 @@ func TestFixtureManifests(t *testing.T) {
 // names: it must never panic, must allocate in proportion to its input, and
 // must fail only with ErrCorrupt or ErrUnsupported.
 func FuzzManifest(f *testing.F) {
-	for _, data := range fixtureManifests(f) {
+	for _, data := range fixturetest.Files(f, ".manifest") {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -134,8 +99,8 @@ func fixtureDeletionFiles(t testing.TB) map[string]struct {
 		physical uint64
 	}
 	out := map[string]info{}
-	for path, data := range fixtureManifests(t) {
-		s := memDataset(t, map[string][]byte{"_versions/x.manifest": data})
+	for path, data := range fixturetest.Files(t, ".manifest") {
+		s := fixturetest.MemStore(t, map[string][]byte{"_versions/x.manifest": data})
 		c, err := manifest.ReadFile(context.Background(), s, "_versions/x.manifest", 0, false)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
