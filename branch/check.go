@@ -67,7 +67,7 @@ func Check(ctx context.Context, root blob.Store, opts *dataset.CheckOptions) (*C
 	}
 	checkLine := func(name string, store blob.Store, lo dataset.CheckOptions) error {
 		if lo.ResolveBase == nil {
-			lo.ResolveBase = familyResolver(root, name != Main, lo.StorageOptions)
+			lo.ResolveBase = familyResolver(root, name, lo.StorageOptions)
 		}
 		r, err := dataset.Check(ctx, store, &lo)
 		switch {

@@ -81,14 +81,16 @@ func Store(root blob.Store, name string) blob.Store {
 
 // Open opens the dataset rooted at root at ref (see Resolve). opts may be
 // nil; its Version is overridden by ref and, unless the caller sets
-// ResolveBase, base paths recorded by branches are mapped onto root (see
-// the package doc). A missing version wraps dataset.ErrNoSuchVersion.
+// ResolveBase, base paths recorded by branches are mapped onto root
+// (FamilyResolver). The stores that resolver opens outside the family (the
+// source of a shallow clone) are never closed; a caller that must close
+// them sets ResolveBase to a FamilyResolver with an opener it owns, as the
+// table handle does. A missing version wraps dataset.ErrNoSuchVersion.
 func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptions) (*dataset.Dataset, error) {
 	resolved, err := Resolve(ctx, root, ref)
 	if err != nil {
 		return nil, err
 	}
-	onBranch := resolved.Branch != ""
 	store := Store(root, resolved.Branch)
 	o := dataset.OpenOptions{}
 	if opts != nil {
@@ -96,7 +98,7 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 	}
 	o.Version = resolved.Version
 	if o.ResolveBase == nil {
-		o.ResolveBase = familyResolver(root, onBranch, o.StorageOptions)
+		o.ResolveBase = familyResolver(root, resolved.Branch, o.StorageOptions)
 	}
 	ds, err := dataset.Open(ctx, store, &o)
 	if err != nil {
@@ -105,31 +107,43 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 	return ds, nil
 }
 
-// familyResolver maps the base paths Lance records in branch manifests onto
-// the dataset root that was actually opened. Lance writes the parent's
-// absolute location when a branch is made: the main root (a base path with
-// no name) or the main root plus "/tree/<parent>" (a base path named after
-// the parent branch). Those are mapped onto root and root/tree/<parent>, so
-// the family opens wherever it now lives. Any other base path is opened
-// where it was recorded. That includes every unnamed base path of the main
-// line (onBranch false): a main manifest never names its own root, and Lance
-// writes an unnamed base path for the source of a shallow clone of a version
-// and for extra data roots given without a name. Those are opened with
-// storageOptions (dataset.OpenOptions.StorageOptions).
-func familyResolver(root blob.Store, onBranch bool, storageOptions map[string]string) func(context.Context, manifest.BasePath) (blob.Store, error) {
+// familyResolver is FamilyResolver opening what lies outside the family
+// with blob.OpenWithOptions and storageOptions (the stores it opens are the
+// caller's to close; the table handle passes its own opener and does).
+func familyResolver(root blob.Store, line string, storageOptions map[string]string) func(context.Context, manifest.BasePath) (blob.Store, error) {
+	return FamilyResolver(root, line, func(ctx context.Context, uri string) (blob.Store, error) {
+		return blob.OpenWithOptions(ctx, uri, storageOptions)
+	})
+}
+
+// FamilyResolver is the dataset.OpenOptions.ResolveBase that Open installs
+// for line ("" for main) of the table rooted at root. It maps the base
+// paths Lance records in branch manifests onto the root that was actually
+// opened. Lance writes the parent's absolute location when a branch is
+// made: the main root (a base path with no name) or the main root plus
+// "/tree/<parent>" (a base path named after the parent branch). Those are
+// mapped onto root and root/tree/<parent>, so the family opens wherever it
+// now lives. Any other base path is opened where it was recorded, with
+// open. That includes every unnamed base path of the main line: a main
+// manifest never names its own root, and Lance writes an unnamed base path
+// for the source of a shallow clone of a version and for extra data roots
+// given without a name. The stores open returns are outside the family
+// and the caller's to close.
+func FamilyResolver(root blob.Store, line string, open func(ctx context.Context, uri string) (blob.Store, error)) func(context.Context, manifest.BasePath) (blob.Store, error) {
+	onBranch := line != "" && line != Main
 	return func(ctx context.Context, bp manifest.BasePath) (blob.Store, error) {
 		if !bp.IsDatasetRoot {
-			return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
+			return open(ctx, bp.Path)
 		}
 		if bp.Name == "" || bp.Name == Main {
 			if !onBranch {
-				return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
+				return open(ctx, bp.Path)
 			}
 			return root, nil
 		}
 		if strings.HasSuffix(strings.TrimSuffix(bp.Path, "/"), "/"+treeDir+bp.Name) {
 			return Store(root, bp.Name), nil
 		}
-		return blob.OpenWithOptions(ctx, bp.Path, storageOptions)
+		return open(ctx, bp.Path)
 	}
 }

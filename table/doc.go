@@ -42,7 +42,10 @@
 //     dataset (rebased or failed with lancer.ErrConflict, never lost), and
 //     the handle advances to the newest version any of them committed.
 //  3. The handle from Open (or Create) owns its store: Close closes it (a
-//     cloud store's connections), and every call after Close, on it or on a
+//     cloud store's connections), and with it, once, every store a handle
+//     on it opened for a base path outside the table's family (the source
+//     of a shallow clone; one store per URI, shared by the handle and its
+//     derived handles). Every call after Close, on it or on a
 //     handle Checkout or CreateBranch derived from it, fails with an error
 //     wrapping lancer.ErrClosed. Derived handles share the store and do not
 //     own it; their Close only ends their own use.

@@ -78,6 +78,71 @@ type Table struct {
 type rootStore struct {
 	store  blob.Store
 	closed atomic.Bool
+	// outside holds the stores the handles on this root opened for base
+	// paths outside the table's family; the owner's Close closes them.
+	outside *outsideStores
+}
+
+// newRootStore returns the rootStore of store, opening stores outside the
+// family with blob.OpenWithOptions and storageOptions.
+func newRootStore(store blob.Store, storageOptions map[string]string) *rootStore {
+	return &rootStore{store: store, outside: &outsideStores{
+		open: func(ctx context.Context, uri string) (blob.Store, error) {
+			return blob.OpenWithOptions(ctx, uri, storageOptions)
+		},
+		stores: map[string]blob.Store{},
+	}}
+}
+
+// outsideStores opens the stores of base paths outside a table's family
+// (branch.FamilyResolver's open: the source of a shallow clone, extra data
+// roots) for every handle on one root, once per URI, and closes them when
+// the owning handle closes. dataset resolves a base path once per version
+// lineage, and every Checkout starts a lineage, so sharing one store per
+// URI keeps one set of connections however often the handle checks out.
+// Safe for concurrent use.
+type outsideStores struct {
+	open   func(ctx context.Context, uri string) (blob.Store, error)
+	mu     sync.Mutex
+	stores map[string]blob.Store // by the URI recorded in the manifest
+	closed bool
+}
+
+// get returns the store of uri, opening it the first time. After close it
+// fails with errClosed rather than open a store nobody would close.
+func (o *outsideStores) get(ctx context.Context, uri string) (blob.Store, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, errClosed
+	}
+	if s, ok := o.stores[uri]; ok {
+		return s, nil
+	}
+	// Opening holds the lock: it happens once per URI, and a second
+	// caller of the same URI must wait for this store, not open its own.
+	s, err := o.open(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	o.stores[uri] = s
+	return s, nil
+}
+
+// close closes every store opened, once.
+func (o *outsideStores) close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	var errs []error
+	for _, s := range o.stores {
+		errs = append(errs, closeStore(s))
+	}
+	o.stores = nil
+	return errors.Join(errs...)
 }
 
 // Open opens the table at uri (a local path, file://, mem://, s3://, gs://
@@ -106,21 +171,23 @@ func Create(ctx context.Context, uri string, data array.RecordReader, opts *Opti
 }
 
 // openOwned opens the store of uri, runs before on it, and returns a
-// handle at ref that owns the store. On failure the store is closed.
+// handle at ref that owns the store. On failure the store (and any store
+// opened outside the family) is closed.
 func openOwned(ctx context.Context, verb, uri string, opts *Options, ref Ref, before func(blob.Store) error) (*Table, error) {
 	oo := opts.openOptions()
 	store, err := blob.OpenWithOptions(ctx, uri, oo.StorageOptions)
 	if err != nil {
 		return nil, fmt.Errorf("table: %s %s: %w", verb, uri, err)
 	}
+	root := newRootStore(store, oo.StorageOptions)
 	t, err := func() (*Table, error) {
 		if err := before(store); err != nil {
 			return nil, err
 		}
-		return newTable(ctx, &rootStore{store: store}, oo, ref)
+		return newTable(ctx, root, oo, ref)
 	}()
 	if err != nil {
-		return nil, errors.Join(err, closeStore(store))
+		return nil, errors.Join(err, root.outside.close(), closeStore(store))
 	}
 	t.owner = true
 	return t, nil
@@ -132,7 +199,11 @@ func newTable(ctx context.Context, root *rootStore, opts dataset.OpenOptions, re
 	if err != nil {
 		return nil, err
 	}
-	ds, err := branch.Open(ctx, root.store, resolved, &opts)
+	// Base paths outside the family are opened through root.outside, so
+	// that the owner's Close closes them (invariant 3).
+	o := opts
+	o.ResolveBase = branch.FamilyResolver(root.store, resolved.Branch, root.outside.get)
+	ds, err := branch.Open(ctx, root.store, resolved, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -148,20 +219,18 @@ func closeStore(store blob.Store) error {
 }
 
 // Close ends the handle's use. On the handle from Open or Create it closes
-// the store (a cloud store's connections), which ends every handle derived
-// from it too. Closing twice is not an error; a Dataset or Scanner taken
-// from the handle must not be used after the store is closed. Ref,
-// Version, Schema and Indices, which read nothing, still answer.
-//
-// A store dataset opens for a base path outside the table's own family
-// (the source of a shallow clone of another table) is not the handle's
-// and is not closed.
+// the store (a cloud store's connections), and every store a handle on it
+// opened for a base path outside the table's own family (the source of a
+// shallow clone of another table), which ends every handle derived from it
+// too. Closing twice is not an error; a Dataset or Scanner taken from the
+// handle must not be used after the store is closed. Ref, Version, Schema
+// and Indices, which read nothing, still answer.
 func (t *Table) Close() error {
 	if t.closed.Swap(true) || !t.owner {
 		return nil
 	}
 	t.root.closed.Store(true)
-	return closeStore(t.root.store)
+	return errors.Join(t.root.outside.close(), closeStore(t.root.store))
 }
 
 var errClosed = fmt.Errorf("table: use after Close: %w", lancer.ErrClosed)
