@@ -39,7 +39,7 @@ func Distances(m Metric, query, vectors []float32, dim int, out []float32) []flo
 		}
 	case Dot:
 		for i := range out {
-			out[i] = -dot(query, vectors[i*dim:(i+1)*dim])
+			out[i] = 1 - dot(query, vectors[i*dim:(i+1)*dim])
 		}
 	default:
 		for i := range out {
@@ -166,13 +166,16 @@ func halfDistanceBlocks(m Metric, query []float32, v []uint16) float32 {
 			d, a, b := cosineParts(q, x)
 			s, na, nb = s+d, na+a, nb+b
 		case Dot:
-			s -= dot(q, x)
+			s += dot(q, x)
 		default:
 			s += l2(q, x)
 		}
 	}
-	if m == Cosine {
+	switch m {
+	case Cosine:
 		return cosineFromParts(s, na, nb)
+	case Dot:
+		return 1 - s
 	}
 	return s
 }

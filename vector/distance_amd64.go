@@ -191,7 +191,7 @@ func halfDistance(m Metric, a []float32, b []uint16) (d float32, ok bool) {
 		for i, x := range t {
 			s += a[n8+i] * x
 		}
-		return -s, true
+		return 1 - s, true
 	}
 	s := l2HalfAVX2(&a[0], &b[0], n8)
 	for i, x := range t {

@@ -87,9 +87,51 @@ func TestKernelsMatchReference(t *testing.T) {
 				check("L2Squared", L2Squared(a, b), want, abs)
 				want, abs = refDot(a, b)
 				check("DotProduct", DotProduct(a, b), want, abs)
-				check("DotDistance", DotDistance(a, b), -want, abs)
+				check("DotDistance", DotDistance(a, b), 1-want, abs+1)
 				want, abs = refCosine(a, b)
 				check("CosineDistance", CosineDistance(a, b), want, abs)
+			}
+		}
+	})
+}
+
+// TestDotIsLances pins Dot to Lance's dot distance, 1 − a·b
+// (lance-linalg's dot_distance, what Lance's flat search reports as
+// _distance), on products that are exact in float32, through every path
+// to a distance: the single and batch kernels, SIMD and Go, and the
+// binary16 ones. A larger product is nearer.
+func TestDotIsLances(t *testing.T) {
+	forEachKernelSet(t, func(t *testing.T) {
+		q := []float32{1, 2, 0.5, -1}
+		rows := [][]float32{{3, 4, 2, 1}, {0.5, 0, 0, 0}, {0, 0, 0, 0}, {-1, -1, 0, 0}}
+		want := []float32{1 - 11, 1 - 0.5, 1, 1 + 3}
+		var packed []float32
+		var halves []uint16
+		for _, r := range rows {
+			packed = append(packed, r...)
+			for _, x := range r {
+				halves = append(halves, Float32ToHalf(x)) // exact: small values
+			}
+		}
+		for i, r := range rows {
+			if got := DotDistance(q, r); got != want[i] {
+				t.Errorf("DotDistance row %d = %v, want %v", i, got, want[i])
+			}
+			if got := Dot.Func()(q, r); got != want[i] {
+				t.Errorf("Dot.Func row %d = %v, want %v", i, got, want[i])
+			}
+			if got := HalfDistance(Dot, q, halves[i*4:(i+1)*4]); got != want[i] {
+				t.Errorf("HalfDistance row %d = %v, want %v", i, got, want[i])
+			}
+		}
+		for i, got := range Distances(Dot, q, packed, 4, nil) {
+			if got != want[i] {
+				t.Errorf("Distances row %d = %v, want %v", i, got, want[i])
+			}
+		}
+		for i, got := range DistancesHalf(Dot, q, halves, 4, nil) {
+			if got != want[i] {
+				t.Errorf("DistancesHalf row %d = %v, want %v", i, got, want[i])
 			}
 		}
 	})
@@ -232,7 +274,7 @@ func TestHalfDistance(t *testing.T) {
 						want, abs = refL2(q, row)
 					case Dot:
 						want, abs = refDot(q, row)
-						want = -want
+						want, abs = 1-want, abs+1
 					default:
 						want, abs = refCosine(q, row)
 					}

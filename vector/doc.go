@@ -7,7 +7,7 @@
 //
 // # Distances
 //
-// A Metric (L2 = squared Euclidean, Cosine = 1 - cos, Dot = -a·b) is a
+// A Metric (L2 = squared Euclidean, Cosine = 1 - cos, Dot = 1 - a·b) is a
 // distance where smaller is nearer, as Lance's _distance. L2Squared,
 // DotProduct, DotDistance and CosineDistance, Metric.Func and the batch
 // Distances (one query against packed rows, the hot loop of exact search)

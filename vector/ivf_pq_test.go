@@ -72,7 +72,7 @@ func TestIVFPQDistance(t *testing.T) {
 				case L2:
 					want = L2Squared(q, dec)
 				case Dot:
-					want = -DotProduct(q, dec)
+					want = 1 - DotProduct(q, dec)
 				case Cosine:
 					want = CosineDistance(q, dec)
 				}

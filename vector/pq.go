@@ -358,7 +358,7 @@ func pqSum(t []float32, code []uint8) float32 {
 // pqQuery scores PQ codes (residuals to partition centroids) against one
 // query. Its distance is the metric's distance from the query to the
 // decoded vector x̂ = centroid + decoded residual: for L2 ‖q − x̂‖² from a
-// table per partition; for Dot −q·x̂ from one table per query plus
+// table per partition; for Dot 1 − q·x̂ from one table per query plus
 // q·centroid; for Cosine 1 − q̂·x̂/‖x̂‖ (q̂ the normalized query), with
 // ‖x̂‖² = 1 + Σ (2 c·codeword + ‖codeword‖²) from a second table per
 // partition. It is not safe for concurrent use.
@@ -422,7 +422,7 @@ func (pq *pqQuery) distance(code []uint8) float32 {
 	s := pqSum(pq.tab, code)
 	switch pq.x.metric {
 	case Dot:
-		return -(pq.konst + s)
+		return 1 - (pq.konst + s)
 	case Cosine:
 		n2 := 1 + pqSum(pq.norm, code)
 		if n2 <= 0 {

@@ -179,7 +179,7 @@ func (s *SQ8Query) Distance(code []uint8) float32 {
 		d, nx := sq8Cosine(s.query, s.q.min, s.q.step, code)
 		return cosineFromParts(d, s.qnorm2, nx)
 	case Dot:
-		return -(s.konst + sq8Dot(s.pre, code))
+		return 1 - (s.konst + sq8Dot(s.pre, code))
 	}
 	return sq8L2(s.pre, s.q.step, code)
 }

@@ -16,7 +16,8 @@ const (
 	L2 Metric = iota
 	// Cosine is 1 - cos(a, b), Lance's "cosine".
 	Cosine
-	// Dot is -a·b, Lance's "dot": larger products are nearer.
+	// Dot is 1 - a·b, Lance's "dot" (lance-linalg's dot_distance, which
+	// its flat search reports as _distance): larger products are nearer.
 	Dot
 )
 
@@ -83,8 +84,9 @@ func L2Squared(a, b []float32) float32 { return l2(a, b) }
 // DotProduct returns a·b.
 func DotProduct(a, b []float32) float32 { return dot(a, b) }
 
-// DotDistance returns -a·b.
-func DotDistance(a, b []float32) float32 { return -dot(a, b) }
+// DotDistance returns 1 - a·b, as Lance computes it (in float32, the
+// product first).
+func DotDistance(a, b []float32) float32 { return 1 - dot(a, b) }
 
 // CosineDistance returns 1 - a·b / (|a| |b|); 1 when either is zero.
 func CosineDistance(a, b []float32) float32 {
