@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -32,35 +31,9 @@ type structuralFile struct {
 // structuralFixtureFiles lists every 2.1+ data file of the fixtures.
 func structuralFixtureFiles(t testing.TB) []structuralFile {
 	t.Helper()
-	root := fixturetest.Dir(t)
 	var out []structuralFile
-	for _, fx := range fixturetest.LoadManifest(t).Fixtures {
-		if !strings.HasPrefix(fx.StorageVersion, "2.") || fx.StorageVersion == "2.0" {
-			continue
-		}
-		out = append(out, filesOf(t, fx.Name, filepath.Join(root, "lance", fx.DatasetDir))...)
-	}
-	encs, err := filepath.Glob(filepath.Join(root, "encodings", "*.lance"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range encs {
-		out = append(out, filesOf(t, "encodings/"+strings.TrimSuffix(filepath.Base(d), ".lance"), d)...)
-	}
-	return out
-}
-
-func filesOf(t testing.TB, fixture, dataset string) []structuralFile {
-	var out []structuralFile
-	// Branch trees (tree/<branch>/data) hold data files too.
-	for _, pattern := range []string{"data/*.lance", "tree/*/data/*.lance"} {
-		files, err := filepath.Glob(filepath.Join(dataset, pattern))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			out = append(out, structuralFile{fixture: fixture, dir: filepath.Dir(f), name: filepath.Base(f)})
-		}
+	for _, f := range fixturetest.StructuralFiles(t) {
+		out = append(out, structuralFile{fixture: f.Fixture, dir: f.Dir, name: f.Name})
 	}
 	return out
 }

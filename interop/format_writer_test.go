@@ -239,46 +239,6 @@ func fwVersion(v22 bool) format.Version {
 	return format.Version2_1
 }
 
-// fwStructuralFile is one 2.1+ data file of the fixtures.
-type fwStructuralFile struct {
-	fixture string // "types_v2_2", or "encodings/strs_2_2"
-	dir     string // the data directory
-	name    string // file name in dir
-}
-
-// fwStructuralFixtureFiles lists every 2.1+ data file of the fixtures.
-func fwStructuralFixtureFiles(t testing.TB) []fwStructuralFile {
-	t.Helper()
-	root := fixturetest.Dir(t)
-	var out []fwStructuralFile
-	filesOf := func(fixture, dataset string) {
-		// Branch trees (tree/<branch>/data) hold data files too.
-		for _, pattern := range []string{"data/*.lance", "tree/*/data/*.lance"} {
-			files, err := filepath.Glob(filepath.Join(dataset, pattern))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range files {
-				out = append(out, fwStructuralFile{fixture: fixture, dir: filepath.Dir(f), name: filepath.Base(f)})
-			}
-		}
-	}
-	for _, fx := range fixturetest.LoadManifest(t).Fixtures {
-		if !strings.HasPrefix(fx.StorageVersion, "2.") || fx.StorageVersion == "2.0" {
-			continue
-		}
-		filesOf(fx.Name, filepath.Join(root, "lance", fx.DatasetDir))
-	}
-	encs, err := filepath.Glob(filepath.Join(root, "encodings", "*.lance"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range encs {
-		filesOf("encodings/"+strings.TrimSuffix(filepath.Base(d), ".lance"), d)
-	}
-	return out
-}
-
 // TestStructuralWriterLanceReadsFixtures writes the data of the 2.1/2.2
 // fixture files (types: every column type; encodings: compressive
 // encodings, multiple pages) and has real Lance read them.
@@ -286,23 +246,23 @@ func TestStructuralWriterLanceReadsFixtures(t *testing.T) {
 	lancereftest.ForTest(t) // fail early, before writing anything
 	dir := t.TempDir()
 	var cases []fwCase
-	for _, f := range fwStructuralFixtureFiles(t) {
-		big := strings.Contains(f.fixture, "pages_") || strings.Contains(f.fixture, "mpage_")
-		if !strings.HasPrefix(f.fixture, "types_") && !strings.HasPrefix(f.fixture, "encodings/") || big && testing.Short() {
+	for _, f := range fixturetest.StructuralFiles(t) {
+		big := strings.Contains(f.Fixture, "pages_") || strings.Contains(f.Fixture, "mpage_")
+		if !strings.HasPrefix(f.Fixture, "types_") && !strings.HasPrefix(f.Fixture, "encodings/") || big && testing.Short() {
 			continue
 		}
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		st, err := blob.NewLocalStore(f.dir)
+		st, err := blob.NewLocalStore(f.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := fwOpen(t, st, f.name, mem)
+		r := fwOpen(t, st, f.Name, mem)
 		version := r.Version()
 		if version == format.Version2_3 {
 			version = format.Version2_2
 		}
 		for _, pageSize := range []int{0, 16 << 10} {
-			name := fmt.Sprintf("%s_%s_p%d", strings.ReplaceAll(f.fixture, "/", "_"), f.name[:8], pageSize)
+			name := fmt.Sprintf("%s_%s_p%d", strings.ReplaceAll(f.Fixture, "/", "_"), f.Name[:8], pageSize)
 			recs := fwReadBatches(t, r, 4096, r.Schema().LogicalArrow())
 			uri := fwWriteDataset(t, dir, name, r.Schema(), &format.WriterOptions{Version: version, PageSize: pageSize, Allocator: mem}, recs...)
 			releaseRecords(recs)

@@ -37,19 +37,7 @@ func TestDotDistanceMatchesLance(t *testing.T) {
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	var d *dataset.Dataset
-	for from := 0; from < n; from += 400 { // 3 fragments
-		r := vecBatch(mem, vecs, dim, from, from+400)
-		if d == nil {
-			d, err = dataset.Write(ctx, store, r, nil)
-		} else {
-			d, err = d.Append(ctx, r, nil)
-		}
-		r.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	d := writeVecFragments(t, store, mem, vecs, dim, n, 400) // 3 fragments
 	queries := [][]float32{vecs[3*dim : 4*dim], make([]float32, dim)}
 	for i := range queries[1] {
 		queries[1][i] = float32(rng.NormFloat64()) * 3

@@ -102,6 +102,30 @@ func vecBatch(mem memory.Allocator, vecs []float32, dim, from, to int) array.Rec
 	return r
 }
 
+// writeVecFragments writes rows [0, n) of vecBatch's table to store, one
+// fragment per per rows, and returns the dataset written.
+func writeVecFragments(t *testing.T, store blob.Store, mem memory.Allocator, vecs []float32, dim, n, per int) *dataset.Dataset {
+	t.Helper()
+	ctx := context.Background()
+	var (
+		d   *dataset.Dataset
+		err error
+	)
+	for from := 0; from < n; from += per {
+		r := vecBatch(mem, vecs, dim, from, min(from+per, n))
+		if d == nil {
+			d, err = dataset.Write(ctx, store, r, nil)
+		} else {
+			d, err = d.Append(ctx, r, nil)
+		}
+		r.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
 // TestLanceUsesDatasetsWithLancerIndex: a dataset with a lancer vector
 // index stays a Lance dataset: real Lance lists the index, counts, filters,
 // searches the column (exactly), appends, deletes and compacts, and lancer
@@ -121,19 +145,7 @@ func TestLanceUsesDatasetsWithLancerIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := memory.NewGoAllocator()
-	var d *dataset.Dataset
-	for from := 0; from < n; from += 300 { // 4 fragments
-		r := vecBatch(mem, vecs, dim, from, from+300)
-		if d == nil {
-			d, err = dataset.Write(ctx, store, r, nil)
-		} else {
-			d, err = d.Append(ctx, r, nil)
-		}
-		r.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	d := writeVecFragments(t, store, mem, vecs, dim, n, 300) // 4 fragments
 	if d, err = d.CreateIndex(ctx, "vec", &dataset.CreateIndexOptions{Partitions: 6}); err != nil {
 		t.Fatal(err)
 	}

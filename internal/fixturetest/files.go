@@ -68,3 +68,47 @@ func MemStore(t testing.TB, files map[string][]byte) *blob.MemStore {
 	}
 	return s
 }
+
+// DataFile is one data file of the fixtures.
+type DataFile struct {
+	Fixture string // "types_v2_2", or "encodings/strs_2_2"
+	Dir     string // the data directory
+	Name    string // file name in Dir
+}
+
+// StructuralFiles lists every 2.1+ data file of the fixtures: those of the
+// lance/ fixtures of storage version 2.1 and later, and of every encodings/
+// dataset, branch trees (tree/<branch>/data) included.
+func StructuralFiles(t testing.TB) []DataFile {
+	t.Helper()
+	root := Dir(t)
+	var out []DataFile
+	filesOf := func(fixture, dataset string) {
+		for _, pattern := range []string{"data/*.lance", "tree/*/data/*.lance"} {
+			files, err := filepath.Glob(filepath.Join(dataset, pattern))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				out = append(out, DataFile{Fixture: fixture, Dir: filepath.Dir(f), Name: filepath.Base(f)})
+			}
+		}
+	}
+	for _, fx := range LoadManifest(t).Fixtures {
+		if !strings.HasPrefix(fx.StorageVersion, "2.") || fx.StorageVersion == "2.0" {
+			continue
+		}
+		filesOf(fx.Name, filepath.Join(root, "lance", fx.DatasetDir))
+	}
+	encs, err := filepath.Glob(filepath.Join(root, "encodings", "*.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range encs {
+		filesOf("encodings/"+strings.TrimSuffix(filepath.Base(d), ".lance"), d)
+	}
+	if len(out) == 0 {
+		t.Fatal("fixturetest: no 2.1+ data files")
+	}
+	return out
+}
