@@ -1,0 +1,624 @@
+package vecindex
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// SearchOptions configures Search. The zero value means the defaults.
+type SearchOptions struct {
+	// NProbes is the number of partitions searched, nearest centroids
+	// first. Default (0): every partition.
+	NProbes int
+	// Ef is the HNSW beam width; it must be at least k. Default k + k/2,
+	// as Lance.
+	Ef int
+	// Allow, when not nil, keeps only the rows whose row id it contains
+	// (Lance's prefilter, deletions included).
+	Allow vector.Filter
+}
+
+// partition is one partition's storage (and graph) in memory.
+type partition struct {
+	rowIDs []uint64
+	codes  []uint8   // PQ: transposed, [bytes a row][rows]; SQ: [rows][dim]
+	vecs   []float32 // flat: [rows][dim]
+	// levels[l][node] are the node's neighbours at level l, best first
+	// (HNSW only); levels above 0 hold only their nodes.
+	bottom [][]uint32
+	upper  []map[uint32][]uint32
+	bytes  int64
+}
+
+// Search returns the k nearest rows to query among the probed partitions,
+// nearest first, with row ids and distances as Lance computes them (S1-S6
+// of doc.go).
+func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *SearchOptions) ([]vector.Neighbor, error) {
+	var o SearchOptions
+	if opts != nil {
+		o = *opts
+	}
+	if len(query) != ix.dim {
+		return nil, fmt.Errorf("vecindex: index %s: query of %d dimensions for an index of %d: %w", ix.location, len(query), ix.dim, lancer.ErrInvalidArgument)
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	ef := o.Ef
+	if ef == 0 {
+		ef = k + k/2
+	}
+	if ix.Sub == SubHNSW && ef < k {
+		return nil, fmt.Errorf("vecindex: index %s: ef %d below k %d: %w", ix.location, ef, k, lancer.ErrInvalidArgument)
+	}
+	q := query
+	if ix.Metric == vector.Cosine {
+		q = normalize(query)
+	}
+	probes := ix.findPartitions(q, o.NProbes)
+	top := vector.NewTopK(k)
+	for _, p := range probes {
+		part, err := ix.loadPartition(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if len(part.rowIDs) == 0 {
+			continue
+		}
+		for _, n := range ix.searchPartition(part, p, q, k, ef, o.Allow) {
+			top.Push(n.ID, n.Distance)
+		}
+	}
+	return top.Sorted(), nil
+}
+
+// normalize returns v / |v| (v itself when zero), as Lance's
+// normalize_arrow.
+func normalize(v []float32) []float32 {
+	var s float32
+	for _, x := range v {
+		s += x * x
+	}
+	if s == 0 {
+		return v
+	}
+	n := float32(math.Sqrt(float64(s)))
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = x / n
+	}
+	return out
+}
+
+// findPartitions ranks the centroids by distance to q (L2 for l2 and
+// cosine, dot for dot) and returns the nprobes nearest (S1).
+func (ix *Index) findPartitions(q []float32, nprobes int) []int {
+	if nprobes <= 0 || nprobes > ix.nparts {
+		nprobes = ix.nparts
+	}
+	type pd struct {
+		p int
+		d float32
+	}
+	ds := make([]pd, ix.nparts)
+	for p := range ds {
+		c := ix.centroids[p*ix.dim : (p+1)*ix.dim]
+		var d float32
+		if ix.Metric == vector.Dot {
+			d = 1 - vector.DotProduct(q, c)
+		} else {
+			d = vector.L2Squared(q, c)
+		}
+		ds[p] = pd{p, d}
+	}
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].d < ds[j].d })
+	out := make([]int, nprobes)
+	for i := range out {
+		out[i] = ds[i].p
+	}
+	return out
+}
+
+// distFunc returns the distance from the (preprocessed) query to node i
+// of part.
+func (ix *Index) distFunc(part *partition, p int, q []float32) func(i uint32) float32 {
+	n := len(part.rowIDs)
+	switch ix.Quant {
+	case QuantPQ:
+		table, sub := ix.pqTable(p, q)
+		nc := 1 << ix.pq.nbits
+		m := ix.pq.m
+		codes := part.codes
+		var bias float32
+		if ix.Metric == vector.Dot {
+			bias = float32(m) - 1
+		}
+		if ix.pq.nbits == 4 {
+			return func(i uint32) float32 {
+				var d float32
+				for b := range m / 2 {
+					c := codes[b*n+int(i)]
+					d += table[(2*b)*nc+int(c&0x0f)] + table[(2*b+1)*nc+int(c>>4)]
+				}
+				return d - bias
+			}
+		}
+		_ = sub
+		return func(i uint32) float32 {
+			var d float32
+			for s := range m {
+				d += table[s*nc+int(codes[s*n+int(i)])]
+			}
+			return d - bias
+		}
+	case QuantSQ:
+		qc := scaleToU8(q, ix.sq.lo, ix.sq.hi)
+		rng := float32(ix.sq.hi - ix.sq.lo)
+		scale := rng * rng
+		dim := ix.dim
+		dot := ix.Metric == vector.Dot
+		return func(i uint32) float32 {
+			code := part.codes[int(i)*dim : (int(i)+1)*dim]
+			var d float32
+			if dot {
+				var s uint64
+				for j, c := range code {
+					s += uint64(c) * uint64(qc[j])
+				}
+				d = 1 - float32(s)
+			} else {
+				var s uint32
+				for j, c := range code {
+					x := int32(c) - int32(qc[j])
+					s += uint32(x * x)
+				}
+				d = float32(s)
+			}
+			return d * scale / (255 * 255)
+		}
+	default:
+		dim := ix.dim
+		f := vector.L2Squared
+		switch ix.Metric {
+		case vector.Cosine:
+			f = vector.CosineDistance
+		case vector.Dot:
+			f = func(a, b []float32) float32 { return 1 - vector.DotProduct(a, b) }
+		}
+		return func(i uint32) float32 {
+			return f(q, part.vecs[int(i)*dim:(int(i)+1)*dim])
+		}
+	}
+}
+
+// pqTable builds the query's distance table to partition p's PQ
+// centroids: per sub-vector, the distance from the residual (query minus
+// the partition's centroid, for l2 and cosine) to each of the 2^nbits
+// centroids (S2).
+func (ix *Index) pqTable(p int, q []float32) ([]float32, int) {
+	dim, m := ix.dim, ix.pq.m
+	r := q
+	if ix.Metric != vector.Dot {
+		r = make([]float32, dim)
+		c := ix.centroids[p*dim : (p+1)*dim]
+		for i := range r {
+			r[i] = q[i] - c[i]
+		}
+	}
+	nc := 1 << ix.pq.nbits
+	sub := dim / m
+	table := make([]float32, m*nc)
+	for s := range m {
+		rs := r[s*sub : (s+1)*sub]
+		cb := ix.pq.codebook[s*nc*sub : (s+1)*nc*sub]
+		for j := range nc {
+			c := cb[j*sub : (j+1)*sub]
+			if ix.Metric == vector.Dot {
+				table[s*nc+j] = 1 - vector.DotProduct(rs, c)
+			} else {
+				table[s*nc+j] = vector.L2Squared(rs, c)
+			}
+		}
+	}
+	return table, sub
+}
+
+// scaleToU8 maps v to SQ codes as Lance's scale_to_u8: (v-lo)*255/(hi-lo)
+// in float64, truncated and saturated to [0, 255].
+func scaleToU8(v []float32, lo, hi float64) []uint8 {
+	out := make([]uint8, len(v))
+	if lo == hi {
+		return out
+	}
+	rng := hi - lo
+	for i, x := range v {
+		y := (float64(x) - lo) * 255 / rng
+		switch {
+		case y != y || y <= 0:
+			out[i] = 0
+		case y >= 255:
+			out[i] = 255
+		default:
+			out[i] = uint8(y)
+		}
+	}
+	return out
+}
+
+// searchPartition returns partition p's k nearest rows (row ids) to q.
+func (ix *Index) searchPartition(part *partition, p int, q []float32, k, ef int, allow vector.Filter) []vector.Neighbor {
+	dist := ix.distFunc(part, p, q)
+	if ix.Sub == SubHNSW {
+		return ix.searchHNSW(part, p, dist, k, ef, allow)
+	}
+	top := vector.NewTopK(k)
+	for i, id := range part.rowIDs {
+		if allow != nil && !allow.Contains(id) {
+			continue
+		}
+		top.Push(id, dist(uint32(i)))
+	}
+	return top.Sorted()
+}
+
+// node is a graph node and its distance to the query.
+type node struct {
+	id   uint32
+	dist float32
+}
+
+// maxHeap keeps the farthest node on top; minHeap the nearest.
+type maxHeap []node
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return h[i].dist > h[j].dist }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(node)) }
+func (h *maxHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+
+type minHeap []node
+
+func (h minHeap) Len() int           { return len(h) }
+func (h minHeap) Less(i, j int) bool { return h[i].dist < h[j].dist }
+func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *minHeap) Push(x any)        { *h = append(*h, x.(node)) }
+func (h *minHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+
+// searchHNSW is Lance's HNSW search of one partition (S4): greedy descent
+// from node 0 through levels max_level-1 down to 0, then a beam search of
+// width ef on the bottom level, keeping the k nearest; a prefilter leaving
+// fewer than a tenth of the nodes scores the allowed nodes exactly instead.
+func (ix *Index) searchHNSW(part *partition, p int, dist func(uint32) float32, k, ef int, allow vector.Filter) []vector.Neighbor {
+	n := len(part.rowIDs)
+	var allowed []bool
+	remained := n
+	if allow != nil {
+		allowed = make([]bool, n)
+		remained = 0
+		for i, id := range part.rowIDs {
+			if allow.Contains(id) {
+				allowed[i] = true
+				remained++
+			}
+		}
+	}
+	var res []node
+	if allowed != nil && remained < n*10/100 {
+		h := &maxHeap{}
+		for i := range n {
+			if !allowed[i] {
+				continue
+			}
+			d := dist(uint32(i))
+			if h.Len() < k {
+				heap.Push(h, node{uint32(i), d})
+			} else if d < (*h)[0].dist {
+				heap.Pop(h)
+				heap.Push(h, node{uint32(i), d})
+			}
+		}
+		res = sortedNodes(*h)
+	} else {
+		ep := node{0, dist(0)}
+		for level := ix.hnswMeta[p].Params.MaxLevel - 1; level >= 0; level-- {
+			ep = greedy(part, level, ep, dist)
+		}
+		res = beam(part, ep, ef, dist, allowed)
+		if len(res) > k {
+			res = res[:k]
+		}
+	}
+	out := make([]vector.Neighbor, 0, len(res))
+	seen := make(map[uint64]bool, len(res))
+	for _, r := range res {
+		id := part.rowIDs[r.id]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, vector.Neighbor{ID: id, Distance: r.dist})
+	}
+	return out
+}
+
+func sortedNodes(h []node) []node {
+	out := append([]node(nil), h...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].dist < out[j].dist })
+	return out
+}
+
+func (part *partition) neighbors(level int, id uint32) []uint32 {
+	if level == 0 {
+		return part.bottom[id]
+	}
+	if level-1 < len(part.upper) {
+		return part.upper[level-1][id]
+	}
+	return nil
+}
+
+// greedy moves to the nearest neighbour while one is nearer (Lance's
+// greedy_search).
+func greedy(part *partition, level int, start node, dist func(uint32) float32) node {
+	cur, best := start.id, start.dist
+	for {
+		next, moved := cur, false
+		for _, nb := range part.neighbors(level, cur) {
+			if d := dist(nb); d < best {
+				best, next, moved = d, nb, true
+			}
+		}
+		if !moved {
+			return node{cur, best}
+		}
+		cur = next
+	}
+}
+
+// beam is Lance's beam_search on the bottom level: note that the bound a
+// neighbour is compared with is the farthest result when its node was
+// expanded, as Lance does.
+func beam(part *partition, ep node, ef int, dist func(uint32) float32, allowed []bool) []node {
+	visited := make(map[uint32]bool, 4*ef)
+	visited[ep.id] = true
+	cands := &minHeap{ep}
+	results := &maxHeap{}
+	if allowed == nil || allowed[ep.id] {
+		heap.Push(results, ep)
+	}
+	for cands.Len() > 0 {
+		cur := heap.Pop(cands).(node)
+		furthest := float32(math.Inf(1))
+		if results.Len() > 0 {
+			furthest = (*results)[0].dist
+		}
+		if cur.dist > furthest && results.Len() == ef {
+			break
+		}
+		for _, nb := range part.bottom[cur.id] {
+			if visited[nb] {
+				continue
+			}
+			visited[nb] = true
+			d := dist(nb)
+			if d <= furthest || results.Len() < ef {
+				if allowed == nil || allowed[nb] {
+					if results.Len() < ef {
+						heap.Push(results, node{nb, d})
+					} else if d < (*results)[0].dist {
+						heap.Pop(results)
+						heap.Push(results, node{nb, d})
+					}
+				}
+				heap.Push(cands, node{nb, d})
+			}
+		}
+	}
+	return sortedNodes(*results)
+}
+
+// loadPartition returns partition p, reading it on first use.
+func (ix *Index) loadPartition(ctx context.Context, p int) (*partition, error) {
+	ix.mu.Lock()
+	part, ok := ix.parts[p]
+	ix.mu.Unlock()
+	if ok {
+		return part, nil
+	}
+	part, err := ix.readPartition(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if old, ok := ix.parts[p]; ok {
+		return old, nil
+	}
+	ix.parts[p] = part
+	ix.bytes += part.bytes
+	return part, nil
+}
+
+func fieldsNamed(r *format.Reader, names ...string) []*schema.Field {
+	out := make([]*schema.Field, 0, len(names))
+	for _, want := range names {
+		for _, f := range r.Schema().Fields {
+			if f.Name == want {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (ix *Index) readPartition(ctx context.Context, p int) (*partition, error) {
+	col := colFlat
+	switch ix.Quant {
+	case QuantPQ:
+		col = colPQ
+	case QuantSQ:
+		col = colSQ
+	}
+	start, n := ix.auxStart[p], ix.auxLen[p]
+	part := &partition{}
+	if n > 0 {
+		fields := fieldsNamed(ix.aux, colRowID, col)
+		if len(fields) != 2 {
+			return nil, ix.corrupt(AuxiliaryFile, "no %s or %s column", colRowID, col)
+		}
+		arrs, err := readRows(ctx, ix.aux, fields, start, start+n)
+		if err != nil {
+			return nil, fmt.Errorf("vecindex: index %s: %s: partition %d: %w", ix.location, AuxiliaryFile, p, err)
+		}
+		defer release(arrs)
+		ids, ok := arrs[0].(*array.Uint64)
+		if !ok || uint64(ids.Len()) != n || ids.NullN() > 0 {
+			return nil, ix.corrupt(AuxiliaryFile, "partition %d: %s is not %d uint64s", p, colRowID, n)
+		}
+		part.rowIDs = append([]uint64(nil), ids.Values()...)
+		fsl, ok := arrs[1].(*array.FixedSizeList)
+		if !ok || uint64(fsl.Len()) != n {
+			return nil, ix.corrupt(AuxiliaryFile, "partition %d: %s is not a fixed-size list of %d rows", p, col, n)
+		}
+		w := int(fsl.DataType().(*arrow.FixedSizeListType).Len())
+		lo := fsl.Offset() * w
+		hi := lo + int(n)*w
+		switch vals := fsl.ListValues().(type) {
+		case *array.Uint8:
+			if ix.Quant == QuantFlat || hi > vals.Len() {
+				return nil, ix.corrupt(AuxiliaryFile, "partition %d: %s holds %d values", p, col, vals.Len())
+			}
+			part.codes = append([]uint8(nil), vals.Uint8Values()[lo:hi]...)
+			if ix.Quant == QuantPQ && !ix.pq.transposed {
+				part.codes = transpose(part.codes, int(n), w)
+			}
+		case *array.Float32:
+			if ix.Quant != QuantFlat || hi > vals.Len() {
+				return nil, ix.corrupt(AuxiliaryFile, "partition %d: %s holds %d float32 values", p, col, vals.Len())
+			}
+			part.vecs = append([]float32(nil), vals.Float32Values()[lo:hi]...)
+		default:
+			return nil, fmt.Errorf("vecindex: index %s: %s: partition %d: %s of %s: %w", ix.location, AuxiliaryFile, p, col, fsl.ListValues().DataType(), lancer.ErrUnsupported)
+		}
+		part.bytes = int64(8*len(part.rowIDs) + len(part.codes) + 4*len(part.vecs))
+	}
+	if ix.Sub == SubHNSW {
+		if err := ix.readGraph(ctx, p, part); err != nil {
+			return nil, err
+		}
+	}
+	return part, nil
+}
+
+// transpose turns row-major codes ([rows][w]) into Lance's transposed
+// layout ([w][rows]).
+func transpose(codes []uint8, rows, w int) []uint8 {
+	out := make([]uint8, len(codes))
+	for r := range rows {
+		for c := range w {
+			out[c*rows+r] = codes[r*w+c]
+		}
+	}
+	return out
+}
+
+func readRows(ctx context.Context, r *format.Reader, fields []*schema.Field, start, end uint64) ([]arrow.Array, error) {
+	c, err := r.NewCursor(r.FileProjection(fields))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.ReadRange(ctx, start, end)
+}
+
+func release(arrs []arrow.Array) {
+	for _, a := range arrs {
+		if a != nil {
+			a.Release()
+		}
+	}
+}
+
+// readGraph reads partition p's HNSW levels from index.idx (I5).
+func (ix *Index) readGraph(ctx context.Context, p int, part *partition) error {
+	nodes := len(part.rowIDs)
+	hm := ix.hnswMeta[p]
+	part.bottom = make([][]uint32, nodes)
+	if nodes == 0 || ix.subLen[p] == 0 {
+		if nodes > 0 {
+			return ix.corrupt(IndexFile, "partition %d: no HNSW graph over %d vectors", p, nodes)
+		}
+		return nil
+	}
+	if len(hm.LevelOffsets) < 2 {
+		return ix.corrupt(IndexFile, "partition %d: HNSW of %d level offsets", p, len(hm.LevelOffsets))
+	}
+	start := ix.subStart[p]
+	fields := fieldsNamed(ix.idx, colVectorID, colNeighbors)
+	if len(fields) != 2 {
+		return ix.corrupt(IndexFile, "no %s or %s column", colVectorID, colNeighbors)
+	}
+	arrs, err := readRows(ctx, ix.idx, fields, start, start+ix.subLen[p])
+	if err != nil {
+		return fmt.Errorf("vecindex: index %s: %s: partition %d: %w", ix.location, IndexFile, p, err)
+	}
+	defer release(arrs)
+	vid, ok1 := arrs[0].(*array.Uint32)
+	nbl, ok2 := arrs[1].(*array.List)
+	if !ok1 || !ok2 || uint64(vid.Len()) != ix.subLen[p] || nbl.Len() != vid.Len() {
+		return ix.corrupt(IndexFile, "partition %d: %s / %s are not uint32 / list<uint32> of %d rows", p, colVectorID, colNeighbors, ix.subLen[p])
+	}
+	vals, ok := nbl.ListValues().(*array.Uint32)
+	if !ok {
+		return ix.corrupt(IndexFile, "partition %d: %s is not list<uint32>", p, colNeighbors)
+	}
+	offs := nbl.Offsets()
+	levels := len(hm.LevelOffsets) - 1
+	part.upper = make([]map[uint32][]uint32, max(levels-1, 0))
+	var total int64
+	for l := range levels {
+		lo, hi := hm.LevelOffsets[l], hm.LevelOffsets[l+1]
+		if l > 0 {
+			part.upper[l-1] = make(map[uint32][]uint32, hi-lo)
+		}
+		for row := lo; row < hi; row++ {
+			if vid.IsNull(row) {
+				return ix.corrupt(IndexFile, "partition %d: null %s at row %d", p, colVectorID, row)
+			}
+			id := vid.Value(row)
+			if int(id) >= nodes {
+				return ix.corrupt(IndexFile, "partition %d: HNSW node %d of %d", p, id, nodes)
+			}
+			a, b := int(offs[row]), int(offs[row+1])
+			if a > b || b > vals.Len() {
+				return ix.corrupt(IndexFile, "partition %d: neighbour list [%d, %d) of %d values", p, a, b, vals.Len())
+			}
+			nb := append([]uint32(nil), vals.Uint32Values()[a:b]...)
+			for _, x := range nb {
+				if int(x) >= nodes {
+					return ix.corrupt(IndexFile, "partition %d: HNSW neighbour %d of %d nodes", p, x, nodes)
+				}
+			}
+			total += int64(4*len(nb) + 32)
+			if l == 0 {
+				part.bottom[id] = nb
+			} else {
+				part.upper[l-1][id] = nb
+			}
+		}
+	}
+	part.bytes += total
+	return nil
+}
