@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -125,6 +126,20 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 		}
 	}
 	segs, metric, err := d.searchSegments(field.ID, o)
+	if err != nil && (o.Index == "" || !errors.Is(err, lancer.ErrNotFound)) {
+		return nil, err
+	}
+	var lance []lanceIndex
+	if len(segs) == 0 {
+		// No lancer index to use: Lance's own, if the column has one.
+		l, m, lerr := d.lanceSegments(ctx, field.ID, o)
+		if lerr != nil {
+			return nil, lerr
+		}
+		if len(l) > 0 {
+			lance, metric, err = l, m, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +152,17 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 	pre := allow
 	if o.Postfilter {
 		pre = nil
+	}
+
+	if len(lance) > 0 {
+		hits, err := d.searchLance(ctx, lance, column, dim, query, o, metric, pre)
+		if err != nil {
+			return nil, err
+		}
+		if o.Postfilter && allow != nil {
+			hits = slices.DeleteFunc(hits, func(n vector.Neighbor) bool { return !allow.Contains(n.ID) })
+		}
+		return hits, nil
 	}
 
 	want, err := d.searchCandidates(o.K, o.RefineFactor)
