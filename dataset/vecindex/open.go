@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -137,6 +138,13 @@ func Open(ctx context.Context, store blob.Store, dir string, opts *OpenOptions) 
 		loc = o.Name + " (" + dir + ")"
 	}
 	ix := &Index{location: loc, parts: map[int]*partition{}}
+	// Lance's legacy vector index (file version 0.1) is index.idx alone
+	// with a protobuf footer (I1).
+	if _, err := store.Stat(ctx, dir+"/"+AuxiliaryFile); errors.Is(err, lancer.ErrNotFound) {
+		return nil, fmt.Errorf("vecindex: index %s: no %s: a legacy (pre-v3) vector index: %w", loc, AuxiliaryFile, lancer.ErrUnsupported)
+	} else if err != nil {
+		return nil, fmt.Errorf("vecindex: index %s: %w", loc, err)
+	}
 	var err error
 	if ix.idx, err = format.Open(ctx, store, dir+"/"+IndexFile, nil); err != nil {
 		return nil, fmt.Errorf("vecindex: index %s: %w", loc, err)

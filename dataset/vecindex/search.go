@@ -555,7 +555,6 @@ func release(arrs []arrow.Array) {
 func (ix *Index) readGraph(ctx context.Context, p int, part *partition) error {
 	nodes := len(part.rowIDs)
 	hm := ix.hnswMeta[p]
-	part.bottom = make([][]uint32, nodes)
 	if nodes == 0 || ix.subLen[p] == 0 {
 		if nodes > 0 {
 			return ix.corrupt(IndexFile, "partition %d: no HNSW graph over %d vectors", p, nodes)
@@ -580,45 +579,59 @@ func (ix *Index) readGraph(ctx context.Context, p int, part *partition) error {
 	if !ok1 || !ok2 || uint64(vid.Len()) != ix.subLen[p] || nbl.Len() != vid.Len() {
 		return ix.corrupt(IndexFile, "partition %d: %s / %s are not uint32 / list<uint32> of %d rows", p, colVectorID, colNeighbors, ix.subLen[p])
 	}
+	bottom, upper, total, err := ix.buildGraph(p, nodes, hm.LevelOffsets, vid, nbl)
+	if err != nil {
+		return err
+	}
+	part.bottom, part.upper = bottom, upper
+	part.bytes += total
+	return nil
+}
+
+// buildGraph turns partition p's graph rows (I5) into neighbour lists,
+// checking every id against the partition's nodes.
+func (ix *Index) buildGraph(p, nodes int, levelOffsets []int, vid *array.Uint32, nbl *array.List) (bottom [][]uint32, upper []map[uint32][]uint32, total int64, err error) {
 	vals, ok := nbl.ListValues().(*array.Uint32)
 	if !ok {
-		return ix.corrupt(IndexFile, "partition %d: %s is not list<uint32>", p, colNeighbors)
+		return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: %s is not list<uint32>", p, colNeighbors)
 	}
 	offs := nbl.Offsets()
-	levels := len(hm.LevelOffsets) - 1
-	part.upper = make([]map[uint32][]uint32, max(levels-1, 0))
-	var total int64
+	levels := len(levelOffsets) - 1
+	bottom = make([][]uint32, nodes)
+	upper = make([]map[uint32][]uint32, max(levels-1, 0))
 	for l := range levels {
-		lo, hi := hm.LevelOffsets[l], hm.LevelOffsets[l+1]
+		lo, hi := levelOffsets[l], levelOffsets[l+1]
+		if lo < 0 || hi < lo || hi > vid.Len() || hi >= len(offs) {
+			return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: level %d rows [%d, %d) of %d", p, l, lo, hi, vid.Len())
+		}
 		if l > 0 {
-			part.upper[l-1] = make(map[uint32][]uint32, hi-lo)
+			upper[l-1] = make(map[uint32][]uint32, hi-lo)
 		}
 		for row := lo; row < hi; row++ {
-			if vid.IsNull(row) {
-				return ix.corrupt(IndexFile, "partition %d: null %s at row %d", p, colVectorID, row)
+			if vid.IsNull(row) || nbl.IsNull(row) {
+				return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: null graph row %d", p, row)
 			}
 			id := vid.Value(row)
 			if int(id) >= nodes {
-				return ix.corrupt(IndexFile, "partition %d: HNSW node %d of %d", p, id, nodes)
+				return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: HNSW node %d of %d", p, id, nodes)
 			}
 			a, b := int(offs[row]), int(offs[row+1])
-			if a > b || b > vals.Len() {
-				return ix.corrupt(IndexFile, "partition %d: neighbour list [%d, %d) of %d values", p, a, b, vals.Len())
+			if a < 0 || a > b || b > vals.Len() {
+				return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: neighbour list [%d, %d) of %d values", p, a, b, vals.Len())
 			}
 			nb := append([]uint32(nil), vals.Uint32Values()[a:b]...)
 			for _, x := range nb {
 				if int(x) >= nodes {
-					return ix.corrupt(IndexFile, "partition %d: HNSW neighbour %d of %d nodes", p, x, nodes)
+					return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: HNSW neighbour %d of %d nodes", p, x, nodes)
 				}
 			}
 			total += int64(4*len(nb) + 32)
 			if l == 0 {
-				part.bottom[id] = nb
+				bottom[id] = nb
 			} else {
-				part.upper[l-1][id] = nb
+				upper[l-1][id] = nb
 			}
 		}
 	}
-	part.bytes += total
-	return nil
+	return bottom, upper, total, nil
 }
