@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -123,14 +124,28 @@ func (d *Dataset) searchLance(ctx context.Context, segs []lanceIndex, column str
 		if err != nil {
 			return nil, err
 		}
-		allow := live
-		if pre != nil {
-			allow = roaring64.And(live, pre)
-		}
 		for _, id := range s.seg.Fragments {
 			covered.Add(id)
 		}
-		found, err := s.ix.Search(ctx, query, want, &vecindex.SearchOptions{NProbes: o.NProbes, Ef: o.Ef, Allow: vector.AllowBitmap(allow)})
+		// Lance searches without a prefilter when there is no filter and
+		// no covered fragment has deletions, and some kernels differ then
+		// (4-bit PQ quantizes its distance table): so does this search. Rows
+		// of fragments no longer in the version make Lance's prefilter
+		// non-empty: a search that returns one is done again with the
+		// live rows as its filter.
+		var allow vector.Filter
+		switch {
+		case pre != nil:
+			allow = vector.AllowBitmap(roaring64.And(live, pre))
+		case d.anyDeletions(s.seg.Fragments):
+			allow = vector.AllowBitmap(live)
+		}
+		so := &vecindex.SearchOptions{NProbes: o.NProbes, Ef: o.Ef, Allow: allow}
+		found, err := s.ix.Search(ctx, query, want, so)
+		if err == nil && allow == nil && slices.ContainsFunc(found, func(n vector.Neighbor) bool { return !live.Contains(n.ID) }) {
+			so.Allow = vector.AllowBitmap(live)
+			found, err = s.ix.Search(ctx, query, want, so)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("dataset: search index %q: %w", s.seg.Name, err)
 		}
@@ -174,6 +189,20 @@ func (d *Dataset) searchLance(ctx context.Context, segs []lanceIndex, column str
 		merged.Push(n.ID, n.Distance+off)
 	}
 	return merged.Sorted(), nil
+}
+
+// anyDeletions reports whether a fragment of frags has deleted rows.
+func (d *Dataset) anyDeletions(frags []uint32) bool {
+	want := map[uint64]bool{}
+	for _, id := range frags {
+		want[uint64(id)] = true
+	}
+	for _, f := range d.manifest.Fragments {
+		if want[f.ID] && f.DeletionFile != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // dotOffset is what turns a distance of package vector's into Lance's: for

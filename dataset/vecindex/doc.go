@@ -88,8 +88,9 @@
 // of squared code differences times (end-start)² / 255². SQ is never
 // residual.
 //
-// S4. HNSW search starts at node 0 (not the recorded entry point, as
-// Lance), descends greedily from level max_level-1 to 0, then beam-searches
+// S4. HNSW search starts at the recorded entry point (Lance 12's answers
+// match it; the older Lance source read starts at node 0), descends
+// greedily from level max_level-1 to 0, then beam-searches
 // the bottom level with width ef (default k + k/2; ef below k is an error),
 // comparing each neighbour with the farthest result as it was when its
 // node was expanded; a prefilter keeps the results to allowed nodes, and

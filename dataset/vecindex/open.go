@@ -253,6 +253,9 @@ func (ix *Index) readIndexFile(ctx context.Context, store blob.Store) error {
 			if hm.Params.MaxLevel < 0 || hm.Params.MaxLevel > 64 || len(hm.LevelOffsets) > 65 {
 				return ix.corrupt(IndexFile, "%s partition %d: %d levels", key, p, hm.Params.MaxLevel)
 			}
+			if len(hm.LevelOffsets) > 1 && hm.LevelOffsets[1] > hm.LevelOffsets[0] && int(hm.EntryPoint) >= hm.LevelOffsets[1]-hm.LevelOffsets[0] {
+				return ix.corrupt(IndexFile, "%s partition %d: entry point %d of %d nodes", key, p, hm.EntryPoint, hm.LevelOffsets[1]-hm.LevelOffsets[0])
+			}
 			prev := 0
 			for _, off := range hm.LevelOffsets {
 				if off < prev || uint64(off) > ix.subLen[p] {

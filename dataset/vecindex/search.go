@@ -258,6 +258,15 @@ func scaleToU8(v []float32, lo, hi float64) []uint8 {
 
 // searchPartition returns partition p's k nearest rows (row ids) to q.
 func (ix *Index) searchPartition(part *partition, p int, q []float32, k, ef int, allow vector.Filter) []vector.Neighbor {
+	if ix.Sub == SubFlat && ix.Quant == QuantPQ && ix.pq.nbits == 4 && allow == nil {
+		table, _ := ix.pqTable(p, q)
+		dists := pq4DistanceAll(table, ix.pq.m, part.codes, len(part.rowIDs), k)
+		top := vector.NewTopK(k)
+		for i, id := range part.rowIDs {
+			top.Push(id, dists[i])
+		}
+		return top.Sorted()
+	}
 	dist := ix.distFunc(part, p, q)
 	if ix.Sub == SubHNSW {
 		return ix.searchHNSW(part, p, dist, k, ef, allow)
@@ -296,7 +305,7 @@ func (h *minHeap) Push(x any)        { *h = append(*h, x.(node)) }
 func (h *minHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
 
 // searchHNSW is Lance's HNSW search of one partition (S4): greedy descent
-// from node 0 through levels max_level-1 down to 0, then a beam search of
+// from the entry point through levels max_level-1 down to 0, then a beam search of
 // width ef on the bottom level, keeping the k nearest; a prefilter leaving
 // fewer than a tenth of the nodes scores the allowed nodes exactly instead.
 func (ix *Index) searchHNSW(part *partition, p int, dist func(uint32) float32, k, ef int, allow vector.Filter) []vector.Neighbor {
@@ -330,7 +339,11 @@ func (ix *Index) searchHNSW(part *partition, p int, dist func(uint32) float32, k
 		}
 		res = sortedNodes(*h)
 	} else {
-		ep := node{0, dist(0)}
+		// Lance 12 starts at the recorded entry point (the snapshot of
+		// Lance's source read starts at node 0; Lance 12's answers match
+		// only the entry point).
+		start := ix.hnswMeta[p].EntryPoint
+		ep := node{start, dist(start)}
 		for level := ix.hnswMeta[p].Params.MaxLevel - 1; level >= 0; level-- {
 			ep = greedy(part, level, ep, dist)
 		}
@@ -634,4 +647,83 @@ func (ix *Index) buildGraph(p, nodes int, levelOffsets []int, vid *array.Uint32,
 		}
 	}
 	return bottom, upper, total, nil
+}
+
+// pq4Flat is how many rows (at least) 4-bit PQ scores exactly to bound
+// its quantized distances, as Lance's FLAT_NUM_4BIT_PQ.
+const pq4Flat = 200
+
+// pq4DistanceAll is Lance's compute_pq_distance_4bit, the distances of
+// every row of a partition when no prefilter applies (S2): the first
+// max(200, k) rows and the rows past the last whole block of 16 are scored
+// exactly; the others through the distance table quantized to bytes
+// between its minimum and the largest exact distance, summed with
+// saturation and mapped back.
+func pq4DistanceAll(table []float32, m int, codes []uint8, n, k int) []float32 {
+	const nc = 16
+	dists := make([]float32, n)
+	if n == 0 {
+		return dists
+	}
+	bytesPerRow := m / 2
+	exact := func(from, to int) {
+		for b := range bytesPerRow {
+			lo, hi := table[2*b*nc:], table[(2*b+1)*nc:]
+			col := codes[b*n : (b+1)*n]
+			for i := from; i < to; i++ {
+				c := col[i]
+				dists[i] += lo[c&0x0f]
+				dists[i] += hi[c>>4]
+			}
+		}
+	}
+	flat := min(max(pq4Flat, min(k, n)), n)
+	exact(0, flat)
+	qmax := dists[0]
+	for _, d := range dists[1:flat] {
+		qmax = max(qmax, d)
+	}
+	qmin := float32(math.Inf(1))
+	for _, d := range table {
+		qmin = min(qmin, d)
+	}
+	factor := 255 / (qmax - qmin)
+	qt := make([]uint8, len(table))
+	for i, d := range table {
+		qt[i] = satU8(math.Round(float64((d - qmin) * factor)))
+	}
+	rem := n % nc
+	full := n - rem
+	rng := (qmax - qmin) / 255
+	for i := flat; i < full; i++ {
+		var acc uint8
+		for b := range bytesPerRow {
+			c := codes[b*n+i]
+			acc = addSat(acc, qt[2*b*nc+int(c&0x0f)])
+			acc = addSat(acc, qt[(2*b+1)*nc+int(c>>4)])
+		}
+		dists[i] = float32(float32(acc)*rng) + qmin // no fused multiply-add: Lance rounds twice
+	}
+	if rem > 0 {
+		exact(max(full, flat), n)
+	}
+	return dists
+}
+
+func addSat(a, b uint8) uint8 {
+	if s := uint16(a) + uint16(b); s < 256 {
+		return uint8(s)
+	}
+	return 255
+}
+
+// satU8 is Rust's float-to-u8 `as`: saturating, NaN to 0.
+func satU8(x float64) uint8 {
+	switch {
+	case x != x || x <= 0:
+		return 0
+	case x >= 255:
+		return 255
+	}
+	return uint8(x)
 }
