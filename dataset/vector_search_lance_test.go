@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -139,5 +142,64 @@ func TestSearchLanceIndexOptions(t *testing.T) {
 	ids, _, err = lanceSearchIDs(t, d, "vec", query, &SearchOptions{Metric: "cosine"})
 	if err != nil || len(ids) != 10 {
 		t.Errorf("cosine: %v %v", ids, err)
+	}
+}
+
+// TestSearchLanceIndexDeletesAndUnsupported: rows deleted after Lance
+// built its index are never returned; an index whose files this version
+// of lancer cannot read fails the search with ErrUnsupported (never a
+// silent exact search), unless the caller asks for an exact search.
+func TestSearchLanceIndexDeletesAndUnsupported(t *testing.T) {
+	_, queries := lanceFixtureQueries(t)
+	dir, store := copyFixture(t, "indexed_v2_2")
+	ctx := context.Background()
+	d := openStore(t, store, 0, checkedAlloc(t))
+	var query []float32
+	if err := json.Unmarshal(queries[0].RawQuery, &query); err != nil {
+		t.Fatal(err)
+	}
+	before, _, err := lanceSearchIDs(t, d, "vec", query, &SearchOptions{NProbes: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Delete the nearest indexed row and its neighbour in the ranking.
+	var gone []string
+	for _, id := range before[:3] {
+		if id < 1000 {
+			gone = append(gone, fmt.Sprint(id))
+		}
+	}
+	if d, err = d.Delete(ctx, "id IN ("+strings.Join(gone, ", ")+")", nil); err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := lanceSearchIDs(t, d, "vec", query, &SearchOptions{NProbes: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 10 {
+		t.Fatalf("%d rows after deleting %v", len(after), gone)
+	}
+	for _, id := range after {
+		if slices.Contains(gone, fmt.Sprint(id)) {
+			t.Errorf("deleted row %d returned: %v", id, after)
+		}
+	}
+	// The kept rows keep their order: the index search only lost rows.
+	kept := slices.DeleteFunc(slices.Clone(before), func(id int64) bool { return slices.Contains(gone, fmt.Sprint(id)) })
+	if !slices.Equal(after[:len(kept)], kept) {
+		t.Errorf("after deleting %v: %v, want %v first", gone, after, kept)
+	}
+
+	// Without auxiliary.idx the segment is Lance's legacy single-file
+	// index, which lancer does not read yet.
+	if err := os.Remove(filepath.Join(dir, "_indices", "6e51a605-1a7c-4f6b-b4ff-64699fed39d0", "auxiliary.idx")); err != nil {
+		t.Fatal(err)
+	}
+	d = openStore(t, store, 0, checkedAlloc(t))
+	if _, _, err := lanceSearchIDs(t, d, "vec", query, &SearchOptions{}); !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "vec_idx") {
+		t.Errorf("search over an unreadable index: %v, want ErrUnsupported naming vec_idx", err)
+	}
+	if ids, _, err := lanceSearchIDs(t, d, "vec", query, &SearchOptions{Exact: true}); err != nil || len(ids) != 10 {
+		t.Errorf("exact search: %v %v", ids, err)
 	}
 }
