@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"iter"
 	"os"
@@ -92,23 +91,7 @@ func (s *LocalStore) ReadRange(ctx context.Context, key string, offset, length i
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, mapOSError("read", key, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, mapOSError("read", key, err)
-	}
-	if err := checkRange(key, offset, length, fi.Size()); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, length)
-	if _, err := f.ReadAt(buf, offset); err != nil && !(errors.Is(err, io.EOF) && length == 0) {
-		return nil, mapOSError("read", key, err)
-	}
-	return buf, nil
+	return preadFile(key, p, offset, length)
 }
 
 // ReadAll implements Store.

@@ -126,6 +126,13 @@ func RunWithOptions(t *testing.T, newStore func(t *testing.T) blob.Store, opts O
 				t.Errorf("ReadRange(%d, %d): %d bytes, %v", r[0], r[1], len(got), err)
 			}
 		}
+		// Ranges past the end, small and large: a store must refuse them
+		// before it sizes a buffer by the asked length.
+		for _, r := range [][2]int64{{int64(len(data)) - 5, 6}, {int64(len(data)) - 5, 2 << 20}, {0, 1 << 62}, {1 << 40, 1}} {
+			if got, err := s.ReadRange(ctx, "big", r[0], r[1]); !errors.Is(err, lancer.ErrInvalidArgument) {
+				t.Errorf("ReadRange(%d, %d) = %d bytes, %v; want ErrInvalidArgument", r[0], r[1], len(got), err)
+			}
+		}
 		if got, err := s.ReadAll(ctx, "big"); err != nil || !bytes.Equal(got, data) {
 			t.Errorf("ReadAll big: %d bytes, %v", len(got), err)
 		}

@@ -3,6 +3,7 @@ package codec
 import (
 	"math"
 	"slices"
+	"sync"
 )
 
 // DecodeInlineBitpacked decodes n values stored as InlineBitpacking and
@@ -26,7 +27,9 @@ func DecodeInlineBitpacked[T Word](dst []T, src []byte, n int) ([]T, error) {
 			len(src), n, blocks, t)
 	}
 	out := slices.Grow(dst, n)
-	var packed, partial [BlockLen]T
+	s := getScratch[T]()
+	defer putScratch(s)
+	packed, partial := &s.packed, &s.partial
 	pos := 0
 	for block := range blocks {
 		if len(src)-pos < wordBytes {
@@ -120,7 +123,9 @@ func DecodeOutOfLineBitpacked[T Word](dst []T, src []byte, width, n int) ([]T, e
 			len(src), n, width, packedSize, rawSize)
 	}
 	out := slices.Grow(dst, n)
-	var packed [BlockLen]T
+	s := getScratch[T]()
+	defer putScratch(s)
+	packed, partial := &s.packed, &s.partial
 	words := PackedWords[T](width)
 	for block := range whole {
 		loadWords(packed[:words], src[block*blockBytes:])
@@ -146,7 +151,6 @@ func DecodeOutOfLineBitpacked[T Word](dst []T, src []byte, width, n int) ([]T, e
 		}
 		return out, nil
 	}
-	var partial [BlockLen]T
 	loadWords(packed[:words], rest)
 	if err := Unpack(width, packed[:words], partial[:]); err != nil {
 		return dst, err
@@ -186,3 +190,38 @@ func EncodeOutOfLineBitpacked[T Word](dst []byte, values []T, width int) ([]byte
 	}
 	return appendWords(dst, tail), nil
 }
+
+// unpackScratch is where the decoders stage a block's packed words and a
+// partial last block. It used to be two [BlockLen]T arrays on the stack:
+// 16 KiB of frame for 64-bit words, which made every goroutine that
+// decoded a page (a take's per-fragment readers among them) grow and copy
+// its stack, about 10% of an indexed search's CPU.
+type unpackScratch[T Word] struct {
+	packed, partial [BlockLen]T
+}
+
+var (
+	scratch8  = sync.Pool{New: func() any { return new(unpackScratch[uint8]) }}
+	scratch16 = sync.Pool{New: func() any { return new(unpackScratch[uint16]) }}
+	scratch32 = sync.Pool{New: func() any { return new(unpackScratch[uint32]) }}
+	scratch64 = sync.Pool{New: func() any { return new(unpackScratch[uint64]) }}
+)
+
+func scratchPool[T Word]() *sync.Pool {
+	switch any(T(0)).(type) {
+	case uint8:
+		return &scratch8
+	case uint16:
+		return &scratch16
+	case uint32:
+		return &scratch32
+	default:
+		return &scratch64
+	}
+}
+
+func getScratch[T Word]() *unpackScratch[T] {
+	return scratchPool[T]().Get().(*unpackScratch[T])
+}
+
+func putScratch[T Word](s *unpackScratch[T]) { scratchPool[T]().Put(s) }
