@@ -258,27 +258,98 @@ func scaleToU8(v []float32, lo, hi float64) []uint8 {
 
 // searchPartition returns partition p's k nearest rows (row ids) to q.
 func (ix *Index) searchPartition(part *partition, p int, q []float32, k, ef int, allow vector.Filter) []vector.Neighbor {
-	if ix.Sub == SubFlat && ix.Quant == QuantPQ && ix.pq.nbits == 4 && allow == nil {
+	if ix.Sub == SubHNSW {
+		return ix.searchHNSW(part, p, ix.distFunc(part, p, q), k, ef, allow)
+	}
+	var dists []float32
+	if ix.Quant == QuantPQ && ix.pq.nbits == 4 && allow == nil {
 		table, _ := ix.pqTable(p, q)
-		dists := pq4DistanceAll(table, ix.pq.m, part.codes, len(part.rowIDs), k)
-		top := vector.NewTopK(k)
-		for i, id := range part.rowIDs {
-			top.Push(id, dists[i])
-		}
-		return top.Sorted()
+		dists = pq4DistanceAll(table, ix.pq.m, part.codes, len(part.rowIDs), k)
 	}
 	dist := ix.distFunc(part, p, q)
-	if ix.Sub == SubHNSW {
-		return ix.searchHNSW(part, p, dist, k, ef, allow)
-	}
-	top := vector.NewTopK(k)
+	// Lance keeps a partition's k nearest in a Rust BinaryHeap ordered by
+	// distance alone, replacing its top only by a strictly nearer row: which
+	// of equally distant rows survive depends on that heap's moves, so
+	// they are replayed (rustHeap) to keep the rows Lance keeps.
+	h := rustHeap{}
 	for i, id := range part.rowIDs {
 		if allow != nil && !allow.Contains(id) {
 			continue
 		}
-		top.Push(id, dist(uint32(i)))
+		var d float32
+		if dists != nil {
+			d = dists[i]
+		} else {
+			d = dist(uint32(i))
+		}
+		if d != d {
+			continue
+		}
+		if len(h) < k {
+			h.push(node{uint32(i), d})
+		} else if h[0].dist > d {
+			h.pop()
+			h.push(node{uint32(i), d})
+		}
 	}
-	return top.Sorted()
+	out := make([]vector.Neighbor, len(h))
+	for i, nd := range h {
+		out[i] = vector.Neighbor{ID: part.rowIDs[nd.id], Distance: nd.dist}
+	}
+	return out
+}
+
+// rustHeap is a max-heap by distance that moves elements exactly as Rust's
+// std BinaryHeap does (sift_up on push; sift_down_to_bottom then sift_up on
+// pop), so that ties end where they end in Lance.
+type rustHeap []node
+
+func (h *rustHeap) push(x node) {
+	*h = append(*h, x)
+	h.siftUp(0, len(*h)-1)
+}
+
+func (h *rustHeap) siftUp(start, pos int) {
+	d := *h
+	elem := d[pos]
+	for pos > start {
+		parent := (pos - 1) / 2
+		if elem.dist <= d[parent].dist {
+			break
+		}
+		d[pos] = d[parent]
+		pos = parent
+	}
+	d[pos] = elem
+}
+
+func (h *rustHeap) pop() {
+	d := *h
+	last := d[len(d)-1]
+	d = d[:len(d)-1]
+	*h = d
+	if len(d) == 0 {
+		return
+	}
+	d[0] = last
+	end := len(d)
+	pos := 0
+	elem := d[0]
+	child := 1
+	for end >= 2 && child <= end-2 {
+		if d[child].dist <= d[child+1].dist {
+			child++
+		}
+		d[pos] = d[child]
+		pos = child
+		child = 2*pos + 1
+	}
+	if child == end-1 {
+		d[pos] = d[child]
+		pos = child
+	}
+	d[pos] = elem
+	h.siftUp(0, pos)
 }
 
 // node is a graph node and its distance to the query.
