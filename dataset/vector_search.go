@@ -44,7 +44,8 @@ type SearchOptions struct {
 	// NProbes is the number of IVF partitions searched per index segment.
 	// Default 20, LanceDB's default.
 	NProbes int
-	// Ef is the HNSW beam width. Default: the vector package's.
+	// Ef is the HNSW beam width. Default: the vector package's for a
+	// lancer index; Lance's for a Lance index (package vecindex).
 	Ef int
 	// RefineFactor, when positive, takes K*RefineFactor candidates from the
 	// index and re-ranks them by their exact vectors (read from the
@@ -63,7 +64,10 @@ type SearchOptions struct {
 	// bypass_vector_index).
 	Exact bool
 	// Index names the index to use. Default: any lancer index on the
-	// column with the search's metric.
+	// column with the search's metric, else the first vector index Lance
+	// built on it with that metric (searched as Lance searches it, see
+	// package dataset/vecindex; an index of a kind lancer cannot read is
+	// an error wrapping lancer.ErrUnsupported unless Exact).
 	Index string
 	// Workers is the parallelism of exact scoring. Default GOMAXPROCS.
 	Workers int

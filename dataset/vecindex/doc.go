@@ -91,12 +91,23 @@
 // S4. HNSW search starts at the recorded entry point (Lance 12's answers
 // match it; the older Lance source read starts at node 0), descends
 // greedily from level max_level-1 to 0, then beam-searches
-// the bottom level with width ef (default k + k/2; ef below k is an error),
+// the bottom level with width ef × the partitions probed (ef below k is
+// an error; default k + k/2, as in the older source). The scaling by the
+// probes is not in the Lance source read; it is what reproduces Lance
+// 12's answers (interop: TestLancerSearchesLanceIndices, which found
+// every other rule tried differing),
 // comparing each neighbour with the farthest result as it was when its
 // node was expanded; a prefilter keeps the results to allowed nodes, and
 // one leaving fewer than a tenth of the nodes is searched exactly.
 //
-// S5. A flat sub-index scores every allowed row of the partition.
+// S5. A flat sub-index scores every allowed row of the partition and keeps
+// the k nearest as Lance's Rust BinaryHeap does (ordered by distance
+// alone, its top replaced only by a strictly nearer row), so that of
+// equally distant rows the ones Lance keeps are kept. 4-bit PQ without a
+// prefilter computes distances as Lance's compute_pq_distance_4bit: the
+// first max(200, k) rows and the last partial block of 16 exactly, the
+// others through the distance table quantized to bytes (saturating sums,
+// mapped back with one offset), so distances repeat as Lance's do.
 //
 // S6. Distances are those of the quantized vectors; Search returns the k
 // nearest of all probed partitions. Re-scoring with exact vectors

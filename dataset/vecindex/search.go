@@ -21,8 +21,9 @@ type SearchOptions struct {
 	// NProbes is the number of partitions searched, nearest centroids
 	// first. Default (0): every partition.
 	NProbes int
-	// Ef is the HNSW beam width; it must be at least k. Default k + k/2,
-	// as Lance.
+	// Ef is the HNSW beam width per probed partition; it must be at least
+	// k. Default k + k/2. The beam searched is Ef × the partitions probed,
+	// as Lance 12 (doc.go, S4).
 	Ef int
 	// Allow, when not nil, keeps only the rows whose row id it contains
 	// (Lance's prefilter, deletions included).
@@ -55,6 +56,11 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *Searc
 	if k <= 0 {
 		return nil, nil
 	}
+	q := query
+	if ix.Metric == vector.Cosine {
+		q = normalize(query)
+	}
+	probes := ix.findPartitions(q, o.NProbes)
 	ef := o.Ef
 	if ef == 0 {
 		ef = k + k/2
@@ -62,11 +68,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *Searc
 	if ix.Sub == SubHNSW && ef < k {
 		return nil, fmt.Errorf("vecindex: index %s: ef %d below k %d: %w", ix.location, ef, k, lancer.ErrInvalidArgument)
 	}
-	q := query
-	if ix.Metric == vector.Cosine {
-		q = normalize(query)
-	}
-	probes := ix.findPartitions(q, o.NProbes)
+	ef = min(ef, 1<<24) * len(probes) // Lance 12's beam (S4); no wider than any partition can use
 	top := vector.NewTopK(k)
 	for _, p := range probes {
 		part, err := ix.loadPartition(ctx, p)
@@ -474,7 +476,7 @@ func greedy(part *partition, level int, start node, dist func(uint32) float32) n
 // neighbour is compared with is the farthest result when its node was
 // expanded, as Lance does.
 func beam(part *partition, ep node, ef int, dist func(uint32) float32, allowed []bool) []node {
-	visited := make(map[uint32]bool, 4*ef)
+	visited := make(map[uint32]bool, min(4*ef, len(part.bottom)))
 	visited[ep.id] = true
 	cands := &minHeap{ep}
 	results := &maxHeap{}
