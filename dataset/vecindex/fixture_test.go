@@ -3,7 +3,6 @@ package vecindex
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -133,10 +132,4 @@ func TestFixtureSearch(t *testing.T) {
 			t.Errorf("query %d: only %d of Lance's answers are indexed rows", i, n)
 		}
 	}
-}
-
-// close32 reports whether a and b agree to a few float32 ulps: Lance's
-// SIMD kernels sum in another order.
-func close32(a, b float32) bool {
-	return math.Abs(float64(a-b)) <= 1e-5*math.Max(1, math.Abs(float64(b)))
 }
