@@ -1,14 +1,20 @@
 package dataset
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -471,4 +477,130 @@ func TestGroupCommitStaleMember(t *testing.T) {
 	if st := c.Stats(); st.Groups != 3 || st.Failed != 1 {
 		t.Errorf("stats %+v: want the first commit, the group's failed try and its retry", st)
 	}
+}
+
+// TestGroupCommitKilled kills a process appending from many goroutines
+// through one GroupCommitter (kill -9, mid-group) and checks that every
+// append it acknowledged is in the table, exactly once, and that the
+// dataset is valid (checkWhenDone).
+func TestGroupCommitKilled(t *testing.T) {
+	if dir := os.Getenv("LANCER_GROUP_KILL_DIR"); dir != "" {
+		groupKilledChild(dir)
+		return
+	}
+	dir := t.TempDir()
+	store, err := blob.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createIDs(t, store, []int64{-1})
+	checkWhenDone(t, store)
+	ctx := context.Background()
+	acked := []int64{-1}
+	for round := range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestGroupCommitKilled$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "LANCER_GROUP_KILL_DIR="+dir, "LANCER_GROUP_KILL_ROUND="+strconv.Itoa(round))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		if !sc.Scan() || sc.Text() != "READY" {
+			t.Fatalf("child did not start: %q", sc.Text())
+		}
+		timer := time.AfterFunc(time.Duration(200+round*150)*time.Millisecond, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+		n := 0
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) == 0 {
+				continue
+			}
+			if f[0] == "ERR" {
+				t.Fatalf("child: %s", sc.Text())
+			}
+			if f[0] != "ACK" || len(f) != 3 {
+				continue
+			}
+			n++
+			for _, s := range strings.Split(f[2], ",") {
+				id, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					t.Fatalf("child said %q", sc.Text())
+				}
+				acked = append(acked, id)
+			}
+		}
+		timer.Stop()
+		_ = cmd.Wait()
+		slices.Sort(acked)
+		got := idsAt(t, store, 0)
+		// Appends answered after the last line read (or not yet
+		// answered) may be there too; acknowledged ones must be, once.
+		seen := map[int64]int{}
+		for _, id := range got {
+			seen[id]++
+		}
+		for _, id := range acked {
+			if seen[id] != 1 {
+				t.Fatalf("round %d: acknowledged row %d is in the table %d times", round, id, seen[id])
+			}
+		}
+		for id, c := range seen {
+			if c != 1 {
+				t.Fatalf("round %d: row %d is in the table %d times", round, id, c)
+			}
+		}
+		acked = got // what landed unacknowledged stays
+		v, err := LatestVersion(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: killed after %d acknowledged appends; latest version %d, %d rows", round, n, v, len(got))
+	}
+}
+
+// groupKilledChild appends from 8 goroutines until killed, printing
+// "ACK <version> <ids>" for each acknowledged append.
+func groupKilledChild(dir string) {
+	store, err := blob.NewLocalStore(dir)
+	if err != nil {
+		fmt.Println("ERR", err)
+		return
+	}
+	round, _ := strconv.Atoi(os.Getenv("LANCER_GROUP_KILL_ROUND"))
+	c := NewGroupCommitter(store, nil)
+	var out sync.Mutex
+	fmt.Println("READY")
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				ids := make([]int64, 1+(w+i)%7)
+				s := make([]string, len(ids))
+				for j := range ids {
+					ids[j] = int64(round*100_000_000 + w*1_000_000 + i*100 + j)
+					s[j] = strconv.FormatInt(ids[j], 10)
+				}
+				ds, err := groupAppend(context.Background(), c, store, memory.DefaultAllocator, ids, false)
+				out.Lock()
+				if err != nil {
+					fmt.Println("ERR", err)
+				} else {
+					fmt.Println("ACK", ds.Version(), strings.Join(s, ","))
+				}
+				out.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
