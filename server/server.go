@@ -16,6 +16,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/branch"
 	lcache "github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset"
 )
@@ -233,7 +234,7 @@ func (k *keyedLocks) lock(key string) func() {
 // committer returns the group committer of the appends to a table's
 // branch, made for ds's store on first use.
 func (s *Server) committer(t *tableState, branchName string, ds *dataset.Dataset) *dataset.GroupCommitter {
-	if branchName == "main" {
+	if branchName == branch.Main {
 		branchName = ""
 	}
 	t.groupMu.Lock()
