@@ -604,3 +604,29 @@ func groupKilledChild(dir string) {
 	}
 	wg.Wait()
 }
+
+// TestGroupCommitSlowWriter checks that an append still writing its files
+// holds a ready group at most MaxWait.
+func TestGroupCommitSlowWriter(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := blob.NewMemStore("group-slow")
+	createIDs(t, store, []int64{-1})
+	checkWhenDone(t, store)
+	const wait = 100 * time.Millisecond
+	c := NewGroupCommitter(store, &GroupCommitOptions{MaxWait: wait})
+	c.mu.Lock()
+	c.writing++ // a writer that never finishes its files
+	c.mu.Unlock()
+	start := time.Now()
+	ds, err := groupAppend(ctx, c, store, mem, []int64{1}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < wait || took > 20*wait {
+		t.Errorf("the append took %v with a writer pending; want MaxWait (%v) and not much more", took, wait)
+	}
+	if ds.Version() != 2 {
+		t.Errorf("committed version %d", ds.Version())
+	}
+}
