@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -43,7 +44,8 @@ type SearchOptions struct {
 	// NProbes is the number of IVF partitions searched per index segment.
 	// Default 20, LanceDB's default.
 	NProbes int
-	// Ef is the HNSW beam width. Default: the vector package's.
+	// Ef is the HNSW beam width. Default: the vector package's for a
+	// lancer index; Lance's for a Lance index (package vecindex).
 	Ef int
 	// RefineFactor, when positive, takes K*RefineFactor candidates from the
 	// index and re-ranks them by their exact vectors (read from the
@@ -62,7 +64,10 @@ type SearchOptions struct {
 	// bypass_vector_index).
 	Exact bool
 	// Index names the index to use. Default: any lancer index on the
-	// column with the search's metric.
+	// column with the search's metric, else the first vector index Lance
+	// built on it with that metric (searched as Lance searches it, see
+	// package dataset/vecindex; an index of a kind lancer cannot read is
+	// an error wrapping lancer.ErrUnsupported unless Exact).
 	Index string
 	// Workers is the parallelism of exact scoring. Default GOMAXPROCS.
 	Workers int
@@ -125,6 +130,20 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 		}
 	}
 	segs, metric, err := d.searchSegments(field.ID, o)
+	if err != nil && (o.Index == "" || !errors.Is(err, lancer.ErrNotFound)) {
+		return nil, err
+	}
+	var lance []lanceIndex
+	if len(segs) == 0 {
+		// No lancer index to use: Lance's own, if the column has one.
+		l, m, lerr := d.lanceSegments(ctx, field.ID, o)
+		if lerr != nil {
+			return nil, lerr
+		}
+		if len(l) > 0 {
+			lance, metric, err = l, m, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +156,17 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 	pre := allow
 	if o.Postfilter {
 		pre = nil
+	}
+
+	if len(lance) > 0 {
+		hits, err := d.searchLance(ctx, lance, column, dim, query, o, metric, pre)
+		if err != nil {
+			return nil, err
+		}
+		if o.Postfilter && allow != nil {
+			hits = slices.DeleteFunc(hits, func(n vector.Neighbor) bool { return !allow.Contains(n.ID) })
+		}
+		return hits, nil
 	}
 
 	want, err := d.searchCandidates(o.K, o.RefineFactor)

@@ -20,6 +20,8 @@
 //    "filter": "id > 3", "distanceType": "l2"}: nearest rows, id/_rowid/_distance
 //   {"uri": "/p/t.lance", "op": "listIndices"}
 //   {"uri": "/p/t.lance", "op": "createIndex", "column": "id", "type": "btree"}
+//   {"uri": "/p/t.lance", "op": "createIndex", "column": "vec", "type": "ivfPq", "indexOptions": {"numPartitions": 4}}
+//   (search also takes "nprobes", "ef" and "refineFactor")
 // and prints one JSON object per request on stdout: {"version": N} (the
 // table's version after the operation), {"versions": [{"version", "metadata"}]},
 // {"count": N}, {"fields": [...]}, or {"error": "..."}.
@@ -189,6 +191,9 @@ async function serve(req) {
       let q = table.vectorSearch(req.vector).column(req.column).limit(req.k || 10);
       if (req.distanceType) q = q.distanceType(req.distanceType);
       if (req.filter) q = q.where(req.filter);
+      if (req.nprobes) q = q.nprobes(req.nprobes);
+      if (req.ef) q = q.ef(req.ef);
+      if (req.refineFactor) q = q.refineFactor(req.refineFactor);
       q = q.withRowId();
       if (req.select) q = q.select(req.select);
       const rows = await q.toArray();
@@ -197,7 +202,11 @@ async function serve(req) {
     case 'listIndices':
       return { indices: await table.listIndices() };
     case 'createIndex': {
-      const cfg = req.type === 'btree' ? lancedb.Index.btree() : undefined;
+      // type: btree, or a vector index (ivfPq, ivfFlat, hnswPq, hnswSq)
+      // built with req.indexOptions (LanceDB's options of that index).
+      const vectorIndex = { ivfPq: 1, ivfFlat: 1, hnswPq: 1, hnswSq: 1 };
+      const cfg = req.type === 'btree' ? lancedb.Index.btree()
+        : vectorIndex[req.type] ? lancedb.Index[req.type](req.indexOptions || {}) : undefined;
       await table.createIndex(req.column, cfg ? { config: cfg } : {});
       return { version: await table.version() };
     }

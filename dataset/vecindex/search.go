@@ -1,0 +1,802 @@
+package vecindex
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/vector"
+)
+
+// SearchOptions configures Search. The zero value means the defaults.
+type SearchOptions struct {
+	// NProbes is the number of partitions searched, nearest centroids
+	// first. Default (0): every partition.
+	NProbes int
+	// Ef is the HNSW beam width per probed partition; it must be at least
+	// k. Default k + k/2. The beam searched is Ef × the partitions probed,
+	// as Lance 12 (doc.go, S4).
+	Ef int
+	// Allow, when not nil, keeps only the rows whose row id it contains
+	// (Lance's prefilter, deletions included).
+	Allow vector.Filter
+}
+
+// partition is one partition's storage (and graph) in memory.
+type partition struct {
+	rowIDs []uint64
+	codes  []uint8   // PQ: transposed, [bytes a row][rows]; SQ: [rows][dim]
+	vecs   []float32 // flat: [rows][dim]
+	// levels[l][node] are the node's neighbours at level l, best first
+	// (HNSW only); levels above 0 hold only their nodes.
+	bottom [][]uint32
+	upper  []map[uint32][]uint32
+	bytes  int64
+}
+
+// Search returns the k nearest rows to query among the probed partitions,
+// nearest first, with row ids and distances as Lance computes them (S1-S6
+// of doc.go).
+func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *SearchOptions) ([]vector.Neighbor, error) {
+	var o SearchOptions
+	if opts != nil {
+		o = *opts
+	}
+	if len(query) != ix.dim {
+		return nil, fmt.Errorf("vecindex: index %s: query of %d dimensions for an index of %d: %w", ix.location, len(query), ix.dim, lancer.ErrInvalidArgument)
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	q := query
+	if ix.Metric == vector.Cosine {
+		q = normalize(query)
+	}
+	probes := ix.findPartitions(q, o.NProbes)
+	ef := o.Ef
+	if ef == 0 {
+		ef = k + k/2
+	}
+	if ix.Sub == SubHNSW && ef < k {
+		return nil, fmt.Errorf("vecindex: index %s: ef %d below k %d: %w", ix.location, ef, k, lancer.ErrInvalidArgument)
+	}
+	ef = min(ef, 1<<24) * len(probes) // Lance 12's beam (S4); no wider than any partition can use
+	top := vector.NewTopK(k)
+	for _, p := range probes {
+		part, err := ix.loadPartition(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if len(part.rowIDs) == 0 {
+			continue
+		}
+		for _, n := range ix.searchPartition(part, p, q, k, ef, o.Allow) {
+			top.Push(n.ID, n.Distance)
+		}
+	}
+	return top.Sorted(), nil
+}
+
+// normalize returns v / |v| (v itself when zero), as Lance's
+// normalize_arrow.
+func normalize(v []float32) []float32 {
+	var s float32
+	for _, x := range v {
+		s += x * x
+	}
+	if s == 0 {
+		return v
+	}
+	n := float32(math.Sqrt(float64(s)))
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = x / n
+	}
+	return out
+}
+
+// findPartitions ranks the centroids by distance to q (L2 for l2 and
+// cosine, dot for dot) and returns the nprobes nearest (S1).
+func (ix *Index) findPartitions(q []float32, nprobes int) []int {
+	if nprobes <= 0 || nprobes > ix.nparts {
+		nprobes = ix.nparts
+	}
+	type pd struct {
+		p int
+		d float32
+	}
+	ds := make([]pd, ix.nparts)
+	for p := range ds {
+		c := ix.centroids[p*ix.dim : (p+1)*ix.dim]
+		var d float32
+		if ix.Metric == vector.Dot {
+			d = 1 - vector.DotProduct(q, c)
+		} else {
+			d = vector.L2Squared(q, c)
+		}
+		ds[p] = pd{p, d}
+	}
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].d < ds[j].d })
+	out := make([]int, nprobes)
+	for i := range out {
+		out[i] = ds[i].p
+	}
+	return out
+}
+
+// distFunc returns the distance from the (preprocessed) query to node i
+// of part.
+func (ix *Index) distFunc(part *partition, p int, q []float32) func(i uint32) float32 {
+	n := len(part.rowIDs)
+	switch ix.Quant {
+	case QuantPQ:
+		table, sub := ix.pqTable(p, q)
+		nc := 1 << ix.pq.nbits
+		m := ix.pq.m
+		codes := part.codes
+		var bias float32
+		if ix.Metric == vector.Dot {
+			bias = float32(m) - 1
+		}
+		if ix.pq.nbits == 4 {
+			return func(i uint32) float32 {
+				var d float32
+				for b := range m / 2 {
+					c := codes[b*n+int(i)]
+					d += table[(2*b)*nc+int(c&0x0f)] + table[(2*b+1)*nc+int(c>>4)]
+				}
+				return d - bias
+			}
+		}
+		_ = sub
+		return func(i uint32) float32 {
+			var d float32
+			for s := range m {
+				d += table[s*nc+int(codes[s*n+int(i)])]
+			}
+			return d - bias
+		}
+	case QuantSQ:
+		qc := scaleToU8(q, ix.sq.lo, ix.sq.hi)
+		rng := float32(ix.sq.hi - ix.sq.lo)
+		scale := rng * rng
+		dim := ix.dim
+		dot := ix.Metric == vector.Dot
+		return func(i uint32) float32 {
+			code := part.codes[int(i)*dim : (int(i)+1)*dim]
+			var d float32
+			if dot {
+				var s uint64
+				for j, c := range code {
+					s += uint64(c) * uint64(qc[j])
+				}
+				d = 1 - float32(s)
+			} else {
+				var s uint32
+				for j, c := range code {
+					x := int32(c) - int32(qc[j])
+					s += uint32(x * x)
+				}
+				d = float32(s)
+			}
+			return d * scale / (255 * 255)
+		}
+	default:
+		dim := ix.dim
+		f := vector.L2Squared
+		switch ix.Metric {
+		case vector.Cosine:
+			f = vector.CosineDistance
+		case vector.Dot:
+			f = func(a, b []float32) float32 { return 1 - vector.DotProduct(a, b) }
+		}
+		return func(i uint32) float32 {
+			return f(q, part.vecs[int(i)*dim:(int(i)+1)*dim])
+		}
+	}
+}
+
+// pqTable builds the query's distance table to partition p's PQ
+// centroids: per sub-vector, the distance from the residual (query minus
+// the partition's centroid, for l2 and cosine) to each of the 2^nbits
+// centroids (S2).
+func (ix *Index) pqTable(p int, q []float32) ([]float32, int) {
+	dim, m := ix.dim, ix.pq.m
+	r := q
+	if ix.Metric != vector.Dot {
+		r = make([]float32, dim)
+		c := ix.centroids[p*dim : (p+1)*dim]
+		for i := range r {
+			r[i] = q[i] - c[i]
+		}
+	}
+	nc := 1 << ix.pq.nbits
+	sub := dim / m
+	table := make([]float32, m*nc)
+	for s := range m {
+		rs := r[s*sub : (s+1)*sub]
+		cb := ix.pq.codebook[s*nc*sub : (s+1)*nc*sub]
+		for j := range nc {
+			c := cb[j*sub : (j+1)*sub]
+			if ix.Metric == vector.Dot {
+				table[s*nc+j] = 1 - vector.DotProduct(rs, c)
+			} else {
+				table[s*nc+j] = vector.L2Squared(rs, c)
+			}
+		}
+	}
+	return table, sub
+}
+
+// scaleToU8 maps v to SQ codes as Lance's scale_to_u8: (v-lo)*255/(hi-lo)
+// in float64, truncated and saturated to [0, 255].
+func scaleToU8(v []float32, lo, hi float64) []uint8 {
+	out := make([]uint8, len(v))
+	if lo == hi {
+		return out
+	}
+	rng := hi - lo
+	for i, x := range v {
+		y := (float64(x) - lo) * 255 / rng
+		switch {
+		case y != y || y <= 0:
+			out[i] = 0
+		case y >= 255:
+			out[i] = 255
+		default:
+			out[i] = uint8(y)
+		}
+	}
+	return out
+}
+
+// searchPartition returns partition p's k nearest rows (row ids) to q.
+func (ix *Index) searchPartition(part *partition, p int, q []float32, k, ef int, allow vector.Filter) []vector.Neighbor {
+	if ix.Sub == SubHNSW {
+		return ix.searchHNSW(part, p, ix.distFunc(part, p, q), k, ef, allow)
+	}
+	var dists []float32
+	if ix.Quant == QuantPQ && ix.pq.nbits == 4 && allow == nil {
+		table, _ := ix.pqTable(p, q)
+		dists = pq4DistanceAll(table, ix.pq.m, part.codes, len(part.rowIDs), k)
+	}
+	dist := ix.distFunc(part, p, q)
+	// Lance keeps a partition's k nearest in a Rust BinaryHeap ordered by
+	// distance alone, replacing its top only by a strictly nearer row: which
+	// of equally distant rows survive depends on that heap's moves, so
+	// they are replayed (rustHeap) to keep the rows Lance keeps.
+	h := rustHeap{}
+	for i, id := range part.rowIDs {
+		if allow != nil && !allow.Contains(id) {
+			continue
+		}
+		var d float32
+		if dists != nil {
+			d = dists[i]
+		} else {
+			d = dist(uint32(i))
+		}
+		if d != d {
+			continue
+		}
+		if len(h) < k {
+			h.push(node{uint32(i), d})
+		} else if h[0].dist > d {
+			h.pop()
+			h.push(node{uint32(i), d})
+		}
+	}
+	out := make([]vector.Neighbor, len(h))
+	for i, nd := range h {
+		out[i] = vector.Neighbor{ID: part.rowIDs[nd.id], Distance: nd.dist}
+	}
+	return out
+}
+
+// rustHeap is a max-heap by distance that moves elements exactly as Rust's
+// std BinaryHeap does (sift_up on push; sift_down_to_bottom then sift_up on
+// pop), so that ties end where they end in Lance.
+type rustHeap []node
+
+func (h *rustHeap) push(x node) {
+	*h = append(*h, x)
+	h.siftUp(0, len(*h)-1)
+}
+
+func (h *rustHeap) siftUp(start, pos int) {
+	d := *h
+	elem := d[pos]
+	for pos > start {
+		parent := (pos - 1) / 2
+		if elem.dist <= d[parent].dist {
+			break
+		}
+		d[pos] = d[parent]
+		pos = parent
+	}
+	d[pos] = elem
+}
+
+func (h *rustHeap) pop() {
+	d := *h
+	last := d[len(d)-1]
+	d = d[:len(d)-1]
+	*h = d
+	if len(d) == 0 {
+		return
+	}
+	d[0] = last
+	end := len(d)
+	pos := 0
+	elem := d[0]
+	child := 1
+	for end >= 2 && child <= end-2 {
+		if d[child].dist <= d[child+1].dist {
+			child++
+		}
+		d[pos] = d[child]
+		pos = child
+		child = 2*pos + 1
+	}
+	if child == end-1 {
+		d[pos] = d[child]
+		pos = child
+	}
+	d[pos] = elem
+	h.siftUp(0, pos)
+}
+
+// node is a graph node and its distance to the query.
+type node struct {
+	id   uint32
+	dist float32
+}
+
+// maxHeap keeps the farthest node on top; minHeap the nearest.
+type maxHeap []node
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return h[i].dist > h[j].dist }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(node)) }
+func (h *maxHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+
+type minHeap []node
+
+func (h minHeap) Len() int           { return len(h) }
+func (h minHeap) Less(i, j int) bool { return h[i].dist < h[j].dist }
+func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *minHeap) Push(x any)        { *h = append(*h, x.(node)) }
+func (h *minHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+
+// searchHNSW is Lance's HNSW search of one partition (S4): greedy descent
+// from the entry point through levels max_level-1 down to 0, then a beam search of
+// width ef on the bottom level, keeping the k nearest; a prefilter leaving
+// fewer than a tenth of the nodes scores the allowed nodes exactly instead.
+func (ix *Index) searchHNSW(part *partition, p int, dist func(uint32) float32, k, ef int, allow vector.Filter) []vector.Neighbor {
+	n := len(part.rowIDs)
+	var allowed []bool
+	remained := n
+	if allow != nil {
+		allowed = make([]bool, n)
+		remained = 0
+		for i, id := range part.rowIDs {
+			if allow.Contains(id) {
+				allowed[i] = true
+				remained++
+			}
+		}
+	}
+	var res []node
+	if allowed != nil && remained < n*10/100 {
+		h := &maxHeap{}
+		for i := range n {
+			if !allowed[i] {
+				continue
+			}
+			d := dist(uint32(i))
+			if h.Len() < k {
+				heap.Push(h, node{uint32(i), d})
+			} else if d < (*h)[0].dist {
+				heap.Pop(h)
+				heap.Push(h, node{uint32(i), d})
+			}
+		}
+		res = sortedNodes(*h)
+	} else {
+		// Lance 12 starts at the recorded entry point (the snapshot of
+		// Lance's source read starts at node 0; Lance 12's answers match
+		// only the entry point).
+		start := ix.hnswMeta[p].EntryPoint
+		ep := node{start, dist(start)}
+		for level := ix.hnswMeta[p].Params.MaxLevel - 1; level >= 0; level-- {
+			ep = greedy(part, level, ep, dist)
+		}
+		res = beam(part, ep, ef, dist, allowed)
+		if len(res) > k {
+			res = res[:k]
+		}
+	}
+	out := make([]vector.Neighbor, 0, len(res))
+	seen := make(map[uint64]bool, len(res))
+	for _, r := range res {
+		id := part.rowIDs[r.id]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, vector.Neighbor{ID: id, Distance: r.dist})
+	}
+	return out
+}
+
+func sortedNodes(h []node) []node {
+	out := append([]node(nil), h...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].dist < out[j].dist })
+	return out
+}
+
+func (part *partition) neighbors(level int, id uint32) []uint32 {
+	if level == 0 {
+		return part.bottom[id]
+	}
+	if level-1 < len(part.upper) {
+		return part.upper[level-1][id]
+	}
+	return nil
+}
+
+// greedy moves to the nearest neighbour while one is nearer (Lance's
+// greedy_search).
+func greedy(part *partition, level int, start node, dist func(uint32) float32) node {
+	cur, best := start.id, start.dist
+	for {
+		next, moved := cur, false
+		for _, nb := range part.neighbors(level, cur) {
+			if d := dist(nb); d < best {
+				best, next, moved = d, nb, true
+			}
+		}
+		if !moved {
+			return node{cur, best}
+		}
+		cur = next
+	}
+}
+
+// beam is Lance's beam_search on the bottom level: note that the bound a
+// neighbour is compared with is the farthest result when its node was
+// expanded, as Lance does.
+func beam(part *partition, ep node, ef int, dist func(uint32) float32, allowed []bool) []node {
+	visited := make(map[uint32]bool, min(4*ef, len(part.bottom)))
+	visited[ep.id] = true
+	cands := &minHeap{ep}
+	results := &maxHeap{}
+	if allowed == nil || allowed[ep.id] {
+		heap.Push(results, ep)
+	}
+	for cands.Len() > 0 {
+		cur := heap.Pop(cands).(node)
+		furthest := float32(math.Inf(1))
+		if results.Len() > 0 {
+			furthest = (*results)[0].dist
+		}
+		if cur.dist > furthest && results.Len() == ef {
+			break
+		}
+		for _, nb := range part.bottom[cur.id] {
+			if visited[nb] {
+				continue
+			}
+			visited[nb] = true
+			d := dist(nb)
+			if d <= furthest || results.Len() < ef {
+				if allowed == nil || allowed[nb] {
+					if results.Len() < ef {
+						heap.Push(results, node{nb, d})
+					} else if d < (*results)[0].dist {
+						heap.Pop(results)
+						heap.Push(results, node{nb, d})
+					}
+				}
+				heap.Push(cands, node{nb, d})
+			}
+		}
+	}
+	return sortedNodes(*results)
+}
+
+// loadPartition returns partition p, reading it on first use.
+func (ix *Index) loadPartition(ctx context.Context, p int) (*partition, error) {
+	ix.mu.Lock()
+	part, ok := ix.parts[p]
+	ix.mu.Unlock()
+	if ok {
+		return part, nil
+	}
+	part, err := ix.readPartition(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if old, ok := ix.parts[p]; ok {
+		return old, nil
+	}
+	ix.parts[p] = part
+	ix.bytes += part.bytes
+	return part, nil
+}
+
+func fieldsNamed(r *format.Reader, names ...string) []*schema.Field {
+	out := make([]*schema.Field, 0, len(names))
+	for _, want := range names {
+		for _, f := range r.Schema().Fields {
+			if f.Name == want {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (ix *Index) readPartition(ctx context.Context, p int) (*partition, error) {
+	col := colFlat
+	switch ix.Quant {
+	case QuantPQ:
+		col = colPQ
+	case QuantSQ:
+		col = colSQ
+	}
+	start, n := ix.auxStart[p], ix.auxLen[p]
+	part := &partition{}
+	if n > 0 {
+		fields := fieldsNamed(ix.aux, colRowID, col)
+		if len(fields) != 2 {
+			return nil, ix.corrupt(AuxiliaryFile, "no %s or %s column", colRowID, col)
+		}
+		arrs, err := readRows(ctx, ix.aux, fields, start, start+n)
+		if err != nil {
+			return nil, fmt.Errorf("vecindex: index %s: %s: partition %d: %w", ix.location, AuxiliaryFile, p, err)
+		}
+		defer release(arrs)
+		ids, ok := arrs[0].(*array.Uint64)
+		if !ok || uint64(ids.Len()) != n || ids.NullN() > 0 {
+			return nil, ix.corrupt(AuxiliaryFile, "partition %d: %s is not %d uint64s", p, colRowID, n)
+		}
+		part.rowIDs = append([]uint64(nil), ids.Values()...)
+		fsl, ok := arrs[1].(*array.FixedSizeList)
+		if !ok || uint64(fsl.Len()) != n {
+			return nil, ix.corrupt(AuxiliaryFile, "partition %d: %s is not a fixed-size list of %d rows", p, col, n)
+		}
+		w := int(fsl.DataType().(*arrow.FixedSizeListType).Len())
+		lo := fsl.Offset() * w
+		hi := lo + int(n)*w
+		switch vals := fsl.ListValues().(type) {
+		case *array.Uint8:
+			if ix.Quant == QuantFlat || hi > vals.Len() {
+				return nil, ix.corrupt(AuxiliaryFile, "partition %d: %s holds %d values", p, col, vals.Len())
+			}
+			part.codes = append([]uint8(nil), vals.Uint8Values()[lo:hi]...)
+			if ix.Quant == QuantPQ && !ix.pq.transposed {
+				part.codes = transpose(part.codes, int(n), w)
+			}
+		case *array.Float32:
+			if ix.Quant != QuantFlat || hi > vals.Len() {
+				return nil, ix.corrupt(AuxiliaryFile, "partition %d: %s holds %d float32 values", p, col, vals.Len())
+			}
+			part.vecs = append([]float32(nil), vals.Float32Values()[lo:hi]...)
+		default:
+			return nil, fmt.Errorf("vecindex: index %s: %s: partition %d: %s of %s: %w", ix.location, AuxiliaryFile, p, col, fsl.ListValues().DataType(), lancer.ErrUnsupported)
+		}
+		part.bytes = int64(8*len(part.rowIDs) + len(part.codes) + 4*len(part.vecs))
+	}
+	if ix.Sub == SubHNSW {
+		if err := ix.readGraph(ctx, p, part); err != nil {
+			return nil, err
+		}
+	}
+	return part, nil
+}
+
+// transpose turns row-major codes ([rows][w]) into Lance's transposed
+// layout ([w][rows]).
+func transpose(codes []uint8, rows, w int) []uint8 {
+	out := make([]uint8, len(codes))
+	for r := range rows {
+		for c := range w {
+			out[c*rows+r] = codes[r*w+c]
+		}
+	}
+	return out
+}
+
+func readRows(ctx context.Context, r *format.Reader, fields []*schema.Field, start, end uint64) ([]arrow.Array, error) {
+	c, err := r.NewCursor(r.FileProjection(fields))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.ReadRange(ctx, start, end)
+}
+
+func release(arrs []arrow.Array) {
+	for _, a := range arrs {
+		if a != nil {
+			a.Release()
+		}
+	}
+}
+
+// readGraph reads partition p's HNSW levels from index.idx (I5).
+func (ix *Index) readGraph(ctx context.Context, p int, part *partition) error {
+	nodes := len(part.rowIDs)
+	hm := ix.hnswMeta[p]
+	if nodes == 0 || ix.subLen[p] == 0 {
+		if nodes > 0 {
+			return ix.corrupt(IndexFile, "partition %d: no HNSW graph over %d vectors", p, nodes)
+		}
+		return nil
+	}
+	if len(hm.LevelOffsets) < 2 {
+		return ix.corrupt(IndexFile, "partition %d: HNSW of %d level offsets", p, len(hm.LevelOffsets))
+	}
+	start := ix.subStart[p]
+	fields := fieldsNamed(ix.idx, colVectorID, colNeighbors)
+	if len(fields) != 2 {
+		return ix.corrupt(IndexFile, "no %s or %s column", colVectorID, colNeighbors)
+	}
+	arrs, err := readRows(ctx, ix.idx, fields, start, start+ix.subLen[p])
+	if err != nil {
+		return fmt.Errorf("vecindex: index %s: %s: partition %d: %w", ix.location, IndexFile, p, err)
+	}
+	defer release(arrs)
+	vid, ok1 := arrs[0].(*array.Uint32)
+	nbl, ok2 := arrs[1].(*array.List)
+	if !ok1 || !ok2 || uint64(vid.Len()) != ix.subLen[p] || nbl.Len() != vid.Len() {
+		return ix.corrupt(IndexFile, "partition %d: %s / %s are not uint32 / list<uint32> of %d rows", p, colVectorID, colNeighbors, ix.subLen[p])
+	}
+	bottom, upper, total, err := ix.buildGraph(p, nodes, hm.LevelOffsets, vid, nbl)
+	if err != nil {
+		return err
+	}
+	part.bottom, part.upper = bottom, upper
+	part.bytes += total
+	return nil
+}
+
+// buildGraph turns partition p's graph rows (I5) into neighbour lists,
+// checking every id against the partition's nodes.
+func (ix *Index) buildGraph(p, nodes int, levelOffsets []int, vid *array.Uint32, nbl *array.List) (bottom [][]uint32, upper []map[uint32][]uint32, total int64, err error) {
+	vals, ok := nbl.ListValues().(*array.Uint32)
+	if !ok {
+		return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: %s is not list<uint32>", p, colNeighbors)
+	}
+	offs := nbl.Offsets()
+	levels := len(levelOffsets) - 1
+	bottom = make([][]uint32, nodes)
+	upper = make([]map[uint32][]uint32, max(levels-1, 0))
+	for l := range levels {
+		lo, hi := levelOffsets[l], levelOffsets[l+1]
+		if lo < 0 || hi < lo || hi > vid.Len() || hi >= len(offs) {
+			return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: level %d rows [%d, %d) of %d", p, l, lo, hi, vid.Len())
+		}
+		if l > 0 {
+			upper[l-1] = make(map[uint32][]uint32, hi-lo)
+		}
+		for row := lo; row < hi; row++ {
+			if vid.IsNull(row) || nbl.IsNull(row) {
+				return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: null graph row %d", p, row)
+			}
+			id := vid.Value(row)
+			if int(id) >= nodes {
+				return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: HNSW node %d of %d", p, id, nodes)
+			}
+			a, b := int(offs[row]), int(offs[row+1])
+			if a < 0 || a > b || b > vals.Len() {
+				return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: neighbour list [%d, %d) of %d values", p, a, b, vals.Len())
+			}
+			nb := append([]uint32(nil), vals.Uint32Values()[a:b]...)
+			for _, x := range nb {
+				if int(x) >= nodes {
+					return nil, nil, 0, ix.corrupt(IndexFile, "partition %d: HNSW neighbour %d of %d nodes", p, x, nodes)
+				}
+			}
+			total += int64(4*len(nb) + 32)
+			if l == 0 {
+				bottom[id] = nb
+			} else {
+				upper[l-1][id] = nb
+			}
+		}
+	}
+	return bottom, upper, total, nil
+}
+
+// pq4Flat is how many rows (at least) 4-bit PQ scores exactly to bound
+// its quantized distances, as Lance's FLAT_NUM_4BIT_PQ.
+const pq4Flat = 200
+
+// pq4DistanceAll is Lance's compute_pq_distance_4bit, the distances of
+// every row of a partition when no prefilter applies (S2): the first
+// max(200, k) rows and the rows past the last whole block of 16 are scored
+// exactly; the others through the distance table quantized to bytes
+// between its minimum and the largest exact distance, summed with
+// saturation and mapped back.
+func pq4DistanceAll(table []float32, m int, codes []uint8, n, k int) []float32 {
+	const nc = 16
+	dists := make([]float32, n)
+	if n == 0 {
+		return dists
+	}
+	bytesPerRow := m / 2
+	exact := func(from, to int) {
+		for b := range bytesPerRow {
+			lo, hi := table[2*b*nc:], table[(2*b+1)*nc:]
+			col := codes[b*n : (b+1)*n]
+			for i := from; i < to; i++ {
+				c := col[i]
+				dists[i] += lo[c&0x0f]
+				dists[i] += hi[c>>4]
+			}
+		}
+	}
+	flat := min(max(pq4Flat, min(k, n)), n)
+	exact(0, flat)
+	qmax := dists[0]
+	for _, d := range dists[1:flat] {
+		qmax = max(qmax, d)
+	}
+	qmin := float32(math.Inf(1))
+	for _, d := range table {
+		qmin = min(qmin, d)
+	}
+	factor := 255 / (qmax - qmin)
+	qt := make([]uint8, len(table))
+	for i, d := range table {
+		qt[i] = satU8(math.Round(float64((d - qmin) * factor)))
+	}
+	rem := n % nc
+	full := n - rem
+	rng := (qmax - qmin) / 255
+	for i := flat; i < full; i++ {
+		var acc uint8
+		for b := range bytesPerRow {
+			c := codes[b*n+i]
+			acc = addSat(acc, qt[2*b*nc+int(c&0x0f)])
+			acc = addSat(acc, qt[(2*b+1)*nc+int(c>>4)])
+		}
+		dists[i] = float32(float32(acc)*rng) + qmin // no fused multiply-add: Lance rounds twice
+	}
+	if rem > 0 {
+		exact(max(full, flat), n)
+	}
+	return dists
+}
+
+func addSat(a, b uint8) uint8 {
+	if s := uint16(a) + uint16(b); s < 256 {
+		return uint8(s)
+	}
+	return 255
+}
+
+// satU8 is Rust's float-to-u8 `as`: saturating, NaN to 0.
+func satU8(x float64) uint8 {
+	switch {
+	case x != x || x <= 0:
+		return 0
+	case x >= 255:
+		return 255
+	}
+	return uint8(x)
+}
