@@ -161,10 +161,10 @@ func Optimize(ctx context.Context, root blob.Store, opts *OptimizeOptions) (Opti
 }
 
 // vectorIndex reports whether an index is one OptimizeIndexes extends:
-// a vector index whose column is still in the schema (a dropped column
-// shows as "#<id>").
+// a vector index lancer built whose column is still in the schema (a
+// dropped column shows as "#<id>").
 func vectorIndex(ix manifest.IndexInfo) bool {
-	return ix.Type == "Vector" && len(ix.Fields) == 1 && !strings.HasPrefix(ix.Fields[0], "#")
+	return ix.TypeURL == manifest.VectorIndexTypeURL && len(ix.Fields) == 1 && !strings.HasPrefix(ix.Fields[0], "#")
 }
 
 // staleIndices returns, for a dry run, the vector indices of ds that
