@@ -122,6 +122,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("content-type", "text/plain; version=0.0.4; charset=utf-8")
 	bw := bufio.NewWriter(w)
 	s.metrics.write(bw, s.cache, s.readCache.Stats())
+	s.maint.writeMetrics(bw)
 	return bw.Flush()
 }
 
