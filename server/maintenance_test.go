@@ -113,6 +113,21 @@ func TestServerMaintenanceCompacts(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 	})
+	// Updates that rewrite rows (to their own values) in the fragments
+	// the compaction rewrites: they conflict with it, and must not fail.
+	wg.Go(func() {
+		for i := 0; !done.Load(); i++ {
+			req := httptest.NewRequest("POST", "/v1/table/t/update/", strings.NewReader(`{"predicate":"id = 1","updates":[["id","id"]]}`))
+			req.Header.Set("x-api-key", testKey)
+			req.Header.Set("content-type", "application/json")
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				failures <- fmt.Sprintf("update %d: %d %s", i, rec.Code, rec.Body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	for range 2 {
 		wg.Go(func() {
 			for !done.Load() {
@@ -127,7 +142,7 @@ func TestServerMaintenanceCompacts(t *testing.T) {
 					return
 				}
 				reads.Add(1)
-				time.Sleep(time.Millisecond)
+				time.Sleep(5 * time.Millisecond)
 			}
 		})
 	}
@@ -150,6 +165,7 @@ func TestServerMaintenanceCompacts(t *testing.T) {
 	if runs == 0 || compacted < 8 || metric(t, s, "lancer_maintenance_errors_total") != 0 {
 		t.Errorf("maintenance: %v runs, %v fragments compacted, errors %v", runs, compacted, metric(t, s, "lancer_maintenance_errors_total"))
 	}
+	conflicts, putOff := metric(t, s, "lancer_maintenance_conflicts_total"), metric(t, s, "lancer_maintenance_put_off_total")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +183,8 @@ func TestServerMaintenanceCompacts(t *testing.T) {
 	if !strings.Contains(logs.String(), "msg=maintenance table=t") {
 		t.Errorf("no maintenance line in the log:\n%s", logs.String())
 	}
-	t.Logf("%d inserts, %d reads; %v maintenance runs compacted %v fragments; %d fragments left",
-		inserts, reads.Load(), runs, compacted, len(ds.Manifest().Fragments))
+	t.Logf("%d inserts, %d reads; %v maintenance runs compacted %v fragments (%v yielded to an update, %v put off); %d fragments left",
+		inserts, reads.Load(), runs, compacted, conflicts, putOff, len(ds.Manifest().Fragments))
 }
 
 // TestServerMaintenanceCleansUp: with a retention of zero, versions past
