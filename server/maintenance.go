@@ -28,7 +28,7 @@ const (
 	DefaultMaintenanceQuiet = time.Second
 	// DefaultMaintenanceMaxDelay bounds how long a table that is written
 	// all the time is put off.
-	DefaultMaintenanceMaxDelay = time.Minute
+	DefaultMaintenanceMaxDelay = 10 * time.Second
 )
 
 // MaintenanceOptions configures the background maintenance of the tables
