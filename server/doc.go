@@ -277,8 +277,9 @@
 //     (branch.Cleanup).
 //
 // It yields to requests: one table at a time; a table with a commit in
-// the last Quiet (a second) waits for a later pass (at most MaxDelay,
-// 10s, so that a table written without pause is still compacted); it
+// the last Quiet (a second) is looked at again every Quiet until it is
+// quiet, at most MaxDelay (5s, so that a table written without pause is
+// still compacted); it
 // takes no table lock, and its commits rebase over the requests' as any
 // writer's do, so a concurrent insert never fails because of it (a
 // concurrent delete or update of a fragment being rewritten wins, and the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +29,7 @@ const (
 	DefaultMaintenanceQuiet = time.Second
 	// DefaultMaintenanceMaxDelay bounds how long a table that is written
 	// all the time is put off.
-	DefaultMaintenanceMaxDelay = 10 * time.Second
+	DefaultMaintenanceMaxDelay = 5 * time.Second
 )
 
 // MaintenanceOptions configures the background maintenance of the tables
@@ -60,11 +61,12 @@ type MaintenanceOptions struct {
 	TargetRowsPerFragment int
 	// NoCompact, NoIndex and NoCleanup turn a step off. Default: all on.
 	NoCompact, NoIndex, NoCleanup bool
-	// Quiet: a table with a commit in the last Quiet is put off to a
-	// later pass, at most MaxDelay since it was first put off (a table
-	// written without pause is still compacted: its commits rebase over
-	// the compaction's). Defaults DefaultMaintenanceQuiet and
-	// DefaultMaintenanceMaxDelay; negative: never put off.
+	// Quiet: a table with a commit in the last Quiet is put off, and
+	// looked at again every Quiet until it had none, or for MaxDelay at
+	// most (a table written without pause is still compacted: its
+	// commits rebase over the compaction's). Defaults
+	// DefaultMaintenanceQuiet and DefaultMaintenanceMaxDelay; negative:
+	// Quiet never puts off, MaxDelay puts off until quiet.
 	Quiet, MaxDelay time.Duration
 }
 
@@ -147,53 +149,78 @@ func (m *maintainer) stop() {
 	<-m.done
 }
 
+// loop runs a pass over every table each Interval. The tables a pass put
+// off for a recent commit are looked at again every Quiet, alone, until
+// they ran (at most MaxDelay later), so that a busy table is compacted in
+// the first quiet moment rather than an Interval later.
 func (m *maintainer) loop(ctx context.Context) {
 	defer close(m.done)
-	tick := time.NewTicker(m.opts.Interval)
-	defer tick.Stop()
+	next := time.Now().Add(m.opts.Interval)
+	var putOff []string
 	for {
+		wait := time.Until(next)
+		if len(putOff) > 0 {
+			wait = min(wait, m.opts.Quiet)
+		}
+		timer := time.NewTimer(max(wait, 0))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-tick.C:
+		case <-timer.C:
 		}
-		m.pass(ctx)
+		if time.Now().Before(next) {
+			putOff = m.tables(ctx, putOff)
+			continue
+		}
+		putOff = m.pass(ctx)
+		next = time.Now().Add(m.opts.Interval)
 	}
 }
 
-// pass looks at every table once, in name order.
-func (m *maintainer) pass(ctx context.Context) {
+// pass looks at every table once, in name order, and returns those put
+// off.
+func (m *maintainer) pass(ctx context.Context) []string {
 	names, err := m.s.tableFolders(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			m.s.log.Warn("maintenance: listing the tables", "error", err)
 		}
-		return
-	}
-	seen := map[string]bool{}
-	for _, name := range names {
-		if ctx.Err() != nil {
-			return
-		}
-		seen[name] = true
-		m.table(ctx, name)
+		return nil
 	}
 	for name := range m.state {
-		if !seen[name] {
+		if !slices.Contains(names, name) {
 			delete(m.state, name) // dropped
 		}
 	}
+	return m.tables(ctx, names)
 }
 
-// table optimizes one table if it needs it and is not busy.
-func (m *maintainer) table(ctx context.Context, name string) {
+// tables looks at the named tables, one after the other, and returns
+// those put off.
+func (m *maintainer) tables(ctx context.Context, names []string) []string {
+	var putOff []string
+	for _, name := range names {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if m.table(ctx, name) {
+			putOff = append(putOff, name)
+		}
+	}
+	return putOff
+}
+
+// table optimizes one table if it needs it and is not busy, and reports
+// whether it put it off for a recent commit.
+func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 	store, err := m.s.tableStore(name)
 	if err != nil {
-		return
+		return false
 	}
 	ds, err := branch.Open(ctx, store, branch.Ref{}, m.s.openOptions())
 	if err != nil {
-		return // no version (being created or dropped) or unreadable: requests report it
+		return false // no version (being created or dropped) or unreadable: requests report it
 	}
 	st := m.state[name]
 	if st == nil {
@@ -203,7 +230,7 @@ func (m *maintainer) table(ctx context.Context, name string) {
 	o := m.opts
 	now := time.Now()
 	if st.failedAt == ds.Version() && now.Sub(st.failedWhen) < 10*o.Interval {
-		return // the same failure again would say nothing new
+		return false // the same failure again would say nothing new
 	}
 	small, unindexed := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
 	compact := !o.NoCompact && small > o.Fragments && st.nothingAt != ds.Version()
@@ -212,13 +239,13 @@ func (m *maintainer) table(ctx context.Context, name string) {
 	if !o.NoCleanup {
 		versions, err := dataset.ListVersions(ctx, store)
 		if err != nil {
-			return
+			return false
 		}
 		cleanup = len(versions)-st.kept > o.Versions
 	}
 	if !compact && !index && !cleanup {
 		st.putOff = time.Time{}
-		return
+		return false
 	}
 	if o.Quiet > 0 && now.Sub(ds.Timestamp()) < o.Quiet {
 		if st.putOff.IsZero() {
@@ -226,7 +253,7 @@ func (m *maintainer) table(ctx context.Context, name string) {
 		}
 		if o.MaxDelay < 0 || now.Sub(st.putOff) < o.MaxDelay {
 			m.count(func(c *maintenanceCounters) { c.putOff++ })
-			return
+			return true
 		}
 	}
 	st.putOff = time.Time{}
@@ -283,6 +310,7 @@ func (m *maintainer) table(ctx context.Context, name string) {
 		m.count(func(c *maintenanceCounters) { c.errors++ })
 		m.s.log.Error("maintenance failed", append(attrs, "error", err)...)
 	}
+	return false
 }
 
 // fragmentsToFix counts the fragments of m with fewer physical rows than

@@ -72,8 +72,8 @@ as "lancer optimize" does: a table with more than --maintenance-fragments
 small (or unindexed) fragments is compacted and its indices updated, and one
 that gained more than --maintenance-versions versions since its last cleanup
 has the versions older than --retention removed (tagged versions and what
-branches need stay). A table with a commit in the last second waits (at most 10s);
-concurrent writes never fail because of it. --no-compact, --no-index,
+branches need stay). A table with a commit in the last second waits for a
+quiet second (at most 5s); concurrent writes never fail because of it. --no-compact, --no-index,
 --no-cleanup turn a step off, --no-maintenance all of it. /metrics counts
 runs (lancer_maintenance_*) and each run is logged.`,
 		Args: cobra.NoArgs,
