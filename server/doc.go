@@ -271,8 +271,9 @@
 //   - more than Fragments fragments smaller than the compaction's target,
 //     or a vector index missing more than Fragments fragments: compact,
 //     then give the indices a segment over what they miss;
-//   - more than Versions versions beyond what its last cleanup kept:
-//     clean up the versions older than OlderThan (a week by default),
+//   - more than Versions versions committed since its last cleanup (by
+//     version number, no listing): clean up the versions older than
+//     OlderThan (a week by default),
 //     keeping tagged versions and what branches and merges need
 //     (branch.Cleanup).
 //

@@ -22,8 +22,8 @@ const (
 	// DefaultMaintenanceFragments is how many small fragments (or
 	// fragments an index misses) a table may have before it is optimized.
 	DefaultMaintenanceFragments = 32
-	// DefaultMaintenanceVersions is how many versions a table may gain
-	// since its last cleanup before it is cleaned up again.
+	// DefaultMaintenanceVersions is how many versions may be committed to
+	// a table since its last cleanup before it is cleaned up again.
 	DefaultMaintenanceVersions = 100
 	// DefaultMaintenanceQuiet is how recent a commit puts a table off.
 	DefaultMaintenanceQuiet = time.Second
@@ -47,9 +47,9 @@ type MaintenanceOptions struct {
 	// vector index misses more than Fragments fragments, is compacted and
 	// its indices updated. Default DefaultMaintenanceFragments.
 	Fragments int
-	// Versions: a table that holds more than Versions versions beyond
-	// those its last cleanup by this server kept (all of them, before the
-	// first) is cleaned up. Default DefaultMaintenanceVersions.
+	// Versions: a table with more than Versions versions committed since
+	// this server last cleaned it up (since its first version, before
+	// that) is cleaned up. Default DefaultMaintenanceVersions.
 	Versions int
 	// OlderThan is the cleanup's retention: versions committed more than
 	// OlderThan ago go, except tagged ones, what branches and merges need
@@ -112,7 +112,7 @@ type maintainer struct {
 // tableUpkeep is what the maintainer remembers of a table between passes.
 type tableUpkeep struct {
 	nothingAt  uint64    // the version at which compaction last found nothing to do
-	kept       int       // versions its last cleanup kept
+	cleanedAt  uint64    // the latest version when its last cleanup ran; 0 before
 	putOff     time.Time // when it was first put off for a recent commit; zero if not
 	failedAt   uint64    // the version at which the last run failed
 	failedWhen time.Time
@@ -235,14 +235,9 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 	small, unindexed := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
 	compact := !o.NoCompact && small > o.Fragments && st.nothingAt != ds.Version()
 	index := !o.NoIndex && unindexed > o.Fragments
-	cleanup := false
-	if !o.NoCleanup {
-		versions, err := dataset.ListVersions(ctx, store)
-		if err != nil {
-			return false
-		}
-		cleanup = len(versions)-st.kept > o.Versions
-	}
+	// Versions are numbered in commit order, so the versions committed
+	// since the last cleanup are counted without listing them.
+	cleanup := !o.NoCleanup && ds.Version()-st.cleanedAt > uint64(o.Versions)
 	if !compact && !index && !cleanup {
 		st.putOff = time.Time{}
 		return false
@@ -295,7 +290,7 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 			st.nothingAt = rep.Version // small fragments that cannot be merged (a lone one between large ones)
 		}
 		if cleanup {
-			st.kept = rep.Versions
+			st.cleanedAt = rep.Version
 		}
 		m.s.log.Info("maintenance", attrs...)
 	case ctx.Err() != nil:

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -245,5 +247,36 @@ func TestServerMaintenanceCleansUp(t *testing.T) {
 				t.Errorf("after cleanup: %d ids, %v", len(ids), err)
 			}
 		})
+	}
+}
+
+// TestServerMaintenanceStopsOnClose: the maintenance goroutine is the
+// server's one, and Close ends it.
+func TestServerMaintenanceStopsOnClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, err := server.New(&server.Options{DataDir: t.TempDir(), APIKey: testKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Maintenance: server.MaintenanceOptions{Interval: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Goroutines other tests left may end meanwhile, never start: the
+	// counts are bounds.
+	time.Sleep(10 * time.Millisecond) // a few passes over no table
+	if n := runtime.NumGoroutine(); n > before+1 {
+		t.Errorf("%d goroutines with a server, %d without: want one more at most", n, before)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Close, %d before New", n, before)
+	}
+	off, err := server.New(&server.Options{DataDir: t.TempDir(), APIKey: testKey, Maintenance: server.MaintenanceOptions{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("maintenance disabled: %d goroutines, %d before", n, before)
 	}
 }
