@@ -14,6 +14,9 @@ type OptimizeOptions = branch.OptimizeOptions
 // OptimizeReport says what Optimize did (branch.OptimizeReport).
 type OptimizeReport = branch.OptimizeReport
 
+// IndexUpdate is an index Optimize extended (branch.IndexUpdate).
+type IndexUpdate = branch.IndexUpdate
+
 // Optimize compacts the handle's line, brings its indices up to date and
 // cleans up old versions of the table and its branches (branch.Optimize;
 // invariant 4 holds: the cleanup is branch.Cleanup). The line is always
