@@ -293,6 +293,11 @@
 // the cleanup removes while it is served fails, as it would after any
 // cleanup: the retention is what keeps readers' versions.
 //
+// Without stable row ids a compaction gives rows new addresses, and only
+// lancer's own vector indices get a segment over them again; a table with
+// another index (one real Lance built, a scalar index) is therefore not
+// compacted in the background (lancer optimize still does it when asked).
+//
 // A table dropped while maintenance rewrites it may be left with the
 // rewritten data files in its folder, which hold no version and so are no
 // table.

@@ -233,7 +233,7 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 		return false // the same failure again would say nothing new
 	}
 	small, unindexed := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
-	compact := !o.NoCompact && small > o.Fragments && st.nothingAt != ds.Version()
+	compact := !o.NoCompact && small > o.Fragments && st.nothingAt != ds.Version() && !foreignIndex(ds.Manifest())
 	index := !o.NoIndex && unindexed > o.Fragments
 	// Versions are numbered in commit order, so the versions committed
 	// since the last cleanup are counted without listing them.
@@ -304,6 +304,25 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 		st.failedAt, st.failedWhen = ds.Version(), now
 		m.count(func(c *maintenanceCounters) { c.errors++ })
 		m.s.log.Error("maintenance failed", append(attrs, "error", err)...)
+	}
+	return false
+}
+
+// foreignIndex reports whether compacting m would leave rows without an
+// index for good: without stable row ids a compaction moves rows to new
+// addresses, which an index keeps covering only if lancer can build its
+// next segment (its own vector indices). Another index (one real Lance
+// built, a scalar one) would stop covering the rewritten rows until real
+// Lance rebuilds it, and searches would scan them; such tables are left
+// to an explicit lancer optimize.
+func foreignIndex(m *manifest.Manifest) bool {
+	if m.StableRowIDs() {
+		return false
+	}
+	for _, ix := range m.Indices {
+		if ix.TypeURL != manifest.VectorIndexTypeURL {
+			return true
+		}
 	}
 	return false
 }
