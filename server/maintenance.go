@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +113,7 @@ type maintainer struct {
 // tableUpkeep is what the maintainer remembers of a table between passes.
 type tableUpkeep struct {
 	nothingAt  uint64    // the version at which compaction last found nothing to do
+	indexedAt  uint64    // the version at which the index update last found nothing to do
 	cleanedAt  uint64    // the latest version when its last cleanup ran; 0 before
 	putOff     time.Time // when it was first put off for a recent commit; zero if not
 	failedAt   uint64    // the version at which the last run failed
@@ -234,7 +236,7 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 	}
 	small, unindexed := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
 	compact := !o.NoCompact && small > o.Fragments && st.nothingAt != ds.Version() && !foreignIndex(ds.Manifest())
-	index := !o.NoIndex && unindexed > o.Fragments
+	index := !o.NoIndex && unindexed > o.Fragments && st.indexedAt != ds.Version()
 	// Versions are numbered in commit order, so the versions committed
 	// since the last cleanup are counted without listing them.
 	cleanup := !o.NoCleanup && ds.Version()-st.cleanedAt > uint64(o.Versions)
@@ -289,6 +291,9 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 		if compact && rep.Compact.FragmentsRemoved == 0 {
 			st.nothingAt = rep.Version // small fragments that cannot be merged (a lone one between large ones)
 		}
+		if index && len(rep.Indices) == 0 {
+			st.indexedAt = rep.Version // fragments the index update leaves (rows it cannot index)
+		}
 		if cleanup {
 			st.cleanedAt = rep.Version
 		}
@@ -337,7 +342,9 @@ func fragmentsToFix(m *manifest.Manifest, target uint64) (small, unindexed int) 
 	}
 	covered := map[string]map[uint32]bool{}
 	for _, ix := range m.Indices {
-		if ix.TypeURL != manifest.VectorIndexTypeURL {
+		// As dataset.OptimizeIndexes: lancer's own vector indices whose
+		// column is still there (a dropped one shows as "#<id>").
+		if ix.TypeURL != manifest.VectorIndexTypeURL || len(ix.Fields) != 1 || strings.HasPrefix(ix.Fields[0], "#") {
 			continue
 		}
 		if covered[ix.Name] == nil {

@@ -14,12 +14,13 @@ func TestMaintenanceTriggers(t *testing.T) {
 		t.Errorf("no index: %d small, %d unindexed; want 2, 0", small, unindexed)
 	}
 	m.Indices = []manifest.IndexInfo{
-		{Name: "a", TypeURL: manifest.VectorIndexTypeURL, Fragments: []uint32{0}},
-		{Name: "a", TypeURL: manifest.VectorIndexTypeURL, Fragments: []uint32{1}},
-		{Name: "b", TypeURL: manifest.VectorIndexTypeURL, Fragments: []uint32{0}},
+		{Name: "a", Fields: []string{"v"}, TypeURL: manifest.VectorIndexTypeURL, Fragments: []uint32{0}},
+		{Name: "a", Fields: []string{"v"}, TypeURL: manifest.VectorIndexTypeURL, Fragments: []uint32{1}},
+		{Name: "b", Fields: []string{"w"}, TypeURL: manifest.VectorIndexTypeURL, Fragments: []uint32{0}},
+		{Name: "gone", Fields: []string{"#7"}, TypeURL: manifest.VectorIndexTypeURL},
 	}
 	if _, unindexed := fragmentsToFix(m, 1<<20); unindexed != 2 {
-		t.Errorf("b misses 2 fragments; counted %d", unindexed)
+		t.Errorf("b misses 2 fragments (gone's column was dropped); counted %d", unindexed)
 	}
 	if foreignIndex(m) {
 		t.Error("lancer's own indices keep maintenance from compacting")
