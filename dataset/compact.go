@@ -37,6 +37,12 @@ type CompactOptions struct {
 	// DefaultMaterializeDeletionsThreshold; a value of 1 or more turns it
 	// off (Lance's materialize_deletions = false).
 	MaterializeDeletionsThreshold float64
+	// DryRun plans the compaction and writes nothing: Compact returns d
+	// and the stats of what it would change. FragmentsAdded is then
+	// computed from the live rows and the target (exact, as the rewrite
+	// cuts fragments at the target); FilesAdded is 0, since only writing
+	// tells how many files a fragment takes. Default false.
+	DryRun bool
 	// CommitOptions configure the commit (retries, allocator of the arrays
 	// read and written, transaction properties).
 	CommitOptions
@@ -121,6 +127,9 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		return nil, CompactStats{}, err
 	case len(tasks) == 0:
 		return orig, CompactStats{}, nil
+	case o.DryRun:
+		stats, err := d.planStats(ctx, tasks, uint64(o.TargetRowsPerFragment))
+		return orig, stats, err
 	}
 
 	op := &operation{kind: opRewrite}
@@ -163,6 +172,28 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		return nil, CompactStats{}, err
 	}
 	return nd, stats, nil
+}
+
+// planStats counts what rewriting tasks would change, for a dry run.
+func (d *Dataset) planStats(ctx context.Context, tasks []compactTask, target uint64) (CompactStats, error) {
+	var stats CompactStats
+	for _, t := range tasks {
+		var live uint64
+		for _, f := range t.frags {
+			n, err := d.liveRows(ctx, f)
+			if err != nil {
+				return CompactStats{}, err
+			}
+			live += n
+			stats.FilesRemoved += len(f.Files)
+			if f.DeletionFile != nil {
+				stats.FilesRemoved++
+			}
+		}
+		stats.FragmentsRemoved += len(t.frags)
+		stats.FragmentsAdded += int((live + target - 1) / target)
+	}
+	return stats, nil
 }
 
 // planCompaction returns the groups of fragments to rewrite (see Compact).

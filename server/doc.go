@@ -264,6 +264,50 @@
 // endpoint (a scraper sends it as a bearer token); a server without a key
 // listens on loopback only, and there /metrics is open too.
 //
+// # Maintenance
+//
+// The server keeps the tables it serves healthy in the background, as
+// LanceDB's hosted service does (maintenance.go, Options.Maintenance; lancer
+// serve --no-maintenance and --maintenance-* flags). One goroutine per
+// server, started by New and stopped by Close, looks at the tables one
+// after the other every MaintenanceOptions.Interval and runs
+// branch.Optimize, the same steps as lancer optimize, on a table's main
+// line when it needs it:
+//
+//   - more than Fragments fragments smaller than the compaction's target,
+//     or a vector index missing more than Fragments fragments: compact,
+//     then give the indices a segment over what they miss;
+//   - more than Versions versions committed since its last cleanup (by
+//     version number, no listing): clean up the versions older than
+//     OlderThan (a week by default),
+//     keeping tagged versions and what branches and merges need
+//     (branch.Cleanup).
+//
+// It yields to requests: one table at a time; a table with a commit in
+// the last Quiet (a second) is looked at again every Quiet until it is
+// quiet, at most MaxDelay (5s, so that a table written without pause is
+// still compacted); it
+// takes no table lock, and its commits rebase over the requests' as any
+// writer's do, so a concurrent insert never fails because of it (a
+// concurrent delete or update of a fragment being rewritten wins, and the
+// compaction is tried again later). Compaction that found nothing to do
+// is not tried again until the table changes. Each step can be turned off
+// (NoCompact, NoIndex, NoCleanup). /metrics counts runs, errors,
+// conflicts, tables put off, fragments compacted and written, index
+// segments added, versions, files and bytes removed (lancer_maintenance_*),
+// and every run is logged with what it did. A read of an old version that
+// the cleanup removes while it is served fails, as it would after any
+// cleanup: the retention is what keeps readers' versions.
+//
+// Without stable row ids a compaction gives rows new addresses, and only
+// lancer's own vector indices get a segment over them again; a table with
+// another index (one real Lance built, a scalar index) is therefore not
+// compacted in the background (lancer optimize still does it when asked).
+//
+// A table dropped while maintenance rewrites it may be left with the
+// rewritten data files in its folder, which hold no version and so are no
+// table.
+//
 // # Cache
 //
 // The server keeps the last Options.CacheSize opened versions

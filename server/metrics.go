@@ -33,6 +33,11 @@ import (
 //	  _evictions_total                                   every table shares (Options.CacheBytes)
 //	lancer_read_cache_bytes{kind}, _limit_bytes,         gauges (kind: what is kept: reader,
 //	  _entries                                           deletions, index, index-partition, search)
+//	lancer_maintenance_runs_total, _errors_total,        counters: the background maintenance
+//	  _conflicts_total, _put_off_total,                  (maintenance.go): runs, failures, runs
+//	  _fragments_compacted_total, _fragments_written_total, that yielded to a user's write, tables
+//	  _index_segments_total, _versions_removed_total,    put off for a recent commit, and what
+//	  _files_removed_total, _bytes_removed_total         the runs did
 //
 // endpoint is the route ("POST /v1/table/{id}/query"), never the raw path,
 // so that table names do not multiply the series; requests refused before
@@ -153,6 +158,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("content-type", "text/plain; version=0.0.4; charset=utf-8")
 	bw := bufio.NewWriter(w)
 	s.metrics.write(bw, s.cache, s.readCache.Stats())
+	s.maint.writeMetrics(bw)
 	return bw.Flush()
 }
 

@@ -140,6 +140,10 @@ type Options struct {
 	// client's retry of it is not applied twice (see unackedCache).
 	// Default DefaultUnackedWindow; negative disables it.
 	UnackedWindow time.Duration
+	// Maintenance configures the background maintenance of the tables
+	// served (compaction, index update, cleanup; see maintenance.go).
+	// Default: on, with MaintenanceOptions' defaults.
+	Maintenance MaintenanceOptions
 }
 
 // Server answers LanceDB's remote protocol over the tables of a folder or
@@ -166,6 +170,7 @@ type Server struct {
 	uploads        *uploadStore  // multipart writes
 	unacked        *unackedCache // commits the client may not have seen
 	uiCols         uiColumnCache // the browser's column kinds by version
+	maint          *maintainer   // background maintenance; nil when disabled
 
 	// afterCommit, if set (by tests), runs after a write committed and
 	// before its answer is written; an error fails the request.
@@ -335,6 +340,7 @@ func newServer(opts Options) (*Server, error) {
 	s.maxJSON = jsonCap(opts.MaxJSONBodyBytes, s.maxBody)
 	s.inflight = newInFlight(opts.MaxInFlightBytes, s.maxBody, s.maxJSON)
 	s.routes()
+	s.maint = startMaintenance(s, opts.Maintenance)
 	return s, nil
 }
 
@@ -395,10 +401,12 @@ func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{Handler: s, ReadHeaderTimeout: s.headerTimeout, IdleTimeout: s.idleTimeout}
 }
 
-// Close releases the store the server opened for Options.Data (an object
+// Close stops the background maintenance (cancelling a run in progress)
+// and releases the store the server opened for Options.Data (an object
 // store client). It does not stop requests in flight; call it after the
 // http.Server has shut down.
 func (s *Server) Close() error {
+	s.maint.stop()
 	if s.closeRoot == nil {
 		return nil
 	}

@@ -40,6 +40,9 @@ func newServer(t *testing.T, opts server.Options) (*server.Server, string) {
 		t.Fatal(err)
 	}
 	checktest.CleanTreeWhenDone(t, opts.DataDir)
+	// Registered after the check, so run before it: the background
+	// maintenance stops before the folder is checked and removed.
+	t.Cleanup(func() { _ = s.Close() })
 	return s, opts.DataDir
 }
 

@@ -45,6 +45,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newUpdateCommand(),
 		newCompactCommand(),
 		newCleanupCommand(),
+		newOptimizeCommand(),
 		newRestoreCommand(),
 		newIndexCommand(),
 		newSearchCommand(),

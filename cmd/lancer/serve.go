@@ -35,6 +35,7 @@ func newServeCommand() *cobra.Command {
 		cacheSize  = sizeFlag(server.DefaultCacheBytes)
 		timeout    time.Duration
 		conn       connTimeouts
+		maint      maintenanceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --data DIR|URI",
@@ -64,7 +65,17 @@ off. Every table served reads through one cache of --cache-size bytes
 (default 4GiB; file readers, deletion vectors, vector index partitions,
 search state), whose counters /metrics shows. One log line per request
 goes to stderr. SIGINT or SIGTERM stops the
-server after the requests in flight (at most 30s).`,
+server after the requests in flight (at most 30s).
+
+In the background the server keeps its tables healthy, one table at a time,
+as "lancer optimize" does: a table with more than --maintenance-fragments
+small (or unindexed) fragments is compacted and its indices updated, and one
+that gained more than --maintenance-versions versions since its last cleanup
+has the versions older than --retention removed (tagged versions and what
+branches need stay). A table with a commit in the last second waits for a
+quiet second (at most 5s); concurrent writes never fail because of it. --no-compact, --no-index,
+--no-cleanup turn a step off, --no-maintenance all of it. /metrics counts
+runs (lancer_maintenance_*) and each run is logged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := os.Getenv("LANCER_API_KEY")
@@ -90,6 +101,9 @@ server after the requests in flight (at most 30s).`,
 				opts.CacheBytes = -1 // keep nothing, rather than the default
 			}
 			conn.apply(&opts)
+			if opts.Maintenance, err = maint.options(); err != nil {
+				return err
+			}
 			h, err := server.New(&opts)
 			if err != nil {
 				return err
@@ -114,8 +128,46 @@ server after the requests in flight (at most 30s).`,
 	cmd.Flags().Var(&cacheSize, "cache-size", "bytes of the read cache every table shares: file readers, deletion vectors, index partitions, search state (as 4GiB, 512MiB or bytes; 0: none)")
 	cmd.Flags().IntVar(&versions, "cached-versions", 0, "opened table versions kept for reuse across requests (0: the server's default; negative: none)")
 	conn.flags(cmd)
+	maint.flags(cmd)
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
+}
+
+// maintenanceFlags are serve's flags of the background maintenance
+// (server.MaintenanceOptions).
+type maintenanceFlags struct {
+	off                           bool
+	interval                      time.Duration
+	fragments, versions           int
+	retention                     string
+	noCompact, noIndex, noCleanup bool
+}
+
+func (m *maintenanceFlags) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&m.off, "no-maintenance", false, "no background maintenance of the tables served")
+	f.DurationVar(&m.interval, "maintenance-interval", server.DefaultMaintenanceInterval, "how often the tables are looked at")
+	f.IntVar(&m.fragments, "maintenance-fragments", server.DefaultMaintenanceFragments, "compact a table with more small or unindexed fragments than this")
+	f.IntVar(&m.versions, "maintenance-versions", server.DefaultMaintenanceVersions, "clean up a table that gained more versions than this since its last cleanup")
+	f.StringVar(&m.retention, "retention", "168h", "background cleanup removes versions older than this: a Go duration (36h) or days (7d); 0: all but the latest")
+	f.BoolVar(&m.noCompact, "no-compact", false, "no background compaction")
+	f.BoolVar(&m.noIndex, "no-index", false, "no background index update")
+	f.BoolVar(&m.noCleanup, "no-cleanup", false, "no background cleanup of old versions")
+}
+
+func (m maintenanceFlags) options() (server.MaintenanceOptions, error) {
+	age, err := parseAge(m.retention)
+	if err != nil {
+		return server.MaintenanceOptions{}, fmt.Errorf("--retention %q: want a duration such as 36h or 7d: %w", m.retention, lancer.ErrInvalidArgument)
+	}
+	if age == 0 {
+		age = -1 // the flag's 0 means now; a zero OlderThan the default
+	}
+	if m.interval <= 0 || m.fragments <= 0 || m.versions <= 0 {
+		return server.MaintenanceOptions{}, fmt.Errorf("--maintenance-interval, --maintenance-fragments and --maintenance-versions must be positive: %w", lancer.ErrInvalidArgument)
+	}
+	return server.MaintenanceOptions{Disabled: m.off, Interval: m.interval, Fragments: m.fragments, Versions: m.versions,
+		OlderThan: age, NoCompact: m.noCompact, NoIndex: m.noIndex, NoCleanup: m.noCleanup}, nil
 }
 
 // connTimeouts are the --read-header-timeout, --body-read-timeout and

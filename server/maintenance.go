@@ -1,0 +1,405 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
+)
+
+// Defaults of MaintenanceOptions.
+const (
+	// DefaultMaintenanceInterval is how often the tables are looked at.
+	DefaultMaintenanceInterval = 10 * time.Second
+	// DefaultMaintenanceFragments is how many small fragments (or
+	// fragments an index misses) a table may have before it is optimized.
+	DefaultMaintenanceFragments = 32
+	// DefaultMaintenanceVersions is how many versions may be committed to
+	// a table since its last cleanup before it is cleaned up again.
+	DefaultMaintenanceVersions = 100
+	// DefaultMaintenanceQuiet is how recent a commit puts a table off.
+	DefaultMaintenanceQuiet = time.Second
+	// DefaultMaintenanceMaxDelay bounds how long a table that is written
+	// all the time is put off.
+	DefaultMaintenanceMaxDelay = 5 * time.Second
+)
+
+// MaintenanceOptions configures the background maintenance of the tables
+// a server serves (see the package doc, "Maintenance"): the same
+// branch.Optimize as lancer optimize, run on the main line of a table
+// when it needs it. The zero value means the defaults: maintenance on.
+type MaintenanceOptions struct {
+	// Disabled turns background maintenance off. Default false.
+	Disabled bool
+	// Interval is how often the tables are looked at, one after the
+	// other. Default DefaultMaintenanceInterval.
+	Interval time.Duration
+	// Fragments: a table whose latest version has more than Fragments
+	// fragments of fewer rows than TargetRowsPerFragment, or whose
+	// vector index misses more than Fragments fragments, is compacted and
+	// its indices updated. Default DefaultMaintenanceFragments.
+	Fragments int
+	// Versions: a table with more than Versions versions committed since
+	// this server last cleaned it up (since its first version, before
+	// that) is cleaned up. Default DefaultMaintenanceVersions.
+	Versions int
+	// OlderThan is the cleanup's retention: versions committed more than
+	// OlderThan ago go, except tagged ones, what branches and merges need
+	// and the latest. Default dataset.DefaultCleanupOlderThan (a week);
+	// negative keeps only those.
+	OlderThan time.Duration
+	// TargetRowsPerFragment is the compaction's target. Default
+	// dataset.DefaultTargetRowsPerFragment.
+	TargetRowsPerFragment int
+	// NoCompact, NoIndex and NoCleanup turn a step off. Default: all on.
+	NoCompact, NoIndex, NoCleanup bool
+	// Quiet: a table with a commit in the last Quiet is put off, and
+	// looked at again every Quiet until it had none, or for MaxDelay at
+	// most (a table written without pause is still compacted: its
+	// commits rebase over the compaction's). Defaults
+	// DefaultMaintenanceQuiet and DefaultMaintenanceMaxDelay; negative:
+	// Quiet never puts off, MaxDelay puts off until quiet.
+	Quiet, MaxDelay time.Duration
+}
+
+func (o MaintenanceOptions) withDefaults() MaintenanceOptions {
+	if o.Interval <= 0 {
+		o.Interval = DefaultMaintenanceInterval
+	}
+	if o.Fragments <= 0 {
+		o.Fragments = DefaultMaintenanceFragments
+	}
+	if o.Versions <= 0 {
+		o.Versions = DefaultMaintenanceVersions
+	}
+	if o.OlderThan == 0 {
+		o.OlderThan = dataset.DefaultCleanupOlderThan
+	}
+	if o.TargetRowsPerFragment <= 0 {
+		o.TargetRowsPerFragment = dataset.DefaultTargetRowsPerFragment
+	}
+	o.Quiet = withDefault(o.Quiet, DefaultMaintenanceQuiet)
+	o.MaxDelay = withDefault(o.MaxDelay, DefaultMaintenanceMaxDelay)
+	return o
+}
+
+// maintainer runs the background maintenance: one goroutine per server,
+// which looks at the tables one at a time every Interval, so that at most
+// one table is being rewritten at once and requests keep the rest of the
+// machine. Its context is made by start and ended by stop (Server.Close).
+type maintainer struct {
+	s    *Server
+	opts MaintenanceOptions
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// state is by table name; only the goroutine touches it.
+	state map[string]*tableUpkeep
+
+	mu sync.Mutex // guards the counters below, read by /metrics
+	maintenanceCounters
+}
+
+// tableUpkeep is what the maintainer remembers of a table between passes.
+type tableUpkeep struct {
+	nothingAt  uint64    // the version at which compaction last found nothing to do
+	indexedAt  uint64    // the version at which the index update last found nothing to do
+	cleanedAt  uint64    // the latest version when its last cleanup ran; 0 before
+	putOff     time.Time // when it was first put off for a recent commit; zero if not
+	failedAt   uint64    // the version at which the last run failed
+	failedWhen time.Time
+}
+
+// maintenanceCounters are the maintenance's metrics.
+type maintenanceCounters struct {
+	runs, errors, conflicts, putOff             uint64
+	fragmentsCompacted, fragmentsWritten        uint64
+	indexSegments                               uint64
+	versionsRemoved, filesRemoved, bytesRemoved uint64
+}
+
+// startMaintenance starts the maintainer of s, or returns nil when it is
+// disabled.
+func startMaintenance(s *Server, opts MaintenanceOptions) *maintainer {
+	if opts.Disabled {
+		return nil
+	}
+	m := &maintainer{s: s, opts: opts.withDefaults(), done: make(chan struct{}), state: map[string]*tableUpkeep{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go m.loop(ctx)
+	return m
+}
+
+// stop ends the maintenance, cancelling a run in progress, and waits for
+// its goroutine. A nil maintainer (disabled) stops at once.
+func (m *maintainer) stop() {
+	if m == nil {
+		return
+	}
+	m.cancel()
+	<-m.done
+}
+
+// loop runs a pass over every table each Interval. The tables a pass put
+// off for a recent commit are looked at again every Quiet, alone, until
+// they ran (at most MaxDelay later), so that a busy table is compacted in
+// the first quiet moment rather than an Interval later.
+func (m *maintainer) loop(ctx context.Context) {
+	defer close(m.done)
+	next := time.Now().Add(m.opts.Interval)
+	var putOff []string
+	for {
+		wait := time.Until(next)
+		if len(putOff) > 0 {
+			wait = min(wait, m.opts.Quiet)
+		}
+		timer := time.NewTimer(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		if time.Now().Before(next) {
+			putOff = m.tables(ctx, putOff)
+			continue
+		}
+		putOff = m.pass(ctx)
+		next = time.Now().Add(m.opts.Interval)
+	}
+}
+
+// pass looks at every table once, in name order, and returns those put
+// off.
+func (m *maintainer) pass(ctx context.Context) []string {
+	names, err := m.s.tableFolders(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.s.log.Warn("maintenance: listing the tables", "error", err)
+		}
+		return nil
+	}
+	for name := range m.state {
+		if !slices.Contains(names, name) {
+			delete(m.state, name) // dropped
+		}
+	}
+	return m.tables(ctx, names)
+}
+
+// tables looks at the named tables, one after the other, and returns
+// those put off.
+func (m *maintainer) tables(ctx context.Context, names []string) []string {
+	var putOff []string
+	for _, name := range names {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if m.table(ctx, name) {
+			putOff = append(putOff, name)
+		}
+	}
+	return putOff
+}
+
+// table optimizes one table if it needs it and is not busy, and reports
+// whether it put it off for a recent commit.
+func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
+	store, err := m.s.tableStore(name)
+	if err != nil {
+		return false
+	}
+	ds, err := branch.Open(ctx, store, branch.Ref{}, m.s.openOptions())
+	if err != nil {
+		return false // no version (being created or dropped) or unreadable: requests report it
+	}
+	st := m.state[name]
+	if st == nil {
+		st = &tableUpkeep{}
+		m.state[name] = st
+	}
+	o := m.opts
+	now := time.Now()
+	if st.failedAt == ds.Version() && now.Sub(st.failedWhen) < 10*o.Interval {
+		return false // the same failure again would say nothing new
+	}
+	small, unindexed := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
+	compact := !o.NoCompact && small > o.Fragments && st.nothingAt != ds.Version() && !foreignIndex(ds.Manifest())
+	index := !o.NoIndex && unindexed > o.Fragments && st.indexedAt != ds.Version()
+	// Versions are numbered in commit order, so the versions committed
+	// since the last cleanup are counted without listing them.
+	cleanup := !o.NoCleanup && ds.Version()-st.cleanedAt > uint64(o.Versions)
+	if !compact && !index && !cleanup {
+		st.putOff = time.Time{}
+		return false
+	}
+	if o.Quiet > 0 && now.Sub(ds.Timestamp()) < o.Quiet {
+		if st.putOff.IsZero() {
+			st.putOff = now
+		}
+		if o.MaxDelay < 0 || now.Sub(st.putOff) < o.MaxDelay {
+			m.count(func(c *maintenanceCounters) { c.putOff++ })
+			return true
+		}
+	}
+	st.putOff = time.Time{}
+
+	start := time.Now()
+	rep, err := branch.Optimize(ctx, store, &branch.OptimizeOptions{
+		SkipCompact: !compact,
+		// Compaction without stable row ids leaves the rewritten rows to
+		// the indices' next segment: index after every compaction.
+		SkipIndex:   o.NoIndex || (!index && !compact),
+		SkipCleanup: !cleanup,
+		Compact:     &dataset.CompactOptions{TargetRowsPerFragment: o.TargetRowsPerFragment},
+		Cleanup:     &dataset.CleanupOptions{OlderThan: o.OlderThan},
+		Open:        m.s.openOptions(),
+	})
+	segments := 0
+	for _, ix := range rep.Indices {
+		if ix.Fragments > 0 {
+			segments++
+		}
+	}
+	m.count(func(c *maintenanceCounters) {
+		c.runs++
+		c.fragmentsCompacted += uint64(rep.Compact.FragmentsRemoved)
+		c.fragmentsWritten += uint64(rep.Compact.FragmentsAdded)
+		c.indexSegments += uint64(segments)
+		c.versionsRemoved += uint64(rep.Cleanup.VersionsRemoved)
+		c.filesRemoved += uint64(rep.Cleanup.FilesRemoved)
+		c.bytesRemoved += uint64(rep.Cleanup.BytesRemoved)
+	})
+	attrs := []any{"table", name, "version", rep.Version,
+		"fragments_compacted", rep.Compact.FragmentsRemoved, "fragments_written", rep.Compact.FragmentsAdded,
+		"index_segments", segments, "versions_removed", rep.Cleanup.VersionsRemoved,
+		"files_removed", rep.Cleanup.FilesRemoved, "bytes_removed", rep.Cleanup.BytesRemoved,
+		"duration_ms", time.Since(start).Milliseconds()}
+	switch {
+	case err == nil:
+		if compact && rep.Compact.FragmentsRemoved == 0 {
+			st.nothingAt = rep.Version // small fragments that cannot be merged (a lone one between large ones)
+		}
+		if index && len(rep.Indices) == 0 {
+			st.indexedAt = rep.Version // fragments the index update leaves (rows it cannot index)
+		}
+		if cleanup {
+			st.cleanedAt = rep.Version
+		}
+		m.s.log.Info("maintenance", attrs...)
+	case ctx.Err() != nil:
+		// The server is closing.
+	case errors.Is(err, lancer.ErrConflict):
+		// A user's delete or update of a fragment being rewritten won:
+		// try again on a later pass.
+		m.count(func(c *maintenanceCounters) { c.conflicts++ })
+		m.s.log.Info("maintenance yielded to a concurrent write", append(attrs, "error", err)...)
+	default:
+		st.failedAt, st.failedWhen = ds.Version(), now
+		m.count(func(c *maintenanceCounters) { c.errors++ })
+		m.s.log.Error("maintenance failed", append(attrs, "error", err)...)
+	}
+	return false
+}
+
+// foreignIndex reports whether compacting m would leave rows without an
+// index for good: without stable row ids a compaction moves rows to new
+// addresses, which an index keeps covering only if lancer can build its
+// next segment (its own vector indices). Another index (one real Lance
+// built, a scalar one) would stop covering the rewritten rows until real
+// Lance rebuilds it, and searches would scan them; such tables are left
+// to an explicit lancer optimize.
+func foreignIndex(m *manifest.Manifest) bool {
+	if m.StableRowIDs() {
+		return false
+	}
+	for _, ix := range m.Indices {
+		if ix.TypeURL != manifest.VectorIndexTypeURL {
+			return true
+		}
+	}
+	return false
+}
+
+// fragmentsToFix counts the fragments of m with fewer physical rows than
+// target, and the most fragments any lancer vector index of m misses.
+func fragmentsToFix(m *manifest.Manifest, target uint64) (small, unindexed int) {
+	for _, f := range m.Fragments {
+		if f.PhysicalRows < target {
+			small++
+		}
+	}
+	covered := map[string]map[uint32]bool{}
+	for _, ix := range m.Indices {
+		// As dataset.OptimizeIndexes: lancer's own vector indices whose
+		// column is still there (a dropped one shows as "#<id>").
+		if ix.TypeURL != manifest.VectorIndexTypeURL || len(ix.Fields) != 1 || strings.HasPrefix(ix.Fields[0], "#") {
+			continue
+		}
+		if covered[ix.Name] == nil {
+			covered[ix.Name] = map[uint32]bool{}
+		}
+		for _, id := range ix.Fragments {
+			covered[ix.Name][id] = true
+		}
+	}
+	for _, c := range covered {
+		n := 0
+		for _, f := range m.Fragments {
+			if !c[uint32(f.ID)] {
+				n++
+			}
+		}
+		unindexed = max(unindexed, n)
+	}
+	return small, unindexed
+}
+
+func (m *maintainer) count(f func(*maintenanceCounters)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(&m.maintenanceCounters)
+}
+
+// counters returns a copy of the counters; zeros for a nil maintainer.
+func (m *maintainer) counters() maintenanceCounters {
+	if m == nil {
+		return maintenanceCounters{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.maintenanceCounters
+}
+
+// writeMetrics prints the maintenance's metrics (see metrics).
+func (m *maintainer) writeMetrics(w *bufio.Writer) {
+	c := m.counters()
+	for _, x := range []struct {
+		name, help string
+		v          uint64
+	}{
+		{"lancer_maintenance_runs_total", "Background optimizations run on a table (compaction, index update, cleanup).", c.runs},
+		{"lancer_maintenance_errors_total", "Background optimizations that failed.", c.errors},
+		{"lancer_maintenance_conflicts_total", "Background optimizations that yielded to a concurrent write of the same rows.", c.conflicts},
+		{"lancer_maintenance_put_off_total", "Times a table due for maintenance was put off for a recent commit.", c.putOff},
+		{"lancer_maintenance_fragments_compacted_total", "Fragments the background compaction rewrote.", c.fragmentsCompacted},
+		{"lancer_maintenance_fragments_written_total", "Fragments the background compaction wrote.", c.fragmentsWritten},
+		{"lancer_maintenance_index_segments_total", "Index segments the background index update added.", c.indexSegments},
+		{"lancer_maintenance_versions_removed_total", "Versions the background cleanup removed.", c.versionsRemoved},
+		{"lancer_maintenance_files_removed_total", "Files the background cleanup removed.", c.filesRemoved},
+		{"lancer_maintenance_bytes_removed_total", "Bytes the background cleanup removed.", c.bytesRemoved},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", x.name, x.help, x.name, x.name, x.v)
+	}
+}

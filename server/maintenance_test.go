@@ -1,0 +1,282 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/checktest"
+	"github.com/lancerdb/lancer/server"
+)
+
+// queryIDs runs a scan of the ids and returns them sorted; an error
+// instead of a failure, for goroutines.
+func queryIDs(h http.Handler, table string) ([]int64, error) {
+	req := httptest.NewRequest("POST", "/v1/table/"+table+"/query/", strings.NewReader(`{"k":100000,"columns":["id"],"version":null}`))
+	req.Header.Set("x-api-key", testKey)
+	req.Header.Set("content-type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("query: %d %s", rec.Code, rec.Body)
+	}
+	rd, err := ipc.NewFileReader(bytes.NewReader(rec.Body.Bytes()))
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	var ids []int64
+	for i := range rd.NumRecords() {
+		b, err := rd.RecordBatchAt(i)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, b.Column(0).(*array.Int64).Int64Values()...)
+		b.Release()
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// metric reads one sample of /metrics.
+func metric(t *testing.T, h http.Handler, name string) float64 {
+	t.Helper()
+	rec := do(t, h, "GET", "/metrics", nil, nil)
+	v, ok := find(parseMetrics(t, rec.Body.String()), name)
+	if !ok {
+		t.Fatalf("/metrics has no %s", name)
+	}
+	return v
+}
+
+// wantIDs are the ids of a table created with 2 rows and given n inserts
+// of 3 (rows numbers its ids from 0).
+func wantIDs(n int) []int64 {
+	ids := []int64{0, 1}
+	for range n {
+		ids = append(ids, 0, 1, 2)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestServerMaintenanceCompacts: many small inserts make the background
+// maintenance compact the table while readers keep reading it; every
+// request succeeds, every read sees a prefix of the inserts (no row lost
+// or doubled), and the table ends with few fragments and all its rows.
+func TestServerMaintenanceCompacts(t *testing.T) {
+	var logs syncBuffer
+	dir := t.TempDir()
+	s, err := server.New(&server.Options{DataDir: dir, APIKey: testKey, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Maintenance: server.MaintenanceOptions{Interval: 20 * time.Millisecond, Fragments: 8, Quiet: 5 * time.Millisecond, MaxDelay: 100 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checktest.CleanTreeWhenDone(t, dir)
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 2, true), arrowBody); rec.Code != http.StatusOK {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	const inserts = 60
+	body := rows(t, 3, true)
+	var (
+		wg       sync.WaitGroup
+		done     atomic.Bool
+		failures = make(chan string, 64)
+		reads    atomic.Int64
+	)
+	wg.Go(func() {
+		defer done.Store(true)
+		for i := range inserts {
+			req := httptest.NewRequest("POST", "/v1/table/t/insert/", bytes.NewReader(body))
+			req.Header.Set("x-api-key", testKey)
+			req.Header.Set("content-type", arrowBody["content-type"])
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				failures <- fmt.Sprintf("insert %d: %d %s", i, rec.Code, rec.Body)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	// Updates that rewrite rows (to their own values) in the fragments
+	// the compaction rewrites: they conflict with it, and must not fail.
+	wg.Go(func() {
+		for i := 0; !done.Load(); i++ {
+			req := httptest.NewRequest("POST", "/v1/table/t/update/", strings.NewReader(`{"predicate":"id = 1","updates":[["id","id"]]}`))
+			req.Header.Set("x-api-key", testKey)
+			req.Header.Set("content-type", "application/json")
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				failures <- fmt.Sprintf("update %d: %d %s", i, rec.Code, rec.Body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	for range 2 {
+		wg.Go(func() {
+			for !done.Load() {
+				ids, err := queryIDs(s, "t")
+				if err != nil {
+					failures <- err.Error()
+					return
+				}
+				n := (len(ids) - 2) / 3
+				if len(ids) < 2 || (len(ids)-2)%3 != 0 || !slices.Equal(ids, wantIDs(n)) {
+					failures <- fmt.Sprintf("a read saw %d ids, not a prefix of the inserts", len(ids))
+					return
+				}
+				reads.Add(1)
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	close(failures)
+	for f := range failures {
+		t.Error(f)
+	}
+	// The last inserts may still be waiting for a pass.
+	deadline := time.Now().Add(20 * time.Second)
+	for metric(t, s, "lancer_maintenance_fragments_compacted_total") == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	ids, err := queryIDs(s, "t")
+	if err != nil || !slices.Equal(ids, wantIDs(inserts)) {
+		t.Fatalf("after the inserts: %d ids, %v; want %d", len(ids), err, len(wantIDs(inserts)))
+	}
+	runs := metric(t, s, "lancer_maintenance_runs_total")
+	compacted := metric(t, s, "lancer_maintenance_fragments_compacted_total")
+	if runs == 0 || compacted < 8 || metric(t, s, "lancer_maintenance_errors_total") != 0 {
+		t.Errorf("maintenance: %v runs, %v fragments compacted, errors %v", runs, compacted, metric(t, s, "lancer_maintenance_errors_total"))
+	}
+	conflicts, putOff := metric(t, s, "lancer_maintenance_conflicts_total"), metric(t, s, "lancer_maintenance_put_off_total")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := blob.NewLocalStore(dir + "/t.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Open(context.Background(), store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ds.Manifest().Fragments); n > 9 {
+		t.Errorf("%d fragments after maintenance, want at most 9 (the threshold and one)", n)
+	}
+	if !strings.Contains(logs.String(), "msg=maintenance table=t") {
+		t.Errorf("no maintenance line in the log:\n%s", logs.String())
+	}
+	t.Logf("%d inserts, %d reads; %v maintenance runs compacted %v fragments (%v yielded to an update, %v put off); %d fragments left",
+		inserts, reads.Load(), runs, compacted, conflicts, putOff, len(ds.Manifest().Fragments))
+}
+
+// TestServerMaintenanceCleansUp: with a retention of zero, versions past
+// the threshold are removed in the background, but the tagged one; the
+// table checks clean. With every step off nothing happens.
+func TestServerMaintenanceCleansUp(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			opts := server.MaintenanceOptions{Interval: 20 * time.Millisecond, Versions: 5, OlderThan: -1, Quiet: -1, NoCompact: true}
+			if off {
+				opts.NoCleanup, opts.NoIndex = true, true
+			}
+			s, dir := newServer(t, server.Options{Maintenance: opts})
+			defer s.Close()
+			if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 2, true), arrowBody); rec.Code != http.StatusOK {
+				t.Fatalf("create: %d %s", rec.Code, rec.Body)
+			}
+			if rec := do(t, s, "POST", "/v1/table/t/tags/create/", []byte(`{"tag":"first","version":1}`), nil); rec.Code != http.StatusOK {
+				t.Fatalf("tag: %d %s", rec.Code, rec.Body)
+			}
+			for i := range 10 {
+				if rec := do(t, s, "POST", "/v1/table/t/insert/", rows(t, 3, true), arrowBody); rec.Code != http.StatusOK {
+					t.Fatalf("insert %d: %d %s", i, rec.Code, rec.Body)
+				}
+			}
+			store, err := blob.NewLocalStore(dir + "/t.lance")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			// Wait for a cleanup (or, off, for passes that do nothing),
+			// then for the passes in flight.
+			deadline := time.Now().Add(10 * time.Second)
+			if off {
+				deadline = time.Now().Add(300 * time.Millisecond)
+			}
+			for metric(t, s, "lancer_maintenance_versions_removed_total") == 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond)
+			versions, err := dataset.ListVersions(ctx, store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			removed := metric(t, s, "lancer_maintenance_versions_removed_total")
+			if off {
+				if len(versions) != 11 || removed != 0 {
+					t.Errorf("maintenance off: versions %v, %v removed", versions, removed)
+				}
+				return
+			}
+			// Each cleanup keeps the tagged version and the latest; the
+			// next comes once more than 5 versions were added.
+			if versions[0] != 1 || versions[len(versions)-1] != 11 || len(versions) > 7 || int(removed) != 11-len(versions) {
+				t.Errorf("versions after the background cleanup %v (%v removed), want 1, 11 and at most 5 more", versions, removed)
+			}
+			if ids, err := queryIDs(s, "t"); err != nil || !slices.Equal(ids, wantIDs(10)) {
+				t.Errorf("after cleanup: %d ids, %v", len(ids), err)
+			}
+		})
+	}
+}
+
+// TestServerMaintenanceStopsOnClose: the maintenance goroutine is the
+// server's one, and Close ends it.
+func TestServerMaintenanceStopsOnClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, err := server.New(&server.Options{DataDir: t.TempDir(), APIKey: testKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Maintenance: server.MaintenanceOptions{Interval: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Goroutines other tests left may end meanwhile, never start: the
+	// counts are bounds.
+	time.Sleep(10 * time.Millisecond) // a few passes over no table
+	if n := runtime.NumGoroutine(); n > before+1 {
+		t.Errorf("%d goroutines with a server, %d without: want one more at most", n, before)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Close, %d before New", n, before)
+	}
+	off, err := server.New(&server.Options{DataDir: t.TempDir(), APIKey: testKey, Maintenance: server.MaintenanceOptions{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("maintenance disabled: %d goroutines, %d before", n, before)
+	}
+}
