@@ -57,6 +57,14 @@ type ThreeWayOptions struct {
 	TheirsName string
 	// DryRun computes the merge and its report without writing anything.
 	DryRun bool
+	// On names the key columns rows are matched by across the three
+	// versions (top-level, non-blob columns of all three; their values
+	// must be unique in each). Default: the target schema's unenforced
+	// primary key (PrimaryKey), else none. Without stable row ids a key is
+	// what makes a merge exact: a row a side rewrote is matched by its
+	// key, not guessed from the transactions. With stable row ids rows are
+	// matched by row id and the key only matches rows both sides inserted.
+	On []string
 }
 
 // Conflict kinds of RowConflict.
@@ -65,6 +73,14 @@ const (
 	ConflictUpdatedDeleted   = "updated by the source, deleted by the target"
 	ConflictDeletedUpdated   = "deleted by the source, updated by the target"
 	ConflictRewrittenChanged = "fragment compacted on one side and changed on the other"
+	// ConflictBothInserted is a key both sides inserted with different
+	// values (merges by key only).
+	ConflictBothInserted = "inserted on both sides with different values"
+	// ConflictUnmatched is a row both sides removed where at least one
+	// may have written an updated copy that cannot be matched to it
+	// (no stable row ids, no key, and transactions that do not say). No
+	// strategy resolves it: a key does.
+	ConflictUnmatched = "rewritten on one side and changed on the other, and the copies cannot be matched without stable row ids or a key"
 )
 
 // RowConflict is one row changed incompatibly on both sides.
@@ -76,6 +92,10 @@ type RowConflict struct {
 	Kind string `json:"kind"`
 	// Columns are the columns both sides changed (for ConflictBothUpdated).
 	Columns []string `json:"columns,omitempty"`
+	// Key is the row's key ("id=7") when the merge matched rows by key.
+	Key string `json:"key,omitempty"`
+
+	ident uint64 // the row's identity in the merge
 }
 
 // MergeReport says what ThreeWayMerge did (or would do, with DryRun).
@@ -108,7 +128,11 @@ func (e *MergeConflictError) Error() string {
 	}
 	n := len(e.Report.Conflicts)
 	first := e.Report.Conflicts[0]
-	return fmt.Sprintf("dataset: merge: %d conflicting rows (row %d %s%s)", n, first.RowID, first.Kind, columnList(first.Columns))
+	key := ""
+	if first.Key != "" {
+		key = " (" + first.Key + ")"
+	}
+	return fmt.Sprintf("dataset: merge: %d conflicting rows (row %d%s %s%s)", n, first.RowID, key, first.Kind, columnList(first.Columns))
 }
 
 func columnList(cols []string) string {
@@ -170,8 +194,21 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 	if err := m.load(ctx); err != nil {
 		return nil, nil, err
 	}
+	if err := m.identify(ctx); err != nil {
+		return nil, nil, err
+	}
 	if err := m.classify(); err != nil {
 		return nil, nil, err
+	}
+	if n := m.unmatched(); n > 0 {
+		// No strategy can pick a side for these: which rows are the
+		// copies is not known.
+		first := m.report.Conflicts[slices.IndexFunc(m.report.Conflicts, func(c RowConflict) bool { return c.Kind == ConflictUnmatched })]
+		return nil, m.report, &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
+			"%d rows (first: row %d of base version %d) were rewritten (updated, or deleted and written again) on one side "+
+				"and changed on the other, and without stable row ids or a key their copies cannot be matched; "+
+				"name the key columns (lancer merge --on COL[,COL], MergeOptions.On) to merge them by key, "+
+				"or give the table a primary key", n, first.RowID, m.base.Version())}
 	}
 	if len(m.report.Conflicts) > 0 {
 		if err := m.conflictColumns(ctx); err != nil {
@@ -237,6 +274,16 @@ type merger struct {
 	choose map[uint64]choice
 	// rewritten[side] holds the base fragment keys a side compacted.
 	rewritten [2]map[uint32]bool
+	// key is the key rows are matched by (nil: none); baseKey the key
+	// value of each base row.
+	key     []string
+	baseKey map[uint64]string
+	// uncertain[side] holds base rows the side (0 ours, 1 theirs) removed
+	// that may have an updated copy no source of identity finds.
+	uncertain [2]map[uint64]bool
+	// insertedBoth maps rows the source inserted to the target's row with
+	// the same key.
+	insertedBoth map[uint64]insertPair
 
 	written  []string
 	newBases []manifest.BasePath
@@ -308,6 +355,7 @@ func (d *Dataset) fileKey(ctx context.Context, df *manifest.DataFile) (string, e
 
 func (m *merger) load(ctx context.Context) error {
 	m.keys = map[string]uint32{}
+	m.uncertain = [2]map[uint64]bool{{}, {}}
 	for i, d := range []*Dataset{m.base, m.ours, m.theirs} {
 		s := &mergeSide{d: d, frags: map[uint32]*sideFrag{}}
 		live := map[uint64]rowAt{}
@@ -502,8 +550,21 @@ func (m *merger) classify() error {
 		}
 	}
 	var conflicts []RowConflict
+	unmatched := map[uint64]bool{}
+	for side := range 2 {
+		other := 1 - side
+		for id := range m.uncertain[side] {
+			if m.deletedBy[other][id] || m.updatedBy[other][id] {
+				unmatched[id] = true
+			}
+		}
+	}
+	for id := range unmatched {
+		conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictUnmatched})
+	}
 	for id := range m.updatedBy[1] {
 		switch {
+		case unmatched[id]:
 		case m.updatedBy[0][id]:
 			conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictBothUpdated})
 		case m.deletedBy[0][id]:
@@ -511,8 +572,15 @@ func (m *merger) classify() error {
 		}
 	}
 	for id := range m.deletedBy[1] {
-		if m.updatedBy[0][id] {
+		if m.updatedBy[0][id] && !unmatched[id] {
 			conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictDeletedUpdated})
+		}
+	}
+	for i := range conflicts {
+		conflicts[i].ident = conflicts[i].RowID
+		conflicts[i].Key = m.baseKey[conflicts[i].RowID]
+		if conflicts[i].Key != "" {
+			conflicts[i].Key = keyText(m.key, conflicts[i].Key)
 		}
 	}
 	slices.SortFunc(conflicts, func(a, b RowConflict) int {
@@ -600,7 +668,17 @@ func (m *merger) classify() error {
 		if n, ok := m.renumber[id]; ok {
 			key = n
 		}
-		if _, taken := m.choose[key]; taken {
+		if p, ok := m.insertedBoth[id]; ok {
+			// Both sides inserted this key.
+			if p.same {
+				continue
+			}
+			m.report.Conflicts = append(m.report.Conflicts, RowConflict{RowID: m.address(1, p.ours), Kind: ConflictBothInserted, Key: p.key, ident: p.ours})
+			if !theirsWins {
+				continue
+			}
+			delete(m.choose, p.ours)
+		} else if _, taken := m.choose[key]; taken {
 			// The target has another row of this id that the base lacks:
 			// both sides added it.
 			m.report.Conflicts = append(m.report.Conflicts, RowConflict{RowID: key, Kind: ConflictBothUpdated})
@@ -621,6 +699,30 @@ func (m *merger) classify() error {
 	return nil
 }
 
+// unmatched counts the ConflictUnmatched conflicts.
+func (m *merger) unmatched() int {
+	n := 0
+	for _, c := range m.report.Conflicts {
+		if c.Kind == ConflictUnmatched {
+			n++
+		}
+	}
+	return n
+}
+
+// address returns a row's id for a report: its stable row id, or its
+// address (fragment id << 32 | offset) in the side's version.
+func (m *merger) address(side int, id uint64) uint64 {
+	if m.stable {
+		return id
+	}
+	at := m.live[side][id]
+	if f, ok := m.sides[side].frags[at.key]; ok {
+		return f.frag.ID<<32 | uint64(at.offset)
+	}
+	return id
+}
+
 // baseAddress turns an identity (key<<32|offset) into the row's address in
 // the base version.
 func (m *merger) baseAddress(id uint64) uint64 {
@@ -637,8 +739,17 @@ func (m *merger) conflictColumns(ctx context.Context) error {
 	var ids []uint64
 	var idx []int
 	for i, c := range m.report.Conflicts {
-		if c.Kind == ConflictBothUpdated && m.stable && len(ids) < 10000 {
-			ids = append(ids, c.RowID)
+		if c.Kind == ConflictBothUpdated && len(ids) < 10000 {
+			if _, ok := m.live[1][c.ident]; !ok {
+				continue
+			}
+			if _, ok := m.live[2][c.ident]; !ok {
+				continue
+			}
+			if _, ok := m.live[0][c.ident]; !ok {
+				continue
+			}
+			ids = append(ids, c.ident)
 			idx = append(idx, i)
 		}
 	}
@@ -646,36 +757,20 @@ func (m *merger) conflictColumns(ctx context.Context) error {
 		return nil
 	}
 	cols := commonColumns(m.base, m.ours, m.theirs)
-	take := func(d *Dataset) ([]arrow.Array, func(), error) {
-		rec, err := d.TakeRowIDs(ctx, ids, &TakeOptions{Columns: cols})
+	var recs [3]arrow.RecordBatch
+	for side := range 3 {
+		rec, err := m.takeRows(ctx, side, ids, cols)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		out := make([]arrow.Array, len(cols))
-		for i := range cols {
-			out[i] = rec.Column(i)
-		}
-		return out, rec.Release, nil
+		defer rec.Release()
+		recs[side] = rec
 	}
-	b, rb, err := take(m.base)
-	if err != nil {
-		return err
-	}
-	defer rb()
-	o, ro, err := take(m.ours)
-	if err != nil {
-		return err
-	}
-	defer ro()
-	t, rt, err := take(m.theirs)
-	if err != nil {
-		return err
-	}
-	defer rt()
 	for j, i := range idx {
 		for c, name := range cols {
-			if !array.SliceEqual(b[c], int64(j), int64(j+1), o[c], int64(j), int64(j+1)) &&
-				!array.SliceEqual(b[c], int64(j), int64(j+1), t[c], int64(j), int64(j+1)) {
+			b, o, t := recs[0].Column(c), recs[1].Column(c), recs[2].Column(c)
+			if !array.SliceEqual(b, int64(j), int64(j+1), o, int64(j), int64(j+1)) &&
+				!array.SliceEqual(b, int64(j), int64(j+1), t, int64(j), int64(j+1)) {
 				m.report.Conflicts[i].Columns = append(m.report.Conflicts[i].Columns, name)
 			}
 		}
