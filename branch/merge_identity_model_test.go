@@ -250,7 +250,7 @@ func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps 
 				v = fmt.Sprintf("w%d", id)
 			}
 			lines[1].add(map[int64]string{id: v})
-			record(lines[1 - li])
+			record(lines[1-li])
 			what = fmt.Sprintf("insert %d on both lines", id)
 		case op < 4:
 			ids := pick(l, 1+rng.IntN(2))
