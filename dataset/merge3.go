@@ -151,14 +151,21 @@ func (e *MergeConflictError) Unwrap() error { return lancer.ErrConflict }
 // fragments are the same files in each.
 //
 // Rows: deletions on both sides are unioned, rows the source added are
-// added, and, with stable row ids, a row the source updated replaces the
-// target's copy. A row updated on both sides, or updated on one side and
-// deleted on the other, is a conflict, resolved by opts.Strategy. Without
-// stable row ids an update is a deletion plus an insertion, so those
-// conflicts cannot be seen (both copies are kept); a fragment compacted on
-// one side and changed on the other is then a conflict no strategy
-// resolves. Schemas: columns added, dropped or renamed on one side apply; a
-// column changed on both sides differently is a conflict.
+// added, and a row the source updated replaces the target's copy. A row
+// updated on both sides, or updated on one side and deleted on the other,
+// is a conflict, resolved by opts.Strategy. Rows are matched by stable row
+// id; else by key (opts.On, or the schema's primary key), where a key both
+// sides inserted with different values is a conflict too and a key live
+// twice in a version an error; else, without stable row ids, a row a side
+// updated (which deleted it and wrote a copy) is matched to its copy
+// through the side's Update transactions since the base (see
+// merge3_identity.go). A row rewritten on one side and changed on the other
+// that nothing matches is ConflictUnmatched, which no strategy resolves (a
+// key does): the merge never keeps two copies of a row silently. Without
+// stable row ids a fragment compacted on one side and changed on the other
+// is a conflict no strategy resolves either. Schemas: columns added, dropped
+// or renamed on one side apply; a column changed on both sides differently
+// is a conflict.
 //
 // Nothing of the source is copied: the result's new fragments reference the
 // source's data and deletion files where they are, through a base path to
