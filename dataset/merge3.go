@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
@@ -90,10 +88,14 @@ type RowConflict struct {
 	RowID uint64 `json:"row_id"`
 	// Kind is one of the Conflict* constants.
 	Kind string `json:"kind"`
-	// Columns are the columns both sides changed (for ConflictBothUpdated).
+	// Columns are the columns both sides changed to different values (for
+	// ConflictBothUpdated; empty when the cells could not be compared).
 	Columns []string `json:"columns,omitempty"`
 	// Key is the row's key ("id=7") when the merge matched rows by key.
 	Key string `json:"key,omitempty"`
+	// Cells are, for ConflictBothUpdated, the cells both sides changed to
+	// different values, with the three values.
+	Cells []CellConflict `json:"cells,omitempty"`
 
 	ident uint64 // the row's identity in the merge
 }
@@ -109,9 +111,13 @@ type MergeReport struct {
 	// Conflicts lists every conflicting row (also those a strategy
 	// resolved).
 	Conflicts []RowConflict
-	// DeletionFilesWritten counts the deletion files the merge wrote; data
-	// files are never written: the source's are referenced in place.
+	// DeletionFilesWritten counts the deletion files the merge wrote. The
+	// source's data files are referenced in place; data is written only
+	// for rows merged cell by cell.
 	DeletionFilesWritten int
+	// CellsMerged counts the rows updated on both sides in different
+	// columns whose changes were merged (counted in RowsUpdated too).
+	CellsMerged uint64
 }
 
 // MergeConflictError is returned when rows conflict under MergeFail, or
@@ -218,10 +224,10 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 				"or give the table a primary key", n, first.RowID, m.base.Version())}
 	}
 	if len(m.report.Conflicts) > 0 {
-		if err := m.conflictColumns(ctx); err != nil {
+		if err := m.mergeCells(ctx); err != nil {
 			return nil, nil, err
 		}
-		if o.Strategy == MergeFail {
+		if o.Strategy == MergeFail && len(m.report.Conflicts) > 0 {
 			return nil, m.report, &MergeConflictError{Report: m.report}
 		}
 	}
@@ -291,6 +297,8 @@ type merger struct {
 	// insertedBoth maps rows the source inserted to the target's row with
 	// the same key.
 	insertedBoth map[uint64]insertPair
+	// cells are the rows merged cell by cell.
+	cells []cellMerged
 
 	written  []string
 	newBases []manifest.BasePath
@@ -740,51 +748,6 @@ func (m *merger) baseAddress(id uint64) uint64 {
 	return id
 }
 
-// conflictColumns names, for rows updated on both sides, the columns both
-// changed.
-func (m *merger) conflictColumns(ctx context.Context) error {
-	var ids []uint64
-	var idx []int
-	for i, c := range m.report.Conflicts {
-		if c.Kind == ConflictBothUpdated && len(ids) < 10000 {
-			if _, ok := m.live[1][c.ident]; !ok {
-				continue
-			}
-			if _, ok := m.live[2][c.ident]; !ok {
-				continue
-			}
-			if _, ok := m.live[0][c.ident]; !ok {
-				continue
-			}
-			ids = append(ids, c.ident)
-			idx = append(idx, i)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	cols := commonColumns(m.base, m.ours, m.theirs)
-	var recs [3]arrow.RecordBatch
-	for side := range 3 {
-		rec, err := m.takeRows(ctx, side, ids, cols)
-		if err != nil {
-			return err
-		}
-		defer rec.Release()
-		recs[side] = rec
-	}
-	for j, i := range idx {
-		for c, name := range cols {
-			b, o, t := recs[0].Column(c), recs[1].Column(c), recs[2].Column(c)
-			if !array.SliceEqual(b, int64(j), int64(j+1), o, int64(j), int64(j+1)) &&
-				!array.SliceEqual(b, int64(j), int64(j+1), t, int64(j), int64(j+1)) {
-				m.report.Conflicts[i].Columns = append(m.report.Conflicts[i].Columns, name)
-			}
-		}
-	}
-	return nil
-}
-
 // commonColumns are the top-level columns all three versions have.
 func commonColumns(ds ...*Dataset) []string {
 	var out []string
@@ -920,6 +883,11 @@ func (m *merger) assemble(ctx context.Context) ([]*manifest.Fragment, error) {
 		}
 		out = append(out, raw)
 	}
+	merged, err := m.writeCells(ctx, nextFrag)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, merged...)
 	return out, nil
 }
 

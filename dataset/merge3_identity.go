@@ -234,10 +234,18 @@ func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[
 		return nil, nil, err
 	}
 	if !sameLine || start != m.base.Version() {
-		// How the start state lost a base row is not known.
+		// How the start state lost a base row is not known; unless it
+		// holds no row the base lacks, when the row was deleted.
 		in := setOf(prev)
+		wrote := false
+		for _, id := range prev {
+			if _, ok := base[id]; !ok {
+				wrote = true
+				break
+			}
+		}
 		for id := range base {
-			if !in[id] {
+			if !in[id] && wrote {
 				uncertain[id] = true
 			}
 		}
@@ -304,6 +312,11 @@ func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[
 				}
 			}
 		default:
+			// Another operation (a merge, an overwrite, a restore) that
+			// removed rows and wrote none deleted them.
+			if len(written) == 0 {
+				break
+			}
 			for _, id := range removed {
 				if o, ok := originOf(id); ok {
 					uncertain[o] = true

@@ -138,8 +138,12 @@ changed on the other that they cannot match stops the merge: name a key.`,
 			if len(r.Conflicts) > 0 && !dryRun {
 				printConflicts(cmd.ErrOrStderr(), r)
 			}
-			return report(cmd, "%s %s into %s (base %s): %d inserted, %d updated, %d deleted, %d conflicts resolved by %s; version %d",
-				what, res.Source, orMain(res.Target.Branch), res.Base, r.RowsAdded, r.RowsUpdated, r.RowsDeleted,
+			cells := ""
+			if r.CellsMerged > 0 {
+				cells = fmt.Sprintf(" (%d merged cell by cell)", r.CellsMerged)
+			}
+			return report(cmd, "%s %s into %s (base %s): %d inserted, %d updated%s, %d deleted, %d conflicts resolved by %s; version %d",
+				what, res.Source, orMain(res.Target.Branch), res.Base, r.RowsAdded, r.RowsUpdated, cells, r.RowsDeleted,
 				len(r.Conflicts), strat, res.Version)
 		},
 	}
@@ -199,7 +203,11 @@ func printConflicts(w io.Writer, r *dataset.MergeReport) {
 		if c.Key != "" {
 			key = " (" + c.Key + ")"
 		}
-		fmt.Fprintf(w, "conflict: row %d%s %s%s\n", c.RowID, key, c.Kind, cols)
+		cells := ""
+		for _, cc := range c.Cells {
+			cells += fmt.Sprintf(" [%s: base %s, ours %s, theirs %s]", cc.Column, cc.Base, cc.Ours, cc.Theirs)
+		}
+		fmt.Fprintf(w, "conflict: row %d%s %s%s%s\n", c.RowID, key, c.Kind, cols, cells)
 	}
 }
 

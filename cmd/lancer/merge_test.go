@@ -156,3 +156,39 @@ func TestMergeUpdatedOnBothSidesWithoutStableRowIDs(t *testing.T) {
 		t.Fatalf("count after the merge by key: %q", got)
 	}
 }
+
+// A row updated on both lines in different columns merges both changes;
+// the same cell changed to different values is a conflict listing both.
+func TestMergeCells(t *testing.T) {
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprint("stable=", stable), func(t *testing.T) {
+			ds := filepath.Join(t.TempDir(), "people")
+			args := []string{"import", filepath.Join("testdata", "people.jsonl"), ds}
+			if stable {
+				args = append(args, "--stable-row-ids")
+			}
+			mustRun(t, args...)
+			mustRun(t, "branch", "create", ds, "exp")
+			mustRun(t, "update", ds, "--branch", "exp", "--set", "name='Ada L'", "--filter", "id = 1")
+			mustRun(t, "update", ds, "--set", "score=1", "--filter", "id = 1")
+			mustRun(t, "update", ds, "--branch", "exp", "--set", "score=2", "--filter", "id = 3")
+			mustRun(t, "update", ds, "--set", "score=3", "--filter", "id = 3")
+			code, _, errOut := runLancer(t, "merge", ds, "exp")
+			if code != 1 || !strings.Contains(errOut, "conflict: row 2 updated on both sides (columns score) [score: base 8.25, ours 3, theirs 2]") ||
+				strings.Contains(errOut, "row 0 ") {
+				t.Fatalf("merge: exit %d, %q", code, errOut)
+			}
+			if got := mustRun(t, "merge", ds, "exp", "--strategy", "theirs"); !strings.Contains(got, "2 updated (1 merged cell by cell)") {
+				t.Fatalf("merge --strategy theirs: %q", got)
+			}
+			if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,name,score", "--filter", "id = 1 OR id = 3"); got != "id,name,score\n1,Ada L,1\n3,Chen,2\n" &&
+				got != "id,name,score\n3,Chen,2\n1,Ada L,1\n" {
+				t.Fatalf("after the merge: %q", got)
+			}
+			if got := mustRun(t, "count", ds); got != "4\n" {
+				t.Fatalf("count: %q", got)
+			}
+			mustRun(t, "check", ds, "--all-versions") // exits 1 on any violation
+		})
+	}
+}
