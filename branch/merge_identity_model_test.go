@@ -77,8 +77,10 @@ func (l *idLine) rows(vals map[int64]string) array.RecordReader {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, l.schema)
 	defer b.Release()
 	for _, id := range slices.Sorted(maps.Keys(vals)) {
+		v, n, _ := strings.Cut(vals[id], "|")
 		b.Field(0).(*array.Int64Builder).Append(id)
-		b.Field(1).(*array.StringBuilder).Append(vals[id])
+		b.Field(1).(*array.StringBuilder).Append(v)
+		b.Field(2).(*array.StringBuilder).Append(n)
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -114,14 +116,68 @@ func (l *idLine) del(ids []int64) {
 	}
 }
 
-func (l *idLine) set(ids []int64, val string) {
+// set sets column col (val or n) of rows ids; the model holds "val|n".
+func (l *idLine) set(ids []int64, col, val string) {
 	l.t.Helper()
-	if _, _, err := l.open().Update(context.Background(), map[string]string{"val": "'" + val + "'"}, idList(ids), nil); err != nil {
+	if _, _, err := l.open().Update(context.Background(), map[string]string{col: "'" + val + "'"}, idList(ids), nil); err != nil {
 		l.t.Fatal(err)
 	}
 	for _, id := range ids {
-		l.m[id] = val
+		v, n, _ := strings.Cut(l.m[id], "|")
+		if col == "val" {
+			v = val
+		} else {
+			n = val
+		}
+		l.m[id] = v + "|" + n
 	}
+}
+
+// idContents reads a line as a model of "val|n"; it fails on an id
+// twice.
+func idContents(t *testing.T, root blob.Store, ref branch.Ref) model {
+	t.Helper()
+	ds, err := branch.Open(context.Background(), root, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ds.Scan(&dataset.ScanOptions{Columns: []string{"id", "val", "n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := model{}
+	for rec, err := range s.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := rec.Column(0).(*array.Int64)
+		vals, ns := rec.Column(1).(*array.String), rec.Column(2).(*array.String)
+		for i := range int(rec.NumRows()) {
+			if _, dup := out[ids.Value(i)]; dup {
+				t.Fatalf("%s: id %d twice", ref, ids.Value(i))
+			}
+			out[ids.Value(i)] = vals.Value(i) + "|" + ns.Value(i)
+		}
+	}
+	return out
+}
+
+// mergeCells merges two changed copies of a row "val|n" cell by cell; ok
+// is false when a cell changed differently on both sides.
+func mergeCells(b, o, t string) (string, bool) {
+	bs, os, ts := strings.Split(b, "|"), strings.Split(o, "|"), strings.Split(t, "|")
+	out := make([]string, len(bs))
+	for i := range bs {
+		switch {
+		case ts[i] == bs[i] || ts[i] == os[i]:
+			out[i] = os[i]
+		case os[i] == bs[i]:
+			out[i] = ts[i]
+		default:
+			return "", false
+		}
+	}
+	return strings.Join(out, "|"), true
 }
 
 // oracle merges models three-way: it returns the result under strategy
@@ -160,6 +216,17 @@ func oracle(base, ours, theirs model, strategy dataset.MergeStrategy) (model, []
 			} else {
 				pick(th, inT)
 			}
+		case oursChanged && theirsChanged && inO && inT:
+			if v, ok := mergeCells(b, o, th); ok {
+				pick(v, true)
+				break
+			}
+			conflicts = append(conflicts, id)
+			if strategy == dataset.MergeTheirs {
+				pick(th, true)
+			} else {
+				pick(o, true)
+			}
 		case oursChanged && theirsChanged && (inO || inT):
 			// Changed on both sides (updated twice, or updated on one and
 			// deleted on the other).
@@ -191,11 +258,12 @@ func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps 
 	if key == "pk" {
 		idField.Metadata = arrow.NewMetadata([]string{dataset.PrimaryKeyMetadata}, []string{"true"})
 	}
-	sch := arrow.NewSchema([]arrow.Field{idField, {Name: "val", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	sch := arrow.NewSchema([]arrow.Field{idField, {Name: "val", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "n", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
 	main := &idLine{t: t, root: root, schema: sch, m: model{}}
 	init := map[int64]string{}
 	for id := range int64(30) {
-		init[id] = fmt.Sprintf("v%d", id)
+		init[id] = fmt.Sprintf("v%d|n%d", id, id)
 	}
 	r := main.rows(init)
 	if _, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 12}); err != nil {
@@ -225,7 +293,7 @@ func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps 
 		slices.Sort(ids)
 		return ids
 	}
-	var merges, conflicted, unmatched int
+	var merges, conflicted, unmatched, cells int
 	for step := range steps {
 		li := rng.IntN(2)
 		l := lines[li]
@@ -234,7 +302,7 @@ func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps 
 		case op < 2:
 			vals := map[int64]string{}
 			for range 1 + rng.IntN(3) {
-				vals[nextID] = fmt.Sprintf("v%d", nextID)
+				vals[nextID] = fmt.Sprintf("v%d|n%d", nextID, nextID)
 				nextID++
 			}
 			l.add(vals)
@@ -244,10 +312,10 @@ func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps 
 			// values (only a key can match these).
 			id := nextID
 			nextID++
-			v := fmt.Sprintf("v%d", id)
+			v := fmt.Sprintf("v%d|n%d", id, id)
 			lines[0].add(map[int64]string{id: v})
 			if rng.IntN(2) == 0 {
-				v = fmt.Sprintf("w%d", id)
+				v = fmt.Sprintf("w%d|n%d", id, id)
 			}
 			lines[1].add(map[int64]string{id: v})
 			record(lines[1-li])
@@ -264,8 +332,9 @@ func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps 
 			if len(ids) == 0 {
 				continue
 			}
-			l.set(ids, fmt.Sprintf("u%d", step))
-			what = fmt.Sprintf("update %v on %s", ids, l.branch)
+			col := []string{"val", "n"}[rng.IntN(2)]
+			l.set(ids, col, fmt.Sprintf("u%d", step))
+			what = fmt.Sprintf("update %s of %v on %s", col, ids, l.branch)
 		default:
 			src, dst := lines[li], lines[1-li]
 			merges++
@@ -319,6 +388,7 @@ func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps 
 				}
 				if !res.UpToDate {
 					dst.m = want
+					cells += int(res.Report.CellsMerged)
 				}
 			}
 			l = dst
@@ -327,10 +397,10 @@ func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps 
 		t.Logf("step %d: %s", step, what)
 		for _, ln := range lines {
 			sameModel(t, fmt.Sprintf("seed %d step %d (%s): line %s", seed, step, what, orMainName(ln.branch)),
-				contents(t, root, branch.Ref{Branch: ln.branch}), ln.m)
+				idContents(t, root, branch.Ref{Branch: ln.branch}), ln.m)
 		}
 	}
-	t.Logf("%d merges, %d with conflicts, %d of them unmatched", merges, conflicted, unmatched)
+	t.Logf("%d merges, %d with conflicts, %d of them unmatched; %d rows merged cell by cell", merges, conflicted, unmatched, cells)
 }
 
 func orMainName(b string) string {

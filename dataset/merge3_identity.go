@@ -417,11 +417,11 @@ func keyText(cols []string, s string) string {
 	return strings.Join(parts, ", ")
 }
 
-// identifyByKey matches rows by the key: without stable row ids a new row of
-// a side whose key a base row the side removed had is that row's copy; in
-// every mode rows both sides inserted with one key are matched (equal rows:
-// one row; different: a conflict). Keys live twice in a version are an
-// error.
+// identifyByKey matches rows by the key: a new row of a side whose key a
+// base row the side removed had is that row's copy (in every mode: with
+// stable row ids the copy may have another id); rows both sides inserted
+// with one key are matched (equal rows: one row; different: a conflict).
+// Keys live twice in a version are an error.
 func (m *merger) identifyByKey(ctx context.Context) error {
 	keysOf := func(side int, ids []uint64) (map[string]uint64, map[uint64]string, error) {
 		vals, err := m.rowStrings(ctx, side, ids, m.key)
@@ -471,14 +471,13 @@ func (m *merger) identifyByKey(ctx context.Context) error {
 				return &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
 					"the key (%s) is not unique in version %d: %s is on more than one row; a merge by key needs unique keys",
 					strings.Join(m.key, ", "), m.sides[side].d.Version(), keyText(m.key, k))}
-			case inBase && !m.stable:
-				// The side removed the base row and wrote this one.
+			case inBase:
+				// The side removed the base row and wrote this one (with
+				// stable row ids: under another id, as when both sides
+				// inserted the key and an earlier merge kept the other's
+				// copy).
 				m.live[side][b] = m.live[side][id]
 				delete(m.live[side], id)
-			case inBase:
-				// With stable row ids a new id is a new row; the base row
-				// was deleted (its key reused).
-				added[side][k] = id
 			default:
 				added[side][k] = id
 			}
