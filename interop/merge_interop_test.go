@@ -221,6 +221,10 @@ func TestLanceReadsMergedUpdates(t *testing.T) {
 			}
 			exp = update(exp, "exp", "id = 30 OR id = 10")
 			main = update(main, "main", "id = 30 OR id = 20")
+			// Updated alike on both sides: merged cell by cell, into a
+			// fragment the merge writes.
+			exp = update(exp, "same", "id = 7")
+			main = update(main, "same", "id = 7")
 			if main, err = main.Delete(ctx, "id = 40", nil); err != nil {
 				t.Fatal(err)
 			}
@@ -237,7 +241,7 @@ func TestLanceReadsMergedUpdates(t *testing.T) {
 				t.Fatal(err)
 			}
 			agree(t, node, ref, uri)
-			want := map[string]uint64{"": 49, "id = 30": 1, "val = 'exp'": 2, "val = 'main'": 1, "id = 40": 0}
+			want := map[string]uint64{"": 49, "id = 30": 1, "val = 'exp'": 2, "val = 'main'": 1, "id = 40": 0, "id = 7 AND val = 'same'": 1}
 			counts := func(what string) {
 				t.Helper()
 				d, err := openDir(ctx, uri, nil)
