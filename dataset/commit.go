@@ -35,6 +35,15 @@ type commitOptions struct {
 	// version's manifest never changes once created), which saves a GET
 	// per commit on object stores.
 	read *Dataset
+	// keepData leaves op's own files (data, deletion and index files) in
+	// place when the commit definitely failed, for a caller that may
+	// commit them again (a group commit that drops a conflicting member
+	// and retries the others); the transaction files of its attempts are
+	// still removed.
+	keepData bool
+	// definite, if set, is told on return whether the commit certainly
+	// created no manifest (always false after a success).
+	definite *bool
 }
 
 // commit commits op read at d's version, with opts (nil: the defaults).
@@ -68,10 +77,17 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 	u := newUUID()
 	uuid := manifest.FormatUUID(u[:])
 	written := op.writtenFiles()
+	keep := 0 // written[:keep] stay on a definite failure
+	if co.keepData {
+		keep = len(written)
+	}
 	definite := false // whether err means the manifest was certainly not created
 	defer func() {
+		if co.definite != nil {
+			*co.definite = err != nil && definite
+		}
 		if err != nil && definite {
-			for _, key := range written {
+			for _, key := range written[keep:] {
 				removeDataFile(ctx, store, key) // with its blob sidecars
 			}
 		}

@@ -138,6 +138,16 @@
 // budget of CommitOptions.Retries per call, with Lance's randomized slot
 // backoff in between.
 //
+// Many appends to one dataset from one process share commits through a
+// GroupCommitter (which the SDK's table handle and the server use): each
+// append writes its data files in its own goroutine, and those ready
+// while a commit is in flight are committed together by the next one, as
+// one Append transaction and one version, each answered only once that
+// version landed. Each is still checked against what was committed since
+// the version it read, as if alone; a failed group commit fails all of
+// its appends with one error. Groups are bounded by rows, bytes, requests
+// and a short wait for appends still writing (GroupCommitOptions).
+//
 //   - C1. A version, once its manifest exists, never changes; no commit
 //     overwrites or deletes a manifest (only Cleanup removes old ones).
 //   - C2. A failed or crashed write leaves the dataset at its last committed

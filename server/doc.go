@@ -34,7 +34,8 @@
 //   - multipart parts are staged as objects of the same store (see below).
 //
 // Several servers may serve one bucket (or one folder) at once. Each
-// serializes its own writes to a table; between servers, commits are
+// serializes its own writes to a table, except that inserts in append
+// mode run together and share commits (group commit); between servers, commits are
 // atomic because a manifest is created only if absent (S3 If-None-Match,
 // GCS and Azure preconditions, hard links on disk), so a losing commit
 // rebases or fails with a conflict (409, which the client retries) and
@@ -192,7 +193,12 @@
 //   - An Arrow request body must end with its end-of-stream marker; one the
 //     client cut short is refused before anything is committed.
 //   - The server's own writes to a table are serialized (one lock per
-//     table); every request opens the latest version afresh, so the
+//     table), except appends (insert in append mode): they hold the lock
+//     shared, write their data files side by side and go through the
+//     table's dataset.GroupCommitter, so that the appends ready while a
+//     commit is in flight share the next one, one version for them all;
+//     each is answered once that version landed, and /metrics counts
+//     the groups (lancer_group_commit_requests). Every request opens the latest version afresh, so the
 //     client's freshness headers (x-lancedb-min-version, ...) hold. Other
 //     writers (lancer, real Lance) may commit concurrently; commits rebase
 //     as package dataset describes.

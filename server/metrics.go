@@ -12,6 +12,7 @@ import (
 	"time"
 
 	lcache "github.com/lancerdb/lancer/cache"
+	"github.com/lancerdb/lancer/dataset"
 )
 
 // metrics are the server's counters, served at GET /metrics in
@@ -23,6 +24,9 @@ import (
 //	lancer_query_rows_returned_total{kind}               counter (kind: scan, search, take)
 //	lancer_query_rows_searched_total{kind}               counter: live rows of the versions queried
 //	lancer_commits_total{operation}                      counter: writes committed, by endpoint
+//	lancer_group_commits_total{result}                   counter: group commits of inserts (ok, failed)
+//	lancer_group_commit_requests                         histogram: inserts per group commit
+//	lancer_group_commit_rows_total                       counter: rows the group commits held
 //	lancer_dataset_cache_hits_total, _misses_total       counters
 //	lancer_dataset_cache_entries                         gauge
 //	lancer_read_cache_hits_total, _misses_total,         counters: the byte-bounded cache
@@ -45,7 +49,14 @@ type metrics struct {
 	returned map[string]uint64
 	searched map[string]uint64
 	commits  map[string]uint64
+
+	groups     map[string]uint64 // group commits by result
+	groupSizes *histogram        // requests per group, over groupBuckets
+	groupRows  uint64
 }
+
+// groupBuckets are the upper bounds of the group commit size histogram.
+var groupBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
 // latencyBuckets are the histogram's upper bounds, in seconds.
 var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
@@ -63,7 +74,27 @@ func newMetrics() *metrics {
 		returned: map[string]uint64{},
 		searched: map[string]uint64{},
 		commits:  map[string]uint64{},
+
+		groups:     map[string]uint64{},
+		groupSizes: &histogram{counts: make([]uint64, len(groupBuckets)+1)},
 	}
+}
+
+// group records a group commit of inserts.
+func (m *metrics) group(info dataset.GroupCommitInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	result := "ok"
+	if info.Err != nil {
+		result = "failed"
+	}
+	m.groups[result]++
+	n := float64(info.Requests)
+	i, _ := slices.BinarySearch(groupBuckets, n)
+	m.groupSizes.counts[i]++
+	m.groupSizes.sum += n
+	m.groupSizes.count++
+	m.groupRows += uint64(info.Rows)
 }
 
 // endpointLabel names a request's route: the pattern it matched, without
@@ -178,6 +209,23 @@ func (m *metrics) write(w *bufio.Writer, cache *datasetCache, rc lcache.Stats) {
 	for _, k := range sortedKeys(m.commits) {
 		fmt.Fprintf(w, "lancer_commits_total{operation=%s} %d\n", quote(k), m.commits[k])
 	}
+
+	header("lancer_group_commits_total", "counter", "Group commits of concurrent inserts to one table, by result (ok, failed).")
+	for _, k := range sortedKeys(m.groups) {
+		fmt.Fprintf(w, "lancer_group_commits_total{result=%s} %d\n", quote(k), m.groups[k])
+	}
+	header("lancer_group_commit_requests", "histogram", "Inserts per group commit: how many requests shared one version.")
+	var cum uint64
+	for i, le := range groupBuckets {
+		cum += m.groupSizes.counts[i]
+		fmt.Fprintf(w, "lancer_group_commit_requests_bucket{le=%s} %d\n", quote(formatFloat(le)), cum)
+	}
+	cum += m.groupSizes.counts[len(groupBuckets)]
+	fmt.Fprintf(w, "lancer_group_commit_requests_bucket{le=\"+Inf\"} %d\n", cum)
+	fmt.Fprintf(w, "lancer_group_commit_requests_sum %s\n", formatFloat(m.groupSizes.sum))
+	fmt.Fprintf(w, "lancer_group_commit_requests_count %d\n", m.groupSizes.count)
+	header("lancer_group_commit_rows_total", "counter", "Rows written by group commits.")
+	fmt.Fprintf(w, "lancer_group_commit_rows_total %d\n", m.groupRows)
 
 	var hits, misses uint64
 	if cache != nil {

@@ -16,7 +16,9 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/branch"
 	lcache "github.com/lancerdb/lancer/cache"
+	"github.com/lancerdb/lancer/dataset"
 )
 
 // PhalanxVersion is the server version sent in the phalanx-version header
@@ -179,10 +181,73 @@ type Server struct {
 
 // tableState is what the server keeps per table name: a lock that
 // serializes the server's own writes to it, and the responses of recent
-// writes by request id (see dedup).
+// writes by request id (see dedup). Inserts in append mode hold it shared,
+// so that they reach the table's group committer together (see
+// writeOnce); every other write holds it alone.
 type tableState struct {
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	dedup dedupCache
+	// same serializes identical shared writes (a client's retry of an
+	// insert still in flight), so that the retry finds the first one's
+	// commit remembered.
+	same keyedLocks
+
+	groupMu sync.Mutex
+	groups  map[string]*dataset.GroupCommitter // appends, by branch ("" for main)
+}
+
+// keyedLocks is a mutex per key, held only while in use.
+type keyedLocks struct {
+	mu    sync.Mutex
+	locks map[string]*keyedLock
+}
+
+type keyedLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyedLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.locks[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// committer returns the group committer of the appends to a table's
+// branch, made for ds's store on first use.
+func (s *Server) committer(t *tableState, branchName string, ds *dataset.Dataset) *dataset.GroupCommitter {
+	if branchName == branch.Main {
+		branchName = ""
+	}
+	t.groupMu.Lock()
+	defer t.groupMu.Unlock()
+	c := t.groups[branchName]
+	if c == nil {
+		if t.groups == nil {
+			t.groups = map[string]*dataset.GroupCommitter{}
+		}
+		c = dataset.NewGroupCommitter(ds.Store(), &dataset.GroupCommitOptions{OnGroup: s.metrics.group})
+		t.groups[branchName] = c
+	}
+	return c
 }
 
 // DefaultCacheBytes is the default bound of the read cache every table

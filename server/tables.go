@@ -104,7 +104,7 @@ func writeJSON(w http.ResponseWriter, v any) error {
 // result as JSON. A retry of a write already answered (same x-request-id)
 // gets the first answer again without running (see dedupCache).
 func (s *Server) write(w http.ResponseWriter, r *http.Request, name string, op func(ctx context.Context) (any, error)) error {
-	return s.writeOnce(w, r, name, false, op)
+	return s.writeOnce(w, r, name, false, false, op)
 }
 
 // writeData is write for insert and merge_insert, whose retries the
@@ -112,10 +112,21 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, name string, op f
 // not have seen are remembered by body (see unackedCache), and an
 // identical body within the window is answered from there.
 func (s *Server) writeData(w http.ResponseWriter, r *http.Request, name string, op func(ctx context.Context) (any, error)) error {
-	return s.writeOnce(w, r, name, s.unacked.enabled(), op)
+	return s.writeOnce(w, r, name, s.unacked.enabled(), false, op)
 }
 
-func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, byBody bool, op func(ctx context.Context) (any, error)) error {
+// writeAppend is writeData for an append, which runs beside other appends
+// to the table (holding its lock shared) so that their commits can be
+// grouped. Without the unacknowledged-commit cache, it runs alone as
+// writeData does.
+func (s *Server) writeAppend(w http.ResponseWriter, r *http.Request, name string, op func(ctx context.Context) (any, error)) error {
+	byBody := s.unacked.enabled()
+	return s.writeOnce(w, r, name, byBody, byBody, op)
+}
+
+// writeOnce runs op as the write of table name. shared (only with byBody)
+// holds the table's lock shared, and identical writes one at a time.
+func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, byBody, shared bool, op func(ctx context.Context) (any, error)) error {
 	var buffered []byte // the body's hash, once it is read whole
 	if byBody {
 		// Read the rows before waiting for the table: the body's read
@@ -131,8 +142,17 @@ func (s *Server) writeOnce(w http.ResponseWriter, r *http.Request, name string, 
 		buffered = sum
 	}
 	t := s.table(name)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if shared {
+		t.mu.RLock()
+		defer t.mu.RUnlock()
+		// A retry of this write can only be told from it by its body:
+		// let it wait for this one, as it would behind the exclusive
+		// lock, and then find it remembered.
+		defer t.same.lock(writeKey(name, r, buffered))()
+	} else {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+	}
 	id := r.Header.Get("x-request-id")
 	// The write's keys, set once its body's hash is known.
 	var dkey, ukey string
@@ -574,7 +594,11 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request) error {
 		return invalidf("unknown insert mode %q (want append or overwrite)", mode)
 	}
 	branchName := q.Get("branch")
-	return s.writeData(w, r, name, func(ctx context.Context) (any, error) {
+	write := s.writeData
+	if mode != "overwrite" {
+		write = s.writeAppend
+	}
+	return write(w, r, name, func(ctx context.Context) (any, error) {
 		ds, err := s.open(ctx, name, 0, branchName)
 		if err != nil {
 			return nil, err
@@ -587,7 +611,8 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request) error {
 		if mode == "overwrite" {
 			ds, err = dataset.Write(ctx, ds.Store(), data, &dataset.WriteOptions{Mode: dataset.WriteOverwrite, Cache: s.readCache})
 		} else {
-			ds, err = ds.Append(ctx, data, nil)
+			// Concurrent appends to the table share commits.
+			ds, err = s.committer(s.table(name), branchName, ds).Append(ctx, ds, data, nil)
 		}
 		if err != nil {
 			return nil, inTable(err)

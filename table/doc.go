@@ -41,6 +41,10 @@
 //     through several, are ordered by the commit protocol of package
 //     dataset (rebased or failed with lancer.ErrConflict, never lost), and
 //     the handle advances to the newest version any of them committed.
+//     Concurrent Appends through one handle are group committed
+//     (dataset.GroupCommitter with its default bounds): appends ready
+//     while another commit of the handle is in flight share the next
+//     commit, one version for all of them.
 //  3. The handle from Open (or Create) owns its store: Close closes it (a
 //     cloud store's connections), and every call after Close, on it or on a
 //     handle Checkout or CreateBranch derived from it, fails with an error

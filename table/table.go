@@ -71,6 +71,9 @@ type Table struct {
 	mu     sync.RWMutex
 	line   string // the branch the handle is on; "" for main
 	ds     *dataset.Dataset
+
+	groupOnce sync.Once
+	group     *dataset.GroupCommitter // the handle's appends (invariant 2)
 }
 
 // rootStore is the table's main root, shared by a handle and every handle
@@ -174,6 +177,13 @@ func (t *Table) current() (*dataset.Dataset, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.ds, nil
+}
+
+// committer returns the group committer of the handle's appends, made
+// for ds's store (the handle's line) on first use.
+func (t *Table) committer(ds *dataset.Dataset) *dataset.GroupCommitter {
+	t.groupOnce.Do(func() { t.group = dataset.NewGroupCommitter(ds.Store(), nil) })
+	return t.group
 }
 
 // advance moves the handle to ds, a version its line committed, unless a

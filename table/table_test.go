@@ -596,20 +596,27 @@ func TestRefs(t *testing.T) {
 }
 
 // TestConcurrentWrites checks invariant 2: concurrent writes through one
-// handle all land, and the handle ends at the newest version.
+// handle all land, appends sharing commits, and the handle ends at the
+// newest version.
 func TestConcurrentWrites(t *testing.T) {
 	ctx := context.Background()
-	_, tb := create(t, 0)
-	const writers = 4
+	uri, tb := create(t, 0)
+	const writers, each = 8, 5
 	var wg sync.WaitGroup
 	errs := make([]error, writers)
 	for i := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := rows(int64(i + 1))
-			defer r.Release()
-			errs[i] = tb.Append(ctx, r, nil)
+			for j := range each {
+				r := rows(int64(1 + i*each + j))
+				err := tb.Append(ctx, r, nil)
+				r.Release()
+				if err != nil {
+					errs[i] = err
+					return
+				}
+			}
 		}()
 	}
 	wg.Wait()
@@ -618,12 +625,18 @@ func TestConcurrentWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if tb.Version() != writers+1 {
-		t.Errorf("handle at version %d, want %d", tb.Version(), writers+1)
+	latest, err := table.Open(ctx, uri, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := ids(t, tb); !slices.Equal(got, span(0, writers+1)) {
+	defer latest.Close()
+	if tb.Version() != latest.Version() || tb.Version() > writers*each+1 {
+		t.Errorf("handle at version %d, the latest is %d (%d appends)", tb.Version(), latest.Version(), writers*each)
+	}
+	if got := ids(t, tb); !slices.Equal(got, span(0, writers*each+1)) {
 		t.Errorf("ids %v", got)
 	}
+	t.Logf("%d appends in %d versions", writers*each, tb.Version()-1)
 }
 
 // TestCleanupKeepsBranchFiles checks invariant 4: after main overwrote

@@ -45,9 +45,14 @@ func (t *Table) Write(ctx context.Context, data array.RecordReader, opts *datase
 	})
 }
 
-// Append adds the rows of data (dataset.Dataset.Append).
+// Append adds the rows of data (dataset.Dataset.Append). Appends through
+// one handle that are ready while another is committing share the next
+// commit (dataset.GroupCommitter): each returns once the version holding
+// its rows landed, and a failed shared commit fails each of them.
 func (t *Table) Append(ctx context.Context, data array.RecordReader, opts *dataset.AppendOptions) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.Append(ctx, data, opts) })
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) {
+		return t.committer(ds).Append(ctx, ds, data, opts)
+	})
 }
 
 // Overwrite replaces every row and the schema by data (dataset.Write in
