@@ -41,8 +41,16 @@
 // reported by row id and columns unless a strategy resolves it. Rows are
 // matched by stable row id when the dataset has them (a lancer branch
 // allocates ids from a range of its own, so two lines never hand out the
-// same id), else by data file and offset, which sees an update as a delete
-// plus an insert. The target references the source's files in place.
+// same id), else by key (MergeOptions.On, or the table's unenforced primary
+// key), else by data file and offset, with a row a line updated matched to
+// its new copy through that line's Update transactions; a row rewritten on
+// one side and changed on the other that none of these can match stops the
+// merge (dataset.ConflictUnmatched), never a silent second copy. The
+// target references the source's files in place.
+//
+// merge_identity_model_test.go checks merges against a three-way oracle on
+// seeded random histories of two lines, with and without stable row ids,
+// with no key, a named key and a primary key.
 //
 // Invariants the seeded model test (model_test.go) checks after every step
 // of random branch, append, delete, update, merge, discard and gc

@@ -43,6 +43,13 @@ type MergeOptions struct {
 	Strategy dataset.MergeStrategy
 	// DryRun computes the merge and reports it, writing nothing.
 	DryRun bool
+	// On names the key columns rows are matched by (see
+	// dataset.ThreeWayOptions.On). Default: the target's unenforced
+	// primary key, else none: without stable row ids rows are then
+	// matched through the lines' transactions, and rows rewritten on one
+	// side and changed on the other that those cannot match stop the
+	// merge with a dataset.ConflictUnmatched conflict.
+	On []string
 }
 
 // MergeResult reports a merge.
@@ -95,7 +102,7 @@ func Merge(ctx context.Context, root blob.Store, source Ref, opts *MergeOptions)
 		// On a retry the target moved while the merge was computed: merge
 		// again against its new state.
 		var err error
-		res, err = mergeOnce(ctx, root, srcLine, source.Version, dstLine, o.Strategy, o.DryRun, co)
+		res, err = mergeOnce(ctx, root, srcLine, source.Version, dstLine, &o, co)
 		return err
 	})
 	return res, err
@@ -118,7 +125,8 @@ func refOf(line string, version uint64) Ref {
 // mergeOnce merges srcLine@srcVersion into dstLine's latest version once,
 // committing with co.
 func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion uint64, dstLine string,
-	strategy dataset.MergeStrategy, dryRun bool, co *dataset.CommitOptions) (*MergeResult, error) {
+	o *MergeOptions, co *dataset.CommitOptions) (*MergeResult, error) {
+	strategy, dryRun := o.Strategy, o.DryRun
 	theirs, err := Open(ctx, root, refOf(srcLine, srcVersion), nil)
 	if err != nil {
 		return nil, err
@@ -167,6 +175,7 @@ func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion 
 		Strategy:      strategy,
 		TheirsName:    name,
 		DryRun:        dryRun,
+		On:            o.On,
 	})
 	res.Report = report
 	if err != nil {
@@ -373,7 +382,7 @@ func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOpt
 		}
 		out, report, err := dataset.ThreeWayMerge(ctx, base, ours, theirs, &dataset.ThreeWayOptions{
 			CommitOptions: withProperties(co, map[string]string{PropCherryPick: res.Source.String()}),
-			Strategy:      o.Strategy, TheirsName: name, DryRun: o.DryRun,
+			Strategy:      o.Strategy, TheirsName: name, DryRun: o.DryRun, On: o.On,
 		})
 		res.Report = report
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -412,5 +413,62 @@ func TestCherryPick(t *testing.T) {
 				t.Fatalf("cherry-pick of the clone: %v", err)
 			}
 		})
+	}
+}
+
+// A merge-insert rewrites rows and inserts others in one Update, so without
+// stable row ids or a key nothing says which new row is the updated one:
+// changed on the other side too, the merge stops and says to name a key,
+// whatever the strategy. With the key the merge is exact.
+func TestMergeUnmatchedRowsNeedAKey(t *testing.T) {
+	ctx := context.Background()
+	root, main := newFamily(t, false, span(0, 20))
+	exp := main.branch("exp")
+	exp.set(5, "exp")
+	src := kv([]int64{5, 500}, map[int64]string{5: "main"})
+	if _, _, err := main.open().MergeInsert(ctx, src, &dataset.MergeInsertOptions{On: []string{"id"}, WhenMatchedUpdateAll: true, WhenNotMatchedInsertAll: true}); err != nil {
+		t.Fatal(err)
+	}
+	src.Release()
+	for _, s := range []dataset.MergeStrategy{dataset.MergeFail, dataset.MergeTheirs} {
+		_, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, &branch.MergeOptions{Strategy: s})
+		var mc *dataset.MergeConflictError
+		if !errors.As(err, &mc) || !errors.Is(err, lancer.ErrConflict) || !strings.Contains(err.Error(), "name the key columns") ||
+			len(mc.Report.Conflicts) != 1 || mc.Report.Conflicts[0].Kind != dataset.ConflictUnmatched || mc.Report.Conflicts[0].RowID != 5 {
+			t.Fatalf("strategy %s: %v", s, err)
+		}
+	}
+	_, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, &branch.MergeOptions{On: []string{"id"}})
+	var mc *dataset.MergeConflictError
+	if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 1 || mc.Report.Conflicts[0].Key != "id=5" || mc.Report.Conflicts[0].Kind != dataset.ConflictBothUpdated ||
+		!slices.Equal(mc.Report.Conflicts[0].Columns, []string{"val"}) {
+		t.Fatalf("merge on id: %v %+v", err, mc)
+	}
+	merge := func(o *branch.MergeOptions) {
+		t.Helper()
+		if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge(&branch.MergeOptions{On: []string{"id"}, Strategy: dataset.MergeTheirs})
+	want := main.m.clone()
+	want[5], want[500] = "exp", "v500"
+	sameModel(t, "main after the merge on id", contents(t, root, branch.Ref{}), want)
+}
+
+// Keys that are not unique are an error naming the key and a value.
+func TestMergeKeyNotUnique(t *testing.T) {
+	ctx := context.Background()
+	root, main := newFamily(t, false, span(0, 10))
+	exp := main.branch("exp")
+	exp.set(1, "x")
+	main.set(2, "y")
+	exp.set(3, "x")
+	_, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, &branch.MergeOptions{On: []string{"val"}})
+	if !errors.Is(err, lancer.ErrConflict) || !strings.Contains(err.Error(), "the key (val) is not unique") || !strings.Contains(err.Error(), "val=x") {
+		t.Fatalf("merge on a non-unique key: %v", err)
+	}
+	if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, &branch.MergeOptions{On: []string{"nope"}}); !errors.Is(err, lancer.ErrNotFound) {
+		t.Fatalf("merge on a missing column: %v", err)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
@@ -57,6 +55,14 @@ type ThreeWayOptions struct {
 	TheirsName string
 	// DryRun computes the merge and its report without writing anything.
 	DryRun bool
+	// On names the key columns rows are matched by across the three
+	// versions (top-level, non-blob columns of all three; their values
+	// must be unique in each). Default: the target schema's unenforced
+	// primary key (PrimaryKey), else none. Without stable row ids a key is
+	// what makes a merge exact: a row a side rewrote is matched by its
+	// key, not guessed from the transactions. With stable row ids rows are
+	// matched by row id and the key only matches rows both sides inserted.
+	On []string
 }
 
 // Conflict kinds of RowConflict.
@@ -65,6 +71,14 @@ const (
 	ConflictUpdatedDeleted   = "updated by the source, deleted by the target"
 	ConflictDeletedUpdated   = "deleted by the source, updated by the target"
 	ConflictRewrittenChanged = "fragment compacted on one side and changed on the other"
+	// ConflictBothInserted is a key both sides inserted with different
+	// values (merges by key only).
+	ConflictBothInserted = "inserted on both sides with different values"
+	// ConflictUnmatched is a row both sides removed where at least one
+	// may have written an updated copy that cannot be matched to it
+	// (no stable row ids, no key, and transactions that do not say). No
+	// strategy resolves it: a key does.
+	ConflictUnmatched = "rewritten on one side and changed on the other, and the copies cannot be matched without stable row ids or a key"
 )
 
 // RowConflict is one row changed incompatibly on both sides.
@@ -74,8 +88,16 @@ type RowConflict struct {
 	RowID uint64 `json:"row_id"`
 	// Kind is one of the Conflict* constants.
 	Kind string `json:"kind"`
-	// Columns are the columns both sides changed (for ConflictBothUpdated).
+	// Columns are the columns both sides changed to different values (for
+	// ConflictBothUpdated; empty when the cells could not be compared).
 	Columns []string `json:"columns,omitempty"`
+	// Key is the row's key ("id=7") when the merge matched rows by key.
+	Key string `json:"key,omitempty"`
+	// Cells are, for ConflictBothUpdated, the cells both sides changed to
+	// different values, with the three values.
+	Cells []CellConflict `json:"cells,omitempty"`
+
+	ident uint64 // the row's identity in the merge
 }
 
 // MergeReport says what ThreeWayMerge did (or would do, with DryRun).
@@ -89,9 +111,13 @@ type MergeReport struct {
 	// Conflicts lists every conflicting row (also those a strategy
 	// resolved).
 	Conflicts []RowConflict
-	// DeletionFilesWritten counts the deletion files the merge wrote; data
-	// files are never written: the source's are referenced in place.
+	// DeletionFilesWritten counts the deletion files the merge wrote. The
+	// source's data files are referenced in place; data is written only
+	// for rows merged cell by cell.
 	DeletionFilesWritten int
+	// CellsMerged counts the rows updated on both sides in different
+	// columns whose changes were merged (counted in RowsUpdated too).
+	CellsMerged uint64
 }
 
 // MergeConflictError is returned when rows conflict under MergeFail, or
@@ -108,7 +134,11 @@ func (e *MergeConflictError) Error() string {
 	}
 	n := len(e.Report.Conflicts)
 	first := e.Report.Conflicts[0]
-	return fmt.Sprintf("dataset: merge: %d conflicting rows (row %d %s%s)", n, first.RowID, first.Kind, columnList(first.Columns))
+	key := ""
+	if first.Key != "" {
+		key = " (" + first.Key + ")"
+	}
+	return fmt.Sprintf("dataset: merge: %d conflicting rows (row %d%s %s%s)", n, first.RowID, key, first.Kind, columnList(first.Columns))
 }
 
 func columnList(cols []string) string {
@@ -127,14 +157,21 @@ func (e *MergeConflictError) Unwrap() error { return lancer.ErrConflict }
 // fragments are the same files in each.
 //
 // Rows: deletions on both sides are unioned, rows the source added are
-// added, and, with stable row ids, a row the source updated replaces the
-// target's copy. A row updated on both sides, or updated on one side and
-// deleted on the other, is a conflict, resolved by opts.Strategy. Without
-// stable row ids an update is a deletion plus an insertion, so those
-// conflicts cannot be seen (both copies are kept); a fragment compacted on
-// one side and changed on the other is then a conflict no strategy
-// resolves. Schemas: columns added, dropped or renamed on one side apply; a
-// column changed on both sides differently is a conflict.
+// added, and a row the source updated replaces the target's copy. A row
+// updated on both sides, or updated on one side and deleted on the other,
+// is a conflict, resolved by opts.Strategy. Rows are matched by stable row
+// id; else by key (opts.On, or the schema's primary key), where a key both
+// sides inserted with different values is a conflict too and a key live
+// twice in a version an error; else, without stable row ids, a row a side
+// updated (which deleted it and wrote a copy) is matched to its copy
+// through the side's Update transactions since the base (see
+// merge3_identity.go). A row rewritten on one side and changed on the other
+// that nothing matches is ConflictUnmatched, which no strategy resolves (a
+// key does): the merge never keeps two copies of a row silently. Without
+// stable row ids a fragment compacted on one side and changed on the other
+// is a conflict no strategy resolves either. Schemas: columns added, dropped
+// or renamed on one side apply; a column changed on both sides differently
+// is a conflict.
 //
 // Nothing of the source is copied: the result's new fragments reference the
 // source's data and deletion files where they are, through a base path to
@@ -170,14 +207,27 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 	if err := m.load(ctx); err != nil {
 		return nil, nil, err
 	}
+	if err := m.identify(ctx); err != nil {
+		return nil, nil, err
+	}
 	if err := m.classify(); err != nil {
 		return nil, nil, err
 	}
+	if n := m.unmatched(); n > 0 {
+		// No strategy can pick a side for these: which rows are the
+		// copies is not known.
+		first := m.report.Conflicts[slices.IndexFunc(m.report.Conflicts, func(c RowConflict) bool { return c.Kind == ConflictUnmatched })]
+		return nil, m.report, &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
+			"%d rows (first: row %d of base version %d) were rewritten (updated, or deleted and written again) on one side "+
+				"and changed on the other, and without stable row ids or a key their copies cannot be matched; "+
+				"name the key columns (lancer merge --on COL[,COL], MergeOptions.On) to merge them by key, "+
+				"or give the table a primary key", n, first.RowID, m.base.Version())}
+	}
 	if len(m.report.Conflicts) > 0 {
-		if err := m.conflictColumns(ctx); err != nil {
+		if err := m.mergeCells(ctx); err != nil {
 			return nil, nil, err
 		}
-		if o.Strategy == MergeFail {
+		if o.Strategy == MergeFail && len(m.report.Conflicts) > 0 {
 			return nil, m.report, &MergeConflictError{Report: m.report}
 		}
 	}
@@ -237,6 +287,18 @@ type merger struct {
 	choose map[uint64]choice
 	// rewritten[side] holds the base fragment keys a side compacted.
 	rewritten [2]map[uint32]bool
+	// key is the key rows are matched by (nil: none); baseKey the key
+	// value of each base row.
+	key     []string
+	baseKey map[uint64]string
+	// uncertain[side] holds base rows the side (0 ours, 1 theirs) removed
+	// that may have an updated copy no source of identity finds.
+	uncertain [2]map[uint64]bool
+	// insertedBoth maps rows the source inserted to the target's row with
+	// the same key.
+	insertedBoth map[uint64]insertPair
+	// cells are the rows merged cell by cell.
+	cells []cellMerged
 
 	written  []string
 	newBases []manifest.BasePath
@@ -308,6 +370,7 @@ func (d *Dataset) fileKey(ctx context.Context, df *manifest.DataFile) (string, e
 
 func (m *merger) load(ctx context.Context) error {
 	m.keys = map[string]uint32{}
+	m.uncertain = [2]map[uint64]bool{{}, {}}
 	for i, d := range []*Dataset{m.base, m.ours, m.theirs} {
 		s := &mergeSide{d: d, frags: map[uint32]*sideFrag{}}
 		live := map[uint64]rowAt{}
@@ -502,8 +565,21 @@ func (m *merger) classify() error {
 		}
 	}
 	var conflicts []RowConflict
+	unmatched := map[uint64]bool{}
+	for side := range 2 {
+		other := 1 - side
+		for id := range m.uncertain[side] {
+			if m.deletedBy[other][id] || m.updatedBy[other][id] {
+				unmatched[id] = true
+			}
+		}
+	}
+	for id := range unmatched {
+		conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictUnmatched})
+	}
 	for id := range m.updatedBy[1] {
 		switch {
+		case unmatched[id]:
 		case m.updatedBy[0][id]:
 			conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictBothUpdated})
 		case m.deletedBy[0][id]:
@@ -511,8 +587,15 @@ func (m *merger) classify() error {
 		}
 	}
 	for id := range m.deletedBy[1] {
-		if m.updatedBy[0][id] {
+		if m.updatedBy[0][id] && !unmatched[id] {
 			conflicts = append(conflicts, RowConflict{RowID: id, Kind: ConflictDeletedUpdated})
+		}
+	}
+	for i := range conflicts {
+		conflicts[i].ident = conflicts[i].RowID
+		conflicts[i].Key = m.baseKey[conflicts[i].RowID]
+		if conflicts[i].Key != "" {
+			conflicts[i].Key = keyText(m.key, conflicts[i].Key)
 		}
 	}
 	slices.SortFunc(conflicts, func(a, b RowConflict) int {
@@ -600,7 +683,17 @@ func (m *merger) classify() error {
 		if n, ok := m.renumber[id]; ok {
 			key = n
 		}
-		if _, taken := m.choose[key]; taken {
+		if p, ok := m.insertedBoth[id]; ok {
+			// Both sides inserted this key.
+			if p.same {
+				continue
+			}
+			m.report.Conflicts = append(m.report.Conflicts, RowConflict{RowID: m.address(1, p.ours), Kind: ConflictBothInserted, Key: p.key, ident: p.ours})
+			if !theirsWins {
+				continue
+			}
+			delete(m.choose, p.ours)
+		} else if _, taken := m.choose[key]; taken {
 			// The target has another row of this id that the base lacks:
 			// both sides added it.
 			m.report.Conflicts = append(m.report.Conflicts, RowConflict{RowID: key, Kind: ConflictBothUpdated})
@@ -621,6 +714,30 @@ func (m *merger) classify() error {
 	return nil
 }
 
+// unmatched counts the ConflictUnmatched conflicts.
+func (m *merger) unmatched() int {
+	n := 0
+	for _, c := range m.report.Conflicts {
+		if c.Kind == ConflictUnmatched {
+			n++
+		}
+	}
+	return n
+}
+
+// address returns a row's id for a report: its stable row id, or its
+// address (fragment id << 32 | offset) in the side's version.
+func (m *merger) address(side int, id uint64) uint64 {
+	if m.stable {
+		return id
+	}
+	at := m.live[side][id]
+	if f, ok := m.sides[side].frags[at.key]; ok {
+		return f.frag.ID<<32 | uint64(at.offset)
+	}
+	return id
+}
+
 // baseAddress turns an identity (key<<32|offset) into the row's address in
 // the base version.
 func (m *merger) baseAddress(id uint64) uint64 {
@@ -629,58 +746,6 @@ func (m *merger) baseAddress(id uint64) uint64 {
 		return f.frag.ID<<32 | id&0xFFFFFFFF
 	}
 	return id
-}
-
-// conflictColumns names, for rows updated on both sides, the columns both
-// changed.
-func (m *merger) conflictColumns(ctx context.Context) error {
-	var ids []uint64
-	var idx []int
-	for i, c := range m.report.Conflicts {
-		if c.Kind == ConflictBothUpdated && m.stable && len(ids) < 10000 {
-			ids = append(ids, c.RowID)
-			idx = append(idx, i)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	cols := commonColumns(m.base, m.ours, m.theirs)
-	take := func(d *Dataset) ([]arrow.Array, func(), error) {
-		rec, err := d.TakeRowIDs(ctx, ids, &TakeOptions{Columns: cols})
-		if err != nil {
-			return nil, nil, err
-		}
-		out := make([]arrow.Array, len(cols))
-		for i := range cols {
-			out[i] = rec.Column(i)
-		}
-		return out, rec.Release, nil
-	}
-	b, rb, err := take(m.base)
-	if err != nil {
-		return err
-	}
-	defer rb()
-	o, ro, err := take(m.ours)
-	if err != nil {
-		return err
-	}
-	defer ro()
-	t, rt, err := take(m.theirs)
-	if err != nil {
-		return err
-	}
-	defer rt()
-	for j, i := range idx {
-		for c, name := range cols {
-			if !array.SliceEqual(b[c], int64(j), int64(j+1), o[c], int64(j), int64(j+1)) &&
-				!array.SliceEqual(b[c], int64(j), int64(j+1), t[c], int64(j), int64(j+1)) {
-				m.report.Conflicts[i].Columns = append(m.report.Conflicts[i].Columns, name)
-			}
-		}
-	}
-	return nil
 }
 
 // commonColumns are the top-level columns all three versions have.
@@ -818,6 +883,11 @@ func (m *merger) assemble(ctx context.Context) ([]*manifest.Fragment, error) {
 		}
 		out = append(out, raw)
 	}
+	merged, err := m.writeCells(ctx, nextFrag)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, merged...)
 	return out, nil
 }
 

@@ -28,6 +28,9 @@ type branchBody struct {
 	// and the conflict strategy (fail, ours, theirs).
 	Into     string `json:"into"`
 	Strategy string `json:"strategy"`
+	// On names the key columns rows are matched by (default: the
+	// table's primary key); see branch.MergeOptions.On.
+	On []string `json:"on"`
 }
 
 // branchRoot decodes the body and returns the table's root store.
@@ -375,7 +378,7 @@ func columnsOf(cols []string) string {
 }
 
 // mergeBranch answers lancer's own branches/merge/ {"from_branch",
-// "into"?, "strategy"?: "fail"|"ours"|"theirs", "dry_run"?} with what
+// "into"?, "strategy"?: "fail"|"ours"|"theirs", "on"?: [key columns], "dry_run"?} with what
 // branch.Merge did: {"status": "merged"|"fastForward"|"upToDate"|"ready",
 // "source", "target", "base", "version", "rowsAdded", "rowsUpdated",
 // "rowsDeleted", "columnsAdded", "columnsDropped", "conflicts": [{"row_id",
@@ -393,7 +396,7 @@ func (s *Server) mergeBranch(w http.ResponseWriter, r *http.Request) error {
 	from := fromBranch(body)
 	t := s.table(r.PathValue("id"))
 	t.mu.Lock()
-	res, err := branch.Merge(r.Context(), root, branch.Ref{Branch: from}, &branch.MergeOptions{Into: body.Into, Strategy: strategy, DryRun: body.DryRun})
+	res, err := branch.Merge(r.Context(), root, branch.Ref{Branch: from}, &branch.MergeOptions{Into: body.Into, Strategy: strategy, DryRun: body.DryRun, On: body.On})
 	t.mu.Unlock()
 	var fail *dataset.MergeConflictError
 	status := http.StatusOK

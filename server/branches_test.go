@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -48,5 +49,30 @@ func TestServerMergeBranch(t *testing.T) {
 	}
 	if code, _ = merge(`{"from_branch":"nope"}`); code != http.StatusNotFound {
 		t.Fatalf("missing branch: %d", code)
+	}
+
+	// A row updated on both lines (no stable row ids) is a conflict, not
+	// two rows; "on" names the key the merge matches rows by.
+	update := func(branch, body string) {
+		t.Helper()
+		if rec := do(t, s, "POST", "/v1/table/t/update/"+branch, []byte(body), nil); rec.Code != http.StatusOK {
+			t.Fatalf("update %s: %d %s", branch, rec.Code, rec.Body.String())
+		}
+	}
+	update("?branch=dev", `{"predicate":"id = 4","updates":[["id","41"]]}`)
+	update("", `{"predicate":"id = 4","updates":[["id","40"]]}`)
+	code, out = merge(`{"from_branch":"dev","on":["nope"]}`)
+	if code == http.StatusOK || !strings.Contains(fmt.Sprint(out), "nope") {
+		t.Fatalf("merge on a missing column: %d %v", code, out)
+	}
+	code, out = merge(`{"from_branch":"dev"}`)
+	if cs, _ := out["conflicts"].([]any); code != http.StatusConflict || len(cs) != 1 || count() != "8" {
+		t.Fatalf("conflicting merge: %d %v, main has %s rows", code, out, count())
+	}
+	// The ids here are not unique (dev inserted 0..2 again): a merge by
+	// id says so, naming a value.
+	code, out = merge(`{"from_branch":"dev","on":["id"]}`)
+	if msg, _ := out["message"].(string); code != http.StatusConflict || !strings.Contains(msg, "the key (id) is not unique") || !strings.Contains(msg, "id=0") {
+		t.Fatalf("merge on id: %d %v", code, out)
 	}
 }

@@ -97,11 +97,11 @@ func listOrNone(xs []string) string {
 
 func newMergeCommand() *cobra.Command {
 	var (
-		into, strategy string
-		dryRun         bool
+		into, strategy, on string
+		dryRun             bool
 	)
 	cmd := &cobra.Command{
-		Use:   "merge URI SRC [--into DST] [--strategy fail|ours|theirs] [--dry-run]",
+		Use:   "merge URI SRC [--into DST] [--strategy fail|ours|theirs] [--on COL[,COL]] [--dry-run]",
 		Short: "Merge a branch (or main) into another line",
 		Long: `Merge the changes SRC (a branch or main, at its latest version or SRC@N) made
 since its merge base with DST (default main) into DST, as one commit on DST.
@@ -111,10 +111,17 @@ combined. A row changed on both sides (updated twice, or updated on one side
 and deleted on the other) is a conflict: with --strategy fail (the default)
 the merge stops and lists every conflicting row id and column; ours keeps
 DST's version, theirs takes SRC's. No data file is copied: DST references
-SRC's files in place.`,
+SRC's files in place.
+
+Rows are matched across the base, SRC and DST by stable row id when the
+dataset has them, else by key: --on COL[,COL] names the key columns (default:
+the table's primary key). A key inserted on both sides with different values is
+a conflict too. Without stable row ids or a key an updated row is matched to its
+new copy through the lines' transactions; a row rewritten on one side and
+changed on the other that they cannot match stops the merge: name a key.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, strat, err := runMerge(cmd, args, into, strategy, dryRun, "merge", branch.Merge)
+			res, strat, err := runMerge(cmd, args, into, strategy, on, dryRun, "merge", branch.Merge)
 			if err != nil {
 				return err
 			}
@@ -131,20 +138,25 @@ SRC's files in place.`,
 			if len(r.Conflicts) > 0 && !dryRun {
 				printConflicts(cmd.ErrOrStderr(), r)
 			}
-			return report(cmd, "%s %s into %s (base %s): %d inserted, %d updated, %d deleted, %d conflicts resolved by %s; version %d",
-				what, res.Source, orMain(res.Target.Branch), res.Base, r.RowsAdded, r.RowsUpdated, r.RowsDeleted,
+			cells := ""
+			if r.CellsMerged > 0 {
+				cells = fmt.Sprintf(" (%d merged cell by cell)", r.CellsMerged)
+			}
+			return report(cmd, "%s %s into %s (base %s): %d inserted, %d updated%s, %d deleted, %d conflicts resolved by %s; version %d",
+				what, res.Source, orMain(res.Target.Branch), res.Base, r.RowsAdded, r.RowsUpdated, cells, r.RowsDeleted,
 				len(r.Conflicts), strat, res.Version)
 		},
 	}
 	cmd.Flags().StringVar(&into, "into", "", "the line to merge into (default main)")
 	cmd.Flags().StringVar(&strategy, "strategy", "fail", "conflicting rows: fail, ours (keep DST's) or theirs (take SRC's)")
+	cmd.Flags().StringVar(&on, "on", "", "comma-separated key columns to match rows by (default: the primary key)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what the merge would do, writing nothing")
 	return cmd
 }
 
 // runMerge runs a merge-like verb (merge, cherry-pick): args are URI and a
 // REF; a conflict report goes to stderr.
-func runMerge(cmd *cobra.Command, args []string, into, strategy string, dryRun bool, verb string,
+func runMerge(cmd *cobra.Command, args []string, into, strategy, on string, dryRun bool, verb string,
 	do func(context.Context, blob.Store, branch.Ref, *branch.MergeOptions) (*branch.MergeResult, error)) (*branch.MergeResult, dataset.MergeStrategy, error) {
 	ctx := cmd.Context()
 	strat, err := dataset.ParseMergeStrategy(strategy)
@@ -160,8 +172,18 @@ func runMerge(cmd *cobra.Command, args []string, into, strategy string, dryRun b
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := do(ctx, root, ref, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun})
+	var key []string
+	if on != "" {
+		for c := range strings.SplitSeq(on, ",") {
+			key = append(key, strings.TrimSpace(c))
+		}
+	}
+	res, err := do(ctx, root, ref, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun, On: key})
 	var mc *dataset.MergeConflictError
+	if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 && mc.Reason != "" {
+		printConflicts(cmd.ErrOrStderr(), mc.Report)
+		return nil, "", fmt.Errorf("%s stopped: %s: %w", verb, strings.TrimPrefix(mc.Reason, "dataset: merge: "), lancer.ErrConflict)
+	}
 	if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 {
 		printConflicts(cmd.ErrOrStderr(), mc.Report)
 		return nil, "", fmt.Errorf("%s stopped: %d conflicting rows (see above; --strategy ours or theirs resolves them): %w",
@@ -177,7 +199,15 @@ func printConflicts(w io.Writer, r *dataset.MergeReport) {
 		if len(c.Columns) > 0 {
 			cols = " (columns " + strings.Join(c.Columns, ", ") + ")"
 		}
-		fmt.Fprintf(w, "conflict: row %d %s%s\n", c.RowID, c.Kind, cols)
+		key := ""
+		if c.Key != "" {
+			key = " (" + c.Key + ")"
+		}
+		cells := ""
+		for _, cc := range c.Cells {
+			cells += fmt.Sprintf(" [%s: base %s, ours %s, theirs %s]", cc.Column, cc.Base, cc.Ours, cc.Theirs)
+		}
+		fmt.Fprintf(w, "conflict: row %d%s %s%s%s\n", c.RowID, key, c.Kind, cols, cells)
 	}
 }
 
@@ -316,8 +346,8 @@ and than an hour, go too.
 
 func newCherryPickCommand() *cobra.Command {
 	var (
-		into, strategy string
-		dryRun         bool
+		into, strategy, on string
+		dryRun             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "cherry-pick URI BRANCH@VERSION [--into DST] [--strategy fail|ours|theirs] [--dry-run]",
@@ -327,7 +357,7 @@ version before it on its line, as one commit on DST, with the conflict rules of
 merge.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, _, err := runMerge(cmd, args, into, strategy, dryRun, "cherry-pick", func(ctx context.Context, root blob.Store, ref branch.Ref, o *branch.MergeOptions) (*branch.MergeResult, error) {
+			res, _, err := runMerge(cmd, args, into, strategy, on, dryRun, "cherry-pick", func(ctx context.Context, root blob.Store, ref branch.Ref, o *branch.MergeOptions) (*branch.MergeResult, error) {
 				if ref.Tag == "" && ref.Version == 0 {
 					return nil, fmt.Errorf("cherry-pick needs a commit: BRANCH@VERSION or a tag: %w", lancer.ErrInvalidArgument)
 				}
@@ -347,6 +377,7 @@ merge.`,
 	}
 	cmd.Flags().StringVar(&into, "into", "", "the line to apply the commit to (default main)")
 	cmd.Flags().StringVar(&strategy, "strategy", "fail", "conflicting rows: fail, ours or theirs")
+	cmd.Flags().StringVar(&on, "on", "", "comma-separated key columns to match rows by (default: the primary key)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would change, writing nothing")
 	return cmd
 }

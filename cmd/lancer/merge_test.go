@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,5 +95,100 @@ func TestGCAfterMerge(t *testing.T) {
 	mustRun(t, "branch", "delete", ds, "exp")
 	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id"); got != before {
 		t.Fatalf("main after deleting the branch: %q, want %q", got, before)
+	}
+}
+
+// TestMergeUpdatedOnBothSidesWithoutStableRowIDs is issue 19's scenario: on
+// a dataset with Lance's default options (no stable row ids) a row updated
+// on both lines once came out of the merge twice. Now it is a conflict; a
+// strategy or a key makes it one row.
+func TestMergeUpdatedOnBothSidesWithoutStableRowIDs(t *testing.T) {
+	dir := t.TempDir()
+	rows := filepath.Join(dir, "rows.jsonl")
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, "{\"id\": %d, \"name\": \"n%d\"}\n", i, i)
+	}
+	if err := os.WriteFile(rows, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setup := func(name string) string {
+		ds := filepath.Join(dir, name)
+		mustRun(t, "import", rows, ds)
+		mustRun(t, "branch", "create", ds, "exp2")
+		mustRun(t, "update", ds, "--branch", "exp2", "--set", "name = 'ours'", "--filter", "id = 200")
+		mustRun(t, "update", ds, "--set", "name = 'theirs'", "--filter", "id = 200")
+		return ds
+	}
+	ds := setup("t.lance")
+	code, _, errOut := runLancer(t, "merge", ds, "exp2", "--into", "main")
+	if code != 1 || !strings.Contains(errOut, "conflict: row 200 updated on both sides (columns name)") {
+		t.Fatalf("merge: exit %d, %q", code, errOut)
+	}
+	if got := mustRun(t, "count", ds); got != "300\n" {
+		t.Fatalf("count after the refused merge: %q", got)
+	}
+	if got := mustRun(t, "merge", ds, "exp2", "--strategy", "theirs"); !strings.Contains(got, "1 conflicts resolved by theirs") {
+		t.Fatalf("merge --strategy theirs: %q", got)
+	}
+	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,name", "--filter", "id = 200"); got != "id,name\n200,ours\n" {
+		t.Fatalf("after theirs: %q", got)
+	}
+	if got := mustRun(t, "count", ds); got != "300\n" {
+		t.Fatalf("count after the merge: %q", got)
+	}
+
+	// By key: the same conflict, named by its key.
+	ds = setup("k.lance")
+	code, _, errOut = runLancer(t, "merge", ds, "exp2", "--on", "nope")
+	if code == 0 || !strings.Contains(errOut, `key column "nope"`) {
+		t.Fatalf("merge --on nope: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = runLancer(t, "merge", ds, "exp2", "--on", "id")
+	if code != 1 || !strings.Contains(errOut, "(id=200) updated on both sides (columns name)") {
+		t.Fatalf("merge --on id: exit %d, %q", code, errOut)
+	}
+	mustRun(t, "merge", ds, "exp2", "--on", "id", "--strategy", "ours")
+	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,name", "--filter", "id = 200"); got != "id,name\n200,theirs\n" {
+		t.Fatalf("after ours: %q", got)
+	}
+	if got := mustRun(t, "count", ds); got != "300\n" {
+		t.Fatalf("count after the merge by key: %q", got)
+	}
+}
+
+// A row updated on both lines in different columns merges both changes;
+// the same cell changed to different values is a conflict listing both.
+func TestMergeCells(t *testing.T) {
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprint("stable=", stable), func(t *testing.T) {
+			ds := filepath.Join(t.TempDir(), "people")
+			args := []string{"import", filepath.Join("testdata", "people.jsonl"), ds}
+			if stable {
+				args = append(args, "--stable-row-ids")
+			}
+			mustRun(t, args...)
+			mustRun(t, "branch", "create", ds, "exp")
+			mustRun(t, "update", ds, "--branch", "exp", "--set", "name='Ada L'", "--filter", "id = 1")
+			mustRun(t, "update", ds, "--set", "score=1", "--filter", "id = 1")
+			mustRun(t, "update", ds, "--branch", "exp", "--set", "score=2", "--filter", "id = 3")
+			mustRun(t, "update", ds, "--set", "score=3", "--filter", "id = 3")
+			code, _, errOut := runLancer(t, "merge", ds, "exp")
+			if code != 1 || !strings.Contains(errOut, "conflict: row 2 updated on both sides (columns score) [score: base 8.25, ours 3, theirs 2]") ||
+				strings.Contains(errOut, "row 0 ") {
+				t.Fatalf("merge: exit %d, %q", code, errOut)
+			}
+			if got := mustRun(t, "merge", ds, "exp", "--strategy", "theirs"); !strings.Contains(got, "2 updated (1 merged cell by cell)") {
+				t.Fatalf("merge --strategy theirs: %q", got)
+			}
+			if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,name,score", "--filter", "id = 1 OR id = 3"); got != "id,name,score\n1,Ada L,1\n3,Chen,2\n" &&
+				got != "id,name,score\n3,Chen,2\n1,Ada L,1\n" {
+				t.Fatalf("after the merge: %q", got)
+			}
+			if got := mustRun(t, "count", ds); got != "4\n" {
+				t.Fatalf("count: %q", got)
+			}
+			mustRun(t, "check", ds, "--all-versions") // exits 1 on any violation
+		})
 	}
 }

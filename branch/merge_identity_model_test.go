@@ -1,0 +1,436 @@
+package branch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/checktest"
+)
+
+// TestMergeIdentityModel runs seeded random appends, deletes and updates
+// (of one row or several) on two lines, and merges between them, on
+// datasets without stable row ids and with them, matching rows by no key,
+// by a key the merge names (On) and by the schema's primary key. After each
+// merge the target must hold what an oracle computes from the three states'
+// rows (id → value): no row twice, none lost, no wrong value; and the merge
+// must stop on exactly the rows the oracle says conflict. Conflicts are
+// then resolved by a random strategy, which the oracle applies too.
+//
+// Without stable row ids and without a key the merge matches an updated
+// row to its copy through the lines' transactions; the oracle's conflicts
+// are then reported either as row conflicts or, where the transactions
+// cannot tell (ConflictUnmatched), as a merge no strategy can make, which
+// the test counts.
+func TestMergeIdentityModel(t *testing.T) {
+	type mode struct {
+		stable bool
+		key    string // "", "on", "pk"
+	}
+	var modes []mode
+	for _, stable := range []bool{false, true} {
+		for _, key := range []string{"", "on", "pk"} {
+			modes = append(modes, mode{stable, key})
+		}
+	}
+	for _, md := range modes {
+		for seed := uint64(1); seed <= 4; seed++ {
+			name := fmt.Sprintf("stable=%v/key=%s/seed=%d", md.stable, md.key, seed)
+			t.Run(name, func(t *testing.T) { runIdentityModel(t, seed, md.stable, md.key, 40) })
+		}
+	}
+}
+
+// idLine writes to one line of a dataset whose schema may carry a primary
+// key.
+type idLine struct {
+	t      *testing.T
+	root   blob.Store
+	branch string
+	schema *arrow.Schema
+	m      model
+}
+
+func (l *idLine) open() *dataset.Dataset {
+	l.t.Helper()
+	ds, err := branch.Open(context.Background(), l.root, branch.Ref{Branch: l.branch}, nil)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return ds
+}
+
+func (l *idLine) rows(vals map[int64]string) array.RecordReader {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, l.schema)
+	defer b.Release()
+	for _, id := range slices.Sorted(maps.Keys(vals)) {
+		v, n, _ := strings.Cut(vals[id], "|")
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(v)
+		b.Field(2).(*array.StringBuilder).Append(n)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	r, _ := array.NewRecordReader(l.schema, []arrow.RecordBatch{rec})
+	return r
+}
+
+func (l *idLine) add(vals map[int64]string) {
+	l.t.Helper()
+	r := l.rows(vals)
+	defer r.Release()
+	if _, err := l.open().Append(context.Background(), r, nil); err != nil {
+		l.t.Fatal(err)
+	}
+	maps.Copy(l.m, vals)
+}
+
+func idList(ids []int64) string {
+	var parts []string
+	for _, id := range ids {
+		parts = append(parts, fmt.Sprint(id))
+	}
+	return "id IN (" + strings.Join(parts, ", ") + ")"
+}
+
+func (l *idLine) del(ids []int64) {
+	l.t.Helper()
+	if _, err := l.open().Delete(context.Background(), idList(ids), nil); err != nil {
+		l.t.Fatal(err)
+	}
+	for _, id := range ids {
+		delete(l.m, id)
+	}
+}
+
+// set sets column col (val or n) of rows ids; the model holds "val|n".
+func (l *idLine) set(ids []int64, col, val string) {
+	l.t.Helper()
+	if _, _, err := l.open().Update(context.Background(), map[string]string{col: "'" + val + "'"}, idList(ids), nil); err != nil {
+		l.t.Fatal(err)
+	}
+	for _, id := range ids {
+		v, n, _ := strings.Cut(l.m[id], "|")
+		if col == "val" {
+			v = val
+		} else {
+			n = val
+		}
+		l.m[id] = v + "|" + n
+	}
+}
+
+// idContents reads a line as a model of "val|n"; it fails on an id
+// twice.
+func idContents(t *testing.T, root blob.Store, ref branch.Ref) model {
+	t.Helper()
+	ds, err := branch.Open(context.Background(), root, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ds.Scan(&dataset.ScanOptions{Columns: []string{"id", "val", "n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := model{}
+	for rec, err := range s.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := rec.Column(0).(*array.Int64)
+		vals, ns := rec.Column(1).(*array.String), rec.Column(2).(*array.String)
+		for i := range int(rec.NumRows()) {
+			if _, dup := out[ids.Value(i)]; dup {
+				t.Fatalf("%s: id %d twice", ref, ids.Value(i))
+			}
+			out[ids.Value(i)] = vals.Value(i) + "|" + ns.Value(i)
+		}
+	}
+	return out
+}
+
+// mergeCells merges two changed copies of a row "val|n" cell by cell; ok
+// is false when a cell changed differently on both sides.
+func mergeCells(b, o, t string) (string, bool) {
+	bs, os, ts := strings.Split(b, "|"), strings.Split(o, "|"), strings.Split(t, "|")
+	out := make([]string, len(bs))
+	for i := range bs {
+		switch {
+		case ts[i] == bs[i] || ts[i] == os[i]:
+			out[i] = os[i]
+		case os[i] == bs[i]:
+			out[i] = ts[i]
+		default:
+			return "", false
+		}
+	}
+	return strings.Join(out, "|"), true
+}
+
+// oracle merges models three-way: it returns the result under strategy
+// (fail: ours for conflicting rows, which are returned).
+func oracle(base, ours, theirs model, strategy dataset.MergeStrategy) (model, []int64) {
+	out := model{}
+	var conflicts []int64
+	ids := map[int64]bool{}
+	for _, m := range []model{base, ours, theirs} {
+		for id := range m {
+			ids[id] = true
+		}
+	}
+	for id := range ids {
+		b, inB := base[id]
+		o, inO := ours[id]
+		th, inT := theirs[id]
+		oursChanged := inB && (!inO || o != b)
+		theirsChanged := inB && (!inT || th != b)
+		pick := func(v string, ok bool) {
+			if ok {
+				out[id] = v
+			}
+		}
+		switch {
+		case !inB && inO && inT && o != th:
+			conflicts = append(conflicts, id)
+			if strategy == dataset.MergeTheirs {
+				pick(th, true)
+			} else {
+				pick(o, true)
+			}
+		case !inB:
+			if inO {
+				pick(o, true)
+			} else {
+				pick(th, inT)
+			}
+		case oursChanged && theirsChanged && inO && inT:
+			if v, ok := mergeCells(b, o, th); ok {
+				pick(v, true)
+				break
+			}
+			conflicts = append(conflicts, id)
+			if strategy == dataset.MergeTheirs {
+				pick(th, true)
+			} else {
+				pick(o, true)
+			}
+		case oursChanged && theirsChanged && (inO || inT):
+			// Changed on both sides (updated twice, or updated on one and
+			// deleted on the other).
+			conflicts = append(conflicts, id)
+			if strategy == dataset.MergeTheirs {
+				pick(th, inT)
+			} else {
+				pick(o, inO)
+			}
+		case theirsChanged:
+			pick(th, inT)
+		default:
+			pick(o, inO)
+		}
+	}
+	slices.Sort(conflicts)
+	return out, conflicts
+}
+
+func runIdentityModel(t *testing.T, seed uint64, stable bool, key string, steps int) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	root, err := blob.NewLocalStore(filepath.Join(t.TempDir(), "t.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checktest.CleanRootWhenDone(t, root)
+	idField := arrow.Field{Name: "id", Type: arrow.PrimitiveTypes.Int64}
+	if key == "pk" {
+		idField.Metadata = arrow.NewMetadata([]string{dataset.PrimaryKeyMetadata}, []string{"true"})
+	}
+	sch := arrow.NewSchema([]arrow.Field{idField, {Name: "val", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "n", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	main := &idLine{t: t, root: root, schema: sch, m: model{}}
+	init := map[int64]string{}
+	for id := range int64(30) {
+		init[id] = fmt.Sprintf("v%d|n%d", id, id)
+	}
+	r := main.rows(init)
+	if _, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 12}); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	maps.Copy(main.m, init)
+	if _, err := branch.CreateBranch(ctx, root, "b", branch.Ref{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	lines := [2]*idLine{main, {t: t, root: root, branch: "b", schema: sch, m: main.m.clone()}}
+	states := map[string]model{}
+	record := func(l *idLine) {
+		states[refKey(branch.Ref{Branch: l.branch, Version: l.open().Version()})] = l.m.clone()
+	}
+	record(lines[0])
+	record(lines[1])
+	var on []string
+	if key == "on" {
+		on = []string{"id"}
+	}
+	nextID := int64(1000)
+	pick := func(l *idLine, n int) []int64 {
+		ids := slices.Sorted(maps.Keys(l.m))
+		rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		ids = ids[:min(n, len(ids))]
+		slices.Sort(ids)
+		return ids
+	}
+	var merges, conflicted, unmatched, cells int
+	for step := range steps {
+		li := rng.IntN(2)
+		l := lines[li]
+		var what string
+		switch op := rng.IntN(10); {
+		case op < 2:
+			vals := map[int64]string{}
+			for range 1 + rng.IntN(3) {
+				vals[nextID] = fmt.Sprintf("v%d|n%d", nextID, nextID)
+				nextID++
+			}
+			l.add(vals)
+			what = fmt.Sprintf("append %v on %s", slices.Sorted(maps.Keys(vals)), l.branch)
+		case op == 2 && key != "":
+			// The same new key on both lines, with equal or different
+			// values (only a key can match these).
+			id := nextID
+			nextID++
+			v := fmt.Sprintf("v%d|n%d", id, id)
+			lines[0].add(map[int64]string{id: v})
+			if rng.IntN(2) == 0 {
+				v = fmt.Sprintf("w%d|n%d", id, id)
+			}
+			lines[1].add(map[int64]string{id: v})
+			record(lines[1-li])
+			what = fmt.Sprintf("insert %d on both lines", id)
+		case op < 4:
+			ids := pick(l, 1+rng.IntN(2))
+			if len(ids) == 0 {
+				continue
+			}
+			l.del(ids)
+			what = fmt.Sprintf("delete %v on %s", ids, l.branch)
+		case op < 7:
+			ids := pick(l, 1+rng.IntN(3))
+			if len(ids) == 0 {
+				continue
+			}
+			col := []string{"val", "n"}[rng.IntN(2)]
+			l.set(ids, col, fmt.Sprintf("u%d", step))
+			what = fmt.Sprintf("update %s of %v on %s", col, ids, l.branch)
+		default:
+			src, dst := lines[li], lines[1-li]
+			merges++
+			what = fmt.Sprintf("merge %s into %s", orMainName(src.branch), orMainName(dst.branch))
+			opts := &branch.MergeOptions{Into: dst.branch, On: on}
+			res, err := branch.Merge(ctx, root, branch.Ref{Branch: src.branch}, opts)
+			var baseModel model
+			if res != nil {
+				var ok bool
+				if baseModel, ok = states[refKey(res.Base)]; !ok {
+					t.Fatalf("step %d: %s: base %s is no state the model saw", step, what, res.Base)
+				}
+			}
+			var mc *dataset.MergeConflictError
+			switch {
+			case errors.As(err, &mc):
+				want, wantConflicts := oracle(baseModel, dst.m, src.m, dataset.MergeFail)
+				_ = want
+				if len(wantConflicts) == 0 {
+					t.Fatalf("seed %d step %d: %s (base %s): unexpected conflict: %v", seed, step, what, res.Base, err)
+				}
+				conflicted++
+				if strings.Contains(mc.Reason, "cannot be matched") {
+					if key != "" || stable {
+						t.Fatalf("step %d: %s: unmatched rows with a key or stable row ids: %v", step, what, err)
+					}
+					unmatched++
+					what += ": stopped, rows cannot be matched"
+					break
+				}
+				checkConflicts(t, fmt.Sprintf("seed %d step %d: %s (base %s)", seed, step, what, res.Base), mc.Report, wantConflicts, key != "")
+				strategy := dataset.MergeOurs
+				if rng.IntN(2) == 0 {
+					strategy = dataset.MergeTheirs
+				}
+				opts.Strategy = strategy
+				if res, err = branch.Merge(ctx, root, branch.Ref{Branch: src.branch}, opts); err != nil {
+					t.Fatalf("step %d: %s --strategy %s: %v", step, what, strategy, err)
+				}
+				if baseModel = states[refKey(res.Base)]; baseModel == nil {
+					t.Fatalf("step %d: base %s unseen", step, res.Base)
+				}
+				dst.m, _ = oracle(baseModel, dst.m, src.m, strategy)
+				what += " --strategy " + string(strategy)
+			case err != nil:
+				t.Fatalf("step %d: %s: %v", step, what, err)
+			default:
+				want, wantConflicts := oracle(baseModel, dst.m, src.m, dataset.MergeFail)
+				if len(wantConflicts) > 0 && !res.UpToDate {
+					t.Fatalf("seed %d step %d: %s (base %s): merged, want conflicts on %v (report %+v)", seed, step, what, res.Base, wantConflicts, res.Report)
+				}
+				if !res.UpToDate {
+					dst.m = want
+					cells += int(res.Report.CellsMerged)
+				}
+			}
+			l = dst
+		}
+		record(l)
+		t.Logf("step %d: %s", step, what)
+		for _, ln := range lines {
+			sameModel(t, fmt.Sprintf("seed %d step %d (%s): line %s", seed, step, what, orMainName(ln.branch)),
+				idContents(t, root, branch.Ref{Branch: ln.branch}), ln.m)
+		}
+	}
+	t.Logf("%d merges, %d with conflicts, %d of them unmatched; %d rows merged cell by cell", merges, conflicted, unmatched, cells)
+}
+
+func orMainName(b string) string {
+	if b == "" {
+		return branch.Main
+	}
+	return b
+}
+
+// checkConflicts requires the report to name exactly the oracle's
+// conflicting rows: by key when there is one, else by count.
+func checkConflicts(t *testing.T, what string, r *dataset.MergeReport, want []int64, byKey bool) {
+	t.Helper()
+	if !byKey {
+		if len(r.Conflicts) != len(want) {
+			t.Fatalf("%s: %d conflicts %+v, want %d on ids %v", what, len(r.Conflicts), r.Conflicts, len(want), want)
+		}
+		return
+	}
+	var got []string
+	for _, c := range r.Conflicts {
+		got = append(got, c.Key)
+	}
+	slices.Sort(got)
+	var wantKeys []string
+	for _, id := range want {
+		wantKeys = append(wantKeys, fmt.Sprintf("id=%d", id))
+	}
+	slices.Sort(wantKeys)
+	if !slices.Equal(got, wantKeys) {
+		t.Fatalf("%s: conflicts on %v, want %v", what, got, wantKeys)
+	}
+}

@@ -1,0 +1,533 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/format/schema"
+)
+
+// Row identity for the three-way merge on datasets without stable row ids.
+//
+// There a row's identity is its address, and an update moves a row: it
+// deletes the old copy and writes a new one. Left alone the merge sees a
+// deletion plus an unrelated insertion, and a row updated on both sides
+// comes out twice. Two sources say which new row is which old row, strongest
+// first:
+//
+//   - a key (ThreeWayOptions.On, or the schema's unenforced primary key):
+//     a new row of a side whose key a base row that side removed had is that
+//     row's new copy;
+//   - the transactions of each side since the base: an Update transaction
+//     that removed N rows and wrote N rows wrote them in the order it read
+//     them (lancer's and Lance's update scan the fragments in order), so the
+//     k-th removed row's new copy is the k-th written row.
+//
+// What neither settles (a merge-insert's rewrite, a history the walk cannot
+// follow) is uncertain: a base row a side removed whose new copy, if any,
+// cannot be found. When the other side changed such a row too the merge
+// stops with ConflictUnmatched, which no strategy resolves: naming a key
+// does.
+
+// PrimaryKeyMetadata is the Arrow field metadata key with which LanceDB
+// marks a column as (part of) the table's unenforced primary key (value
+// "true"); Lance also records it in the field's unenforced_primary_key.
+const PrimaryKeyMetadata = "lance-schema:unenforced-primary-key"
+
+// maxReplay bounds the versions of one side the merge replays to match
+// updated rows; older changes count as uncertain.
+const maxReplay = 512
+
+// PrimaryKey returns the names of the top-level columns of s marked as the
+// unenforced primary key, in key order (their recorded positions, then field
+// ids); nil when there is none.
+func PrimaryKey(s *schema.Schema) []string {
+	var pk []*schema.Field
+	for _, f := range s.Fields {
+		if f.UnenforcedPrimaryKey || strings.EqualFold(f.Metadata[PrimaryKeyMetadata], "true") {
+			pk = append(pk, f)
+		}
+	}
+	slices.SortStableFunc(pk, func(a, b *schema.Field) int {
+		pa, pb := a.UnenforcedPrimaryKeyPosition, b.UnenforcedPrimaryKeyPosition
+		if pa == 0 {
+			pa = ^uint32(0)
+		}
+		if pb == 0 {
+			pb = ^uint32(0)
+		}
+		if pa != pb {
+			if pa < pb {
+				return -1
+			}
+			return 1
+		}
+		return int(a.ID) - int(b.ID)
+	})
+	var out []string
+	for _, f := range pk {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// mergeKey returns the key columns the merge matches rows by: opts.On, else
+// the target's primary key. Each must be a top-level column of all three
+// versions.
+func (m *merger) mergeKey() ([]string, error) {
+	key := m.o.On
+	if len(key) == 0 {
+		key = PrimaryKey(m.ours.manifest.Schema)
+	}
+	seen := map[string]bool{}
+	for _, c := range key {
+		if seen[c] {
+			return nil, fmt.Errorf("dataset: merge: key column %q named twice: %w", c, lancer.ErrInvalidArgument)
+		}
+		seen[c] = true
+		for _, d := range []*Dataset{m.base, m.ours, m.theirs} {
+			f := d.manifest.Schema.Field(c)
+			if f == nil || f.ParentID >= 0 {
+				return nil, fmt.Errorf("dataset: merge: key column %q is not a column of version %d: %w", c, d.Version(), lancer.ErrNotFound)
+			}
+			if f.Blob != 0 {
+				return nil, fmt.Errorf("dataset: merge: key column %q is a blob column: %w", c, lancer.ErrInvalidArgument)
+			}
+		}
+	}
+	return key, nil
+}
+
+// identify matches, on each side, the rows it rewrote with the base rows
+// they are copies of (re-keying them in m.live under the base identity),
+// and records the base rows whose copies cannot be found (m.uncertain). With
+// a key it also finds the rows both sides inserted with one key.
+func (m *merger) identify(ctx context.Context) error {
+	key, err := m.mergeKey()
+	if err != nil {
+		return err
+	}
+	m.key = key
+	if len(key) > 0 {
+		return m.identifyByKey(ctx)
+	}
+	if m.stable {
+		return nil
+	}
+	for side := 1; side <= 2; side++ {
+		origin, uncertain, err := m.lineage(ctx, side)
+		if err != nil {
+			return err
+		}
+		m.remap(side, origin)
+		for id := range uncertain {
+			if _, inBase := m.live[0][id]; !inBase {
+				continue
+			}
+			if _, live := m.live[side][id]; live {
+				continue
+			}
+			m.uncertain[side-1][id] = true
+		}
+	}
+	return nil
+}
+
+// remap re-keys the rows of a side that are copies of base rows: origin
+// maps a row's identity in the side to the base identity.
+func (m *merger) remap(side int, origin map[uint64]uint64) {
+	live := m.live[side]
+	for id, o := range origin {
+		at, ok := live[id]
+		if !ok {
+			continue
+		}
+		if _, inBase := m.live[0][o]; !inBase {
+			continue
+		}
+		if _, taken := live[o]; taken {
+			continue // the base row is still live: not a copy
+		}
+		delete(live, id)
+		live[o] = at
+	}
+}
+
+// liveRows lists the identities (interned fragment key << 32 | offset) of
+// d's live rows in scan order.
+func (m *merger) liveRows(ctx context.Context, d *Dataset) ([]uint64, error) {
+	var out []uint64
+	for _, f := range d.manifest.Fragments {
+		if len(f.Files) == 0 {
+			return nil, fmt.Errorf("dataset: merge: fragment %d of version %d has no data file: %w", f.ID, d.Version(), lancer.ErrUnsupported)
+		}
+		k, err := d.fileKey(ctx, &f.Files[0])
+		if err != nil {
+			return nil, err
+		}
+		key := uint64(m.intern(k))
+		physical, err := d.physicalRows(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if physical >= 1<<32 {
+			return nil, fmt.Errorf("dataset: merge: fragment %d has %d rows: %w", f.ID, physical, lancer.ErrCorrupt)
+		}
+		dv, err := d.deletionVector(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		del := dv.bitmap()
+		for j := uint64(0); j < physical; j++ {
+			if !del.Contains(uint32(j)) {
+				out = append(out, key<<32|j)
+			}
+		}
+	}
+	return out, nil
+}
+
+// lineage replays the commits of one side (1 ours, 2 theirs) since the
+// base, or since the oldest version of its line it can read, and returns
+// origin (identity of a row of the side's latest version → the base row it
+// is an updated copy of) and uncertain (base rows removed in a way that may
+// have written a copy the replay cannot find).
+func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[uint64]bool, error) {
+	d := m.sides[side].d
+	base := m.live[0]
+	sameLine := strings.TrimSuffix(d.store.URI(), "/") == strings.TrimSuffix(m.base.store.URI(), "/")
+	// Walk back to where the replay starts: the base on its own line, else
+	// the oldest version of the line there is (a branch's first version is
+	// its fork point's state).
+	start := d.Version()
+	cache := map[uint64]*manifest.Transaction{}
+	for n := 0; start > 1 && n < maxReplay; n++ {
+		if sameLine && start <= m.base.Version() {
+			break
+		}
+		t, err := loadTransactions(ctx, d.store, start, start, cache)
+		if err != nil {
+			break // the version is not in this line's store
+		}
+		if _, clone := t[0].txn.Operation.(*manifest.Clone); clone {
+			break
+		}
+		start--
+	}
+	origin := map[uint64]uint64{}
+	uncertain := map[uint64]bool{}
+	prevDS := d
+	if start != d.Version() {
+		var err error
+		if prevDS, err = d.Checkout(ctx, start); err != nil {
+			return nil, nil, err
+		}
+	}
+	prev, err := m.liveRows(ctx, prevDS)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !sameLine || start != m.base.Version() {
+		// How the start state lost a base row is not known; unless it
+		// holds no row the base lacks, when the row was deleted.
+		in := setOf(prev)
+		wrote := false
+		for _, id := range prev {
+			if _, ok := base[id]; !ok {
+				wrote = true
+				break
+			}
+		}
+		for id := range base {
+			if !in[id] && wrote {
+				uncertain[id] = true
+			}
+		}
+	}
+	for v := start + 1; v <= d.Version(); v++ {
+		curDS := d
+		if v != d.Version() {
+			if curDS, err = d.Checkout(ctx, v); err != nil {
+				return nil, nil, err
+			}
+		}
+		cur, err := m.liveRows(ctx, curDS)
+		if err != nil {
+			return nil, nil, err
+		}
+		var op manifest.Operation
+		if t, err := loadTransactions(ctx, d.store, v, v, cache); err == nil {
+			op = t[0].txn.Operation
+		}
+		prevSet, curSet := setOf(prev), setOf(cur)
+		var removed, written []uint64
+		for _, id := range prev {
+			if !curSet[id] {
+				removed = append(removed, id)
+			}
+		}
+		for _, id := range cur {
+			if !prevSet[id] {
+				written = append(written, id)
+			}
+		}
+		originOf := func(id uint64) (uint64, bool) {
+			if _, ok := base[id]; ok {
+				return id, true
+			}
+			o, ok := origin[id]
+			return o, ok
+		}
+		switch op.(type) {
+		case *manifest.Delete, *manifest.Append:
+			// Removed rows are deleted, written rows new.
+		case *manifest.Update:
+			if len(removed) == len(written) {
+				for i, id := range removed {
+					if o, ok := originOf(id); ok {
+						origin[written[i]] = o
+					}
+				}
+				break
+			}
+			// A merge-insert (or an update Lance wrote otherwise): the
+			// copies cannot be told from the insertions.
+			for _, id := range removed {
+				if o, ok := originOf(id); ok {
+					uncertain[o] = true
+				}
+			}
+		case *manifest.Rewrite:
+			// Compaction moves rows: base rows moved are handled as
+			// compacted (m.rewritten); copies moved lose their origin.
+			for _, id := range removed {
+				if o, ok := origin[id]; ok {
+					uncertain[o] = true
+				}
+			}
+		default:
+			// Another operation (a merge, an overwrite, a restore) that
+			// removed rows and wrote none deleted them.
+			if len(written) == 0 {
+				break
+			}
+			for _, id := range removed {
+				if o, ok := originOf(id); ok {
+					uncertain[o] = true
+				}
+			}
+		}
+		for _, id := range removed {
+			delete(origin, id)
+		}
+		prev = cur
+	}
+	return origin, uncertain, nil
+}
+
+func setOf(ids []uint64) map[uint64]bool {
+	out := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
+}
+
+// rowStrings reads the given columns of the rows of a side (identities in
+// m.live[side]) and returns each row's values as one string (equal rows,
+// equal strings).
+func (m *merger) rowStrings(ctx context.Context, side int, ids []uint64, cols []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	const chunk = 8192
+	for lo := 0; lo < len(ids); lo += chunk {
+		rec, err := m.takeRows(ctx, side, ids[lo:min(lo+chunk, len(ids))], cols)
+		if err != nil {
+			return nil, err
+		}
+		for r := range int(rec.NumRows()) {
+			out = append(out, rowString(rec, r))
+		}
+		rec.Release()
+	}
+	return out, nil
+}
+
+// takeRows reads the given columns of rows of a side (identities in
+// m.live[side]), in the order given. The caller releases the batch.
+func (m *merger) takeRows(ctx context.Context, side int, ids []uint64, cols []string) (arrow.RecordBatch, error) {
+	d := m.sides[side].d
+	pos := make(map[*manifest.Fragment]int, len(d.manifest.Fragments))
+	for i, f := range d.manifest.Fragments {
+		pos[f] = i
+	}
+	locs := make([]rowLoc, len(ids))
+	for i, id := range ids {
+		at, ok := m.live[side][id]
+		if !ok {
+			return nil, fmt.Errorf("dataset: merge: row %d is not live in version %d: %w", id, d.Version(), lancer.ErrCorrupt)
+		}
+		sf, ok := m.sides[side].frags[at.key]
+		if !ok {
+			return nil, fmt.Errorf("dataset: merge: a fragment of version %d is missing: %w", d.Version(), lancer.ErrCorrupt)
+		}
+		locs[i] = rowLoc{frag: pos[sf.frag], offset: uint64(at.offset)}
+	}
+	proj, err := d.project(cols, false, false)
+	if err != nil {
+		return nil, err
+	}
+	return d.takeLocations(ctx, proj, locs)
+}
+
+// rowString encodes row r of rec: each value as Arrow prints it, nulls
+// apart from any value.
+func rowString(rec arrow.RecordBatch, r int) string {
+	var b strings.Builder
+	for c := range int(rec.NumCols()) {
+		col := rec.Column(c)
+		if c > 0 {
+			b.WriteByte(0x1f)
+		}
+		if col.IsNull(r) {
+			b.WriteString("\x00null")
+			continue
+		}
+		b.WriteString(col.ValueStr(r))
+	}
+	return b.String()
+}
+
+// keyText prints a key value for messages.
+func keyText(cols []string, s string) string {
+	vals := strings.Split(s, "\x1f")
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		v := ""
+		if i < len(vals) {
+			v = strings.ReplaceAll(vals[i], "\x00null", "NULL")
+		}
+		parts[i] = c + "=" + v
+	}
+	return strings.Join(parts, ", ")
+}
+
+// identifyByKey matches rows by the key: a new row of a side whose key a
+// base row the side removed had is that row's copy (in every mode: with
+// stable row ids the copy may have another id); rows both sides inserted
+// with one key are matched (equal rows: one row; different: a conflict).
+// Keys live twice in a version are an error.
+func (m *merger) identifyByKey(ctx context.Context) error {
+	keysOf := func(side int, ids []uint64) (map[string]uint64, map[uint64]string, error) {
+		vals, err := m.rowStrings(ctx, side, ids, m.key)
+		if err != nil {
+			return nil, nil, err
+		}
+		byKey := make(map[string]uint64, len(ids))
+		byID := make(map[uint64]string, len(ids))
+		for i, id := range ids {
+			if _, dup := byKey[vals[i]]; dup {
+				return nil, nil, &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
+					"the key (%s) is not unique in version %d: %s is on more than one row; a merge by key needs unique keys",
+					strings.Join(m.key, ", "), m.sides[side].d.Version(), keyText(m.key, vals[i]))}
+			}
+			byKey[vals[i]] = id
+			byID[id] = vals[i]
+		}
+		return byKey, byID, nil
+	}
+	// Only the base rows a side removed and the rows it added need their
+	// keys read; the keys of the base rows still live come from the base.
+	baseIDs := sortedKeys(m.live[0])
+	baseByKey, baseKey, err := keysOf(0, baseIDs)
+	if err != nil {
+		return err
+	}
+	m.baseKey = baseKey
+	added := [3]map[string]uint64{}
+	for side := 1; side <= 2; side++ {
+		var ids []uint64
+		for id := range m.live[side] {
+			if _, inBase := m.live[0][id]; !inBase {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		byKey, _, err := keysOf(side, ids)
+		if err != nil {
+			return err
+		}
+		added[side] = map[string]uint64{}
+		for k, id := range byKey {
+			b, inBase := baseByKey[k]
+			_, baseLive := m.live[side][b]
+			switch {
+			case inBase && baseLive:
+				return &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
+					"the key (%s) is not unique in version %d: %s is on more than one row; a merge by key needs unique keys",
+					strings.Join(m.key, ", "), m.sides[side].d.Version(), keyText(m.key, k))}
+			case inBase:
+				// The side removed the base row and wrote this one (with
+				// stable row ids: under another id, as when both sides
+				// inserted the key and an earlier merge kept the other's
+				// copy).
+				m.live[side][b] = m.live[side][id]
+				delete(m.live[side], id)
+			default:
+				added[side][k] = id
+			}
+		}
+	}
+	// Rows both sides inserted with one key.
+	var pairs [][2]uint64
+	var keys []string
+	for k, t := range added[2] {
+		if o, ok := added[1][k]; ok {
+			pairs = append(pairs, [2]uint64{o, t})
+			keys = append(keys, k)
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	cols := commonColumns(m.base, m.ours, m.theirs)
+	os, ts := make([]uint64, len(pairs)), make([]uint64, len(pairs))
+	for i, p := range pairs {
+		os[i], ts[i] = p[0], p[1]
+	}
+	ov, err := m.rowStrings(ctx, 1, os, cols)
+	if err != nil {
+		return err
+	}
+	tv, err := m.rowStrings(ctx, 2, ts, cols)
+	if err != nil {
+		return err
+	}
+	m.insertedBoth = map[uint64]insertPair{}
+	for i, p := range pairs {
+		m.insertedBoth[p[1]] = insertPair{ours: p[0], same: ov[i] == tv[i], key: keyText(m.key, keys[i])}
+	}
+	return nil
+}
+
+// insertPair is a row the source inserted whose key the target inserted
+// too.
+type insertPair struct {
+	ours uint64 // the target's row
+	same bool   // both rows hold the same values
+	key  string
+}
+
+func sortedKeys[V any](mp map[uint64]V) []uint64 {
+	out := make([]uint64, 0, len(mp))
+	for k := range mp {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
