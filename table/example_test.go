@@ -219,16 +219,16 @@ func ExampleTable_Merge() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Without stable row ids (dataset.WriteOptions.EnableStableRowIDs) an
-	// update moves the row: it merges as a deletion and an insertion.
+	// The row keeps its identity across the update even without stable
+	// row ids: the merge follows the fix branch's Update transaction.
 	rep := res.Report
-	fmt.Printf("merged %s into %s (base %s): %d added, %d deleted, fast-forward %t\n",
-		res.Source, res.Target, res.Base, rep.RowsAdded, rep.RowsDeleted, res.FastForward)
+	fmt.Printf("merged %s into %s (base %s): %d added, %d updated, %d deleted, fast-forward %t\n",
+		res.Source, res.Target, res.Base, rep.RowsAdded, rep.RowsUpdated, rep.RowsDeleted, res.FastForward)
 	rows, _ := t.Count(ctx, "")
 	birds, _ := t.Count(ctx, "tag = 'bird'")
 	fmt.Printf("main@%d: %d rows, %d bird\n", t.Version(), rows, birds)
 	// Output:
-	// merged fix@2 into main@2 (base main@1): 1 added, 1 deleted, fast-forward false
+	// merged fix@2 into main@2 (base main@1): 0 added, 1 updated, 0 deleted, fast-forward false
 	// main@3: 6 rows, 1 bird
 }
 
