@@ -75,4 +75,17 @@ func TestServerMergeBranch(t *testing.T) {
 	if msg, _ := out["message"].(string); code != http.StatusConflict || !strings.Contains(msg, "the key (id) is not unique") || !strings.Contains(msg, "id=0") {
 		t.Fatalf("merge on id: %d %v", code, out)
 	}
+	if code, out = merge(`{"from_branch":"dev","ours":["nope"]}`); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(out), "nope") {
+		t.Fatalf("ours names a missing column: %d %v", code, out)
+	}
+	// A column rule resolves the conflicting cell: dev's id wins.
+	code, out = merge(`{"from_branch":"dev","theirs":["id"]}`)
+	cs, _ := out["conflicts"].([]any)
+	if code != http.StatusOK || out["status"] != "merged" || len(cs) != 1 || cs[0].(map[string]any)["resolution"] != "columns" {
+		t.Fatalf("merge with theirs [id]: %d %v", code, out)
+	}
+	rec := do(t, s, "POST", "/v1/table/t/count_rows/", []byte(`{"predicate":"id = 41"}`), nil)
+	if got := strings.TrimSpace(rec.Body.String()); got != "1" || count() != "8" {
+		t.Fatalf("after theirs [id]: %s rows with id 41, %s rows", got, count())
+	}
 }

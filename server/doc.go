@@ -65,7 +65,7 @@
 //	POST /v1/table/{t}/version/list/, restore/
 //	POST /v1/table/{t}/tags/{list,version,create,update,delete}/
 //	POST /v1/table/{t}/branches/{list,create,delete,diff,cherry_pick}/
-//	POST /v1/table/{t}/branches/merge/               lancer's own: {"from_branch","into","strategy","dry_run"}
+//	POST /v1/table/{t}/branches/merge/               lancer's own: {"from_branch","into","strategy","on","ours","theirs","dry_run"}
 //	POST /v1/table/{t}/add_columns/                  {"new_columns":[{"name","expression"}]} → {"version"}
 //	POST /v1/table/{t}/alter_columns/                {"alterations":[{"path","rename"?,...}]} → {"version"}
 //	POST /v1/table/{t}/drop_columns/                 {"columns":[...]} → {"version"}
