@@ -528,6 +528,10 @@ func (m *merger) load(ctx context.Context) error {
 		m.sides[i], m.live[i] = s, live
 	}
 	for side := range 2 {
+		if m.stable || !m.mayHaveRewritten(side) {
+			m.rewritten[side] = map[uint32]bool{}
+			continue
+		}
 		rw, err := m.rewrittenSince(ctx, m.sides[side+1].d)
 		if err != nil {
 			return err
@@ -537,36 +541,68 @@ func (m *merger) load(ctx context.Context) error {
 	return nil
 }
 
-// rewrittenSince returns the keys of the base fragments that compactions
-// committed on d's line after the base version replaced.
-func (m *merger) rewrittenSince(ctx context.Context, d *Dataset) (map[uint32]bool, error) {
-	out := map[uint32]bool{}
-	from := m.base.Version() + 1
-	if from > d.Version() {
-		return out, nil
-	}
-	txns, err := loadTransactions(ctx, d.store, from, d.Version(), map[uint64]*manifest.Transaction{})
-	if err != nil {
-		// Versions before a branch's first one are not in its store:
-		// judge by the versions that are.
-		txns = nil
-		for v := from; v <= d.Version(); v++ {
-			t, err := loadTransactions(ctx, d.store, v, v, map[uint64]*manifest.Transaction{})
-			if err == nil {
-				txns = append(txns, t...)
-			}
+// mayHaveRewritten says whether side (0 ours, 1 theirs) lacks a base
+// fragment the other side changed (or lacks too): only then can a
+// compaction of it matter (see classify), and the side's history is read.
+func (m *merger) mayHaveRewritten(side int) bool {
+	mine, other := m.sides[side+1], m.sides[2-side]
+	for key, bf := range m.sides[0].frags {
+		if _, ok := mine.frags[key]; ok {
+			continue
+		}
+		if of, ok := other.frags[key]; !ok || !of.deleted.Equals(bf.deleted) {
+			return true
 		}
 	}
+	return false
+}
+
+// rewrittenSince returns the keys of the base fragments that compactions
+// on d's line replaced after the base state: the Rewrite transactions of
+// d's line back to the base when it is on d's line, else back to the line's
+// first version (a branch's Clone) or the oldest one it can read. A
+// rewritten fragment is known by its first data file, which is the same on
+// every line (fragment ids are not: a merge renumbers the source's).
+func (m *merger) rewrittenSince(ctx context.Context, d *Dataset) (map[uint32]bool, error) {
+	out := map[uint32]bool{}
+	sameLine := strings.TrimSuffix(d.store.URI(), "/") == strings.TrimSuffix(m.base.store.URI(), "/")
 	base := m.sides[0]
 	byID := map[uint64]uint32{}
 	for key, f := range base.frags {
 		byID[f.frag.ID] = key
 	}
-	for _, c := range txns {
-		if rw, ok := c.txn.Operation.(*manifest.Rewrite); ok {
-			for _, id := range rw.RewrittenIDs() {
-				if key, ok := byID[id]; ok {
-					out[key] = true
+	cache := map[uint64]*manifest.Transaction{}
+	for v, n := d.Version(), 0; v >= 1 && n < maxReplay; v, n = v-1, n+1 {
+		if sameLine && v <= m.base.Version() {
+			break
+		}
+		t, err := loadTransactions(ctx, d.store, v, v, cache)
+		if err != nil {
+			break // not in this line's store: before the branch
+		}
+		switch op := t[0].txn.Operation.(type) {
+		case *manifest.Clone:
+			return out, nil
+		case *manifest.Rewrite:
+			olds := slices.Clone(op.OldFragments)
+			for _, g := range op.Groups {
+				olds = append(olds, g.OldFragments...)
+			}
+			for _, f := range olds {
+				if len(f.Files) == 0 {
+					if key, ok := byID[f.ID]; ok && sameLine {
+						out[key] = true
+					}
+					continue
+				}
+				k, err := d.fileKey(ctx, &f.Files[0])
+				if err != nil {
+					return nil, err
+				}
+				if key, ok := m.keys[k]; ok {
+					if _, inBase := base.frags[key]; inBase {
+						out[key] = true
+					}
 				}
 			}
 		}
