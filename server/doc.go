@@ -69,6 +69,7 @@
 //	POST /v1/table/{t}/add_columns/                  {"new_columns":[{"name","expression"}]} → {"version"}
 //	POST /v1/table/{t}/alter_columns/                {"alterations":[{"path","rename"?,...}]} → {"version"}
 //	POST /v1/table/{t}/drop_columns/                 {"columns":[...]} → {"version"}
+//	POST /v1/table/{t}/changes/                      lancer's own: {"since","until","branch","columns","offset","limit"} → {"rows","until","next_offset"}
 //	POST /v1/table/{t}/fetch_blobs/                  {"version","branch"?,"column","row_ids"} → Arrow IPC stream
 //	GET  /v1/table/{t}/blob/{col}/{row}/bytes?version&branch   one value; Range: bytes=a-b | a- | -n
 //	GET  /metrics                                    Prometheus text format
