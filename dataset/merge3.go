@@ -347,6 +347,10 @@ func checkColumnRules(ours *Dataset, o, t []string) error {
 	return nil
 }
 
+// branchRowIDSpan is the size of the row id ranges lancer's branches
+// allocate from (branch.rowIDSpan).
+const branchRowIDSpan = 1 << 40
+
 // merger holds one three-way merge in progress.
 type merger struct {
 	base, ours, theirs *Dataset
@@ -815,8 +819,27 @@ func (m *merger) classify(ctx context.Context) error {
 				taken[id] = true
 			}
 		}
+		// Lines that allocate from ranges of their own (lancer's
+		// branches; their next ids lie in different spans) never hand
+		// out one id twice: a row both have under one id is one row that
+		// reached both, changed on one or both sides, so a conflict, not
+		// an id to renumber. So is a row both inserted under one key and
+		// one id.
+		disjoint := m.ours.manifest.NextRowID/branchRowIDSpan != m.theirs.manifest.NextRowID/branchRowIDSpan
 		collide := false
 		for _, id := range m.addedByTheirs {
+			if p, ok := m.insertedBoth[id]; ok && p.ours == id {
+				continue
+			}
+			if _, live := m.live[1][id]; live && disjoint {
+				if m.insertedBoth == nil {
+					m.insertedBoth = map[uint64]insertPair{}
+				}
+				if _, ok := m.insertedBoth[id]; !ok {
+					m.insertedBoth[id] = insertPair{ours: id}
+				}
+				continue
+			}
 			collide = collide || taken[id]
 		}
 		if collide {
