@@ -72,6 +72,9 @@ type Index struct {
 	// Quant and Sub are the storage and the partition search.
 	Quant Quantization
 	Sub   SubIndex
+	// Legacy says the segment is Lance's legacy single-file IVF_PQ (file
+	// version 0.1, L1-L4 of doc.go).
+	Legacy bool
 
 	dim       int
 	centroids []float32 // nparts × dim
@@ -86,6 +89,7 @@ type Index struct {
 
 	location string // the segment directory, for errors
 	idx, aux *format.Reader
+	legacy   *legacyFile // a legacy segment's file; idx and aux are nil
 
 	mu    sync.Mutex
 	parts map[int]*partition
@@ -141,7 +145,10 @@ func Open(ctx context.Context, store blob.Store, dir string, opts *OpenOptions) 
 	// Lance's legacy vector index (file version 0.1) is index.idx alone
 	// with a protobuf footer (I1).
 	if _, err := store.Stat(ctx, dir+"/"+AuxiliaryFile); errors.Is(err, lancer.ErrNotFound) {
-		return nil, fmt.Errorf("vecindex: index %s: no %s: a legacy (pre-v3) vector index: %w", loc, AuxiliaryFile, lancer.ErrUnsupported)
+		if err := ix.openLegacy(ctx, store, dir+"/"+IndexFile); err != nil {
+			return nil, err
+		}
+		return ix, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("vecindex: index %s: %w", loc, err)
 	}
@@ -166,8 +173,11 @@ func Open(ctx context.Context, store blob.Store, dir string, opts *OpenOptions) 
 func (ix *Index) ResidentBytes() int64 {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return int64(4*len(ix.centroids)+4*len(ix.pq.codebook)+32*(len(ix.auxStart)+len(ix.subStart))) +
-		ix.idx.MetadataBytes() + ix.aux.MetadataBytes() + ix.bytes + 512
+	n := int64(4*len(ix.centroids)+4*len(ix.pq.codebook)+32*(len(ix.auxStart)+len(ix.subStart))) + ix.bytes + 512
+	if ix.legacy != nil {
+		return n + int64(8*len(ix.legacy.offsets))
+	}
+	return n + ix.idx.MetadataBytes() + ix.aux.MetadataBytes()
 }
 
 // Dim returns the vectors' dimension.
