@@ -559,3 +559,75 @@ func parseMetric(s string) (vector.Metric, error) {
 	}
 	return 0, fmt.Errorf("distance %q", s)
 }
+
+// ReadType returns the type of the vector index segment in dir as
+// index.idx records it ("IVF_PQ", "IVF_HNSW_SQ", "IVF_RQ", ...), whether
+// or not this package searches it, and whether it is the legacy file
+// (L1). It reads index.idx's metadata only.
+func ReadType(ctx context.Context, store blob.Store, dir string) (typ string, legacy bool, err error) {
+	if _, err := store.Stat(ctx, dir+"/"+AuxiliaryFile); errors.Is(err, lancer.ErrNotFound) {
+		ix := &Index{location: dir, parts: map[int]*partition{}}
+		if err := ix.openLegacy(ctx, store, dir+"/"+IndexFile); err != nil && !errors.Is(err, lancer.ErrUnsupported) {
+			return "", true, err
+		}
+		return "IVF_PQ", true, nil
+	} else if err != nil {
+		return "", false, fmt.Errorf("vecindex: index %s: %w", dir, err)
+	}
+	r, err := format.Open(ctx, store, dir+"/"+IndexFile, nil)
+	if err != nil {
+		return "", false, fmt.Errorf("vecindex: index %s: %w", dir, err)
+	}
+	var im struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal([]byte(r.Schema().Metadata[keyIndex]), &im); err != nil || im.Type == "" {
+		return "", false, fmt.Errorf("vecindex: index %s: %s: no index type in %s: %w", dir, IndexFile, keyIndex, lancer.ErrCorrupt)
+	}
+	return im.Type, false, nil
+}
+
+// LanceTypeName names an index type as Lance lists it: "IVF_HNSW_SQ" →
+// "IvfHnswSq".
+func LanceTypeName(typ string) string {
+	var b strings.Builder
+	for w := range strings.SplitSeq(typ, "_") {
+		if w == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(w[:1]) + strings.ToLower(w[1:]))
+	}
+	return b.String()
+}
+
+// DetailsTypeName names a Lance vector index as Lance lists it from the
+// VectorIndexDetails message its manifest records (Lance 12 records the
+// quantization and the HNSW parameters there): "IvfHnswSq", ...; "" when
+// the details do not say.
+func DetailsTypeName(details []byte) string {
+	if len(details) == 0 {
+		return ""
+	}
+	var det indexpb.VectorIndexDetails
+	if err := proto.Unmarshal(details, &det); err != nil {
+		return ""
+	}
+	var quant string
+	switch det.GetCompression().(type) {
+	case *indexpb.VectorIndexDetails_Pq:
+		quant = "PQ"
+	case *indexpb.VectorIndexDetails_Sq:
+		quant = "SQ"
+	case *indexpb.VectorIndexDetails_Rq:
+		quant = "RQ"
+	case *indexpb.VectorIndexDetails_Flat:
+		quant = "FLAT"
+	default:
+		return ""
+	}
+	typ := "IVF_"
+	if det.HnswIndexConfig != nil {
+		typ += "HNSW_"
+	}
+	return LanceTypeName(typ + quant)
+}

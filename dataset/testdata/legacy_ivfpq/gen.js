@@ -48,6 +48,6 @@ async function answers(tbl, queries, variants) {
   await t.createIndex({ type: 'ivf_pq', column: 'vector', num_partitions: 4, num_sub_vectors: 8, metric_type: 'cosine', max_iters: 20 });
   await t.add(rows(60, dim, 400));
   out.ivfpq_cosine = { metric: 'cosine', partitions: 4, sub_vectors: 8, rows: 460, indexed_rows: 400,
-    queries: await answers(t, queries, variants.map(v => ({ ...v, filter: v.filter ? 'id < 200' : undefined }))) };
+    queries: await answers(t, queries, variants.map(v => ({ ...v, metric: 'cosine', filter: v.filter ? 'id < 200' : undefined }))) };
   fs.writeFileSync(dir + '/expected.json', JSON.stringify({ generator: 'vectordb 0.4.20 (Lance 0.10.18), testdata/legacy/gen.js', ...out }));
 })().catch(e => { console.error(e); process.exit(1); });
