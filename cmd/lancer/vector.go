@@ -131,7 +131,7 @@ lists it: IvfPq, IvfHnswSq, IvfFlat, IvfSq, IvfHnswPq, IvfHnswFlat, IvfRq for
 vector indices (Lance's, from the segment's files, including the legacy IVF_PQ
 file of old Lance releases; lancer's, from its details), BTree, Bitmap,
 LabelList, FTS, ... for scalar ones.`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tbl, err := openTable(cmd.Context(), cmd, args, &rf)
 			if err != nil {
@@ -538,6 +538,6 @@ func (p *progressBar) done() {
 // (searchOne writes them); it writes no rows.
 type planWriter struct{ w io.Writer }
 
-func (*planWriter) begin(*arrow.Schema) error      { return nil }
+func (*planWriter) begin(*arrow.Schema) error     { return nil }
 func (*planWriter) write(arrow.RecordBatch) error { return nil }
 func (*planWriter) end() error                    { return nil }
