@@ -81,7 +81,8 @@
 //
 // L1. index.idx ends with 16 bytes: the little-endian uint64 position of
 // the index message, uint16 major and minor version (0.1; 0.0 also read)
-// and "LANC". At the position, a little-endian uint32 length, then a
+// and "LANC" (an index.idx ending in a Lance v2 file's footer is a v3
+// segment that lost its auxiliary.idx: ErrCorrupt). At the position, a little-endian uint32 length, then a
 // pb.Index message whose vector_index has the metric, the dimension and
 // the stages: IVF then PQ. An OPQ transform stage, DiskANN, other PQ
 // widths than 8 bits and the dot metric (Lance 0.10 summed 1 - dot per

@@ -51,6 +51,10 @@ func (ix *Index) openLegacy(ctx context.Context, store blob.Store, key string) e
 	}
 	pos := binary.LittleEndian.Uint64(foot)
 	major, minor := binary.LittleEndian.Uint16(foot[8:]), binary.LittleEndian.Uint16(foot[10:])
+	if major >= 2 {
+		// A Lance v2 data file: a v3 segment that lost its other file.
+		return ix.corrupt(IndexFile, "a v3 index (file version %d.%d) without %s", major, minor, AuxiliaryFile)
+	}
 	if major != 0 || minor > 1 {
 		return fmt.Errorf("vecindex: index %s: %s: legacy file version %d.%d: %w", ix.location, IndexFile, major, minor, lancer.ErrUnsupported)
 	}
