@@ -102,3 +102,14 @@ func (t *Table) ChangeFeed(ctx context.Context, opts *dataset.ChangeFeedOptions)
 	}
 	return ds.ChangeFeed(ctx, opts)
 }
+
+// ExplainSearch returns the plan Search would follow, without searching
+// (dataset.Dataset.ExplainSearch). Set opts.Plan to get the plan of a
+// search as it runs.
+func (t *Table) ExplainSearch(ctx context.Context, column string, query []float32, opts *dataset.SearchOptions) (*dataset.SearchPlan, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.ExplainSearch(ctx, column, query, opts)
+}
