@@ -241,31 +241,62 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, st
 }
 
 // PhraseMatch says whether a document with term positions pos (one sorted
-// list per query term, in query order) holds the phrase whose terms sit at
-// query positions qpos: with slop 0 every term at its place relative to a
-// common start; with slop, each term after the one before, at most slop
-// past its place.
+// list per query term) holds the phrase whose terms sit at query positions
+// qpos, as Lance's wand.rs check_positions decides: with relative position
+// r = position - query position, every term's r lies in [r of the term
+// before, that + slop]; the candidates advance greedily to the furthest
+// lower bound a pair asks for.
 func PhraseMatch(pos [][]uint32, qpos []int, slop int) bool {
-	if len(pos) == 0 {
+	if len(pos) == 0 || len(pos) != len(qpos) {
 		return false
 	}
-	for _, start := range pos[0] {
-		prev := int(start)
-		ok := true
-		for i := 1; i < len(pos) && ok; i++ {
-			want := prev + (qpos[i] - qpos[i-1])
-			ok = false
-			for _, p := range pos[i] {
-				if int(p) >= want && int(p) <= want+slop && (slop == 0 || int(p) > prev || qpos[i] == qpos[i-1]) {
-					prev = int(p)
-					ok = true
-					break
-				}
-			}
+	order := make([]int, len(pos))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return qpos[order[a]] < qpos[order[b]] })
+	idx := make([]int, len(pos))
+	rel := func(k int) (int, bool) {
+		t := order[k]
+		if idx[t] >= len(pos[t]) {
+			return 0, false
 		}
-		if ok {
-			return true
+		return int(pos[t][idx[t]]) - qpos[t], true
+	}
+	advance := func(least int) {
+		for _, t := range order {
+			lp := least + qpos[t]
+			idx[t] = sort.Search(len(pos[t]), func(i int) bool { return int(pos[t][i]) >= lp })
 		}
 	}
-	return false
+	advance(0)
+	for {
+		if len(order) == 1 {
+			_, ok := rel(0)
+			return ok
+		}
+		maxRel, haveMax, all := 0, false, true
+		for k := 0; k+1 < len(order); k++ {
+			last, ok1 := rel(k)
+			next, ok2 := rel(k + 1)
+			if !ok1 || !ok2 {
+				return false
+			}
+			moveTo := last
+			if last <= next {
+				moveTo = max(last+1, next-slop)
+			}
+			if !haveMax || moveTo > maxRel {
+				maxRel, haveMax = moveTo, true
+			}
+			if !(last <= next && next <= last+slop) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+		advance(maxRel)
+	}
 }
