@@ -89,3 +89,14 @@ func (t *Table) Indices() []manifest.IndexInfo {
 	defer t.mu.RUnlock()
 	return t.ds.Indices()
 }
+
+// FullTextSearch answers a full-text query over a column's Lance FTS index
+// (dataset.Dataset.FullTextSearch): row ids with Lance's BM25 _score, best
+// first.
+func (t *Table) FullTextSearch(ctx context.Context, text string, opts *dataset.FullTextSearchOptions) ([]dataset.FTSHit, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.FullTextSearch(ctx, text, opts)
+}
