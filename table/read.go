@@ -100,3 +100,16 @@ func (t *Table) FullTextSearch(ctx context.Context, text string, opts *dataset.F
 	}
 	return ds.FullTextSearch(ctx, text, opts)
 }
+
+// ChangeFeed returns the row changes of the handle's line after
+// opts.Since up to opts.Until (default: the handle's version), Delta
+// change-data-feed style (dataset.Dataset.ChangeFeed): each row with
+// _change_type, _commit_version and _commit_timestamp; compactions are no
+// changes; no stable row ids needed.
+func (t *Table) ChangeFeed(ctx context.Context, opts *dataset.ChangeFeedOptions) (*dataset.ChangeFeed, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.ChangeFeed(ctx, opts)
+}
