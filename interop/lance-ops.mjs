@@ -199,6 +199,17 @@ async function serve(req) {
       const rows = await q.toArray();
       return { rows: rows.map((r) => r.toJSON()) };
     }
+    case 'ftsSearch': {
+      // {"op": "ftsSearch", "text": "...", "column": "text", "k": 10,
+      //  "operator": "AND", "phrase": false, "slop": 0}: rows with _score.
+      let fq = req.text;
+      if (req.phrase) fq = new lancedb.PhraseQuery(req.text, req.column, { slop: req.slop || 0 });
+      else if (req.operator) fq = new lancedb.MatchQuery(req.text, req.column, { operator: req.operator });
+      let q = table.query().fullTextSearch(fq, req.phrase || req.operator ? undefined : { columns: [req.column] }).limit(req.k || 10).withRowId();
+      if (req.select) q = q.select(req.select);
+      const rows = await q.toArray();
+      return { rows: rows.map((r) => r.toJSON()) };
+    }
     case 'listIndices':
       return { indices: await table.listIndices() };
     case 'createIndex': {
@@ -206,6 +217,7 @@ async function serve(req) {
       // built with req.indexOptions (LanceDB's options of that index).
       const vectorIndex = { ivfPq: 1, ivfFlat: 1, hnswPq: 1, hnswSq: 1 };
       const cfg = req.type === 'btree' ? lancedb.Index.btree()
+        : req.type === 'fts' ? lancedb.Index.fts(req.indexOptions || {})
         : vectorIndex[req.type] ? lancedb.Index[req.type](req.indexOptions || {}) : undefined;
       await table.createIndex(req.column, cfg ? { config: cfg } : {});
       return { version: await table.version() };

@@ -90,6 +90,17 @@ func (t *Table) Indices() []manifest.IndexInfo {
 	return t.ds.Indices()
 }
 
+// FullTextSearch answers a full-text query over a column's Lance FTS index
+// (dataset.Dataset.FullTextSearch): row ids with Lance's BM25 _score, best
+// first.
+func (t *Table) FullTextSearch(ctx context.Context, text string, opts *dataset.FullTextSearchOptions) ([]dataset.FTSHit, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.FullTextSearch(ctx, text, opts)
+}
+
 // ChangeFeed returns the row changes of the handle's line after
 // opts.Since up to opts.Until (default: the handle's version), Delta
 // change-data-feed style (dataset.Dataset.ChangeFeed): each row with

@@ -236,9 +236,10 @@ func newSearchCommand() *cobra.Command {
 		postfilter, exact     bool
 		nearRowSet, withRowID bool
 		explain               bool
+		text                  string
 	)
 	cmd := &cobra.Command{
-		Use:   "search URI --column C (--vector JSON | --near-row ID | --queries FILE) [-k 10]",
+		Use:   "search URI --column C (--vector JSON | --near-row ID | --queries FILE | --text T) [-k 10]",
 		Short: "Find the rows nearest to a vector",
 		Long: `Print the -k rows whose --column vectors are nearest to a query, nearest first,
 with their distance in _distance. The query is --vector (a JSON array of
@@ -256,18 +257,22 @@ the IVF partitions probed per index segment, the HNSW beam width (at least
 (an index built for another metric is not used: the search is exact). An index
 of a kind lancer cannot search (IVF_RQ, ...) is an error; --exact scores every
 row instead. --explain prints the plan (index and segments, partitions probed,
-rows scored exactly, refine, filter mode) instead of the rows.`,
+rows scored exactly, refine, filter mode) instead of the rows.
+
+--text T is a full-text search instead: the rows of --column (optional when
+one column has an FTS index) that Lance's FTS index matches, best first, with
+Lance's BM25 score in _score.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			nearRowSet = cmd.Flags().Changed("near-row")
 			given := 0
-			for _, b := range []bool{vec != "", nearRowSet, queries != ""} {
+			for _, b := range []bool{vec != "", nearRowSet, queries != "", text != ""} {
 				if b {
 					given++
 				}
 			}
-			if column == "" || given != 1 {
-				return fmt.Errorf("search needs --column and exactly one of --vector, --near-row or --queries: %w", lancer.ErrInvalidArgument)
+			if (column == "" && text == "") || given != 1 {
+				return fmt.Errorf("search needs --column and exactly one of --vector, --near-row or --queries, or --text: %w", lancer.ErrInvalidArgument)
 			}
 			if k <= 0 {
 				return fmt.Errorf("-k must be positive: %w", lancer.ErrInvalidArgument)
@@ -283,6 +288,15 @@ rows scored exactly, refine, filter mode) instead of the rows.`,
 			}
 			defer tbl.Close()
 			ds := tbl.Dataset()
+			if text != "" {
+				var cols []string
+				if columns != "" {
+					for c := range strings.SplitSeq(columns, ",") {
+						cols = append(cols, strings.TrimSpace(c))
+					}
+				}
+				return searchText(ctx, ds, column, text, k, cols, withRowID, out)
+			}
 			opts := &dataset.SearchOptions{K: k, Metric: metric, Filter: filter, Postfilter: postfilter,
 				NProbes: nprobes, Ef: ef, RefineFactor: refine, Exact: exact, WithRowID: withRowID}
 			if columns != "" {
@@ -314,6 +328,7 @@ rows scored exactly, refine, filter mode) instead of the rows.`,
 	f := cmd.Flags()
 	f.StringVar(&column, "column", "", "the vector column to search (required)")
 	f.StringVar(&vec, "vector", "", "the query: a JSON array of numbers")
+	f.StringVar(&text, "text", "", "a full-text query over --column's FTS index")
 	f.Int64Var(&nearRow, "near-row", 0, "use the vector of the row with this _rowid as the query")
 	f.StringVar(&queries, "queries", "", "a file of queries, one JSON array per line (- for stdin)")
 	f.IntVarP(&k, "k", "k", 10, "number of rows to return per query")
