@@ -400,3 +400,71 @@ func textColumn(rec arrow.RecordBatch) interface {
 	}
 	return nil
 }
+
+// TestRestorePastDamagedManifest: on a history an old release wrote whose
+// latest manifest is then damaged, lancer still lists the history (the
+// damaged version marked), logs it, and restores an older version past
+// it, as Lance tells users to; Lance 12 and the release read the restored
+// version as lancer read it before.
+func TestRestorePastDamagedManifest(t *testing.T) {
+	node, ref := lanceRef(t)
+	releases, list := installedReleases(t)
+	r := list[len(list)-1]
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), r.Name)
+	h := writeHistory(t, node, releases, r, dir)
+	d, err := openDirAt(ctx, h.URI, branch.Ref{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := d.Version()
+	const restored = 3
+	want := lancerReadsVersion(t, ctx, h.URI, restored)
+
+	// Damage the latest manifest: keep its first 100 bytes.
+	key := filepath.Join(h.URI, "_versions", fmt.Sprintf("%d.manifest", ^uint64(0)-latest))
+	b, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatalf("the latest manifest (V2 naming expected): %v", err)
+	}
+	if err := os.WriteFile(key, b[:100], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openDirAt(ctx, h.URI, branch.Ref{}, nil); !errors.Is(err, lancer.ErrCorrupt) {
+		t.Fatalf("opening the damaged latest: %v, want lancer.ErrCorrupt", err)
+	}
+	hist, err := dataset.History(ctx, d.Store())
+	if err != nil {
+		t.Fatalf("history past a damaged manifest: %v", err)
+	}
+	if len(hist) != int(latest) || !errors.Is(hist[len(hist)-1].Err, lancer.ErrCorrupt) || hist[len(hist)-2].Err != nil {
+		t.Fatalf("history: %d versions, last %+v; want %d with only the last damaged", len(hist), hist[len(hist)-1], latest)
+	}
+	log, err := branch.Log(ctx, d.Store())
+	if err != nil || len(log) != int(latest) {
+		t.Fatalf("log past a damaged manifest: %d commits, %v", len(log), err)
+	}
+
+	old, err := openDirAt(ctx, h.URI, branch.Ref{Version: restored}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := old.Restore(ctx, nil)
+	if err != nil {
+		t.Fatalf("restore past a damaged manifest: %v", err)
+	}
+	if back.Version() != latest+1 {
+		t.Fatalf("restore committed version %d, want %d", back.Version(), latest+1)
+	}
+	got := lancerReadsVersion(t, ctx, h.URI, 0)
+	fixturetest.CompareRows(t, "restored (lancer now vs lancer at v3)", got.rows, want.rows, fixturetest.CompareOptions{})
+	reply := lanceRows(t, node, ref, []request{{URI: h.URI}})[0]
+	if reply.Error != "" {
+		t.Fatalf("Lance 12 cannot read the restored version: %s", reply.Error)
+	}
+	fixturetest.CompareRows(t, "restored (lancer vs Lance 12)", got.rows, reply.Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}})
+	rr := rereadHistory(t, node, releases, r, dir)
+	if ids := sortedIDs(got.ids); !slices.Equal(ids, rr.Before.IDs) {
+		t.Fatalf("restored: lancer reads %d rows, %s %d", len(ids), r.Package, rr.Before.Count)
+	}
+}
