@@ -606,6 +606,24 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 	return out, err
 }
 
+// OptimizableIndex reports whether OptimizeIndexes extends the index
+// segment ix: one of lancer's own vector indices, or a Lance-format one of
+// a kind lancer writes (IVF_FLAT; IVF_PQ of l2 or cosine), on a column
+// still in the schema (a dropped one shows as "#<id>").
+func OptimizableIndex(ix manifest.IndexInfo) bool {
+	if len(ix.Fields) != 1 || strings.HasPrefix(ix.Fields[0], "#") {
+		return false
+	}
+	if ix.TypeURL == manifest.VectorIndexTypeURL {
+		return true
+	}
+	if ix.TypeURL != LanceVectorIndexTypeURL {
+		return false
+	}
+	quant, metric, _, ok, err := vecindex.ParseDetails(ix.DetailsValue())
+	return err == nil && ok && (quant == vecindex.QuantFlat || metric != vector.Dot)
+}
+
 // segmentBuildParams returns the parameters to build another segment like
 // seg: from lancer's details, or from Lance's VectorIndexDetails of the
 // kinds lancer writes in Lance's format (ok false for the others).

@@ -12,6 +12,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/dataset/vecindex"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -172,6 +173,15 @@ func indexTypeName(ix manifest.IndexInfo) string {
 	if det, ok := lancerDetails(ix); ok {
 		if n, ok := clientIndexTypes[det.Type]; ok {
 			return n
+		}
+	}
+	if v := ix.DetailsValue(); v != nil && strings.HasSuffix(ix.TypeURL, dataset.LanceVectorIndexTypeURL) {
+		// Lance's VectorIndexDetails (lancer writes IVF_FLAT and IVF_PQ so).
+		if quant, _, _, ok, err := vecindex.ParseDetails(v); err == nil && ok {
+			if quant == vecindex.QuantFlat {
+				return "IVF_FLAT"
+			}
+			return "IVF_PQ"
 		}
 	}
 	switch ix.Type {
