@@ -147,15 +147,6 @@ type IndexInfo struct {
 	details *IndexDetails
 }
 
-// DetailsValue returns the encoded details message (nil without one); do
-// not modify it.
-func (ix *IndexInfo) DetailsValue() []byte {
-	if ix.details == nil {
-		return nil
-	}
-	return ix.details.Value
-}
-
 // VectorDetails decodes the details of one of lancer's vector indices;
 // (nil, nil) when the segment is no lancer vector index. Malformed details
 // are an error wrapping lancer.ErrCorrupt.
