@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
@@ -174,7 +173,7 @@ func Optimize(ctx context.Context, root blob.Store, opts *OptimizeOptions) (_ Op
 // a vector index lancer built whose column is still in the schema (a
 // dropped column shows as "#<id>").
 func vectorIndex(ix manifest.IndexInfo) bool {
-	return ix.TypeURL == manifest.VectorIndexTypeURL && len(ix.Fields) == 1 && !strings.HasPrefix(ix.Fields[0], "#")
+	return dataset.OptimizableIndex(ix)
 }
 
 // staleIndices returns, for a dry run, the vector indices of ds that

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/dataset/vecindex"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/vector"
 )
@@ -173,9 +174,13 @@ func (d *Dataset) vectorColumn(column string) (*schema.Field, int, error) {
 // vectors, and vectors holding NaN or ±Inf, are not indexed (Search never
 // returns them).
 //
-// lancer's vector index files are its own (see internal/pb/lancerpb): real
-// Lance opens, reads and writes a dataset that has them, and searches the
-// column without an index.
+// IVF_FLAT, and IVF_PQ of l2 and cosine, are written in Lance's own v3
+// format (index.idx and auxiliary.idx, package vecindex) and committed as
+// Lance commits them (details /lance.index.pb.VectorIndexDetails, index
+// version 1): real Lance lists and searches them. The other types are
+// lancer's own files (see internal/pb/lancerpb): real Lance opens, reads
+// and writes a dataset that has them, and searches the column without an
+// index.
 func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIndexOptions) (*Dataset, error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, err
@@ -236,6 +241,9 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	}
 	u := newUUID()
 	uuid := manifest.FormatUUID(u[:])
+	if lanceFormat(typ, o.Metric) {
+		return d.writeLanceSegment(ctx, ivf, field, typ, o, frags, u)
+	}
 	key := indicesDir + uuid + "/" + vectorIndexFile
 	// Stream the file rather than encode it whole in memory.
 	size := ivf.EncodedSize()
@@ -279,12 +287,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	if err != nil {
 		return nil, nil, err
 	}
-	bm := roaring.New()
-	for _, id := range frags {
-		bm.Add(uint32(id))
-	}
-	bm.RunOptimize()
-	bitmap, err := bm.ToBytes()
+	bitmap, err := fragmentBitmap(frags)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -303,6 +306,87 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	}
 	return seg, []string{key}, nil
 }
+
+// fragmentBitmap encodes the fragment ids frags as a roaring bitmap, as the
+// manifest records an index's fragments.
+func fragmentBitmap(frags []uint64) ([]byte, error) {
+	bm := roaring.New()
+	for _, id := range frags {
+		bm.Add(uint32(id))
+	}
+	bm.RunOptimize()
+	return bm.ToBytes()
+}
+
+// lanceFormat reports whether CreateIndex writes an index of type typ and
+// metric in Lance's own format (package vecindex), which real Lance lists
+// and searches: IVF_FLAT, and IVF_PQ for l2 and cosine (Lance's PQ of dot
+// is not residual, lancer's is). The other types are lancer's own files.
+func lanceFormat(typ string, m vector.Metric) bool {
+	return typ == IndexIVFFlat || (typ == IndexIVFPQ && m != vector.Dot)
+}
+
+// writeLanceSegment writes ivf as a Lance v3 index segment (index.idx and
+// auxiliary.idx, package vecindex) in _indices/<u>/ and returns its
+// metadata as Lance records it: VectorIndexDetails, index version 1, the
+// fragments and the files with their sizes.
+func (d *Dataset) writeLanceSegment(ctx context.Context, ivf *vector.IVF, field *schema.Field, typ string,
+	o *CreateIndexOptions, frags []uint64, u [16]byte) (*manifest.IndexMetadata, []string, error) {
+	dir := indicesDir + manifest.FormatUUID(u[:])
+	spec := &vecindex.WriteSpec{
+		Quant:      vecindex.QuantFlat,
+		Metric:     ivf.Metric(),
+		Dim:        ivf.Dim(),
+		Centroids:  ivf.Centroids(),
+		Partitions: ivf.Partitions(),
+		Rows:       ivf.PartitionRows,
+		Allocator:  o.CommitOptions.allocator(nil),
+	}
+	if typ == IndexIVFPQ {
+		spec.Quant, spec.PQSubVectors, spec.PQCodebook = vecindex.QuantPQ, ivf.PQSubVectors(), ivf.PQCodebook()
+	}
+	if o.Progress != nil {
+		o.Progress("write", 0, ivf.Partitions())
+	}
+	ws, err := vecindex.Write(ctx, d.store, dir, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dataset: write index %s: %w", manifest.Location(d.store, dir), err)
+	}
+	if o.Progress != nil {
+		o.Progress("write", ivf.Partitions(), ivf.Partitions())
+	}
+	var keys []string
+	var files []manifest.IndexFile
+	for _, f := range ws.Files {
+		keys = append(keys, dir+"/"+f.Name)
+		files = append(files, manifest.IndexFile{Path: f.Name, SizeBytes: f.Size})
+	}
+	value, err := spec.Details()
+	if err != nil {
+		return nil, keys, err
+	}
+	bitmap, err := fragmentBitmap(frags)
+	if err != nil {
+		return nil, keys, err
+	}
+	version := int32(lanceVectorIndexVersion)
+	created := uint64(time.Now().UnixMilli())
+	return &manifest.IndexMetadata{
+		UUID:           u[:],
+		Fields:         []int32{field.ID},
+		Name:           o.Name,
+		DatasetVersion: d.manifest.Version,
+		FragmentBitmap: bitmap,
+		Details:        &manifest.IndexDetails{TypeURL: LanceVectorIndexTypeURL, Value: value},
+		IndexVersion:   &version,
+		CreatedAt:      &created,
+		Files:          files,
+	}, keys, nil
+}
+
+// lanceVectorIndexVersion is Lance's VECTOR_INDEX_VERSION, the index_version
+// of the v3 vector indices it builds.
+const lanceVectorIndexVersion = 1
 
 // indicesDir is where index segments live, one directory per uuid.
 const indicesDir = "_indices/"
@@ -449,7 +533,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 	groups := map[string][]*manifest.IndexMetadata{}
 	var names []string
 	for _, ix := range d.manifest.IndexSegments() {
-		if ix.Details == nil || ix.Details.TypeURL != manifest.VectorIndexTypeURL {
+		if ix.Details == nil || (ix.Details.TypeURL != manifest.VectorIndexTypeURL && ix.Details.TypeURL != LanceVectorIndexTypeURL) {
 			continue
 		}
 		if _, ok := groups[ix.Name]; !ok {
@@ -483,13 +567,12 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 			continue
 		}
 		last := segs[len(segs)-1]
-		det, err := manifest.DecodeVectorIndexDetails(last.Details.Value)
+		det, metric, ok, err := segmentBuildParams(last)
 		if err != nil {
 			return nil, fmt.Errorf("dataset: index %q: details: %w", name, err)
 		}
-		metric, err := vector.ParseMetric(det.Metric)
-		if err != nil {
-			return nil, fmt.Errorf("dataset: index %q: %w", name, errors.Join(err, lancer.ErrCorrupt))
+		if !ok {
+			continue // a Lance index of a kind lancer does not write
 		}
 		if len(last.Fields) != 1 {
 			return nil, fmt.Errorf("dataset: index %q has %d fields: %w", name, len(last.Fields), lancer.ErrCorrupt)
@@ -521,6 +604,53 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 	out, err := d.commit(ctx, op, opts)
 	op = nil // commit removes the files itself when it definitely failed
 	return out, err
+}
+
+// OptimizableIndex reports whether OptimizeIndexes extends the index
+// segment ix: one of lancer's own vector indices, or a Lance-format one of
+// a kind lancer writes (IVF_FLAT; IVF_PQ of l2 or cosine), on a column
+// still in the schema (a dropped one shows as "#<id>").
+func OptimizableIndex(ix manifest.IndexInfo) bool {
+	if len(ix.Fields) != 1 || strings.HasPrefix(ix.Fields[0], "#") {
+		return false
+	}
+	if ix.TypeURL == manifest.VectorIndexTypeURL {
+		return true
+	}
+	if ix.TypeURL != LanceVectorIndexTypeURL {
+		return false
+	}
+	quant, metric, _, ok, err := vecindex.ParseDetails(ix.DetailsValue())
+	return err == nil && ok && (quant == vecindex.QuantFlat || metric != vector.Dot)
+}
+
+// segmentBuildParams returns the parameters to build another segment like
+// seg: from lancer's details, or from Lance's VectorIndexDetails of the
+// kinds lancer writes in Lance's format (ok false for the others).
+func segmentBuildParams(seg *manifest.IndexMetadata) (*manifest.VectorIndexDetails, vector.Metric, bool, error) {
+	if seg.Details.TypeURL == LanceVectorIndexTypeURL {
+		quant, metric, sub, ok, err := vecindex.ParseDetails(seg.Details.Value)
+		if err != nil || !ok {
+			return nil, 0, false, err
+		}
+		det := &manifest.VectorIndexDetails{Type: IndexIVFFlat, Metric: metric.String(), SubVectors: uint32(sub)}
+		if quant == vecindex.QuantPQ {
+			det.Type = IndexIVFPQ
+		}
+		if !lanceFormat(det.Type, metric) {
+			return nil, 0, false, nil
+		}
+		return det, metric, true, nil
+	}
+	det, err := manifest.DecodeVectorIndexDetails(seg.Details.Value)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	metric, err := vector.ParseMetric(det.Metric)
+	if err != nil {
+		return nil, 0, false, errors.Join(err, lancer.ErrCorrupt)
+	}
+	return det, metric, true, nil
 }
 
 // applyCreateIndex returns indices without the segments op removes (by

@@ -157,7 +157,11 @@ func TestVectorIndexTypes(t *testing.T) {
 					t.Fatal(err)
 				}
 				ix := d.Indices()
-				if len(ix) != 1 || ix[0].Name != "vec_idx" || ix[0].TypeURL != manifest.VectorIndexTypeURL || len(ix[0].Fragments) != 3 {
+				url := manifest.VectorIndexTypeURL
+				if lanceFormat(typ, metric) {
+					url = LanceVectorIndexTypeURL // written in Lance's format
+				}
+				if len(ix) != 1 || ix[0].Name != "vec_idx" || ix[0].TypeURL != url || len(ix[0].Fragments) != 3 {
 					t.Fatalf("indices %+v", ix)
 				}
 				// A fresh open reads the index from the store.
@@ -626,9 +630,9 @@ func TestVectorIndexIVFPQ(t *testing.T) {
 		t.Fatalf("%d segments after optimize", len(segs))
 	}
 	for i, raw := range d.manifest.IndexSegments() {
-		det, err := manifest.DecodeVectorIndexDetails(raw.Details.Value)
-		if err != nil {
-			t.Fatal(err)
+		det, _, ok, err := segmentBuildParams(raw)
+		if err != nil || !ok || raw.Details.TypeURL != LanceVectorIndexTypeURL {
+			t.Fatalf("segment %d: %s: %v %v", i, raw.Details.TypeURL, ok, err)
 		}
 		if det.Type != IndexIVFPQ || det.SubVectors != 8 {
 			t.Fatalf("segment %d: type %q, %d sub-vectors", i, det.Type, det.SubVectors)
@@ -644,7 +648,8 @@ func TestVectorIndexCorruptPartition(t *testing.T) {
 	vecs := clustered(rand.New(rand.NewPCG(11, 11)), n, dim)
 	store := blob.NewMemStore("v")
 	d := newVecDataset(t, store, vecs, dim, n, n, false)
-	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: IndexIVFFlat, Partitions: 8})
+	// IVF_PQ of dot is lancer's own format (ivf_flat is Lance's).
+	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: IndexIVFPQ, Metric: vector.Dot, SubVectors: 4, Partitions: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/dataset/vecindex"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -365,6 +366,19 @@ func (d *Dataset) searchSegments(field int32, o SearchOptions) ([]manifest.Index
 	}
 	if o.Exact {
 		segs = nil
+		if !found && want == nil {
+			// No lancer index: an exact search orders by the metric of a
+			// Lance-format index on the column, as it would search it.
+			for _, ix := range d.manifest.Indices {
+				if !isLanceVectorIndex(ix, field) || (o.Index != "" && ix.Name != o.Index) || ix.DetailsValue() == nil {
+					continue
+				}
+				if _, m, _, _, err := vecindex.ParseDetails(ix.DetailsValue()); err == nil {
+					metric = m
+					break
+				}
+			}
+		}
 	}
 	return segs, metric, nil
 }

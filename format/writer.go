@@ -65,8 +65,9 @@ type Writer struct {
 	opts     WriterOptions
 	schema   *schema.Schema
 	rows     uint64
-	err      error // sticky: the first failure poisons the writer
-	finished bool  // Finish published the file: Abort leaves it be
+	globals  [][2]uint64 // extra global buffers (offset, size): buffers 1, 2, ...
+	err      error       // sticky: the first failure poisons the writer
+	finished bool        // Finish published the file: Abort leaves it be
 }
 
 // NewWriter starts a data file at key in store for rows of schema. The file
@@ -142,6 +143,28 @@ func (w *Writer) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	return nil
 }
 
+// AddGlobalBuffer writes b as the file's next global buffer and returns its
+// index: 1 for the first (buffer 0 is the file descriptor Finish writes),
+// as Lance's FileWriter.add_global_buffer numbers them. Lance's index files
+// keep their IVF model and codebooks in global buffers that schema metadata
+// points to.
+func (w *Writer) AddGlobalBuffer(ctx context.Context, b []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if err := ctx.Err(); err != nil {
+		w.err = err
+		return 0, err
+	}
+	off, err := w.sink.WriteBuffer(b)
+	if err != nil {
+		w.err = fmt.Errorf("format: write %s: global buffer: %w", w.sink.Key, err)
+		return 0, w.err
+	}
+	w.globals = append(w.globals, [2]uint64{off, uint64(len(b))})
+	return len(w.globals), nil
+}
+
 // Finish writes what the field writers still buffer, the file descriptor,
 // column metadata, offset tables and footer, and publishes the file.
 func (w *Writer) Finish(ctx context.Context) (*WrittenFile, error) {
@@ -204,11 +227,15 @@ func (w *Writer) Finish(ctx context.Context) (*WrittenFile, error) {
 	var tail []byte
 	tail = binary.LittleEndian.AppendUint64(tail, fdOff)
 	tail = binary.LittleEndian.AppendUint64(tail, uint64(len(fd)))
+	for _, g := range w.globals {
+		tail = binary.LittleEndian.AppendUint64(tail, g[0])
+		tail = binary.LittleEndian.AppendUint64(tail, g[1])
+	}
 	major, minor := fileio.FooterVersion(fileio.Version(w.version))
 	tail = binary.LittleEndian.AppendUint64(tail, columnMetaStart)
 	tail = binary.LittleEndian.AppendUint64(tail, cmoPos)
 	tail = binary.LittleEndian.AppendUint64(tail, gboPos)
-	tail = binary.LittleEndian.AppendUint32(tail, 1)
+	tail = binary.LittleEndian.AppendUint32(tail, uint32(1+len(w.globals)))
 	tail = binary.LittleEndian.AppendUint32(tail, uint32(len(w.sink.Columns)))
 	tail = binary.LittleEndian.AppendUint16(tail, major)
 	tail = binary.LittleEndian.AppendUint16(tail, minor)

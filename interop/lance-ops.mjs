@@ -196,6 +196,8 @@ async function serve(req) {
       if (req.refineFactor) q = q.refineFactor(req.refineFactor);
       q = q.withRowId();
       if (req.select) q = q.select(req.select);
+      // explain: the query plan instead of the rows.
+      if (req.explain) return { plan: await q.explainPlan(true) };
       const rows = await q.toArray();
       return { rows: rows.map((r) => r.toJSON()) };
     }

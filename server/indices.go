@@ -12,6 +12,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/dataset/vecindex"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -160,6 +161,19 @@ func summarizeIndices(ds *dataset.Dataset) []*indexSummary {
 
 // lancerDetails decodes the details of one of lancer's vector indices.
 func lancerDetails(ix manifest.IndexInfo) (*manifest.VectorIndexDetails, bool) {
+	if v := ix.DetailsValue(); v != nil && strings.HasSuffix(ix.TypeURL, dataset.LanceVectorIndexTypeURL) {
+		// Lance's VectorIndexDetails, of the kinds lancer writes so (and
+		// searches as Lance does): IVF_FLAT and IVF_PQ.
+		quant, metric, sub, ok, err := vecindex.ParseDetails(v)
+		if err != nil || !ok {
+			return nil, false
+		}
+		det := &manifest.VectorIndexDetails{Type: dataset.IndexIVFPQ, Metric: metric.String(), SubVectors: uint32(sub)}
+		if quant == vecindex.QuantFlat {
+			det.Type = dataset.IndexIVFFlat
+		}
+		return det, true
+	}
 	det, err := ix.VectorDetails()
 	if err != nil || det == nil {
 		return nil, false

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -325,7 +324,7 @@ func foreignIndex(m *manifest.Manifest) bool {
 		return false
 	}
 	for _, ix := range m.Indices {
-		if ix.TypeURL != manifest.VectorIndexTypeURL {
+		if ix.TypeURL != manifest.VectorIndexTypeURL && !dataset.OptimizableIndex(ix) {
 			return true
 		}
 	}
@@ -344,7 +343,7 @@ func fragmentsToFix(m *manifest.Manifest, target uint64) (small, unindexed int) 
 	for _, ix := range m.Indices {
 		// As dataset.OptimizeIndexes: lancer's own vector indices whose
 		// column is still there (a dropped one shows as "#<id>").
-		if ix.TypeURL != manifest.VectorIndexTypeURL || len(ix.Fields) != 1 || strings.HasPrefix(ix.Fields[0], "#") {
+		if !dataset.OptimizableIndex(ix) {
 			continue
 		}
 		if covered[ix.Name] == nil {

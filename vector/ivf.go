@@ -1157,3 +1157,39 @@ func selectSmallest(keys []uint64, k int) []uint64 {
 	}
 	return keys[:k]
 }
+
+// PartitionRows returns partition p's ids and stored rows, for writing the
+// index in another format: the exact vectors (c×Dim floats) of a StoreFloat32
+// index, or the codes (c×Dim bytes for StoreSQ8, c×PQSubVectors for
+// StorePQ). Do not modify them.
+func (x *IVF) PartitionRows(ctx context.Context, p int) (ids []uint64, vecs []float32, codes []uint8, err error) {
+	if p < 0 || p >= x.Partitions() {
+		return nil, nil, nil, fmt.Errorf("vector: partition %d of %d: %w", p, x.Partitions(), lancer.ErrInvalidArgument)
+	}
+	pt, err := x.part(ctx, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ids = x.ids[x.offsets[p]:x.offsets[p+1]]
+	if x.storage == StoreFloat32 {
+		return ids, pt.vecs, nil, nil
+	}
+	return ids, nil, pt.codes, nil
+}
+
+// PQCodebook returns the codebooks of a StorePQ index as Lance lays them
+// out: 256 codewords per sub-vector (zero beyond the ones trained, which no
+// code uses), sub-vector j's codeword c at [(j*256+c)*sub, (j*256+c+1)*sub)
+// with sub = Dim/PQSubVectors; nil for other storages. Codes are of the
+// residuals to the partition centroids (of normalized rows for Cosine).
+func (x *IVF) PQCodebook() []float32 {
+	q := x.pq
+	if q == nil {
+		return nil
+	}
+	out := make([]float32, q.m*pqCodebookSize*q.sub)
+	for j := 0; j < q.m; j++ {
+		copy(out[j*pqCodebookSize*q.sub:], q.books[j*q.k*q.sub:(j+1)*q.k*q.sub])
+	}
+	return out
+}

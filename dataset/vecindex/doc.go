@@ -1,8 +1,8 @@
 // Package vecindex reads and searches the vector indices real Lance builds
 // (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_FLAT, IVF_HNSW_PQ, IVF_HNSW_SQ: Lance's
-// "v3" index files), as Lance searches them. It reads only; lancer's own
-// index format is package vector's, and building Lance-format indices is
-// another step. Package dataset decides which segments a search uses, the
+// "v3" index files), as Lance searches them, and writes IVF_FLAT and
+// IVF_PQ segments in the same format (Write) from an index package vector
+// built. Package dataset decides which segments a search uses, the
 // fragments they cover and the rows they may return; this package knows
 // one segment's files.
 //
