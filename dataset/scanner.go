@@ -474,11 +474,13 @@ func (s *scan) readCandidates(ctx context.Context) (arrow.RecordBatch, error) {
 }
 
 // readRows reads the given live rows of the fragment (ascending) as a
-// batch of fr.proj. Rows that are most of their span are read as the span;
-// scattered ones are taken, which reads only the pages holding them.
+// batch of fr.proj. Many rows that are most of their span are read as the
+// span (a range read decodes whole pages, which the cursor keeps for the
+// next batch); others are taken, which reads only the parts of the pages
+// the rows need.
 func (fr *fragmentReader) readRows(ctx context.Context, mem memory.Allocator, rows []uint64) (arrow.RecordBatch, error) {
 	first, last := rows[0], rows[len(rows)-1]
-	if uint64(len(rows))*4 >= last-first+1 {
+	if len(rows) >= 256 && uint64(len(rows))*4 >= last-first+1 {
 		var runs [][2]uint64
 		for _, r := range rows {
 			if n := len(runs); n > 0 && runs[n-1][1] == r {

@@ -315,3 +315,109 @@ func head(ids []int64) []int64 {
 	}
 	return ids
 }
+
+// TestScalarIndexBytesRead: a selective filter on a column real Lance
+// indexed (BTREE and BITMAP) reads the index's lookup, one page of it and
+// the matching rows: a small share of what the same scan reads without
+// the index (the whole column). Counted with blob.CountingStore.
+func TestScalarIndexBytesRead(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	const n = 400_000
+	uri := filepath.Join(t.TempDir(), "b.lance")
+	local, err := blob.NewLocalStore(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "c", Type: arrow.BinaryTypes.String},
+		{Name: "payload", Type: arrow.BinaryTypes.Binary},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	rng := rand.New(rand.NewPCG(5, 6))
+	keys := make([]int64, n)
+	payload := make([]byte, 64)
+	for i := range n {
+		keys[i] = rng.Int64()
+		b.Field(0).(*array.Int64Builder).Append(keys[i])
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("c%04d", rng.IntN(5000)))
+		for j := range payload {
+			payload[j] = byte(rng.Uint32())
+		}
+		b.Field(2).(*array.BinaryBuilder).Append(payload)
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	r, _ := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	rec.Release()
+	if _, err := dataset.Write(ctx, local, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	replies, err := lancereftest.Ask[scalarIndexRequest, reply](script(node, ref), "lance-ops.mjs", []scalarIndexRequest{
+		{URI: uri, Op: "createIndex", Column: "k", Type: "btree"},
+		{URI: uri, Op: "createIndex", Column: "c", Type: "bitmap"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rep := range replies {
+		if rep.Error != "" {
+			t.Fatalf("real Lance: %s", rep.Error)
+		}
+	}
+	// share is the most of the unindexed scan's bytes the indexed one may
+	// read: the index's lookup and one page of it, the files' footers, and
+	// for each matching row the chunk of each column holding it.
+	cases := []struct {
+		filter string
+		want   int
+		share  int64
+	}{
+		{fmt.Sprintf("k = %d", keys[123_456]), 1, 10},
+		{fmt.Sprintf("k IN (%d, %d)", keys[7], keys[n-1]), 2, 10},
+		{fmt.Sprintf("k >= %d AND k <= %d", keys[99]-1_000_000_000_000, keys[99]+1_000_000_000_000), -1, 10},
+		{"c = 'c0042'", -1, 5},
+	}
+	for _, tc := range cases {
+		measure := func(noIndex bool) (int, blob.Counts) {
+			counting := blob.NewCountingStore(local)
+			d, err := dataset.Open(ctx, counting, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := counting.Snapshot()
+			s, err := d.Scan(&dataset.ScanOptions{Columns: []string{"k"}, Filter: tc.filter, NoScalarIndex: noIndex})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := 0
+			for rec, err := range s.Batches(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows += int(rec.NumRows())
+			}
+			if !noIndex && len(s.FilterIndices()) == 0 {
+				t.Errorf("%s: no index used", tc.filter)
+			}
+			return rows, counting.Snapshot().Sub(before)
+		}
+		rows, indexed := measure(false)
+		plainRows, plain := measure(true)
+		if rows != plainRows || tc.want >= 0 && rows != tc.want {
+			t.Errorf("%s: %d rows with the index, %d without, want %d", tc.filter, rows, plainRows, tc.want)
+		}
+		t.Logf("%s: %d rows; with the index %s; without %s", tc.filter, rows, indexed, plain)
+		// The scan without the index reads at least the whole column k
+		// (8 bytes a key, incompressible); with it, a small share.
+		if plain.BytesRead() < 8*n*9/10 {
+			t.Errorf("%s: the scan without index read %d bytes, less than the column's %d", tc.filter, plain.BytesRead(), 8*n)
+		}
+		if indexed.BytesRead()*tc.share > plain.BytesRead() {
+			t.Errorf("%s: with the index %d bytes read, not under 1/%d of the %d without", tc.filter, indexed.BytesRead(), tc.share, plain.BytesRead())
+		}
+	}
+}

@@ -99,6 +99,9 @@ func (b *binder) indexExpr(n node) *IndexExpr {
 			}
 			out.Terms = append(out.Terms, x)
 		}
+		if !n.or {
+			out.Terms = mergeRanges(out.Terms)
+		}
 		switch len(out.Terms) {
 		case 0:
 			return nil
@@ -285,4 +288,37 @@ func (b *binder) indexCall(n *callNode) *IndexExpr {
 		term.Values = append(term.Values, v)
 	}
 	return b.leaf(n, term)
+}
+
+// mergeRanges joins, among the terms of an AND, a range with only a lower
+// bound and one with only an upper bound on the same column into one
+// range (x >= a AND x < b), which an index answers by reading only the
+// values between.
+func mergeRanges(terms []*IndexExpr) []*IndexExpr {
+	out := terms[:0:0]
+	open := map[string]int{} // column → index in out of a one-sided range
+	for _, x := range terms {
+		t := x.Term
+		if t == nil || t.Op != IndexRange || (t.Lo == nil) == (t.Hi == nil) {
+			out = append(out, x)
+			continue
+		}
+		if i, ok := open[t.Column]; ok {
+			o := out[i].Term
+			if (o.Lo == nil) != (t.Lo == nil) {
+				m := &IndexTerm{Column: t.Column, Op: IndexRange, Lo: o.Lo, Hi: o.Hi, SQL: o.SQL + " AND " + t.SQL}
+				if m.Lo == nil {
+					m.Lo = t.Lo
+				} else {
+					m.Hi = t.Hi
+				}
+				out[i] = &IndexExpr{Term: m}
+				delete(open, t.Column)
+				continue
+			}
+		}
+		open[t.Column] = len(out)
+		out = append(out, x)
+	}
+	return out
 }

@@ -234,7 +234,13 @@ func (bt *btree) Search(ctx context.Context, t *filter.IndexTerm) (*RowSet, erro
 		}
 		start := uint64(idx) * bt.batchSize
 		end := start + bt.pageRows(idx)
-		arrs, err := c.ReadRange(ctx, start, end)
+		// Take reads only the parts of the file's pages the rows need
+		// (a Lance page may hold many index pages).
+		rows := make([]uint64, end-start)
+		for i := range rows {
+			rows[i] = start + uint64(i)
+		}
+		arrs, err := c.Take(ctx, rows)
 		if err != nil {
 			return nil, fmt.Errorf("scalarindex: %s: page %d: %w", bt.dataKey, idx, err)
 		}
