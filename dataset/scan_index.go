@@ -283,7 +283,10 @@ func (d *Dataset) candidateOffsets(ctx context.Context, f *manifest.Fragment, ro
 	if !d.manifest.StableRowIDs() {
 		bm := roaring.New()
 		if f.ID <= 0xFFFFFFFF {
-			if part := rows.Part(uint32(f.ID)); part != nil {
+			switch part, full := rows.Part(uint32(f.ID)); {
+			case full:
+				bm.AddRange(0, physical)
+			case part != nil:
 				bm.Or(part)
 				bm.RemoveRange(physical, 1<<32)
 			}

@@ -17,7 +17,7 @@ import (
 
 // Bounds on what a BTREE's lookup may claim (invariant 7).
 const (
-	maxBatchSize = 1 << 24 // rows per page
+	maxBatchSize = 1 << 20 // rows per page
 	maxPages     = 1 << 24 // pages in one lookup
 )
 

@@ -87,7 +87,11 @@ func addrs(t testing.TB, s *RowSet) []int64 {
 		if hi != 0 {
 			t.Errorf("row address in fragment %d, the index covers fragment 0 only", hi)
 		}
-		for _, lo := range s.Part(hi).ToArray() {
+		bm, full := s.Part(hi)
+		if full {
+			t.Fatalf("fragment %d whole", hi)
+		}
+		for _, lo := range bm.ToArray() {
 			out = append(out, int64(hi)<<32|int64(lo))
 		}
 	}

@@ -18,14 +18,23 @@ import (
 // *RowSet is the empty set. RowSets are not safe for concurrent change.
 type RowSet struct {
 	parts map[uint32]*roaring.Bitmap
+	// full holds the high halves with every low half (Lance's "full
+	// fragment"), kept apart so that a few bytes cannot claim 2^32 values
+	// in memory; they have no entry in parts.
+	full map[uint32]bool
 }
 
 // NewRowSet returns an empty set.
-func NewRowSet() *RowSet { return &RowSet{parts: map[uint32]*roaring.Bitmap{}} }
+func NewRowSet() *RowSet {
+	return &RowSet{parts: map[uint32]*roaring.Bitmap{}, full: map[uint32]bool{}}
+}
 
 // Add adds one value.
 func (s *RowSet) Add(v uint64) {
 	hi := uint32(v >> 32)
+	if s.full[hi] {
+		return
+	}
 	bm := s.parts[hi]
 	if bm == nil {
 		bm = roaring.New()
@@ -39,18 +48,23 @@ func (s *RowSet) Contains(v uint64) bool {
 	if s == nil {
 		return false
 	}
-	bm := s.parts[uint32(v>>32)]
+	hi := uint32(v >> 32)
+	if s.full[hi] {
+		return true
+	}
+	bm := s.parts[hi]
 	return bm != nil && bm.Contains(uint32(v))
 }
 
 // Part returns the low 32 bits of the values whose high 32 bits are hi
-// (the row offsets of fragment hi, for addresses), or nil when there are
-// none. The caller must not change it.
-func (s *RowSet) Part(hi uint32) *roaring.Bitmap {
+// (the row offsets of fragment hi, for addresses): full reports that every
+// low half is in the set (bm is then nil); otherwise bm is nil when there
+// are none. The caller must not change bm.
+func (s *RowSet) Part(hi uint32) (bm *roaring.Bitmap, full bool) {
 	if s == nil {
-		return nil
+		return nil, false
 	}
-	return s.parts[hi]
+	return s.parts[hi], s.full[hi]
 }
 
 // His returns the high halves present, ascending.
@@ -58,7 +72,12 @@ func (s *RowSet) His() []uint32 {
 	if s == nil {
 		return nil
 	}
-	return slices.Sorted(maps.Keys(s.parts))
+	his := slices.Collect(maps.Keys(s.parts))
+	for hi := range s.full {
+		his = append(his, hi)
+	}
+	slices.Sort(his)
+	return his
 }
 
 // Len returns the number of values.
@@ -66,7 +85,7 @@ func (s *RowSet) Len() uint64 {
 	if s == nil {
 		return 0
 	}
-	var n uint64
+	n := uint64(len(s.full)) << 32
 	for _, bm := range s.parts {
 		n += bm.GetCardinality()
 	}
@@ -78,10 +97,16 @@ func (s *RowSet) Or(o *RowSet) {
 	if o == nil {
 		return
 	}
+	for hi := range o.full {
+		s.full[hi] = true
+		delete(s.parts, hi)
+	}
 	for hi, bm := range o.parts {
-		if mine := s.parts[hi]; mine != nil {
+		switch mine := s.parts[hi]; {
+		case s.full[hi]:
+		case mine != nil:
 			mine.Or(bm)
-		} else {
+		default:
 			s.parts[hi] = bm.Clone()
 		}
 	}
@@ -89,8 +114,22 @@ func (s *RowSet) Or(o *RowSet) {
 
 // And keeps in s only the values also in o (nil: none).
 func (s *RowSet) And(o *RowSet) {
+	for hi := range s.full {
+		other, full := o.Part(hi)
+		switch {
+		case full:
+		case other != nil:
+			delete(s.full, hi)
+			s.parts[hi] = other.Clone()
+		default:
+			delete(s.full, hi)
+		}
+	}
 	for hi, bm := range s.parts {
-		other := o.Part(hi)
+		other, full := o.Part(hi)
+		if full {
+			continue
+		}
 		if other == nil {
 			delete(s.parts, hi)
 			continue
@@ -136,13 +175,11 @@ func DecodeRowSet(data []byte) (*RowSet, error) {
 		hi := binary.LittleEndian.Uint32(rest)
 		size := binary.LittleEndian.Uint32(rest[4:])
 		rest = rest[8:]
-		if _, dup := s.parts[hi]; dup {
+		if _, dup := s.parts[hi]; dup || s.full[hi] {
 			return nil, fmt.Errorf("row set: entry %d repeats high half %d: %w", i, hi, lancer.ErrCorrupt)
 		}
 		if size == 0 {
-			bm := roaring.New()
-			bm.AddRange(0, 1<<32)
-			s.parts[hi] = bm
+			s.full[hi] = true
 			continue
 		}
 		if uint64(size) > uint64(len(rest)) {
@@ -163,12 +200,16 @@ func DecodeRowSet(data []byte) (*RowSet, error) {
 	return s, nil
 }
 
-// Encode serializes the set as DecodeRowSet reads it (a full low half is
-// written as its bitmap, never as the 0-length shorthand).
+// Encode serializes the set as DecodeRowSet reads it.
 func (s *RowSet) Encode() ([]byte, error) {
 	his := s.His()
 	out := binary.LittleEndian.AppendUint32(nil, uint32(len(his)))
 	for _, hi := range his {
+		if s.full[hi] {
+			out = binary.LittleEndian.AppendUint32(out, hi)
+			out = binary.LittleEndian.AppendUint32(out, 0)
+			continue
+		}
 		bm := s.parts[hi]
 		bm.RunOptimize()
 		b, err := bm.ToBytes()
