@@ -54,11 +54,13 @@ func (r *CheckReport) OK() bool { return len(r.Violations) == 0 }
 // version unless opts.AllVersions. opts.ResolveBase, if set, replaces the
 // mapping. The error is for failures to reach the data, as for
 // dataset.Check; malformed or dangling refs are violations.
-func Check(ctx context.Context, root blob.Store, opts *dataset.CheckOptions) (*CheckReport, error) {
+func Check(ctx context.Context, root blob.Store, opts *dataset.CheckOptions) (_ *CheckReport, err error) {
 	var o dataset.CheckOptions
 	if opts != nil {
 		o = *opts
 	}
+	sc := newCallScope(root, o.StorageOptions)
+	defer func() { err = errors.Join(err, sc.close()) }()
 	report := &CheckReport{Root: root.URI()}
 	add := func(branch string, vs ...dataset.Violation) {
 		for _, v := range vs {
@@ -67,7 +69,7 @@ func Check(ctx context.Context, root blob.Store, opts *dataset.CheckOptions) (*C
 	}
 	checkLine := func(name string, store blob.Store, lo dataset.CheckOptions) error {
 		if lo.ResolveBase == nil {
-			lo.ResolveBase = familyResolver(root, name, lo.StorageOptions)
+			lo.ResolveBase = sc.resolver(name)
 		}
 		r, err := dataset.Check(ctx, store, &lo)
 		switch {

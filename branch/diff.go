@@ -11,7 +11,9 @@ import (
 // Diff streams the rows that differ between two states of the dataset
 // rooted at root (any versions, branches or tags of its family): deleted
 // rows as they were in a, inserted and updated rows as they are in b (see
-// dataset.Diff).
+// dataset.Diff). Like Open, it leaves open the stores the changes read
+// outside the family (the source of a shallow clone); the table handle's
+// Diff opens them as its own and closes them with the handle.
 func Diff(ctx context.Context, root blob.Store, a, b Ref, opts *dataset.DiffOptions) (*dataset.Changes, error) {
 	from, err := Open(ctx, root, a, nil)
 	if err != nil {

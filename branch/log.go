@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
 )
 
 // Commit is one version of one line in the version graph.
@@ -25,6 +26,9 @@ type Commit struct {
 	// previous version, the fork point for a branch's first version, and
 	// the merged source version for a merge.
 	Parents []Ref
+	// Err, when not nil, says why the version's manifest could not be read
+	// (dataset.VersionInfo.Err); Timestamp is then its predecessor's.
+	Err error
 }
 
 // Ref returns the commit as a Ref.
@@ -46,16 +50,18 @@ func Log(ctx context.Context, root blob.Store) ([]Commit, error) {
 	}
 	var out []Commit
 	for _, line := range lines {
-		d, err := Open(ctx, root, refOf(line, 0), nil)
+		// The line's history as listed, without opening its latest
+		// version, so a damaged manifest is shown, not fatal.
+		versions, err := dataset.History(ctx, Store(root, line))
 		if err != nil {
-			return nil, err
-		}
-		versions, err := d.Versions(ctx)
-		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("branch: log of %s: %w", line, err)
 		}
 		for i, v := range versions {
-			c := Commit{Line: line, Version: v.Version, Timestamp: v.Timestamp, Operation: v.Operation, Properties: v.Properties}
+			c := Commit{Line: line, Version: v.Version, Timestamp: v.Timestamp, Operation: v.Operation, Properties: v.Properties, Err: v.Err}
+			if v.Err != nil && i > 0 {
+				// Sorted where it stands in its line's history.
+				c.Timestamp = versions[i-1].Timestamp
+			}
 			switch {
 			case i > 0:
 				c.Parents = append(c.Parents, refOf(line, versions[i-1].Version))
@@ -90,5 +96,8 @@ func Log(ctx context.Context, root blob.Store) ([]Commit, error) {
 // String describes a commit on one line: "exp@5 Append".
 func (c Commit) String() string {
 	s := fmt.Sprintf("%s@%d %s", c.Line, c.Version, c.Operation)
+	if c.Err != nil {
+		s += fmt.Sprintf("(damaged: %v)", c.Err)
+	}
 	return s
 }

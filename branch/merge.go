@@ -2,6 +2,7 @@ package branch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -84,15 +85,17 @@ type MergeResult struct {
 // are kept, deletions unioned, updates of different rows combined, added
 // columns combined; a conflict stops the merge unless opts.Strategy
 // resolves it. Source files are referenced in place, never copied.
-func Merge(ctx context.Context, root blob.Store, source Ref, opts *MergeOptions) (*MergeResult, error) {
+func Merge(ctx context.Context, root blob.Store, source Ref, opts *MergeOptions) (_ *MergeResult, err error) {
 	var o MergeOptions
 	if opts != nil {
 		o = *opts
 	}
-	source, err := Resolve(ctx, root, source)
+	source, err = Resolve(ctx, root, source)
 	if err != nil {
 		return nil, err
 	}
+	sc := newCallScope(root, nil)
+	defer func() { err = errors.Join(err, sc.close()) }()
 	srcLine, dstLine := lineName(source.Branch), lineName(o.Into)
 	if srcLine == dstLine {
 		return nil, fmt.Errorf("branch: merge %s into itself: %w", srcLine, lancer.ErrInvalidArgument)
@@ -102,7 +105,7 @@ func Merge(ctx context.Context, root blob.Store, source Ref, opts *MergeOptions)
 		// On a retry the target moved while the merge was computed: merge
 		// again against its new state.
 		var err error
-		res, err = mergeOnce(ctx, root, srcLine, source.Version, dstLine, &o, co)
+		res, err = mergeOnce(ctx, root, sc, srcLine, source.Version, dstLine, &o, co)
 		return err
 	})
 	return res, err
@@ -124,14 +127,14 @@ func refOf(line string, version uint64) Ref {
 
 // mergeOnce merges srcLine@srcVersion into dstLine's latest version once,
 // committing with co.
-func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion uint64, dstLine string,
+func mergeOnce(ctx context.Context, root blob.Store, sc *callScope, srcLine string, srcVersion uint64, dstLine string,
 	o *MergeOptions, co *dataset.CommitOptions) (*MergeResult, error) {
 	strategy, dryRun := o.Strategy, o.DryRun
-	theirs, err := Open(ctx, root, refOf(srcLine, srcVersion), nil)
+	theirs, err := sc.open(ctx, refOf(srcLine, srcVersion))
 	if err != nil {
 		return nil, err
 	}
-	ours, err := Open(ctx, root, refOf(dstLine, 0), nil)
+	ours, err := sc.open(ctx, refOf(dstLine, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +156,7 @@ func mergeOnce(ctx context.Context, root blob.Store, srcLine string, srcVersion 
 		return res, nil
 	}
 	res.FastForward = g.bInA
-	base, err := Open(ctx, root, refOf(baseLine, baseVersion), nil)
+	base, err := sc.open(ctx, refOf(baseLine, baseVersion))
 	if err != nil {
 		return nil, fmt.Errorf("branch: merge base %s: %w", res.Base, err)
 	}
@@ -333,17 +336,19 @@ const PropCherryPick = "lancer.cherry_pick"
 // into the target's latest version (see dataset.ThreeWayMerge) as one
 // commit. opts.Strategy resolves conflicts; the result records the commit
 // applied but, unlike a merge, does not make it a parent.
-func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOptions) (*MergeResult, error) {
+func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOptions) (_ *MergeResult, err error) {
 	var o MergeOptions
 	if opts != nil {
 		o = *opts
 	}
-	commit, err := Resolve(ctx, root, commit)
+	commit, err = Resolve(ctx, root, commit)
 	if err != nil {
 		return nil, err
 	}
+	sc := newCallScope(root, nil)
+	defer func() { err = errors.Join(err, sc.close()) }()
 	line := lineName(commit.Branch)
-	theirs, err := Open(ctx, root, refOf(line, commit.Version), nil)
+	theirs, err := sc.open(ctx, refOf(line, commit.Version))
 	if err != nil {
 		return nil, err
 	}
@@ -363,14 +368,14 @@ func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOpt
 	if prev == 0 {
 		return nil, fmt.Errorf("branch: cherry-pick %s: no earlier version on %s to compare with: %w", refOf(line, theirs.Version()), line, lancer.ErrInvalidArgument)
 	}
-	base, err := Open(ctx, root, refOf(line, prev), nil)
+	base, err := sc.open(ctx, refOf(line, prev))
 	if err != nil {
 		return nil, err
 	}
 	dst := lineName(o.Into)
 	var res *MergeResult
 	err = dataset.RetryCommit(ctx, &o.CommitOptions, func(ctx context.Context, co *dataset.CommitOptions) error {
-		ours, err := Open(ctx, root, refOf(dst, 0), nil)
+		ours, err := sc.open(ctx, refOf(dst, 0))
 		if err != nil {
 			res = nil
 			return err

@@ -2,8 +2,10 @@ package branch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
@@ -112,7 +114,7 @@ func Open(ctx context.Context, root blob.Store, ref Ref, opts *dataset.OpenOptio
 // caller's to close; the table handle passes its own opener and does).
 func familyResolver(root blob.Store, line string, storageOptions map[string]string) func(context.Context, manifest.BasePath) (blob.Store, error) {
 	return FamilyResolver(root, line, func(ctx context.Context, uri string) (blob.Store, error) {
-		return blob.OpenWithOptions(ctx, uri, storageOptions)
+		return openOutside(ctx, uri, storageOptions)
 	})
 }
 
@@ -127,16 +129,29 @@ func familyResolver(root blob.Store, line string, storageOptions map[string]stri
 // open. That includes every unnamed base path of the main line: a main
 // manifest never names its own root, and Lance writes an unnamed base path
 // for the source of a shallow clone of a version and for extra data roots
-// given without a name. The stores open returns are outside the family
-// and the caller's to close.
+// given without a name. A branch inherits those from main, so on a branch
+// an unnamed root that main's latest manifest records too is opened where
+// it was recorded; any other is main's root. The stores open returns are
+// outside the family and the caller's to close.
 func FamilyResolver(root blob.Store, line string, open func(ctx context.Context, uri string) (blob.Store, error)) func(context.Context, manifest.BasePath) (blob.Store, error) {
 	onBranch := line != "" && line != Main
+	var mainOutside outsideOfMain
 	return func(ctx context.Context, bp manifest.BasePath) (blob.Store, error) {
 		if !bp.IsDatasetRoot {
 			return open(ctx, bp.Path)
 		}
 		if bp.Name == "" || bp.Name == Main {
 			if !onBranch {
+				return open(ctx, bp.Path)
+			}
+			// On a branch an unnamed root is main's root, unless main
+			// records it too: then it lies outside the family (the
+			// source of a shallow clone the branch inherited).
+			outside, err := mainOutside.has(ctx, root, bp)
+			if err != nil {
+				return nil, err
+			}
+			if outside {
 				return open(ctx, bp.Path)
 			}
 			return root, nil
@@ -146,4 +161,42 @@ func FamilyResolver(root blob.Store, line string, open func(ctx context.Context,
 		}
 		return open(ctx, bp.Path)
 	}
+}
+
+// outsideOfMain answers whether the main line's latest manifest records a
+// base path, reading that manifest once (again after a failed read).
+type outsideOfMain struct {
+	mu    sync.Mutex
+	read  bool
+	bases []manifest.BasePath
+}
+
+// has reports whether main records bp (same id and path) as an unnamed
+// dataset root: a main manifest never names its own root, so such a base
+// path lies outside the family. A main line with no version records
+// nothing.
+func (o *outsideOfMain) has(ctx context.Context, root blob.Store, bp manifest.BasePath) (bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.read {
+		ds, err := dataset.Open(ctx, root, &dataset.OpenOptions{
+			ResolveBase: func(context.Context, manifest.BasePath) (blob.Store, error) {
+				return nil, fmt.Errorf("branch: main's base paths are listed, not read: %w", lancer.ErrInvalidArgument)
+			},
+		})
+		switch {
+		case errors.Is(err, lancer.ErrNotFound):
+		case err != nil:
+			return false, fmt.Errorf("branch: base path %d (%s): read main's manifest: %w", bp.ID, bp.Path, err)
+		default:
+			o.bases = ds.Manifest().BasePaths
+		}
+		o.read = true
+	}
+	for _, m := range o.bases {
+		if m.IsDatasetRoot && (m.Name == "" || m.Name == Main) && m.ID == bp.ID && m.Path == bp.Path {
+			return true, nil
+		}
+	}
+	return false, nil
 }

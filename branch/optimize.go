@@ -2,6 +2,7 @@ package branch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -93,7 +94,7 @@ type IndexUpdate struct {
 // wins). An error stops Optimize at that step; the report holds what the
 // steps before it did. Index steps build lancer's own indices only;
 // indices of other kinds are left as they are.
-func Optimize(ctx context.Context, root blob.Store, opts *OptimizeOptions) (OptimizeReport, error) {
+func Optimize(ctx context.Context, root blob.Store, opts *OptimizeOptions) (_ OptimizeReport, err error) {
 	var o OptimizeOptions
 	if opts != nil {
 		o = *opts
@@ -103,7 +104,16 @@ func Optimize(ctx context.Context, root blob.Store, opts *OptimizeOptions) (Opti
 		line = ""
 	}
 	rep := OptimizeReport{Branch: line}
-	ds, err := Open(ctx, root, Ref{Branch: line}, o.Open)
+	var oo dataset.OpenOptions
+	if o.Open != nil {
+		oo = *o.Open
+	}
+	if oo.ResolveBase == nil {
+		sc := newCallScope(root, oo.StorageOptions)
+		defer func() { err = errors.Join(err, sc.close()) }()
+		oo.ResolveBase = sc.resolver(line)
+	}
+	ds, err := Open(ctx, root, Ref{Branch: line}, &oo)
 	if err != nil {
 		return rep, err
 	}

@@ -19,6 +19,9 @@ const versionHintKey = manifest.VersionsDir + "latest_version_hint.json"
 
 // commitOptions configures one commit.
 type commitOptions struct {
+	// pastCorrupt, for a restore, is the version restored: it stands in
+	// for a latest version whose manifest is damaged (Restore).
+	pastCorrupt *Dataset
 	// readVersion is the version the operation was computed from; 0 when
 	// it creates the dataset.
 	readVersion uint64
@@ -222,6 +225,13 @@ func latestForCommit(ctx context.Context, store blob.Store, o OpenOptions, bases
 		return r, scheme, nil
 	}
 	d, err := openEntry(ctx, store, o, bases, e)
+	if err != nil && co.pastCorrupt != nil && errors.Is(err, lancer.ErrCorrupt) {
+		// A restore past a damaged latest manifest: the restored version
+		// stands in for it, with its number.
+		m := co.pastCorrupt.manifest.Clone()
+		m.Version = e.version
+		return &Dataset{store: store, opts: o, manifest: m, manifestKey: e.key, bases: bases}, scheme, nil
+	}
 	if err != nil {
 		return nil, 0, err
 	}

@@ -9,7 +9,10 @@ import (
 // versions in between stay in the history. Fragment ids and stable row ids
 // handed out since this version are not reused: the new version keeps the
 // latest's high-water marks. A Restore wins over concurrent commits, like an
-// overwrite. opts configure the commit (nil: the defaults).
+// overwrite. It also rolls back past a latest version whose manifest is
+// damaged (the case Lance tells users to roll back in): the high-water
+// marks are then this version's, as the damaged manifest's cannot be read.
+// opts configure the commit (nil: the defaults).
 func (d *Dataset) Restore(ctx context.Context, opts *CommitOptions) (*Dataset, error) {
 	d = d.using(opts)
 	if err := d.checkWritable(); err != nil {
@@ -20,5 +23,5 @@ func (d *Dataset) Restore(ctx context.Context, opts *CommitOptions) (*Dataset, e
 		return nil, err
 	}
 	op := &operation{kind: opRestore, restore: d.manifest}
-	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: latest, opts: opts})
+	return commit(ctx, d.store, d.opts, d.bases, op, commitOptions{readVersion: latest, opts: opts, pastCorrupt: d})
 }

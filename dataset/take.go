@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -237,17 +239,37 @@ func (d *Dataset) takeLocations(ctx context.Context, proj *projection, locs []ro
 	}
 	got := make([][]arrow.Array, len(order))
 	errs := make([]error, len(order))
-	if len(order) == 1 || (len(locs) <= takeInlineRows && !blob.IsObjectStore(d.store)) {
-		// One fragment, or a few rows from a local store (a search's
-		// top k): the reads are page-cache hits, and a goroutine per
-		// fragment would cost more in start-up and stack growth (10% of
-		// an indexed search's CPU) than it overlaps.
-		for g, k := range order {
-			if got[g], errs[g] = d.takeFromFragment(ctx, proj, k, rowsOf[g]); errs[g] != nil {
-				break
+	switch {
+	case len(order) == 1:
+		got[0], errs[0] = d.takeFromFragment(ctx, proj, order[0], rowsOf[0])
+	case len(locs) <= takeInlineRows && !blob.IsObjectStore(d.store):
+		// A few rows from a local store (a search's top k): the reads are
+		// page-cache hits, so the fragments are shared among the calling
+		// goroutine and at most GOMAXPROCS-1 others, which uses the cores
+		// without a goroutine per fragment, whose start-up and stack growth
+		// cost more (10% of an indexed search's CPU) than they overlap.
+		var (
+			next   atomic.Int64
+			failed atomic.Bool
+			wg     sync.WaitGroup
+		)
+		work := func() {
+			for !failed.Load() {
+				g := int(next.Add(1) - 1)
+				if g >= len(order) {
+					return
+				}
+				if got[g], errs[g] = d.takeFromFragment(ctx, proj, order[g], rowsOf[g]); errs[g] != nil {
+					failed.Store(true)
+				}
 			}
 		}
-	} else {
+		for range min(len(order), runtime.GOMAXPROCS(0)) - 1 {
+			wg.Go(work)
+		}
+		work()
+		wg.Wait()
+	default:
 		// Fragments are read concurrently: a take is mostly waiting for
 		// small random reads, which a store serves in parallel.
 		var wg sync.WaitGroup
@@ -295,8 +317,8 @@ func (d *Dataset) takeLocations(ctx context.Context, proj *projection, locs []ro
 	return array.NewRecordBatch(proj.arrow, out, int64(len(locs))), nil
 }
 
-// takeInlineRows is the largest take from a local store that reads its
-// fragments one after another in the calling goroutine.
+// takeInlineRows is the largest take from a local store whose fragments
+// are read by the calling goroutine and at most GOMAXPROCS-1 others.
 const takeInlineRows = 64
 
 // takeFragmentsAtOnce is how many fragments a take reads at once: 8 on a

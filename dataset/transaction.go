@@ -182,11 +182,45 @@ func (op *operation) transaction(readVersion uint64, uuid string) *manifest.Tran
 // libraryName is what lancer records as the writer of a manifest.
 const libraryName = "lancer"
 
-// fallbackVersion is the writer version recorded when the build does not
-// know the module's version (a development build).
+// fallbackVersion is lancer's version when the build does not know the
+// module's version (a development build).
 const fallbackVersion = "0.1.0"
 
+// minWriterVersion is the least version number a manifest lancer writes
+// records. Lance releases up to about 0.32 (vectordb 0.21) compare a
+// manifest's writer version number whatever its library: below 0.8.15
+// they take the manifest for one an old Lance with a fragment-bitmap bug
+// wrote, and recompute every index's fragment bitmap on their next commit
+// (a read of every index; Lance 0.32 panics doing it for v3 vector
+// indices, so it could not append to a table lancer had written). lancer's
+// own version numbers start below that, so a version below
+// minWriterVersion is recorded as minWriterVersion with lancer's real
+// version in the build metadata ("lancer.0.1.0"), which semver ordering
+// ignores.
+const minWriterVersion = "1.0.0"
+
 var writerVersion = sync.OnceValue(func() manifest.WriterVersion {
+	return floorWriterVersion(lancerVersion())
+})
+
+// floorWriterVersion records wv as at least minWriterVersion.
+func floorWriterVersion(wv manifest.WriterVersion) manifest.WriterVersion {
+	major, _, _ := strings.Cut(wv.Version, ".")
+	if major != "0" {
+		return wv
+	}
+	real := wv.Version
+	if wv.Prerelease != "" {
+		real += "-" + wv.Prerelease
+	}
+	if wv.BuildMetadata != "" {
+		real += "." + wv.BuildMetadata // "+" is not allowed inside build metadata
+	}
+	return manifest.WriterVersion{Library: wv.Library, Version: minWriterVersion, BuildMetadata: libraryName + "." + real}
+}
+
+// lancerVersion is the version of the lancer module this build holds.
+func lancerVersion() manifest.WriterVersion {
 	wv := manifest.WriterVersion{Library: libraryName, Version: fallbackVersion}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -211,7 +245,7 @@ var writerVersion = sync.OnceValue(func() manifest.WriterVersion {
 	wv.Prerelease = pre
 	wv.BuildMetadata = build
 	return wv
-})
+}
 
 // buildManifest builds the manifest of version from prev (the latest
 // manifest; nil when creating a dataset) and op, as Lance's

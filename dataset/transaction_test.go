@@ -382,3 +382,26 @@ func TestNestedRenameAndDrop(t *testing.T) {
 		})
 	}
 }
+
+// TestWriterVersionFloor: a 0.x lancer records writer version 1.0.0 with
+// its real version in the build metadata, so that older Lance releases
+// do not take its manifests for those of a Lance before 0.8.15.
+func TestWriterVersionFloor(t *testing.T) {
+	for _, tc := range []struct {
+		in, want manifest.WriterVersion
+	}{
+		{manifest.WriterVersion{Library: "lancer", Version: "0.1.0"},
+			manifest.WriterVersion{Library: "lancer", Version: "1.0.0", BuildMetadata: "lancer.0.1.0"}},
+		{manifest.WriterVersion{Library: "lancer", Version: "0.9.2", Prerelease: "rc.1", BuildMetadata: "dirty"},
+			manifest.WriterVersion{Library: "lancer", Version: "1.0.0", BuildMetadata: "lancer.0.9.2-rc.1.dirty"}},
+		{manifest.WriterVersion{Library: "lancer", Version: "1.2.3"},
+			manifest.WriterVersion{Library: "lancer", Version: "1.2.3"}},
+	} {
+		if got := floorWriterVersion(tc.in); got != tc.want {
+			t.Errorf("floorWriterVersion(%+v) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+	if got := writerVersion(); got.Version == "" || got.Version[0] == '0' {
+		t.Errorf("writerVersion() = %+v: records a version below %s", got, minWriterVersion)
+	}
+}

@@ -281,25 +281,43 @@ type VersionInfo struct {
 	// Properties are the transaction's properties (lancer records a merge's
 	// source and base there); nil when there are none.
 	Properties map[string]string
+	// Err, when not nil, says why the version's manifest could not be read
+	// (it wraps lancer.ErrCorrupt); the fields above but Version are then
+	// zero.
+	Err error
 }
 
 // Versions returns every committed version under this dataset's root,
-// ascending, reading each version's manifest and transaction. For a branch
-// root that is the branch's own versions.
+// ascending, reading each version's manifest and transaction (History).
+// For a branch root that is the branch's own versions.
 func (d *Dataset) Versions(ctx context.Context) ([]VersionInfo, error) {
-	entries, err := listManifests(ctx, d.store)
+	return History(ctx, d.store)
+}
+
+// History returns every committed version of the dataset rooted at store,
+// ascending, reading each version's manifest and transaction. It needs no
+// version to open: a version whose manifest is damaged is listed with Err
+// (wrapping lancer.ErrCorrupt) and its other fields zero, so one damaged
+// manifest does not hide the history a user rolls back with (Restore of an
+// older version). Failures to reach the store still fail the call.
+func History(ctx context.Context, store blob.Store) ([]VersionInfo, error) {
+	entries, err := listManifests(ctx, store)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]VersionInfo, 0, len(entries))
 	for _, e := range entries {
-		c, err := manifest.ReadFile(ctx, d.store, e.key, e.size, true)
-		if err != nil {
-			return nil, err
+		c, err := manifest.ReadFile(ctx, store, e.key, e.size, true)
+		if err == nil && c.Manifest.Version != e.version {
+			err = fmt.Errorf("dataset: manifest %s records version %d: %w",
+				manifest.Location(store, e.key), c.Manifest.Version, lancer.ErrCorrupt)
 		}
-		if c.Manifest.Version != e.version {
-			return nil, fmt.Errorf("dataset: manifest %s records version %d: %w",
-				manifest.Location(d.store, e.key), c.Manifest.Version, lancer.ErrCorrupt)
+		switch {
+		case errors.Is(err, lancer.ErrCorrupt):
+			out = append(out, VersionInfo{Version: e.version, Err: err})
+			continue
+		case err != nil:
+			return nil, err
 		}
 		var props map[string]string
 		if c.Transaction != nil {

@@ -5,6 +5,17 @@
 // (the shared fixture generator with another seed), reads every version and
 // branch of each back with real Lance in a fresh process (lance-rows.mjs),
 // moves the datasets, and requires lancer to read the same rows from the new
-// place. The tests need node and the installed reference; scripts/test.sh
-// installs it, and the tests fail, never skip, without it.
+// place.
+//
+// TestReleasesWriteLancerReads does the same across releases: each old
+// release of LanceDB for Node in releases.json (vectordb 0.1.19 to
+// @lancedb/lancedb 0.31, legacy and 2.0 files) writes a history with every
+// operation it has (lance-release-history.mjs); lancer reads every version
+// as Lance 12 and the release read it, then writes on it (append, delete,
+// update, compaction), and Lance 12 and the release read that and keep
+// writing on it.
+//
+// The tests need node, the installed reference and the installed releases
+// (.cache/lance-releases, or $LANCER_LANCE_RELEASES); scripts/test.sh
+// installs them, and the tests fail, never skip, without them.
 package interop

@@ -43,6 +43,17 @@ node -e "require('$ref/node_modules/@lancedb/lancedb')" || die "the Lance refere
 node -e "require('$ref/node_modules/playwright-core')" || die "playwright-core (for the browser UI test) does not load"
 export LANCER_LANCE_REF=$ref
 
+echo "== installing old LanceDB releases (interop/releases.json, one folder each: their apache-arrow peers differ)"
+releases=$repo/.cache/lance-releases
+mkdir -p "$releases"
+node -e 'for (const r of require(process.argv[1]).releases) console.log(r.name + " " + r.package)' "$repo/interop/releases.json" |
+while read -r name pkg; do
+	mkdir -p "$releases/$name"
+	[ -f "$releases/$name/package.json" ] || echo '{"private": true}' > "$releases/$name/package.json"
+	(cd "$releases/$name" && npm install --no-audit --no-fund --loglevel=error "$pkg") || die "npm install of $pkg failed"
+done
+export LANCER_LANCE_RELEASES=$releases
+
 echo "== versitygw (the local S3 server of the S3 tests and bench -suite=s3; internal/s3test finds it in .cache/bin)"
 GOBIN=$repo/.cache/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 || die "go install of versitygw failed"
 

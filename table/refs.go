@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
@@ -124,12 +125,26 @@ func (t *Table) MergeBase(ctx context.Context, a, b Ref) (Ref, error) {
 }
 
 // Diff computes the rows that differ between states a and b of the table
-// (branch.Diff); its Batches(ctx) streams them.
+// (as branch.Diff does); its Batches(ctx) streams them. Both states are
+// opened as Checkout opens them, so the stores they need outside the
+// table's family are the handle's and its Close closes them.
 func (t *Table) Diff(ctx context.Context, a, b Ref, opts *dataset.DiffOptions) (*dataset.Changes, error) {
 	if _, err := t.current(); err != nil {
 		return nil, err
 	}
-	return branch.Diff(ctx, t.root.store, a, b, opts)
+	from, err := newTable(ctx, t.root, t.opts, a)
+	if err != nil {
+		return nil, err
+	}
+	to, err := newTable(ctx, t.root, t.opts, b)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := dataset.Diff(ctx, from.ds, to.ds, opts)
+	if err != nil {
+		return nil, fmt.Errorf("table: diff %s %s: %w", a, b, err)
+	}
+	return changes, nil
 }
 
 // Log returns every version of every line, newest first, with its parents

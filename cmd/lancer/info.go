@@ -18,6 +18,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
 )
@@ -126,15 +127,31 @@ func newVersionsCommand() *cobra.Command {
 				return fmt.Errorf("unknown --format %q (want table or json): %w", formatArg, lancer.ErrInvalidArgument)
 			}
 			ctx := cmd.Context()
-			tbl, err := openTable(ctx, cmd, args, &refFlags{branch: branchName})
+			// The history as listed, without opening the latest version:
+			// a damaged manifest is shown, so the user can see what to
+			// restore.
+			root, err := openRoot(ctx, cmd, args)
 			if err != nil {
 				return err
 			}
-			defer tbl.Close()
-			ds := tbl.Dataset()
-			versions, err := ds.Versions(ctx)
+			defer closeStore(root)
+			store, err := openBranchStore(ctx, root, branchName)
 			if err != nil {
 				return err
+			}
+			versions, err := dataset.History(ctx, store)
+			if err != nil {
+				return err
+			}
+			damaged := 0
+			for _, v := range versions {
+				if v.Err != nil {
+					damaged++
+					fmt.Fprintf(cmd.ErrOrStderr(), "lancer: version %d is damaged: %v\n", v.Version, v.Err)
+				}
+			}
+			if damaged > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "lancer: %d damaged version(s); `lancer restore URI --version N` makes an intact version the latest again\n", damaged)
 			}
 			w := cmd.OutOrStdout()
 			if formatArg == "json" {
@@ -144,10 +161,14 @@ func newVersionsCommand() *cobra.Command {
 					TimestampMS int64             `json:"timestamp_ms"`
 					Operation   string            `json:"operation,omitempty"`
 					Metadata    map[string]string `json:"metadata"`
+					Error       string            `json:"error,omitempty"`
 				}
 				out := make([]versionJSON, len(versions))
 				for i, v := range versions {
-					out[i] = versionJSON{v.Version, v.Timestamp.UTC().Format(time.RFC3339Nano), v.Timestamp.UnixMilli(), v.Operation, v.Metadata}
+					out[i] = versionJSON{Version: v.Version, Timestamp: v.Timestamp.UTC().Format(time.RFC3339Nano), TimestampMS: v.Timestamp.UnixMilli(), Operation: v.Operation, Metadata: v.Metadata}
+					if v.Err != nil {
+						out[i].Error = v.Err.Error()
+					}
 				}
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
@@ -156,6 +177,10 @@ func newVersionsCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "VERSION\tTIMESTAMP\tOPERATION\tROWS\tFRAGMENTS")
 			for _, v := range versions {
+				if v.Err != nil {
+					fmt.Fprintf(tw, "%d\t-\tDAMAGED\t-\t-\n", v.Version)
+					continue
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", v.Version, v.Timestamp.UTC().Format(time.RFC3339), v.Operation,
 					v.Metadata["total_rows"], v.Metadata["total_fragments"])
 			}

@@ -239,10 +239,14 @@ func newLogCommand() *cobra.Command {
 					Timestamp string   `json:"timestamp"`
 					Operation string   `json:"operation"`
 					Parents   []string `json:"parents"`
+					Error     string   `json:"error,omitempty"`
 				}
 				out := []entry{}
 				for _, c := range log {
 					e := entry{Ref: c.Ref().String(), Timestamp: formatTime(c.Timestamp), Operation: c.Operation, Parents: []string{}}
+					if c.Err != nil {
+						e.Error = c.Err.Error()
+					}
 					for _, p := range c.Parents {
 						e.Parents = append(e.Parents, p.String())
 					}
@@ -292,6 +296,9 @@ func printLog(w io.Writer, log []branch.Commit, graph bool) error {
 			}
 		}
 		fmt.Fprintf(&b, "%s  %s  %s", c.Ref(), formatTime(c.Timestamp), c.Operation)
+		if c.Err != nil {
+			fmt.Fprintf(&b, "DAMAGED: %v", c.Err)
+		}
 		for _, p := range c.Parents {
 			switch {
 			case p.Branch != c.Ref().Branch && c.Properties[branch.PropMergeSource] != "" && lineOf(p) == c.Properties[branch.PropMergeSource]:

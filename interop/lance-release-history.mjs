@@ -1,0 +1,172 @@
+// lance-release-history.mjs: have one old release of LanceDB for Node write
+// a history dataset, and say how it reads every version back.
+//
+// LANCE_RELEASE_DIR names a folder whose node_modules holds the release:
+// vectordb (the API of 2023-24) or @lancedb/lancedb. argv[2] is the folder
+// to write the database in. The table "t" gets, as far as the release has
+// the calls: a create of 300 rows {id, s, vector[8]}, an append, a delete,
+// an update, an added column, a renamed column, a dropped column, a
+// compaction, an IVF_PQ vector index and a scalar index.
+//
+// With argv[3] "reread" it writes nothing new first: it opens the table "t"
+// of the database at argv[2] (which lancer wrote on), reads it, appends one
+// row {id: 5000} in the table's own columns, reads it again and prints
+// {"release", "before": read, "after": read}: the release reads lancer's
+// writes and keeps writing on them.
+//
+// Otherwise it prints one JSON object: {"release", "uri", "steps": [{"op",
+// "version"}], "skipped": [op...], "reads": [{"version", "count", "ids",
+// "texts"}]}. reads holds what the release reads at every version it can
+// check out (only the latest where it cannot): the row count, the ids in
+// order and the text column's values by id. Values are plain JSON.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import fs from 'node:fs';
+
+const dir = process.env.LANCE_RELEASE_DIR;
+if (!dir) { console.error('lance-release-history: set LANCE_RELEASE_DIR'); process.exit(2); }
+const out = process.argv[2];
+if (!out) { console.error('usage: lance-release-history.mjs DIR'); process.exit(2); }
+const require = createRequire(path.join(dir, 'package.json'));
+let flavor = '@lancedb/lancedb';
+let lancedb;
+try { lancedb = require('@lancedb/lancedb'); } catch { flavor = 'vectordb'; lancedb = require('vectordb'); }
+const version = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', flavor, 'package.json'), 'utf8')).version;
+
+// A fixed generator: every release writes the same values.
+let seed = 12345;
+const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+const dim = 16;
+let textCol = 's';
+const rows = (from, to) => {
+  const r = [];
+  for (let i = from; i < to; i++) {
+    r.push({ id: i, [textCol]: 'row ' + i, vector: Array.from({ length: dim }, () => Math.fround(rnd())) });
+  }
+  return r;
+};
+
+const steps = [];
+const skipped = [];
+const has = (t, m) => typeof t[m] === 'function';
+
+async function tableVersion(t) {
+  if (has(t, 'version')) return Number(await t.version());
+  return 0;
+}
+
+async function step(t, op, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    skipped.push(op + ': ' + String(e && e.message || e).split('\n')[0]);
+    return;
+  }
+  steps.push({ op, version: await tableVersion(t) });
+}
+
+async function readAll(t, textCol) {
+  let objs;
+  if (flavor === 'vectordb') {
+    if (has(t, 'filter')) {
+      objs = await t.filter('id >= 0').limit(1000000).execute();
+    } else {
+      // The oldest releases only search: a search as wide as the table.
+      const n = await t.countRows();
+      objs = await t.search(Array(dim).fill(0)).limit(n).execute();
+    }
+  } else {
+    objs = (await t.query().limit(1000000).toArray()).map((r) => (typeof r.toJSON === 'function' ? r.toJSON() : r));
+  }
+  const ids = objs.map((o) => Number(o.id)).sort((a, b) => a - b);
+  const texts = {};
+  for (const o of objs) texts[Number(o.id)] = o[textCol] === undefined ? null : o[textCol];
+  return { count: objs.length, ids, texts };
+}
+
+const db = await lancedb.connect(out);
+if (process.argv[3] === 'reread') {
+  const t = await db.openTable('t');
+  // schema is a call in @lancedb/lancedb, a getter in vectordb.
+  const schema = has(t, 'schema') ? await t.schema() : await t.schema;
+  const names = schema ? schema.fields.map((f) => f.name) : null;
+  const col = names && names.includes('text') ? 'text' : 's';
+  const before = await readAll(t, col);
+  const row = { id: 5000, [col]: 'release row', vector: Array.from({ length: dim }, () => 0.5) };
+  if (names && names.includes('doubled')) row.doubled = 10000;
+  await t.add([row]);
+  const after = await readAll(t, col);
+  console.log(JSON.stringify({ release: flavor + '@' + version, before, after }));
+  process.exit(0);
+}
+let t;
+if (flavor === 'vectordb') {
+  t = await db.createTable('t', rows(0, 300));
+} else {
+  t = await db.createTable('t', rows(0, 300));
+}
+steps.push({ op: 'create', version: await tableVersion(t) });
+await step(t, 'append', () => t.add(rows(300, 340)));
+await step(t, 'delete', () => t.delete('id < 5 OR id = 150'));
+if (has(t, 'update')) {
+  // The call's shape changed over the releases: try each.
+  await step(t, 'update', async () => {
+    const where = 'id = 10 OR id = 320';
+    const tries = [
+      () => t.update({ where, values: { s: 'updated' } }),
+      () => t.update({ where, valuesSql: { s: "'updated'" } }),
+      () => t.update({ s: "'updated'" }, { where }),
+    ];
+    let last;
+    for (const f of tries) {
+      try { await f(); return; } catch (e) { last = e; }
+    }
+    throw last;
+  });
+} else skipped.push('update: no such call');
+if (has(t, 'addColumns')) {
+  await step(t, 'add_column', () => t.addColumns([{ name: 'doubled', valueSql: 'id * 2' }]));
+} else skipped.push('add_column: no such call');
+if (has(t, 'alterColumns')) {
+  await step(t, 'rename_column', async () => { await t.alterColumns([{ path: 's', rename: 'text' }]); textCol = 'text'; });
+} else skipped.push('rename_column: no such call');
+if (has(t, 'dropColumns')) {
+  await step(t, 'drop_column', () => t.dropColumns(['doubled']));
+} else skipped.push('drop_column: no such call');
+if (has(t, 'optimize')) {
+  await step(t, 'compact', () => t.optimize({ cleanupOlderThan: undefined }));
+} else if (has(t, 'compactFiles')) {
+  await step(t, 'compact', () => t.compactFiles());
+} else skipped.push('compact: no such call');
+if (flavor === 'vectordb' && !has(t, 'filter')) {
+  // The oldest releases panic in the PQ build on small tables and then
+  // refuse every call.
+  skipped.push('vector_index: panics in this release');
+} else {
+  await step(t, 'vector_index', () => (flavor === 'vectordb'
+    ? t.createIndex({ type: 'ivf_pq', column: 'vector', num_partitions: 2, num_sub_vectors: 4 })
+    : t.createIndex('vector', { config: lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 4 }) })));
+}
+if (flavor === 'vectordb') {
+  if (has(t, 'createScalarIndex')) await step(t, 'scalar_index', () => t.createScalarIndex('id'));
+  else skipped.push('scalar_index: no such call');
+} else {
+  await step(t, 'scalar_index', () => t.createIndex('id', { config: lancedb.Index.btree() }));
+}
+await step(t, 'append2', () => t.add(rows(340, 350)));
+
+const reads = [];
+if (has(t, 'checkout')) {
+  const latest = await tableVersion(t);
+  for (let v = 1; v <= latest; v++) {
+    // A column renamed later is read by the name it had then.
+    await t.checkout(v);
+    const schema = has(t, 'schema') ? await t.schema() : await t.schema;
+    const col = schema && schema.fields.some((f) => f.name === 'text') ? 'text' : 's';
+    reads.push({ version: v, ...(await readAll(t, col)) });
+  }
+  await t.checkoutLatest();
+} else {
+  reads.push({ version: await tableVersion(t), ...(await readAll(t, textCol)) });
+}
+console.log(JSON.stringify({ release: flavor + '@' + version, uri: path.join(out, 't.lance'), steps, skipped, reads }));
