@@ -222,6 +222,18 @@ func testScalarIndexInterop(t *testing.T, stable bool) {
 	if d, err = d.Delete(ctx, "id % 37 = 3 OR (id >= 100 AND id < 160)", nil); err != nil {
 		t.Fatal(err)
 	}
+	// A delete whose predicate the indices answer deletes exactly the rows
+	// a scan without them finds.
+	const del = "cat = 'c3' AND id < 3000"
+	gone, _ := scalarScan(t, d, del, dataset.ScanOptions{NoScalarIndex: true})
+	before, _ := d.CountRows(ctx)
+	if d, err = d.Delete(ctx, del, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := d.CountRows(ctx)
+	if left, _ := scalarScan(t, d, del, dataset.ScanOptions{NoScalarIndex: true}); len(gone) == 0 || before-after != uint64(len(gone)) || len(left) != 0 {
+		t.Errorf("delete %s: %d rows to delete, %d deleted, %d left", del, len(gone), before-after, len(left))
+	}
 	if stable {
 		if d, _, err = d.Update(ctx, map[string]string{"v": "v + 1000"}, "id % 41 = 5 AND id < 12000", nil); err != nil {
 			t.Fatal(err)
