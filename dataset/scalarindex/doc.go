@@ -45,10 +45,10 @@
 //     floats with NaN equal to NaN and above every number, -0 equal to 0.
 //     A NULL value satisfies only IndexIsNull. Rows the index does not
 //     cover are not its business: callers filter them exactly.
-//  2. A term whose values are not of the index's value domain (an int32
-//     literal against an int64 index, a timestamp in another unit) is not
+//  2. A term whose values are not of the index's value domain (a string
+//     against an integer index, a timestamp in another unit) is not
 //     Supported, and Search refuses it with lancer.ErrUnsupported rather
-//     than compare across types.
+//     than compare across types. Integers of any width compare by value.
 //  3. A BTREE search reads page_lookup.lance once (at Open) and then only
 //     the pages whose [min, max] may hold a matching value: a page is
 //     skipped only when its max is below the range, its min above it, or
