@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
@@ -23,6 +24,10 @@ const (
 	PropMergeBase = "lancer.merge.base"
 	// PropMergeStrategy is the strategy used.
 	PropMergeStrategy = "lancer.merge.strategy"
+	// PropMergeOurs and PropMergeTheirs are the column rules used
+	// (comma-separated), when there were any.
+	PropMergeOurs   = "lancer.merge.ours"
+	PropMergeTheirs = "lancer.merge.theirs"
 )
 
 // MergeOptions configures Merge and CherryPick. A nil pointer means the
@@ -51,6 +56,11 @@ type MergeOptions struct {
 	// side and changed on the other that those cannot match stop the
 	// merge with a dataset.ConflictUnmatched conflict.
 	On []string
+	// Ours and Theirs name columns whose conflicting cells keep the
+	// target's value (Ours) or take the source's (Theirs): the per-column
+	// rules, applied before Strategy's per-row choice (see
+	// dataset.ThreeWayOptions.Ours).
+	Ours, Theirs []string
 }
 
 // MergeResult reports a merge.
@@ -169,6 +179,12 @@ func mergeOnce(ctx context.Context, root blob.Store, sc *callScope, srcLine stri
 	if strategy == "" {
 		props[PropMergeStrategy] = string(dataset.MergeFail)
 	}
+	if len(o.Ours) > 0 {
+		props[PropMergeOurs] = strings.Join(o.Ours, ",")
+	}
+	if len(o.Theirs) > 0 {
+		props[PropMergeTheirs] = strings.Join(o.Theirs, ",")
+	}
 	name := ""
 	if srcLine != Main {
 		name = srcLine
@@ -179,6 +195,8 @@ func mergeOnce(ctx context.Context, root blob.Store, sc *callScope, srcLine stri
 		TheirsName:    name,
 		DryRun:        dryRun,
 		On:            o.On,
+		Ours:          o.Ours,
+		Theirs:        o.Theirs,
 	})
 	res.Report = report
 	if err != nil {

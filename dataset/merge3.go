@@ -63,7 +63,27 @@ type ThreeWayOptions struct {
 	// key, not guessed from the transactions. With stable row ids rows are
 	// matched by row id and the key only matches rows both sides inserted.
 	On []string
+	// Ours and Theirs name columns whose conflicting cells are resolved
+	// by column: a cell both sides changed to different values keeps the
+	// target's value in a column of Ours and takes the source's in a
+	// column of Theirs. A row updated on both sides whose conflicting
+	// cells all lie in such columns is merged cell by cell (its other
+	// cells as without conflicts) and its conflict gets Resolution
+	// ResolvedByColumns. Every other conflict (a cell in no such column,
+	// an update against a delete, a key inserted twice, rows that cannot
+	// be merged cell by cell such as those of tables with blob columns)
+	// goes to Strategy, which picks a whole row. This is Dolt's order:
+	// the per-column rules first, then the per-row strategy. The columns
+	// must be top-level columns of the target, none in both lists.
+	Ours, Theirs []string
 }
+
+// Resolutions of RowConflict and CellConflict.
+const (
+	// ResolvedByColumns marks a row conflict resolved cell by cell by
+	// ThreeWayOptions.Ours and Theirs.
+	ResolvedByColumns = "columns"
+)
 
 // Conflict kinds of RowConflict.
 const (
@@ -96,6 +116,10 @@ type RowConflict struct {
 	// Cells are, for ConflictBothUpdated, the cells both sides changed to
 	// different values, with the three values.
 	Cells []CellConflict `json:"cells,omitempty"`
+	// Resolution says how the conflict was resolved: "ours" or "theirs"
+	// (the strategy took that side's whole row), ResolvedByColumns, or ""
+	// when it was not (the merge failed).
+	Resolution string `json:"resolution,omitempty"`
 
 	ident uint64 // the row's identity in the merge
 }
@@ -118,6 +142,21 @@ type MergeReport struct {
 	// CellsMerged counts the rows updated on both sides in different
 	// columns whose changes were merged (counted in RowsUpdated too).
 	CellsMerged uint64
+	// CellsResolved counts the conflicting rows merged cell by cell with
+	// the column rules (ThreeWayOptions.Ours, Theirs; counted in
+	// RowsUpdated and Conflicts too).
+	CellsResolved uint64
+}
+
+// Unresolved returns the conflicts nothing resolved.
+func (r *MergeReport) Unresolved() []RowConflict {
+	var out []RowConflict
+	for _, c := range r.Conflicts {
+		if c.Resolution == "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // MergeConflictError is returned when rows conflict under MergeFail, or
@@ -132,8 +171,15 @@ func (e *MergeConflictError) Error() string {
 	if e.Reason != "" {
 		return "dataset: merge: " + e.Reason
 	}
-	n := len(e.Report.Conflicts)
-	first := e.Report.Conflicts[0]
+	open := e.Report.Unresolved()
+	if len(open) == 0 {
+		open = e.Report.Conflicts
+	}
+	n := len(open)
+	if n == 0 {
+		return "dataset: merge: conflicts"
+	}
+	first := open[0]
 	key := ""
 	if first.Key != "" {
 		key = " (" + first.Key + ")"
@@ -193,6 +239,9 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 	if err := ours.checkWritable(); err != nil {
 		return nil, nil, err
 	}
+	if err := checkColumnRules(ours, o.Ours, o.Theirs); err != nil {
+		return nil, nil, err
+	}
 	ours = ours.using(&o.CommitOptions)
 	m := &merger{base: base, ours: ours, theirs: theirs, o: o, report: &MergeReport{}}
 	stable := [3]bool{base.manifest.StableRowIDs(), ours.manifest.StableRowIDs(), theirs.manifest.StableRowIDs()}
@@ -210,7 +259,7 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 	if err := m.identify(ctx); err != nil {
 		return nil, nil, err
 	}
-	if err := m.classify(); err != nil {
+	if err := m.classify(ctx); err != nil {
 		return nil, nil, err
 	}
 	if n := m.unmatched(); n > 0 {
@@ -224,10 +273,25 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 				"or give the table a primary key", n, first.RowID, m.base.Version())}
 	}
 	if len(m.report.Conflicts) > 0 {
+		if err := m.dropNoOpChanges(ctx); err != nil {
+			return nil, nil, err
+		}
 		if err := m.mergeCells(ctx); err != nil {
 			return nil, nil, err
 		}
-		if o.Strategy == MergeFail && len(m.report.Conflicts) > 0 {
+		if o.Strategy != MergeFail {
+			for i := range m.report.Conflicts {
+				c := &m.report.Conflicts[i]
+				if c.Resolution != "" {
+					continue
+				}
+				c.Resolution = string(o.Strategy)
+				for j := range c.Cells {
+					c.Cells[j].Resolution = string(o.Strategy)
+				}
+			}
+		}
+		if len(m.report.Unresolved()) > 0 {
 			return nil, m.report, &MergeConflictError{Report: m.report}
 		}
 	}
@@ -264,6 +328,29 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 	return out, m.report, nil
 }
 
+// checkColumnRules checks the columns of ThreeWayOptions.Ours and Theirs.
+func checkColumnRules(ours *Dataset, o, t []string) error {
+	side := map[string]string{}
+	for i, cols := range [][]string{o, t} {
+		name := []string{"ours", "theirs"}[i]
+		for _, c := range cols {
+			f := ours.manifest.Schema.Field(c)
+			if f == nil || f.ParentID >= 0 {
+				return fmt.Errorf("dataset: merge: %s column %q is not a column of version %d: %w", name, c, ours.Version(), lancer.ErrNotFound)
+			}
+			if prev, ok := side[c]; ok && prev != name {
+				return fmt.Errorf("dataset: merge: column %q is both an ours and a theirs column: %w", c, lancer.ErrInvalidArgument)
+			}
+			side[c] = name
+		}
+	}
+	return nil
+}
+
+// branchRowIDSpan is the size of the row id ranges lancer's branches
+// allocate from (branch.rowIDSpan).
+const branchRowIDSpan = 1 << 40
+
 // merger holds one three-way merge in progress.
 type merger struct {
 	base, ours, theirs *Dataset
@@ -294,6 +381,9 @@ type merger struct {
 	// uncertain[side] holds base rows the side (0 ours, 1 theirs) removed
 	// that may have an updated copy no source of identity finds.
 	uncertain [2]map[uint64]bool
+	// rekeyed[side] holds the base rows whose copy on the side a key
+	// matched under another stable row id.
+	rekeyed [3]map[uint64]bool
 	// insertedBoth maps rows the source inserted to the target's row with
 	// the same key.
 	insertedBoth map[uint64]insertPair
@@ -371,6 +461,7 @@ func (d *Dataset) fileKey(ctx context.Context, df *manifest.DataFile) (string, e
 func (m *merger) load(ctx context.Context) error {
 	m.keys = map[string]uint32{}
 	m.uncertain = [2]map[uint64]bool{{}, {}}
+	m.rekeyed = [3]map[uint64]bool{{}, {}, {}}
 	for i, d := range []*Dataset{m.base, m.ours, m.theirs} {
 		s := &mergeSide{d: d, frags: map[uint32]*sideFrag{}}
 		live := map[uint64]rowAt{}
@@ -441,6 +532,10 @@ func (m *merger) load(ctx context.Context) error {
 		m.sides[i], m.live[i] = s, live
 	}
 	for side := range 2 {
+		if m.stable || !m.mayHaveRewritten(side) {
+			m.rewritten[side] = map[uint32]bool{}
+			continue
+		}
 		rw, err := m.rewrittenSince(ctx, m.sides[side+1].d)
 		if err != nil {
 			return err
@@ -450,36 +545,68 @@ func (m *merger) load(ctx context.Context) error {
 	return nil
 }
 
-// rewrittenSince returns the keys of the base fragments that compactions
-// committed on d's line after the base version replaced.
-func (m *merger) rewrittenSince(ctx context.Context, d *Dataset) (map[uint32]bool, error) {
-	out := map[uint32]bool{}
-	from := m.base.Version() + 1
-	if from > d.Version() {
-		return out, nil
-	}
-	txns, err := loadTransactions(ctx, d.store, from, d.Version(), map[uint64]*manifest.Transaction{})
-	if err != nil {
-		// Versions before a branch's first one are not in its store:
-		// judge by the versions that are.
-		txns = nil
-		for v := from; v <= d.Version(); v++ {
-			t, err := loadTransactions(ctx, d.store, v, v, map[uint64]*manifest.Transaction{})
-			if err == nil {
-				txns = append(txns, t...)
-			}
+// mayHaveRewritten says whether side (0 ours, 1 theirs) lacks a base
+// fragment the other side changed (or lacks too): only then can a
+// compaction of it matter (see classify), and the side's history is read.
+func (m *merger) mayHaveRewritten(side int) bool {
+	mine, other := m.sides[side+1], m.sides[2-side]
+	for key, bf := range m.sides[0].frags {
+		if _, ok := mine.frags[key]; ok {
+			continue
+		}
+		if of, ok := other.frags[key]; !ok || !of.deleted.Equals(bf.deleted) {
+			return true
 		}
 	}
+	return false
+}
+
+// rewrittenSince returns the keys of the base fragments that compactions
+// on d's line replaced after the base state: the Rewrite transactions of
+// d's line back to the base when it is on d's line, else back to the line's
+// first version (a branch's Clone) or the oldest one it can read. A
+// rewritten fragment is known by its first data file, which is the same on
+// every line (fragment ids are not: a merge renumbers the source's).
+func (m *merger) rewrittenSince(ctx context.Context, d *Dataset) (map[uint32]bool, error) {
+	out := map[uint32]bool{}
+	sameLine := strings.TrimSuffix(d.store.URI(), "/") == strings.TrimSuffix(m.base.store.URI(), "/")
 	base := m.sides[0]
 	byID := map[uint64]uint32{}
 	for key, f := range base.frags {
 		byID[f.frag.ID] = key
 	}
-	for _, c := range txns {
-		if rw, ok := c.txn.Operation.(*manifest.Rewrite); ok {
-			for _, id := range rw.RewrittenIDs() {
-				if key, ok := byID[id]; ok {
-					out[key] = true
+	cache := map[uint64]*manifest.Transaction{}
+	for v, n := d.Version(), 0; v >= 1 && n < maxReplay; v, n = v-1, n+1 {
+		if sameLine && v <= m.base.Version() {
+			break
+		}
+		t, err := loadTransactions(ctx, d.store, v, v, cache)
+		if err != nil {
+			break // not in this line's store: before the branch
+		}
+		switch op := t[0].txn.Operation.(type) {
+		case *manifest.Clone:
+			return out, nil
+		case *manifest.Rewrite:
+			olds := slices.Clone(op.OldFragments)
+			for _, g := range op.Groups {
+				olds = append(olds, g.OldFragments...)
+			}
+			for _, f := range olds {
+				if len(f.Files) == 0 {
+					if key, ok := byID[f.ID]; ok && sameLine {
+						out[key] = true
+					}
+					continue
+				}
+				k, err := d.fileKey(ctx, &f.Files[0])
+				if err != nil {
+					return nil, err
+				}
+				if key, ok := m.keys[k]; ok {
+					if _, inBase := base.frags[key]; inBase {
+						out[key] = true
+					}
 				}
 			}
 		}
@@ -489,7 +616,7 @@ func (m *merger) rewrittenSince(ctx context.Context, d *Dataset) (map[uint32]boo
 
 // classify works out what each side changed since the base and the
 // conflicts.
-func (m *merger) classify() error {
+func (m *merger) classify(ctx context.Context) error {
 	base := m.live[0]
 	if m.stable {
 		// Rows are matched by stable row id: a fragment both sides share
@@ -513,7 +640,7 @@ func (m *merger) classify() error {
 			case !ok:
 				del[id] = true
 			case now.key != at.key:
-				if m.stable && now.updated == at.updated {
+				if m.stable && now.updated == at.updated && !m.rekeyed[side+1][id] {
 					rel[id] = true // compaction moved it
 				} else {
 					upd[id] = true
@@ -534,6 +661,34 @@ func (m *merger) classify() error {
 		m.addedByTheirs = append(m.addedByTheirs, id)
 	}
 	slices.Sort(m.addedByTheirs)
+	if m.stable {
+		// A row both sides have under one stable row id the base lacks,
+		// with the same values, is one row that reached both lines (a
+		// lancer line hands out ids from a range of its own), moved on one
+		// of them: not a row to add.
+		var both []uint64
+		for _, id := range m.addedByTheirs {
+			if _, ok := m.live[1][id]; ok {
+				both = append(both, id)
+			}
+		}
+		if len(both) > 0 && len(both) <= 100000 {
+			cols := commonColumns(m.base, m.ours, m.theirs)
+			o, err := m.rowStrings(ctx, 1, both, cols)
+			if err != nil {
+				return err
+			}
+			t, err := m.rowStrings(ctx, 2, both, cols)
+			if err != nil {
+				return err
+			}
+			same := map[uint64]bool{}
+			for i, id := range both {
+				same[id] = o[i] == t[i]
+			}
+			m.addedByTheirs = slices.DeleteFunc(m.addedByTheirs, func(id uint64) bool { return same[id] })
+		}
+	}
 
 	// Without stable row ids a compaction on one side hides which rows the
 	// other side's changes to the same fragment refer to.
@@ -664,8 +819,27 @@ func (m *merger) classify() error {
 				taken[id] = true
 			}
 		}
+		// Lines that allocate from ranges of their own (lancer's
+		// branches; their next ids lie in different spans) never hand
+		// out one id twice: a row both have under one id is one row that
+		// reached both, changed on one or both sides, so a conflict, not
+		// an id to renumber. So is a row both inserted under one key and
+		// one id.
+		disjoint := m.ours.manifest.NextRowID/branchRowIDSpan != m.theirs.manifest.NextRowID/branchRowIDSpan
 		collide := false
 		for _, id := range m.addedByTheirs {
+			if p, ok := m.insertedBoth[id]; ok && p.ours == id {
+				continue
+			}
+			if _, live := m.live[1][id]; live && disjoint {
+				if m.insertedBoth == nil {
+					m.insertedBoth = map[uint64]insertPair{}
+				}
+				if _, ok := m.insertedBoth[id]; !ok {
+					m.insertedBoth[id] = insertPair{ours: id}
+				}
+				continue
+			}
 			collide = collide || taken[id]
 		}
 		if collide {

@@ -20,11 +20,18 @@ import (
 // CellConflict is one cell both sides changed to different values.
 type CellConflict struct {
 	Column string `json:"column"`
-	// Base, Ours and Theirs are the values as Arrow prints them ("" for
-	// null, with Null set for the side).
+	// Base, Ours and Theirs are the values as Arrow prints them ("NULL"
+	// for null, with the side's ...Null set).
 	Base   string `json:"base"`
 	Ours   string `json:"ours"`
 	Theirs string `json:"theirs"`
+	// BaseNull, OursNull and TheirsNull say the side's value is null.
+	BaseNull   bool `json:"base_null,omitempty"`
+	OursNull   bool `json:"ours_null,omitempty"`
+	TheirsNull bool `json:"theirs_null,omitempty"`
+	// Resolution is "ours" or "theirs" when a column rule or the strategy
+	// resolved the cell, "" when nothing did.
+	Resolution string `json:"resolution,omitempty"`
 }
 
 // cellMerged is a row merged cell by cell: fromTheirs[c] says column c
@@ -32,6 +39,7 @@ type CellConflict struct {
 type cellMerged struct {
 	ident      uint64
 	fromTheirs []bool
+	resolved   bool // conflicting cells resolved by the column rules
 }
 
 // cellsMergeable says whether rows can be merged cell by cell: the three
@@ -84,6 +92,13 @@ func (m *merger) mergeCells(ctx context.Context) error {
 		return nil
 	}
 	cols := commonColumns(m.base, m.ours, m.theirs)
+	rule := map[string]string{}
+	for _, c := range m.o.Ours {
+		rule[c] = string(MergeOurs)
+	}
+	for _, c := range m.o.Theirs {
+		rule[c] = string(MergeTheirs)
+	}
 	var recs [3]arrow.RecordBatch
 	for side := range 3 {
 		rec, err := m.takeRows(ctx, side, ids, cols)
@@ -98,6 +113,7 @@ func (m *merger) mergeCells(ctx context.Context) error {
 		c := &m.report.Conflicts[i]
 		c.Columns = nil
 		fromTheirs := make([]bool, len(cols))
+		ruled := true
 		for k, name := range cols {
 			b, o, t := recs[0].Column(k), recs[1].Column(k), recs[2].Column(k)
 			eq := func(x, y arrow.Array) bool { return array.SliceEqual(x, int64(j), int64(j+1), y, int64(j), int64(j+1)) }
@@ -108,15 +124,27 @@ func (m *merger) mergeCells(ctx context.Context) error {
 				fromTheirs[k] = true
 			default:
 				c.Columns = append(c.Columns, name)
-				c.Cells = append(c.Cells, CellConflict{Column: name, Base: valueText(b, j), Ours: valueText(o, j), Theirs: valueText(t, j)})
+				c.Cells = append(c.Cells, CellConflict{Column: name, Base: valueText(b, j), Ours: valueText(o, j), Theirs: valueText(t, j),
+					BaseNull: b.IsNull(j), OursNull: o.IsNull(j), TheirsNull: t.IsNull(j), Resolution: rule[name]})
+				ruled = ruled && rule[name] != ""
+				fromTheirs[k] = rule[name] == string(MergeTheirs)
 			}
 		}
-		if len(c.Columns) == 0 && mergeable {
+		switch {
+		case !mergeable:
+		case len(c.Columns) == 0:
 			drop[i] = true
 			m.cells = append(m.cells, cellMerged{ident: c.ident, fromTheirs: fromTheirs})
+		case ruled:
+			c.Resolution = ResolvedByColumns
+			m.cells = append(m.cells, cellMerged{ident: c.ident, fromTheirs: fromTheirs, resolved: true})
+		default:
+			for k := range c.Cells {
+				c.Cells[k].Resolution = "" // the row goes to the strategy
+			}
 		}
 	}
-	if len(drop) == 0 {
+	if len(m.cells) == 0 {
 		return nil
 	}
 	kept := m.report.Conflicts[:0]
@@ -132,7 +160,11 @@ func (m *merger) mergeCells(ctx context.Context) error {
 			m.report.RowsUpdated++ // not counted as taken from the source
 		}
 		delete(m.choose, c.ident)
-		m.report.CellsMerged++
+		if c.resolved {
+			m.report.CellsResolved++
+		} else {
+			m.report.CellsMerged++
+		}
 	}
 	return nil
 }
@@ -228,4 +260,65 @@ func (m *merger) writeCells(ctx context.Context, nextFrag uint64) ([]*manifest.F
 		}
 	}
 	return frags, nil
+}
+
+// dropNoOpChanges takes out of the conflicts the rows updated on one side
+// and deleted on the other whose "update" left every value as in the base
+// (a copy moved, as merges along other paths move rows, or an update that
+// set what was there): the row was not changed there, so the deletion
+// applies, as Dolt compares values rather than storage.
+func (m *merger) dropNoOpChanges(ctx context.Context) error {
+	cols := commonColumns(m.base, m.ours, m.theirs)
+	var check [3][]uint64 // by the updating side: 1 ours, 2 theirs
+	for _, c := range m.report.Conflicts {
+		switch c.Kind {
+		case ConflictDeletedUpdated:
+			check[1] = append(check[1], c.ident)
+		case ConflictUpdatedDeleted:
+			check[2] = append(check[2], c.ident)
+		}
+	}
+	noop := map[uint64]bool{}
+	for side := 1; side <= 2; side++ {
+		ids := check[side]
+		if len(ids) == 0 || len(ids) > 100000 {
+			continue
+		}
+		for _, id := range ids {
+			_, inBase := m.live[0][id]
+			_, inSide := m.live[side][id]
+			if !inBase || !inSide {
+				return nil // identities not as classify left them: leave the conflicts
+			}
+		}
+		b, err := m.rowStrings(ctx, 0, ids, cols)
+		if err != nil {
+			return err
+		}
+		s, err := m.rowStrings(ctx, side, ids, cols)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if b[i] != s[i] {
+				continue
+			}
+			noop[id] = true
+			if _, chosen := m.choose[id]; chosen {
+				delete(m.choose, id)
+				if side == 1 {
+					m.report.RowsDeleted++ // the source's deletion applies
+				} else {
+					m.report.RowsUpdated-- // the source's copy is not taken
+				}
+			}
+		}
+	}
+	if len(noop) == 0 {
+		return nil
+	}
+	m.report.Conflicts = slices.DeleteFunc(m.report.Conflicts, func(c RowConflict) bool {
+		return (c.Kind == ConflictDeletedUpdated || c.Kind == ConflictUpdatedDeleted) && noop[c.ident]
+	})
+	return nil
 }

@@ -478,6 +478,11 @@ func (m *merger) identifyByKey(ctx context.Context) error {
 				// copy).
 				m.live[side][b] = m.live[side][id]
 				delete(m.live[side], id)
+				if m.stable && b != id {
+					// Its last-updated version is of another row: not
+					// comparable with the base row's.
+					m.rekeyed[side][b] = true
+				}
 			default:
 				added[side][k] = id
 			}

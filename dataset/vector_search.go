@@ -71,6 +71,9 @@ type SearchOptions struct {
 	Index string
 	// Workers is the parallelism of exact scoring. Default GOMAXPROCS.
 	Workers int
+	// Plan, when not nil, is filled in with how the search runs (see
+	// SearchPlan), whether or not it then succeeds.
+	Plan *SearchPlan
 }
 
 // Search returns the K rows nearest to query in column (a vector column, see
@@ -104,6 +107,27 @@ func (d *Dataset) Search(ctx context.Context, column string, query []float32, op
 // SearchRowIDs is Search returning only the row ids (as _rowid) and
 // distances of the nearest rows, without reading their columns.
 func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float32, opts *SearchOptions) ([]vector.Neighbor, error) {
+	return d.searchRowIDs(ctx, column, query, opts, false)
+}
+
+// ExplainSearch returns the plan Search would follow with opts (see
+// SearchPlan) without searching: it checks the arguments and opens the
+// index segments' front matter, as Search does, but neither evaluates the
+// filter (its syntax is checked) nor probes a partition.
+func (d *Dataset) ExplainSearch(ctx context.Context, column string, query []float32, opts *SearchOptions) (*SearchPlan, error) {
+	var o SearchOptions
+	if opts != nil {
+		o = *opts
+	}
+	p := &SearchPlan{}
+	o.Plan = p
+	if _, err := d.searchRowIDs(ctx, column, query, &o, true); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (d *Dataset) searchRowIDs(ctx context.Context, column string, query []float32, opts *SearchOptions, explainOnly bool) ([]vector.Neighbor, error) {
 	var o SearchOptions
 	if opts != nil {
 		o = *opts
@@ -146,6 +170,17 @@ func (d *Dataset) SearchRowIDs(ctx context.Context, column string, query []float
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.Plan != nil {
+		*o.Plan = d.searchPlan(ctx, field.ID, column, o, metric, segs, lance)
+	}
+	if explainOnly {
+		if o.Filter != "" {
+			if _, err := d.preparePrefilter(o.Filter); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
 	}
 	var allow *roaring64.Bitmap
 	if o.Filter != "" {

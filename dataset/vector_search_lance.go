@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,6 +68,10 @@ func (d *Dataset) lanceSegments(ctx context.Context, field int32, o SearchOption
 			continue
 		}
 		ix, err := d.loadLanceIndex(ctx, seg)
+		if errors.Is(err, lancer.ErrUnsupported) {
+			// Never a silent exact search: the caller asks for one.
+			return nil, 0, fmt.Errorf("%w (set Exact, lancer search --exact, to score every row instead)", err)
+		}
 		if err != nil {
 			return nil, 0, err
 		}

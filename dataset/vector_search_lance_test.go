@@ -197,14 +197,15 @@ func TestSearchLanceIndexDeletesAndUnsupported(t *testing.T) {
 		rest = rest[i+1:]
 	}
 
-	// Without auxiliary.idx the segment is Lance's legacy single-file
-	// index, which lancer does not read yet.
+	// A v3 segment without auxiliary.idx is corrupt (Lance's legacy
+	// single-file index is read: TestSearchLegacyIndex; a kind lancer
+	// cannot search is ErrUnsupported: TestSearchUnsupportedLanceIndex).
 	if err := os.Remove(filepath.Join(dir, "_indices", "6e51a605-1a7c-4f6b-b4ff-64699fed39d0", "auxiliary.idx")); err != nil {
 		t.Fatal(err)
 	}
 	d = openStore(t, store, 0, checkedAlloc(t))
-	if _, _, err := lanceSearchIDs(t, d, "vec", query, &SearchOptions{}); !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "vec_idx") {
-		t.Errorf("search over an unreadable index: %v, want ErrUnsupported naming vec_idx", err)
+	if _, _, err := lanceSearchIDs(t, d, "vec", query, &SearchOptions{}); !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), "vec_idx") || !strings.Contains(err.Error(), "auxiliary.idx") {
+		t.Errorf("search over an index without auxiliary.idx: %v, want ErrCorrupt naming vec_idx and the file", err)
 	}
 	if ids, _, err := lanceSearchIDs(t, d, "vec", query, &SearchOptions{Exact: true}); err != nil || len(ids) != 10 {
 		t.Errorf("exact search: %v %v", ids, err)

@@ -84,6 +84,10 @@ async function readAll(t, textCol) {
   return { count: objs.length, ids, texts };
 }
 
+// LANCE_RELEASE_CREATE_OPTIONS, if set, is JSON for createTable's options
+// (e.g. {"useLegacyFormat": false} for 2.0 files from a release whose
+// default is the legacy format).
+const createOptions = process.env.LANCE_RELEASE_CREATE_OPTIONS ? JSON.parse(process.env.LANCE_RELEASE_CREATE_OPTIONS) : undefined;
 const db = await lancedb.connect(out);
 if (process.argv[3] === 'reread') {
   const t = await db.openTable('t');
@@ -99,12 +103,7 @@ if (process.argv[3] === 'reread') {
   console.log(JSON.stringify({ release: flavor + '@' + version, before, after }));
   process.exit(0);
 }
-let t;
-if (flavor === 'vectordb') {
-  t = await db.createTable('t', rows(0, 300));
-} else {
-  t = await db.createTable('t', rows(0, 300));
-}
+const t = createOptions ? await db.createTable('t', rows(0, 300), createOptions) : await db.createTable('t', rows(0, 300));
 steps.push({ op: 'create', version: await tableVersion(t) });
 await step(t, 'append', () => t.add(rows(300, 340)));
 await step(t, 'delete', () => t.delete('id < 5 OR id = 150'));

@@ -109,6 +109,30 @@ func scanRowsWithID(t *testing.T, ds *dataset.Dataset) [][]byte {
 	return out
 }
 
+// branchedIDs writes ids 0..49 (val "v<id>", 20 rows a fragment) to a new
+// dataset named name and branches exp from it; it returns the dataset's
+// location, root, main and exp.
+func branchedIDs(t *testing.T, name string, stable bool) (string, blob.Store, *dataset.Dataset, *dataset.Dataset) {
+	t.Helper()
+	ctx := context.Background()
+	uri := filepath.Join(t.TempDir(), name)
+	root, err := blob.NewLocalStore(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := idVal(ids(0, 50), "v")
+	main, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 20})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := branch.CreateBranch(ctx, root, "exp", branch.Ref{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uri, root, main, exp
+}
+
 // TestLanceReadsLancerMerges: lancer branches, writes on both lines and
 // merges (three-way, then fast-forward back); real Lance reads every
 // version of main and the branch with the rows lancer computed. Then Lance
@@ -118,22 +142,9 @@ func TestLanceReadsLancerMerges(t *testing.T) {
 	ctx := context.Background()
 	for _, stable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stable=%v", stable), func(t *testing.T) {
-			uri := filepath.Join(t.TempDir(), "m.lance")
-			root, err := blob.NewLocalStore(uri)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := idVal(ids(0, 50), "v")
-			main, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 20})
-			r.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-			exp, err := branch.CreateBranch(ctx, root, "exp", branch.Ref{}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r = idVal(ids(100, 110), "e")
+			uri, root, main, exp := branchedIDs(t, "m.lance", stable)
+			r := idVal(ids(100, 110), "e")
+			var err error
 			if exp, err = exp.Append(ctx, r, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -196,21 +207,8 @@ func TestLanceReadsMergedUpdates(t *testing.T) {
 	ctx := context.Background()
 	for _, stable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stable=%v", stable), func(t *testing.T) {
-			uri := filepath.Join(t.TempDir(), "u.lance")
-			root, err := blob.NewLocalStore(uri)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := idVal(ids(0, 50), "v")
-			main, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 20})
-			r.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-			exp, err := branch.CreateBranch(ctx, root, "exp", branch.Ref{}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			uri, root, main, exp := branchedIDs(t, "u.lance", stable)
+			var err error
 			update := func(d *dataset.Dataset, val, pred string) *dataset.Dataset {
 				t.Helper()
 				out, _, err := d.Update(ctx, map[string]string{"val": "'" + val + "'"}, pred, nil)

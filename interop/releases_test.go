@@ -26,6 +26,8 @@ import (
 type release struct {
 	Name    string `json:"name"`
 	Package string `json:"package"`
+	// CreateOptions are createTable's options, if any.
+	CreateOptions json.RawMessage `json:"create_options"`
 }
 
 // releasesDir is where scripts/test.sh installs the releases:
@@ -86,6 +88,9 @@ func writeHistory(t *testing.T, node, releases string, r release, dir string) re
 	t.Helper()
 	cmd := exec.Command(node, "lance-release-history.mjs", dir)
 	cmd.Env = append(os.Environ(), "LANCE_RELEASE_DIR="+filepath.Join(releases, r.Name))
+	if len(r.CreateOptions) > 0 {
+		cmd.Env = append(cmd.Env, "LANCE_RELEASE_CREATE_OPTIONS="+string(r.CreateOptions))
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -127,14 +132,32 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 				reqs = append(reqs, request{URI: h.URI, Version: v.Version})
 			}
 			replies := lanceRows(t, node, ref, reqs)
+			// lance12 holds the versions Lance 12 read as lancer did.
+			lance12 := map[uint64]bool{}
 			for i, req := range reqs {
 				name := fmt.Sprintf("%s@%d", r.Name, req.Version)
 				got := lancerReadsVersion(t, ctx, h.URI, req.Version)
 				if replies[i].Error != "" {
-					t.Errorf("%s: Lance 12 cannot read it: %s", name, replies[i].Error)
+					// Some releases wrote states Lance 12 refuses (data
+					// files of two versions in one table); the release's
+					// own read is then the reference.
+					t.Logf("%s: Lance 12 refuses it: %s", name, replies[i].Error)
 					continue
 				}
-				fixturetest.CompareRows(t, name+" (lancer vs Lance 12)", got.rows, replies[i].Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}})
+				if fixturetest.CompareRows(t, name+" (lancer vs Lance 12)", got.rows, replies[i].Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}}) {
+					lance12[req.Version] = true
+				}
+			}
+			// releaseDiffers reports a difference from what the release
+			// read: an error, unless Lance 12 read that version as lancer
+			// did (some early 2.0 releases miscount their own deletions).
+			releaseDiffers := func(version uint64, format string, args ...any) {
+				t.Helper()
+				if lance12[version] {
+					t.Logf("%s (a bug of %s: Lance 12 reads it as lancer does)", fmt.Sprintf(format, args...), r.Package)
+					return
+				}
+				t.Errorf(format, args...)
 			}
 			// What the release itself read back (at the latest version
 			// only when it cannot check out).
@@ -146,16 +169,18 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 				name := fmt.Sprintf("%s@%d", r.Name, v)
 				got := lancerReadsVersion(t, ctx, h.URI, v)
 				if len(got.ids) != rd.Count {
-					t.Errorf("%s: lancer reads %d rows, the release %d", name, len(got.ids), rd.Count)
+					releaseDiffers(v, "%s: lancer reads %d rows, the release %d", name, len(got.ids), rd.Count)
 					continue
 				}
 				ids := slices.Clone(got.ids)
 				slices.Sort(ids)
 				if !slices.Equal(ids, rd.IDs) {
-					t.Errorf("%s: lancer reads ids %v…, the release %v…", name, ids[:min(5, len(ids))], rd.IDs[:min(5, len(rd.IDs))])
+					releaseDiffers(v, "%s: lancer reads ids %v…, the release %v…", name, ids[:min(5, len(ids))], rd.IDs[:min(5, len(rd.IDs))])
 					continue
 				}
-				sameTexts(t, name, got.texts, rd.Texts)
+				if msg := textsDiffer(got.texts, rd.Texts); msg != "" {
+					releaseDiffers(v, "%s: %s", name, msg)
+				}
 			}
 
 			// lancer writes on it, in the dataset's own storage version;
@@ -173,19 +198,27 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 			if reply.Error != "" {
 				t.Fatalf("%s@%d (lancer's writes): Lance 12 cannot read it: %s", r.Name, latest, reply.Error)
 			}
-			fixturetest.CompareRows(t, fmt.Sprintf("%s@%d lancer's writes (lancer vs Lance 12)", r.Name, latest), want.rows, reply.Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}})
+			if fixturetest.CompareRows(t, fmt.Sprintf("%s@%d lancer's writes (lancer vs Lance 12)", r.Name, latest), want.rows, reply.Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}}) {
+				lance12[latest] = true
+			}
 			rr := rereadHistory(t, node, releases, r, filepath.Join(tmp, r.Name))
 			name := fmt.Sprintf("%s@%d lancer's writes (lancer vs %s)", r.Name, latest, r.Package)
 			if ids := sortedIDs(want.ids); !slices.Equal(ids, rr.Before.IDs) {
-				t.Fatalf("%s: lancer reads %d rows %v…, the release %d %v…", name, len(ids), ids[:min(5, len(ids))], rr.Before.Count, rr.Before.IDs[:min(5, len(rr.Before.IDs))])
+				releaseDiffers(latest, "%s: lancer reads %d rows %v…, the release %d %v…", name, len(ids), ids[:min(5, len(ids))], rr.Before.Count, rr.Before.IDs[:min(5, len(rr.Before.IDs))])
+			} else if msg := textsDiffer(want.texts, rr.Before.Texts); msg != "" {
+				releaseDiffers(latest, "%s: %s", name, msg)
 			}
-			sameTexts(t, name, want.texts, rr.Before.Texts)
-			if !slices.Contains(rr.After.IDs, 5000) || len(rr.After.IDs) != len(want.ids)+1 {
-				t.Errorf("%s: after the release's own append it reads %d rows, want %d with id 5000", name, len(rr.After.IDs), len(want.ids)+1)
+			if !slices.Contains(rr.After.IDs, 5000) {
+				t.Errorf("%s: after the release's own append it does not read the row it appended", name)
 			}
 			after := lancerReadsVersion(t, ctx, h.URI, 0)
-			if ids := sortedIDs(after.ids); !slices.Equal(ids, rr.After.IDs) {
-				t.Errorf("%s: after the release's append lancer reads %d rows, the release %d", name, len(ids), len(rr.After.IDs))
+			if !slices.Contains(after.ids, 5000) || len(after.ids) != len(want.ids)+1 {
+				t.Errorf("%s: after the release's append lancer reads %d rows, want %d with id 5000", name, len(after.ids), len(want.ids)+1)
+			}
+			if reply := lanceRows(t, node, ref, []request{{URI: h.URI}})[0]; reply.Error != "" {
+				t.Errorf("%s: after the release's append Lance 12 cannot read it: %s", name, reply.Error)
+			} else {
+				fixturetest.CompareRows(t, name+" after the release's append (lancer vs Lance 12)", after.rows, reply.Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}})
 			}
 		})
 	}
@@ -246,17 +279,18 @@ func sortedIDs(ids []float64) []float64 {
 	return ids
 }
 
-func sameTexts(t *testing.T, name string, got, want map[string]string) {
-	t.Helper()
+// textsDiffer describes the first difference between the texts lancer
+// read (got) and the release read (want), or returns "".
+func textsDiffer(got, want map[string]string) string {
 	if len(got) != len(want) {
-		t.Errorf("%s: lancer reads %d texts, the release %d", name, len(got), len(want))
+		return fmt.Sprintf("lancer reads %d texts, the release %d", len(got), len(want))
 	}
 	for id, text := range want {
 		if got[id] != text {
-			t.Errorf("%s: row %s: lancer reads text %q, the release %q", name, id, got[id], text)
-			return
+			return fmt.Sprintf("row %s: lancer reads text %q, the release %q", id, got[id], text)
 		}
 	}
+	return ""
 }
 
 // lancerWrites appends five rows (ids 1000..1004), deletes id 20, updates

@@ -31,6 +31,10 @@ type branchBody struct {
 	// On names the key columns rows are matched by (default: the
 	// table's primary key); see branch.MergeOptions.On.
 	On []string `json:"on"`
+	// Ours and Theirs name columns whose conflicting cells keep the
+	// target's / take the source's value (branch.MergeOptions.Ours).
+	Ours   []string `json:"ours"`
+	Theirs []string `json:"theirs"`
 }
 
 // branchRoot decodes the body and returns the table's root store.
@@ -378,11 +382,13 @@ func columnsOf(cols []string) string {
 }
 
 // mergeBranch answers lancer's own branches/merge/ {"from_branch",
-// "into"?, "strategy"?: "fail"|"ours"|"theirs", "on"?: [key columns], "dry_run"?} with what
+// "into"?, "strategy"?: "fail"|"ours"|"theirs", "on"?: [key columns],
+// "ours"?, "theirs"?: [columns whose conflicting cells keep the target's /
+// take the source's value], "dry_run"?} with what
 // branch.Merge did: {"status": "merged"|"fastForward"|"upToDate"|"ready",
 // "source", "target", "base", "version", "rowsAdded", "rowsUpdated",
 // "rowsDeleted", "columnsAdded", "columnsDropped", "conflicts": [{"row_id",
-// "kind", "columns"}]}. Conflicts under "fail" are a 409 with status
+// "kind", "columns", "cells", "resolution"}]}. Conflicts under "fail" are a 409 with status
 // "failed" and the same body, as cherry_pick answers them.
 func (s *Server) mergeBranch(w http.ResponseWriter, r *http.Request) error {
 	root, body, err := s.branchRoot(r)
@@ -396,7 +402,8 @@ func (s *Server) mergeBranch(w http.ResponseWriter, r *http.Request) error {
 	from := fromBranch(body)
 	t := s.table(r.PathValue("id"))
 	t.mu.Lock()
-	res, err := branch.Merge(r.Context(), root, branch.Ref{Branch: from}, &branch.MergeOptions{Into: body.Into, Strategy: strategy, DryRun: body.DryRun, On: body.On})
+	res, err := branch.Merge(r.Context(), root, branch.Ref{Branch: from}, &branch.MergeOptions{Into: body.Into, Strategy: strategy, DryRun: body.DryRun, On: body.On,
+		Ours: body.Ours, Theirs: body.Theirs})
 	t.mu.Unlock()
 	var fail *dataset.MergeConflictError
 	status := http.StatusOK

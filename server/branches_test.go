@@ -75,4 +75,61 @@ func TestServerMergeBranch(t *testing.T) {
 	if msg, _ := out["message"].(string); code != http.StatusConflict || !strings.Contains(msg, "the key (id) is not unique") || !strings.Contains(msg, "id=0") {
 		t.Fatalf("merge on id: %d %v", code, out)
 	}
+	if code, out = merge(`{"from_branch":"dev","ours":["nope"]}`); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(out), "nope") {
+		t.Fatalf("ours names a missing column: %d %v", code, out)
+	}
+	// A column rule resolves the conflicting cell: dev's id wins.
+	code, out = merge(`{"from_branch":"dev","theirs":["id"]}`)
+	cs, _ := out["conflicts"].([]any)
+	if code != http.StatusOK || out["status"] != "merged" || len(cs) != 1 || cs[0].(map[string]any)["resolution"] != "columns" {
+		t.Fatalf("merge with theirs [id]: %d %v", code, out)
+	}
+	rec := do(t, s, "POST", "/v1/table/t/count_rows/", []byte(`{"predicate":"id = 41"}`), nil)
+	if got := strings.TrimSpace(rec.Body.String()); got != "1" || count() != "8" {
+		t.Fatalf("after theirs [id]: %s rows with id 41, %s rows", got, count())
+	}
+}
+
+// TestServerChanges pages through the change feed of a table.
+func TestServerChanges(t *testing.T) {
+	s, _ := newServer(t, server.Options{})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 5, true), arrowBody); rec.Code != http.StatusOK {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := do(t, s, "POST", "/v1/table/t/update/", []byte(`{"predicate":"id = 4","updates":[["id","40"]]}`), nil); rec.Code != http.StatusOK {
+		t.Fatalf("update: %d %s", rec.Code, rec.Body.String())
+	}
+	page := func(body string) (int, map[string]any) {
+		rec := do(t, s, "POST", "/v1/table/t/changes/", []byte(body), nil)
+		var out map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &out)
+		return rec.Code, out
+	}
+	var got []string
+	offset := 0.0
+	for range 10 {
+		code, out := page(fmt.Sprintf(`{"since":0,"columns":["id"],"limit":2,"offset":%v}`, offset))
+		if code != http.StatusOK || out["until"] != 2.0 {
+			t.Fatalf("page at %v: %d %v", offset, code, out)
+		}
+		for _, r := range out["rows"].([]any) {
+			m := r.(map[string]any)
+			got = append(got, fmt.Sprintf("%v %v %v", m["_commit_version"], m["_change_type"], m["id"]))
+		}
+		next, ok := out["next_offset"].(float64)
+		if !ok {
+			break
+		}
+		offset = next
+	}
+	want := "1 insert 0,1 insert 1,1 insert 2,1 insert 3,1 insert 4,2 update_preimage 4,2 update_postimage 40"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("changes: %v, want %s", got, want)
+	}
+	if code, _ := page(`{"since":0,"limit":100000}`); code != http.StatusBadRequest {
+		t.Fatalf("limit too large: %d", code)
+	}
+	if code, _ := page(`{"since":3}`); code != http.StatusBadRequest {
+		t.Fatalf("since after the latest version: %d", code)
+	}
 }

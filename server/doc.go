@@ -65,10 +65,11 @@
 //	POST /v1/table/{t}/version/list/, restore/
 //	POST /v1/table/{t}/tags/{list,version,create,update,delete}/
 //	POST /v1/table/{t}/branches/{list,create,delete,diff,cherry_pick}/
-//	POST /v1/table/{t}/branches/merge/               lancer's own: {"from_branch","into","strategy","dry_run"}
+//	POST /v1/table/{t}/branches/merge/               lancer's own: {"from_branch","into","strategy","on","ours","theirs","dry_run"}
 //	POST /v1/table/{t}/add_columns/                  {"new_columns":[{"name","expression"}]} → {"version"}
 //	POST /v1/table/{t}/alter_columns/                {"alterations":[{"path","rename"?,...}]} → {"version"}
 //	POST /v1/table/{t}/drop_columns/                 {"columns":[...]} → {"version"}
+//	POST /v1/table/{t}/changes/                      lancer's own: {"since","until","branch","columns","offset","limit"} → {"rows","until","next_offset"}
 //	POST /v1/table/{t}/fetch_blobs/                  {"version","branch"?,"column","row_ids"} → Arrow IPC stream
 //	GET  /v1/table/{t}/blob/{col}/{row}/bytes?version&branch   one value; Range: bytes=a-b | a- | -n
 //	GET  /metrics                                    Prometheus text format

@@ -117,6 +117,7 @@ var jsonEndpoints = []struct {
 	{"/v1/table/t/alter_columns/", []string{`{"alterations":[{"path":"id2","rename":"double_id"}]}`, `{"alterations":[{"path":"id","data_type":{"type":"int32"}}]}`}},
 	{"/v1/table/t/drop_columns/", []string{`{"columns":["double_id"]}`, `{"columns":["nope"]}`}},
 	{"/v1/table/t/fetch_blobs/", []string{`{"column":"vector","row_ids":[2]}`}},
+	{"/v1/table/t/changes/", []string{`{"since":0,"limit":3}`, `{"since":1,"offset":2,"columns":["id"]}`, `{"since":9}`}},
 	{"/v1/table/t/multipart_write/create/", []string{`{}`}},
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -25,7 +26,7 @@ func (s *Server) explainPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, p.describe(r.PathValue("id"), verbose))
+	return writeJSON(w, p.describe(r.Context(), r.PathValue("id"), verbose))
 }
 
 // analyzePlan answers analyze_plan/?distributed_metrics= with the query
@@ -84,7 +85,7 @@ func (s *Server) analyzePlan(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.query(p.kind, uint64(returned), p.searched())
 	var sb strings.Builder
-	sb.WriteString(p.describe(r.PathValue("id"), verbose))
+	sb.WriteString(p.describe(r.Context(), r.PathValue("id"), verbose))
 	fmt.Fprintf(&sb, "Executed in %s:\n", elapsed.Round(time.Microsecond))
 	fmt.Fprintf(&sb, "  rows returned: %d\n", returned)
 	fmt.Fprintf(&sb, "  rows scanned: %d%s\n", scanned, how)
@@ -231,7 +232,7 @@ func (s *Server) preparePlan(r *http.Request) (*preparedQuery, bool, error) {
 
 // describe is the plan text: one line naming the operation and the
 // version read, then indented lines for what it reads and how.
-func (p *preparedQuery) describe(table string, verbose bool) string {
+func (p *preparedQuery) describe(ctx context.Context, table string, verbose bool) string {
 	var sb strings.Builder
 	m := p.ds.Manifest()
 	live := liveRows(p.ds)
@@ -275,7 +276,7 @@ func (p *preparedQuery) describe(table string, verbose bool) string {
 		}
 		line("offset: %d, limit: %s", p.offset, limit)
 	default:
-		p.describeSearch(&sb, table, line, cols)
+		p.describeSearch(ctx, &sb, table, line, cols)
 	}
 	if verbose {
 		sb.WriteString("  fragments:\n")
@@ -290,7 +291,7 @@ func (p *preparedQuery) describe(table string, verbose bool) string {
 // describeSearch is describe for a vector search: the index segments used
 // (and their parameters), the fragments scored exactly, and where the
 // filter applies.
-func (p *preparedQuery) describeSearch(sb *strings.Builder, table string, line func(string, ...any), cols string) {
+func (p *preparedQuery) describeSearch(ctx context.Context, sb *strings.Builder, table string, line func(string, ...any), cols string) {
 	m := p.ds.Manifest()
 	column, err := vectorColumn(p.ds.Schema(), p.q.VectorColumn, len(p.vectors[0]))
 	if err != nil {
@@ -300,14 +301,39 @@ func (p *preparedQuery) describeSearch(sb *strings.Builder, table string, line f
 	fmt.Fprintf(sb, "VectorSearch table %q version %d: column %s, %d query vector(s) of %d dimensions, k=%d, offset %d\n",
 		table, m.Version, column, len(p.vectors), len(p.vectors[0]), k, p.offset)
 	used, _, metric, why := p.searchIndex()
+	var lance *dataset.SearchPlan
+	if len(used) == 0 {
+		if lance = p.lancePlan(ctx, column); lance != nil {
+			metric = lance.Metric
+		}
+	}
 	line("metric: %s", metric)
 	nprobes, ef, refine := p.nprobes, p.ef, p.refine
 	if nprobes == 0 {
 		nprobes = 20
 	}
-	if len(used) == 0 {
+	switch {
+	case len(used) == 0 && lance != nil:
+		// A vector index Lance built: the SDK's plan (dataset.SearchPlan).
+		kind := "Lance"
+		if lance.Legacy {
+			kind = "Lance legacy file v0.1"
+		}
+		line("index: %s (%s, %s), %d segment(s), nprobes=%d, %d of %d partitions probed", lance.Index, lance.IndexType, kind,
+			len(lance.Segments), nprobes, lance.PartitionsProbed, lance.Partitions)
+		line("indexed: %d of %d fragments searched through the index", lance.IndexedFragments, len(m.Fragments))
+		line("unindexed: %d fragments (%d rows) scored exactly (flat)", len(lance.UnindexedFragments), lance.RowsScoredExactly)
+		switch {
+		case refine > 0:
+			line("refine: refine_factor=%d: the %d best candidates are re-ranked by their exact vectors", refine, (k+p.offset)*refine)
+		case lance.Rescore:
+			line("refine: none: the index's candidates are re-scored exactly to merge with the unindexed rows")
+		default:
+			line("refine: none: distances from the index are those of its quantized vectors")
+		}
+	case len(used) == 0:
 		line("index: none (%s): every live row is scored exactly (flat)", why)
-	} else {
+	default:
 		names := map[string]bool{}
 		for _, ix := range used {
 			if !names[ix.Name] {
@@ -343,6 +369,22 @@ func (p *preparedQuery) describeSearch(sb *strings.Builder, table string, line f
 		line("distance range: [%s, %s)", lo, hi)
 	}
 	line("columns: %s + %s", cols, dataset.DistanceColumn)
+}
+
+// lancePlan is the SDK's plan of the search when it goes through a vector
+// index Lance built (one lancer's searchIndex does not see); nil
+// otherwise, or when the plan cannot be made (the search itself reports
+// why). It reads the index segments' front matter.
+func (p *preparedQuery) lancePlan(ctx context.Context, column string) *dataset.SearchPlan {
+	if p.q.BypassVectorIndex {
+		return nil
+	}
+	o := &dataset.SearchOptions{K: max(p.k+p.offset, 1), Metric: p.q.DistanceType, NProbes: p.nprobes, Ef: p.ef, RefineFactor: p.refine}
+	plan, err := p.ds.ExplainSearch(ctx, column, p.vectors[0], o)
+	if err != nil || plan.Exact || plan.Lancer {
+		return nil
+	}
+	return plan
 }
 
 func countSegments(segs []manifest.IndexInfo, name string) int {

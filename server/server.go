@@ -516,6 +516,7 @@ func (s *Server) routes() {
 	post(bodyJSON, "branches/cherry_pick", s.cherryPick)
 	post(bodyJSON, "branches/merge", s.mergeBranch)
 	post(bodyJSON, "fetch_blobs", s.fetchBlobs)
+	post(bodyJSON, "changes", s.changes)
 	s.handle("GET /v1/table/{id}/blob/{column}/{row}/bytes", route{}, s.blobBytes)
 	s.uiRoutes() // the dataset browser (ui.go)
 	s.register("/", route{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

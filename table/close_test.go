@@ -57,6 +57,10 @@ func TestUseAfterClose(t *testing.T) {
 			_, err := tb.SearchRowIDs(ctx, "vec", []float32{0, 1}, nil)
 			return err
 		},
+		"ExplainSearch": func(tb *table.Table) error {
+			_, err := tb.ExplainSearch(ctx, "vec", []float32{0, 1}, nil)
+			return err
+		},
 		"Count":    func(tb *table.Table) error { _, err := tb.Count(ctx, ""); return err },
 		"Versions": func(tb *table.Table) error { _, err := tb.Versions(ctx); return err },
 		"Write": func(tb *table.Table) error {

@@ -193,6 +193,29 @@ func ExampleTable_Search() {
 	// near: 40 cat
 }
 
+// Ask how a search would run: the index it uses, the rows it scores
+// exactly and how it filters.
+func ExampleTable_ExplainSearch() {
+	ctx := context.Background()
+	t, done := tempTable(ctx, 100)
+	defer done()
+
+	if err := t.CreateIndex(ctx, "embedding", nil); err != nil {
+		log.Fatal(err)
+	}
+	plan, err := t.ExplainSearch(ctx, "embedding", []float32{42.3, 1}, &dataset.SearchOptions{K: 3, Filter: "tag = 'cat'"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("index:", plan.Index, plan.IndexType, "lancer:", plan.Lancer)
+	fmt.Println("rows scored exactly:", plan.RowsScoredExactly)
+	fmt.Println("filter:", plan.FilterMode, plan.Filter)
+	// Output:
+	// index: embedding_idx IvfHnswSq lancer: true
+	// rows scored exactly: 0
+	// filter: prefilter tag = 'cat'
+}
+
 // Work on a branch while main moves on, then merge the branch back: both
 // sides' changes are kept, in one new version of main.
 func ExampleTable_Merge() {

@@ -89,3 +89,27 @@ func (t *Table) Indices() []manifest.IndexInfo {
 	defer t.mu.RUnlock()
 	return t.ds.Indices()
 }
+
+// ChangeFeed returns the row changes of the handle's line after
+// opts.Since up to opts.Until (default: the handle's version), Delta
+// change-data-feed style (dataset.Dataset.ChangeFeed): each row with
+// _change_type, _commit_version and _commit_timestamp; compactions are no
+// changes; no stable row ids needed.
+func (t *Table) ChangeFeed(ctx context.Context, opts *dataset.ChangeFeedOptions) (*dataset.ChangeFeed, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.ChangeFeed(ctx, opts)
+}
+
+// ExplainSearch returns the plan Search would follow, without searching
+// (dataset.Dataset.ExplainSearch). Set opts.Plan to get the plan of a
+// search as it runs.
+func (t *Table) ExplainSearch(ctx context.Context, column string, query []float32, opts *dataset.SearchOptions) (*dataset.SearchPlan, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.ExplainSearch(ctx, column, query, opts)
+}

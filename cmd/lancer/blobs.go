@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/spf13/cobra"
 
@@ -23,10 +26,12 @@ func newCatCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "cat URI --column C --row ID",
-		Short: "Write one value of a blob column to stdout",
-		Long: `Write the value of blob column C in the row whose _rowid is ID (as
-'lancer scan --with-rowid' shows it) to stdout, streamed: the value is read
-from storage in parts, never whole. Nothing else is written to stdout.`,
+		Short: "Write one value of a binary or blob column to stdout",
+		Long: `Write the value of column C in the row whose _rowid is ID (as 'lancer scan
+--with-rowid' shows it) to stdout, raw. C is a blob column (the value is
+streamed: read from storage in parts, never whole) or a plain binary, large
+binary, fixed-size binary or string column (the value is read with the row).
+Nothing else is written to stdout; a null value is an error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			hasRow = cmd.Flags().Changed("row")
@@ -40,6 +45,9 @@ from storage in parts, never whole. Nothing else is written to stdout.`,
 			}
 			defer tbl.Close()
 			ds := tbl.Dataset()
+			if f := ds.Schema().Field(column); f != nil && f.Blob == schema.NotBlob {
+				return catValue(ctx, cmd.OutOrStdout(), ds, column, row)
+			}
 			br, err := ds.OpenBlob(ctx, column, row)
 			if err != nil {
 				return err
@@ -51,9 +59,47 @@ from storage in parts, never whole. Nothing else is written to stdout.`,
 		},
 	}
 	rf.register(cmd)
-	cmd.Flags().StringVar(&column, "column", "", "the blob column")
+	cmd.Flags().StringVar(&column, "column", "", "the binary or blob column")
 	cmd.Flags().Uint64Var(&row, "row", 0, "the row's _rowid")
 	return cmd
+}
+
+// catValue writes the value of a non-blob binary or string column.
+func catValue(ctx context.Context, w io.Writer, ds *dataset.Dataset, column string, row uint64) error {
+	f := ds.Schema().Field(column)
+	switch f.Type.ID() {
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.FIXED_SIZE_BINARY, arrow.STRING, arrow.LARGE_STRING:
+	default:
+		return fmt.Errorf("cat: column %q is %s, not a binary, string or blob column: %w", column, f.Type, lancer.ErrInvalidArgument)
+	}
+	rec, err := ds.TakeRowIDs(ctx, []uint64{row}, &dataset.TakeOptions{Columns: []string{column}})
+	if err != nil {
+		return fmt.Errorf("cat: %w", err)
+	}
+	defer rec.Release()
+	col := rec.Column(0)
+	if rec.NumRows() != 1 || col.IsNull(0) {
+		return fmt.Errorf("cat: row %d: column %q is null: %w", row, column, lancer.ErrNotFound)
+	}
+	var b []byte
+	switch a := col.(type) {
+	case *array.Binary:
+		b = a.Value(0)
+	case *array.LargeBinary:
+		b = a.Value(0)
+	case *array.FixedSizeBinary:
+		b = a.Value(0)
+	case *array.String:
+		b = []byte(a.Value(0))
+	case *array.LargeString:
+		b = []byte(a.Value(0))
+	default:
+		return fmt.Errorf("cat: column %q reads as %s: %w", column, col.DataType(), lancer.ErrUnsupported)
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("cat: %w", err)
+	}
+	return nil
 }
 
 func newImportImagesCommand() *cobra.Command {

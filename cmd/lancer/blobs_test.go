@@ -143,7 +143,7 @@ func TestCatErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"cat", uri, "--column", "id", "--row", "0"}, "not a blob column"},
+		{[]string{"cat", uri, "--column", "id", "--row", "0"}, "not a binary, string or blob column"},
 		{[]string{"cat", uri, "--column", "nope", "--row", "0"}, "no column"},
 		{[]string{"cat", uri, "--column", "blob", "--row", "999"}, "not found"},
 		{[]string{"cat", uri, "--column", "blob"}, "--row"},

@@ -1,33 +1,69 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
-// TestScanCountExplain: --explain names the scalar index that serves the
-// filter (on stderr, the rows and the count unchanged on stdout), and says
-// so when none does.
-func TestScanCountExplain(t *testing.T) {
-	ds := fixturetest.DatasetPath(t, "indexed_v2_2")
-	code, out, errOut := runLancer(t, "count", ds, "--filter", "category = 'cat3'", "--explain")
-	if code != 0 || out != "101\n" {
-		t.Fatalf("count: exit %d, %q, %s", code, out, errOut)
+// legacyFixture is a dataset Lance 0.10.18 wrote with its legacy IVF_PQ
+// index file (dataset/testdata/legacy_ivfpq): 400 rows indexed (cosine,
+// 4 partitions), 60 appended after.
+var legacyFixture = filepath.Join("..", "..", "dataset", "testdata", "legacy_ivfpq", "ivfpq_cosine.lance")
+
+const legacyQuery = "[4,0,0,0,0,0,0,0,4,0,0,0,0,0,0,0]"
+
+// TestSearchExplain: --explain prints the plan (golden files), not rows.
+func TestSearchExplain(t *testing.T) {
+	base := []string{"search", legacyFixture, "--column", "vector", "--vector", legacyQuery, "--explain"}
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"search_explain_legacy.out", []string{"-k", "5", "--nprobes", "2", "--refine-factor", "3", "--filter", "id < 200"}},
+		{"search_explain_rescore.out", []string{"--metric", "cosine"}},
+		{"search_explain_exact.out", []string{"--exact", "--postfilter", "--filter", "id < 200"}},
+		{"search_explain_metric.out", []string{"--metric", "l2"}},
+	} {
+		golden(t, tc.golden, mustRun(t, append(base, tc.args...)...))
 	}
-	if want := "explain: index category_idx (BITMAP) on category answers category = 'cat3' in fragments [0]\n"; !strings.HasPrefix(errOut, want) {
-		t.Errorf("count --explain printed %q, want it to start with %q", errOut, want)
+	// Every query of a file gets its plan.
+	qf := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(qf, []byte(legacyQuery+"\n"+legacyQuery+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	code, out, errOut = runLancer(t, "scan", ds, "--columns", "id", "--format", "jsonl", "--filter", "id >= 990 AND id < 993", "--explain")
-	if code != 0 || out != "{\"id\":990}\n{\"id\":991}\n{\"id\":992}\n" {
-		t.Fatalf("scan: exit %d, %q, %s", code, out, errOut)
+	out := mustRun(t, "search", legacyFixture, "--column", "vector", "--queries", qf, "--explain")
+	if strings.Count(out, "vector search on vector") != 2 || !strings.HasPrefix(out, "query 0: ") || !strings.Contains(out, "query 1: ") {
+		t.Errorf("plans of a query file:\n%s", out)
 	}
-	if !strings.Contains(errOut, "explain: index id_idx (BTREE) on id answers id >= 990 AND id < 993 in fragments [0]") {
-		t.Errorf("scan --explain printed %q", errOut)
+}
+
+// TestSearchExplainLanceFixture explains searches through the
+// indexed_v2_2 fixture's IVF_PQ and IVF_HNSW_SQ indices and lists its
+// indices with Lance's type names (the fixture's expected.json).
+func TestSearchExplainLanceFixture(t *testing.T) {
+	root := os.Getenv("LANCER_FIXTURES")
+	if root == "" {
+		t.Skip("LANCER_FIXTURES not set")
 	}
-	_, _, errOut = runLancer(t, "count", ds, "--filter", "text IS NULL", "--explain")
-	if !strings.Contains(errOut, "no scalar index serves the filter") {
-		t.Errorf("count --explain of an unindexed filter printed %q", errOut)
+	ds := filepath.Join(root, "lance", "indexed_v2_2.lance")
+	q := "[" + strings.TrimSuffix(strings.Repeat("0.5,", 32), ",") + "]"
+	got := mustRun(t, "search", ds, "--column", "vec2", "--vector", q, "--ef", "30", "--nprobes", "1", "--explain")
+	got += mustRun(t, "search", ds, "--column", "vec", "--vector", q, "--explain")
+	golden(t, "search_explain_indexed.out", got)
+	golden(t, "index_list_indexed.out", mustRun(t, "index", "list", ds))
+	for _, want := range []string{"IvfPq", "IvfHnswSq", "BTree", "Bitmap", "LabelList", "FTS"} {
+		if !strings.Contains(mustRun(t, "index", "list", ds, "--format", "json"), `"type": "`+want+`"`) {
+			t.Errorf("index list lacks type %s", want)
+		}
+	}
+}
+
+// TestIndexListLegacy names the legacy index file's index IvfPq.
+func TestIndexListLegacy(t *testing.T) {
+	out := mustRun(t, "index", "list", legacyFixture)
+	if !strings.Contains(out, "vector_idx  IvfPq") {
+		t.Errorf("index list:\n%s", out)
 	}
 }

@@ -95,34 +95,60 @@ func listOrNone(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
+// mergeFlags are the flags of merge and cherry-pick.
+type mergeFlags struct {
+	into, strategy, on, ours, theirs, format string
+	dryRun                                   bool
+}
+
+func (f *mergeFlags) register(cmd *cobra.Command, what string) {
+	cmd.Flags().StringVar(&f.into, "into", "", "the line to "+what+" (default main)")
+	cmd.Flags().StringVar(&f.strategy, "strategy", "fail", "conflicting rows: fail, ours (keep DST's) or theirs (take SRC's)")
+	cmd.Flags().StringVar(&f.on, "on", "", "comma-separated key columns to match rows by (default: the primary key)")
+	cmd.Flags().StringVar(&f.ours, "ours", "", "comma-separated columns whose conflicting cells keep DST's value")
+	cmd.Flags().StringVar(&f.theirs, "theirs", "", "comma-separated columns whose conflicting cells take SRC's value")
+	cmd.Flags().StringVar(&f.format, "format", "text", "output: text, or jsonl (one object per conflicting cell, then the result)")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "report what would change, writing nothing")
+}
+
 func newMergeCommand() *cobra.Command {
-	var (
-		into, strategy, on string
-		dryRun             bool
-	)
+	var f mergeFlags
 	cmd := &cobra.Command{
-		Use:   "merge URI SRC [--into DST] [--strategy fail|ours|theirs] [--on COL[,COL]] [--dry-run]",
+		Use:   "merge URI SRC [--into DST] [--strategy fail|ours|theirs] [--ours COLS] [--theirs COLS] [--on COL[,COL]] [--dry-run] [--format text|jsonl]",
 		Short: "Merge a branch (or main) into another line",
 		Long: `Merge the changes SRC (a branch or main, at its latest version or SRC@N) made
 since its merge base with DST (default main) into DST, as one commit on DST.
 If DST has not moved since the base it fast-forwards. Otherwise appends on both
 sides are kept, deletions unioned, updates of different rows and added columns
-combined. A row changed on both sides (updated twice, or updated on one side
-and deleted on the other) is a conflict: with --strategy fail (the default)
-the merge stops and lists every conflicting row id and column; ours keeps
-DST's version, theirs takes SRC's. No data file is copied: DST references
-SRC's files in place.
+combined; a row updated on both sides in different columns is merged cell by
+cell. A row changed on both sides (a cell changed differently, or updated on
+one side and deleted on the other) is a conflict.
+
+Conflicts are resolved per column first, then per row, as Dolt resolves them:
+--ours COLS / --theirs COLS name columns whose conflicting cells keep DST's
+value / take SRC's; a row whose conflicting cells all lie in such columns is
+merged cell by cell with them. Every other conflicting row goes to
+--strategy: fail (the default) stops the merge and lists every conflicting
+row, column and the three values; ours keeps DST's whole row, theirs takes
+SRC's. No data file is copied: DST references SRC's files in place.
 
 Rows are matched across the base, SRC and DST by stable row id when the
 dataset has them, else by key: --on COL[,COL] names the key columns (default:
 the table's primary key). A key inserted on both sides with different values is
 a conflict too. Without stable row ids or a key an updated row is matched to its
 new copy through the lines' transactions; a row rewritten on one side and
-changed on the other that they cannot match stops the merge: name a key.`,
+changed on the other that they cannot match stops the merge: name a key.
+
+--format jsonl prints, for tools, one JSON object per conflicting cell
+({"type":"conflict","row_id","key","kind","column","base","ours","theirs",
+"resolution"}; a null value is null; a conflict without cells, such as an
+update against a delete, has no column) and then one result object
+({"type":"result","status":"merged"|"fast_forward"|"up_to_date"|"dry_run"|
+"failed", ...}); a failed merge still exits 1.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, strat, err := runMerge(cmd, args, into, strategy, on, dryRun, "merge", branch.Merge)
-			if err != nil {
+			res, strat, err := runMerge(cmd, args, &f, "merge", branch.Merge)
+			if f.format == "jsonl" || err != nil {
 				return err
 			}
 			r := res.Report
@@ -130,12 +156,12 @@ changed on the other that they cannot match stops the merge: name a key.`,
 			switch {
 			case res.UpToDate:
 				return report(cmd, "%s is up to date with %s; version %d", orMain(res.Target.Branch), res.Source, res.Version)
-			case dryRun:
+			case f.dryRun:
 				what = "would merge"
 			case res.FastForward:
 				what = "fast-forwarded"
 			}
-			if len(r.Conflicts) > 0 && !dryRun {
+			if len(r.Conflicts) > 0 && !f.dryRun {
 				printConflicts(cmd.ErrOrStderr(), r)
 			}
 			cells := ""
@@ -144,22 +170,53 @@ changed on the other that they cannot match stops the merge: name a key.`,
 			}
 			return report(cmd, "%s %s into %s (base %s): %d inserted, %d updated%s, %d deleted, %d conflicts resolved by %s; version %d",
 				what, res.Source, orMain(res.Target.Branch), res.Base, r.RowsAdded, r.RowsUpdated, cells, r.RowsDeleted,
-				len(r.Conflicts), strat, res.Version)
+				len(r.Conflicts), resolvedBy(r, strat), res.Version)
 		},
 	}
-	cmd.Flags().StringVar(&into, "into", "", "the line to merge into (default main)")
-	cmd.Flags().StringVar(&strategy, "strategy", "fail", "conflicting rows: fail, ours (keep DST's) or theirs (take SRC's)")
-	cmd.Flags().StringVar(&on, "on", "", "comma-separated key columns to match rows by (default: the primary key)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what the merge would do, writing nothing")
+	f.register(cmd, "merge into")
 	return cmd
 }
 
+// resolvedBy names what resolved a report's conflicts: the strategy, the
+// column rules, or both.
+func resolvedBy(r *dataset.MergeReport, strat dataset.MergeStrategy) string {
+	byColumns, byStrategy := false, false
+	for _, c := range r.Conflicts {
+		if c.Resolution == dataset.ResolvedByColumns {
+			byColumns = true
+		} else {
+			byStrategy = true
+		}
+	}
+	switch {
+	case byColumns && byStrategy:
+		return "columns and " + string(strat)
+	case byColumns:
+		return "columns"
+	}
+	return string(strat)
+}
+
+func splitColumns(s string) []string {
+	var out []string
+	if s != "" {
+		for c := range strings.SplitSeq(s, ",") {
+			out = append(out, strings.TrimSpace(c))
+		}
+	}
+	return out
+}
+
 // runMerge runs a merge-like verb (merge, cherry-pick): args are URI and a
-// REF; a conflict report goes to stderr.
-func runMerge(cmd *cobra.Command, args []string, into, strategy, on string, dryRun bool, verb string,
+// REF; a conflict report goes to stderr, or with --format jsonl the
+// conflicts and the result go to stdout.
+func runMerge(cmd *cobra.Command, args []string, f *mergeFlags, verb string,
 	do func(context.Context, blob.Store, branch.Ref, *branch.MergeOptions) (*branch.MergeResult, error)) (*branch.MergeResult, dataset.MergeStrategy, error) {
 	ctx := cmd.Context()
-	strat, err := dataset.ParseMergeStrategy(strategy)
+	if f.format != "text" && f.format != "jsonl" {
+		return nil, "", fmt.Errorf("unknown --format %q (want text or jsonl): %w", f.format, lancer.ErrInvalidArgument)
+	}
+	strat, err := dataset.ParseMergeStrategy(f.strategy)
 	if err != nil {
 		return nil, "", err
 	}
@@ -172,24 +229,138 @@ func runMerge(cmd *cobra.Command, args []string, into, strategy, on string, dryR
 	if err != nil {
 		return nil, "", err
 	}
-	var key []string
-	if on != "" {
-		for c := range strings.SplitSeq(on, ",") {
-			key = append(key, strings.TrimSpace(c))
+	res, err := do(ctx, root, ref, &branch.MergeOptions{Into: f.into, Strategy: strat, DryRun: f.dryRun, On: splitColumns(f.on),
+		Ours: splitColumns(f.ours), Theirs: splitColumns(f.theirs)})
+	var mc *dataset.MergeConflictError
+	failed := errors.As(err, &mc)
+	if f.format == "jsonl" && (err == nil || failed) {
+		var r *dataset.MergeReport
+		if failed {
+			r = mc.Report
+		} else {
+			r = res.Report
+		}
+		if werr := writeMergeJSONL(cmd.OutOrStdout(), res, r, strat, f.dryRun, mc); werr != nil {
+			return nil, "", werr
 		}
 	}
-	res, err := do(ctx, root, ref, &branch.MergeOptions{Into: into, Strategy: strat, DryRun: dryRun, On: key})
-	var mc *dataset.MergeConflictError
-	if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 && mc.Reason != "" {
+	if failed && len(mc.Report.Conflicts) > 0 && f.format == "text" {
 		printConflicts(cmd.ErrOrStderr(), mc.Report)
+	}
+	if failed && len(mc.Report.Conflicts) > 0 && mc.Reason != "" {
 		return nil, "", fmt.Errorf("%s stopped: %s: %w", verb, strings.TrimPrefix(mc.Reason, "dataset: merge: "), lancer.ErrConflict)
 	}
-	if errors.As(err, &mc) && len(mc.Report.Conflicts) > 0 {
-		printConflicts(cmd.ErrOrStderr(), mc.Report)
-		return nil, "", fmt.Errorf("%s stopped: %d conflicting rows (see above; --strategy ours or theirs resolves them): %w",
-			verb, len(mc.Report.Conflicts), lancer.ErrConflict)
+	if failed && len(mc.Report.Conflicts) > 0 {
+		return nil, "", fmt.Errorf("%s stopped: %d conflicting rows (see above; --strategy ours or theirs, or --ours/--theirs COLS, resolves them): %w",
+			verb, len(mc.Report.Unresolved()), lancer.ErrConflict)
 	}
 	return res, strat, err
+}
+
+// conflictLine is one line of merge --format jsonl for a conflicting cell
+// (or a conflicting row without cells).
+type conflictLine struct {
+	Type       string  `json:"type"`
+	RowID      uint64  `json:"row_id"`
+	Key        string  `json:"key,omitempty"`
+	Kind       string  `json:"kind"`
+	Column     string  `json:"column,omitempty"`
+	Base       *string `json:"base,omitempty"`
+	Ours       *string `json:"ours,omitempty"`
+	Theirs     *string `json:"theirs,omitempty"`
+	Resolution string  `json:"resolution"`
+}
+
+// MarshalJSON writes null for a null value of a cell (a nil pointer of a
+// cell line); lines without a column have no values.
+func (c conflictLine) MarshalJSON() ([]byte, error) {
+	type plain conflictLine
+	if c.Column == "" {
+		return json.Marshal(plain(c))
+	}
+	type withValues struct {
+		plain
+		Base       *string `json:"base"`
+		Ours       *string `json:"ours"`
+		Theirs     *string `json:"theirs"`
+		Resolution string  `json:"resolution"`
+	}
+	return json.Marshal(withValues{plain(c), c.Base, c.Ours, c.Theirs, c.Resolution})
+}
+
+// resultLine is the last line of merge --format jsonl.
+type resultLine struct {
+	Type           string   `json:"type"`
+	Status         string   `json:"status"`
+	Source         string   `json:"source,omitempty"`
+	Target         string   `json:"target,omitempty"`
+	Base           string   `json:"base,omitempty"`
+	Version        uint64   `json:"version,omitempty"`
+	RowsAdded      uint64   `json:"rows_added"`
+	RowsUpdated    uint64   `json:"rows_updated"`
+	RowsDeleted    uint64   `json:"rows_deleted"`
+	CellsMerged    uint64   `json:"cells_merged"`
+	CellsResolved  uint64   `json:"cells_resolved"`
+	ColumnsAdded   []string `json:"columns_added,omitempty"`
+	ColumnsDropped []string `json:"columns_dropped,omitempty"`
+	Conflicts      int      `json:"conflicts"`
+	Strategy       string   `json:"strategy"`
+	Message        string   `json:"message,omitempty"`
+}
+
+func writeMergeJSONL(w io.Writer, res *branch.MergeResult, r *dataset.MergeReport, strat dataset.MergeStrategy, dryRun bool, fail *dataset.MergeConflictError) error {
+	enc := json.NewEncoder(w)
+	if r == nil {
+		r = &dataset.MergeReport{}
+	}
+	for _, c := range r.Conflicts {
+		line := conflictLine{Type: "conflict", RowID: c.RowID, Key: c.Key, Kind: c.Kind, Resolution: c.Resolution}
+		if line.Resolution == "" {
+			line.Resolution = "unresolved"
+		}
+		if len(c.Cells) == 0 {
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, cc := range c.Cells {
+			cl := line
+			cl.Column = cc.Column
+			val := func(s string, null bool) *string {
+				if null {
+					return nil
+				}
+				return &s
+			}
+			cl.Base, cl.Ours, cl.Theirs = val(cc.Base, cc.BaseNull), val(cc.Ours, cc.OursNull), val(cc.Theirs, cc.TheirsNull)
+			if cc.Resolution != "" {
+				cl.Resolution = cc.Resolution
+			}
+			if err := enc.Encode(cl); err != nil {
+				return err
+			}
+		}
+	}
+	out := resultLine{Type: "result", RowsAdded: r.RowsAdded, RowsUpdated: r.RowsUpdated, RowsDeleted: r.RowsDeleted,
+		CellsMerged: r.CellsMerged, CellsResolved: r.CellsResolved, ColumnsAdded: r.ColumnsAdded, ColumnsDropped: r.ColumnsDropped,
+		Conflicts: len(r.Conflicts), Strategy: string(strat)}
+	if res != nil {
+		out.Source, out.Target, out.Base, out.Version = res.Source.String(), res.Target.String(), res.Base.String(), res.Version
+	}
+	switch {
+	case fail != nil:
+		out.Status, out.Message = "failed", fail.Error()
+	case res.UpToDate:
+		out.Status = "up_to_date"
+	case dryRun:
+		out.Status = "dry_run"
+	case res.FastForward:
+		out.Status = "fast_forward"
+	default:
+		out.Status = "merged"
+	}
+	return enc.Encode(out)
 }
 
 // printConflicts lists conflicting rows, one per line.
@@ -207,7 +378,11 @@ func printConflicts(w io.Writer, r *dataset.MergeReport) {
 		for _, cc := range c.Cells {
 			cells += fmt.Sprintf(" [%s: base %s, ours %s, theirs %s]", cc.Column, cc.Base, cc.Ours, cc.Theirs)
 		}
-		fmt.Fprintf(w, "conflict: row %d%s %s%s%s\n", c.RowID, key, c.Kind, cols, cells)
+		resolved := ""
+		if c.Resolution != "" {
+			resolved = " (resolved: " + c.Resolution + ")"
+		}
+		fmt.Fprintf(w, "conflict: row %d%s %s%s%s%s\n", c.RowID, key, c.Kind, cols, cells, resolved)
 	}
 }
 
@@ -352,39 +527,33 @@ and than an hour, go too.
 }
 
 func newCherryPickCommand() *cobra.Command {
-	var (
-		into, strategy, on string
-		dryRun             bool
-	)
+	var f mergeFlags
 	cmd := &cobra.Command{
-		Use:   "cherry-pick URI BRANCH@VERSION [--into DST] [--strategy fail|ours|theirs] [--dry-run]",
+		Use:   "cherry-pick URI BRANCH@VERSION [--into DST] [--strategy fail|ours|theirs] [--ours COLS] [--theirs COLS] [--dry-run] [--format text|jsonl]",
 		Short: "Apply the changes of one commit of a line to another line",
 		Long: `Apply to DST (default main) what the commit BRANCH@VERSION changed since the
-version before it on its line, as one commit on DST, with the conflict rules of
-merge.`,
+version before it on its line, as one commit on DST, with the conflict rules and
+output formats of merge.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, _, err := runMerge(cmd, args, into, strategy, on, dryRun, "cherry-pick", func(ctx context.Context, root blob.Store, ref branch.Ref, o *branch.MergeOptions) (*branch.MergeResult, error) {
+			res, _, err := runMerge(cmd, args, &f, "cherry-pick", func(ctx context.Context, root blob.Store, ref branch.Ref, o *branch.MergeOptions) (*branch.MergeResult, error) {
 				if ref.Tag == "" && ref.Version == 0 {
 					return nil, fmt.Errorf("cherry-pick needs a commit: BRANCH@VERSION or a tag: %w", lancer.ErrInvalidArgument)
 				}
 				return branch.CherryPick(ctx, root, ref, o)
 			})
-			if err != nil {
+			if f.format == "jsonl" || err != nil {
 				return err
 			}
 			r := res.Report
 			what := "applied"
-			if dryRun {
+			if f.dryRun {
 				what = "would apply"
 			}
 			return report(cmd, "%s %s to %s: %d inserted, %d updated, %d deleted; version %d",
 				what, res.Source, orMain(res.Target.Branch), r.RowsAdded, r.RowsUpdated, r.RowsDeleted, res.Version)
 		},
 	}
-	cmd.Flags().StringVar(&into, "into", "", "the line to apply the commit to (default main)")
-	cmd.Flags().StringVar(&strategy, "strategy", "fail", "conflicting rows: fail, ours or theirs")
-	cmd.Flags().StringVar(&on, "on", "", "comma-separated key columns to match rows by (default: the primary key)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would change, writing nothing")
+	f.register(cmd, "apply the commit to")
 	return cmd
 }

@@ -192,3 +192,49 @@ func TestMergeCells(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeJSONL lists a merge's conflicts as JSON lines (golden files),
+// then resolves them per column with --ours/--theirs and per row with
+// --strategy.
+func TestMergeJSONL(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "people")
+	mustRun(t, "import", filepath.Join("testdata", "people.jsonl"), ds, "--stable-row-ids")
+	mustRun(t, "branch", "create", ds, "exp")
+	// id 1: name changed on both sides; id 3: name and score; id 4: score,
+	// to null on main; id 2: deleted on exp, updated on main.
+	mustRun(t, "update", ds, "--branch", "exp", "--set", "name='Ada L'", "--filter", "id = 1")
+	mustRun(t, "update", ds, "--set", "name='Ada M'", "--filter", "id = 1")
+	mustRun(t, "update", ds, "--branch", "exp", "--set", "name='Chen X'", "--set", "score=1", "--filter", "id = 3")
+	mustRun(t, "update", ds, "--set", "name='Chen Y'", "--set", "score=2", "--filter", "id = 3")
+	mustRun(t, "update", ds, "--branch", "exp", "--set", "score=7", "--filter", "id = 4")
+	mustRun(t, "update", ds, "--set", "score=NULL", "--filter", "id = 4")
+	mustRun(t, "delete", ds, "--branch", "exp", "--filter", "id = 2")
+	mustRun(t, "update", ds, "--set", "age=3", "--filter", "id = 2")
+
+	code, out, errOut := runLancer(t, "merge", ds, "exp", "--format", "jsonl")
+	if code != 1 || !strings.Contains(errOut, "merge stopped: 4 conflicting rows") {
+		t.Fatalf("conflicting merge: exit %d, %q", code, errOut)
+	}
+	golden(t, "merge_conflicts.jsonl", out)
+
+	// Column rules resolve id 1 but not 3 and 4 (score has none) nor 2
+	// (no column rule resolves an update against a delete).
+	code, _, errOut = runLancer(t, "merge", ds, "exp", "--theirs", "name", "--ours", "age")
+	if code != 1 || !strings.Contains(errOut, "merge stopped: 3 conflicting rows") {
+		t.Fatalf("merge with one column rule: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut = runLancer(t, "merge", ds, "exp", "--theirs", "name", "--ours", "name"); code != 1 || !strings.Contains(errOut, "both an ours and a theirs column") {
+		t.Fatalf("name both ours and theirs: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut = runLancer(t, "merge", ds, "exp", "--theirs", "nope"); code != 1 || !strings.Contains(errOut, `"nope" is not a column`) {
+		t.Fatalf("a missing column: exit %d, %q", code, errOut)
+	}
+	out = mustRun(t, "merge", ds, "exp", "--theirs", "name", "--ours", "score", "--strategy", "theirs", "--format", "jsonl")
+	golden(t, "merge_resolved.jsonl", out)
+	// id 1 and 3 take exp's name and keep main's score; id 2 is deleted
+	// (theirs, row-level); id 4 keeps main's null score.
+	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,name,score"); got != "id,name,score\n1,Ada L,9.5\n3,Chen X,2\n4,Dana,\n" {
+		t.Fatalf("after the merge: %q", got)
+	}
+}

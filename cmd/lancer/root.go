@@ -50,6 +50,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newIndexCommand(),
 		newSearchCommand(),
 		newDiffCommand(),
+		newChangesCommand(),
 		newMergeCommand(),
 		newLogCommand(),
 		newGCCommand(),

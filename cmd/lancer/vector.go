@@ -126,7 +126,12 @@ func newIndexListCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list URI",
 		Short: "List the indices of a dataset (lancer's and Lance's)",
-		Args:  cobra.ExactArgs(1),
+		Long: `List every index segment of a dataset version with its type named as Lance
+lists it: IvfPq, IvfHnswSq, IvfFlat, IvfSq, IvfHnswPq, IvfHnswFlat, IvfRq for
+vector indices (Lance's, from the segment's files, including the legacy IVF_PQ
+file of old Lance releases; lancer's, from its details), BTree, Bitmap,
+LabelList, FTS, ... for scalar ones.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tbl, err := openTable(cmd.Context(), cmd, args, &rf)
 			if err != nil {
@@ -145,7 +150,7 @@ func newIndexListCommand() *cobra.Command {
 			}
 			var out []row
 			for _, ix := range ds.Indices() {
-				out = append(out, row{ix.Name, ix.Type, ix.Fields, ix.UUID, ix.DatasetVersion, ix.Fragments,
+				out = append(out, row{ix.Name, ds.IndexTypeName(cmd.Context(), ix), ix.Fields, ix.UUID, ix.DatasetVersion, ix.Fragments,
 					len(ds.Manifest().Fragments) - len(ix.Fragments)})
 			}
 			w := cmd.OutOrStdout()
@@ -230,6 +235,7 @@ func newSearchCommand() *cobra.Command {
 		nprobes, ef, refine   int
 		postfilter, exact     bool
 		nearRowSet, withRowID bool
+		explain               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "search URI --column C (--vector JSON | --near-row ID | --queries FILE) [-k 10]",
@@ -242,7 +248,15 @@ starting with its query_index (the 0-based line number).
 
 The column's vector index is used where it covers the rows, the other rows are
 scored exactly. --filter keeps only rows for which a SQL predicate is true
-(before the search, or after it with --postfilter).`,
+(before the search, or after it with --postfilter).
+
+--nprobes, --ef, --refine-factor and --metric mean what they mean in Lance:
+the IVF partitions probed per index segment, the HNSW beam width (at least
+-k), re-ranking k×N index candidates by their exact vectors, and the distance
+(an index built for another metric is not used: the search is exact). An index
+of a kind lancer cannot search (IVF_RQ, ...) is an error; --exact scores every
+row instead. --explain prints the plan (index and segments, partitions probed,
+rows scored exactly, refine, filter mode) instead of the rows.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			nearRowSet = cmd.Flags().Changed("near-row")
@@ -276,6 +290,9 @@ scored exactly. --filter keeps only rows for which a SQL predicate is true
 					opts.Columns = append(opts.Columns, strings.TrimSpace(c))
 				}
 			}
+			if explain {
+				out = &planWriter{w: cmd.OutOrStdout()}
+			}
 			switch {
 			case vec != "":
 				q, err := parseVector(vec)
@@ -305,11 +322,12 @@ scored exactly. --filter keeps only rows for which a SQL predicate is true
 	f.StringVar(&columns, "columns", "", "comma-separated columns to print (default: all)")
 	f.BoolVar(&withRowID, "with-rowid", false, "add the _rowid column")
 	f.StringVar(&formatArg, "format", "table", "output format: table, jsonl or csv")
-	f.StringVar(&metric, "metric", "", "distance: l2, cosine or dot (default: the index's, else l2)")
-	f.IntVar(&nprobes, "nprobes", 0, "IVF partitions searched (default 20)")
-	f.IntVar(&ef, "ef", 0, "HNSW beam width (default: the vector package's)")
+	f.StringVar(&metric, "metric", "", "distance: l2, cosine or dot (default: the index's, else l2; an index of another metric is not used)")
+	f.IntVar(&nprobes, "nprobes", 0, "IVF partitions probed per index segment (default 20)")
+	f.IntVar(&ef, "ef", 0, "HNSW beam width, at least -k (default: k+k/2 for Lance's indices, the vector package's for lancer's)")
 	f.IntVar(&refine, "refine-factor", 0, "re-rank k*N index candidates by their exact vectors")
 	f.BoolVar(&exact, "exact", false, "ignore indices and score every row")
+	f.BoolVar(&explain, "explain", false, "print the search plan instead of the rows")
 	return cmd
 }
 
@@ -366,6 +384,17 @@ func rowVector(ctx context.Context, ds *dataset.Dataset, column string, id int64
 // when qi >= 0. first says whether out.begin must be called.
 func searchOne(ctx context.Context, ds *dataset.Dataset, column string, q []float32, opts *dataset.SearchOptions,
 	out rowWriter, qi int, first bool) error {
+	if pw, ok := out.(*planWriter); ok {
+		plan, err := ds.ExplainSearch(ctx, column, q, opts)
+		if err != nil {
+			return err
+		}
+		if qi >= 0 {
+			fmt.Fprintf(pw.w, "query %d: ", qi)
+		}
+		_, err = io.WriteString(pw.w, plan.String())
+		return err
+	}
 	rec, err := ds.Search(ctx, column, q, opts)
 	if err != nil {
 		return err
@@ -504,3 +533,11 @@ func (p *progressBar) done() {
 		fmt.Fprintln(p.w)
 	}
 }
+
+// planWriter stands for the row writer when search --explain prints plans
+// (searchOne writes them); it writes no rows.
+type planWriter struct{ w io.Writer }
+
+func (*planWriter) begin(*arrow.Schema) error     { return nil }
+func (*planWriter) write(arrow.RecordBatch) error { return nil }
+func (*planWriter) end() error                    { return nil }

@@ -71,7 +71,7 @@ func TestIndexAndSearchVerbs(t *testing.T) {
 		Unindexed int    `json:"unindexed_fragments"`
 	}
 	if err := json.Unmarshal([]byte(mustRun(t, "index", "list", ds, "--format", "json")), &list); err != nil ||
-		len(list) != 1 || list[0].Name != "vector_idx" || list[0].Type != "LancerVectorIndex" || list[0].Unindexed != 0 {
+		len(list) != 1 || list[0].Name != "vector_idx" || list[0].Type != "IvfHnswSq" || list[0].Unindexed != 0 {
 		t.Fatalf("index list: %v %+v", err, list)
 	}
 

@@ -157,6 +157,15 @@ func (ix *IndexInfo) VectorDetails() (*VectorIndexDetails, error) {
 	return DecodeVectorIndexDetails(ix.details.Value)
 }
 
+// DetailsValue returns the encoded index details message (of type
+// TypeURL), nil when there are none. Callers must not modify it.
+func (ix *IndexInfo) DetailsValue() []byte {
+	if ix.details == nil {
+		return nil
+	}
+	return ix.details.Value
+}
+
 // VectorIndexTypeURL is the details type URL of lancer's vector indices.
 const VectorIndexTypeURL = "/lancer.index.LancerVectorIndex"
 

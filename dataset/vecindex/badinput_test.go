@@ -130,11 +130,11 @@ func TestBadInput(t *testing.T) {
 			s[AuxiliaryFile] = s[AuxiliaryFile][:len(s[AuxiliaryFile])-100]
 			return s
 		}, lancer.ErrCorrupt, AuxiliaryFile},
-		{"legacy (no auxiliary.idx)", func(t *testing.T) segment {
+		{"v3 index.idx without auxiliary.idx", func(t *testing.T) segment {
 			s := pq.clone()
 			delete(s, AuxiliaryFile)
 			return s
-		}, lancer.ErrUnsupported, AuxiliaryFile},
+		}, lancer.ErrCorrupt, AuxiliaryFile},
 		{"partition overruns auxiliary.idx", func(t *testing.T) segment {
 			s := pq.clone()
 			patchBuffer(t, s, AuxiliaryFile, 1, &indexpb.IVF{}, func(m *indexpb.IVF) { m.Lengths[1] = 16000 })

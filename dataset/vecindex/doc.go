@@ -20,8 +20,8 @@
 //
 // I1. A segment is a directory _indices/<uuid>/ holding index.idx and
 // auxiliary.idx, both Lance data files (v2.x, read with package format).
-// A segment without auxiliary.idx is the legacy single-file format (a
-// protobuf footer), which this package does not read (ErrUnsupported).
+// A segment without auxiliary.idx is the legacy single-file format
+// (L1-L4).
 //
 // I2. index.idx's schema metadata "lance:index" is JSON {"type": "IVF_PQ",
 // "distance_type": "l2"}; the type names the sub-index and quantization
@@ -70,6 +70,38 @@
 // partition. A violation is an error wrapping lancer.ErrCorrupt naming
 // the index and file; nothing is allocated from a count the files give
 // beyond what the files themselves hold.
+//
+// # The legacy IVF_PQ file (Lance before v3 indices, file version 0.1)
+//
+// Learned from Lance 0.10.18 (the core of vectordb 0.4.20, which built
+// the fixtures in ../testdata/legacy_ivfpq): rust/lance/src/index.rs
+// (open_index), rust/lance/src/index/vector.rs (open_vector_index),
+// index/vector/ivf.rs and pq.rs, lance-index/src/vector/pq.rs and
+// pq/builder.rs (from_proto), lance-io/src/utils.rs (read_message).
+//
+// L1. index.idx ends with 16 bytes: the little-endian uint64 position of
+// the index message, uint16 major and minor version (0.1; 0.0 also read)
+// and "LANC" (an index.idx ending in a Lance v2 file's footer is a v3
+// segment that lost its auxiliary.idx: ErrCorrupt). At the position, a little-endian uint32 length, then a
+// pb.Index message whose vector_index has the metric, the dimension and
+// the stages: IVF then PQ. An OPQ transform stage, DiskANN, other PQ
+// widths than 8 bits and the dot metric (Lance 0.10 summed 1 - dot per
+// sub-vector, unlike v3; no reference answers) are ErrUnsupported.
+//
+// L2. The IVF stage holds the centroids (flat or as a tensor), and per
+// partition the byte offset of its data (offsets) and its rows
+// (lengths). A partition's data is its PQ codes, rows × m bytes
+// row-major, followed by its row ids, rows × 8 bytes little-endian.
+// Every partition lies before the index message.
+//
+// L3. The PQ stage holds num_bits, num_sub_vectors, dimension and the
+// codebook (flat floats, or a tensor), 256 × dim values laid out
+// [sub-vector][centroid][dim/m] as in v3 (I4).
+//
+// L4. The search is the v3 IVF_PQ's (S1, S2, S5): for cosine Lance 0.10
+// normalizes the query, ranks centroids by L2 and uses PQ over L2 of the
+// residuals (from_proto turns cosine into L2), as v3. TestLegacySearch
+// checks ids and distances against Lance 0.10.18's answers.
 //
 // # Search semantics (as Lance's)
 //

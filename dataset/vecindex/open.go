@@ -72,6 +72,9 @@ type Index struct {
 	// Quant and Sub are the storage and the partition search.
 	Quant Quantization
 	Sub   SubIndex
+	// Legacy says the segment is Lance's legacy single-file IVF_PQ (file
+	// version 0.1, L1-L4 of doc.go).
+	Legacy bool
 
 	dim       int
 	centroids []float32 // nparts × dim
@@ -86,6 +89,7 @@ type Index struct {
 
 	location string // the segment directory, for errors
 	idx, aux *format.Reader
+	legacy   *legacyFile // a legacy segment's file; idx and aux are nil
 
 	mu    sync.Mutex
 	parts map[int]*partition
@@ -141,7 +145,10 @@ func Open(ctx context.Context, store blob.Store, dir string, opts *OpenOptions) 
 	// Lance's legacy vector index (file version 0.1) is index.idx alone
 	// with a protobuf footer (I1).
 	if _, err := store.Stat(ctx, dir+"/"+AuxiliaryFile); errors.Is(err, lancer.ErrNotFound) {
-		return nil, fmt.Errorf("vecindex: index %s: no %s: a legacy (pre-v3) vector index: %w", loc, AuxiliaryFile, lancer.ErrUnsupported)
+		if err := ix.openLegacy(ctx, store, dir+"/"+IndexFile); err != nil {
+			return nil, err
+		}
+		return ix, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("vecindex: index %s: %w", loc, err)
 	}
@@ -166,8 +173,11 @@ func Open(ctx context.Context, store blob.Store, dir string, opts *OpenOptions) 
 func (ix *Index) ResidentBytes() int64 {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return int64(4*len(ix.centroids)+4*len(ix.pq.codebook)+32*(len(ix.auxStart)+len(ix.subStart))) +
-		ix.idx.MetadataBytes() + ix.aux.MetadataBytes() + ix.bytes + 512
+	n := int64(4*len(ix.centroids)+4*len(ix.pq.codebook)+32*(len(ix.auxStart)+len(ix.subStart))) + ix.bytes + 512
+	if ix.legacy != nil {
+		return n + int64(8*len(ix.legacy.offsets))
+	}
+	return n + ix.idx.MetadataBytes() + ix.aux.MetadataBytes()
 }
 
 // Dim returns the vectors' dimension.
@@ -548,4 +558,76 @@ func parseMetric(s string) (vector.Metric, error) {
 		return vector.Dot, nil
 	}
 	return 0, fmt.Errorf("distance %q", s)
+}
+
+// ReadType returns the type of the vector index segment in dir as
+// index.idx records it ("IVF_PQ", "IVF_HNSW_SQ", "IVF_RQ", ...), whether
+// or not this package searches it, and whether it is the legacy file
+// (L1). It reads index.idx's metadata only.
+func ReadType(ctx context.Context, store blob.Store, dir string) (typ string, legacy bool, err error) {
+	if _, err := store.Stat(ctx, dir+"/"+AuxiliaryFile); errors.Is(err, lancer.ErrNotFound) {
+		ix := &Index{location: dir, parts: map[int]*partition{}}
+		if err := ix.openLegacy(ctx, store, dir+"/"+IndexFile); err != nil && !errors.Is(err, lancer.ErrUnsupported) {
+			return "", true, err
+		}
+		return "IVF_PQ", true, nil
+	} else if err != nil {
+		return "", false, fmt.Errorf("vecindex: index %s: %w", dir, err)
+	}
+	r, err := format.Open(ctx, store, dir+"/"+IndexFile, nil)
+	if err != nil {
+		return "", false, fmt.Errorf("vecindex: index %s: %w", dir, err)
+	}
+	var im struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal([]byte(r.Schema().Metadata[keyIndex]), &im); err != nil || im.Type == "" {
+		return "", false, fmt.Errorf("vecindex: index %s: %s: no index type in %s: %w", dir, IndexFile, keyIndex, lancer.ErrCorrupt)
+	}
+	return im.Type, false, nil
+}
+
+// LanceTypeName names an index type as Lance lists it: "IVF_HNSW_SQ" →
+// "IvfHnswSq".
+func LanceTypeName(typ string) string {
+	var b strings.Builder
+	for w := range strings.SplitSeq(typ, "_") {
+		if w == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(w[:1]) + strings.ToLower(w[1:]))
+	}
+	return b.String()
+}
+
+// DetailsTypeName names a Lance vector index as Lance lists it from the
+// VectorIndexDetails message its manifest records (Lance 12 records the
+// quantization and the HNSW parameters there): "IvfHnswSq", ...; "" when
+// the details do not say.
+func DetailsTypeName(details []byte) string {
+	if len(details) == 0 {
+		return ""
+	}
+	var det indexpb.VectorIndexDetails
+	if err := proto.Unmarshal(details, &det); err != nil {
+		return ""
+	}
+	var quant string
+	switch det.GetCompression().(type) {
+	case *indexpb.VectorIndexDetails_Pq:
+		quant = "PQ"
+	case *indexpb.VectorIndexDetails_Sq:
+		quant = "SQ"
+	case *indexpb.VectorIndexDetails_Rq:
+		quant = "RQ"
+	case *indexpb.VectorIndexDetails_Flat:
+		quant = "FLAT"
+	default:
+		return ""
+	}
+	typ := "IVF_"
+	if det.HnswIndexConfig != nil {
+		typ += "HNSW_"
+	}
+	return LanceTypeName(typ + quant)
 }

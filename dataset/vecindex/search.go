@@ -550,6 +550,9 @@ func fieldsNamed(r *format.Reader, names ...string) []*schema.Field {
 }
 
 func (ix *Index) readPartition(ctx context.Context, p int) (*partition, error) {
+	if ix.legacy != nil {
+		return ix.readLegacyPartition(ctx, p)
+	}
 	col := colFlat
 	switch ix.Quant {
 	case QuantPQ:

@@ -1,0 +1,249 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/blob"
+)
+
+// feedRow is one row of a change feed: "type id val".
+type feedRow struct {
+	change  string
+	version int64
+	id      int64
+	val     string
+	ts      time.Time
+}
+
+func feedIDVal(t *testing.T, vals map[int64]string) array.RecordReader {
+	t.Helper()
+	sch := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "val", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	defer b.Release()
+	for _, id := range slices.Sorted(maps.Keys(vals)) {
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(vals[id])
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	r, err := array.NewRecordReader(sch, []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// readFeed reads a feed as rows, checking that update_preimage and
+// update_postimage rows come in pairs of one id.
+func readFeed(t *testing.T, f *ChangeFeed) []feedRow {
+	t.Helper()
+	var out []feedRow
+	var pre []feedRow
+	for rec, err := range f.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int(rec.NumCols())
+		ids := rec.Column(0).(*array.Int64)
+		vals := rec.Column(1).(*array.String)
+		ch := rec.Column(n - 3).(*array.String)
+		vs := rec.Column(n - 2).(*array.Int64)
+		ts := rec.Column(n - 1).(*array.Timestamp)
+		for i := range int(rec.NumRows()) {
+			r := feedRow{ch.Value(i), vs.Value(i), ids.Value(i), vals.Value(i), time.UnixMicro(int64(ts.Value(i))).UTC()}
+			switch r.change {
+			case ChangeUpdatePreimage:
+				pre = append(pre, r)
+			case ChangeUpdatePostimage:
+				if len(pre) == 0 || pre[0].id != r.id || pre[0].version != r.version {
+					t.Fatalf("update_postimage %+v does not follow its update_preimage (%+v)", r, pre)
+				}
+				out = append(out, pre[0], r)
+				pre = pre[1:]
+			default:
+				if len(pre) > 0 {
+					t.Fatalf("%+v before the update_postimage of %+v", r, pre)
+				}
+				out = append(out, r)
+			}
+		}
+	}
+	if len(pre) > 0 {
+		t.Fatalf("update_preimage rows without update_postimage: %+v", pre)
+	}
+	return out
+}
+
+func feedKey(r feedRow) string { return fmt.Sprintf("%d %s %d %s", r.version, r.change, r.id, r.val) }
+
+func feedKeys(rows []feedRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = feedKey(r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestChangeFeedModel commits seeded random appends, deletes, updates and
+// compactions, with and without stable row ids, and compares the change
+// feed of every range of versions with an oracle: each version's changes
+// as the model of the rows (id → value) says they were made. Compactions
+// are no changes.
+func TestChangeFeedModel(t *testing.T) {
+	for _, stable := range []bool{false, true} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			t.Run(fmt.Sprintf("stable=%v/seed=%d", stable, seed), func(t *testing.T) { runChangeFeedModel(t, seed, stable) })
+		}
+	}
+}
+
+func runChangeFeedModel(t *testing.T, seed uint64, stable bool) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 11))
+	store, err := blob.NewLocalStore(filepath.Join(t.TempDir(), "f.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWhenDone(t, store)
+	m := map[int64]string{}
+	for id := range int64(20) {
+		m[id] = fmt.Sprintf("v%d", id)
+	}
+	r := feedIDVal(t, m)
+	d, err := Write(ctx, store, r, &WriteOptions{EnableStableRowIDs: stable, MaxRowsPerFile: 8})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// want[v] are the changes of version v.
+	want := map[uint64][]feedRow{}
+	for id, v := range m {
+		want[1] = append(want[1], feedRow{change: ChangeInsert, version: 1, id: id, val: v})
+	}
+	nextID := int64(100)
+	pick := func(n int) []int64 {
+		ids := slices.Sorted(maps.Keys(m))
+		rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		return ids[:min(n, len(ids))]
+	}
+	inList := func(ids []int64) string {
+		var parts []string
+		for _, id := range ids {
+			parts = append(parts, fmt.Sprint(id))
+		}
+		return "id IN (" + strings.Join(parts, ", ") + ")"
+	}
+	compactions := 0
+	for step := range 30 {
+		v := int64(d.Version() + 1)
+		var changes []feedRow
+		switch op := rng.IntN(10); {
+		case op < 3:
+			add := map[int64]string{}
+			for range 1 + rng.IntN(4) {
+				add[nextID] = fmt.Sprintf("v%d", nextID)
+				changes = append(changes, feedRow{change: ChangeInsert, version: v, id: nextID, val: add[nextID]})
+				nextID++
+			}
+			r := feedIDVal(t, add)
+			d, err = d.Append(ctx, r, nil)
+			r.Release()
+			maps.Copy(m, add)
+		case op < 5:
+			ids := pick(1 + rng.IntN(3))
+			if len(ids) == 0 {
+				continue
+			}
+			if d, err = d.Delete(ctx, inList(ids), nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				changes = append(changes, feedRow{change: ChangeDelete, version: v, id: id, val: m[id]})
+				delete(m, id)
+			}
+		case op < 8:
+			ids := pick(1 + rng.IntN(4))
+			if len(ids) == 0 {
+				continue
+			}
+			val := fmt.Sprintf("u%d", step)
+			if d, _, err = d.Update(ctx, map[string]string{"val": "'" + val + "'"}, inList(ids), nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				changes = append(changes, feedRow{change: ChangeUpdatePreimage, version: v, id: id, val: m[id]},
+					feedRow{change: ChangeUpdatePostimage, version: v, id: id, val: val})
+				m[id] = val
+			}
+		default:
+			var st CompactStats
+			if d, st, err = d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 64, MaterializeDeletionsThreshold: 0.01}); err != nil {
+				t.Fatal(err)
+			}
+			if st.FragmentsRemoved > 0 {
+				compactions++
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[uint64(v)] = changes
+	}
+	mem := checkedAlloc(t)
+	latest := openStore(t, store, 0, mem)
+	stamps := map[int64]time.Time{}
+	for v := uint64(1); v <= latest.Version(); v++ {
+		stamps[int64(v)] = openStore(t, store, v, nil).Timestamp().Truncate(time.Microsecond).UTC()
+	}
+	check := func(since, until uint64) {
+		t.Helper()
+		f, err := latest.ChangeFeed(ctx, &ChangeFeedOptions{Since: since, Until: until, BatchSize: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readFeed(t, f)
+		var exp []feedRow
+		for v := since + 1; v <= until; v++ {
+			exp = append(exp, want[v]...)
+		}
+		if g, w := feedKeys(got), feedKeys(exp); !slices.Equal(g, w) {
+			t.Fatalf("seed %d: changes after %d up to %d:\n got %v\nwant %v", seed, since, until, g, w)
+		}
+		for i, r := range got {
+			if i > 0 && r.version < got[i-1].version {
+				t.Fatalf("version %d after version %d", r.version, got[i-1].version)
+			}
+			if !r.ts.Equal(stamps[r.version]) {
+				t.Fatalf("%+v: _commit_timestamp, want %v", r, stamps[r.version])
+			}
+		}
+	}
+	check(0, latest.Version())
+	for range 8 {
+		a := uint64(rng.IntN(int(latest.Version())))
+		b := a + uint64(rng.IntN(int(latest.Version()-a)+1))
+		check(a, b)
+	}
+	if compactions == 0 {
+		t.Errorf("seed %d: no compaction rewrote a fragment", seed)
+	}
+	if _, err := latest.ChangeFeed(ctx, &ChangeFeedOptions{Since: 5, Until: 3}); err == nil {
+		t.Error("since after until: no error")
+	}
+	if _, err := latest.ChangeFeed(ctx, &ChangeFeedOptions{Until: latest.Version() + 1}); err == nil {
+		t.Error("until past the latest version: no error")
+	}
+}
