@@ -9,7 +9,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
 )
 
@@ -44,38 +43,23 @@ func (d *Dataset) deleteWhere(ctx context.Context, predicate string, expr *filte
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	columns, _, _ := d.namedColumns(expr.Columns())
-	s, err := d.Scan(&ScanOptions{Columns: columns, WithRowID: true, WithRowAddress: true})
+	// A filtered scan of the row addresses alone: the rows it returns are
+	// those the predicate holds for, found through the scalar indices
+	// that answer it where they cover the data (see indexPlan).
+	s, err := d.Scan(&ScanOptions{Columns: []string{}, WithRowAddress: true, Filter: predicate})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: delete: %w", err)
 	}
-	bound, err := expr.Bind(s.Schema())
-	if err != nil {
-		return nil, fmt.Errorf("dataset: delete: %w", err)
-	}
-	addrCol := s.Schema().NumFields() - 1
 	rows := map[uint64]*roaring.Bitmap{}
 	for rec, err := range s.Batches(ctx) {
 		if err != nil {
 			return nil, err
 		}
-		mask, err := bound.Eval(ctx, d.opts.Allocator, rec)
-		if err != nil {
-			return nil, fmt.Errorf("dataset: delete: %w", err)
+		addrs := rec.Column(int(rec.NumCols()) - 1).(*array.Uint64)
+		for i := 0; i < addrs.Len(); i++ {
+			a := addrs.Value(i)
+			addRow(rows, a>>32, a&math.MaxUint32)
 		}
-		keep, ok := mask.(*array.Boolean)
-		if !ok {
-			mask.Release()
-			return nil, fmt.Errorf("dataset: delete: predicate %q yields %s: %w", predicate, mask.DataType(), lancer.ErrInvalidArgument)
-		}
-		addrs := rec.Column(addrCol).(*array.Uint64)
-		for i := 0; i < keep.Len(); i++ {
-			if keep.IsValid(i) && keep.Value(i) {
-				a := addrs.Value(i)
-				addRow(rows, a>>32, a&math.MaxUint32)
-			}
-		}
-		keep.Release()
 	}
 	return d.deleteRows(ctx, predicate, rows, opts)
 }

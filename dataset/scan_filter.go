@@ -37,6 +37,11 @@ type scanFilter struct {
 	// scattered matches measured no faster than reading it whole.)
 	probe      *projection
 	probeBound *filter.Bound
+
+	// index, when set, is the part of the filter scalar indices answer:
+	// in the fragments they cover only its candidate rows are read (and
+	// filtered), see indexPlan.
+	index *indexPlan
 }
 
 // planScanFilter parses predicate and returns the projection to read for
@@ -69,6 +74,9 @@ func (d *Dataset) planScanFilter(predicate string, columns []string, out *projec
 		toSkip:    uint64(o.Offset),
 		remaining: uint64(o.Limit),
 		limited:   o.Limit > 0,
+	}
+	if !o.NoScalarIndex {
+		sf.index = d.planIndex(expr)
 	}
 	if probe, err := d.project(named, withRowID, withRowAddr); err == nil && probe.arrow.NumFields() < read.arrow.NumFields() {
 		if pb, err := expr.Bind(probe.arrow); err == nil {

@@ -120,16 +120,21 @@ func (s *scan) startReadAhead(ctx context.Context) {
 	if s.filter != nil {
 		probe = s.filter.probe
 	}
+	restrict := s.restrict
 	go func() {
 		defer close(ch)
 		for _, f := range frags {
+			cand, restricted := restrict[f.ID]
+			if restricted && cand.IsEmpty() {
+				continue // the indices find no candidate in it
+			}
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
 			var weight int64
-			if bytes != nil {
+			if bytes != nil && !restricted {
 				weight = min(firstBatchBytes(f, batchSize), budget)
 				if bytes.Acquire(ctx, weight) != nil {
 					return
@@ -140,7 +145,7 @@ func (s *scan) startReadAhead(ctx context.Context) {
 			}
 			res := make(chan readAhead, 1)
 			go func() {
-				ra := prepareFragment(ctx, d, proj, probe, batchSize, f)
+				ra := prepareFragment(ctx, d, proj, probe, batchSize, f, restricted)
 				ra.weight = weight
 				res <- ra
 			}()
@@ -181,13 +186,18 @@ func firstBatchBytes(f *manifest.Fragment, batchSize uint64) int64 {
 
 // prepareFragment opens fragment f (and the filter probe's reader of it)
 // and reads its first batch, as the consumer would read it first: the
-// probe's columns when there is a probe, else the projection's.
-func prepareFragment(ctx context.Context, d *Dataset, proj, probe *projection, batchSize uint64, f *manifest.Fragment) readAhead {
+// probe's columns when there is a probe, else the projection's. A fragment
+// the filter's indices restrict is only opened: its consumer reads the
+// candidate rows alone.
+func prepareFragment(ctx context.Context, d *Dataset, proj, probe *projection, batchSize uint64, f *manifest.Fragment, restricted bool) readAhead {
 	fr, err := d.openFragment(ctx, proj, f)
 	if err != nil {
 		return readAhead{err: err}
 	}
 	ra := readAhead{fr: fr}
+	if restricted {
+		return ra
+	}
 	if probe != nil {
 		if ra.probe, err = d.openFragment(ctx, probe, f); err != nil {
 			ra.release()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -72,6 +73,13 @@ type ScanOptions struct {
 	// when none is in flight. Default 0: 256 MiB (Lance's scheduler
 	// buffers up to 2 GiB of reads); negative: no bound but ReadAhead.
 	ReadAheadBytes int64
+	// NoScalarIndex makes a filtered scan read every fragment, as if the
+	// dataset had no scalar index (Lance's use_scalar_index = false).
+	// Default false: the BTREE, BITMAP and LABEL_LIST indices that
+	// answer terms of the filter narrow the rows read in the fragments
+	// they cover (Scanner.FilterIndices lists them); the filter still
+	// decides every row, so results are the same either way.
+	NoScalarIndex bool
 }
 
 // defaultReadAheadBytes is ScanOptions.ReadAheadBytes' default.
@@ -128,6 +136,14 @@ type scan struct {
 	// probeCur reads the filter's columns of the open fragment (see
 	// scanFilter.probe); nil without a probe.
 	probeCur *fragmentReader
+
+	// indexed is set once the filter's index plan has run; restrict is
+	// what it found (nil when there is no plan or it could not run), and
+	// curRestrict the candidate rows of the open fragment, nil when that
+	// fragment is read whole.
+	indexed     bool
+	restrict    restriction
+	curRestrict *roaring.Bitmap
 
 	// readAhead is the read-ahead depth, 0 for none. Once started, raCh
 	// delivers the fragments in order and raCancel stops the goroutines
@@ -277,10 +293,32 @@ func (s *scan) next(ctx context.Context) (arrow.RecordBatch, error) {
 		if s.limited && s.remaining == 0 || s.filter != nil && s.filter.exhausted() {
 			return nil, nil
 		}
+		if !s.indexed {
+			s.indexed = true
+			if s.filter != nil && s.filter.index != nil {
+				r, ok, err := s.filter.index.candidates(ctx, s.d)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					s.restrict = r
+				}
+			}
+		}
 		if s.cur == nil || s.pos >= s.cur.physical {
 			ok, err := s.openNextFragment(ctx)
 			if err != nil || !ok {
 				return nil, err
+			}
+			continue
+		}
+		if s.curRestrict != nil {
+			rec, err := s.readCandidates(ctx)
+			if err == nil && rec != nil {
+				rec, err = s.filter.apply(ctx, s.d.opts.Allocator, rec)
+			}
+			if err != nil || rec != nil {
+				return rec, err
 			}
 			continue
 		}
@@ -325,6 +363,7 @@ func (s *scan) openNextFragment(ctx context.Context) (bool, error) {
 			return false, ra.err
 		}
 		s.cur, s.probeCur, s.pos = ra.fr, ra.probe, ra.fr.dv.skipLive(0, 0)
+		s.curRestrict = s.restrict[ra.fr.frag.ID]
 		if ra.pre != nil {
 			s.pre, s.preFor = ra.pre, ra.fr
 			if ra.probe != nil {
@@ -337,6 +376,10 @@ func (s *scan) openNextFragment(ctx context.Context) (bool, error) {
 	for s.fragIdx < len(frags) {
 		f := frags[s.fragIdx]
 		s.fragIdx++
+		cand, restricted := s.restrict[f.ID]
+		if restricted && cand.IsEmpty() {
+			continue // the indices find no candidate in it
+		}
 		if s.toSkip > 0 {
 			live, err := s.d.liveRows(ctx, f)
 			if err != nil {
@@ -351,7 +394,8 @@ func (s *scan) openNextFragment(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if s.filter != nil && s.filter.probe != nil {
+		s.curRestrict = cand
+		if s.filter != nil && s.filter.probe != nil && !restricted {
 			if s.probeCur, err = s.d.openFragment(ctx, s.filter.probe, f); err != nil {
 				fr.close()
 				return false, err
@@ -394,6 +438,76 @@ func (s *scan) readBatch(ctx context.Context) (arrow.RecordBatch, error) {
 	if s.limited {
 		s.remaining -= uint64(live)
 	}
+	return rec, nil
+}
+
+// readCandidates reads the next live candidate rows of the current
+// fragment (s.curRestrict): those among BatchSize physical rows from the
+// first candidate at or after s.pos. It returns nil when none is left
+// there.
+func (s *scan) readCandidates(ctx context.Context) (arrow.RecordBatch, error) {
+	fr := s.cur
+	it := s.curRestrict.Iterator()
+	it.AdvanceIfNeeded(uint32(min(s.pos, 0xFFFFFFFF)))
+	if !it.HasNext() || uint64(it.PeekNext()) >= fr.physical {
+		s.pos = fr.physical
+		return nil, nil
+	}
+	start := uint64(it.PeekNext())
+	end := min(start+s.batchSize, fr.physical)
+	s.pos = end
+	var rows []uint64
+	for it.HasNext() {
+		off := uint64(it.PeekNext())
+		if off >= end {
+			break
+		}
+		it.Next()
+		if !fr.dv.contains(off) {
+			rows = append(rows, off)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return fr.readRows(ctx, s.d.opts.Allocator, rows)
+}
+
+// readRows reads the given live rows of the fragment (ascending) as a
+// batch of fr.proj. Many rows that are most of their span are read as the
+// span (a range read decodes whole pages, which the cursor keeps for the
+// next batch); others are taken, which reads only the parts of the pages
+// the rows need.
+func (fr *fragmentReader) readRows(ctx context.Context, mem memory.Allocator, rows []uint64) (arrow.RecordBatch, error) {
+	first, last := rows[0], rows[len(rows)-1]
+	if len(rows) >= 256 && uint64(len(rows))*4 >= last-first+1 {
+		var runs [][2]uint64
+		for _, r := range rows {
+			if n := len(runs); n > 0 && runs[n-1][1] == r {
+				runs[n-1][1]++
+			} else {
+				runs = append(runs, [2]uint64{r, r + 1})
+			}
+		}
+		return fr.readLive(ctx, mem, first, last+1, runs, len(rows))
+	}
+	var cols []arrow.Array
+	if len(fr.files) > 0 {
+		var err error
+		if cols, err = fr.take(ctx, rows); err != nil {
+			return nil, err
+		}
+	} else {
+		cols = make([]arrow.Array, len(fr.proj.schema.Fields))
+	}
+	fillNulls(mem, fr.proj.arrow, cols, len(rows))
+	cols = fr.appendVirtual(mem, cols, func(yield func(uint64)) {
+		for _, r := range rows {
+			yield(r)
+		}
+	})
+	rec := array.NewRecordBatch(fr.proj.arrow, cols, int64(len(rows)))
+	releaseArrays(cols)
 	return rec, nil
 }
 

@@ -19,7 +19,7 @@
 //   {"uri": "/p/t.lance", "op": "search", "column": "vec", "vector": [...], "k": 5,
 //    "filter": "id > 3", "distanceType": "l2"}: nearest rows, id/_rowid/_distance
 //   {"uri": "/p/t.lance", "op": "listIndices"}
-//   {"uri": "/p/t.lance", "op": "createIndex", "column": "id", "type": "btree"}
+//   {"uri": "/p/t.lance", "op": "createIndex", "column": "id", "type": "btree"} (or bitmap, labelList)
 //   {"uri": "/p/t.lance", "op": "createIndex", "column": "vec", "type": "ivfPq", "indexOptions": {"numPartitions": 4}}
 //   (search also takes "nprobes", "ef" and "refineFactor")
 // and prints one JSON object per request on stdout: {"version": N} (the
@@ -215,13 +215,17 @@ async function serve(req) {
     case 'listIndices':
       return { indices: await table.listIndices() };
     case 'createIndex': {
-      // type: btree, or a vector index (ivfPq, ivfFlat, hnswPq, hnswSq)
-      // built with req.indexOptions (LanceDB's options of that index).
+      // type: btree, bitmap, labelList, fts, or a vector index (ivfPq,
+      // ivfFlat, hnswPq, hnswSq) built with req.indexOptions (LanceDB's
+      // options of that index); name: the index name (default Lance's).
       const vectorIndex = { ivfPq: 1, ivfFlat: 1, hnswPq: 1, hnswSq: 1 };
-      const cfg = req.type === 'btree' ? lancedb.Index.btree()
+      const scalarIndex = { btree: 1, bitmap: 1, labelList: 1 };
+      const cfg = scalarIndex[req.type] ? lancedb.Index[req.type]()
         : req.type === 'fts' ? lancedb.Index.fts(req.indexOptions || {})
         : vectorIndex[req.type] ? lancedb.Index[req.type](req.indexOptions || {}) : undefined;
-      await table.createIndex(req.column, cfg ? { config: cfg } : {});
+      const opts = cfg ? { config: cfg } : {};
+      if (req.name) opts.name = req.name;
+      await table.createIndex(req.column, opts);
       return { version: await table.version() };
     }
     case 'listVersions':

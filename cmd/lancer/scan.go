@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ func newScanCommand() *cobra.Command {
 		filter    string
 		formatArg string
 		batchSize int
+		explain   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "scan [URI]",
@@ -65,6 +67,9 @@ it back exactly.`,
 			if err != nil {
 				return err
 			}
+			if explain {
+				printFilterPlan(cmd.ErrOrStderr(), scanner, filter)
+			}
 			if err := out.begin(scanner.Schema()); err != nil {
 				return err
 			}
@@ -88,5 +93,22 @@ it back exactly.`,
 	cmd.Flags().StringVar(&formatArg, "format", "table", "output format: table, jsonl or csv")
 	cmd.Flags().IntVar(&batchSize, "batch-size", 0, "rows per read batch (default: the dataset package's)")
 	_ = cmd.Flags().MarkHidden("batch-size")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print to stderr which scalar index serves each term of --filter")
 	return cmd
+}
+
+// printFilterPlan writes, one "explain:" line each, the scalar indices a
+// filtered scan uses (dataset.Scanner.FilterIndices), or that none does.
+func printFilterPlan(w io.Writer, s *dataset.Scanner, filter string) {
+	switch uses := s.FilterIndices(); {
+	case filter == "":
+		fmt.Fprintln(w, "explain: no filter")
+	case len(uses) == 0:
+		fmt.Fprintln(w, "explain: no scalar index serves the filter: every fragment is read and filtered")
+	default:
+		for _, u := range uses {
+			fmt.Fprintln(w, "explain:", u)
+		}
+		fmt.Fprintln(w, "explain: other fragments are read and filtered; candidate rows are filtered again")
+	}
 }

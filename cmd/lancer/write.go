@@ -21,11 +21,12 @@ import (
 
 func newCountCommand() *cobra.Command {
 	var (
-		rf     refFlags
-		filter string
+		rf      refFlags
+		filter  string
+		explain bool
 	)
 	cmd := &cobra.Command{
-		Use:   "count URI [--filter SQL]",
+		Use:   "count URI [--filter SQL] [--explain]",
 		Short: "Print the number of rows (matching --filter)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,6 +37,14 @@ func newCountCommand() *cobra.Command {
 			}
 			defer tbl.Close()
 			ds := tbl.Dataset()
+			if explain {
+				// Planning reads no data: the scan Count runs, for its plan.
+				s, err := ds.Scan(&dataset.ScanOptions{Columns: []string{}, Filter: filter})
+				if err != nil {
+					return err
+				}
+				printFilterPlan(cmd.ErrOrStderr(), s, filter)
+			}
 			n, err := ds.Count(ctx, filter)
 			if err != nil {
 				return err
@@ -46,6 +55,7 @@ func newCountCommand() *cobra.Command {
 	}
 	rf.register(cmd)
 	cmd.Flags().StringVar(&filter, "filter", "", "count only the rows for which this SQL predicate is true")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print to stderr which scalar index serves each term of --filter")
 	return cmd
 }
 

@@ -195,6 +195,14 @@ type castNode struct {
 	d  int
 }
 
+// listNode is a list literal, [x, y, …]: only the second argument of
+// array_has_any and array_has_all takes one.
+type listNode struct {
+	at    int // the "["
+	items []node
+	d     int
+}
+
 type callNode struct {
 	at   int    // the function name
 	name string // canonical (lower-case) name
@@ -213,6 +221,7 @@ func (n *inNode) pos() int      { return n.at }
 func (n *likeNode) pos() int    { return n.at }
 func (n *castNode) pos() int    { return n.at }
 func (n *callNode) pos() int    { return n.at }
+func (n *listNode) pos() int    { return n.at }
 
 func (n *literalNode) depth() int { return 1 }
 func (n *columnNode) depth() int  { return 1 }
@@ -225,6 +234,7 @@ func (n *inNode) depth() int      { return n.d }
 func (n *likeNode) depth() int    { return n.d }
 func (n *castNode) depth() int    { return n.d }
 func (n *callNode) depth() int    { return n.d }
+func (n *listNode) depth() int    { return n.d }
 
 // depthOver is the depth of a node whose children are ns.
 func depthOver(ns ...node) int {
@@ -392,6 +402,15 @@ func writeSQL(b *strings.Builder, n node, min int) {
 			writeSQL(b, arg, 0)
 		}
 		b.WriteByte(')')
+	case *listNode:
+		b.WriteByte('[')
+		for i, item := range n.items {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeSQL(b, item, 0)
+		}
+		b.WriteByte(']')
 	}
 }
 
@@ -523,6 +542,10 @@ func walk(n node, visit func(node)) {
 	case *callNode:
 		for _, arg := range n.args {
 			walk(arg, visit)
+		}
+	case *listNode:
+		for _, item := range n.items {
+			walk(item, visit)
 		}
 	}
 }

@@ -54,7 +54,10 @@
 // starts_with, ends_with, contains, strpos (instr), replace, substr
 // (substring), regexp_like, regexp_match; abs, round, floor, ceil
 // (ceiling); coalesce, is_valid; array_has (array_contains, list_has,
-// list_contains), array_length (list_length, cardinality).
+// list_contains), array_has_any (list_has_any, arrays_overlap) and
+// array_has_all (list_has_all) of a list literal [x, y, …], array_length
+// (list_length, cardinality). Expr.IndexExpr picks out the terms scalar
+// indices can answer.
 //
 // # Semantics
 //

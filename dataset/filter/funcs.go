@@ -75,6 +75,8 @@ func init() {
 
 	// Lists: LanceDB filters list columns with these.
 	register([]string{"array_has", "array_contains", "list_has", "list_contains"}, 2, 2, bindArrayHas)
+	register([]string{"array_has_any", "list_has_any", "arrays_overlap"}, 2, 2, bindArrayHasSet(true))
+	register([]string{"array_has_all", "list_has_all"}, 2, 2, bindArrayHasSet(false))
 	register([]string{"array_length", "list_length", "cardinality"}, 1, 1, bindArrayLength)
 }
 

@@ -216,3 +216,38 @@ func (a *arrayLengthEval) eval(ctx context.Context, in *input) (compute.Datum, e
 	}
 	return arrayDatum(bld.NewArray()), nil
 }
+
+// bindArrayHasSet binds array_has_any(list, [x, y, …]) (any: whether the
+// list holds one of the values) and array_has_all(list, [x, y, …]) (whether
+// it holds every one): array_has(list, x) OR (AND) array_has(list, y) …, so
+// a NULL list gives NULL and NULL items of the list are skipped, as in
+// array_has. The second argument must be a non-empty list literal without
+// NULL values (what Lance's label-list index answers); anything else is an
+// error wrapping lancer.ErrUnsupported.
+func bindArrayHasSet(anyOf bool) func(b *binder, n *callNode) (evaluator, error) {
+	return func(b *binder, n *callNode) (evaluator, error) {
+		set, ok := n.args[1].(*listNode)
+		if !ok {
+			return nil, b.errorf(n.args[1].pos(), lancer.ErrUnsupported, "%s needs a list literal [x, y, ...] as argument 2", n.name)
+		}
+		if len(set.items) == 0 {
+			return nil, b.errorf(set.pos(), lancer.ErrUnsupported, "%s of an empty list is not supported", n.name)
+		}
+		terms := make([]node, len(set.items))
+		for i, item := range set.items {
+			if isNullLiteralNode(item) {
+				return nil, b.errorf(item.pos(), lancer.ErrUnsupported, "%s of a list holding NULL is not supported", n.name)
+			}
+			terms[i] = &callNode{at: n.at, name: "array_has", args: []node{n.args[0], item}, d: n.d}
+		}
+		if len(terms) == 1 {
+			return b.bind(terms[0])
+		}
+		return b.bind(&logicNode{at: n.at, or: anyOf, terms: terms, d: n.d})
+	}
+}
+
+func isNullLiteralNode(n node) bool {
+	lit, ok := n.(*literalNode)
+	return ok && lit.kind == litNull
+}

@@ -28,7 +28,7 @@ type token struct {
 
 // operators lists the punctuation the lexer knows, longest first so that
 // "<=" wins over "<".
-var operators = []string{"<>", "!=", "<=", ">=", "||", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")", ",", "."}
+var operators = []string{"<>", "!=", "<=", ">=", "||", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")", "[", "]", ",", "."}
 
 // lex splits src into tokens, ending with a tokEOF token at len(src).
 func lex(src string) ([]token, *syntaxError) {

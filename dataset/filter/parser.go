@@ -512,6 +512,9 @@ func (p *parser) parsePrimary() (node, *syntaxError) {
 	case tokQuotedIdent:
 		return p.parsePath(t)
 	case tokOp:
+		if t.text == "[" {
+			return p.parseList(t)
+		}
 		if t.text != "(" {
 			return nil, p.unexpected(t)
 		}
@@ -553,6 +556,32 @@ func (p *parser) parsePrimary() (node, *syntaxError) {
 		return p.parsePath(t)
 	}
 	return nil, p.unexpected(t)
+}
+
+// parseList: "[" [expr ("," expr)*] "]", the "[" taken.
+func (p *parser) parseList(open token) (node, *syntaxError) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
+	n := &listNode{at: open.pos}
+	if !p.acceptOp("]") {
+		for {
+			x, err := p.parseOr()
+			if err != nil {
+				return nil, err
+			}
+			n.items = append(n.items, x)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+		if err := p.expectOp("]"); err != nil {
+			return nil, err
+		}
+	}
+	n.d = depthOver(n.items...)
+	return n, nil
 }
 
 // parsePath: name (. name)*
