@@ -2,7 +2,6 @@ package branch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -173,8 +172,8 @@ type outsideOfMain struct {
 
 // has reports whether main records bp (same id and path) as an unnamed
 // dataset root: a main manifest never names its own root, so such a base
-// path lies outside the family. A main line with no version records
-// nothing.
+// path lies outside the family. A main line with no version, or whose
+// latest manifest cannot be read, records nothing.
 func (o *outsideOfMain) has(ctx context.Context, root blob.Store, bp manifest.BasePath) (bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -185,12 +184,16 @@ func (o *outsideOfMain) has(ctx context.Context, root blob.Store, bp manifest.Ba
 			},
 		})
 		switch {
-		case errors.Is(err, lancer.ErrNotFound):
+		case ctx.Err() != nil:
+			return false, fmt.Errorf("branch: base path %d (%s): read main's manifest: %w", bp.ID, bp.Path, ctx.Err())
 		case err != nil:
-			return false, fmt.Errorf("branch: base path %d (%s): read main's manifest: %w", bp.ID, bp.Path, err)
-		default:
-			o.bases = ds.Manifest().BasePaths
+			// No main, or one that cannot be read (a damaged latest
+			// manifest): the branch's files are still read, with the
+			// unnamed root taken as main's, as before shallow clones were
+			// told apart. Asked again next time.
+			return false, nil
 		}
+		o.bases = ds.Manifest().BasePaths
 		o.read = true
 	}
 	for _, m := range o.bases {
