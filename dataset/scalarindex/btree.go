@@ -76,7 +76,13 @@ func openBTree(ctx context.Context, store blob.Store, dir string, opts *OpenOpti
 	if err != nil {
 		return nil, err
 	}
+	// Lance before about 0.33 named the id column row_ids.
 	df, err := columns(dr, dkey, "values", "ids")
+	if err != nil {
+		if old, oldErr := columns(dr, dkey, "values", "row_ids"); oldErr == nil {
+			df, err = old, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
