@@ -62,7 +62,7 @@ func queryHeld(t *testing.T, s http.Handler, what string, body []byte, result in
 
 // TestServerQueryStreamsResult: a take of one row repeated MaxTakeRows
 // times (64 MiB of answer from a few hundred KiB of filter) is written
-// out a chunk at a time: the heap never holds more than a few chunks (under half the result),
+// out a chunk at a time: the heap never holds more than a few chunks (well under the result),
 // where it held the whole result twice (the batches and the file's
 // bytes). One offset more than MaxTakeRows is a 400.
 func TestServerQueryStreamsResult(t *testing.T) {
@@ -78,8 +78,12 @@ func TestServerQueryStreamsResult(t *testing.T) {
 	const result = server.MaxTakeRows << 10 // 1 KiB a row
 	held := queryHeld(t, s, "take", body, result)
 	t.Logf("a %d MiB result held %d KiB of heap", result>>20, held>>10)
-	if held > result/2 {
-		t.Errorf("answering a %d MiB result held %d MiB of heap, want a few chunks (under %d MiB)", result>>20, held>>20, result/2>>20)
+	// Alone it holds about 20 MiB; in the whole package's run, goroutines
+	// earlier tests left behind allocate too and it reached 33 MiB. Any
+	// answer held whole is at least the result (64 MiB), so three quarters
+	// of it still tells streaming from holding.
+	if held > result*3/4 {
+		t.Errorf("answering a %d MiB result held %d MiB of heap, want a few chunks (under %d MiB)", result>>20, held>>20, result*3/4>>20)
 	}
 	if rec := do(t, s, "POST", "/v1/table/t/query/", filter(server.MaxTakeRows+1), nil); rec.Code != 400 {
 		t.Errorf("a take of MaxTakeRows+1 rows: %d %s, want 400", rec.Code, rec.Body)
