@@ -86,23 +86,31 @@ type releaseHistory struct {
 // writeHistory has release r write its history dataset under dir.
 func writeHistory(t *testing.T, node, releases string, r release, dir string) releaseHistory {
 	t.Helper()
-	cmd := exec.Command(node, "lance-release-history.mjs", dir)
+	var h releaseHistory
+	runHistoryScript(t, node, releases, r, "write its history", &h, dir)
+	return h
+}
+
+// runHistoryScript runs lance-release-history.mjs with release r and args
+// and decodes the JSON report it prints last into out; doing says what the
+// release was asked to do, for the failure message.
+func runHistoryScript(t *testing.T, node, releases string, r release, doing string, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(node, append([]string{"lance-release-history.mjs"}, args...)...)
 	cmd.Env = append(os.Environ(), "LANCE_RELEASE_DIR="+filepath.Join(releases, r.Name))
 	if len(r.CreateOptions) > 0 {
 		cmd.Env = append(cmd.Env, "LANCE_RELEASE_CREATE_OPTIONS="+string(r.CreateOptions))
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	b, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s failed to write its history: %v\n%s", r.Package, err, stderr.String())
+		t.Fatalf("%s failed to %s: %v\n%s", r.Package, doing, err, stderr.String())
 	}
-	var h releaseHistory
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &h); err != nil {
-		t.Fatalf("%s: reading its report: %v\n%s", r.Package, err, out)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), out); err != nil {
+		t.Fatalf("%s: reading its report: %v\n%s", r.Package, err, b)
 	}
-	return h
 }
 
 // TestReleasesWriteLancerReads: datasets that old releases of LanceDB
@@ -232,12 +240,7 @@ func refusesLegacyWrites(t *testing.T, ctx context.Context, uri string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := rowsLike(t, d.Schema().Arrow(), 1000, 5)
-	rr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
-	rec.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr := readerLike(t, d.Schema().Arrow(), 1000, 5)
 	defer rr.Release()
 	if _, err := d.Append(ctx, rr, nil); !errors.Is(err, lancer.ErrUnsupported) {
 		t.Fatalf("append to a legacy dataset: %v, want lancer.ErrUnsupported (or, now that it works, the full write check)", err)
@@ -258,18 +261,7 @@ type releaseRead struct {
 // lancer wrote on it, append a row and read it again.
 func rereadHistory(t *testing.T, node, releases string, r release, dir string) (out struct{ Before, After releaseRead }) {
 	t.Helper()
-	cmd := exec.Command(node, "lance-release-history.mjs", dir, "reread")
-	cmd.Env = append(os.Environ(), "LANCE_RELEASE_DIR="+filepath.Join(releases, r.Name))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s failed to read and write on lancer's writes: %v\n%s", r.Package, err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &out); err != nil {
-		t.Fatalf("%s: reading its report: %v\n%s", r.Package, err, b)
-	}
+	runHistoryScript(t, node, releases, r, "read and write on lancer's writes", &out, dir, "reread")
 	return out
 }
 
@@ -302,12 +294,7 @@ func lancerWrites(t *testing.T, ctx context.Context, uri string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := rowsLike(t, d.Schema().Arrow(), 1000, 5)
-	rr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
-	rec.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr := readerLike(t, d.Schema().Arrow(), 1000, 5)
 	d, err = d.Append(ctx, rr, nil)
 	rr.Release()
 	if err != nil {
@@ -327,6 +314,18 @@ func lancerWrites(t *testing.T, ctx context.Context, uri string) uint64 {
 		t.Fatalf("lancer compact: %v", err)
 	}
 	return d.Version()
+}
+
+// readerLike returns rowsLike's rows as a reader; the caller releases it.
+func readerLike(t *testing.T, schema *arrow.Schema, first, n int) array.RecordReader {
+	t.Helper()
+	rec := rowsLike(t, schema, first, n)
+	defer rec.Release()
+	rr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr
 }
 
 // rowsLike builds n rows of schema (the history's columns: id, s or text,
