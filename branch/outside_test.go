@@ -4,32 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/blob/blobtest"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 )
-
-// closingStore stands for a cloud store opened outside a family: it
-// counts its Closes and refuses reads once closed.
-type closingStore struct {
-	blob.Store
-	closes atomic.Int32
-}
-
-func (s *closingStore) Close() error {
-	s.closes.Add(1)
-	return nil
-}
-
-func (s *closingStore) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	if s.closes.Load() > 0 {
-		return nil, errors.New("read of a closed store")
-	}
-	return s.Store.ReadRange(ctx, key, off, n)
-}
 
 // TestCallsCloseOutsideStores: a shallow clone's files live in its
 // source, a store opened for the clone's base path. Merge, CherryPick,
@@ -56,7 +37,7 @@ func TestCallsCloseOutsideStores(t *testing.T) {
 
 	var (
 		mu     sync.Mutex
-		opened []*closingStore
+		opened []*blobtest.ClosingStore
 	)
 	defer branch.SetOpenOutside(func(_ context.Context, uri string, _ map[string]string) (blob.Store, error) {
 		if uri != srcURI {
@@ -64,7 +45,7 @@ func TestCallsCloseOutsideStores(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		s := &closingStore{Store: src}
+		s := &blobtest.ClosingStore{Store: src}
 		opened = append(opened, s)
 		return s, nil
 	})()
@@ -84,7 +65,7 @@ func TestCallsCloseOutsideStores(t *testing.T) {
 			t.Fatalf("%s read nothing of the clone's source: the test proves nothing", what)
 		}
 		for i, s := range opened {
-			if n := s.closes.Load(); n != 1 {
+			if n := s.Closes(); n != 1 {
 				t.Errorf("%s: store %d of %d opened outside the family closed %d times, want 1", what, i+1, len(opened), n)
 			}
 		}

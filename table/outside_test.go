@@ -13,28 +13,9 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/blob/blobtest"
 	"github.com/lancerdb/lancer/dataset"
 )
-
-// closingStore stands for a cloud store opened outside a table's family:
-// it counts its Closes and, once closed, refuses reads, so a read through
-// a store closed while in use fails the test.
-type closingStore struct {
-	blob.Store
-	closes atomic.Int32
-}
-
-func (s *closingStore) Close() error {
-	s.closes.Add(1)
-	return nil
-}
-
-func (s *closingStore) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	if s.closes.Load() > 0 {
-		return nil, errors.New("read of a closed store")
-	}
-	return s.Store.ReadRange(ctx, key, off, n)
-}
 
 // TestOutsideStoresClosedOnce: a shallow clone's files live in its
 // source, a store the table opens for the clone's base path. The handle
@@ -60,7 +41,7 @@ func TestOutsideStoresClosedOnce(t *testing.T) {
 
 	var (
 		opens  atomic.Int32
-		opened = &closingStore{Store: src}
+		opened = &blobtest.ClosingStore{Store: src}
 	)
 	root := newRootStore(dst, nil)
 	root.outside.open = func(_ context.Context, uri string) (blob.Store, error) {
@@ -118,7 +99,7 @@ func TestOutsideStoresClosedOnce(t *testing.T) {
 	if n := opens.Load(); n != 1 {
 		t.Errorf("the source was opened %d times, want once", n)
 	}
-	if n := opened.closes.Load(); n != 0 {
+	if n := opened.Closes(); n != 0 {
 		t.Fatalf("the source was closed %d times while the table is open", n)
 	}
 
@@ -128,7 +109,7 @@ func TestOutsideStoresClosedOnce(t *testing.T) {
 	if err := tb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := opened.closes.Load(); n != 1 {
+	if n := opened.Closes(); n != 1 {
 		t.Errorf("the source was closed %d times, want once", n)
 	}
 	if _, err := root.outside.get(ctx, srcURI); !errors.Is(err, lancer.ErrClosed) {

@@ -436,3 +436,28 @@ func keys(t *testing.T, s blob.Store, prefix string) []string {
 	}
 	return out
 }
+
+// ClosingStore stands for a store that holds resources (a cloud store): it
+// counts its Closes and, once closed, refuses reads, so a read through a
+// store closed while in use fails the test.
+type ClosingStore struct {
+	blob.Store
+	closes atomic.Int32
+}
+
+// Close counts the close.
+func (s *ClosingStore) Close() error {
+	s.closes.Add(1)
+	return nil
+}
+
+// Closes returns how many times Close was called.
+func (s *ClosingStore) Closes() int32 { return s.closes.Load() }
+
+// ReadRange reads through the wrapped store until the first Close.
+func (s *ClosingStore) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if s.closes.Load() > 0 {
+		return nil, errors.New("blobtest: read of a closed store")
+	}
+	return s.Store.ReadRange(ctx, key, off, n)
+}
