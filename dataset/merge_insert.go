@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/filter"
@@ -44,6 +46,11 @@ type MergeInsertOptions struct {
 	// for which this SQL predicate over the target's columns (named
 	// plainly: "region = 'eu'") is true. "" deletes them all.
 	WhenNotMatchedBySourceCondition string
+	// NoScalarIndex reads every target row, as if no scalar index covered
+	// a key column. Default false: a BTREE or BITMAP index on a key
+	// column finds the target rows a source row may match (see
+	// MergeInsertStats.KeyIndex); the result is the same either way.
+	NoScalarIndex bool
 	// CommitOptions configure the commit (retries, transaction
 	// properties) and the Allocator of the source rows held in memory,
 	// the arrays computed from them and the dataset's rows read.
@@ -56,6 +63,11 @@ type MergeInsertStats struct {
 	// rows replaced, and RowsDeleted the target rows deleted for matching
 	// no source row.
 	RowsInserted, RowsUpdated, RowsDeleted uint64
+	// KeyIndex names the scalar index (a BTREE or BITMAP on a key column)
+	// that found the target rows a source key may match, so that only
+	// those rows of the fragments it covers were read; "" when every
+	// target row was read.
+	KeyIndex string
 }
 
 // MergeInsert merges the rows of source into the dataset by the key
@@ -325,16 +337,26 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec, opts *CommitOpt
 	var stats MergeInsertStats
 	// Merged rows come from the source, which holds blob columns' bytes:
 	// target blobs are never read.
-	s, outSchema, _, idCol, addrCol, err := d.rewriteScan(ctx, "merge insert")
+	if m.srcKeys == nil {
+		m.indexSource()
+	}
+	// A scalar index on a key column finds the target rows that may match
+	// a source row; the others are read only when unmatched target rows
+	// are to be deleted.
+	var narrow ScanOptions
+	if !m.o.WhenNotMatchedBySourceDelete && !m.o.NoScalarIndex {
+		narrow.keys = d.mergeKeyPlan(m)
+		if narrow.keys != nil {
+			stats.KeyIndex = narrow.keys.stats[0].Name
+		}
+	}
+	s, outSchema, _, idCol, addrCol, err := d.rewriteScan(ctx, "merge insert", narrow)
 	if err != nil {
 		return nil, stats, err
 	}
 	if !sameColumns(outSchema, m.src.Schema()) {
 		// A concurrent commit changed the schema since the source was read.
 		return nil, stats, fmt.Errorf("dataset: merge insert: the dataset's columns changed to %s: %w", outSchema, lancer.ErrConflict)
-	}
-	if m.srcKeys == nil {
-		m.indexSource()
 	}
 	mem := m.o.Allocator
 	sch := s.Schema()
@@ -470,6 +492,43 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec, opts *CommitOpt
 	return out, stats, nil
 }
 
+// mergeKeyPlan returns the index plan of the merge's key lookup: the rows
+// whose value in a key column (the first one a BTREE or BITMAP index
+// covers) is one of the source's keys, which every target row a source
+// row matches is among (a match needs every key equal; NULLs match
+// nothing, floats compare as appendKey and the indices do, -0 as 0 and
+// NaN as NaN). nil when no index covers a key column.
+func (d *Dataset) mergeKeyPlan(m *mergeSpec) *indexPlan {
+	if len(d.manifest.Indices) == 0 || len(m.srcKeys) == 0 {
+		return nil
+	}
+	for k, name := range m.o.On {
+		col := m.src.Column(m.srcKeyCols[k])
+		t := &filter.IndexTerm{Column: name, Op: filter.IndexEq}
+		seen := map[string]bool{}
+		var buf []byte
+		for i := range col.Len() {
+			var ok bool
+			if buf, ok = appendKey(buf[:0], []arrow.Array{col}, i); !ok || seen[string(buf)] {
+				continue
+			}
+			seen[string(buf)] = true
+			v, err := goScalar(col, i)
+			if err != nil {
+				return nil
+			}
+			t.Values = append(t.Values, v)
+		}
+		t.SQL = fmt.Sprintf("%s IN (%d keys of the source)", name, len(t.Values))
+		x := &filter.IndexExpr{Term: t}
+		p := &indexPlan{segs: map[*filter.IndexTerm]indexSegments{}}
+		if p.expr = p.prune(d, x); p.expr != nil {
+			return p
+		}
+	}
+	return nil
+}
+
 // sameColumns reports whether a and b have the same column names and
 // types, in order (metadata aside).
 func sameColumns(a, b *arrow.Schema) bool {
@@ -569,4 +628,28 @@ func selectRows(ctx context.Context, mem memory.Allocator, cond *filter.Bound, r
 		}
 	}
 	return out, nil
+}
+
+// goScalar returns value i of col as a scalar that holds no Arrow buffer
+// (a binary value is copied to the Go heap), so that it needs no release.
+func goScalar(col arrow.Array, i int) (scalar.Scalar, error) {
+	v, err := scalar.GetScalar(col, i)
+	if err != nil {
+		return nil, err
+	}
+	bs, ok := v.(scalar.BinaryScalar)
+	if !ok {
+		return v, nil
+	}
+	data := bytes.Clone(bs.Data())
+	bs.Release()
+	switch col.DataType().ID() {
+	case arrow.STRING:
+		return scalar.NewStringScalar(string(data)), nil
+	case arrow.LARGE_STRING:
+		return scalar.NewLargeStringScalar(string(data)), nil
+	case arrow.LARGE_BINARY:
+		return scalar.NewLargeBinaryScalar(memory.NewBufferBytes(data)), nil
+	}
+	return scalar.NewBinaryScalar(memory.NewBufferBytes(data), col.DataType()), nil
 }

@@ -80,6 +80,12 @@ type ScanOptions struct {
 	// they cover (Scanner.FilterIndices lists them); the filter still
 	// decides every row, so results are the same either way.
 	NoScalarIndex bool
+
+	// keys, set by lancer's own key lookups (merge insert), restricts an
+	// unfiltered scan to the candidate rows its plan finds in the
+	// fragments its indices cover: the caller still decides every row.
+	// Offset and Limit must be 0.
+	keys *indexPlan
 }
 
 // defaultReadAheadBytes is ScanOptions.ReadAheadBytes' default.
@@ -112,6 +118,8 @@ type Scanner struct {
 	// for no bound.
 	readAhead      int
 	readAheadBytes int64
+	// keys is ScanOptions.keys.
+	keys *indexPlan
 }
 
 // scan is one run of a Scanner: where it is and what it holds open. It is
@@ -144,6 +152,9 @@ type scan struct {
 	indexed     bool
 	restrict    restriction
 	curRestrict *roaring.Bitmap
+	// keys is the index plan whose candidates restrict the scan: the
+	// filter's, or a key lookup's (ScanOptions.keys); nil for none.
+	keys *indexPlan
 
 	// readAhead is the read-ahead depth, 0 for none. Once started, raCh
 	// delivers the fragments in order and raCancel stops the goroutines
@@ -185,6 +196,12 @@ func (d *Dataset) Scan(opts *ScanOptions) (*Scanner, error) {
 		offset:    uint64(o.Offset),
 		limit:     uint64(o.Limit),
 		limited:   o.Limit > 0,
+	}
+	if o.keys != nil {
+		if o.Filter != "" || o.Limit > 0 || o.Offset > 0 {
+			return nil, fmt.Errorf("dataset: scan: a key lookup with a filter, limit or offset: %w", lancer.ErrInvalidArgument)
+		}
+		s.keys = o.keys
 	}
 	if o.Filter != "" {
 		// Offset and Limit count filtered rows, so the reading itself
@@ -270,10 +287,12 @@ func (s *Scanner) start() *scan {
 		limited:        s.limited,
 		readAhead:      s.readAhead,
 		readAheadBytes: s.readAheadBytes,
+		keys:           s.keys,
 	}
 	if s.filter != nil {
 		f := *s.filter
 		r.filter = &f
+		r.keys = f.index
 	}
 	return r
 }
@@ -295,8 +314,8 @@ func (s *scan) next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 		if !s.indexed {
 			s.indexed = true
-			if s.filter != nil && s.filter.index != nil {
-				r, ok, err := s.filter.index.candidates(ctx, s.d)
+			if s.keys != nil {
+				r, ok, err := s.keys.candidates(ctx, s.d)
 				if err != nil {
 					return nil, err
 				}
@@ -314,7 +333,7 @@ func (s *scan) next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 		if s.curRestrict != nil {
 			rec, err := s.readCandidates(ctx)
-			if err == nil && rec != nil {
+			if err == nil && rec != nil && s.filter != nil {
 				rec, err = s.filter.apply(ctx, s.d.opts.Allocator, rec)
 			}
 			if err != nil || rec != nil {

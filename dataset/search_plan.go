@@ -56,6 +56,10 @@ type SearchPlan struct {
 	// Filter is the predicate; FilterMode "none", "prefilter" or
 	// "postfilter".
 	Filter, FilterMode string
+	// FilterIndices are the scalar indices that answer terms of the
+	// filter (as Scanner.FilterIndices lists them): its rows are found
+	// through them in the fragments they cover.
+	FilterIndices []FilterIndex
 	// Exact says every row is scored exactly, and ExactReason why:
 	// "requested" (SearchOptions.Exact), "no vector index on the column",
 	// "no index for metric ..." .
@@ -111,6 +115,9 @@ func (p *SearchPlan) String() string {
 		fmt.Fprintf(&b, "  filter: none\n")
 	} else {
 		fmt.Fprintf(&b, "  filter: %s %q\n", p.FilterMode, p.Filter)
+		for _, u := range p.FilterIndices {
+			fmt.Fprintf(&b, "  filter %s\n", u)
+		}
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)
@@ -124,6 +131,10 @@ func (d *Dataset) searchPlan(ctx context.Context, field int32, column string, o 
 	p := SearchPlan{Column: column, Metric: metric.String(), K: o.K, NProbes: o.NProbes, Ef: o.Ef,
 		RefineFactor: o.RefineFactor, Filter: o.Filter, FilterMode: "none"}
 	if o.Filter != "" {
+		// Planning the filter's scan reads no data.
+		if s, err := d.Scan(&ScanOptions{Columns: []string{}, Filter: o.Filter}); err == nil {
+			p.FilterIndices = s.FilterIndices()
+		}
 		p.FilterMode = "prefilter"
 		if o.Postfilter {
 			p.FilterMode = "postfilter"

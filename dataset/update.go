@@ -207,12 +207,15 @@ func checkCast(from, to arrow.DataType) error {
 
 // rewriteScan opens the scan an update or merge reads the target rows
 // with: every column, with _rowaddr (and _rowid with stable row ids), and
-// checks that lancer can write back what it reads. It returns the scan, the
+// checks that lancer can write back what it reads. narrow's Filter (an
+// update's predicate) or keys (a merge's key lookup) narrow the rows read
+// through the scalar indices that answer them; the caller still decides
+// every row it gets. It returns the scan, the
 // schema the rows are written with (blob columns with their written types:
 // the scan gives their descriptors, which br, nil without blob columns,
 // turns back into bytes), and the positions of _rowid (-1 when absent) and
 // _rowaddr.
-func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out *arrow.Schema, br *blobRewriter, idCol, addrCol int, err error) {
+func (d *Dataset) rewriteScan(ctx context.Context, what string, narrow ScanOptions) (s *Scanner, out *arrow.Schema, br *blobRewriter, idCol, addrCol int, err error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, nil, nil, 0, 0, err
 	}
@@ -223,7 +226,7 @@ func (d *Dataset) rewriteScan(ctx context.Context, what string) (s *Scanner, out
 		return nil, nil, nil, 0, 0, err
 	}
 	stable := d.manifest.StableRowIDs()
-	s, err = d.Scan(&ScanOptions{WithRowID: stable, WithRowAddress: true})
+	s, err = d.Scan(&ScanOptions{WithRowID: stable, WithRowAddress: true, Filter: narrow.Filter, NoScalarIndex: narrow.NoScalarIndex, keys: narrow.keys})
 	if err != nil {
 		return nil, nil, nil, 0, 0, fmt.Errorf("dataset: %s: %w", what, err)
 	}
@@ -361,7 +364,13 @@ func (w *rewritten) finish(ctx context.Context, frags []*manifest.Fragment, pres
 
 // update runs u once on d's version.
 func (d *Dataset) update(ctx context.Context, u *updateSpec, opts *CommitOptions) (*Dataset, UpdateStats, error) {
-	s, outSchema, br, idCol, addrCol, err := d.rewriteScan(ctx, "update")
+	// Where scalar indices answer the predicate, the scan keeps only the
+	// rows it holds for, read through them; apply evaluates it again.
+	var narrow ScanOptions
+	if u.where != nil && d.planIndex(u.where) != nil {
+		narrow.Filter = u.predicate
+	}
+	s, outSchema, br, idCol, addrCol, err := d.rewriteScan(ctx, "update", narrow)
 	if err != nil {
 		return nil, UpdateStats{}, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/dataset/scalarindex"
 	"github.com/lancerdb/lancer/dataset/vecindex"
 	"github.com/lancerdb/lancer/format/schema"
 	"github.com/lancerdb/lancer/vector"
@@ -58,8 +59,10 @@ type CreateIndexOptions struct {
 	// vectors read, transaction properties).
 	CommitOptions
 	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat, IndexIVFPQ
-	// or IndexFlat. Lance's spellings ("IVF_HNSW_SQ", "IVF_FLAT",
-	// "IVF_PQ") are accepted.
+	// or IndexFlat for a vector index, IndexBTree, IndexBitmap or
+	// IndexLabelList for a scalar one. Lance's spellings ("IVF_HNSW_SQ",
+	// "IVF_FLAT", "IVF_PQ", "BTREE", "BITMAP", "LABEL_LIST") are accepted.
+	// The vector options below mean nothing to a scalar index.
 	Type string
 	// Name is the index name. Default: "<column>_idx", as Lance names
 	// indices.
@@ -106,8 +109,14 @@ func normalizeIndexType(t string) (string, error) {
 		return IndexIVFPQ, nil
 	case IndexFlat:
 		return IndexFlat, nil
+	case IndexBTree:
+		return IndexBTree, nil
+	case IndexBitmap:
+		return IndexBitmap, nil
+	case IndexLabelList, "labellist":
+		return IndexLabelList, nil
 	}
-	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq or ivf_pq: %w", t, lancer.ErrInvalidArgument)
+	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq, ivf_pq, btree, bitmap or label_list: %w", t, lancer.ErrInvalidArgument)
 }
 
 // ivfOptions returns the vector package's build options for an index type.
@@ -181,6 +190,17 @@ func (d *Dataset) vectorColumn(column string) (*schema.Field, int, error) {
 // lancer's own files (see internal/pb/lancerpb): real Lance opens, reads
 // and writes a dataset that has them, and searches the column without an
 // index.
+//
+// With Type IndexBTree, IndexBitmap or IndexLabelList it builds a scalar
+// index over a top-level column instead, in Lance's format (package
+// scalarindex), committed as Lance 12 commits it (details
+// /lance.table.BTreeIndexDetails, ...BitmapIndexDetails or
+// ...LabelListIndexDetails; index version 0, 0 and 1; the segment's files
+// with their sizes): it holds the live rows' stable row ids, or their row
+// addresses without stable row ids, and NULLs as Lance does. Real Lance
+// uses it for its filters, and lancer for every filter it runs (see
+// ScanOptions.NoScalarIndex); rows of fragments it does not cover are
+// filtered by reading them, until OptimizeIndexes adds them.
 func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIndexOptions) (*Dataset, error) {
 	if err := d.checkWritable(); err != nil {
 		return nil, err
@@ -193,6 +213,9 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 	typ, err := normalizeIndexType(o.Type)
 	if err != nil {
 		return nil, err
+	}
+	if kind, ok := scalarKinds[typ]; ok {
+		return d.createScalarIndex(ctx, column, kind, &o)
 	}
 	field, dim, err := d.vectorColumn(column)
 	if err != nil {
@@ -524,6 +547,11 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 // Indices that cover every fragment, and indices lancer did not build, are
 // left alone; with nothing to do it returns d. opts configure the commit
 // (nil: the defaults).
+//
+// A scalar index (BTREE, BITMAP, LABEL_LIST, whoever built it) that misses
+// fragments is replaced, as Lance's optimize_indices updates one: a new
+// segment over every fragment of the version takes the place of its
+// segments, in the same commit.
 func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Dataset, error) {
 	orig := d
 	d = d.using(opts)
@@ -533,7 +561,10 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 	groups := map[string][]*manifest.IndexMetadata{}
 	var names []string
 	for _, ix := range d.manifest.IndexSegments() {
-		if ix.Details == nil || (ix.Details.TypeURL != manifest.VectorIndexTypeURL && ix.Details.TypeURL != LanceVectorIndexTypeURL) {
+		if ix.Details == nil {
+			continue
+		}
+		if _, scalar := scalarindex.KindOf(ix.Details.TypeURL); !scalar && ix.Details.TypeURL != manifest.VectorIndexTypeURL && ix.Details.TypeURL != LanceVectorIndexTypeURL {
 			continue
 		}
 		if _, ok := groups[ix.Name]; !ok {
@@ -567,6 +598,26 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 			continue
 		}
 		last := segs[len(segs)-1]
+		if kind, ok := scalarindex.KindOf(last.Details.TypeURL); ok {
+			// As Lance updates a scalar index: one new segment over the
+			// old ones' rows and the new fragments' replaces them.
+			field := d.scalarSegmentColumn(last)
+			if field == nil || scalarindex.CheckType(kind, field.Type) != nil {
+				continue // a column lancer does not index
+			}
+			all := make([]uint64, len(d.manifest.Fragments))
+			for i, f := range d.manifest.Fragments {
+				all[i] = f.ID
+			}
+			seg, files, err := d.buildScalarSegment(ctx, field, kind, name, all, nil)
+			op.indexFiles = append(op.indexFiles, files...)
+			if err != nil {
+				return nil, err
+			}
+			op.newIndices = append(op.newIndices, seg)
+			op.removedIndices = append(op.removedIndices, segs...)
+			continue
+		}
 		det, metric, ok, err := segmentBuildParams(last)
 		if err != nil {
 			return nil, fmt.Errorf("dataset: index %q: details: %w", name, err)
@@ -607,12 +658,16 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 }
 
 // OptimizableIndex reports whether OptimizeIndexes extends the index
-// segment ix: one of lancer's own vector indices, or a Lance-format one of
-// a kind lancer writes (IVF_FLAT; IVF_PQ of l2 or cosine), on a column
-// still in the schema (a dropped one shows as "#<id>").
+// segment ix: one of lancer's own vector indices, a Lance-format one of a
+// kind lancer writes (IVF_FLAT; IVF_PQ of l2 or cosine), or a BTREE,
+// BITMAP or LABEL_LIST index of a top-level column, on a column still in
+// the schema (a dropped one shows as "#<id>").
 func OptimizableIndex(ix manifest.IndexInfo) bool {
 	if len(ix.Fields) != 1 || strings.HasPrefix(ix.Fields[0], "#") {
 		return false
+	}
+	if _, ok := scalarindex.KindOf(ix.TypeURL); ok {
+		return len(ix.FieldIDs) == 1 && !strings.Contains(ix.Fields[0], ".")
 	}
 	if ix.TypeURL == manifest.VectorIndexTypeURL {
 		return true

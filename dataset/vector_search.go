@@ -15,6 +15,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/cache"
+	"github.com/lancerdb/lancer/dataset/filter"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/dataset/vecindex"
 	"github.com/lancerdb/lancer/vector"
@@ -400,14 +401,46 @@ func (d *Dataset) filterRowIDs(ctx context.Context, predicate string) (*roaring6
 	})
 }
 
-// computeFilterRowIDs unions the per-fragment answers of predicate.
+// computeFilterRowIDs unions the per-fragment answers of predicate. The
+// fragments that scalar indices answering the predicate cover are filtered
+// by a scan through those indices (which reads only their candidate rows);
+// the others by the per-fragment answers kept across versions.
 func (d *Dataset) computeFilterRowIDs(ctx context.Context, predicate string) (*roaring64.Bitmap, error) {
 	pf, err := d.preparePrefilter(predicate)
 	if err != nil {
 		return nil, err
 	}
 	out := roaring64.New()
+	indexed := map[uint64]bool{}
+	if expr, err := filter.Parse(predicate); err == nil {
+		if p := d.planIndex(expr); p != nil {
+			var frags []uint64
+			for _, segs := range p.segs {
+				for _, seg := range segs.segs {
+					for _, id := range seg.Fragments {
+						if !indexed[uint64(id)] && d.fragment(uint64(id)) != nil {
+							indexed[uint64(id)] = true
+							frags = append(frags, uint64(id))
+						}
+					}
+				}
+			}
+			s, err := d.withFragments(frags).Scan(&ScanOptions{Columns: []string{}, WithRowID: true, Filter: predicate})
+			if err != nil {
+				return nil, err
+			}
+			for rec, err := range s.Batches(ctx) {
+				if err != nil {
+					return nil, err
+				}
+				out.AddMany(rec.Column(int(rec.NumCols()) - 1).(*array.Uint64).Values())
+			}
+		}
+	}
 	for _, f := range d.manifest.Fragments {
+		if indexed[f.ID] {
+			continue
+		}
 		ids, err := d.filterFragment(ctx, pf, f)
 		if err != nil {
 			return nil, err

@@ -137,7 +137,9 @@ async function serve(req) {
       // exact integers, lists as arrays, structs as objects (the fixture
       // encoding for the numeric, string, boolean, list and struct columns
       // the callers use).
+      // "explain": true returns {"plan": ...} (explainPlan(true)) instead.
       if (req.version) await table.checkout(req.version);
+      if (req.explain) return { plan: await table.query().where(req.filter).explainPlan(true) };
       const rows = await table.query().where(req.filter).withRowId().toArray();
       return { rows: rows.map((r) => r.toJSON()) };
     }
@@ -212,8 +214,14 @@ async function serve(req) {
       const rows = await q.toArray();
       return { rows: rows.map((r) => r.toJSON()) };
     }
-    case 'listIndices':
-      return { indices: await table.listIndices() };
+    case 'listIndices': {
+      // Each index with its stats (indexStats), for the rows it covers.
+      const indices = await table.listIndices();
+      for (const ix of indices) {
+        try { ix.stats = await table.indexStats(ix.name); } catch (e) { ix.statsError = String(e && e.message ? e.message : e); }
+      }
+      return { indices };
+    }
     case 'createIndex': {
       // type: btree, bitmap, labelList, fts, or a vector index (ivfPq,
       // ivfFlat, hnswPq, hnswSq) built with req.indexOptions (LanceDB's

@@ -122,9 +122,50 @@ await step('plans', async () => {
   return { explain, postfilter, scan, analyze, analyzeSearch };
 });
 await step('fullTextSearch', async () => await t.query().fullTextSearch('row').select(['id']).limit(2).toArray());
-await step('scalarIndex', async () => {
-  await t.createIndex('id', { config: lancedb.Index.btree() });
-  return 'created';
+await step('scalarIndices', async () => {
+  // BTREE, BITMAP and LABEL_LIST through the client, on the server and on
+  // an embedded LanceDB with the same rows: the same listing, stats and
+  // filtered rows.
+  const rows = Array.from({ length: 3000 }, (_, i) => ({
+    id: i, cat: i % 11 === 0 ? null : `c${i % 7}`, price: (i % 97) / 4,
+    tags: i % 13 === 0 ? null : [`t${i % 5}`, `t${(i * 7) % 9}`], vector: vec(i % 50),
+  }));
+  const os = require('node:os');
+  const fs = require('node:fs');
+  const local = await lancedb.connect(fs.mkdtempSync(path.join(os.tmpdir(), 'lancer-scalar-')));
+  const filters = ['id = 1234', 'id >= 2990', 'id < 5 OR id IN (100, 2999)', "cat = 'c3' AND id < 100", 'cat IS NULL AND id < 60',
+    "cat IN ('c1', 'c6') AND price > 20", "array_has_any(tags, ['t4']) AND id < 80", "array_has_all(tags, ['t1', 't7'])"];
+  const run = async (db) => {
+    const s = await db.createTable('scalars', rows);
+    await s.createIndex('id', { config: lancedb.Index.btree() });
+    await s.createIndex('cat', { config: lancedb.Index.bitmap() });
+    await s.createIndex('tags', { config: lancedb.Index.labelList() });
+    await s.add(rows.slice(0, 10).map((r) => ({ ...r, id: r.id + 5000 })));
+    const out = {
+      list: (await s.listIndices()).map((i) => ({ name: i.name, type: i.indexType, columns: i.columns })).sort((a, b) => a.name.localeCompare(b.name)),
+      stats: {},
+      rows: {},
+      counts: {},
+    };
+    for (const n of ['id_idx', 'cat_idx', 'tags_idx']) {
+      const st = await s.indexStats(n);
+      out.stats[n] = { indexed: st.numIndexedRows, unindexed: st.numUnindexedRows, type: st.indexType };
+    }
+    for (const f of filters) {
+      out.rows[f] = plain(await s.query().where(f).select(['id']).toArray()).map((r) => r.id).sort((a, b) => a - b);
+      out.counts[f] = await s.countRows(f);
+    }
+    await s.update({ where: 'id = 7', values: { cat: 'c0' } });
+    out.afterUpdate = await s.countRows("cat = 'c0' AND id < 10");
+    await s.delete("cat = 'c2' AND id < 100");
+    out.afterDelete = await s.countRows('id < 100');
+    out.searched = plain(await s.vectorSearch(vec(3)).where("cat = 'c3' AND id < 50").select(['id']).limit(3).toArray()).map((r) => r.id);
+    await s.dropIndex('cat_idx');
+    out.afterDrop = (await s.listIndices()).length;
+    await db.dropTable('scalars');
+    return out;
+  };
+  return { server: await run(db), embedded: await run(local) };
 });
 await step('dropIndex', async () => {
   await t.dropIndex('vector_idx');

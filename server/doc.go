@@ -83,7 +83,11 @@
 // distance bounds, bypass_vector_index), with _distance last.
 // create_index builds lancer's own vector indices: IVF_PQ, IVF_HNSW_SQ
 // and IVF_FLAT map to dataset.IndexIVFPQ, IndexIVFHNSWSQ and IndexIVFFlat;
-// an index of the same name is replaced, as the client's default asks.
+// BTREE, BITMAP and LABEL_LIST (the client's Index.btree(), bitmap(),
+// labelList()) build those scalar indices in Lance's format
+// (dataset.IndexBTree, IndexBitmap, IndexLabelList), which every filtered
+// query, count, delete, update and merge then uses; an index of the same
+// name is replaced, as the client's default asks.
 //
 // add_columns computes columns from SQL expressions (dataset.AddColumns);
 // alter_columns renames (dataset.RenameColumn), accepts a data type or
@@ -124,7 +128,7 @@
 //
 // Not served: full-text search (the structured queries a 0.3.0+ server
 // receives are refused with a 400 naming their kind) and order_by in
-// queries, scalar and FTS indices, namespaces other than the root, jobs,
+// queries, building FTS indices, namespaces other than the root, jobs,
 // computed and function columns.
 //
 // Branches: the client's table.branches() list/create/delete/checkout work

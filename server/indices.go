@@ -16,13 +16,16 @@ import (
 	"github.com/lancerdb/lancer/vector"
 )
 
-// vectorIndexTypes maps the client's index_type names to lancer's index
-// types. The scalar and full-text types (BTREE, BITMAP, LABEL_LIST, FTS,
-// ...) and the quantizers lancer lacks are refused.
-var vectorIndexTypes = map[string]string{
+// createIndexTypes maps the client's index_type names to the index types
+// lancer builds: vector indices, and the scalar ones in Lance's format.
+// Full-text (FTS) and the quantizers lancer lacks are refused.
+var createIndexTypes = map[string]string{
 	"IVF_PQ":      dataset.IndexIVFPQ,
 	"IVF_HNSW_SQ": dataset.IndexIVFHNSWSQ,
 	"IVF_FLAT":    dataset.IndexIVFFlat,
+	"BTREE":       dataset.IndexBTree,
+	"BITMAP":      dataset.IndexBitmap,
+	"LABEL_LIST":  dataset.IndexLabelList,
 }
 
 // clientIndexTypes names lancer's index types as the client does.
@@ -35,8 +38,9 @@ var clientIndexTypes = map[string]string{
 }
 
 // createIndex answers create_index/ (docs/spec/lancedb-remote-protocol.md §7.5) by building one of
-// lancer's vector indices, synchronously. Like the client's default it
-// replaces an index of the same name.
+// lancer's vector indices, or a BTREE, BITMAP or LABEL_LIST index in
+// Lance's format, synchronously. Like the client's default it replaces an
+// index of the same name.
 func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 	name, err := tableName(r)
 	if err != nil {
@@ -59,9 +63,9 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 	if body.Column == "" {
 		return invalidf("create_index needs a column")
 	}
-	typ, ok := vectorIndexTypes[strings.ToUpper(body.IndexType)]
+	typ, ok := createIndexTypes[strings.ToUpper(body.IndexType)]
 	if !ok {
-		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ and IVF_FLAT only", body.IndexType)
+		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ and IVF_FLAT and the scalar indices BTREE, BITMAP and LABEL_LIST only", body.IndexType)
 	}
 	opts := &dataset.CreateIndexOptions{Type: typ, Name: body.Name, Replace: true}
 	if body.MetricType != "" {

@@ -29,7 +29,7 @@ import (
 func newIndexCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "index",
-		Short: "Create, list, drop and update vector indices",
+		Short: "Create, list, drop and update vector and scalar indices",
 	}
 	cmd.AddCommand(newIndexCreateCommand(), newIndexListCommand(), newIndexDropCommand(), newIndexOptimizeCommand())
 	return cmd
@@ -43,17 +43,24 @@ func newIndexCreateCommand() *cobra.Command {
 		progress                  string
 	)
 	cmd := &cobra.Command{
-		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|flat] [--metric l2|cosine|dot]",
-		Short: "Build a vector index over a column and commit it",
-		Long: `Build a vector index over --column (a fixed-size list of floats) from every row
-of the latest version, and commit it as a new version. Rows appended later are
-searched exactly until "lancer index optimize" indexes them.
+		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|flat|btree|bitmap|label_list] [--metric l2|cosine|dot]",
+		Short: "Build a vector or scalar index over a column and commit it",
+		Long: `Build an index over --column from every row of the latest version, and commit
+it as a new version. Rows appended later are searched (or filtered) by
+reading them until "lancer index optimize" indexes them.
 
-Types: ivf_hnsw_sq (default; k-means partitions, each an HNSW graph over 8-bit
-quantized vectors, like Lance's IVF_HNSW_SQ), hnsw (one graph), ivf_flat
-(partitions scanned exactly), ivf_pq (partitions of product-quantized codes,
-dim/8 bytes a row, like Lance's IVF_PQ; search it with --refine-factor for
-exact distances) and flat (exact search over a packed copy).`,
+Vector types, for a fixed-size list of floats: ivf_hnsw_sq (default; k-means
+partitions, each an HNSW graph over 8-bit quantized vectors, like Lance's
+IVF_HNSW_SQ), hnsw (one graph), ivf_flat (partitions scanned exactly), ivf_pq
+(partitions of product-quantized codes, dim/8 bytes a row, like Lance's
+IVF_PQ; search it with --refine-factor for exact distances) and flat (exact
+search over a packed copy).
+
+Scalar types, in Lance's own format (real Lance uses them too): btree (sorted
+pages of the values; for =, IN, ranges and IS NULL), bitmap (a row set per
+distinct value; for columns of few values) and label_list (for a list column:
+array_has_any and array_has_all). Scans, counts, deletes, updates, merges and
+vector-search prefilters use them; --explain shows where.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if column == "" {
@@ -89,8 +96,8 @@ exact distances) and flat (exact search over a packed copy).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&column, "column", "", "the vector column to index (required)")
-	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq or flat")
+	f.StringVar(&column, "column", "", "the column to index (required)")
+	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, flat, btree, bitmap or label_list")
 	f.StringVar(&metric, "metric", "l2", "distance: l2, cosine or dot")
 	f.StringVar(&name, "name", "", "index name (default: COLUMN_idx)")
 	f.IntVar(&partitions, "partitions", 0, "IVF partitions (default: √rows)")
@@ -203,8 +210,13 @@ func newIndexDropCommand() *cobra.Command {
 func newIndexOptimizeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "optimize URI",
-		Short: "Index the rows appended since lancer's vector indices were built",
-		Args:  cobra.ExactArgs(1),
+		Short: "Index the rows appended since the indices were built",
+		Long: `Bring the indices up to date with the fragments added since they were built:
+lancer's vector indices (and the Lance-format IVF_FLAT and IVF_PQ ones) get a
+segment over the new fragments; BTREE, BITMAP and LABEL_LIST indices, whoever
+built them, are rebuilt over every fragment, as Lance's optimize_indices
+updates them.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tbl, err := openLatest(cmd, args)
 			if err != nil {

@@ -38,12 +38,9 @@ func newCountCommand() *cobra.Command {
 			defer tbl.Close()
 			ds := tbl.Dataset()
 			if explain {
-				// Planning reads no data: the scan Count runs, for its plan.
-				s, err := ds.Scan(&dataset.ScanOptions{Columns: []string{}, Filter: filter})
-				if err != nil {
+				if err := explainFilter(cmd, ds, filter); err != nil {
 					return err
 				}
-				printFilterPlan(cmd.ErrOrStderr(), s, filter)
 			}
 			n, err := ds.Count(ctx, filter)
 			if err != nil {
@@ -59,10 +56,25 @@ func newCountCommand() *cobra.Command {
 	return cmd
 }
 
+// explainFilter prints to stderr the scalar indices that serve filter:
+// those of the filtered scan that count, delete and update run (planning
+// it reads no data).
+func explainFilter(cmd *cobra.Command, ds *dataset.Dataset, filter string) error {
+	s, err := ds.Scan(&dataset.ScanOptions{Columns: []string{}, Filter: filter})
+	if err != nil {
+		return err
+	}
+	printFilterPlan(cmd.ErrOrStderr(), s, filter)
+	return nil
+}
+
 func newDeleteCommand() *cobra.Command {
-	var filter, onBranch string
+	var (
+		filter, onBranch string
+		explain          bool
+	)
 	cmd := &cobra.Command{
-		Use:   "delete URI --filter SQL [--branch B]",
+		Use:   "delete URI --filter SQL [--branch B] [--explain]",
 		Short: "Delete the rows for which a SQL predicate is true",
 		Long: `Delete the rows for which the --filter predicate is true (Lance's SQL filter
 syntax, e.g. "id % 5 = 0 AND label IS NOT NULL"), committing a new version.
@@ -79,6 +91,11 @@ Use --filter true to delete every row.`,
 			}
 			defer tbl.Close()
 			ds := tbl.Dataset()
+			if explain {
+				if err := explainFilter(cmd, ds, filter); err != nil {
+					return err
+				}
+			}
 			before, err := ds.CountRows(ctx)
 			if err != nil {
 				return err
@@ -101,6 +118,7 @@ Use --filter true to delete every row.`,
 		},
 	}
 	cmd.Flags().StringVar(&filter, "filter", "", "the SQL predicate of the rows to delete (required)")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print to stderr which scalar index serves each term of --filter")
 	branchFlag(cmd, &onBranch)
 	return cmd
 }
@@ -110,9 +128,10 @@ func newUpdateCommand() *cobra.Command {
 		sets     []string
 		filter   string
 		onBranch string
+		explain  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "update URI --set 'col=expr' [--set ...] [--filter SQL] [--branch B]",
+		Use:   "update URI --set 'col=expr' [--set ...] [--filter SQL] [--branch B] [--explain]",
 		Short: "Set columns of the rows matching a SQL predicate",
 		Long: `Set columns to SQL expressions of the row's current values, e.g.
 --set 'price=price * 1.1' --set "label='sale'", in the rows for which the
@@ -142,6 +161,11 @@ Every expression sees the values before the update.`,
 			}
 			defer tbl.Close()
 			ds := tbl.Dataset()
+			if explain {
+				if err := explainFilter(cmd, ds, filter); err != nil {
+					return err
+				}
+			}
 			out, stats, err := ds.Update(ctx, set, filter, nil)
 			if err != nil {
 				return err
@@ -151,6 +175,7 @@ Every expression sees the values before the update.`,
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "col=expr: set column col to the SQL expression expr (repeatable)")
 	cmd.Flags().StringVar(&filter, "filter", "", "update only the rows for which this SQL predicate is true (default: all)")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print to stderr which scalar index serves each term of --filter")
 	branchFlag(cmd, &onBranch)
 	return cmd
 }

@@ -3,6 +3,8 @@ package scalarindex
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -197,20 +199,25 @@ func (bt *btree) Search(ctx context.Context, t *filter.IndexTerm) (*RowSet, erro
 		if !ok {
 			return nil, fmt.Errorf("scalarindex: %s: %s: %w", bt.dataKey, t.SQL, lancer.ErrUnsupported)
 		}
+		// Sorted, so that a merge's thousands of keys cost a binary
+		// search per page and per value, not a pass over the keys.
+		slices.SortFunc(keys, func(a, b key) int { return compareKeys(bt.kind, a, b) })
+		first := func(v key) int { // the first key not below v
+			return sort.Search(len(keys), func(i int) bool { return compareKeys(bt.kind, keys[i], v) >= 0 })
+		}
 		match = func(v key) bool {
-			for _, k := range keys {
-				if compareKeys(bt.kind, v, k) == 0 {
-					return true
-				}
-			}
-			return false
+			i := first(v)
+			return i < len(keys) && compareKeys(bt.kind, keys[i], v) == 0
 		}
 		for _, p := range bt.pages {
-			for _, k := range keys {
-				if bt.mayHold(p, keyRange{lo: &k, hi: &k, loInc: true, hiInc: true}) {
-					want = append(want, p.idx)
-					break
-				}
+			// The smallest key the page's min does not exclude is the
+			// one it may hold if it holds any (invariant 3).
+			i := 0
+			if !p.minNull && !negativeNaN(bt.kind, p.min) {
+				i = first(p.min)
+			}
+			if i < len(keys) && bt.mayHold(p, keyRange{lo: &keys[i], hi: &keys[i], loInc: true, hiInc: true}) {
+				want = append(want, p.idx)
 			}
 		}
 	case filter.IndexRange:

@@ -1,6 +1,7 @@
 // Package scalarindex reads the scalar indices Lance builds — BTREE,
 // BITMAP and LABEL_LIST — and answers filter terms (filter.IndexTerm)
-// with the row ids, or row addresses, the index records for them.
+// with the row ids, or row addresses, the index records for them; and
+// writes them (Builder), as Lance 12 does, for real Lance to use.
 //
 // # On-disk contract (as Lance 12 writes it)
 //
@@ -31,6 +32,18 @@
 // Lance 12 (index version 1) marks the file with schema metadata
 // "lance:label_list_nulls"; NULL lists and NULL items are in no key's
 // bitmap that this package reads.
+//
+// Writing (Builder) follows Lance 12's trainers: BTREE values sorted NULLs
+// first, then ascending (floats by IEEE 754 total order, -NaN first and
+// NaN last, as Lance's sort puts them), ties by row id, cut into pages of
+// 4096 rows, "batch_size" and "range_partitioned" ("false") in the
+// lookup's schema metadata; BITMAP and LABEL_LIST keys distinct by value
+// (floats by their bits: -0 and 0 are two keys), in the same order, the
+// NULL key first, with schema metadata "lance:index_stats"
+// ({"num_bitmaps":N}); LABEL_LIST items of each non-NULL list (NULL items
+// under the NULL key), the NULL lists' row set in global buffer 1, named
+// by "lance:label_list_nulls". Details type URLs and index versions are
+// Kind.DetailsTypeURL and Kind.IndexVersion.
 //
 // Row ids. In a dataset without stable row ids an index holds row
 // addresses (fragment id << 32 | offset); with stable row ids it holds the
