@@ -351,13 +351,8 @@ func (d *Dataset) checkWritable() error {
 	return checkWritableManifest(d.manifest, manifest.Location(d.store, d.manifestKey))
 }
 
-// writableFlags are the writer feature flags lancer honours when it
-// commits: anything newer (data overlays, ...) is refused.
-const writableFlags = manifest.FlagDeletionFiles | manifest.FlagStableRowIDs | manifest.FlagUseV2Format | manifest.FlagTableConfig |
-	manifest.FlagBasePaths | manifest.FlagDisableTransactionFile
-
 func checkWritableManifest(m *manifest.Manifest, where string) error {
-	if unknown := m.WriterFeatureFlags &^ writableFlags; unknown != 0 {
+	if unknown := m.WriterFeatureFlags &^ manifest.WritableFlags; unknown != 0 {
 		return fmt.Errorf("dataset: manifest %s: writer feature flags %s: lancer cannot write %s: %w",
 			where, m.WriterFeatureFlags, unknown, lancer.ErrUnsupported)
 	}
