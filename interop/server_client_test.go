@@ -24,7 +24,9 @@ import (
 // against lancer's server through lancedb-client.mjs's scenario: create,
 // list, add, count, query, vector and batch search, update, delete,
 // merge-insert (with a delete of unmatched rows), index create/list/stats/
-// drop, versions, tags, checkout by version and by tag, restore, empty
+// drop, BTREE, BITMAP and LABEL_LIST indices (listed, counted, filtered
+// through, updated, deleted and searched through as embedded LanceDB does
+// on the same rows), versions, tags, checkout by version and by tag, restore, empty
 // tables, row ids, aliases, takeOffsets, takeRowIds, stats, rename, drop,
 // column operations (add, alter, drop), explain and analyze plans, a
 // 1.2M-row add() as a multipart write, blob values (fetchBlobs,
