@@ -135,7 +135,7 @@ func (t *Table) Compact(ctx context.Context, opts *dataset.CompactOptions) (data
 	return stats, err
 }
 
-// CreateIndex builds a vector index on column
+// CreateIndex builds a vector or scalar (BTREE, BITMAP, LABEL_LIST) index on column
 // (dataset.Dataset.CreateIndex).
 func (t *Table) CreateIndex(ctx context.Context, column string, opts *dataset.CreateIndexOptions) error {
 	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.CreateIndex(ctx, column, opts) })

@@ -63,6 +63,10 @@ const (
 	labelListNullsKey   = "lance:label_list_nulls"
 )
 
+// btreeFilePageBytes is the input bytes a column of page_data.lance
+// buffers before it writes a page.
+const btreeFilePageBytes = 32 << 10
+
 // maxBitmapBatchBytes bounds the serialized bitmaps of one batch written
 // to a BITMAP file (Lance cuts its batches below 2 GiB of binary).
 const maxBitmapBatchBytes = 64 << 20
@@ -369,12 +373,12 @@ func (b *Builder) Write(ctx context.Context, store blob.Store, dir string) ([]Wr
 }
 
 // fileWriter starts one index file of the given arrow schema.
-func (b *Builder) fileWriter(ctx context.Context, store blob.Store, key string, as *arrow.Schema) (*format.Writer, *schema.Schema, error) {
+func (b *Builder) fileWriter(ctx context.Context, store blob.Store, key string, as *arrow.Schema, pageSize int) (*format.Writer, *schema.Schema, error) {
 	sch, err := schema.FromArrow(as, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scalarindex: write %s: %w", key, err)
 	}
-	w, err := format.NewWriter(ctx, store, key, sch, &format.WriterOptions{Allocator: b.mem})
+	w, err := format.NewWriter(ctx, store, key, sch, &format.WriterOptions{Allocator: b.mem, PageSize: pageSize})
 	if err != nil {
 		return nil, nil, fmt.Errorf("scalarindex: write %s: %w", key, err)
 	}
@@ -420,7 +424,9 @@ func (b *Builder) writeBTree(ctx context.Context, store blob.Store, dir string, 
 		{Name: "ids", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
 	}, nil)
 	dkey := dir + "/" + BTreePagesFile
-	w, _, err := b.fileWriter(ctx, store, dkey, dataSchema)
+	// Pages of about a BTREE page's bytes, so that reading one index
+	// page reads little more (a search reads only the pages it needs).
+	w, _, err := b.fileWriter(ctx, store, dkey, dataSchema, btreeFilePageBytes)
 	if err != nil {
 		return err
 	}
@@ -458,7 +464,7 @@ func (b *Builder) writeBTree(ctx context.Context, store blob.Store, dir string, 
 		{Name: "page_idx", Type: arrow.PrimitiveTypes.Uint32},
 	}, nil)
 	lkey := dir + "/" + BTreeLookupFile
-	lw, sch, err := b.fileWriter(ctx, store, lkey, lookupSchema)
+	lw, sch, err := b.fileWriter(ctx, store, lkey, lookupSchema, 0)
 	if err != nil {
 		return err
 	}
@@ -506,7 +512,7 @@ func (b *Builder) writeBitmap(ctx context.Context, store blob.Store, dir string,
 		{Name: "bitmaps", Type: arrow.BinaryTypes.Binary, Nullable: true},
 	}, nil)
 	key := dir + "/" + BitmapFile
-	w, sch, err := b.fileWriter(ctx, store, key, as)
+	w, sch, err := b.fileWriter(ctx, store, key, as, 0)
 	if err != nil {
 		return err
 	}
