@@ -65,20 +65,11 @@ func (d *Dataset) createScalarIndex(ctx context.Context, column string, kind sca
 	if o.Name == "" {
 		o.Name = field.Name + "_idx"
 	}
-	var removed []*manifest.IndexMetadata
-	for _, ix := range d.manifest.IndexSegments() {
-		if ix.Name != o.Name {
-			continue
-		}
-		if !o.Replace {
-			return nil, fmt.Errorf("dataset: an index named %q exists (set Replace to rebuild it): %w", o.Name, lancer.ErrAlreadyExists)
-		}
-		removed = append(removed, ix)
+	removed, err := d.replacedSegments(o)
+	if err != nil {
+		return nil, err
 	}
-	frags := make([]uint64, len(d.manifest.Fragments))
-	for i, f := range d.manifest.Fragments {
-		frags[i] = f.ID
-	}
+	frags := d.fragmentIDs()
 	seg, files, err := d.buildScalarSegment(ctx, field, kind, o.Name, frags, o.Progress)
 	if err != nil {
 		return nil, err

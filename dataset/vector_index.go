@@ -224,6 +224,23 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 	if o.Name == "" {
 		o.Name = column + "_idx"
 	}
+	removed, err := d.replacedSegments(&o)
+	if err != nil {
+		return nil, err
+	}
+	frags := d.fragmentIDs()
+	seg, files, err := d.buildVectorSegment(ctx, column, field, dim, typ, &o, frags)
+	if err != nil {
+		return nil, err
+	}
+	op := &operation{kind: opCreateIndex, newIndices: []*manifest.IndexMetadata{seg}, removedIndices: removed, indexFiles: files}
+	return d.commit(ctx, op, &o.CommitOptions)
+}
+
+// replacedSegments returns the segments of the index named o.Name that a
+// new one replaces: none without one, an error wrapping
+// lancer.ErrAlreadyExists when there is one and o.Replace is not set.
+func (d *Dataset) replacedSegments(o *CreateIndexOptions) ([]*manifest.IndexMetadata, error) {
 	var removed []*manifest.IndexMetadata
 	for _, ix := range d.manifest.IndexSegments() {
 		if ix.Name != o.Name {
@@ -234,16 +251,16 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 		}
 		removed = append(removed, ix)
 	}
+	return removed, nil
+}
+
+// fragmentIDs returns the ids of the version's fragments, in order.
+func (d *Dataset) fragmentIDs() []uint64 {
 	frags := make([]uint64, len(d.manifest.Fragments))
 	for i, f := range d.manifest.Fragments {
 		frags[i] = f.ID
 	}
-	seg, files, err := d.buildVectorSegment(ctx, column, field, dim, typ, &o, frags)
-	if err != nil {
-		return nil, err
-	}
-	op := &operation{kind: opCreateIndex, newIndices: []*manifest.IndexMetadata{seg}, removedIndices: removed, indexFiles: files}
-	return d.commit(ctx, op, &o.CommitOptions)
+	return frags
 }
 
 // buildVectorSegment reads column from the fragments frags, builds an
@@ -608,11 +625,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 			if field == nil || scalarindex.CheckType(kind, field.Type) != nil {
 				continue // a column lancer does not index
 			}
-			all := make([]uint64, len(d.manifest.Fragments))
-			for i, f := range d.manifest.Fragments {
-				all[i] = f.ID
-			}
-			seg, files, err := d.buildScalarSegment(ctx, field, kind, name, all, nil)
+			seg, files, err := d.buildScalarSegment(ctx, field, kind, name, d.fragmentIDs(), nil)
 			op.indexFiles = append(op.indexFiles, files...)
 			if err != nil {
 				return nil, err
