@@ -186,6 +186,17 @@ func castTo(ctx context.Context, mem memory.Allocator, v arrow.Array, to arrow.D
 	if v.DataType().ID() == arrow.NULL {
 		return array.MakeArrayOfNull(mem, to, v.Len()), nil
 	}
+	if items, ok := nullItems(v, to); ok {
+		// A list of nulls ([] or [NULL], SET tags = []): arrow-go's
+		// cast panics on null items (v18.8.0), and there is nothing to
+		// cast, only the type to give them.
+		cast := array.MakeArrayOfNull(mem, to.(arrow.ListLikeType).Elem(), items.Len())
+		defer cast.Release()
+		d := v.Data()
+		out := array.NewData(to, d.Len(), d.Buffers(), []arrow.ArrayData{cast.Data()}, d.NullN(), d.Offset())
+		defer out.Release()
+		return array.MakeFromData(out), nil
+	}
 	opts := compute.SafeCastOptions(to)
 	opts.AllowFloatTruncate = true
 	out, err := compute.CastArray(compute.WithAllocator(ctx, mem), v, opts)
@@ -195,6 +206,17 @@ func castTo(ctx context.Context, mem memory.Allocator, v arrow.Array, to arrow.D
 		return nil, fmt.Errorf("cannot cast %s to %s: %s: %w", v.DataType(), to, msg, lancer.ErrInvalidArgument)
 	}
 	return out, nil
+}
+
+// nullItems returns the items of v when v is a list (or large list) of
+// items of the null type and to the same kind of list of another item
+// type.
+func nullItems(v arrow.Array, to arrow.DataType) (arrow.Array, bool) {
+	if v.DataType().ID() != to.ID() || (to.ID() != arrow.LIST && to.ID() != arrow.LARGE_LIST) {
+		return nil, false
+	}
+	items := v.(array.ListLike).ListValues()
+	return items, items.DataType().ID() == arrow.NULL
 }
 
 // checkCast reports a value type that cannot become type to.

@@ -195,8 +195,8 @@ type castNode struct {
 	d  int
 }
 
-// listNode is a list literal, [x, y, …]: only the second argument of
-// array_has_any and array_has_all takes one.
+// listNode is a list literal, [x, y, …] (make_array(x, y, …) binds as
+// one too).
 type listNode struct {
 	at    int // the "["
 	items []node

@@ -25,7 +25,7 @@
 //	a + b, a - b
 //	a * b, a / b, a % b
 //	-a
-//	literals, names, f(x, …), CAST(x AS type), (a)
+//	literals, names, f(x, …), CAST(x AS type), [x, y, …], (a)
 //
 // Literals:
 //
@@ -56,8 +56,17 @@
 // (ceiling); coalesce, is_valid; array_has (array_contains, list_has,
 // list_contains), array_has_any (list_has_any, arrays_overlap) and
 // array_has_all (list_has_all) of a list literal [x, y, …], array_length
-// (list_length, cardinality). Expr.IndexExpr picks out the terms scalar
-// indices can answer.
+// (list_length, cardinality); make_array (make_list), named_struct and
+// struct build values. Expr.IndexExpr picks out the terms scalar indices
+// can answer.
+//
+// A list literal [x, y, …] (or make_array(x, y, …)) is a value like any
+// other: the value of a SET (tags = ['a', 'b'], what LanceDB's
+// update({values: {tags: [...]}}) sends), an argument of the array
+// functions. Its items meet in their common type, as DataFusion's do; []
+// is a list of nulls, which a SET casts to its column's type.
+// named_struct('a', x, 'b', y) is a struct of fields a and b, struct(x, y)
+// one of fields c0 and c1.
 //
 // # Semantics
 //
