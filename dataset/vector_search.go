@@ -75,6 +75,11 @@ type SearchOptions struct {
 	// Plan, when not nil, is filled in with how the search runs (see
 	// SearchPlan), whether or not it then succeeds.
 	Plan *SearchPlan
+	// FastSearch searches only the rows the column's vector index covers,
+	// leaving out the fragments added since it was built (Lance's
+	// fast_search). Without an index it changes nothing: every row is
+	// scored exactly.
+	FastSearch bool
 }
 
 // Search returns the K rows nearest to query in column (a vector column, see
@@ -243,7 +248,9 @@ func (d *Dataset) searchRowIDs(ctx context.Context, column string, query []float
 	}
 	var rest []uint64
 	for _, f := range d.manifest.Fragments {
-		if !covered.Contains(uint32(f.ID)) {
+		// FastSearch leaves out the fragments no index covers, when an
+		// index covers some.
+		if !covered.Contains(uint32(f.ID)) && (!o.FastSearch || len(segs) == 0) {
 			rest = append(rest, f.ID)
 		}
 	}

@@ -166,7 +166,7 @@ func (d *Dataset) searchLance(ctx context.Context, segs []lanceIndex, column str
 	}
 	var rest []uint64
 	for _, f := range d.manifest.Fragments {
-		if !covered.Contains(uint32(f.ID)) {
+		if !covered.Contains(uint32(f.ID)) && !o.FastSearch {
 			rest = append(rest, f.ID)
 		}
 	}

@@ -137,6 +137,7 @@ const groups = {
     ['searchDistanceExpr', async ({ t }) => await result(t('sel').vectorSearch(vec(3)).select({ id: 'id', d: '_distance * 2' }).limit(2))],
     ['withRowId', async ({ t }) => await result(t('sel').query().select({ p: 'price + 1' }).withRowId().limit(2))],
     ['take', async ({ t }) => await result(t('sel').takeOffsets([4, 1]).select({ p: 'price * 10', id: 'id' }))],
+    ['takePlain', async ({ t }) => await result(t('sel').takeOffsets([4, 1]).select(['id']))],
     ['outputSchema', async ({ t }) => fields(await t('sel').query().select({ p: 'price * 2', id: 'id' }).outputSchema())],
     ['badExpr', async ({ t }) => await result(t('sel').query().select({ x: 'nope + 1' }))],
   ],
