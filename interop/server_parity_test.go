@@ -201,6 +201,7 @@ func TestServerParityArrays(t *testing.T) {
 	p.same("has", `[{"id":2},{"id":3}]`)
 	p.same("length", `[{"id":1},{"id":3},{"id":5}]`)
 	p.same("makeArray", `[{"id":1},{"id":2},{"id":3},{"id":5}]`)
+	p.same("listEquals", `[{"id":0}]`)
 	p.same("setValues", `[{"id":1,"tags":["z"]}]`)
 	p.same("setSql", `[{"tags":["a","b"],"nums":[1,2,3]}]`)
 	p.same("afterSet", `[{"id":1},{"id":3}]`)
@@ -220,8 +221,6 @@ func TestServerParityArrays(t *testing.T) {
 		`{"error":true}`, `[{"tags":[]}]`)
 	p.differs("setNullItem", "Lance 12 fails on ['n', NULL] (it concatenates Utf8 with Null); lancer sets the list with its null item",
 		`{"error":true}`, `[{"tags":["n",null]}]`)
-	p.differs("listEquals", "lancer does not compare lists with = yet (a 400 naming the types); Lance does",
-		`[{"id":0}]`, `{"error":true}`)
 }
 
 // TestServerParitySelect: SQL projections in select ({alias: 'price *

@@ -38,6 +38,7 @@ func TestBindErrors(t *testing.T) {
 		{"fsb = 'abc'", lancer.ErrInvalidArgument, "string 'abc' has 3 bytes, fixed_size_binary[2] holds 2", 7},
 		{"f16 = 1e10", lancer.ErrInvalidArgument, "number 1e+10 is out of range for float16", 7},
 		{"l = 1", lancer.ErrInvalidArgument, "cannot compare list<item: int32, nullable> with int64", 3},
+		{"l = [s]", lancer.ErrInvalidArgument, "cannot compare list<item: int32, nullable> with list<item: utf8, nullable>", 3},
 		{"st = st", lancer.ErrInvalidArgument, "cannot compare struct<a: int32 nullable, b: utf8 nullable> with struct<a: int32 nullable, b: utf8 nullable>", 4},
 		{"s < i8", lancer.ErrInvalidArgument, "cannot compare utf8 with int8", 3},
 		{"s AND b", lancer.ErrInvalidArgument, "an operand of AND must be boolean, s is utf8", 1},

@@ -66,7 +66,9 @@
 // functions. Its items meet in their common type, as DataFusion's do; []
 // is a list of nulls, which a SET casts to its column's type.
 // named_struct('a', x, 'b', y) is a struct of fields a and b, struct(x, y)
-// one of fields c0 and c1.
+// one of fields c0 and c1. Two lists compare with = and != (tags = ['a',
+// 'b']): equal when of one length and equal item by item, NULL items
+// equal to each other.
 //
 // # Semantics
 //
