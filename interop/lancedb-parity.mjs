@@ -103,6 +103,15 @@ const groups = {
       return await rows(t('arr').query().where('id = 5').select(['tags']));
     }],
     ['afterSet', async ({ t }) => (await rows(t('arr').query().where("array_has(tags, 'z') OR array_has_any(tags, make_array('b'))").select(['id']))).sort((a, b) => a.id - b.id)],
+    ['binCreate', async ({ db }) => {
+      const t = await db.createTable('bin', [{ id: 0, data: Buffer.from('ab') }, { id: 1, data: Buffer.from([0, 255]) }]);
+      return fields(await t.schema());
+    }],
+    ['binFilter', async ({ t }) => await rows(t('bin').query().where("data = X'00ff'").select(['id']))],
+    ['setBinary', async ({ t }) => {
+      await t('bin').update({ where: 'id = 0', values: { data: Buffer.from('hi') } });
+      return (await rows(t('bin').query().where('id = 0'))).map((r) => ({ id: r.id, data: Buffer.from(r.data).toString() }));
+    }],
     ['structCreate', async ({ db }) => {
       const data = Array.from({ length: 4 }, (_, i) => ({ id: i, meta: { a: i, b: `s${i}` } }));
       const t = await db.createTable('st', data);

@@ -205,6 +205,10 @@ func TestServerParityArrays(t *testing.T) {
 	p.same("setValues", `[{"id":1,"tags":["z"]}]`)
 	p.same("setSql", `[{"tags":["a","b"],"nums":[1,2,3]}]`)
 	p.same("afterSet", `[{"id":1},{"id":3}]`)
+	// X'..', the binary literal the client writes for a Buffer.
+	p.same("binCreate", `["id:Float64","data:Binary"]`)
+	p.same("binFilter", `[{"id":1}]`)
+	p.same("setBinary", `[{"id":0,"data":"hi"}]`)
 	p.same("structCreate", `["id:Float64","meta:Struct<{a:Float64, b:Utf8}>"]`)
 	p.same("structField", `[{"id":2},{"id":3}]`)
 	p.same("setNamedStruct", `[{"id":0,"meta":{"a":10,"b":"ten"}}]`)

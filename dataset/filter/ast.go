@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"encoding/hex"
 	"math"
 	"slices"
 	"strconv"
@@ -33,6 +34,7 @@ const (
 	litString            // 'text'
 	litDate              // DATE 'YYYY-MM-DD'
 	litTimestamp         // TIMESTAMP 'YYYY-MM-DD HH:MM:SS.fff[zone]'
+	litBinary            // X'0aff': s holds the bytes
 )
 
 type literalNode struct {
@@ -443,6 +445,10 @@ func writeLiteral(b *strings.Builder, n *literalNode) {
 	case litTimestamp:
 		b.WriteString("TIMESTAMP ")
 		writeString(b, n.s)
+	case litBinary:
+		b.WriteString("X'")
+		b.WriteString(hex.EncodeToString([]byte(n.s)))
+		b.WriteByte('\'')
 	}
 }
 

@@ -32,6 +32,7 @@
 //	42, -7                       int64 (uint64 above its range)
 //	1.5, 1e3, .5                 float64
 //	'text', 'it''s'              utf8, a doubled quote standing for one
+//	X'0aff'                      binary (what LanceDB's client writes for a Buffer)
 //	TRUE, FALSE, NULL
 //	DATE '2024-01-02'
 //	TIMESTAMP '2024-01-02 03:04:05.123'     optionally with a zone: Z, +02:00
