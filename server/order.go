@@ -59,7 +59,7 @@ func (s *sorter) add(ctx context.Context, b arrow.RecordBatch) error {
 	s.held = append(s.held, b)
 	s.rows += int(b.NumRows())
 	s.bytes += recordBytes(b)
-	if s.window != math.MaxInt && s.rows > 2*s.window+takeFirstChunk {
+	if s.window <= (math.MaxInt-takeFirstChunk)/2 && s.rows > 2*s.window+takeFirstChunk {
 		if err := s.compact(ctx); err != nil {
 			return err
 		}
