@@ -166,3 +166,45 @@ func TestCoveringDeclarationsKept(t *testing.T) {
 		t.Errorf("flags %s: covering_index_fields without a covering index", d.manifest.ReaderFeatureFlags)
 	}
 }
+
+// TestRepairsLegacyRecordOfV2Files: a manifest that records the legacy
+// format for a dataset whose files are all 2.0 (as some releases wrote
+// them) gets 2.0 files on append, not legacy ones, and the new version
+// records 2.0, as Lance repairs it on its next write.
+func TestRepairsLegacyRecordOfV2Files(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	store := blob.NewMemStore("repair")
+	r := idRows(t, mem, 0, 10)
+	_, err := Write(ctx, store, r, &WriteOptions{FileVersion: format.Version2_0})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	editLatest(t, store, func(m *manifest.Manifest) { m.SetDataFormat(format.VersionLegacy) })
+	d, err := Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.manifest.DataFormat.IsLegacy() {
+		t.Fatalf("the edited manifest records %s", d.manifest.DataFormat)
+	}
+	r = idRows(t, mem, 10, 10)
+	d, err = d.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.manifest.Fragments {
+		if v, _ := f.Files[0].Version(); v != format.Version2_0 {
+			t.Errorf("fragment %d has a %s file, want 2.0", f.ID, v)
+		}
+	}
+	if d.manifest.DataFormat != format.Version2_0 {
+		t.Errorf("the new version records %s, want 2.0", d.manifest.DataFormat)
+	}
+	if n, err := d.CountRows(ctx); err != nil || n != 20 {
+		t.Errorf("%d rows (%v), want 20", n, err)
+	}
+}
