@@ -153,6 +153,7 @@ type IVF struct {
 	ids       []uint64    // n caller ids, partition order
 	sq        *SQ8        // StoreSQ8
 	pq        *pqCodebook // StorePQ
+	pqRaw     bool        // StorePQ of the vectors, not residuals (PQOptions.Raw)
 
 	// radius[p] is the largest L2 distance (not squared) from centroid p to
 	// a row of p as searched (decoded for SQ8 and PQ): for L2, no row of p
@@ -281,6 +282,8 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 		return nil, fmt.Errorf("vector: IVF storage %v: %w", o.Storage, lancer.ErrInvalidArgument)
 	case o.Storage == StorePQ && o.Sub == SubHNSW:
 		return nil, fmt.Errorf("vector: IVF with PQ storage and HNSW partitions: %w", lancer.ErrUnsupported)
+	case o.Storage == StorePQ && o.PQ.Raw && o.Metric != Dot:
+		return nil, fmt.Errorf("vector: IVF of raw PQ codes for %v (only dot): %w", o.Metric, lancer.ErrInvalidArgument)
 	case o.Partitions < 0 || o.Workers < 0:
 		return nil, fmt.Errorf("vector: IVF Partitions %d, Workers %d must not be negative: %w", o.Partitions, o.Workers, lancer.ErrInvalidArgument)
 	}
@@ -294,7 +297,7 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 	if o.Workers == 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
-	x := &IVF{dim: dim, metric: o.Metric, sub: o.Sub, storage: o.Storage}
+	x := &IVF{dim: dim, metric: o.Metric, sub: o.Sub, storage: o.Storage, pqRaw: o.Storage == StorePQ && o.PQ.Raw}
 	var hopts HNSWOptions
 	if o.Sub == SubHNSW {
 		hopts = HNSWOptions{M: o.HNSW.M, EfConstruction: o.HNSW.EfConstruction, Metric: o.Metric, Workers: 1}
@@ -372,7 +375,11 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 			return nil, err
 		}
 	case StorePQ:
-		if x.pq, err = trainPQ(vectors, dim, cent, assign, o.Metric, pqo, o.Seed, o.Workers); err != nil {
+		pqCent := cent
+		if x.pqRaw {
+			pqCent = make([]float32, len(cent)) // residuals to zero: the vectors
+		}
+		if x.pq, err = trainPQ(vectors, dim, pqCent, assign, o.Metric, pqo, o.Seed, o.Workers); err != nil {
 			return nil, err
 		}
 	}
@@ -445,6 +452,9 @@ func (x *IVF) buildPartition(p int, vectors []float32, perm []uint32, hopts HNSW
 		r := make([]float32, dim)
 		var acc [pqCodebookSize]float32
 		cent := x.centroids[p*dim : (p+1)*dim]
+		if x.pqRaw {
+			cent = make([]float32, dim)
+		}
 		for pos := lo; pos < hi; pos++ {
 			residual(r, row(pos), cent, x.metric)
 			pt.codes = x.pq.encode(pt.codes, r, &acc)
