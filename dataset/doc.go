@@ -173,7 +173,7 @@
 // partitions over HNSW graphs or flat lists; exact, scalar or product
 // quantized) and writes it in Lance's own v3 index format (package
 // dataset/vecindex: index.idx and auxiliary.idx in _indices/<uuid>/, as
-// IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_SQ or IVF_HNSW_FLAT), committed as
+// IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT or IVF_HNSW_PQ), committed as
 // Lance commits an index: a CreateIndex transaction and an IndexMetadata
 // segment whose details are Lance's /lance.index.pb.VectorIndexDetails
 // (metric, compression, HNSW parameters), index version 1, the fragments

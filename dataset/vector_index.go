@@ -50,6 +50,10 @@ const (
 	// HNSW graph per partition over the exact vectors (Lance's
 	// IVF_HNSW_FLAT).
 	IndexIVFHNSWFlat = "ivf_hnsw_flat"
+	// IndexIVFHNSWPQ partitions the vectors with k-means and builds one
+	// HNSW graph per partition over product-quantized codes (Lance's
+	// IVF_HNSW_PQ; the graph is built on the exact vectors).
+	IndexIVFHNSWPQ = "ivf_hnsw_pq"
 )
 
 // vectorIndexFile is the name of a lancer vector index file in its segment
@@ -64,9 +68,9 @@ type CreateIndexOptions struct {
 	// vectors read, transaction properties).
 	CommitOptions
 	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat,
-	// IndexIVFPQ, IndexIVFSQ, IndexIVFHNSWFlat or IndexFlat. Lance's
-	// spellings ("IVF_HNSW_SQ", "IVF_FLAT", "IVF_PQ", "IVF_SQ",
-	// "IVF_HNSW_FLAT") are accepted.
+	// IndexIVFPQ, IndexIVFSQ, IndexIVFHNSWFlat, IndexIVFHNSWPQ or
+	// IndexFlat. Lance's spellings ("IVF_HNSW_SQ", "IVF_FLAT", "IVF_PQ",
+	// "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ") are accepted.
 	Type string
 	// Name is the index name. Default: "<column>_idx", as Lance names
 	// indices.
@@ -117,8 +121,10 @@ func normalizeIndexType(t string) (string, error) {
 		return IndexIVFSQ, nil
 	case IndexIVFHNSWFlat:
 		return IndexIVFHNSWFlat, nil
+	case IndexIVFHNSWPQ:
+		return IndexIVFHNSWPQ, nil
 	}
-	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq, ivf_pq, ivf_sq or ivf_hnsw_flat: %w", t, lancer.ErrInvalidArgument)
+	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq, ivf_pq, ivf_sq, ivf_hnsw_flat or ivf_hnsw_pq: %w", t, lancer.ErrInvalidArgument)
 }
 
 // ivfOptions returns the vector package's build options for an index type.
@@ -144,6 +150,9 @@ func ivfOptions(typ string, o *CreateIndexOptions, n int) *vector.IVFOptions {
 		io.PQ = vector.PQOptions{SubVectors: o.SubVectors, Raw: o.Metric == vector.Dot}
 	case IndexIVFSQ:
 		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StoreFloat32
+	case IndexIVFHNSWPQ:
+		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubHNSW, vector.StorePQ
+		io.PQ = vector.PQOptions{SubVectors: o.SubVectors, Raw: o.Metric == vector.Dot}
 	default: // IndexIVFHNSWSQ, IndexIVFHNSWFlat
 		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubHNSW, vector.StoreFloat32
 	}
@@ -284,7 +293,7 @@ func (d *Dataset) writeLanceSegment(ctx context.Context, ivf *vector.IVF, field 
 		Allocator:  o.CommitOptions.allocator(nil),
 	}
 	switch typ {
-	case IndexIVFPQ:
+	case IndexIVFPQ, IndexIVFHNSWPQ:
 		spec.Quant, spec.PQSubVectors, spec.PQCodebook = vecindex.QuantPQ, ivf.PQSubVectors(), ivf.PQCodebook()
 	case IndexIVFSQ, IndexIVFHNSWSQ, IndexHNSW:
 		spec.Quant = vecindex.QuantSQ
@@ -591,6 +600,8 @@ func LanceDetailsType(b []byte) (*manifest.VectorIndexDetails, bool, error) {
 		det.Type = IndexIVFHNSWSQ
 	case spec.Sub == vecindex.SubHNSW && spec.Quant == vecindex.QuantFlat:
 		det.Type = IndexIVFHNSWFlat
+	case spec.Sub == vecindex.SubHNSW && spec.Quant == vecindex.QuantPQ:
+		det.Type = IndexIVFHNSWPQ
 	case spec.Quant == vecindex.QuantPQ:
 		det.Type = IndexIVFPQ
 	case spec.Quant == vecindex.QuantSQ:

@@ -48,6 +48,7 @@ func TestCreateIndexWritesLanceFormat(t *testing.T) {
 		{IndexIVFHNSWSQ, "IVF_HNSW_SQ", vector.L2, 0.75, 0.75},
 		{IndexIVFHNSWSQ, "IVF_HNSW_SQ", vector.Cosine, 0.75, 0.75},
 		{IndexIVFHNSWFlat, "IVF_HNSW_FLAT", vector.L2, 0.9, 0.9},
+		{IndexIVFHNSWPQ, "IVF_HNSW_PQ", vector.L2, 0.6, 0.6},
 		{IndexHNSW, "IVF_HNSW_SQ", vector.L2, 0.75, 0.75},
 		{IndexFlat, "IVF_FLAT", vector.L2, 1, 1},
 	} {

@@ -33,7 +33,8 @@ type lancerIndexReply struct {
 }
 
 // TestLanceSearchesLancerIndices: lancer's CreateIndex writes every type in
-// Lance's format (IVF_PQ, IVF_FLAT, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT; l2,
+// Lance's format (IVF_PQ, IVF_FLAT, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT,
+// IVF_HNSW_PQ; l2,
 // cosine and dot); real Lance lists each under its type, plans its
 // searches through the index (ANN, not a flat scan) and finds what lancer
 // finds: recall@10 against exact search within 0.01 of lancer's on the
@@ -81,6 +82,9 @@ func TestLanceSearchesLancerIndices(t *testing.T) {
 		{"IVF_HNSW_SQ cosine", dataset.IndexIVFHNSWSQ, "IvfHnswSq", vector.Cosine, 0.5},
 		{"IVF_HNSW_SQ dot", dataset.IndexIVFHNSWSQ, "IvfHnswSq", vector.Dot, 0.5},
 		{"IVF_HNSW_FLAT", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", vector.L2, 0.5},
+		{"IVF_HNSW_FLAT cosine", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", vector.Cosine, 0.5},
+		{"IVF_HNSW_PQ", dataset.IndexIVFHNSWPQ, "IvfHnswPq", vector.L2, 0.3},
+		{"IVF_HNSW_PQ cosine", dataset.IndexIVFHNSWPQ, "IvfHnswPq", vector.Cosine, 0.3},
 		{"HNSW", dataset.IndexHNSW, "IvfHnswSq", vector.L2, 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

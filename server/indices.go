@@ -24,6 +24,7 @@ var vectorIndexTypes = map[string]string{
 	"IVF_FLAT":      dataset.IndexIVFFlat,
 	"IVF_SQ":        dataset.IndexIVFSQ,
 	"IVF_HNSW_FLAT": dataset.IndexIVFHNSWFlat,
+	"IVF_HNSW_PQ":   dataset.IndexIVFHNSWPQ,
 }
 
 // clientIndexTypes names lancer's index types as the client does.
@@ -35,6 +36,7 @@ var clientIndexTypes = map[string]string{
 	dataset.IndexHNSW:        "IVF_HNSW_SQ",
 	dataset.IndexIVFSQ:       "IVF_SQ",
 	dataset.IndexIVFHNSWFlat: "IVF_HNSW_FLAT",
+	dataset.IndexIVFHNSWPQ:   "IVF_HNSW_PQ",
 }
 
 // createIndex answers create_index/ (docs/spec/lancedb-remote-protocol.md §7.5) by building one of
@@ -64,7 +66,7 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 	}
 	typ, ok := vectorIndexTypes[strings.ToUpper(body.IndexType)]
 	if !ok {
-		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ, IVF_FLAT, IVF_SQ and IVF_HNSW_FLAT only", body.IndexType)
+		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ, IVF_FLAT, IVF_SQ, IVF_HNSW_FLAT and IVF_HNSW_PQ only", body.IndexType)
 	}
 	opts := &dataset.CreateIndexOptions{Type: typ, Name: body.Name, Replace: true}
 	if body.MetricType != "" {

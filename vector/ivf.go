@@ -51,7 +51,9 @@ const (
 	// sub-vector, 32× smaller than float32 with the default sub-vectors.
 	// Distances are to the decoded vectors, computed with per-query
 	// lookup tables (asymmetric distance), and are coarse: follow a search
-	// with Rerank over a few times k candidates. Only SubFlat supports it.
+	// with Rerank over a few times k candidates. With SubHNSW the graphs
+	// are built and searched on the exact vectors, kept too, and the codes
+	// are only for writing Lance's IVF_HNSW_PQ (no .lancer-ivf form).
 	StorePQ
 )
 
@@ -259,8 +261,7 @@ func (x *IVF) part(ctx context.Context, p int) (*ivfPart, error) {
 // larger one an incremental BuildHNSW graph.
 //
 // Bad arguments (no rows, a non-finite value, duplicate ids, bad options)
-// are errors wrapping lancer.ErrInvalidArgument; StorePQ with SubHNSW is
-// lancer.ErrUnsupported.
+// are errors wrapping lancer.ErrInvalidArgument.
 func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF, error) {
 	var o IVFOptions
 	if opts != nil {
@@ -280,8 +281,6 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 		return nil, fmt.Errorf("vector: IVF sub-index %v: %w", o.Sub, lancer.ErrInvalidArgument)
 	case o.Storage > StorePQ:
 		return nil, fmt.Errorf("vector: IVF storage %v: %w", o.Storage, lancer.ErrInvalidArgument)
-	case o.Storage == StorePQ && o.Sub == SubHNSW:
-		return nil, fmt.Errorf("vector: IVF with PQ storage and HNSW partitions: %w", lancer.ErrUnsupported)
 	case o.Storage == StorePQ && o.PQ.Raw && o.Metric != Dot:
 		return nil, fmt.Errorf("vector: IVF of raw PQ codes for %v (only dot): %w", o.Metric, lancer.ErrInvalidArgument)
 	case o.Partitions < 0 || o.Workers < 0:
@@ -1183,6 +1182,9 @@ func (x *IVF) PartitionRows(ctx context.Context, p int) (ids []uint64, vecs []fl
 	ids = x.ids[x.offsets[p]:x.offsets[p+1]]
 	if x.storage == StoreFloat32 {
 		return ids, pt.vecs, nil, nil
+	}
+	if x.sub == SubHNSW && x.storage == StorePQ {
+		return ids, pt.vecs, pt.codes, nil // the graph's exact vectors too
 	}
 	return ids, nil, pt.codes, nil
 }

@@ -43,7 +43,7 @@ func newIndexCreateCommand() *cobra.Command {
 		progress                  string
 	)
 	cmd := &cobra.Command{
-		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|flat] [--metric l2|cosine|dot]",
+		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|ivf_hnsw_pq|flat] [--metric l2|cosine|dot]",
 		Short: "Build a vector index over a column and commit it",
 		Long: `Build a vector index over --column (a fixed-size list of floats) from every row
 of the latest version, and commit it as a new version. Rows appended later are
@@ -57,8 +57,9 @@ IVF_HNSW_SQ), hnsw (one graph: an IVF_HNSW_SQ of one partition), ivf_flat
 product-quantized codes, dim/8 bytes a row: IVF_PQ; search it with
 --refine-factor for exact distances), ivf_sq (partitions of 8-bit quantized
 vectors scanned: IVF_SQ), ivf_hnsw_flat (an HNSW graph per partition over the
-exact vectors: IVF_HNSW_FLAT) and flat (exact search: an IVF_FLAT of one
-partition).`,
+exact vectors: IVF_HNSW_FLAT), ivf_hnsw_pq (an HNSW graph per partition over
+product-quantized codes: IVF_HNSW_PQ) and flat (exact search: an IVF_FLAT of
+one partition).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if column == "" {
@@ -95,7 +96,7 @@ partition).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&column, "column", "", "the vector column to index (required)")
-	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, ivf_sq, ivf_hnsw_flat or flat")
+	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq or flat")
 	f.StringVar(&metric, "metric", "l2", "distance: l2, cosine or dot")
 	f.StringVar(&name, "name", "", "index name (default: COLUMN_idx)")
 	f.IntVar(&partitions, "partitions", 0, "IVF partitions (default: √rows)")

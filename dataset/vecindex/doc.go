@@ -1,7 +1,7 @@
 // Package vecindex reads and searches the vector indices real Lance builds
 // (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_FLAT, IVF_HNSW_PQ, IVF_HNSW_SQ: Lance's
 // "v3" index files), as Lance searches them, and writes IVF_FLAT, IVF_PQ,
-// IVF_SQ, IVF_HNSW_SQ and IVF_HNSW_FLAT segments in the same format
+// IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT and IVF_HNSW_PQ segments in the same format
 // (Write) from an index package vector built (W1-W3 below). Package dataset decides which segments a search uses, the
 // fragments they cover and the rows they may return; this package knows
 // one segment's files.

@@ -24,7 +24,7 @@ import (
 // WriteSpec describes a segment to write in Lance's format (I1-I5): an IVF
 // whose partitions are searched flat (Sub SubFlat, or "") or through one
 // HNSW graph each (SubHNSW), over exact vectors (QuantFlat: IVF_FLAT,
-// IVF_HNSW_FLAT), 8-bit PQ codes (QuantPQ: IVF_PQ) or Lance's 8-bit scalar
+// IVF_HNSW_FLAT), 8-bit PQ codes (QuantPQ: IVF_PQ, IVF_HNSW_PQ) or Lance's 8-bit scalar
 // quantization (QuantSQ: IVF_SQ, IVF_HNSW_SQ), whose bounds and codes
 // Write computes from the exact vectors.
 type WriteSpec struct {
@@ -43,7 +43,8 @@ type WriteSpec struct {
 	PQCodebook   []float32
 	// Rows returns partition p's row ids and its vectors (QuantFlat and
 	// QuantSQ: len(ids) × Dim exact floats) or codes (QuantPQ, len(ids) ×
-	// PQSubVectors, row by row). It is called once per partition, in order
+	// PQSubVectors, row by row; with HNSW the exact vectors too, for the
+	// graph's distances). It is called once per partition, in order
 	// (for QuantSQ twice: the bounds, then the codes), so that only one
 	// partition is held at a time.
 	Rows func(ctx context.Context, p int) (ids []uint64, vecs []float32, codes []uint8, err error)
@@ -101,8 +102,7 @@ func Write(ctx context.Context, store blob.Store, dir string, s *WriteSpec) (*Wr
 	sub := s.sub()
 	switch {
 	case s.Quant != QuantFlat && s.Quant != QuantPQ && s.Quant != QuantSQ,
-		sub != SubFlat && sub != SubHNSW,
-		s.Quant == QuantPQ && sub == SubHNSW:
+		sub != SubFlat && sub != SubHNSW:
 		return nil, fmt.Errorf("vecindex: write %s: %s: %w", dir, s.Type(), lancer.ErrUnsupported)
 	}
 	if s.Dim <= 0 || s.Partitions <= 0 || len(s.Centroids) != s.Dim*s.Partitions {
@@ -214,7 +214,7 @@ func (w *segWriter) rows(ctx context.Context, p int) ([]uint64, []float32, []uin
 	n := len(ids)
 	bad := n > math.MaxUint32
 	if s.Quant == QuantPQ {
-		bad = bad || len(codes) != n*s.PQSubVectors
+		bad = bad || len(codes) != n*s.PQSubVectors || (w.sub == SubHNSW && len(vecs) != n*s.Dim)
 	} else {
 		bad = bad || len(vecs) != n*s.Dim
 	}
@@ -640,7 +640,7 @@ type DetailsSpec struct {
 	// details do not say).
 	SubVectors, M, EfConstruction int
 	// Writable says Write writes segments of this kind (not RQ, 4-bit PQ,
-	// HNSW over PQ, nor other SQ widths).
+	// nor other SQ widths).
 	Writable bool
 }
 
@@ -669,7 +669,7 @@ func ParseDetailsSpec(b []byte) (DetailsSpec, error) {
 		out.Quant, out.Writable = QuantFlat, true
 	case *indexpb.VectorIndexDetails_Pq:
 		out.Quant, out.SubVectors = QuantPQ, int(c.Pq.GetNumSubVectors())
-		out.Writable = c.Pq.GetNumBits() == 8 && out.Sub == SubFlat
+		out.Writable = c.Pq.GetNumBits() == 8
 	case *indexpb.VectorIndexDetails_Sq:
 		out.Quant = QuantSQ
 		out.Writable = c.Sq.GetNumBits() == 8 || c.Sq.GetNumBits() == 0
