@@ -610,7 +610,7 @@ func openVectorIndex(ctx context.Context, store blob.Store, key string, c *cache
 	readAt := func(ctx context.Context, off, n int64) ([]byte, error) {
 		return store.ReadRange(ctx, key, off, n)
 	}
-	ivf, err := vector.OpenIVF(ctx, info.Size, readAt, &vector.OpenIVFOptions{Partitions: cachedPartitions{c: c, location: loc}})
+	ivf, err := vector.OpenIVF(ctx, info.Size, readAt, &vector.OpenIVFOptions{Partitions: cachedPartitions[*vector.Partition]{c: c, location: loc}})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: index %s: %w", loc, err)
 	}

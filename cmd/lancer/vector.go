@@ -43,17 +43,23 @@ func newIndexCreateCommand() *cobra.Command {
 		progress                  string
 	)
 	cmd := &cobra.Command{
-		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|flat] [--metric l2|cosine|dot]",
+		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|ivf_hnsw_pq|flat] [--metric l2|cosine|dot]",
 		Short: "Build a vector index over a column and commit it",
 		Long: `Build a vector index over --column (a fixed-size list of floats) from every row
 of the latest version, and commit it as a new version. Rows appended later are
 searched exactly until "lancer index optimize" indexes them.
 
-Types: ivf_hnsw_sq (default; k-means partitions, each an HNSW graph over 8-bit
-quantized vectors, like Lance's IVF_HNSW_SQ), hnsw (one graph), ivf_flat
-(partitions scanned exactly), ivf_pq (partitions of product-quantized codes,
-dim/8 bytes a row, like Lance's IVF_PQ; search it with --refine-factor for
-exact distances) and flat (exact search over a packed copy).`,
+Every type is written in Lance's own index format, so real Lance (and the
+engines built on it) lists and searches it: ivf_hnsw_sq (default; k-means
+partitions, each an HNSW graph over 8-bit quantized vectors: Lance's
+IVF_HNSW_SQ), hnsw (one graph: an IVF_HNSW_SQ of one partition), ivf_flat
+(partitions scanned exactly: IVF_FLAT), ivf_pq (partitions of
+product-quantized codes, dim/8 bytes a row: IVF_PQ; search it with
+--refine-factor for exact distances), ivf_sq (partitions of 8-bit quantized
+vectors scanned: IVF_SQ), ivf_hnsw_flat (an HNSW graph per partition over the
+exact vectors: IVF_HNSW_FLAT), ivf_hnsw_pq (an HNSW graph per partition over
+product-quantized codes: IVF_HNSW_PQ) and flat (exact search: an IVF_FLAT of
+one partition).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if column == "" {
@@ -90,7 +96,7 @@ exact distances) and flat (exact search over a packed copy).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&column, "column", "", "the vector column to index (required)")
-	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq or flat")
+	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq or flat")
 	f.StringVar(&metric, "metric", "l2", "distance: l2, cosine or dot")
 	f.StringVar(&name, "name", "", "index name (default: COLUMN_idx)")
 	f.IntVar(&partitions, "partitions", 0, "IVF partitions (default: √rows)")
