@@ -66,6 +66,13 @@ func (o *CompactOptions) withDefaults() CompactOptions {
 // CompactionMetrics: files are data files and deletion files.
 type CompactStats struct {
 	FragmentsRemoved, FragmentsAdded, FilesRemoved, FilesAdded int
+	// IndicesRemapped counts the index segments rewritten for the rows'
+	// new addresses (without stable row ids; see Compact).
+	IndicesRemapped int
+	// IndexMessage says, when not empty, which indices over rewritten
+	// fragments were not remapped and why: they no longer find the
+	// rewritten rows, which are scanned without them.
+	IndexMessage string
 }
 
 // compactTask is a run of adjacent fragments rewritten together.
@@ -87,10 +94,16 @@ type compactTask struct {
 // With stable row ids every row keeps its id and its created/last-updated
 // versions (the new fragments record them); indices then keep covering the
 // rows, under the new fragment ids. Without stable row ids, rows get new
-// addresses: Lance would remap the indices, which lancer cannot, so an
-// index keeps covering only the old fragment ids, whose rows are gone (as
-// after a delete), and the new fragments are unindexed: queries stay
-// correct and fall back to scanning the rewritten rows.
+// addresses, and the indices over rewritten fragments are remapped as
+// Lance's compaction remaps them: each such segment of a Lance-format
+// IVF_FLAT or IVF_PQ index is written again under a new uuid with the rows'
+// new addresses (deleted rows dropped), covering the new fragments, and
+// the Rewrite transaction records it (rewritten_indices). A segment lancer
+// cannot write (scalar and full-text indices, HNSW and SQ vector indices,
+// lancer's own vector format) keeps covering only the old fragment ids,
+// whose rows are gone, as Lance leaves an index it cannot remap: queries
+// stay correct and scan the rewritten rows; CompactStats.IndexMessage names
+// those indices and why.
 //
 // Nothing to do returns d, zero stats and no new version. The commit is
 // rebased like Lance's: a concurrent append is fine; a concurrent delete,
@@ -164,6 +177,14 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		op.groups = append(op.groups, g)
 	}
 	op = renumberRewrite(op, d.manifest)
+	if !d.manifest.StableRowIDs() {
+		rewritten, keys, msg, err := d.remapIndices(ctx, op.groups)
+		if err != nil {
+			return nil, CompactStats{}, err
+		}
+		op.rewritten, op.indexFiles = rewritten, keys
+		stats.IndicesRemapped, stats.IndexMessage = len(rewritten), msg
+	}
 	nd, err := d.commit(ctx, op, &o.CommitOptions)
 	// From here the files are commit's: it removed them if it definitely
 	// failed, and must leave them after an error of unknown outcome.
@@ -539,10 +560,11 @@ func applyRewrite(frags []*manifest.Fragment, groups []manifest.RewriteGroup, ve
 // rewrite with stable row ids, as Lance's recalculate_fragment_bitmap: an
 // index covering a group's old fragments covers its new ones instead (the
 // rows kept their ids, so the index still finds them). Without stable row
-// ids the bitmaps are left alone: the old fragments' rows are gone, so the
-// index entries for them match nothing, and the new fragments are scanned
-// unindexed. A group only partly covered by an index is refused, as in
-// Lance.
+// ids the bitmaps are left alone here: the segments compaction remapped
+// are replaced by applyRewrittenIndices, and the others keep the old
+// fragments' ids, whose rows are gone, so their entries for them match
+// nothing and the new fragments are scanned unindexed. A group only partly
+// covered by an index is refused, as in Lance.
 func rewriteIndexCoverage(indices []*manifest.IndexMetadata, groups []manifest.RewriteGroup, stable bool, version uint64) ([]*manifest.IndexMetadata, error) {
 	if !stable {
 		return indices, nil
@@ -555,29 +577,10 @@ func rewriteIndexCoverage(indices []*manifest.IndexMetadata, groups []manifest.R
 		if err != nil {
 			return nil, fmt.Errorf("dataset: building version %d: index %s fragment bitmap: %v: %w", version, ix.Name, err, lancer.ErrCorrupt)
 		}
-		nb := bm.Clone()
-		for _, g := range groups {
-			in := 0
-			for _, f := range g.OldFragments {
-				if bm.Contains(uint32(f.ID)) {
-					in++
-				}
-			}
-			switch {
-			case in == 0:
-				continue
-			case in != len(g.OldFragments):
-				return nil, fmt.Errorf("dataset: building version %d: a rewrite group mixes fragments index %s covers and fragments it does not: %w",
-					version, ix.Name, lancer.ErrInvalidArgument)
-			}
-			for _, f := range g.OldFragments {
-				nb.Remove(uint32(f.ID))
-			}
-			for _, f := range g.NewFragments {
-				nb.Add(uint32(f.ID))
-			}
+		nb, err := moveCoverage(bm, groups, ix.Name, version)
+		if err != nil {
+			return nil, err
 		}
-		nb.RunOptimize()
 		b, err := nb.ToBytes()
 		if err != nil {
 			return nil, err

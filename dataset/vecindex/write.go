@@ -201,7 +201,9 @@ func writeAux(ctx context.Context, store blob.Store, key string, s *WriteSpec, m
 			vals = b.NewArray()
 			b.Release()
 		}
-		list := array.NewFixedSizeListData(array.NewData(fsl, n, []*memory.Buffer{nil}, []arrow.ArrayData{vals.Data()}, 0, 0))
+		ld := array.NewData(fsl, n, []*memory.Buffer{nil}, []arrow.ArrayData{vals.Data()}, 0, 0)
+		list := array.NewFixedSizeListData(ld)
+		ld.Release() // the list holds it
 		vals.Release()
 		rec := array.NewRecordBatch(as, []arrow.Array{idArr, list}, int64(n))
 		idArr.Release()
