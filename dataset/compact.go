@@ -134,14 +134,15 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 	if _, err := d.newBlobRewriter(o.Allocator, fmt.Sprintf("compact version %d", d.manifest.Version)); err != nil {
 		return nil, CompactStats{}, err
 	}
-	tasks, err := d.planCompaction(ctx, o)
+	tasks, skipMsg, err := d.planCompactionSkipping(ctx, o)
 	switch {
 	case err != nil:
 		return nil, CompactStats{}, err
 	case len(tasks) == 0:
-		return orig, CompactStats{}, nil
+		return orig, CompactStats{IndexMessage: skipMsg}, nil
 	case o.DryRun:
 		stats, err := d.planStats(ctx, tasks, uint64(o.TargetRowsPerFragment))
+		stats.IndexMessage = skipMsg
 		return orig, stats, err
 	}
 
@@ -183,7 +184,8 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 			return nil, CompactStats{}, err
 		}
 		op.rewritten, op.indexFiles = rewritten, keys
-		stats.IndicesRemapped, stats.IndexMessage = len(rewritten), msg
+		stats.IndicesRemapped = len(rewritten)
+		stats.IndexMessage = strings.Join(slices.DeleteFunc([]string{skipMsg, msg}, func(m string) bool { return m == "" }), "; ")
 	}
 	nd, err := d.commit(ctx, op, &o.CommitOptions)
 	// From here the files are commit's: it removed them if it definitely
@@ -219,6 +221,23 @@ func (d *Dataset) planStats(ctx context.Context, tasks []compactTask, target uin
 
 // planCompaction returns the groups of fragments to rewrite (see Compact).
 func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compactTask, error) {
+	tasks, _, err := d.planCompactionSkipping(ctx, o)
+	return tasks, err
+}
+
+// planCompactionSkipping is planCompaction, also saying which fragments it
+// left out and why (Compact's IndexMessage): without stable row ids, the
+// fragments a Lance-format vector index covers that lancer cannot remap
+// (see Compact).
+func (d *Dataset) planCompactionSkipping(ctx context.Context, o CompactOptions) ([]compactTask, string, error) {
+	blocked := roaring.New()
+	var skipMsg string
+	if !d.manifest.StableRowIDs() {
+		var err error
+		if blocked, skipMsg, err = d.unremappableVectorCoverage(ctx); err != nil {
+			return nil, "", err
+		}
+	}
 	// The indices covering each fragment: bins never mix fragments covered
 	// by different indices, so that an index covers all or none of a
 	// rewritten group (the invariant Lance's fragment bitmap rewrite needs).
@@ -230,7 +249,7 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 		}
 		bm, err := manifest.DecodeRoaring(ix.FragmentBitmap)
 		if err != nil {
-			return nil, fmt.Errorf("dataset: compact: index %s of version %d: fragment bitmap: %v: %w",
+			return nil, "", fmt.Errorf("dataset: compact: index %s of version %d: fragment bitmap: %v: %w",
 				ix.Name, d.manifest.Version, err, lancer.ErrCorrupt)
 		}
 		bitmaps = append(bitmaps, bm)
@@ -258,14 +277,14 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 	for _, f := range d.manifest.Fragments {
 		physical, err := d.physicalRows(ctx, f)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		live, err := d.liveRows(ctx, f)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		itself := physical > 0 && float64(physical-live)/float64(physical) > o.MaterializeDeletionsThreshold
-		candidate := itself || physical < uint64(o.TargetRowsPerFragment)
+		candidate := (itself || physical < uint64(o.TargetRowsPerFragment)) && !blocked.Contains(uint32(f.ID))
 		if !candidate {
 			if cur != nil {
 				bins, cur = append(bins, cur), nil
@@ -313,7 +332,7 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 			frags, rows = frags[n:], rows[n:]
 		}
 	}
-	return tasks, nil
+	return tasks, skipMsg, nil
 }
 
 // rewriteTask writes the live rows of a task's fragments, in order, as new

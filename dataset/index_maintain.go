@@ -378,3 +378,44 @@ func moveCoverage(bm *roaring.Bitmap, groups []manifest.RewriteGroup, name strin
 	nb.RunOptimize()
 	return nb, nil
 }
+
+// unremappableVectorCoverage returns the fragments covered by the
+// segments of Lance-format vector indices lancer cannot write again (HNSW,
+// SQ, 4-bit PQ, PQ of dot, the legacy file), which compaction without
+// stable row ids leaves alone: rewriting them would leave such an index
+// covering only fragments that are gone, and a vector index that covers
+// nothing live is dropped (as Lance's retain_relevant_indices drops it).
+// The message names the fragments and indices; "" when there are none.
+func (d *Dataset) unremappableVectorCoverage(ctx context.Context) (*roaring.Bitmap, string, error) {
+	blocked := roaring.New()
+	var names []string
+	for _, seg := range d.manifest.IndexSegments() {
+		if seg.Details == nil || seg.Details.TypeURL != LanceVectorIndexTypeURL || len(seg.FragmentBitmap) == 0 {
+			continue
+		}
+		bm, err := manifest.DecodeRoaring(seg.FragmentBitmap)
+		if err != nil {
+			continue // planCompaction reports unreadable bitmaps
+		}
+		ix, err := d.openLanceSegment(ctx, seg)
+		if err != nil {
+			return nil, "", fmt.Errorf("dataset: compact: %w", err)
+		}
+		if _, err := ix.Model(); !errors.Is(err, lancer.ErrUnsupported) {
+			continue
+		}
+		blocked.Or(bm)
+		names = append(names, fmt.Sprintf("%s (%s)", seg.Name, ix.Type))
+	}
+	var live []uint64
+	for _, f := range d.manifest.Fragments {
+		if blocked.Contains(uint32(f.ID)) {
+			live = append(live, f.ID)
+		}
+	}
+	if len(live) == 0 {
+		return blocked, "", nil
+	}
+	return blocked, fmt.Sprintf("fragments %v not compacted: lancer cannot remap vector index %s, which covers them (it does not write that type)",
+		live, strings.Join(slices.Compact(names), ", ")), nil
+}

@@ -154,8 +154,11 @@ func TestCompactNamesIndicesNotRemapped(t *testing.T) {
 // then 100 rows appended unindexed): OptimizeIndexes adds a delta of the
 // IVF_PQ index over the appended fragment with Lance's centroids and
 // codebook (the IVF_HNSW_SQ index, which lancer does not write, is left
-// alone); then, after a delete, compaction rewrites the first fragment:
-// it remaps the IVF_PQ segments and names the indices it cannot remap;
+// alone); then, after a delete, compaction leaves the first fragment
+// (which the IVF_HNSW_SQ index covers) and says so, and rewrites the
+// second, remapping the delta; with the IVF_HNSW_SQ index dropped, it
+// rewrites the first too, remapping the IVF_PQ segment and naming the
+// scalar and FTS indices it leaves as they are;
 // every filter and vector query answers as before. (The fixture's FTS
 // index stems, which lancer's search refuses; TestLanceUsesIndicesAfter
 // LancerCompact in interop covers full-text search after compaction.)
@@ -260,15 +263,37 @@ func TestMaintainLanceBuiltIndices(t *testing.T) {
 		return out
 	}
 	want := answers(d)
+	// The IVF_HNSW_SQ index, which lancer cannot remap, keeps fragment 0
+	// out of the compaction; the delta's fragment is compacted.
 	out, stats, err := d.Compact(ctx, &CompactOptions{CommitOptions: CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("compaction: %+v", stats)
-	if stats.FragmentsRemoved == 0 || stats.IndicesRemapped == 0 {
+	if stats.FragmentsRemoved != 1 || stats.IndicesRemapped != 1 || !strings.Contains(stats.IndexMessage, "fragments [0] not compacted") ||
+		!strings.Contains(stats.IndexMessage, "vec2_idx (IVF_HNSW_SQ)") {
+		t.Fatalf("compaction %+v: want fragment 0 left for vec2_idx, the delta's fragment rewritten and remapped", stats)
+	}
+	for i, g := range answers(out) {
+		if g != want[i] {
+			t.Errorf("after compaction %s, before %s", g, want[i])
+		}
+	}
+	// Without it, fragment 0 is rewritten: vec_idx is remapped, the
+	// scalar and FTS indices keep their old coverage, and the message
+	// names them.
+	if out, err = out.DropIndex(ctx, "vec2_idx", &CommitOptions{Allocator: mem}); err != nil {
+		t.Fatal(err)
+	}
+	out, stats, err = out.Compact(ctx, &CompactOptions{CommitOptions: CommitOptions{Allocator: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("compaction: %+v", stats)
+	if stats.FragmentsRemoved != 1 || stats.IndicesRemapped != 1 {
 		t.Fatalf("compaction %+v: want fragment 0 rewritten and vec_idx remapped", stats)
 	}
-	for _, name := range []string{"vec2_idx", "id_idx", "category_idx", "tags_idx", "text_idx"} {
+	for _, name := range []string{"id_idx", "category_idx", "tags_idx", "text_idx"} {
 		if !strings.Contains(stats.IndexMessage, name+" (") {
 			t.Errorf("the compaction's message does not name %s: %q", name, stats.IndexMessage)
 		}
@@ -276,10 +301,12 @@ func TestMaintainLanceBuiltIndices(t *testing.T) {
 	if strings.Contains(stats.IndexMessage, "vec_idx (") {
 		t.Errorf("the message names vec_idx, which was remapped: %q", stats.IndexMessage)
 	}
-	got := answers(out)
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("after compaction %s, before %s", got[i], want[i])
+	if plan, err := out.ExplainSearch(ctx, "vec", vecOf(out, 7), &SearchOptions{K: 3}); err != nil || len(plan.UnindexedFragments) != 0 {
+		t.Fatalf("plan after compaction: %+v %v", plan, err)
+	}
+	for i, g := range answers(out) {
+		if g != want[i] {
+			t.Errorf("after compaction %s, before %s", g, want[i])
 		}
 	}
 }
