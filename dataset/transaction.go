@@ -433,11 +433,35 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 	if stable {
 		m.NextRowID = nextRowID
 	}
+	repairDataFormat(m)
 	m.SetIndexSegments(indices)
 	if err := applyFeatureFlags(m, prev, stable); err != nil {
 		return nil, fmt.Errorf("dataset: building version %d: %w", version, err)
 	}
 	return m, nil
+}
+
+// repairDataFormat records the version of the data files when the
+// manifest says legacy but every data file is one 2.x version: some
+// releases recorded (or, dropping the old v2 writer flag, implied) 0.1 for
+// datasets of 2.0 files, and Lance repairs the record on its next write.
+func repairDataFormat(m *manifest.Manifest) {
+	if !m.DataFormat.IsLegacy() {
+		return
+	}
+	var v format.Version
+	for _, f := range m.Fragments {
+		for i := range f.Files {
+			fv, err := f.Files[i].Version()
+			if err != nil || fv.IsLegacy() || (v != format.Version{} && fv != v) {
+				return
+			}
+			v = fv
+		}
+	}
+	if v != (format.Version{}) {
+		m.SetDataFormat(v)
+	}
 }
 
 func maxOptional(a, b *uint32) *uint32 {

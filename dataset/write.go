@@ -167,6 +167,11 @@ func (d *Dataset) writeVersion(ctx context.Context) (format.Version, error) {
 		if len(f.Files) == 0 {
 			continue
 		}
+		if fv, err := f.Files[0].Version(); err == nil && !fv.IsLegacy() {
+			// The manifest says legacy, the files are 2.x (see
+			// repairDataFormat): write what the files are.
+			return fv, nil
+		}
 		r, err := d.openDataFile(ctx, &f.Files[0])
 		if err != nil {
 			return format.Version{}, fmt.Errorf("dataset: the footer version of fragment %d's data file: %w", f.ID, err)
