@@ -192,7 +192,12 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 		if err := rebaseRewrite(op, others, conflict); err != nil {
 			return nil, err
 		}
-		return renumberRewrite(op, latest.manifest), nil
+		out := renumberRewrite(op, latest.manifest)
+		if out != op && len(op.rewritten) > 0 {
+			// The remapped index segments name the new fragments' ids.
+			return nil, conflict(others[len(others)-1], true, "it took the fragment ids this compaction's remapped indices name")
+		}
+		return out, nil
 	case opCreateIndex:
 		return op, rebaseCreateIndex(op, others, latest, conflict)
 	}

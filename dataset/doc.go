@@ -200,6 +200,16 @@
 // fragments no segment covers are scored exactly; OptimizeIndexes gives
 // them a delta segment of the same name.
 //
+// Indices in Lance's format are maintained as Lance maintains them (see
+// index_maintain.go): OptimizeIndexes gives an IVF_FLAT or IVF_PQ index a
+// delta segment with the IVF model and PQ codebook of its first segment;
+// Compact without stable row ids writes each such segment over the
+// fragments it rewrites again with the rows' new addresses and records it
+// in the Rewrite transaction's rewritten_indices. Vector indices lancer
+// does not write keep their fragments out of a compaction; scalar and FTS
+// indices keep covering the old fragment ids (their rows are then scanned
+// without them); CompactStats.IndexMessage says which and why.
+//
 // # Concurrency
 //
 // A Dataset is immutable and safe for concurrent use; a write operation

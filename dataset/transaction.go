@@ -81,6 +81,9 @@ type operation struct {
 	// by renumberRewrite); fragments then lists every new fragment, so that
 	// their files are removed if the commit fails.
 	groups []manifest.RewriteGroup
+	// rewritten are the index segments the compaction remapped (without
+	// stable row ids), their files in indexFiles.
+	rewritten []rewrittenIndex
 
 	// Restore: the version whose state becomes the latest.
 	restore *manifest.Manifest
@@ -172,7 +175,15 @@ func (op *operation) transaction(readVersion uint64, uuid string) *manifest.Tran
 	case opUpdate:
 		t.Operation = op.updateOperation()
 	case opRewrite:
-		t.Operation = &manifest.Rewrite{Groups: op.groups}
+		rw := &manifest.Rewrite{Groups: op.groups}
+		for _, r := range op.rewritten {
+			ri := manifest.RewrittenIndex{OldID: r.old, NewID: r.seg.UUID, NewDetails: r.seg.Details, NewIndexFiles: r.seg.Files}
+			if r.seg.IndexVersion != nil {
+				ri.NewIndexVersion = uint32(*r.seg.IndexVersion)
+			}
+			rw.RewrittenIndices = append(rw.RewrittenIndices, ri)
+		}
+		t.Operation = rw
 	case opCreateIndex:
 		t.Operation = &manifest.CreateIndex{NewIndices: op.newIndices, RemovedIndices: op.removedIndices}
 	}
@@ -336,6 +347,11 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 		}
 		if indices, err = rewriteIndexCoverage(indices, groups, stable, version); err != nil {
 			return nil, err
+		}
+		if !stable {
+			if indices, err = applyRewrittenIndices(indices, op.rewritten, groups, version); err != nil {
+				return nil, err
+			}
 		}
 		indices = retainIndices(indices, m.Fields(), fragments)
 	case opMerge:

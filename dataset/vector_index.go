@@ -474,13 +474,20 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 	return d.commit(ctx, &operation{kind: opCreateIndex, removedIndices: removed}, opts)
 }
 
-// OptimizeIndexes brings lancer's vector indices up to date with the rows
+// OptimizeIndexes brings the vector indices up to date with the rows
 // appended since they were built: for each index, one new segment (same
-// name, type and parameters) over the fragments no segment covers, committed
-// together as one version, as Lance's optimize_indices adds delta segments.
-// Indices that cover every fragment, and indices lancer did not build, are
-// left alone; with nothing to do it returns d. opts configure the commit
-// (nil: the defaults).
+// name, type and parameters, a new uuid) over the fragments no segment
+// covers, committed together as one version (a CreateIndex transaction),
+// as Lance's optimize_indices with its default options adds delta
+// segments. A Lance-format IVF_FLAT or IVF_PQ index (Lance-built or
+// lancer-built) gets a delta with the IVF model and quantizer of its first
+// segment, each new row assigned to its nearest centroid and coded with
+// the index's codebook, as Lance writes one; one of lancer's own indices
+// gets a delta trained on the new rows. Indices that cover every fragment,
+// and Lance indices of kinds lancer does not write (HNSW, SQ, 4-bit PQ,
+// PQ of dot; see OptimizableIndex), are left alone: their new rows stay
+// searched exactly. With nothing to do it returns d. opts configure the
+// commit (nil: the defaults).
 func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Dataset, error) {
 	orig := d
 	d = d.using(opts)
@@ -527,13 +534,6 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 			continue
 		}
 		last := segs[len(segs)-1]
-		det, metric, ok, err := segmentBuildParams(last)
-		if err != nil {
-			return nil, fmt.Errorf("dataset: index %q: details: %w", name, err)
-		}
-		if !ok {
-			continue // a Lance index of a kind lancer does not write
-		}
 		if len(last.Fields) != 1 {
 			return nil, fmt.Errorf("dataset: index %q has %d fields: %w", name, len(last.Fields), lancer.ErrCorrupt)
 		}
@@ -544,6 +544,27 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 		field, dim, err := d.vectorColumn(column)
 		if err != nil {
 			return nil, err
+		}
+		if last.Details.TypeURL == LanceVectorIndexTypeURL {
+			// Lance's format: a delta with the index's own IVF model and
+			// quantizer, as Lance's optimize writes one.
+			seg, files, err := d.lanceDeltaSegment(ctx, segs, column, dim, missing, nil)
+			op.indexFiles = append(op.indexFiles, files...)
+			if errors.Is(err, lancer.ErrUnsupported) {
+				continue // a kind lancer does not write: see OptimizableIndex
+			}
+			if err != nil {
+				return nil, err
+			}
+			op.newIndices = append(op.newIndices, seg)
+			continue
+		}
+		det, metric, ok, err := segmentBuildParams(last)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: index %q: details: %w", name, err)
+		}
+		if !ok {
+			continue
 		}
 		o := &CreateIndexOptions{Name: name, Metric: metric, M: int(det.M), EfConstruction: int(det.EfConstruction), Seed: det.Seed, SubVectors: int(det.SubVectors)}
 		if det.Type != IndexFlat && det.Type != IndexHNSW {

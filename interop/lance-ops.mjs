@@ -19,6 +19,7 @@
 //   {"uri": "/p/t.lance", "op": "search", "column": "vec", "vector": [...], "k": 5,
 //    "filter": "id > 3", "distanceType": "l2"}: nearest rows, id/_rowid/_distance
 //   {"uri": "/p/t.lance", "op": "listIndices"}
+//   {"uri": "/p/t.lance", "op": "indexStats", "name": "vec_idx"}
 //   {"uri": "/p/t.lance", "op": "createIndex", "column": "id", "type": "btree"} (or bitmap, labelList)
 //   {"uri": "/p/t.lance", "op": "createIndex", "column": "vec", "type": "ivfPq", "indexOptions": {"numPartitions": 4}}
 //   (search also takes "nprobes", "ef" and "refineFactor")
@@ -214,6 +215,10 @@ async function serve(req) {
     }
     case 'listIndices':
       return { indices: await table.listIndices() };
+    case 'indexStats':
+      // {"op": "indexStats", "name": "vec_idx"}: LanceDB's index statistics
+      // (numIndexedRows, numUnindexedRows, numIndices, indexType, ...).
+      return { stats: (await table.indexStats(req.name)) ?? null };
     case 'createIndex': {
       // type: btree, bitmap, labelList, fts, or a vector index (ivfPq,
       // ivfFlat, hnswPq, hnswSq) built with req.indexOptions (LanceDB's

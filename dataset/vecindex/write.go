@@ -399,7 +399,9 @@ func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float
 		vals = b.NewArray()
 		b.Release()
 	}
-	list := array.NewFixedSizeListData(array.NewData(w.codeType, n, []*memory.Buffer{nil}, []arrow.ArrayData{vals.Data()}, 0, 0))
+	ld := array.NewData(w.codeType, n, []*memory.Buffer{nil}, []arrow.ArrayData{vals.Data()}, 0, 0)
+	list := array.NewFixedSizeListData(ld)
+	ld.Release() // the list holds it
 	vals.Release()
 	defer list.Release()
 	rec := array.NewRecordBatch(w.auxArrow, []arrow.Array{idArr, list}, int64(n))
