@@ -571,7 +571,7 @@ func (m *merger) alignRenumbered() error {
 		tr := map[uint64]uint64{}
 		for key, bf := range m.sides[0].frags {
 			f, ok := m.sides[side].frags[key]
-			if !ok || slices.Equal(f.ids, bf.ids) {
+			if !ok || sameLiveIDs(f, bf) {
 				continue
 			}
 			if len(f.ids) != len(bf.ids) {
@@ -579,6 +579,11 @@ func (m *merger) alignRenumbered() error {
 					f.frag.ID, len(f.ids), m.sides[side].d.Version(), len(bf.ids), m.base.Version(), lancer.ErrCorrupt)
 			}
 			for j, id := range f.ids {
+				if bf.deleted.Contains(uint32(j)) {
+					// A row deleted in the base tells nothing (its slot
+					// may hold an id of another copy).
+					continue
+				}
 				if prev, ok := tr[id]; ok && prev != bf.ids[j] {
 					return fmt.Errorf("dataset: merge: fragment %d holds other row ids in version %d than in the base version %d "+
 						"that no renumbering explains: %w", f.frag.ID, m.sides[side].d.Version(), m.base.Version(), lancer.ErrUnsupported)
@@ -618,6 +623,20 @@ func (m *merger) alignRenumbered() error {
 		}
 	}
 	return nil
+}
+
+// sameLiveIDs says whether a side's copy of a base fragment gives the rows
+// live in the base the base's ids.
+func sameLiveIDs(f, base *sideFrag) bool {
+	if len(f.ids) != len(base.ids) {
+		return false
+	}
+	for j, id := range base.ids {
+		if f.ids[j] != id && !base.deleted.Contains(uint32(j)) {
+			return false
+		}
+	}
+	return true
 }
 
 // oursID is the id the target's line knows the row of base id id by (see
@@ -708,7 +727,7 @@ func (m *merger) classify(ctx context.Context) error {
 		// that renumbered the source's rows breaks.
 		for side := 1; side <= 2; side++ {
 			for key, bf := range m.sides[0].frags {
-				if f, ok := m.sides[side].frags[key]; ok && !slices.Equal(f.ids, bf.ids) {
+				if f, ok := m.sides[side].frags[key]; ok && !sameLiveIDs(f, bf) {
 					return fmt.Errorf("dataset: merge: fragment %d holds other row ids in version %d than in the base version %d "+
 						"(an earlier merge renumbered them): %w", f.frag.ID, m.sides[side].d.Version(), m.base.Version(), lancer.ErrUnsupported)
 				}
@@ -924,7 +943,10 @@ func (m *merger) classify(ctx context.Context) error {
 				}
 				continue
 			}
-			collide = collide || taken[id]
+			// With lines of their own ranges an id only the target's
+			// deleted rows hold is this very row, deleted there: it comes
+			// back under its id, as an updated row keeps its id.
+			collide = collide || (taken[id] && !disjoint)
 		}
 		if collide {
 			m.renumber = map[uint64]uint64{}
