@@ -211,7 +211,9 @@ func (d *Dataset) checkAddColumns() error {
 	if err := d.checkWritable(); err != nil {
 		return err
 	}
-	if err := checkWritableVersion(d.manifest.DataFormat); err != nil {
+	if err := checkWritableVersion(d.manifest.DataFormat); err != nil || d.manifest.DataFormat.IsLegacy() {
+		// A legacy fragment of several files is something lancer does not
+		// write yet.
 		return fmt.Errorf("dataset: add columns to a dataset of data format %s: %w", d.manifest.DataFormat, lancer.ErrUnsupported)
 	}
 	return nil

@@ -452,3 +452,32 @@ func TestCleanupRefusesBranches(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanupKeepsNewerWritersFolders: folders a newer Lance writer owns
+// at the dataset root (the MemWAL's _mem_wal/, the legacy _blobs/) are never
+// garbage-collected, however old their files and though no manifest names
+// them.
+func TestCleanupKeepsNewerWritersFolders(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := blob.NewMemStore("memwal")
+	smallFragments(t, store, mem, format.Version2_2, false, 3, 10)
+	kept := []string{"_mem_wal/shard-0/wal/00000001.arrow", "_mem_wal/shard-0/manifest/1.binpb", "_blobs/data/x.lance"}
+	for _, k := range kept {
+		if err := store.Write(ctx, k, []byte("a newer writer's")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, DeleteUnverified: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.VersionsRemoved != 2 {
+		t.Fatalf("cleanup removed %+v, want the two old versions (so that it did run)", stats)
+	}
+	for _, k := range kept {
+		if _, err := store.Stat(ctx, k); err != nil {
+			t.Errorf("%s: %v, want it kept", k, err)
+		}
+	}
+}

@@ -173,7 +173,7 @@ func cloneManifest(src *manifest.Manifest, o CloneOptions, txnFile string, now t
 			m.MaxFragmentID = maxOptional(m.MaxFragmentID, &id)
 		}
 	}
-	if err := applyFeatureFlags(m, src.StableRowIDs()); err != nil {
+	if err := applyFeatureFlags(m, src, src.StableRowIDs()); err != nil {
 		return nil, 0, fmt.Errorf("dataset: clone of version %d: %w", src.Version, err)
 	}
 	return m, baseID, nil

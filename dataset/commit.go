@@ -170,6 +170,9 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 			removeSuperseded(ctx, store, written, cur, txnKey)
 			written = nil
 			writeVersionHint(ctx, store, target)
+			if m.DataFormat.IsLegacy() && m.Branch == "" {
+				writeLegacyLatest(ctx, store, file)
+			}
 			if ds, err = committedDataset(store, o, bases, key, m); err != nil {
 				return permanent(err)
 			}
@@ -296,6 +299,24 @@ func writeVersionHint(ctx context.Context, store blob.Store, version uint64) {
 		return
 	}
 	_ = store.Write(ctx, versionHintKey, []byte(`{"version":`+strconv.FormatUint(version, 10)+`}`))
+}
+
+// legacyLatestKey is where Lance releases before 0.9 (vectordb 0.1) kept a
+// copy of the latest manifest, which they open instead of listing
+// _versions/.
+const legacyLatestKey = "_latest.manifest"
+
+// writeLegacyLatest refreshes the copy of the latest manifest of a dataset
+// whose root holds one (only the releases that read it wrote it), so that
+// those releases see the version just committed rather than their own last
+// one. Like the version hint it follows the commit: the version is durable
+// without it, and a failure leaves old readers at an older version, never
+// at a wrong one; so it is ignored.
+func writeLegacyLatest(ctx context.Context, store blob.Store, file []byte) {
+	if _, err := store.Stat(ctx, legacyLatestKey); err != nil {
+		return
+	}
+	_ = store.Write(ctx, legacyLatestKey, file)
 }
 
 // writtenFiles lists the files written for op before its commit: its data

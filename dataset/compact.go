@@ -339,7 +339,11 @@ func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptio
 		defer r.Release()
 		rows = r
 	}
-	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, rows, d.manifest.DataFormat, o.TargetRowsPerFragment, o.Allocator)
+	version, err := d.writeVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, err)
+	}
+	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, rows, version, o.TargetRowsPerFragment, o.Allocator)
 	if rowErr != nil && err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, rowErr)
 	}

@@ -217,9 +217,12 @@ func (c *GroupCommitter) Append(ctx context.Context, d *Dataset, data array.Reco
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	version := d.manifest.DataFormat
-	if err := checkWritableVersion(version); err != nil {
-		return nil, fmt.Errorf("dataset: append to a dataset of data format %s: %w", version, lancer.ErrUnsupported)
+	if err := checkWritableVersion(d.manifest.DataFormat); err != nil {
+		return nil, fmt.Errorf("dataset: append to a dataset of data format %s: %w", d.manifest.DataFormat, lancer.ErrUnsupported)
+	}
+	version, err := d.writeVersion(ctx)
+	if err != nil {
+		return nil, err
 	}
 	schema, err := appendSchema(d.manifest.Schema, data.Schema())
 	if err != nil {

@@ -434,11 +434,35 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 	if stable {
 		m.NextRowID = nextRowID
 	}
-	if err := applyFeatureFlags(m, stable); err != nil {
+	repairDataFormat(m)
+	m.SetIndexSegments(indices)
+	if err := applyFeatureFlags(m, prev, stable); err != nil {
 		return nil, fmt.Errorf("dataset: building version %d: %w", version, err)
 	}
-	m.SetIndexSegments(indices)
 	return m, nil
+}
+
+// repairDataFormat records the version of the data files when the
+// manifest says legacy but every data file is one 2.x version: some
+// releases recorded (or, dropping the old v2 writer flag, implied) 0.1 for
+// datasets of 2.0 files, and Lance repairs the record on its next write.
+func repairDataFormat(m *manifest.Manifest) {
+	if !m.DataFormat.IsLegacy() {
+		return
+	}
+	var v format.Version
+	for _, f := range m.Fragments {
+		for i := range f.Files {
+			fv, err := f.Files[i].Version()
+			if err != nil || fv.IsLegacy() || (v != format.Version{} && fv != v) {
+				return
+			}
+			v = fv
+		}
+	}
+	if v != (format.Version{}) {
+		m.SetDataFormat(v)
+	}
 }
 
 func maxOptional(a, b *uint32) *uint32 {
@@ -457,9 +481,23 @@ func maxOptional(a, b *uint32) *uint32 {
 }
 
 // applyFeatureFlags recomputes the feature flags from the manifest's
-// content, as Lance's apply_feature_flags does on every commit.
-func applyFeatureFlags(m *manifest.Manifest, stable bool) error {
-	var reader, writer manifest.FeatureFlags
+// content, as Lance's apply_feature_flags does on every commit. m holds
+// the flags of the version it was built from (prev, or the version a
+// restore brings back); the sticky ones of both survive.
+func applyFeatureFlags(m, prev *manifest.Manifest, stable bool) error {
+	sticky := m.ReaderFeatureFlags & m.WriterFeatureFlags
+	if prev != nil {
+		sticky |= prev.ReaderFeatureFlags & prev.WriterFeatureFlags
+	}
+	reader := sticky & manifest.StickyFlags
+	writer := reader
+	if slices.ContainsFunc(m.IndexSegments(), func(ix *manifest.IndexMetadata) bool { return len(ix.CoveringFields) > 0 }) {
+		// The covering contract of the declarations stays the one they
+		// were written under.
+		covering := manifest.FlagCoveringIndexFields | m.ReaderFeatureFlags&manifest.FlagIndependentCoveringFields
+		reader |= covering
+		writer |= covering
+	}
 	for _, f := range m.Fragments {
 		if f.DeletionFile != nil {
 			reader |= manifest.FlagDeletionFiles

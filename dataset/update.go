@@ -532,7 +532,11 @@ func (u *updateSpec) apply(ctx context.Context, mem memory.Allocator, rec arrow.
 func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func(func(arrow.RecordBatch, error) bool)) ([]*manifest.Fragment, error) {
 	r := array.ReaderFromIter(schema, rows)
 	defer r.Release()
-	return writeFragments(ctx, d.store, d.manifest.Schema, r, d.manifest.DataFormat, DefaultMaxRowsPerFile, d.opts.Allocator)
+	version, err := d.writeVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return writeFragments(ctx, d.store, d.manifest.Schema, r, version, DefaultMaxRowsPerFile, d.opts.Allocator)
 }
 
 // removeFragments deletes the data files (and blob sidecars) of fragments

@@ -635,7 +635,7 @@ func TestUpdateFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, stats, err := d.Update(ctx, map[string]string{"extra": "extra + 1000", "label2": "'u'"}, "id % 3 = 0", nil)
-			if name == "history_v2_3" || name == "history_vlegacy" {
+			if name == "history_v2_3" {
 				if !errors.Is(err, lancer.ErrUnsupported) {
 					t.Fatalf("update of %s: %v, want ErrUnsupported", name, err)
 				}

@@ -536,6 +536,9 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 		if ix.Details == nil || (ix.Details.TypeURL != manifest.VectorIndexTypeURL && ix.Details.TypeURL != LanceVectorIndexTypeURL) {
 			continue
 		}
+		if len(ix.CoveringFields) > 0 {
+			continue // a delta segment lancer builds would not carry the covered values
+		}
 		if _, ok := groups[ix.Name]; !ok {
 			names = append(names, ix.Name)
 		}

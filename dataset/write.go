@@ -144,11 +144,44 @@ func (o *WriteOptions) validate() error {
 
 // checkWritableVersion accepts the data file versions lancer writes.
 func checkWritableVersion(v format.Version) error {
-	switch v {
-	case format.Version2_0, format.Version2_1, format.Version2_2:
+	switch {
+	case v == format.Version2_0, v == format.Version2_1, v == format.Version2_2, v.IsLegacy():
 		return nil
 	}
 	return fmt.Errorf("dataset: writing data file version %s: %w", v, lancer.ErrUnsupported)
+}
+
+// writeVersion returns the version of the data files a write adds to d:
+// its storage version, and for a legacy dataset the v1 layout with the
+// footer version of its newest data file (releases before Lance 0.9 wrote
+// 0.1, later ones 0.2), so that a write never gives the releases that use
+// a dataset a file newer than they wrote themselves. A legacy dataset
+// without files gets Lance 12's 0.2.
+func (d *Dataset) writeVersion(ctx context.Context) (format.Version, error) {
+	v := d.manifest.DataFormat
+	if !v.IsLegacy() {
+		return v, nil
+	}
+	for i := len(d.manifest.Fragments) - 1; i >= 0; i-- {
+		f := d.manifest.Fragments[i]
+		if len(f.Files) == 0 {
+			continue
+		}
+		if fv, err := f.Files[0].Version(); err == nil && !fv.IsLegacy() {
+			// The manifest says legacy, the files are 2.x (see
+			// repairDataFormat): write what the files are.
+			return fv, nil
+		}
+		r, err := d.openDataFile(ctx, &f.Files[0])
+		if err != nil {
+			return format.Version{}, fmt.Errorf("dataset: the footer version of fragment %d's data file: %w", f.ID, err)
+		}
+		if _, minor := r.FooterVersion(); minor == 1 || minor == 2 {
+			return format.Version{Major: 0, Minor: minor}, nil
+		}
+		break
+	}
+	return format.Version{Major: 0, Minor: 2}, nil
 }
 
 // openOptions are the options of a Dataset a write returns.
@@ -272,7 +305,10 @@ func newSchema(as *arrow.Schema) (*schema.Schema, error) {
 func (d *Dataset) overwrite(ctx context.Context, data array.RecordReader, o WriteOptions) (*Dataset, error) {
 	version := o.FileVersion
 	if version == (format.Version{}) {
-		version = d.manifest.DataFormat
+		var err error
+		if version, err = d.writeVersion(ctx); err != nil {
+			return nil, err
+		}
 		if checkWritableVersion(version) != nil {
 			version = format.Version2_2
 		}
@@ -298,9 +334,12 @@ func (d *Dataset) append(ctx context.Context, data array.RecordReader, maxRows i
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	version := d.manifest.DataFormat
-	if err := checkWritableVersion(version); err != nil {
-		return nil, fmt.Errorf("dataset: append to a dataset of data format %s: %w", version, lancer.ErrUnsupported)
+	if err := checkWritableVersion(d.manifest.DataFormat); err != nil {
+		return nil, fmt.Errorf("dataset: append to a dataset of data format %s: %w", d.manifest.DataFormat, lancer.ErrUnsupported)
+	}
+	version, err := d.writeVersion(ctx)
+	if err != nil {
+		return nil, err
 	}
 	schema, err := appendSchema(d.manifest.Schema, data.Schema())
 	if err != nil {
@@ -352,13 +391,8 @@ func (d *Dataset) checkWritable() error {
 	return checkWritableManifest(d.manifest, manifest.Location(d.store, d.manifestKey))
 }
 
-// writableFlags are the writer feature flags lancer honours when it
-// commits: anything newer (data overlays, ...) is refused.
-const writableFlags = manifest.FlagDeletionFiles | manifest.FlagStableRowIDs | manifest.FlagUseV2Format | manifest.FlagTableConfig |
-	manifest.FlagBasePaths | manifest.FlagDisableTransactionFile
-
 func checkWritableManifest(m *manifest.Manifest, where string) error {
-	if unknown := m.WriterFeatureFlags &^ writableFlags; unknown != 0 {
+	if unknown := m.WriterFeatureFlags &^ manifest.WritableFlags; unknown != 0 {
 		return fmt.Errorf("dataset: manifest %s: writer feature flags %s: lancer cannot write %s: %w",
 			where, m.WriterFeatureFlags, unknown, lancer.ErrUnsupported)
 	}

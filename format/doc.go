@@ -62,7 +62,7 @@
 //	                     2.x container parse, the page sink, the Cursor,
 //	                     RowTaker and FieldWriter seams, Version
 //	internal/arrays      Arrow arrays from decoded buffers, synthetic-value bounds
-//	internal/legacy      v1 files (read only)
+//	internal/legacy      v1 files
 //	internal/v20         2.0 files: ArrayEncoding pages, one column per field
 //	internal/structural  2.1+ files: PageLayout pages, leaf columns with
 //	                     repetition and definition levels, partial-page takes

@@ -13,6 +13,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/format/internal/fileio"
+	"github.com/lancerdb/lancer/format/internal/legacy"
 	"github.com/lancerdb/lancer/format/internal/structural"
 	v20 "github.com/lancerdb/lancer/format/internal/v20"
 	"github.com/lancerdb/lancer/format/schema"
@@ -27,8 +28,10 @@ const DefaultPageSize = 8 << 20
 
 // WriterOptions configures NewWriter. The zero value (or nil) is valid.
 type WriterOptions struct {
-	// Version is the file version to write: 2.0, 2.1 or 2.2. Default 2.2,
-	// Lance 12's default. Legacy and 2.3 (unstable) files are not written.
+	// Version is the file version to write: 2.0, 2.1 or 2.2, or legacy
+	// (Version{0, 1} or {0, 2}: the v1 layout with that footer version).
+	// Default 2.2, Lance 12's default. 2.3 (unstable) files are not
+	// written.
 	Version Version
 	// PageSize is the input bytes a column buffers before writing a page.
 	// Default DefaultPageSize.
@@ -65,9 +68,10 @@ type Writer struct {
 	opts     WriterOptions
 	schema   *schema.Schema
 	rows     uint64
-	globals  [][2]uint64 // extra global buffers (offset, size): buffers 1, 2, ...
-	err      error       // sticky: the first failure poisons the writer
-	finished bool        // Finish published the file: Abort leaves it be
+	globals  [][2]uint64    // extra global buffers (offset, size): buffers 1, 2, ...
+	err      error          // sticky: the first failure poisons the writer
+	finished bool           // Finish published the file: Abort leaves it be
+	legacy   *legacy.Writer // the v1 layout, when version is legacy
 }
 
 // NewWriter starts a data file at key in store for rows of schema. The file
@@ -87,13 +91,29 @@ func NewWriter(ctx context.Context, store blob.Store, key string, schema *schema
 		w.opts.Allocator = memory.DefaultAllocator
 	}
 	w.version = w.opts.Version
-	switch w.version {
-	case Version2_0, Version2_1, Version2_2:
+	switch {
+	case w.version == Version2_0, w.version == Version2_1, w.version == Version2_2:
+	case w.version.IsLegacy():
+		// Version{0, 1} is how the table format names legacy files; their
+		// footers say 0.1 or 0.2 (Lance 12 writes 0.2).
+		if w.version.Minor == 0 {
+			w.version.Minor = 1
+		}
 	default:
 		return nil, fmt.Errorf("format: write %s: file version %s: %w", key, w.version, lancer.ErrUnsupported)
 	}
 	w.sink = &fileio.Sink{Store: store, Key: key, Version: fileio.Version(w.version), PageSize: w.opts.PageSize, Mem: w.opts.Allocator}
+	if w.version.IsLegacy() {
+		lw, err := legacy.NewWriter(w.sink, schema, w.version.Minor)
+		if err != nil {
+			return nil, err
+		}
+		w.legacy = lw
+	}
 	for _, f := range schema.Fields {
+		if w.legacy != nil {
+			break
+		}
 		first := len(w.sink.Columns)
 		var (
 			fw  fileio.FieldWriter
@@ -124,14 +144,26 @@ func (w *Writer) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	if w.err != nil {
 		return w.err
 	}
-	if int(rec.NumCols()) != len(w.sink.Fields) {
-		return fmt.Errorf("format: write %s: batch has %d columns, the schema %d: %w", w.sink.Key, rec.NumCols(), len(w.sink.Fields), lancer.ErrInvalidArgument)
+	if int(rec.NumCols()) != len(w.schema.Fields) {
+		return fmt.Errorf("format: write %s: batch has %d columns, the schema %d: %w", w.sink.Key, rec.NumCols(), len(w.schema.Fields), lancer.ErrInvalidArgument)
 	}
 	for i, f := range w.schema.Fields {
 		if !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) {
 			return fmt.Errorf("format: write %s: column %d (%q) is %s, the schema says %s: %w",
 				w.sink.Key, i, f.Name, rec.Column(i).DataType(), f.Type, lancer.ErrInvalidArgument)
 		}
+	}
+	if w.legacy != nil {
+		if err := ctx.Err(); err != nil {
+			w.err = err
+			return err
+		}
+		if err := w.legacy.Write(rec.Columns(), int(rec.NumRows())); err != nil {
+			w.err = fmt.Errorf("format: write %s: %w", w.sink.Key, err)
+			return w.err
+		}
+		w.rows += uint64(rec.NumRows())
+		return nil
 	}
 	for i, fw := range w.sink.Fields {
 		if err := fw.Write(ctx, rec.Column(i)); err != nil {
@@ -156,6 +188,9 @@ func (w *Writer) AddGlobalBuffer(ctx context.Context, b []byte) (int, error) {
 		w.err = err
 		return 0, err
 	}
+	if w.legacy != nil {
+		return 0, fmt.Errorf("format: write %s: legacy files have no global buffers: %w", w.sink.Key, lancer.ErrUnsupported)
+	}
 	off, err := w.sink.WriteBuffer(b)
 	if err != nil {
 		w.err = fmt.Errorf("format: write %s: global buffer: %w", w.sink.Key, err)
@@ -176,6 +211,9 @@ func (w *Writer) Finish(ctx context.Context) (*WrittenFile, error) {
 		w.err = err
 		w.Abort(ctx)
 		return nil, err
+	}
+	if w.legacy != nil {
+		return w.finishLegacy(ctx)
 	}
 	for i, fw := range w.sink.Fields {
 		if err := fw.Finish(ctx); err != nil {
@@ -255,6 +293,27 @@ func (w *Writer) Finish(ctx context.Context) (*WrittenFile, error) {
 		Key: w.sink.Key, Size: w.sink.Pos, Rows: w.rows, Version: w.version,
 		Fields: w.sink.FieldIDs, ColumnIndices: w.sink.ColumnIndices,
 	}, nil
+}
+
+// finishLegacy ends a v1 file: its page table, schema, metadata and footer.
+func (w *Writer) finishLegacy(ctx context.Context) (*WrittenFile, error) {
+	fail := func(err error) (*WrittenFile, error) {
+		w.err = err
+		w.Abort(ctx)
+		return nil, err
+	}
+	if _, err := w.legacy.Finish(); err != nil {
+		return fail(fmt.Errorf("format: write %s: %w", w.sink.Key, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	if err := w.sink.Out.Close(); err != nil {
+		return fail(fmt.Errorf("format: write %s: %w", w.sink.Key, err))
+	}
+	w.err = fmt.Errorf("format: write %s: already finished: %w", w.sink.Key, lancer.ErrClosed)
+	w.finished = true
+	return &WrittenFile{Key: w.sink.Key, Size: w.sink.Pos, Rows: w.rows, Version: w.version, Fields: w.legacy.Fields()}, nil
 }
 
 // Abort discards the file and its blob sidecars. It is safe to call at any

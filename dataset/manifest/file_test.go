@@ -34,6 +34,13 @@ func openOne(s blob.Store, key string) (*File, error) {
 // manifest, the footer.
 func encodeManifestFile(t testing.TB, m *tablepb.Manifest, txn *tablepb.Transaction) []byte {
 	t.Helper()
+	return encodeManifestFileWithIndices(t, m, txn, nil)
+}
+
+// encodeManifestFileWithIndices is encodeManifestFile with an index section
+// holding segs when there are any.
+func encodeManifestFileWithIndices(t testing.TB, m *tablepb.Manifest, txn *tablepb.Transaction, segs []*tablepb.IndexMetadata) []byte {
+	t.Helper()
 	var buf []byte
 	section := func(msg proto.Message) uint64 {
 		b, err := proto.Marshal(msg)
@@ -49,6 +56,10 @@ func encodeManifestFile(t testing.TB, m *tablepb.Manifest, txn *tablepb.Transact
 	if txn != nil {
 		pos := section(txn)
 		m.TransactionSection = &pos
+	}
+	if len(segs) > 0 {
+		pos := section(&tablepb.IndexSection{Indices: segs})
+		m.IndexSection = &pos
 	}
 	pos := section(m)
 	buf = binary.LittleEndian.AppendUint64(buf, pos)
@@ -160,9 +171,10 @@ func TestMalformedManifest(t *testing.T) {
 			return append(b, 0, 0, 2, 0, 'L', 'A', 'N', 'C')
 		}(), lancer.ErrCorrupt},
 		{"unknown reader flag", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 1 << 20 }), lancer.ErrUnsupported},
-		{"reserved flag 256", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 256 | 1 }), lancer.ErrUnsupported},
+		{"mixed versions flag for readers alone", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 256 | 1 }), lancer.ErrCorrupt},
+		{"mixed versions flag for writers alone", withManifest(func(m *tablepb.Manifest) { m.WriterFeatureFlags = 256 }), lancer.ErrCorrupt},
 		{"overlay flag", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 64 }), lancer.ErrUnsupported},
-		{"covering index flag", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 128 }), lancer.ErrUnsupported},
+		{"independent covering without covering", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 1 << 13 }), lancer.ErrCorrupt},
 		{"unknown data version", withManifest(func(m *tablepb.Manifest) { m.DataFormat.Version = "9.9" }), lancer.ErrUnsupported},
 		{"version mismatch", withManifest(func(m *tablepb.Manifest) { m.Version = 2 }), lancer.ErrCorrupt},
 		{"stable row ids without ids", withManifest(func(m *tablepb.Manifest) {

@@ -26,17 +26,67 @@ const (
 	// FlagDisableTransactionFile: only inline transactions are written
 	// (writer flags only).
 	FlagDisableTransactionFile FeatureFlags = 32
-	// FlagDataOverlays: fragments carry cell-level overlay files.
-	FlagDataOverlays FeatureFlags = 64
-	// FlagCoveringIndexFields: index segments carry covering fields.
-	FlagCoveringIndexFields FeatureFlags = 128
+	// FlagDataOverlays: fragments carry cell-level overlay files (Lance's
+	// FLAG_UNSTABLE_DATA_OVERLAY_FILES; release builds of Lance refuse it
+	// too). lancer refuses it: ignoring an overlay returns stale values.
+	FlagDataOverlays FeatureFlags = 1 << 6
+	// FlagCoveringIndexFields: some index declares covering fields
+	// (IndexMetadata.covering_fields, Lance's FLAG_COVERED_INDEX_METADATA).
+	// Without FlagIndependentCoveringFields the covering fields are the
+	// trailing suffix of the index's fields, and only the fields before
+	// them are keyed: an index must never be chosen for a column it merely
+	// carries.
+	FlagCoveringIndexFields FeatureFlags = 1 << 7
+	// FlagMixedDataFileVersions: the version's 2.x data files may have
+	// different exact versions (Lance's FLAG_MIXED_DATA_FILE_VERSIONS).
+	// Reader and writer bits are set together and stay set on later
+	// versions.
+	FlagMixedDataFileVersions FeatureFlags = 1 << 8
+	// FlagFragReuseWithStableRowIDs: the table has stable row ids and a
+	// fragment reuse index. Refused.
+	FlagFragReuseWithStableRowIDs FeatureFlags = 1 << 9
+	// FlagFragmentReuseIndex: the fragment reuse index records tagged
+	// transitions that readers must translate row addresses through.
+	// Refused.
+	FlagFragmentReuseIndex FeatureFlags = 1 << 10
+	// FlagSpilledRowLineage: row ids or row version sequences stored as
+	// hidden columns of a data file (unstable in Lance). Refused.
+	FlagSpilledRowLineage FeatureFlags = 1 << 11
+	// FlagFragmentTree: fragments live in a fragment tree and
+	// Manifest.fragments is empty. Refused.
+	FlagFragmentTree FeatureFlags = 1 << 12
+	// FlagIndependentCoveringFields: requires FlagCoveringIndexFields; an
+	// index's fields are only its keyed fields and covering_fields are
+	// declared on their own (they may overlap fields).
+	FlagIndependentCoveringFields FeatureFlags = 1 << 13
+	// FlagManagedBlobs: blob v2 descriptors address objects Lance owns,
+	// which cleanup must keep. Refused.
+	FlagManagedBlobs FeatureFlags = 1 << 14
 )
 
+// The flags come from Lance's table format documentation
+// (docs/spec/lance-format.md §3.5). Bits 9 to 14 are newer than every
+// released LanceDB client (Lance 12 refuses anything from 256 up); their
+// assignments are those of the newest format document and lancer refuses
+// them by name.
+
 // readableFlags are the reader flags lancer implements. Bits 4, 8 and 32 are
-// writer-only and harmless to a reader; overlays (64), covering index fields
-// (128) and anything newer are refused.
+// writer-only and harmless to a reader; overlays (64) and anything from
+// bit 9 up but independent covering fields are refused.
 const readableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig |
-	FlagBasePaths | FlagDisableTransactionFile
+	FlagBasePaths | FlagDisableTransactionFile | FlagCoveringIndexFields | FlagMixedDataFileVersions |
+	FlagIndependentCoveringFields
+
+// WritableFlags are the writer flags lancer honours when it commits on a
+// version. lancer keeps covering declarations and mixed file versions as
+// they are; it writes no covering index itself.
+const WritableFlags = readableFlags
+
+// StickyFlags are the flags a commit carries over from the version it
+// builds on whatever the new manifest holds: Lance keeps the mixed-version
+// bits set once set, and the independent covering contract with the
+// covering flag.
+const StickyFlags = FlagMixedDataFileVersions
 
 var flagNames = []struct {
 	flag FeatureFlags
@@ -50,6 +100,13 @@ var flagNames = []struct {
 	{FlagDisableTransactionFile, "disable_transaction_file"},
 	{FlagDataOverlays, "data_overlays"},
 	{FlagCoveringIndexFields, "covering_index_fields"},
+	{FlagMixedDataFileVersions, "mixed_data_file_versions"},
+	{FlagFragReuseWithStableRowIDs, "frag_reuse_with_stable_row_ids"},
+	{FlagFragmentReuseIndex, "fragment_reuse_index"},
+	{FlagSpilledRowLineage, "spilled_row_lineage"},
+	{FlagFragmentTree, "fragment_tree"},
+	{FlagIndependentCoveringFields, "independent_covering_fields"},
+	{FlagManagedBlobs, "managed_blobs"},
 }
 
 // String lists the set flags by name, e.g. "deletion_files|base_paths";

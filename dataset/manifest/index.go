@@ -119,6 +119,12 @@ type IndexInfo struct {
 	// "#<id>".
 	Fields   []string
 	FieldIDs []int32
+	// CoveringFields are the fields whose values the index carries
+	// without being keyed on them (Lance's covering_fields), as dotted
+	// paths, and CoveringFieldIDs their ids. Fields never include them
+	// unless the index is also keyed on them.
+	CoveringFields   []string
+	CoveringFieldIDs []int32
 	// TypeURL is the type URL of the index details, e.g.
 	// "/lance.table.BTreeIndexDetails"; "" for very old vector indices.
 	TypeURL string
@@ -231,19 +237,27 @@ func indexInfos(segs []*IndexMetadata, m *Manifest) ([]IndexInfo, error) {
 		info := IndexInfo{
 			Name:           p.Name,
 			UUID:           FormatUUID(p.UUID),
-			FieldIDs:       p.Fields,
+			FieldIDs:       m.KeyedFields(p),
 			DatasetVersion: p.DatasetVersion,
 			details:        p.Details,
 		}
 		if p.IndexVersion != nil {
 			info.IndexVersion = *p.IndexVersion
 		}
-		for _, id := range info.FieldIDs {
-			path, ok := paths[id]
-			if !ok {
-				path = fmt.Sprintf("#%d", id)
+		name := func(id int32) string {
+			if path, ok := paths[id]; ok {
+				return path
 			}
-			info.Fields = append(info.Fields, path)
+			return fmt.Sprintf("#%d", id)
+		}
+		for _, id := range info.FieldIDs {
+			info.Fields = append(info.Fields, name(id))
+		}
+		if len(p.CoveringFields) > 0 {
+			info.CoveringFieldIDs = p.CoveringFields
+			for _, id := range p.CoveringFields {
+				info.CoveringFields = append(info.CoveringFields, name(id))
+			}
 		}
 		if d := p.Details; d != nil {
 			info.TypeURL = d.TypeURL

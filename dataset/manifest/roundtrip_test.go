@@ -41,8 +41,8 @@ func fullManifest() (*tablepb.Manifest, []*tablepb.IndexMetadata) {
 		VersionAuxData:     9,
 		WriterVersion:      &tablepb.Manifest_WriterVersion{Library: "lance", Version: "1.2.3", Prerelease: proto.String("rc1")},
 		Tag:                "t",
-		ReaderFeatureFlags: 3,
-		WriterFeatureFlags: 3 | 8,
+		ReaderFeatureFlags: 3 | 128 | 8192, // covering fields declared independently
+		WriterFeatureFlags: 3 | 8 | 128 | 8192,
 		MaxFragmentId:      &maxID,
 		TransactionFile:    "2-x.txn",
 		NextRowId:          100,

@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/lancerdb/lancer"
@@ -38,6 +39,13 @@ func (m *Manifest) Validate(where string) error {
 	if unknown := flags &^ readableFlags; unknown != 0 {
 		return fmt.Errorf("dataset: manifest %s: reader feature flags %s: lancer cannot read %s: %w",
 			where, flags, unknown, lancer.ErrUnsupported)
+	}
+	if (m.ReaderFeatureFlags^m.WriterFeatureFlags)&FlagMixedDataFileVersions != 0 {
+		return corrupt("the mixed data file versions flag is set for readers (%s) or writers (%s) alone",
+			m.ReaderFeatureFlags, m.WriterFeatureFlags)
+	}
+	if flags&FlagIndependentCoveringFields != 0 && flags&FlagCoveringIndexFields == 0 {
+		return corrupt("reader feature flags %s: independent covering fields without covering index fields", flags)
 	}
 	if m.Version == 0 {
 		return corrupt("version 0")
@@ -91,6 +99,11 @@ func (m *Manifest) Validate(where string) error {
 
 	if m.DataFormat, err = m.dataFormat(); err != nil {
 		return fmt.Errorf("dataset: manifest %s: %w", where, err)
+	}
+	for _, ix := range m.segments {
+		if err := m.checkCovering(ix); err != nil {
+			return corrupt("index %q: %v", ix.Name, err)
+		}
 	}
 	if m.Indices, err = indexInfos(m.segments, m); err != nil {
 		return fmt.Errorf("dataset: manifest %s: %w", where, err)
@@ -171,4 +184,43 @@ func isRelativeKey(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkCovering checks an index's covering declaration against the
+// contract its flags select: without independent covering fields the
+// covering fields are the trailing suffix of fields, after at least one
+// keyed field.
+func (m *Manifest) checkCovering(ix *IndexMetadata) error {
+	if len(ix.CoveringFields) == 0 {
+		return nil
+	}
+	if m.ReaderFeatureFlags&FlagCoveringIndexFields == 0 {
+		return fmt.Errorf("covering fields %v without the covering index fields feature flag", ix.CoveringFields)
+	}
+	if m.ReaderFeatureFlags&FlagIndependentCoveringFields != 0 {
+		if len(ix.Fields) == 0 {
+			return fmt.Errorf("covering fields %v but no keyed field", ix.CoveringFields)
+		}
+		return nil
+	}
+	keyed := len(ix.Fields) - len(ix.CoveringFields)
+	if keyed < 1 || !slices.Equal(ix.Fields[keyed:], ix.CoveringFields) {
+		return fmt.Errorf("covering fields %v are not a trailing suffix of fields %v after a keyed field", ix.CoveringFields, ix.Fields)
+	}
+	return nil
+}
+
+// KeyedFields returns the ids of the fields ix is keyed on: its fields
+// without the covering suffix (or all its fields when the manifest
+// declares covering fields independently). An index answers filters and
+// searches on keyed fields only. Validate has checked the declaration.
+func (m *Manifest) KeyedFields(ix *IndexMetadata) []int32 {
+	if len(ix.CoveringFields) == 0 || m.ReaderFeatureFlags&FlagIndependentCoveringFields != 0 {
+		return ix.Fields
+	}
+	keyed := len(ix.Fields) - len(ix.CoveringFields)
+	if keyed < 1 || !slices.Equal(ix.Fields[keyed:], ix.CoveringFields) {
+		return ix.Fields // not validated; callers of a validated manifest never see this
+	}
+	return ix.Fields[:keyed]
 }

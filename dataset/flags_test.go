@@ -1,0 +1,210 @@
+package dataset
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/format"
+)
+
+// TestMixedDataFileVersionsWrites: on a dataset whose files have different
+// 2.x versions (flag 256, as a newer Lance writes it after changing the
+// storage version), lancer reads every file in its own version, writes new
+// ones in the recorded storage version, keeps both flag bits set through
+// append, delete, update and compaction (the flag is sticky), and the
+// checker finds nothing wrong.
+func TestMixedDataFileVersionsWrites(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	store := blob.NewMemStore("mixed")
+	r := idRows(t, mem, 0, 10)
+	_, err := Write(ctx, store, r, &WriteOptions{FileVersion: format.Version2_0})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	editLatest(t, store, func(m *manifest.Manifest) {
+		m.SetDataFormat(format.Version2_1)
+		m.ReaderFeatureFlags |= manifest.FlagMixedDataFileVersions
+		m.WriterFeatureFlags |= manifest.FlagMixedDataFileVersions
+	})
+	d, err := Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = idRows(t, mem, 10, 10)
+	d, err = d.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []format.Version
+	for _, f := range d.manifest.Fragments {
+		v, err := f.Files[0].Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	if !slices.Equal(versions, []format.Version{format.Version2_0, format.Version2_1}) {
+		t.Fatalf("file versions %v, want 2.0 then 2.1", versions)
+	}
+	steps := []struct {
+		name string
+		do   func(d *Dataset) (*Dataset, error)
+	}{
+		{"append", func(d *Dataset) (*Dataset, error) { return d, nil }},
+		{"delete", func(d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 3", nil) }},
+		{"update", func(d *Dataset) (*Dataset, error) {
+			d, _, err := d.Update(ctx, map[string]string{"s": "'x'"}, "id = 15", nil)
+			return d, err
+		}},
+		{"compact", func(d *Dataset) (*Dataset, error) {
+			d, _, err := d.Compact(ctx, nil)
+			return d, err
+		}},
+	}
+	for _, s := range steps {
+		if d, err = s.do(d); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		const both = manifest.FlagMixedDataFileVersions
+		if d.manifest.ReaderFeatureFlags&both == 0 || d.manifest.WriterFeatureFlags&both == 0 {
+			t.Fatalf("after %s: flags %s / %s lost mixed_data_file_versions", s.name, d.manifest.ReaderFeatureFlags, d.manifest.WriterFeatureFlags)
+		}
+		n, err := d.CountRows(ctx)
+		if err != nil {
+			t.Fatalf("%s: count: %v", s.name, err)
+		}
+		if want := map[string]uint64{"append": 20, "delete": 19, "update": 19, "compact": 19}[s.name]; n != want {
+			t.Fatalf("after %s: %d rows, want %d", s.name, n, want)
+		}
+		rep, err := Check(ctx, store, &CheckOptions{Deep: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() {
+			t.Fatalf("after %s: check: %+v", s.name, rep.Violations)
+		}
+	}
+}
+
+// TestCoveringDeclarationsKept: lancer's commits keep an index's covering
+// declaration and the flag it needs, its index list shows the keyed and the
+// carried fields apart, and OptimizeIndexes leaves covering segments alone.
+func TestCoveringDeclarationsKept(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	store := blob.NewMemStore("covering")
+	r := idRows(t, mem, 0, 10)
+	_, err := Write(ctx, store, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := fragmentBitmap([]uint64{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	editLatest(t, store, func(m *manifest.Manifest) {
+		var id, name int32
+		for _, f := range m.Schema.Fields {
+			switch f.Name {
+			case "id":
+				id = f.ID
+			case "s":
+				name = f.ID
+			}
+		}
+		m.ReaderFeatureFlags |= manifest.FlagCoveringIndexFields
+		m.WriterFeatureFlags |= manifest.FlagCoveringIndexFields
+		m.SetIndexSegments([]*manifest.IndexMetadata{{
+			UUID: make([]byte, 16), Name: "id_idx", Fields: []int32{id, name}, CoveringFields: []int32{name},
+			DatasetVersion: 1, FragmentBitmap: bm,
+		}})
+	})
+	d, err := Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = idRows(t, mem, 10, 10)
+	d, err = d.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = d.Delete(ctx, "id = 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if d.manifest.ReaderFeatureFlags&manifest.FlagCoveringIndexFields == 0 || d.manifest.WriterFeatureFlags&manifest.FlagCoveringIndexFields == 0 {
+		t.Fatalf("flags %s / %s lost covering_index_fields", d.manifest.ReaderFeatureFlags, d.manifest.WriterFeatureFlags)
+	}
+	ix := d.Indices()
+	if len(ix) != 1 || !slices.Equal(ix[0].Fields, []string{"id"}) || !slices.Equal(ix[0].CoveringFields, []string{"s"}) {
+		t.Fatalf("indices %+v: want id_idx keyed on id, carrying s", ix)
+	}
+	opt, err := d.OptimizeIndexes(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opt.Version() != d.Version() {
+		t.Errorf("OptimizeIndexes committed version %d over a covering index", opt.Version())
+	}
+	// Dropping the index clears the flag: no index declares covering
+	// fields any more.
+	if d, err = d.DropIndex(ctx, "id_idx", nil); err != nil {
+		t.Fatal(err)
+	}
+	if d.manifest.ReaderFeatureFlags&manifest.FlagCoveringIndexFields != 0 {
+		t.Errorf("flags %s: covering_index_fields without a covering index", d.manifest.ReaderFeatureFlags)
+	}
+}
+
+// TestRepairsLegacyRecordOfV2Files: a manifest that records the legacy
+// format for a dataset whose files are all 2.0 (as some releases wrote
+// them) gets 2.0 files on append, not legacy ones, and the new version
+// records 2.0, as Lance repairs it on its next write.
+func TestRepairsLegacyRecordOfV2Files(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	store := blob.NewMemStore("repair")
+	r := idRows(t, mem, 0, 10)
+	_, err := Write(ctx, store, r, &WriteOptions{FileVersion: format.Version2_0})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	editLatest(t, store, func(m *manifest.Manifest) { m.SetDataFormat(format.VersionLegacy) })
+	d, err := Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.manifest.DataFormat.IsLegacy() {
+		t.Fatalf("the edited manifest records %s", d.manifest.DataFormat)
+	}
+	r = idRows(t, mem, 10, 10)
+	d, err = d.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.manifest.Fragments {
+		if v, _ := f.Files[0].Version(); v != format.Version2_0 {
+			t.Errorf("fragment %d has a %s file, want 2.0", f.ID, v)
+		}
+	}
+	if d.manifest.DataFormat != format.Version2_0 {
+		t.Errorf("the new version records %s, want 2.0", d.manifest.DataFormat)
+	}
+	if n, err := d.CountRows(ctx); err != nil || n != 20 {
+		t.Errorf("%d rows (%v), want 20", n, err)
+	}
+}

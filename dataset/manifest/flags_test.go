@@ -1,0 +1,144 @@
+package manifest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/pb/filepb"
+	"github.com/lancerdb/lancer/internal/pb/tablepb"
+)
+
+// TestNewerFlagsRefusedByName: a manifest with a reader flag lancer does not
+// implement is refused with ErrUnsupported and an error naming the flag, the
+// layouts of docs/spec/lance-format.md §3.5.
+func TestNewerFlagsRefusedByName(t *testing.T) {
+	for _, tc := range []struct {
+		flag FeatureFlags
+		name string
+	}{
+		{FlagDataOverlays, "data_overlays"},
+		{FlagFragReuseWithStableRowIDs, "frag_reuse_with_stable_row_ids"},
+		{FlagFragmentReuseIndex, "fragment_reuse_index"},
+		{FlagSpilledRowLineage, "spilled_row_lineage"},
+		{FlagFragmentTree, "fragment_tree"},
+		{FlagManagedBlobs, "managed_blobs"},
+		{1 << 15, "0x8000"},
+		{1 << 40, "0x10000000000"},
+	} {
+		m := emptyManifest(1)
+		m.ReaderFeatureFlags = uint64(tc.flag) | uint64(FlagDeletionFiles)
+		m.WriterFeatureFlags = m.ReaderFeatureFlags
+		_, err := openManifest(t, m)
+		if !errors.Is(err, lancer.ErrUnsupported) {
+			t.Errorf("flag %d: %v, want ErrUnsupported", uint64(tc.flag), err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "cannot read "+tc.name) {
+			t.Errorf("flag %d: error %q does not name %s", uint64(tc.flag), err, tc.name)
+		}
+	}
+}
+
+// TestMixedDataFileVersions: flag 256 set for readers and writers opens, and
+// each data file keeps its own version.
+func TestMixedDataFileVersions(t *testing.T) {
+	m := emptyManifest(1)
+	m.ReaderFeatureFlags = uint64(FlagMixedDataFileVersions)
+	m.WriterFeatureFlags = uint64(FlagMixedDataFileVersions)
+	m.Fragments = []*tablepb.DataFragment{
+		{Id: 0, PhysicalRows: 1, Files: []*tablepb.DataFile{{Path: "a.lance", Fields: []int32{0}, ColumnIndices: []int32{0}, FileMajorVersion: 2, FileMinorVersion: 0}}},
+		{Id: 1, PhysicalRows: 1, Files: []*tablepb.DataFile{{Path: "b.lance", Fields: []int32{0}, ColumnIndices: []int32{0}, FileMajorVersion: 2, FileMinorVersion: 2}}},
+	}
+	got, err := openManifest(t, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	for _, f := range got.Fragments {
+		v, err := f.Files[0].Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v.String())
+	}
+	if !slices.Equal(versions, []string{"2.0", "2.2"}) {
+		t.Errorf("file versions %v, want [2.0 2.2]", versions)
+	}
+	if got.ReaderFeatureFlags.String() != "mixed_data_file_versions" {
+		t.Errorf("flags %s", got.ReaderFeatureFlags)
+	}
+}
+
+// TestCoveringIndexFields: with flag 128 an index is keyed on its fields
+// before the covering suffix only (so it is never chosen for a column it
+// merely carries); with flag 8192 too, fields are the keyed ones and the
+// covering fields stand apart. Declarations that break the contract are
+// corrupt.
+func TestCoveringIndexFields(t *testing.T) {
+	threeFields := func(m *tablepb.Manifest) {
+		m.Fields = []*filepb.Field{
+			{Name: "id", Id: 0, ParentId: -1, LogicalType: "int64"},
+			{Name: "cat", Id: 1, ParentId: -1, LogicalType: "string"},
+			{Name: "price", Id: 2, ParentId: -1, LogicalType: "double"},
+		}
+	}
+	uuid := make([]byte, 16)
+	for _, tc := range []struct {
+		name             string
+		flags            FeatureFlags
+		fields, covering []int32
+		keyed, carried   []string
+		wantErr          error
+	}{
+		{"suffix", FlagCoveringIndexFields, []int32{1, 2}, []int32{2}, []string{"cat"}, []string{"price"}, nil},
+		{"two carried", FlagCoveringIndexFields, []int32{1, 0, 2}, []int32{0, 2}, []string{"cat"}, []string{"id", "price"}, nil},
+		{"no covering", FlagCoveringIndexFields, []int32{1, 2}, nil, []string{"cat", "price"}, nil, nil},
+		{"independent", FlagCoveringIndexFields | FlagIndependentCoveringFields, []int32{1}, []int32{1, 2}, []string{"cat"}, []string{"cat", "price"}, nil},
+		{"not a suffix", FlagCoveringIndexFields, []int32{1, 2}, []int32{1}, nil, nil, lancer.ErrCorrupt},
+		{"nothing keyed", FlagCoveringIndexFields, []int32{2}, []int32{2}, nil, nil, lancer.ErrCorrupt},
+		{"without the flag", 0, []int32{1, 2}, []int32{2}, nil, nil, lancer.ErrCorrupt},
+		{"independent, nothing keyed", FlagCoveringIndexFields | FlagIndependentCoveringFields, nil, []int32{2}, nil, nil, lancer.ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := emptyManifest(1)
+			threeFields(m)
+			m.ReaderFeatureFlags, m.WriterFeatureFlags = uint64(tc.flags), uint64(tc.flags)
+			segs := []*tablepb.IndexMetadata{{Uuid: &tablepb.UUID{Uuid: uuid}, Name: "cat_idx", Fields: tc.fields, CoveringFields: tc.covering, DatasetVersion: 1}}
+			got, err := openManifestWithIndices(t, m, segs)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("open: %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ix := got.Indices[0]
+			if !slices.Equal(ix.Fields, tc.keyed) || !slices.Equal(ix.CoveringFields, tc.carried) {
+				t.Errorf("keyed %v carried %v, want %v and %v", ix.Fields, ix.CoveringFields, tc.keyed, tc.carried)
+			}
+		})
+	}
+}
+
+func openManifest(t *testing.T, m *tablepb.Manifest) (*Manifest, error) {
+	return openManifestWithIndices(t, m, nil)
+}
+
+// openManifestWithIndices writes m (with an index section holding segs, if
+// any) as version 1 of a memory store and opens it.
+func openManifestWithIndices(t *testing.T, m *tablepb.Manifest, segs []*tablepb.IndexMetadata) (*Manifest, error) {
+	t.Helper()
+	key := Key(ManifestNamingV2, 1)
+	data := encodeManifestFileWithIndices(t, m, nil, segs)
+	c, err := openOne(fixturetest.MemStore(t, map[string][]byte{key: data}), key)
+	if err != nil {
+		return nil, err
+	}
+	return c.Manifest, nil
+}
