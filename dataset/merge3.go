@@ -399,6 +399,8 @@ type merger struct {
 	// toOurs maps base ids to the target's where an earlier merge
 	// renumbered rows (alignRenumbered).
 	toOurs map[uint64]uint64
+	// idFloor is above the ids alignRenumbered made up.
+	idFloor uint64
 }
 
 type rowAt struct {
@@ -560,9 +562,10 @@ func (m *merger) load(ctx context.Context) error {
 // ids says, offset by offset, which base id each of the side's ids is;
 // every id of the side (its updated copies elsewhere included) is mapped
 // so. The target's mapping is kept reversed in toOurs, to write the rows
-// the result takes from the source under the ids the target's line knows.
-// A mapping that is not one to one, or that makes two live rows of a side
-// one, is refused (ErrUnsupported) as before.
+// the result takes from the source under the ids the target's line knows;
+// a row of the target's own holding the base's id of a renumbered row
+// takes an id no side uses. A mapping that is not one to one, or that
+// makes two live rows of the source one, is refused (ErrUnsupported).
 func (m *merger) alignRenumbered() error {
 	if !m.stable {
 		return nil
@@ -595,6 +598,35 @@ func (m *merger) alignRenumbered() error {
 		}
 		if len(tr) == 0 {
 			continue
+		}
+		if side == 1 {
+			// The target may have given the base's id of a renumbered row
+			// to a row of its own (why the earlier merge renumbered): that
+			// row takes an id no side uses for the merge, mapped back when
+			// written (toOurs).
+			targets := map[uint64]bool{}
+			for _, to := range tr {
+				targets[to] = true
+			}
+			used := map[uint64]bool{}
+			for _, sd := range m.sides {
+				for _, sf := range sd.frags {
+					for _, id := range sf.ids {
+						used[id] = true
+					}
+				}
+			}
+			next := max(m.base.manifest.NextRowID, m.ours.manifest.NextRowID, m.theirs.manifest.NextRowID)
+			for id := range m.live[side] {
+				if _, mapped := tr[id]; mapped || !targets[id] {
+					continue
+				}
+				for used[next] {
+					next++
+				}
+				tr[id], used[next] = next, true
+			}
+			m.idFloor = next + 1
 		}
 		for _, sf := range m.sides[side].frags {
 			for j, id := range sf.ids {
@@ -950,7 +982,7 @@ func (m *merger) classify(ctx context.Context) error {
 		}
 		if collide {
 			m.renumber = map[uint64]uint64{}
-			next := max(m.ours.manifest.NextRowID, m.theirs.manifest.NextRowID)
+			next := max(m.ours.manifest.NextRowID, m.theirs.manifest.NextRowID, m.idFloor)
 			for _, id := range m.addedByTheirs {
 				m.renumber[id] = next
 				next++
