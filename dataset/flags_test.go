@@ -208,3 +208,47 @@ func TestRepairsLegacyRecordOfV2Files(t *testing.T) {
 		t.Errorf("%d rows (%v), want 20", n, err)
 	}
 }
+
+// TestTrustsFileRowsWithoutWriterVersion: a manifest written before Lance
+// recorded writer versions, whose fragment records a physical row count
+// that disagrees with its data file, counts and scans the file's rows (as
+// Lance does), and lancer's next commit records the file's count.
+func TestTrustsFileRowsWithoutWriterVersion(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	store := blob.NewMemStore("oldcount")
+	r := idRows(t, mem, 0, 92)
+	_, err := Write(ctx, store, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	editLatest(t, store, func(m *manifest.Manifest) {
+		m.WriterVersion = manifest.WriterVersion{}
+		m.Fragments[0].PhysicalRows = 82
+	})
+	d, err := Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.CountRows(ctx); err != nil || n != 92 {
+		t.Fatalf("count %d (%v), want the file's 92", n, err)
+	}
+	if n, err := d.Count(ctx, "id >= 0"); err != nil || n != 92 {
+		t.Fatalf("scan counts %d (%v), want 92", n, err)
+	}
+	rep, err := Check(ctx, store, nil)
+	if err != nil || !rep.OK() {
+		t.Fatalf("check: %+v, %v", rep, err)
+	}
+	if d, err = d.Delete(ctx, "id = 5", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.manifest.Fragments[0].PhysicalRows; got != 92 {
+		t.Errorf("lancer's commit records %d physical rows, want 92", got)
+	}
+	if n, err := d.CountRows(ctx); err != nil || n != 91 {
+		t.Errorf("after the delete: %d rows (%v), want 91", n, err)
+	}
+}
