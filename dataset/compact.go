@@ -471,15 +471,22 @@ func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*ma
 // without one gets def, or version 1 for every row when def is nil, as
 // Lance defaults them.
 func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src *manifest.Sequence, physical uint64, def []uint64) ([]uint64, error) {
+	if src == nil && def != nil {
+		return def, nil
+	}
+	seq, err := d.lineage(ctx, fragID, src, physical)
+	if err != nil {
+		return nil, err
+	}
+	return seq.Expand(), nil
+}
+
+// lineage returns a fragment's created-at or last-updated versions (src)
+// for its physical rows without expanding them; a fragment without them
+// reads as version 1, as in Lance.
+func (d *Dataset) lineage(ctx context.Context, fragID uint64, src *manifest.Sequence, physical uint64) (*manifest.VersionSequence, error) {
 	if src == nil {
-		if def != nil {
-			return def, nil
-		}
-		out := make([]uint64, physical)
-		for i := range out {
-			out[i] = 1
-		}
-		return out, nil
+		return manifest.UniformVersions(physical, 1), nil
 	}
 	data := src.Inline
 	if ext := src.External; ext != nil {
@@ -492,15 +499,11 @@ func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src *manif
 			return nil, fmt.Errorf("dataset: fragment %d version sequence: %w", fragID, err)
 		}
 	}
-	out, _, err := manifest.DecodeVersions(data, physical)
+	seq, err := manifest.DecodeVersionSequence(data, physical)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: fragment %d: version sequence: %v: %w", fragID, err, lancer.ErrCorrupt)
 	}
-	if uint64(len(out)) != physical {
-		return nil, fmt.Errorf("dataset: fragment %d: version sequence covers %d of %d rows: %w",
-			fragID, len(out), physical, lancer.ErrCorrupt)
-	}
-	return out, nil
+	return seq, nil
 }
 
 // renumberRewrite returns op with its new fragments numbered after the

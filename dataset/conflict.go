@@ -200,6 +200,18 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 		return out, nil
 	case opCreateIndex:
 		return op, rebaseCreateIndex(op, others, latest, conflict)
+	case opDataReplacement:
+		for _, c := range others {
+			switch c.txn.Operation.(type) {
+			case *manifest.Append, *manifest.CreateIndex, *manifest.ReserveFragments, *manifest.Clone,
+				*manifest.UpdateConfig, *manifest.UpdateBases:
+			case *manifest.Delete, *manifest.Update, *manifest.Rewrite, *manifest.Merge, *manifest.DataReplacement:
+				return nil, conflict(c, true, "it changed the fragments whose data this replaces")
+			default:
+				return nil, conflict(c, false, "cannot replace data over it")
+			}
+		}
+		return op, nil
 	}
 	return nil, fmt.Errorf("dataset: rebase of %s: %w", op.kind, lancer.ErrUnsupported)
 }

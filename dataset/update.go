@@ -297,7 +297,7 @@ func newRewritten(d *Dataset) *rewritten {
 }
 
 // add records a rewritten row: its address and, with stable row ids, its id.
-func (w *rewritten) add(addr, id uint64) error {
+func (w *rewritten) add(ctx context.Context, addr, id uint64) error {
 	w.remove(addr)
 	if !w.stable {
 		return nil
@@ -307,7 +307,16 @@ func (w *rewritten) add(addr, id uint64) error {
 	vs, ok := w.versions[frag]
 	if !ok {
 		var err error
-		if vs, err = createdAtVersions(w.frags[frag]); err != nil {
+		if f := w.frags[frag]; f != nil && f.CreatedAtVersions != nil && f.CreatedAtVersions.External != nil {
+			// Lance writes large sequences to a file of their own.
+			physical, err := w.d.physicalRows(ctx, f)
+			if err != nil {
+				return err
+			}
+			if vs, err = w.d.versionSequence(ctx, f.ID, f.CreatedAtVersions, physical, nil); err != nil {
+				return err
+			}
+		} else if vs, err = createdAtVersions(f); err != nil {
 			return err
 		}
 		w.versions[frag] = vs
@@ -324,7 +333,7 @@ func (w *rewritten) add(addr, id uint64) error {
 
 // addBatch adds the rows of rec, whose _rowaddr is column addrCol and
 // _rowid (with stable row ids) column idCol.
-func (w *rewritten) addBatch(rec arrow.RecordBatch, idCol, addrCol int) error {
+func (w *rewritten) addBatch(ctx context.Context, rec arrow.RecordBatch, idCol, addrCol int) error {
 	var ids *array.Uint64
 	if idCol >= 0 {
 		ids = rec.Column(idCol).(*array.Uint64)
@@ -335,7 +344,7 @@ func (w *rewritten) addBatch(rec arrow.RecordBatch, idCol, addrCol int) error {
 		if ids != nil {
 			id = ids.Value(i)
 		}
-		if err := w.add(addrs.Value(i), id); err != nil {
+		if err := w.add(ctx, addrs.Value(i), id); err != nil {
 			return err
 		}
 	}
@@ -433,7 +442,7 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec, opts *CommitOptions
 			var out arrow.RecordBatch
 			if err == nil {
 				out, err = u.apply(ctx, mem, rec, where, setters, outSchema, keepAddr, func(sub arrow.RecordBatch) error {
-					return w.addBatch(sub, idCol, addrCol)
+					return w.addBatch(ctx, sub, idCol, addrCol)
 				})
 			}
 			if err != nil {

@@ -252,7 +252,8 @@ func (d *Dataset) Append(ctx context.Context, data array.RecordReader, opts *App
 
 // reservedColumns are names a dataset column cannot have: Lance's virtual
 // columns.
-var reservedColumns = map[string]bool{RowIDColumn: true, RowAddressColumn: true, "_rowoffset": true}
+var reservedColumns = map[string]bool{RowIDColumn: true, RowAddressColumn: true, "_rowoffset": true,
+	RowLastUpdatedAtVersionColumn: true, RowCreatedAtVersionColumn: true}
 
 // create writes a new dataset (version 1).
 func create(ctx context.Context, store blob.Store, oo OpenOptions, bases *baseStores, data array.RecordReader, o WriteOptions) (*Dataset, error) {
