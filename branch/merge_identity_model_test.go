@@ -52,11 +52,18 @@ func TestMergeIdentityModel(t *testing.T) {
 		}
 	}
 	for _, md := range modes {
-		// Known limitation: with stable row ids, seed 4 at 60 steps has a
-		// merge renumber rows (ids it takes for ids both lines handed
-		// out), and a later merge fails with "an earlier merge renumbered
-		// them" (ErrUnsupported).
-		seeds, steps := uint64(3), 50
+		// With stable row ids seed 4 at 60 steps re-adds, from a line
+		// that kept it, a row the target had deleted (the target's
+		// fragment still lists its id): the merge once renumbered such a
+		// row, and a later merge found the two lines' copies of one
+		// fragment under other ids. A row comes back under its own id now
+		// (lancer's lines allocate ids from ranges of their own), and a
+		// renumbering that still happens (lines that share a range) is
+		// mapped back (alignRenumbered).
+		seeds, steps := uint64(3), 60
+		if md.stable {
+			seeds = 4
+		}
 		for seed := uint64(1); seed <= seeds; seed++ {
 			name := fmt.Sprintf("stable=%v/key=%s/seed=%d", md.stable, md.key, seed)
 			t.Run(name, func(t *testing.T) { runIdentityModel(t, seed, md.stable, md.key, steps) })

@@ -10,7 +10,6 @@ import (
 	"github.com/lancerdb/lancer/cache"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
-	"github.com/lancerdb/lancer/vector"
 )
 
 // DefaultCacheBytes is the size of the cache Open makes when
@@ -71,19 +70,21 @@ func readerBytes(r *format.Reader) int64 {
 	return n
 }
 
-// cachedPartitions keeps the partitions of one index file in the
-// Dataset's cache (vector.OpenIVFOptions.Partitions), so that they share
-// its budget with everything else.
-type cachedPartitions struct {
+// cachedPartitions keeps the partitions of one index in the Dataset's
+// cache (vector.OpenIVFOptions.Partitions for lancer's own files,
+// vecindex.OpenOptions.Partitions for Lance's), so that they share its
+// budget with everything else.
+type cachedPartitions[P interface{ Bytes() int64 }] struct {
 	c        *cache.Cache
-	location string // the index file
+	location string // the index
 }
 
-func (cp cachedPartitions) Partition(ctx context.Context, p int, load func(context.Context) (*vector.Partition, error)) (*vector.Partition, error) {
-	return cached(ctx, cp.c, cachePartitions, cp.location+"#"+strconv.Itoa(p), func(ctx context.Context) (*vector.Partition, int64, error) {
+func (cp cachedPartitions[P]) Partition(ctx context.Context, p int, load func(context.Context) (P, error)) (P, error) {
+	return cached(ctx, cp.c, cachePartitions, cp.location+"#"+strconv.Itoa(p), func(ctx context.Context) (P, int64, error) {
 		pt, err := load(ctx)
 		if err != nil {
-			return nil, 0, err
+			var zero P
+			return zero, 0, err
 		}
 		return pt, pt.Bytes(), nil
 	})

@@ -64,7 +64,14 @@ type ChangeFeed struct {
 	columns      []string
 	schema       *arrow.Schema
 	batch        int
+	lineage      bool
 }
+
+// FromLineage says whether the feed matches rows by stable row id and
+// tells updates by the row lineage columns (the dataset has stable row
+// ids); false: it is derived from the version history by where rows are
+// stored (see Dataset.ChangeFeed).
+func (f *ChangeFeed) FromLineage() bool { return f.lineage }
 
 // ChangeFeed returns the row changes the versions of d's line after
 // opts.Since up to opts.Until made, oldest first, as Delta Lake's change
@@ -74,18 +81,26 @@ type ChangeFeed struct {
 // it became), with its columns, then ChangeTypeColumn, CommitVersionColumn
 // and CommitTimestampColumn.
 //
-// It is computed from the version history: each version is compared with
-// the one before it, and its transaction says what kind of change it was.
+// It is computed version by version: each version is compared with the
+// one before it, and its transaction says what kind of change it was.
 // Compactions (Rewrite transactions) move rows without changing them and
 // are no changes; nor are index builds, column additions and drops, and a
-// branch's first version. With stable row ids rows are matched by row id,
-// so every update is an update. Without them, as here the feed needs no
-// stable row ids, a row's identity is where it is stored: an Update
-// transaction that removed N rows and wrote N rows wrote them in the order
-// it read them (lancer's and Lance's update do), which pairs each removed
-// row with its new copy; any other commit that removes and writes rows (an
-// upsert that also inserts, an overwrite, a restore, a merge) shows as
-// deletions and insertions.
+// branch's first version. A data replacement (Lance's DataReplacement,
+// new data files for a column) updates every row of the fragments it
+// replaced; an update in Lance's rewrite-columns mode (an upsert of some
+// columns) updates the rows whose values it changed.
+//
+// With stable row ids (FromLineage) rows are matched by row id, and the
+// row lineage says which changed, as in Lance's own change queries: a row
+// whose _row_last_updated_at_version changed was updated (a compaction or
+// a merge that only moves it keeps it), a row id that appears was
+// inserted, one that disappears was deleted. Without them the feed is
+// derived from the history alone, a row's identity being where it is
+// stored: an Update transaction that removed N rows and wrote N rows wrote
+// them in the order it read them (lancer's and Lance's update do), which
+// pairs each removed row with its new copy; any other commit that removes
+// and writes rows (an upsert that also inserts, an overwrite, a restore, a
+// merge) shows as deletions and insertions.
 //
 // Every version from Since to Until must still exist (cleanup removes old
 // ones). Since greater than Until, or Until past d's version, is an error
@@ -113,7 +128,16 @@ func (d *Dataset) ChangeFeed(ctx context.Context, opts *ChangeFeedOptions) (*Cha
 	if err != nil {
 		return nil, fmt.Errorf("dataset: change feed: %w", err)
 	}
-	f := &ChangeFeed{d: until, since: o.Since, until: o.Until, batch: o.BatchSize, columns: o.Columns}
+	f := &ChangeFeed{d: until, since: o.Since, until: o.Until, batch: o.BatchSize, columns: o.Columns, lineage: until.manifest.StableRowIDs()}
+	if f.lineage && o.Since > 1 {
+		// Stable row ids are set when a dataset is created; an overwrite
+		// in the range may have turned them on.
+		first, err := until.Checkout(ctx, o.Since)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: change feed: %w", err)
+		}
+		f.lineage = first.manifest.StableRowIDs()
+	}
 	if f.columns == nil {
 		// The columns every version read has, in the order of Until's
 		// schema.
@@ -155,6 +179,21 @@ type feedStep struct {
 }
 
 // noRowChanges says whether a transaction's operation changes no row.
+// Every operation Lance records, and what it is in a change feed:
+//   - Append, Delete: insertions, deletions;
+//   - Update: in rewrite-rows mode (lancer's, and Lance's default) the
+//     rows it removed and wrote again are updates, in rewrite-columns mode
+//     the rows whose values it changed; an upsert's new rows insertions;
+//   - DataReplacement: updates of every row of the fragments whose data
+//     file it replaced;
+//   - Overwrite, Restore, Merge (new columns, or a three-way merge),
+//     and an operation lancer does not know or a version without a
+//     transaction: compared row by row with the version before;
+//   - Rewrite (compaction), CreateIndex, Project (columns dropped or
+//     renamed), ReserveFragments, UpdateConfig, UpdateBases,
+//     UpdateMemWalState and Clone (a branch's first version): no change;
+//   - DataOverlay (cell overlays of the newest Lance): refused, as lancer
+//     reads no overlays.
 func noRowChanges(op manifest.Operation) bool {
 	switch op.(type) {
 	case *manifest.Rewrite, *manifest.Clone, *manifest.CreateIndex, *manifest.Project,
@@ -176,6 +215,9 @@ func (f *ChangeFeed) step(ctx context.Context, v uint64, cache map[uint64]*manif
 	}
 	if op != nil && noRowChanges(op) {
 		return nil, cur, nil
+	}
+	if _, overlay := op.(*manifest.DataOverlay); overlay {
+		return nil, nil, fmt.Errorf("dataset: change feed: version %d adds cell overlay files (DataOverlay), which lancer does not read: %w", v, lancer.ErrUnsupported)
 	}
 	// Merge (lancer's add_columns, and a three-way merge) is compared by
 	// rows: added columns leave the rows where they are.
@@ -200,14 +242,46 @@ func (f *ChangeFeed) step(ctx context.Context, v uint64, cache map[uint64]*manif
 		s.m.live[0] = map[uint64]rowAt{}
 		return s, cur, nil
 	}
+	// Rows rewritten where they are: a data replacement rewrote a column
+	// of every row of its fragments; an update in Lance's rewrite-columns
+	// mode (an upsert of some columns) changed the rows whose values
+	// differ.
+	var inPlace [][2]uint64
+	switch o := op.(type) {
+	case *manifest.DataReplacement:
+		inPlace = m.samePlace(o.ReplacedIDs())
+	case *manifest.Update:
+		if o.Mode == manifest.RewriteColumns {
+			if inPlace, err = f.changedValues(ctx, m, m.samePlace(manifest.FragmentIDs(o.UpdatedFragments))); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	if stable {
+		// Rows are matched by stable row id, and the row lineage says
+		// which changed: an update (and an upsert's) sets the row's
+		// _row_last_updated_at_version, a compaction or a merge that only
+		// moves a row keeps it. A fragment without lineage (old Lance)
+		// counts a row moved by a commit other than a compaction as
+		// changed.
+		rewritten := map[uint64]bool{}
+		for _, p := range inPlace {
+			rewritten[p[0]] = true
+		}
 		for _, id := range sortedKeys(m.live[0]) {
 			at := m.live[0][id]
 			now, ok := m.live[1][id]
-			switch {
-			case !ok:
+			if !ok {
 				s.deletes = append(s.deletes, id)
-			case now.key != at.key && now.updated != at.updated:
+				continue
+			}
+			changed := rewritten[id]
+			if m.hasLineage(0, at) && m.hasLineage(1, now) {
+				changed = changed || now.updated != at.updated
+			} else {
+				changed = changed || now.key != at.key
+			}
+			if changed {
 				s.pre = append(s.pre, id)
 				s.post = append(s.post, id)
 			}
@@ -228,23 +302,90 @@ func (f *ChangeFeed) step(ctx context.Context, v uint64, cache map[uint64]*manif
 		return nil, nil, err
 	}
 	prevSet, curSet := setOf(prevRows), setOf(curRows)
+	for _, p := range inPlace {
+		// Rows rewritten in place are updates, whatever their identity.
+		delete(prevSet, p[0])
+		delete(curSet, p[1])
+		s.pre = append(s.pre, p[0])
+		s.post = append(s.post, p[1])
+	}
 	var removed, written []uint64
 	for _, id := range prevRows {
-		if !curSet[id] {
+		if !curSet[id] && prevSet[id] {
 			removed = append(removed, id)
 		}
 	}
 	for _, id := range curRows {
-		if !prevSet[id] {
+		if !prevSet[id] && curSet[id] {
 			written = append(written, id)
 		}
 	}
-	if _, update := op.(*manifest.Update); update && len(removed) == len(written) {
-		s.pre, s.post = removed, written
+	if u, update := op.(*manifest.Update); update && u.Mode == manifest.RewriteRows && len(removed) == len(written) {
+		s.pre, s.post = append(s.pre, removed...), append(s.post, written...)
 	} else {
 		s.deletes, s.inserts = removed, written
 	}
 	return s, cur, nil
+}
+
+// hasLineage says whether the fragment holding a row of a side records
+// the rows' last-updated versions.
+func (m *merger) hasLineage(side int, at rowAt) bool {
+	sf, ok := m.sides[side].frags[at.key]
+	return ok && sf.frag.LastUpdatedAtVersions != nil
+}
+
+// samePlace pairs the rows of the fragments with the given ids that are
+// live in both sides 0 and 1 at the same offset of the fragment of that id:
+// (identity on side 0, identity on side 1).
+func (m *merger) samePlace(ids []uint64) [][2]uint64 {
+	byID := func(side int) map[uint64]*sideFrag {
+		out := map[uint64]*sideFrag{}
+		for _, sf := range m.sides[side].frags {
+			out[sf.frag.ID] = sf
+		}
+		return out
+	}
+	before, after := byID(0), byID(1)
+	var out [][2]uint64
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
+		b, a := before[id], after[id]
+		if b == nil || a == nil {
+			continue
+		}
+		for j := range min(b.physical, a.physical) {
+			if !b.deleted.Contains(uint32(j)) && !a.deleted.Contains(uint32(j)) {
+				out = append(out, [2]uint64{b.ids[j], a.ids[j]})
+			}
+		}
+	}
+	return out
+}
+
+// changedValues keeps the pairs whose rows differ in the feed's columns.
+func (f *ChangeFeed) changedValues(ctx context.Context, m *merger, pairs [][2]uint64) ([][2]uint64, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	before, after := make([]uint64, len(pairs)), make([]uint64, len(pairs))
+	for i, p := range pairs {
+		before[i], after[i] = p[0], p[1]
+	}
+	b, err := m.rowStrings(ctx, 0, before, f.columns)
+	if err != nil {
+		return nil, err
+	}
+	a, err := m.rowStrings(ctx, 1, after, f.columns)
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]uint64
+	for i, p := range pairs {
+		if a[i] != b[i] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // Batches reads the feed under ctx, version by version; within a version

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // feedRow is one row of a change feed: "type id val".
@@ -97,11 +98,13 @@ func feedKeys(rows []feedRow) []string {
 	return out
 }
 
-// TestChangeFeedModel commits seeded random appends, deletes, updates and
-// compactions, with and without stable row ids, and compares the change
-// feed of every range of versions with an oracle: each version's changes
-// as the model of the rows (id → value) says they were made. Compactions
-// are no changes.
+// TestChangeFeedModel commits seeded random appends, deletes, updates,
+// data replacements (Lance's DataReplacement: a data file of a fragment
+// replaced by one holding the same columns) and compactions, with and
+// without stable row ids, and compares the change feed of every range of
+// versions with an oracle: each version's changes as the model of the rows
+// (id → value) says they were made. Compactions and column additions are
+// no changes; a data replacement updates every row of its fragment.
 func TestChangeFeedModel(t *testing.T) {
 	for _, stable := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -133,6 +136,11 @@ func runChangeFeedModel(t *testing.T, seed uint64, stable bool) {
 	for id, v := range m {
 		want[1] = append(want[1], feedRow{change: ChangeInsert, version: 1, id: id, val: v})
 	}
+	// A column of its own data file in each fragment (a Merge commit).
+	if d, err = d.AddColumns(ctx, []NewColumn{{Name: "emb", Expr: "id * 10"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want[2] = nil
 	nextID := int64(100)
 	pick := func(n int) []int64 {
 		ids := slices.Sorted(maps.Keys(m))
@@ -146,11 +154,11 @@ func runChangeFeedModel(t *testing.T, seed uint64, stable bool) {
 		}
 		return "id IN (" + strings.Join(parts, ", ") + ")"
 	}
-	compactions := 0
-	for step := range 30 {
+	compactions, replacements := 0, 0
+	for step := range 36 {
 		v := int64(d.Version() + 1)
 		var changes []feedRow
-		switch op := rng.IntN(10); {
+		switch op := rng.IntN(12); {
 		case op < 3:
 			add := map[int64]string{}
 			for range 1 + rng.IntN(4) {
@@ -188,6 +196,23 @@ func runChangeFeedModel(t *testing.T, seed uint64, stable bool) {
 					feedRow{change: ChangeUpdatePostimage, version: v, id: id, val: val})
 				m[id] = val
 			}
+		case op < 10:
+			var fileRows map[int64]bool
+			var hasVal bool
+			val := fmt.Sprintf("r%d", step)
+			if d, fileRows, hasVal = replaceDataFile(t, d, rng, val); d == nil {
+				continue
+			}
+			for id := range fileRows {
+				now := m[id]
+				if hasVal {
+					now = val
+				}
+				changes = append(changes, feedRow{change: ChangeUpdatePreimage, version: v, id: id, val: m[id]},
+					feedRow{change: ChangeUpdatePostimage, version: v, id: id, val: now})
+				m[id] = now
+			}
+			replacements++
 		default:
 			var st CompactStats
 			if d, st, err = d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 64, MaterializeDeletionsThreshold: 0.01}); err != nil {
@@ -240,10 +265,106 @@ func runChangeFeedModel(t *testing.T, seed uint64, stable bool) {
 	if compactions == 0 {
 		t.Errorf("seed %d: no compaction rewrote a fragment", seed)
 	}
+	if replacements == 0 {
+		t.Errorf("seed %d: no data replacement", seed)
+	}
 	if _, err := latest.ChangeFeed(ctx, &ChangeFeedOptions{Since: 5, Until: 3}); err == nil {
 		t.Error("since after until: no error")
 	}
 	if _, err := latest.ChangeFeed(ctx, &ChangeFeedOptions{Until: latest.Version() + 1}); err == nil {
 		t.Error("until past the latest version: no error")
 	}
+}
+
+// replaceDataFile commits a DataReplacement of a random data file of a
+// random fragment of d: a file with the same columns, ids kept, val set to
+// val and emb to new values. It returns the new version, the ids of the
+// fragment's live rows and whether the file holds val; nil when d has no
+// fragment.
+func replaceDataFile(t *testing.T, d *Dataset, rng *rand.Rand, val string) (*Dataset, map[int64]bool, bool) {
+	t.Helper()
+	ctx := context.Background()
+	frags := d.manifest.Fragments
+	if len(frags) == 0 {
+		return nil, nil, false
+	}
+	f := frags[rng.IntN(len(frags))]
+	df := f.Files[rng.IntN(len(f.Files))]
+	var names []string
+	for _, id := range df.Fields {
+		names = append(names, d.manifest.Schema.FieldByID(id).Name)
+	}
+	// Every physical row of the file's columns, deleted ones included.
+	proj, err := d.project(names, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := d.openFragment(ctx, proj, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := fr.readRange(ctx, 0, fr.physical)
+	fr.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := d.opts.Allocator
+	hasVal := false
+	for i, name := range names {
+		switch name {
+		case "val":
+			hasVal = true
+			b := array.NewStringBuilder(mem)
+			for range cols[i].Len() {
+				b.Append(val)
+			}
+			cols[i].Release()
+			cols[i] = b.NewArray()
+			b.Release()
+		case "emb":
+			b := array.NewInt64Builder(mem)
+			for range cols[i].Len() {
+				b.Append(rng.Int64N(1000))
+			}
+			cols[i].Release()
+			cols[i] = b.NewArray()
+			b.Release()
+		}
+	}
+	rec := array.NewRecordBatch(proj.arrow, cols, int64(fr.physical))
+	releaseArrays(cols)
+	r, err := array.NewRecordReader(proj.arrow, []arrow.RecordBatch{rec})
+	rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := writeFragments(ctx, d.store, proj.schema, r, d.manifest.DataFormat, int(fr.physical)+1, mem)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != 1 || len(written[0].Files) != 1 {
+		t.Fatalf("rewriting one data file wrote %d fragments", len(written))
+	}
+	// The ids of the fragment's live rows.
+	live := map[int64]bool{}
+	s, err := d.Scan(&ScanOptions{Columns: []string{"id"}, WithRowAddress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range s.Batches(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range int(rec.NumRows()) {
+			if rec.Column(1).(*array.Uint64).Value(i)>>32 == f.ID {
+				live[rec.Column(0).(*array.Int64).Value(i)] = true
+			}
+		}
+	}
+	out, err := d.replaceData(ctx, []manifest.DataReplacementGroup{{FragmentID: f.ID, NewFile: &written[0].Files[0]}}, nil)
+	if err != nil {
+		t.Fatalf("replacing data file %s (fields %v) of fragment %d: %v", df.Path, df.Fields, f.ID, err)
+	}
+	return out, live, hasVal
 }

@@ -305,8 +305,10 @@ func (c *checker) checkFragment(ctx context.Context, at site, d *Dataset, f *man
 			return err
 		}
 		if ok {
-			if physical == 0 {
-				physical = rows // a very old manifest: the first file says
+			if physical == 0 || (i == 0 && m.WriterVersion.Library == "") {
+				// A very old manifest: the first file says (Lance trusts
+				// it over a recorded count without a writer version).
+				physical = rows
 			}
 			if rows != physical {
 				at.add("D5", where, nil, "data file %s holds %d rows, the fragment records %d", where, rows, physical)

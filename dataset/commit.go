@@ -334,6 +334,11 @@ func (op *operation) writtenFiles() []string {
 		out = append(out, op.del.written...)
 	}
 	out = append(out, op.indexFiles...)
+	for _, g := range op.replacements {
+		if g.NewFile != nil && g.NewFile.BaseID == nil {
+			out = append(out, dataDir+g.NewFile.Path)
+		}
+	}
 	if op.merge != nil {
 		// Only the new files: the fragments' other files are the
 		// dataset's.

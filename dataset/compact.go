@@ -66,6 +66,13 @@ func (o *CompactOptions) withDefaults() CompactOptions {
 // CompactionMetrics: files are data files and deletion files.
 type CompactStats struct {
 	FragmentsRemoved, FragmentsAdded, FilesRemoved, FilesAdded int
+	// IndicesRemapped counts the index segments rewritten for the rows'
+	// new addresses (without stable row ids; see Compact).
+	IndicesRemapped int
+	// IndexMessage says, when not empty, which indices over rewritten
+	// fragments were not remapped and why: they no longer find the
+	// rewritten rows, which are scanned without them.
+	IndexMessage string
 }
 
 // compactTask is a run of adjacent fragments rewritten together.
@@ -87,10 +94,16 @@ type compactTask struct {
 // With stable row ids every row keeps its id and its created/last-updated
 // versions (the new fragments record them); indices then keep covering the
 // rows, under the new fragment ids. Without stable row ids, rows get new
-// addresses: Lance would remap the indices, which lancer cannot, so an
-// index keeps covering only the old fragment ids, whose rows are gone (as
-// after a delete), and the new fragments are unindexed: queries stay
-// correct and fall back to scanning the rewritten rows.
+// addresses, and the indices over rewritten fragments are remapped as
+// Lance's compaction remaps them: each such segment of a Lance-format
+// IVF_FLAT or IVF_PQ index is written again under a new uuid with the rows'
+// new addresses (deleted rows dropped), covering the new fragments, and
+// the Rewrite transaction records it (rewritten_indices). A segment lancer
+// cannot write (scalar and full-text indices, HNSW and SQ vector indices,
+// lancer's own vector format) keeps covering only the old fragment ids,
+// whose rows are gone, as Lance leaves an index it cannot remap: queries
+// stay correct and scan the rewritten rows; CompactStats.IndexMessage names
+// those indices and why.
 //
 // Nothing to do returns d, zero stats and no new version. The commit is
 // rebased like Lance's: a concurrent append is fine; a concurrent delete,
@@ -121,14 +134,15 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 	if _, err := d.newBlobRewriter(o.Allocator, fmt.Sprintf("compact version %d", d.manifest.Version)); err != nil {
 		return nil, CompactStats{}, err
 	}
-	tasks, err := d.planCompaction(ctx, o)
+	tasks, skipMsg, err := d.planCompactionSkipping(ctx, o)
 	switch {
 	case err != nil:
 		return nil, CompactStats{}, err
 	case len(tasks) == 0:
-		return orig, CompactStats{}, nil
+		return orig, CompactStats{IndexMessage: skipMsg}, nil
 	case o.DryRun:
 		stats, err := d.planStats(ctx, tasks, uint64(o.TargetRowsPerFragment))
+		stats.IndexMessage = skipMsg
 		return orig, stats, err
 	}
 
@@ -164,6 +178,15 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		op.groups = append(op.groups, g)
 	}
 	op = renumberRewrite(op, d.manifest)
+	if !d.manifest.StableRowIDs() {
+		rewritten, keys, msg, err := d.remapIndices(ctx, op.groups)
+		if err != nil {
+			return nil, CompactStats{}, err
+		}
+		op.rewritten, op.indexFiles = rewritten, keys
+		stats.IndicesRemapped = len(rewritten)
+		stats.IndexMessage = strings.Join(slices.DeleteFunc([]string{skipMsg, msg}, func(m string) bool { return m == "" }), "; ")
+	}
 	nd, err := d.commit(ctx, op, &o.CommitOptions)
 	// From here the files are commit's: it removed them if it definitely
 	// failed, and must leave them after an error of unknown outcome.
@@ -198,6 +221,23 @@ func (d *Dataset) planStats(ctx context.Context, tasks []compactTask, target uin
 
 // planCompaction returns the groups of fragments to rewrite (see Compact).
 func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compactTask, error) {
+	tasks, _, err := d.planCompactionSkipping(ctx, o)
+	return tasks, err
+}
+
+// planCompactionSkipping is planCompaction, also saying which fragments it
+// left out and why (Compact's IndexMessage): without stable row ids, the
+// fragments a Lance-format vector index covers that lancer cannot remap
+// (see Compact).
+func (d *Dataset) planCompactionSkipping(ctx context.Context, o CompactOptions) ([]compactTask, string, error) {
+	blocked := roaring.New()
+	var skipMsg string
+	if !d.manifest.StableRowIDs() {
+		var err error
+		if blocked, skipMsg, err = d.unremappableVectorCoverage(ctx); err != nil {
+			return nil, "", err
+		}
+	}
 	// The indices covering each fragment: bins never mix fragments covered
 	// by different indices, so that an index covers all or none of a
 	// rewritten group (the invariant Lance's fragment bitmap rewrite needs).
@@ -209,7 +249,7 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 		}
 		bm, err := manifest.DecodeRoaring(ix.FragmentBitmap)
 		if err != nil {
-			return nil, fmt.Errorf("dataset: compact: index %s of version %d: fragment bitmap: %v: %w",
+			return nil, "", fmt.Errorf("dataset: compact: index %s of version %d: fragment bitmap: %v: %w",
 				ix.Name, d.manifest.Version, err, lancer.ErrCorrupt)
 		}
 		bitmaps = append(bitmaps, bm)
@@ -237,14 +277,14 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 	for _, f := range d.manifest.Fragments {
 		physical, err := d.physicalRows(ctx, f)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		live, err := d.liveRows(ctx, f)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		itself := physical > 0 && float64(physical-live)/float64(physical) > o.MaterializeDeletionsThreshold
-		candidate := itself || physical < uint64(o.TargetRowsPerFragment)
+		candidate := (itself || physical < uint64(o.TargetRowsPerFragment)) && !blocked.Contains(uint32(f.ID))
 		if !candidate {
 			if cur != nil {
 				bins, cur = append(bins, cur), nil
@@ -292,7 +332,7 @@ func (d *Dataset) planCompaction(ctx context.Context, o CompactOptions) ([]compa
 			frags, rows = frags[n:], rows[n:]
 		}
 	}
-	return tasks, nil
+	return tasks, skipMsg, nil
 }
 
 // rewriteTask writes the live rows of a task's fragments, in order, as new
@@ -431,15 +471,22 @@ func (d *Dataset) carryRowIDs(ctx context.Context, t compactTask, newFrags []*ma
 // without one gets def, or version 1 for every row when def is nil, as
 // Lance defaults them.
 func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src *manifest.Sequence, physical uint64, def []uint64) ([]uint64, error) {
+	if src == nil && def != nil {
+		return def, nil
+	}
+	seq, err := d.lineage(ctx, fragID, src, physical)
+	if err != nil {
+		return nil, err
+	}
+	return seq.Expand(), nil
+}
+
+// lineage returns a fragment's created-at or last-updated versions (src)
+// for its physical rows without expanding them; a fragment without them
+// reads as version 1, as in Lance.
+func (d *Dataset) lineage(ctx context.Context, fragID uint64, src *manifest.Sequence, physical uint64) (*manifest.VersionSequence, error) {
 	if src == nil {
-		if def != nil {
-			return def, nil
-		}
-		out := make([]uint64, physical)
-		for i := range out {
-			out[i] = 1
-		}
-		return out, nil
+		return manifest.UniformVersions(physical, 1), nil
 	}
 	data := src.Inline
 	if ext := src.External; ext != nil {
@@ -452,15 +499,11 @@ func (d *Dataset) versionSequence(ctx context.Context, fragID uint64, src *manif
 			return nil, fmt.Errorf("dataset: fragment %d version sequence: %w", fragID, err)
 		}
 	}
-	out, _, err := manifest.DecodeVersions(data, physical)
+	seq, err := manifest.DecodeVersionSequence(data, physical)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: fragment %d: version sequence: %v: %w", fragID, err, lancer.ErrCorrupt)
 	}
-	if uint64(len(out)) != physical {
-		return nil, fmt.Errorf("dataset: fragment %d: version sequence covers %d of %d rows: %w",
-			fragID, len(out), physical, lancer.ErrCorrupt)
-	}
-	return out, nil
+	return seq, nil
 }
 
 // renumberRewrite returns op with its new fragments numbered after the
@@ -543,10 +586,11 @@ func applyRewrite(frags []*manifest.Fragment, groups []manifest.RewriteGroup, ve
 // rewrite with stable row ids, as Lance's recalculate_fragment_bitmap: an
 // index covering a group's old fragments covers its new ones instead (the
 // rows kept their ids, so the index still finds them). Without stable row
-// ids the bitmaps are left alone: the old fragments' rows are gone, so the
-// index entries for them match nothing, and the new fragments are scanned
-// unindexed. A group only partly covered by an index is refused, as in
-// Lance.
+// ids the bitmaps are left alone here: the segments compaction remapped
+// are replaced by applyRewrittenIndices, and the others keep the old
+// fragments' ids, whose rows are gone, so their entries for them match
+// nothing and the new fragments are scanned unindexed. A group only partly
+// covered by an index is refused, as in Lance.
 func rewriteIndexCoverage(indices []*manifest.IndexMetadata, groups []manifest.RewriteGroup, stable bool, version uint64) ([]*manifest.IndexMetadata, error) {
 	if !stable {
 		return indices, nil
@@ -559,29 +603,10 @@ func rewriteIndexCoverage(indices []*manifest.IndexMetadata, groups []manifest.R
 		if err != nil {
 			return nil, fmt.Errorf("dataset: building version %d: index %s fragment bitmap: %v: %w", version, ix.Name, err, lancer.ErrCorrupt)
 		}
-		nb := bm.Clone()
-		for _, g := range groups {
-			in := 0
-			for _, f := range g.OldFragments {
-				if bm.Contains(uint32(f.ID)) {
-					in++
-				}
-			}
-			switch {
-			case in == 0:
-				continue
-			case in != len(g.OldFragments):
-				return nil, fmt.Errorf("dataset: building version %d: a rewrite group mixes fragments index %s covers and fragments it does not: %w",
-					version, ix.Name, lancer.ErrInvalidArgument)
-			}
-			for _, f := range g.OldFragments {
-				nb.Remove(uint32(f.ID))
-			}
-			for _, f := range g.NewFragments {
-				nb.Add(uint32(f.ID))
-			}
+		nb, err := moveCoverage(bm, groups, ix.Name, version)
+		if err != nil {
+			return nil, err
 		}
-		nb.RunOptimize()
 		b, err := nb.ToBytes()
 		if err != nil {
 			return nil, err

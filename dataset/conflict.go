@@ -192,9 +192,26 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 		if err := rebaseRewrite(op, others, conflict); err != nil {
 			return nil, err
 		}
-		return renumberRewrite(op, latest.manifest), nil
+		out := renumberRewrite(op, latest.manifest)
+		if out != op && len(op.rewritten) > 0 {
+			// The remapped index segments name the new fragments' ids.
+			return nil, conflict(others[len(others)-1], true, "it took the fragment ids this compaction's remapped indices name")
+		}
+		return out, nil
 	case opCreateIndex:
 		return op, rebaseCreateIndex(op, others, latest, conflict)
+	case opDataReplacement:
+		for _, c := range others {
+			switch c.txn.Operation.(type) {
+			case *manifest.Append, *manifest.CreateIndex, *manifest.ReserveFragments, *manifest.Clone,
+				*manifest.UpdateConfig, *manifest.UpdateBases:
+			case *manifest.Delete, *manifest.Update, *manifest.Rewrite, *manifest.Merge, *manifest.DataReplacement:
+				return nil, conflict(c, true, "it changed the fragments whose data this replaces")
+			default:
+				return nil, conflict(c, false, "cannot replace data over it")
+			}
+		}
+		return op, nil
 	}
 	return nil, fmt.Errorf("dataset: rebase of %s: %w", op.kind, lancer.ErrUnsupported)
 }

@@ -132,7 +132,48 @@ func openEntry(ctx context.Context, store blob.Store, o OpenOptions, bases *base
 			manifest.Location(store, e.key), c.Manifest.Version, lancer.ErrCorrupt)
 	}
 	o.Version = e.version
-	return &Dataset{store: store, opts: o, manifest: c.Manifest, manifestKey: e.key, bases: bases}, nil
+	d := &Dataset{store: store, opts: o, manifest: c.Manifest, manifestKey: e.key, bases: bases}
+	if err := d.migratePhysicalRows(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// migratePhysicalRows replaces the recorded physical rows of each fragment
+// by its first data file's row count when the manifest predates writer
+// versions, as Lance does on load: writers of that time could record a
+// count that disagrees with the file (82 for a file of 92 rows), and Lance
+// trusts the file. Manifests with a writer version are left alone.
+func (d *Dataset) migratePhysicalRows(ctx context.Context) error {
+	if d.manifest.WriterVersion.Library != "" {
+		return nil
+	}
+	var fixed *manifest.Manifest
+	for i, f := range d.manifest.Fragments {
+		if len(f.Files) == 0 {
+			continue
+		}
+		r, err := d.openDataFile(ctx, &f.Files[0])
+		if err != nil {
+			return err
+		}
+		n := r.NumRows()
+		if n == f.PhysicalRows {
+			continue
+		}
+		if n > manifest.MaxRowsPerFragment {
+			return fmt.Errorf("dataset: fragment %d: data file %s holds %d rows, more than a fragment can address: %w",
+				f.ID, f.Files[0].Path, n, lancer.ErrCorrupt)
+		}
+		if fixed == nil {
+			fixed = d.manifest.Clone()
+		}
+		fixed.Fragments[i].PhysicalRows = n
+	}
+	if fixed != nil {
+		d.manifest = fixed
+	}
+	return nil
 }
 
 // Checkout opens another version of the same dataset (0 = the latest), with

@@ -90,8 +90,10 @@ func topLevelName(path string) string {
 // namedColumns returns the top-level columns that paths (as package filter
 // writes them) name, each once in the order first named (never nil, so
 // that a projection of them is not one of every column), and whether they
-// name the virtual columns "_rowid" and "_rowaddr". Unknown names are left
-// out, for Bind to report.
+// name the virtual columns "_rowid" and "_rowaddr". The lineage columns
+// (RowLastUpdatedAtVersionColumn, RowCreatedAtVersionColumn), when named,
+// are among cols, for project to add. Unknown names are left out, for
+// Bind to report.
 func (d *Dataset) namedColumns(paths []string) (cols []string, withRowID, withRowAddr bool) {
 	cols = []string{}
 	seen := map[string]bool{}
@@ -103,6 +105,16 @@ func (d *Dataset) namedColumns(paths []string) (cols []string, withRowID, withRo
 			withRowID = true
 		case name == "" && strings.EqualFold(top, RowAddressColumn):
 			withRowAddr = true
+		case name == "" && (strings.EqualFold(top, RowLastUpdatedAtVersionColumn) || strings.EqualFold(top, RowCreatedAtVersionColumn)):
+			// project reads the lineage columns when they are named.
+			lineage := RowCreatedAtVersionColumn
+			if strings.EqualFold(top, RowLastUpdatedAtVersionColumn) {
+				lineage = RowLastUpdatedAtVersionColumn
+			}
+			if !seen[lineage] {
+				seen[lineage] = true
+				cols = append(cols, lineage)
+			}
 		case name != "" && !seen[name]:
 			seen[name] = true
 			cols = append(cols, name)

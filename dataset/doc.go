@@ -169,23 +169,28 @@
 //
 // # Vector indices
 //
-// CreateIndex builds one of lancer's vector indices (package vector: IVF
-// partitions over HNSW graphs or flat lists, float32, 8-bit scalar or
-// product quantized)
-// and commits it as Lance commits an index: a CreateIndex transaction and an
-// IndexMetadata segment in the manifest's index section, whose files live in
-// _indices/<uuid>/ (here one file, vectors.lancer-ivf, in the vector
-// package's format). The segment's details have the type URL
-// "/lancer.index.LancerVectorIndex" (internal/pb/lancerpb), which is not a
-// Lance index type: real Lance 12 does not list such a segment, searches the
-// column exactly, keeps the segment across its own commits and does not
-// compact the fragments it covers (tested in interop/). The ids in the file
-// are stable row ids when the dataset has them, else row addresses.
-// Search opens the file lazily (vector.OpenIVF over ranged reads): its row
-// ids and centroids at once, each partition when a search first probes it,
-// with that search's ctx; both are kept in the caller's byte-bounded cache
-// (OpenOptions.Cache, package cache) with the data file readers, deletion
-// vectors and per-fragment search state. No cache is process-wide.
+// CreateIndex builds a vector index with package vector (k-means
+// partitions over HNSW graphs or flat lists; exact, scalar or product
+// quantized) and writes it in Lance's own v3 index format (package
+// dataset/vecindex: index.idx and auxiliary.idx in _indices/<uuid>/, as
+// IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT or IVF_HNSW_PQ), committed as
+// Lance commits an index: a CreateIndex transaction and an IndexMetadata
+// segment whose details are Lance's /lance.index.pb.VectorIndexDetails
+// (metric, compression, HNSW parameters), index version 1, the fragments
+// covered and the files with their sizes. Real Lance lists and searches
+// such a segment (tested in interop/). The ids in the files are stable row
+// ids when the dataset has them, else row addresses.
+//
+// Earlier lancers wrote their own format, one file vectors.lancer-ivf
+// under the type URL "/lancer.index.LancerVectorIndex"
+// (internal/pb/lancerpb), which real Lance ignores (searching the column
+// exactly); lancer still reads and searches it, and no longer writes it.
+// Search opens such a file lazily (vector.OpenIVF over ranged reads): its
+// row ids and centroids at once, each partition when a search first
+// probes it, with that search's ctx; both are kept in the caller's
+// byte-bounded cache (OpenOptions.Cache, package cache) with the data file
+// readers, deletion vectors and per-fragment search state. No cache is
+// process-wide.
 //
 // Search trusts a segment only for rows it can prove current: the live rows
 // of the fragments its bitmap covers in the version searched. When those
@@ -194,6 +199,16 @@
 // restricted to them, so a deleted or moved row is never returned. The
 // fragments no segment covers are scored exactly; OptimizeIndexes gives
 // them a delta segment of the same name.
+//
+// Indices in Lance's format are maintained as Lance maintains them (see
+// index_maintain.go): OptimizeIndexes gives an IVF_FLAT or IVF_PQ index a
+// delta segment with the IVF model and PQ codebook of its first segment;
+// Compact without stable row ids writes each such segment over the
+// fragments it rewrites again with the rows' new addresses and records it
+// in the Rewrite transaction's rewritten_indices. Vector indices lancer
+// does not write keep their fragments out of a compaction; scalar and FTS
+// indices keep covering the old fragment ids (their rows are then scanned
+// without them); CompactStats.IndexMessage says which and why.
 //
 // # Concurrency
 //

@@ -61,7 +61,7 @@ func ExampleDataset_Compact() {
 	// Output:
 	// version 11: 10 fragments
 	// version 12: 1 fragment, 75 rows
-	// {FragmentsRemoved:10 FragmentsAdded:1 FilesRemoved:20 FilesAdded:1}
+	// {FragmentsRemoved:10 FragmentsAdded:1 FilesRemoved:20 FilesAdded:1 IndicesRemapped:0 IndexMessage:}
 }
 
 // Remove every version but the latest, and the files only they used.

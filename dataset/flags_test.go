@@ -166,3 +166,89 @@ func TestCoveringDeclarationsKept(t *testing.T) {
 		t.Errorf("flags %s: covering_index_fields without a covering index", d.manifest.ReaderFeatureFlags)
 	}
 }
+
+// TestRepairsLegacyRecordOfV2Files: a manifest that records the legacy
+// format for a dataset whose files are all 2.0 (as some releases wrote
+// them) gets 2.0 files on append, not legacy ones, and the new version
+// records 2.0, as Lance repairs it on its next write.
+func TestRepairsLegacyRecordOfV2Files(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	store := blob.NewMemStore("repair")
+	r := idRows(t, mem, 0, 10)
+	_, err := Write(ctx, store, r, &WriteOptions{FileVersion: format.Version2_0})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	editLatest(t, store, func(m *manifest.Manifest) { m.SetDataFormat(format.VersionLegacy) })
+	d, err := Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.manifest.DataFormat.IsLegacy() {
+		t.Fatalf("the edited manifest records %s", d.manifest.DataFormat)
+	}
+	r = idRows(t, mem, 10, 10)
+	d, err = d.Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.manifest.Fragments {
+		if v, _ := f.Files[0].Version(); v != format.Version2_0 {
+			t.Errorf("fragment %d has a %s file, want 2.0", f.ID, v)
+		}
+	}
+	if d.manifest.DataFormat != format.Version2_0 {
+		t.Errorf("the new version records %s, want 2.0", d.manifest.DataFormat)
+	}
+	if n, err := d.CountRows(ctx); err != nil || n != 20 {
+		t.Errorf("%d rows (%v), want 20", n, err)
+	}
+}
+
+// TestTrustsFileRowsWithoutWriterVersion: a manifest written before Lance
+// recorded writer versions, whose fragment records a physical row count
+// that disagrees with its data file, counts and scans the file's rows (as
+// Lance does), and lancer's next commit records the file's count.
+func TestTrustsFileRowsWithoutWriterVersion(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	store := blob.NewMemStore("oldcount")
+	r := idRows(t, mem, 0, 92)
+	_, err := Write(ctx, store, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	editLatest(t, store, func(m *manifest.Manifest) {
+		m.WriterVersion = manifest.WriterVersion{}
+		m.Fragments[0].PhysicalRows = 82
+	})
+	d, err := Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.CountRows(ctx); err != nil || n != 92 {
+		t.Fatalf("count %d (%v), want the file's 92", n, err)
+	}
+	if n, err := d.Count(ctx, "id >= 0"); err != nil || n != 92 {
+		t.Fatalf("scan counts %d (%v), want 92", n, err)
+	}
+	rep, err := Check(ctx, store, nil)
+	if err != nil || !rep.OK() {
+		t.Fatalf("check: %+v, %v", rep, err)
+	}
+	if d, err = d.Delete(ctx, "id = 5", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.manifest.Fragments[0].PhysicalRows; got != 92 {
+		t.Errorf("lancer's commit records %d physical rows, want 92", got)
+	}
+	if n, err := d.CountRows(ctx); err != nil || n != 91 {
+		t.Errorf("after the delete: %d rows (%v), want 91", n, err)
+	}
+}

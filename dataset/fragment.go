@@ -22,7 +22,21 @@ const (
 	// RowAddressColumn is the row address column: fragment id << 32 | row
 	// offset in the fragment.
 	RowAddressColumn = "_rowaddr"
+	// RowLastUpdatedAtVersionColumn is Lance's row lineage column: the
+	// version that last wrote the row (uint64). Datasets with stable row
+	// ids record it per row (DataFragment.last_updated_at_version_meta);
+	// a fragment that records none reads as version 1, as in Lance.
+	RowLastUpdatedAtVersionColumn = "_row_last_updated_at_version"
+	// RowCreatedAtVersionColumn is the version that created the row
+	// (uint64; an update keeps it), from created_at_version_meta, 1 where
+	// a fragment records none.
+	RowCreatedAtVersionColumn = "_row_created_at_version"
 )
+
+// isLineageColumn says whether name is one of the row lineage columns.
+func isLineageColumn(name string) bool {
+	return name == RowLastUpdatedAtVersionColumn || name == RowCreatedAtVersionColumn
+}
 
 // projection is what a scan or take produces: some fields of the schema and
 // maybe the virtual columns.
@@ -31,10 +45,13 @@ type projection struct {
 	arrow       *arrow.Schema  // the output schema
 	withRowID   bool
 	withRowAddr bool
+	// withUpdatedAt and withCreatedAt add the lineage columns (after
+	// _rowid and _rowaddr, in Lance's order).
+	withUpdatedAt, withCreatedAt bool
 }
 
-// project resolves column paths (nil = every field; "_rowid" and "_rowaddr"
-// may be named too) into a projection.
+// project resolves column paths (nil = every field; "_rowid", "_rowaddr"
+// and the lineage columns may be named too) into a projection.
 func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*projection, error) {
 	p := &projection{schema: d.manifest.Schema, withRowID: withRowID, withRowAddr: withRowAddr}
 	if columns != nil {
@@ -45,6 +62,10 @@ func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*proje
 				p.withRowID = true
 			case c == RowAddressColumn && d.manifest.Schema.Field(c) == nil:
 				p.withRowAddr = true
+			case c == RowLastUpdatedAtVersionColumn && d.manifest.Schema.Field(c) == nil:
+				p.withUpdatedAt = true
+			case c == RowCreatedAtVersionColumn && d.manifest.Schema.Field(c) == nil:
+				p.withCreatedAt = true
 			default:
 				paths = append(paths, c)
 			}
@@ -55,7 +76,7 @@ func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*proje
 		}
 		p.schema = s
 	}
-	fields := make([]arrow.Field, 0, len(p.schema.Fields)+2)
+	fields := make([]arrow.Field, 0, len(p.schema.Fields)+4)
 	for _, f := range p.schema.Fields {
 		fields = append(fields, f.ArrowField())
 	}
@@ -64,6 +85,12 @@ func (d *Dataset) project(columns []string, withRowID, withRowAddr bool) (*proje
 	}
 	if p.withRowAddr {
 		fields = append(fields, arrow.Field{Name: RowAddressColumn, Type: arrow.PrimitiveTypes.Uint64, Nullable: true})
+	}
+	if p.withUpdatedAt {
+		fields = append(fields, arrow.Field{Name: RowLastUpdatedAtVersionColumn, Type: arrow.PrimitiveTypes.Uint64, Nullable: true})
+	}
+	if p.withCreatedAt {
+		fields = append(fields, arrow.Field{Name: RowCreatedAtVersionColumn, Type: arrow.PrimitiveTypes.Uint64, Nullable: true})
 	}
 	md := d.manifest.Schema.Arrow().Metadata()
 	p.arrow = arrow.NewSchema(fields, &md)
@@ -90,6 +117,9 @@ type fragmentReader struct {
 	dv       *deletionVector
 	files    []*fileRead
 	rowIDs   *manifest.RowIDSequence // with withRowID on a dataset with stable row ids
+	// updatedAt and createdAt are the rows' lineage versions by physical
+	// offset, when the projection asks for them.
+	updatedAt, createdAt *manifest.VersionSequence
 }
 
 // planFragment assigns each projected top-level field to the data file that
@@ -203,6 +233,16 @@ func (d *Dataset) openFragment(ctx context.Context, proj *projection, f *manifes
 			return nil, err
 		}
 	}
+	if proj.withUpdatedAt {
+		if fr.updatedAt, err = d.lineage(ctx, f.ID, f.LastUpdatedAtVersions, fr.physical); err != nil {
+			return nil, err
+		}
+	}
+	if proj.withCreatedAt {
+		if fr.createdAt, err = d.lineage(ctx, f.ID, f.CreatedAtVersions, fr.physical); err != nil {
+			return nil, err
+		}
+	}
 	if fr.files, err = planFragment(proj.schema, f); err != nil {
 		return nil, fmt.Errorf("dataset: version %d fragment %d: %w", d.manifest.Version, f.ID, err)
 	}
@@ -311,8 +351,8 @@ func (fr *fragmentReader) rowIDValue(offset uint64) uint64 {
 	return fr.frag.ID<<32 | offset
 }
 
-// appendVirtual appends the _rowid and _rowaddr columns for the fragment
-// rows at offsets, as the projection asks.
+// appendVirtual appends the _rowid, _rowaddr and lineage columns for the
+// fragment rows at offsets, as the projection asks.
 func (fr *fragmentReader) appendVirtual(mem memory.Allocator, cols []arrow.Array, offsets func(yield func(uint64))) []arrow.Array {
 	build := func(value func(uint64) uint64) arrow.Array {
 		b := array.NewUint64Builder(mem)
@@ -325,6 +365,12 @@ func (fr *fragmentReader) appendVirtual(mem memory.Allocator, cols []arrow.Array
 	}
 	if fr.proj.withRowAddr {
 		cols = append(cols, build(func(off uint64) uint64 { return fr.frag.ID<<32 | off }))
+	}
+	if fr.proj.withUpdatedAt {
+		cols = append(cols, build(func(off uint64) uint64 { return fr.updatedAt.At(off) }))
+	}
+	if fr.proj.withCreatedAt {
+		cols = append(cols, build(func(off uint64) uint64 { return fr.createdAt.At(off) }))
 	}
 	return cols
 }

@@ -396,6 +396,11 @@ type merger struct {
 	// to the ids they get in the result; nextRowID is the result's next.
 	renumber  map[uint64]uint64
 	nextRowID uint64
+	// toOurs maps base ids to the target's where an earlier merge
+	// renumbered rows (alignRenumbered).
+	toOurs map[uint64]uint64
+	// idFloor is above the ids alignRenumbered made up.
+	idFloor uint64
 }
 
 type rowAt struct {
@@ -531,6 +536,9 @@ func (m *merger) load(ctx context.Context) error {
 		}
 		m.sides[i], m.live[i] = s, live
 	}
+	if err := m.alignRenumbered(); err != nil {
+		return err
+	}
 	for side := range 2 {
 		if m.stable || !m.mayHaveRewritten(side) {
 			m.rewritten[side] = map[uint32]bool{}
@@ -543,6 +551,133 @@ func (m *merger) load(ctx context.Context) error {
 		m.rewritten[side] = rw
 	}
 	return nil
+}
+
+// alignRenumbered maps the stable row ids of each side into the base's
+// where an earlier merge renumbered rows (see renumber): the merge gave the
+// source's new rows other ids in the target, so a fragment the target took
+// from the source holds other ids there than on the source's line, and a
+// later merge whose base is on the other line would see its rows as
+// deleted and added. A fragment the base shares with a side under other
+// ids says, offset by offset, which base id each of the side's ids is;
+// every id of the side (its updated copies elsewhere included) is mapped
+// so. The target's mapping is kept reversed in toOurs, to write the rows
+// the result takes from the source under the ids the target's line knows;
+// a row of the target's own holding the base's id of a renumbered row
+// takes an id no side uses. A mapping that is not one to one, or that
+// makes two live rows of the source one, is refused (ErrUnsupported).
+func (m *merger) alignRenumbered() error {
+	if !m.stable {
+		return nil
+	}
+	for side := 1; side <= 2; side++ {
+		tr := map[uint64]uint64{}
+		for key, bf := range m.sides[0].frags {
+			f, ok := m.sides[side].frags[key]
+			if !ok || sameLiveIDs(f, bf) {
+				continue
+			}
+			if len(f.ids) != len(bf.ids) {
+				return fmt.Errorf("dataset: merge: fragment %d has %d rows in version %d, %d in the base version %d: %w",
+					f.frag.ID, len(f.ids), m.sides[side].d.Version(), len(bf.ids), m.base.Version(), lancer.ErrCorrupt)
+			}
+			for j, id := range f.ids {
+				if bf.deleted.Contains(uint32(j)) {
+					// A row deleted in the base tells nothing (its slot
+					// may hold an id of another copy).
+					continue
+				}
+				if prev, ok := tr[id]; ok && prev != bf.ids[j] {
+					return fmt.Errorf("dataset: merge: fragment %d holds other row ids in version %d than in the base version %d "+
+						"that no renumbering explains: %w", f.frag.ID, m.sides[side].d.Version(), m.base.Version(), lancer.ErrUnsupported)
+				}
+				if id != bf.ids[j] {
+					tr[id] = bf.ids[j]
+				}
+			}
+		}
+		if len(tr) == 0 {
+			continue
+		}
+		if side == 1 {
+			// The target may have given the base's id of a renumbered row
+			// to a row of its own (why the earlier merge renumbered): that
+			// row takes an id no side uses for the merge, mapped back when
+			// written (toOurs).
+			targets := map[uint64]bool{}
+			for _, to := range tr {
+				targets[to] = true
+			}
+			used := map[uint64]bool{}
+			for _, sd := range m.sides {
+				for _, sf := range sd.frags {
+					for _, id := range sf.ids {
+						used[id] = true
+					}
+				}
+			}
+			next := max(m.base.manifest.NextRowID, m.ours.manifest.NextRowID, m.theirs.manifest.NextRowID)
+			for id := range m.live[side] {
+				if _, mapped := tr[id]; mapped || !targets[id] {
+					continue
+				}
+				for used[next] {
+					next++
+				}
+				tr[id], used[next] = next, true
+			}
+			m.idFloor = next + 1
+		}
+		for _, sf := range m.sides[side].frags {
+			for j, id := range sf.ids {
+				if to, ok := tr[id]; ok {
+					sf.ids[j] = to
+				}
+			}
+		}
+		live := make(map[uint64]rowAt, len(m.live[side]))
+		for id, at := range m.live[side] {
+			if to, ok := tr[id]; ok {
+				id = to
+			}
+			if _, dup := live[id]; dup {
+				return fmt.Errorf("dataset: merge: row id %d of version %d is the base's id of another of its rows after an earlier merge's renumbering: %w",
+					id, m.sides[side].d.Version(), lancer.ErrUnsupported)
+			}
+			live[id] = at
+		}
+		m.live[side] = live
+		if side == 1 {
+			m.toOurs = make(map[uint64]uint64, len(tr))
+			for from, to := range tr {
+				m.toOurs[to] = from
+			}
+		}
+	}
+	return nil
+}
+
+// sameLiveIDs says whether a side's copy of a base fragment gives the rows
+// live in the base the base's ids.
+func sameLiveIDs(f, base *sideFrag) bool {
+	if len(f.ids) != len(base.ids) {
+		return false
+	}
+	for j, id := range base.ids {
+		if f.ids[j] != id && !base.deleted.Contains(uint32(j)) {
+			return false
+		}
+	}
+	return true
+}
+
+// oursID is the id the target's line knows the row of base id id by (see
+// alignRenumbered).
+func (m *merger) oursID(id uint64) uint64 {
+	if o, ok := m.toOurs[id]; ok {
+		return o
+	}
+	return id
 }
 
 // mayHaveRewritten says whether side (0 ours, 1 theirs) lacks a base
@@ -624,7 +759,7 @@ func (m *merger) classify(ctx context.Context) error {
 		// that renumbered the source's rows breaks.
 		for side := 1; side <= 2; side++ {
 			for key, bf := range m.sides[0].frags {
-				if f, ok := m.sides[side].frags[key]; ok && !slices.Equal(f.ids, bf.ids) {
+				if f, ok := m.sides[side].frags[key]; ok && !sameLiveIDs(f, bf) {
 					return fmt.Errorf("dataset: merge: fragment %d holds other row ids in version %d than in the base version %d "+
 						"(an earlier merge renumbered them): %w", f.frag.ID, m.sides[side].d.Version(), m.base.Version(), lancer.ErrUnsupported)
 				}
@@ -840,11 +975,14 @@ func (m *merger) classify(ctx context.Context) error {
 				}
 				continue
 			}
-			collide = collide || taken[id]
+			// With lines of their own ranges an id only the target's
+			// deleted rows hold is this very row, deleted there: it comes
+			// back under its id, as an updated row keeps its id.
+			collide = collide || (taken[id] && !disjoint)
 		}
 		if collide {
 			m.renumber = map[uint64]uint64{}
-			next := max(m.ours.manifest.NextRowID, m.theirs.manifest.NextRowID)
+			next := max(m.ours.manifest.NextRowID, m.theirs.manifest.NextRowID, m.idFloor)
 			for _, id := range m.addedByTheirs {
 				m.renumber[id] = next
 				next++
@@ -1043,6 +1181,8 @@ func (m *merger) assemble(ctx context.Context) ([]*manifest.Fragment, error) {
 			for j, id := range f.ids {
 				if n, ok := m.renumber[id]; ok {
 					id = n
+				} else {
+					id = m.oursID(id)
 				}
 				ids[j] = id
 			}

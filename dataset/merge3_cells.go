@@ -240,12 +240,17 @@ func (m *merger) writeCells(ctx context.Context, nextFrag uint64) ([]*manifest.F
 		return nil, err
 	}
 	at := 0
+	cache := map[uint32][]uint64{}
 	for _, f := range frags {
 		f.ID = nextFrag
 		nextFrag++
 		if m.stable {
 			n := int(f.PhysicalRows)
-			seq, err := manifest.EncodeRowIDs(manifest.RowIDArraySegments(ids[at : at+n])...)
+			own := make([]uint64, n)
+			for j, id := range ids[at : at+n] {
+				own[j] = m.oursID(id) // as the target's line knows it
+			}
+			seq, err := manifest.EncodeRowIDs(manifest.RowIDArraySegments(own)...)
 			if err != nil {
 				return nil, err
 			}
@@ -253,13 +258,45 @@ func (m *merger) writeCells(ctx context.Context, nextFrag uint64) ([]*manifest.F
 			if err != nil {
 				return nil, err
 			}
+			// A row merged cell by cell is an update: it keeps the version
+			// that created it, as Lance's update does.
+			created := make([]uint64, n)
+			for j, id := range ids[at : at+n] {
+				if created[j], err = m.baseCreatedAt(ctx, id, cache); err != nil {
+					return nil, err
+				}
+			}
+			cs, err := manifest.EncodeVersions(manifest.VersionRuns(created)...)
+			if err != nil {
+				return nil, err
+			}
 			f.RowIDs = manifest.InlineSequence(seq)
 			f.LastUpdatedAtVersions = manifest.InlineSequence(vs)
-			f.CreatedAtVersions = manifest.InlineSequence(slices.Clone(vs))
+			f.CreatedAtVersions = manifest.InlineSequence(cs)
 			at += n
 		}
 	}
 	return frags, nil
+}
+
+// baseCreatedAt returns the created-at version of the base row id
+// (stable row ids), loading the versions of its base fragment into cache
+// (by fragment key).
+func (m *merger) baseCreatedAt(ctx context.Context, id uint64, cache map[uint32][]uint64) (uint64, error) {
+	at, ok := m.live[0][id]
+	if !ok {
+		return m.ours.Version() + 1, nil
+	}
+	vs, ok := cache[at.key]
+	if !ok {
+		sf := m.sides[0].frags[at.key]
+		var err error
+		if vs, err = m.base.versionSequence(ctx, sf.frag.ID, sf.frag.CreatedAtVersions, sf.physical, nil); err != nil {
+			return 0, err
+		}
+		cache[at.key] = vs
+	}
+	return vs[at.offset], nil
 }
 
 // dropNoOpChanges takes out of the conflicts the rows updated on one side

@@ -436,7 +436,7 @@ func (d *Dataset) mergeInsert(ctx context.Context, m *mergeSpec, opts *CommitOpt
 			if ids != nil {
 				id = ids.Value(int(i))
 			}
-			if err := w.add(addrs.Value(int(i)), id); err != nil {
+			if err := w.add(ctx, addrs.Value(int(i)), id); err != nil {
 				return nil, stats, err
 			}
 			updates = append(updates, pairS[k])

@@ -56,9 +56,15 @@ func (d *Dataset) planScanFilter(predicate string, columns []string, out *projec
 	}
 	named, withRowID, withRowAddr := d.namedColumns(expr.Columns())
 	readCols := columns
-	if columns != nil {
-		// With every column read (nil) there is nothing to add.
+	switch {
+	case columns != nil:
 		readCols = append(slices.Clip(columns), named...)
+	case slices.ContainsFunc(named, isLineageColumn):
+		// Every column, and the lineage columns the filter names.
+		for _, f := range d.manifest.Schema.Fields {
+			readCols = append(readCols, f.Name)
+		}
+		readCols = append(readCols, named...)
 	}
 	read, err := d.project(readCols, out.withRowID || withRowID, out.withRowAddr || withRowAddr)
 	if err != nil {

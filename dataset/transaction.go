@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"runtime/debug"
@@ -32,6 +33,9 @@ const (
 	opUpdate
 	opRewrite     // compaction (compact.go)
 	opCreateIndex // index segments added or removed (vector_index.go)
+	// opDataReplacement replaces the data file of some columns of
+	// fragments (Lance's DataReplacement; rows stay where they are).
+	opDataReplacement
 )
 
 func (k opKind) String() string {
@@ -54,6 +58,8 @@ func (k opKind) String() string {
 		return "Rewrite"
 	case opCreateIndex:
 		return "CreateIndex"
+	case opDataReplacement:
+		return "DataReplacement"
 	}
 	return "?"
 }
@@ -81,6 +87,9 @@ type operation struct {
 	// by renumberRewrite); fragments then lists every new fragment, so that
 	// their files are removed if the commit fails.
 	groups []manifest.RewriteGroup
+	// rewritten are the index segments the compaction remapped (without
+	// stable row ids), their files in indexFiles.
+	rewritten []rewrittenIndex
 
 	// Restore: the version whose state becomes the latest.
 	restore *manifest.Manifest
@@ -102,6 +111,9 @@ type operation struct {
 	// by uuid), and the index files written, removed if the commit fails.
 	newIndices, removedIndices []*manifest.IndexMetadata
 	indexFiles                 []string
+
+	// DataReplacement: the new data file of each fragment.
+	replacements []manifest.DataReplacementGroup
 
 	// Merge of a version graph (merge3.go): base paths to add to the
 	// manifest, the lowest next stable row id, and transaction properties.
@@ -172,9 +184,19 @@ func (op *operation) transaction(readVersion uint64, uuid string) *manifest.Tran
 	case opUpdate:
 		t.Operation = op.updateOperation()
 	case opRewrite:
-		t.Operation = &manifest.Rewrite{Groups: op.groups}
+		rw := &manifest.Rewrite{Groups: op.groups}
+		for _, r := range op.rewritten {
+			ri := manifest.RewrittenIndex{OldID: r.old, NewID: r.seg.UUID, NewDetails: r.seg.Details, NewIndexFiles: r.seg.Files}
+			if r.seg.IndexVersion != nil {
+				ri.NewIndexVersion = uint32(*r.seg.IndexVersion)
+			}
+			rw.RewrittenIndices = append(rw.RewrittenIndices, ri)
+		}
+		t.Operation = rw
 	case opCreateIndex:
 		t.Operation = &manifest.CreateIndex{NewIndices: op.newIndices, RemovedIndices: op.removedIndices}
+	case opDataReplacement:
+		t.Operation = &manifest.DataReplacement{Replacements: op.replacements}
 	}
 	return t
 }
@@ -337,6 +359,11 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 		if indices, err = rewriteIndexCoverage(indices, groups, stable, version); err != nil {
 			return nil, err
 		}
+		if !stable {
+			if indices, err = applyRewrittenIndices(indices, op.rewritten, groups, version); err != nil {
+				return nil, err
+			}
+		}
 		indices = retainIndices(indices, m.Fields(), fragments)
 	case opMerge:
 		// The fragments replace the version's, ids and row ids kept, as
@@ -349,6 +376,12 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 	case opCreateIndex:
 		indices = applyCreateIndex(indices, op)
 		indices = retainIndices(indices, m.Fields(), fragments)
+	case opDataReplacement:
+		var err error
+		if fragments, err = applyDataReplacement(fragments, op.replacements); err != nil {
+			return nil, fmt.Errorf("dataset: building version %d: %w", version, err)
+		}
+		indices = uncoverReplaced(indices, op.replacements)
 	case opUpdate:
 		var err error
 		if fragments, indices, nextRowID, err = applyUpdate(fragments, indices, op, assignIDs, stable, nextRowID, version); err != nil {
@@ -417,11 +450,35 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 	if stable {
 		m.NextRowID = nextRowID
 	}
+	repairDataFormat(m)
 	m.SetIndexSegments(indices)
 	if err := applyFeatureFlags(m, prev, stable); err != nil {
 		return nil, fmt.Errorf("dataset: building version %d: %w", version, err)
 	}
 	return m, nil
+}
+
+// repairDataFormat records the version of the data files when the
+// manifest says legacy but every data file is one 2.x version: some
+// releases recorded (or, dropping the old v2 writer flag, implied) 0.1 for
+// datasets of 2.0 files, and Lance repairs the record on its next write.
+func repairDataFormat(m *manifest.Manifest) {
+	if !m.DataFormat.IsLegacy() {
+		return
+	}
+	var v format.Version
+	for _, f := range m.Fragments {
+		for i := range f.Files {
+			fv, err := f.Files[i].Version()
+			if err != nil || fv.IsLegacy() || (v != format.Version{} && fv != v) {
+				return
+			}
+			v = fv
+		}
+	}
+	if v != (format.Version{}) {
+		m.SetDataFormat(v)
+	}
 }
 
 func maxOptional(a, b *uint32) *uint32 {
@@ -653,4 +710,74 @@ func cloneMetadata(m map[string][]byte) map[string][]byte {
 		out[k] = slices.Clone(v)
 	}
 	return out
+}
+
+// applyDataReplacement returns frags with each replacement's file put in
+// place, as Lance's build_manifest does for DataReplacement: the data file
+// holding exactly the new file's fields (same file version) gets its path
+// and size; a fragment that has none of those fields (an all-null column)
+// gets the file added. Rows, row ids and their versions stay: Lance
+// records no row change for a replacement.
+func applyDataReplacement(frags []*manifest.Fragment, groups []manifest.DataReplacementGroup) ([]*manifest.Fragment, error) {
+	out := slices.Clone(frags)
+	for _, g := range groups {
+		if g.NewFile == nil {
+			return nil, fmt.Errorf("data replacement of fragment %d has no file: %w", g.FragmentID, lancer.ErrInvalidArgument)
+		}
+		i := slices.IndexFunc(out, func(f *manifest.Fragment) bool { return f.ID == g.FragmentID })
+		if i < 0 {
+			return nil, fmt.Errorf("data replacement of fragment %d: no such fragment: %w", g.FragmentID, lancer.ErrNotFound)
+		}
+		f := out[i].Clone()
+		replaced, covered := false, false
+		for k := range f.Files {
+			df := &f.Files[k]
+			if slices.Equal(df.Fields, g.NewFile.Fields) && df.MajorVersion == g.NewFile.MajorVersion && df.MinorVersion == g.NewFile.MinorVersion {
+				df.Path, df.SizeBytes, df.BaseID = g.NewFile.Path, g.NewFile.SizeBytes, g.NewFile.BaseID
+				replaced = true
+			}
+			covered = covered || slices.ContainsFunc(df.Fields, func(id int32) bool { return slices.Contains(g.NewFile.Fields, id) })
+		}
+		switch {
+		case replaced:
+		case !covered:
+			f.Files = append(f.Files, *g.NewFile)
+		default:
+			return nil, fmt.Errorf("data replacement of fragment %d: no data file holds exactly fields %v: %w", g.FragmentID, g.NewFile.Fields, lancer.ErrInvalidArgument)
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// uncoverReplaced takes the replaced fragments out of the fragment bitmaps
+// of the indices on a replaced field: their values changed, so the index no
+// longer answers for them (a later index update covers them again).
+func uncoverReplaced(indices []*manifest.IndexMetadata, groups []manifest.DataReplacementGroup) []*manifest.IndexMetadata {
+	for _, g := range groups {
+		for _, ix := range indices {
+			if len(ix.FragmentBitmap) == 0 || !slices.ContainsFunc(ix.Fields, func(id int32) bool { return slices.Contains(g.NewFile.Fields, id) }) {
+				continue
+			}
+			bm, err := manifest.DecodeRoaring(ix.FragmentBitmap)
+			if err != nil || !bm.Contains(uint32(g.FragmentID)) {
+				continue
+			}
+			bm.Remove(uint32(g.FragmentID))
+			if b, err := bm.ToBytes(); err == nil {
+				ix.FragmentBitmap = b
+			}
+		}
+	}
+	return indices
+}
+
+// replaceData commits a DataReplacement of the given fragments' files (each
+// written already, holding the same fields as a data file of its fragment,
+// or fields the fragment lacks).
+func (d *Dataset) replaceData(ctx context.Context, groups []manifest.DataReplacementGroup, opts *CommitOptions) (*Dataset, error) {
+	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	return d.commit(ctx, &operation{kind: opDataReplacement, replacements: groups}, opts)
 }

@@ -186,6 +186,17 @@ func castTo(ctx context.Context, mem memory.Allocator, v arrow.Array, to arrow.D
 	if v.DataType().ID() == arrow.NULL {
 		return array.MakeArrayOfNull(mem, to, v.Len()), nil
 	}
+	if items, ok := nullItems(v, to); ok {
+		// A list of nulls ([] or [NULL], SET tags = []): arrow-go's
+		// cast panics on null items (v18.8.0), and there is nothing to
+		// cast, only the type to give them.
+		cast := array.MakeArrayOfNull(mem, to.(arrow.ListLikeType).Elem(), items.Len())
+		defer cast.Release()
+		d := v.Data()
+		out := array.NewData(to, d.Len(), d.Buffers(), []arrow.ArrayData{cast.Data()}, d.NullN(), d.Offset())
+		defer out.Release()
+		return array.MakeFromData(out), nil
+	}
 	opts := compute.SafeCastOptions(to)
 	opts.AllowFloatTruncate = true
 	out, err := compute.CastArray(compute.WithAllocator(ctx, mem), v, opts)
@@ -195,6 +206,17 @@ func castTo(ctx context.Context, mem memory.Allocator, v arrow.Array, to arrow.D
 		return nil, fmt.Errorf("cannot cast %s to %s: %s: %w", v.DataType(), to, msg, lancer.ErrInvalidArgument)
 	}
 	return out, nil
+}
+
+// nullItems returns the items of v when v is a list (or large list) of
+// items of the null type and to the same kind of list of another item
+// type.
+func nullItems(v arrow.Array, to arrow.DataType) (arrow.Array, bool) {
+	if v.DataType().ID() != to.ID() || (to.ID() != arrow.LIST && to.ID() != arrow.LARGE_LIST) {
+		return nil, false
+	}
+	items := v.(array.ListLike).ListValues()
+	return items, items.DataType().ID() == arrow.NULL
 }
 
 // checkCast reports a value type that cannot become type to.
@@ -278,7 +300,7 @@ func newRewritten(d *Dataset) *rewritten {
 }
 
 // add records a rewritten row: its address and, with stable row ids, its id.
-func (w *rewritten) add(addr, id uint64) error {
+func (w *rewritten) add(ctx context.Context, addr, id uint64) error {
 	w.remove(addr)
 	if !w.stable {
 		return nil
@@ -288,7 +310,16 @@ func (w *rewritten) add(addr, id uint64) error {
 	vs, ok := w.versions[frag]
 	if !ok {
 		var err error
-		if vs, err = createdAtVersions(w.frags[frag]); err != nil {
+		if f := w.frags[frag]; f != nil && f.CreatedAtVersions != nil && f.CreatedAtVersions.External != nil {
+			// Lance writes large sequences to a file of their own.
+			physical, err := w.d.physicalRows(ctx, f)
+			if err != nil {
+				return err
+			}
+			if vs, err = w.d.versionSequence(ctx, f.ID, f.CreatedAtVersions, physical, nil); err != nil {
+				return err
+			}
+		} else if vs, err = createdAtVersions(f); err != nil {
 			return err
 		}
 		w.versions[frag] = vs
@@ -305,7 +336,7 @@ func (w *rewritten) add(addr, id uint64) error {
 
 // addBatch adds the rows of rec, whose _rowaddr is column addrCol and
 // _rowid (with stable row ids) column idCol.
-func (w *rewritten) addBatch(rec arrow.RecordBatch, idCol, addrCol int) error {
+func (w *rewritten) addBatch(ctx context.Context, rec arrow.RecordBatch, idCol, addrCol int) error {
 	var ids *array.Uint64
 	if idCol >= 0 {
 		ids = rec.Column(idCol).(*array.Uint64)
@@ -316,7 +347,7 @@ func (w *rewritten) addBatch(rec arrow.RecordBatch, idCol, addrCol int) error {
 		if ids != nil {
 			id = ids.Value(i)
 		}
-		if err := w.add(addrs.Value(i), id); err != nil {
+		if err := w.add(ctx, addrs.Value(i), id); err != nil {
 			return err
 		}
 	}
@@ -420,7 +451,7 @@ func (d *Dataset) update(ctx context.Context, u *updateSpec, opts *CommitOptions
 			var out arrow.RecordBatch
 			if err == nil {
 				out, err = u.apply(ctx, mem, rec, where, setters, outSchema, keepAddr, func(sub arrow.RecordBatch) error {
-					return w.addBatch(sub, idCol, addrCol)
+					return w.addBatch(ctx, sub, idCol, addrCol)
 				})
 			}
 			if err != nil {

@@ -38,19 +38,29 @@ const (
 	IndexIVFHNSWSQ = "ivf_hnsw_sq"
 	// IndexIVFPQ partitions the vectors with k-means and keeps each row as
 	// a product-quantized code of its residual to its partition centroid
-	// (CreateIndexOptions.SubVectors bytes), scanned with per-query lookup
+	// (of the row itself for dot, as Lance;
+	// CreateIndexOptions.SubVectors bytes), scanned with per-query lookup
 	// tables (Lance's IVF_PQ). The smallest index; its distances are
 	// coarse, so search it with SearchOptions.RefineFactor for exact
 	// distances and good recall.
 	IndexIVFPQ = "ivf_pq"
+	// IndexIVFSQ partitions the vectors with k-means and scans the NProbes
+	// nearest partitions' 8-bit scalar-quantized codes (Lance's IVF_SQ).
+	IndexIVFSQ = "ivf_sq"
+	// IndexIVFHNSWFlat partitions the vectors with k-means and builds one
+	// HNSW graph per partition over the exact vectors (Lance's
+	// IVF_HNSW_FLAT).
+	IndexIVFHNSWFlat = "ivf_hnsw_flat"
+	// IndexIVFHNSWPQ partitions the vectors with k-means and builds one
+	// HNSW graph per partition over product-quantized codes (Lance's
+	// IVF_HNSW_PQ; the graph is built on the exact vectors).
+	IndexIVFHNSWPQ = "ivf_hnsw_pq"
 )
 
 // vectorIndexFile is the name of a lancer vector index file in its segment
-// directory, _indices/<uuid>/.
+// directory, _indices/<uuid>/: lancer's own format, which it reads (earlier
+// lancers wrote it) and no longer writes.
 const vectorIndexFile = "vectors.lancer-ivf"
-
-// lancerIndexVersion is the index_version recorded for lancer's segments.
-const lancerIndexVersion = 1
 
 // CreateIndexOptions configures CreateIndex. A nil pointer or zero fields
 // mean the defaults.
@@ -58,11 +68,13 @@ type CreateIndexOptions struct {
 	// CommitOptions configure the commit (retries, allocator of the
 	// vectors read, transaction properties).
 	CommitOptions
-	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat, IndexIVFPQ
-	// or IndexFlat for a vector index, IndexBTree, IndexBitmap or
+	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat,
+	// IndexIVFPQ, IndexIVFSQ, IndexIVFHNSWFlat, IndexIVFHNSWPQ or
+	// IndexFlat for a vector index, IndexBTree, IndexBitmap or
 	// IndexLabelList for a scalar one. Lance's spellings ("IVF_HNSW_SQ",
-	// "IVF_FLAT", "IVF_PQ", "BTREE", "BITMAP", "LABEL_LIST") are accepted.
-	// The vector options below mean nothing to a scalar index.
+	// "IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ",
+	// "BTREE", "BITMAP", "LABEL_LIST") are accepted. The vector options
+	// below mean nothing to a scalar index.
 	Type string
 	// Name is the index name. Default: "<column>_idx", as Lance names
 	// indices.
@@ -109,6 +121,12 @@ func normalizeIndexType(t string) (string, error) {
 		return IndexIVFPQ, nil
 	case IndexFlat:
 		return IndexFlat, nil
+	case IndexIVFSQ:
+		return IndexIVFSQ, nil
+	case IndexIVFHNSWFlat:
+		return IndexIVFHNSWFlat, nil
+	case IndexIVFHNSWPQ:
+		return IndexIVFHNSWPQ, nil
 	case IndexBTree:
 		return IndexBTree, nil
 	case IndexBitmap:
@@ -116,10 +134,12 @@ func normalizeIndexType(t string) (string, error) {
 	case IndexLabelList, "labellist":
 		return IndexLabelList, nil
 	}
-	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq, ivf_pq, btree, bitmap or label_list: %w", t, lancer.ErrInvalidArgument)
+	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq, btree, bitmap or label_list: %w", t, lancer.ErrInvalidArgument)
 }
 
 // ivfOptions returns the vector package's build options for an index type.
+// The SQ types keep the exact vectors: the segment writer quantizes them as
+// Lance does (one range for every dimension).
 func ivfOptions(typ string, o *CreateIndexOptions, n int) *vector.IVFOptions {
 	io := &vector.IVFOptions{
 		Metric:  o.Metric,
@@ -134,12 +154,17 @@ func ivfOptions(typ string, o *CreateIndexOptions, n int) *vector.IVFOptions {
 	case IndexIVFFlat:
 		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StoreFloat32
 	case IndexHNSW:
-		io.Partitions, io.Sub, io.Storage = 1, vector.SubHNSW, vector.StoreSQ8
+		io.Partitions, io.Sub, io.Storage = 1, vector.SubHNSW, vector.StoreFloat32
 	case IndexIVFPQ:
 		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StorePQ
-		io.PQ = vector.PQOptions{SubVectors: o.SubVectors}
-	default:
-		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubHNSW, vector.StoreSQ8
+		io.PQ = vector.PQOptions{SubVectors: o.SubVectors, Raw: o.Metric == vector.Dot}
+	case IndexIVFSQ:
+		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StoreFloat32
+	case IndexIVFHNSWPQ:
+		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubHNSW, vector.StorePQ
+		io.PQ = vector.PQOptions{SubVectors: o.SubVectors, Raw: o.Metric == vector.Dot}
+	default: // IndexIVFHNSWSQ, IndexIVFHNSWFlat
+		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubHNSW, vector.StoreFloat32
 	}
 	if io.Partitions <= 0 {
 		io.Partitions = max(1, int(math.Round(math.Sqrt(float64(n)))))
@@ -183,13 +208,11 @@ func (d *Dataset) vectorColumn(column string) (*schema.Field, int, error) {
 // vectors, and vectors holding NaN or ±Inf, are not indexed (Search never
 // returns them).
 //
-// IVF_FLAT, and IVF_PQ of l2 and cosine, are written in Lance's own v3
-// format (index.idx and auxiliary.idx, package vecindex) and committed as
-// Lance commits them (details /lance.index.pb.VectorIndexDetails, index
-// version 1): real Lance lists and searches them. The other types are
-// lancer's own files (see internal/pb/lancerpb): real Lance opens, reads
-// and writes a dataset that has them, and searches the column without an
-// index.
+// Every type is written in Lance's own v3 format (index.idx and
+// auxiliary.idx, package vecindex) and committed as Lance commits it
+// (details /lance.index.pb.VectorIndexDetails, index version 1): real
+// Lance lists and searches it. IndexFlat is an IVF_FLAT of one partition,
+// IndexHNSW an IVF_HNSW_SQ of one.
 //
 // With Type IndexBTree, IndexBitmap or IndexLabelList it builds a scalar
 // index over a top-level column instead, in Lance's format (package
@@ -280,71 +303,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 		return nil, nil, fmt.Errorf("dataset: build index on %q: %w", column, err)
 	}
 	u := newUUID()
-	uuid := manifest.FormatUUID(u[:])
-	if lanceFormat(typ, o.Metric) {
-		return d.writeLanceSegment(ctx, ivf, field, typ, o, frags, u)
-	}
-	key := indicesDir + uuid + "/" + vectorIndexFile
-	// Stream the file rather than encode it whole in memory.
-	size := ivf.EncodedSize()
-	if o.Progress != nil {
-		o.Progress("write", 0, int(size))
-	}
-	w, err := d.store.NewWriter(ctx, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("dataset: write index %s: %w", manifest.Location(d.store, key), err)
-	}
-	written, err := ivf.WriteToContext(ctx, w)
-	if err == nil && written != size {
-		err = fmt.Errorf("wrote %d bytes, expected %d", written, size)
-	}
-	if err == nil {
-		err = w.Close()
-	}
-	if err != nil {
-		_ = w.Abort()
-		return nil, nil, fmt.Errorf("dataset: write index %s: %w", manifest.Location(d.store, key), err)
-	}
-	if o.Progress != nil {
-		o.Progress("write", int(size), int(size))
-	}
-	details := &manifest.VectorIndexDetails{
-		Type:         typ,
-		Metric:       o.Metric.String(),
-		Dim:          uint32(dim),
-		Partitions:   uint32(ivf.Partitions()),
-		StableRowIDs: d.manifest.StableRowIDs(),
-		Rows:         uint64(n),
-		File:         vectorIndexFile,
-		Seed:         o.Seed,
-		SubVectors:   uint32(ivf.PQSubVectors()),
-	}
-	if io.Sub == vector.SubHNSW {
-		details.M = uint32(io.HNSW.M)
-		details.EfConstruction = uint32(io.HNSW.EfConstruction)
-	}
-	value, err := details.Encode()
-	if err != nil {
-		return nil, nil, err
-	}
-	bitmap, err := fragmentBitmap(frags)
-	if err != nil {
-		return nil, nil, err
-	}
-	version := int32(lancerIndexVersion)
-	created := uint64(time.Now().UnixMilli())
-	seg := &manifest.IndexMetadata{
-		UUID:           u[:],
-		Fields:         []int32{field.ID},
-		Name:           o.Name,
-		DatasetVersion: d.manifest.Version,
-		FragmentBitmap: bitmap,
-		Details:        &manifest.IndexDetails{TypeURL: manifest.VectorIndexTypeURL, Value: value},
-		IndexVersion:   &version,
-		CreatedAt:      &created,
-		Files:          []manifest.IndexFile{{Path: vectorIndexFile, SizeBytes: uint64(size)}},
-	}
-	return seg, []string{key}, nil
+	return d.writeLanceSegment(ctx, ivf, field, typ, o, frags, u)
 }
 
 // fragmentBitmap encodes the fragment ids frags as a roaring bitmap, as the
@@ -358,15 +317,7 @@ func fragmentBitmap(frags []uint64) ([]byte, error) {
 	return bm.ToBytes()
 }
 
-// lanceFormat reports whether CreateIndex writes an index of type typ and
-// metric in Lance's own format (package vecindex), which real Lance lists
-// and searches: IVF_FLAT, and IVF_PQ for l2 and cosine (Lance's PQ of dot
-// is not residual, lancer's is). The other types are lancer's own files.
-func lanceFormat(typ string, m vector.Metric) bool {
-	return typ == IndexIVFFlat || (typ == IndexIVFPQ && m != vector.Dot)
-}
-
-// writeLanceSegment writes ivf as a Lance v3 index segment (index.idx and
+// writeLanceSegment writes ivf, an index of type typ, as a Lance v3 index segment (index.idx and
 // auxiliary.idx, package vecindex) in _indices/<u>/ and returns its
 // metadata as Lance records it: VectorIndexDetails, index version 1, the
 // fragments and the files with their sizes.
@@ -382,8 +333,15 @@ func (d *Dataset) writeLanceSegment(ctx context.Context, ivf *vector.IVF, field 
 		Rows:       ivf.PartitionRows,
 		Allocator:  o.CommitOptions.allocator(nil),
 	}
-	if typ == IndexIVFPQ {
+	switch typ {
+	case IndexIVFPQ, IndexIVFHNSWPQ:
 		spec.Quant, spec.PQSubVectors, spec.PQCodebook = vecindex.QuantPQ, ivf.PQSubVectors(), ivf.PQCodebook()
+	case IndexIVFSQ, IndexIVFHNSWSQ, IndexHNSW:
+		spec.Quant = vecindex.QuantSQ
+	}
+	if ivf.Sub() == vector.SubHNSW {
+		spec.Sub, spec.Graph = vecindex.SubHNSW, ivf.PartitionGraph
+		spec.HNSWM, spec.HNSWEfConstruction = ivf.HNSWParams()
 	}
 	if o.Progress != nil {
 		o.Progress("write", 0, ivf.Partitions())
@@ -557,13 +515,20 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 	return d.commit(ctx, &operation{kind: opCreateIndex, removedIndices: removed}, opts)
 }
 
-// OptimizeIndexes brings lancer's vector indices up to date with the rows
+// OptimizeIndexes brings the vector indices up to date with the rows
 // appended since they were built: for each index, one new segment (same
-// name, type and parameters) over the fragments no segment covers, committed
-// together as one version, as Lance's optimize_indices adds delta segments.
-// Indices that cover every fragment, and indices lancer did not build, are
-// left alone; with nothing to do it returns d. opts configure the commit
-// (nil: the defaults).
+// name, type and parameters, a new uuid) over the fragments no segment
+// covers, committed together as one version (a CreateIndex transaction),
+// as Lance's optimize_indices with its default options adds delta
+// segments. A Lance-format IVF_FLAT or IVF_PQ index (Lance-built or
+// lancer-built) gets a delta with the IVF model and quantizer of its first
+// segment, each new row assigned to its nearest centroid and coded with
+// the index's codebook, as Lance writes one; one of lancer's own indices
+// gets a delta trained on the new rows. Indices that cover every fragment,
+// and Lance indices of kinds lancer does not write (HNSW, SQ, 4-bit PQ,
+// PQ of dot; see OptimizableIndex), are left alone: their new rows stay
+// searched exactly. With nothing to do it returns d. opts configure the
+// commit (nil: the defaults).
 //
 // A scalar index (BTREE, BITMAP, LABEL_LIST, whoever built it) that misses
 // fragments is replaced, as Lance's optimize_indices updates one: a new
@@ -634,13 +599,6 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 			op.removedIndices = append(op.removedIndices, segs...)
 			continue
 		}
-		det, metric, ok, err := segmentBuildParams(last)
-		if err != nil {
-			return nil, fmt.Errorf("dataset: index %q: details: %w", name, err)
-		}
-		if !ok {
-			continue // a Lance index of a kind lancer does not write
-		}
 		if len(last.Fields) != 1 {
 			return nil, fmt.Errorf("dataset: index %q has %d fields: %w", name, len(last.Fields), lancer.ErrCorrupt)
 		}
@@ -652,8 +610,29 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 		if err != nil {
 			return nil, err
 		}
+		if last.Details.TypeURL == LanceVectorIndexTypeURL {
+			// Lance's format: a delta with the index's own IVF model and
+			// quantizer, as Lance's optimize writes one.
+			seg, files, err := d.lanceDeltaSegment(ctx, segs, column, dim, missing, nil)
+			op.indexFiles = append(op.indexFiles, files...)
+			if errors.Is(err, lancer.ErrUnsupported) {
+				continue // a kind lancer does not write: see OptimizableIndex
+			}
+			if err != nil {
+				return nil, err
+			}
+			op.newIndices = append(op.newIndices, seg)
+			continue
+		}
+		det, metric, ok, err := segmentBuildParams(last)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: index %q: details: %w", name, err)
+		}
+		if !ok {
+			continue
+		}
 		o := &CreateIndexOptions{Name: name, Metric: metric, M: int(det.M), EfConstruction: int(det.EfConstruction), Seed: det.Seed, SubVectors: int(det.SubVectors)}
-		if det.Type == IndexIVFFlat || det.Type == IndexIVFHNSWSQ || det.Type == IndexIVFPQ {
+		if det.Type != IndexFlat && det.Type != IndexHNSW {
 			// A delta gets partitions in proportion to its rows.
 			o.Partitions = 0
 		}
@@ -675,9 +654,10 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 
 // OptimizableIndex reports whether OptimizeIndexes extends the index
 // segment ix: one of lancer's own vector indices, a Lance-format one of a
-// kind lancer writes (IVF_FLAT; IVF_PQ of l2 or cosine), or a BTREE,
-// BITMAP or LABEL_LIST index of a top-level column, on a column still in
-// the schema (a dropped one shows as "#<id>").
+// kind lancer writes (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_SQ,
+// IVF_HNSW_FLAT), or a BTREE, BITMAP or LABEL_LIST index of a top-level
+// column, on a column still in the schema (a dropped one shows as
+// "#<id>").
 func OptimizableIndex(ix manifest.IndexInfo) bool {
 	if len(ix.Fields) != 1 || strings.HasPrefix(ix.Fields[0], "#") {
 		return false
@@ -691,8 +671,37 @@ func OptimizableIndex(ix manifest.IndexInfo) bool {
 	if ix.TypeURL != LanceVectorIndexTypeURL {
 		return false
 	}
-	quant, metric, _, ok, err := vecindex.ParseDetails(ix.DetailsValue())
-	return err == nil && ok && (quant == vecindex.QuantFlat || metric != vector.Dot)
+	_, ok, err := LanceDetailsType(ix.DetailsValue())
+	return err == nil && ok
+}
+
+// LanceDetailsType returns the lancer index type (IndexIVFFlat, ...) that
+// builds segments like the one Lance's VectorIndexDetails b describe, with
+// their metric and parameters; ok is false for kinds lancer does not
+// write.
+func LanceDetailsType(b []byte) (*manifest.VectorIndexDetails, bool, error) {
+	spec, err := vecindex.ParseDetailsSpec(b)
+	if err != nil || !spec.Writable {
+		return nil, false, err
+	}
+	det := &manifest.VectorIndexDetails{Metric: spec.Metric.String(), SubVectors: uint32(spec.SubVectors), M: uint32(spec.M), EfConstruction: uint32(spec.EfConstruction)}
+	switch {
+	case spec.Sub == vecindex.SubHNSW && spec.Quant == vecindex.QuantSQ:
+		det.Type = IndexIVFHNSWSQ
+	case spec.Sub == vecindex.SubHNSW && spec.Quant == vecindex.QuantFlat:
+		det.Type = IndexIVFHNSWFlat
+	case spec.Sub == vecindex.SubHNSW && spec.Quant == vecindex.QuantPQ:
+		det.Type = IndexIVFHNSWPQ
+	case spec.Quant == vecindex.QuantPQ:
+		det.Type = IndexIVFPQ
+	case spec.Quant == vecindex.QuantSQ:
+		det.Type = IndexIVFSQ
+	case spec.Quant == vecindex.QuantFlat:
+		det.Type = IndexIVFFlat
+	default:
+		return nil, false, nil
+	}
+	return det, true, nil
 }
 
 // segmentBuildParams returns the parameters to build another segment like
@@ -700,18 +709,12 @@ func OptimizableIndex(ix manifest.IndexInfo) bool {
 // kinds lancer writes in Lance's format (ok false for the others).
 func segmentBuildParams(seg *manifest.IndexMetadata) (*manifest.VectorIndexDetails, vector.Metric, bool, error) {
 	if seg.Details.TypeURL == LanceVectorIndexTypeURL {
-		quant, metric, sub, ok, err := vecindex.ParseDetails(seg.Details.Value)
+		det, ok, err := LanceDetailsType(seg.Details.Value)
 		if err != nil || !ok {
 			return nil, 0, false, err
 		}
-		det := &manifest.VectorIndexDetails{Type: IndexIVFFlat, Metric: metric.String(), SubVectors: uint32(sub)}
-		if quant == vecindex.QuantPQ {
-			det.Type = IndexIVFPQ
-		}
-		if !lanceFormat(det.Type, metric) {
-			return nil, 0, false, nil
-		}
-		return det, metric, true, nil
+		metric, err := vector.ParseMetric(det.Metric)
+		return det, metric, err == nil, err
 	}
 	det, err := manifest.DecodeVectorIndexDetails(seg.Details.Value)
 	if err != nil {

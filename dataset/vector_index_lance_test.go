@@ -12,11 +12,13 @@ import (
 	"github.com/lancerdb/lancer/vector"
 )
 
-// TestCreateIndexWritesLanceFormat: IVF_FLAT and IVF_PQ (l2, cosine) are
-// written as Lance's v3 segments, committed under Lance's details type URL,
-// and package vecindex reads and searches them with the answers of lancer's
-// own in-memory IVF built from the same rows and options (the same
-// partitions and codes), and good recall against exact search.
+// TestCreateIndexWritesLanceFormat: every type is written as Lance's v3
+// segments, committed under Lance's details type URL with its kind and
+// parameters, and package vecindex reads and searches them with the
+// answers of lancer's own in-memory IVF built from the same rows and
+// options (the same partitions, codes and graphs: identical rows for
+// IVF_FLAT, most of them where Lance's quantization or search differs from
+// lancer's), and good recall against exact search.
 func TestCreateIndexWritesLanceFormat(t *testing.T) {
 	ctx := context.Background()
 	const dim, n, k = 16, 3000, 10
@@ -31,19 +33,33 @@ func TestCreateIndexWritesLanceFormat(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		typ, lanceType string
-		metric         vector.Metric
-		minRecall      float64
+		typ, lanceType    string
+		metric            vector.Metric
+		minRecall, minOwn float64
 	}{
-		{IndexIVFFlat, "IVF_FLAT", vector.L2, 0.9},
-		{IndexIVFFlat, "IVF_FLAT", vector.Cosine, 0.9},
-		{IndexIVFPQ, "IVF_PQ", vector.L2, 0.75},
-		{IndexIVFPQ, "IVF_PQ", vector.Cosine, 0.75},
+		{IndexIVFFlat, "IVF_FLAT", vector.L2, 0.9, 1},
+		{IndexIVFFlat, "IVF_FLAT", vector.Cosine, 0.9, 1},
+		{IndexIVFFlat, "IVF_FLAT", vector.Dot, 0.9, 1},
+		{IndexIVFPQ, "IVF_PQ", vector.L2, 0.75, 0.95},
+		{IndexIVFPQ, "IVF_PQ", vector.Cosine, 0.75, 0.95},
+		{IndexIVFPQ, "IVF_PQ", vector.Dot, 0.5, 0.95},
+		{IndexIVFSQ, "IVF_SQ", vector.L2, 0.75, 0.75},
+		{IndexIVFSQ, "IVF_SQ", vector.Cosine, 0.75, 0.75},
+		{IndexIVFHNSWSQ, "IVF_HNSW_SQ", vector.L2, 0.75, 0.75},
+		{IndexIVFHNSWSQ, "IVF_HNSW_SQ", vector.Cosine, 0.75, 0.75},
+		{IndexIVFHNSWFlat, "IVF_HNSW_FLAT", vector.L2, 0.9, 0.9},
+		{IndexIVFHNSWPQ, "IVF_HNSW_PQ", vector.L2, 0.6, 0.6},
+		{IndexHNSW, "IVF_HNSW_SQ", vector.L2, 0.75, 0.75},
+		{IndexFlat, "IVF_FLAT", vector.L2, 1, 1},
 	} {
-		t.Run(tc.lanceType+"_"+tc.metric.String(), func(t *testing.T) {
+		t.Run(tc.typ+"_"+tc.metric.String(), func(t *testing.T) {
 			store := blob.NewMemStore("v")
 			d := newVecDataset(t, store, vecs, dim, n, n, false) // one fragment: row addresses are row numbers
 			o := &CreateIndexOptions{Type: tc.typ, Metric: tc.metric, Partitions: 8, SubVectors: 8, Seed: 5}
+			parts := 8
+			if tc.typ == IndexFlat || tc.typ == IndexHNSW {
+				parts = 1
+			}
 			d, err := d.CreateIndex(ctx, "vec", o)
 			if err != nil {
 				t.Fatal(err)
@@ -66,15 +82,19 @@ func TestCreateIndexWritesLanceFormat(t *testing.T) {
 					t.Fatalf("file %s: %v, size %v, recorded %d", f.Path, err, info, f.SizeBytes)
 				}
 			}
-			quant, metric, sub, ok, err := vecindex.ParseDetails(seg.Details.Value)
-			if err != nil || !ok || metric != tc.metric || (tc.typ == IndexIVFPQ) != (quant == vecindex.QuantPQ) || (quant == vecindex.QuantPQ && sub != 8) {
-				t.Fatalf("details: %v %v %d %v %v", quant, metric, sub, ok, err)
+			spec, err := vecindex.ParseDetailsSpec(seg.Details.Value)
+			if err != nil || !spec.Writable || spec.Metric != tc.metric || "IVF_"+map[vecindex.SubIndex]string{vecindex.SubHNSW: "HNSW_"}[spec.Sub]+string(spec.Quant) != tc.lanceType ||
+				(spec.Quant == vecindex.QuantPQ && spec.SubVectors != 8) || (spec.Sub == vecindex.SubHNSW && (spec.M != 16 || spec.EfConstruction == 0)) {
+				t.Fatalf("details: %+v %v", spec, err)
+			}
+			if det, ok, err := LanceDetailsType(seg.Details.Value); err != nil || !ok || (det.Type != tc.typ && tc.typ != IndexFlat && tc.typ != IndexHNSW) {
+				t.Fatalf("details read as lancer's %+v %v %v", det, ok, err)
 			}
 			ix, err := vecindex.Open(ctx, store, dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ix.Type != tc.lanceType || ix.Metric != tc.metric || ix.Partitions() != 8 || ix.Dim() != dim {
+			if ix.Type != tc.lanceType || ix.Metric != tc.metric || ix.Partitions() != parts || ix.Dim() != dim {
 				t.Fatalf("opened %s %v, %d partitions of %d dims", ix.Type, ix.Metric, ix.Partitions(), ix.Dim())
 			}
 			// The oracle: lancer's own IVF of the same rows and options.
@@ -110,12 +130,12 @@ func TestCreateIndexWritesLanceFormat(t *testing.T) {
 				}
 				same += recallOf(got, exp)
 				recall += recallOf(got, exactTop(vecs, dim, q, k, tc.metric, nil))
-				if tc.typ == IndexIVFFlat && !slices.Equal(got, exp) {
+				if tc.minOwn == 1 && !slices.Equal(got, exp) {
 					t.Errorf("query %d: Lance-format search %v, lancer's IVF %v", qi, got, exp)
 				}
 			}
 			t.Logf("%s %v: overlap with lancer's IVF %.3f, recall@%d %.3f", tc.lanceType, tc.metric, same/20, k, recall/20)
-			if same/20 < 0.95 || recall/20 < tc.minRecall {
+			if same/20 < tc.minOwn || recall/20 < tc.minRecall {
 				t.Fatalf("overlap %.3f, recall %.3f", same/20, recall/20)
 			}
 		})

@@ -16,7 +16,6 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -147,7 +146,7 @@ func TestVectorIndexTypes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	vecs := clustered(rng, n, dim)
 	queries := clustered(rng, 20, dim)
-	for _, typ := range []string{IndexFlat, IndexIVFFlat, IndexHNSW, IndexIVFHNSWSQ} {
+	for _, typ := range []string{IndexFlat, IndexIVFFlat, IndexHNSW, IndexIVFHNSWSQ, IndexIVFSQ, IndexIVFHNSWFlat} {
 		for _, metric := range []vector.Metric{vector.L2, vector.Cosine, vector.Dot} {
 			t.Run(fmt.Sprintf("%s/%s", typ, metric), func(t *testing.T) {
 				store := blob.NewMemStore("v")
@@ -157,11 +156,7 @@ func TestVectorIndexTypes(t *testing.T) {
 					t.Fatal(err)
 				}
 				ix := d.Indices()
-				url := manifest.VectorIndexTypeURL
-				if lanceFormat(typ, metric) {
-					url = LanceVectorIndexTypeURL // written in Lance's format
-				}
-				if len(ix) != 1 || ix[0].Name != "vec_idx" || ix[0].TypeURL != url || len(ix[0].Fragments) != 3 {
+				if len(ix) != 1 || ix[0].Name != "vec_idx" || ix[0].TypeURL != LanceVectorIndexTypeURL || len(ix[0].Fragments) != 3 {
 					t.Fatalf("indices %+v", ix)
 				}
 				// A fresh open reads the index from the store.
@@ -170,14 +165,21 @@ func TestVectorIndexTypes(t *testing.T) {
 				for qi := range 20 {
 					q := queries[qi*dim : (qi+1)*dim]
 					want := exactTop(vecs, dim, q, 10, metric, nil)
-					got, _ := searchIDs(t, d2, q, &SearchOptions{K: 10, NProbes: 8, Ef: 64})
+					got, gotDists := searchIDs(t, d2, q, &SearchOptions{K: 10, NProbes: 8, Ef: 64})
 					total += recallOf(got, want)
+					if len(got) != 10 || !slices.IsSorted(gotDists) {
+						t.Fatalf("query %d: %v at %v", qi, got, gotDists)
+					}
 					exact, dists := searchIDs(t, d2, q, &SearchOptions{K: 10, Exact: true})
 					if !slices.Equal(exact, want) {
 						t.Fatalf("query %d: exact search %v, want %v (%v)", qi, exact, want, dists)
 					}
 				}
-				if r := total / 20; r < 0.9 {
+				minRecall := 0.9
+				if typ == IndexHNSW || typ == IndexIVFHNSWSQ || typ == IndexIVFSQ {
+					minRecall = 0.85 // one SQ range for every dimension, as Lance's
+				}
+				if r := total / 20; r < minRecall {
 					t.Fatalf("recall@10 %.3f with every partition probed", r)
 				}
 			})
@@ -409,10 +411,7 @@ func TestVectorIndexCorruptFile(t *testing.T) {
 	vecs := clustered(rand.New(rand.NewPCG(10, 10)), 200, dim)
 	store := blob.NewMemStore("v")
 	d := newVecDataset(t, store, vecs, dim, 200, 200, false)
-	d, err := d.CreateIndex(ctx, "vec", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = createLancerIVF(t, d, "vec", nil) // lancer's own format, still read
 	key := indicesDir + d.Indices()[0].UUID + "/" + vectorIndexFile
 	data, err := store.ReadAll(ctx, key)
 	if err != nil {
@@ -648,11 +647,8 @@ func TestVectorIndexCorruptPartition(t *testing.T) {
 	vecs := clustered(rand.New(rand.NewPCG(11, 11)), n, dim)
 	store := blob.NewMemStore("v")
 	d := newVecDataset(t, store, vecs, dim, n, n, false)
-	// IVF_PQ of dot is lancer's own format (ivf_flat is Lance's).
-	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: IndexIVFPQ, Metric: vector.Dot, SubVectors: 4, Partitions: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// lancer's own format, still read.
+	d = createLancerIVF(t, d, "vec", &CreateIndexOptions{Type: IndexIVFPQ, Metric: vector.Dot, SubVectors: 4, Partitions: 8})
 	key := indicesDir + d.Indices()[0].UUID + "/" + vectorIndexFile
 	data, err := store.ReadAll(ctx, key)
 	if err != nil {

@@ -76,6 +76,11 @@ type SearchOptions struct {
 	// Plan, when not nil, is filled in with how the search runs (see
 	// SearchPlan), whether or not it then succeeds.
 	Plan *SearchPlan
+	// FastSearch searches only the rows the column's vector index covers,
+	// leaving out the fragments added since it was built (Lance's
+	// fast_search). Without an index it changes nothing: every row is
+	// scored exactly.
+	FastSearch bool
 }
 
 // Search returns the K rows nearest to query in column (a vector column, see
@@ -244,7 +249,9 @@ func (d *Dataset) searchRowIDs(ctx context.Context, column string, query []float
 	}
 	var rest []uint64
 	for _, f := range d.manifest.Fragments {
-		if !covered.Contains(uint32(f.ID)) {
+		// FastSearch leaves out the fragments no index covers, when an
+		// index covers some.
+		if !covered.Contains(uint32(f.ID)) && (!o.FastSearch || len(segs) == 0) {
 			rest = append(rest, f.ID)
 		}
 	}
@@ -636,7 +643,7 @@ func openVectorIndex(ctx context.Context, store blob.Store, key string, c *cache
 	readAt := func(ctx context.Context, off, n int64) ([]byte, error) {
 		return store.ReadRange(ctx, key, off, n)
 	}
-	ivf, err := vector.OpenIVF(ctx, info.Size, readAt, &vector.OpenIVFOptions{Partitions: cachedPartitions{c: c, location: loc}})
+	ivf, err := vector.OpenIVF(ctx, info.Size, readAt, &vector.OpenIVFOptions{Partitions: cachedPartitions[*vector.Partition]{c: c, location: loc}})
 	if err != nil {
 		return nil, fmt.Errorf("dataset: index %s: %w", loc, err)
 	}

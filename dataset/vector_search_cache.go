@@ -178,7 +178,7 @@ func (d *Dataset) preparePrefilter(predicate string) (*prefilter, error) {
 		return nil, fmt.Errorf("dataset: search: filter %q is %s, not a predicate: %w", predicate, bound.Type(), lancer.ErrInvalidArgument)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "filter %q rowid %t rowaddr %t ", predicate, proj.withRowID, proj.withRowAddr)
+	fmt.Fprintf(&b, "filter %q rowid %t rowaddr %t lineage %t %t ", predicate, proj.withRowID, proj.withRowAddr, proj.withUpdatedAt, proj.withCreatedAt)
 	d.fieldsKey(&b, proj.schema.Fields)
 	return &prefilter{proj: proj, bound: bound, key: b.String()}, nil
 }

@@ -95,12 +95,12 @@ func (d *Dataset) loadLanceIndex(ctx context.Context, seg manifest.IndexInfo) (*
 	dir := indicesDir + seg.UUID
 	loc := manifest.Location(store, dir) + " lance"
 	return cached(ctx, d.opts.Cache, cacheIndices, loc, func(ctx context.Context) (*vecindex.Index, int64, error) {
-		ix, err := vecindex.Open(ctx, store, dir, &vecindex.OpenOptions{Name: seg.Name})
+		ix, err := vecindex.Open(ctx, store, dir, &vecindex.OpenOptions{Name: seg.Name, Partitions: cachedPartitions[*vecindex.Partition]{c: d.opts.Cache, location: loc}})
 		if err != nil {
 			return nil, 0, fmt.Errorf("dataset: search: %w", err)
 		}
-		// The partitions a search loads stay with the index; the charge is
-		// its front matter (an index's files bound the rest).
+		// The partitions searches load are cached apart, each charged
+		// its bytes; the index's charge is its front matter.
 		return ix, ix.ResidentBytes(), nil
 	})
 }
@@ -166,7 +166,7 @@ func (d *Dataset) searchLance(ctx context.Context, segs []lanceIndex, column str
 	}
 	var rest []uint64
 	for _, f := range d.manifest.Fragments {
-		if !covered.Contains(uint32(f.ID)) {
+		if !covered.Contains(uint32(f.ID)) && !o.FastSearch {
 			rest = append(rest, f.ID)
 		}
 	}

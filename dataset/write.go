@@ -167,6 +167,11 @@ func (d *Dataset) writeVersion(ctx context.Context) (format.Version, error) {
 		if len(f.Files) == 0 {
 			continue
 		}
+		if fv, err := f.Files[0].Version(); err == nil && !fv.IsLegacy() {
+			// The manifest says legacy, the files are 2.x (see
+			// repairDataFormat): write what the files are.
+			return fv, nil
+		}
 		r, err := d.openDataFile(ctx, &f.Files[0])
 		if err != nil {
 			return format.Version{}, fmt.Errorf("dataset: the footer version of fragment %d's data file: %w", f.ID, err)
@@ -247,7 +252,8 @@ func (d *Dataset) Append(ctx context.Context, data array.RecordReader, opts *App
 
 // reservedColumns are names a dataset column cannot have: Lance's virtual
 // columns.
-var reservedColumns = map[string]bool{RowIDColumn: true, RowAddressColumn: true, "_rowoffset": true}
+var reservedColumns = map[string]bool{RowIDColumn: true, RowAddressColumn: true, "_rowoffset": true,
+	RowLastUpdatedAtVersionColumn: true, RowCreatedAtVersionColumn: true}
 
 // create writes a new dataset (version 1).
 func create(ctx context.Context, store blob.Store, oo OpenOptions, bases *baseStores, data array.RecordReader, o WriteOptions) (*Dataset, error) {

@@ -6,7 +6,8 @@
 // opened table:
 //   {"uri": "/p/t.lance", "op": "append", "rows": [{"id": 1, ...}, ...]}
 //   {"uri": "/p/t.lance", "op": "delete", "filter": "id % 3 = 0"}
-//   {"uri": "/p/t.lance", "op": "query", "filter": "id % 3 = 0"}
+//   {"uri": "/p/t.lance", "op": "query", "filter": "id % 3 = 0", "select": ["id", "_row_created_at_version"]}
+//   {"uri": "/p/t.lance", "op": "create", "rows": [...], "storageOptions": {...}}
 //   {"uri": "/p/t.lance", "op": "update", "filter": "id < 5", "valuesSql": {"v": "v + 1"}}
 //   {"uri": "/p/t.lance", "op": "mergeInsert", "on": ["id"], "rows": [...], ...}
 //   {"uri": "/p/t.lance", "op": "hold", "name": "a"}: keep this table open, at
@@ -19,6 +20,7 @@
 //   {"uri": "/p/t.lance", "op": "search", "column": "vec", "vector": [...], "k": 5,
 //    "filter": "id > 3", "distanceType": "l2"}: nearest rows, id/_rowid/_distance
 //   {"uri": "/p/t.lance", "op": "listIndices"}
+//   {"uri": "/p/t.lance", "op": "indexStats", "name": "vec_idx"}
 //   {"uri": "/p/t.lance", "op": "createIndex", "column": "id", "type": "btree"} (or bitmap, labelList)
 //   {"uri": "/p/t.lance", "op": "createIndex", "column": "vec", "type": "ivfPq", "indexOptions": {"numPartitions": 4}}
 //   (search also takes "nprobes", "ef" and "refineFactor")
@@ -121,6 +123,14 @@ const held = new Map();
 async function serve(req) {
   const uri = req.uri.replace(/\/+$/, '');
   const db = await lancedb.connect(path.dirname(uri));
+  if (req.op === 'create') {
+    // {"op": "create", "rows": [{"id": 1, "val": "a"}], "storageOptions": {...}}:
+    // a new table of int64 id and string val (Lance's storage options such
+    // as new_table_enable_stable_row_ids).
+    const schema = new arrow.Schema([new arrow.Field('id', new arrow.Int64(), false), new arrow.Field('val', new arrow.Utf8(), true)]);
+    const t = await db.createTable(path.basename(uri).replace(/\.lance$/, ''), tableOf(schema, req.rows), { storageOptions: req.storageOptions || {} });
+    return { version: await t.version() };
+  }
   const table = await db.openTable(path.basename(uri).replace(/\.lance$/, ''));
   switch (req.op) {
     case 'append': {
@@ -137,10 +147,15 @@ async function serve(req) {
       // exact integers, lists as arrays, structs as objects (the fixture
       // encoding for the numeric, string, boolean, list and struct columns
       // the callers use).
-      // "explain": true returns {"plan": ...} (explainPlan(true)) instead.
+      // "select": the columns to return (Lance's system columns such as
+      // _row_created_at_version may be named), _rowid added; "explain":
+      // true returns {"plan": ...} (explainPlan(true)) instead.
       if (req.version) await table.checkout(req.version);
-      if (req.explain) return { plan: await table.query().where(req.filter).explainPlan(true) };
-      const rows = await table.query().where(req.filter).withRowId().toArray();
+      let q = table.query();
+      if (req.filter) q = q.where(req.filter);
+      if (req.explain) return { plan: await q.explainPlan(true) };
+      if (req.select) q = q.select(req.select);
+      const rows = await q.withRowId().toArray();
       return { rows: rows.map((r) => r.toJSON()) };
     }
     case 'update': {
@@ -222,6 +237,10 @@ async function serve(req) {
       }
       return { indices };
     }
+    case 'indexStats':
+      // {"op": "indexStats", "name": "vec_idx"}: LanceDB's index statistics
+      // (numIndexedRows, numUnindexedRows, numIndices, indexType, ...).
+      return { stats: (await table.indexStats(req.name)) ?? null };
     case 'createIndex': {
       // type: btree, bitmap, labelList, fts, or a vector index (ivfPq,
       // ivfFlat, hnswPq, hnswSq) built with req.indexOptions (LanceDB's

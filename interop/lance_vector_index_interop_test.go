@@ -49,7 +49,9 @@ func TestLancerSearchesLanceIndices(t *testing.T) {
 			vecs[i*dim+j] = centers[c*dim+j] + float32(rng.NormFloat64())
 		}
 	}
-	queries := make([][]float32, 12)
+	// Enough queries that "at least 99%" (HNSW, below) can be measured:
+	// with a few dozen it would demand every one.
+	queries := make([][]float32, 100)
 	for i := range queries {
 		q := make([]float32, dim)
 		c := rng.IntN(clusters)
@@ -143,9 +145,17 @@ func TestLancerSearchesLanceIndices(t *testing.T) {
 				}
 				// Identical for PQ and flat sub-indices; HNSW: the same top
 				// k (ties at the k-th distance aside) on at least 99% of the
-				// queries (issue #17), which with this many queries is every
-				// one.
-				if mismatched > 0 {
+				// queries (issue #17). Lance builds its HNSW graphs in
+				// parallel, so each run gets one of a few graphs; on some, a
+				// query or two of hundreds ends its beam elsewhere in Lance
+				// (measured: 1 of 400 searches on such a graph, the same
+				// query every time, Lance's own answer on the graph
+				// deterministic).
+				allowed := 0
+				if tc.hnsw {
+					allowed = len(reqs) / 100
+				}
+				if mismatched > allowed {
 					t.Errorf("%s: %d of %d searches differ from Lance's", stage, mismatched, len(reqs))
 				}
 			}

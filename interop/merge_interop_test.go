@@ -180,15 +180,34 @@ func TestLanceReadsLancerMerges(t *testing.T) {
 				graphRequest{URI: uri, Op: "branchAppend", Branch: "lb", Rows: rows},
 				graphRequest{URI: uri, Op: "branchDelete", Branch: "lb", Filter: "id = 10"},
 			)
+			// main appends too: Lance's branch allocates stable row ids
+			// from where main was, so the merge renumbers the branch's new
+			// rows in main.
+			if main, err = openDir(ctx, uri, nil); err != nil {
+				t.Fatal(err)
+			}
+			r = idVal([]int64{400}, "main")
+			_, err = main.Append(ctx, r, nil)
+			r.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "lb"}, nil); err != nil {
 				t.Fatalf("merge of Lance's branch: %v", err)
+			}
+			agree(t, node, ref, uri)
+			// Lance updates a row its branch added, and lancer merges the
+			// branch again: main's renumbered copy is that row.
+			graphOps(t, node, ref, graphRequest{URI: uri, Op: "branchUpdate", Branch: "lb", Filter: "id = 300", ValuesSQL: map[string]string{"val": "'lance2'"}})
+			if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "lb"}, nil); err != nil {
+				t.Fatalf("second merge of Lance's branch: %v", err)
 			}
 			agree(t, node, ref, uri)
 			d, err := openDir(ctx, uri, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for pred, want := range map[string]uint64{"id = 10": 0, "id >= 300": 2, "id >= 100 AND id < 110": 10, "val = 'exp'": 1, "id = 40": 0} {
+			for pred, want := range map[string]uint64{"id = 10": 0, "id >= 300": 3, "id = 300": 1, "val = 'lance2'": 1, "id >= 100 AND id < 110": 10, "val = 'exp'": 1, "id = 40": 0} {
 				if n, err := d.Count(ctx, pred); err != nil || n != want {
 					t.Errorf("main after the merges: %s: %d rows, want %d (%v)", pred, n, want, err)
 				}

@@ -128,44 +128,86 @@ func (s *streamReader) Err() error { return s.err }
 // batch) is kept until the end, never the result. Headers go out with
 // the first batch, so an error before it is still a JSON error; an error
 // after it leaves the file without its footer, which the client reports.
+//
+// A result with a dictionary-encoded column is an Arrow IPC stream
+// instead (which clients since 0.37.1 read as such, by its content-type):
+// a file holds one dictionary per column, while Lance's dictionaries
+// differ from batch to batch (each fragment, each page has its own), and
+// a stream replaces them as it goes.
 type resultWriter struct {
 	w       http.ResponseWriter
 	version uint64 // x-lancedb-version: the version read
-	fw      *ipc.FileWriter
-	rows    int64
+	out     interface {
+		Write(arrow.RecordBatch) error
+		Close() error
+	}
+	rows int64
 }
 
 func (rw *resultWriter) start(schema *arrow.Schema) {
-	rw.w.Header().Set("content-type", arrowFileType)
+	ct := arrowFileType
+	if hasDictionary(schema) {
+		ct = arrowStreamType
+	}
+	rw.w.Header().Set("content-type", ct)
 	rw.w.Header().Set("x-lancedb-version", strconv.FormatUint(rw.version, 10))
-	// NewFileWriter writes nothing until the first batch, and never fails.
-	rw.fw, _ = ipc.NewFileWriter(rw.w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	// The writers write nothing until the first batch, and never fail.
+	if ct == arrowStreamType {
+		rw.out = ipc.NewWriter(rw.w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+		return
+	}
+	rw.out, _ = ipc.NewFileWriter(rw.w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+}
+
+// hasDictionary reports whether a schema has a dictionary-encoded field,
+// at any depth.
+func hasDictionary(schema *arrow.Schema) bool {
+	var has func(t arrow.DataType) bool
+	has = func(t arrow.DataType) bool {
+		switch t := t.(type) {
+		case *arrow.DictionaryType:
+			return true
+		case arrow.NestedType:
+			for _, f := range t.Fields() {
+				if has(f.Type) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, f := range schema.Fields() {
+		if has(f.Type) {
+			return true
+		}
+	}
+	return false
 }
 
 // write writes one batch of the result.
 func (rw *resultWriter) write(b arrow.RecordBatch) error {
-	if rw.fw == nil {
+	if rw.out == nil {
 		rw.start(b.Schema())
 	}
 	rw.rows += b.NumRows()
-	return rw.fw.Write(b)
+	return rw.out.Write(b)
 }
 
 // close ends the file. A result without batches gets one empty batch of
 // schema, so that the client keeps the schema of an empty result.
 func (rw *resultWriter) close(schema *arrow.Schema) error {
-	if rw.fw == nil {
+	if rw.out == nil {
 		if schema == nil {
 			return fmt.Errorf("query result without a schema")
 		}
 		rw.start(schema)
 		empty := array.NewRecordBatch(schema, emptyColumns(schema), 0)
 		defer empty.Release()
-		if err := rw.fw.Write(empty); err != nil {
+		if err := rw.out.Write(empty); err != nil {
 			return err
 		}
 	}
-	return rw.fw.Close()
+	return rw.out.Close()
 }
 
 // emptyColumns returns a 0-row array for each field of schema.

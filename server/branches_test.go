@@ -109,7 +109,7 @@ func TestServerChanges(t *testing.T) {
 	offset := 0.0
 	for range 10 {
 		code, out := page(fmt.Sprintf(`{"since":0,"columns":["id"],"limit":2,"offset":%v}`, offset))
-		if code != http.StatusOK || out["until"] != 2.0 {
+		if code != http.StatusOK || out["until"] != 2.0 || out["lineage"] != false {
 			t.Fatalf("page at %v: %d %v", offset, code, out)
 		}
 		for _, r := range out["rows"].([]any) {

@@ -30,7 +30,10 @@ type changesBody struct {
 
 // changes answers changes/ {"since", "until"?, "branch"?, "columns"?,
 // "offset"?, "limit"?} with {"since", "until", "rows": [...], "next_offset"}:
-// the rows of the change feed after version since up to until (default:
+// and "lineage" (true: rows matched by stable row id and the row lineage
+// columns, false: derived from the version history; see
+// dataset.ChangeFeed.FromLineage): the rows of the change feed after
+// version since up to until (default:
 // the line's latest, returned so that later pages read the same range),
 // from the offset-th on, at most limit (default 1000, at most 10000), each
 // row as JSON with _change_type, _commit_version and _commit_timestamp.
@@ -101,7 +104,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 	}
-	b, err := marshal(map[string]any{"since": body.Since, "until": until, "rows": rows, "next_offset": next})
+	b, err := marshal(map[string]any{"since": body.Since, "until": until, "rows": rows, "next_offset": next, "lineage": feed.FromLineage()})
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,15 @@
 // plain scans (filter, columns, offset, limit) or vector searches (one
 // query vector or a batch, answered with a query_index column; k, offset,
 // distance type, prefilter or postfilter, nprobes, ef, refine factor,
-// distance bounds, bypass_vector_index), with _distance last.
+// distance bounds, bypass_vector_index, fast_search), with _distance last
+// unless the select places it. A select's columns may be SQL expressions
+// ({"double": "price * 2"}), evaluated on each batch of the result with
+// package dataset/filter's evaluator (project.go). order_by sorts a scan
+// before its offset and limit, holding the best k + offset rows (every
+// row without a limit) up to maxOrderBytes (order.go); it sorts a search's
+// or a take's rows as found. The answer is an Arrow IPC file, or a stream
+// when it has a dictionary-encoded column, whose dictionary changes from
+// batch to batch.
 // create_index builds lancer's own vector indices: IVF_PQ, IVF_HNSW_SQ
 // and IVF_FLAT map to dataset.IndexIVFPQ, IndexIVFHNSWSQ and IndexIVFFlat;
 // BTREE, BITMAP and LABEL_LIST (the client's Index.btree(), bitmap(),
@@ -127,8 +135,8 @@
 // fetch_blobs as a missing table.
 //
 // Not served: full-text search (the structured queries a 0.3.0+ server
-// receives are refused with a 400 naming their kind) and order_by in
-// queries, building FTS indices, namespaces other than the root, jobs,
+// receives are refused with a 400 naming their kind), building FTS
+// indices, namespaces other than the root, jobs,
 // computed and function columns.
 //
 // Branches: the client's table.branches() list/create/delete/checkout work

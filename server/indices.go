@@ -12,7 +12,6 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/dataset/manifest"
-	"github.com/lancerdb/lancer/dataset/vecindex"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -20,21 +19,27 @@ import (
 // lancer builds: vector indices, and the scalar ones in Lance's format.
 // Full-text (FTS) and the quantizers lancer lacks are refused.
 var createIndexTypes = map[string]string{
-	"IVF_PQ":      dataset.IndexIVFPQ,
-	"IVF_HNSW_SQ": dataset.IndexIVFHNSWSQ,
-	"IVF_FLAT":    dataset.IndexIVFFlat,
-	"BTREE":       dataset.IndexBTree,
-	"BITMAP":      dataset.IndexBitmap,
-	"LABEL_LIST":  dataset.IndexLabelList,
+	"IVF_PQ":        dataset.IndexIVFPQ,
+	"IVF_HNSW_SQ":   dataset.IndexIVFHNSWSQ,
+	"IVF_FLAT":      dataset.IndexIVFFlat,
+	"IVF_SQ":        dataset.IndexIVFSQ,
+	"IVF_HNSW_FLAT": dataset.IndexIVFHNSWFlat,
+	"IVF_HNSW_PQ":   dataset.IndexIVFHNSWPQ,
+	"BTREE":         dataset.IndexBTree,
+	"BITMAP":        dataset.IndexBitmap,
+	"LABEL_LIST":    dataset.IndexLabelList,
 }
 
 // clientIndexTypes names lancer's index types as the client does.
 var clientIndexTypes = map[string]string{
-	dataset.IndexIVFPQ:     "IVF_PQ",
-	dataset.IndexIVFHNSWSQ: "IVF_HNSW_SQ",
-	dataset.IndexIVFFlat:   "IVF_FLAT",
-	dataset.IndexFlat:      "IVF_FLAT",
-	dataset.IndexHNSW:      "IVF_HNSW_SQ",
+	dataset.IndexIVFPQ:       "IVF_PQ",
+	dataset.IndexIVFHNSWSQ:   "IVF_HNSW_SQ",
+	dataset.IndexIVFFlat:     "IVF_FLAT",
+	dataset.IndexFlat:        "IVF_FLAT",
+	dataset.IndexHNSW:        "IVF_HNSW_SQ",
+	dataset.IndexIVFSQ:       "IVF_SQ",
+	dataset.IndexIVFHNSWFlat: "IVF_HNSW_FLAT",
+	dataset.IndexIVFHNSWPQ:   "IVF_HNSW_PQ",
 }
 
 // createIndex answers create_index/ (docs/spec/lancedb-remote-protocol.md §7.5) by building one of
@@ -65,7 +70,7 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 	}
 	typ, ok := createIndexTypes[strings.ToUpper(body.IndexType)]
 	if !ok {
-		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ and IVF_FLAT and the scalar indices BTREE, BITMAP and LABEL_LIST only", body.IndexType)
+		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ, IVF_FLAT, IVF_SQ, IVF_HNSW_FLAT and IVF_HNSW_PQ and the scalar indices BTREE, BITMAP and LABEL_LIST only", body.IndexType)
 	}
 	opts := &dataset.CreateIndexOptions{Type: typ, Name: body.Name, Replace: true}
 	if body.MetricType != "" {
@@ -167,14 +172,10 @@ func summarizeIndices(ds *dataset.Dataset) []*indexSummary {
 func lancerDetails(ix manifest.IndexInfo) (*manifest.VectorIndexDetails, bool) {
 	if v := ix.DetailsValue(); v != nil && strings.HasSuffix(ix.TypeURL, dataset.LanceVectorIndexTypeURL) {
 		// Lance's VectorIndexDetails, of the kinds lancer writes so (and
-		// searches as Lance does): IVF_FLAT and IVF_PQ.
-		quant, metric, sub, ok, err := vecindex.ParseDetails(v)
+		// searches as Lance does).
+		det, ok, err := dataset.LanceDetailsType(v)
 		if err != nil || !ok {
 			return nil, false
-		}
-		det := &manifest.VectorIndexDetails{Type: dataset.IndexIVFPQ, Metric: metric.String(), SubVectors: uint32(sub)}
-		if quant == vecindex.QuantFlat {
-			det.Type = dataset.IndexIVFFlat
 		}
 		return det, true
 	}

@@ -68,6 +68,13 @@ const (
 	// maxListedVersions bounds version/list/: each version listed costs one
 	// manifest read. A table with more lists its latest ones.
 	maxListedVersions = 10_000
+	// maxOrderKeys bounds the columns of an order_by.
+	maxOrderKeys = 16
+	// maxOrderBytes bounds the rows an order_by holds to sort them: a
+	// scan's best k + offset rows (twice that while it reads), or every
+	// row without a limit; past it the query is a 400 asking for a
+	// smaller limit.
+	maxOrderBytes = 256 << 20
 )
 
 // nonNegative parses an optional JSON integer; empty is def, and values

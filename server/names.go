@@ -26,18 +26,24 @@ const tableSuffix = ".lance"
 // 1 to MaxTableNameLength characters from [A-Za-z0-9_.-] (LanceDB's own
 // rule), not starting with a dot, so that no name is "..", reaches outside
 // the data folder or names a hidden file. Errors wrap
-// lancer.ErrInvalidArgument.
+// lancer.ErrInvalidArgument and read as LanceDB's own (Invalid table name
+// ("a/b"): Table names can only contain ...).
 func CheckTableName(name string) error {
-	if name == "" || len(name) > MaxTableNameLength {
-		return fmt.Errorf("table name must have 1 to %d characters: %w", MaxTableNameLength, lancer.ErrInvalidArgument)
+	invalid := func(reason string) error {
+		return fmt.Errorf("Invalid table name (%q): %s: %w", name, reason, lancer.ErrInvalidArgument)
 	}
-	if name[0] == '.' {
-		return fmt.Errorf("table name %q must not start with a dot: %w", name, lancer.ErrInvalidArgument)
+	switch {
+	case name == "":
+		return invalid("Table names cannot be empty strings")
+	case len(name) > MaxTableNameLength:
+		return invalid(fmt.Sprintf("Table names can have at most %d characters", MaxTableNameLength))
+	case name[0] == '.':
+		return invalid("Table names cannot start with a period")
 	}
 	for _, c := range []byte(name) {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
 		if !ok {
-			return fmt.Errorf("table name %q may only hold letters, digits, '_', '-' and '.': %w", name, lancer.ErrInvalidArgument)
+			return invalid("Table names can only contain alphanumeric characters, underscores, hyphens, and periods")
 		}
 	}
 	return nil

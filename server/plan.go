@@ -47,6 +47,7 @@ func (s *Server) analyzePlan(w http.ResponseWriter, r *http.Request) error {
 		q.WithRowID = true
 		cp := *p
 		cp.q = &q
+		cp.withRowID = true
 		run = &cp
 	}
 	start := time.Now()

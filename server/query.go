@@ -37,6 +37,7 @@ type queryBody struct {
 	VectorColumn      string          `json:"vector_column"`
 	WithRowID         bool            `json:"with_row_id"`
 	BypassVectorIndex bool            `json:"bypass_vector_index"`
+	FastSearch        bool            `json:"fast_search"`
 	FullTextQuery     json.RawMessage `json:"full_text_query"`
 	OrderBy           json.RawMessage `json:"order_by"`
 }
@@ -110,6 +111,14 @@ type preparedQuery struct {
 	k, offset        int
 	kind             string   // "take", "scan" or "search"
 	offsets          []uint64 // of a take
+	// proj is the select's projection when it has expressions (columns
+	// are then the columns it reads, aliases nil), else nil.
+	proj *projection
+	// order is the query's order_by, nil for none.
+	order []orderKey
+	// withRowID: the query reads _rowid (asked for, or named by an
+	// expression of the select).
+	withRowID bool
 	// Of a search, checked against limits.go: nprobes and ef (0: the
 	// defaults) and refine_factor (0: none).
 	nprobes, ef, refine int
@@ -120,11 +129,11 @@ func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*prep
 	if !isNull(q.FullTextQuery) {
 		return nil, unsupportedf("full-text search (%s) is not supported: lancer has no full-text index; use a filter such as text LIKE '%%word%%'", ftsKind(q.FullTextQuery))
 	}
-	if t := bytes.TrimSpace(q.OrderBy); !isNull(q.OrderBy) && !bytes.Equal(t, []byte("[]")) {
-		return nil, unsupportedf("order_by is not supported")
-	}
 	p := &preparedQuery{q: q}
 	var err error
+	if p.order, err = q.orderKeys(); err != nil {
+		return nil, err
+	}
 	if p.vectors, err = q.vectors(); err != nil {
 		return nil, err
 	}
@@ -139,6 +148,18 @@ func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*prep
 	}
 	if p.ds, err = s.open(r.Context(), name, q.version(), q.Branch); err != nil {
 		return nil, err
+	}
+	p.withRowID = q.WithRowID
+	var sortBy []string
+	for _, k := range p.order {
+		sortBy = append(sortBy, k.Column)
+	}
+	if p.proj, err = newProjection(p.ds.Schema(), p.columns, p.aliases, sortBy); err != nil {
+		return nil, err
+	}
+	if p.proj != nil {
+		p.columns, p.aliases = p.proj.read, nil
+		p.withRowID = p.withRowID || p.proj.rowID
 	}
 	switch offsets, ok := rowOffsets(q.Filter); {
 	case ok && len(p.vectors) == 0:
@@ -216,7 +237,12 @@ func ftsKind(raw json.RawMessage) string {
 func (s *Server) runEach(r *http.Request, p *preparedQuery, emit func(arrow.RecordBatch) error) (*arrow.Schema, error) {
 	var schema *arrow.Schema
 	each := func(b arrow.RecordBatch) error {
-		if p.aliases != nil {
+		if p.proj != nil {
+			var err error
+			if b, err = p.proj.apply(r.Context(), b, p.q.WithRowID); err != nil {
+				return err
+			}
+		} else if p.aliases != nil {
 			var out []arrow.RecordBatch
 			_, out = renameColumns(b.Schema(), []arrow.RecordBatch{b}, p.columns, p.aliases)
 			b = out[0]
@@ -225,21 +251,46 @@ func (s *Server) runEach(r *http.Request, p *preparedQuery, emit func(arrow.Reco
 		schema = b.Schema()
 		return emit(b)
 	}
+	final := each
+	k, offset := p.k, p.offset
+	var srt *sorter
+	if p.order != nil {
+		// The rows are sorted before the offset and limit of a scan
+		// apply; a search's or a take's rows are sorted as found.
+		srt = &sorter{keys: p.order, window: math.MaxInt}
+		defer srt.release()
+		if p.kind == "scan" {
+			if k != math.MaxInt && k <= math.MaxInt-offset {
+				srt.window = k + offset
+			}
+			k, offset = math.MaxInt, 0
+		}
+		each = func(b arrow.RecordBatch) error {
+			defer b.Release()
+			return srt.add(r.Context(), b)
+		}
+	}
 	var err error
+	var sc *arrow.Schema
 	switch p.kind {
 	case "take":
-		err = s.take(r, p.ds, p.offsets, p.columns, p.q.WithRowID, each)
+		err = s.take(r, p.ds, p.offsets, p.columns, p.withRowID, each)
 	case "scan":
-		var sc *arrow.Schema
-		sc, err = s.scan(r, p.ds, p.q, p.columns, p.k, p.offset, each)
-		if err == nil && schema == nil && sc != nil {
-			schema = sc
-			if p.aliases != nil {
-				schema, _ = renameColumns(sc, nil, p.columns, p.aliases)
-			}
-		}
+		sc, err = s.scan(r, p.ds, p.q, p.columns, p.withRowID, k, offset, each)
 	default:
 		err = s.search(r, p, each)
+	}
+	if err == nil && srt != nil {
+		err = srt.emit(r.Context(), p.kind == "scan", p.offset, p.k, final)
+	}
+	if err == nil && schema == nil && sc != nil {
+		schema = sc
+		switch {
+		case p.proj != nil:
+			schema, err = p.proj.applySchema(r.Context(), sc, p.q.WithRowID)
+		case p.aliases != nil:
+			schema, _ = renameColumns(sc, nil, p.columns, p.aliases)
+		}
 	}
 	if err != nil {
 		return nil, inTable(err)
@@ -284,8 +335,8 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) error {
 
 // scan runs a plain query: filter, columns, offset and limit, handing
 // each batch the scanner reads to emit. It returns the scan's schema.
-func (s *Server) scan(r *http.Request, ds *dataset.Dataset, q *queryBody, columns []string, k, offset int, emit func(arrow.RecordBatch) error) (*arrow.Schema, error) {
-	opts := &dataset.ScanOptions{Columns: columns, Filter: q.Filter, Offset: int64(offset), WithRowID: q.WithRowID}
+func (s *Server) scan(r *http.Request, ds *dataset.Dataset, q *queryBody, columns []string, withRowID bool, k, offset int, emit func(arrow.RecordBatch) error) (*arrow.Schema, error) {
+	opts := &dataset.ScanOptions{Columns: columns, Filter: q.Filter, Offset: int64(offset), WithRowID: withRowID}
 	if k != math.MaxInt {
 		// 0 (never sent by the client) is no limit too.
 		opts.Limit = int64(k)
@@ -430,8 +481,9 @@ func (s *Server) search(r *http.Request, p *preparedQuery, emit func(arrow.Recor
 		Metric:       q.DistanceType,
 		Filter:       q.Filter,
 		Columns:      p.columns,
-		WithRowID:    q.WithRowID,
+		WithRowID:    p.withRowID,
 		Exact:        q.BypassVectorIndex,
+		FastSearch:   q.FastSearch,
 		Postfilter:   q.Prefilter != nil && !*q.Prefilter,
 	}
 	if opts.Metric == "hamming" {

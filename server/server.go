@@ -171,6 +171,7 @@ type Server struct {
 	unacked        *unackedCache // commits the client may not have seen
 	uiCols         uiColumnCache // the browser's column kinds by version
 	maint          *maintainer   // background maintenance; nil when disabled
+	tableOps       []string      // the endpoints of a table: create, query, index/list, …
 
 	// afterCommit, if set (by tests), runs after a write committed and
 	// before its answer is written; an error fails the request.
@@ -477,6 +478,7 @@ func (s *Server) routes() {
 	// Every POST of a table takes a JSON body (or none) but the three
 	// that carry rows.
 	post := func(body bodyKind, op string, h handlerFunc) {
+		s.tableOps = append(s.tableOps, op)
 		s.handle("POST /v1/table/{id}/"+op, route{body: body}, h)
 	}
 	post(bodyArrow, "create", s.createTable)
@@ -520,9 +522,35 @@ func (s *Server) routes() {
 	s.handle("GET /v1/table/{id}/blob/{column}/{row}/bytes", route{}, s.blobBytes)
 	s.uiRoutes() // the dataset browser (ui.go)
 	s.register("/", route{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name, ok := s.slashedTable(r); ok {
+			// The client puts a table name in the path as it is: a name
+			// with a slash is more segments, but the client's mistake is
+			// the name, which LanceDB refuses as such.
+			s.writeError(w, r, invalidf("%v", CheckTableName(name)))
+			return
+		}
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
 			msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 	}))
+}
+
+// slashedTable returns the table name of a POST to a table's endpoint
+// whose name holds a slash (/v1/table/a/b/create/).
+func (s *Server) slashedTable(r *http.Request) (string, bool) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/table/")
+	if !ok || r.Method != http.MethodPost {
+		return "", false
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	for _, op := range s.tableOps {
+		if strings.Contains(op, "{") {
+			continue
+		}
+		if name, ok := strings.CutSuffix(rest, "/"+op); ok && strings.Contains(name, "/") {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // handle registers h under pattern, with and without a trailing slash.

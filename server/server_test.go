@@ -129,9 +129,18 @@ func TestServerBadTableNamesInPaths(t *testing.T) {
 			t.Errorf("%s: status %d", path, rec.Code)
 		}
 	}
-	// a/b is two path segments: no such endpoint.
-	if rec := do(t, s, "POST", "/v1/table/a/b/describe/", nil, nil); rec.Code != http.StatusNotFound {
-		t.Errorf("a/b: status %d", rec.Code)
+	// a/b is two path segments, but the name is what is wrong: the
+	// invalid-name error LanceDB gives, for every endpoint of a table.
+	for _, path := range []string{"/v1/table/a/b/describe/", "/v1/table/a/b/c/create", "/v1/table/a/b/index/list/"} {
+		rec := do(t, s, "POST", path, nil, nil)
+		msg, _ := errorOf(t, rec)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(msg, `Invalid table name ("a/b`) {
+			t.Errorf("%s: status %d, %q", path, rec.Code, msg)
+		}
+	}
+	// Not a table's endpoint: still no such endpoint.
+	if rec := do(t, s, "POST", "/v1/table/a/b/frobnicate/", nil, nil); rec.Code != http.StatusNotFound {
+		t.Errorf("a/b/frobnicate: status %d", rec.Code)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 0 {

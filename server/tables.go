@@ -782,7 +782,9 @@ func (s *Server) mergeInsert(w http.ResponseWriter, r *http.Request) error {
 			"num_inserted_rows": stats.RowsInserted,
 			"num_updated_rows":  stats.RowsUpdated,
 			"num_deleted_rows":  stats.RowsDeleted,
-			"num_attempts":      1,
+			// The rows written, as LanceDB counts them.
+			"num_rows":     stats.RowsInserted + stats.RowsUpdated,
+			"num_attempts": 1,
 		}, nil
 	})
 }

@@ -625,7 +625,7 @@ func TestUIErrors(t *testing.T) {
 		{"/ui/api/tables/nope/rows?ref=tag:v1", 404, "TableNotFound", "nope"},
 		{"/ui/api/tables/nope?ref=relabel", 404, "TableNotFound", "nope"},
 		{"/ui/api/tables/nope?ref=b@2", 404, "TableNotFound", "nope"},
-		{"/ui/api/tables/.hidden", 400, "InvalidInput", "dot"},
+		{"/ui/api/tables/.hidden", 400, "InvalidInput", "cannot start with a period"},
 		{"/ui/api/tables/pics?ref=nope", 404, "NotFound", `no tag or branch "nope"`},
 		{"/ui/api/tables/pics?ref=tag:nope", 404, "NotFound", `no tag "nope"`},
 		{"/ui/api/tables/pics?ref=nope@2", 404, "NotFound", `branch "nope"`},

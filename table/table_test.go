@@ -388,6 +388,28 @@ func TestReads(t *testing.T) {
 	if got := tb.Ref(); got != (table.Ref{Version: 2}) {
 		t.Errorf("Ref() = %+v", got)
 	}
+	// The change feed of the handle's line: the append's insertion (one
+	// row, id 10), read by stable row id.
+	feed, err := tb.ChangeFeed(ctx, &dataset.ChangeFeedOptions{Since: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rec, err := range feed.Batches(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := rec.Column(int(rec.NumCols()) - 3).(*array.String)
+		for i := range kinds.Len() {
+			if kinds.Value(i) != dataset.ChangeInsert {
+				t.Errorf("change %d of version 2: %s", n+i, kinds.Value(i))
+			}
+		}
+		n += int(rec.NumRows())
+	}
+	if n != 1 || !feed.FromLineage() {
+		t.Errorf("change feed after version 1: %d rows (from lineage %v), want the one appended, by stable row id", n, feed.FromLineage())
+	}
 }
 
 // TestOpenRefs opens by URI at every kind of ref, and Checkout of each.

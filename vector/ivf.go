@@ -51,7 +51,9 @@ const (
 	// sub-vector, 32× smaller than float32 with the default sub-vectors.
 	// Distances are to the decoded vectors, computed with per-query
 	// lookup tables (asymmetric distance), and are coarse: follow a search
-	// with Rerank over a few times k candidates. Only SubFlat supports it.
+	// with Rerank over a few times k candidates. With SubHNSW the graphs
+	// are built and searched on the exact vectors, kept too, and the codes
+	// are only for writing Lance's IVF_HNSW_PQ (no .lancer-ivf form).
 	StorePQ
 )
 
@@ -153,6 +155,7 @@ type IVF struct {
 	ids       []uint64    // n caller ids, partition order
 	sq        *SQ8        // StoreSQ8
 	pq        *pqCodebook // StorePQ
+	pqRaw     bool        // StorePQ of the vectors, not residuals (PQOptions.Raw)
 
 	// radius[p] is the largest L2 distance (not squared) from centroid p to
 	// a row of p as searched (decoded for SQ8 and PQ): for L2, no row of p
@@ -258,8 +261,7 @@ func (x *IVF) part(ctx context.Context, p int) (*ivfPart, error) {
 // larger one an incremental BuildHNSW graph.
 //
 // Bad arguments (no rows, a non-finite value, duplicate ids, bad options)
-// are errors wrapping lancer.ErrInvalidArgument; StorePQ with SubHNSW is
-// lancer.ErrUnsupported.
+// are errors wrapping lancer.ErrInvalidArgument.
 func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF, error) {
 	var o IVFOptions
 	if opts != nil {
@@ -279,8 +281,8 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 		return nil, fmt.Errorf("vector: IVF sub-index %v: %w", o.Sub, lancer.ErrInvalidArgument)
 	case o.Storage > StorePQ:
 		return nil, fmt.Errorf("vector: IVF storage %v: %w", o.Storage, lancer.ErrInvalidArgument)
-	case o.Storage == StorePQ && o.Sub == SubHNSW:
-		return nil, fmt.Errorf("vector: IVF with PQ storage and HNSW partitions: %w", lancer.ErrUnsupported)
+	case o.Storage == StorePQ && o.PQ.Raw && o.Metric != Dot:
+		return nil, fmt.Errorf("vector: IVF of raw PQ codes for %v (only dot): %w", o.Metric, lancer.ErrInvalidArgument)
 	case o.Partitions < 0 || o.Workers < 0:
 		return nil, fmt.Errorf("vector: IVF Partitions %d, Workers %d must not be negative: %w", o.Partitions, o.Workers, lancer.ErrInvalidArgument)
 	}
@@ -294,7 +296,7 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 	if o.Workers == 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
-	x := &IVF{dim: dim, metric: o.Metric, sub: o.Sub, storage: o.Storage}
+	x := &IVF{dim: dim, metric: o.Metric, sub: o.Sub, storage: o.Storage, pqRaw: o.Storage == StorePQ && o.PQ.Raw}
 	var hopts HNSWOptions
 	if o.Sub == SubHNSW {
 		hopts = HNSWOptions{M: o.HNSW.M, EfConstruction: o.HNSW.EfConstruction, Metric: o.Metric, Workers: 1}
@@ -372,7 +374,11 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 			return nil, err
 		}
 	case StorePQ:
-		if x.pq, err = trainPQ(vectors, dim, cent, assign, o.Metric, pqo, o.Seed, o.Workers); err != nil {
+		pqCent := cent
+		if x.pqRaw {
+			pqCent = make([]float32, len(cent)) // residuals to zero: the vectors
+		}
+		if x.pq, err = trainPQ(vectors, dim, pqCent, assign, o.Metric, pqo, o.Seed, o.Workers); err != nil {
 			return nil, err
 		}
 	}
@@ -445,6 +451,9 @@ func (x *IVF) buildPartition(p int, vectors []float32, perm []uint32, hopts HNSW
 		r := make([]float32, dim)
 		var acc [pqCodebookSize]float32
 		cent := x.centroids[p*dim : (p+1)*dim]
+		if x.pqRaw {
+			cent = make([]float32, dim)
+		}
 		for pos := lo; pos < hi; pos++ {
 			residual(r, row(pos), cent, x.metric)
 			pt.codes = x.pq.encode(pt.codes, r, &acc)
@@ -1173,6 +1182,9 @@ func (x *IVF) PartitionRows(ctx context.Context, p int) (ids []uint64, vecs []fl
 	ids = x.ids[x.offsets[p]:x.offsets[p+1]]
 	if x.storage == StoreFloat32 {
 		return ids, pt.vecs, nil, nil
+	}
+	if x.sub == SubHNSW && x.storage == StorePQ {
+		return ids, pt.vecs, pt.codes, nil // the graph's exact vectors too
 	}
 	return ids, nil, pt.codes, nil
 }

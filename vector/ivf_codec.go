@@ -234,6 +234,9 @@ func (x *IVF) WriteTo(w io.Writer) (int64, error) {
 // cannot be loaded). It stops with an error wrapping ctx's once ctx is
 // done, having written part of the index. It returns the bytes written.
 func (x *IVF) WriteToContext(ctx context.Context, w io.Writer) (int64, error) {
+	if x.pqRaw || (x.pq != nil && x.sub == SubHNSW) {
+		return 0, fmt.Errorf("vector: IVF of raw PQ codes has no binary form: %w", lancer.ErrUnsupported)
+	}
 	meta := crc32.New(castagnoli)
 	c := &crcWriter{w: bufio.NewWriterSize(w, 1<<16), crc: meta}
 	c.write([]byte(ivfMagic))

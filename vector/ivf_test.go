@@ -259,8 +259,13 @@ func TestIVFBuildErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrInvalidArgument", c.name, err)
 		}
 	}
-	if _, err := BuildIVF(vecs, 2, ids, &IVFOptions{Storage: StorePQ, Sub: SubHNSW}); !errors.Is(err, lancer.ErrUnsupported) {
-		t.Errorf("PQ with HNSW: err = %v, want ErrUnsupported", err)
+	// PQ with HNSW is built for Lance's IVF_HNSW_PQ only: no binary form.
+	x, err := BuildIVF(vecs, 2, ids, &IVFOptions{Storage: StorePQ, Sub: SubHNSW, PQ: PQOptions{SubVectors: 1}})
+	if err != nil {
+		t.Fatalf("PQ with HNSW: %v", err)
+	}
+	if _, err := x.MarshalBinary(); !errors.Is(err, lancer.ErrUnsupported) {
+		t.Errorf("PQ with HNSW: MarshalBinary err = %v, want ErrUnsupported", err)
 	}
 }
 

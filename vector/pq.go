@@ -29,6 +29,11 @@ type PQOptions struct {
 	SampleSize int
 	// MaxIters bounds the k-means iterations of each codebook. Default 15.
 	MaxIters int
+	// Raw quantizes the vectors themselves instead of their residuals to
+	// the partition centroids: Lance's PQ for the dot metric. Only with
+	// Dot. An IVF built so is written in Lance's format only (its
+	// WriteTo is lancer.ErrUnsupported).
+	Raw bool
 }
 
 const (
@@ -403,6 +408,9 @@ func (pq *pqQuery) setPartition(p int) {
 		}
 		x.pq.l2Table(pq.tab, pq.r)
 		return
+	}
+	if x.pqRaw {
+		return // pq.konst stays 0: the codes are of the vectors
 	}
 	pq.konst = dot(pq.q, c)
 	if pq.norm != nil {

@@ -23,10 +23,13 @@ its columns and _change_type (insert, delete, update_preimage: the row before
 an update, update_postimage: after it), _commit_version and _commit_timestamp,
 as Delta Lake's change data feed. --since 0 starts at the first version.
 
-Computed from the version history, no stable row ids needed: each version is
-compared with the one before, and its transaction says what kind of change it
-was. Compactions move rows without changing them: no changes. Without stable
-row ids an update pairs each row it removed with the copy it wrote; other
+Each version is compared with the one before, and its transaction says what
+kind of change it was. Compactions move rows without changing them: no
+changes. A data replacement (new files for a column) updates the rows of its
+fragments. With stable row ids rows are matched by row id and an update is a
+row whose _row_last_updated_at_version changed (Lance's row lineage). Without
+them the feed is derived from the version history alone, and says so on
+stderr: an update pairs each row it removed with the copy it wrote; other
 rewrites of rows (an upsert that also inserts, an overwrite, a restore, a
 merge) show as deletes and inserts. Every version from V to W must still
 exist.`,
@@ -45,6 +48,9 @@ exist.`,
 			feed, err := tbl.ChangeFeed(ctx, &dataset.ChangeFeedOptions{Since: since, Until: until, Columns: splitColumns(columns)})
 			if err != nil {
 				return err
+			}
+			if !feed.FromLineage() {
+				fmt.Fprintln(cmd.ErrOrStderr(), "changes: no stable row ids: derived from the version history (rows matched by where they are stored)")
 			}
 			out, err := newRowWriter(formatArg, cmd.OutOrStdout())
 			if err != nil {

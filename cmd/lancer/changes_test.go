@@ -56,4 +56,20 @@ func TestChanges(t *testing.T) {
 	if out := mustRun(t, "changes", ds, "--since", "3", "--columns", "id,name"); !strings.Contains(out, "_change_type") || !strings.Contains(out, "Brian") {
 		t.Errorf("changes as a table: %q", out)
 	}
+	// Without stable row ids the feed says it is derived from the history;
+	// with them it reads the row lineage, which scans show too (after the
+	// data columns, in Lance's order).
+	if _, _, errOut := runLancer(t, "changes", ds, "--since", "3"); !strings.Contains(errOut, "derived from the version history") {
+		t.Errorf("changes without stable row ids: stderr %q", errOut)
+	}
+	st := filepath.Join(dir, "stable")
+	mustRun(t, "import", "--stable-row-ids", filepath.Join("testdata", "people.jsonl"), st)
+	mustRun(t, "update", st, "--set", "score=1", "--filter", "id = 1")
+	code, out, errOut := runLancer(t, "changes", st, "--since", "1", "--format", "jsonl", "--columns", "id")
+	if code != 0 || strings.Contains(errOut, "derived") || !strings.Contains(out, `"update_postimage"`) {
+		t.Errorf("changes with stable row ids: exit %d, %q, stderr %q", code, out, errOut)
+	}
+	if got := mustRun(t, "scan", st, "--format", "csv", "--columns", "id,_row_created_at_version,_row_last_updated_at_version", "--filter", "_row_last_updated_at_version = 2"); got != "id,_row_last_updated_at_version,_row_created_at_version\n1,2,1\n" {
+		t.Errorf("scan of the lineage columns: %q", got)
+	}
 }

@@ -43,24 +43,29 @@ func newIndexCreateCommand() *cobra.Command {
 		progress                  string
 	)
 	cmd := &cobra.Command{
-		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|flat|btree|bitmap|label_list] [--metric l2|cosine|dot]",
+		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|ivf_hnsw_pq|flat|btree|bitmap|label_list] [--metric l2|cosine|dot]",
 		Short: "Build a vector or scalar index over a column and commit it",
 		Long: `Build an index over --column from every row of the latest version, and commit
-it as a new version. Rows appended later are searched (or filtered) by
-reading them until "lancer index optimize" indexes them.
+it as a new version. Rows appended later are searched (or filtered) by reading
+them until "lancer index optimize" indexes them.
 
-Vector types, for a fixed-size list of floats: ivf_hnsw_sq (default; k-means
-partitions, each an HNSW graph over 8-bit quantized vectors, like Lance's
-IVF_HNSW_SQ), hnsw (one graph), ivf_flat (partitions scanned exactly), ivf_pq
-(partitions of product-quantized codes, dim/8 bytes a row, like Lance's
-IVF_PQ; search it with --refine-factor for exact distances) and flat (exact
-search over a packed copy).
+Every type is written in Lance's own index format, so real Lance (and the
+engines built on it) lists and uses it. Vector types, for a fixed-size list of
+floats: ivf_hnsw_sq (default; k-means partitions, each an HNSW graph over 8-bit
+quantized vectors: Lance's IVF_HNSW_SQ), hnsw (one graph: an IVF_HNSW_SQ of one
+partition), ivf_flat (partitions scanned exactly: IVF_FLAT), ivf_pq (partitions
+of product-quantized codes, dim/8 bytes a row: IVF_PQ; search it with
+--refine-factor for exact distances), ivf_sq (partitions of 8-bit quantized
+vectors scanned: IVF_SQ), ivf_hnsw_flat (an HNSW graph per partition over the
+exact vectors: IVF_HNSW_FLAT), ivf_hnsw_pq (an HNSW graph per partition over
+product-quantized codes: IVF_HNSW_PQ) and flat (exact search: an IVF_FLAT of
+one partition).
 
-Scalar types, in Lance's own format (real Lance uses them too): btree (sorted
-pages of the values; for =, IN, ranges and IS NULL), bitmap (a row set per
-distinct value; for columns of few values) and label_list (for a list column:
-array_has_any and array_has_all). Scans, counts, deletes, updates, merges and
-vector-search prefilters use them; --explain shows where.`,
+Scalar types: btree (sorted pages of the values; for =, IN, ranges and IS
+NULL), bitmap (a row set per distinct value; for columns of few values) and
+label_list (for a list column: array_has_any and array_has_all). Scans,
+counts, deletes, updates, merges and vector-search prefilters use them;
+--explain shows where.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if column == "" {
@@ -97,7 +102,7 @@ vector-search prefilters use them; --explain shows where.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&column, "column", "", "the column to index (required)")
-	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, flat, btree, bitmap or label_list")
+	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq, flat, btree, bitmap or label_list")
 	f.StringVar(&metric, "metric", "l2", "distance: l2, cosine or dot")
 	f.StringVar(&name, "name", "", "index name (default: COLUMN_idx)")
 	f.IntVar(&partitions, "partitions", 0, "IVF partitions (default: √rows)")

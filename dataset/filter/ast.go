@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"encoding/hex"
 	"math"
 	"slices"
 	"strconv"
@@ -33,6 +34,7 @@ const (
 	litString            // 'text'
 	litDate              // DATE 'YYYY-MM-DD'
 	litTimestamp         // TIMESTAMP 'YYYY-MM-DD HH:MM:SS.fff[zone]'
+	litBinary            // X'0aff': s holds the bytes
 )
 
 type literalNode struct {
@@ -195,8 +197,8 @@ type castNode struct {
 	d  int
 }
 
-// listNode is a list literal, [x, y, …]: only the second argument of
-// array_has_any and array_has_all takes one.
+// listNode is a list literal, [x, y, …] (make_array(x, y, …) binds as
+// one too).
 type listNode struct {
 	at    int // the "["
 	items []node
@@ -443,6 +445,10 @@ func writeLiteral(b *strings.Builder, n *literalNode) {
 	case litTimestamp:
 		b.WriteString("TIMESTAMP ")
 		writeString(b, n.s)
+	case litBinary:
+		b.WriteString("X'")
+		b.WriteString(hex.EncodeToString([]byte(n.s)))
+		b.WriteByte('\'')
 	}
 }
 

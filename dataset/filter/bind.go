@@ -159,7 +159,7 @@ func (b *binder) bind(n node) (evaluator, error) {
 	case *callNode:
 		return functions[n.name].bind(b, n)
 	case *listNode:
-		return nil, b.errorf(n.pos(), lancer.ErrUnsupported, "a list literal is only supported as the second argument of array_has_any and array_has_all")
+		return b.bindList(n)
 	}
 	return nil, fmt.Errorf("filter: unknown node %T: %w", n, lancer.ErrUnsupported)
 }

@@ -55,6 +55,9 @@ func (b *binder) compareWithLiteral(at node, op binaryOp, xn node, x evaluator, 
 // compareByCommonType binds "l op r" in the common type of both sides.
 func (b *binder) compareByCommonType(at node, op binaryOp, l, r evaluator) (evaluator, error) {
 	lt, rt := l.dataType(), r.dataType()
+	if listItemType(lt) != nil && listItemType(rt) != nil && (op == opEq || op == opNe) {
+		return b.compareLists(at, op, l, r)
+	}
 	t := commonType(lt, rt)
 	if t == nil || !isComparable(t) {
 		return nil, b.errorf(at.pos(), lancer.ErrInvalidArgument, "cannot compare %s with %s", typeName(lt), typeName(rt))

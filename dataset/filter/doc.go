@@ -25,13 +25,14 @@
 //	a + b, a - b
 //	a * b, a / b, a % b
 //	-a
-//	literals, names, f(x, …), CAST(x AS type), (a)
+//	literals, names, f(x, …), CAST(x AS type), [x, y, …], (a)
 //
 // Literals:
 //
 //	42, -7                       int64 (uint64 above its range)
 //	1.5, 1e3, .5                 float64
 //	'text', 'it''s'              utf8, a doubled quote standing for one
+//	X'0aff'                      binary (what LanceDB's client writes for a Buffer)
 //	TRUE, FALSE, NULL
 //	DATE '2024-01-02'
 //	TIMESTAMP '2024-01-02 03:04:05.123'     optionally with a zone: Z, +02:00
@@ -56,8 +57,19 @@
 // (ceiling); coalesce, is_valid; array_has (array_contains, list_has,
 // list_contains), array_has_any (list_has_any, arrays_overlap) and
 // array_has_all (list_has_all) of a list literal [x, y, …], array_length
-// (list_length, cardinality). Expr.IndexExpr picks out the terms scalar
-// indices can answer.
+// (list_length, cardinality); make_array (make_list), named_struct and
+// struct build values. Expr.IndexExpr picks out the terms scalar indices
+// can answer.
+//
+// A list literal [x, y, …] (or make_array(x, y, …)) is a value like any
+// other: the value of a SET (tags = ['a', 'b'], what LanceDB's
+// update({values: {tags: [...]}}) sends), an argument of the array
+// functions. Its items meet in their common type, as DataFusion's do; []
+// is a list of nulls, which a SET casts to its column's type.
+// named_struct('a', x, 'b', y) is a struct of fields a and b, struct(x, y)
+// one of fields c0 and c1. Two lists compare with = and != (tags = ['a',
+// 'b']): equal when of one length and equal item by item, NULL items
+// equal to each other.
 //
 // # Semantics
 //

@@ -78,6 +78,14 @@ func init() {
 	register([]string{"array_has_any", "list_has_any", "arrays_overlap"}, 2, 2, bindArrayHasSet(true))
 	register([]string{"array_has_all", "list_has_all"}, 2, 2, bindArrayHasSet(false))
 	register([]string{"array_length", "list_length", "cardinality"}, 1, 1, bindArrayLength)
+	register([]string{"make_array", "make_list"}, 0, -1, func(b *binder, n *callNode) (evaluator, error) {
+		set, _ := listLiteral(n)
+		return b.bindList(set)
+	})
+
+	// Structs.
+	register([]string{"named_struct"}, 2, -1, bindNamedStruct)
+	register([]string{"struct"}, 1, -1, bindStructCall)
 }
 
 // bindArgs binds the arguments of a call.

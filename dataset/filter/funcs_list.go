@@ -226,7 +226,7 @@ func (a *arrayLengthEval) eval(ctx context.Context, in *input) (compute.Datum, e
 // error wrapping lancer.ErrUnsupported.
 func bindArrayHasSet(anyOf bool) func(b *binder, n *callNode) (evaluator, error) {
 	return func(b *binder, n *callNode) (evaluator, error) {
-		set, ok := n.args[1].(*listNode)
+		set, ok := listLiteral(n.args[1])
 		if !ok {
 			return nil, b.errorf(n.args[1].pos(), lancer.ErrUnsupported, "%s needs a list literal [x, y, ...] as argument 2", n.name)
 		}

@@ -29,6 +29,10 @@ func FuzzParse(f *testing.F) {
 		"regexp_match(s, '(a)(n+)') IS NULL OR tsk < '2024-01-01 05:30'",
 		"CAST(dec AS BIGINT) / 0 > 1 OR substr(ls, -3, 10) = ''",
 		"price >> 3", "'unterminated", "a IN ()", "((((", "NOT NOT NOT",
+		// Values built per row: lists, structs, binary literals.
+		"l = [i32, NULL, 3] OR ll != make_array(s, ls) OR array_length([[s], []]) > 1",
+		"named_struct('a', [i8], 'b', struct(s, X'00ff')) IS NULL AND bin = x'61'",
+		"array_has_any(l, make_array(1, 2)) AND [" + strings.Repeat("s, ", 200) + "s] IS NOT NULL",
 		// Past the limits on what an expression builds (limits.go).
 		"replace(replace(replace(s, 'a', '" + strings.Repeat("a", 300) + "'), 'a', '" + strings.Repeat("a", 300) + "'), 'a', '" + strings.Repeat("a", 300) + "') = ''",
 		"replace(replace(ls, '', '" + strings.Repeat("x", 4096) + "'), '', '" + strings.Repeat("y", 4096) + "') IS NULL",

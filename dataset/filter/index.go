@@ -260,7 +260,7 @@ func (b *binder) indexCall(n *callNode) *IndexExpr {
 	case "array_has", "array_contains", "list_has", "list_contains":
 		op, items = IndexHasAny, n.args[1:2]
 	case "array_has_any", "list_has_any", "arrays_overlap", "array_has_all", "list_has_all":
-		set, ok := n.args[1].(*listNode)
+		set, ok := listLiteral(n.args[1])
 		if !ok || len(set.items) == 0 {
 			return nil
 		}

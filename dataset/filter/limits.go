@@ -18,8 +18,9 @@ import (
 // multiply: three nested replace(s, 'r', '<10,000 r's>') in a 30 KB filter
 // would build a terabyte. So every place that builds strings, binaries or
 // lists (replace, ||, lower, upper, trim, substr, regexp_match, coalesce,
-// casts, array_has's needles, decoding a dictionary, spreading a constant
-// over a batch's rows) checks the bytes it is about to make, before it
+// casts, array_has's needles, list literals and struct values built per
+// row, decoding a dictionary, spreading a constant over a batch's rows)
+// checks the bytes it is about to make, before it
 // makes them where their size can grow beyond its input's, and fails with
 // an error wrapping lancer.ErrInvalidArgument that names the function and
 // the limit.

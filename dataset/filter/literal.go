@@ -38,6 +38,8 @@ func literalEvaluator(n *literalNode) *literalEval {
 		v = scalar.NewFloat64Scalar(n.f)
 	case litString:
 		v = scalar.NewStringScalar(n.s)
+	case litBinary:
+		v = scalar.NewBinaryScalar(memoryBuffer([]byte(n.s)), arrow.BinaryTypes.Binary)
 	case litDate:
 		v = scalar.NewDate32Scalar(arrow.Date32(n.t.Unix() / 86400))
 	case litTimestamp:
@@ -155,7 +157,7 @@ func (b *binder) coerceLiteral(lit *literalNode, t arrow.DataType, op binaryOp, 
 		}
 		return value(scalar.NewStringScalar(lit.s))
 	case isBinary(t):
-		if lit.kind != litString {
+		if lit.kind != litString && lit.kind != litBinary {
 			return mismatch()
 		}
 		bytes := []byte(lit.s)
@@ -198,7 +200,7 @@ func describeLiteral(lit *literalNode) string {
 	var b strings.Builder
 	writeLiteral(&b, lit)
 	kind := map[litKind]string{litBool: "boolean", litInt: "integer", litUint: "integer", litFloat: "number",
-		litString: "string", litDate: "date", litTimestamp: "timestamp"}[lit.kind]
+		litString: "string", litDate: "date", litTimestamp: "timestamp", litBinary: "binary"}[lit.kind]
 	return kind + " " + b.String()
 }
 

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
@@ -537,6 +538,17 @@ func (p *parser) parsePrimary() (node, *syntaxError) {
 			return &literalNode{at: t.pos, kind: litNull}, nil
 		case "true", "false":
 			return &literalNode{at: t.pos, kind: litBool, b: word == "true"}, nil
+		case "x":
+			// X'0aff', the binary literal LanceDB's client writes for a
+			// Buffer: the quote right after the X.
+			if s := p.peek(); s.kind == tokString && s.pos == t.pos+1 {
+				p.next()
+				b, err := hex.DecodeString(s.text)
+				if err != nil {
+					return nil, &syntaxError{pos: s.pos, msg: "invalid binary literal X" + quoteSource(s.text) + ": expected an even number of hex digits"}
+				}
+				return &literalNode{at: t.pos, kind: litBinary, s: string(b)}, nil
+			}
 		case "date", "timestamp":
 			if s := p.peek(); s.kind == tokString {
 				p.next()

@@ -31,6 +31,7 @@ func bitmapBytes(t testing.TB, values ...uint32) []byte {
 // TestFixtureManifests reads every manifest of the fixtures, branches
 // included, with its transaction.
 func TestFixtureManifests(t *testing.T) {
+	lineage := 0
 	for path, data := range fixturetest.Files(t, ".manifest") {
 		s := fixturetest.MemStore(t, map[string][]byte{"_versions/x.manifest": data})
 		c, err := manifest.ReadFile(context.Background(), s, "_versions/x.manifest", 0, true)
@@ -42,6 +43,23 @@ func TestFixtureManifests(t *testing.T) {
 			t.Errorf("%s: no inline transaction", path)
 		}
 		for _, f := range c.Manifest.Fragments {
+			for _, seq := range []*manifest.Sequence{f.CreatedAtVersions, f.LastUpdatedAtVersions} {
+				if seq == nil || seq.External != nil {
+					continue
+				}
+				vs, err := manifest.DecodeVersionSequence(seq.Inline, f.PhysicalRows)
+				if err != nil {
+					t.Errorf("%s fragment %d: lineage: %v", path, f.ID, err)
+					continue
+				}
+				if f.PhysicalRows == 0 {
+					continue
+				}
+				if v := vs.At(0); v < 1 || v > c.Manifest.Version {
+					t.Errorf("%s fragment %d: row 0 has version %d in version %d", path, f.ID, v, c.Manifest.Version)
+				}
+				lineage++
+			}
 			if f.RowIDs == nil || f.RowIDs.External != nil {
 				continue
 			}
@@ -49,6 +67,9 @@ func TestFixtureManifests(t *testing.T) {
 				t.Errorf("%s fragment %d: %v", path, f.ID, err)
 			}
 		}
+	}
+	if lineage == 0 {
+		t.Error("no fixture fragment has row lineage (the stable row id histories of Lance 12 do)")
 	}
 }
 
@@ -73,6 +94,21 @@ func FuzzManifest(f *testing.F) {
 				if frag.RowIDs != nil && frag.RowIDs.External == nil {
 					if _, err := manifest.DecodeRowIDSequence(frag.RowIDs.Inline, frag.PhysicalRows); err != nil && !errors.Is(err, lancer.ErrCorrupt) {
 						t.Errorf("row ids: %v", err)
+					}
+				}
+				// Row lineage: decoded as runs, whatever the row count
+				// claimed; what is accepted covers exactly the rows.
+				for _, seq := range []*manifest.Sequence{frag.CreatedAtVersions, frag.LastUpdatedAtVersions} {
+					if seq == nil || seq.External != nil {
+						continue
+					}
+					if vs, err := manifest.DecodeVersionSequence(seq.Inline, frag.PhysicalRows); err == nil {
+						if vs.Len() != frag.PhysicalRows {
+							t.Errorf("version sequence of %d rows for %d", vs.Len(), frag.PhysicalRows)
+						}
+						if vs.Len() > 0 {
+							_ = vs.At(vs.Len() - 1)
+						}
 					}
 				}
 			}

@@ -236,3 +236,74 @@ func DecodeVersions(data []byte, rows uint64) (out []uint64, overflow bool, err 
 	}
 	return out, false, nil
 }
+
+// VersionSequence is a decoded RowDatasetVersionSequence: the version of
+// each row of a fragment, kept as its runs (memory in proportion to the
+// encoded sequence, not to the rows).
+type VersionSequence struct {
+	ends     []uint64 // ends[i]: rows covered by runs 0..i
+	versions []uint64
+}
+
+// UniformVersions is the sequence giving rows rows version v.
+func UniformVersions(rows, v uint64) *VersionSequence {
+	return &VersionSequence{ends: []uint64{rows}, versions: []uint64{v}}
+}
+
+// DecodeVersionSequence decodes a RowDatasetVersionSequence of a fragment
+// of rows rows; runs that cover more or fewer rows are an error (the
+// caller wraps lancer.ErrCorrupt), as are malformed bytes.
+func DecodeVersionSequence(data []byte, rows uint64) (*VersionSequence, error) {
+	var p tablepb.RowDatasetVersionSequence
+	if err := proto.Unmarshal(data, &p); err != nil {
+		return nil, err
+	}
+	s := &VersionSequence{}
+	var n uint64
+	for i, run := range p.GetRuns() {
+		seg, err := decodeSegment(run.GetSpan())
+		if err != nil {
+			return nil, fmt.Errorf("run %d: %v", i, err)
+		}
+		if seg.n > rows-n {
+			return nil, fmt.Errorf("run %d of %d rows goes past the fragment's %d rows", i, seg.n, rows)
+		}
+		if seg.n == 0 {
+			continue
+		}
+		n += seg.n
+		s.ends = append(s.ends, n)
+		s.versions = append(s.versions, run.GetVersion())
+	}
+	if n != rows {
+		return nil, fmt.Errorf("the runs cover %d of the fragment's %d rows", n, rows)
+	}
+	return s, nil
+}
+
+// Len is the number of rows.
+func (s *VersionSequence) Len() uint64 {
+	if len(s.ends) == 0 {
+		return 0
+	}
+	return s.ends[len(s.ends)-1]
+}
+
+// At returns the version of row i (< Len()).
+func (s *VersionSequence) At(i uint64) uint64 {
+	k, _ := slices.BinarySearch(s.ends, i+1)
+	return s.versions[k]
+}
+
+// Expand returns the version of every row.
+func (s *VersionSequence) Expand() []uint64 {
+	out := make([]uint64, 0, s.Len())
+	start := uint64(0)
+	for k, end := range s.ends {
+		for range end - start {
+			out = append(out, s.versions[k])
+		}
+		start = end
+	}
+	return out
+}

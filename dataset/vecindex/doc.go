@@ -1,8 +1,8 @@
 // Package vecindex reads and searches the vector indices real Lance builds
 // (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_FLAT, IVF_HNSW_PQ, IVF_HNSW_SQ: Lance's
-// "v3" index files), as Lance searches them, and writes IVF_FLAT and
-// IVF_PQ segments in the same format (Write) from an index package vector
-// built. Package dataset decides which segments a search uses, the
+// "v3" index files), as Lance searches them, and writes IVF_FLAT, IVF_PQ,
+// IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT and IVF_HNSW_PQ segments in the same format
+// (Write) from an index package vector built (W1-W3 below). Package dataset decides which segments a search uses, the
 // fragments they cover and the rows they may return; this package knows
 // one segment's files.
 //
@@ -103,6 +103,30 @@
 // residuals (from_proto turns cosine into L2), as v3. TestLegacySearch
 // checks ids and distances against Lance 0.10.18's answers.
 //
+// # Writing (as Lance's IvfIndexBuilder writes)
+//
+// W1. Write lays the files out as I1-I5 read them, with Lance's choices
+// where the reader accepts several: PQ codes transposed, the codebook in
+// global buffer 2, offsets recorded, empty partitions with an empty
+// sub-index string.
+//
+// W2. SQ is Lance's: one range [start, end] over every value of every
+// vector (normalized for cosine), the least and greatest, and the codes
+// of S3. It is computed from the exact vectors (a first pass over the
+// partitions), not from lancer's per-dimension SQ8.
+//
+// W3. A partition's HNSW graph is lancer's (package vector), renumbered
+// so that its entry point, a node of the top level, is node 0 (where
+// Lance's search starts) and written as Lance's HNSW to_batch does: its
+// levels bottom up, each a row per node on it in node order, with the
+// neighbours and their distances (exact, in the metric); params.max_level
+// is Lance's default 7 (the levels above the graph's top empty, as Lance 12
+// writes them) or the graph's number of levels if more, level_offsets one
+// more than that.
+// The details record the metric, the compression (PQ bits and
+// sub-vectors, SQ bits, flat) and for HNSW m, ef_construction and
+// Lance's default max_level 7.
+//
 // # Search semantics (as Lance's)
 //
 // S1. The query is normalized for cosine. The nprobes partitions whose
@@ -117,8 +141,11 @@
 //
 // S3. SQ codes the query as floor((x - start) × 255 / (end - start)),
 // saturated to [0, 255], in float64; a row's distance is the integer sum
-// of squared code differences times (end-start)² / 255². SQ is never
-// residual.
+// of squared code differences times (end-start)² / 255² (l2 and cosine).
+// For dot it is 1 - q·x̂ with the row decoded, x̂ = start + code ×
+// (end-start)/255: what Lance 12 returns (interop:
+// TestLanceSearchesLancerIndices; the older Lance source read sums code
+// products instead). SQ is never residual.
 //
 // S4. HNSW search starts at the recorded entry point (Lance 12's answers
 // match it; the older Lance source read starts at node 0), descends
@@ -145,4 +172,11 @@
 // nearest of all probed partitions. Re-scoring with exact vectors
 // (refine, and Lance's re-scoring of candidates when fragments are
 // unindexed) is package dataset's, which reads the vectors.
+//
+// S7. When the nprobes partitions yield fewer than k rows (a selective
+// prefilter), the next partitions in centroid order are searched, one at a
+// time, until k rows are found or none is left: Lance's late search
+// (rust/lance/src/io/exec/knn.rs, ANNIvfSubIndexExec::late_search, whose
+// maximum_nprobes defaults to every partition; it searches them in batches
+// of its CPU parallelism, so it may search a few more than this does).
 package vecindex

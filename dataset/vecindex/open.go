@@ -40,6 +40,7 @@ const (
 	colFlat        = "flat"
 	colVectorID    = "__vector_id"
 	colNeighbors   = "__neighbors"
+	colDistance    = "_distance"
 	maxDim         = 1 << 16
 	maxPartitions  = 1 << 20
 	maxGlobalBytes = 1 << 30
@@ -91,6 +92,7 @@ type Index struct {
 	idx, aux *format.Reader
 	legacy   *legacyFile // a legacy segment's file; idx and aux are nil
 
+	cache PartitionCache // nil: parts keeps them
 	mu    sync.Mutex
 	parts map[int]*partition
 	bytes int64
@@ -119,7 +121,28 @@ type hnswMetadata struct {
 type OpenOptions struct {
 	// Name names the index in errors. Default: the directory.
 	Name string
+	// Partitions, when set, keeps the partitions searches load instead of
+	// the Index, so that they share the caller's memory budget (and may
+	// be evicted, then read again). Default nil: the Index keeps every
+	// partition it loaded.
+	Partitions PartitionCache
 }
+
+// PartitionCache keeps the partitions of an Index (OpenOptions.Partitions).
+type PartitionCache interface {
+	// Partition returns partition p of the index, calling load when it is
+	// not cached; concurrent calls for one p should share one load. It
+	// returns ctx's error if ctx is done first, and load's error (not
+	// cached) if the load fails.
+	Partition(ctx context.Context, p int, load func(ctx context.Context) (*Partition, error)) (*Partition, error)
+}
+
+// Partition is one loaded partition of an Index, opaque and read only:
+// what a PartitionCache keeps.
+type Partition struct{ part *partition }
+
+// Bytes estimates the memory the partition holds.
+func (p *Partition) Bytes() int64 { return p.part.bytes + 128 }
 
 // corrupt returns an error wrapping lancer.ErrCorrupt naming the index and
 // file.
@@ -141,7 +164,7 @@ func Open(ctx context.Context, store blob.Store, dir string, opts *OpenOptions) 
 	if o.Name != "" {
 		loc = o.Name + " (" + dir + ")"
 	}
-	ix := &Index{location: loc, parts: map[int]*partition{}}
+	ix := &Index{location: loc, parts: map[int]*partition{}, cache: o.Partitions}
 	// Lance's legacy vector index (file version 0.1) is index.idx alone
 	// with a protobuf footer (I1).
 	if _, err := store.Stat(ctx, dir+"/"+AuxiliaryFile); errors.Is(err, lancer.ErrNotFound) {

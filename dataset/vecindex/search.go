@@ -60,7 +60,12 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *Searc
 	if ix.Metric == vector.Cosine {
 		q = normalize(query)
 	}
-	probes := ix.findPartitions(q, o.NProbes)
+	ranked := ix.findPartitions(q, 0)
+	nprobes := o.NProbes
+	if nprobes <= 0 || nprobes > len(ranked) {
+		nprobes = len(ranked)
+	}
+	probes := ranked[:nprobes]
 	ef := o.Ef
 	if ef == 0 {
 		ef = k + k/2
@@ -68,9 +73,17 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *Searc
 	if ix.Sub == SubHNSW && ef < k {
 		return nil, fmt.Errorf("vecindex: index %s: ef %d below k %d: %w", ix.location, ef, k, lancer.ErrInvalidArgument)
 	}
-	ef = min(ef, 1<<24) * len(probes) // Lance 12's beam (S4); no wider than any partition can use
+	// Lance 12's beam (S4): ef times the probes asked for, even beyond
+	// the partitions there are; no wider than any partition can use.
+	ef = min(ef, 1<<24) * max(len(probes), min(o.NProbes, 1<<10))
 	top := vector.NewTopK(k)
-	for _, p := range probes {
+	found := 0
+	for i, p := range ranked {
+		// Lance's late search (S7): past nprobes, partitions are searched
+		// one after another only while fewer than k rows are found.
+		if i >= nprobes && found >= k {
+			break
+		}
 		part, err := ix.loadPartition(ctx, p)
 		if err != nil {
 			return nil, err
@@ -80,6 +93,7 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *Searc
 		}
 		for _, n := range ix.searchPartition(part, p, q, k, ef, o.Allow) {
 			top.Push(n.ID, n.Distance)
+			found++
 		}
 	}
 	return top.Sorted(), nil
@@ -165,29 +179,34 @@ func (ix *Index) distFunc(part *partition, p int, q []float32) func(i uint32) fl
 			return d - bias
 		}
 	case QuantSQ:
+		dim := ix.dim
+		if ix.Metric == vector.Dot {
+			// Lance 12 scores dot against the decoded vector: 1 - q·x̂,
+			// x̂ = start + code × (end-start)/255 (S3).
+			var deq [256]float32
+			for c := range deq {
+				deq[c] = float32(ix.sq.lo + float64(c)*(ix.sq.hi-ix.sq.lo)/255)
+			}
+			return func(i uint32) float32 {
+				code := part.codes[int(i)*dim : (int(i)+1)*dim]
+				var s float32
+				for j, c := range code {
+					s += q[j] * deq[c]
+				}
+				return 1 - s
+			}
+		}
 		qc := scaleToU8(q, ix.sq.lo, ix.sq.hi)
 		rng := float32(ix.sq.hi - ix.sq.lo)
 		scale := rng * rng
-		dim := ix.dim
-		dot := ix.Metric == vector.Dot
 		return func(i uint32) float32 {
 			code := part.codes[int(i)*dim : (int(i)+1)*dim]
-			var d float32
-			if dot {
-				var s uint64
-				for j, c := range code {
-					s += uint64(c) * uint64(qc[j])
-				}
-				d = 1 - float32(s)
-			} else {
-				var s uint32
-				for j, c := range code {
-					x := int32(c) - int32(qc[j])
-					s += uint32(x * x)
-				}
-				d = float32(s)
+			var s uint32
+			for j, c := range code {
+				x := int32(c) - int32(qc[j])
+				s += uint32(x * x)
 			}
-			return d * scale / (255 * 255)
+			return float32(s) * scale / (255 * 255)
 		}
 	default:
 		dim := ix.dim
@@ -239,23 +258,30 @@ func (ix *Index) pqTable(p int, q []float32) ([]float32, int) {
 // scaleToU8 maps v to SQ codes as Lance's scale_to_u8: (v-lo)*255/(hi-lo)
 // in float64, truncated and saturated to [0, 255].
 func scaleToU8(v []float32, lo, hi float64) []uint8 {
-	out := make([]uint8, len(v))
+	return appendSQ(make([]uint8, 0, len(v)), v, lo, hi)
+}
+
+// appendSQ appends scaleToU8(v, lo, hi) to dst.
+func appendSQ(dst []uint8, v []float32, lo, hi float64) []uint8 {
 	if lo == hi {
-		return out
+		for range v {
+			dst = append(dst, 0)
+		}
+		return dst
 	}
 	rng := hi - lo
-	for i, x := range v {
+	for _, x := range v {
 		y := (float64(x) - lo) * 255 / rng
 		switch {
 		case y != y || y <= 0:
-			out[i] = 0
+			dst = append(dst, 0)
 		case y >= 255:
-			out[i] = 255
+			dst = append(dst, 255)
 		default:
-			out[i] = uint8(y)
+			dst = append(dst, uint8(y))
 		}
 	}
-	return out
+	return dst
 }
 
 // searchPartition returns partition p's k nearest rows (row ids) to q.
@@ -516,6 +542,19 @@ func beam(part *partition, ep node, ef int, dist func(uint32) float32, allowed [
 
 // loadPartition returns partition p, reading it on first use.
 func (ix *Index) loadPartition(ctx context.Context, p int) (*partition, error) {
+	if ix.cache != nil {
+		pt, err := ix.cache.Partition(ctx, p, func(ctx context.Context) (*Partition, error) {
+			part, err := ix.readPartition(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return &Partition{part}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return pt.part, nil
+	}
 	ix.mu.Lock()
 	part, ok := ix.parts[p]
 	ix.mu.Unlock()

@@ -21,11 +21,15 @@ import (
 	"github.com/lancerdb/lancer/vector"
 )
 
-// WriteSpec describes a segment to write in Lance's format (I1-I4): an IVF
-// with a flat sub-index over exact vectors (QuantFlat, Lance's IVF_FLAT)
-// or 8-bit PQ codes (QuantPQ, IVF_PQ).
+// WriteSpec describes a segment to write in Lance's format (I1-I5): an IVF
+// whose partitions are searched flat (Sub SubFlat, or "") or through one
+// HNSW graph each (SubHNSW), over exact vectors (QuantFlat: IVF_FLAT,
+// IVF_HNSW_FLAT), 8-bit PQ codes (QuantPQ: IVF_PQ, IVF_HNSW_PQ) or Lance's 8-bit scalar
+// quantization (QuantSQ: IVF_SQ, IVF_HNSW_SQ), whose bounds and codes
+// Write computes from the exact vectors.
 type WriteSpec struct {
 	Quant  Quantization
+	Sub    SubIndex
 	Metric vector.Metric
 	Dim    int
 	// Centroids are Partitions × Dim floats.
@@ -33,14 +37,23 @@ type WriteSpec struct {
 	Partitions int
 	// PQSubVectors and PQCodebook (256 × Dim floats laid out [sub-vector]
 	// [centroid][Dim/PQSubVectors]) are QuantPQ's; its codes are of
-	// residuals to the centroids for l2 and cosine, as Lance's (S2).
+	// residuals to the centroids for l2 and cosine and of the vectors for
+	// dot, as Lance's (S2).
 	PQSubVectors int
 	PQCodebook   []float32
-	// Rows returns partition p's row ids and its vectors (QuantFlat,
-	// len(ids) × Dim) or codes (QuantPQ, len(ids) × PQSubVectors, row by
-	// row). It is called once per partition, in order, so that only one
+	// Rows returns partition p's row ids and its vectors (QuantFlat and
+	// QuantSQ: len(ids) × Dim exact floats) or codes (QuantPQ, len(ids) ×
+	// PQSubVectors, row by row; with HNSW the exact vectors too, for the
+	// graph's distances). It is called once per partition, in order
+	// (for QuantSQ twice: the bounds, then the codes), so that only one
 	// partition is held at a time.
 	Rows func(ctx context.Context, p int) (ids []uint64, vecs []float32, codes []uint8, err error)
+	// Graph returns partition p's HNSW graph (SubHNSW), whose node i is
+	// row i of Rows(p); nil for an empty partition. Called after Rows(p).
+	Graph func(ctx context.Context, p int) (*vector.HNSW, error)
+	// HNSWM, HNSWEfConstruction and HNSWMaxLevel are the graph parameters
+	// the details record (SubHNSW). Default for HNSWMaxLevel: Lance's 7.
+	HNSWM, HNSWEfConstruction, HNSWMaxLevel int
 	// Allocator allocates the Arrow arrays written. Default
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
@@ -58,23 +71,39 @@ type WrittenIndexFile struct {
 	Size uint64
 }
 
-// Type returns the Lance index type the spec writes ("IVF_PQ", "IVF_FLAT").
-func (s *WriteSpec) Type() string {
-	if s.Quant == QuantPQ {
-		return "IVF_PQ"
+func (s *WriteSpec) sub() SubIndex {
+	if s.Sub == "" {
+		return SubFlat
 	}
-	return "IVF_FLAT"
+	return s.Sub
 }
+
+// Type returns the Lance index type the spec writes ("IVF_PQ",
+// "IVF_HNSW_SQ", ...).
+func (s *WriteSpec) Type() string {
+	if s.sub() == SubHNSW {
+		return "IVF_HNSW_" + string(s.Quant)
+	}
+	return "IVF_" + string(s.Quant)
+}
+
+// lanceDefaultMaxLevel is Lance's HnswBuildParams max_level default.
+const lanceDefaultMaxLevel = 7
 
 // Write writes the segment s describes as dir+"/index.idx" and
 // dir+"/auxiliary.idx" in store, as Lance's IvfIndexBuilder writes them:
 // auxiliary.idx the storage (one batch per partition, PQ codes
 // transposed), its IVF (partition lengths) in global buffer 1 and the PQ
-// codebook in global buffer 2; index.idx the empty flat sub-index with
-// the centroids' IVF in global buffer 1.
+// codebook in global buffer 2; index.idx the sub-index (no rows for a
+// flat one; for HNSW each partition's graph levels, I5) with the
+// centroids' IVF in global buffer 1. A partition's HNSW entry point is
+// written as its node 0, where Lance starts its searches.
 func Write(ctx context.Context, store blob.Store, dir string, s *WriteSpec) (*WrittenSegment, error) {
-	if s.Quant != QuantFlat && s.Quant != QuantPQ {
-		return nil, fmt.Errorf("vecindex: write %s: quantization %q: %w", dir, s.Quant, lancer.ErrUnsupported)
+	sub := s.sub()
+	switch {
+	case s.Quant != QuantFlat && s.Quant != QuantPQ && s.Quant != QuantSQ,
+		sub != SubFlat && sub != SubHNSW:
+		return nil, fmt.Errorf("vecindex: write %s: %s: %w", dir, s.Type(), lancer.ErrUnsupported)
 	}
 	if s.Dim <= 0 || s.Partitions <= 0 || len(s.Centroids) != s.Dim*s.Partitions {
 		return nil, fmt.Errorf("vecindex: write %s: %d centroid values for %d partitions of %d dimensions: %w",
@@ -84,25 +113,41 @@ func Write(ctx context.Context, store blob.Store, dir string, s *WriteSpec) (*Wr
 		return nil, fmt.Errorf("vecindex: write %s: PQ of %d sub-vectors, %d codebook values, dimension %d: %w",
 			dir, s.PQSubVectors, len(s.PQCodebook), s.Dim, lancer.ErrInvalidArgument)
 	}
-	mem := s.Allocator
-	if mem == nil {
-		mem = memory.DefaultAllocator
+	if sub == SubHNSW && s.Graph == nil {
+		return nil, fmt.Errorf("vecindex: write %s: HNSW without graphs: %w", dir, lancer.ErrInvalidArgument)
 	}
-	metric := metricName(s.Metric)
-	out := &WrittenSegment{}
-	auxSize, lengths, err := writeAux(ctx, store, dir+"/"+AuxiliaryFile, s, metric, mem)
+	w := &segWriter{s: s, sub: sub, mem: s.Allocator, metric: metricName(s.Metric)}
+	if w.mem == nil {
+		w.mem = memory.DefaultAllocator
+	}
+	if s.Quant == QuantSQ {
+		lo, hi, err := w.sqBounds(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("vecindex: write %s: %w", dir, err)
+		}
+		w.lo, w.hi = lo, hi
+	}
+	auxKey, idxKey := dir+"/"+AuxiliaryFile, dir+"/"+IndexFile
+	if err := w.open(ctx, store, auxKey, idxKey); err != nil {
+		return nil, fmt.Errorf("vecindex: write %s: %w", dir, err)
+	}
+	for p := range s.Partitions {
+		if err := w.partition(ctx, p); err != nil {
+			w.abort(ctx)
+			return nil, fmt.Errorf("vecindex: write %s: partition %d: %w", dir, p, err)
+		}
+	}
+	auxSize, err := w.finishAux(ctx)
 	if err != nil {
-		return nil, err
+		w.idx.Abort(ctx)
+		return nil, fmt.Errorf("vecindex: write %s: %w", auxKey, err)
 	}
-	out.Files = append(out.Files, WrittenIndexFile{Name: AuxiliaryFile, Size: auxSize})
-	_ = lengths
-	idxSize, err := writeIndex(ctx, store, dir+"/"+IndexFile, s, metric, mem)
+	idxSize, err := w.finishIndex(ctx)
 	if err != nil {
-		_ = store.Delete(context.WithoutCancel(ctx), dir+"/"+AuxiliaryFile)
-		return nil, err
+		_ = store.Delete(context.WithoutCancel(ctx), auxKey)
+		return nil, fmt.Errorf("vecindex: write %s: %w", idxKey, err)
 	}
-	out.Files = append(out.Files, WrittenIndexFile{Name: IndexFile, Size: idxSize})
-	return out, nil
+	return &WrittenSegment{Files: []WrittenIndexFile{{Name: AuxiliaryFile, Size: auxSize}, {Name: IndexFile, Size: idxSize}}}, nil
 }
 
 func metricName(m vector.Metric) string {
@@ -140,129 +185,374 @@ func floatTensor(v []float32, shape ...uint32) *indexpb.Tensor {
 	return &indexpb.Tensor{DataType: indexpb.Tensor_FLOAT32, Shape: shape, Data: data}
 }
 
-func writeAux(ctx context.Context, store blob.Store, key string, s *WriteSpec, metric string, mem memory.Allocator) (uint64, []uint32, error) {
-	codeCol, width, elem := colFlat, s.Dim, arrow.DataType(arrow.PrimitiveTypes.Float32)
+// segWriter writes a segment's two files side by side, one partition at a
+// time.
+type segWriter struct {
+	s      *WriteSpec
+	sub    SubIndex
+	mem    memory.Allocator
+	metric string
+	lo, hi float64 // SQ bounds
+
+	aux, idx           *format.Writer
+	auxSch, idxSch     *schema.Schema
+	auxArrow, idxArrow *arrow.Schema
+	codeType           *arrow.FixedSizeListType
+	auxLens, idxLens   []uint32
+	subMeta            []string
+	maxLevel           int
+
+	tr []uint8
+}
+
+func (w *segWriter) rows(ctx context.Context, p int) ([]uint64, []float32, []uint8, error) {
+	s := w.s
+	ids, vecs, codes, err := s.Rows(ctx, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	n := len(ids)
+	bad := n > math.MaxUint32
 	if s.Quant == QuantPQ {
-		codeCol, width, elem = colPQ, s.PQSubVectors, arrow.PrimitiveTypes.Uint8
+		bad = bad || len(codes) != n*s.PQSubVectors || (w.sub == SubHNSW && len(vecs) != n*s.Dim)
+	} else {
+		bad = bad || len(vecs) != n*s.Dim
 	}
-	fsl := arrow.FixedSizeListOf(int32(width), elem)
-	as := arrow.NewSchema([]arrow.Field{
-		{Name: colRowID, Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
-		{Name: codeCol, Type: fsl, Nullable: true},
-	}, nil)
-	sch, err := schema.FromArrow(as, 0)
-	if err != nil {
-		return 0, nil, fmt.Errorf("vecindex: write %s: %w", key, err)
+	if bad {
+		return nil, nil, nil, fmt.Errorf("%d rows, %d vector values, %d codes: %w", n, len(vecs), len(codes), lancer.ErrInvalidArgument)
 	}
-	w, err := format.NewWriter(ctx, store, key, sch, &format.WriterOptions{Allocator: mem})
-	if err != nil {
-		return 0, nil, fmt.Errorf("vecindex: write %s: %w", key, err)
-	}
-	fail := func(err error) (uint64, []uint32, error) {
-		w.Abort(ctx)
-		return 0, nil, fmt.Errorf("vecindex: write %s: %w", key, err)
-	}
-	lengths := make([]uint32, s.Partitions)
-	var tr []uint8
-	for p := range s.Partitions {
-		ids, vecs, codes, err := s.Rows(ctx, p)
+	return ids, vecs, codes, nil
+}
+
+// sqBounds is Lance's SQ training: the least and greatest value of any
+// vector (normalized for cosine).
+func (w *segWriter) sqBounds(ctx context.Context) (lo, hi float64, err error) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	dim := w.s.Dim
+	for p := range w.s.Partitions {
+		_, vecs, _, err := w.rows(ctx, p)
 		if err != nil {
-			return fail(err)
+			return 0, 0, fmt.Errorf("partition %d: %w", p, err)
 		}
-		n := len(ids)
-		if n > math.MaxUint32 || (s.Quant == QuantPQ && len(codes) != n*width) || (s.Quant == QuantFlat && len(vecs) != n*width) {
-			return fail(fmt.Errorf("partition %d: %d rows, %d vector values, %d codes: %w", p, n, len(vecs), len(codes), lancer.ErrInvalidArgument))
-		}
-		lengths[p] = uint32(n)
-		if n == 0 {
-			continue
-		}
-		ib := array.NewUint64Builder(mem)
-		ib.AppendValues(ids, nil)
-		idArr := ib.NewArray()
-		ib.Release()
-		var vals arrow.Array
-		if s.Quant == QuantPQ {
-			// Transposed, as Lance writes PQ storage (I4): byte j of every
-			// row, then byte j+1.
-			tr = slicesGrow(tr, len(codes))
-			for i := range n {
-				for j := range width {
-					tr[j*n+i] = codes[i*width+j]
-				}
+		for r := 0; r < len(vecs); r += dim {
+			v := vecs[r : r+dim]
+			if w.s.Metric == vector.Cosine {
+				v = normalize(v)
 			}
-			b := array.NewUint8Builder(mem)
-			b.AppendValues(tr, nil)
-			vals = b.NewArray()
-			b.Release()
-		} else {
-			b := array.NewFloat32Builder(mem)
-			b.AppendValues(vecs, nil)
-			vals = b.NewArray()
-			b.Release()
-		}
-		list := array.NewFixedSizeListData(array.NewData(fsl, n, []*memory.Buffer{nil}, []arrow.ArrayData{vals.Data()}, 0, 0))
-		vals.Release()
-		rec := array.NewRecordBatch(as, []arrow.Array{idArr, list}, int64(n))
-		idArr.Release()
-		list.Release()
-		err = w.Write(ctx, rec)
-		rec.Release()
-		if err != nil {
-			return fail(err)
+			for _, x := range v {
+				lo, hi = min(lo, float64(x)), max(hi, float64(x))
+			}
 		}
 	}
-	ivf, err := ivfBuffer(lengths, nil, s.Dim)
+	if lo > hi {
+		return 0, 0, nil
+	}
+	return lo, hi, nil
+}
+
+func (w *segWriter) open(ctx context.Context, store blob.Store, auxKey, idxKey string) error {
+	s := w.s
+	codeCol, width, elem := colFlat, s.Dim, arrow.DataType(arrow.PrimitiveTypes.Float32)
+	switch s.Quant {
+	case QuantPQ:
+		codeCol, width, elem = colPQ, s.PQSubVectors, arrow.PrimitiveTypes.Uint8
+	case QuantSQ:
+		codeCol, elem = colSQ, arrow.PrimitiveTypes.Uint8
+	}
+	w.codeType = arrow.FixedSizeListOf(int32(width), elem)
+	w.auxArrow = arrow.NewSchema([]arrow.Field{
+		{Name: colRowID, Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+		{Name: codeCol, Type: w.codeType, Nullable: true},
+	}, nil)
+	if w.sub == SubHNSW {
+		w.idxArrow = arrow.NewSchema([]arrow.Field{
+			{Name: colVectorID, Type: arrow.PrimitiveTypes.Uint32, Nullable: true},
+			{Name: colNeighbors, Type: arrow.ListOf(arrow.PrimitiveTypes.Uint32), Nullable: true},
+			{Name: colDistance, Type: arrow.ListOf(arrow.PrimitiveTypes.Float32), Nullable: true},
+		}, nil)
+	} else {
+		w.idxArrow = arrow.NewSchema([]arrow.Field{{Name: "__flat_marker", Type: arrow.PrimitiveTypes.Uint64}}, nil)
+	}
+	var err error
+	if w.auxSch, err = schema.FromArrow(w.auxArrow, 0); err != nil {
+		return err
+	}
+	if w.idxSch, err = schema.FromArrow(w.idxArrow, 0); err != nil {
+		return err
+	}
+	if w.aux, err = format.NewWriter(ctx, store, auxKey, w.auxSch, &format.WriterOptions{Allocator: w.mem}); err != nil {
+		return err
+	}
+	if w.idx, err = format.NewWriter(ctx, store, idxKey, w.idxSch, &format.WriterOptions{Allocator: w.mem}); err != nil {
+		w.aux.Abort(ctx)
+		return err
+	}
+	w.auxLens = make([]uint32, s.Partitions)
+	w.idxLens = make([]uint32, s.Partitions)
+	w.subMeta = make([]string, s.Partitions)
+	return nil
+}
+
+func (w *segWriter) abort(ctx context.Context) {
+	w.aux.Abort(ctx)
+	w.idx.Abort(ctx)
+}
+
+// partition writes partition p's storage and (HNSW) graph.
+func (w *segWriter) partition(ctx context.Context, p int) error {
+	s := w.s
+	ids, vecs, codes, err := w.rows(ctx, p)
+	if err != nil {
+		return err
+	}
+	n := len(ids)
+	if n == 0 {
+		return nil
+	}
+	w.auxLens[p] = uint32(n)
+	// order[j] is the row written j-th: the rows as given, but for HNSW
+	// with the entry point swapped to the front (Lance starts at node 0).
+	var g *vector.HNSW
+	var order []uint32
+	if w.sub == SubHNSW {
+		if g, err = s.Graph(ctx, p); err != nil {
+			return err
+		}
+		if g == nil || g.Len() != n {
+			return fmt.Errorf("HNSW graph of %v nodes over %d rows: %w", graphLen(g), n, lancer.ErrInvalidArgument)
+		}
+		order = make([]uint32, n)
+		for i := range order {
+			order[i] = uint32(i)
+		}
+		e := g.Entry()
+		order[0], order[e] = e, 0
+	}
+	if err := w.writeStorage(ctx, ids, vecs, codes, order); err != nil {
+		return err
+	}
+	if g != nil {
+		return w.writeGraph(ctx, p, g, vecs, order)
+	}
+	return nil
+}
+
+func graphLen(g *vector.HNSW) any {
+	if g == nil {
+		return "no"
+	}
+	return g.Len()
+}
+
+func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float32, codes []uint8, order []uint32) error {
+	s := w.s
+	n, dim := len(ids), s.Dim
+	row := func(j int) int {
+		if order == nil {
+			return j
+		}
+		return int(order[j])
+	}
+	ib := array.NewUint64Builder(w.mem)
+	defer ib.Release()
+	ib.Reserve(n)
+	for j := range n {
+		ib.UnsafeAppend(ids[row(j)])
+	}
+	idArr := ib.NewArray()
+	defer idArr.Release()
+	var vals arrow.Array
+	switch s.Quant {
+	case QuantPQ:
+		// Transposed, as Lance writes PQ storage (I4): byte j of every
+		// row, then byte j+1.
+		width := s.PQSubVectors
+		w.tr = slicesGrow(w.tr, len(codes))
+		for i := range n {
+			for j := range width {
+				w.tr[j*n+i] = codes[row(i)*width+j]
+			}
+		}
+		b := array.NewUint8Builder(w.mem)
+		b.AppendValues(w.tr, nil)
+		vals = b.NewArray()
+		b.Release()
+	case QuantSQ:
+		w.tr = w.tr[:0]
+		for j := range n {
+			v := vecs[row(j)*dim : (row(j)+1)*dim]
+			if s.Metric == vector.Cosine {
+				v = normalize(v)
+			}
+			w.tr = appendSQ(w.tr, v, w.lo, w.hi)
+		}
+		b := array.NewUint8Builder(w.mem)
+		b.AppendValues(w.tr, nil)
+		vals = b.NewArray()
+		b.Release()
+	default:
+		b := array.NewFloat32Builder(w.mem)
+		b.Reserve(n * dim)
+		for j := range n {
+			b.AppendValues(vecs[row(j)*dim:(row(j)+1)*dim], nil)
+		}
+		vals = b.NewArray()
+		b.Release()
+	}
+	ld := array.NewData(w.codeType, n, []*memory.Buffer{nil}, []arrow.ArrayData{vals.Data()}, 0, 0)
+	list := array.NewFixedSizeListData(ld)
+	ld.Release() // the list holds it
+	vals.Release()
+	defer list.Release()
+	rec := array.NewRecordBatch(w.auxArrow, []arrow.Array{idArr, list}, int64(n))
+	defer rec.Release()
+	return w.aux.Write(ctx, rec)
+}
+
+// hnswMeta is a partition's "lance:hnsw" entry as Lance writes it.
+type hnswMeta struct {
+	EntryPoint uint32     `json:"entry_point"`
+	Params     hnswParams `json:"params"`
+	// LevelOffsets are the first rows of each level, then the rows.
+	LevelOffsets []int `json:"level_offsets"`
+}
+
+type hnswParams struct {
+	MaxLevel         int `json:"max_level"`
+	M                int `json:"m"`
+	EfConstruction   int `json:"ef_construction"`
+	PrefetchDistance int `json:"prefetch_distance"`
+}
+
+// writeGraph writes g, partition p's graph, as Lance's HNSW to_batch: its
+// levels bottom up, each a row per node on it in the order written
+// (order), with its neighbours (renumbered) and their distances.
+func (w *segWriter) writeGraph(ctx context.Context, p int, g *vector.HNSW, vecs []float32, order []uint32) error {
+	n, dim := len(order), w.s.Dim
+	pos := make([]uint32, n) // pos[row] is its node id as written
+	for j, r := range order {
+		pos[r] = uint32(j)
+	}
+	dist := vector.L2Squared
+	switch w.s.Metric {
+	case vector.Cosine:
+		dist = vector.CosineDistance
+	case vector.Dot:
+		dist = func(a, b []float32) float32 { return 1 - vector.DotProduct(a, b) }
+	}
+	vec := func(r uint32) []float32 { return vecs[int(r)*dim : int(r+1)*dim] }
+	// Lance 12 writes max_level (7 by default) levels, the top ones empty.
+	levels := max(g.MaxLevel()+1, lanceDefaultMaxLevel)
+	idb := array.NewUint32Builder(w.mem)
+	defer idb.Release()
+	nb := array.NewListBuilder(w.mem, arrow.PrimitiveTypes.Uint32)
+	defer nb.Release()
+	nbv := nb.ValueBuilder().(*array.Uint32Builder)
+	db := array.NewListBuilder(w.mem, arrow.PrimitiveTypes.Float32)
+	defer db.Release()
+	dbv := db.ValueBuilder().(*array.Float32Builder)
+	offsets := make([]int, 0, levels+1)
+	rows := 0
+	for l := range levels {
+		offsets = append(offsets, rows)
+		for j, r := range order {
+			if g.Level(r) < l {
+				continue
+			}
+			idb.Append(uint32(j))
+			nb.Append(true)
+			db.Append(true)
+			for _, x := range g.Neighbors(r, l) {
+				nbv.Append(pos[x])
+				dbv.Append(dist(vec(r), vec(x)))
+			}
+			rows++
+		}
+	}
+	offsets = append(offsets, rows)
+	m, efc := g.M()
+	meta, err := json.Marshal(hnswMeta{EntryPoint: 0, Params: hnswParams{MaxLevel: levels, M: m, EfConstruction: efc, PrefetchDistance: 2}, LevelOffsets: offsets})
+	if err != nil {
+		return err
+	}
+	w.subMeta[p] = string(meta)
+	w.idxLens[p] = uint32(rows)
+	w.maxLevel = max(w.maxLevel, levels)
+	ids := idb.NewArray()
+	defer ids.Release()
+	nbs := nb.NewArray()
+	defer nbs.Release()
+	ds := db.NewArray()
+	defer ds.Release()
+	rec := array.NewRecordBatch(w.idxArrow, []arrow.Array{ids, nbs, ds}, int64(rows))
+	defer rec.Release()
+	return w.idx.Write(ctx, rec)
+}
+
+func (w *segWriter) finishAux(ctx context.Context) (uint64, error) {
+	s := w.s
+	fail := func(err error) (uint64, error) {
+		w.aux.Abort(ctx)
+		return 0, err
+	}
+	ivf, err := ivfBuffer(w.auxLens, nil, s.Dim)
 	if err != nil {
 		return fail(err)
 	}
-	pos, err := w.AddGlobalBuffer(ctx, ivf)
+	pos, err := w.aux.AddGlobalBuffer(ctx, ivf)
 	if err != nil {
 		return fail(err)
 	}
-	md := map[string]string{keyDistance: metric, keyIVF: strconv.Itoa(pos)}
-	var storage string
-	if s.Quant == QuantPQ {
+	md := map[string]string{keyDistance: w.metric, keyIVF: strconv.Itoa(pos)}
+	var storage any
+	switch s.Quant {
+	case QuantPQ:
 		cb, err := proto.MarshalOptions{Deterministic: true}.Marshal(floatTensor(s.PQCodebook, 256, uint32(s.Dim)))
 		if err != nil {
 			return fail(err)
 		}
-		cpos, err := w.AddGlobalBuffer(ctx, cb)
+		cpos, err := w.aux.AddGlobalBuffer(ctx, cb)
 		if err != nil {
 			return fail(err)
 		}
-		b, err := json.Marshal(struct {
+		storage = struct {
 			CodebookPosition int   `json:"codebook_position"`
 			NBits            int   `json:"nbits"`
 			NumSubVectors    int   `json:"num_sub_vectors"`
 			Dimension        int   `json:"dimension"`
 			CodebookTensor   []int `json:"codebook_tensor"`
 			Transposed       bool  `json:"transposed"`
-		}{cpos, 8, s.PQSubVectors, s.Dim, []int{}, true})
-		if err != nil {
-			return fail(err)
+		}{cpos, 8, s.PQSubVectors, s.Dim, []int{}, true}
+	case QuantSQ:
+		type bounds struct {
+			Start float64 `json:"start"`
+			End   float64 `json:"end"`
 		}
-		storage = string(b)
-	} else {
-		b, err := json.Marshal(struct {
+		storage = struct {
+			Dim     int    `json:"dim"`
+			NumBits int    `json:"num_bits"`
+			Bounds  bounds `json:"bounds"`
+		}{s.Dim, 8, bounds{w.lo, w.hi}}
+	default:
+		storage = struct {
 			Dim int `json:"dim"`
-		}{s.Dim})
-		if err != nil {
-			return fail(err)
-		}
-		storage = string(b)
+		}{s.Dim}
 	}
-	list, err := json.Marshal([]string{storage})
+	b, err := json.Marshal(storage)
+	if err != nil {
+		return fail(err)
+	}
+	list, err := json.Marshal([]string{string(b)})
 	if err != nil {
 		return fail(err)
 	}
 	md[keyStorage] = string(list)
-	sch.Metadata = md
-	wf, err := w.Finish(ctx)
+	w.auxSch.Metadata = md
+	wf, err := w.aux.Finish(ctx)
 	if err != nil {
-		return 0, nil, fmt.Errorf("vecindex: write %s: %w", key, err)
+		return 0, err
 	}
-	return wf.Size, lengths, nil
+	return wf.Size, nil
 }
 
 func slicesGrow(b []uint8, n int) []uint8 {
@@ -272,51 +562,48 @@ func slicesGrow(b []uint8, n int) []uint8 {
 	return b[:n]
 }
 
-func writeIndex(ctx context.Context, store blob.Store, key string, s *WriteSpec, metric string, mem memory.Allocator) (uint64, error) {
-	as := arrow.NewSchema([]arrow.Field{{Name: "__flat_marker", Type: arrow.PrimitiveTypes.Uint64}}, nil)
-	sch, err := schema.FromArrow(as, 0)
-	if err != nil {
-		return 0, fmt.Errorf("vecindex: write %s: %w", key, err)
-	}
-	w, err := format.NewWriter(ctx, store, key, sch, &format.WriterOptions{Allocator: mem})
-	if err != nil {
-		return 0, fmt.Errorf("vecindex: write %s: %w", key, err)
-	}
+func (w *segWriter) finishIndex(ctx context.Context) (uint64, error) {
+	s := w.s
 	fail := func(err error) (uint64, error) {
-		w.Abort(ctx)
-		return 0, fmt.Errorf("vecindex: write %s: %w", key, err)
+		w.idx.Abort(ctx)
+		return 0, err
 	}
-	// The flat sub-index has no rows: every partition's length is 0.
-	ivf, err := ivfBuffer(make([]uint32, s.Partitions), s.Centroids, s.Dim)
+	// A flat sub-index has no rows: every partition's length is 0.
+	ivf, err := ivfBuffer(w.idxLens, s.Centroids, s.Dim)
 	if err != nil {
 		return fail(err)
 	}
-	pos, err := w.AddGlobalBuffer(ctx, ivf)
+	pos, err := w.idx.AddGlobalBuffer(ctx, ivf)
 	if err != nil {
 		return fail(err)
 	}
 	im, err := json.Marshal(struct {
 		Type         string `json:"type"`
 		DistanceType string `json:"distance_type"`
-	}{s.Type(), metric})
+	}{s.Type(), w.metric})
 	if err != nil {
 		return fail(err)
 	}
-	flat, err := json.Marshal(make([]string, s.Partitions))
+	subs, err := json.Marshal(w.subMeta)
 	if err != nil {
 		return fail(err)
 	}
-	sch.Metadata = map[string]string{keyIndex: string(im), keyIVF: strconv.Itoa(pos), keyFlat: string(flat)}
-	wf, err := w.Finish(ctx)
+	key := keyFlat
+	if w.sub == SubHNSW {
+		key = keyHNSW
+	}
+	w.idxSch.Metadata = map[string]string{keyIndex: string(im), keyIVF: strconv.Itoa(pos), key: string(subs)}
+	wf, err := w.idx.Finish(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("vecindex: write %s: %w", key, err)
+		return 0, err
 	}
 	return wf.Size, nil
 }
 
 // Details returns the encoded VectorIndexDetails Lance records in the
 // manifest for the segment s describes (type URL
-// /lance.index.pb.VectorIndexDetails): the metric and the compression.
+// /lance.index.pb.VectorIndexDetails): the metric, the compression and,
+// for HNSW, the graph parameters.
 func (s *WriteSpec) Details() ([]byte, error) {
 	d := &indexpb.VectorIndexDetails{}
 	switch s.Metric {
@@ -327,44 +614,82 @@ func (s *WriteSpec) Details() ([]byte, error) {
 	default:
 		d.MetricType = indexpb.VectorMetricType_L2
 	}
-	if s.Quant == QuantPQ {
+	switch s.Quant {
+	case QuantPQ:
 		d.Compression = &indexpb.VectorIndexDetails_Pq{Pq: &indexpb.VectorIndexDetails_ProductQuantization{NumBits: 8, NumSubVectors: uint32(s.PQSubVectors)}}
-	} else {
+	case QuantSQ:
+		d.Compression = &indexpb.VectorIndexDetails_Sq{Sq: &indexpb.VectorIndexDetails_ScalarQuantization{NumBits: 8}}
+	default:
 		d.Compression = &indexpb.VectorIndexDetails_Flat{Flat: &indexpb.VectorIndexDetails_FlatCompression{}}
+	}
+	if s.sub() == SubHNSW {
+		ml := s.HNSWMaxLevel
+		if ml <= 0 {
+			ml = lanceDefaultMaxLevel
+		}
+		d.HnswIndexConfig = &indexpb.HnswParameters{MaxConnections: uint32(s.HNSWM), ConstructionEf: uint32(s.HNSWEfConstruction), MaxLevel: uint32(ml)}
 	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(d)
 }
 
-// ParseDetails decodes the VectorIndexDetails of a segment and returns
-// what Write needs to write another segment like it: the quantization,
-// metric and PQ sub-vectors. ok is false for indices Write cannot write
-// (HNSW, SQ, RQ, 4-bit PQ).
-func ParseDetails(b []byte) (quant Quantization, metric vector.Metric, subVectors int, ok bool, err error) {
+// DetailsSpec is what a segment's VectorIndexDetails say about how to
+// write another segment like it.
+type DetailsSpec struct {
+	Quant  Quantization
+	Sub    SubIndex
+	Metric vector.Metric
+	// SubVectors is PQ's; M and EfConstruction HNSW's (0 when the
+	// details do not say).
+	SubVectors, M, EfConstruction int
+	// Writable says Write writes segments of this kind (not RQ, 4-bit PQ,
+	// nor other SQ widths).
+	Writable bool
+}
+
+// ParseDetailsSpec decodes the VectorIndexDetails of a segment.
+func ParseDetailsSpec(b []byte) (DetailsSpec, error) {
 	var d indexpb.VectorIndexDetails
 	if err := proto.Unmarshal(b, &d); err != nil {
-		return "", 0, 0, false, fmt.Errorf("vecindex: VectorIndexDetails: %v: %w", err, lancer.ErrCorrupt)
+		return DetailsSpec{}, fmt.Errorf("vecindex: VectorIndexDetails: %v: %w", err, lancer.ErrCorrupt)
 	}
+	out := DetailsSpec{Sub: SubFlat}
 	switch d.GetMetricType() {
 	case indexpb.VectorMetricType_L2:
-		metric = vector.L2
+		out.Metric = vector.L2
 	case indexpb.VectorMetricType_Cosine:
-		metric = vector.Cosine
+		out.Metric = vector.Cosine
 	case indexpb.VectorMetricType_Dot:
-		metric = vector.Dot
+		out.Metric = vector.Dot
 	default:
-		return "", 0, 0, false, nil
+		return out, nil
 	}
-	if d.HnswIndexConfig != nil {
-		return "", metric, 0, false, nil
+	if h := d.HnswIndexConfig; h != nil {
+		out.Sub, out.M, out.EfConstruction = SubHNSW, int(h.GetMaxConnections()), int(h.GetConstructionEf())
 	}
 	switch c := d.GetCompression().(type) {
 	case *indexpb.VectorIndexDetails_Flat:
-		return QuantFlat, metric, 0, true, nil
+		out.Quant, out.Writable = QuantFlat, true
 	case *indexpb.VectorIndexDetails_Pq:
-		if c.Pq.GetNumBits() != 8 {
-			return "", metric, 0, false, nil
-		}
-		return QuantPQ, metric, int(c.Pq.GetNumSubVectors()), true, nil
+		out.Quant, out.SubVectors = QuantPQ, int(c.Pq.GetNumSubVectors())
+		out.Writable = c.Pq.GetNumBits() == 8
+	case *indexpb.VectorIndexDetails_Sq:
+		out.Quant = QuantSQ
+		out.Writable = c.Sq.GetNumBits() == 8 || c.Sq.GetNumBits() == 0
 	}
-	return "", metric, 0, false, nil
+	return out, nil
+}
+
+// ParseDetails decodes the VectorIndexDetails of a segment and returns
+// what Write needs to write another flat-searched segment like it: the
+// quantization, metric and PQ sub-vectors. ok is false for indices it
+// does not describe (HNSW, SQ, RQ, 4-bit PQ: see ParseDetailsSpec).
+func ParseDetails(b []byte) (quant Quantization, metric vector.Metric, subVectors int, ok bool, err error) {
+	d, err := ParseDetailsSpec(b)
+	if err != nil {
+		return "", 0, 0, false, err
+	}
+	if !d.Writable || d.Sub != SubFlat || d.Quant == QuantSQ {
+		return "", d.Metric, 0, false, nil
+	}
+	return d.Quant, d.Metric, d.SubVectors, true, nil
 }

@@ -1,0 +1,428 @@
+package interop_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/internal/lancereftest"
+)
+
+// Index maintenance both ways (issue #17): Lance's optimize on lancer's
+// indices, lancer's OptimizeIndexes and compaction on Lance's.
+
+type maintRequest struct {
+	vecRequest
+	Name         string         `json:"name,omitempty"`
+	IndexOptions map[string]any `json:"indexOptions,omitempty"`
+	NProbes      int            `json:"nprobes,omitempty"`
+	RefineFactor int            `json:"refineFactor,omitempty"`
+	Explain      bool           `json:"explain,omitempty"`
+	Text         string         `json:"text,omitempty"`
+}
+
+type maintReply struct {
+	vecReply
+	Plan  string `json:"plan"`
+	Stats *struct {
+		NumIndexedRows   int64  `json:"numIndexedRows"`
+		NumUnindexedRows int64  `json:"numUnindexedRows"`
+		NumIndices       int    `json:"numIndices"`
+		IndexType        string `json:"indexType"`
+	} `json:"stats"`
+	Optimize json.RawMessage `json:"optimize"`
+}
+
+func maintAsk(t *testing.T, node, ref string, reqs ...maintRequest) []maintReply {
+	t.Helper()
+	replies, err := lancereftest.Ask[maintRequest, maintReply](script(node, ref), "lance-ops.mjs", reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replies {
+		if r.Error != "" {
+			t.Fatalf("real Lance refused %s on %s: %s", reqs[i].Op, reqs[i].URI, r.Error)
+		}
+	}
+	return replies
+}
+
+// maintData returns n clustered vectors of dim and queries near the
+// clusters (fixed seed).
+func maintData(seed uint64, n, dim, nq int) (vecs []float32, queries [][]float32) {
+	const clusters = 10
+	rng := rand.New(rand.NewPCG(seed, seed*7+1))
+	centers := make([]float32, clusters*dim)
+	for i := range centers {
+		centers[i] = float32(rng.NormFloat64() * 4)
+	}
+	vecs = make([]float32, n*dim)
+	for i := range n {
+		c := rng.IntN(clusters)
+		for j := range dim {
+			vecs[i*dim+j] = centers[c*dim+j] + float32(rng.NormFloat64())
+		}
+	}
+	for range nq {
+		q := make([]float32, dim)
+		c := rng.IntN(clusters)
+		for j := range q {
+			q[j] = centers[c*dim+j] + float32(rng.NormFloat64())
+		}
+		queries = append(queries, q)
+	}
+	return vecs, queries
+}
+
+func maintRows(vecs []float32, dim, from, to int) []map[string]any {
+	var rows []map[string]any
+	for i := from; i < to; i++ {
+		rows = append(rows, map[string]any{"id": i, "category": fmt.Sprintf("c%d", i%5), "vec": vecs[i*dim : (i+1)*dim]})
+	}
+	return rows
+}
+
+// deletedRow is the rows the tests delete.
+func deletedRow(id int64) bool { return id%7 == 3 }
+
+// checkIndexUse checks the index vec_idx of the dataset at uri as both
+// engines see it: every fragment covered (lancer's plan scores no row
+// exactly; Lance counts no unindexed row and its plan is the ANN path);
+// on queries, lancer's rows and distances are Lance's; the rows of
+// appended (the ids that the index must find through its delta or its
+// remapped segments) are found by their own vectors, by both; deleted rows
+// are never returned.
+func checkIndexUse(t *testing.T, node, ref, uri, stage, lanceType string, vecs []float32, dim int, queries [][]float32, appended []int) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := openDir(ctx, uri, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs []string
+	for _, ix := range d.Indices() {
+		if ix.Name == "vec_idx" {
+			segs = append(segs, fmt.Sprintf("%s covers %v", ix.UUID, ix.Fragments))
+		}
+	}
+	t.Logf("%s: vec_idx segments: %s", stage, strings.Join(segs, "; "))
+	plan, err := d.ExplainSearch(ctx, "vec", queries[0], &dataset.SearchOptions{K: 10, NProbes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Index != "vec_idx" || len(plan.UnindexedFragments) != 0 {
+		t.Errorf("%s: lancer's plan: index %q, unindexed fragments %v", stage, plan.Index, plan.UnindexedFragments)
+	}
+
+	const k, nprobes = 10, 3
+	reqs := []maintRequest{
+		{vecRequest: vecRequest{URI: uri, Op: "listIndices"}},
+		{vecRequest: vecRequest{URI: uri, Op: "indexStats"}, Name: "vec_idx"},
+		{vecRequest: vecRequest{URI: uri, Op: "search", Column: "vec", Vector: queries[0], K: k, Select: []string{"id"}}, NProbes: nprobes, Explain: true},
+	}
+	for _, q := range queries {
+		reqs = append(reqs, maintRequest{vecRequest: vecRequest{URI: uri, Op: "search", Column: "vec", Vector: q, K: k, Select: []string{"id"}}, NProbes: nprobes})
+	}
+	// Each appended row by its own vector, every partition probed, exact
+	// distances for the candidates (refine), so that the row is first.
+	for _, id := range appended {
+		reqs = append(reqs, maintRequest{vecRequest: vecRequest{URI: uri, Op: "search", Column: "vec", Vector: vecs[id*dim : (id+1)*dim], K: 3, Select: []string{"id"}}, NProbes: 100, RefineFactor: 10})
+	}
+	replies := maintAsk(t, node, ref, reqs...)
+	var types []string
+	for _, ix := range replies[0].Indices {
+		if ix.Name == "vec_idx" {
+			types = append(types, ix.Type)
+		}
+	}
+	if !slices.Equal(types, []string{lanceType}) {
+		t.Errorf("%s: Lance lists vec_idx as %v, want %s", stage, types, lanceType)
+	}
+	if st := replies[1].Stats; st == nil || st.NumUnindexedRows != 0 {
+		t.Errorf("%s: Lance's index statistics %+v: want no unindexed rows", stage, st)
+	} else {
+		t.Logf("%s: Lance: vec_idx %s, %d segments, %d rows indexed, %d unindexed", stage, st.IndexType, st.NumIndices, st.NumIndexedRows, st.NumUnindexedRows)
+	}
+	if p := replies[2].Plan; !strings.Contains(p, "ANNSubIndex") || !strings.Contains(p, "ANNIvfPartition") {
+		t.Errorf("%s: Lance's plan does not use the index:\n%s", stage, p)
+	}
+	mismatched := 0
+	for qi, q := range queries {
+		want := lanceHits(t, replies[3+qi].vecReply)
+		rec, err := d.Search(ctx, "vec", q, &dataset.SearchOptions{K: k, NProbes: nprobes, Columns: []string{"id"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := rec.Column(0).(*array.Int64).Int64Values()
+		dist := rec.Column(1).(*array.Float32).Float32Values()
+		if !sameHits(ids, dist, want, false) {
+			mismatched++
+			t.Logf("%s: query %d: lancer %v %v, Lance %v", stage, qi, ids, dist, want)
+		}
+		for _, id := range ids {
+			if deletedRow(id) {
+				t.Errorf("%s: lancer returned deleted row %d", stage, id)
+			}
+		}
+		for _, h := range want {
+			if deletedRow(h.ID) {
+				t.Errorf("%s: Lance returned deleted row %d", stage, h.ID)
+			}
+		}
+		rec.Release()
+	}
+	if mismatched > 0 {
+		t.Errorf("%s: %d of %d searches differ from Lance's", stage, mismatched, len(queries))
+	}
+	for i, id := range appended {
+		want := lanceHits(t, replies[3+len(queries)+i].vecReply)
+		if len(want) == 0 || want[0].ID != int64(id) {
+			t.Errorf("%s: Lance does not find row %d by its vector: %v", stage, id, want)
+		}
+		rec, err := d.Search(ctx, "vec", vecs[id*dim:(id+1)*dim], &dataset.SearchOptions{K: 3, NProbes: 100, RefineFactor: 10, Columns: []string{"id"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids := rec.Column(0).(*array.Int64).Int64Values(); len(ids) == 0 || ids[0] != int64(id) {
+			t.Errorf("%s: lancer does not find row %d by its vector: %v", stage, id, ids)
+		}
+		rec.Release()
+	}
+}
+
+// liveSample returns up to n ids in [from, to) that are not deleted.
+func liveSample(from, to, n int) []int {
+	var out []int
+	for id := from; id < to && len(out) < n; id += 7 {
+		if !deletedRow(int64(id)) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TestLanceMaintainsLancerIndices: lancer builds IVF_PQ and IVF_FLAT in
+// Lance's format; real Lance appends two fragments, deletes rows and runs
+// its optimize (compaction, which rewrites the indexed fragments and so
+// remaps lancer's index; index optimization, which indexes the appended
+// rows; cleanup). Both engines then use the index for every fragment,
+// agree on the rows and distances, find the appended rows and never return
+// deleted ones.
+func TestLanceMaintainsLancerIndices(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	const dim, n, extra = 32, 1500, 200
+	vecs, queries := maintData(23, n+extra, dim, 12)
+	for _, tc := range []struct{ name, typ, lanceType string }{
+		{"IVF_PQ", dataset.IndexIVFPQ, "IvfPq"},
+		{"IVF_FLAT", dataset.IndexIVFFlat, "IvfFlat"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uri := filepath.Join(t.TempDir(), "v.lance")
+			store, err := blob.NewLocalStore(uri)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := writeVecFragments(t, store, memory.NewGoAllocator(), vecs, dim, n, n/3)
+			if d, err = d.CreateIndex(ctx, "vec", &dataset.CreateIndexOptions{Type: tc.typ, Partitions: 8, SubVectors: 8}); err != nil {
+				t.Fatal(err)
+			}
+			built := d.Indices()[0].UUID
+			replies := maintAsk(t, node, ref,
+				maintRequest{vecRequest: vecRequest{URI: uri, Op: "append", Rows: maintRows(vecs, dim, n, n+extra/2)}},
+				maintRequest{vecRequest: vecRequest{URI: uri, Op: "append", Rows: maintRows(vecs, dim, n+extra/2, n+extra)}},
+				maintRequest{vecRequest: vecRequest{URI: uri, Op: "delete", Filter: "id % 7 = 3"}},
+				maintRequest{vecRequest: vecRequest{URI: uri, Op: "optimize"}})
+			t.Logf("Lance's optimize: %s", replies[3].Optimize)
+			d, err = openDir(ctx, uri, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ix := range d.Indices() {
+				if ix.UUID == built {
+					t.Errorf("lancer's segment %s is still there after Lance compacted its fragments", built)
+				}
+			}
+			checkIndexUse(t, node, ref, uri, "after Lance's optimize", tc.lanceType, vecs, dim, queries,
+				append(liveSample(0, n, 6), liveSample(n, n+extra, 6)...))
+		})
+	}
+}
+
+// TestLancerOptimizesLanceIndices: real Lance builds IVF_PQ and IVF_FLAT
+// on a lancer table; lancer appends a fragment, deletes rows and runs
+// OptimizeIndexes, which adds a delta segment in Lance's format (same
+// name, new uuid, the appended fragment's bitmap, Lance's centroids and
+// codebook); real Lance counts no unindexed row, searches both segments
+// and finds the new rows through the index, as lancer does; then Lance's
+// own optimize (compaction, index merge) over lancer's delta leaves both
+// engines agreeing again.
+func TestLancerOptimizesLanceIndices(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	const dim, n, extra = 32, 1500, 200
+	vecs, queries := maintData(29, n+extra, dim, 12)
+	for _, tc := range []struct {
+		name, typ, lanceType string
+		opts                 map[string]any
+	}{
+		{"IVF_PQ", "ivfPq", "IvfPq", map[string]any{"numPartitions": 6, "numSubVectors": 8}},
+		{"IVF_FLAT", "ivfFlat", "IvfFlat", map[string]any{"numPartitions": 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uri := filepath.Join(t.TempDir(), "v.lance")
+			store, err := blob.NewLocalStore(uri)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			d := writeVecFragments(t, store, mem, vecs, dim, n, n/3)
+			maintAsk(t, node, ref, maintRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "vec", Type: tc.typ}, IndexOptions: tc.opts})
+			d, err = openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := d.Indices()
+			if len(base) != 1 {
+				t.Fatalf("Lance built %d segments", len(base))
+			}
+			r := vecBatch(mem, vecs, dim, n, n+extra)
+			d, err = d.Append(ctx, r, nil)
+			r.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			added := d.Manifest().Fragments[len(d.Manifest().Fragments)-1].ID
+			if d, err = d.Delete(ctx, "id % 7 = 3", nil); err != nil {
+				t.Fatal(err)
+			}
+			if d, err = d.OptimizeIndexes(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			segs := d.Indices()
+			if len(segs) != 2 || segs[0].UUID != base[0].UUID || segs[1].Name != "vec_idx" || segs[1].UUID == base[0].UUID ||
+				!slices.Equal(segs[1].Fragments, []uint32{uint32(added)}) || segs[1].TypeURL != base[0].TypeURL {
+				t.Fatalf("after OptimizeIndexes: %+v, want Lance's segment %s and a delta vec_idx over fragment %d", segs, base[0].UUID, added)
+			}
+			appended := append(liveSample(0, n, 4), liveSample(n, n+extra, 8)...)
+			checkIndexUse(t, node, ref, uri, "after lancer's OptimizeIndexes", tc.lanceType, vecs, dim, queries, appended)
+
+			replies := maintAsk(t, node, ref, maintRequest{vecRequest: vecRequest{URI: uri, Op: "optimize"}})
+			t.Logf("Lance's optimize over lancer's delta: %s", replies[0].Optimize)
+			checkIndexUse(t, node, ref, uri, "after Lance's optimize", tc.lanceType, vecs, dim, queries, appended)
+		})
+	}
+}
+
+// TestLanceUsesIndicesAfterLancerCompact: real Lance builds IVF_PQ on vec,
+// BTREE on id and FTS on category over a lancer table of small fragments,
+// and deletes rows; lancer compacts (without stable row ids, so rows move):
+// it remaps the IVF_PQ index (a new segment with the rows' new addresses,
+// recorded as Lance records it) and says why it leaves the BTREE and FTS
+// indices as they are. Real Lance then still searches every row through
+// the vector index with lancer's results, and its filter and full-text
+// queries (the scalar indices covering no live row now) return the rows
+// lancer returns.
+func TestLanceUsesIndicesAfterLancerCompact(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	const dim, n = 32, 1500
+	vecs, queries := maintData(31, n, dim, 12)
+	uri := filepath.Join(t.TempDir(), "v.lance")
+	store, err := blob.NewLocalStore(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	writeVecFragments(t, store, mem, vecs, dim, n, n/6)
+	maintAsk(t, node, ref,
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "vec", Type: "ivfPq"}, IndexOptions: map[string]any{"numPartitions": 6, "numSubVectors": 8}},
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "id", Type: "btree"}},
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "category", Type: "fts"},
+			IndexOptions: map[string]any{"withPosition": true, "stem": false, "removeStopWords": false, "asciiFolding": true, "lowercase": true}},
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "delete", Filter: "id % 7 = 3"}})
+	d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stats, err := d.Compact(ctx, &dataset.CompactOptions{CommitOptions: dataset.CommitOptions{Allocator: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lancer's compaction: %+v", stats)
+	if stats.FragmentsRemoved != 6 || stats.IndicesRemapped != 1 {
+		t.Errorf("compaction %+v: want 6 fragments rewritten and the vector index remapped", stats)
+	}
+	for _, name := range []string{"id_idx", "category_idx"} {
+		if !strings.Contains(stats.IndexMessage, name) {
+			t.Errorf("compaction message %q does not name %s", stats.IndexMessage, name)
+		}
+	}
+	checkIndexUse(t, node, ref, uri, "after lancer's compaction", "IvfPq", vecs, dim, queries, liveSample(0, n, 10))
+
+	// The filter and full-text queries the scalar indices answered.
+	const filter = "id >= 100 AND id < 160"
+	replies := maintAsk(t, node, ref,
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "query", Filter: filter}},
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "ftsSearch", Column: "category", K: 40, Select: []string{"id"}}, Text: "c3"})
+	var lanceIDs []int64
+	for _, raw := range replies[0].Rows {
+		var row struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &row); err != nil {
+			t.Fatal(err)
+		}
+		lanceIDs = append(lanceIDs, row.ID)
+	}
+	slices.Sort(lanceIDs)
+	var want []int64
+	for id := int64(100); id < 160; id++ {
+		if !deletedRow(id) {
+			want = append(want, id)
+		}
+	}
+	if !slices.Equal(lanceIDs, want) {
+		t.Errorf("Lance's %q after lancer's compaction: %v, want %v", filter, lanceIDs, want)
+	}
+	sc, err := out.Scan(&dataset.ScanOptions{Columns: []string{"id"}, Filter: filter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lancerIDs []int64
+	for rec, err := range sc.Batches(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		lancerIDs = append(lancerIDs, rec.Column(0).(*array.Int64).Int64Values()...)
+	}
+	slices.Sort(lancerIDs)
+	if !slices.Equal(lancerIDs, want) {
+		t.Errorf("lancer's %q after its compaction: %v, want %v", filter, lancerIDs, want)
+	}
+	fts := make([]ftsHit, len(replies[1].Rows))
+	for i, raw := range replies[1].Rows {
+		if err := json.Unmarshal(raw, &fts[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := out.FullTextSearch(ctx, "c3", &dataset.FullTextSearchOptions{Column: "category", Limit: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fts) != 40 || !sameFTS(got, fts) {
+		t.Errorf("full-text search after lancer's compaction: lancer %v, Lance %v", got, fts)
+	}
+}
