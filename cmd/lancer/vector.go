@@ -233,10 +233,26 @@ updates them.`,
 			if err != nil {
 				return err
 			}
-			if out.Version() == ds.Version() {
-				return report(cmd, "indices are up to date; version %d", out.Version())
+			// Indices that still miss fragments are of kinds lancer does
+			// not extend: say so rather than call them up to date.
+			var behind []string
+			for _, name := range staleIndices(out) {
+				behind = append(behind, fmt.Sprintf("%s (%s)", name.name, out.IndexTypeName(cmd.Context(), name.info)))
 			}
-			return report(cmd, "indexed the new fragments; version %d", out.Version())
+			const why = ": lancer does not extend these kinds yet; the rows added since they were built are searched exactly (rebuild with index create --replace)"
+			unchanged := out.Version() == ds.Version()
+			var msg string
+			switch {
+			case len(behind) > 0 && unchanged:
+				msg = "no index extended: " + strings.Join(behind, ", ") + why
+			case len(behind) > 0:
+				msg = "indexed the new fragments except for " + strings.Join(behind, ", ") + why
+			case unchanged:
+				msg = "indices are up to date"
+			default:
+				msg = "indexed the new fragments"
+			}
+			return report(cmd, "%s; version %d", msg, out.Version())
 		},
 	}
 }
@@ -573,3 +589,38 @@ type planWriter struct{ w io.Writer }
 func (*planWriter) begin(*arrow.Schema) error     { return nil }
 func (*planWriter) write(arrow.RecordBatch) error { return nil }
 func (*planWriter) end() error                    { return nil }
+
+// staleIndex is an index that does not cover every fragment.
+type staleIndex struct {
+	name string
+	info manifest.IndexInfo
+}
+
+// staleIndices lists the vector indices of d whose segments together miss
+// some of d's fragments, by name, in the order first seen.
+func staleIndices(d *dataset.Dataset) []staleIndex {
+	covered := map[string]map[uint32]bool{}
+	var order []staleIndex
+	for _, ix := range d.Indices() {
+		if ix.Type != "Vector" && !strings.HasSuffix(ix.TypeURL, "LancerVectorIndex") {
+			continue
+		}
+		if covered[ix.Name] == nil {
+			covered[ix.Name] = map[uint32]bool{}
+			order = append(order, staleIndex{name: ix.Name, info: ix})
+		}
+		for _, f := range ix.Fragments {
+			covered[ix.Name][f] = true
+		}
+	}
+	var out []staleIndex
+	for _, s := range order {
+		for _, f := range d.Manifest().Fragments {
+			if !covered[s.name][uint32(f.ID)] {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
