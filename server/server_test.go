@@ -264,7 +264,7 @@ func TestServerErrorStatuses(t *testing.T) {
 		{"/v1/table/t/count_rows/", `{"predicate":"id >"}`, 400, "InvalidInput", "id >"},
 		{"/v1/table/t/describe/", `{"version":99}`, 404, "NotFound", "no version 99"},
 		{"/v1/table/t/query/", `{"vector":[],"k":5,"full_text_query":{"columns":[],"query":"x"}}`, 400, "NotSupported", "full-text"},
-		{"/v1/table/t/create_index/", `{"column":"id","index_type":"BTREE"}`, 400, "NotSupported", "BTREE"},
+		{"/v1/table/t/create_index/", `{"column":"id","index_type":"FTS"}`, 400, "NotSupported", "FTS"},
 		{"/v1/table/t/index/none/stats/", `{}`, 404, "NotFound", "none"},
 		{"/v1/table/t/index/none/drop/", ``, 404, "NotFound", "none"},
 		{"/v1/table/t/update/", `{"updates":[["nope","1"]]}`, 400, "InvalidInput", "nope"},

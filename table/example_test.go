@@ -174,10 +174,13 @@ func ExampleTable_Search() {
 	}
 	fmt.Println("index:", t.Indices()[0].Name)
 
+	// The default index (IVF_HNSW_SQ) compares 8-bit codes; a refine
+	// factor re-ranks its candidates by their exact vectors.
 	res, err := t.Search(ctx, "embedding", []float32{42.3, 1}, &dataset.SearchOptions{
-		K:       3,
-		Filter:  "tag = 'cat'",
-		Columns: []string{"id", "tag"},
+		K:            3,
+		RefineFactor: 4,
+		Filter:       "tag = 'cat'",
+		Columns:      []string{"id", "tag"},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -211,7 +214,7 @@ func ExampleTable_ExplainSearch() {
 	fmt.Println("rows scored exactly:", plan.RowsScoredExactly)
 	fmt.Println("filter:", plan.FilterMode, plan.Filter)
 	// Output:
-	// index: embedding_idx IvfHnswSq lancer: true
+	// index: embedding_idx IvfHnswSq lancer: false
 	// rows scored exactly: 0
 	// filter: prefilter tag = 'cat'
 }
