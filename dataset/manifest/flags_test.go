@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 	"github.com/lancerdb/lancer/internal/pb/filepb"
 	"github.com/lancerdb/lancer/internal/pb/tablepb"
@@ -141,4 +142,18 @@ func openManifestWithIndices(t *testing.T, m *tablepb.Manifest, segs []*tablepb.
 		return nil, err
 	}
 	return c.Manifest, nil
+}
+
+// TestSetDataFormatLegacyName: a legacy data format is recorded as "0.1",
+// the name Lance writes (and old releases parse), not lancer's "legacy".
+func TestSetDataFormatLegacyName(t *testing.T) {
+	m := &Manifest{}
+	m.SetDataFormat(format.Version{Major: 0, Minor: 2})
+	if m.storage == nil || m.storage.version != "0.1" || m.storage.fileFormat != "lance" {
+		t.Fatalf("recorded %+v, want lance 0.1", m.storage)
+	}
+	m.SetDataFormat(format.Version2_1)
+	if m.storage.version != "2.1" {
+		t.Fatalf("recorded %+v, want 2.1", m.storage)
+	}
 }

@@ -121,7 +121,11 @@ func (m *Manifest) SetSchemaMetadata(md map[string][]byte) {
 // SetDataFormat records v as the data file version of the manifest.
 func (m *Manifest) SetDataFormat(v format.Version) {
 	m.DataFormat = v
-	m.storage = &storageFormat{fileFormat: "lance", version: v.String()}
+	name := v.String()
+	if v.IsLegacy() {
+		name = "0.1" // what Lance records for legacy files ("legacy" is v.String())
+	}
+	m.storage = &storageFormat{fileFormat: "lance", version: name}
 }
 
 // IndexSegments returns the recorded index segments. Callers must not
