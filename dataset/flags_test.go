@@ -20,15 +20,9 @@ import (
 // checker finds nothing wrong.
 func TestMixedDataFileVersionsWrites(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedAlloc(t)
 	store := blob.NewMemStore("mixed")
-	r := idRows(t, mem, 0, 10)
-	_, err := Write(ctx, store, r, &WriteOptions{FileVersion: format.Version2_0})
-	r.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	smallFragments(t, store, mem, format.Version2_0, false, 1, 10)
 	editLatest(t, store, func(m *manifest.Manifest) {
 		m.SetDataFormat(format.Version2_1)
 		m.ReaderFeatureFlags |= manifest.FlagMixedDataFileVersions
@@ -38,12 +32,7 @@ func TestMixedDataFileVersionsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = idRows(t, mem, 10, 10)
-	d, err = d.Append(ctx, r, nil)
-	r.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = appendIDs(t, d, mem, 10, 10)
 	var versions []format.Version
 	for _, f := range d.manifest.Fragments {
 		v, err := f.Files[0].Version()
@@ -100,17 +89,16 @@ func TestMixedDataFileVersionsWrites(t *testing.T) {
 // carried fields apart, and OptimizeIndexes leaves covering segments alone.
 func TestCoveringDeclarationsKept(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedAlloc(t)
 	store := blob.NewMemStore("covering")
-	r := idRows(t, mem, 0, 10)
-	_, err := Write(ctx, store, r, nil)
-	r.Release()
+	smallFragments(t, store, mem, format.Version2_2, false, 1, 10)
+	bm, err := fragmentBitmap([]uint64{0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bm, err := fragmentBitmap([]uint64{0})
-	if err != nil {
+	// A covering declaration over no real index: a file in its
+	// directory is all the checker (and these commits) need of it.
+	if err := store.Write(ctx, "_indices/00000000-0000-0000-0000-000000000000/index.idx", []byte("declared only")); err != nil {
 		t.Fatal(err)
 	}
 	editLatest(t, store, func(m *manifest.Manifest) {
@@ -134,12 +122,7 @@ func TestCoveringDeclarationsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = idRows(t, mem, 10, 10)
-	d, err = d.Append(ctx, r, nil)
-	r.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = appendIDs(t, d, mem, 10, 10)
 	if d, err = d.Delete(ctx, "id = 1", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -173,15 +156,9 @@ func TestCoveringDeclarationsKept(t *testing.T) {
 // records 2.0, as Lance repairs it on its next write.
 func TestRepairsLegacyRecordOfV2Files(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedAlloc(t)
 	store := blob.NewMemStore("repair")
-	r := idRows(t, mem, 0, 10)
-	_, err := Write(ctx, store, r, &WriteOptions{FileVersion: format.Version2_0})
-	r.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	smallFragments(t, store, mem, format.Version2_0, false, 1, 10)
 	editLatest(t, store, func(m *manifest.Manifest) { m.SetDataFormat(format.VersionLegacy) })
 	d, err := Open(ctx, store, nil)
 	if err != nil {
@@ -190,12 +167,7 @@ func TestRepairsLegacyRecordOfV2Files(t *testing.T) {
 	if !d.manifest.DataFormat.IsLegacy() {
 		t.Fatalf("the edited manifest records %s", d.manifest.DataFormat)
 	}
-	r = idRows(t, mem, 10, 10)
-	d, err = d.Append(ctx, r, nil)
-	r.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = appendIDs(t, d, mem, 10, 10)
 	for _, f := range d.manifest.Fragments {
 		if v, _ := f.Files[0].Version(); v != format.Version2_0 {
 			t.Errorf("fragment %d has a %s file, want 2.0", f.ID, v)
@@ -215,15 +187,9 @@ func TestRepairsLegacyRecordOfV2Files(t *testing.T) {
 // Lance does), and lancer's next commit records the file's count.
 func TestTrustsFileRowsWithoutWriterVersion(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedAlloc(t)
 	store := blob.NewMemStore("oldcount")
-	r := idRows(t, mem, 0, 92)
-	_, err := Write(ctx, store, r, nil)
-	r.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
+	smallFragments(t, store, mem, format.Version2_2, false, 1, 92)
 	editLatest(t, store, func(m *manifest.Manifest) {
 		m.WriterVersion = manifest.WriterVersion{}
 		m.Fragments[0].PhysicalRows = 82
@@ -251,4 +217,17 @@ func TestTrustsFileRowsWithoutWriterVersion(t *testing.T) {
 	if n, err := d.CountRows(ctx); err != nil || n != 91 {
 		t.Errorf("after the delete: %d rows (%v), want 91", n, err)
 	}
+}
+
+// appendIDs appends the idRows [start, start+n) to d and returns the
+// version it committed.
+func appendIDs(t *testing.T, d *Dataset, mem memory.Allocator, start, n int) *Dataset {
+	t.Helper()
+	r := idRows(t, mem, start, n)
+	defer r.Release()
+	d, err := d.Append(context.Background(), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
