@@ -236,8 +236,8 @@ updates them.`,
 			// Indices that still miss fragments are of kinds lancer does
 			// not extend: say so rather than call them up to date.
 			var behind []string
-			for _, name := range staleIndices(out) {
-				behind = append(behind, fmt.Sprintf("%s (%s)", name.name, out.IndexTypeName(cmd.Context(), name.info)))
+			for _, ix := range staleIndices(out) {
+				behind = append(behind, fmt.Sprintf("%s (%s)", ix.Name, out.IndexTypeName(cmd.Context(), ix)))
 			}
 			const why = ": lancer does not extend these kinds yet; the rows added since they were built are searched exactly (rebuild with index create --replace)"
 			unchanged := out.Version() == ds.Version()
@@ -590,34 +590,28 @@ func (*planWriter) begin(*arrow.Schema) error     { return nil }
 func (*planWriter) write(arrow.RecordBatch) error { return nil }
 func (*planWriter) end() error                    { return nil }
 
-// staleIndex is an index that does not cover every fragment.
-type staleIndex struct {
-	name string
-	info manifest.IndexInfo
-}
-
-// staleIndices lists the vector indices of d whose segments together miss
-// some of d's fragments, by name, in the order first seen.
-func staleIndices(d *dataset.Dataset) []staleIndex {
+// staleIndices returns, for each vector index of d whose segments together
+// miss some of d's fragments, its first segment, in index order.
+func staleIndices(d *dataset.Dataset) []manifest.IndexInfo {
 	covered := map[string]map[uint32]bool{}
-	var order []staleIndex
+	var first []manifest.IndexInfo
 	for _, ix := range d.Indices() {
 		if ix.Type != "Vector" && !strings.HasSuffix(ix.TypeURL, "LancerVectorIndex") {
 			continue
 		}
 		if covered[ix.Name] == nil {
 			covered[ix.Name] = map[uint32]bool{}
-			order = append(order, staleIndex{name: ix.Name, info: ix})
+			first = append(first, ix)
 		}
 		for _, f := range ix.Fragments {
 			covered[ix.Name][f] = true
 		}
 	}
-	var out []staleIndex
-	for _, s := range order {
+	var out []manifest.IndexInfo
+	for _, ix := range first {
 		for _, f := range d.Manifest().Fragments {
-			if !covered[s.name][uint32(f.ID)] {
-				out = append(out, s)
+			if !covered[ix.Name][uint32(f.ID)] {
+				out = append(out, ix)
 				break
 			}
 		}

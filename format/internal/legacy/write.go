@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -92,11 +93,7 @@ func writable(f *schema.Field) error {
 func (w *Writer) Fields() []int32 {
 	var ids []int32
 	w.schema.Walk(func(f *schema.Field) { ids = append(ids, f.ID) })
-	for i := 1; i < len(ids); i++ { // insertion sort: schemas are small
-		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
-			ids[j], ids[j-1] = ids[j-1], ids[j]
-		}
-	}
+	slices.Sort(ids)
 	return ids
 }
 
