@@ -166,8 +166,11 @@ async function serve(req) {
     case 'mergeInsert': {
       // {"op": "mergeInsert", "on": ["id"], "rows": [...], "whenMatchedUpdateAll": true,
       //  "matchedWhere": "...", "whenNotMatchedInsertAll": true,
-      //  "whenNotMatchedBySourceDelete": false, "bySourceWhere": "..."}
-      const schema = await table.schema();
+      //  "whenNotMatchedBySourceDelete": false, "bySourceWhere": "...",
+      //  "columns": ["id", "val"]}: "columns" gives the source only those
+      //  columns of the table (a partial-schema upsert)
+      let schema = await table.schema();
+      if (req.columns) schema = new arrow.Schema(req.columns.map((c) => schema.fields.find((f) => f.name === c)));
       let b = table.mergeInsert(req.on);
       if (req.whenMatchedUpdateAll) b = b.whenMatchedUpdateAll(req.matchedWhere ? { where: req.matchedWhere } : undefined);
       if (req.whenNotMatchedInsertAll) b = b.whenNotMatchedInsertAll();
