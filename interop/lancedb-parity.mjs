@@ -61,6 +61,10 @@ const rows = async (q) => norm(await q.toArray());
 // vec is row i's vector: 8 floats, row i nearest to query vec(i).
 const vec = (i) => Array.from({ length: 8 }, (_, d) => i + d / 10);
 
+// srcUri is where a side's table src is: embedded LanceDB's folder, or
+// the location lancer serve answers for it (describe's location).
+const srcUri = (side) => path.join(side === 'local' ? process.env.LOCAL_DIR : process.env.LANCER_DATA, 'src.lance');
+
 // merged describes a MergeResult without its version (each side numbers
 // its own).
 const merged = (r) => ({ inserted: Number(r.numInsertedRows), updated: Number(r.numUpdatedRows),
@@ -216,6 +220,86 @@ const groups = {
     ['fastSearch', async ({ t }) => (await rows(t('fast').vectorSearch(vec(100.2)).fastSearch().nprobes(2).refineFactor(100).select(['id']).limit(3))).map((r) => r.id)],
     ['fullSearch', async ({ t }) => (await rows(t('fast').vectorSearch(vec(100.2)).nprobes(2).refineFactor(100).select(['id']).limit(3))).map((r) => r.id)],
     ['fastFiltered', async ({ t }) => (await rows(t('fast').vectorSearch(vec(100.2)).fastSearch().where('id > 50').nprobes(2).refineFactor(100).select(['id']).limit(2))).map((r) => r.id)],
+  ],
+
+  // cloneTable, schema changes, prewarm, jobs.
+  tables: [
+    ['create', async ({ db }) => {
+      const data = Array.from({ length: 6 }, (_, i) => ({ id: i, n: BigInt(i), price: i * 1.5, note: i === 1 ? null : `n${i}`, vector: vec(i) }));
+      const x = await db.createTable('src', data);
+      await (await x.tags()).create('v1', 1);
+      await x.add([{ id: 6, n: 6n, price: 9, note: 'n6', vector: vec(6) }]);
+      return await x.version();
+    }],
+    ['clone', async ({ db, t, side }) => {
+      const c = await db.cloneTable('cl', srcUri(side));
+      return { rows: await c.countRows(), version: await c.version() };
+    }],
+    ['cloneVersion', async ({ db, t, side }) => (await db.cloneTable('clv', srcUri(side), { sourceVersion: 1 })).countRows()],
+    ['cloneTag', async ({ db, t, side }) => (await db.cloneTable('clt', srcUri(side), { sourceTag: 'v1' })).countRows()],
+    ['cloneWrites', async ({ db, t, side }) => {
+      const c = await db.openTable('cl');
+      await c.add([{ id: 100, price: 1, note: 'x', vector: vec(100) }]);
+      return { clone: await c.countRows(), source: await t('src').countRows() };
+    }],
+    ['cloneExisting', async ({ db, t, side }) => db.cloneTable('cl', srcUri(side))],
+    ['cloneMissingVersion', async ({ db, t, side }) => db.cloneTable('clx', srcUri(side), { sourceVersion: 99 })],
+    ['cloneMissingTag', async ({ db, t, side }) => db.cloneTable('clx', srcUri(side), { sourceTag: 'nope' })],
+    ['cloneDeep', async ({ db, t, side }) => db.cloneTable('cld', srcUri(side), { isShallow: false })],
+    ['cloneByName', async ({ db, side }) => (await db.cloneTable('cln', side === 'local' ? srcUri(side) : 'src')).countRows()],
+    ['cloneOutside', async ({ db, side }) => db.cloneTable('clo', side === 'local' ? '/nonexistent/x.lance' : '/etc')],
+    ['cloneBadName', async ({ db, t, side }) => db.cloneTable('a/b', srcUri(side))],
+    ['castFloat', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'price', dataType: 'float' }]);
+      return fields(await t('src').schema());
+    }],
+    ['castVector', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'vector', dataType: new arrow.FixedSizeList(8, new arrow.Field('item', new arrow.Float16(), true)) }]);
+      return fields(await t('src').schema());
+    }],
+    ['castInt', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'n', dataType: 'int32' }]);
+      return { schema: fields(await t('src').schema()), rows: await rows(t('src').query().where('n < 3').select(['n', 'price'])) };
+    }],
+    ['castRenamed', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'n', rename: 'key', dataType: 'int64' }]);
+      return fields(await t('src').schema());
+    }],
+    ['castFloatToInt', async ({ t }) => t('src').alterColumns([{ path: 'id', dataType: 'int64' }])],
+    ['castRefused', async ({ t }) => t('src').alterColumns([{ path: 'price', dataType: 'string' }])],
+    ['castMissing', async ({ t }) => t('src').alterColumns([{ path: 'nope', dataType: 'int32' }])],
+    ['nullableNoNulls', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'price', nullable: false }]);
+      return (await t('src').schema()).fields.find((f) => f.name === 'price').nullable;
+    }],
+    ['nullableWithNulls', async ({ t }) => t('src').alterColumns([{ path: 'note', nullable: false }])],
+    ['noOpVersion', async ({ t }) => {
+      const before = await t('src').version();
+      await t('src').alterColumns([{ path: 'note', nullable: true }]);
+      return (await t('src').version()) - before;
+    }],
+    ['fieldMetadata', async ({ t }) => {
+      await t('src').updateFieldMetadata([{ path: 'note', metadata: { 'lancedb:description': 'a note', x: '1' } }]);
+      await t('src').updateFieldMetadata([{ path: 'note', metadata: { x: null } }]);
+      const f = (await t('src').schema()).fields.find((x) => x.name === 'note');
+      return Object.fromEntries(f.metadata);
+    }],
+    ['fieldMetadataReplace', async ({ t }) => {
+      await t('src').updateFieldMetadata([{ path: 'note', metadata: { y: '2' }, replace: true }]);
+      return Object.fromEntries((await t('src').schema()).fields.find((x) => x.name === 'note').metadata);
+    }],
+    ['fieldMetadataMissing', async ({ t }) => t('src').updateFieldMetadata([{ path: 'nope', metadata: { a: 'b' } }])],
+    ['afterChanges', async ({ t }) => await rows(t('src').query().where('key < 2').select(['key', 'price', 'note']))],
+    ['indexForPrewarm', async ({ t }) => {
+      await t('cl').createIndex('price');
+      return (await t('cl').listIndices()).map((i) => i.name);
+    }],
+    ['prewarmIndex', async ({ t }) => t('cl').prewarmIndex('price_idx')],
+    ['prewarmMissingIndex', async ({ t }) => t('cl').prewarmIndex('nope_idx')],
+    ['prewarmData', async ({ t }) => t('cl').prewarmData(['price', 'note'])],
+    ['prewarmAll', async ({ t }) => t('cl').prewarmData()],
+    ['prewarmMissingColumn', async ({ t }) => t('cl').prewarmData(['nope'])],
+    ['listJobs', async ({ db }) => db.listJobs()],
   ],
 };
 

@@ -322,3 +322,46 @@ func TestServerParityMisc(t *testing.T) {
 	p.same("fullSearch", `[1000,1001,1002]`)
 	p.same("fastFiltered", `[100,101]`)
 }
+
+// TestServerParityTables: cloneTable (at the latest version, a version and
+// a tag; the clone evolves apart), alterColumns casts, nullability and a
+// no-op, updateFieldMetadata, prewarmIndex, prewarmData and listJobs.
+func TestServerParityTables(t *testing.T) {
+	p := runParity(t, "tables")
+	p.same("create", `2`)
+	p.same("clone", `{"rows":7,"version":2}`)
+	p.same("cloneVersion", `6`)
+	p.same("cloneTag", `6`)
+	p.same("cloneWrites", `{"clone":8,"source":7}`)
+	p.same("cloneByName", `7`)
+	p.bothFail("cloneExisting", "already exists")
+	p.bothFail("cloneMissingVersion", "no version 99")
+	p.bothFail("cloneMissingTag", `tag \"nope\"`)
+	p.bothFail("cloneDeep", "deep clones are not supported")
+	p.bothFail("cloneOutside", "not a table of this server")
+	p.bothFail("cloneBadName", `Invalid table name (\"a/b\")`)
+	p.same("castFloat", `["id:Float64","n:Int64","price:Float32","note:Utf8","vector:FixedSizeList[8]<Float32>"]`)
+	p.same("castVector", `["id:Float64","n:Int64","price:Float32","note:Utf8","vector:FixedSizeList[8]<Float16>"]`)
+	p.same("castInt", `{"schema":["id:Float64","n:Int32","price:Float32","note:Utf8","vector:FixedSizeList[8]<Float16>"],"rows":[{"n":0,"price":0},{"n":1,"price":1.5},{"n":2,"price":3}]}`)
+	p.same("castRenamed", `["id:Float64","key:Int64","price:Float32","note:Utf8","vector:FixedSizeList[8]<Float16>"]`)
+	p.bothFail("castFloatToInt", "400", `cannot cast column \"id\" from float64 to int64`)
+	p.bothFail("castRefused", "400", `cannot cast column \"price\" from float32 to utf8`)
+	p.bothFail("castMissing", "400", `no column \"nope\"`)
+	p.same("nullableNoNulls", `false`)
+	p.bothFail("nullableWithNulls", "400", "cannot be made non-nullable")
+	p.same("noOpVersion", `1`)
+	p.same("fieldMetadata", `{"lancedb:description":"a note"}`)
+	p.same("fieldMetadataReplace", `{"y":"2"}`)
+	p.bothFail("fieldMetadataMissing", "400", `no column \"nope\"`)
+	p.same("afterChanges", `[{"key":0,"price":0,"note":"n0"},{"key":1,"price":1.5,"note":null}]`)
+	p.same("indexForPrewarm", `["price_idx"]`)
+	p.same("prewarmIndex", `null`)
+	p.bothFail("prewarmMissingIndex", "Index 'nope_idx' was not found")
+	// prewarmData and listJobs are remote-only calls in the client: the
+	// embedded database refuses them itself.
+	remoteOnly := "the client serves this call on remote tables only; embedded LanceDB refuses it"
+	p.differs("prewarmData", remoteOnly, `{"error":true}`, `null`)
+	p.differs("prewarmAll", remoteOnly, `{"error":true}`, `null`)
+	p.bothFail("prewarmMissingColumn", "400", `no column \"nope\"`)
+	p.differs("listJobs", remoteOnly+"; lancer runs no submitted jobs, so its list is empty", `{"error":true}`, `[]`)
+}
