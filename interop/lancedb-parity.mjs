@@ -301,6 +301,118 @@ const groups = {
     ['prewarmMissingColumn', async ({ t }) => t('cl').prewarmData(['nope'])],
     ['listJobs', async ({ db }) => db.listJobs()],
   ],
+
+  // Namespaces: embedded LanceDB's directory namespace and lancer serve's
+  // REST catalog over the same layout.
+  namespaces: [
+    ['create', async ({ db }) => db.createNamespace(['ns1'], { properties: { owner: 'me' } })],
+    ['createAgain', async ({ db }) => db.createNamespace(['ns1'])],
+    ['createExistOk', async ({ db }) => db.createNamespace(['ns1'], { mode: 'exist_ok' })],
+    ['createChild', async ({ db }) => db.createNamespace(['ns1', 'child'])],
+    ['createOrphan', async ({ db }) => db.createNamespace(['nope', 'child'])],
+    ['createSecond', async ({ db }) => db.createNamespace(['ns2'])],
+    ['list', async ({ db }) => db.listNamespaces()],
+    ['listPaged', async ({ db }) => {
+      const first = await db.listNamespaces([], { limit: 1 });
+      return { first: first.namespaces, next: (await db.listNamespaces([], { limit: 1, pageToken: first.pageToken })).namespaces };
+    }],
+    ['listChild', async ({ db }) => db.listNamespaces(['ns1'])],
+    ['listMissing', async ({ db }) => db.listNamespaces(['nope'])],
+    ['describe', async ({ db }) => db.describeNamespace(['ns1'])],
+    ['describeMissing', async ({ db }) => db.describeNamespace(['nope'])],
+    ['createTable', async ({ db }) => {
+      const x = await db.createTable('t1', [{ id: 1 }, { id: 2 }], ['ns1']);
+      await x.add([{ id: 3 }]);
+      return await x.countRows();
+    }],
+    ['createTableMissingNs', async ({ db }) => db.createTable('t1', [{ id: 1 }], ['nope'])],
+    ['createTableTwice', async ({ db }) => db.createTable('t1', [{ id: 1 }], ['ns1'])],
+    ['tableNames', async ({ db }) => db.tableNames(['ns1'])],
+    ['listTables', async ({ db }) => (await db.listTables(['ns1'])).tables],
+    ['rootTables', async ({ db }) => db.tableNames()],
+    ['open', async ({ db }) => {
+      const x = await db.openTable('t1', ['ns1']);
+      await x.update({ where: 'id = 1', values: { id: 10 } });
+      return (await rows(x.query())).map((r) => r.id).sort((a, b) => a - b);
+    }],
+    ['openMissing', async ({ db }) => db.openTable('zz', ['ns1'])],
+    ['dropNonEmpty', async ({ db }) => db.dropNamespace(['ns1'])],
+    ['dropMissing', async ({ db }) => db.dropNamespace(['nope'])],
+    ['dropMissingSkip', async ({ db }) => db.dropNamespace(['nope'], { mode: 'skip' })],
+    ['dropEmpty', async ({ db }) => db.dropNamespace(['ns2'])],
+    ['dropTable', async ({ db }) => {
+      await db.createTable('t2', [{ id: 1 }], ['ns1', 'child']);
+      await db.dropTable('t2', ['ns1', 'child']);
+      return await db.tableNames(['ns1', 'child']);
+    }],
+    ['cascade', async ({ db }) => {
+      await db.createNamespace(['ns3']);
+      await db.createTable('t3', [{ id: 1 }], ['ns3']);
+      await db.dropNamespace(['ns3'], { behavior: 'cascade' });
+      return (await db.listNamespaces()).namespaces;
+    }],
+    ['renameInNs', async ({ db }) => db.renameTable('t1', 't1b', { namespacePath: ['ns1'] })],
+    ['badName', async ({ db }) => db.createNamespace(['a/b'])],
+  ],
+
+  // The remaining public methods of Connection and Table.
+  surface: [
+    ['create', async ({ db }) => {
+      const x = await db.createTable('s', Array.from({ length: 5 }, (_, i) => ({ id: i, text: `word${i} common`, vector: vec(i) })));
+      return x.isOpen();
+    }],
+    ['display', async ({ t }) => t('s').display().startsWith('Remote') || t('s').display().startsWith('Native') ? 'table' : t('s').display()],
+    ['createEmpty', async ({ db }) => {
+      const x = await db.createEmptyTable('e', new arrow.Schema([new arrow.Field('a', new arrow.Int32(), true)]));
+      return { rows: await x.countRows(), schema: fields(await x.schema()) };
+    }],
+    ['createEmptyAgain', async ({ db }) => db.createEmptyTable('e', new arrow.Schema([new arrow.Field('a', new arrow.Int32(), true)]))],
+    ['createEmptyBadName', async ({ db }) => db.createEmptyTable('bad name', new arrow.Schema([new arrow.Field('a', new arrow.Int32(), true)]))],
+    ['openMissing', async ({ db }) => db.openTable('missing')],
+    ['toArrow', async ({ t }) => (await t('s').toArrow()).numRows],
+    ['schema', async ({ t }) => fields(await t('s').schema())],
+    ['version', async ({ t }) => t('s').version()],
+    ['listVersions', async ({ t }) => (await t('s').listVersions()).map((v) => v.version)],
+    ['checkoutMissing', async ({ t }) => t('s').checkout(99)],
+    ['checkoutLatest', async ({ t }) => { await t('s').checkoutLatest(); return await t('s').version(); }],
+    ['restoreLatest', async ({ t }) => t('s').restore()],
+    ['stats', async ({ t }) => { const st = await t('s').stats(); return { rows: st.numRows, indices: st.numIndices }; }],
+    ['currentBranch', async ({ t }) => t('s').currentBranch() ?? null],
+    ['branchesList', async ({ t }) => Object.keys(await (await t('s').branches()).list())],
+    ['blobColumns', async ({ t }) => t('s').blobColumns()],
+    ['setPrimaryKey', async ({ t }) => t('s').setUnenforcedPrimaryKey('id')],
+    ['setPrimaryKeyMissing', async ({ t }) => t('s').setUnenforcedPrimaryKey('nope')],
+    ['createIndexAsync', async ({ t }) => { const j = await t('s').createIndexAsync('id'); return typeof j; }],
+    ['waitForIndex', async ({ t }) => t('s').waitForIndex(['id_idx'], 5)],
+    ['waitForMissingIndex', async ({ t }) => t('s').waitForIndex(['nope_idx'], 1)],
+    ['indexStatsMissing', async ({ t }) => (await t('s').indexStats('nope_idx')) ?? null],
+    ['dropIndexMissing', async ({ t }) => t('s').dropIndex('nope_idx')],
+    ['optimize', async ({ t }) => { const st = await t('s').optimize(); return typeof st; }],
+    ['tokenize', async ({ t }) => t('s').tokenize('hello world', { column: 'text' })],
+    ['refreshColumn', async ({ t }) => t('s').refreshColumn('text')],
+    ['refreshColumnAsync', async ({ t }) => t('s').refreshColumnAsync('text')],
+    ['refreshMaterializedView', async ({ t }) => t('s').refreshMaterializedView()],
+    ['initialStorageOptions', async ({ t }) => (await t('s').initialStorageOptions()) ?? null],
+    ['latestStorageOptions', async ({ t }) => (await t('s').latestStorageOptions()) ?? null],
+    ['lsmSpec', async ({ t }) => (await t('s').getLsmWriteSpec()) ?? null],
+    ['lsmSetSpec', async ({ t }) => t('s').setLsmWriteSpec({ specType: 'unsharded' })],
+    ['lsmUnsetSpec', async ({ t }) => t('s').unsetLsmWriteSpec()],
+    ['lsmStats', async ({ t }) => (await t('s').getLsmStats()) ?? null],
+    ['lsmFlush', async ({ t }) => t('s').flushLsm()],
+    ['lsmCompact', async ({ t }) => t('s').compactLsm()],
+    ['lsmCheckpoint', async ({ t }) => t('s').checkpointLsm()],
+    ['lsmClose', async ({ t }) => t('s').closeLsmWriters()],
+    ['dropTableAsync', async ({ db }) => { await db.createTable('da', [{ id: 1 }]); const j = await db.dropTableAsync('da'); return typeof j; }],
+    ['dropTableMissing', async ({ db }) => db.dropTable('missing')],
+    ['renameMissing', async ({ db }) => db.renameTable('missing', 'other')],
+    ['openJob', async ({ db }) => db.openJob('no-such-job')],
+    ['cancelJob', async ({ db }) => db.cancelJob('no-such-job')],
+    ['listMaterializedViews', async ({ db }) => db.listMaterializedViews()],
+    ['createMaterializedView', async ({ db }) => db.createMaterializedView('mv', 's')],
+    ['openMaterializedView', async ({ db }) => db.openMaterializedView('mv')],
+    ['dropAllTables', async ({ db }) => { await db.dropAllTables(); return await db.tableNames(); }],
+    ['close', async ({ db }) => { const open = db.isOpen(); return { open, display: typeof db.display() }; }],
+  ],
 };
 
 async function runSide(side, db, backing) {

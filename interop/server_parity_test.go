@@ -365,3 +365,51 @@ func TestServerParityTables(t *testing.T) {
 	p.bothFail("prewarmMissingColumn", "400", `no column \"nope\"`)
 	p.differs("listJobs", remoteOnly+"; lancer runs no submitted jobs, so its list is empty", `{"error":true}`, `[]`)
 }
+
+// TestServerParityNamespaces: the namespace calls of the client, on
+// embedded LanceDB (Lance's directory namespace in the folder) and on
+// lancer serve (the REST catalog over the same layout). Where Lance 12's
+// directory namespace leaves out what the namespace spec says, lancer
+// follows the spec, and says so here.
+func TestServerParityNamespaces(t *testing.T) {
+	p := runParity(t, "namespaces")
+	p.same("create", `{"properties":{"owner":"me"}}`)
+	p.bothFail("createAgain", "409", "Namespace already exists")
+	p.same("createChild", `{}`)
+	p.bothFail("createOrphan", "404", "Namespace not found")
+	p.same("createSecond", `{}`)
+	p.same("list", `{"namespaces":["ns1","ns2"]}`)
+	p.same("listPaged", `{"first":["ns1"],"next":["ns2"]}`)
+	p.same("listChild", `{"namespaces":["child"]}`)
+	p.same("describe", `{"properties":{"owner":"me"}}`)
+	p.bothFail("describeMissing", "404", "Namespace not found")
+	p.same("createTable", `3`)
+	p.bothFail("createTableTwice", "already exists")
+	p.same("tableNames", `["t1"]`)
+	p.same("listTables", `["t1"]`)
+	p.same("rootTables", `[]`)
+	p.same("open", `[2,3,10]`)
+	p.bothFail("openMissing", "Table 'zz' was not found")
+	p.bothFail("dropNonEmpty", "409", "Namespace not empty")
+	p.bothFail("dropMissing", "404", "Namespace not found")
+	p.same("dropEmpty", `{}`)
+	p.same("dropTable", `[]`)
+	p.bothFail("renameInNs", "not supported")
+
+	spec := "the namespace spec (lance-namespace operations) says so; Lance 12's directory namespace does not do it"
+	p.differs("createExistOk", "mode exist_ok answers the existing namespace: "+spec, `{"error":true}`, `{"properties":{"owner":"me"}}`)
+	p.differs("dropMissingSkip", "mode skip drops a missing namespace without an error: "+spec, `{"error":true}`, `{}`)
+	p.differs("cascade", "behavior cascade drops what the namespace holds: "+spec, `{"error":true}`, `["ns1"]`)
+	p.differs("listMissing", "listing a missing namespace is NamespaceNotFound (404): "+spec, `{"namespaces":[]}`, `{"error":true}`)
+	p.differs("createTableMissingNs", "a table in a missing namespace is NamespaceNotFound (404): "+spec+"; Lance 12 creates the table without its namespace",
+		`{"inner":{}}`, `{"error":true}`)
+	p.differs("badName", "lancer holds namespace names to the rule of table names, so that no name is a path; Lance 12 takes a/b as a name",
+		`{}`, `{"error":true}`)
+}
+
+func TestServerParitySurface(t *testing.T) {
+	p := runParity(t, "surface")
+	for step := range p.steps {
+		t.Logf("%s: local %.300s remote %.300s", step, p.steps[step].Local, p.steps[step].Remote)
+	}
+}

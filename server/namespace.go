@@ -135,7 +135,7 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
 		case e.kind != objectNamespace:
 			return nsError(http.StatusConflict, specTableAlreadyExists, "%q is a table, not a namespace", id)
 		case mode == "existok":
-			return writeJSON(w, map[string]any{"properties": namespaceProperties(e)})
+			return writeJSON(w, propertiesBody(namespaceProperties(e)))
 		case mode != "overwrite":
 			return nsError(http.StatusConflict, specNamespaceExists, "Namespace already exists: %q", id)
 		}
@@ -154,7 +154,7 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := c.insert(r.Context(), id, e); err != nil {
 		return err
 	}
-	return writeJSON(w, map[string]any{"properties": namespaceProperties(e)})
+	return writeJSON(w, propertiesBody(namespaceProperties(e)))
 }
 
 // maxNamespaceProperties bounds the properties of a namespace.
@@ -234,7 +234,16 @@ func (s *Server) describeNamespace(w http.ResponseWriter, r *http.Request) error
 	if !namespaceExistsIn(entries, id) {
 		return namespaceNotFound(id)
 	}
-	return writeJSON(w, map[string]any{"properties": namespaceProperties(entries[id])})
+	return writeJSON(w, propertiesBody(namespaceProperties(entries[id])))
+}
+
+// propertiesBody is a response holding a namespace's properties, without
+// the field when there are none, as Lance's directory namespace answers.
+func propertiesBody(props map[string]string) map[string]any {
+	if len(props) == 0 {
+		return map[string]any{}
+	}
+	return map[string]any{"properties": props}
 }
 
 // namespaceExists answers exists: 200 with no body, or a 404.
@@ -315,7 +324,7 @@ func (s *Server) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	return writeJSON(w, map[string]any{"properties": props})
+	return writeJSON(w, propertiesBody(props))
 }
 
 // removeFolder deletes a table's folder (relative to the data folder).
