@@ -407,9 +407,62 @@ func TestServerParityNamespaces(t *testing.T) {
 		`{}`, `{"error":true}`)
 }
 
+// TestServerParitySurface: the rest of the public methods of the pinned
+// client's Connection and Table, with valid and invalid arguments. The
+// calls the client itself serves differently for remote tables (it refuses
+// some, others exist only there) are differences of the client, named so.
 func TestServerParitySurface(t *testing.T) {
 	p := runParity(t, "surface")
-	for step := range p.steps {
-		t.Logf("%s: local %.300s remote %.300s", step, p.steps[step].Local, p.steps[step].Remote)
-	}
+	p.same("create", `true`)
+	p.same("display", `"table"`)
+	p.same("createEmpty", `{"rows":0,"schema":["a:Int32"]}`)
+	p.bothFail("createEmptyAgain", "already exists")
+	p.bothFail("createEmptyBadName", `Invalid table name (\"bad name\")`)
+	p.bothFail("openMissing", "Table 'missing' was not found")
+	p.same("toArrow", `5`)
+	p.same("schema", `["id:Float64","text:Utf8","vector:FixedSizeList[8]<Float32>"]`)
+	p.same("version", `1`)
+	p.same("listVersions", `[1]`)
+	p.bothFail("checkoutMissing", "99")
+	p.same("checkoutLatest", `1`)
+	p.bothFail("restoreLatest", "400")
+	p.same("stats", `{"rows":5,"indices":0}`)
+	p.same("currentBranch", `null`)
+	p.same("branchesList", `[]`)
+	p.same("blobColumns", `[]`)
+	p.same("createIndexAsync", `"object"`)
+	p.same("waitForIndex", `null`)
+	p.bothFail("waitForMissingIndex", "timed out waiting for indices")
+	p.same("indexStatsMissing", `null`)
+	p.bothFail("dropIndexMissing", "Index 'nope_idx' was not found")
+	p.bothFail("tokenize", "does not have a full text search index")
+	p.bothFail("refreshColumnAsync", "400", "Column 'text' is not a computed column")
+	p.same("initialStorageOptions", `null`)
+	p.same("latestStorageOptions", `null`)
+	p.same("lsmSpec", `null`)
+	p.same("lsmUnsetSpec", `null`)
+	p.same("lsmClose", `null`)
+	p.bothFail("lsmFlush", "400", "no LSM write path")
+	p.bothFail("lsmCompact", "400", "no LSM write path")
+	p.bothFail("lsmCheckpoint", "400", "no LSM write path")
+	p.same("dropTableAsync", `"object"`)
+	p.bothFail("dropTableMissing", "404", `table \"missing\" not found`)
+	p.same("close", `{"open":true,"display":"string"}`)
+
+	client := "the client itself serves this call differently on remote tables"
+	p.differs("lsmSetSpec", "lancer serve has no LSM write path (Lance's MemWAL) and refuses to start one; embedded Lance starts it",
+		`null`, `{"error":true}`)
+	p.differs("lsmStats", "on a table without an LSM write path the remote protocol answers null, embedded Lance an error", `{"error":true}`, `null`)
+	p.differs("optimize", client+": it refuses optimize on remote tables (the server keeps them optimized)", `"object"`, `{"error":true}`)
+	p.differs("setPrimaryKey", client+": it refuses setUnenforcedPrimaryKey on remote tables", `{"error":true}`, `{"error":true}`)
+	p.differs("setPrimaryKeyMissing", client+": it refuses setUnenforcedPrimaryKey on remote tables", `{"error":true}`, `{"error":true}`)
+	p.differs("refreshColumn", client+": it refuses refreshColumn on remote tables (refreshColumnAsync instead)", `{"error":true}`, `{"error":true}`)
+	p.differs("refreshMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.differs("listMaterializedViews", client+": materialized views are local only", `[]`, `{"error":true}`)
+	p.differs("createMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.differs("openMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.differs("dropAllTables", client+": it refuses dropAllTables on remote databases", `[]`, `{"error":true}`)
+	p.differs("renameMissing", client+": embedded LanceDB (OSS) has no renameTable; lancer answers TableNotFound", `{"error":true}`, `{"error":true}`)
+	p.differs("openJob", client+": jobs are remote only; lancer runs no submitted jobs, so none is found", `{"error":true}`, `{"error":true}`)
+	p.differs("cancelJob", client+": jobs are remote only; lancer has no job to cancel", `{"error":true}`, `false`)
 }

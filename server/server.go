@@ -528,6 +528,7 @@ func (s *Server) routes() {
 	post(bodyJSON, "page_cache/prewarm", s.prewarmData)
 	post(bodyJSON, "update_field_metadata", s.updateFieldMetadata)
 	s.handle("POST /v1/jobs/list", route{body: bodyJSON}, s.listJobs)
+	s.lsmRoutes()
 	post(bodyJSON, "declare", s.declareTable)
 	post(bodyJSON, "register", s.registerTable)
 	post(bodyJSON, "deregister", s.deregisterTable)
