@@ -44,6 +44,37 @@
 // request-id and unacknowledged-commit de-duplication, and multipart
 // uploads, whose calls must all reach the server that created them.
 //
+// # Namespaces
+//
+// The server is also a Lance Namespace REST catalog (the lance-namespace
+// spec's /v1/namespace/{id}/create, list, describe, drop, exists and
+// table/list, and the table endpoints exists, declare, register and
+// deregister besides LanceDB's own), over the Lance Directory Catalog's
+// layout in the data location (catalog.go, namespace.go), so that real
+// Lance's directory namespace on the same folder and the server agree:
+//
+//  1. A table of the root namespace is the folder <name>.lance, as before.
+//  2. Child namespaces and their tables are rows of the Lance table
+//     __manifest (object_id: names joined by "$"; object_type; location;
+//     metadata: a namespace's properties as JSON; base_objects).
+//  3. A table of a child namespace lives in <8 random hex digits>_<object id>/
+//     (the location __manifest records); it exists while __manifest records
+//     it and its folder holds a version, or the .lance-reserved marker of a
+//     declared table. Deregister forgets the row and keeps the folder;
+//     register records a folder inside the data location, never outside.
+//  4. Every name of an id follows CheckTableName, so no id reaches outside
+//     the data location; ids have at most MaxNamespaceDepth namespaces.
+//
+// Namespace endpoints answer errors with the spec's integer codes
+// (NamespaceNotFound 1 with a 404, NamespaceAlreadyExists 2 and
+// NamespaceNotEmpty 3 with a 409, ...). describe/ answers the spec's
+// location, table_uri and storage_options besides LanceDB's fields; the
+// storage options exclude anything that looks like a secret. GET /v1/table
+// lists the root namespace only (the LanceDB client's tableNames relies
+// on it), not every namespace's tables as the spec's ListAllTables does.
+// Renames inside child namespaces and the background maintenance of their
+// tables are not done yet.
+//
 // # Endpoints
 //
 // Every table path is accepted with or without its trailing slash.

@@ -215,7 +215,7 @@ func (m *maintainer) tables(ctx context.Context, names []string) []string {
 // table optimizes one table if it needs it and is not busy, and reports
 // whether it put it off for a recent commit.
 func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
-	store, err := m.s.tableStore(name)
+	store, err := m.s.tableStore(ctx, name)
 	if err != nil {
 		return false
 	}
