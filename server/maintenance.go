@@ -22,6 +22,11 @@ const (
 	// DefaultMaintenanceFragments is how many small fragments (or
 	// fragments an index misses) a table may have before it is optimized.
 	DefaultMaintenanceFragments = 32
+	// DefaultMaintenanceUnindexedRows is how many rows an index may miss
+	// before the table's indices are updated, however few fragments hold
+	// them: searches scan the rows an index misses, so this bounds that
+	// scan.
+	DefaultMaintenanceUnindexedRows = 10_000
 	// DefaultMaintenanceVersions is how many versions may be committed to
 	// a table since its last cleanup before it is cleaned up again.
 	DefaultMaintenanceVersions = 100
@@ -47,6 +52,12 @@ type MaintenanceOptions struct {
 	// vector index misses more than Fragments fragments, is compacted and
 	// its indices updated. Default DefaultMaintenanceFragments.
 	Fragments int
+	// UnindexedRows: a table whose index misses more than UnindexedRows
+	// rows (in however few fragments) has its indices updated, so that
+	// the official client, which cannot optimize a remote table, finds
+	// new rows indexed and searches scan a bounded number of rows.
+	// Default DefaultMaintenanceUnindexedRows.
+	UnindexedRows int64
 	// Versions: a table with more than Versions versions committed since
 	// this server last cleaned it up (since its first version, before
 	// that) is cleaned up. Default DefaultMaintenanceVersions.
@@ -79,6 +90,9 @@ func (o MaintenanceOptions) withDefaults() MaintenanceOptions {
 	}
 	if o.Versions <= 0 {
 		o.Versions = DefaultMaintenanceVersions
+	}
+	if o.UnindexedRows <= 0 {
+		o.UnindexedRows = DefaultMaintenanceUnindexedRows
 	}
 	if o.OlderThan == 0 {
 		o.OlderThan = dataset.DefaultCleanupOlderThan
@@ -233,9 +247,9 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 	if st.failedAt == ds.Version() && now.Sub(st.failedWhen) < 10*o.Interval {
 		return false // the same failure again would say nothing new
 	}
-	small, unindexed := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
-	compact := !o.NoCompact && small > o.Fragments && st.nothingAt != ds.Version() && !foreignIndex(ds.Manifest())
-	index := !o.NoIndex && unindexed > o.Fragments && st.indexedAt != ds.Version()
+	fix := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
+	compact := !o.NoCompact && fix.small > o.Fragments && st.nothingAt != ds.Version() && !foreignIndex(ds.Manifest())
+	index := !o.NoIndex && (fix.unindexed > o.Fragments || fix.unindexedRows > o.UnindexedRows) && st.indexedAt != ds.Version()
 	// Versions are numbered in commit order, so the versions committed
 	// since the last cleanup are counted without listing them.
 	cleanup := !o.NoCleanup && ds.Version()-st.cleanedAt > uint64(o.Versions)
@@ -331,18 +345,28 @@ func foreignIndex(m *manifest.Manifest) bool {
 	return false
 }
 
+// upkeepNeeds is what fragmentsToFix counts.
+type upkeepNeeds struct {
+	small         int   // fragments of fewer physical rows than the target
+	unindexed     int   // the most fragments one index misses
+	unindexedRows int64 // the most rows (physical) one index misses
+}
+
 // fragmentsToFix counts the fragments of m with fewer physical rows than
-// target, and the most fragments any lancer vector index of m misses.
-func fragmentsToFix(m *manifest.Manifest, target uint64) (small, unindexed int) {
+// target, and the most fragments and rows any index OptimizeIndexes
+// extends misses.
+func fragmentsToFix(m *manifest.Manifest, target uint64) upkeepNeeds {
+	var n upkeepNeeds
 	for _, f := range m.Fragments {
 		if f.PhysicalRows < target {
-			small++
+			n.small++
 		}
 	}
 	covered := map[string]map[uint32]bool{}
 	for _, ix := range m.Indices {
-		// As dataset.OptimizeIndexes: lancer's own vector indices whose
-		// column is still there (a dropped one shows as "#<id>").
+		// As dataset.OptimizeIndexes: the indices it extends (lancer's
+		// own kinds, whose column is still there: a dropped one shows
+		// as "#<id>").
 		if !dataset.OptimizableIndex(ix) {
 			continue
 		}
@@ -354,15 +378,17 @@ func fragmentsToFix(m *manifest.Manifest, target uint64) (small, unindexed int) 
 		}
 	}
 	for _, c := range covered {
-		n := 0
+		frags, rows := 0, int64(0)
 		for _, f := range m.Fragments {
 			if !c[uint32(f.ID)] {
-				n++
+				frags++
+				rows += int64(f.PhysicalRows)
 			}
 		}
-		unindexed = max(unindexed, n)
+		n.unindexed = max(n.unindexed, frags)
+		n.unindexedRows = max(n.unindexedRows, rows)
 	}
-	return small, unindexed
+	return n
 }
 
 func (m *maintainer) count(f func(*maintenanceCounters)) {
