@@ -47,6 +47,7 @@ func main() {
 	flag.StringVar(&o.Dir, "dir", "", "scratch folder, kept afterwards (default a temporary folder, removed)")
 	latency := flag.Duration("latency", 0, "s3 suite: delay the proxy adds to every request, standing for an object store's round trip (e.g. 20ms)")
 	quiet := flag.Bool("q", false, "print no progress")
+	servers := flag.Int("servers", 1, "server suite: servers on the one data folder (more than 1: lancer serve processes, clients round-robin)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of lancer's side of the suite to this file; samples carry the step's name (go tool pprof -tagfocus step=flat_search)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -101,8 +102,11 @@ func main() {
 		// knobs): 32 official clients against lancer serve for 60 s.
 		if out == "" {
 			out = filepath.Join(bench.RepoRoot(), "bench", "results", "server")
+			if *servers > 1 {
+				out += fmt.Sprintf("-%d", *servers)
+			}
 		}
-		rep, err := bench.RunServerLoad(ctx, bench.ServerLoadOptions{})
+		rep, err := bench.RunServerLoad(ctx, bench.ServerLoadOptions{Servers: *servers, Dir: o.Dir})
 		if err != nil {
 			fail(err)
 		}
