@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -17,8 +18,10 @@ import (
 
 // Defaults of MaintenanceOptions.
 const (
-	// DefaultMaintenanceInterval is how often the tables are looked at.
-	DefaultMaintenanceInterval = 10 * time.Second
+	// DefaultMaintenanceInterval is how often the tables are looked at:
+	// under steady inserts a table gathers at most about
+	// Interval+MaxDelay worth of small fragments.
+	DefaultMaintenanceInterval = 5 * time.Second
 	// DefaultMaintenanceFragments is how many small fragments (or
 	// fragments an index misses) a table may have before it is optimized.
 	DefaultMaintenanceFragments = 32
@@ -45,7 +48,10 @@ type MaintenanceOptions struct {
 	// Disabled turns background maintenance off. Default false.
 	Disabled bool
 	// Interval is how often the tables are looked at, one after the
-	// other. Default DefaultMaintenanceInterval.
+	// other: each pass starts a random 75% to 125% of Interval after the
+	// last, so that servers sharing a data folder do not compact the
+	// same fragments at the same moment and all but one lose. Default
+	// DefaultMaintenanceInterval.
 	Interval time.Duration
 	// Fragments: a table whose latest version has more than Fragments
 	// fragments of fewer rows than TargetRowsPerFragment, or whose
@@ -170,7 +176,7 @@ func (m *maintainer) stop() {
 // the first quiet moment rather than an Interval later.
 func (m *maintainer) loop(ctx context.Context) {
 	defer close(m.done)
-	next := time.Now().Add(m.opts.Interval)
+	next := time.Now().Add(jittered(m.opts.Interval))
 	var putOff []string
 	for {
 		wait := time.Until(next)
@@ -189,8 +195,13 @@ func (m *maintainer) loop(ctx context.Context) {
 			continue
 		}
 		putOff = m.pass(ctx)
-		next = time.Now().Add(m.opts.Interval)
+		next = time.Now().Add(jittered(m.opts.Interval))
 	}
+}
+
+// jittered returns a random duration from 75% to 125% of d.
+func jittered(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
 }
 
 // pass looks at every table once, in name order, and returns those put
