@@ -29,8 +29,11 @@ const (
 	// that one manifest and transaction stay small.
 	DefaultGroupMaxRequests = 1024
 	// DefaultGroupMaxWait is how long a group ready to commit waits for
-	// appends still writing their files (see GroupCommitOptions.MaxWait).
-	DefaultGroupMaxWait = 5 * time.Millisecond
+	// appends still writing their files (see GroupCommitOptions.MaxWait):
+	// about one fsync of a busy disk, so that appends which started
+	// together commit together rather than in versions one after the
+	// other, each paying a commit's fsyncs.
+	DefaultGroupMaxWait = 20 * time.Millisecond
 )
 
 // GroupCommitOptions bounds the groups of a GroupCommitter. A nil
