@@ -314,13 +314,20 @@
 // LanceDB's hosted service does (maintenance.go, Options.Maintenance; lancer
 // serve --no-maintenance and --maintenance-* flags). One goroutine per
 // server, started by New and stopped by Close, looks at the tables one
-// after the other every MaintenanceOptions.Interval and runs
+// after the other every MaintenanceOptions.Interval (5s, give or take a
+// quarter at random, so that servers sharing a data folder take turns)
+// and runs
 // branch.Optimize, the same steps as lancer optimize, on a table's main
 // line when it needs it:
 //
 //   - more than Fragments fragments smaller than the compaction's target,
-//     or a vector index missing more than Fragments fragments: compact,
-//     then give the indices a segment over what they miss;
+//     or an index missing more than Fragments fragments: compact, then
+//     give the indices a segment over what they miss;
+//   - an index missing more than UnindexedRows rows (10,000), however few
+//     fragments hold them: give the indices a segment over them
+//     (dataset.OptimizeIndexes), so that rows inserted through the
+//     official client, which cannot optimize a remote table, get indexed
+//     and a search scans a bounded number of unindexed rows;
 //   - more than Versions versions committed since its last cleanup (by
 //     version number, no listing): clean up the versions older than
 //     OlderThan (a week by default),
