@@ -322,3 +322,24 @@ func TestServerParityMisc(t *testing.T) {
 	p.same("fullSearch", `[1000,1001,1002]`)
 	p.same("fastFiltered", `[100,101]`)
 }
+
+// TestServerParityFTS: full-text search through lancer serve over FTS
+// indices real Lance wrote into the served folder answers the official
+// client's calls as embedded LanceDB does: search(text, 'fts'), string
+// queries over one, some or all indexed columns, the structured queries
+// (match with operator, boost and fuzziness, phrase with slop, boolean,
+// boost, multi-match with boosts), where(), select(), withRowId() and
+// limit(); hybrid search (two queries, fused by the client's reranker,
+// RRF by default); a query on a column without an FTS index is refused.
+func TestServerParityFTS(t *testing.T) {
+	p := runParity(t, "fts")
+	p.same("create", `"ok"`)
+	for _, step := range []string{"searchFts", "searchLimit", "stringAllColumns", "stringColumns", "match", "fuzzy", "phrase", "boolean",
+		"boost", "multiMatch", "where", "whereLimit", "allColumns", "withRowId", "vectorRowId", "hybrid", "hybridDefault"} {
+		p.same(step, "")
+	}
+	p.bothFail("noIndex", "400", "id")
+	p.bothFail("phraseNoColumn", "400")
+	p.differs("empty", "embedded LanceDB answers an empty match with no rows; lancer refuses empty query text (a 400) as bad input",
+		`[]`, `{"error":true}`)
+}
