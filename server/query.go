@@ -110,10 +110,10 @@ type preparedQuery struct {
 	vectors          [][]float32
 	columns, aliases []string
 	k, offset        int
-	kind             string   // "take", "scan", "search" or "fts"
+	kind             string // "take", "scan", "search" or "fts"
 	// fts is the full-text query of an "fts" query.
-	fts *ftsindex.FTSQuery
-	offsets          []uint64 // of a take
+	fts     *ftsindex.FTSQuery
+	offsets []uint64 // of a take
 	// proj is the select's projection when it has expressions (columns
 	// are then the columns it reads, aliases nil), else nil.
 	proj *projection
