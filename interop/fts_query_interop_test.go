@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -162,4 +163,95 @@ func TestLancerStructuredFTS(t *testing.T) {
 	askFTS(t, node, ref, ftsQueryRequest{vecRequest: vecRequest{URI: uri, Op: "append", Rows: rows}},
 		ftsQueryRequest{vecRequest: vecRequest{URI: uri, Op: "delete", Filter: "id % 11 = 4"}})
 	compare("appended and deleted")
+}
+
+// TestLancerHybridSearchRRF: lancer's HybridSearch with reciprocal-rank
+// fusion returns the rows and _relevance_score of LanceDB's hybrid search
+// (its default RRFReranker) on the same table: real Lance builds the FTS
+// index on a table lancer wrote, whose texts have distinct BM25 scores
+// and whose vectors distinct distances, so that both engines rank the
+// two lists alike.
+func TestLancerHybridSearchRRF(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(8, 1))
+	const n, dim = 300, 4
+	uri := filepath.Join(t.TempDir(), "h.lance")
+	store, err := blob.NewLocalStore(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "note", Type: arrow.BinaryTypes.String},
+		{Name: "vec", Type: arrow.FixedSizeListOf(dim, arrow.PrimitiveTypes.Float32)},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		note := "filler"
+		if i%3 == 0 { // apple in a third of the rows, each a different length
+			note = "apple" + strings.Repeat(" filler", i/3)
+		}
+		b.Field(1).(*array.StringBuilder).Append(note)
+		vb := b.Field(2).(*array.FixedSizeListBuilder)
+		vb.Append(true)
+		for range dim {
+			vb.ValueBuilder().(*array.Float32Builder).Append(rng.Float32())
+		}
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	rr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.Write(ctx, store, rr, nil); err != nil {
+		t.Fatal(err)
+	}
+	rr.Release()
+	rec.Release()
+	askFTS(t, node, ref, ftsQueryRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "note", Type: "fts"},
+		IndexOptions: map[string]any{"withPosition": false, "stem": false, "removeStopWords": false, "lowercase": true}})
+	fts := `{"match":{"terms":"apple","column":"note"}}`
+	tree, err := ftsindex.ParseQuery([]byte(fts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := openDir(ctx, uri, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		k      int
+		filter string
+	}{{10, ""}, {25, ""}, {8, "id % 2 = 0"}} {
+		q := []float32{rng.Float32(), rng.Float32(), rng.Float32(), rng.Float32()}
+		replies := askFTS(t, node, ref, ftsQueryRequest{vecRequest: vecRequest{URI: uri, Op: "hybridSearch", Column: "vec", Vector: q,
+			K: tc.k, Filter: tc.filter, Select: []string{"id"}}, FTS: json.RawMessage(fts)})
+		var want []ftsHit
+		for _, raw := range replies[0].Rows {
+			var r struct {
+				RowID     uint64  `json:"_rowid"`
+				Relevance float32 `json:"_relevance_score"`
+			}
+			if err := json.Unmarshal(raw, &r); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, ftsHit{RowID: r.RowID, Score: r.Relevance})
+		}
+		hits, err := d.HybridSearch(ctx, &dataset.HybridSearchOptions{Text: tree, Vector: q, VectorColumn: "vec", Limit: tc.k, Filter: tc.filter,
+			Search: dataset.SearchOptions{Exact: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]dataset.FTSHit, len(hits))
+		for i, h := range hits {
+			got[i] = dataset.FTSHit{RowID: h.RowID, Score: h.Relevance}
+		}
+		if len(got) == 0 || !sameFTS(got, want) {
+			t.Errorf("k=%d filter %q:\nlancer %v\nLance  %v", tc.k, tc.filter, got, want)
+		}
+	}
 }

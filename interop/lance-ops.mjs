@@ -240,6 +240,17 @@ async function serve(req) {
       const rows = await q.toArray();
       return { rows: rows.map((r) => r.toJSON()) };
     }
+    case 'hybridSearch': {
+      // {"op": "hybridSearch", "fts": <query>, "vector": [...], "k": 10,
+      //  "column": "vec"}: LanceDB's hybrid search with its default
+      // reranker (RRF, k = 60): rows with _rowid and _relevance_score.
+      let q = table.query().fullTextSearch(ftsQueryFrom(req.fts)).nearestTo(req.vector).limit(req.k || 10).withRowId();
+      if (req.column) q = q.column(req.column);
+      if (req.filter) q = q.where(req.filter);
+      if (req.select) q = q.select(req.select);
+      const rows = await q.toArray();
+      return { rows: rows.map((r) => r.toJSON()) };
+    }
     case 'listIndices': {
       // Each index with its stats (indexStats), for the rows it covers.
       const indices = await table.listIndices();
