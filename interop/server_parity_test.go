@@ -335,9 +335,11 @@ func TestServerParityFTS(t *testing.T) {
 	p := runParity(t, "fts")
 	p.same("create", `"ok"`)
 	for _, step := range []string{"searchFts", "searchLimit", "stringAllColumns", "stringColumns", "match", "fuzzy", "phrase", "boolean",
-		"boost", "multiMatch", "where", "whereLimit", "allColumns", "withRowId", "vectorRowId", "hybrid", "hybridDefault"} {
+		"boost", "multiMatch", "where", "whereLimit", "allColumns", "withRowId", "selectScore", "offset", "vectorRowId", "hybrid", "hybridDefault"} {
 		p.same(step, "")
 	}
+	// Without a limit, LanceDB's default 10 of the 30 matches.
+	p.same("noLimit", `[0,2,4,6,8,10,12,14,16,18]`)
 	p.bothFail("noIndex", "400", "id")
 	p.bothFail("phraseNoColumn", "400")
 	p.differs("empty", "embedded LanceDB answers an empty match with no rows; lancer refuses empty query text (a 400) as bad input",
