@@ -58,6 +58,10 @@ async function result(q) {
 // rows runs a query and returns its rows.
 const rows = async (q) => norm(await q.toArray());
 
+// ranked runs a full-text query and returns its rows best first, equal
+// scores by id.
+const ranked = async (q) => (await rows(q)).sort((a, b) => (b._score - a._score) || (a.id - b.id));
+
 // vec is row i's vector: 8 floats, row i nearest to query vec(i).
 const vec = (i) => Array.from({ length: 8 }, (_, d) => i + d / 10);
 
@@ -190,6 +194,57 @@ const groups = {
     ['full', async ({ t }) => await result(t('dict').query())],
     ['filtered', async ({ t }) => await result(t('dict').query().where("cat = 'c' OR cat = 'a'").select(['cat']))],
     ['count', async ({ t }) => await t('dict').countRows("cat != 'b'")],
+  ],
+
+  // Full-text search over FTS indices real Lance writes into the data
+  // folder (lancer reads Lance's inverted index), and hybrid search.
+  fts: [
+    ['create', async ({ backing }) => {
+      const words = ['apple', 'banana', 'cherry', 'date', 'elder', 'fig', 'grape', 'kiwi', 'lemon', 'mango'];
+      const data = Array.from({ length: 60 }, (_, i) => ({
+        id: i,
+        text: Array.from({ length: 2 + (i % 5) }, (_, j) => words[(i * 7 + j * j * 3 + (i % 3) * j) % words.length]).join(' '),
+        title: `${words[i % 4]} ${words[(i * 3) % 10]}`,
+        // apple in the even rows, each a different length: distinct
+        // scores, so that a limit or a rank fusion has no ties to cut.
+        note: i % 2 === 0 ? ['apple', ...Array(i / 2).fill('filler')].join(' ') : 'filler',
+        vector: vec(i),
+      }));
+      const x = await backing.createTable('docs', data);
+      const opts = { withPosition: true, stem: false, removeStopWords: false, asciiFolding: true, lowercase: true };
+      for (const c of ['text', 'title', 'note']) await x.createIndex(c, { config: lancedb.Index.fts(opts) });
+      return 'ok';
+    }],
+    // Most steps take every match and sort equal scores by id: Lance's
+    // order among equal scores is arbitrary.
+    ['searchFts', async ({ t }) => await ranked(t('docs').search('cherry', 'fts', 'text').select(['id']).limit(100))],
+    ['searchLimit', async ({ t }) => await result(t('docs').search('apple', 'fts', 'note').select(['id']).limit(3))],
+    ['stringAllColumns', async ({ t }) => await ranked(t('docs').query().fullTextSearch('apple').select(['id']).limit(100))],
+    ['stringColumns', async ({ t }) => await ranked(t('docs').query().fullTextSearch('fig kiwi', { columns: ['text'] }).select(['id', 'title']).limit(100))],
+    ['match', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.MatchQuery('grape lemon', 'text', { operator: lancedb.Operator.And, boost: 1.5 })).select(['id']).limit(100))],
+    ['fuzzy', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.MatchQuery('bananna', 'text', { fuzziness: 1 })).select(['id']).limit(100))],
+    ['phrase', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.PhraseQuery('date elder', 'text', { slop: 1 })).select(['id']).limit(100))],
+    ['boolean', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.BooleanQuery([
+      [lancedb.Occur.Must, new lancedb.MatchQuery('apple', 'text')],
+      [lancedb.Occur.Should, new lancedb.MatchQuery('mango', 'title')],
+      [lancedb.Occur.MustNot, new lancedb.MatchQuery('banana', 'text')],
+    ])).select(['id']).limit(100))],
+    ['boost', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.BoostQuery(
+      new lancedb.MatchQuery('cherry', 'text'), new lancedb.MatchQuery('date', 'text'), { negativeBoost: 0.2 })).select(['id']).limit(100))],
+    ['multiMatch', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.MultiMatchQuery('kiwi', ['text', 'title'], { boosts: [1, 2] })).select(['id']).limit(100))],
+    ['where', async ({ t }) => await ranked(t('docs').query().fullTextSearch('lemon', { columns: ['text'] }).where('id > 20').select(['id']).limit(100))],
+    ['whereLimit', async ({ t }) => await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).where('id > 20').select(['id']).limit(3))],
+    ['allColumns', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).limit(2))],
+    ['withRowId', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).select(['id']).withRowId().limit(3))],
+    ['selectScore', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).select(['_score', 'id']).limit(2))],
+    ['offset', async ({ t }) => await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).select(['id']).offset(3).limit(3))],
+    ['noLimit', async ({ t }) => (await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).select(['id']))).map((r) => r.id)],
+    ['vectorRowId', async ({ t }) => await result(t('docs').vectorSearch(vec(30.3)).select(['id']).withRowId().limit(3))],
+    ['hybrid', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).nearestTo(vec(30.3)).rerank(await lancedb.rerankers.RRFReranker.create()).select(['id']).limit(6))],
+    ['hybridDefault', async ({ t }) => await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).nearestTo(vec(12.2)).select(['id']).limit(5))],
+    ['noIndex', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.MatchQuery('apple', 'id')).limit(2))],
+    ['phraseNoColumn', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.PhraseQuery('apple banana', '')).limit(2))],
+    ['empty', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.MatchQuery('', 'text')).select(['id']).limit(2))],
   ],
 
   // Table names, merge-insert results, fastSearch.

@@ -466,3 +466,26 @@ func TestServerParitySurface(t *testing.T) {
 	p.differs("openJob", client+": jobs are remote only; lancer runs no submitted jobs, so none is found", `{"error":true}`, `{"error":true}`)
 	p.differs("cancelJob", client+": jobs are remote only; lancer has no job to cancel", `{"error":true}`, `false`)
 }
+
+// TestServerParityFTS: full-text search through lancer serve over FTS
+// indices real Lance wrote into the served folder answers the official
+// client's calls as embedded LanceDB does: search(text, 'fts'), string
+// queries over one, some or all indexed columns, the structured queries
+// (match with operator, boost and fuzziness, phrase with slop, boolean,
+// boost, multi-match with boosts), where(), select(), withRowId() and
+// limit(); hybrid search (two queries, fused by the client's reranker,
+// RRF by default); a query on a column without an FTS index is refused.
+func TestServerParityFTS(t *testing.T) {
+	p := runParity(t, "fts")
+	p.same("create", `"ok"`)
+	for _, step := range []string{"searchFts", "searchLimit", "stringAllColumns", "stringColumns", "match", "fuzzy", "phrase", "boolean",
+		"boost", "multiMatch", "where", "whereLimit", "allColumns", "withRowId", "selectScore", "offset", "vectorRowId", "hybrid", "hybridDefault"} {
+		p.same(step, "")
+	}
+	// Without a limit, LanceDB's default 10 of the 30 matches.
+	p.same("noLimit", `[0,2,4,6,8,10,12,14,16,18]`)
+	p.bothFail("noIndex", "400", "id")
+	p.bothFail("phraseNoColumn", "400")
+	p.differs("empty", "embedded LanceDB answers an empty match with no rows; lancer refuses empty query text (a 400) as bad input",
+		`[]`, `{"error":true}`)
+}

@@ -165,9 +165,20 @@
 // fetch_blobs, as of query/, since the client reports any 404 of
 // fetch_blobs as a missing table.
 //
-// Not served: full-text search (the structured queries a 0.3.0+ server
-// receives are refused with a 400 naming their kind), building FTS
-// indices, namespaces other than the root, jobs,
+// Full-text search: query/ with full_text_query, the structured form a
+// 0.3.0+ server receives ({"query": {"match"|"phrase"|"boost"|
+// "multi_match"|"boolean": ...}}) or the legacy {"columns", "query"},
+// answers over Lance FTS indices (dataset.Dataset.FullTextQuery) with the
+// selected columns, _score and (with_row_id) _rowid, in embedded
+// LanceDB's order; filter is a prefilter unless prefilter is false. A
+// vector search with with_row_id puts _rowid after _distance, as embedded
+// LanceDB does: the client's hybrid search sends a vector and a
+// full-text query and concatenates their results column by column before
+// its reranker fuses them. Queries past ftsindex's bounds (depth, leaves,
+// fuzziness, expansions, slop, text size) or k + offset past maxSearchK
+// are a 400 before any index is read.
+//
+// Not served: building FTS indices, namespaces other than the root, jobs,
 // computed and function columns.
 //
 // Branches: the client's table.branches() list/create/delete/checkout work
