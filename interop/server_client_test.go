@@ -295,7 +295,7 @@ func runClientScenario(t *testing.T, ref lancereftest.Ref, opts server.Options, 
 	want("branches", `{"again":"exists","list":["dev"],"devCount":6,"mainCount":6,`+
 		`"diff":{"newOnBranch":1,"newOnBase":0,"baseMoved":false,"errors":0},"dry":"ready","afterDry":6,`+
 		`"pick":"cherryPicked","afterPick":6,"has100":1,"has0":0,"listAfter":[]}`)
-	want("columns", `{"added":1,"renamed":2,"cast":"refused","sameNullable":2,"dropped":3,`+
+	want("columns", `{"added":1,"renamed":2,"cast":"refused","sameNullable":3,"dropped":4,`+
 		`"schema":["id:Float64","label:Utf8","price:Float64","vector:FixedSizeList[8]<Float32>","double_price:Float64"],`+
 		`"rows":[{"id":2,"label":"c2","double_price":8},{"id":3,"label":"c3","double_price":12}],`+
 		`"search":[{"label":"c3","double_price":12,"_distance":0}],"oldName":"gone"}`)
