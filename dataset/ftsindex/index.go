@@ -388,6 +388,19 @@ func (ix *Index) Tokens(part int) map[string]uint32 {
 	return ix.parts[part].tokens
 }
 
+// Docs returns partition part's documents (for tests and tools): their
+// row ids and token counts, by document id; nil when there is no such
+// partition.
+func (ix *Index) Docs(part int) (rowIDs []uint64, numTokens []uint32) {
+	if part < 0 || part >= len(ix.parts) {
+		return nil, nil
+	}
+	return ix.parts[part].rowIDs, ix.parts[part].numTokens
+}
+
+// NumPartitions is the number of partitions.
+func (ix *Index) NumPartitions() int { return len(ix.parts) }
+
 // NumDocs is the number of documents over all partitions.
 func (ix *Index) NumDocs() int { return ix.numDocs }
 
