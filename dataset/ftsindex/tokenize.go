@@ -6,8 +6,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/kljensen/snowball/english"
-
 	"github.com/lancerdb/lancer"
 )
 
@@ -68,11 +66,6 @@ func NewAnalyzer(p Params) (*Analyzer, error) {
 	english := p.Language == "" || p.Language == "English"
 	if p.Stem && !english {
 		return nil, fmt.Errorf("ftsindex: stemming %s: %w", p.Language, lancer.ErrUnsupported)
-	}
-	if p.Stem && !p.LowerCase {
-		// rust-stemmers treats upper-case letters as consonants; the Go
-		// stemmer lower-cases first, so the two would differ.
-		return nil, fmt.Errorf("ftsindex: stemming without lower-casing: %w", lancer.ErrUnsupported)
 	}
 	a := &Analyzer{p: p, maxLen: -1}
 	if p.MaxTokenLength != nil {
@@ -231,18 +224,6 @@ func lowerCase(w string) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
-}
-
-// stemEnglish is rust-stemmers' Snowball English (Porter2) stemmer, which
-// tantivy's Stemmer applies. github.com/kljensen/snowball implements the
-// same algorithm, exceptions included; it is called with stop words
-// stemmed too (tantivy stems every token) and, like Snowball, leaves words
-// of fewer than three code points alone (the library counts bytes).
-func stemEnglish(w string) string {
-	if utf8.RuneCountInString(w) < 3 {
-		return w
-	}
-	return english.Stem(w, true)
 }
 
 // fold is tantivy's AsciiFoldingFilter: letters with diacritics, ligatures

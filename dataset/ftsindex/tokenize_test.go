@@ -39,7 +39,7 @@ func TestAnalyzer(t *testing.T) {
 	}
 	for _, p := range []Params{{BaseTokenizer: "simple", Stem: true, Language: "French", LowerCase: true},
 		{BaseTokenizer: "simple", RemoveStopWords: true, Language: "German"}, {BaseTokenizer: "icu"},
-		{BaseTokenizer: "simple", Stem: true}, {BaseTokenizer: "simple", LanceTokenizer: "json"}} {
+		{BaseTokenizer: "simple", LanceTokenizer: "json"}} {
 		if _, err := NewAnalyzer(p); !errors.Is(err, lancer.ErrUnsupported) {
 			t.Errorf("%+v: %v", p, err)
 		}
