@@ -10,7 +10,8 @@
 // stride + n), or a countRows. Every operation's latency is kept.
 //
 // It reads one request per line on stdin:
-//   {"url": "http://127.0.0.1:P", "apiKey": "...", "table": "t",
+//   {"url": "http://127.0.0.1:P", "urls": [url, ...] (optional: client c
+//    uses urls[c % urls.length]), "apiKey": "...", "table": "t",
 //    "durationMs": 60000, "clients": 32, "dim": 128, "batch": 10, "k": 10,
 //    "filter": "id % 10 != 3" ("": none), "weights": {"search": 80, "insert": 15, "count": 5},
 //    "seed": 1, "idBase": 20000, "stride": 100000000}
@@ -42,7 +43,7 @@ function mulberry32(a) {
 }
 
 async function run(req) {
-  const { url, apiKey, table, durationMs, clients, dim, batch, k, filter, weights, seed, idBase, stride } = req;
+  const { url, urls, apiKey, table, durationMs, clients, dim, batch, k, filter, weights, seed, idBase, stride } = req;
   const total = weights.search + weights.insert + weights.count;
   const lat = { search: [], insert: [], count: [] };
   const errors = [];
@@ -51,8 +52,9 @@ async function run(req) {
   const failedInserts = [];
   const inserted = new Array(clients).fill(0);
 
-  const tables = await Promise.all(Array.from({ length: clients }, async () => {
-    const db = await lancedb.connect('db://load', { apiKey, hostOverride: url });
+  const servers = urls && urls.length ? urls : [url];
+  const tables = await Promise.all(Array.from({ length: clients }, async (_, c) => {
+    const db = await lancedb.connect('db://load', { apiKey, hostOverride: servers[c % servers.length] });
     return db.openTable(table);
   }));
 

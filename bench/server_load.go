@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,7 +24,6 @@ import (
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/lancereftest"
-	"github.com/lancerdb/lancer/server"
 )
 
 // The server load test (issue #7): `clients` concurrent clients of the
@@ -66,6 +63,12 @@ type ServerLoadOptions struct {
 	// (see server_adversary.go): each must be refused as it deserves, and
 	// the normal clients must notice nothing.
 	Adversary bool
+	// Servers is how many servers serve the one data folder. Default 1:
+	// one server in this process. More: that many `lancer serve`
+	// processes (built from this repository), the clients spread over
+	// them round-robin, so their commits to the one table race as those
+	// of separate machines would (issue #24).
+	Servers int
 }
 
 func (o ServerLoadOptions) withDefaults() ServerLoadOptions {
@@ -99,6 +102,9 @@ func (o ServerLoadOptions) withDefaults() ServerLoadOptions {
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
+	if o.Servers <= 0 {
+		o.Servers = 1
+	}
 	return o
 }
 
@@ -124,9 +130,25 @@ type ServerLoadReport struct {
 	RowsInserted int                `json:"rowsInserted"` // acknowledged
 	FinalRows    int                `json:"finalRows"`
 	Versions     uint64             `json:"versions"`
-	Errors       int                `json:"errors"`
-	ErrorSamples []string           `json:"errorSamples,omitempty"`
-	ShortResults int                `json:"shortResults"`
+	// StartVersion is the table's version when the clients started;
+	// VersionsPerInsert is (Versions - StartVersion) / acknowledged
+	// inserts: every version the run made (group commits and the
+	// background maintenance's) per insert request.
+	StartVersion      uint64  `json:"startVersion"`
+	VersionsPerInsert float64 `json:"versionsPerInsert"`
+	// Fragments is the latest version's fragment count at the end,
+	// MaxFragments the most any version had while the clients ran
+	// (looked at every 250 ms).
+	Fragments    int `json:"fragments"`
+	MaxFragments int `json:"maxFragments"`
+	// GroupCommits, MaintenanceRuns and MaintenanceErrors are the
+	// servers' counters (from /metrics, summed over the servers).
+	GroupCommits      uint64   `json:"groupCommits"`
+	MaintenanceRuns   uint64   `json:"maintenanceRuns"`
+	MaintenanceErrors uint64   `json:"maintenanceErrors"`
+	Errors            int      `json:"errors"`
+	ErrorSamples      []string `json:"errorSamples,omitempty"`
+	ShortResults      int      `json:"shortResults"`
 	// Problems lists every failed check: errors, lost or duplicated
 	// inserts. Empty when the run passed.
 	Problems []string `json:"problems,omitempty"`
@@ -147,6 +169,7 @@ func (r *ServerLoadReport) OK() bool { return len(r.Problems) == 0 }
 
 type serverLoadRequest struct {
 	URL        string         `json:"url"`
+	URLs       []string       `json:"urls,omitempty"` // the servers, clients round-robin; default [URL]
 	APIKey     string         `json:"apiKey"`
 	Table      string         `json:"table"`
 	DurationMs int64          `json:"durationMs"`
@@ -242,24 +265,20 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 		}
 	}
 
-	// The server, as lancer serve runs it.
+	// The servers, as lancer serve runs them.
 	const key = "sk-lancer-load"
-	h, err := server.New(&server.Options{DataDir: dir, APIKey: key, Addr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	urls, stopServers, err := startLoadServers(ctx, o, dir, key)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	defer stopServers()
+	if rep.StartVersion, _, err = latestShape(ctx, store); err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
 	rep.SetupSec = time.Since(setup).Seconds()
 
 	req := serverLoadRequest{
-		URL: "http://" + ln.Addr().String(), APIKey: key, Table: table,
+		URL: urls[0], URLs: urls, APIKey: key, Table: table,
 		DurationMs: o.Duration.Milliseconds(), Clients: o.Clients, Dim: o.Dim, Batch: o.Batch, K: o.K,
 		Filter:  searchFilter(o.Filter),
 		Weights: map[string]int{"search": o.SearchWeight, "insert": o.InsertWeight, "count": o.CountWeight},
@@ -278,7 +297,12 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 			client: &http.Client{Timeout: adversaryTimeout}}
 		go func() { advDone <- runAdversary(advCtx, a) }()
 	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	maxFrags := make(chan int, 1)
+	go func() { maxFrags <- watchFragments(watchCtx, store) }()
 	replies, err := lancereftest.Ask[serverLoadRequest, serverLoadReply](ref, serverLoadScript, []serverLoadRequest{req})
+	stopWatch()
+	rep.MaxFragments = <-maxFrags
 	stopAdversary()
 	if o.Adversary {
 		rep.Adversary = <-advDone
@@ -323,7 +347,14 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 		}
 	}
 
-	rep.CacheHits, rep.CacheMisses = cacheCounters(req.URL, key)
+	for _, u := range urls {
+		c := serverCounters(u, key)
+		rep.CacheHits += c["lancer_dataset_cache_hits_total"]
+		rep.CacheMisses += c["lancer_dataset_cache_misses_total"]
+		rep.GroupCommits += c["lancer_group_commits_total"]
+		rep.MaintenanceRuns += c["lancer_maintenance_runs_total"]
+		rep.MaintenanceErrors += c["lancer_maintenance_errors_total"]
+	}
 
 	// No lost or duplicated inserts: read every id of the latest version.
 	if err := checkLoadIDs(ctx, store, o, r, rep); err != nil {
@@ -340,6 +371,11 @@ func checkLoadIDs(ctx context.Context, store blob.Store, o ServerLoadOptions, r 
 		return fmt.Errorf("bench: opening the table after the run: %w", err)
 	}
 	rep.Versions = ds.Manifest().Version
+	rep.Fragments = len(ds.Manifest().Fragments)
+	rep.MaxFragments = max(rep.MaxFragments, rep.Fragments)
+	if inserts := rep.Ops["insert"].Count; inserts > 0 {
+		rep.VersionsPerInsert = float64(rep.Versions-rep.StartVersion) / float64(inserts)
+	}
 	sc, err := ds.Scan(&dataset.ScanOptions{Columns: []string{"id"}})
 	if err != nil {
 		return err
@@ -467,33 +503,67 @@ func loadRows(n, dim int, seed uint64) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
-// cacheCounters reads the dataset cache counters from the server's
-// /metrics; zeros when that fails.
-func cacheCounters(url, key string) (hits, misses uint64) {
+// serverCounters reads the counters of the server's /metrics, summed
+// over their labels; none when that fails.
+func serverCounters(url, key string) map[string]uint64 {
+	out := map[string]uint64{}
 	req, err := http.NewRequest("GET", url+"/metrics", nil)
 	if err != nil {
-		return 0, 0
+		return out
 	}
 	req.Header.Set("x-api-key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0
+		return out
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, 0
+		return out
 	}
 	for line := range strings.Lines(string(b)) {
-		var v uint64
-		if n, _ := fmt.Sscanf(line, "lancer_dataset_cache_hits_total %d", &v); n == 1 {
-			hits = v
+		if strings.HasPrefix(line, "#") {
+			continue
 		}
-		if n, _ := fmt.Sscanf(line, "lancer_dataset_cache_misses_total %d", &v); n == 1 {
-			misses = v
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(f[0], "{")
+		var v uint64
+		if _, err := fmt.Sscan(f[1], &v); err == nil {
+			out[name] += v
 		}
 	}
-	return hits, misses
+	return out
+}
+
+// latestShape returns the version and fragment count of the table's
+// latest version.
+func latestShape(ctx context.Context, store blob.Store) (version uint64, fragments int, err error) {
+	ds, err := dataset.Open(ctx, store, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: opening the table: %w", err)
+	}
+	return ds.Manifest().Version, len(ds.Manifest().Fragments), nil
+}
+
+// watchFragments looks at the table's latest version every 250 ms until
+// ctx ends and returns the most fragments it saw.
+func watchFragments(ctx context.Context, store blob.Store) int {
+	most := 0
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, n, err := latestShape(ctx, store); err == nil {
+			most = max(most, n)
+		}
+		select {
+		case <-ctx.Done():
+			return most
+		case <-t.C:
+		}
+	}
 }
 
 // searchFilter is the filter the clients send: none for "none".
@@ -524,7 +594,7 @@ func loadAvg() float64 {
 func (r *ServerLoadReport) Print(w io.Writer) error {
 	o := r.Options
 	var b strings.Builder
-	fmt.Fprintf(&b, "lancer server load test: %d clients (LanceDB Node client, one connection each) on loopback, %.1f s\n", o.Clients, r.ElapsedSec)
+	fmt.Fprintf(&b, "lancer server load test: %d clients (LanceDB Node client, one connection each) on loopback, %d server(s) on one data folder, %.1f s\n", o.Clients, o.Servers, r.ElapsedSec)
 	fmt.Fprintf(&b, "table: %d x %d rows (index %s), mix search/insert/count %d/%d/%d, insert batch %d, k %d, filter %q\n",
 		r.InitialRows, o.Dim, o.Index, o.SearchWeight, o.InsertWeight, o.CountWeight, o.Batch, o.K, o.Filter)
 	fmt.Fprintf(&b, "machine: %d CPUs, load average %.2f before, %.2f after (client and server share the machine)\n\n", r.CPUs, r.LoadAvg[0], r.LoadAvg[1])
@@ -538,6 +608,10 @@ func (r *ServerLoadReport) Print(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nthroughput %.1f ops/s; rows: %d initial + %d inserted = %d in the table (version %d); errors %d; searches with fewer than k rows %d\n",
 		r.Throughput, r.InitialRows, r.RowsInserted, r.FinalRows, r.Versions, r.Errors, r.ShortResults)
+	inserts := r.Ops["insert"].Count
+	fmt.Fprintf(&b, "versions: %d made during the run for %d inserts (%.3f per insert); %d group commits; fragments: %d at the end, at most %d during the run\n",
+		r.Versions-r.StartVersion, inserts, r.VersionsPerInsert, r.GroupCommits, r.Fragments, r.MaxFragments)
+	fmt.Fprintf(&b, "maintenance: %d runs, %d failed\n", r.MaintenanceRuns, r.MaintenanceErrors)
 	fmt.Fprintf(&b, "server dataset cache: %d hits, %d misses\n", r.CacheHits, r.CacheMisses)
 	if adv := r.Adversary; adv != nil {
 		fmt.Fprintf(&b, "adversary: %d hostile requests (%d kinds), %d answered wrongly; peak Go heap %.0f MiB\n",

@@ -25,7 +25,6 @@ import (
 	gcblob "gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
-	"google.golang.org/api/googleapi"
 
 	"github.com/lancerdb/lancer"
 )
@@ -143,15 +142,11 @@ func transient(err error) bool {
 }
 
 // httpStatus returns the HTTP status of a failed request under err, as the
-// AWS SDK (smithy), the Google API client and the Azure SDK each report it.
+// AWS SDK (smithy), lancer's GCS driver and the Azure SDK each report it.
 func httpStatus(err error) (int, bool) {
 	var st interface{ HTTPStatusCode() int }
 	if errors.As(err, &st) {
 		return st.HTTPStatusCode(), true
-	}
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		return ge.Code, true
 	}
 	var ae *azcore.ResponseError
 	if errors.As(err, &ae) {

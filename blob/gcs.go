@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
-	"cloud.google.com/go/storage"
-	"gocloud.dev/blob/gcsblob"
+	"gocloud.dev/blob"
 	"golang.org/x/oauth2"
-	"google.golang.org/api/option"
+	"golang.org/x/oauth2/google"
 
 	"github.com/lancerdb/lancer"
 )
@@ -53,16 +53,15 @@ type gcsKeyFile struct {
 //
 // The endpoint is google_base_url (e.g. "http://127.0.0.1:4443" for
 // fake-gcs-server; default https://storage.googleapis.com); plain http is
-// allowed unless allow_http=false, as object_store allows it for GCS. The
-// Go client also honours STORAGE_EMULATOR_HOST (host:port, unauthenticated
-// whatever credentials are configured), like Google's other clients. With an endpoint set, objects are read over
-// the JSON API rather than the XML one, which emulators serve only under
-// their public host name.
+// allowed unless allow_http=false, as object_store allows it for GCS.
+// STORAGE_EMULATOR_HOST (host:port, unauthenticated whatever credentials are
+// configured) is honoured as Google's own clients honour it.
 //
-// The client's own retries are turned off: CloudStore retries transient
-// failures itself, so that it knows when a conditional create may have
-// landed (see CloudStore.CreateIfAbsent). CreateIfAbsent sends
-// ifGenerationMatch=0, which GCS checks atomically.
+// Requests go over GCS's JSON API through gcsBucket, lancer's driver, with
+// golang.org/x/oauth2/google for the credentials. The driver does not retry:
+// CloudStore retries transient failures itself, so that it knows when a
+// conditional create may have landed (see CloudStore.CreateIfAbsent).
+// CreateIfAbsent sends ifGenerationMatch=0, which GCS checks atomically.
 func openGCS(ctx context.Context, uri, scheme, rest string, options map[string]string) (Store, error) {
 	bucket, prefix, err := splitBucketURI(uri, rest, "bucket")
 	if err != nil {
@@ -112,19 +111,39 @@ func openGCS(ctx context.Context, uri, scheme, rest string, options map[string]s
 		}
 	}
 
-	// The Go client goes unauthenticated to STORAGE_EMULATOR_HOST by
-	// itself; credentials from the environment must not be added to that.
+	endpoint := "https://storage.googleapis.com"
+	switch {
+	case baseURL != "":
+		if _, err := checkEndpoint(uri, "google_base_url", baseURL, allowHTTP); err != nil {
+			return nil, err
+		}
+		// object_store's base URL is the host; a JSON API root given
+		// instead (…/storage/v1) is accepted too.
+		endpoint = strings.TrimSuffix(strings.TrimSuffix(baseURL, "/"), "/storage/v1")
+	case os.Getenv("STORAGE_EMULATOR_HOST") != "":
+		endpoint = strings.TrimSuffix(os.Getenv("STORAGE_EMULATOR_HOST"), "/")
+		if !strings.Contains(endpoint, "://") {
+			endpoint = "http://" + endpoint
+		}
+	}
+	// Google's clients go unauthenticated to STORAGE_EMULATOR_HOST;
+	// credentials from the environment must not be added to that.
 	emulatorHost := os.Getenv("STORAGE_EMULATOR_HOST")
-	var copts []option.ClientOption
+	var creds *google.Credentials
+	var tokens oauth2.TokenSource
+	// Credentials refresh their tokens long after Open returns, so they
+	// get a context of their own, not the caller's.
+	credCtx := context.Background()
 	switch {
 	case baseURL == "" && emulatorHost != "":
 		// No credentials: see above.
 	case skip || keyInfo.DisableOAuth:
-		copts = append(copts, option.WithoutAuthentication())
 	case bearer != "":
-		copts = append(copts, option.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: bearer, TokenType: "Bearer"})))
+		tokens = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: bearer, TokenType: "Bearer"})
 	case saJSON != nil:
-		copts = append(copts, option.WithAuthCredentialsJSON(option.ServiceAccount, saJSON))
+		if creds, err = google.CredentialsFromJSONWithType(credCtx, saJSON, google.ServiceAccount, gcsScope); err != nil {
+			return nil, fmt.Errorf("blob: URI %q: the service account key: %v: %w", uri, redactedKeyError(err), lancer.ErrInvalidArgument)
+		}
 	case adcPath != "":
 		b, err := os.ReadFile(adcPath)
 		if err != nil {
@@ -134,39 +153,39 @@ func openGCS(ctx context.Context, uri, scheme, rest string, options map[string]s
 		if err := json.Unmarshal(b, &f); err != nil || f.Type == "" {
 			return nil, fmt.Errorf("blob: URI %q: google_application_credentials %s is not a Google credentials file: %w", uri, adcPath, lancer.ErrInvalidArgument)
 		}
-		copts = append(copts, option.WithAuthCredentialsJSON(option.CredentialsType(f.Type), b))
-	}
-	endpoint := baseURL
-	if endpoint != "" {
-		if _, err := checkEndpoint(uri, "google_base_url", endpoint, allowHTTP); err != nil {
-			return nil, err
+		if creds, err = google.CredentialsFromJSONWithType(credCtx, b, google.CredentialsType(f.Type), gcsScope); err != nil {
+			return nil, fmt.Errorf("blob: URI %q: google_application_credentials %s: %v: %w", uri, adcPath, redactedKeyError(err), lancer.ErrInvalidArgument)
 		}
-		// object_store's base URL is the host; the Go client's endpoint is
-		// the JSON API's root under it.
-		endpoint = strings.TrimSuffix(endpoint, "/")
-		if !strings.HasSuffix(endpoint, "/storage/v1") {
-			endpoint += "/storage/v1"
+	default:
+		if creds, err = google.FindDefaultCredentials(credCtx, gcsScope); err != nil {
+			return nil, fmt.Errorf("blob: URI %q: no Google credentials (set google_service_account, google_application_credentials or google_skip_signature, or log in with gcloud): %v: %w", uri, err, lancer.ErrInvalidArgument)
 		}
-		copts = append(copts, option.WithEndpoint(endpoint+"/"), storage.WithJSONReads())
-	} else if emulatorHost != "" {
-		copts = append(copts, storage.WithJSONReads())
 	}
-
-	client, err := storage.NewClient(ctx, copts...)
-	if err != nil {
-		return nil, fmt.Errorf("blob: URI %q: GCS client: %v: %w", uri, err, lancer.ErrInvalidArgument)
+	if creds != nil {
+		tokens = creds.TokenSource
 	}
-	client.SetRetry(storage.WithPolicy(storage.RetryNever))
-	b, err := gcsblob.OpenBucket(ctx, nil, bucket, &gcsblob.Options{Client: client})
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("blob: URI %q: %w", uri, err)
+	var transport http.RoundTripper = newHTTPTransport()
+	if tokens != nil {
+		transport = &oauth2.Transport{Source: oauth2.ReuseTokenSource(nil, tokens), Base: transport}
 	}
+	b := blob.NewBucket(&gcsBucket{name: bucket, base: endpoint, client: &http.Client{Transport: transport}})
 	u := scheme + "://" + bucket
 	if prefix != "" {
 		u += "/" + prefix
 	}
-	s := NewCloudStore(b, u, prefix)
-	s.closers = append(s.closers, client)
-	return s, nil
+	return NewCloudStore(b, u, prefix), nil
+}
+
+// gcsScope is the OAuth scope lancer's requests need: reading, writing and
+// deleting objects.
+const gcsScope = "https://www.googleapis.com/auth/devstorage.read_write"
+
+// redactedKeyError words a credentials parse error without the key's
+// bytes, which some JSON errors quote.
+func redactedKeyError(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "{"); i >= 0 {
+		msg = msg[:i] + "…"
+	}
+	return msg
 }

@@ -1,6 +1,7 @@
 package blob_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -209,5 +211,86 @@ func TestOpenGCSOptions(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("error shows the key's contents: %v", err)
 		}
+	}
+}
+
+// TestGCSLargeObjects: an object larger than the driver's 8 MiB chunk goes
+// up as a resumable upload, chunk by chunk, and comes back byte for byte;
+// a conditional create of one carries ifGenerationMatch=0 on the session
+// and fails on a second try; an aborted stream leaves no object.
+func TestGCSLargeObjects(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeGCS(t)
+	s := f.open(t, "big")
+	data := make([]byte, 2*(8<<20)+12345)
+	for i := range data {
+		data[i] = byte(i*7 + i/4093)
+	}
+	var mu sync.Mutex
+	var starts, puts []string
+	hook := func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Method == http.MethodPost && r.URL.Query().Get("uploadType") == "resumable":
+			starts = append(starts, r.URL.Query().Get("ifGenerationMatch"))
+		case r.Method == http.MethodPut:
+			puts = append(puts, r.Header.Get("Content-Range"))
+		}
+		return false
+	}
+	f.hook.Store(&hook)
+	defer f.hook.Store(nil)
+
+	w, err := s.NewWriter(ctx, "stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); off += 1 << 20 {
+		if _, err := w.Write(data[off:min(len(data), off+1<<20)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ReadAll(ctx, "stream")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes (equal %v), err %v; wrote %d", len(got), bytes.Equal(got, data), err, len(data))
+	}
+	if part, err := s.ReadRange(ctx, "stream", 8<<20-3, 10); err != nil || !bytes.Equal(part, data[8<<20-3:8<<20+7]) {
+		t.Fatalf("range across the chunk boundary: %v, %v", part, err)
+	}
+	if want := []string{"bytes 0-8388607/*", "bytes 8388608-16777215/*", fmt.Sprintf("bytes 16777216-%d/%d", len(data)-1, len(data))}; fmt.Sprint(puts) != fmt.Sprint(want) {
+		t.Errorf("chunks %q, want %q", puts, want)
+	}
+
+	if err := s.CreateIfAbsent(ctx, "once", data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateIfAbsent(ctx, "once", data[:10<<20]); !errors.Is(err, lancer.ErrConflict) {
+		t.Fatalf("second create of a large object: %v, want ErrConflict", err)
+	}
+	if got, err := s.ReadAll(ctx, "once"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the first create's object: %d bytes, %v", len(got), err)
+	}
+	mu.Lock()
+	if len(starts) < 3 || starts[1] != "0" || starts[2] != "0" {
+		t.Errorf("resumable sessions' preconditions %q, want the two creates' to be \"0\"", starts)
+	}
+	mu.Unlock()
+
+	aw, err := s.NewWriter(ctx, "aborted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := aw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := aw.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Stat(ctx, "aborted"); !errors.Is(err, lancer.ErrNotFound) {
+		t.Fatalf("after Abort: %v, want ErrNotFound", err)
 	}
 }

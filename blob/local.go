@@ -245,6 +245,11 @@ func isNotDir(err error) bool {
 // writeTemp writes data to a synced temporary file next to final and returns
 // its path.
 func writeTemp(final string, data []byte) (string, error) {
+	return writeTempFile(final, data, true)
+}
+
+// writeTempFile is writeTemp, syncing the file only when sync is set.
+func writeTempFile(final string, data []byte, sync bool) (string, error) {
 	dir := filepath.Dir(final)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -257,7 +262,10 @@ func writeTemp(final string, data []byte) (string, error) {
 		return "", err
 	}
 	_, werr := f.Write(data)
-	serr := f.Sync()
+	var serr error
+	if sync {
+		serr = f.Sync()
+	}
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		os.Remove(tmp)
@@ -292,6 +300,31 @@ func (s *LocalStore) Write(ctx context.Context, key string, data []byte) error {
 		return mapOSError("write", key, err)
 	}
 	syncDir(filepath.Dir(p))
+	return nil
+}
+
+// WriteUnsynced replaces key's contents with data as Write does, readers
+// seeing the old bytes or the new ones, never a mix, but without waiting
+// for either to reach the disk: after a crash key may hold its old bytes,
+// the new ones, or nothing at all. It is for files that are hints only,
+// never trusted (a dataset's latest_version_hint.json), whose two fsyncs
+// would otherwise delay every commit.
+func (s *LocalStore) WriteUnsynced(ctx context.Context, key string, data []byte) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp, err := writeTempFile(p, data, false)
+	if err != nil {
+		return mapOSError("write", key, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return mapOSError("write", key, err)
+	}
 	return nil
 }
 

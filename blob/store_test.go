@@ -274,3 +274,35 @@ func TestListTemp(t *testing.T) {
 		t.Errorf("after delete: %v", got)
 	}
 }
+
+// TestWriteUnsynced: through a Sub of a local folder, and on a memory
+// store, WriteUnsynced creates and replaces a key as Write does, leaving
+// no temporary file behind; a bad key is refused.
+func TestWriteUnsynced(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	local, err := NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]Store{"local sub": Sub(local, "t.lance"), "memory": NewMemStore("mem://hint")} {
+		t.Run(name, func(t *testing.T) {
+			for _, v := range []string{`{"version":1}`, `{"version":2}`} {
+				if err := WriteUnsynced(ctx, s, "_versions/hint.json", []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+				got, err := s.ReadRange(ctx, "_versions/hint.json", 0, int64(len(v)))
+				if err != nil || string(got) != v {
+					t.Fatalf("read back %q, %v; want %q", got, err, v)
+				}
+			}
+			if err := WriteUnsynced(ctx, s, "../escape", []byte("x")); err == nil {
+				t.Error("a key outside the store was written")
+			}
+		})
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "t.lance", "_versions"))
+	if err != nil || len(entries) != 1 || entries[0].Name() != "hint.json" {
+		t.Errorf("the folder holds %v (%v), want only hint.json", entries, err)
+	}
+}

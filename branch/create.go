@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -21,6 +22,15 @@ import (
 type CreateBranchOptions struct {
 	// Metadata is recorded in the branch file's "metadata" object.
 	Metadata map[string]string
+
+	// RowIDSource supplies the randomness that picks the branch's stable
+	// row id range (see branchRowIDs). nil, the default, means
+	// crypto/rand.Reader: ranges of independent writers then collide with
+	// probability about n²/2^25 for n branches of one parent. Tests pass a
+	// seeded source so that a seed fixes a run; a source that fails or runs
+	// dry makes the branch allocate as Lance does (from the parent's next
+	// id), which a merge handles by renumbering.
+	RowIDSource io.Reader
 }
 
 // branchFile is a branch as Lance 12 writes it, keys in this order.
@@ -83,7 +93,8 @@ func branchKey(name string) string {
 //     of its manifest and the branch's lineage.
 //
 // One difference from Lance: with stable row ids the branch's next row id
-// starts a random range of its own (see branchRowIDs), so rows the branch
+// starts a random range of its own (see branchRowIDs; the randomness comes
+// from opts.RowIDSource, crypto/rand by default), so rows the branch
 // and its parent add never share an id and a merge matches rows exactly.
 //
 // The ref file is created atomically. When two writers create the same
@@ -125,7 +136,7 @@ func CreateBranch(ctx context.Context, root blob.Store, name string, from Ref, o
 	}
 	dst := blob.Sub(root, treeDir+name)
 	ds, err := dataset.Clone(ctx, src, dst, &dataset.CloneOptions{SourcePath: source, BaseName: parent, Branch: name,
-		NextRowID: branchRowIDs(src.Manifest())})
+		NextRowID: branchRowIDs(src.Manifest(), opts.rowIDSource())})
 	if err != nil {
 		if errors.Is(err, lancer.ErrAlreadyExists) {
 			return nil, fmt.Errorf("branch: create %q: it exists, is being created, or %s%s holds the leftover of an interrupted creation: %v: %w", name, treeDir, name, err, ErrBranchExists)
@@ -191,6 +202,14 @@ func readLineage(ctx context.Context, root blob.Store, name string) ([]versionMa
 	return f.Identifier.VersionMapping, nil
 }
 
+// rowIDSource is o's RowIDSource, crypto/rand.Reader by default.
+func (o *CreateBranchOptions) rowIDSource() io.Reader {
+	if o == nil || o.RowIDSource == nil {
+		return rand.Reader
+	}
+	return o.RowIDSource
+}
+
 // rowIDSpan is the size of the stable row id range each branch lancer
 // creates allocates from: 2^40 ids (a trillion rows), 2^24 ranges.
 const rowIDSpan = 1 << 40
@@ -200,7 +219,7 @@ const rowIDSpan = 1 << 40
 // and its parent add later never share an id and a merge needs no
 // renumbering (Lance's branches continue from the parent's next id; lancer
 // renumbers their rows when it merges them). 0 without stable row ids.
-func branchRowIDs(m *manifest.Manifest) uint64 {
+func branchRowIDs(m *manifest.Manifest, random io.Reader) uint64 {
 	if !m.StableRowIDs() {
 		return 0
 	}
@@ -209,7 +228,7 @@ func branchRowIDs(m *manifest.Manifest) uint64 {
 		return 0 // no room: allocate as Lance does
 	}
 	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if _, err := io.ReadFull(random, b[:]); err != nil {
 		return 0
 	}
 	slot := first + uint64(binary.LittleEndian.Uint32(b[:]))%((1<<24)-first)

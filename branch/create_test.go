@@ -1,6 +1,7 @@
 package branch_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -733,5 +734,45 @@ func TestLongStoredTagReadable(t *testing.T) {
 	}
 	if err := branch.DeleteTag(ctx, root, name); err != nil {
 		t.Fatalf("delete the stored tag: %v", err)
+	}
+}
+
+// TestCreateBranchRowIDSource: with stable row ids a branch's next row id
+// starts a range the options' RowIDSource picks, above the parent's ids:
+// the same source bytes pick the same range (a seeded test repeats), other
+// bytes another; a source that runs dry allocates as Lance does, from the
+// parent's next id.
+func TestCreateBranchRowIDSource(t *testing.T) {
+	ctx := context.Background()
+	root, err := blob.NewLocalStore(filepath.Join(t.TempDir(), "t.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checktest.CleanRootWhenDone(t, root)
+	r := rowsReader(0, 10, 4)
+	main, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{EnableStableRowIDs: true})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(name string, src []byte) uint64 {
+		t.Helper()
+		ds, err := branch.CreateBranch(ctx, root, name, branch.Ref{}, &branch.CreateBranchOptions{RowIDSource: bytes.NewReader(src)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds.Manifest().NextRowID
+	}
+	a, b, c := next("a", []byte{1, 2, 3, 4}), next("b", []byte{1, 2, 3, 4}), next("c", []byte{9, 9, 9, 0})
+	if a != b || a == c {
+		t.Errorf("next row ids %d, %d (same source bytes) and %d (other bytes): want the first two equal, the third not", a, b, c)
+	}
+	for _, id := range []uint64{a, c} {
+		if id <= main.Manifest().NextRowID || id%(1<<40) != 0 {
+			t.Errorf("next row id %d: want the start of a 2^40 range above main's %d", id, main.Manifest().NextRowID)
+		}
+	}
+	if got := next("dry", nil); got != main.Manifest().NextRowID {
+		t.Errorf("a dry source: next row id %d, want main's %d (Lance's allocation)", got, main.Manifest().NextRowID)
 	}
 }

@@ -40,8 +40,10 @@
 // different rows combined, and a row changed on both sides a conflict
 // reported by row id and columns unless a strategy resolves it. Rows are
 // matched by stable row id when the dataset has them (a lancer branch
-// allocates ids from a range of its own, so two lines never hand out the
-// same id), else by key (MergeOptions.On, or the table's unenforced primary
+// allocates ids from a range of its own, picked at random from
+// CreateBranchOptions.RowIDSource, crypto/rand by default, so two lines
+// never hand out the same id; lines that share a range are renumbered at
+// merge time), else by key (MergeOptions.On, or the table's unenforced primary
 // key), else by data file and offset, with a row a line updated matched to
 // its new copy through that line's Update transactions; a row rewritten on
 // one side and changed on the other that none of these can match stops the

@@ -211,9 +211,7 @@ func (d *Dataset) checkAddColumns() error {
 	if err := d.checkWritable(); err != nil {
 		return err
 	}
-	if err := checkWritableVersion(d.manifest.DataFormat); err != nil || d.manifest.DataFormat.IsLegacy() {
-		// A legacy fragment of several files is something lancer does not
-		// write yet.
+	if err := checkWritableVersion(d.manifest.DataFormat); err != nil {
 		return fmt.Errorf("dataset: add columns to a dataset of data format %s: %w", d.manifest.DataFormat, lancer.ErrUnsupported)
 	}
 	return nil
@@ -312,7 +310,12 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 	}
 	defer fr.close()
 	mem := d.opts.Allocator
-	version := d.manifest.DataFormat
+	// A legacy fragment gets a second legacy file, as Lance's add_columns
+	// wrote them: its page table covers only the new field ids.
+	version, err := d.writeVersion(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	key = dataDir + newDataFileName()
 	w, err := format.NewWriter(ctx, d.store, key, schema, &format.WriterOptions{Version: version, Allocator: mem})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -307,11 +309,87 @@ func TestAddColumnsErrors(t *testing.T) {
 		t.Errorf("a refused call committed")
 	}
 
-	// Legacy datasets are not written.
-	_, lstore := copyFixture(t, "history_vlegacy")
-	ld := openStore(t, lstore, 0, mem)
-	if _, err := ld.AddColumns(ctx, []NewColumn{{Name: "x2", Expr: "1"}}, nil); !errors.Is(err, lancer.ErrUnsupported) {
-		t.Errorf("legacy dataset: %v", err)
+}
+
+// TestAddColumnsLegacy: on a legacy (0.1) dataset Lance wrote (whose
+// fragments hold a file Lance's add_columns wrote already), AddColumns
+// gives every fragment one more legacy file holding only the new field
+// (its page table starts at that field's id, as Lance's add_columns wrote
+// them), with the footer version of the dataset's files; the fragments
+// read as before plus the column, also after an update and a compaction
+// that rewrite those fragments of several files into one file.
+func TestAddColumnsLegacy(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	_, store := copyFixture(t, "history_vlegacy")
+	d := openStore(t, store, 0, mem)
+	before := scanAll(t, d)
+	files := map[uint64]int{}
+	for _, f := range d.Manifest().Fragments {
+		files[f.ID] = len(f.Files)
+	}
+	d, err := d.AddColumns(ctx, []NewColumn{{Name: "x2", Expr: "id * 2"}}, &CommitOptions{Allocator: mem})
+	if err != nil {
+		t.Fatalf("add columns to a legacy dataset: %v", err)
+	}
+	x2 := d.Schema().Field("x2")
+	for _, f := range d.Manifest().Fragments {
+		if len(f.Files) != files[f.ID]+1 {
+			t.Fatalf("fragment %d has %d files, want its %d and the new column's", f.ID, len(f.Files), files[f.ID])
+		}
+		nf := f.Files[len(f.Files)-1]
+		if v, err := nf.Version(); err != nil || !v.IsLegacy() || !slices.Equal(nf.Fields, []int32{x2.ID}) {
+			t.Fatalf("fragment %d's new file: version %v (%v), fields %v; want a legacy file of field %d", f.ID, v, err, nf.Fields, x2.ID)
+		}
+		r, err := d.openDataFile(ctx, &nf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := d.openDataFile(ctx, &f.Files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, a := r.FooterVersion(); func() bool { _, b := old.FooterVersion(); return a != b }() {
+			t.Errorf("fragment %d: the new file's footer version differs from the old file's", f.ID)
+		}
+	}
+	check := func(what string, d *Dataset) {
+		t.Helper()
+		rows := scanAll(t, d)
+		if len(rows) != len(before) {
+			t.Fatalf("%s: %d rows, want %d", what, len(rows), len(before))
+		}
+		byID := map[string]row{}
+		for _, r := range rows {
+			byID[string(r.cols["id"])] = r
+		}
+		for _, b := range before {
+			id := string(b.cols["id"])
+			got, ok := byID[id]
+			if !ok {
+				t.Fatalf("%s: row id %s is gone", what, id)
+			}
+			n, _ := strconv.ParseInt(id, 10, 64)
+			if want := strconv.FormatInt(2*n, 10); string(got.cols["x2"]) != want {
+				t.Errorf("%s: row %s: x2 = %s, want %s", what, id, got.cols["x2"], want)
+			}
+			for k, v := range b.cols {
+				if string(got.cols[k]) != string(v) {
+					t.Errorf("%s: row %s: %s = %s, want %s", what, id, k, got.cols[k], v)
+				}
+			}
+		}
+	}
+	check("after add columns", d)
+	check("reopened", openStore(t, store, 0, mem))
+	if d, _, err = d.Compact(ctx, &CompactOptions{MaterializeDeletionsThreshold: 0.01, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
+		t.Fatalf("compact legacy fragments of several files: %v", err)
+	}
+	check("compacted", d)
+	for _, f := range d.Manifest().Fragments {
+		if v, err := f.Files[0].Version(); err != nil || !v.IsLegacy() {
+			t.Errorf("compacted fragment %d: version %v (%v), want legacy", f.ID, v, err)
+		}
 	}
 }
 
@@ -378,6 +456,10 @@ func TestAddColumnsOnLanceDataset(t *testing.T) {
 	_, store := copyFixture(t, "history_v2_2")
 	d := openStore(t, store, 0, mem)
 	before := scanAll(t, d)
+	files := map[uint64]int{}
+	for _, f := range d.Manifest().Fragments {
+		files[f.ID] = len(f.Files)
+	}
 	d, err := d.AddColumns(ctx, []NewColumn{{Name: "e3", Expr: "extra * 3 + id"}, {Name: "lab", Expr: "upper(label2)"}}, nil)
 	if err != nil {
 		t.Fatal(err)

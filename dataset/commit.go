@@ -293,12 +293,16 @@ func committedDataset(store blob.Store, o OpenOptions, bases *baseStores, key st
 // _versions/latest_version_hint.json, as Lance does after each commit on a
 // file system (on object stores Lance writes none: listing is cheap there
 // and the hint would cost a PUT per commit). Readers never trust it, so a
-// failure is ignored.
+// failure is ignored, and a crash may lose it.
 func writeVersionHint(ctx context.Context, store blob.Store, version uint64) {
 	if blob.IsObjectStore(store) {
 		return
 	}
-	_ = store.Write(ctx, versionHintKey, []byte(`{"version":`+strconv.FormatUint(version, 10)+`}`))
+	hint := []byte(`{"version":` + strconv.FormatUint(version, 10) + `}`)
+	// A hint need not survive a crash (a stale or missing one costs a
+	// listing), so on local disk it is written without the fsyncs that
+	// would hold up the commit's answer.
+	_ = blob.WriteUnsynced(ctx, store, versionHintKey, hint)
 }
 
 // legacyLatestKey is where Lance releases before 0.9 (vectordb 0.1) kept a

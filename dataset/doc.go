@@ -157,7 +157,8 @@
 //     the schema or any data file still holds (Lance's max_field_id).
 //   - C4. latest_version_hint.json is written after the manifest (on file
 //     systems and memory; not on object stores, as Lance) and read as a
-//     hint only.
+//     hint only; on local disk without fsync, so a crash may lose it or
+//     leave an older version in it.
 //   - C5. Cleanup reads every retained manifest before it deletes anything,
 //     never deletes the latest version or a file a retained version
 //     references, and keeps unreferenced files younger than a week (they

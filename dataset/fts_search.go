@@ -40,47 +40,11 @@ func (d *Dataset) FullTextSearch(ctx context.Context, text string, o *FullTextSe
 	if o == nil {
 		o = &FullTextSearchOptions{}
 	}
-	seg, err := d.ftsSegment(o.Column)
-	if err != nil {
-		return nil, err
-	}
-	ix, err := d.loadFTSIndex(ctx, seg)
-	if err != nil {
-		return nil, err
-	}
-	an, err := ftsindex.NewAnalyzer(ix.Params)
-	if err != nil {
-		return nil, fmt.Errorf("dataset: full-text search on %s (index %s): %w", seg.Fields[0], seg.Name, err)
-	}
-	toks, err := an.QueryTokens(text)
-	if err != nil {
-		return nil, err
-	}
-	q := &ftsindex.Query{Tokens: toks, Operator: o.Operator, Phrase: o.Phrase, Slop: o.Slop}
-	if err := ftsindex.CheckQuery(q); err != nil {
-		return nil, err
-	}
 	if o.Limit < 0 {
 		return nil, fmt.Errorf("dataset: full-text search limit %d: %w", o.Limit, lancer.ErrInvalidArgument)
 	}
-	live, err := d.lanceLiveRows(ctx, seg)
-	if err != nil {
-		return nil, err
-	}
-	hits, err := ix.Search(ctx, q, live.Contains)
-	if err != nil {
-		return nil, fmt.Errorf("dataset: full-text search: %w", err)
-	}
-	flat, err := d.ftsFlat(ctx, seg, ix, an, q)
-	if err != nil {
-		return nil, err
-	}
-	hits = append(hits, flat...)
-	ftsindex.SortHits(hits)
-	if o.Limit > 0 && len(hits) > o.Limit {
-		hits = hits[:o.Limit]
-	}
-	return hits, nil
+	ev := &ftsEval{d: d}
+	return ev.leaf(ctx, o.Column, text, &ftsindex.Query{Operator: o.Operator, Phrase: o.Phrase, Slop: o.Slop, Limit: o.Limit})
 }
 
 // ftsSegment finds the FTS index segment on column.
@@ -124,8 +88,9 @@ func (d *Dataset) loadFTSIndex(ctx context.Context, seg manifest.IndexInfo) (*ft
 }
 
 // ftsFlat tokenizes the live rows of fragments seg does not cover and
-// scores them with the index's statistics plus theirs.
-func (d *Dataset) ftsFlat(ctx context.Context, seg manifest.IndexInfo, ix *ftsindex.Index, an *ftsindex.Analyzer, q *ftsindex.Query) ([]FTSHit, error) {
+// scores them with the index's statistics plus theirs. filter, if not
+// empty, is a prefilter: the rows it drops are neither scored nor counted.
+func (d *Dataset) ftsFlat(ctx context.Context, seg manifest.IndexInfo, ix *ftsindex.Index, an *ftsindex.Analyzer, q *ftsindex.Query, filter string) ([]FTSHit, error) {
 	covered := map[uint64]bool{}
 	for _, f := range seg.Fragments {
 		covered[uint64(f)] = true
@@ -151,7 +116,7 @@ func (d *Dataset) ftsFlat(ctx context.Context, seg manifest.IndexInfo, ix *ftsin
 	}
 	st := ix.Stats(q.Tokens)
 	var docs []doc
-	s, err := d.withFragments(rest).Scan(&ScanOptions{Columns: []string{seg.Fields[0], "_rowid"}})
+	s, err := d.withFragments(rest).Scan(&ScanOptions{Columns: []string{seg.Fields[0], "_rowid"}, Filter: filter})
 	if err != nil {
 		return nil, err
 	}

@@ -29,8 +29,11 @@ const (
 	// that one manifest and transaction stay small.
 	DefaultGroupMaxRequests = 1024
 	// DefaultGroupMaxWait is how long a group ready to commit waits for
-	// appends still writing their files (see GroupCommitOptions.MaxWait).
-	DefaultGroupMaxWait = 5 * time.Millisecond
+	// appends still writing their files (see GroupCommitOptions.MaxWait):
+	// about one fsync of a busy disk, so that appends which started
+	// together commit together rather than in versions one after the
+	// other, each paying a commit's fsyncs.
+	DefaultGroupMaxWait = 20 * time.Millisecond
 )
 
 // GroupCommitOptions bounds the groups of a GroupCommitter. A nil
@@ -166,7 +169,9 @@ type groupRequest struct {
 	retries int
 	props   map[string]string
 	ready   time.Time
-	wake    chan struct{} // capacity 1: lead or done changed
+	// deadline is the append's ctx deadline, zero without one.
+	deadline time.Time
+	wake     chan struct{} // capacity 1: lead or done changed
 
 	// mu
 	lead  bool // this request's goroutine is to lead the next group
@@ -241,6 +246,7 @@ func (c *GroupCommitter) Append(ctx context.Context, d *Dataset, data array.Reco
 		return nil, err
 	}
 	r := &groupRequest{d: d, frags: frags, retries: o.Retries, props: o.Properties, wake: make(chan struct{}, 1)}
+	r.deadline, _ = ctx.Deadline()
 	for _, f := range frags {
 		r.rows += int64(f.PhysicalRows)
 		for _, df := range f.Files {
@@ -393,7 +399,7 @@ func (c *GroupCommitter) lead(ctx context.Context) {
 	n, _ := c.prefix()
 	members := append([]*groupRequest(nil), c.queue[:n]...)
 	c.queue = append(c.queue[:0:0], c.queue[n:]...)
-	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	gctx, cancel := groupContext(ctx, members)
 	g := &group{cancel: cancel}
 	g.live.Store(int64(n))
 	for _, m := range members {
@@ -410,6 +416,25 @@ func (c *GroupCommitter) lead(ctx context.Context) {
 	c.mu.Lock()
 	c.handOff()
 	c.mu.Unlock()
+}
+
+// groupContext returns the context of a group commit led from ctx: not
+// ended by ctx (the group's commit ends only when every member gave up),
+// and, when every member has a deadline, with the latest of them, so
+// that the commit retries conflicts for as long as some member waits
+// (see CommitOptions.Retries) and never longer.
+func groupContext(ctx context.Context, members []*groupRequest) (context.Context, context.CancelFunc) {
+	base := context.WithoutCancel(ctx)
+	var latest time.Time
+	for _, m := range members {
+		if m.deadline.IsZero() {
+			return context.WithCancel(base)
+		}
+		if m.deadline.After(latest) {
+			latest = m.deadline
+		}
+	}
+	return context.WithDeadline(base, latest)
 }
 
 // commitGroup commits members' fragments as one append and answers each.

@@ -630,3 +630,41 @@ func TestGroupCommitSlowWriter(t *testing.T) {
 		t.Errorf("committed version %d", ds.Version())
 	}
 }
+
+// TestGroupCommitRetriesUntilDeadline: a group commit whose appends have
+// deadlines retries lost races for as long as they wait, past
+// DefaultCommitRetries, and lands; without a deadline it gives up after
+// DefaultCommitRetries, failing the append with the conflict.
+func TestGroupCommitRetriesUntilDeadline(t *testing.T) {
+	for _, withDeadline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("deadline=%v", withDeadline), func(t *testing.T) {
+			ctx := context.Background()
+			if withDeadline {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+			}
+			mem := checkedAlloc(t)
+			base := blob.NewMemStore(t.Name())
+			if _, err := Write(ctx, base, idRows(t, mem, 0, 10), nil); err != nil {
+				t.Fatal(err)
+			}
+			lose := DefaultCommitRetries + 3
+			store := &losingStore{Store: base, t: t, lose: lose}
+			c := NewGroupCommitter(store, nil)
+			out, err := c.Append(ctx, openStore(t, store, 0, mem), idRows(t, mem, 100, 2), nil)
+			if !withDeadline {
+				if !errors.Is(err, lancer.ErrConflict) || !strings.Contains(err.Error(), "retries") {
+					t.Fatalf("got %v, want the conflict after the retries", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := uint64(2 + lose); out.Version() != want {
+				t.Fatalf("committed version %d, want %d", out.Version(), want)
+			}
+		})
+	}
+}

@@ -26,7 +26,12 @@ type CommitOptions struct {
 	// and branch merges) compute it again on the latest version after a
 	// retryable *ConflictError. Both kinds draw on the one budget, with
 	// randomized backoff in between (see RetryCommit). Default
-	// DefaultCommitRetries; negative means no retry.
+	// DefaultCommitRetries, except when the write's ctx has a deadline:
+	// then retryable conflicts are retried, with the same backoff, for as
+	// long as the deadline allows, however many that takes (a writer
+	// among many never fails for too many concurrent writers before the
+	// time its caller gave it). Negative means no retry; a positive count
+	// bounds the retries with or without a deadline.
 	Retries int
 	// Allocator allocates the arrays the write reads and computes (a
 	// delete's or update's scan, a merge-insert's source, the data an
@@ -49,6 +54,10 @@ type retryBudget struct {
 	retries int // as resolved from CommitOptions.Retries
 	left    int
 	backoff slotBackoff
+	// untilDeadline: Retries was the default, so a ctx deadline, when
+	// there is one, bounds the retries instead of retries.
+	untilDeadline bool
+	used          int // retries taken
 }
 
 // resolve returns a copy of o (nil: the defaults) holding a retry budget:
@@ -66,7 +75,7 @@ func (o *CommitOptions) resolve() *CommitOptions {
 		case n < 0:
 			n = 0
 		}
-		out.budget = &retryBudget{retries: n, left: n}
+		out.budget = &retryBudget{retries: n, left: n, untilDeadline: out.Retries == 0}
 	}
 	return &out
 }
@@ -92,7 +101,8 @@ func (d *Dataset) using(opts *CommitOptions) *Dataset {
 
 // RetryCommit runs attempt and, while it fails with a retryable conflict
 // (an error wrapping a *ConflictError with Retryable set) and opts.Retries
-// allow, sleeps a randomized backoff and runs it again. It is lancer's one
+// allow (the default Retries: until ctx's deadline, when it has one),
+// sleeps a randomized backoff and runs it again. It is lancer's one
 // retry loop: every write verb's commit runs in it, and so do the verbs
 // that compute their operation again after a conflict, and branch.Merge.
 //
@@ -103,9 +113,10 @@ func (d *Dataset) using(opts *CommitOptions) *Dataset {
 // a commit that rebases) draw on one budget of retries, so Retries bounds
 // the whole call.
 //
-// The error is attempt's last. When the retries are used up it wraps the
-// last conflict (lancer.ErrConflict, a *ConflictError) and says so; when
-// ctx ends during a backoff it is ctx's error.
+// The error is attempt's last. When the retries are used up, or the next
+// one could not start before ctx's deadline, it wraps the last conflict
+// (lancer.ErrConflict, a *ConflictError) and says so; when ctx ends
+// during a backoff it is ctx's error.
 func RetryCommit(ctx context.Context, opts *CommitOptions, attempt func(ctx context.Context, opts *CommitOptions) error) error {
 	return retry(ctx, opts, attempt)
 }
@@ -125,14 +136,24 @@ func retry(ctx context.Context, opts *CommitOptions, attempt func(ctx context.Co
 		if !retryable(err) {
 			return err
 		}
-		if b.left <= 0 {
+		deadline, byDeadline := ctx.Deadline()
+		byDeadline = byDeadline && b.untilDeadline
+		if b.left <= 0 && !byDeadline {
 			return &retriesExhausted{err: err, retries: b.retries}
 		}
-		b.left--
 		if b.backoff.unit == 0 {
 			b.backoff.unit = time.Since(start) * 11 / 10
 		}
-		if err := sleepCtx(ctx, b.backoff.next()); err != nil {
+		wait := b.backoff.next()
+		if byDeadline && time.Until(deadline) <= wait {
+			// The next attempt could not start in time: the conflict,
+			// not the deadline, is why the write failed (a 409 the
+			// caller may retry, not a timeout).
+			return &retriesExhausted{err: err, retries: b.used, deadline: true}
+		}
+		b.left--
+		b.used++
+		if err := sleepCtx(ctx, wait); err != nil {
 			return err
 		}
 	}
@@ -158,11 +179,15 @@ func permanent(err error) error { return &permanentError{err: err} }
 // retriesExhausted is the last conflict of a write whose retries are used
 // up; no loop retries it again.
 type retriesExhausted struct {
-	err     error
-	retries int
+	err      error
+	retries  int
+	deadline bool // the ctx deadline, not the count, ended the retries
 }
 
 func (e *retriesExhausted) Error() string {
+	if e.deadline {
+		return fmt.Sprintf("dataset: gave up after %d retries, at the deadline: %v", e.retries, e.err)
+	}
 	return fmt.Sprintf("dataset: gave up after %d retries: %v", e.retries, e.err)
 }
 

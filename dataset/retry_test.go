@@ -241,3 +241,56 @@ func TestCommitProperties(t *testing.T) {
 		t.Fatalf("properties by operation %v, want %v", got, want)
 	}
 }
+
+// TestRetryCommitUntilDeadline: with the default Retries and a ctx
+// deadline, a write that loses more races than DefaultCommitRetries
+// keeps retrying and lands; one that keeps losing fails with the
+// conflict (lancer.ErrConflict, saying the deadline ended the retries),
+// not with the deadline. An explicit count still bounds the retries.
+func TestRetryCommitUntilDeadline(t *testing.T) {
+	cases := []struct {
+		name     string
+		lose     int
+		retries  int
+		timeout  time.Duration
+		ok       bool
+		attempts int // manifest creations tried; 0: not checked
+		say      string
+	}{
+		{"past the default count", DefaultCommitRetries + 4, 0, time.Minute, true, DefaultCommitRetries + 5, ""},
+		{"an explicit count", DefaultCommitRetries + 4, 3, time.Minute, false, 4, "after 3 retries"},
+		{"losing until the deadline", 1 << 30, 0, 300 * time.Millisecond, false, 0, "at the deadline"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			mem := checkedAlloc(t)
+			base := blob.NewMemStore(t.Name())
+			if _, err := Write(ctx, base, idRows(t, mem, 0, 10), nil); err != nil {
+				t.Fatal(err)
+			}
+			store := &losingStore{Store: base, t: t, lose: tc.lose}
+			d := openStore(t, store, 0, mem)
+			out, err := d.Append(ctx, idRows(t, mem, 100, 2), &AppendOptions{CommitOptions: CommitOptions{Retries: tc.retries, Allocator: mem}})
+			if tc.attempts > 0 && store.creates != tc.attempts {
+				t.Errorf("%d attempts, want %d", store.creates, tc.attempts)
+			}
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := uint64(2 + tc.lose); out.Version() != want {
+					t.Fatalf("committed version %d, want %d", out.Version(), want)
+				}
+				return
+			}
+			if !errors.Is(err, lancer.ErrConflict) || errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("got %v, want a conflict, not the deadline", err)
+			}
+			if !strings.Contains(err.Error(), tc.say) {
+				t.Errorf("%v does not say %q", err, tc.say)
+			}
+		})
+	}
+}

@@ -166,8 +166,11 @@ async function serve(req) {
     case 'mergeInsert': {
       // {"op": "mergeInsert", "on": ["id"], "rows": [...], "whenMatchedUpdateAll": true,
       //  "matchedWhere": "...", "whenNotMatchedInsertAll": true,
-      //  "whenNotMatchedBySourceDelete": false, "bySourceWhere": "..."}
-      const schema = await table.schema();
+      //  "whenNotMatchedBySourceDelete": false, "bySourceWhere": "...",
+      //  "columns": ["id", "val"]}: "columns" gives the source only those
+      //  columns of the table (a partial-schema upsert)
+      let schema = await table.schema();
+      if (req.columns) schema = new arrow.Schema(req.columns.map((c) => schema.fields.find((f) => f.name === c)));
       let b = table.mergeInsert(req.on);
       if (req.whenMatchedUpdateAll) b = b.whenMatchedUpdateAll(req.matchedWhere ? { where: req.matchedWhere } : undefined);
       if (req.whenNotMatchedInsertAll) b = b.whenNotMatchedInsertAll();
@@ -225,6 +228,28 @@ async function serve(req) {
       if (req.phrase) fq = new lancedb.PhraseQuery(req.text, req.column, { slop: req.slop || 0 });
       else if (req.operator) fq = new lancedb.MatchQuery(req.text, req.column, { operator: req.operator });
       let q = table.query().fullTextSearch(fq, req.phrase || req.operator ? undefined : { columns: [req.column] }).limit(req.k || 10).withRowId();
+      if (req.select) q = q.select(req.select);
+      const rows = await q.toArray();
+      return { rows: rows.map((r) => r.toJSON()) };
+    }
+    case 'ftsQuery': {
+      // {"op": "ftsQuery", "fts": <Lance's JSON query tree, or a string>,
+      //  "k": 10, "filter": "...", "select": [...]}:
+      // rows with _score, the query built with the client's query classes.
+      const q0 = ftsQueryFrom(req.fts);
+      let q = table.query().fullTextSearch(q0).limit(req.k || 10).withRowId();
+      if (req.filter) q = q.where(req.filter);
+      if (req.select) q = q.select(req.select);
+      const rows = await q.toArray();
+      return { rows: rows.map((r) => r.toJSON()) };
+    }
+    case 'hybridSearch': {
+      // {"op": "hybridSearch", "fts": <query>, "vector": [...], "k": 10,
+      //  "column": "vec"}: LanceDB's hybrid search with its default
+      // reranker (RRF, k = 60): rows with _rowid and _relevance_score.
+      let q = table.query().fullTextSearch(ftsQueryFrom(req.fts)).nearestTo(req.vector).limit(req.k || 10).withRowId();
+      if (req.column) q = q.column(req.column);
+      if (req.filter) q = q.where(req.filter);
       if (req.select) q = q.select(req.select);
       const rows = await q.toArray();
       return { rows: rows.map((r) => r.toJSON()) };
@@ -332,4 +357,31 @@ for await (const line of lines) {
     reply = { error: String(e && e.message ? e.message : e) };
   }
   process.stdout.write(toJSON(reply) + '\n');
+}
+
+// ftsQueryFrom builds the client's query object from Lance's JSON form of
+// a full-text query ({"match": {...}}, {"phrase": ...}, {"boost": ...},
+// {"multi_match": ...}, {"boolean": ...}); a string stays a string.
+function ftsQueryFrom(j) {
+  if (typeof j === 'string') return j;
+  const [kind, b] = Object.entries(j)[0];
+  const opts = (o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+  switch (kind) {
+    case 'match':
+      return new lancedb.MatchQuery(b.terms, b.column, opts({ boost: b.boost, fuzziness: b.fuzziness, maxExpansions: b.max_expansions,
+        operator: b.operator && b.operator.toUpperCase(), prefixLength: b.prefix_length }));
+    case 'phrase':
+      return new lancedb.PhraseQuery(b.terms, b.column, opts({ slop: b.slop }));
+    case 'boost':
+      return new lancedb.BoostQuery(ftsQueryFrom(b.positive), ftsQueryFrom(b.negative), opts({ negativeBoost: b.negative_boost }));
+    case 'multi_match':
+      return new lancedb.MultiMatchQuery(b.query, b.columns, opts({ boosts: b.boost, operator: b.operator && b.operator.toUpperCase() }));
+    case 'boolean':
+      return new lancedb.BooleanQuery([
+        ...(b.must || []).map((q) => [lancedb.Occur.Must, ftsQueryFrom(q)]),
+        ...(b.should || []).map((q) => [lancedb.Occur.Should, ftsQueryFrom(q)]),
+        ...(b.must_not || []).map((q) => [lancedb.Occur.MustNot, ftsQueryFrom(q)]),
+      ]);
+  }
+  throw new Error('unknown full-text query kind ' + kind);
 }

@@ -10,7 +10,8 @@
 //
 // With argv[3] "reread" it writes nothing new first: it opens the table "t"
 // of the database at argv[2] (which lancer wrote on), reads it, appends one
-// row {id: 5000} in the table's own columns, reads it again and prints
+// row {id: 5000} in the table's own columns (doubled and lancer's tripled
+// too when the table has them), reads it again and prints
 // {"release", "before": read, "after": read}: the release reads lancer's
 // writes and keeps writing on them.
 //
@@ -81,7 +82,7 @@ async function readAll(t, textCol) {
   const ids = objs.map((o) => Number(o.id)).sort((a, b) => a - b);
   const texts = {};
   for (const o of objs) texts[Number(o.id)] = o[textCol] === undefined ? null : o[textCol];
-  return { count: objs.length, ids, texts };
+  return { count: objs.length, ids, texts, columns: Object.keys(objs[0] || {}) };
 }
 
 // LANCE_RELEASE_CREATE_OPTIONS, if set, is JSON for createTable's options
@@ -93,11 +94,13 @@ if (process.argv[3] === 'reread') {
   const t = await db.openTable('t');
   // schema is a call in @lancedb/lancedb, a getter in vectordb.
   const schema = has(t, 'schema') ? await t.schema() : await t.schema;
-  const names = schema ? schema.fields.map((f) => f.name) : null;
+  // The oldest releases have no schema: the columns of a row read then.
+  const names = schema ? schema.fields.map((f) => f.name) : (await readAll(t, 's')).columns;
   const col = names && names.includes('text') ? 'text' : 's';
   const before = await readAll(t, col);
   const row = { id: 5000, [col]: 'release row', vector: Array.from({ length: dim }, () => 0.5) };
   if (names && names.includes('doubled')) row.doubled = 10000;
+  if (names && names.includes('tripled')) row.tripled = 15000; // lancer's added column
   await t.add([row]);
   const after = await readAll(t, col);
   console.log(JSON.stringify({ release: flavor + '@' + version, before, after }));

@@ -58,8 +58,16 @@ async function result(q) {
 // rows runs a query and returns its rows.
 const rows = async (q) => norm(await q.toArray());
 
+// ranked runs a full-text query and returns its rows best first, equal
+// scores by id.
+const ranked = async (q) => (await rows(q)).sort((a, b) => (b._score - a._score) || (a.id - b.id));
+
 // vec is row i's vector: 8 floats, row i nearest to query vec(i).
 const vec = (i) => Array.from({ length: 8 }, (_, d) => i + d / 10);
+
+// srcUri is where a side's table src is: embedded LanceDB's folder, or
+// the location lancer serve answers for it (describe's location).
+const srcUri = (side) => path.join(side === 'local' ? process.env.LOCAL_DIR : process.env.LANCER_DATA, 'src.lance');
 
 // merged describes a MergeResult without its version (each side numbers
 // its own).
@@ -188,6 +196,57 @@ const groups = {
     ['count', async ({ t }) => await t('dict').countRows("cat != 'b'")],
   ],
 
+  // Full-text search over FTS indices real Lance writes into the data
+  // folder (lancer reads Lance's inverted index), and hybrid search.
+  fts: [
+    ['create', async ({ backing }) => {
+      const words = ['apple', 'banana', 'cherry', 'date', 'elder', 'fig', 'grape', 'kiwi', 'lemon', 'mango'];
+      const data = Array.from({ length: 60 }, (_, i) => ({
+        id: i,
+        text: Array.from({ length: 2 + (i % 5) }, (_, j) => words[(i * 7 + j * j * 3 + (i % 3) * j) % words.length]).join(' '),
+        title: `${words[i % 4]} ${words[(i * 3) % 10]}`,
+        // apple in the even rows, each a different length: distinct
+        // scores, so that a limit or a rank fusion has no ties to cut.
+        note: i % 2 === 0 ? ['apple', ...Array(i / 2).fill('filler')].join(' ') : 'filler',
+        vector: vec(i),
+      }));
+      const x = await backing.createTable('docs', data);
+      const opts = { withPosition: true, stem: false, removeStopWords: false, asciiFolding: true, lowercase: true };
+      for (const c of ['text', 'title', 'note']) await x.createIndex(c, { config: lancedb.Index.fts(opts) });
+      return 'ok';
+    }],
+    // Most steps take every match and sort equal scores by id: Lance's
+    // order among equal scores is arbitrary.
+    ['searchFts', async ({ t }) => await ranked(t('docs').search('cherry', 'fts', 'text').select(['id']).limit(100))],
+    ['searchLimit', async ({ t }) => await result(t('docs').search('apple', 'fts', 'note').select(['id']).limit(3))],
+    ['stringAllColumns', async ({ t }) => await ranked(t('docs').query().fullTextSearch('apple').select(['id']).limit(100))],
+    ['stringColumns', async ({ t }) => await ranked(t('docs').query().fullTextSearch('fig kiwi', { columns: ['text'] }).select(['id', 'title']).limit(100))],
+    ['match', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.MatchQuery('grape lemon', 'text', { operator: lancedb.Operator.And, boost: 1.5 })).select(['id']).limit(100))],
+    ['fuzzy', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.MatchQuery('bananna', 'text', { fuzziness: 1 })).select(['id']).limit(100))],
+    ['phrase', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.PhraseQuery('date elder', 'text', { slop: 1 })).select(['id']).limit(100))],
+    ['boolean', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.BooleanQuery([
+      [lancedb.Occur.Must, new lancedb.MatchQuery('apple', 'text')],
+      [lancedb.Occur.Should, new lancedb.MatchQuery('mango', 'title')],
+      [lancedb.Occur.MustNot, new lancedb.MatchQuery('banana', 'text')],
+    ])).select(['id']).limit(100))],
+    ['boost', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.BoostQuery(
+      new lancedb.MatchQuery('cherry', 'text'), new lancedb.MatchQuery('date', 'text'), { negativeBoost: 0.2 })).select(['id']).limit(100))],
+    ['multiMatch', async ({ t }) => await ranked(t('docs').query().fullTextSearch(new lancedb.MultiMatchQuery('kiwi', ['text', 'title'], { boosts: [1, 2] })).select(['id']).limit(100))],
+    ['where', async ({ t }) => await ranked(t('docs').query().fullTextSearch('lemon', { columns: ['text'] }).where('id > 20').select(['id']).limit(100))],
+    ['whereLimit', async ({ t }) => await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).where('id > 20').select(['id']).limit(3))],
+    ['allColumns', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).limit(2))],
+    ['withRowId', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).select(['id']).withRowId().limit(3))],
+    ['selectScore', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).select(['_score', 'id']).limit(2))],
+    ['offset', async ({ t }) => await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).select(['id']).offset(3).limit(3))],
+    ['noLimit', async ({ t }) => (await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).select(['id']))).map((r) => r.id)],
+    ['vectorRowId', async ({ t }) => await result(t('docs').vectorSearch(vec(30.3)).select(['id']).withRowId().limit(3))],
+    ['hybrid', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).nearestTo(vec(30.3)).rerank(await lancedb.rerankers.RRFReranker.create()).select(['id']).limit(6))],
+    ['hybridDefault', async ({ t }) => await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).nearestTo(vec(12.2)).select(['id']).limit(5))],
+    ['noIndex', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.MatchQuery('apple', 'id')).limit(2))],
+    ['phraseNoColumn', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.PhraseQuery('apple banana', '')).limit(2))],
+    ['empty', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.MatchQuery('', 'text')).select(['id']).limit(2))],
+  ],
+
   // Table names, merge-insert results, fastSearch.
   misc: [
     ['slashCreate', async ({ db }) => { await db.createTable('a/b', [{ id: 1 }]); return 'created'; }],
@@ -216,6 +275,198 @@ const groups = {
     ['fastSearch', async ({ t }) => (await rows(t('fast').vectorSearch(vec(100.2)).fastSearch().nprobes(2).refineFactor(100).select(['id']).limit(3))).map((r) => r.id)],
     ['fullSearch', async ({ t }) => (await rows(t('fast').vectorSearch(vec(100.2)).nprobes(2).refineFactor(100).select(['id']).limit(3))).map((r) => r.id)],
     ['fastFiltered', async ({ t }) => (await rows(t('fast').vectorSearch(vec(100.2)).fastSearch().where('id > 50').nprobes(2).refineFactor(100).select(['id']).limit(2))).map((r) => r.id)],
+  ],
+
+  // cloneTable, schema changes, prewarm, jobs.
+  tables: [
+    ['create', async ({ db }) => {
+      const data = Array.from({ length: 6 }, (_, i) => ({ id: i, n: BigInt(i), price: i * 1.5, note: i === 1 ? null : `n${i}`, vector: vec(i) }));
+      const x = await db.createTable('src', data);
+      await (await x.tags()).create('v1', 1);
+      await x.add([{ id: 6, n: 6n, price: 9, note: 'n6', vector: vec(6) }]);
+      return await x.version();
+    }],
+    ['clone', async ({ db, t, side }) => {
+      const c = await db.cloneTable('cl', srcUri(side));
+      return { rows: await c.countRows(), version: await c.version() };
+    }],
+    ['cloneVersion', async ({ db, t, side }) => (await db.cloneTable('clv', srcUri(side), { sourceVersion: 1 })).countRows()],
+    ['cloneTag', async ({ db, t, side }) => (await db.cloneTable('clt', srcUri(side), { sourceTag: 'v1' })).countRows()],
+    ['cloneWrites', async ({ db, t, side }) => {
+      const c = await db.openTable('cl');
+      await c.add([{ id: 100, price: 1, note: 'x', vector: vec(100) }]);
+      return { clone: await c.countRows(), source: await t('src').countRows() };
+    }],
+    ['cloneExisting', async ({ db, t, side }) => db.cloneTable('cl', srcUri(side))],
+    ['cloneMissingVersion', async ({ db, t, side }) => db.cloneTable('clx', srcUri(side), { sourceVersion: 99 })],
+    ['cloneMissingTag', async ({ db, t, side }) => db.cloneTable('clx', srcUri(side), { sourceTag: 'nope' })],
+    ['cloneDeep', async ({ db, t, side }) => db.cloneTable('cld', srcUri(side), { isShallow: false })],
+    ['cloneByName', async ({ db, side }) => (await db.cloneTable('cln', side === 'local' ? srcUri(side) : 'src')).countRows()],
+    ['cloneOutside', async ({ db, side }) => db.cloneTable('clo', side === 'local' ? '/nonexistent/x.lance' : '/etc')],
+    ['cloneBadName', async ({ db, t, side }) => db.cloneTable('a/b', srcUri(side))],
+    ['castFloat', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'price', dataType: 'float' }]);
+      return fields(await t('src').schema());
+    }],
+    ['castVector', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'vector', dataType: new arrow.FixedSizeList(8, new arrow.Field('item', new arrow.Float16(), true)) }]);
+      return fields(await t('src').schema());
+    }],
+    ['castInt', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'n', dataType: 'int32' }]);
+      return { schema: fields(await t('src').schema()), rows: await rows(t('src').query().where('n < 3').select(['n', 'price'])) };
+    }],
+    ['castRenamed', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'n', rename: 'key', dataType: 'int64' }]);
+      return fields(await t('src').schema());
+    }],
+    ['castFloatToInt', async ({ t }) => t('src').alterColumns([{ path: 'id', dataType: 'int64' }])],
+    ['castRefused', async ({ t }) => t('src').alterColumns([{ path: 'price', dataType: 'string' }])],
+    ['castMissing', async ({ t }) => t('src').alterColumns([{ path: 'nope', dataType: 'int32' }])],
+    ['nullableNoNulls', async ({ t }) => {
+      await t('src').alterColumns([{ path: 'price', nullable: false }]);
+      return (await t('src').schema()).fields.find((f) => f.name === 'price').nullable;
+    }],
+    ['nullableWithNulls', async ({ t }) => t('src').alterColumns([{ path: 'note', nullable: false }])],
+    ['noOpVersion', async ({ t }) => {
+      const before = await t('src').version();
+      await t('src').alterColumns([{ path: 'note', nullable: true }]);
+      return (await t('src').version()) - before;
+    }],
+    ['fieldMetadata', async ({ t }) => {
+      await t('src').updateFieldMetadata([{ path: 'note', metadata: { 'lancedb:description': 'a note', x: '1' } }]);
+      await t('src').updateFieldMetadata([{ path: 'note', metadata: { x: null } }]);
+      const f = (await t('src').schema()).fields.find((x) => x.name === 'note');
+      return Object.fromEntries(f.metadata);
+    }],
+    ['fieldMetadataReplace', async ({ t }) => {
+      await t('src').updateFieldMetadata([{ path: 'note', metadata: { y: '2' }, replace: true }]);
+      return Object.fromEntries((await t('src').schema()).fields.find((x) => x.name === 'note').metadata);
+    }],
+    ['fieldMetadataMissing', async ({ t }) => t('src').updateFieldMetadata([{ path: 'nope', metadata: { a: 'b' } }])],
+    ['afterChanges', async ({ t }) => await rows(t('src').query().where('key < 2').select(['key', 'price', 'note']))],
+    ['indexForPrewarm', async ({ t }) => {
+      await t('cl').createIndex('price');
+      return (await t('cl').listIndices()).map((i) => i.name);
+    }],
+    ['prewarmIndex', async ({ t }) => t('cl').prewarmIndex('price_idx')],
+    ['prewarmMissingIndex', async ({ t }) => t('cl').prewarmIndex('nope_idx')],
+    ['prewarmData', async ({ t }) => t('cl').prewarmData(['price', 'note'])],
+    ['prewarmAll', async ({ t }) => t('cl').prewarmData()],
+    ['prewarmMissingColumn', async ({ t }) => t('cl').prewarmData(['nope'])],
+    ['listJobs', async ({ db }) => db.listJobs()],
+  ],
+
+  // Namespaces: embedded LanceDB's directory namespace and lancer serve's
+  // REST catalog over the same layout.
+  namespaces: [
+    ['create', async ({ db }) => db.createNamespace(['ns1'], { properties: { owner: 'me' } })],
+    ['createAgain', async ({ db }) => db.createNamespace(['ns1'])],
+    ['createExistOk', async ({ db }) => db.createNamespace(['ns1'], { mode: 'exist_ok' })],
+    ['createChild', async ({ db }) => db.createNamespace(['ns1', 'child'])],
+    ['createOrphan', async ({ db }) => db.createNamespace(['nope', 'child'])],
+    ['createSecond', async ({ db }) => db.createNamespace(['ns2'])],
+    ['list', async ({ db }) => db.listNamespaces()],
+    ['listPaged', async ({ db }) => {
+      const first = await db.listNamespaces([], { limit: 1 });
+      return { first: first.namespaces, next: (await db.listNamespaces([], { limit: 1, pageToken: first.pageToken })).namespaces };
+    }],
+    ['listChild', async ({ db }) => db.listNamespaces(['ns1'])],
+    ['listMissing', async ({ db }) => db.listNamespaces(['nope'])],
+    ['describe', async ({ db }) => db.describeNamespace(['ns1'])],
+    ['describeMissing', async ({ db }) => db.describeNamespace(['nope'])],
+    ['createTable', async ({ db }) => {
+      const x = await db.createTable('t1', [{ id: 1 }, { id: 2 }], ['ns1']);
+      await x.add([{ id: 3 }]);
+      return await x.countRows();
+    }],
+    ['createTableMissingNs', async ({ db }) => db.createTable('t1', [{ id: 1 }], ['nope'])],
+    ['createTableTwice', async ({ db }) => db.createTable('t1', [{ id: 1 }], ['ns1'])],
+    ['tableNames', async ({ db }) => db.tableNames(['ns1'])],
+    ['listTables', async ({ db }) => (await db.listTables(['ns1'])).tables],
+    ['rootTables', async ({ db }) => db.tableNames()],
+    ['open', async ({ db }) => {
+      const x = await db.openTable('t1', ['ns1']);
+      await x.update({ where: 'id = 1', values: { id: 10 } });
+      return (await rows(x.query())).map((r) => r.id).sort((a, b) => a - b);
+    }],
+    ['openMissing', async ({ db }) => db.openTable('zz', ['ns1'])],
+    ['dropNonEmpty', async ({ db }) => db.dropNamespace(['ns1'])],
+    ['dropMissing', async ({ db }) => db.dropNamespace(['nope'])],
+    ['dropMissingSkip', async ({ db }) => db.dropNamespace(['nope'], { mode: 'skip' })],
+    ['dropEmpty', async ({ db }) => db.dropNamespace(['ns2'])],
+    ['dropTable', async ({ db }) => {
+      await db.createTable('t2', [{ id: 1 }], ['ns1', 'child']);
+      await db.dropTable('t2', ['ns1', 'child']);
+      return await db.tableNames(['ns1', 'child']);
+    }],
+    ['cascade', async ({ db }) => {
+      await db.createNamespace(['ns3']);
+      await db.createTable('t3', [{ id: 1 }], ['ns3']);
+      await db.dropNamespace(['ns3'], { behavior: 'cascade' });
+      return (await db.listNamespaces()).namespaces;
+    }],
+    ['renameInNs', async ({ db }) => db.renameTable('t1', 't1b', { namespacePath: ['ns1'] })],
+    ['badName', async ({ db }) => db.createNamespace(['a/b'])],
+  ],
+
+  // The remaining public methods of Connection and Table.
+  surface: [
+    ['create', async ({ db }) => {
+      const x = await db.createTable('s', Array.from({ length: 5 }, (_, i) => ({ id: i, text: `word${i} common`, vector: vec(i) })));
+      return x.isOpen();
+    }],
+    ['display', async ({ t }) => t('s').display().startsWith('Remote') || t('s').display().startsWith('Native') ? 'table' : t('s').display()],
+    ['createEmpty', async ({ db }) => {
+      const x = await db.createEmptyTable('e', new arrow.Schema([new arrow.Field('a', new arrow.Int32(), true)]));
+      return { rows: await x.countRows(), schema: fields(await x.schema()) };
+    }],
+    ['createEmptyAgain', async ({ db }) => db.createEmptyTable('e', new arrow.Schema([new arrow.Field('a', new arrow.Int32(), true)]))],
+    ['createEmptyBadName', async ({ db }) => db.createEmptyTable('bad name', new arrow.Schema([new arrow.Field('a', new arrow.Int32(), true)]))],
+    ['openMissing', async ({ db }) => db.openTable('missing')],
+    ['toArrow', async ({ t }) => (await t('s').toArrow()).numRows],
+    ['schema', async ({ t }) => fields(await t('s').schema())],
+    ['version', async ({ t }) => t('s').version()],
+    ['listVersions', async ({ t }) => (await t('s').listVersions()).map((v) => v.version)],
+    ['checkoutMissing', async ({ t }) => t('s').checkout(99)],
+    ['checkoutLatest', async ({ t }) => { await t('s').checkoutLatest(); return await t('s').version(); }],
+    ['restoreLatest', async ({ t }) => t('s').restore()],
+    ['stats', async ({ t }) => { const st = await t('s').stats(); return { rows: st.numRows, indices: st.numIndices }; }],
+    ['currentBranch', async ({ t }) => t('s').currentBranch() ?? null],
+    ['branchesList', async ({ t }) => Object.keys(await (await t('s').branches()).list())],
+    ['blobColumns', async ({ t }) => t('s').blobColumns()],
+    ['setPrimaryKey', async ({ t }) => t('s').setUnenforcedPrimaryKey('id')],
+    ['setPrimaryKeyMissing', async ({ t }) => t('s').setUnenforcedPrimaryKey('nope')],
+    ['createIndexAsync', async ({ t }) => { const j = await t('s').createIndexAsync('id'); return typeof j; }],
+    ['waitForIndex', async ({ t }) => t('s').waitForIndex(['id_idx'], 5)],
+    ['waitForMissingIndex', async ({ t }) => t('s').waitForIndex(['nope_idx'], 1)],
+    ['indexStatsMissing', async ({ t }) => (await t('s').indexStats('nope_idx')) ?? null],
+    ['dropIndexMissing', async ({ t }) => t('s').dropIndex('nope_idx')],
+    ['optimize', async ({ t }) => { const st = await t('s').optimize(); return typeof st; }],
+    ['tokenize', async ({ t }) => t('s').tokenize('hello world', { column: 'text' })],
+    ['refreshColumn', async ({ t }) => t('s').refreshColumn('text')],
+    ['refreshColumnAsync', async ({ t }) => t('s').refreshColumnAsync('text')],
+    ['refreshMaterializedView', async ({ t }) => t('s').refreshMaterializedView()],
+    ['initialStorageOptions', async ({ t }) => (await t('s').initialStorageOptions()) ?? null],
+    ['latestStorageOptions', async ({ t }) => (await t('s').latestStorageOptions()) ?? null],
+    ['lsmSpec', async ({ t }) => (await t('s').getLsmWriteSpec()) ?? null],
+    ['lsmSetSpec', async ({ t }) => t('s').setLsmWriteSpec({ specType: 'unsharded' })],
+    ['lsmUnsetSpec', async ({ t }) => t('s').unsetLsmWriteSpec()],
+    ['lsmStats', async ({ t }) => (await t('s').getLsmStats()) ?? null],
+    ['lsmFlush', async ({ t }) => t('s').flushLsm()],
+    ['lsmCompact', async ({ t }) => t('s').compactLsm()],
+    ['lsmCheckpoint', async ({ t }) => t('s').checkpointLsm()],
+    ['lsmClose', async ({ t }) => t('s').closeLsmWriters()],
+    ['dropTableAsync', async ({ db }) => { await db.createTable('da', [{ id: 1 }]); const j = await db.dropTableAsync('da'); return typeof j; }],
+    ['dropTableMissing', async ({ db }) => db.dropTable('missing')],
+    ['renameMissing', async ({ db }) => db.renameTable('missing', 'other')],
+    ['openJob', async ({ db }) => db.openJob('no-such-job')],
+    ['cancelJob', async ({ db }) => db.cancelJob('no-such-job')],
+    ['listMaterializedViews', async ({ db }) => db.listMaterializedViews()],
+    ['createMaterializedView', async ({ db }) => db.createMaterializedView('mv', 's')],
+    ['openMaterializedView', async ({ db }) => db.openMaterializedView('mv')],
+    ['dropAllTables', async ({ db }) => { await db.dropAllTables(); return await db.tableNames(); }],
+    ['close', async ({ db }) => { const open = db.isOpen(); return { open, display: typeof db.display() }; }],
   ],
 };
 

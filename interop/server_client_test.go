@@ -32,7 +32,7 @@ import (
 // 1.2M-row add() as a multipart write, blob values (fetchBlobs,
 // fetchBlobFiles), and the errors
 // the client maps (missing table, version and index, bad filter, bad key,
-// full-text search).
+// full-text search without an FTS index).
 // Then real Lance opens the table the server wrote, from disk.
 func TestServerClient(t *testing.T) {
 	ref := lancereftest.ForTest(t)
@@ -248,7 +248,8 @@ func runClientScenario(t *testing.T, ref lancereftest.Ref, opts server.Options, 
 			}
 		}
 	}
-	wantError("fullTextSearch", "400", "full-text search (match query) is not supported")
+	// The table has no FTS index (TestServerParityFTS searches one).
+	wantError("fullTextSearch", "400", "needs an FTS (INVERTED) index on at least one column")
 	var scalars struct {
 		Server, Embedded json.RawMessage
 	}

@@ -322,3 +322,170 @@ func TestServerParityMisc(t *testing.T) {
 	p.same("fullSearch", `[1000,1001,1002]`)
 	p.same("fastFiltered", `[100,101]`)
 }
+
+// TestServerParityTables: cloneTable (at the latest version, a version and
+// a tag; the clone evolves apart), alterColumns casts, nullability and a
+// no-op, updateFieldMetadata, prewarmIndex, prewarmData and listJobs.
+func TestServerParityTables(t *testing.T) {
+	p := runParity(t, "tables")
+	p.same("create", `2`)
+	p.same("clone", `{"rows":7,"version":2}`)
+	p.same("cloneVersion", `6`)
+	p.same("cloneTag", `6`)
+	p.same("cloneWrites", `{"clone":8,"source":7}`)
+	p.same("cloneByName", `7`)
+	p.bothFail("cloneExisting", "already exists")
+	p.bothFail("cloneMissingVersion", "no version 99")
+	p.bothFail("cloneMissingTag", `tag \"nope\"`)
+	p.bothFail("cloneDeep", "deep clones are not supported")
+	p.bothFail("cloneOutside", "not a table of this server")
+	p.bothFail("cloneBadName", `Invalid table name (\"a/b\")`)
+	p.same("castFloat", `["id:Float64","n:Int64","price:Float32","note:Utf8","vector:FixedSizeList[8]<Float32>"]`)
+	p.same("castVector", `["id:Float64","n:Int64","price:Float32","note:Utf8","vector:FixedSizeList[8]<Float16>"]`)
+	p.same("castInt", `{"schema":["id:Float64","n:Int32","price:Float32","note:Utf8","vector:FixedSizeList[8]<Float16>"],"rows":[{"n":0,"price":0},{"n":1,"price":1.5},{"n":2,"price":3}]}`)
+	p.same("castRenamed", `["id:Float64","key:Int64","price:Float32","note:Utf8","vector:FixedSizeList[8]<Float16>"]`)
+	p.bothFail("castFloatToInt", "400", `cannot cast column \"id\" from float64 to int64`)
+	p.bothFail("castRefused", "400", `cannot cast column \"price\" from float32 to utf8`)
+	p.bothFail("castMissing", "400", `no column \"nope\"`)
+	p.same("nullableNoNulls", `false`)
+	p.bothFail("nullableWithNulls", "400", "cannot be made non-nullable")
+	p.same("noOpVersion", `1`)
+	p.same("fieldMetadata", `{"lancedb:description":"a note"}`)
+	p.same("fieldMetadataReplace", `{"y":"2"}`)
+	p.bothFail("fieldMetadataMissing", "400", `no column \"nope\"`)
+	p.same("afterChanges", `[{"key":0,"price":0,"note":"n0"},{"key":1,"price":1.5,"note":null}]`)
+	p.same("indexForPrewarm", `["price_idx"]`)
+	p.same("prewarmIndex", `null`)
+	p.bothFail("prewarmMissingIndex", "Index 'nope_idx' was not found")
+	// prewarmData and listJobs are remote-only calls in the client: the
+	// embedded database refuses them itself.
+	remoteOnly := "the client serves this call on remote tables only; embedded LanceDB refuses it"
+	p.differs("prewarmData", remoteOnly, `{"error":true}`, `null`)
+	p.differs("prewarmAll", remoteOnly, `{"error":true}`, `null`)
+	p.bothFail("prewarmMissingColumn", "400", `no column \"nope\"`)
+	p.differs("listJobs", remoteOnly+"; lancer runs no submitted jobs, so its list is empty", `{"error":true}`, `[]`)
+}
+
+// TestServerParityNamespaces: the namespace calls of the client, on
+// embedded LanceDB (Lance's directory namespace in the folder) and on
+// lancer serve (the REST catalog over the same layout). Where Lance 12's
+// directory namespace leaves out what the namespace spec says, lancer
+// follows the spec, and says so here.
+func TestServerParityNamespaces(t *testing.T) {
+	p := runParity(t, "namespaces")
+	p.same("create", `{"properties":{"owner":"me"}}`)
+	p.bothFail("createAgain", "409", "Namespace already exists")
+	p.same("createChild", `{}`)
+	p.bothFail("createOrphan", "404", "Namespace not found")
+	p.same("createSecond", `{}`)
+	p.same("list", `{"namespaces":["ns1","ns2"]}`)
+	p.same("listPaged", `{"first":["ns1"],"next":["ns2"]}`)
+	p.same("listChild", `{"namespaces":["child"]}`)
+	p.same("describe", `{"properties":{"owner":"me"}}`)
+	p.bothFail("describeMissing", "404", "Namespace not found")
+	p.same("createTable", `3`)
+	p.bothFail("createTableTwice", "already exists")
+	p.same("tableNames", `["t1"]`)
+	p.same("listTables", `["t1"]`)
+	p.same("rootTables", `[]`)
+	p.same("open", `[2,3,10]`)
+	p.bothFail("openMissing", "Table 'zz' was not found")
+	p.bothFail("dropNonEmpty", "409", "Namespace not empty")
+	p.bothFail("dropMissing", "404", "Namespace not found")
+	p.same("dropEmpty", `{}`)
+	p.same("dropTable", `[]`)
+	p.bothFail("renameInNs", "not supported")
+
+	spec := "the namespace spec (lance-namespace operations) says so; Lance 12's directory namespace does not do it"
+	p.differs("createExistOk", "mode exist_ok answers the existing namespace: "+spec, `{"error":true}`, `{"properties":{"owner":"me"}}`)
+	p.differs("dropMissingSkip", "mode skip drops a missing namespace without an error: "+spec, `{"error":true}`, `{}`)
+	p.differs("cascade", "behavior cascade drops what the namespace holds: "+spec, `{"error":true}`, `["ns1"]`)
+	p.differs("listMissing", "listing a missing namespace is NamespaceNotFound (404): "+spec, `{"namespaces":[]}`, `{"error":true}`)
+	p.differs("createTableMissingNs", "a table in a missing namespace is NamespaceNotFound (404): "+spec+"; Lance 12 creates the table without its namespace",
+		`{"inner":{}}`, `{"error":true}`)
+	p.differs("badName", "lancer holds namespace names to the rule of table names, so that no name is a path; Lance 12 takes a/b as a name",
+		`{}`, `{"error":true}`)
+}
+
+// TestServerParitySurface: the rest of the public methods of the pinned
+// client's Connection and Table, with valid and invalid arguments. The
+// calls the client itself serves differently for remote tables (it refuses
+// some, others exist only there) are differences of the client, named so.
+func TestServerParitySurface(t *testing.T) {
+	p := runParity(t, "surface")
+	p.same("create", `true`)
+	p.same("display", `"table"`)
+	p.same("createEmpty", `{"rows":0,"schema":["a:Int32"]}`)
+	p.bothFail("createEmptyAgain", "already exists")
+	p.bothFail("createEmptyBadName", `Invalid table name (\"bad name\")`)
+	p.bothFail("openMissing", "Table 'missing' was not found")
+	p.same("toArrow", `5`)
+	p.same("schema", `["id:Float64","text:Utf8","vector:FixedSizeList[8]<Float32>"]`)
+	p.same("version", `1`)
+	p.same("listVersions", `[1]`)
+	p.bothFail("checkoutMissing", "99")
+	p.same("checkoutLatest", `1`)
+	p.bothFail("restoreLatest", "400")
+	p.same("stats", `{"rows":5,"indices":0}`)
+	p.same("currentBranch", `null`)
+	p.same("branchesList", `[]`)
+	p.same("blobColumns", `[]`)
+	p.same("createIndexAsync", `"object"`)
+	p.same("waitForIndex", `null`)
+	p.bothFail("waitForMissingIndex", "timed out waiting for indices")
+	p.same("indexStatsMissing", `null`)
+	p.bothFail("dropIndexMissing", "Index 'nope_idx' was not found")
+	p.bothFail("tokenize", "does not have a full text search index")
+	p.bothFail("refreshColumnAsync", "400", "Column 'text' is not a computed column")
+	p.same("initialStorageOptions", `null`)
+	p.same("latestStorageOptions", `null`)
+	p.same("lsmSpec", `null`)
+	p.same("lsmUnsetSpec", `null`)
+	p.same("lsmClose", `null`)
+	p.bothFail("lsmFlush", "400", "no LSM write path")
+	p.bothFail("lsmCompact", "400", "no LSM write path")
+	p.bothFail("lsmCheckpoint", "400", "no LSM write path")
+	p.same("dropTableAsync", `"object"`)
+	p.bothFail("dropTableMissing", "404", `table \"missing\" not found`)
+	p.same("close", `{"open":true,"display":"string"}`)
+
+	client := "the client itself serves this call differently on remote tables"
+	p.differs("lsmSetSpec", "lancer serve has no LSM write path (Lance's MemWAL) and refuses to start one; embedded Lance starts it",
+		`null`, `{"error":true}`)
+	p.differs("lsmStats", "on a table without an LSM write path the remote protocol answers null, embedded Lance an error", `{"error":true}`, `null`)
+	p.differs("optimize", client+": it refuses optimize on remote tables (the server keeps them optimized)", `"object"`, `{"error":true}`)
+	p.differs("setPrimaryKey", client+": it refuses setUnenforcedPrimaryKey on remote tables", `{"error":true}`, `{"error":true}`)
+	p.differs("setPrimaryKeyMissing", client+": it refuses setUnenforcedPrimaryKey on remote tables", `{"error":true}`, `{"error":true}`)
+	p.differs("refreshColumn", client+": it refuses refreshColumn on remote tables (refreshColumnAsync instead)", `{"error":true}`, `{"error":true}`)
+	p.differs("refreshMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.differs("listMaterializedViews", client+": materialized views are local only", `[]`, `{"error":true}`)
+	p.differs("createMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.differs("openMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.differs("dropAllTables", client+": it refuses dropAllTables on remote databases", `[]`, `{"error":true}`)
+	p.differs("renameMissing", client+": embedded LanceDB (OSS) has no renameTable; lancer answers TableNotFound", `{"error":true}`, `{"error":true}`)
+	p.differs("openJob", client+": jobs are remote only; lancer runs no submitted jobs, so none is found", `{"error":true}`, `{"error":true}`)
+	p.differs("cancelJob", client+": jobs are remote only; lancer has no job to cancel", `{"error":true}`, `false`)
+}
+
+// TestServerParityFTS: full-text search through lancer serve over FTS
+// indices real Lance wrote into the served folder answers the official
+// client's calls as embedded LanceDB does: search(text, 'fts'), string
+// queries over one, some or all indexed columns, the structured queries
+// (match with operator, boost and fuzziness, phrase with slop, boolean,
+// boost, multi-match with boosts), where(), select(), withRowId() and
+// limit(); hybrid search (two queries, fused by the client's reranker,
+// RRF by default); a query on a column without an FTS index is refused.
+func TestServerParityFTS(t *testing.T) {
+	p := runParity(t, "fts")
+	p.same("create", `"ok"`)
+	for _, step := range []string{"searchFts", "searchLimit", "stringAllColumns", "stringColumns", "match", "fuzzy", "phrase", "boolean",
+		"boost", "multiMatch", "where", "whereLimit", "allColumns", "withRowId", "selectScore", "offset", "vectorRowId", "hybrid", "hybridDefault"} {
+		p.same(step, "")
+	}
+	// Without a limit, LanceDB's default 10 of the 30 matches.
+	p.same("noLimit", `[0,2,4,6,8,10,12,14,16,18]`)
+	p.bothFail("noIndex", "400", "id")
+	p.bothFail("phraseNoColumn", "400")
+	p.differs("empty", "embedded LanceDB answers an empty match with no rows; lancer refuses empty query text (a 400) as bad input",
+		`[]`, `{"error":true}`)
+}

@@ -44,6 +44,37 @@
 // request-id and unacknowledged-commit de-duplication, and multipart
 // uploads, whose calls must all reach the server that created them.
 //
+// # Namespaces
+//
+// The server is also a Lance Namespace REST catalog (the lance-namespace
+// spec's /v1/namespace/{id}/create, list, describe, drop, exists and
+// table/list, and the table endpoints exists, declare, register and
+// deregister besides LanceDB's own), over the Lance Directory Catalog's
+// layout in the data location (catalog.go, namespace.go), so that real
+// Lance's directory namespace on the same folder and the server agree:
+//
+//  1. A table of the root namespace is the folder <name>.lance, as before.
+//  2. Child namespaces and their tables are rows of the Lance table
+//     __manifest (object_id: names joined by "$"; object_type; location;
+//     metadata: a namespace's properties as JSON; base_objects).
+//  3. A table of a child namespace lives in <8 random hex digits>_<object id>/
+//     (the location __manifest records); it exists while __manifest records
+//     it and its folder holds a version, or the .lance-reserved marker of a
+//     declared table. Deregister forgets the row and keeps the folder;
+//     register records a folder inside the data location, never outside.
+//  4. Every name of an id follows CheckTableName, so no id reaches outside
+//     the data location; ids have at most MaxNamespaceDepth namespaces.
+//
+// Namespace endpoints answer errors with the spec's integer codes
+// (NamespaceNotFound 1 with a 404, NamespaceAlreadyExists 2 and
+// NamespaceNotEmpty 3 with a 409, ...). describe/ answers the spec's
+// location, table_uri and storage_options besides LanceDB's fields; the
+// storage options exclude anything that looks like a secret. GET /v1/table
+// lists the root namespace only (the LanceDB client's tableNames relies
+// on it), not every namespace's tables as the spec's ListAllTables does.
+// Renames inside child namespaces and the background maintenance of their
+// tables are not done yet.
+//
 // # Endpoints
 //
 // Every table path is accepted with or without its trailing slash.
@@ -134,9 +165,20 @@
 // fetch_blobs, as of query/, since the client reports any 404 of
 // fetch_blobs as a missing table.
 //
-// Not served: full-text search (the structured queries a 0.3.0+ server
-// receives are refused with a 400 naming their kind), building FTS
-// indices, namespaces other than the root, jobs,
+// Full-text search: query/ with full_text_query, the structured form a
+// 0.3.0+ server receives ({"query": {"match"|"phrase"|"boost"|
+// "multi_match"|"boolean": ...}}) or the legacy {"columns", "query"},
+// answers over Lance FTS indices (dataset.Dataset.FullTextQuery) with the
+// selected columns, _score and (with_row_id) _rowid, in embedded
+// LanceDB's order; filter is a prefilter unless prefilter is false. A
+// vector search with with_row_id puts _rowid after _distance, as embedded
+// LanceDB does: the client's hybrid search sends a vector and a
+// full-text query and concatenates their results column by column before
+// its reranker fuses them. Queries past ftsindex's bounds (depth, leaves,
+// fuzziness, expansions, slop, text size) or k + offset past maxSearchK
+// are a 400 before any index is read.
+//
+// Not served: building FTS indices, namespaces other than the root, jobs,
 // computed and function columns.
 //
 // Branches: the client's table.branches() list/create/delete/checkout work
@@ -283,13 +325,20 @@
 // LanceDB's hosted service does (maintenance.go, Options.Maintenance; lancer
 // serve --no-maintenance and --maintenance-* flags). One goroutine per
 // server, started by New and stopped by Close, looks at the tables one
-// after the other every MaintenanceOptions.Interval and runs
+// after the other every MaintenanceOptions.Interval (5s, give or take a
+// quarter at random, so that servers sharing a data folder take turns)
+// and runs
 // branch.Optimize, the same steps as lancer optimize, on a table's main
 // line when it needs it:
 //
 //   - more than Fragments fragments smaller than the compaction's target,
-//     or a vector index missing more than Fragments fragments: compact,
-//     then give the indices a segment over what they miss;
+//     or an index missing more than Fragments fragments: compact, then
+//     give the indices a segment over what they miss;
+//   - an index missing more than UnindexedRows rows (10,000), however few
+//     fragments hold them: give the indices a segment over them
+//     (dataset.OptimizeIndexes), so that rows inserted through the
+//     official client, which cannot optimize a remote table, get indexed
+//     and a search scans a bounded number of unindexed rows;
 //   - more than Versions versions committed since its last cleanup (by
 //     version number, no listing): clean up the versions older than
 //     OlderThan (a week by default),

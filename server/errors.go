@@ -35,6 +35,10 @@ type apiError struct {
 	code   string
 	msg    string
 	err    error // the cause, if any
+	// specCode, when set, is the Lance Namespace spec's integer error
+	// code, sent as the body's code in place of the string one (the
+	// namespace endpoints answer the spec's ErrorResponse).
+	specCode *int
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -44,7 +48,7 @@ func (e *apiError) Unwrap() error { return e.err }
 // body into its error message verbatim.
 type errorBody struct {
 	Error string `json:"error"`
-	Code  string `json:"code"`
+	Code  any    `json:"code"` // a string, or the namespace spec's integer
 }
 
 // invalidf returns a 400 error.
@@ -169,7 +173,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		rec.aborted = true
 		panic(http.ErrAbortHandler)
 	}
-	b, _ := marshal(errorBody{Error: msg, Code: code})
+	body := errorBody{Error: msg, Code: code}
+	if ae := (*apiError)(nil); errors.As(err, &ae) && ae.specCode != nil {
+		body.Code = *ae.specCode
+	}
+	b, _ := marshal(body)
 	w.Header().Set("content-type", "application/json")
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("retry-after", strconv.Itoa(RetryAfterSeconds))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -17,11 +18,18 @@ import (
 
 // Defaults of MaintenanceOptions.
 const (
-	// DefaultMaintenanceInterval is how often the tables are looked at.
-	DefaultMaintenanceInterval = 10 * time.Second
+	// DefaultMaintenanceInterval is how often the tables are looked at:
+	// under steady inserts a table gathers at most about
+	// Interval+MaxDelay worth of small fragments.
+	DefaultMaintenanceInterval = 5 * time.Second
 	// DefaultMaintenanceFragments is how many small fragments (or
 	// fragments an index misses) a table may have before it is optimized.
 	DefaultMaintenanceFragments = 32
+	// DefaultMaintenanceUnindexedRows is how many rows an index may miss
+	// before the table's indices are updated, however few fragments hold
+	// them: searches scan the rows an index misses, so this bounds that
+	// scan.
+	DefaultMaintenanceUnindexedRows = 10_000
 	// DefaultMaintenanceVersions is how many versions may be committed to
 	// a table since its last cleanup before it is cleaned up again.
 	DefaultMaintenanceVersions = 100
@@ -40,13 +48,22 @@ type MaintenanceOptions struct {
 	// Disabled turns background maintenance off. Default false.
 	Disabled bool
 	// Interval is how often the tables are looked at, one after the
-	// other. Default DefaultMaintenanceInterval.
+	// other: each pass starts a random 75% to 125% of Interval after the
+	// last, so that servers sharing a data folder do not compact the
+	// same fragments at the same moment and all but one lose. Default
+	// DefaultMaintenanceInterval.
 	Interval time.Duration
 	// Fragments: a table whose latest version has more than Fragments
 	// fragments of fewer rows than TargetRowsPerFragment, or whose
 	// vector index misses more than Fragments fragments, is compacted and
 	// its indices updated. Default DefaultMaintenanceFragments.
 	Fragments int
+	// UnindexedRows: a table whose index misses more than UnindexedRows
+	// rows (in however few fragments) has its indices updated, so that
+	// the official client, which cannot optimize a remote table, finds
+	// new rows indexed and searches scan a bounded number of rows.
+	// Default DefaultMaintenanceUnindexedRows.
+	UnindexedRows int64
 	// Versions: a table with more than Versions versions committed since
 	// this server last cleaned it up (since its first version, before
 	// that) is cleaned up. Default DefaultMaintenanceVersions.
@@ -79,6 +96,9 @@ func (o MaintenanceOptions) withDefaults() MaintenanceOptions {
 	}
 	if o.Versions <= 0 {
 		o.Versions = DefaultMaintenanceVersions
+	}
+	if o.UnindexedRows <= 0 {
+		o.UnindexedRows = DefaultMaintenanceUnindexedRows
 	}
 	if o.OlderThan == 0 {
 		o.OlderThan = dataset.DefaultCleanupOlderThan
@@ -156,7 +176,7 @@ func (m *maintainer) stop() {
 // the first quiet moment rather than an Interval later.
 func (m *maintainer) loop(ctx context.Context) {
 	defer close(m.done)
-	next := time.Now().Add(m.opts.Interval)
+	next := time.Now().Add(jittered(m.opts.Interval))
 	var putOff []string
 	for {
 		wait := time.Until(next)
@@ -175,8 +195,13 @@ func (m *maintainer) loop(ctx context.Context) {
 			continue
 		}
 		putOff = m.pass(ctx)
-		next = time.Now().Add(m.opts.Interval)
+		next = time.Now().Add(jittered(m.opts.Interval))
 	}
+}
+
+// jittered returns a random duration from 75% to 125% of d.
+func jittered(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
 }
 
 // pass looks at every table once, in name order, and returns those put
@@ -215,7 +240,7 @@ func (m *maintainer) tables(ctx context.Context, names []string) []string {
 // table optimizes one table if it needs it and is not busy, and reports
 // whether it put it off for a recent commit.
 func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
-	store, err := m.s.tableStore(name)
+	store, err := m.s.tableStore(ctx, name)
 	if err != nil {
 		return false
 	}
@@ -233,9 +258,9 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 	if st.failedAt == ds.Version() && now.Sub(st.failedWhen) < 10*o.Interval {
 		return false // the same failure again would say nothing new
 	}
-	small, unindexed := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
-	compact := !o.NoCompact && small > o.Fragments && st.nothingAt != ds.Version() && !foreignIndex(ds.Manifest())
-	index := !o.NoIndex && unindexed > o.Fragments && st.indexedAt != ds.Version()
+	fix := fragmentsToFix(ds.Manifest(), uint64(o.TargetRowsPerFragment))
+	compact := !o.NoCompact && fix.small > o.Fragments && st.nothingAt != ds.Version() && !foreignIndex(ds.Manifest())
+	index := !o.NoIndex && (fix.unindexed > o.Fragments || fix.unindexedRows > o.UnindexedRows) && st.indexedAt != ds.Version()
 	// Versions are numbered in commit order, so the versions committed
 	// since the last cleanup are counted without listing them.
 	cleanup := !o.NoCleanup && ds.Version()-st.cleanedAt > uint64(o.Versions)
@@ -331,18 +356,28 @@ func foreignIndex(m *manifest.Manifest) bool {
 	return false
 }
 
+// upkeepNeeds is what fragmentsToFix counts.
+type upkeepNeeds struct {
+	small         int   // fragments of fewer physical rows than the target
+	unindexed     int   // the most fragments one index misses
+	unindexedRows int64 // the most rows (physical) one index misses
+}
+
 // fragmentsToFix counts the fragments of m with fewer physical rows than
-// target, and the most fragments any lancer vector index of m misses.
-func fragmentsToFix(m *manifest.Manifest, target uint64) (small, unindexed int) {
+// target, and the most fragments and rows any index OptimizeIndexes
+// extends misses.
+func fragmentsToFix(m *manifest.Manifest, target uint64) upkeepNeeds {
+	var n upkeepNeeds
 	for _, f := range m.Fragments {
 		if f.PhysicalRows < target {
-			small++
+			n.small++
 		}
 	}
 	covered := map[string]map[uint32]bool{}
 	for _, ix := range m.Indices {
-		// As dataset.OptimizeIndexes: lancer's own vector indices whose
-		// column is still there (a dropped one shows as "#<id>").
+		// As dataset.OptimizeIndexes: the indices it extends (lancer's
+		// own kinds, whose column is still there: a dropped one shows
+		// as "#<id>").
 		if !dataset.OptimizableIndex(ix) {
 			continue
 		}
@@ -354,15 +389,17 @@ func fragmentsToFix(m *manifest.Manifest, target uint64) (small, unindexed int) 
 		}
 	}
 	for _, c := range covered {
-		n := 0
+		frags, rows := 0, int64(0)
 		for _, f := range m.Fragments {
 			if !c[uint32(f.ID)] {
-				n++
+				frags++
+				rows += int64(f.PhysicalRows)
 			}
 		}
-		unindexed = max(unindexed, n)
+		n.unindexed = max(n.unindexed, frags)
+		n.unindexedRows = max(n.unindexedRows, rows)
 	}
-	return small, unindexed
+	return n
 }
 
 func (m *maintainer) count(f func(*maintenanceCounters)) {

@@ -280,3 +280,62 @@ func TestServerMaintenanceStopsOnClose(t *testing.T) {
 		t.Errorf("maintenance disabled: %d goroutines, %d before", n, before)
 	}
 }
+
+// TestServerMaintenanceIndexesNewRows: rows inserted in one large
+// fragment, too few fragments for the fragment trigger, are indexed in
+// the background once the index misses more than UnindexedRows of them
+// (the official client cannot optimize a remote table, issue #21); with
+// NoIndex they stay unindexed.
+func TestServerMaintenanceIndexesNewRows(t *testing.T) {
+	for _, noIndex := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noIndex=%v", noIndex), func(t *testing.T) {
+			opts := server.MaintenanceOptions{Interval: 20 * time.Millisecond, UnindexedRows: 500, Quiet: -1, NoCompact: true, NoCleanup: true, NoIndex: noIndex}
+			s, dir := newServer(t, server.Options{Maintenance: opts})
+			defer s.Close()
+			if rec := do(t, s, "POST", "/v1/table/t/create/", vectorRows(t, 300, 8, 1), arrowBody); rec.Code != http.StatusOK {
+				t.Fatalf("create: %d %s", rec.Code, rec.Body)
+			}
+			if rec := do(t, s, "POST", "/v1/table/t/create_index/", []byte(`{"column":"vector","index_type":"IVF_FLAT","num_partitions":2}`), nil); rec.Code != http.StatusOK {
+				t.Fatalf("create_index: %d %s", rec.Code, rec.Body)
+			}
+			if rec := do(t, s, "POST", "/v1/table/t/insert/", vectorRows(t, 600, 8, 2), arrowBody); rec.Code != http.StatusOK {
+				t.Fatalf("insert: %d %s", rec.Code, rec.Body)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			if noIndex {
+				deadline = time.Now().Add(300 * time.Millisecond)
+			}
+			for metric(t, s, "lancer_maintenance_index_segments_total") == 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			segments := metric(t, s, "lancer_maintenance_index_segments_total")
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			store, err := blob.NewLocalStore(dir + "/t.lance")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := dataset.Open(context.Background(), store, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			covered := map[uint32]bool{}
+			for _, ix := range ds.Manifest().Indices {
+				for _, id := range ix.Fragments {
+					covered[id] = true
+				}
+			}
+			all := len(ds.Manifest().Fragments) == 2 && covered[uint32(ds.Manifest().Fragments[1].ID)]
+			if noIndex {
+				if segments != 0 || all {
+					t.Errorf("index maintenance off: %v segments added, the inserted fragment indexed: %v", segments, all)
+				}
+				return
+			}
+			if segments != 1 || !all {
+				t.Errorf("%v segments added; the %d fragments are indexed: %v (covered %v)", segments, len(ds.Manifest().Fragments), all, covered)
+			}
+		})
+	}
+}

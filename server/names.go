@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -49,33 +48,124 @@ func CheckTableName(name string) error {
 	return nil
 }
 
-// tableName returns the validated {id} of a table path. A namespaced id
-// (ns$table) is refused: the server has only the root namespace.
-func tableName(r *http.Request) (string, error) {
-	name := r.PathValue("id")
+// CheckNamespaceName reports whether name may name a namespace: the rule
+// of table names (CheckTableName), which keeps the delimiter, slashes and
+// ".." out of every part of an id and so every folder inside the data
+// folder. Errors wrap lancer.ErrInvalidArgument.
+func CheckNamespaceName(name string) error {
 	if err := CheckTableName(name); err != nil {
+		return fmt.Errorf("Invalid namespace name (%q): %s: %w", name,
+			strings.TrimPrefix(strings.TrimSuffix(err.Error(), ": "+lancer.ErrInvalidArgument.Error()),
+				fmt.Sprintf("Invalid table name (%q): ", name)), lancer.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// MaxNamespaceDepth bounds the levels of a namespace id.
+const MaxNamespaceDepth = 8
+
+// splitID splits the string id of an object (the namespace spec's string
+// style identifier) at the request's ?delimiter= ("$" by default). The
+// root namespace is the delimiter alone, or "" (no parts).
+func splitID(r *http.Request, id string) ([]string, error) {
+	delim := r.URL.Query().Get("delimiter")
+	if delim == "" {
+		delim = idDelimiter
+	}
+	if len(delim) > 8 {
+		return nil, invalidf("delimiter %q is longer than 8 bytes", delim)
+	}
+	if id == "" || id == delim {
+		return nil, nil
+	}
+	parts := strings.Split(id, delim)
+	if len(parts) > MaxNamespaceDepth+1 {
+		return nil, invalidf("id %q has %d levels, more than the %d the server allows", id, len(parts), MaxNamespaceDepth+1)
+	}
+	return parts, nil
+}
+
+// tableName returns the validated {id} of a table path as the server's key
+// of the table: its name in the root namespace, or the names of its
+// namespaces and its own joined by "$" (ns$table), whatever delimiter the
+// request used.
+func tableName(r *http.Request) (string, error) {
+	parts, err := splitID(r, r.PathValue("id"))
+	if err != nil {
+		return "", err
+	}
+	if len(parts) == 0 {
+		return "", invalidf("%v", CheckTableName(""))
+	}
+	for _, ns := range parts[:len(parts)-1] {
+		if err := CheckNamespaceName(ns); err != nil {
+			return "", invalidf("%v", err)
+		}
+	}
+	if err := CheckTableName(parts[len(parts)-1]); err != nil {
 		return "", invalidf("%v", err)
 	}
-	return name, nil
+	return strings.Join(parts, idDelimiter), nil
 }
 
-// tablePrefix is the key prefix of a table's dataset in the root store.
+// splitTableKey returns the namespace ("" for the root) and the name of a
+// table key (see tableName).
+func splitTableKey(key string) (ns, name string) {
+	i := strings.LastIndex(key, idDelimiter)
+	if i < 0 {
+		return "", key
+	}
+	return key[:i], key[i+1:]
+}
+
+// tablePrefix is the key prefix of a root-namespace table's dataset in the
+// root store.
 func tablePrefix(name string) string { return name + tableSuffix }
-
-// tableDir is the directory of a table when the data is on local disk.
-func (s *Server) tableDir(name string) string {
-	return filepath.Join(s.dir, tablePrefix(name))
-}
 
 // local reports whether the tables are on local disk, where drop and
 // rename work on the table's directory.
 func (s *Server) local() bool { return s.dir != "" }
 
+// tableLocation returns the folder of a table, relative to the data
+// folder: <name>.lance for the root namespace, what __manifest records
+// for a child namespace's (a 404 TableNotFound when it records none).
+func (s *Server) tableLocation(ctx context.Context, key string) (string, error) {
+	if !strings.Contains(key, idDelimiter) {
+		return tablePrefix(key), nil
+	}
+	e, ok, err := s.catalog.lookup(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	if !ok || e.kind != objectTable || !safeLocation(e.location) {
+		return "", tableNotFound(key)
+	}
+	return e.location, nil
+}
+
+// safeLocation reports whether a location recorded in __manifest stays
+// inside the data folder: relative, clean, without "..".
+func safeLocation(loc string) bool {
+	if loc == "" || strings.HasPrefix(loc, "/") || strings.Contains(loc, "\\") || strings.Contains(loc, "://") {
+		return false
+	}
+	for _, part := range strings.Split(loc, "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+	}
+	return true
+}
+
 // tableStore returns the store rooted at a table's dataset, which may not
 // exist yet. It is a view of the root store, so that branches (tree/...)
 // and every other key of the table resolve inside the same location.
-func (s *Server) tableStore(name string) (blob.Store, error) {
-	return blob.Sub(s.root, tablePrefix(name)), nil
+func (s *Server) tableStore(ctx context.Context, key string) (blob.Store, error) {
+	loc, err := s.tableLocation(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return blob.Sub(s.root, loc), nil
 }
 
 // tableFolders returns the names of the <name>.lance folders (or key
@@ -103,7 +193,10 @@ func (s *Server) openOptions() *dataset.OpenOptions {
 
 // tableExists reports whether a table has a committed version.
 func (s *Server) tableExists(ctx context.Context, name string) (bool, error) {
-	store, err := s.tableStore(name)
+	store, err := s.tableStore(ctx, name)
+	if isTableNotFound(err) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
@@ -112,6 +205,12 @@ func (s *Server) tableExists(ctx context.Context, name string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// isTableNotFound reports whether err is the 404 of a missing table.
+func isTableNotFound(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.code == codeTableNotFound
 }
 
 // open opens a table at a version of a branch (0: the latest; "": main).
@@ -127,7 +226,7 @@ func (s *Server) open(ctx context.Context, name string, version uint64, branchNa
 		return s.openUncached(ctx, name, version, branchName)
 	}
 	if version == 0 {
-		store, err := s.tableStore(name)
+		store, err := s.tableStore(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +263,7 @@ func (s *Server) remember(ctx context.Context, name, branchName string, ds *data
 // looked up only when opening fails, which saves a listing per open on
 // object storage.
 func (s *Server) openUncached(ctx context.Context, name string, version uint64, branchName string) (*dataset.Dataset, error) {
-	store, err := s.tableStore(name)
+	store, err := s.tableStore(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -276,6 +276,8 @@ func (p *preparedQuery) describe(ctx context.Context, table string, verbose bool
 			limit = fmt.Sprint(p.k)
 		}
 		line("offset: %d, limit: %s", p.offset, limit)
+	case "fts":
+		p.describeFTS(ctx, &sb, table, line, cols)
 	default:
 		p.describeSearch(ctx, &sb, table, line, cols)
 	}

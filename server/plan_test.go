@@ -61,15 +61,15 @@ func TestServerExplainAnalyzePlan(t *testing.T) {
 	take := `{"vector":[],"k":9223372036854775807,"filter":"_rowoffset IN (6, 1)","columns":["id"],"version":null}`
 	mentions("analyze of a take", plan("analyze_plan", take), "Take table", "offsets: [6, 1]", "rows returned: 2", "fragments read: 2 of 2")
 
+	// A full-text query's plan names the columns and their FTS indices;
+	// running it on a column without one is a 400.
 	fts := `{"vector":[],"k":5,"full_text_query":{"query":{"match":{"terms":"x","column":"text"}}},"version":null}`
-	for _, endpoint := range []string{"query", "explain_plan", "analyze_plan"} {
-		body := fts
-		if endpoint == "explain_plan" {
-			body = `{"verbose":false,"query":` + fts + `}`
-		}
-		rec := do(t, s, "POST", "/v1/table/t/"+endpoint+"/", []byte(body), nil)
+	mentions("explain of a full-text query", plan("explain_plan", `{"verbose":false,"query":`+fts+`}`),
+		"FullTextSearch", "limit 5", `"terms":"x"`, "column text: no FTS index", "filter: none")
+	for _, endpoint := range []string{"query", "analyze_plan"} {
+		rec := do(t, s, "POST", "/v1/table/t/"+endpoint+"/", []byte(fts), nil)
 		msg, code := errorOf(t, rec)
-		if rec.Code != 400 || code != "NotSupported" || !strings.Contains(msg, "full-text search (match query)") {
+		if rec.Code != 400 || code != "InvalidInput" || !strings.Contains(msg, `no FTS index on column "text"`) {
 			t.Errorf("%s of a full-text query: %d %s", endpoint, rec.Code, rec.Body)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/ftsindex"
 	"github.com/lancerdb/lancer/format/schema"
 )
 
@@ -109,8 +110,10 @@ type preparedQuery struct {
 	vectors          [][]float32
 	columns, aliases []string
 	k, offset        int
-	kind             string   // "take", "scan" or "search"
-	offsets          []uint64 // of a take
+	kind             string // "take", "scan", "search" or "fts"
+	// fts is the full-text query of an "fts" query.
+	fts     *ftsindex.FTSQuery
+	offsets []uint64 // of a take
 	// proj is the select's projection when it has expressions (columns
 	// are then the columns it reads, aliases nil), else nil.
 	proj *projection
@@ -126,11 +129,13 @@ type preparedQuery struct {
 
 // prepareQuery checks a query body and opens the version it reads.
 func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*preparedQuery, error) {
-	if !isNull(q.FullTextQuery) {
-		return nil, unsupportedf("full-text search (%s) is not supported: lancer has no full-text index; use a filter such as text LIKE '%%word%%'", ftsKind(q.FullTextQuery))
-	}
 	p := &preparedQuery{q: q}
 	var err error
+	if !isNull(q.FullTextQuery) {
+		if p.fts, err = parseFullTextQuery(q.FullTextQuery); err != nil {
+			return nil, err
+		}
+	}
 	if p.order, err = q.orderKeys(); err != nil {
 		return nil, err
 	}
@@ -162,6 +167,11 @@ func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*prep
 		p.withRowID = p.withRowID || p.proj.rowID
 	}
 	switch offsets, ok := rowOffsets(q.Filter); {
+	case p.fts != nil:
+		p.kind = "fts"
+		if err := p.checkFTS(); err != nil {
+			return nil, err
+		}
 	case ok && len(p.vectors) == 0:
 		p.kind, p.offsets = "take", offsets
 	case len(p.vectors) == 0:
@@ -209,23 +219,6 @@ func (p *preparedQuery) checkSearch() error {
 		return invalidf("(k + offset) %d × refine_factor %d is %d candidates, at most %d", window, p.refine, c, maxRefineCandidates)
 	}
 	return nil
-}
-
-// ftsKind names the kind of a full_text_query: the structured form's
-// query key (match, phrase, multi_match, boost, boolean) or "legacy".
-func ftsKind(raw json.RawMessage) string {
-	var body struct {
-		Query json.RawMessage `json:"query"`
-	}
-	if json.Unmarshal(raw, &body) == nil {
-		var tree map[string]json.RawMessage
-		if json.Unmarshal(body.Query, &tree) == nil && len(tree) == 1 {
-			for k := range tree {
-				return k + " query"
-			}
-		}
-	}
-	return "legacy query"
 }
 
 // runEach runs a prepared query and hands its result to emit a batch at
@@ -277,6 +270,8 @@ func (s *Server) runEach(r *http.Request, p *preparedQuery, emit func(arrow.Reco
 		err = s.take(r, p.ds, p.offsets, p.columns, p.withRowID, each)
 	case "scan":
 		sc, err = s.scan(r, p.ds, p.q, p.columns, p.withRowID, k, offset, each)
+	case "fts":
+		sc, err = s.ftsSearch(r, p, each)
 	default:
 		err = s.search(r, p, each)
 	}
@@ -495,6 +490,7 @@ func (s *Server) search(r *http.Request, p *preparedQuery, emit func(arrow.Recor
 			return err
 		}
 		res = cutResult(res, offset, q.LowerBound, q.UpperBound)
+		res = rowIDAfterDistance(res)
 		if len(vectors) > 1 {
 			res = withQueryIndex(res, int32(i))
 		}
@@ -564,6 +560,26 @@ func cutResult(b arrow.RecordBatch, offset int, lower, upper *float64) arrow.Rec
 		return b
 	}
 	out := b.NewSlice(int64(start), int64(end))
+	b.Release()
+	return out
+}
+
+// rowIDAfterDistance moves a _rowid column that comes before _distance to
+// the end, where embedded LanceDB has it ([columns, _distance, _rowid]):
+// the client's hybrid search concatenates a vector result with a
+// full-text one ([columns, _score, _rowid]) column by column.
+func rowIDAfterDistance(b arrow.RecordBatch) arrow.RecordBatch {
+	s := b.Schema()
+	ri, di := s.FieldIndices("_rowid"), s.FieldIndices(dataset.DistanceColumn)
+	if len(ri) != 1 || len(di) != 1 || ri[0] > di[0] {
+		return b
+	}
+	fields := slices.Delete(slices.Clone(s.Fields()), ri[0], ri[0]+1)
+	cols := slices.Delete(slices.Clone(b.Columns()), ri[0], ri[0]+1)
+	fields = append(fields, s.Field(ri[0]))
+	cols = append(cols, b.Column(ri[0]))
+	md := s.Metadata()
+	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, b.NumRows())
 	b.Release()
 	return out
 }

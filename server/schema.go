@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -134,4 +135,94 @@ func nestedJSON(name string, children []arrow.Field, length *int) (jsonType, err
 		out.Fields = append(out.Fields, jf)
 	}
 	return out, nil
+}
+
+// arrowOfJSON is typeJSON's inverse: the Arrow type a JSON schema type
+// names.
+func arrowOfJSON(t jsonType) (arrow.DataType, error) {
+	simple := map[string]arrow.DataType{
+		"null": arrow.Null, "bool": arrow.FixedWidthTypes.Boolean, "boolean": arrow.FixedWidthTypes.Boolean,
+		"int8": arrow.PrimitiveTypes.Int8, "int16": arrow.PrimitiveTypes.Int16, "int32": arrow.PrimitiveTypes.Int32, "int64": arrow.PrimitiveTypes.Int64,
+		"uint8": arrow.PrimitiveTypes.Uint8, "uint16": arrow.PrimitiveTypes.Uint16, "uint32": arrow.PrimitiveTypes.Uint32, "uint64": arrow.PrimitiveTypes.Uint64,
+		"halffloat": arrow.FixedWidthTypes.Float16, "float16": arrow.FixedWidthTypes.Float16,
+		"float": arrow.PrimitiveTypes.Float32, "float32": arrow.PrimitiveTypes.Float32,
+		"double": arrow.PrimitiveTypes.Float64, "float64": arrow.PrimitiveTypes.Float64,
+		"string": arrow.BinaryTypes.String, "utf8": arrow.BinaryTypes.String, "large_string": arrow.BinaryTypes.LargeString,
+		"large_utf8": arrow.BinaryTypes.LargeString, "binary": arrow.BinaryTypes.Binary, "large_binary": arrow.BinaryTypes.LargeBinary,
+		"date32:day": arrow.FixedWidthTypes.Date32, "date64:ms": arrow.FixedWidthTypes.Date64,
+	}
+	name := strings.ToLower(t.Type)
+	if dt, ok := simple[name]; ok {
+		return dt, nil
+	}
+	units := map[string]arrow.TimeUnit{"s": arrow.Second, "ms": arrow.Millisecond, "us": arrow.Microsecond, "ns": arrow.Nanosecond}
+	parts := strings.Split(name, ":")
+	child := func() (arrow.Field, error) {
+		if len(t.Fields) != 1 {
+			return arrow.Field{}, fmt.Errorf("%s needs exactly one field, got %d", t.Type, len(t.Fields))
+		}
+		dt, err := arrowOfJSON(t.Fields[0].Type)
+		if err != nil {
+			return arrow.Field{}, err
+		}
+		return arrow.Field{Name: t.Fields[0].Name, Type: dt, Nullable: t.Fields[0].Nullable}, nil
+	}
+	switch parts[0] {
+	case "list", "large_list":
+		f, err := child()
+		if err != nil {
+			return nil, err
+		}
+		if parts[0] == "list" {
+			return arrow.ListOfField(f), nil
+		}
+		return arrow.LargeListOfField(f), nil
+	case "fixed_size_list":
+		f, err := child()
+		if err != nil {
+			return nil, err
+		}
+		if t.Length == nil || *t.Length <= 0 || *t.Length > 1<<20 {
+			return nil, fmt.Errorf("fixed_size_list needs a length from 1 to %d", 1<<20)
+		}
+		return arrow.FixedSizeListOfField(int32(*t.Length), f), nil
+	case "fixed_size_binary":
+		if t.Length == nil || *t.Length <= 0 || *t.Length > 1<<20 {
+			return nil, fmt.Errorf("fixed_size_binary needs a length from 1 to %d", 1<<20)
+		}
+		return &arrow.FixedSizeBinaryType{ByteWidth: *t.Length}, nil
+	case "struct":
+		fields := make([]arrow.Field, len(t.Fields))
+		for i, f := range t.Fields {
+			dt, err := arrowOfJSON(f.Type)
+			if err != nil {
+				return nil, err
+			}
+			fields[i] = arrow.Field{Name: f.Name, Type: dt, Nullable: f.Nullable}
+		}
+		return arrow.StructOf(fields...), nil
+	case "timestamp":
+		if len(parts) == 3 {
+			if u, ok := units[parts[1]]; ok {
+				tz := parts[2]
+				if tz == "-" {
+					tz = ""
+				}
+				return &arrow.TimestampType{Unit: u, TimeZone: tz}, nil
+			}
+		}
+	case "time32", "time64", "duration":
+		if len(parts) == 2 {
+			if u, ok := units[parts[1]]; ok {
+				switch parts[0] {
+				case "time32":
+					return &arrow.Time32Type{Unit: u}, nil
+				case "time64":
+					return &arrow.Time64Type{Unit: u}, nil
+				}
+				return &arrow.DurationType{Unit: u}, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("unknown data type %q: %w", t.Type, lancer.ErrInvalidArgument)
 }

@@ -172,6 +172,7 @@ type Server struct {
 	uiCols         uiColumnCache // the browser's column kinds by version
 	maint          *maintainer   // background maintenance; nil when disabled
 	tableOps       []string      // the endpoints of a table: create, query, index/list, …
+	catalog        *catalog      // namespaces and their tables (catalog.go)
 
 	// afterCommit, if set (by tests), runs after a write committed and
 	// before its answer is written; an error fails the request.
@@ -320,6 +321,7 @@ func newServer(opts Options) (*Server, error) {
 		cacheBytes = 0
 	}
 	s.readCache, _ = lcache.New(cacheBytes) // fails only for a negative limit
+	s.catalog = &catalog{root: root, opts: s.openOptions}
 	s.uploads = newUploadStore(root, s.dir, opts.MultipartMaxBytes, opts.MultipartTTL)
 	switch {
 	case opts.CacheSize == 0:
@@ -474,7 +476,8 @@ func (s *Server) routes() {
 	}))
 	s.handle("GET /metrics", route{}, s.serveMetrics)
 	s.handle("GET /v1/table", route{}, s.listTables)
-	s.handle("GET /v1/namespace/{ns}/table/list", route{}, s.listTables)
+	s.handle("GET /v1/namespace/{id}/table/list", route{}, s.listTables)
+	s.namespaceRoutes()
 	// Every POST of a table takes a JSON body (or none) but the three
 	// that carry rows.
 	post := func(body bodyKind, op string, h handlerFunc) {
@@ -519,9 +522,26 @@ func (s *Server) routes() {
 	post(bodyJSON, "branches/merge", s.mergeBranch)
 	post(bodyJSON, "fetch_blobs", s.fetchBlobs)
 	post(bodyJSON, "changes", s.changes)
+	post(bodyJSON, "exists", s.tableExistsEndpoint)
+	post(bodyJSON, "clone", s.cloneTable)
+	post(bodyJSON, "index/{name}/prewarm", s.prewarmIndex)
+	post(bodyJSON, "page_cache/prewarm", s.prewarmData)
+	post(bodyJSON, "update_field_metadata", s.updateFieldMetadata)
+	s.handle("POST /v1/jobs/list", route{body: bodyJSON}, s.listJobs)
+	s.lsmRoutes()
+	post(bodyJSON, "declare", s.declareTable)
+	post(bodyJSON, "register", s.registerTable)
+	post(bodyJSON, "deregister", s.deregisterTable)
 	s.handle("GET /v1/table/{id}/blob/{column}/{row}/bytes", route{}, s.blobBytes)
 	s.uiRoutes() // the dataset browser (ui.go)
 	s.register("/", route{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/v1/namespace/"); ok && strings.Count(strings.Trim(rest, "/"), "/") > 1 {
+			// A namespace name with a slash: the name is the mistake.
+			id := rest[:strings.LastIndexByte(strings.TrimSuffix(rest, "/"), '/')]
+			id = strings.TrimSuffix(strings.TrimSuffix(id, "/table"), "/")
+			s.writeError(w, r, nsError(http.StatusBadRequest, specInvalidInput, "%v", CheckNamespaceName(id)))
+			return
+		}
 		if name, ok := s.slashedTable(r); ok {
 			// The client puts a table name in the path as it is: a name
 			// with a slash is more segments, but the client's mistake is

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -289,8 +290,14 @@ func (v versionBody) version() uint64 {
 // T, sorted, at most N of them, with the last name as the next page token
 // when more follow.
 func (s *Server) listTables(w http.ResponseWriter, r *http.Request) error {
-	if ns := r.PathValue("ns"); ns != "" && ns != "$" {
-		return unsupportedf("namespace %q: the server has only the root namespace ($)", ns)
+	if r.PathValue("id") != "" {
+		ns, err := namespaceID(r)
+		if err != nil {
+			return err
+		}
+		if ns != "" {
+			return s.listNamespaceTables(w, r, ns)
+		}
 	}
 	q := r.URL.Query()
 	limit, err := intParam("limit", q.Get("limit"), 0, maxListLimit)
@@ -394,7 +401,7 @@ func (s *Server) createTable(w http.ResponseWriter, r *http.Request) error {
 			return nil, err
 		}
 		defer data.Release()
-		store, err := s.tableStore(name)
+		store, record, err := s.newTableStore(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -410,6 +417,13 @@ func (s *Server) createTable(w http.ResponseWriter, r *http.Request) error {
 			}
 			return nil, err
 		}
+		if record != nil {
+			if err := record(ctx); err != nil {
+				return nil, err
+			}
+		}
+		// A declared table is declared no more.
+		_ = store.Delete(ctx, reservedMarker)
 		s.remember(ctx, name, "", ds)
 		return map[string]uint64{"version": ds.Manifest().Version}, nil
 	})
@@ -433,11 +447,28 @@ func (s *Server) describeTable(w http.ResponseWriter, r *http.Request) error {
 		n, _ := f.NumDeletedRows()
 		deleted += n
 	}
+	key, _ := tableName(r) // checked by openRead
+	ns, name := splitTableKey(key)
+	loc, err := s.tableLocation(r.Context(), key)
+	if err != nil {
+		return err
+	}
+	namespace := []string{}
+	if ns != "" {
+		namespace = strings.Split(ns, idDelimiter)
+	}
+	// The namespace spec's DescribeTableResponse is LanceDB's answer with
+	// where the table is: engines reading it through a REST namespace
+	// open the location themselves.
 	return writeJSON(w, map[string]any{
-		"table":   r.PathValue("id"), // checked by openRead
-		"version": m.Version,
-		"schema":  schema,
-		"stats":   map[string]uint64{"num_deleted_rows": deleted, "num_fragments": uint64(len(m.Fragments))},
+		"table":           name,
+		"namespace":       namespace,
+		"version":         m.Version,
+		"schema":          schema,
+		"stats":           map[string]uint64{"num_deleted_rows": deleted, "num_fragments": uint64(len(m.Fragments))},
+		"location":        s.tableURI(loc),
+		"table_uri":       s.tableURI(loc),
+		"storage_options": s.publicStorageOptions(),
 	})
 }
 
@@ -449,18 +480,30 @@ func (s *Server) dropTable(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.write(w, r, name, func(ctx context.Context) (any, error) {
+		loc, err := s.tableLocation(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		// A table of a child namespace stops existing when __manifest
+		// forgets it, before its files go. A root table is its folder
+		// alone: its drop costs no look at __manifest.
+		if strings.Contains(name, idDelimiter) {
+			if err := s.forgetTable(ctx, name); err != nil {
+				return nil, err
+			}
+		}
+		s.cache.dropTable(name)
 		if s.local() {
-			if _, err := os.Stat(s.tableDir(name)); err != nil {
+			dir := filepath.Join(s.dir, filepath.FromSlash(loc))
+			if _, err := os.Stat(dir); err != nil {
 				return nil, tableNotFound(name)
 			}
-			s.cache.dropTable(name)
-			if err := os.RemoveAll(s.tableDir(name)); err != nil {
+			if err := os.RemoveAll(dir); err != nil {
 				return nil, err
 			}
 			return struct{}{}, nil
 		}
-		s.cache.dropTable(name)
-		n, err := s.dropKeys(ctx, tablePrefix(name)+"/")
+		n, err := s.dropKeys(ctx, loc+"/")
 		if err != nil {
 			return nil, err
 		}
@@ -515,8 +558,8 @@ func (s *Server) renameTable(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	if len(body.NewNamespace) > 0 {
-		return unsupportedf("namespaces are not supported: the server has only the root namespace")
+	if len(body.NewNamespace) > 0 || strings.Contains(name, idDelimiter) {
+		return unsupportedf("renaming a table into or inside a child namespace is not supported: only tables of the root namespace can be renamed")
 	}
 	if err := CheckTableName(body.NewName); err != nil {
 		return invalidf("%v", err)
@@ -537,16 +580,17 @@ func (s *Server) renameTable(w http.ResponseWriter, r *http.Request) error {
 		s.table(second).mu.Lock()
 		defer s.table(second).mu.Unlock()
 	}
-	if _, err := os.Stat(s.tableDir(name)); err != nil {
+	oldDir, newDir := filepath.Join(s.dir, tablePrefix(name)), filepath.Join(s.dir, tablePrefix(body.NewName))
+	if _, err := os.Stat(oldDir); err != nil {
 		return tableNotFound(name)
 	}
-	if _, err := os.Stat(s.tableDir(body.NewName)); err == nil {
+	if _, err := os.Stat(newDir); err == nil {
 		return &apiError{status: http.StatusBadRequest, code: codeAlreadyExists,
 			msg: fmt.Sprintf("table %q already exists", body.NewName)}
 	}
 	s.cache.dropTable(name)
 	s.cache.dropTable(body.NewName)
-	if err := os.Rename(s.tableDir(name), s.tableDir(body.NewName)); err != nil {
+	if err := os.Rename(oldDir, newDir); err != nil {
 		return err
 	}
 	return writeJSON(w, struct{}{})

@@ -66,7 +66,7 @@ func (s *Server) uiResolve(ctx context.Context, name, ref string) (*uiState, err
 	}
 	// Other refs open only the state they name; what they do not find may
 	// be the table itself, which is then the error.
-	root, err := s.tableStore(name)
+	root, err := s.tableStore(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/ftsindex"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
@@ -99,6 +100,28 @@ func (t *Table) FullTextSearch(ctx context.Context, text string, opts *dataset.F
 		return nil, err
 	}
 	return ds.FullTextSearch(ctx, text, opts)
+}
+
+// FullTextQuery answers a structured full-text query (match, phrase,
+// boolean, boost, multi-match; dataset.Dataset.FullTextQuery) with
+// Lance's rows and _score, best first.
+func (t *Table) FullTextQuery(ctx context.Context, q *ftsindex.FTSQuery, opts *dataset.FullTextQueryOptions) ([]dataset.FTSHit, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.FullTextQuery(ctx, q, opts)
+}
+
+// HybridSearch fuses a vector search and a full-text search of the
+// handle's version, by reciprocal-rank fusion (LanceDB's RRFReranker) or
+// a linear combination (dataset.Dataset.HybridSearch).
+func (t *Table) HybridSearch(ctx context.Context, opts *dataset.HybridSearchOptions) ([]dataset.HybridHit, error) {
+	ds, err := t.current()
+	if err != nil {
+		return nil, err
+	}
+	return ds.HybridSearch(ctx, opts)
 }
 
 // ChangeFeed returns the row changes of the handle's line after

@@ -11,8 +11,9 @@ import (
 )
 
 // TestSearchTextErrors: --text on the fixture's stemmed FTS index answers
-// with Lance's best score; --text with --vector, and --text on a column
-// without an index, are refused.
+// with Lance's best score; --text with --queries, a hybrid search's bad
+// --fusion or --weight, and --text on a column without an index, are
+// refused.
 func TestSearchTextErrors(t *testing.T) {
 	uri := fixturetest.DatasetPath(t, "indexed_v2_2")
 	if out := mustRun(t, "search", uri, "--text", "kilo papa", "-k", "1", "--format", "jsonl"); !strings.Contains(out, `"_score":5.1346879`) {
@@ -22,7 +23,11 @@ func TestSearchTextErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"search", uri, "--text", "alpha", "--vector", "[1]", "--column", "vec"}, "exactly one"},
+		{[]string{"search", uri, "--text", "alpha", "--queries", "-"}, "exactly one"},
+		// --text with --vector is a hybrid search.
+		{[]string{"search", uri, "--text", "alpha", "--vector", "[1]", "--fusion", "max"}, `--fusion "max"`},
+		{[]string{"search", uri, "--text", "alpha", "--vector", "[1]", "--fusion", "linear", "--weight", "1.5"}, "weight"},
+		{[]string{"search", uri, "--text", "alpha", "--near-row", "3"}, "needs --vector-column"},
 		{[]string{"search", uri, "--text", "alpha", "--column", "category"}, "no FTS index on column"},
 	} {
 		code, _, errOut := runLancer(t, tc.args...)

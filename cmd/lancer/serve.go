@@ -139,6 +139,7 @@ type maintenanceFlags struct {
 	off                           bool
 	interval                      time.Duration
 	fragments, versions           int
+	unindexedRows                 int64
 	retention                     string
 	noCompact, noIndex, noCleanup bool
 }
@@ -148,6 +149,7 @@ func (m *maintenanceFlags) flags(cmd *cobra.Command) {
 	f.BoolVar(&m.off, "no-maintenance", false, "no background maintenance of the tables served")
 	f.DurationVar(&m.interval, "maintenance-interval", server.DefaultMaintenanceInterval, "how often the tables are looked at")
 	f.IntVar(&m.fragments, "maintenance-fragments", server.DefaultMaintenanceFragments, "compact a table with more small or unindexed fragments than this")
+	f.Int64Var(&m.unindexedRows, "maintenance-unindexed-rows", server.DefaultMaintenanceUnindexedRows, "update the indices of a table whose index misses more rows than this")
 	f.IntVar(&m.versions, "maintenance-versions", server.DefaultMaintenanceVersions, "clean up a table that gained more versions than this since its last cleanup")
 	f.StringVar(&m.retention, "retention", "168h", "background cleanup removes versions older than this: a Go duration (36h) or days (7d); 0: all but the latest")
 	f.BoolVar(&m.noCompact, "no-compact", false, "no background compaction")
@@ -163,10 +165,10 @@ func (m maintenanceFlags) options() (server.MaintenanceOptions, error) {
 	if age == 0 {
 		age = -1 // the flag's 0 means now; a zero OlderThan the default
 	}
-	if m.interval <= 0 || m.fragments <= 0 || m.versions <= 0 {
-		return server.MaintenanceOptions{}, fmt.Errorf("--maintenance-interval, --maintenance-fragments and --maintenance-versions must be positive: %w", lancer.ErrInvalidArgument)
+	if m.interval <= 0 || m.fragments <= 0 || m.versions <= 0 || m.unindexedRows <= 0 {
+		return server.MaintenanceOptions{}, fmt.Errorf("--maintenance-interval, --maintenance-fragments, --maintenance-unindexed-rows and --maintenance-versions must be positive: %w", lancer.ErrInvalidArgument)
 	}
-	return server.MaintenanceOptions{Disabled: m.off, Interval: m.interval, Fragments: m.fragments, Versions: m.versions,
+	return server.MaintenanceOptions{Disabled: m.off, Interval: m.interval, Fragments: m.fragments, Versions: m.versions, UnindexedRows: m.unindexedRows,
 		OlderThan: age, NoCompact: m.noCompact, NoIndex: m.noIndex, NoCleanup: m.noCleanup}, nil
 }
 

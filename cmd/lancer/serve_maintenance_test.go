@@ -19,6 +19,7 @@ func TestServeMaintenance(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
 		{"--retention soon", "--retention"},
 		{"--maintenance-fragments 0", "--maintenance-fragments"},
+		{"--maintenance-unindexed-rows -1", "--maintenance-unindexed-rows"},
 	} {
 		args := append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, strings.Fields(c.args)...)
 		if code, _, errOut := runLancer(t, args...); code != 1 || !strings.Contains(errOut, c.want) {

@@ -295,6 +295,7 @@ func newSearchCommand() *cobra.Command {
 		nearRowSet, withRowID bool
 		explain               bool
 		text                  string
+		hybrid                hybridFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "search URI --column C (--vector JSON | --near-row ID | --queries FILE | --text T) [-k 10]",
@@ -319,12 +320,22 @@ rows scored exactly, refine, filter mode) instead of the rows.
 
 --text T is a full-text search instead: the rows of --column (optional when
 one column has an FTS index) that Lance's FTS index matches, best first, with
-Lance's BM25 score in _score.`,
+Lance's BM25 score in _score.
+
+--text T with --vector V (or --near-row) is a hybrid search: -k rows of a
+vector search of --vector-column (optional with one vector column) and -k of
+the full-text search of --column (optional: every FTS-indexed column), both
+prefiltered by --filter, fused by --fusion rrf (LanceDB's default
+RRFReranker: relevance = sum of 1/(--rrf-k + rank), rank from 0, k 60) or
+linear (LanceDB's LinearCombinationReranker: --weight × (1 - normalized
+distance) + (1 - --weight) × normalized score, weight 0.7), best -k first,
+with _distance, _score and _relevance_score.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			nearRowSet = cmd.Flags().Changed("near-row")
+			isHybrid := text != "" && (vec != "" || nearRowSet)
 			given := 0
-			for _, b := range []bool{vec != "", nearRowSet, queries != "", text != ""} {
+			for _, b := range []bool{vec != "", nearRowSet, queries != "", text != "" && !isHybrid} {
 				if b {
 					given++
 				}
@@ -346,6 +357,30 @@ Lance's BM25 score in _score.`,
 			}
 			defer tbl.Close()
 			ds := tbl.Dataset()
+			if isHybrid {
+				var cols []string
+				if columns != "" {
+					for c := range strings.SplitSeq(columns, ",") {
+						cols = append(cols, strings.TrimSpace(c))
+					}
+				}
+				vcol := hybrid.vectorColumn
+				var q []float32
+				if vec != "" {
+					if q, err = parseVector(vec); err != nil {
+						return fmt.Errorf("--vector: %w", err)
+					}
+				} else {
+					if vcol == "" {
+						return fmt.Errorf("--near-row with --text needs --vector-column: %w", lancer.ErrInvalidArgument)
+					}
+					if q, err = rowVector(ctx, ds, vcol, nearRow); err != nil {
+						return err
+					}
+				}
+				search := dataset.SearchOptions{Metric: metric, NProbes: nprobes, Ef: ef, RefineFactor: refine, Exact: exact}
+				return searchHybrid(ctx, ds, column, text, q, k, filter, search, &hybrid, cols, withRowID, out)
+			}
 			if text != "" {
 				var cols []string
 				if columns != "" {
@@ -401,6 +436,10 @@ Lance's BM25 score in _score.`,
 	f.IntVar(&refine, "refine-factor", 0, "re-rank k*N index candidates by their exact vectors")
 	f.BoolVar(&exact, "exact", false, "ignore indices and score every row")
 	f.BoolVar(&explain, "explain", false, "print the search plan instead of the rows")
+	f.StringVar(&hybrid.vectorColumn, "vector-column", "", "hybrid search (--text with --vector): the vector column (default: the only one)")
+	f.StringVar(&hybrid.fusion, "fusion", "rrf", "hybrid search: rrf (reciprocal-rank fusion) or linear")
+	f.Float64Var(&hybrid.weight, "weight", dataset.DefaultLinearWeight, "hybrid search, --fusion linear: the vector search's weight, 0 to 1")
+	f.Float64Var(&hybrid.rrfK, "rrf-k", dataset.DefaultRRFK, "hybrid search, --fusion rrf: the k of 1/(k + rank)")
 	return cmd
 }
 

@@ -1,6 +1,16 @@
 // Package ftsindex reads Lance's INVERTED (full-text search) indices, as
-// Lance 12 writes them (index format 2), and answers match and phrase
-// queries over them with Lance's BM25 scores.
+// Lance 12 writes them (index format 2), and answers match (with operator
+// and fuzziness) and phrase queries over them with Lance's BM25 scores.
+// query.go holds Lance's structured query tree (FTSQuery: match, phrase,
+// boost, multi_match, boolean, in Lance's JSON form) and the bounds every
+// query is checked against (MaxQueryDepth, MaxQueryLeaves, MaxFuzziness,
+// MaxExpansions, MaxSlop, MaxTextBytes); package dataset evaluates the
+// tree.
+//
+// A fuzzy match splits its text with the plain simple tokenizer (no
+// lower-casing) and replaces, per partition, its words by the partition's
+// tokens within the edit distance that keep the prefix, in byte order, at
+// most max_expansions over all words; then it scores like a match.
 //
 // # On-disk contract
 //

@@ -91,6 +91,7 @@ type partition struct {
 
 	mu       sync.Mutex
 	postings map[uint32]*posting
+	sorted   []string // the vocabulary in byte order, for fuzzy queries
 }
 
 // posting is one decoded posting list: document ids ascending, their

@@ -45,6 +45,14 @@ type Query struct {
 	Slop   int
 	// Limit is the number of rows wanted; 0 means all.
 	Limit int
+	// Fuzzy replaces each partition's tokens by the index tokens within
+	// Fuzziness edits that keep the first
+	// PrefixLength bytes, at most MaxExpansions (0: Lance's 50) over all
+	// tokens, as Lance's expand_fuzzy does.
+	Fuzzy         bool
+	Fuzziness     int
+	MaxExpansions int
+	PrefixLength  int
 }
 
 // Hit is one matching row.
@@ -118,14 +126,29 @@ func (ix *Index) Search(ctx context.Context, q *Query, allow func(rowID uint64) 
 	if err := CheckQuery(q); err != nil {
 		return nil, err
 	}
-	st := ix.Stats(q.Tokens)
+	// The tokens each partition searches: the query's, or a fuzzy
+	// query's expansions in that partition's vocabulary; the statistics
+	// are over all of them.
+	per := make([][]Token, len(ix.parts))
+	var all []Token
+	for i, p := range ix.parts {
+		per[i] = q.Tokens
+		if q.Fuzzy {
+			per[i] = p.expand(q)
+		}
+		all = append(all, per[i]...)
+	}
+	st := ix.Stats(all)
 	if st.NumDocs == 0 {
 		return nil, nil
 	}
 	avgdl := st.AvgDocLen()
 	var hits []Hit
-	for _, p := range ix.parts {
-		h, err := ix.searchPartition(ctx, p, q, st, avgdl, allow)
+	for i, p := range ix.parts {
+		if len(per[i]) == 0 {
+			continue
+		}
+		h, err := ix.searchPartition(ctx, p, q, per[i], st, avgdl, allow)
 		if err != nil {
 			return nil, err
 		}
@@ -148,15 +171,15 @@ func SortHits(h []Hit) {
 	})
 }
 
-func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, st Stats, avgdl float32, allow func(uint64) bool) ([]Hit, error) {
+func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, tokens []Token, st Stats, avgdl float32, allow func(uint64) bool) ([]Hit, error) {
 	type term struct {
 		pl  *posting
 		idf float32
 		pos int
 	}
-	terms := make([]term, 0, len(q.Tokens))
+	terms := make([]term, 0, len(tokens))
 	distinct := map[string]bool{}
-	for _, t := range q.Tokens {
+	for _, t := range tokens {
 		distinct[t.Text] = true
 		id, ok := p.tokens[t.Text]
 		if !ok {
@@ -168,14 +191,14 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, st
 		}
 		terms = append(terms, term{pl: pl, idf: IDF(st.DocFreq[t.Text], st.NumDocs), pos: t.Position})
 	}
-	if len(terms) == 0 || ((q.Operator == And || q.Phrase) && len(terms) < len(q.Tokens)) {
+	if len(terms) == 0 || ((q.Operator == And || q.Phrase) && len(terms) < len(tokens)) {
 		return nil, nil
 	}
 	scores := make([]float32, len(p.rowIDs))
 	seen := make([]uint16, len(p.rowIDs))
 	// which distinct tokens each doc holds, for AND
 	tokenIdx := map[string]uint16{}
-	for _, t := range q.Tokens {
+	for _, t := range tokens {
 		if _, ok := tokenIdx[t.Text]; !ok {
 			tokenIdx[t.Text] = uint16(len(tokenIdx))
 		}
@@ -188,7 +211,7 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, st
 		}
 	}
 	ti := 0
-	for _, t := range q.Tokens {
+	for _, t := range tokens {
 		if _, ok := p.tokens[t.Text]; !ok {
 			continue
 		}

@@ -50,6 +50,7 @@ func main() {
 	latency := flag.Duration("latency", 0, "s3 suite: delay the proxy adds to every request, standing for an object store's round trip (e.g. 20ms)")
 	coldModules := flag.Bool("cold-modules", false, "build suite: also start from an empty module cache, downloading every module as a fresh machine does")
 	quiet := flag.Bool("q", false, "print no progress")
+	servers := flag.Int("servers", 1, "server suite: servers on the one data folder (more than 1: lancer serve processes, clients round-robin)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of lancer's side of the suite to this file; samples carry the step's name (go tool pprof -tagfocus step=flat_search)")
 	flag.Parse()
 	if profileSteps && *cpuProfile != "" {
@@ -107,8 +108,11 @@ func main() {
 		// knobs): 32 official clients against lancer serve for 60 s.
 		if out == "" {
 			out = filepath.Join(bench.RepoRoot(), "bench", "results", "server")
+			if *servers > 1 {
+				out += fmt.Sprintf("-%d", *servers)
+			}
 		}
-		rep, err := bench.RunServerLoad(ctx, bench.ServerLoadOptions{})
+		rep, err := bench.RunServerLoad(ctx, bench.ServerLoadOptions{Servers: *servers, Dir: o.Dir})
 		if err != nil {
 			fail(err)
 		}

@@ -43,6 +43,7 @@ func main() {
 	flag.StringVar(&o.Dir, "dir", "", "scratch folder, kept afterwards (default a temporary folder, removed)")
 	flag.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
 	flag.BoolVar(&o.Adversary, "adversary", false, "mix a bounded stream of hostile requests into the load (issue #22); each must be refused")
+	flag.IntVar(&o.Servers, "servers", 1, "servers on the one data folder: 1 in this process, more as lancer serve processes (clients round-robin)")
 	flag.Parse()
 	o.Seed = uint64(seed)
 
