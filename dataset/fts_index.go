@@ -44,7 +44,7 @@ func (d *Dataset) createFTSIndex(ctx context.Context, column string, o *CreateIn
 		return nil, err
 	}
 	frags := d.fragmentIDs()
-	seg, files, err := d.buildFTSSegment(ctx, field, params, o.Name, frags, o.Progress)
+	seg, files, err := d.buildFTSSegment(ctx, field, params, o.Name, frags, o.FTSPartitionBytes, o.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -57,10 +57,10 @@ func (d *Dataset) createFTSIndex(ctx context.Context, column string, o *CreateIn
 // addresses without them, as Lance's index holds them), into a new
 // _indices/<uuid>/, and returns the segment as Lance 12 records it.
 func (d *Dataset) buildFTSSegment(ctx context.Context, field *schema.Field, params ftsindex.Params, name string,
-	frags []uint64, progress func(string, int, int)) (*manifest.IndexMetadata, []string, error) {
+	frags []uint64, partitionBytes int, progress func(string, int, int)) (*manifest.IndexMetadata, []string, error) {
 	u := newUUID()
 	dir := indicesDir + manifest.FormatUUID(u[:])
-	b, err := ftsindex.NewBuilder(d.store, dir, params, &ftsindex.BuildOptions{Allocator: d.opts.Allocator})
+	b, err := ftsindex.NewBuilder(d.store, dir, params, &ftsindex.BuildOptions{Allocator: d.opts.Allocator, PartitionBytes: partitionBytes})
 	if err != nil {
 		return nil, nil, fmt.Errorf("dataset: index %q: %w", name, err)
 	}

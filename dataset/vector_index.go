@@ -107,6 +107,11 @@ type CreateIndexOptions struct {
 	// filters, positions). Default nil: ftsindex.DefaultParams(), Lance's
 	// defaults (stemming, stop words, no positions).
 	FTS *ftsindex.Params
+	// FTSPartitionBytes bounds the memory of an IndexFTS build: past this
+	// estimate of posting-list bytes a partition is written and dropped
+	// (ftsindex.BuildOptions.PartitionBytes). Default 0:
+	// ftsindex.DefaultPartitionBytes.
+	FTSPartitionBytes int
 	// Progress, if set, is called as the build goes on: stage is "read"
 	// (rows read of the total), then the vector package's stages
 	// ("kmeans", "assign", "partitions"), then "write". It may be called

@@ -71,12 +71,21 @@ func writeTextTable(t *testing.T, uri string, texts []*string) blob.Store {
 // table; real Lance's fullTextSearch answers match, AND and phrase
 // queries on lancer's index with the rows and scores it gives on its own,
 // lancer answers them the same on its index, and the two indices hold
-// the same documents and the same posting lists, block for block.
+// the same documents and the same posting lists, block for block. Built
+// with a small FTSPartitionBytes, lancer's index has several partitions
+// and both engines still give Lance's rows and scores.
 func TestLanceSearchesLancerFTS(t *testing.T) {
 	node, ref := lanceRef(t)
 	ctx := context.Background()
-	for _, withPos := range []bool{false, true} {
-		t.Run(fmt.Sprintf("positions=%v", withPos), func(t *testing.T) {
+	for _, tc := range []struct {
+		withPos bool
+		// partitionBytes > 0 makes lancer spill several partitions (its
+		// bounded-memory build); Lance then sums their statistics, so
+		// rows and scores still match Lance's one-partition index.
+		partitionBytes int
+	}{{false, 0}, {true, 0}, {false, 16 << 10}, {true, 16 << 10}} {
+		withPos := tc.withPos
+		t.Run(fmt.Sprintf("positions=%v/partitionBytes=%d", withPos, tc.partitionBytes), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 9))
 			const n = 900
 			texts := make([]*string, n)
@@ -96,8 +105,15 @@ func TestLanceSearchesLancerFTS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := d.CreateIndex(ctx, "text", &dataset.CreateIndexOptions{Type: "fts", FTS: &params}); err != nil {
+			if _, err := d.CreateIndex(ctx, "text", &dataset.CreateIndexOptions{Type: "fts", FTS: &params, FTSPartitionBytes: tc.partitionBytes}); err != nil {
 				t.Fatal(err)
+			}
+			if tc.partitionBytes > 0 {
+				if parts := ftsPartitions(t, lancerURI, lancerStore); parts < 2 {
+					t.Fatalf("lancer wrote %d partitions with PartitionBytes %d, want several", parts, tc.partitionBytes)
+				} else {
+					t.Logf("lancer's index: %d partitions", parts)
+				}
 			}
 			ask := func(reqs ...ftsRequest) []vecReply {
 				t.Helper()
@@ -114,7 +130,9 @@ func TestLanceSearchesLancerFTS(t *testing.T) {
 			}
 			ask(ftsRequest{vecRequest: vecRequest{URI: lanceURI, Op: "createIndex", Column: "text", Type: "fts"},
 				IndexOptions: map[string]any{"withPosition": withPos}})
-			compareFTSFiles(t, lanceURI, lancerURI, lanceStore, lancerStore)
+			if tc.partitionBytes == 0 {
+				compareFTSFiles(t, lanceURI, lancerURI, lanceStore, lancerStore)
+			}
 
 			type query struct {
 				text, op string
@@ -180,6 +198,27 @@ func TestLanceSearchesLancerFTS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ftsPartitions is the number of partitions of the dataset's FTS index.
+func ftsPartitions(t *testing.T, uri string, st blob.Store) int {
+	t.Helper()
+	ctx := context.Background()
+	d, err := openDir(ctx, uri, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range d.Indices() {
+		if info.Type == "Inverted" {
+			ix, err := ftsindex.Open(ctx, st, "_indices/"+info.UUID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ix.NumPartitions()
+		}
+	}
+	t.Fatal("no FTS index")
+	return 0
 }
 
 // compareFTSFiles checks that the two datasets' single FTS indices hold
