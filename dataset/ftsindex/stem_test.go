@@ -1,6 +1,9 @@
 package ftsindex
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestStemEnglish: classic Porter2 results and the words where Lance's
 // Snowball differs from it, as real Lance stems them (the interop test
@@ -28,4 +31,18 @@ func TestStemEnglish(t *testing.T) {
 			t.Errorf("stem(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzStemEnglish: any text stems without a panic, to at most as many
+// code points plus one (step 1b may add an e) and never to nothing.
+func FuzzStemEnglish(f *testing.F) {
+	for _, s := range []string{"running", "'s", "''s'", "ies", "yyy", "Yoyo", "sses", "ied", "e", "éé", "'ab", "ogist"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := stemEnglish(s)
+		if n := len([]rune(s)); len([]rune(got)) > n+1 || (n > 0 && got == "" && strings.Trim(s, "'s") != "") {
+			t.Errorf("stem(%q) = %q", s, got)
+		}
+	})
 }
