@@ -64,6 +64,14 @@ func TestIndexCreateFTS(t *testing.T) {
 	if out := mustRun(t, "search", ds, "--text", "run", "-k", "1000", "--format", "jsonl"); strings.Count(out, "\n") != 80 {
 		t.Errorf("search --text run: %d rows:\n%s", strings.Count(out, "\n"), out)
 	}
+	// a bounded build answers the same
+	mustRun(t, "index", "create", ds, "--column", "text", "--type", "fts", "--replace", "--fts-partition-mb", "1")
+	if out := mustRun(t, "search", ds, "--text", "run", "-k", "1000", "--format", "jsonl"); strings.Count(out, "\n") != 80 {
+		t.Errorf("search --text run after --fts-partition-mb 1: %d rows", strings.Count(out, "\n"))
+	}
+	if code, _, errOut := runLancer(t, "index", "create", ds, "--column", "text", "--type", "fts", "--replace", "--fts-partition-mb", "-1"); code == 0 || !strings.Contains(errOut, "negative") {
+		t.Errorf("--fts-partition-mb -1: exit %d, %q", code, errOut)
+	}
 	if code, _, errOut := runLancer(t, "index", "create", ds, "--column", "id", "--type", "fts"); code == 0 || !strings.Contains(errOut, "takes strings") {
 		t.Errorf("fts on a number column: exit %d, %q", code, errOut)
 	}

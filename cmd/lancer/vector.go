@@ -43,7 +43,7 @@ func newIndexCreateCommand() *cobra.Command {
 		replace                   bool
 		progress                  string
 		fts                       = ftsindex.DefaultParams()
-		ftsMaxLen                 int
+		ftsMaxLen, ftsPartitionMB int
 	)
 	cmd := &cobra.Command{
 		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|ivf_hnsw_pq|flat|btree|bitmap|label_list|fts] [--metric l2|cosine|dot]",
@@ -96,6 +96,9 @@ word positions for phrase queries.`,
 				return err
 			}
 			start := time.Now()
+			if ftsPartitionMB < 0 {
+				return fmt.Errorf("index create: --fts-partition-mb %d is negative: %w", ftsPartitionMB, lancer.ErrInvalidArgument)
+			}
 			if ftsMaxLen > 0 {
 				fts.MaxTokenLength = &ftsMaxLen
 			} else {
@@ -104,6 +107,7 @@ word positions for phrase queries.`,
 			out, err := ds.CreateIndex(ctx, column, &dataset.CreateIndexOptions{
 				Type: typ, Name: name, Metric: met, Partitions: partitions, M: m, EfConstruction: efc,
 				Replace: replace, Progress: bar.update, SubVectors: pqSub, FTS: &fts,
+				FTSPartitionBytes: ftsPartitionMB << 20,
 			})
 			bar.done()
 			if err != nil {
@@ -128,6 +132,7 @@ word positions for phrase queries.`,
 	f.IntVar(&fts.MinNgramLength, "ngram-min", fts.MinNgramLength, "fts, ngram tokenizer: shortest gram")
 	f.IntVar(&fts.MaxNgramLength, "ngram-max", fts.MaxNgramLength, "fts, ngram tokenizer: longest gram")
 	f.BoolVar(&fts.PrefixOnly, "prefix-only", false, "fts, ngram tokenizer: grams of the text's start only")
+	f.IntVar(&ftsPartitionMB, "fts-partition-mb", 0, "fts: posting-list memory (MiB) at which the build writes a partition and frees it (default 256)")
 	f.StringVar(&metric, "metric", "l2", "distance: l2, cosine or dot")
 	f.StringVar(&name, "name", "", "index name (default: COLUMN_idx)")
 	f.IntVar(&partitions, "partitions", 0, "IVF partitions (default: √rows)")
