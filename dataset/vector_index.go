@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/ftsindex"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/dataset/scalarindex"
 	"github.com/lancerdb/lancer/dataset/vecindex"
@@ -71,7 +72,8 @@ type CreateIndexOptions struct {
 	// Type is IndexIVFHNSWSQ (default), IndexHNSW, IndexIVFFlat,
 	// IndexIVFPQ, IndexIVFSQ, IndexIVFHNSWFlat, IndexIVFHNSWPQ or
 	// IndexFlat for a vector index, IndexBTree, IndexBitmap or
-	// IndexLabelList for a scalar one. Lance's spellings ("IVF_HNSW_SQ",
+	// IndexLabelList for a scalar one, IndexFTS ("fts", "inverted") for a
+	// full-text one. Lance's spellings ("IVF_HNSW_SQ",
 	// "IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ",
 	// "BTREE", "BITMAP", "LABEL_LIST") are accepted. The vector options
 	// below mean nothing to a scalar index.
@@ -101,6 +103,15 @@ type CreateIndexOptions struct {
 	Seed uint64
 	// Workers is the number of goroutines building. Default GOMAXPROCS.
 	Workers int
+	// FTS are the analyzer parameters of an IndexFTS index (tokenizer,
+	// filters, positions). Default nil: ftsindex.DefaultParams(), Lance's
+	// defaults (stemming, stop words, no positions).
+	FTS *ftsindex.Params
+	// FTSPartitionBytes bounds the memory of an IndexFTS build: past this
+	// estimate of posting-list bytes a partition is written and dropped
+	// (ftsindex.BuildOptions.PartitionBytes). Default 0:
+	// ftsindex.DefaultPartitionBytes.
+	FTSPartitionBytes int
 	// Progress, if set, is called as the build goes on: stage is "read"
 	// (rows read of the total), then the vector package's stages
 	// ("kmeans", "assign", "partitions"), then "write". It may be called
@@ -133,8 +144,10 @@ func normalizeIndexType(t string) (string, error) {
 		return IndexBitmap, nil
 	case IndexLabelList, "labellist":
 		return IndexLabelList, nil
+	case IndexFTS, "inverted":
+		return IndexFTS, nil
 	}
-	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq, btree, bitmap or label_list: %w", t, lancer.ErrInvalidArgument)
+	return "", fmt.Errorf("dataset: index type %q: want flat, ivf_flat, hnsw, ivf_hnsw_sq, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq, btree, bitmap, label_list or fts: %w", t, lancer.ErrInvalidArgument)
 }
 
 // ivfOptions returns the vector package's build options for an index type.
@@ -239,6 +252,9 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 	}
 	if kind, ok := scalarKinds[typ]; ok {
 		return d.createScalarIndex(ctx, column, kind, &o)
+	}
+	if typ == IndexFTS {
+		return d.createFTSIndex(ctx, column, &o)
 	}
 	field, dim, err := d.vectorColumn(column)
 	if err != nil {

@@ -11,13 +11,14 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/ftsindex"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
 
 // createIndexTypes maps the client's index_type names to the index types
-// lancer builds: vector indices, and the scalar ones in Lance's format.
-// Full-text (FTS) and the quantizers lancer lacks are refused.
+// lancer builds: vector indices, and the scalar and full-text (FTS) ones
+// in Lance's format. The quantizers lancer lacks are refused.
 var createIndexTypes = map[string]string{
 	"IVF_PQ":        dataset.IndexIVFPQ,
 	"IVF_HNSW_SQ":   dataset.IndexIVFHNSWSQ,
@@ -28,6 +29,8 @@ var createIndexTypes = map[string]string{
 	"BTREE":         dataset.IndexBTree,
 	"BITMAP":        dataset.IndexBitmap,
 	"LABEL_LIST":    dataset.IndexLabelList,
+	"FTS":           dataset.IndexFTS,
+	"INVERTED":      dataset.IndexFTS,
 }
 
 // clientIndexTypes names lancer's index types as the client does.
@@ -43,8 +46,10 @@ var clientIndexTypes = map[string]string{
 }
 
 // createIndex answers create_index/ (docs/spec/lancedb-remote-protocol.md §7.5) by building one of
-// lancer's vector indices, or a BTREE, BITMAP or LABEL_LIST index in
-// Lance's format, synchronously. Like the client's default it replaces an
+// lancer's vector indices, or a BTREE, BITMAP, LABEL_LIST or FTS index in
+// Lance's format, synchronously. An FTS request carries the analyzer's
+// parameters under Lance's names (with_position, base_tokenizer, stem,
+// ...); those it lacks take Lance's defaults. Like the client's default it replaces an
 // index of the same name.
 func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 	name, err := tableName(r)
@@ -62,17 +67,28 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 		EfConstruction json.Number `json:"ef_construction"`
 		Branch         string      `json:"branch"`
 	}
-	if err := decodeJSON(r, &body); err != nil {
+	var raw json.RawMessage
+	if err := decodeJSON(r, &raw); err != nil {
 		return err
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return invalidf("create_index: %v", err)
 	}
 	if body.Column == "" {
 		return invalidf("create_index needs a column")
 	}
 	typ, ok := createIndexTypes[strings.ToUpper(body.IndexType)]
 	if !ok {
-		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ, IVF_FLAT, IVF_SQ, IVF_HNSW_FLAT and IVF_HNSW_PQ and the scalar indices BTREE, BITMAP and LABEL_LIST only", body.IndexType)
+		return unsupportedf("index type %s is not supported: lancer builds the vector indices IVF_PQ, IVF_HNSW_SQ, IVF_FLAT, IVF_SQ, IVF_HNSW_FLAT and IVF_HNSW_PQ, the scalar indices BTREE, BITMAP and LABEL_LIST and FTS only", body.IndexType)
 	}
 	opts := &dataset.CreateIndexOptions{Type: typ, Name: body.Name, Replace: true}
+	if typ == dataset.IndexFTS {
+		params := ftsindex.DefaultParams()
+		if err := json.Unmarshal(raw, &params); err != nil {
+			return invalidf("create_index: FTS parameters: %v", err)
+		}
+		opts.FTS = &params
+	}
 	if body.MetricType != "" {
 		if opts.Metric, err = vector.ParseMetric(body.MetricType); err != nil {
 			return invalidf("metric_type: %v", err)

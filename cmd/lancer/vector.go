@@ -20,6 +20,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/ftsindex"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/vector"
 )
@@ -41,9 +42,11 @@ func newIndexCreateCommand() *cobra.Command {
 		partitions, m, efc, pqSub int
 		replace                   bool
 		progress                  string
+		fts                       = ftsindex.DefaultParams()
+		ftsMaxLen, ftsPartitionMB int
 	)
 	cmd := &cobra.Command{
-		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|ivf_hnsw_pq|flat|btree|bitmap|label_list] [--metric l2|cosine|dot]",
+		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|ivf_hnsw_pq|flat|btree|bitmap|label_list|fts] [--metric l2|cosine|dot]",
 		Short: "Build a vector or scalar index over a column and commit it",
 		Long: `Build an index over --column from every row of the latest version, and commit
 it as a new version. Rows appended later are searched (or filtered) by reading
@@ -65,7 +68,13 @@ Scalar types: btree (sorted pages of the values; for =, IN, ranges and IS
 NULL), bitmap (a row set per distinct value; for columns of few values) and
 label_list (for a list column: array_has_any and array_has_all). Scans,
 counts, deletes, updates, merges and vector-search prefilters use them;
---explain shows where.`,
+--explain shows where.
+
+Full-text: fts (Lance's INVERTED index over a string column; "lancer search
+--text" and Lance's fullTextSearch use it), analyzed as Lance does with
+Lance's defaults: the simple tokenizer, tokens under 40 bytes, lower case,
+English stemming, stop words removed, ASCII folding; --with-position keeps
+word positions for phrase queries.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if column == "" {
@@ -87,9 +96,18 @@ counts, deletes, updates, merges and vector-search prefilters use them;
 				return err
 			}
 			start := time.Now()
+			if ftsPartitionMB < 0 {
+				return fmt.Errorf("index create: --fts-partition-mb %d is negative: %w", ftsPartitionMB, lancer.ErrInvalidArgument)
+			}
+			if ftsMaxLen > 0 {
+				fts.MaxTokenLength = &ftsMaxLen
+			} else {
+				fts.MaxTokenLength = nil
+			}
 			out, err := ds.CreateIndex(ctx, column, &dataset.CreateIndexOptions{
 				Type: typ, Name: name, Metric: met, Partitions: partitions, M: m, EfConstruction: efc,
-				Replace: replace, Progress: bar.update, SubVectors: pqSub,
+				Replace: replace, Progress: bar.update, SubVectors: pqSub, FTS: &fts,
+				FTSPartitionBytes: ftsPartitionMB << 20,
 			})
 			bar.done()
 			if err != nil {
@@ -102,7 +120,19 @@ counts, deletes, updates, merges and vector-search prefilters use them;
 	}
 	f := cmd.Flags()
 	f.StringVar(&column, "column", "", "the column to index (required)")
-	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq, flat, btree, bitmap or label_list")
+	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq, flat, btree, bitmap, label_list or fts")
+	f.BoolVar(&fts.WithPosition, "with-position", false, "fts: keep word positions (phrase queries)")
+	f.StringVar(&fts.BaseTokenizer, "tokenizer", fts.BaseTokenizer, "fts: simple (words), whitespace, raw (the whole text) or ngram")
+	f.StringVar(&fts.Language, "language", fts.Language, "fts: the language of stemming and stop words (English)")
+	f.IntVar(&ftsMaxLen, "max-token-length", *fts.MaxTokenLength, "fts: drop tokens of this many bytes or more (0: keep all)")
+	f.BoolVar(&fts.LowerCase, "lowercase", true, "fts: lower-case tokens")
+	f.BoolVar(&fts.Stem, "stem", true, "fts: stem tokens")
+	f.BoolVar(&fts.RemoveStopWords, "remove-stop-words", true, "fts: drop stop words")
+	f.BoolVar(&fts.ASCIIFolding, "ascii-folding", true, "fts: fold accented letters to ASCII")
+	f.IntVar(&fts.MinNgramLength, "ngram-min", fts.MinNgramLength, "fts, ngram tokenizer: shortest gram")
+	f.IntVar(&fts.MaxNgramLength, "ngram-max", fts.MaxNgramLength, "fts, ngram tokenizer: longest gram")
+	f.BoolVar(&fts.PrefixOnly, "prefix-only", false, "fts, ngram tokenizer: grams of the text's start only")
+	f.IntVar(&ftsPartitionMB, "fts-partition-mb", 0, "fts: posting-list memory (MiB) at which the build writes a partition and frees it (default 256)")
 	f.StringVar(&metric, "metric", "l2", "distance: l2, cosine or dot")
 	f.StringVar(&name, "name", "", "index name (default: COLUMN_idx)")
 	f.IntVar(&partitions, "partitions", 0, "IVF partitions (default: √rows)")

@@ -53,6 +53,19 @@
 // lane i%4, each lane packed LSB first into 32-bit words, word w of lane j
 // stored as u32 number 4w+j; width b takes 16b bytes.
 //
+// # Writing (Builder)
+//
+//	W1 Builder writes format 2 with an arrow token set (token_set_format
+//	   "arrow"), rows sorted by token bytes (Lance builds its FST from
+//	   them in order), ids in order of first occurrence.
+//	W2 Documents without tokens and NULLs are not indexed, as Lance does.
+//	W3 _impacts holds per block, then for the whole list: the last
+//	   document and the (frequency, length code) pairs no other beats;
+//	   lengths coded exactly below 16, above as 8e + (n >> e) with four
+//	   significant bits.
+//	W4 Memory is bounded by BuildOptions.PartitionBytes: past it the
+//	   partition is written and dropped.
+//
 // # Scores
 //
 // BM25 with K1 1.2 and B 0.75 in f32, in Lance's operation order, with the

@@ -389,6 +389,19 @@ func (ix *Index) Tokens(part int) map[string]uint32 {
 	return ix.parts[part].tokens
 }
 
+// Docs returns partition part's documents (for tests and tools): their
+// row ids and token counts, by document id; nil when there is no such
+// partition.
+func (ix *Index) Docs(part int) (rowIDs []uint64, numTokens []uint32) {
+	if part < 0 || part >= len(ix.parts) {
+		return nil, nil
+	}
+	return ix.parts[part].rowIDs, ix.parts[part].numTokens
+}
+
+// NumPartitions is the number of partitions.
+func (ix *Index) NumPartitions() int { return len(ix.parts) }
+
 // NumDocs is the number of documents over all partitions.
 func (ix *Index) NumDocs() int { return ix.numDocs }
 
@@ -553,3 +566,60 @@ func unpack4x(b []byte, out []uint32) (int, error) {
 }
 
 var errShort = fmt.Errorf("stream ends early or holds a bad varint")
+
+// RawPosting is one token's posting list as stored, undecoded (for tests
+// and tools): its blocks, maximum score, impacts and, with positions, the
+// position stream and its per-block offsets.
+type RawPosting struct {
+	Blocks          [][]byte
+	MaxScore        float32
+	Impacts         [][]byte
+	Positions       []byte
+	PositionOffsets []uint32
+}
+
+// RawPosting returns token t's stored posting list in partition part.
+func (ix *Index) RawPosting(ctx context.Context, part int, t uint32) (*RawPosting, error) {
+	if part < 0 || part >= len(ix.parts) || int(t) >= len(ix.parts[part].lengths) {
+		return nil, fmt.Errorf("ftsindex: no token %d in partition %d: %w", t, part, lancer.ErrInvalidArgument)
+	}
+	p := ix.parts[part]
+	out := &RawPosting{MaxScore: p.maxScores[t]}
+	var names []string
+	for _, n := range []string{colPosting, colImpacts, colCompressedPos, colPosBlockOffset} {
+		if p.inv.Schema().Field(n) != nil {
+			names = append(names, n)
+		}
+	}
+	fs, err := ix.fields(p.inv, p.invName, names...)
+	if err != nil {
+		return nil, err
+	}
+	arrs, err := readRows(ctx, p.inv, fs, uint64(t), uint64(t)+1)
+	if err != nil {
+		return nil, err
+	}
+	defer release(arrs)
+	for i, n := range names {
+		switch a := arrs[i].(type) {
+		case *array.List:
+			s, e := a.ValueOffsets(0)
+			for j := s; j < e; j++ {
+				switch v := a.ListValues().(type) {
+				case *array.LargeBinary:
+					b := append([]byte(nil), v.Value(int(j))...)
+					if n == colPosting {
+						out.Blocks = append(out.Blocks, b)
+					} else {
+						out.Impacts = append(out.Impacts, b)
+					}
+				case *array.Uint32:
+					out.PositionOffsets = append(out.PositionOffsets, v.Value(int(j)))
+				}
+			}
+		case *array.LargeBinary:
+			out.Positions = append([]byte(nil), a.Value(0)...)
+		}
+	}
+	return out, nil
+}

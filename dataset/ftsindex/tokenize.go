@@ -9,72 +9,142 @@ import (
 	"github.com/lancerdb/lancer"
 )
 
-// Analyzer turns text into tokens as the index's params say. It supports
-// Lance's "simple" and "whitespace" base tokenizers with lower-casing, the
-// length limit and ASCII folding of Latin letters; English stemming and
-// stop-word removal are not implemented yet, so indices that use them are
-// refused (lancer.ErrUnsupported) rather than answered differently from
-// Lance.
+// Analyzer turns text into tokens as the index's params say, the way
+// Lance's tantivy analyzer does, token for token: a base tokenizer
+// ("simple", "whitespace", "raw" or "ngram"), then in Lance's order the
+// length limit, lower-casing, English stemming, stop-word removal and ASCII
+// folding. What it cannot reproduce exactly (other languages' stemmers and
+// stop words, the json and code tokenizers, characters whose ASCII folding
+// it does not know) is refused with lancer.ErrUnsupported rather than
+// answered differently from Lance.
 type Analyzer struct {
-	p      Params
-	maxLen int
+	p         Params
+	maxLen    int // bytes; -1 means no limit
+	stopWords map[string]bool
 }
 
 // MaxTextBytes bounds a query's text.
 const MaxTextBytes = 1 << 16
+
+// maxNgramLength bounds an ngram tokenizer's gram length, so that a
+// document's grams stay linear in its length.
+const maxNgramLength = 255
+
+// englishStopWords is the English stop-word list Lance 12 applies when
+// remove_stop_words is set without custom words: NLTK's English list and
+// the contractions of I, he, she, we and they (found by indexing each
+// candidate word alone with real Lance; not tantivy's shorter Lucene list).
+var englishStopWords = strings.Fields(`i me my myself we our ours ourselves you you're you've you'll you'd
+	your yours yourself yourselves he him his himself she she's her hers herself it it's its itself they
+	them their theirs themselves what which who whom this that that'll these those am is are was were be
+	been being have has had having do does did doing a an the and but if or because as until while of at
+	by for with about against between into through during before after above below to from up down in
+	out on off over under again further then once here there when where why how all any both each few
+	more most other some such no nor not only own same so than too very s t can will just don don't
+	should should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn
+	hadn't hasn hasn't haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't
+	shouldn shouldn't wasn wasn't weren weren't won won't wouldn wouldn't i'd i'll i'm i've he'd he'll
+	he's she'd she'll we'd we'll we're we've they'd they'll they're they've`)
 
 // NewAnalyzer returns the analyzer of p, or ErrUnsupported.
 func NewAnalyzer(p Params) (*Analyzer, error) {
 	switch {
 	case p.LanceTokenizer != "" && p.LanceTokenizer != "text":
 		return nil, fmt.Errorf("ftsindex: the %q document tokenizer: %w", p.LanceTokenizer, lancer.ErrUnsupported)
-	case p.BaseTokenizer != "simple" && p.BaseTokenizer != "whitespace":
-		return nil, fmt.Errorf("ftsindex: the %q base tokenizer: %w", p.BaseTokenizer, lancer.ErrUnsupported)
-	case p.Stem:
-		return nil, fmt.Errorf("ftsindex: indices with stemming (stem=true, Lance's default): %w", lancer.ErrUnsupported)
-	case p.RemoveStopWords || len(p.CustomStopWords) > 0:
-		return nil, fmt.Errorf("ftsindex: indices removing stop words: %w", lancer.ErrUnsupported)
 	case p.SplitIdentifiers || p.SplitOnNumerics || p.PreserveOriginal:
 		return nil, fmt.Errorf("ftsindex: code tokenizer options: %w", lancer.ErrUnsupported)
 	}
-	a := &Analyzer{p: p, maxLen: 40}
+	switch p.BaseTokenizer {
+	case "simple", "whitespace", "raw":
+	case "ngram":
+		if p.MinNgramLength < 1 || p.MinNgramLength > p.MaxNgramLength || p.MaxNgramLength > maxNgramLength {
+			return nil, fmt.Errorf("ftsindex: ngram lengths %d..%d (1 <= min <= max <= %d): %w", p.MinNgramLength, p.MaxNgramLength, maxNgramLength, lancer.ErrInvalidArgument)
+		}
+	default:
+		return nil, fmt.Errorf("ftsindex: the %q base tokenizer: %w", p.BaseTokenizer, lancer.ErrUnsupported)
+	}
+	english := p.Language == "" || p.Language == "English"
+	if p.Stem && !english {
+		return nil, fmt.Errorf("ftsindex: stemming %s: %w", p.Language, lancer.ErrUnsupported)
+	}
+	a := &Analyzer{p: p, maxLen: -1}
 	if p.MaxTokenLength != nil {
+		if *p.MaxTokenLength < 0 {
+			return nil, fmt.Errorf("ftsindex: max_token_length %d: %w", *p.MaxTokenLength, lancer.ErrInvalidArgument)
+		}
 		a.maxLen = *p.MaxTokenLength
+	}
+	if p.RemoveStopWords {
+		words := p.CustomStopWords
+		if len(words) == 0 { // Lance records an unset list as null or []
+			if !english {
+				return nil, fmt.Errorf("ftsindex: %s stop words: %w", p.Language, lancer.ErrUnsupported)
+			}
+			words = englishStopWords
+		}
+		a.stopWords = make(map[string]bool, len(words))
+		for _, w := range words {
+			a.stopWords[w] = true
+		}
 	}
 	return a, nil
 }
 
-// Tokens analyzes text: words (runs of Unicode letters and digits, or of
-// non-whitespace), words of maxLen bytes or more dropped (their position
-// still counts), lower-cased, ASCII-folded.
+// Params returns the analyzer's parameters.
+func (a *Analyzer) Params() Params { return a.p }
+
+// Tokens analyzes text. Positions are the base tokenizer's: a token's
+// ordinal among the words (0 for every raw and ngram token), counted before
+// filters drop tokens, as tantivy counts them.
 func (a *Analyzer) Tokens(text string) ([]Token, error) {
 	var out []Token
-	pos := 0
-	emit := func(w string) error {
-		p := pos
-		pos++
-		if a.p.MaxTokenLength == nil || len(w) < a.maxLen {
-			if a.p.LowerCase {
-				w = strings.ToLower(w)
-			}
-			if a.p.ASCIIFolding {
-				f, ok := fold(w)
-				if !ok {
-					return fmt.Errorf("ftsindex: ASCII folding of %q: %w", w, lancer.ErrUnsupported)
-				}
-				w = f
-			}
-			out = append(out, Token{Text: w, Position: p})
+	var err error
+	emit := func(w string, pos int) bool {
+		if a.maxLen >= 0 && len(w) >= a.maxLen {
+			return true
 		}
-		return nil
+		if a.p.LowerCase {
+			w = lowerCase(w)
+		}
+		if a.p.Stem {
+			w = stemEnglish(w)
+		}
+		if a.stopWords[w] {
+			return true
+		}
+		if a.p.ASCIIFolding {
+			f, ok := fold(w)
+			if !ok {
+				err = fmt.Errorf("ftsindex: ASCII folding of %q: %w", w, lancer.ErrUnsupported)
+				return false
+			}
+			w = f
+		}
+		out = append(out, Token{Text: w, Position: pos})
+		return true
 	}
-	isWord := func(r rune) bool {
-		return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Nl, unicode.No)
+	switch a.p.BaseTokenizer {
+	case "raw":
+		emit(text, 0)
+	case "ngram":
+		ngrams(text, a.p.MinNgramLength, a.p.MaxNgramLength, a.p.PrefixOnly, func(g string) bool { return emit(g, 0) })
+	default:
+		isWord := isAlphanumeric
+		if a.p.BaseTokenizer == "whitespace" {
+			isWord = func(r rune) bool { return !isASCIIWhitespace(r) }
+		}
+		words(text, isWord, emit)
 	}
-	if a.p.BaseTokenizer == "whitespace" {
-		isWord = func(r rune) bool { return !(r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v') }
+	if err != nil {
+		return nil, err
 	}
-	start := -1
+	return out, nil
+}
+
+// words calls emit with the maximal runs of runes satisfying isWord and
+// their ordinals, until emit returns false.
+func words(text string, isWord func(rune) bool, emit func(string, int) bool) {
+	start, pos := -1, 0
 	for i, r := range text {
 		if isWord(r) {
 			if start < 0 {
@@ -83,23 +153,85 @@ func (a *Analyzer) Tokens(text string) ([]Token, error) {
 			continue
 		}
 		if start >= 0 {
-			if err := emit(text[start:i]); err != nil {
-				return nil, err
+			if !emit(text[start:i], pos) {
+				return
 			}
+			pos++
 			start = -1
 		}
 	}
 	if start >= 0 {
-		if err := emit(text[start:]); err != nil {
-			return nil, err
-		}
+		emit(text[start:], pos)
 	}
-	return out, nil
 }
 
-// fold maps Latin letters with diacritics to ASCII; ok is false for a
-// non-ASCII rune it does not know (so the caller refuses rather than
-// differs from Lance).
+// ngrams calls emit with the grams of text as tantivy's NgramTokenizer
+// makes them: for each start (only the first when prefixOnly), in order,
+// the substrings of minLen..maxLen code points that fit.
+func ngrams(text string, minLen, maxLen int, prefixOnly bool, emit func(string) bool) {
+	// bounds[i] is the byte offset of code point i; one more for the end.
+	bounds := make([]int, 0, len(text)+1)
+	for i := range text {
+		bounds = append(bounds, i)
+	}
+	bounds = append(bounds, len(text))
+	n := len(bounds) - 1
+	for s := 0; s+minLen <= n; s++ {
+		if prefixOnly && s > 0 {
+			return
+		}
+		for l := minLen; l <= maxLen && s+l <= n; l++ {
+			if !emit(text[bounds[s]:bounds[s+l]]) {
+				return
+			}
+		}
+	}
+}
+
+// isAlphanumeric is Rust's char::is_alphanumeric, which tantivy's
+// SimpleTokenizer splits on: the Alphabetic property or a number.
+func isAlphanumeric(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.In(r, unicode.Nl, unicode.Nd, unicode.No, unicode.Other_Alphabetic)
+}
+
+// isASCIIWhitespace is Rust's char::is_ascii_whitespace (no vertical tab).
+func isASCIIWhitespace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\f' || r == '\r'
+}
+
+// lowerCase is tantivy's LowerCaser: Rust's char::to_lowercase of every
+// code point (whose only multi-rune mapping is U+0130's).
+func lowerCase(w string) string {
+	ascii := true
+	for i := 0; i < len(w); i++ {
+		if w[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(w)
+	}
+	var b strings.Builder
+	for _, r := range w {
+		if r == '\u0130' {
+			b.WriteString("i\u0307")
+			continue
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// fold is tantivy's AsciiFoldingFilter: letters with diacritics, ligatures
+// and the like mapped to ASCII, every other code point kept. ok is false
+// for a code point in one of the Unicode blocks tantivy's table covers that
+// this table does not know (so the caller refuses rather than differs from
+// Lance); code points outside those blocks (Greek, Cyrillic, CJK, ...) are
+// kept as tantivy keeps them.
 func fold(w string) (string, bool) {
 	ascii := true
 	for i := 0; i < len(w); i++ {
@@ -119,11 +251,38 @@ func fold(w string) (string, bool) {
 		}
 		f, ok := latinFold[r]
 		if !ok {
-			return "", false
+			if foldedBlock(r) {
+				return "", false
+			}
+			b.WriteRune(r)
+			continue
 		}
 		b.WriteString(f)
 	}
 	return b.String(), true
+}
+
+// foldedBlock reports whether r lies in a Unicode block some of whose code
+// points tantivy's ASCII folding maps: Latin-1 Supplement through IPA and
+// spacing modifiers, phonetic extensions, Latin Extended Additional,
+// punctuation, super- and subscripts, number forms, enclosed
+// alphanumerics, dingbats, Latin Extended-C, supplemental punctuation,
+// Latin Extended-D, alphabetic presentation forms and full-width forms.
+func foldedBlock(r rune) bool {
+	switch {
+	case r >= 0x80 && r < 0x300,
+		r >= 0x1d00 && r < 0x1f00,
+		r >= 0x2000 && r < 0x2200,
+		r >= 0x2400 && r < 0x2500,
+		r >= 0x2700 && r < 0x2800,
+		r >= 0x2c00 && r < 0x2c80,
+		r >= 0x2e00 && r < 0x2e80,
+		r >= 0xa700 && r < 0xa800,
+		r >= 0xfb00 && r < 0xfb80,
+		r >= 0xff00 && r < 0xff80:
+		return true
+	}
+	return false
 }
 
 var latinFold = func() map[rune]string {
@@ -178,6 +337,9 @@ var latinFold = func() map[rune]string {
 	add("OE", "Œ")
 	add("th", "þ")
 	add("TH", "Þ")
+	add("1", "¹")
+	add("2", "²")
+	add("3", "³")
 	return m
 }()
 

@@ -1,0 +1,571 @@
+package ftsindex
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strconv"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/format/schema"
+)
+
+// DetailsTypeURL is the index details type URL Lance records for an
+// INVERTED index, and IndexVersion the index_version Lance 12 records
+// for one in format 2.
+const (
+	DetailsTypeURL = "/lance.table.InvertedIndexDetails"
+	IndexVersion   = 2
+)
+
+const colImpacts = "_impacts"
+
+// DefaultPartitionBytes is the estimated posting-list memory at which a
+// Builder writes its partition out and starts the next one.
+const DefaultPartitionBytes = 256 << 20
+
+// DefaultParams are Lance's default FTS parameters: the simple tokenizer,
+// English, tokens under 40 bytes, lower-cased, stemmed, stop words
+// removed, ASCII-folded, no positions.
+func DefaultParams() Params {
+	forty := 40
+	return Params{LanceTokenizer: "text", BaseTokenizer: "simple", Language: "English", MaxTokenLength: &forty,
+		LowerCase: true, Stem: true, RemoveStopWords: true, ASCIIFolding: true, MinNgramLength: 3, MaxNgramLength: 3,
+		BlockSize: blockSize}
+}
+
+// BuildOptions configures a Builder; nil is valid.
+type BuildOptions struct {
+	// Allocator allocates the Arrow arrays written. Default
+	// memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// PartitionBytes bounds the estimated memory of one partition's
+	// posting lists: past it the partition is written and its memory
+	// dropped (Lance's index is a set of partitions; queries sum their
+	// statistics). Default DefaultPartitionBytes.
+	PartitionBytes int
+}
+
+// WrittenFile is one file of an index directory, as the manifest lists it.
+type WrittenFile struct {
+	Name string
+	Size uint64
+}
+
+// Builder writes a Lance 12 INVERTED index (format 2, see doc.go W1-W4)
+// from documents added one by one. It holds one partition in memory at a
+// time. It is not safe for concurrent use.
+type Builder struct {
+	an       *Analyzer
+	params   Params
+	store    blob.Store
+	dir      string
+	mem      memory.Allocator
+	maxBytes int
+
+	cur     *partBuilder
+	parts   []uint64
+	written []WrittenFile
+}
+
+type partBuilder struct {
+	tokens    map[string]uint32
+	rowIDs    []uint64
+	numTokens []uint32
+	lists     []*postingBuilder
+	bytes     int
+}
+
+// postingBuilder is one token's documents (ascending), frequencies and,
+// with positions, every occurrence's position, document after document.
+type postingBuilder struct {
+	docs  []uint32
+	freqs []uint32
+	pos   []uint32
+}
+
+// NewBuilder returns a builder writing an index of params p into
+// directory dir of store.
+func NewBuilder(store blob.Store, dir string, p Params, opts *BuildOptions) (*Builder, error) {
+	if p.BlockSize != 0 && p.BlockSize != blockSize {
+		return nil, fmt.Errorf("ftsindex: posting blocks of %d (lancer writes %d): %w", p.BlockSize, blockSize, lancer.ErrUnsupported)
+	}
+	p.BlockSize = blockSize
+	if p.LanceTokenizer == "" {
+		p.LanceTokenizer = "text"
+	}
+	if p.Language == "" {
+		p.Language = "English"
+	}
+	if p.WithPosition && p.BaseTokenizer == "ngram" {
+		return nil, fmt.Errorf("ftsindex: positions with the ngram tokenizer (every gram is at position 0): %w", lancer.ErrInvalidArgument)
+	}
+	an, err := NewAnalyzer(p)
+	if err != nil {
+		return nil, err
+	}
+	b := &Builder{an: an, params: p, store: store, dir: dir, mem: memory.DefaultAllocator, maxBytes: DefaultPartitionBytes}
+	if opts != nil && opts.Allocator != nil {
+		b.mem = opts.Allocator
+	}
+	if opts != nil && opts.PartitionBytes > 0 {
+		b.maxBytes = opts.PartitionBytes
+	}
+	return b, nil
+}
+
+// Add indexes one document: text of the row rowID. A document without
+// tokens is not indexed (as Lance does); NULLs are not to be added.
+func (b *Builder) Add(ctx context.Context, rowID uint64, text string) error {
+	toks, err := b.an.Tokens(text)
+	if err != nil {
+		return err
+	}
+	if len(toks) == 0 {
+		return nil
+	}
+	if b.cur == nil {
+		b.cur = &partBuilder{tokens: map[string]uint32{}}
+	}
+	p := b.cur
+	if len(p.rowIDs) >= maxDocs {
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+		return b.Add(ctx, rowID, text)
+	}
+	doc := uint32(len(p.rowIDs))
+	p.rowIDs = append(p.rowIDs, rowID)
+	p.numTokens = append(p.numTokens, uint32(len(toks)))
+	p.bytes += 12
+	for _, t := range toks {
+		id, ok := p.tokens[t.Text]
+		if !ok {
+			id = uint32(len(p.lists))
+			p.tokens[t.Text] = id
+			p.lists = append(p.lists, &postingBuilder{})
+			p.bytes += len(t.Text) + 64
+		}
+		pl := p.lists[id]
+		if n := len(pl.docs); n > 0 && pl.docs[n-1] == doc {
+			pl.freqs[n-1]++
+		} else {
+			pl.docs = append(pl.docs, doc)
+			pl.freqs = append(pl.freqs, 1)
+			p.bytes += 8
+		}
+		if b.params.WithPosition {
+			pl.pos = append(pl.pos, uint32(t.Position))
+			p.bytes += 4
+		}
+	}
+	if p.bytes >= b.maxBytes {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+// Finish writes the last partition and metadata.lance and returns the
+// files written. An index of no documents has one empty partition.
+func (b *Builder) Finish(ctx context.Context) ([]WrittenFile, error) {
+	if b.cur != nil || len(b.parts) == 0 {
+		if b.cur == nil {
+			b.cur = &partBuilder{tokens: map[string]uint32{}}
+		}
+		if err := b.flush(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.writeMetadata(ctx); err != nil {
+		return nil, err
+	}
+	return b.written, nil
+}
+
+func (b *Builder) formatMeta() map[string]string {
+	m := map[string]string{
+		"format_version":     "2",
+		"posting_block_size": strconv.Itoa(blockSize),
+		"posting_tail_codec": "varint_delta_v1",
+	}
+	if b.params.WithPosition {
+		m["positions_layout"] = "shared_stream_v2"
+		m["positions_codec"] = "packed_delta_v1"
+	}
+	return m
+}
+
+func (b *Builder) writeMetadata(ctx context.Context) error {
+	params, err := json.Marshal(b.params)
+	if err != nil {
+		return err
+	}
+	parts, err := json.Marshal(b.parts)
+	if err != nil {
+		return err
+	}
+	meta := b.formatMeta()
+	meta["params"] = string(params)
+	meta["partitions"] = string(parts)
+	meta["token_set_format"] = "arrow"
+	empty, err := roaring.New().ToBytes()
+	if err != nil {
+		return err
+	}
+	bld := array.NewBinaryBuilder(b.mem, arrow.BinaryTypes.Binary)
+	bld.Append(empty)
+	col := bld.NewArray()
+	bld.Release()
+	defer col.Release()
+	as := arrow.NewSchema([]arrow.Field{{Name: colDeletedFragments, Type: arrow.BinaryTypes.Binary}}, nil)
+	return b.writeFile(ctx, MetadataFile, as, meta, col)
+}
+
+// writeFile writes one file of the index: one batch of cols.
+func (b *Builder) writeFile(ctx context.Context, name string, as *arrow.Schema, meta map[string]string, cols ...arrow.Array) error {
+	key := b.dir + "/" + name
+	sch, err := schema.FromArrow(as, 0)
+	if err != nil {
+		return fmt.Errorf("ftsindex: write %s: %w", key, err)
+	}
+	sch.Metadata = meta
+	w, err := format.NewWriter(ctx, b.store, key, sch, &format.WriterOptions{Allocator: b.mem})
+	if err != nil {
+		return fmt.Errorf("ftsindex: write %s: %w", key, err)
+	}
+	rec := array.NewRecordBatch(as, cols, int64(cols[0].Len()))
+	err = w.Write(ctx, rec)
+	rec.Release()
+	if err != nil {
+		w.Abort(ctx)
+		return fmt.Errorf("ftsindex: write %s: %w", key, err)
+	}
+	wf, err := w.Finish(ctx)
+	if err != nil {
+		return fmt.Errorf("ftsindex: write %s: %w", key, err)
+	}
+	b.written = append(b.written, WrittenFile{Name: name, Size: wf.Size})
+	return nil
+}
+
+// flush writes the current partition's three files.
+func (b *Builder) flush(ctx context.Context) error {
+	p := b.cur
+	b.cur = nil
+	id := uint64(len(b.parts))
+	if err := b.writeTokens(ctx, id, p); err != nil {
+		return err
+	}
+	if err := b.writeDocs(ctx, id, p); err != nil {
+		return err
+	}
+	if err := b.writeInvert(ctx, id, p); err != nil {
+		return err
+	}
+	b.parts = append(b.parts, id)
+	return nil
+}
+
+func (b *Builder) writeTokens(ctx context.Context, id uint64, p *partBuilder) error {
+	// Lance builds its FST from these rows in order: they are sorted by
+	// the tokens' bytes; ids stay in order of first occurrence.
+	texts := make([]string, 0, len(p.tokens))
+	for t := range p.tokens {
+		texts = append(texts, t)
+	}
+	slices.Sort(texts)
+	sb := array.NewStringBuilder(b.mem)
+	ib := array.NewUint32Builder(b.mem)
+	for _, t := range texts {
+		sb.Append(t)
+		ib.Append(p.tokens[t])
+	}
+	s, ids := sb.NewArray(), ib.NewArray()
+	sb.Release()
+	ib.Release()
+	defer s.Release()
+	defer ids.Release()
+	as := arrow.NewSchema([]arrow.Field{{Name: colToken, Type: arrow.BinaryTypes.String}, {Name: colTokenID, Type: arrow.PrimitiveTypes.Uint32}}, nil)
+	return b.writeFile(ctx, fmt.Sprintf("part_%d_tokens.lance", id), as, nil, s, ids)
+}
+
+func (b *Builder) writeDocs(ctx context.Context, id uint64, p *partBuilder) error {
+	rb := array.NewUint64Builder(b.mem)
+	rb.AppendValues(p.rowIDs, nil)
+	nb := array.NewUint32Builder(b.mem)
+	nb.AppendValues(p.numTokens, nil)
+	r, n := rb.NewArray(), nb.NewArray()
+	rb.Release()
+	nb.Release()
+	defer r.Release()
+	defer n.Release()
+	var total uint64
+	for _, c := range p.numTokens {
+		total += uint64(c)
+	}
+	as := arrow.NewSchema([]arrow.Field{{Name: colRowID, Type: arrow.PrimitiveTypes.Uint64}, {Name: colNumTokens, Type: arrow.PrimitiveTypes.Uint32}}, nil)
+	return b.writeFile(ctx, fmt.Sprintf("part_%d_docs.lance", id), as, map[string]string{"total_tokens": strconv.FormatUint(total, 10)}, r, n)
+}
+
+func (b *Builder) writeInvert(ctx context.Context, id uint64, p *partBuilder) error {
+	binList := arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.BinaryTypes.LargeBinary, Nullable: true})
+	fields := []arrow.Field{
+		{Name: colPosting, Type: binList},
+		{Name: colMaxScore, Type: arrow.PrimitiveTypes.Float32},
+		{Name: colLength, Type: arrow.PrimitiveTypes.Uint32},
+		{Name: colImpacts, Type: binList},
+	}
+	withPos := b.params.WithPosition
+	if withPos {
+		fields = append(fields,
+			arrow.Field{Name: colCompressedPos, Type: arrow.BinaryTypes.LargeBinary},
+			arrow.Field{Name: colPosBlockOffset, Type: arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.PrimitiveTypes.Uint32, Nullable: true})})
+	}
+	as := arrow.NewSchema(fields, nil)
+	posting := array.NewListBuilderWithField(b.mem, binList.ElemField())
+	maxScore := array.NewFloat32Builder(b.mem)
+	length := array.NewUint32Builder(b.mem)
+	impacts := array.NewListBuilderWithField(b.mem, binList.ElemField())
+	stream := array.NewBinaryBuilder(b.mem, arrow.BinaryTypes.LargeBinary)
+	offsets := array.NewListBuilderWithField(b.mem, arrow.Field{Name: "item", Type: arrow.PrimitiveTypes.Uint32, Nullable: true})
+	defer posting.Release()
+	defer maxScore.Release()
+	defer length.Release()
+	defer impacts.Release()
+	defer stream.Release()
+	defer offsets.Release()
+
+	n := len(p.rowIDs)
+	var total uint64
+	for _, c := range p.numTokens {
+		total += uint64(c)
+	}
+	avgdl := float32(total) / float32(n)
+	var buf, posBuf []byte
+	for _, pl := range p.lists {
+		scores := blockMaxScores(pl, p.numTokens, avgdl, n)
+		mx := float32(-math.MaxFloat32)
+		posting.Append(true)
+		pv := posting.ValueBuilder().(*array.BinaryBuilder)
+		for blk, s := range scores {
+			mx = max(mx, s)
+			lo, hi := blk*blockSize, min(len(pl.docs), (blk+1)*blockSize)
+			buf = encodeBlock(buf[:0], s, pl.docs[lo:hi], pl.freqs[lo:hi])
+			pv.Append(buf)
+		}
+		maxScore.Append(mx)
+		length.Append(uint32(len(pl.docs)))
+		impacts.Append(true)
+		iv := impacts.ValueBuilder().(*array.BinaryBuilder)
+		for blk := range scores {
+			lo, hi := blk*blockSize, min(len(pl.docs), (blk+1)*blockSize)
+			buf = encodeImpacts(buf[:0], pl.docs[lo:hi], pl.freqs[lo:hi], p.numTokens)
+			iv.Append(buf)
+		}
+		buf = encodeImpacts(buf[:0], pl.docs, pl.freqs, p.numTokens)
+		iv.Append(buf)
+		if withPos {
+			offsets.Append(true)
+			ov := offsets.ValueBuilder().(*array.Uint32Builder)
+			posBuf = posBuf[:0]
+			k := 0
+			var vals []uint32
+			for blk := range scores {
+				ov.Append(uint32(len(posBuf)))
+				lo, hi := blk*blockSize, min(len(pl.docs), (blk+1)*blockSize)
+				vals = vals[:0]
+				for i := lo; i < hi; i++ {
+					prev := uint32(0)
+					for j := range int(pl.freqs[i]) {
+						v := pl.pos[k+j]
+						vals = append(vals, v-prev)
+						prev = v
+					}
+					k += int(pl.freqs[i])
+				}
+				posBuf = encodeStream(posBuf, vals)
+			}
+			stream.Append(posBuf)
+		}
+	}
+	cols := []arrow.Array{posting.NewArray(), maxScore.NewArray(), length.NewArray(), impacts.NewArray()}
+	if withPos {
+		cols = append(cols, stream.NewArray(), offsets.NewArray())
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	return b.writeFile(ctx, fmt.Sprintf("part_%d_invert.lance", id), as, b.formatMeta(), cols...)
+}
+
+// blockMaxScores computes each posting block's best BM25 score over the
+// partition's own statistics, in Lance's f32 operation order: the block's
+// largest f / (f + K1 (1 - B + B dl / avgdl)), times idf (K1 + 1).
+func blockMaxScores(pl *postingBuilder, numTokens []uint32, avgdl float32, numDocs int) []float32 {
+	idf := IDF(len(pl.docs), numDocs)
+	w := float32(idf * (K1 + 1))
+	out := make([]float32, 0, (len(pl.docs)+blockSize-1)/blockSize)
+	best := float32(-math.MaxFloat32)
+	for i, d := range pl.docs {
+		dl := float32(numTokens[d])
+		norm := float32(K1 * float32(float32(1-B)+float32(float32(B*dl)/avgdl)))
+		f := float32(pl.freqs[i])
+		best = max(best, float32(f/float32(f+norm)))
+		if (i+1)%blockSize == 0 || i == len(pl.docs)-1 {
+			out = append(out, float32(best*w))
+			best = float32(-math.MaxFloat32)
+		}
+	}
+	return out
+}
+
+// encodeBlock appends one posting block (I7): its score, then a full
+// block's first document, packed deltas and packed frequencies, or a
+// partial block's varint documents (deltas, the first absolute) and
+// frequencies.
+func encodeBlock(dst []byte, score float32, docs, freqs []uint32) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(score))
+	if len(docs) == blockSize {
+		dst = binary.LittleEndian.AppendUint32(dst, docs[0])
+		var deltas [blockSize]uint32
+		prev := docs[0]
+		for i, d := range docs {
+			deltas[i] = d - prev
+			prev = d
+		}
+		dst = pack4x(dst, deltas[:])
+		return pack4x(dst, freqs)
+	}
+	prev := uint32(0)
+	for i, d := range docs {
+		if i == 0 {
+			dst = binary.AppendUvarint(dst, uint64(d))
+		} else {
+			dst = binary.AppendUvarint(dst, uint64(d-prev))
+		}
+		prev = d
+	}
+	for _, f := range freqs {
+		dst = binary.AppendUvarint(dst, uint64(f))
+	}
+	return dst
+}
+
+// encodeImpacts appends the impacts of documents docs (W3): the last
+// document, then the (frequency, length code) pairs no other pair beats (a
+// higher frequency needs a longer document), by frequency: their count,
+// and per pair a varint header (frequency - previous - 1) << 1, plus 1
+// when the code grew by more than one, followed then by the code's growth
+// (both start from 0). A length's code is lengthCode's.
+func encodeImpacts(dst []byte, docs, freqs []uint32, numTokens []uint32) []byte {
+	dst = binary.AppendUvarint(dst, uint64(docs[len(docs)-1]))
+	// shortest document per frequency
+	short := map[uint32]uint32{}
+	var fs []uint32
+	for i, d := range docs {
+		f, dl := freqs[i], lengthCode(numTokens[d])
+		if cur, ok := short[f]; !ok {
+			short[f] = dl
+			fs = append(fs, f)
+		} else if dl < cur {
+			short[f] = dl
+		}
+	}
+	sortU32(fs)
+	// keep a pair when no higher frequency has a code as small
+	var keep []uint32
+	best := uint32(math.MaxUint32)
+	for i := len(fs) - 1; i >= 0; i-- {
+		if l := short[fs[i]]; l < best {
+			keep = append(keep, fs[i])
+			best = l
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(keep)))
+	var pf, pl uint32
+	for i := len(keep) - 1; i >= 0; i-- {
+		f, l := keep[i], short[keep[i]]
+		h := uint64(f-pf-1) << 1
+		if l-pl > 1 {
+			dst = binary.AppendUvarint(dst, h|1)
+			dst = binary.AppendUvarint(dst, uint64(l-pl))
+		} else {
+			dst = binary.AppendUvarint(dst, h)
+		}
+		pf, pl = f, l
+	}
+	return dst
+}
+
+// lengthCode is the code impacts store for a document length: exact below
+// 16, above a small float of four significant bits rounded down (so a
+// bound computed from it is never below a real score): 8 e + (n >> e) for
+// the shift e leaving four bits.
+func lengthCode(n uint32) uint32 {
+	e := max(bits.Len32(n)-4, 0)
+	return uint32(8*e) + n>>e
+}
+
+func sortU32(v []uint32) {
+	for i := 1; i < len(v); i++ {
+		for j := i; j > 0 && v[j] < v[j-1]; j-- {
+			v[j], v[j-1] = v[j-1], v[j]
+		}
+	}
+}
+
+// encodeStream appends vals as decodeStream reads them: full groups of
+// 128 packed, the rest varints.
+func encodeStream(dst []byte, vals []uint32) []byte {
+	i := 0
+	for ; i+blockSize <= len(vals); i += blockSize {
+		dst = pack4x(dst, vals[i:i+blockSize])
+	}
+	for ; i < len(vals); i++ {
+		dst = binary.AppendUvarint(dst, uint64(vals[i]))
+	}
+	return dst
+}
+
+// pack4x appends a bit width and 128 values BitPacker4x-packed (the
+// inverse of unpack4x).
+func pack4x(dst []byte, vals []uint32) []byte {
+	var or uint32
+	for _, v := range vals {
+		or |= v
+	}
+	w := bits.Len32(or)
+	dst = append(dst, byte(w))
+	if w == 0 {
+		return dst
+	}
+	words := make([]uint32, 4*w)
+	for lane := range 4 {
+		for j := range 32 {
+			v := uint64(vals[4*j+lane])
+			off := j * w
+			k, sh := off/32, off%32
+			words[4*k+lane] |= uint32(v << sh)
+			if sh+w > 32 {
+				words[4*(k+1)+lane] |= uint32(v >> (32 - sh))
+			}
+		}
+	}
+	for _, x := range words {
+		dst = binary.LittleEndian.AppendUint32(dst, x)
+	}
+	return dst
+}
