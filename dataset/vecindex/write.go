@@ -41,22 +41,44 @@ type WriteSpec struct {
 	// dot, as Lance's (S2).
 	PQSubVectors int
 	PQCodebook   []float32
+	// SQBounds, when set, are QuantSQ's bounds: Write codes the vectors
+	// with them instead of computing them from the vectors (W2), as a
+	// delta or a remapped copy keeps its index's quantizer. Values
+	// outside saturate, as in Lance.
+	SQBounds *SQBounds
 	// Rows returns partition p's row ids and its vectors (QuantFlat and
 	// QuantSQ: len(ids) × Dim exact floats) or codes (QuantPQ, len(ids) ×
-	// PQSubVectors, row by row; with HNSW the exact vectors too, for the
-	// graph's distances). It is called once per partition, in order
-	// (for QuantSQ twice: the bounds, then the codes), so that only one
-	// partition is held at a time.
+	// PQSubVectors, row by row; with HNSW the exact vectors too when
+	// Graph is set, for the graph's distances). With SQBounds set, QuantSQ
+	// rows may come as codes instead (len(ids) × Dim, row by row), written
+	// as they are. It is called once per partition, in order (for QuantSQ
+	// without SQBounds twice: the bounds, then the codes), so that only
+	// one partition is held at a time.
 	Rows func(ctx context.Context, p int) (ids []uint64, vecs []float32, codes []uint8, err error)
 	// Graph returns partition p's HNSW graph (SubHNSW), whose node i is
 	// row i of Rows(p); nil for an empty partition. Called after Rows(p).
+	// When Graph is nil, Write builds each partition's graph itself with
+	// lancer's builder (vector.BuildPartitionHNSW, HNSWM and
+	// HNSWEfConstruction, a seed derived from HNSWSeed and the partition)
+	// over the rows' vectors, or over the vectors their codes stand for
+	// when Rows gives none, as Lance builds a graph over its storage.
 	Graph func(ctx context.Context, p int) (*vector.HNSW, error)
 	// HNSWM, HNSWEfConstruction and HNSWMaxLevel are the graph parameters
-	// the details record (SubHNSW). Default for HNSWMaxLevel: Lance's 7.
+	// the details record (SubHNSW). Default for HNSWMaxLevel: Lance's 7;
+	// for HNSWM and HNSWEfConstruction, when Write builds the graphs,
+	// Lance's 20 and 150.
 	HNSWM, HNSWEfConstruction, HNSWMaxLevel int
+	// HNSWSeed seeds the graphs Write builds (Graph nil).
+	HNSWSeed uint64
 	// Allocator allocates the Arrow arrays written. Default
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
+}
+
+// SQBounds is the range [Start, End] Lance's 8-bit scalar quantizer maps
+// to codes 0..255 (its storage metadata's bounds).
+type SQBounds struct {
+	Start, End float64
 }
 
 // WrittenSegment lists the files Write wrote, in dir.
@@ -113,14 +135,28 @@ func Write(ctx context.Context, store blob.Store, dir string, s *WriteSpec) (*Wr
 		return nil, fmt.Errorf("vecindex: write %s: PQ of %d sub-vectors, %d codebook values, dimension %d: %w",
 			dir, s.PQSubVectors, len(s.PQCodebook), s.Dim, lancer.ErrInvalidArgument)
 	}
-	if sub == SubHNSW && s.Graph == nil {
-		return nil, fmt.Errorf("vecindex: write %s: HNSW without graphs: %w", dir, lancer.ErrInvalidArgument)
+	if b := s.SQBounds; b != nil && (!finite(b.Start) || !finite(b.End) || b.End < b.Start) {
+		return nil, fmt.Errorf("vecindex: write %s: SQ bounds [%v, %v]: %w", dir, b.Start, b.End, lancer.ErrInvalidArgument)
 	}
 	w := &segWriter{s: s, sub: sub, mem: s.Allocator, metric: metricName(s.Metric)}
 	if w.mem == nil {
 		w.mem = memory.DefaultAllocator
 	}
-	if s.Quant == QuantSQ {
+	if sub == SubHNSW && s.Graph == nil {
+		w.hopts = vector.HNSWOptions{M: s.HNSWM, EfConstruction: s.HNSWEfConstruction, Metric: s.Metric}
+		if w.hopts.M == 0 {
+			w.hopts.M = LanceDefaultHNSWM
+		}
+		if w.hopts.EfConstruction == 0 {
+			w.hopts.EfConstruction = LanceDefaultHNSWEfConstruction
+		}
+		if err := w.hopts.Validate(); err != nil {
+			return nil, fmt.Errorf("vecindex: write %s: %w", dir, err)
+		}
+	}
+	if s.Quant == QuantSQ && s.SQBounds != nil {
+		w.lo, w.hi = s.SQBounds.Start, s.SQBounds.End
+	} else if s.Quant == QuantSQ {
 		lo, hi, err := w.sqBounds(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("vecindex: write %s: %w", dir, err)
@@ -192,7 +228,8 @@ type segWriter struct {
 	sub    SubIndex
 	mem    memory.Allocator
 	metric string
-	lo, hi float64 // SQ bounds
+	lo, hi float64            // SQ bounds
+	hopts  vector.HNSWOptions // the graphs Write builds (Graph nil)
 
 	aux, idx           *format.Writer
 	auxSch, idxSch     *schema.Schema
@@ -213,9 +250,15 @@ func (w *segWriter) rows(ctx context.Context, p int) ([]uint64, []float32, []uin
 	}
 	n := len(ids)
 	bad := n > math.MaxUint32
-	if s.Quant == QuantPQ {
-		bad = bad || len(codes) != n*s.PQSubVectors || (w.sub == SubHNSW && len(vecs) != n*s.Dim)
-	} else {
+	switch {
+	case s.Quant == QuantPQ:
+		// HNSW graphs given need the exact vectors for their distances;
+		// graphs Write builds use them when given, else the codes.
+		needVecs := w.sub == SubHNSW && s.Graph != nil
+		bad = bad || len(codes) != n*s.PQSubVectors || (needVecs && len(vecs) != n*s.Dim) || (len(vecs) != 0 && len(vecs) != n*s.Dim)
+	case s.Quant == QuantSQ && s.SQBounds != nil && len(vecs) == 0:
+		bad = bad || len(codes) != n*s.Dim || (w.sub == SubHNSW && s.Graph != nil)
+	default:
 		bad = bad || len(vecs) != n*s.Dim
 	}
 	if bad {
@@ -314,8 +357,22 @@ func (w *segWriter) partition(ctx context.Context, p int) error {
 	// with the entry point swapped to the front (Lance starts at node 0).
 	var g *vector.HNSW
 	var order []uint32
+	gvecs := vecs // the graph's vectors
 	if w.sub == SubHNSW {
-		if g, err = s.Graph(ctx, p); err != nil {
+		if s.Graph == nil {
+			// Built here, over the exact vectors when given, else over
+			// what the codes stand for; the graph's distances are of
+			// the same vectors.
+			if len(vecs) != n*s.Dim {
+				gvecs = w.decode(p, codes, n)
+			}
+			o := w.hopts
+			o.Seed = s.HNSWSeed ^ (uint64(p)+1)*0x9e3779b97f4a7c15
+			g, err = vector.BuildPartitionHNSW(gvecs, s.Dim, &o)
+		} else {
+			g, err = s.Graph(ctx, p)
+		}
+		if err != nil {
 			return err
 		}
 		if g == nil || g.Len() != n {
@@ -332,7 +389,7 @@ func (w *segWriter) partition(ctx context.Context, p int) error {
 		return err
 	}
 	if g != nil {
-		return w.writeGraph(ctx, p, g, vecs, order)
+		return w.writeGraph(ctx, p, g, gvecs, order)
 	}
 	return nil
 }
@@ -380,6 +437,10 @@ func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float
 	case QuantSQ:
 		w.tr = w.tr[:0]
 		for j := range n {
+			if len(vecs) != n*dim { // codes given (rows checked them)
+				w.tr = append(w.tr, codes[row(j)*dim:(row(j)+1)*dim]...)
+				continue
+			}
 			v := vecs[row(j)*dim : (row(j)+1)*dim]
 			if s.Metric == vector.Cosine {
 				v = normalize(v)
