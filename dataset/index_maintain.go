@@ -21,6 +21,30 @@ import (
 // the index they extend, as Lance's optimize_vector_indices and
 // remap_vector_index write them.
 
+// IndexMissingFragments returns the ids, in fragment order, of d's
+// fragments that no segment of the index named name covers (every
+// fragment when there is no such index): the fragments OptimizeIndexes
+// gives a delta segment and a search through the index scores exactly. A
+// segment whose fragment bitmap does not decode covers nothing.
+func (d *Dataset) IndexMissingFragments(name string) []uint64 {
+	covered := roaring.New()
+	for _, ix := range d.manifest.IndexSegments() {
+		if ix.Name != name {
+			continue
+		}
+		if bm, err := manifest.DecodeRoaring(ix.FragmentBitmap); err == nil {
+			covered.Or(bm)
+		}
+	}
+	var missing []uint64
+	for _, f := range d.manifest.Fragments {
+		if !covered.Contains(uint32(f.ID)) {
+			missing = append(missing, f.ID)
+		}
+	}
+	return missing
+}
+
 // openLanceSegment opens the Lance-format vector index segment seg of d.
 func (d *Dataset) openLanceSegment(ctx context.Context, seg *manifest.IndexMetadata) (*vecindex.Index, error) {
 	uuid := manifest.FormatUUID(seg.UUID)

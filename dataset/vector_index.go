@@ -569,18 +569,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 	}()
 	for _, name := range names {
 		segs := groups[name]
-		covered := roaring.New()
-		for _, ix := range segs {
-			if bm, err := manifest.DecodeRoaring(ix.FragmentBitmap); err == nil {
-				covered.Or(bm)
-			}
-		}
-		var missing []uint64
-		for _, f := range d.manifest.Fragments {
-			if !covered.Contains(uint32(f.ID)) {
-				missing = append(missing, f.ID)
-			}
-		}
+		missing := d.IndexMissingFragments(name)
 		if len(missing) == 0 {
 			continue
 		}
