@@ -43,9 +43,21 @@ type CoreOptions struct {
 	Appends int
 	// Take is the number of rows the take steps fetch. Default 1000.
 	Take int
-	// Runs is how often each step runs on each side, alternating: lancer,
-	// Lance, lancer, Lance… Default 3.
+	// Runs is how often each step is timed on each side, alternating:
+	// lancer, Lance, lancer, Lance… Default 5, the fewest from which the
+	// ratio's bootstrap interval (StepDetail.RatioLow/High) says anything.
 	Runs int
+	// NoWarmup drops the warm-up: by default each step first runs once
+	// per side untimed (except the index build, whose runs take seconds),
+	// so that the first timed run does not pay for cold caches, page
+	// faults and lazily built state that later runs reuse.
+	NoWarmup bool
+	// ProfileDir, if set, receives lancer's profiles of each step:
+	// <step>.cpu.pprof (a CPU profile over the step's timed runs) and
+	// <step>.allocs.pprof (the allocation profile after them; cumulative,
+	// so compare with the previous step's: go tool pprof -base). It
+	// cannot be combined with a whole-suite CPU profile.
+	ProfileDir string
 	// Settings are the index search settings. Default CoreSettings.
 	Settings []VectorSetting
 	// Partitions is the IVF partitions of both indices. Default
@@ -74,7 +86,7 @@ func (o CoreOptions) withDefaults() CoreOptions {
 	def(&o.K, DefaultVectorK)
 	def(&o.Appends, 20)
 	def(&o.Take, 1000)
-	def(&o.Runs, 3)
+	def(&o.Runs, 5)
 	def(&o.Partitions, max(1, int(math.Round(math.Sqrt(float64(o.Rows))))))
 	if o.Seed == 0 {
 		o.Seed = DefaultVectorSeed
@@ -223,6 +235,26 @@ func (c *coreRun) lancePath(name string) string {
 func (c *coreRun) run(s stepSpec, lancerFn func(run int) (time.Duration, time.Duration, error),
 	lanceFn func(run int) (*lanceCoreReply, error)) error {
 	c.logf("%s: %d runs each, alternating", s.Name, c.o.Runs)
+	if !c.o.NoWarmup && !s.noWarmup {
+		// Run number Runs is past the timed ones: the steps treat it as
+		// any later run (nothing kept, its dataset dropped).
+		if _, _, err := lancerFn(c.o.Runs); err != nil {
+			return fmt.Errorf("bench: lancer %s (warm-up): %w", s.Name, err)
+		}
+		if _, err := lanceFn(c.o.Runs); err != nil {
+			return err
+		}
+	}
+	stopProfile, err := c.startStepProfile(s.Name)
+	if err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stopProfile()
+		}
+	}()
 	var got stepSamples
 	for r := range c.o.Runs {
 		runtime.GC()
@@ -248,8 +280,50 @@ func (c *coreRun) run(s stepSpec, lancerFn func(run int) (time.Duration, time.Du
 		got.lanceEngine = append(got.lanceEngine, L.EngineMS)
 		got.lanceJS = append(got.lanceJS, L.JSMS)
 	}
+	stopped = true
+	if err := stopProfile(); err != nil {
+		return err
+	}
 	c.rep.addStep(s, got)
 	return nil
+}
+
+// startStepProfile starts the CPU profile of step name when the options
+// ask for profiles; the returned func stops it and writes the allocation
+// profile. Lance's runs fall inside the CPU profile's span, but this
+// process only waits on the pipe then, so they add no samples.
+func (c *coreRun) startStepProfile(name string) (stop func() error, err error) {
+	if c.o.ProfileDir == "" {
+		return func() error { return nil }, nil
+	}
+	if err := os.MkdirAll(c.o.ProfileDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: profiles: %w", err)
+	}
+	cpuPath := filepath.Join(c.o.ProfileDir, name+".cpu.pprof")
+	f, err := os.Create(cpuPath)
+	if err != nil {
+		return nil, fmt.Errorf("bench: profiles: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: profile of %s: %w (a whole-suite CPU profile is running?)", name, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("bench: %s: %w", cpuPath, err)
+		}
+		memPath := filepath.Join(c.o.ProfileDir, name+".allocs.pprof")
+		m, err := os.Create(memPath)
+		if err != nil {
+			return fmt.Errorf("bench: profiles: %w", err)
+		}
+		if err := pprof.Lookup("allocs").WriteTo(m, 0); err != nil {
+			m.Close()
+			return fmt.Errorf("bench: %s: %w", memPath, err)
+		}
+		return m.Close()
+	}, nil
 }
 
 // timed runs f and returns its wall and CPU time.

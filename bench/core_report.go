@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -73,6 +75,7 @@ type CoreWorkload struct {
 	Partitions   int             `json:"partitions"`
 	Settings     []VectorSetting `json:"settings"`
 	Runs         int             `json:"runs"`
+	Warmup       bool            `json:"warmup"` // one untimed run per side before the timed ones
 	RawBytes     int64           `json:"raw_bytes"`
 	GroundTruthS float64         `json:"ground_truth_s"`
 }
@@ -83,6 +86,12 @@ type StepRatio struct {
 	LancerMS float64 `json:"lancer_ms"`
 	LanceMS  float64 `json:"lance_ms"`
 	Ratio    float64 `json:"ratio"`
+	// RatioLow and RatioHigh bound the ratio's 95% bootstrap interval;
+	// Uncertain says it includes 1: the runs cannot tell which engine
+	// is faster at this step.
+	RatioLow  float64 `json:"ratio_low,omitempty"`
+	RatioHigh float64 `json:"ratio_high,omitempty"`
+	Uncertain bool    `json:"uncertain,omitempty"`
 }
 
 // RecallQPS is one engine's search at one setting.
@@ -116,6 +125,10 @@ type StepDetail struct {
 	LanceEngine *Stats  `json:"lance_engine,omitempty"`
 	LanceJS     *Stats  `json:"lance_js,omitempty"`
 	Ratio       float64 `json:"ratio"`
+	// RatioLow, RatioHigh and Uncertain: as in StepRatio.
+	RatioLow  float64 `json:"ratio_low,omitempty"`
+	RatioHigh float64 `json:"ratio_high,omitempty"`
+	Uncertain bool    `json:"uncertain,omitempty"`
 }
 
 // ByteRatio compares sizes or memory.
@@ -157,6 +170,8 @@ type stepSpec struct {
 	Lancer, Lance string
 	engine, js    bool
 	cpu           bool
+	// noWarmup: the step runs too long for an untimed first run to pay.
+	noWarmup bool
 }
 
 type stepSamples struct {
@@ -224,7 +239,7 @@ func stepSearch(name, what string, nq, k int) stepSpec {
 }
 
 func stepBuild(partitions int) stepSpec {
-	return stepSpec{Name: "index_build", cpu: true,
+	return stepSpec{Name: "index_build", cpu: true, noWarmup: true,
 		What:   fmt.Sprintf("build the IVF_HNSW_SQ index on vector (%d partitions, l2), replacing the previous run's", partitions),
 		Lancer: "Dataset.CreateIndex (lancer's default M and ef_construction) until the index is committed",
 		Lance:  "createIndex(hnswSq) with LanceDB's defaults (m = 20, ef_construction = 300) until it returns",
@@ -237,7 +252,7 @@ func newCoreReport(o CoreOptions) *CoreReport {
 		Workload: CoreWorkload{
 			Rows: o.Rows, Dim: o.Dim, Centers: o.Centers, Queries: o.Queries, K: o.K, Seed: o.Seed,
 			TextBytes: CoreTextBytes, Fragments: o.Appends, Take: o.Take, Partitions: o.Partitions,
-			Settings: o.Settings, Runs: o.Runs,
+			Settings: o.Settings, Runs: o.Runs, Warmup: !o.NoWarmup,
 		},
 	}
 	r.Started, r.Machine, r.Versions = suiteStart()
@@ -266,6 +281,44 @@ func medianFloat(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// bootstrapResamples is how many resamples bootstrapRatio draws: enough
+// that the 2.5% and 97.5% quantiles move by less than the figures'
+// printed precision between seeds.
+const bootstrapResamples = 4000
+
+// bootstrapRatio is the 95% percentile-bootstrap interval of the ratio of
+// medians, median(lance) / median(lancer): each resample draws each side's
+// runs with replacement. The generator is seeded from the step's name, so
+// a report is reproducible from its runs. Both bounds are 0 when a side
+// has no positive run.
+func bootstrapRatio(lancer, lance []float64, name string) (lo, hi float64) {
+	if len(lancer) == 0 || len(lance) == 0 || slices.Max(lancer) <= 0 || slices.Max(lance) <= 0 {
+		return 0, 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0x6c616e636572))
+	a, b := make([]float64, len(lancer)), make([]float64, len(lance))
+	ratios := make([]float64, 0, bootstrapResamples)
+	for range bootstrapResamples {
+		for i := range a {
+			a[i] = lancer[rng.IntN(len(lancer))]
+		}
+		for i := range b {
+			b[i] = lance[rng.IntN(len(lance))]
+		}
+		if x := msRatio(medianFloat(a), medianFloat(b)); x > 0 {
+			ratios = append(ratios, x)
+		}
+	}
+	if len(ratios) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ratios)
+	q := func(p float64) float64 { return ratios[min(len(ratios)-1, int(p*float64(len(ratios))))] }
+	return q(0.025), q(0.975)
+}
+
 func msRatio(lancer, lance float64) float64 {
 	if lancer <= 0 || lance <= 0 {
 		return 0
@@ -288,8 +341,11 @@ func (r *CoreReport) addStep(s stepSpec, got stepSamples) {
 		d.LanceJS = &j
 	}
 	d.Ratio = msRatio(d.Lancer.MedianMS, d.Lance.MedianMS)
+	d.RatioLow, d.RatioHigh = bootstrapRatio(got.lancer, got.lance, s.Name)
+	d.Uncertain = d.RatioLow > 0 && d.RatioLow <= 1 && d.RatioHigh >= 1
 	r.StepDetails = append(r.StepDetails, d)
-	r.Steps = append(r.Steps, StepRatio{Name: s.Name, LancerMS: d.Lancer.MedianMS, LanceMS: d.Lance.MedianMS, Ratio: d.Ratio})
+	r.Steps = append(r.Steps, StepRatio{Name: s.Name, LancerMS: d.Lancer.MedianMS, LanceMS: d.Lance.MedianMS, Ratio: d.Ratio,
+		RatioLow: d.RatioLow, RatioHigh: d.RatioHigh, Uncertain: d.Uncertain})
 }
 
 func (r *CoreReport) addSize(name string, lancer, lance int64, what string) {
@@ -379,7 +435,8 @@ func (r *CoreReport) finish(began time.Time) {
 	}
 	r.Notes = []string{
 		"ratio = Lance / lancer for times, sizes and memory: above 1 means lancer is faster (smaller); QPS targets compare lancer's QPS with Lance's, the same direction.",
-		fmt.Sprintf("each step ran %d times per side, alternating lancer and Lance (A B A B) so that a change in the machine's load hits both; medians are reported, with min and max in the details.", r.Workload.Runs),
+		fmt.Sprintf("each step ran %d times per side, alternating lancer and Lance (A B A B) so that a change in the machine's load hits both%s; medians are reported, with min and max in the details.", r.Workload.Runs, warmupNote(r.Workload.Warmup)),
+		"the 95% interval is a percentile bootstrap of the ratio of medians (each side's runs resampled with replacement); \"?\" marks a step whose interval includes 1, where the runs cannot tell which engine is faster.",
 		"lancer runs in the benchmark's Go process; Lance runs in one node process (lance-core.mjs with the pinned @lancedb/lancedb) timing itself with performance.now(): the Go↔node pipe is never inside a timing.",
 		"Lance's query figures are analyzePlan() wall times, which exclude the Arrow transfer into JavaScript but include LanceDB's napi call (a fixed cost per call, large next to a 10-row vector query); the step details also give the engine's own elapsed and the toArrow() time.",
 		"lancer's writes fsync their data files; Lance's local writes do not.",
@@ -417,7 +474,7 @@ func (r *CoreReport) Markdown(plots bool) string {
 		"read steps use the table written as %d fragments; IVF_HNSW_SQ with %d partitions. %d runs per side, alternating; medians.\n\n",
 		w.Rows, w.Dim, w.Centers, w.TextBytes, w.Seed, float64(w.RawBytes)/1e6, w.Queries, w.K, w.Fragments, w.Partitions, w.Runs)
 	p("Ratio = Lance / lancer: above 1, lancer is faster (or smaller).\n\n")
-	p("| step | lancer ms (min–max) | Lance ms (min–max) | ratio | Lance engine ms | Lance toArrow ms |\n|---|---:|---:|---:|---:|---:|\n")
+	p("| step | lancer ms (min–max) | Lance ms (min–max) | ratio | 95%% interval | Lance engine ms | Lance toArrow ms |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.StepDetails {
 		e, j := "", ""
 		if s.LanceEngine != nil {
@@ -426,9 +483,9 @@ func (r *CoreReport) Markdown(plots bool) string {
 		if s.LanceJS != nil {
 			j = fmtMS(s.LanceJS.MedianMS)
 		}
-		p("| %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s |\n", s.Name,
+		p("| %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s | %s |\n", s.Name,
 			fmtMS(s.Lancer.MedianMS), fmtMS(s.Lancer.MinMS), fmtMS(s.Lancer.MaxMS),
-			fmtMS(s.Lance.MedianMS), fmtMS(s.Lance.MinMS), fmtMS(s.Lance.MaxMS), fmtRatio(s.Ratio), e, j)
+			fmtMS(s.Lance.MedianMS), fmtMS(s.Lance.MinMS), fmtMS(s.Lance.MaxMS), fmtRatio(s.Ratio), fmtInterval(s.RatioLow, s.RatioHigh, s.Uncertain), e, j)
 	}
 	p("\n| search | lancer recall@%d | lancer QPS | Lance recall@%d | Lance QPS | Lance QPS (toArrow) |\n|---|---:|---:|---:|---:|---:|\n", w.K, w.K)
 	for i := 0; i+1 < len(r.RecallQPS); i += 2 {
@@ -513,6 +570,26 @@ func fmtMS(x float64) string {
 		return fmt.Sprintf("%.1f", x)
 	}
 	return fmt.Sprintf("%.0f", x)
+}
+
+func warmupNote(warmup bool) string {
+	if warmup {
+		return ", after one untimed warm-up run per side (none for the index build)"
+	}
+	return ", without warm-up runs"
+}
+
+// fmtInterval prints a ratio's bootstrap interval, marked "?" when it
+// includes 1.
+func fmtInterval(lo, hi float64, uncertain bool) string {
+	if lo <= 0 || hi <= 0 {
+		return "n/a"
+	}
+	s := fmtRatio(lo) + "–" + fmtRatio(hi)
+	if uncertain {
+		s += " ?"
+	}
+	return s
 }
 
 func fmtRatio(x float64) string {

@@ -50,7 +50,8 @@ func TestCoreDataMatchesClustered(t *testing.T) {
 // or the Lance reference is missing.
 func TestCoreSmall(t *testing.T) {
 	out := t.TempDir()
-	opts := CoreOptions{Rows: 5000, Runs: 2, Settings: []VectorSetting{{10, 0}, {20, 100}}, Dir: t.TempDir()}
+	profiles := filepath.Join(t.TempDir(), "profiles")
+	opts := CoreOptions{Rows: 5000, Runs: 2, Settings: []VectorSetting{{10, 0}, {20, 100}}, Dir: t.TempDir(), ProfileDir: profiles}
 	if testing.Verbose() {
 		opts.Log = os.Stderr
 	}
@@ -84,6 +85,17 @@ func TestCoreSmall(t *testing.T) {
 		if !(d.Lancer.MinMS <= d.Lancer.MedianMS && d.Lancer.MedianMS <= d.Lancer.MaxMS) {
 			t.Errorf("step %s: lancer min/median/max %v/%v/%v", d.Name, d.Lancer.MinMS, d.Lancer.MedianMS, d.Lancer.MaxMS)
 		}
+		if !(d.RatioLow > 0 && d.RatioLow <= d.Ratio && d.Ratio <= d.RatioHigh) {
+			t.Errorf("step %s: ratio %v outside its interval %v–%v", d.Name, d.Ratio, d.RatioLow, d.RatioHigh)
+		}
+		for _, kind := range []string{"cpu", "allocs"} {
+			if fi, err := os.Stat(filepath.Join(profiles, d.Name+"."+kind+".pprof")); err != nil || fi.Size() == 0 {
+				t.Errorf("step %s: no %s profile (%v)", d.Name, kind, err)
+			}
+		}
+	}
+	if !rep.Workload.Warmup {
+		t.Error("the report says the steps had no warm-up run")
 	}
 	if len(rep.RecallQPS) != 2*3 {
 		t.Errorf("%d recall_qps entries, want 6 (flat and 2 settings, both engines)", len(rep.RecallQPS))

@@ -120,7 +120,8 @@
 //
 // RunCore (and the command bench/cmd/bench) is issue #8's one command:
 //
-//	go run ./bench/cmd/bench -suite=core                  # 200k rows, 3 runs per side, report in bench/results
+//	go run ./bench/cmd/bench -suite=core                  # 200k rows, 5 runs per side, report in bench/results
+//	go run ./bench/cmd/bench -suite=core -profiles        # also bench/results/profiles/<step>.{cpu,allocs}.pprof
 //	go run ./bench/cmd/bench -suite=core -n 20000 -out /tmp/core
 //	go run ./bench/cmd/bench -suite=scale                 # 1M x 128 and 100k x 768, bench/results/scale/*
 //
@@ -128,9 +129,11 @@
 // CoreData draws the baseline's table from its seed (12345): id int64,
 // vector float32[128] (ClusteredVectors' numbers) and 50-byte texts, and
 // 100 queries; Lance gets the very same rows as Arrow IPC files. Every step
-// runs -runs times per side, alternating lancer (in this process) and Lance
-// (lance-core.mjs, one node process with the pinned LanceDB, timing itself
-// inside node), so that a change of the shared machine's load hits both:
+// runs -runs times per side (default 5) after one untimed warm-up run per
+// side (none for the index build, whose runs take seconds; -no-warmup drops
+// them), alternating lancer (in this process) and Lance (lance-core.mjs,
+// one node process with the pinned LanceDB, timing itself inside node), so
+// that a change of the shared machine's load hits both:
 // write (one call; a create and 19 appends), full scans (the 20-fragment
 // and the one-file table), one-column scans, take of 1,000 rows by offset
 // and by row id, a 1% filter, count, flat search, the IVF_HNSW_SQ build,
@@ -140,6 +143,16 @@
 // query to the end in Rust and no Arrow data crosses into JavaScript; the
 // report also gives the engine's own elapsed and the toArrow() time, and
 // says, step by step, what each side's figure includes.
+//
+// A step's ratio comes with a 95% percentile-bootstrap interval of the
+// ratio of medians (each side's runs resampled with replacement, 4,000
+// times, seeded by the step's name so that the interval is a function of
+// the runs); a step whose interval includes 1 is marked "?" (Uncertain):
+// its runs cannot tell which engine is faster, and a change of that step
+// is noise until more runs say otherwise. With -profiles (ProfileDir) each
+// step leaves lancer's CPU profile over its timed runs and the allocation
+// profile after them beside the report, so a slow step has a flame graph
+// to start from (go tool pprof -http : profiles/scan_text.cpu.pprof).
 //
 // The report (CoreReport.Write) is report.json (a "steps" list of {name,
 // lancer_ms, lance_ms, ratio}, ratio = lance_ms / lancer_ms, above 1 when
@@ -151,6 +164,15 @@
 // command import it, never the library packages). TestCoreSmall runs the
 // suite at 5,000 rows with real Lance and checks properties only; like the
 // other suites' tests it fails when node or the reference is missing.
+//
+// # The build suite: how long a new user waits
+//
+// RunBuild (bench -suite=build, -cold-modules to start from an empty module
+// cache too) times the CLI's cold build (an empty build cache), a warm
+// rebuild after an edit, the binary's size with and without symbols, and
+// splits its machine code by module (go version -m and go tool nm), so the
+// dependencies that cost a first build the most are named in
+// bench/results/build/build.md.
 //
 // # Go benchmarks
 //

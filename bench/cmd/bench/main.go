@@ -37,18 +37,24 @@ func main() {
 		settings string
 		seed     uint
 	)
-	flag.StringVar(&suite, "suite", "core", "suite to run: core, scale (1M x 128 and 100k x 768), server (the load test of lancer serve) or s3 (core reads and writes on a local S3 server)")
+	flag.StringVar(&suite, "suite", "core", "suite to run: core, scale (1M x 128 and 100k x 768), server (the load test of lancer serve), s3 (core reads and writes on a local S3 server) or build (the CLI's cold build time and size)")
 	flag.IntVar(&o.Rows, "n", bench.DefaultVectorRows, "rows of the table (core suite)")
 	flag.IntVar(&o.Dim, "dim", bench.DefaultVectorDim, "vector dimension (core suite)")
-	flag.IntVar(&o.Runs, "runs", 3, "runs of each step per side (alternating lancer, Lance)")
+	flag.IntVar(&o.Runs, "runs", 5, "timed runs of each step per side (alternating lancer, Lance), after one warm-up run each")
+	flag.BoolVar(&o.NoWarmup, "no-warmup", false, "time every run, without the untimed warm-up run per step and side")
+	flag.BoolVar(&profileSteps, "profiles", false, "core and scale suites: write lancer's CPU and allocation profiles of each step to <out>/profiles/<step>.{cpu,allocs}.pprof")
 	flag.UintVar(&seed, "seed", bench.DefaultVectorSeed, "generator seed")
 	flag.StringVar(&settings, "settings", "", "search settings nprobes:ef, comma-separated (default 1:20,5:40,10:0,10:100,20:100,50:200)")
 	flag.StringVar(&out, "out", "", "folder of the report (default bench/results for core, bench/results/scale for scale)")
 	flag.StringVar(&o.Dir, "dir", "", "scratch folder, kept afterwards (default a temporary folder, removed)")
 	latency := flag.Duration("latency", 0, "s3 suite: delay the proxy adds to every request, standing for an object store's round trip (e.g. 20ms)")
+	coldModules := flag.Bool("cold-modules", false, "build suite: also start from an empty module cache, downloading every module as a fresh machine does")
 	quiet := flag.Bool("q", false, "print no progress")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of lancer's side of the suite to this file; samples carry the step's name (go tool pprof -tagfocus step=flat_search)")
 	flag.Parse()
+	if profileSteps && *cpuProfile != "" {
+		fail(fmt.Errorf("bench: -profiles and -cpuprofile cannot be combined: Go runs one CPU profile at a time"))
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -132,13 +138,41 @@ func main() {
 			fail(err)
 		}
 		fmt.Print(rep.Markdown())
+	case "build":
+		// Issue #23's "fast to start": the CLI's cold build, a warm
+		// rebuild, its size and the modules behind it.
+		if out == "" {
+			out = filepath.Join(bench.RepoRoot(), "bench", "results", "build")
+		}
+		rep, err := bench.RunBuild(ctx, bench.BuildOptions{ColdModules: *coldModules, Dir: o.Dir, Log: o.Log})
+		if err != nil {
+			fail(err)
+		}
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			fail(err)
+		}
+		if err := rep.WriteJSON(filepath.Join(out, "build.json")); err != nil {
+			fail(err)
+		}
+		md := rep.Markdown(20)
+		if err := os.WriteFile(filepath.Join(out, "build.md"), []byte(md), 0o644); err != nil {
+			fail(err)
+		}
+		fmt.Print(md)
 	default:
-		fail(fmt.Errorf("unknown suite %q (core, scale, server, s3)", suite))
+		fail(fmt.Errorf("unknown suite %q (core, scale, server, s3, build)", suite))
 	}
 }
 
+// profileSteps is -profiles: run sets the suite's ProfileDir beside its
+// report.
+var profileSteps bool
+
 func run(ctx context.Context, o bench.CoreOptions, out string) {
 	start := time.Now()
+	if profileSteps {
+		o.ProfileDir = filepath.Join(out, "profiles")
+	}
 	rep, err := bench.RunCore(ctx, o)
 	if err != nil {
 		fail(err)
