@@ -276,10 +276,7 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 		// (PQ) or Dim (SQ) bytes a row; an HNSW graph is rebuilt by
 		// Write over the remapped rows, as Lance's remap rebuilds it
 		// (the deleted rows gone from it).
-		vw, cw := spec.Dim, spec.Dim
-		if spec.Quant == vecindex.QuantPQ {
-			cw = spec.PQSubVectors
-		}
+		vw, cw := spec.Dim, spec.CodeWidth()
 		spec.Allocator = d.opts.Allocator
 		spec.HNSWSeed = uint64(len(out))
 		spec.Rows = func(ctx context.Context, p int) ([]uint64, []float32, []uint8, error) {

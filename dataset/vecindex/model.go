@@ -27,7 +27,8 @@ const (
 // and of a remapped segment too), with the M and ef_construction of ix's
 // graphs (Lance's defaults when ix records none). It fails with
 // lancer.ErrUnsupported, naming the type, for the kinds Write does not
-// write: 4-bit PQ, other sub-indices, the legacy file.
+// write: PQ of other widths than 8 and 4 bits, other sub-indices, the
+// legacy file.
 func (ix *Index) Model() (*WriteSpec, error) {
 	if err := ix.writable(); err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func (ix *Index) Model() (*WriteSpec, error) {
 	s := &WriteSpec{Quant: ix.Quant, Sub: ix.Sub, Metric: ix.Metric, Dim: ix.dim, Centroids: ix.centroids, Partitions: ix.nparts}
 	switch ix.Quant {
 	case QuantPQ:
-		s.PQSubVectors, s.PQCodebook = ix.pq.m, ix.pq.codebook
+		s.PQSubVectors, s.PQBits, s.PQCodebook = ix.pq.m, ix.pq.nbits, ix.pq.codebook
 	case QuantSQ:
 		s.SQBounds = &SQBounds{Start: ix.sq.lo, End: ix.sq.hi}
 	}
@@ -57,7 +58,7 @@ func (ix *Index) Model() (*WriteSpec, error) {
 // if not, why, wrapping lancer.ErrUnsupported.
 func (ix *Index) writable() error {
 	switch {
-	case ix.Legacy, ix.Quant == QuantPQ && ix.pq.nbits != 8,
+	case ix.Legacy, ix.Quant == QuantPQ && ix.pq.nbits != 8 && ix.pq.nbits != 4,
 		ix.Quant != QuantFlat && ix.Quant != QuantPQ && ix.Quant != QuantSQ,
 		ix.Sub != SubFlat && ix.Sub != SubHNSW:
 		return fmt.Errorf("vecindex: index %s: lancer does not write %s segments: %w", ix.location, ix.Kind(), lancer.ErrUnsupported)
@@ -144,15 +145,23 @@ func (s *WriteSpec) Encode(v []float32) (p int, vec []float32, code []uint8) {
 	}
 	m := s.PQSubVectors
 	sub := dim / m
-	code = make([]uint8, m)
+	nc := s.pqCentroids()
+	code = make([]uint8, s.CodeWidth())
 	for j := range m {
 		rs := r[j*sub : (j+1)*sub]
-		cb := s.PQCodebook[j*256*sub : (j+1)*256*sub]
+		cb := s.PQCodebook[j*nc*sub : (j+1)*nc*sub]
 		bd := float32(math.Inf(1))
-		for e := range 256 {
+		var best uint8
+		for e := range nc {
 			if d := vector.L2Squared(rs, cb[e*sub:(e+1)*sub]); d < bd || e == 0 {
-				bd, code[j] = d, uint8(e)
+				bd, best = d, uint8(e)
 			}
+		}
+		if nc == 16 {
+			// Two sub-vectors a byte: 2i low, 2i+1 high (I4).
+			code[j/2] |= best << (4 * (j % 2))
+		} else {
+			code[j] = best
 		}
 	}
 	return p, vec, code
@@ -176,6 +185,7 @@ func (w *segWriter) decode(p int, codes []uint8, n int) []float32 {
 	case QuantPQ:
 		m := s.PQSubVectors
 		sub := dim / m
+		nc, w := s.pqCentroids(), s.CodeWidth()
 		var cent []float32
 		if s.Metric != vector.Dot {
 			cent = s.Centroids[p*dim : (p+1)*dim]
@@ -183,8 +193,13 @@ func (w *segWriter) decode(p int, codes []uint8, n int) []float32 {
 		for r := range n {
 			v := out[r*dim : (r+1)*dim]
 			for j := range m {
-				e := int(codes[r*m+j])
-				copy(v[j*sub:(j+1)*sub], s.PQCodebook[(j*256+e)*sub:(j*256+e+1)*sub])
+				var e int
+				if nc == 16 {
+					e = int(codes[r*w+j/2]>>(4*(j%2))) & 0x0f
+				} else {
+					e = int(codes[r*w+j])
+				}
+				copy(v[j*sub:(j+1)*sub], s.PQCodebook[(j*nc+e)*sub:(j*nc+e+1)*sub])
 			}
 			for i := range cent {
 				v[i] += cent[i]

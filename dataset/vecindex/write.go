@@ -35,11 +35,15 @@ type WriteSpec struct {
 	// Centroids are Partitions × Dim floats.
 	Centroids  []float32
 	Partitions int
-	// PQSubVectors and PQCodebook (256 × Dim floats laid out [sub-vector]
-	// [centroid][Dim/PQSubVectors]) are QuantPQ's; its codes are of
+	// PQSubVectors, PQBits and PQCodebook (2^PQBits × Dim floats laid out
+	// [sub-vector][centroid][Dim/PQSubVectors]) are QuantPQ's. PQBits is 8
+	// (one byte a sub-vector; 0 means 8) or 4 (two sub-vectors a byte,
+	// sub-vector 2i in the low nibble of byte i, as Lance packs them; an
+	// even PQSubVectors). Its codes are of
 	// residuals to the centroids for l2 and cosine and of the vectors for
 	// dot, as Lance's (S2).
 	PQSubVectors int
+	PQBits       int
 	PQCodebook   []float32
 	// SQBounds, when set, are QuantSQ's bounds: Write codes the vectors
 	// with them instead of computing them from the vectors (W2), as a
@@ -48,7 +52,7 @@ type WriteSpec struct {
 	SQBounds *SQBounds
 	// Rows returns partition p's row ids and its vectors (QuantFlat and
 	// QuantSQ: len(ids) × Dim exact floats) or codes (QuantPQ, len(ids) ×
-	// PQSubVectors, row by row; with HNSW the exact vectors too when
+	// CodeWidth() bytes, row by row; with HNSW the exact vectors too when
 	// Graph is set, for the graph's distances). With SQBounds set, QuantSQ
 	// rows may come as codes instead (len(ids) × Dim, row by row), written
 	// as they are. It is called once per partition, in order (for QuantSQ
@@ -93,6 +97,27 @@ type WrittenIndexFile struct {
 	Size uint64
 }
 
+func (s *WriteSpec) pqBits() int {
+	if s.PQBits == 0 {
+		return 8
+	}
+	return s.PQBits
+}
+
+func (s *WriteSpec) pqCentroids() int { return 1 << min(s.pqBits(), 8) }
+
+// CodeWidth returns the bytes a row's code takes in the storage (I4): Dim
+// for SQ, PQSubVectors for 8-bit PQ, half that for 4-bit, 0 for flat.
+func (s *WriteSpec) CodeWidth() int {
+	switch s.Quant {
+	case QuantSQ:
+		return s.Dim
+	case QuantPQ:
+		return s.PQSubVectors * s.pqBits() / 8
+	}
+	return 0
+}
+
 func (s *WriteSpec) sub() SubIndex {
 	if s.Sub == "" {
 		return SubFlat
@@ -131,9 +156,10 @@ func Write(ctx context.Context, store blob.Store, dir string, s *WriteSpec) (*Wr
 		return nil, fmt.Errorf("vecindex: write %s: %d centroid values for %d partitions of %d dimensions: %w",
 			dir, len(s.Centroids), s.Partitions, s.Dim, lancer.ErrInvalidArgument)
 	}
-	if s.Quant == QuantPQ && (s.PQSubVectors <= 0 || s.Dim%s.PQSubVectors != 0 || len(s.PQCodebook) != 256*s.Dim) {
-		return nil, fmt.Errorf("vecindex: write %s: PQ of %d sub-vectors, %d codebook values, dimension %d: %w",
-			dir, s.PQSubVectors, len(s.PQCodebook), s.Dim, lancer.ErrInvalidArgument)
+	if s.Quant == QuantPQ && (s.PQSubVectors <= 0 || s.Dim%s.PQSubVectors != 0 || len(s.PQCodebook) != s.pqCentroids()*s.Dim ||
+		s.pqBits() != 8 && s.pqBits() != 4 || s.pqBits() == 4 && s.PQSubVectors%2 != 0) {
+		return nil, fmt.Errorf("vecindex: write %s: %d-bit PQ of %d sub-vectors, %d codebook values, dimension %d: %w",
+			dir, s.pqBits(), s.PQSubVectors, len(s.PQCodebook), s.Dim, lancer.ErrInvalidArgument)
 	}
 	if b := s.SQBounds; b != nil && (!finite(b.Start) || !finite(b.End) || b.End < b.Start) {
 		return nil, fmt.Errorf("vecindex: write %s: SQ bounds [%v, %v]: %w", dir, b.Start, b.End, lancer.ErrInvalidArgument)
@@ -255,7 +281,7 @@ func (w *segWriter) rows(ctx context.Context, p int) ([]uint64, []float32, []uin
 		// HNSW graphs given need the exact vectors for their distances;
 		// graphs Write builds use them when given, else the codes.
 		needVecs := w.sub == SubHNSW && s.Graph != nil
-		bad = bad || len(codes) != n*s.PQSubVectors || (needVecs && len(vecs) != n*s.Dim) || (len(vecs) != 0 && len(vecs) != n*s.Dim)
+		bad = bad || len(codes) != n*s.CodeWidth() || (needVecs && len(vecs) != n*s.Dim) || (len(vecs) != 0 && len(vecs) != n*s.Dim)
 	case s.Quant == QuantSQ && s.SQBounds != nil && len(vecs) == 0:
 		bad = bad || len(codes) != n*s.Dim || (w.sub == SubHNSW && s.Graph != nil)
 	default:
@@ -298,7 +324,7 @@ func (w *segWriter) open(ctx context.Context, store blob.Store, auxKey, idxKey s
 	codeCol, width, elem := colFlat, s.Dim, arrow.DataType(arrow.PrimitiveTypes.Float32)
 	switch s.Quant {
 	case QuantPQ:
-		codeCol, width, elem = colPQ, s.PQSubVectors, arrow.PrimitiveTypes.Uint8
+		codeCol, width, elem = colPQ, s.CodeWidth(), arrow.PrimitiveTypes.Uint8
 	case QuantSQ:
 		codeCol, elem = colSQ, arrow.PrimitiveTypes.Uint8
 	}
@@ -423,7 +449,7 @@ func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float
 	case QuantPQ:
 		// Transposed, as Lance writes PQ storage (I4): byte j of every
 		// row, then byte j+1.
-		width := s.PQSubVectors
+		width := s.CodeWidth()
 		w.tr = slicesGrow(w.tr, len(codes))
 		for i := range n {
 			for j := range width {
@@ -568,7 +594,7 @@ func (w *segWriter) finishAux(ctx context.Context) (uint64, error) {
 	var storage any
 	switch s.Quant {
 	case QuantPQ:
-		cb, err := proto.MarshalOptions{Deterministic: true}.Marshal(floatTensor(s.PQCodebook, 256, uint32(s.Dim)))
+		cb, err := proto.MarshalOptions{Deterministic: true}.Marshal(floatTensor(s.PQCodebook, uint32(s.pqCentroids()), uint32(s.Dim)))
 		if err != nil {
 			return fail(err)
 		}
@@ -583,7 +609,7 @@ func (w *segWriter) finishAux(ctx context.Context) (uint64, error) {
 			Dimension        int   `json:"dimension"`
 			CodebookTensor   []int `json:"codebook_tensor"`
 			Transposed       bool  `json:"transposed"`
-		}{cpos, 8, s.PQSubVectors, s.Dim, []int{}, true}
+		}{cpos, s.pqBits(), s.PQSubVectors, s.Dim, []int{}, true}
 	case QuantSQ:
 		type bounds struct {
 			Start float64 `json:"start"`
@@ -677,7 +703,7 @@ func (s *WriteSpec) Details() ([]byte, error) {
 	}
 	switch s.Quant {
 	case QuantPQ:
-		d.Compression = &indexpb.VectorIndexDetails_Pq{Pq: &indexpb.VectorIndexDetails_ProductQuantization{NumBits: 8, NumSubVectors: uint32(s.PQSubVectors)}}
+		d.Compression = &indexpb.VectorIndexDetails_Pq{Pq: &indexpb.VectorIndexDetails_ProductQuantization{NumBits: uint32(s.pqBits()), NumSubVectors: uint32(s.PQSubVectors)}}
 	case QuantSQ:
 		d.Compression = &indexpb.VectorIndexDetails_Sq{Sq: &indexpb.VectorIndexDetails_ScalarQuantization{NumBits: 8}}
 	default:
@@ -702,8 +728,8 @@ type DetailsSpec struct {
 	// SubVectors is PQ's; M and EfConstruction HNSW's (0 when the
 	// details do not say).
 	SubVectors, M, EfConstruction int
-	// Writable says Write writes segments of this kind (not RQ, 4-bit PQ,
-	// nor other SQ widths).
+	// Writable says Write writes segments of this kind (not RQ, nor PQ
+	// other than 8- and 4-bit, nor SQ other than 8-bit).
 	Writable bool
 }
 
@@ -732,7 +758,7 @@ func ParseDetailsSpec(b []byte) (DetailsSpec, error) {
 		out.Quant, out.Writable = QuantFlat, true
 	case *indexpb.VectorIndexDetails_Pq:
 		out.Quant, out.SubVectors = QuantPQ, int(c.Pq.GetNumSubVectors())
-		out.Writable = c.Pq.GetNumBits() == 8
+		out.Writable = c.Pq.GetNumBits() == 8 || c.Pq.GetNumBits() == 4
 	case *indexpb.VectorIndexDetails_Sq:
 		out.Quant = QuantSQ
 		out.Writable = c.Sq.GetNumBits() == 8 || c.Sq.GetNumBits() == 0
