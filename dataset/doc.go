@@ -202,12 +202,16 @@
 // them a delta segment of the same name.
 //
 // Indices in Lance's format are maintained as Lance maintains them (see
-// index_maintain.go): OptimizeIndexes gives an IVF_FLAT or IVF_PQ index a
-// delta segment with the IVF model and PQ codebook of its first segment;
-// Compact without stable row ids writes each such segment over the
-// fragments it rewrites again with the rows' new addresses and records it
-// in the Rewrite transaction's rewritten_indices. Vector indices lancer
-// does not write keep their fragments out of a compaction; scalar and FTS
+// index_maintain.go): OptimizeIndexes gives an IVF_FLAT, IVF_PQ, IVF_SQ,
+// IVF_HNSW_FLAT, IVF_HNSW_SQ or IVF_HNSW_PQ index a delta segment with the
+// IVF model and quantizer (PQ codebook, SQ bounds) of its first segment,
+// HNSW graphs built over the delta's rows; Compact without stable row ids
+// writes each such segment over the fragments it rewrites again with the
+// rows' new addresses (HNSW graphs rebuilt over the remapped storage, as
+// Lance's remap rebuilds them) and records it in the Rewrite
+// transaction's rewritten_indices. Vector indices lancer does not write
+// (4-bit PQ, the legacy IVF_PQ file) keep their fragments out of a
+// compaction; scalar and FTS
 // indices keep covering the old fragment ids (their rows are then scanned
 // without them); CompactStats.IndexMessage says which and why.
 //

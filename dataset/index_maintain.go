@@ -21,6 +21,30 @@ import (
 // the index they extend, as Lance's optimize_vector_indices and
 // remap_vector_index write them.
 
+// IndexMissingFragments returns the ids, in fragment order, of d's
+// fragments that no segment of the index named name covers (every
+// fragment when there is no such index): the fragments OptimizeIndexes
+// gives a delta segment and a search through the index scores exactly. A
+// segment whose fragment bitmap does not decode covers nothing.
+func (d *Dataset) IndexMissingFragments(name string) []uint64 {
+	covered := roaring.New()
+	for _, ix := range d.manifest.IndexSegments() {
+		if ix.Name != name {
+			continue
+		}
+		if bm, err := manifest.DecodeRoaring(ix.FragmentBitmap); err == nil {
+			covered.Or(bm)
+		}
+	}
+	var missing []uint64
+	for _, f := range d.manifest.Fragments {
+		if !covered.Contains(uint32(f.ID)) {
+			missing = append(missing, f.ID)
+		}
+	}
+	return missing
+}
+
 // openLanceSegment opens the Lance-format vector index segment seg of d.
 func (d *Dataset) openLanceSegment(ctx context.Context, seg *manifest.IndexMetadata) (*vecindex.Index, error) {
 	uuid := manifest.FormatUUID(seg.UUID)
@@ -87,9 +111,12 @@ func (d *Dataset) writeLanceLike(ctx context.Context, like *manifest.IndexMetada
 // column, as Lance's optimize_indices with its default options adds one:
 // the same name, a new uuid, the fragment bitmap of frags, and the IVF
 // model and quantizer of the index's first segment (each row assigned to
-// its nearest centroid, PQ-coded with the index's codebook). An index of a
-// kind lancer does not write is an error wrapping lancer.ErrUnsupported
-// naming its type.
+// its nearest centroid, PQ-coded with the index's codebook or SQ-coded
+// with its bounds); an HNSW index's delta gets graphs of its own rows,
+// built by lancer's builder with Lance's default HnswBuildParams (m 20,
+// ef_construction 150), as Lance's optimize_vector_indices_v2 builds
+// them. An index of a kind lancer does not write (4-bit PQ, the legacy
+// file) is an error wrapping lancer.ErrUnsupported naming its type.
 func (d *Dataset) lanceDeltaSegment(ctx context.Context, segs []*manifest.IndexMetadata, column string, dim int,
 	frags []uint64, progress func(string, int, int)) (*manifest.IndexMetadata, []string, error) {
 	base, err := d.openLanceSegment(ctx, segs[0])
@@ -127,6 +154,10 @@ func (d *Dataset) lanceDeltaSegment(ctx context.Context, segs []*manifest.IndexM
 		return b.ids, b.vecs, b.codes, nil
 	}
 	spec.Allocator = d.opts.Allocator
+	if spec.Sub == vecindex.SubHNSW {
+		spec.HNSWM, spec.HNSWEfConstruction = vecindex.LanceDefaultHNSWM, vecindex.LanceDefaultHNSWEfConstruction
+		spec.HNSWSeed = frags[0]
+	}
 	return d.writeLanceLike(ctx, segs[0], spec, frags)
 }
 
@@ -182,11 +213,16 @@ func (d *Dataset) addressMap(ctx context.Context, groups []manifest.RewriteGroup
 // remapIndices writes, for each index segment of d covering fragments the
 // groups rewrite (ids assigned), a copy whose row addresses are the rows'
 // new ones, deleted rows dropped, as Lance's compaction remaps indices
-// without stable row ids. It returns the copies, the keys written, and a
-// message naming the segments it cannot remap (kinds lancer does not
-// write): such a segment keeps covering the old fragment ids, whose rows
-// are gone, and the rows' new fragments are searched without it, as Lance
-// leaves an index it cannot remap.
+// without stable row ids (remap_index_file_v3): the same centroids and
+// quantizer, the storage's codes or vectors as they were, and for HNSW a
+// graph rebuilt over the remapped storage (the vectors the codes stand
+// for), as Lance's HNSW remap rebuilds it rather than patch the old
+// graph. It returns the copies, the keys written, and a message naming
+// the segments it cannot remap (kinds lancer does not write: 4-bit PQ,
+// the legacy file, lancer's retired format): such a segment keeps
+// covering the old fragment ids, whose rows are gone, and the rows' new
+// fragments are searched without it, as Lance leaves an index it cannot
+// remap.
 func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGroup) ([]rewrittenIndex, []string, string, error) {
 	rewritten := roaring.New()
 	for _, g := range groups {
@@ -225,7 +261,7 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 		}
 		spec, err := ix.Model()
 		if errors.Is(err, lancer.ErrUnsupported) {
-			notes = append(notes, fmt.Sprintf("%s (%s)", seg.Name, ix.Type))
+			notes = append(notes, fmt.Sprintf("%s (%s)", seg.Name, ix.Kind()))
 			continue
 		}
 		if err != nil {
@@ -236,11 +272,13 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 				return fail(err)
 			}
 		}
-		width := spec.Dim
-		if spec.Quant == vecindex.QuantPQ {
-			width = spec.PQSubVectors
-		}
+		// vecs are Dim floats a row (flat storage), codes PQSubVectors
+		// (PQ) or Dim (SQ) bytes a row; an HNSW graph is rebuilt by
+		// Write over the remapped rows, as Lance's remap rebuilds it
+		// (the deleted rows gone from it).
+		vw, cw := spec.Dim, spec.CodeWidth()
 		spec.Allocator = d.opts.Allocator
+		spec.HNSWSeed = uint64(len(out))
 		spec.Rows = func(ctx context.Context, p int) ([]uint64, []float32, []uint8, error) {
 			ids, vecs, codes, err := ix.PartitionRows(ctx, p)
 			if err != nil {
@@ -257,18 +295,18 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 				}
 				ids[k] = id
 				if vecs != nil {
-					copy(vecs[k*width:(k+1)*width], vecs[i*width:(i+1)*width])
+					copy(vecs[k*vw:(k+1)*vw], vecs[i*vw:(i+1)*vw])
 				}
 				if codes != nil {
-					copy(codes[k*width:(k+1)*width], codes[i*width:(i+1)*width])
+					copy(codes[k*cw:(k+1)*cw], codes[i*cw:(i+1)*cw])
 				}
 				k++
 			}
 			if vecs != nil {
-				vecs = vecs[:k*width]
+				vecs = vecs[:k*vw]
 			}
 			if codes != nil {
-				codes = codes[:k*width]
+				codes = codes[:k*cw]
 			}
 			return ids[:k], vecs, codes, nil
 		}
@@ -380,8 +418,8 @@ func moveCoverage(bm *roaring.Bitmap, groups []manifest.RewriteGroup, name strin
 }
 
 // unremappableVectorCoverage returns the fragments covered by the
-// segments of Lance-format vector indices lancer cannot write again (HNSW,
-// SQ, 4-bit PQ, PQ of dot, the legacy file), which compaction without
+// segments of Lance-format vector indices lancer cannot write again (4-bit
+// PQ, the legacy file: see vecindex.Index.Model), which compaction without
 // stable row ids leaves alone: rewriting them would leave such an index
 // covering only fragments that are gone, and a vector index that covers
 // nothing live is dropped (as Lance's retain_relevant_indices drops it).
@@ -405,7 +443,7 @@ func (d *Dataset) unremappableVectorCoverage(ctx context.Context) (*roaring.Bitm
 			continue
 		}
 		blocked.Or(bm)
-		names = append(names, fmt.Sprintf("%s (%s)", seg.Name, ix.Type))
+		names = append(names, fmt.Sprintf("%s (%s)", seg.Name, ix.Kind()))
 	}
 	var live []uint64
 	for _, f := range d.manifest.Fragments {

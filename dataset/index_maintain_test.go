@@ -18,12 +18,14 @@ import (
 )
 
 // TestCompactRemapsLanceIndices: without stable row ids, compaction
-// rewrites each Lance-format IVF_PQ / IVF_FLAT segment over the rewritten
-// fragments under a new uuid with the rows' new addresses (deleted rows
-// dropped), covering the new fragments, and records it in the Rewrite
-// transaction as Lance does; searches then use the index for every
-// fragment and return what they returned before (the same rows, the same
-// distances: same partitions, same codes).
+// rewrites each Lance-format vector segment (every kind lancer writes)
+// over the rewritten fragments under a new uuid with the rows' new
+// addresses (deleted rows dropped), covering the new fragments, and
+// records it in the Rewrite transaction as Lance does; searches then use
+// the index for every fragment and return what they returned before: for
+// flat sub-indices the same rows, the same distances (same partitions,
+// same codes); for HNSW, whose graphs are rebuilt over the remapped
+// storage as Lance's remap rebuilds them, nearly the same rows.
 func TestCompactRemapsLanceIndices(t *testing.T) {
 	ctx := context.Background()
 	const dim, n = 16, 1200
@@ -33,7 +35,9 @@ func TestCompactRemapsLanceIndices(t *testing.T) {
 	for _, tc := range []struct {
 		typ    string
 		metric vector.Metric
-	}{{IndexIVFPQ, vector.L2}, {IndexIVFPQ, vector.Cosine}, {IndexIVFFlat, vector.L2}, {IndexIVFFlat, vector.Dot}} {
+	}{{IndexIVFPQ, vector.L2}, {IndexIVFPQ, vector.Cosine}, {IndexIVFPQ, vector.Dot}, {IndexIVFFlat, vector.L2}, {IndexIVFFlat, vector.Dot},
+		{IndexIVFSQ, vector.L2}, {IndexIVFSQ, vector.Cosine}, {IndexIVFHNSWSQ, vector.L2}, {IndexIVFHNSWSQ, vector.Cosine},
+		{IndexIVFHNSWFlat, vector.L2}, {IndexIVFHNSWFlat, vector.Dot}, {IndexIVFHNSWPQ, vector.L2}, {IndexIVFHNSWPQ, vector.Cosine}} {
 		t.Run(tc.typ+"_"+tc.metric.String(), func(t *testing.T) {
 			store := blob.NewMemStore("v")
 			d := newVecDataset(t, store, vecs, dim, n, n/4, false)
@@ -105,8 +109,13 @@ func TestCompactRemapsLanceIndices(t *testing.T) {
 				t.Fatalf("remapped segment holds %d rows, the dataset %d", rows, live)
 			}
 			gotIDs, gotDists := search(out)
+			graph := strings.Contains(strings.ToUpper(tc.typ), "HNSW")
+			recallBefore, recallAfter := 0.0, 0.0
 			for qi := range wantIDs {
-				if !slices.Equal(gotIDs[qi], wantIDs[qi]) || !slices.Equal(gotDists[qi], wantDists[qi]) {
+				exact := exactTop(vecs, dim, queries[qi*dim:(qi+1)*dim], 10, tc.metric, func(i int) bool { return i%10 != 3 })
+				recallBefore += recallOf(wantIDs[qi], exact) / float64(len(wantIDs))
+				recallAfter += recallOf(gotIDs[qi], exact) / float64(len(wantIDs))
+				if !graph && (!slices.Equal(gotIDs[qi], wantIDs[qi]) || !slices.Equal(gotDists[qi], wantDists[qi])) {
 					t.Errorf("query %d: after compaction %v %v, before %v %v", qi, gotIDs[qi], gotDists[qi], wantIDs[qi], wantDists[qi])
 				}
 				for _, id := range gotIDs[qi] {
@@ -114,6 +123,9 @@ func TestCompactRemapsLanceIndices(t *testing.T) {
 						t.Errorf("query %d: deleted row %d", qi, id)
 					}
 				}
+			}
+			if recallAfter < recallBefore-0.02 {
+				t.Errorf("recall@10 %.3f after compaction, %.3f before", recallAfter, recallBefore)
 			}
 		})
 	}
@@ -150,16 +162,16 @@ func TestCompactNamesIndicesNotRemapped(t *testing.T) {
 }
 
 // TestMaintainLanceBuiltIndices, on the fixture indexed_v2_2 (Lance 12's
-// IVF_PQ, IVF_HNSW_SQ, BTREE, BITMAP, LABEL_LIST and FTS over 1000 rows,
-// then 100 rows appended unindexed): OptimizeIndexes adds a delta of the
-// IVF_PQ index over the appended fragment with Lance's centroids and
-// codebook (the IVF_HNSW_SQ index, which lancer does not write, is left
-// alone); then, after a delete, compaction leaves the first fragment
-// (which the IVF_HNSW_SQ index covers) and says so, and rewrites the
-// second, remapping the delta; with the IVF_HNSW_SQ index dropped, it
-// rewrites the first too, remapping the IVF_PQ segment and naming the
-// scalar and FTS indices it leaves as they are;
-// every filter and vector query answers as before. (The fixture's FTS
+// IVF_PQ on vec, IVF_HNSW_SQ on vec2, BTREE, BITMAP, LABEL_LIST and FTS
+// over 1000 rows, then 100 rows appended unindexed): OptimizeIndexes adds
+// a delta to each vector index over the appended fragment with Lance's
+// centroids and quantizer (codebook, SQ bounds), the IVF_HNSW_SQ one with
+// graphs of its own; each appended row is found through them by its own
+// vector. Then, after a delete, compaction rewrites both fragments,
+// remapping all four vector segments (HNSW graphs rebuilt) and naming the
+// scalar and FTS indices it leaves as they are; every filter and IVF_PQ
+// query answers as before (same rows, same distances), the IVF_HNSW_SQ
+// ones return no deleted row and nearly the same rows. (The fixture's FTS
 // index stems, which lancer's search refuses; TestLanceUsesIndicesAfter
 // LancerCompact in interop covers full-text search after compaction.)
 func TestMaintainLanceBuiltIndices(t *testing.T) {
@@ -175,38 +187,39 @@ func TestMaintainLanceBuiltIndices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vecSegs []manifest.IndexInfo
-	for _, ix := range d.Indices() {
-		switch ix.Name {
-		case "vec_idx":
-			vecSegs = append(vecSegs, ix)
-		case "vec2_idx":
-			if len(before[ix.Name]) != 1 || ix.UUID != before[ix.Name][0] {
-				t.Errorf("vec2_idx (IVF_HNSW_SQ) changed: %+v", ix)
+	last := d.manifest.Fragments[len(d.manifest.Fragments)-1].ID
+	for _, name := range []string{"vec_idx", "vec2_idx"} {
+		var segs []manifest.IndexInfo
+		for _, ix := range d.Indices() {
+			if ix.Name == name {
+				segs = append(segs, ix)
 			}
 		}
-	}
-	last := d.manifest.Fragments[len(d.manifest.Fragments)-1].ID
-	if len(vecSegs) != 2 || vecSegs[0].UUID != before["vec_idx"][0] || !slices.Equal(vecSegs[1].Fragments, []uint32{uint32(last)}) ||
-		vecSegs[1].TypeURL != LanceVectorIndexTypeURL {
-		t.Fatalf("vec_idx after OptimizeIndexes: %+v", vecSegs)
-	}
-	base, err := vecindex.Open(ctx, store, indicesDir+vecSegs[0].UUID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	delta, err := vecindex.Open(ctx, store, indicesDir+vecSegs[1].UUID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bm, err1 := base.Model()
-	dm, err2 := delta.Model()
-	if err1 != nil || err2 != nil || !slices.Equal(bm.Centroids, dm.Centroids) || !slices.Equal(bm.PQCodebook, dm.PQCodebook) || delta.Type != base.Type {
-		t.Fatalf("the delta's model is not the base's: %v %v", err1, err2)
+		if len(segs) != 2 || segs[0].UUID != before[name][0] || !slices.Equal(segs[1].Fragments, []uint32{uint32(last)}) ||
+			segs[1].TypeURL != LanceVectorIndexTypeURL {
+			t.Fatalf("%s after OptimizeIndexes: %+v", name, segs)
+		}
+		base, err := vecindex.Open(ctx, store, indicesDir+segs[0].UUID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delta, err := vecindex.Open(ctx, store, indicesDir+segs[1].UUID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bm, err1 := base.Model()
+		dm, err2 := delta.Model()
+		if err1 != nil || err2 != nil || !slices.Equal(bm.Centroids, dm.Centroids) || !slices.Equal(bm.PQCodebook, dm.PQCodebook) ||
+			delta.Type != base.Type || (bm.SQBounds != nil) != (dm.SQBounds != nil) || bm.SQBounds != nil && *bm.SQBounds != *dm.SQBounds {
+			t.Fatalf("%s: the delta's model is not the base's: %v %v", name, err1, err2)
+		}
+		if base.Sub == vecindex.SubHNSW && (dm.HNSWM != vecindex.LanceDefaultHNSWM || dm.HNSWEfConstruction != vecindex.LanceDefaultHNSWEfConstruction) {
+			t.Errorf("%s: the delta's graphs have m %d, ef_construction %d, not Lance's defaults", name, dm.HNSWM, dm.HNSWEfConstruction)
+		}
 	}
 	// Each appended row is found by its own vector through the delta.
-	vecOf := func(d *Dataset, id int) []float32 {
-		sc, err := d.Scan(&ScanOptions{Columns: []string{"vec"}, Filter: fmt.Sprintf("id = %d", id)})
+	vecOf := func(d *Dataset, column string, id int) []float32 {
+		sc, err := d.Scan(&ScanOptions{Columns: []string{column}, Filter: fmt.Sprintf("id = %d", id)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,25 +235,36 @@ func TestMaintainLanceBuiltIndices(t *testing.T) {
 		}
 		return out
 	}
-	for _, id := range []int{1000, 1042, 1099} {
-		q := vecOf(d, id)
-		plan, err := d.ExplainSearch(ctx, "vec", q, &SearchOptions{K: 3})
-		if err != nil || len(plan.UnindexedFragments) != 0 {
-			t.Fatalf("plan: %+v %v", plan, err)
+	searchCol := func(d *Dataset, column string, q []float32, o *SearchOptions) ([]int64, []float32) {
+		o.Columns = []string{"id"}
+		rec, err := d.Search(ctx, column, q, o)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got, _ := searchIDs(t, d, q, &SearchOptions{K: 3, NProbes: 4, RefineFactor: 10})
-		if len(got) == 0 || got[0] != uint64(id) {
-			t.Errorf("row %d by its vector: %v", id, got)
+		defer rec.Release()
+		return slices.Clone(rec.Column(0).(*array.Int64).Int64Values()), slices.Clone(rec.Column(int(rec.NumCols()) - 1).(*array.Float32).Float32Values())
+	}
+	for _, column := range []string{"vec", "vec2"} {
+		for _, id := range []int{1000, 1042, 1099} {
+			q := vecOf(d, column, id)
+			plan, err := d.ExplainSearch(ctx, column, q, &SearchOptions{K: 3})
+			if err != nil || len(plan.UnindexedFragments) != 0 {
+				t.Fatalf("%s plan: %+v %v", column, plan, err)
+			}
+			got, _ := searchCol(d, column, q, &SearchOptions{K: 3, NProbes: 4, RefineFactor: 10})
+			if len(got) == 0 || got[0] != int64(id) {
+				t.Errorf("%s: row %d by its vector: %v", column, id, got)
+			}
 		}
 	}
 
-	// Compaction over the Lance-built indices.
+	// Compaction over the Lance-built indices and lancer's deltas.
 	if d, err = d.Delete(ctx, "id % 5 = 0", &CommitOptions{Allocator: mem}); err != nil {
 		t.Fatal(err)
 	}
 	filters := []string{"id >= 990 AND id < 1005", "category = 'cat3'", "array_has_any(tags, ['t1'])", "category IS NULL"}
-	answers := func(d *Dataset) []string {
-		var out []string
+	queryIDs := []int{7, 512, 1001, 3, 251, 777, 1051, 1098}
+	answers := func(d *Dataset) (exact []string, hnsw [][]int64) {
 		for _, f := range filters {
 			sc, err := d.Scan(&ScanOptions{Columns: []string{"id"}, Filter: f})
 			if err != nil {
@@ -254,59 +278,180 @@ func TestMaintainLanceBuiltIndices(t *testing.T) {
 				ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
 			}
 			slices.Sort(ids)
-			out = append(out, fmt.Sprint(f, ids))
+			exact = append(exact, fmt.Sprint(f, ids))
 		}
-		for _, id := range []int{7, 512, 1001} {
-			got, dists := searchIDs(t, d, vecOf(d, id), &SearchOptions{K: 10, NProbes: 2})
-			out = append(out, fmt.Sprint("near ", id, got, dists))
+		for _, id := range queryIDs {
+			got, dists := searchCol(d, "vec", vecOf(d, "vec", id), &SearchOptions{K: 10, NProbes: 2})
+			exact = append(exact, fmt.Sprint("near ", id, got, dists))
+			got, _ = searchCol(d, "vec2", vecOf(d, "vec2", id), &SearchOptions{K: 10, NProbes: 2})
+			hnsw = append(hnsw, got)
 		}
-		return out
+		return exact, hnsw
 	}
-	want := answers(d)
-	// The IVF_HNSW_SQ index, which lancer cannot remap, keeps fragment 0
-	// out of the compaction; the delta's fragment is compacted.
+	want, wantHNSW := answers(d)
 	out, stats, err := d.Compact(ctx, &CompactOptions{CommitOptions: CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("compaction: %+v", stats)
-	if stats.FragmentsRemoved != 1 || stats.IndicesRemapped != 1 || !strings.Contains(stats.IndexMessage, "fragments [0] not compacted") ||
-		!strings.Contains(stats.IndexMessage, "vec2_idx (IVF_HNSW_SQ)") {
-		t.Fatalf("compaction %+v: want fragment 0 left for vec2_idx, the delta's fragment rewritten and remapped", stats)
-	}
-	for i, g := range answers(out) {
-		if g != want[i] {
-			t.Errorf("after compaction %s, before %s", g, want[i])
-		}
-	}
-	// Without it, fragment 0 is rewritten: vec_idx is remapped, the
-	// scalar and FTS indices keep their old coverage, and the message
-	// names them.
-	if out, err = out.DropIndex(ctx, "vec2_idx", &CommitOptions{Allocator: mem}); err != nil {
-		t.Fatal(err)
-	}
-	out, stats, err = out.Compact(ctx, &CompactOptions{CommitOptions: CommitOptions{Allocator: mem}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("compaction: %+v", stats)
-	if stats.FragmentsRemoved != 1 || stats.IndicesRemapped != 1 {
-		t.Fatalf("compaction %+v: want fragment 0 rewritten and vec_idx remapped", stats)
+	if stats.FragmentsRemoved != 2 || stats.IndicesRemapped != 4 || strings.Contains(stats.IndexMessage, "not compacted") {
+		t.Fatalf("compaction %+v: want both fragments rewritten and the four vector segments remapped", stats)
 	}
 	for _, name := range []string{"id_idx", "category_idx", "tags_idx", "text_idx"} {
 		if !strings.Contains(stats.IndexMessage, name+" (") {
 			t.Errorf("the compaction's message does not name %s: %q", name, stats.IndexMessage)
 		}
 	}
-	if strings.Contains(stats.IndexMessage, "vec_idx (") {
-		t.Errorf("the message names vec_idx, which was remapped: %q", stats.IndexMessage)
+	if strings.Contains(stats.IndexMessage, "vec_idx (") || strings.Contains(stats.IndexMessage, "vec2_idx (") {
+		t.Errorf("the message names a vector index, which was remapped: %q", stats.IndexMessage)
 	}
-	if plan, err := out.ExplainSearch(ctx, "vec", vecOf(out, 7), &SearchOptions{K: 3}); err != nil || len(plan.UnindexedFragments) != 0 {
-		t.Fatalf("plan after compaction: %+v %v", plan, err)
+	for _, column := range []string{"vec", "vec2"} {
+		if plan, err := out.ExplainSearch(ctx, column, vecOf(out, column, 7), &SearchOptions{K: 3}); err != nil || len(plan.UnindexedFragments) != 0 {
+			t.Fatalf("%s plan after compaction: %+v %v", column, plan, err)
+		}
 	}
-	for i, g := range answers(out) {
+	got, gotHNSW := answers(out)
+	for i, g := range got {
 		if g != want[i] {
 			t.Errorf("after compaction %s, before %s", g, want[i])
 		}
+	}
+	same := 0.0
+	for i, g := range gotHNSW {
+		for _, id := range g {
+			if id%5 == 0 {
+				t.Errorf("vec2 near %d after compaction: deleted row %d", queryIDs[i], id)
+			}
+			if slices.Contains(wantHNSW[i], id) {
+				same++
+			}
+		}
+	}
+	if r := same / float64(10*len(queryIDs)); r < 0.9 {
+		t.Errorf("vec2 (IVF_HNSW_SQ, graphs rebuilt): %.2f of the rows found before compaction found after", r)
+	}
+}
+
+// TestOptimizeExtendsLanceIndexKinds: for every kind lancer writes in
+// Lance's format, OptimizeIndexes over appended rows adds one delta
+// segment (same name and type, the appended fragments, the index's
+// centroids and quantizer; HNSW graphs of its own), searches plan no exact
+// scan, each appended row is found by its own vector through the index,
+// recall over the whole table stays that of a search scoring the appended
+// rows exactly, and a second OptimizeIndexes has nothing to do. Then
+// compaction merges base and delta fragments and remaps both segments:
+// no deleted row comes back, every row is still covered.
+func TestOptimizeExtendsLanceIndexKinds(t *testing.T) {
+	ctx := context.Background()
+	const dim, n, extra = 16, 1200, 300
+	rng := rand.New(rand.NewPCG(51, 52))
+	vecs := clustered(rng, n+extra, dim)
+	queries := clustered(rng, 20, dim)
+	for _, tc := range []struct {
+		typ    string
+		metric vector.Metric
+	}{{IndexIVFSQ, vector.L2}, {IndexIVFSQ, vector.Dot}, {IndexIVFHNSWSQ, vector.L2}, {IndexIVFHNSWSQ, vector.Cosine},
+		{IndexIVFHNSWFlat, vector.L2}, {IndexIVFHNSWFlat, vector.Cosine}, {IndexIVFHNSWPQ, vector.L2}, {IndexIVFHNSWPQ, vector.Dot},
+		{IndexIVFPQ, vector.Dot}} {
+		t.Run(tc.typ+"_"+tc.metric.String(), func(t *testing.T) {
+			store := blob.NewMemStore("v")
+			d := newVecDataset(t, store, vecs, dim, n, n/3, false)
+			d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: tc.typ, Metric: tc.metric, Partitions: 6, SubVectors: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem := checkedAlloc(t)
+			for from := n; from < n+extra; from += extra / 2 {
+				r := vecReader(mem, vecs, dim, from, from+extra/2)
+				d, err = d.Append(ctx, r, nil)
+				r.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			exactBefore := d
+			opt, err := d.OptimizeIndexes(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			segs := opt.Indices()
+			frags := opt.Manifest().Fragments
+			if len(segs) != 2 || segs[1].Name != "vec_idx" || opt.Version() != d.Version()+1 ||
+				!slices.Equal(segs[1].Fragments, []uint32{uint32(frags[3].ID), uint32(frags[4].ID)}) {
+				t.Fatalf("after optimize: %+v", segs)
+			}
+			base, err := vecindex.Open(ctx, store, indicesDir+segs[0].UUID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delta, err := vecindex.Open(ctx, store, indicesDir+segs[1].UUID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bm, _ := base.Model()
+			dm, err := delta.Model()
+			if err != nil || delta.Type != base.Type || !slices.Equal(bm.Centroids, dm.Centroids) || !slices.Equal(bm.PQCodebook, dm.PQCodebook) ||
+				(bm.SQBounds == nil) != (dm.SQBounds == nil) || bm.SQBounds != nil && *bm.SQBounds != *dm.SQBounds {
+				t.Fatalf("delta %s: not the base's %s model (%v)", delta.Type, base.Type, err)
+			}
+			plan, err := opt.ExplainSearch(ctx, "vec", queries[:dim], &SearchOptions{K: 10})
+			if err != nil || len(plan.UnindexedFragments) != 0 || plan.Index != "vec_idx" {
+				t.Fatalf("plan after optimize: %+v %v", plan, err)
+			}
+			// Each appended row by its own vector (for dot: the row the
+			// vector is nearest to), every partition probed, candidates
+			// re-scored exactly.
+			for id := n; id < n+extra; id += 13 {
+				q := vecs[id*dim : (id+1)*dim]
+				want := exactTop(vecs, dim, q, 1, tc.metric, func(i int) bool { return i < n+extra })
+				got, _ := searchIDs(t, opt, q, &SearchOptions{K: 3, NProbes: 6, RefineFactor: 10})
+				if len(got) == 0 || got[0] != want[0] {
+					t.Errorf("row %d by its vector after optimize: %v, want %d first", id, got, want[0])
+				}
+			}
+			recall := func(d *Dataset) float64 {
+				r := 0.0
+				for qi := range 20 {
+					q := queries[qi*dim : (qi+1)*dim]
+					// Re-scored exactly, so that PQ's loss is not what is
+					// measured: the delta's partitions and graphs are.
+					got, _ := searchIDs(t, d, q, &SearchOptions{K: 10, NProbes: 3, RefineFactor: 5})
+					r += recallOf(got, exactTop(vecs, dim, q, 10, tc.metric, func(i int) bool { return i < n+extra && i%10 != 3 })) / 20
+				}
+				return r
+			}
+			if got, want := recall(opt), recall(exactBefore); got < want-0.05 {
+				t.Errorf("recall@10 %.3f through the delta, %.3f scoring the new rows exactly", got, want)
+			}
+			if again, err := opt.OptimizeIndexes(ctx, nil); err != nil || again.Version() != opt.Version() {
+				t.Fatalf("second optimize: version %d, %v", again.Version(), err)
+			}
+			// Compaction over base and delta.
+			del, err := opt.Delete(ctx, "id % 10 = 3", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, stats, err := del.Compact(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.IndicesRemapped != 2 || stats.IndexMessage != "" {
+				t.Fatalf("compaction %+v: want both segments remapped", stats)
+			}
+			if plan, err := out.ExplainSearch(ctx, "vec", queries[:dim], &SearchOptions{K: 10}); err != nil || len(plan.UnindexedFragments) != 0 {
+				t.Fatalf("plan after compaction: %+v %v", plan, err)
+			}
+			for qi := range 20 {
+				got, _ := searchIDs(t, out, queries[qi*dim:(qi+1)*dim], &SearchOptions{K: 10, NProbes: 3})
+				for _, id := range got {
+					if id%10 == 3 {
+						t.Errorf("query %d after compaction: deleted row %d", qi, id)
+					}
+				}
+			}
+			if got, want := recall(out), recall(del); got < want-0.05 {
+				t.Errorf("recall@10 %.3f after compaction, %.3f before", got, want)
+			}
+		})
 	}
 }

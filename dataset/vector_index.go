@@ -536,14 +536,16 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 // name, type and parameters, a new uuid) over the fragments no segment
 // covers, committed together as one version (a CreateIndex transaction),
 // as Lance's optimize_indices with its default options adds delta
-// segments. A Lance-format IVF_FLAT or IVF_PQ index (Lance-built or
-// lancer-built) gets a delta with the IVF model and quantizer of its first
-// segment, each new row assigned to its nearest centroid and coded with
-// the index's codebook, as Lance writes one; one of lancer's own indices
-// gets a delta trained on the new rows. Indices that cover every fragment,
-// and Lance indices of kinds lancer does not write (HNSW, SQ, 4-bit PQ,
-// PQ of dot; see OptimizableIndex), are left alone: their new rows stay
-// searched exactly. With nothing to do it returns d. opts configure the
+// segments. A Lance-format vector index (Lance-built or lancer-built:
+// IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_FLAT, IVF_HNSW_SQ, IVF_HNSW_PQ) gets
+// a delta with the IVF model and quantizer of its first segment, each new
+// row assigned to its nearest centroid and coded with the index's PQ
+// codebook or SQ bounds, HNSW graphs built over the delta's rows, as Lance
+// writes one; one of lancer's own indices gets a delta trained on the new
+// rows. Indices that cover every fragment, and Lance indices of kinds
+// lancer does not write (4-bit PQ, the legacy file, RQ; see
+// OptimizableIndex), are left alone: their new rows stay searched
+// exactly. With nothing to do it returns d. opts configure the
 // commit (nil: the defaults).
 //
 // A scalar index (BTREE, BITMAP, LABEL_LIST, whoever built it) that misses
@@ -583,18 +585,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 	}()
 	for _, name := range names {
 		segs := groups[name]
-		covered := roaring.New()
-		for _, ix := range segs {
-			if bm, err := manifest.DecodeRoaring(ix.FragmentBitmap); err == nil {
-				covered.Or(bm)
-			}
-		}
-		var missing []uint64
-		for _, f := range d.manifest.Fragments {
-			if !covered.Contains(uint32(f.ID)) {
-				missing = append(missing, f.ID)
-			}
-		}
+		missing := d.IndexMissingFragments(name)
 		if len(missing) == 0 {
 			continue
 		}
@@ -670,8 +661,8 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 
 // OptimizableIndex reports whether OptimizeIndexes extends the index
 // segment ix: one of lancer's own vector indices, a Lance-format one of a
-// kind lancer writes (IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_SQ,
-// IVF_HNSW_FLAT), or a BTREE, BITMAP or LABEL_LIST index of a top-level
+// kind lancer writes (IVF_FLAT, IVF_PQ and IVF_HNSW_PQ of 8-bit codes,
+// IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT), or a BTREE, BITMAP or LABEL_LIST index of a top-level
 // column, on a column still in the schema (a dropped one shows as
 // "#<id>").
 func OptimizableIndex(ix manifest.IndexInfo) bool {

@@ -28,6 +28,7 @@ type maintRequest struct {
 	NProbes      int            `json:"nprobes,omitempty"`
 	RefineFactor int            `json:"refineFactor,omitempty"`
 	Explain      bool           `json:"explain,omitempty"`
+	Ef           int            `json:"ef,omitempty"`
 	Text         string         `json:"text,omitempty"`
 }
 
@@ -101,8 +102,13 @@ func deletedRow(id int64) bool { return id%7 == 3 }
 // on queries, lancer's rows and distances are Lance's; the rows of
 // appended (the ids that the index must find through its delta or its
 // remapped segments) are found by their own vectors, by both; deleted rows
-// are never returned.
-func checkIndexUse(t *testing.T, node, ref, uri, stage, lanceType string, vecs []float32, dim int, queries [][]float32, appended []int) {
+// are never returned. With hnsw (an HNSW sub-index), the answers agree as
+// issue #17 asks of HNSW: the same top k (ties at the k-th distance aside)
+// on at least 99% of the queries, so pass at least 100; both engines
+// search with ef 40 (at their default ef, Lance's beam on its own
+// IVF_HNSW_PQ graphs after its optimize ends farther than lancer's on
+// about 2.5% of queries: lancer's rows are nearer every time).
+func checkIndexUse(t *testing.T, node, ref, uri, stage, lanceType string, vecs []float32, dim int, queries [][]float32, appended []int, hnsw bool) {
 	t.Helper()
 	ctx := context.Background()
 	d, err := openDir(ctx, uri, nil)
@@ -125,13 +131,18 @@ func checkIndexUse(t *testing.T, node, ref, uri, stage, lanceType string, vecs [
 	}
 
 	const k, nprobes = 10, 3
+	// HNSW: the beam width both engines search with (S4 of vecindex).
+	ef := 0
+	if hnsw {
+		ef = 40
+	}
 	reqs := []maintRequest{
 		{vecRequest: vecRequest{URI: uri, Op: "listIndices"}},
 		{vecRequest: vecRequest{URI: uri, Op: "indexStats"}, Name: "vec_idx"},
 		{vecRequest: vecRequest{URI: uri, Op: "search", Column: "vec", Vector: queries[0], K: k, Select: []string{"id"}}, NProbes: nprobes, Explain: true},
 	}
 	for _, q := range queries {
-		reqs = append(reqs, maintRequest{vecRequest: vecRequest{URI: uri, Op: "search", Column: "vec", Vector: q, K: k, Select: []string{"id"}}, NProbes: nprobes})
+		reqs = append(reqs, maintRequest{vecRequest: vecRequest{URI: uri, Op: "search", Column: "vec", Vector: q, K: k, Select: []string{"id"}}, NProbes: nprobes, Ef: ef})
 	}
 	// Each appended row by its own vector, every partition probed, exact
 	// distances for the candidates (refine), so that the row is first.
@@ -159,13 +170,13 @@ func checkIndexUse(t *testing.T, node, ref, uri, stage, lanceType string, vecs [
 	mismatched := 0
 	for qi, q := range queries {
 		want := lanceHits(t, replies[3+qi].vecReply)
-		rec, err := d.Search(ctx, "vec", q, &dataset.SearchOptions{K: k, NProbes: nprobes, Columns: []string{"id"}})
+		rec, err := d.Search(ctx, "vec", q, &dataset.SearchOptions{K: k, NProbes: nprobes, Ef: ef, Columns: []string{"id"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids := rec.Column(0).(*array.Int64).Int64Values()
 		dist := rec.Column(1).(*array.Float32).Float32Values()
-		if !sameHits(ids, dist, want, false) {
+		if !sameHits(ids, dist, want, hnsw) {
 			mismatched++
 			t.Logf("%s: query %d: lancer %v %v, Lance %v", stage, qi, ids, dist, want)
 		}
@@ -181,8 +192,14 @@ func checkIndexUse(t *testing.T, node, ref, uri, stage, lanceType string, vecs [
 		}
 		rec.Release()
 	}
-	if mismatched > 0 {
+	allowed := 0
+	if hnsw {
+		allowed = len(queries) / 100
+	}
+	if mismatched > allowed {
 		t.Errorf("%s: %d of %d searches differ from Lance's", stage, mismatched, len(queries))
+	} else if mismatched > 0 {
+		t.Logf("%s: %d of %d searches differ from Lance's (HNSW: at most %d allowed)", stage, mismatched, len(queries), allowed)
 	}
 	for i, id := range appended {
 		want := lanceHits(t, replies[3+len(queries)+i].vecReply)
@@ -211,21 +228,30 @@ func liveSample(from, to, n int) []int {
 	return out
 }
 
-// TestLanceMaintainsLancerIndices: lancer builds IVF_PQ and IVF_FLAT in
-// Lance's format; real Lance appends two fragments, deletes rows and runs
+// TestLanceMaintainsLancerIndices: lancer builds each kind it writes in
+// Lance's format (IVF_PQ, IVF_FLAT, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT,
+// IVF_HNSW_PQ); real Lance appends two fragments, deletes rows and runs
 // its optimize (compaction, which rewrites the indexed fragments and so
 // remaps lancer's index; index optimization, which indexes the appended
-// rows; cleanup). Both engines then use the index for every fragment,
-// agree on the rows and distances, find the appended rows and never return
-// deleted ones.
+// rows with lancer's centroids and quantizer; cleanup). Both engines then
+// use the index for every fragment, agree on the rows and distances (HNSW:
+// on 99% of 200 queries), find the appended rows and never return deleted
+// ones.
 func TestLanceMaintainsLancerIndices(t *testing.T) {
 	node, ref := lanceRef(t)
 	ctx := context.Background()
 	const dim, n, extra = 32, 1500, 200
-	vecs, queries := maintData(23, n+extra, dim, 12)
-	for _, tc := range []struct{ name, typ, lanceType string }{
-		{"IVF_PQ", dataset.IndexIVFPQ, "IvfPq"},
-		{"IVF_FLAT", dataset.IndexIVFFlat, "IvfFlat"},
+	vecs, queries := maintData(23, n+extra, dim, 200)
+	for _, tc := range []struct {
+		name, typ, lanceType string
+		hnsw                 bool
+	}{
+		{"IVF_PQ", dataset.IndexIVFPQ, "IvfPq", false},
+		{"IVF_FLAT", dataset.IndexIVFFlat, "IvfFlat", false},
+		{"IVF_SQ", dataset.IndexIVFSQ, "IvfSq", false},
+		{"IVF_HNSW_SQ", dataset.IndexIVFHNSWSQ, "IvfHnswSq", true},
+		{"IVF_HNSW_FLAT", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", true},
+		{"IVF_HNSW_PQ", dataset.IndexIVFHNSWPQ, "IvfHnswPq", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			uri := filepath.Join(t.TempDir(), "v.lance")
@@ -254,30 +280,35 @@ func TestLanceMaintainsLancerIndices(t *testing.T) {
 				}
 			}
 			checkIndexUse(t, node, ref, uri, "after Lance's optimize", tc.lanceType, vecs, dim, queries,
-				append(liveSample(0, n, 6), liveSample(n, n+extra, 6)...))
+				append(liveSample(0, n, 6), liveSample(n, n+extra, 6)...), tc.hnsw)
 		})
 	}
 }
 
-// TestLancerOptimizesLanceIndices: real Lance builds IVF_PQ and IVF_FLAT
-// on a lancer table; lancer appends a fragment, deletes rows and runs
-// OptimizeIndexes, which adds a delta segment in Lance's format (same
-// name, new uuid, the appended fragment's bitmap, Lance's centroids and
-// codebook); real Lance counts no unindexed row, searches both segments
-// and finds the new rows through the index, as lancer does; then Lance's
-// own optimize (compaction, index merge) over lancer's delta leaves both
-// engines agreeing again.
+// TestLancerOptimizesLanceIndices: real Lance builds IVF_PQ, IVF_FLAT,
+// IVF_HNSW_SQ and IVF_HNSW_PQ on a lancer table; lancer appends a
+// fragment, deletes rows and runs OptimizeIndexes, which adds a delta
+// segment in Lance's format (same name, new uuid, the appended fragment's
+// bitmap, Lance's centroids and codebook or SQ bounds, HNSW graphs lancer
+// builds over the delta's rows); real Lance counts no unindexed row,
+// plans through the index, searches both segments and finds the new rows
+// through the index, as lancer does (HNSW: the same answers on 99% of 100
+// queries); then Lance's own optimize (compaction, index merge) over
+// lancer's delta leaves both engines agreeing again.
 func TestLancerOptimizesLanceIndices(t *testing.T) {
 	node, ref := lanceRef(t)
 	ctx := context.Background()
 	const dim, n, extra = 32, 1500, 200
-	vecs, queries := maintData(29, n+extra, dim, 12)
+	vecs, queries := maintData(29, n+extra, dim, 200)
 	for _, tc := range []struct {
 		name, typ, lanceType string
 		opts                 map[string]any
+		hnsw                 bool
 	}{
-		{"IVF_PQ", "ivfPq", "IvfPq", map[string]any{"numPartitions": 6, "numSubVectors": 8}},
-		{"IVF_FLAT", "ivfFlat", "IvfFlat", map[string]any{"numPartitions": 6}},
+		{"IVF_PQ", "ivfPq", "IvfPq", map[string]any{"numPartitions": 6, "numSubVectors": 8}, false},
+		{"IVF_FLAT", "ivfFlat", "IvfFlat", map[string]any{"numPartitions": 6}, false},
+		{"IVF_HNSW_SQ", "hnswSq", "IvfHnswSq", map[string]any{"numPartitions": 4}, true},
+		{"IVF_HNSW_PQ", "hnswPq", "IvfHnswPq", map[string]any{"numPartitions": 4, "numSubVectors": 8}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			uri := filepath.Join(t.TempDir(), "v.lance")
@@ -316,11 +347,11 @@ func TestLancerOptimizesLanceIndices(t *testing.T) {
 				t.Fatalf("after OptimizeIndexes: %+v, want Lance's segment %s and a delta vec_idx over fragment %d", segs, base[0].UUID, added)
 			}
 			appended := append(liveSample(0, n, 4), liveSample(n, n+extra, 8)...)
-			checkIndexUse(t, node, ref, uri, "after lancer's OptimizeIndexes", tc.lanceType, vecs, dim, queries, appended)
+			checkIndexUse(t, node, ref, uri, "after lancer's OptimizeIndexes", tc.lanceType, vecs, dim, queries, appended, tc.hnsw)
 
 			replies := maintAsk(t, node, ref, maintRequest{vecRequest: vecRequest{URI: uri, Op: "optimize"}})
 			t.Logf("Lance's optimize over lancer's delta: %s", replies[0].Optimize)
-			checkIndexUse(t, node, ref, uri, "after Lance's optimize", tc.lanceType, vecs, dim, queries, appended)
+			checkIndexUse(t, node, ref, uri, "after Lance's optimize", tc.lanceType, vecs, dim, queries, appended, tc.hnsw)
 		})
 	}
 }
@@ -370,7 +401,7 @@ func TestLanceUsesIndicesAfterLancerCompact(t *testing.T) {
 			t.Errorf("compaction message %q does not name %s", stats.IndexMessage, name)
 		}
 	}
-	checkIndexUse(t, node, ref, uri, "after lancer's compaction", "IvfPq", vecs, dim, queries, liveSample(0, n, 10))
+	checkIndexUse(t, node, ref, uri, "after lancer's compaction", "IvfPq", vecs, dim, queries, liveSample(0, n, 10), false)
 
 	// The filter and full-text queries the scalar indices answered.
 	const filter = "id >= 100 AND id < 160"
@@ -424,5 +455,59 @@ func TestLanceUsesIndicesAfterLancerCompact(t *testing.T) {
 	}
 	if len(fts) != 40 || !sameFTS(got, fts) {
 		t.Errorf("full-text search after lancer's compaction: lancer %v, Lance %v", got, fts)
+	}
+}
+
+// TestLanceUsesHNSWIndicesAfterLancerCompact: real Lance builds
+// IVF_HNSW_SQ and IVF_HNSW_PQ on a lancer table of small fragments and
+// deletes rows; lancer compacts (without stable row ids, so rows move),
+// remapping the index: a new segment with the rows' new addresses, the
+// deleted rows dropped and each partition's graph rebuilt over the
+// remapped storage, as Lance's remap rebuilds it, recorded in the
+// Rewrite transaction. Real Lance then plans through the index, counts no
+// unindexed row and answers as lancer does (the same top k on 99% of 200
+// queries), never returning a deleted row.
+func TestLanceUsesHNSWIndicesAfterLancerCompact(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	const dim, n = 32, 1500
+	vecs, queries := maintData(37, n, dim, 200)
+	for _, tc := range []struct {
+		name, typ, lanceType string
+		opts                 map[string]any
+	}{
+		{"IVF_HNSW_SQ", "hnswSq", "IvfHnswSq", map[string]any{"numPartitions": 4}},
+		{"IVF_HNSW_PQ", "hnswPq", "IvfHnswPq", map[string]any{"numPartitions": 4, "numSubVectors": 8}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uri := filepath.Join(t.TempDir(), "v.lance")
+			store, err := blob.NewLocalStore(uri)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			writeVecFragments(t, store, mem, vecs, dim, n, n/6)
+			maintAsk(t, node, ref,
+				maintRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "vec", Type: tc.typ}, IndexOptions: tc.opts},
+				maintRequest{vecRequest: vecRequest{URI: uri, Op: "delete", Filter: "id % 7 = 3"}})
+			d, err := openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			built := d.Indices()[0].UUID
+			out, stats, err := d.Compact(ctx, &dataset.CompactOptions{CommitOptions: dataset.CommitOptions{Allocator: mem}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("lancer's compaction: %+v", stats)
+			if stats.FragmentsRemoved != 6 || stats.IndicesRemapped != 1 || stats.IndexMessage != "" {
+				t.Errorf("compaction %+v: want 6 fragments rewritten and the vector index remapped", stats)
+			}
+			if segs := out.Indices(); len(segs) != 1 || segs[0].UUID == built || segs[0].Name != "vec_idx" {
+				t.Fatalf("after compaction: %+v, want one remapped segment of vec_idx", segs)
+			}
+			checkIndexUse(t, node, ref, uri, "after lancer's compaction", tc.lanceType, vecs, dim, queries, liveSample(0, n, 10), true)
+		})
 	}
 }

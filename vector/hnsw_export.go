@@ -53,3 +53,25 @@ func (x *IVF) PartitionGraph(ctx context.Context, p int) (*HNSW, error) {
 // HNSWParams returns the M and EfConstruction the partitions' graphs were
 // built with (0, 0 for SubFlat).
 func (x *IVF) HNSWParams() (m, efConstruction int) { return x.m, x.efc }
+
+// BuildPartitionHNSW builds the graph of one IVF partition (rows packed in
+// vecs, dim floats each) as BuildIVF builds its partitions' graphs: from
+// exact candidate lists for small partitions, by BuildHNSW's insertion
+// (one worker, so the graph is a pure function of its input) for larger
+// ones. It is for writing a partition's graph in another index format
+// over rows BuildIVF did not partition (a delta segment, a remapped one).
+func BuildPartitionHNSW(vecs []float32, dim int, opts *HNSWOptions) (*HNSW, error) {
+	var o HNSWOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Workers = 1
+	o = o.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if dim < 1 || len(vecs)%dim != 0 {
+		return nil, fmt.Errorf("vector: HNSW of %d floats with dimension %d: %w", len(vecs), dim, lancer.ErrInvalidArgument)
+	}
+	return buildPartitionGraph(vecs[:len(vecs):len(vecs)], dim, o)
+}

@@ -192,8 +192,10 @@ LabelList, FTS, ... for scalar ones.`,
 			}
 			var out []row
 			for _, ix := range ds.Indices() {
+				// Unindexed counts the fragments the index, all its
+				// segments together, misses: what a search scores exactly.
 				out = append(out, row{ix.Name, ds.IndexTypeName(cmd.Context(), ix), ix.Fields, ix.UUID, ix.DatasetVersion, ix.Fragments,
-					len(ds.Manifest().Fragments) - len(ix.Fragments)})
+					len(ds.IndexMissingFragments(ix.Name))})
 			}
 			w := cmd.OutOrStdout()
 			switch formatArg {
@@ -247,10 +249,13 @@ func newIndexOptimizeCommand() *cobra.Command {
 		Use:   "optimize URI",
 		Short: "Index the rows appended since the indices were built",
 		Long: `Bring the indices up to date with the fragments added since they were built:
-lancer's vector indices (and the Lance-format IVF_FLAT and IVF_PQ ones) get a
-segment over the new fragments; BTREE, BITMAP and LABEL_LIST indices, whoever
-built them, are rebuilt over every fragment, as Lance's optimize_indices
-updates them.`,
+vector indices in Lance's format, whoever built them (IVF_FLAT, IVF_PQ, IVF_SQ,
+IVF_HNSW_SQ, IVF_HNSW_FLAT, IVF_HNSW_PQ), get a delta segment over the new
+fragments with the index's own centroids and quantizer, as Lance's optimize
+adds one; BTREE, BITMAP and LABEL_LIST indices, whoever built them, are
+rebuilt over every fragment, as Lance's optimize_indices updates them. Kinds
+lancer does not write (4-bit PQ, the legacy IVF_PQ file, IVF_RQ) are named
+and left as they are.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tbl, err := openLatest(cmd, args)
@@ -264,12 +269,12 @@ updates them.`,
 				return err
 			}
 			// Indices that still miss fragments are of kinds lancer does
-			// not extend: say so rather than call them up to date.
+			// not write: say so rather than call them up to date.
 			var behind []string
 			for _, ix := range staleIndices(out) {
 				behind = append(behind, fmt.Sprintf("%s (%s)", ix.Name, out.IndexTypeName(cmd.Context(), ix)))
 			}
-			const why = ": lancer does not extend these kinds yet; the rows added since they were built are searched exactly (rebuild with index create --replace)"
+			const why = ": lancer does not write these kinds (4-bit PQ, the legacy IVF_PQ file, IVF_RQ); the rows added since they were built are searched exactly (rebuild with index create --replace)"
 			unchanged := out.Version() == ds.Version()
 			var msg string
 			switch {
@@ -660,29 +665,18 @@ func (*planWriter) write(arrow.RecordBatch) error { return nil }
 func (*planWriter) end() error                    { return nil }
 
 // staleIndices returns, for each vector index of d whose segments together
-// miss some of d's fragments, its first segment, in index order.
+// miss some of d's fragments (dataset.IndexMissingFragments), its first
+// segment, in index order.
 func staleIndices(d *dataset.Dataset) []manifest.IndexInfo {
-	covered := map[string]map[uint32]bool{}
-	var first []manifest.IndexInfo
+	seen := map[string]bool{}
+	var out []manifest.IndexInfo
 	for _, ix := range d.Indices() {
-		if ix.Type != "Vector" && !strings.HasSuffix(ix.TypeURL, "LancerVectorIndex") {
+		if ix.Type != "Vector" && !strings.HasSuffix(ix.TypeURL, "LancerVectorIndex") || seen[ix.Name] {
 			continue
 		}
-		if covered[ix.Name] == nil {
-			covered[ix.Name] = map[uint32]bool{}
-			first = append(first, ix)
-		}
-		for _, f := range ix.Fragments {
-			covered[ix.Name][f] = true
-		}
-	}
-	var out []manifest.IndexInfo
-	for _, ix := range first {
-		for _, f := range d.Manifest().Fragments {
-			if !covered[ix.Name][uint32(f.ID)] {
-				out = append(out, ix)
-				break
-			}
+		seen[ix.Name] = true
+		if len(d.IndexMissingFragments(ix.Name)) > 0 {
+			out = append(out, ix)
 		}
 	}
 	return out

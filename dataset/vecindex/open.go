@@ -112,7 +112,9 @@ type sqMeta struct {
 type hnswMetadata struct {
 	EntryPoint uint32 `json:"entry_point"`
 	Params     struct {
-		MaxLevel int `json:"max_level"`
+		MaxLevel       int `json:"max_level"`
+		M              int `json:"m"`
+		EfConstruction int `json:"ef_construction"`
 	} `json:"params"`
 	LevelOffsets []int `json:"level_offsets"`
 }

@@ -35,28 +35,54 @@ type WriteSpec struct {
 	// Centroids are Partitions × Dim floats.
 	Centroids  []float32
 	Partitions int
-	// PQSubVectors and PQCodebook (256 × Dim floats laid out [sub-vector]
-	// [centroid][Dim/PQSubVectors]) are QuantPQ's; its codes are of
+	// PQSubVectors, PQBits and PQCodebook (2^PQBits × Dim floats laid out
+	// [sub-vector][centroid][Dim/PQSubVectors]) are QuantPQ's. PQBits is 8
+	// (one byte a sub-vector; 0 means 8) or 4 (two sub-vectors a byte,
+	// sub-vector 2i in the low nibble of byte i, as Lance packs them; an
+	// even PQSubVectors). Its codes are of
 	// residuals to the centroids for l2 and cosine and of the vectors for
 	// dot, as Lance's (S2).
 	PQSubVectors int
+	PQBits       int
 	PQCodebook   []float32
+	// SQBounds, when set, are QuantSQ's bounds: Write codes the vectors
+	// with them instead of computing them from the vectors (W2), as a
+	// delta or a remapped copy keeps its index's quantizer. Values
+	// outside saturate, as in Lance.
+	SQBounds *SQBounds
 	// Rows returns partition p's row ids and its vectors (QuantFlat and
 	// QuantSQ: len(ids) × Dim exact floats) or codes (QuantPQ, len(ids) ×
-	// PQSubVectors, row by row; with HNSW the exact vectors too, for the
-	// graph's distances). It is called once per partition, in order
-	// (for QuantSQ twice: the bounds, then the codes), so that only one
-	// partition is held at a time.
+	// CodeWidth() bytes, row by row; with HNSW the exact vectors too when
+	// Graph is set, for the graph's distances). With SQBounds set, QuantSQ
+	// rows may come as codes instead (len(ids) × Dim, row by row), written
+	// as they are. It is called once per partition, in order (for QuantSQ
+	// without SQBounds twice: the bounds, then the codes), so that only
+	// one partition is held at a time.
 	Rows func(ctx context.Context, p int) (ids []uint64, vecs []float32, codes []uint8, err error)
 	// Graph returns partition p's HNSW graph (SubHNSW), whose node i is
 	// row i of Rows(p); nil for an empty partition. Called after Rows(p).
+	// When Graph is nil, Write builds each partition's graph itself with
+	// lancer's builder (vector.BuildPartitionHNSW, HNSWM and
+	// HNSWEfConstruction, a seed derived from HNSWSeed and the partition)
+	// over the rows' vectors, or over the vectors their codes stand for
+	// when Rows gives none, as Lance builds a graph over its storage.
 	Graph func(ctx context.Context, p int) (*vector.HNSW, error)
 	// HNSWM, HNSWEfConstruction and HNSWMaxLevel are the graph parameters
-	// the details record (SubHNSW). Default for HNSWMaxLevel: Lance's 7.
+	// the details record (SubHNSW). Default for HNSWMaxLevel: Lance's 7;
+	// for HNSWM and HNSWEfConstruction, when Write builds the graphs,
+	// Lance's 20 and 150.
 	HNSWM, HNSWEfConstruction, HNSWMaxLevel int
+	// HNSWSeed seeds the graphs Write builds (Graph nil).
+	HNSWSeed uint64
 	// Allocator allocates the Arrow arrays written. Default
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
+}
+
+// SQBounds is the range [Start, End] Lance's 8-bit scalar quantizer maps
+// to codes 0..255 (its storage metadata's bounds).
+type SQBounds struct {
+	Start, End float64
 }
 
 // WrittenSegment lists the files Write wrote, in dir.
@@ -69,6 +95,27 @@ type WrittenSegment struct {
 type WrittenIndexFile struct {
 	Name string
 	Size uint64
+}
+
+func (s *WriteSpec) pqBits() int {
+	if s.PQBits == 0 {
+		return 8
+	}
+	return s.PQBits
+}
+
+func (s *WriteSpec) pqCentroids() int { return 1 << min(s.pqBits(), 8) }
+
+// CodeWidth returns the bytes a row's code takes in the storage (I4): Dim
+// for SQ, PQSubVectors for 8-bit PQ, half that for 4-bit, 0 for flat.
+func (s *WriteSpec) CodeWidth() int {
+	switch s.Quant {
+	case QuantSQ:
+		return s.Dim
+	case QuantPQ:
+		return s.PQSubVectors * s.pqBits() / 8
+	}
+	return 0
 }
 
 func (s *WriteSpec) sub() SubIndex {
@@ -109,18 +156,33 @@ func Write(ctx context.Context, store blob.Store, dir string, s *WriteSpec) (*Wr
 		return nil, fmt.Errorf("vecindex: write %s: %d centroid values for %d partitions of %d dimensions: %w",
 			dir, len(s.Centroids), s.Partitions, s.Dim, lancer.ErrInvalidArgument)
 	}
-	if s.Quant == QuantPQ && (s.PQSubVectors <= 0 || s.Dim%s.PQSubVectors != 0 || len(s.PQCodebook) != 256*s.Dim) {
-		return nil, fmt.Errorf("vecindex: write %s: PQ of %d sub-vectors, %d codebook values, dimension %d: %w",
-			dir, s.PQSubVectors, len(s.PQCodebook), s.Dim, lancer.ErrInvalidArgument)
+	if s.Quant == QuantPQ && (s.PQSubVectors <= 0 || s.Dim%s.PQSubVectors != 0 || len(s.PQCodebook) != s.pqCentroids()*s.Dim ||
+		s.pqBits() != 8 && s.pqBits() != 4 || s.pqBits() == 4 && s.PQSubVectors%2 != 0) {
+		return nil, fmt.Errorf("vecindex: write %s: %d-bit PQ of %d sub-vectors, %d codebook values, dimension %d: %w",
+			dir, s.pqBits(), s.PQSubVectors, len(s.PQCodebook), s.Dim, lancer.ErrInvalidArgument)
 	}
-	if sub == SubHNSW && s.Graph == nil {
-		return nil, fmt.Errorf("vecindex: write %s: HNSW without graphs: %w", dir, lancer.ErrInvalidArgument)
+	if b := s.SQBounds; b != nil && (!finite(b.Start) || !finite(b.End) || b.End < b.Start) {
+		return nil, fmt.Errorf("vecindex: write %s: SQ bounds [%v, %v]: %w", dir, b.Start, b.End, lancer.ErrInvalidArgument)
 	}
 	w := &segWriter{s: s, sub: sub, mem: s.Allocator, metric: metricName(s.Metric)}
 	if w.mem == nil {
 		w.mem = memory.DefaultAllocator
 	}
-	if s.Quant == QuantSQ {
+	if sub == SubHNSW && s.Graph == nil {
+		w.hopts = vector.HNSWOptions{M: s.HNSWM, EfConstruction: s.HNSWEfConstruction, Metric: s.Metric}
+		if w.hopts.M == 0 {
+			w.hopts.M = LanceDefaultHNSWM
+		}
+		if w.hopts.EfConstruction == 0 {
+			w.hopts.EfConstruction = LanceDefaultHNSWEfConstruction
+		}
+		if err := w.hopts.Validate(); err != nil {
+			return nil, fmt.Errorf("vecindex: write %s: %w", dir, err)
+		}
+	}
+	if s.Quant == QuantSQ && s.SQBounds != nil {
+		w.lo, w.hi = s.SQBounds.Start, s.SQBounds.End
+	} else if s.Quant == QuantSQ {
 		lo, hi, err := w.sqBounds(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("vecindex: write %s: %w", dir, err)
@@ -192,7 +254,8 @@ type segWriter struct {
 	sub    SubIndex
 	mem    memory.Allocator
 	metric string
-	lo, hi float64 // SQ bounds
+	lo, hi float64            // SQ bounds
+	hopts  vector.HNSWOptions // the graphs Write builds (Graph nil)
 
 	aux, idx           *format.Writer
 	auxSch, idxSch     *schema.Schema
@@ -213,9 +276,15 @@ func (w *segWriter) rows(ctx context.Context, p int) ([]uint64, []float32, []uin
 	}
 	n := len(ids)
 	bad := n > math.MaxUint32
-	if s.Quant == QuantPQ {
-		bad = bad || len(codes) != n*s.PQSubVectors || (w.sub == SubHNSW && len(vecs) != n*s.Dim)
-	} else {
+	switch {
+	case s.Quant == QuantPQ:
+		// HNSW graphs given need the exact vectors for their distances;
+		// graphs Write builds use them when given, else the codes.
+		needVecs := w.sub == SubHNSW && s.Graph != nil
+		bad = bad || len(codes) != n*s.CodeWidth() || (needVecs && len(vecs) != n*s.Dim) || (len(vecs) != 0 && len(vecs) != n*s.Dim)
+	case s.Quant == QuantSQ && s.SQBounds != nil && len(vecs) == 0:
+		bad = bad || len(codes) != n*s.Dim || (w.sub == SubHNSW && s.Graph != nil)
+	default:
 		bad = bad || len(vecs) != n*s.Dim
 	}
 	if bad {
@@ -255,7 +324,7 @@ func (w *segWriter) open(ctx context.Context, store blob.Store, auxKey, idxKey s
 	codeCol, width, elem := colFlat, s.Dim, arrow.DataType(arrow.PrimitiveTypes.Float32)
 	switch s.Quant {
 	case QuantPQ:
-		codeCol, width, elem = colPQ, s.PQSubVectors, arrow.PrimitiveTypes.Uint8
+		codeCol, width, elem = colPQ, s.CodeWidth(), arrow.PrimitiveTypes.Uint8
 	case QuantSQ:
 		codeCol, elem = colSQ, arrow.PrimitiveTypes.Uint8
 	}
@@ -314,8 +383,22 @@ func (w *segWriter) partition(ctx context.Context, p int) error {
 	// with the entry point swapped to the front (Lance starts at node 0).
 	var g *vector.HNSW
 	var order []uint32
+	gvecs := vecs // the graph's vectors
 	if w.sub == SubHNSW {
-		if g, err = s.Graph(ctx, p); err != nil {
+		if s.Graph == nil {
+			// Built here, over the exact vectors when given, else over
+			// what the codes stand for; the graph's distances are of
+			// the same vectors.
+			if len(vecs) != n*s.Dim {
+				gvecs = w.decode(p, codes, n)
+			}
+			o := w.hopts
+			o.Seed = s.HNSWSeed ^ (uint64(p)+1)*0x9e3779b97f4a7c15
+			g, err = vector.BuildPartitionHNSW(gvecs, s.Dim, &o)
+		} else {
+			g, err = s.Graph(ctx, p)
+		}
+		if err != nil {
 			return err
 		}
 		if g == nil || g.Len() != n {
@@ -332,7 +415,7 @@ func (w *segWriter) partition(ctx context.Context, p int) error {
 		return err
 	}
 	if g != nil {
-		return w.writeGraph(ctx, p, g, vecs, order)
+		return w.writeGraph(ctx, p, g, gvecs, order)
 	}
 	return nil
 }
@@ -366,7 +449,7 @@ func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float
 	case QuantPQ:
 		// Transposed, as Lance writes PQ storage (I4): byte j of every
 		// row, then byte j+1.
-		width := s.PQSubVectors
+		width := s.CodeWidth()
 		w.tr = slicesGrow(w.tr, len(codes))
 		for i := range n {
 			for j := range width {
@@ -380,6 +463,10 @@ func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float
 	case QuantSQ:
 		w.tr = w.tr[:0]
 		for j := range n {
+			if len(vecs) != n*dim { // codes given (rows checked them)
+				w.tr = append(w.tr, codes[row(j)*dim:(row(j)+1)*dim]...)
+				continue
+			}
 			v := vecs[row(j)*dim : (row(j)+1)*dim]
 			if s.Metric == vector.Cosine {
 				v = normalize(v)
@@ -507,7 +594,7 @@ func (w *segWriter) finishAux(ctx context.Context) (uint64, error) {
 	var storage any
 	switch s.Quant {
 	case QuantPQ:
-		cb, err := proto.MarshalOptions{Deterministic: true}.Marshal(floatTensor(s.PQCodebook, 256, uint32(s.Dim)))
+		cb, err := proto.MarshalOptions{Deterministic: true}.Marshal(floatTensor(s.PQCodebook, uint32(s.pqCentroids()), uint32(s.Dim)))
 		if err != nil {
 			return fail(err)
 		}
@@ -522,7 +609,7 @@ func (w *segWriter) finishAux(ctx context.Context) (uint64, error) {
 			Dimension        int   `json:"dimension"`
 			CodebookTensor   []int `json:"codebook_tensor"`
 			Transposed       bool  `json:"transposed"`
-		}{cpos, 8, s.PQSubVectors, s.Dim, []int{}, true}
+		}{cpos, s.pqBits(), s.PQSubVectors, s.Dim, []int{}, true}
 	case QuantSQ:
 		type bounds struct {
 			Start float64 `json:"start"`
@@ -616,7 +703,7 @@ func (s *WriteSpec) Details() ([]byte, error) {
 	}
 	switch s.Quant {
 	case QuantPQ:
-		d.Compression = &indexpb.VectorIndexDetails_Pq{Pq: &indexpb.VectorIndexDetails_ProductQuantization{NumBits: 8, NumSubVectors: uint32(s.PQSubVectors)}}
+		d.Compression = &indexpb.VectorIndexDetails_Pq{Pq: &indexpb.VectorIndexDetails_ProductQuantization{NumBits: uint32(s.pqBits()), NumSubVectors: uint32(s.PQSubVectors)}}
 	case QuantSQ:
 		d.Compression = &indexpb.VectorIndexDetails_Sq{Sq: &indexpb.VectorIndexDetails_ScalarQuantization{NumBits: 8}}
 	default:
@@ -641,8 +728,8 @@ type DetailsSpec struct {
 	// SubVectors is PQ's; M and EfConstruction HNSW's (0 when the
 	// details do not say).
 	SubVectors, M, EfConstruction int
-	// Writable says Write writes segments of this kind (not RQ, 4-bit PQ,
-	// nor other SQ widths).
+	// Writable says Write writes segments of this kind (not RQ, nor PQ
+	// other than 8- and 4-bit, nor SQ other than 8-bit).
 	Writable bool
 }
 
@@ -671,7 +758,7 @@ func ParseDetailsSpec(b []byte) (DetailsSpec, error) {
 		out.Quant, out.Writable = QuantFlat, true
 	case *indexpb.VectorIndexDetails_Pq:
 		out.Quant, out.SubVectors = QuantPQ, int(c.Pq.GetNumSubVectors())
-		out.Writable = c.Pq.GetNumBits() == 8
+		out.Writable = c.Pq.GetNumBits() == 8 || c.Pq.GetNumBits() == 4
 	case *indexpb.VectorIndexDetails_Sq:
 		out.Quant = QuantSQ
 		out.Writable = c.Sq.GetNumBits() == 8 || c.Sq.GetNumBits() == 0
