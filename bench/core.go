@@ -193,6 +193,10 @@ func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	if err := c.reads(ctx, d, chunk); err != nil {
 		return nil, err
 	}
+	c.logf("machine limits: page-cache read and memory sum of the full scan's bytes")
+	if c.rep.Limits, err = measureLimits(c.lancerPath("a0"), o.Runs); err != nil {
+		return nil, err
+	}
 	if err := c.vectors(ctx, d, queries, truth); err != nil {
 		return nil, err
 	}

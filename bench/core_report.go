@@ -35,6 +35,9 @@ type CoreReport struct {
 	// (above 1: lancer smaller).
 	Sizes  []ByteRatio `json:"sizes"`
 	Memory []ByteRatio `json:"memory"`
+	// Limits are the machine's, measured in the same run: the page cache's
+	// read of the full scan's files and a memory sum of as many bytes.
+	Limits []Limit `json:"limits,omitempty"`
 	// Targets are the issues' targets read off the ratios.
 	Targets []Target `json:"targets"`
 	Notes   []string `json:"notes"`
@@ -433,6 +436,17 @@ func (r *CoreReport) finish(began time.Time) {
 	if s := r.step("flat_search"); s != nil {
 		add("#6", "flat (exact) search QPS", s.Ratio, TargetFlatQPS, "lancer at least 3x Lance's QPS")
 	}
+	// Issue #23: every table step at least 2x Lance, and the full scan
+	// within LimitFactor of the page cache's read of the same files.
+	for _, n := range TableSteps {
+		if s := r.step(n); s != nil {
+			add("#23", n+" time", s.Ratio, TargetTableStep, "lancer at least 2x Lance")
+		}
+	}
+	if s, l := r.step("scan_full"), r.limit(limitPageCache); s != nil && l != nil && s.Lancer.MedianMS > 0 {
+		add("#23", "scan_full vs the page cache", l.MedianMS/s.Lancer.MedianMS, 1.0/LimitFactor,
+			fmt.Sprintf("the raw read of the same files took %s ms (%.1f GB/s); lancer's full scan at most %dx that", fmtMS(l.MedianMS), l.GBps, LimitFactor))
+	}
 	r.Notes = []string{
 		"ratio = Lance / lancer for times, sizes and memory: above 1 means lancer is faster (smaller); QPS targets compare lancer's QPS with Lance's, the same direction.",
 		fmt.Sprintf("each step ran %d times per side, alternating lancer and Lance (A B A B) so that a change in the machine's load hits both%s; medians are reported, with min and max in the details.", r.Workload.Runs, warmupNote(r.Workload.Warmup)),
@@ -498,6 +512,12 @@ func (r *CoreReport) Markdown(plots bool) string {
 	}
 	for _, s := range r.Memory {
 		p("| %s | %s | %s | %s | %s |\n", s.Name, fmtBytes(s.LancerBytes), fmtBytes(s.LanceBytes), fmtRatio(s.Ratio), s.What)
+	}
+	if len(r.Limits) > 0 {
+		p("\n| machine limit | ms (min–max) | bytes | GB/s | what |\n|---|---:|---:|---:|---|\n")
+		for _, l := range r.Limits {
+			p("| %s | %s (%s–%s) | %s | %.1f | %s |\n", l.Name, fmtMS(l.MedianMS), fmtMS(l.MinMS), fmtMS(l.MaxMS), fmtBytes(l.Bytes), l.GBps, l.What)
+		}
 	}
 	p("\n| target | issue | ratio | wanted | met | note |\n|---|---|---:|---:|---|---|\n")
 	for _, t := range r.Targets {

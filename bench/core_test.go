@@ -116,6 +116,27 @@ func TestCoreSmall(t *testing.T) {
 	if len(rep.Targets) == 0 {
 		t.Error("no targets")
 	}
+	for _, name := range []string{limitPageCache, limitMemorySum} {
+		l := rep.limit(name)
+		if l == nil || l.MedianMS <= 0 || l.Bytes <= 0 || l.GBps <= 0 || !(l.MinMS <= l.MedianMS && l.MedianMS <= l.MaxMS) {
+			t.Errorf("machine limit %s: %+v, want it measured", name, l)
+		}
+	}
+	if s := rep.size("data_files_appends"); s != nil && rep.limit(limitPageCache) != nil && rep.limit(limitPageCache).Bytes != s.LancerBytes {
+		t.Errorf("the page-cache read covered %d bytes, the 20-fragment table's data files are %d", rep.limit(limitPageCache).Bytes, s.LancerBytes)
+	}
+	var t23 int
+	for _, x := range rep.Targets {
+		if x.Issue == "#23" {
+			t23++
+		}
+	}
+	if want := len(TableSteps) + 1; t23 != want {
+		t.Errorf("%d #23 targets, want %d (each table step and the page-cache bound)", t23, want)
+	}
+	if sec := rep.ReadmeSection(); !strings.Contains(sec, rep.Versions.Lancer) || !strings.Contains(sec, "page cache read") {
+		t.Errorf("the README section of the run lacks its commit or its limits:\n%s", sec)
+	}
 	if rep.Versions.LanceDB == "" || rep.Versions.Node == "" || rep.Machine.CPUs == 0 {
 		t.Errorf("versions %+v, machine %+v: want them filled in", rep.Versions, rep.Machine)
 	}

@@ -122,6 +122,7 @@
 //
 //	go run ./bench/cmd/bench -suite=core                  # 200k rows, 5 runs per side, report in bench/results
 //	go run ./bench/cmd/bench -suite=core -profiles        # also bench/results/profiles/<step>.{cpu,allocs}.pprof
+//	go run ./bench/cmd/bench -suite=core -readme          # also rewrite README.md's figures from this run
 //	go run ./bench/cmd/bench -suite=core -n 20000 -out /tmp/core
 //	go run ./bench/cmd/bench -suite=scale                 # 1M x 128 and 100k x 768, bench/results/scale/*
 //
@@ -153,6 +154,19 @@
 // step leaves lancer's CPU profile over its timed runs and the allocation
 // profile after them beside the report, so a slow step has a flame graph
 // to start from (go tool pprof -http : profiles/scan_text.cpu.pprof).
+//
+// After the reads the run measures the machine's limits on the same
+// bytes (Limits): a raw read of the 20-fragment table's data files from
+// the page cache, and one SIMD pass of vector.DotProduct over as many bytes
+// of float32 in memory, so that issue #23's target (the full scan within
+// LimitFactor times the page-cache read) is read off the same run, next to
+// its other target, every table step (TableSteps) at least 2x Lance.
+//
+// The README's performance figures are one run's: -readme rewrites what
+// lies between its markers (ReadmeCoreBegin, ReadmeCoreEnd) from the
+// report (CoreReport.ReadmeSection), and TestReadmeIsOneRun fails when the
+// README and bench/results/report.json disagree, so no figure there is
+// edited by hand or mixed from two runs.
 //
 // The report (CoreReport.Write) is report.json (a "steps" list of {name,
 // lancer_ms, lance_ms, ratio}, ratio = lance_ms / lancer_ms, above 1 when

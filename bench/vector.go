@@ -787,7 +787,12 @@ const (
 	TargetBuild     = 0.5 // index build time: at most half
 	TargetIndexSize = 1.0 // index bytes: at most Lance's
 	TargetFlatQPS   = 3.0 // exact search QPS: at least 3x
+	TargetTableStep = 2.0 // issue #23: each table step at least 2x Lance's speed
 )
+
+// TableSteps are the core suite's table I/O steps, the ones issue #23
+// wants at least TargetTableStep times Lance's speed.
+var TableSteps = []string{"write_oneshot", "write_appends", "scan_full", "scan_full_1file", "scan_id", "scan_vector", "scan_text", "take_offsets", "take_rowids", "filter_1pct"}
 
 // bestAt returns the setting of rs with the highest QPS among those whose
 // recall reaches target, or nil.

@@ -51,8 +51,12 @@ func main() {
 	coldModules := flag.Bool("cold-modules", false, "build suite: also start from an empty module cache, downloading every module as a fresh machine does")
 	quiet := flag.Bool("q", false, "print no progress")
 	servers := flag.Int("servers", 1, "server suite: servers on the one data folder (more than 1: lancer serve processes, clients round-robin)")
+	flag.BoolVar(&readme, "readme", false, "core suite: rewrite README.md's core-suite figures (between its generated-section markers) from this run's report")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of lancer's side of the suite to this file; samples carry the step's name (go tool pprof -tagfocus step=flat_search)")
 	flag.Parse()
+	if readme && suite != "core" {
+		fail(fmt.Errorf("bench: -readme rewrites the README's core-suite figures: it needs -suite=core"))
+	}
 	if profileSteps && *cpuProfile != "" {
 		fail(fmt.Errorf("bench: -profiles and -cpuprofile cannot be combined: Go runs one CPU profile at a time"))
 	}
@@ -172,6 +176,9 @@ func main() {
 // report.
 var profileSteps bool
 
+// readme is -readme: run rewrites the README's generated section.
+var readme bool
+
 func run(ctx context.Context, o bench.CoreOptions, out string) {
 	start := time.Now()
 	if profileSteps {
@@ -185,6 +192,13 @@ func run(ctx context.Context, o bench.CoreOptions, out string) {
 		fail(err)
 	}
 	fmt.Print(rep.Markdown(false))
+	if readme {
+		path := filepath.Join(bench.RepoRoot(), "README.md")
+		if err := bench.UpdateReadme(path, rep); err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(os.Stderr, "rewrote the core-suite figures in %s\n", path)
+	}
 	fmt.Fprintf(os.Stderr, "report in %s (%s)\n", out, time.Since(start).Round(time.Second))
 }
 
