@@ -174,3 +174,65 @@ func BenchmarkSearchNewVersion(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchIndexed times searches of one IVF_HNSW_SQ index in
+// Lance's format (50k x 128, no unindexed rows) at the core suite's
+// settings: what the per-partition graph search costs.
+func BenchmarkSearchIndexed(b *testing.B) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("lancer-search-indexed-%d-%d-v1", benchSearchRows, benchSearchDim))
+	ctx := context.Background()
+	if _, err := os.Stat(filepath.Join(dir, "ready")); err != nil {
+		_ = os.RemoveAll(dir)
+		store, err := blob.NewLocalStore(filepath.Join(dir, "t.lance"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := benchRows(rand.New(rand.NewPCG(1, 2)), 0, benchSearchRows)
+		d, err := Write(ctx, store, r, nil)
+		r.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err = d.CreateIndex(ctx, "vector", &CreateIndexOptions{Type: IndexIVFHNSWSQ}); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	store, err := blob.NewLocalStore(filepath.Join(dir, "t.lance"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := Open(ctx, store, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	queries := make([][]float32, 64)
+	for i := range queries {
+		queries[i] = randomQuery(rng)
+	}
+	for _, s := range []struct{ nprobes, ef int }{{1, 20}, {10, 100}, {20, 100}} {
+		b.Run(fmt.Sprintf("np%d_ef%d", s.nprobes, s.ef), func(b *testing.B) {
+			// Warm: every partition the queries probe is read once first.
+			for _, q := range queries {
+				rr, err := d.Search(ctx, "vector", q, &SearchOptions{K: 10, NProbes: s.nprobes, Ef: s.ef, Columns: []string{"id"}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rr.Release()
+			}
+			i := 0
+			for b.Loop() {
+				rr, err := d.Search(ctx, "vector", queries[i%len(queries)], &SearchOptions{K: 10, NProbes: s.nprobes, Ef: s.ef, Columns: []string{"id"}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rr.Release()
+				i++
+			}
+		})
+	}
+}

@@ -69,8 +69,9 @@ echo "== go test"
 go test -count=1 ./...
 
 # The packages where goroutines share state (stores and their retries and
-# read-ahead, parallel search, the server's caches, locks and multipart
+# read-ahead, parallel search (vector and the probed partitions of Lance-format
+# indices), the server's caches, locks and multipart
 # uploads, branch refs) run again under the race detector. -short leaves
 # out only the long scale tests there.
 echo "== go test -race (concurrency-heavy packages)"
-go test -race -short -count=1 ./blob/... ./vector/... ./branch/... ./server/...
+go test -race -short -count=1 ./blob/... ./vector/... ./dataset/vecindex/... ./branch/... ./server/...

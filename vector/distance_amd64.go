@@ -43,6 +43,9 @@ func l2HalfAVX2(a *float32, b *uint16, n int) float32
 //go:noescape
 func cosineHalfAVX2(a *float32, b *uint16, n int) (dot, na, nb float32)
 
+//go:noescape
+func l2U8AVX2(a, b *uint8, n int) uint32
+
 func cpuid1ECX() uint32
 
 //go:noescape
@@ -199,4 +202,15 @@ func halfDistance(m Metric, a []float32, b []uint16) (d float32, ok bool) {
 		s += e * e
 	}
 	return s, true
+}
+
+func l2U8(a, b []uint8) uint32 {
+	n := len(a)
+	if !useAVX2 || n < 16 {
+		return l2U8Generic(a, b)
+	}
+	b = b[:n]
+	n16 := n &^ 15
+	s := l2U8AVX2(&a[0], &b[0], n16)
+	return s + l2U8Generic(a[n16:], b[n16:])
 }

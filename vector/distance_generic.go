@@ -140,3 +140,14 @@ func halvesGeneric(dst []float32, src []uint16) {
 		dst[i] = HalfToFloat32(h)
 	}
 }
+
+// l2U8Generic is Σ (a-b)² over bytes, wrapping mod 2^32.
+func l2U8Generic(a, b []uint8) uint32 {
+	b = b[:len(a)]
+	var s uint32
+	for i, x := range a {
+		d := int32(x) - int32(b[i])
+		s += uint32(d * d)
+	}
+	return s
+}

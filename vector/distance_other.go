@@ -24,3 +24,5 @@ func sq8Cosine(q, lo, step []float32, code []uint8) (d, nx float32) {
 func halfDistance(Metric, []float32, []uint16) (float32, bool) { return 0, false }
 
 func prefetchRow([]float32) {}
+
+func l2U8(a, b []uint8) uint32 { return l2U8Generic(a, b) }

@@ -408,3 +408,46 @@ func BenchmarkDistances(b *testing.B) {
 		}
 	}
 }
+
+// TestL2SquaredU8 checks the byte kernel against a uint64 reference at
+// lengths around every block boundary, on unaligned slices and on the
+// extremes (0 against 255: the largest square), with both kernel sets.
+func TestL2SquaredU8(t *testing.T) {
+	forEachKernelSet(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		for _, n := range []int{0, 1, 7, 15, 16, 17, 31, 32, 33, 48, 63, 64, 100, 128, 129, 768, 1536, 4099} {
+			for trial := range 6 {
+				a := make([]uint8, n+1)[trial%2:][:n]
+				b := make([]uint8, n+3)[3:]
+				for i := range n {
+					switch trial {
+					case 0:
+						a[i], b[i] = 0, 255
+					case 1:
+						a[i], b[i] = 255, 0
+					default:
+						a[i], b[i] = uint8(r.IntN(256)), uint8(r.IntN(256))
+					}
+				}
+				var want uint64
+				for i := range n {
+					d := int64(a[i]) - int64(b[i])
+					want += uint64(d * d)
+				}
+				if got := L2SquaredU8(a, b); got != uint32(want) {
+					t.Fatalf("n %d trial %d: L2SquaredU8 = %d, want %d", n, trial, got, uint32(want))
+				}
+			}
+		}
+		// Past 2^32 the sum wraps as the Go loop's does (66,051 bytes of
+		// 255 against 0 are 4,294,966,275 + 65,025).
+		n := 66_052
+		a, b := make([]uint8, n), make([]uint8, n)
+		for i := range a {
+			a[i] = 255
+		}
+		if got, want := L2SquaredU8(a, b), uint32(uint64(n)*65025); got != want {
+			t.Fatalf("wrapping sum: %d, want %d", got, want)
+		}
+	})
+}

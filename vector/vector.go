@@ -88,6 +88,12 @@ func DotProduct(a, b []float32) float32 { return dot(a, b) }
 // product first).
 func DotDistance(a, b []float32) float32 { return 1 - dot(a, b) }
 
+// L2SquaredU8 is the squared L2 distance between two byte codes of equal
+// length, Σ (a[i]-b[i])², as an integer wrapping mod 2^32: the distance
+// Lance's scalar-quantized indices rank by before scaling. Being integer
+// arithmetic, the SIMD kernel's result is bit-identical to the loop's.
+func L2SquaredU8(a, b []uint8) uint32 { return l2U8(a, b) }
+
 // CosineDistance returns 1 - a·b / (|a| |b|); 1 when either is zero.
 func CosineDistance(a, b []float32) float32 {
 	d, na, nb := cosineParts(a, b)

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/vector"
 )
 
 // fixtureQuery is one vector query of a fixture's expected.json with
@@ -130,6 +133,50 @@ func TestFixtureSearch(t *testing.T) {
 		}
 		if n < 5 {
 			t.Errorf("query %d: only %d of Lance's answers are indexed rows", i, n)
+		}
+	}
+}
+
+// TestSearchWorkersAgree: searching the probed partitions in parallel
+// changes nothing: every worker count gives the one-at-a-time answer, ids,
+// distances and order, with and without a prefilter; and searches running
+// at once (as a server's do) share the index and its partition cache
+// safely (scripts/test.sh runs this package under the race detector).
+func TestSearchWorkersAgree(t *testing.T) {
+	ctx := context.Background()
+	var ids []uint64
+	for id := uint64(0); id < 2000; id += 3 {
+		ids = append(ids, id)
+	}
+	allow := vector.NewAllowList(ids...)
+	for _, uuid := range []string{fixturePQ, fixtureHNSW} {
+		ix := openFixtureIndex(t, uuid)
+		for i, q := range fixtureQueries(t) {
+			if len(q.Query) != ix.Dim() {
+				continue
+			}
+			for _, filter := range []vector.Filter{nil, allow} {
+				for _, np := range []int{1, 2, 0} {
+					one, err := ix.Search(ctx, q.Query, q.K, &SearchOptions{NProbes: np, Ef: q.Ef, Allow: filter, Workers: 1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var wg sync.WaitGroup
+					for _, workers := range []int{2, 3, 8, 0} {
+						wg.Go(func() {
+							got, err := ix.Search(ctx, q.Query, q.K, &SearchOptions{NProbes: np, Ef: q.Ef, Allow: filter, Workers: workers})
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if !slices.Equal(got, one) {
+								t.Errorf("%s query %d nprobes %d filter %v: %d workers found %v, one at a time %v", ix.Type, i, np, filter != nil, workers, got, one)
+							}
+						})
+					}
+					wg.Wait()
+				}
+			}
 		}
 	}
 }

@@ -1,11 +1,14 @@
 package vecindex
 
 import (
-	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -26,8 +29,13 @@ type SearchOptions struct {
 	// as Lance 12 (doc.go, S4).
 	Ef int
 	// Allow, when not nil, keeps only the rows whose row id it contains
-	// (Lance's prefilter, deletions included).
+	// (Lance's prefilter, deletions included). It must be safe for
+	// concurrent Contains calls (vector's filters are).
 	Allow vector.Filter
+	// Workers is how many probed partitions are searched at once.
+	// Default (0): GOMAXPROCS. The answer does not depend on it: each
+	// partition's rows are merged in rank order, as one by one.
+	Workers int
 }
 
 // partition is one partition's storage (and graph) in memory.
@@ -78,18 +86,25 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *Searc
 	ef = min(ef, 1<<24) * max(len(probes), min(o.NProbes, 1<<10))
 	top := vector.NewTopK(k)
 	found := 0
-	for i, p := range ranked {
-		// Lance's late search (S7): past nprobes, partitions are searched
-		// one after another only while fewer than k rows are found.
-		if i >= nprobes && found >= k {
+	probed, err := ix.searchProbes(ctx, probes, q, k, ef, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range probed {
+		for _, n := range ns {
+			top.Push(n.ID, n.Distance)
+			found++
+		}
+	}
+	// Lance's late search (S7): past nprobes, partitions are searched
+	// one after another only while fewer than k rows are found.
+	for _, p := range ranked[nprobes:] {
+		if found >= k {
 			break
 		}
 		part, err := ix.loadPartition(ctx, p)
 		if err != nil {
 			return nil, err
-		}
-		if len(part.rowIDs) == 0 {
-			continue
 		}
 		for _, n := range ix.searchPartition(part, p, q, k, ef, o.Allow) {
 			top.Push(n.ID, n.Distance)
@@ -97,6 +112,63 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *Searc
 		}
 	}
 	return top.Sorted(), nil
+}
+
+// searchProbes searches the probed partitions, o.Workers at a time, and
+// returns each one's rows in the order of probes, so that merging them
+// one after another gives what a search of one partition at a time gives.
+func (ix *Index) searchProbes(ctx context.Context, probes []int, q []float32, k, ef int, o SearchOptions) ([][]vector.Neighbor, error) {
+	out := make([][]vector.Neighbor, len(probes))
+	one := func(i int) error {
+		part, err := ix.loadPartition(ctx, probes[i])
+		if err != nil {
+			return err
+		}
+		if len(part.rowIDs) > 0 {
+			out[i] = ix.searchPartition(part, probes[i], q, k, ef, o.Allow)
+		}
+		return nil
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(probes))
+	if workers <= 1 {
+		for i := range probes {
+			if err := one(i); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		errs = make([]error, workers)
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(probes) || ctx.Err() != nil {
+					return
+				}
+				if err := one(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // normalize returns v / |v| (v itself when zero), as Lance's
@@ -138,7 +210,16 @@ func (ix *Index) findPartitions(q []float32, nprobes int) []int {
 		}
 		ds[p] = pd{p, d}
 	}
-	sort.SliceStable(ds, func(i, j int) bool { return ds[i].d < ds[j].d })
+	// Nearest first, equal distances in partition order: what a stable
+	// sort by distance gives, at an unstable sort's cost (ds is in
+	// partition order, so p breaks ties as stability would). A NaN
+	// distance sorts last.
+	slices.SortFunc(ds, func(a, b pd) int {
+		if c := compareDist(a.d, b.d); c != 0 {
+			return c
+		}
+		return a.p - b.p
+	})
 	out := make([]int, nprobes)
 	for i := range out {
 		out[i] = ds[i].p
@@ -200,12 +281,8 @@ func (ix *Index) distFunc(part *partition, p int, q []float32) func(i uint32) fl
 		rng := float32(ix.sq.hi - ix.sq.lo)
 		scale := rng * rng
 		return func(i uint32) float32 {
-			code := part.codes[int(i)*dim : (int(i)+1)*dim]
-			var s uint32
-			for j, c := range code {
-				x := int32(c) - int32(qc[j])
-				s += uint32(x * x)
-			}
+			// An integer sum: the SIMD kernel's bits are the loop's.
+			s := vector.L2SquaredU8(part.codes[int(i)*dim:(int(i)+1)*dim], qc)
 			return float32(s) * scale / (255 * 255)
 		}
 	default:
@@ -386,22 +463,86 @@ type node struct {
 	dist float32
 }
 
-// maxHeap keeps the farthest node on top; minHeap the nearest.
+// maxHeap keeps the farthest node on top; minHeap the nearest. Their
+// push and pop move elements exactly as container/heap's Push and Pop do
+// (sift up from the end; swap the top with the last, sift down, remove
+// the last), so that ties between equal distances end where they always
+// have, without container/heap's boxing of every node into an interface.
 type maxHeap []node
 
-func (h maxHeap) Len() int           { return len(h) }
-func (h maxHeap) Less(i, j int) bool { return h[i].dist > h[j].dist }
-func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *maxHeap) Push(x any)        { *h = append(*h, x.(node)) }
-func (h *maxHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+func (h *maxHeap) push(x node) {
+	*h = append(*h, x)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !(s[j].dist > s[i].dist) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
+}
+
+func (h *maxHeap) pop() node {
+	s := *h
+	n := len(s) - 1
+	s[0], s[n] = s[n], s[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && s[j2].dist > s[j].dist {
+			j = j2
+		}
+		if !(s[j].dist > s[i].dist) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+	x := s[n]
+	*h = s[:n]
+	return x
+}
 
 type minHeap []node
 
-func (h minHeap) Len() int           { return len(h) }
-func (h minHeap) Less(i, j int) bool { return h[i].dist < h[j].dist }
-func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *minHeap) Push(x any)        { *h = append(*h, x.(node)) }
-func (h *minHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+func (h *minHeap) push(x node) {
+	*h = append(*h, x)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !(s[j].dist < s[i].dist) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
+}
+
+func (h *minHeap) pop() node {
+	s := *h
+	n := len(s) - 1
+	s[0], s[n] = s[n], s[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && s[j2].dist < s[j].dist {
+			j = j2
+		}
+		if !(s[j].dist < s[i].dist) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+	x := s[n]
+	*h = s[:n]
+	return x
+}
 
 // searchHNSW is Lance's HNSW search of one partition (S4): greedy descent
 // from the entry point through levels max_level-1 down to 0, then a beam search of
@@ -423,20 +564,20 @@ func (ix *Index) searchHNSW(part *partition, p int, dist func(uint32) float32, k
 	}
 	var res []node
 	if allowed != nil && remained < n*10/100 {
-		h := &maxHeap{}
+		h := make(maxHeap, 0, k+1)
 		for i := range n {
 			if !allowed[i] {
 				continue
 			}
 			d := dist(uint32(i))
-			if h.Len() < k {
-				heap.Push(h, node{uint32(i), d})
-			} else if d < (*h)[0].dist {
-				heap.Pop(h)
-				heap.Push(h, node{uint32(i), d})
+			if len(h) < k {
+				h.push(node{uint32(i), d})
+			} else if d < h[0].dist {
+				h.pop()
+				h.push(node{uint32(i), d})
 			}
 		}
-		res = sortedNodes(*h)
+		res = sortedNodes(h)
 	} else {
 		// Lance 12 starts at the recorded entry point (the snapshot of
 		// Lance's source read starts at node 0; Lance 12's answers match
@@ -464,10 +605,47 @@ func (ix *Index) searchHNSW(part *partition, p int, dist func(uint32) float32, k
 	return out
 }
 
+// sortedNodes returns h's nodes nearest first, equal distances in h's
+// order (a stable sort, as always: the order ties come out in is part of
+// Lance's answer).
 func sortedNodes(h []node) []node {
-	out := append([]node(nil), h...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].dist < out[j].dist })
+	type ranked struct {
+		node
+		pos int
+	}
+	rs := make([]ranked, len(h))
+	for i, n := range h {
+		rs[i] = ranked{n, i}
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if c := compareDist(a.dist, b.dist); c != 0 {
+			return c
+		}
+		return a.pos - b.pos
+	})
+	out := make([]node, len(rs))
+	for i, r := range rs {
+		out[i] = r.node
+	}
 	return out
+}
+
+// compareDist orders distances ascending with NaN after every number
+// (and equal to another NaN), a total order for the sorts above.
+func compareDist(a, b float32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case a == b:
+		return 0
+	case a != a && b != b:
+		return 0
+	case a != a:
+		return 1
+	}
+	return -1
 }
 
 func (part *partition) neighbors(level int, id uint32) []uint32 {
@@ -502,42 +680,52 @@ func greedy(part *partition, level int, start node, dist func(uint32) float32) n
 // neighbour is compared with is the farthest result when its node was
 // expanded, as Lance does.
 func beam(part *partition, ep node, ef int, dist func(uint32) float32, allowed []bool) []node {
-	visited := make(map[uint32]bool, min(4*ef, len(part.bottom)))
-	visited[ep.id] = true
-	cands := &minHeap{ep}
-	results := &maxHeap{}
-	if allowed == nil || allowed[ep.id] {
-		heap.Push(results, ep)
-	}
-	for cands.Len() > 0 {
-		cur := heap.Pop(cands).(node)
-		furthest := float32(math.Inf(1))
-		if results.Len() > 0 {
-			furthest = (*results)[0].dist
+	// visited is a bitset over the partition's nodes: one bit each, where
+	// a map cost a hash lookup per edge.
+	visited := make([]uint64, (len(part.bottom)+63)/64)
+	visit := func(id uint32) bool {
+		w, b := id/64, uint64(1)<<(id%64)
+		if visited[w]&b != 0 {
+			return false
 		}
-		if cur.dist > furthest && results.Len() == ef {
+		visited[w] |= b
+		return true
+	}
+	visit(ep.id)
+	cands := make(minHeap, 1, min(ef, len(part.bottom))+1)
+	cands[0] = ep
+	results := make(maxHeap, 0, min(ef, len(part.bottom))+1)
+	if allowed == nil || allowed[ep.id] {
+		results.push(ep)
+	}
+	for len(cands) > 0 {
+		cur := cands.pop()
+		furthest := float32(math.Inf(1))
+		if len(results) > 0 {
+			furthest = results[0].dist
+		}
+		if cur.dist > furthest && len(results) == ef {
 			break
 		}
 		for _, nb := range part.bottom[cur.id] {
-			if visited[nb] {
+			if !visit(nb) {
 				continue
 			}
-			visited[nb] = true
 			d := dist(nb)
-			if d <= furthest || results.Len() < ef {
+			if d <= furthest || len(results) < ef {
 				if allowed == nil || allowed[nb] {
-					if results.Len() < ef {
-						heap.Push(results, node{nb, d})
-					} else if d < (*results)[0].dist {
-						heap.Pop(results)
-						heap.Push(results, node{nb, d})
+					if len(results) < ef {
+						results.push(node{nb, d})
+					} else if d < results[0].dist {
+						results.pop()
+						results.push(node{nb, d})
 					}
 				}
-				heap.Push(cands, node{nb, d})
+				cands.push(node{nb, d})
 			}
 		}
 	}
-	return sortedNodes(*results)
+	return sortedNodes(results)
 }
 
 // loadPartition returns partition p, reading it on first use.
