@@ -587,7 +587,12 @@ func (ix *Index) searchHNSW(part *partition, p int, dist func(uint32) float32, k
 		for level := ix.hnswMeta[p].Params.MaxLevel - 1; level >= 0; level-- {
 			ep = greedy(part, level, ep, dist)
 		}
-		res = beam(part, ep, ef, dist, allowed)
+		if ef >= len(part.bottom) {
+			res = exhaustiveBeam(part, ep, k, dist, allowed)
+		}
+		if res == nil {
+			res = beam(part, ep, ef, dist, allowed)
+		}
 		if len(res) > k {
 			res = res[:k]
 		}
@@ -726,6 +731,69 @@ func beam(part *partition, ep node, ef int, dist func(uint32) float32, allowed [
 		}
 	}
 	return sortedNodes(results)
+}
+
+// exhaustiveBeam is beam's answer, cut to k, when ef is at least the
+// partition's nodes, found without the beam's heaps: then beam never
+// prunes (its results never hold ef nodes while a node is left to
+// expand), so it scores every node reachable from ep and returns the
+// allowed ones nearest first. Only the order of equal distances depends
+// on beam's heap moves; so when two of the k+1 nearest are equal (or a
+// distance is NaN) it returns nil and the caller runs beam itself.
+func exhaustiveBeam(part *partition, ep node, k int, dist func(uint32) float32, allowed []bool) []node {
+	visited := make([]uint64, (len(part.bottom)+63)/64)
+	visited[ep.id/64] |= 1 << (ep.id % 64)
+	stack := make([]uint32, 1, 64)
+	stack[0] = ep.id
+	// best is a max-heap of the k+1 nearest allowed nodes so far.
+	best := make(maxHeap, 0, k+2)
+	offer := func(n node) bool {
+		if n.dist != n.dist {
+			return false
+		}
+		if len(best) <= k {
+			best.push(n)
+		} else if n.dist < best[0].dist {
+			best.pop()
+			best.push(n)
+		}
+		return true
+	}
+	if allowed == nil || allowed[ep.id] {
+		if !offer(ep) {
+			return nil
+		}
+	}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, nb := range part.bottom[cur] {
+			w, b := nb/64, uint64(1)<<(nb%64)
+			if visited[w]&b != 0 {
+				continue
+			}
+			visited[w] |= b
+			stack = append(stack, nb)
+			if allowed == nil || allowed[nb] {
+				if !offer(node{nb, dist(nb)}) {
+					return nil
+				}
+			}
+		}
+	}
+	out := sortedNodes(best)
+	for i := 1; i < len(out); i++ {
+		if out[i].dist == out[i-1].dist {
+			return nil
+		}
+	}
+	if len(out) > k {
+		out = out[:k]
+	}
+	if out == nil {
+		out = []node{}
+	}
+	return out
 }
 
 // loadPartition returns partition p, reading it on first use.
