@@ -233,3 +233,53 @@ func TestServerQueryRefusedBeforeAnswer(t *testing.T) {
 		t.Errorf("explain_plan id > 1: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestServerOddArgumentsAnsweredAsLance: arguments the client sends as
+// they come, answered as embedded LanceDB answers them: a list limit of
+// -1 (sent as 4294967295) lists everything; index stats of "" (a path
+// the mux cleans to .../index/stats/) is a missing index; offsets past
+// the last row take nothing; use_lsm(true) on a table without an LSM
+// write path is refused in Lance's words, for queries and merges alike.
+func TestServerOddArgumentsAnsweredAsLance(t *testing.T) {
+	s, _ := newServer(t, server.Options{})
+	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, 3, true), arrowBody); rec.Code != 200 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	for _, path := range []string{"/v1/table/?limit=4294967295", "/v1/namespace/$/table/list?limit=4294967295"} {
+		rec := do(t, s, "GET", path, nil, nil)
+		var got struct{ Tables []string }
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &got) != nil || strings.Join(got.Tables, ",") != "t" {
+			t.Errorf("GET %s: %d %s, want the table t", path, rec.Code, rec.Body)
+		}
+	}
+	for _, path := range []string{"/v1/table/t/index//stats/", "/v1/table/t/index/stats/", "/v1/table/t/index//drop/"} {
+		if rec := do(t, s, "POST", path, []byte(`{}`), nil); rec.Code != 404 && rec.Code != 307 {
+			t.Errorf("POST %s: %d %s, want 404 (or the mux's redirect to it)", path, rec.Code, rec.Body)
+		}
+	}
+	if rec := do(t, s, "POST", "/v1/table/t/index/stats/", []byte(`{}`), nil); rec.Code != 404 || !strings.Contains(rec.Body.String(), "not found") {
+		t.Errorf("index stats of \"\": %d %s, want a missing index", rec.Code, rec.Body)
+	}
+	rec := do(t, s, "POST", "/v1/table/t/query/", []byte(`{"filter":"_rowoffset IN (1, 1000)","k":10}`), nil)
+	if rec.Code != 200 {
+		t.Errorf("take past the end: %d %s", rec.Code, rec.Body)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/v1/table/t/query/", `{"k":2,"use_lsm":true}`},
+		{"/v1/table/t/merge_insert/?on=id&when_not_matched_insert_all=true&use_lsm=true", ""},
+	} {
+		hdr := map[string]string(nil)
+		body := []byte(c.body)
+		if c.body == "" {
+			body, hdr = rows(t, 1, true), arrowBody
+		}
+		rec := do(t, s, "POST", c.path, body, hdr)
+		msg, code := errorOf(t, rec)
+		if rec.Code != 400 || code != "InvalidInput" || !strings.Contains(msg, "use_lsm(true) was set but the table has no MemWAL write spec") {
+			t.Errorf("%s %s: %d %s %q", c.path, c.body, rec.Code, code, msg)
+		}
+	}
+	if rec := do(t, s, "POST", "/v1/table/t/query/", []byte(`{"k":2,"use_lsm":false}`), nil); rec.Code != 200 {
+		t.Errorf("use_lsm false: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -207,7 +207,7 @@ func (s *Server) catalogSnapshot(ctx context.Context) (map[string]catalogEntry, 
 // page applies ?limit= and ?page_token= to sorted names.
 func page(r *http.Request, names []string) ([]string, string, error) {
 	q := r.URL.Query()
-	limit, err := intParam("limit", q.Get("limit"), 0, maxListLimit)
+	limit, err := listLimit(q.Get("limit"))
 	if err != nil {
 		return nil, "", err
 	}

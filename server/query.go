@@ -34,6 +34,7 @@ type queryBody struct {
 	RefineFactor      json.Number     `json:"refine_factor"`
 	LowerBound        *float64        `json:"lower_bound"`
 	UpperBound        *float64        `json:"upper_bound"`
+	UseLSM            *bool           `json:"use_lsm"`
 	DistanceType      string          `json:"distance_type"`
 	VectorColumn      string          `json:"vector_column"`
 	WithRowID         bool            `json:"with_row_id"`
@@ -130,6 +131,9 @@ type preparedQuery struct {
 // prepareQuery checks a query body and opens the version it reads.
 func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*preparedQuery, error) {
 	p := &preparedQuery{q: q}
+	if q.UseLSM != nil && *q.UseLSM {
+		return nil, errNoLSM
+	}
 	var err error
 	if !isNull(q.FullTextQuery) {
 		if p.fts, err = parseFullTextQuery(q.FullTextQuery); err != nil {
@@ -439,6 +443,11 @@ func (s *Server) take(r *http.Request, ds *dataset.Dataset, offsets []uint64, co
 	}
 	if columns != nil && cols == nil {
 		return unsupportedf("selecting only _rowoffset is not supported")
+	}
+	// An offset past the last row takes nothing, as in Lance (its take
+	// answers the rows that exist), rather than failing the whole take.
+	if live := liveRows(ds); slices.ContainsFunc(offsets, func(o uint64) bool { return o >= live }) {
+		offsets = slices.DeleteFunc(slices.Clone(offsets), func(o uint64) bool { return o >= live })
 	}
 	n := takeFirstChunk
 	for first := true; first || len(offsets) > 0; first = false {
