@@ -1,7 +1,8 @@
 // lancedb-parity.mjs GROUP: run the official LanceDB client's calls of one
 // group twice, once on embedded LanceDB (a local folder) and once on a
 // lancer server, and print what each side saw as one JSON object on
-// stdout: {"steps": {"<step>": {"local": <result>, "remote": <result>}},
+// stdout: {"steps": {"<step>": {"local": <result>, "remote": <result>,
+// "calls": [...]}},
 // "calls": ["Class.method", ...]}, a result being a value or {"error":
 // "..."}, calls the client methods the remote side called (see
 // wrapValue). The Go test (server_parity_test.go) compares the two sides
@@ -260,6 +261,7 @@ const groups = {
     ['hybridDefault', async ({ t }) => await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).nearestTo(vec(12.2)).select(['id']).limit(5))],
     ['nearestToText', async ({ t }) => await ranked(t('docs').query().nearestToText('cherry', ['text']).select(['id']).limit(100))],
     ['nearestToTextAll', async ({ t }) => await ranked(t('docs').query().nearestToText('apple').select(['id']).limit(100))],
+    ['nearestToTextNoIndex', async ({ t }) => await rows(t('docs').query().nearestToText('apple', ['id']).limit(2))],
     ['noIndex', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.MatchQuery('apple', 'id')).limit(2))],
     ['phraseNoColumn', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.PhraseQuery('apple banana', '')).limit(2))],
     ['empty', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.MatchQuery('', 'text')).select(['id']).limit(2))],
@@ -544,6 +546,43 @@ const groups = {
       return { nulls: files.map((x) => x === null), size: Number(f.size()), whole: (await f.read()).toString(),
         range: (await f.readRange(6n, 10n)).toString(), second: (await files[2].read()).toString() };
     }],
+    // Invalid arguments for the calls whose valid use other steps make.
+    ['badReadRange', async ({ t }) => (await t('bl').fetchBlobFiles('data', [0]))[0].readRange(8n, 2n)],
+    ['badReadRangePastEnd', async ({ t }) => (await (await t('bl').fetchBlobFiles('data', [0]))[0].readRange(5n, 1000n)).toString()],
+    ['badDropTableAsync', async ({ db }) => db.dropTableAsync('missing')],
+    ['badListTables', async ({ db }) => db.listTables(['nope'])],
+    ['badListTablesLimit', async ({ db }) => db.listTables({ limit: -1 })],
+    ['badTableNames', async ({ db }) => db.tableNames(['nope'])],
+    ['badTableNamesLimit', async ({ db }) => db.tableNames({ limit: -1 })],
+    ['badAddColumn', async ({ t }) => t('mt').add([{ id: 50, nope: 1 }])],
+    ['badAddType', async ({ t }) => t('mt').add([{ id: 'x', v: 'x', vector: vec(1) }])],
+    ['badCountRows', async ({ t }) => t('mt').countRows('nope > 1')],
+    ['badCreateIndex', async ({ t }) => t('mt').createIndex('nope')],
+    ['badCreateIndexType', async ({ t }) => t('mt').createIndex('v', { config: lancedb.Index.ivfPq() })],
+    ['badIndexStats', async ({ t }) => (await t('mt').indexStats('')) ?? null],
+    ['badSearchFts', async ({ t }) => (await rows(t('mt').search('x', 'fts', 'v').limit(1))).length],
+    ['badSearchType', async ({ t }) => (await rows(t('mt').search(vec(1), 'nope').limit(1))).map((r) => r.id)],
+    ['badTakeOffsets', async ({ t }) => await rows(t('mt').takeOffsets([1000]))],
+    ['badTakeOffsetsNegative', async ({ t }) => await rows(t('mt').takeOffsets([-1]))],
+    ['badTakeRowIds', async ({ t }) => await rows(t('mt').takeRowIds([99999]))],
+    ['badMergeWhere', async ({ t }) => t('mt').mergeInsert('id').whenMatchedUpdateAll({ where: 'nope = 1' }).execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    ['badMergeDeleteWhere', async ({ t }) => t('mt').mergeInsert('id').whenNotMatchedBySourceDelete({ where: 'id >' }).execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    ['badMergeUseIndex', async ({ t }) => t('mt').mergeInsert('nope').useIndex(true).whenNotMatchedInsertAll().execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    ['badMergeLsm', async ({ t }) => merged(await t('mt').mergeInsert('id').useLsm(true).whenNotMatchedInsertAll().execute([{ id: 60, v: 'x', vector: vec(1) }]))],
+    ['badMergeSingleShard', async ({ t }) => t('mt').mergeInsert('nope').validateSingleShard(false).whenNotMatchedInsertAll().execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    ['badQueryLsm', async ({ t }) => await rows(t('mt').query().useLsm(true).where('id = 1').select(['id']))],
+    ['badTakeLsm', async ({ t }) => await rows(t('mt').takeOffsets([0]).useLsm(true).select(['id']))],
+    ['badNearestTo', async ({ t }) => await rows(t('mt').query().nearestTo('not a vector').limit(1))],
+    ['badNearestToDim', async ({ t }) => await rows(t('mt').query().nearestTo([1, 2, 3]).limit(1))],
+    ['badAnalyzePlan', async ({ t }) => t('mt').query().where('nope > 1').analyzePlan()],
+    ['badOffset', async ({ t }) => await rows(t('mt').query().offset(-1))],
+    ['badTagUpdate', async ({ t }) => (await t('mt').tags()).update('nope', 1)],
+    ['badDistanceRange', async ({ t }) => await rows(t('mt').vectorSearch(vec(3)).distanceRange(Number.NaN, -1).select(['id']).limit(2))],
+    ['badEf', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).ef(-1).limit(2))).map((r) => r.id)],
+    ['badNprobes', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).nprobes(-1).limit(2))).map((r) => r.id)],
+    ['badNprobesZero', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).nprobes(0).limit(2))).map((r) => r.id)],
+    ['badRefineFactor', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).refineFactor(-1).limit(2))).map((r) => r.id)],
+    ['badRerank', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).rerank({}).limit(2))).map((r) => r.id)],
     // Embedding functions: the registry's config in the schema metadata.
     ['embCreate', async ({ db }) => {
       const fn = lancedb.embedding.getRegistry().get('parity-toy').create();
@@ -630,6 +669,13 @@ const tracked = [lancedb.Connection, lancedb.Table, lancedb.QueryBase, lancedb.M
   lancedb.Branches, lancedb.Tags, lancedb.BlobFile, lancedb.MaterializedView, lancedb.PermutationBuilder];
 const isTracked = (v) => v !== null && typeof v === 'object' && tracked.some((c) => typeof c === 'function' && v instanceof c);
 const calls = new Set();
+// stepCalls[step] are the calls the remote side made in that step.
+const stepCalls = {};
+let currentStep = null;
+const record = (call) => {
+  calls.add(call);
+  if (currentStep) (stepCalls[currentStep] ??= new Set()).add(call);
+};
 const targets = new WeakMap();
 const unwrap = (v) => (v !== null && typeof v === 'object' && targets.has(v) ? targets.get(v) : v);
 
@@ -651,13 +697,13 @@ function wrapValue(v) {
       let desc;
       for (let p = target; p && !desc; p = Object.getPrototypeOf(p)) desc = Object.getOwnPropertyDescriptor(p, prop);
       if (desc && desc.get) {
-        calls.add(`${owner(target, prop)}.${prop}`);
+        record(`${owner(target, prop)}.${prop}`);
         return wrapValue(Reflect.get(target, prop, target));
       }
       const x = Reflect.get(target, prop, target);
       if (typeof x !== 'function') return x;
       return function (...args) {
-        calls.add(`${owner(target, prop)}.${prop}`);
+        record(`${owner(target, prop)}.${prop}`);
         const r = x.apply(target, args.map(unwrap));
         return r === target ? proxy : wrapValue(r);
       };
@@ -676,11 +722,13 @@ async function runSide(side, db, backing) {
     return handles[name];
   };
   for (const [name, fn] of groups[group]) {
+    currentStep = name;
     try {
       out[name] = norm(await fn({ side, db, backing, t }));
     } catch (e) {
       out[name] = { error: String(e && e.message ? e.message : e) };
     }
+    currentStep = null;
     for (const n of await db.tableNames()) if (!handles[n]) handles[n] = await db.openTable(n);
   }
   return out;
@@ -695,4 +743,5 @@ const l = await runSide('local', local, local);
 const r = await runSide('remote', remote, serverDir);
 const steps = {};
 for (const name of Object.keys(l)) steps[name] = { local: l[name], remote: r[name] };
+for (const name of Object.keys(l)) steps[name].calls = [...(stepCalls[name] ?? [])].sort();
 console.log(JSON.stringify({ steps, calls: [...calls].sort() }));

@@ -39,6 +39,9 @@ var parityNotRemote = map[string]string{
 var (
 	parityMu    sync.Mutex
 	parityCalls = map[string][]string{}
+	// paritySteps holds the steps of each group that ran, for the
+	// calls each made.
+	paritySteps = map[string]map[string]paritySide{}
 	// parityTally counts the steps checked by class: same, differs,
 	// both-error (same kind), both-error (other kind), not-supported.
 	parityTally = map[string]int{}
@@ -65,9 +68,9 @@ var (
 // clientSurface reads the public methods each listed class declares in
 // its own body (inherited ones belong to the parent), and each class's
 // parent.
-func clientSurface(t *testing.T, dist string) (methods map[string][]string, parent map[string]string) {
+func clientSurface(t *testing.T, dist string) (methods map[string][]string, parent map[string]string, takesArgs map[string]bool) {
 	t.Helper()
-	methods, parent = map[string][]string{}, map[string]string{}
+	methods, parent, takesArgs = map[string][]string{}, map[string]string{}, map[string]bool{}
 	for file, classes := range parityClassFiles {
 		want := map[string]bool{}
 		for _, c := range classes {
@@ -105,6 +108,16 @@ func clientSurface(t *testing.T, dist string) (methods map[string][]string, pare
 			if !contains(methods[class], m[1]) {
 				methods[class] = append(methods[class], m[1])
 			}
+			// Some overload has parameters (not "()" nor "(this: X)").
+			if i := strings.Index(line, m[1]); i >= 0 {
+				rest := line[i+len(m[1]):]
+				if j := strings.IndexByte(rest, '('); j >= 0 {
+					params := strings.TrimSpace(rest[j+1:])
+					if !strings.HasPrefix(params, ")") && !regexp.MustCompile(`^this: \w+\)`).MatchString(params) {
+						takesArgs[class+"."+m[1]] = true
+					}
+				}
+			}
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
@@ -116,7 +129,7 @@ func clientSurface(t *testing.T, dist string) (methods map[string][]string, pare
 			}
 		}
 	}
-	return methods, parent
+	return methods, parent, takesArgs
 }
 
 func contains(list []string, s string) bool {

@@ -21,6 +21,8 @@ import (
 type paritySide struct {
 	Local  json.RawMessage `json:"local"`
 	Remote json.RawMessage `json:"remote"`
+	// Calls are the client methods the remote side called in the step.
+	Calls []string `json:"calls"`
 }
 
 // parity is the result of one group of lancedb-parity.mjs, with the
@@ -93,6 +95,7 @@ func runParityScript(t *testing.T, group string) (map[string]paritySide, []strin
 	})
 	parityMu.Lock()
 	parityCalls[group] = res.Calls
+	paritySteps[group] = res.Steps
 	parityMu.Unlock()
 	return res.Steps, res.Calls
 }
@@ -569,6 +572,7 @@ func TestServerParityFTS(t *testing.T) {
 	p.same("noLimit", `[0,2,4,6,8,10,12,14,16,18]`)
 	p.same("nearestToText", "")
 	p.same("nearestToTextAll", "")
+	p.bothFail("nearestToTextNoIndex", "400", `no FTS index on column \"id\"`)
 	p.bothFail("noIndex", "400", "id")
 	p.bothFail("phraseNoColumn", "400")
 	p.differs("empty", "embedded LanceDB answers an empty match with no rows; lancer refuses empty query text (a 400) as bad input",
@@ -622,6 +626,54 @@ func TestServerParityMethods(t *testing.T) {
 	p.same("embAdd", `[{"text":"a","vector":[1,97]},{"text":"bbb","vector":[3,98]},{"text":"cc","vector":[2,99]},{"text":"dddd","vector":[4,100]}]`)
 	p.same("embSearch", `[{"text":"cc","_distance":0}]`)
 	p.same("embSearchVector", `[{"text":"dddd","_distance":0}]`)
+	p.bothFail("badReadRange", "invalid blob range: start (8) > end (2)")
+	p.bothFail("badReadRangePastEnd", "exceeds blob size 10")
+	p.bothFail("badDropTableAsync", "404", "not found")
+	p.bothFail("badListTables", "404", "Namespace not found")
+	p.bothFail("badTableNames", "404", "Namespace not found")
+	// The client sends limit -1 as 4294967295: a page of at most 10,000
+	// names, here all of them, as Lance lists them all.
+	p.same("badListTablesLimit", `{"tables":["bl","mt"]}`)
+	p.same("badTableNamesLimit", `["bl","mt"]`)
+	p.bothFail("badAddColumn", "Found field not in schema: nope")
+	// Both take the string as a float: NaN.
+	p.same("badAddType", `{"version":9}`)
+	p.bothFail("badCountRows", "400", "no column nope")
+	p.bothFail("badCreateIndex", "Field path `nope` not found")
+	p.bothFail("badCreateIndexType", "400", `column \"v\" is utf8, not a vector`)
+	// No index is named "": none, as for any missing index.
+	p.same("badIndexStats", `null`)
+	p.differs("badSearchFts", "a full-text search of a column without an FTS index: Lance searches it flat, lancer needs the index (flat search is the issue \"Scalar indices and full-text search\")",
+		`1`, `{"error":true}`)
+	// The query type is ignored for a vector.
+	p.same("badSearchType", `[1]`)
+	// Offsets past the end take nothing.
+	p.same("badTakeOffsets", `[]`)
+	p.bothFail("badTakeOffsetsNegative", "Failed to convert offset to u64")
+	p.same("badTakeRowIds", `[]`)
+	p.bothFail("badMergeWhere", "400", "no column nope")
+	p.bothFail("badMergeDeleteWhere", "400", "unexpected end of input")
+	p.bothFail("badMergeUseIndex", "400", `key column \"nope\"`)
+	p.bothFail("badMergeSingleShard", "400", `key column \"nope\"`)
+	const noLSM = "use_lsm(true) was set but the table has no MemWAL write spec"
+	p.bothFail("badMergeLsm", "400", noLSM)
+	p.bothFail("badQueryLsm", "400", noLSM)
+	p.bothFail("badTakeLsm", "400", noLSM)
+	// The remote client itself fails on a string query vector (a panic
+	// it reports as "called Option::unwrap() on a None value").
+	p.bothFail("badNearestTo")
+	p.bothFail("badNearestToDim", "400", "query vector at index 0 has dimension 3, expected 8")
+	p.bothFail("badAnalyzePlan", "400", "no column nope")
+	p.same("badOffset", `[]`)
+	p.bothFail("badTagUpdate", "no such tag")
+	p.same("badDistanceRange", `[]`)
+	p.same("badNprobesZero", `[3,4]`)
+	// The client does not check the reranker of a vector-only query.
+	p.same("badRerank", `[3,4]`)
+	bounded := "the client sends -1 as 4294967295; lancer bounds nprobes, ef and refine_factor (limits.go) and refuses it, Lance takes it as all partitions, beam, candidates"
+	p.differs("badEf", bounded, `[3,4]`, `{"error":true}`)
+	p.differs("badNprobes", bounded, `[3,4]`, `{"error":true}`)
+	p.differs("badRefineFactor", bounded, `[3,4]`, `{"error":true}`)
 	p.same("fetchBlobFiles", `{"nulls":[false,true,false],"size":10,"whole":"hello blob","range":"blob","second":"xy"}`)
 
 	p.bothFail("deleteBad", "400", "no column nope")
@@ -665,19 +717,37 @@ func TestServerParityMethods(t *testing.T) {
 // TestServerParityCoverage: every public method of the pinned client's
 // classes that talk to a server is called on lancer serve by some step of
 // lancedb-parity.mjs (the script records the calls of its remote side),
-// or is listed in parityNotRemote with the reason no server sees it. It
-// runs the groups no earlier test of this process ran, and logs the
-// classification of all steps checked.
+// or is listed in parityNotRemote with the reason no server sees it; and
+// each that takes arguments is also called with invalid ones (in a step
+// where a side fails, or one named bad..., ...Missing...). It runs the
+// groups no earlier test of this process ran, and logs the classification
+// of all steps checked: same, differs (with their reasons), fails (must
+// be 0: a fail is an error of the group's test), both-error of the same
+// kind or not, not-supported-by-the-client.
 func TestServerParityCoverage(t *testing.T) {
 	ref := lancereftest.ForTest(t)
-	methods, parent := clientSurface(t, filepath.Join(ref.Dir, "node_modules", "@lancedb", "lancedb", "dist"))
+	methods, parent, takesArgs := clientSurface(t, filepath.Join(ref.Dir, "node_modules", "@lancedb", "lancedb", "dist"))
 	called := map[string]bool{}
+	// failing holds the calls made in a step of invalid input: one where
+	// a side failed, or one named for it (bad..., ...Missing...), whose
+	// invalid arguments both sides may answer without an error (none,
+	// an empty list).
+	failing := map[string]bool{}
 	for _, g := range parityGroups {
 		parityMu.Lock()
 		calls, ok := parityCalls[g]
+		steps := paritySteps[g]
 		parityMu.Unlock()
 		if !ok {
-			_, calls = runParityScript(t, g)
+			steps, calls = runParityScript(t, g)
+		}
+		for name, st := range steps {
+			invalid := strings.HasPrefix(name, "bad") || strings.Contains(name, "Bad") || strings.Contains(name, "Missing")
+			if invalid || errorOf(st.Local) != "" || errorOf(st.Remote) != "" {
+				for _, c := range st.Calls {
+					failing[c] = true
+				}
+			}
 		}
 		for _, c := range calls {
 			called[c] = true
@@ -689,7 +759,7 @@ func TestServerParityCoverage(t *testing.T) {
 			t.Errorf("parityNotRemote names %s, which the client does not declare", excluded)
 		}
 	}
-	var missing []string
+	var missing, noBadCase []string
 	total := 0
 	for cls, ms := range methods {
 		for _, m := range ms {
@@ -697,16 +767,12 @@ func TestServerParityCoverage(t *testing.T) {
 			if _, ok := parityNotRemote[cls+"."+m]; ok {
 				continue
 			}
-			found := false
-			for c := range called {
-				d, cm, _ := strings.Cut(c, ".")
-				if cm == m && descends(d, cls, parent) {
-					found = true
-					break
-				}
-			}
+			found := calledIn(called, cls, m, parent)
 			if !found {
 				missing = append(missing, cls+"."+m)
+			}
+			if takesArgs[cls+"."+m] && !calledIn(failing, cls, m, parent) {
+				noBadCase = append(noBadCase, cls+"."+m)
 			}
 		}
 	}
@@ -715,6 +781,10 @@ func TestServerParityCoverage(t *testing.T) {
 		t.Errorf("%s: no step of lancedb-parity.mjs calls it on lancer serve", m)
 	}
 	t.Logf("client surface: %d public members of %d classes; %d excluded with a reason; %d not called", total, len(methods), len(parityNotRemote), len(missing))
+	sort.Strings(noBadCase)
+	for _, m := range noBadCase {
+		t.Errorf("%s takes arguments, but no step of lancedb-parity.mjs calls it with invalid ones", m)
+	}
 	parityMu.Lock()
 	defer parityMu.Unlock()
 	t.Logf("parity steps: same %d, differs %d, fails %d, both-error same kind %d, both-error other kind %d, not-supported-by-the-client %d",
@@ -722,4 +792,16 @@ func TestServerParityCoverage(t *testing.T) {
 	for _, d := range parityDiffs {
 		t.Logf("differs: %s", d)
 	}
+}
+
+// calledIn reports whether calls holds method m of class cls or of a
+// subclass of it.
+func calledIn(calls map[string]bool, cls, m string, parent map[string]string) bool {
+	for c := range calls {
+		d, cm, _ := strings.Cut(c, ".")
+		if cm == m && descends(d, cls, parent) {
+			return true
+		}
+	}
+	return false
 }
