@@ -1,9 +1,13 @@
 // lancedb-parity.mjs GROUP: run the official LanceDB client's calls of one
 // group twice, once on embedded LanceDB (a local folder) and once on a
 // lancer server, and print what each side saw as one JSON object on
-// stdout: {"steps": {"<step>": {"local": <result>, "remote": <result>}}},
-// a result being a value or {"error": "..."}. The Go test
-// (server_parity_test.go) compares the two sides.
+// stdout: {"steps": {"<step>": {"local": <result>, "remote": <result>,
+// "calls": [...]}},
+// "calls": ["Class.method", ...]}, a result being a value or {"error":
+// "..."}, calls the client methods the remote side called (see
+// wrapValue). The Go test (server_parity_test.go) compares the two sides
+// and checks that the calls of all groups cover the client's public
+// methods (parity_surface_test.go reads them from its .d.ts files).
 //
 // LANCEDB_NODE_DIR names the folder whose node_modules holds the client;
 // LANCER_URL is the server's base URL, LANCER_API_KEY its key,
@@ -73,6 +77,19 @@ const srcUri = (side) => path.join(side === 'local' ? process.env.LOCAL_DIR : pr
 // its own).
 const merged = (r) => ({ inserted: Number(r.numInsertedRows), updated: Number(r.numUpdatedRows),
   deleted: Number(r.numDeletedRows), rows: Number(r.numRows) });
+
+// toy is an embedding function the client computes itself (the text's
+// length and first code): its config travels in the table's schema
+// metadata, which the server must keep and answer for the client to
+// embed added rows and string queries.
+class ToyEmbedding extends lancedb.embedding.EmbeddingFunction {
+  toJSON() { return {}; }
+  ndims() { return 2; }
+  embeddingDataType() { return new arrow.Float32(); }
+  async computeSourceEmbeddings(data) { return data.map((s) => [s.length, s.charCodeAt(0)]); }
+  async computeQueryEmbeddings(s) { return [s.length, s.charCodeAt(0)]; }
+}
+lancedb.embedding.getRegistry().register('parity-toy')(ToyEmbedding);
 
 const groups = {
   // Array literals and array functions in filters and SET.
@@ -242,6 +259,9 @@ const groups = {
     ['vectorRowId', async ({ t }) => await result(t('docs').vectorSearch(vec(30.3)).select(['id']).withRowId().limit(3))],
     ['hybrid', async ({ t }) => await result(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).nearestTo(vec(30.3)).rerank(await lancedb.rerankers.RRFReranker.create()).select(['id']).limit(6))],
     ['hybridDefault', async ({ t }) => await rows(t('docs').query().fullTextSearch('apple', { columns: ['note'] }).nearestTo(vec(12.2)).select(['id']).limit(5))],
+    ['nearestToText', async ({ t }) => await ranked(t('docs').query().nearestToText('cherry', ['text']).select(['id']).limit(100))],
+    ['nearestToTextAll', async ({ t }) => await ranked(t('docs').query().nearestToText('apple').select(['id']).limit(100))],
+    ['nearestToTextNoIndex', async ({ t }) => await rows(t('docs').query().nearestToText('apple', ['id']).limit(2))],
     ['noIndex', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.MatchQuery('apple', 'id')).limit(2))],
     ['phraseNoColumn', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.PhraseQuery('apple banana', '')).limit(2))],
     ['empty', async ({ t }) => await rows(t('docs').query().fullTextSearch(new lancedb.MatchQuery('', 'text')).select(['id']).limit(2))],
@@ -410,6 +430,176 @@ const groups = {
     ['badName', async ({ db }) => db.createNamespace(['a/b'])],
   ],
 
+  // The public methods of the client's remote classes no other group
+  // calls (TestServerParityCoverage names them).
+  methods: [
+    ['create', async ({ db }) => {
+      const x = await db.createTable('mt', Array.from({ length: 8 }, (_, i) => ({ id: i, v: `v${i}`, vector: vec(i) })));
+      return x.name;
+    }],
+    // Table: delete, addColumns, dropColumns, takeRowIds.
+    ['delete', async ({ t }) => { await t('mt').delete('id = 7'); return await t('mt').countRows(); }],
+    ['deleteBad', async ({ t }) => t('mt').delete('nope = 1')],
+    ['addColumns', async ({ t }) => {
+      await t('mt').addColumns([{ name: 'twice', valueSql: 'id * 2' }]);
+      return await rows(t('mt').query().where('id < 2').select(['id', 'twice']));
+    }],
+    ['addColumnsBad', async ({ t }) => t('mt').addColumns([{ name: 'bad', valueSql: 'nope + 1' }])],
+    ['addColumnsExisting', async ({ t }) => t('mt').addColumns([{ name: 'v', valueSql: 'id' }])],
+    ['dropColumns', async ({ t }) => { await t('mt').dropColumns(['twice']); return fields(await t('mt').schema()); }],
+    ['dropColumnsMissing', async ({ t }) => t('mt').dropColumns(['nope'])],
+    ['takeRowIds', async ({ t }) => await result(t('mt').takeRowIds([0, 2]).select(['id', 'v']))],
+    ['takeRowIdsBig', async ({ t }) => await result(t('mt').takeRowIds([0n, 3n]).select(['id']).withRowId())],
+    ['takeUseLsm', async ({ t }) => await result(t('mt').takeOffsets([1]).useLsm(false).select(['id']))],
+    ['usesV2ManifestPaths', async ({ t }) => t('mt').usesV2ManifestPaths()],
+    ['migrateManifestPathsV2', async ({ t }) => t('mt').migrateManifestPathsV2()],
+    // Query builders: filter, useLsm, explainPlan, analyzePlan.
+    ['filter', async ({ t }) => await rows(t('mt').query().filter('id > 4').select(['id']))],
+    ['filterBad', async ({ t }) => await rows(t('mt').query().filter('id >'))],
+    ['queryUseLsm', async ({ t }) => await rows(t('mt').query().useLsm(false).where('id = 1').select(['id']))],
+    ['explainPlan', async ({ t }) => typeof (await t('mt').query().where('id > 1').explainPlan(true))],
+    ['analyzePlan', async ({ t }) => typeof (await t('mt').query().where('id > 1').analyzePlan())],
+    ['explainPlanBad', async ({ t }) => t('mt').query().where('nope > 1').explainPlan()],
+    // VectorQuery builders, valid and invalid.
+    ['column', async ({ t }) => (await rows(t('mt').vectorSearch(vec(2)).column('vector').select(['id']).limit(2))).map((r) => r.id)],
+    ['columnMissing', async ({ t }) => await rows(t('mt').vectorSearch(vec(2)).column('nope').limit(2))],
+    ['distanceType', async ({ t }) => await rows(t('mt').vectorSearch(vec(2)).distanceType('cosine').select(['id']).limit(2))],
+    ['distanceTypeBad', async ({ t }) => await rows(t('mt').vectorSearch(vec(2)).distanceType('nope').limit(2))],
+    ['postfilter', async ({ t }) => (await rows(t('mt').vectorSearch(vec(2)).where('id > 3').postfilter().select(['id']).limit(2))).map((r) => r.id)],
+    ['bypassVectorIndex', async ({ t }) => (await rows(t('mt').vectorSearch(vec(5)).bypassVectorIndex().select(['id']).limit(2))).map((r) => r.id)],
+    ['ef', async ({ t }) => (await rows(t('mt').vectorSearch(vec(5)).ef(20).select(['id']).limit(2))).map((r) => r.id)],
+    ['nprobesRange', async ({ t }) => (await rows(t('mt').vectorSearch(vec(5)).minimumNprobes(1).maximumNprobes(4).select(['id']).limit(2))).map((r) => r.id)],
+    ['maximumNprobesBelowMinimum', async ({ t }) => await rows(t('mt').vectorSearch(vec(5)).minimumNprobes(8).maximumNprobes(2).limit(2))],
+    ['distanceRange', async ({ t }) => await rows(t('mt').vectorSearch(vec(3)).distanceRange(0.5, 9).select(['id']).limit(5))],
+    ['distanceRangeEmpty', async ({ t }) => await rows(t('mt').vectorSearch(vec(3)).distanceRange(5, 1).select(['id']).limit(5))],
+    ['addQueryVector', async ({ t }) => (await rows(t('mt').vectorSearch(vec(1)).addQueryVector(vec(5)).select(['id']).limit(1))).sort((a, b) => a.query_index - b.query_index)],
+    ['addQueryVectorBadDim', async ({ t }) => await rows(t('mt').vectorSearch(vec(1)).addQueryVector([1, 2]).limit(1))],
+    // MergeInsertBuilder options.
+    ['mergeOptions', async ({ t }) => merged(await t('mt').mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll()
+      .useIndex(false).useLsm(false).validateSingleShard(true).execute([{ id: 1, v: 'one', vector: vec(1) }, { id: 20, v: 'new', vector: vec(20) }]))],
+    ['mergeMissingKey', async ({ t }) => t('mt').mergeInsert('nope').whenNotMatchedInsertAll().execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    // Tags.
+    ['tags', async ({ t }) => {
+      const tags = await t('mt').tags();
+      await tags.create('a', 1);
+      await tags.create('b', 2);
+      await tags.update('b', 3);
+      const got = { b: await tags.getVersion('b') };
+      await tags.delete('a');
+      got.list = Object.keys(await tags.list()).sort();
+      return got;
+    }],
+    ['tagMissing', async ({ t }) => (await t('mt').tags()).getVersion('nope')],
+    ['tagAgain', async ({ t }) => (await t('mt').tags()).create('b', 1)],
+    ['tagMissingVersion', async ({ t }) => (await t('mt').tags()).create('c', 99)],
+    ['tagDeleteMissing', async ({ t }) => (await t('mt').tags()).delete('nope')],
+    // Branches.
+    ['branchCreate', async ({ t }) => {
+      const dev = await (await t('mt').branches()).create('dev');
+      await dev.add([{ id: 30, v: 'dev', vector: vec(30) }]);
+      return { dev: await dev.countRows(), main: await t('mt').countRows(), branch: dev.currentBranch() };
+    }],
+    ['branchCheckout', async ({ t }) => {
+      const dev = await (await t('mt').branches()).checkout('dev');
+      return { rows: await dev.countRows(), branch: dev.currentBranch() };
+    }],
+    ['branchList', async ({ t }) => Object.keys(await (await t('mt').branches()).list())],
+    ['branchDiff', async ({ t }) => {
+      const d = await (await t('mt').branches()).diff('dev');
+      return typeof d;
+    }],
+    ['branchCherryPickDry', async ({ t }) => (await (await t('mt').branches()).cherryPick('dev', true)).status],
+    ['branchCheckoutMissing', async ({ t }) => (await t('mt').branches()).checkout('nope')],
+    ['branchCreateAgain', async ({ t }) => (await t('mt').branches()).create('dev')],
+    ['branchDelete', async ({ t }) => {
+      const b = await t('mt').branches();
+      await b.delete('dev');
+      return Object.keys(await b.list());
+    }],
+    ['branchDeleteMissing', async ({ t }) => (await t('mt').branches()).delete('nope')],
+    // Job: the handle createIndexAsync answers.
+    ['job', async ({ t }) => {
+      const j = await t('mt').createIndexAsync('id');
+      await j.wait();
+      await j.refresh();
+      const st = await j.status();
+      const out = { status: typeof st, id: typeof j.id, state: typeof j.state, jobType: j.jobType, creationMs: typeof j.creationMs,
+        spec: typeof j.spec, result: typeof j.result, failure: j.failure, string: typeof j.toString() };
+      out.indices = (await t('mt').listIndices()).map((i) => i.name);
+      return out;
+    }],
+    ['jobEvents', async ({ t }) => { const j = await t('mt').createIndexAsync('v'); return (await j.events()).numRows >= 0; }],
+    ['jobCancel', async ({ t }) => { const j = await t('mt').createIndexAsync('id', { replace: true }); await j.wait(); return j.cancel(); }],
+    ['jobBadColumn', async ({ t }) => { const j = await t('mt').createIndexAsync('nope'); await j.wait(); return j.status(); }],
+    // Blob columns: fetchBlobs and the BlobFile handles of fetchBlobFiles.
+    ['blobCreate', async ({ db }) => {
+      const schema = new arrow.Schema([new arrow.Field('id', new arrow.Int64(), false), lancedb.blob('data')]);
+      const x = await db.createTable('bl', [{ id: 0n, data: Buffer.from('hello blob') }, { id: 1n, data: null }, { id: 2n, data: Buffer.from('xy') }], { schema });
+      return await x.blobColumns();
+    }],
+    ['fetchBlobs', async ({ t }) => (await t('bl').fetchBlobs('data', [2, 0, 1])).map((b) => (b === null ? null : Buffer.from(b).toString()))],
+    ['fetchBlobsNotBlob', async ({ t }) => t('bl').fetchBlobs('id', [0])],
+    ['fetchBlobsMissingRow', async ({ t }) => t('bl').fetchBlobs('data', [1000])],
+    ['fetchBlobFiles', async ({ t }) => {
+      const files = await t('bl').fetchBlobFiles('data', [0, 1, 2]);
+      const f = files[0];
+      return { nulls: files.map((x) => x === null), size: Number(f.size()), whole: (await f.read()).toString(),
+        range: (await f.readRange(6n, 10n)).toString(), second: (await files[2].read()).toString() };
+    }],
+    // Invalid arguments for the calls whose valid use other steps make.
+    ['badReadRange', async ({ t }) => (await t('bl').fetchBlobFiles('data', [0]))[0].readRange(8n, 2n)],
+    ['badReadRangePastEnd', async ({ t }) => (await (await t('bl').fetchBlobFiles('data', [0]))[0].readRange(5n, 1000n)).toString()],
+    ['badDropTableAsync', async ({ db }) => db.dropTableAsync('missing')],
+    ['badListTables', async ({ db }) => db.listTables(['nope'])],
+    ['badListTablesLimit', async ({ db }) => db.listTables({ limit: -1 })],
+    ['badTableNames', async ({ db }) => db.tableNames(['nope'])],
+    ['badTableNamesLimit', async ({ db }) => db.tableNames({ limit: -1 })],
+    ['badAddColumn', async ({ t }) => t('mt').add([{ id: 50, nope: 1 }])],
+    ['badAddType', async ({ t }) => t('mt').add([{ id: 'x', v: 'x', vector: vec(1) }])],
+    ['badCountRows', async ({ t }) => t('mt').countRows('nope > 1')],
+    ['badCreateIndex', async ({ t }) => t('mt').createIndex('nope')],
+    ['badCreateIndexType', async ({ t }) => t('mt').createIndex('v', { config: lancedb.Index.ivfPq() })],
+    ['badIndexStats', async ({ t }) => (await t('mt').indexStats('')) ?? null],
+    ['badSearchFts', async ({ t }) => (await rows(t('mt').search('x', 'fts', 'v').limit(1))).length],
+    ['badSearchType', async ({ t }) => (await rows(t('mt').search(vec(1), 'nope').limit(1))).map((r) => r.id)],
+    ['badTakeOffsets', async ({ t }) => await rows(t('mt').takeOffsets([1000]))],
+    ['badTakeOffsetsNegative', async ({ t }) => await rows(t('mt').takeOffsets([-1]))],
+    ['badTakeRowIds', async ({ t }) => await rows(t('mt').takeRowIds([99999]))],
+    ['badMergeWhere', async ({ t }) => t('mt').mergeInsert('id').whenMatchedUpdateAll({ where: 'nope = 1' }).execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    ['badMergeDeleteWhere', async ({ t }) => t('mt').mergeInsert('id').whenNotMatchedBySourceDelete({ where: 'id >' }).execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    ['badMergeUseIndex', async ({ t }) => t('mt').mergeInsert('nope').useIndex(true).whenNotMatchedInsertAll().execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    ['badMergeLsm', async ({ t }) => merged(await t('mt').mergeInsert('id').useLsm(true).whenNotMatchedInsertAll().execute([{ id: 60, v: 'x', vector: vec(1) }]))],
+    ['badMergeSingleShard', async ({ t }) => t('mt').mergeInsert('nope').validateSingleShard(false).whenNotMatchedInsertAll().execute([{ id: 1, v: 'x', vector: vec(1) }])],
+    ['badQueryLsm', async ({ t }) => await rows(t('mt').query().useLsm(true).where('id = 1').select(['id']))],
+    ['badTakeLsm', async ({ t }) => await rows(t('mt').takeOffsets([0]).useLsm(true).select(['id']))],
+    ['badNearestTo', async ({ t }) => await rows(t('mt').query().nearestTo('not a vector').limit(1))],
+    ['badNearestToDim', async ({ t }) => await rows(t('mt').query().nearestTo([1, 2, 3]).limit(1))],
+    ['badAnalyzePlan', async ({ t }) => t('mt').query().where('nope > 1').analyzePlan()],
+    ['badOffset', async ({ t }) => await rows(t('mt').query().offset(-1))],
+    ['badTagUpdate', async ({ t }) => (await t('mt').tags()).update('nope', 1)],
+    ['badDistanceRange', async ({ t }) => await rows(t('mt').vectorSearch(vec(3)).distanceRange(Number.NaN, -1).select(['id']).limit(2))],
+    ['badEf', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).ef(-1).limit(2))).map((r) => r.id)],
+    ['badNprobes', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).nprobes(-1).limit(2))).map((r) => r.id)],
+    ['badNprobesZero', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).nprobes(0).limit(2))).map((r) => r.id)],
+    ['badRefineFactor', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).refineFactor(-1).limit(2))).map((r) => r.id)],
+    ['badRerank', async ({ t }) => (await rows(t('mt').vectorSearch(vec(3)).rerank({}).limit(2))).map((r) => r.id)],
+    // Embedding functions: the registry's config in the schema metadata.
+    ['embCreate', async ({ db }) => {
+      const fn = lancedb.embedding.getRegistry().get('parity-toy').create();
+      const x = await db.createTable('emb', [{ text: 'a' }, { text: 'bbb' }],
+        { embeddingFunction: { function: fn, sourceColumn: 'text', vectorColumn: 'vector' } });
+      return fields(await x.schema());
+    }],
+    ['embMetadata', async ({ t }) => JSON.parse((await t('emb').schema()).metadata.get('embedding_functions'))],
+    ['embAdd', async ({ t }) => {
+      await t('emb').add([{ text: 'cc' }, { text: 'dddd' }]);
+      return await rows(t('emb').query().select(['text', 'vector']));
+    }],
+    ['embSearch', async ({ t }) => await rows(t('emb').search('cx').select(['text']).limit(1))],
+    ['embSearchVector', async ({ t }) => await rows(t('emb').search([4, 100]).select(['text']).limit(1))],
+    ['fetchBlobFilesMissingColumn', async ({ t }) => t('bl').fetchBlobFiles('nope', [0])],
+  ],
+
   // The remaining public methods of Connection and Table.
   surface: [
     ['create', async ({ db }) => {
@@ -470,6 +660,59 @@ const groups = {
   ],
 };
 
+// The client's classes whose calls reach a server: a call on one of
+// their objects (or on an object one of their calls returned) is
+// recorded as Class.method, Class being the class that declares the
+// method, so that the Go test can check that every public method of the
+// pinned client's .d.ts was called on the remote side at least once.
+const tracked = [lancedb.Connection, lancedb.Table, lancedb.QueryBase, lancedb.MergeInsertBuilder, lancedb.Job,
+  lancedb.Branches, lancedb.Tags, lancedb.BlobFile, lancedb.MaterializedView, lancedb.PermutationBuilder];
+const isTracked = (v) => v !== null && typeof v === 'object' && tracked.some((c) => typeof c === 'function' && v instanceof c);
+const calls = new Set();
+// stepCalls[step] are the calls the remote side made in that step.
+const stepCalls = {};
+let currentStep = null;
+const record = (call) => {
+  calls.add(call);
+  if (currentStep) (stepCalls[currentStep] ??= new Set()).add(call);
+};
+const targets = new WeakMap();
+const unwrap = (v) => (v !== null && typeof v === 'object' && targets.has(v) ? targets.get(v) : v);
+
+// owner is the class in o's prototype chain that declares prop.
+function owner(o, prop) {
+  for (let p = Object.getPrototypeOf(o); p; p = Object.getPrototypeOf(p)) {
+    if (Object.prototype.hasOwnProperty.call(p, prop)) return p.constructor && p.constructor.name;
+  }
+  return o.constructor && o.constructor.name;
+}
+
+function wrapValue(v) {
+  if (v && typeof v.then === 'function') return v.then(wrapValue);
+  if (Array.isArray(v)) return v.some(isTracked) ? v.map(wrapValue) : v;
+  if (!isTracked(v) || targets.has(v)) return v;
+  const proxy = new Proxy(v, {
+    get(target, prop) {
+      if (typeof prop !== 'string' || prop === 'constructor' || prop === 'then') return Reflect.get(target, prop, target);
+      let desc;
+      for (let p = target; p && !desc; p = Object.getPrototypeOf(p)) desc = Object.getOwnPropertyDescriptor(p, prop);
+      if (desc && desc.get) {
+        record(`${owner(target, prop)}.${prop}`);
+        return wrapValue(Reflect.get(target, prop, target));
+      }
+      const x = Reflect.get(target, prop, target);
+      if (typeof x !== 'function') return x;
+      return function (...args) {
+        record(`${owner(target, prop)}.${prop}`);
+        const r = x.apply(target, args.map(unwrap));
+        return r === target ? proxy : wrapValue(r);
+      };
+    },
+  });
+  targets.set(proxy, v);
+  return proxy;
+}
+
 async function runSide(side, db, backing) {
   const out = {};
   const handles = {};
@@ -479,11 +722,13 @@ async function runSide(side, db, backing) {
     return handles[name];
   };
   for (const [name, fn] of groups[group]) {
+    currentStep = name;
     try {
       out[name] = norm(await fn({ side, db, backing, t }));
     } catch (e) {
       out[name] = { error: String(e && e.message ? e.message : e) };
     }
+    currentStep = null;
     for (const n of await db.tableNames()) if (!handles[n]) handles[n] = await db.openTable(n);
   }
   return out;
@@ -492,10 +737,11 @@ async function runSide(side, db, backing) {
 if (!groups[group]) { console.error(`lancedb-parity: no group ${group}`); process.exit(2); }
 const clientConfig = { retryConfig: { retries: 0 } };
 const local = await lancedb.connect(process.env.LOCAL_DIR);
-const remote = await lancedb.connect('db://lancer-parity', { apiKey: process.env.LANCER_API_KEY, hostOverride: process.env.LANCER_URL, clientConfig });
+const remote = wrapValue(await lancedb.connect('db://lancer-parity', { apiKey: process.env.LANCER_API_KEY, hostOverride: process.env.LANCER_URL, clientConfig }));
 const serverDir = await lancedb.connect(process.env.LANCER_DATA);
 const l = await runSide('local', local, local);
 const r = await runSide('remote', remote, serverDir);
 const steps = {};
 for (const name of Object.keys(l)) steps[name] = { local: l[name], remote: r[name] };
-console.log(JSON.stringify({ steps }));
+for (const name of Object.keys(l)) steps[name].calls = [...(stepCalls[name] ?? [])].sort();
+console.log(JSON.stringify({ steps, calls: [...calls].sort() }));

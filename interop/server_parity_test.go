@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -18,6 +21,8 @@ import (
 type paritySide struct {
 	Local  json.RawMessage `json:"local"`
 	Remote json.RawMessage `json:"remote"`
+	// Calls are the client methods the remote side called in the step.
+	Calls []string `json:"calls"`
 }
 
 // parity is the result of one group of lancedb-parity.mjs, with the
@@ -30,7 +35,20 @@ type parity struct {
 
 // runParity serves a fresh data folder and runs group of
 // lancedb-parity.mjs: each step on embedded LanceDB, then on the server.
+// Every step must then be checked (same, bothFail, differs,
+// notSupported).
 func runParity(t *testing.T, group string) *parity {
+	t.Helper()
+	steps, _ := runParityScript(t, group)
+	p := &parity{t: t, steps: steps, seen: map[string]bool{}}
+	t.Cleanup(p.checkAllSeen)
+	return p
+}
+
+// runParityScript runs group of lancedb-parity.mjs against a fresh
+// server and returns its steps and the client calls its remote side
+// made, which it also records for TestServerParityCoverage.
+func runParityScript(t *testing.T, group string) (map[string]paritySide, []string) {
 	t.Helper()
 	ref := lancereftest.ForTest(t)
 	const key = "sk-lancer-parity"
@@ -65,6 +83,7 @@ func runParity(t *testing.T, group string) *parity {
 	}
 	var res struct {
 		Steps map[string]paritySide `json:"steps"`
+		Calls []string              `json:"calls"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("lancedb-parity.mjs printed %.500q: %v", out, err)
@@ -74,9 +93,11 @@ func runParity(t *testing.T, group string) *parity {
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	p := &parity{t: t, steps: res.Steps, seen: map[string]bool{}}
-	t.Cleanup(p.checkAllSeen)
-	return p
+	parityMu.Lock()
+	parityCalls[group] = res.Calls
+	paritySteps[group] = res.Steps
+	parityMu.Unlock()
+	return res.Steps, res.Calls
 }
 
 // side returns a step's sides, failing when the script has no such step.
@@ -125,9 +146,13 @@ func (p *parity) same(step, want string) {
 		return
 	}
 	if l != r {
+		if errorOf(s.Remote) != "" {
+			tally("fails", "")
+		}
 		p.t.Errorf("%s:\n embedded LanceDB %s\n lancer serve     %s", step, l, r)
 		return
 	}
+	tally("same", "")
 	if want != "" && l != canonical(json.RawMessage(want)) {
 		p.t.Errorf("%s: both sides answered %s, want %s", step, l, want)
 	}
@@ -151,6 +176,51 @@ func (p *parity) bothFail(step string, fragments ...string) {
 			p.t.Errorf("%s: lancer's error %q does not mention %q (embedded LanceDB: %q)", step, re, f, le)
 		}
 	}
+	if lk, rk := errorKind(le), errorKind(re); lk == rk {
+		tally("both-error same kind", "")
+	} else {
+		tally("both-error other kind", "")
+		p.t.Logf("%s: both fail, embedded LanceDB as %s (%.120q), lancer as %s (%.120q)", step, lk, le, rk, re)
+	}
+}
+
+var lancerCode = regexp.MustCompile(`"code":"(\w+)"`)
+
+// errorKind sorts an error message of either side into the categories
+// the client maps (LanceDB's Error variants and the HTTP statuses the
+// remote client turns into them).
+func errorKind(msg string) string {
+	// lancer's errors carry their category as the code of the JSON body.
+	if m := lancerCode.FindStringSubmatch(msg); m != nil {
+		switch m[1] {
+		case "InvalidInput":
+			return "invalid-input"
+		case "NotFound", "TableNotFound", "NamespaceNotFound":
+			return "not-found"
+		case "AlreadyExists", "TableAlreadyExists", "NamespaceAlreadyExists", "Conflict":
+			return "already-exists"
+		case "NotSupported":
+			return "not-supported"
+		case "Timeout":
+			return "timeout"
+		}
+		return m[1]
+	}
+	m := strings.ToLower(msg)
+	switch {
+	case strings.Contains(m, "invalid input"):
+		return "invalid-input"
+	case strings.Contains(m, "already exists") || strings.Contains(m, "409"):
+		return "already-exists"
+	case strings.Contains(m, "not found") || strings.Contains(m, "404") || strings.Contains(m, "does not exist") || strings.Contains(m, "no version") || strings.Contains(m, "not exist"):
+		return "not-found"
+	case strings.Contains(m, "not supported") || strings.Contains(m, "unsupported") || strings.Contains(m, "501"):
+		return "not-supported"
+	case strings.Contains(m, "timed out") || strings.Contains(m, "timeout"):
+		return "timeout"
+	default:
+		return "invalid-input"
+	}
 }
 
 // differs records a step where the sides answer differently on purpose,
@@ -158,6 +228,22 @@ func (p *parity) bothFail(step string, fragments ...string) {
 // local and remote are the expected JSON, or {"error":true} for any
 // error.
 func (p *parity) differs(step, reason, local, remote string) {
+	p.t.Helper()
+	tally("differs", step+": "+reason)
+	p.expect(step, reason, local, remote)
+}
+
+// notSupported records a step the client itself serves differently on a
+// remote connection than on an embedded one (it refuses the call, or has
+// it on one side only), with the reason, and checks each side as differs
+// does.
+func (p *parity) notSupported(step, reason, local, remote string) {
+	p.t.Helper()
+	tally("not-supported", "")
+	p.expect(step, reason, local, remote)
+}
+
+func (p *parity) expect(step, reason, local, remote string) {
 	p.t.Helper()
 	s, ok := p.side(step)
 	if !ok {
@@ -360,10 +446,10 @@ func TestServerParityTables(t *testing.T) {
 	// prewarmData and listJobs are remote-only calls in the client: the
 	// embedded database refuses them itself.
 	remoteOnly := "the client serves this call on remote tables only; embedded LanceDB refuses it"
-	p.differs("prewarmData", remoteOnly, `{"error":true}`, `null`)
-	p.differs("prewarmAll", remoteOnly, `{"error":true}`, `null`)
+	p.notSupported("prewarmData", remoteOnly, `{"error":true}`, `null`)
+	p.notSupported("prewarmAll", remoteOnly, `{"error":true}`, `null`)
 	p.bothFail("prewarmMissingColumn", "400", `no column \"nope\"`)
-	p.differs("listJobs", remoteOnly+"; lancer runs no submitted jobs, so its list is empty", `{"error":true}`, `[]`)
+	p.notSupported("listJobs", remoteOnly+"; lancer runs no submitted jobs, so its list is empty", `{"error":true}`, `[]`)
 }
 
 // TestServerParityNamespaces: the namespace calls of the client, on
@@ -453,18 +539,18 @@ func TestServerParitySurface(t *testing.T) {
 	p.differs("lsmSetSpec", "lancer serve has no LSM write path (Lance's MemWAL) and refuses to start one; embedded Lance starts it",
 		`null`, `{"error":true}`)
 	p.differs("lsmStats", "on a table without an LSM write path the remote protocol answers null, embedded Lance an error", `{"error":true}`, `null`)
-	p.differs("optimize", client+": it refuses optimize on remote tables (the server keeps them optimized)", `"object"`, `{"error":true}`)
-	p.differs("setPrimaryKey", client+": it refuses setUnenforcedPrimaryKey on remote tables", `{"error":true}`, `{"error":true}`)
-	p.differs("setPrimaryKeyMissing", client+": it refuses setUnenforcedPrimaryKey on remote tables", `{"error":true}`, `{"error":true}`)
-	p.differs("refreshColumn", client+": it refuses refreshColumn on remote tables (refreshColumnAsync instead)", `{"error":true}`, `{"error":true}`)
-	p.differs("refreshMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
-	p.differs("listMaterializedViews", client+": materialized views are local only", `[]`, `{"error":true}`)
-	p.differs("createMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
-	p.differs("openMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
-	p.differs("dropAllTables", client+": it refuses dropAllTables on remote databases", `[]`, `{"error":true}`)
-	p.differs("renameMissing", client+": embedded LanceDB (OSS) has no renameTable; lancer answers TableNotFound", `{"error":true}`, `{"error":true}`)
-	p.differs("openJob", client+": jobs are remote only; lancer runs no submitted jobs, so none is found", `{"error":true}`, `{"error":true}`)
-	p.differs("cancelJob", client+": jobs are remote only; lancer has no job to cancel", `{"error":true}`, `false`)
+	p.notSupported("optimize", client+": it refuses optimize on remote tables (the server keeps them optimized)", `"object"`, `{"error":true}`)
+	p.notSupported("setPrimaryKey", client+": it refuses setUnenforcedPrimaryKey on remote tables", `{"error":true}`, `{"error":true}`)
+	p.notSupported("setPrimaryKeyMissing", client+": it refuses setUnenforcedPrimaryKey on remote tables", `{"error":true}`, `{"error":true}`)
+	p.notSupported("refreshColumn", client+": it refuses refreshColumn on remote tables (refreshColumnAsync instead)", `{"error":true}`, `{"error":true}`)
+	p.notSupported("refreshMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.notSupported("listMaterializedViews", client+": materialized views are local only", `[]`, `{"error":true}`)
+	p.notSupported("createMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.notSupported("openMaterializedView", client+": materialized views are local only", `{"error":true}`, `{"error":true}`)
+	p.notSupported("dropAllTables", client+": it refuses dropAllTables on remote databases", `[]`, `{"error":true}`)
+	p.notSupported("renameMissing", client+": embedded LanceDB (OSS) has no renameTable; lancer answers TableNotFound", `{"error":true}`, `{"error":true}`)
+	p.notSupported("openJob", client+": jobs are remote only; lancer runs no submitted jobs, so none is found", `{"error":true}`, `{"error":true}`)
+	p.notSupported("cancelJob", client+": jobs are remote only; lancer has no job to cancel", `{"error":true}`, `false`)
 }
 
 // TestServerParityFTS: full-text search through lancer serve over FTS
@@ -484,8 +570,238 @@ func TestServerParityFTS(t *testing.T) {
 	}
 	// Without a limit, LanceDB's default 10 of the 30 matches.
 	p.same("noLimit", `[0,2,4,6,8,10,12,14,16,18]`)
+	p.same("nearestToText", "")
+	p.same("nearestToTextAll", "")
+	p.bothFail("nearestToTextNoIndex", "400", `no FTS index on column \"id\"`)
 	p.bothFail("noIndex", "400", "id")
 	p.bothFail("phraseNoColumn", "400")
 	p.differs("empty", "embedded LanceDB answers an empty match with no rows; lancer refuses empty query text (a 400) as bad input",
 		`[]`, `{"error":true}`)
+}
+
+// TestServerParityMethods: the public methods no other group calls, with
+// valid and invalid arguments: delete, addColumns, dropColumns,
+// takeRowIds, the query builders (filter, useLsm, explainPlan,
+// analyzePlan) and the vector ones (column, distanceType, postfilter,
+// bypassVectorIndex, ef, nprobes bounds, distanceRange, addQueryVector),
+// merge-insert options, tags, branches, the Job handle, and blobs
+// (fetchBlobs, fetchBlobFiles' BlobFile handles).
+func TestServerParityMethods(t *testing.T) {
+	p := runParity(t, "methods")
+	p.same("create", `"mt"`)
+	p.same("delete", `7`)
+	p.same("addColumns", `[{"id":0,"twice":0},{"id":1,"twice":2}]`)
+	p.same("dropColumns", `["id:Float64","v:Utf8","vector:FixedSizeList[8]<Float32>"]`)
+	p.same("takeRowIds", `{"schema":["id:Float64","v:Utf8"],"rows":[{"id":0,"v":"v0"},{"id":2,"v":"v2"}]}`)
+	p.same("takeRowIdsBig", `{"schema":["id:Float64","_rowid:Uint64"],"rows":[{"id":0,"_rowid":0},{"id":3,"_rowid":3}]}`)
+	p.same("takeUseLsm", `{"schema":["id:Float64"],"rows":[{"id":1}]}`)
+	p.same("filter", `[{"id":5},{"id":6}]`)
+	p.same("queryUseLsm", `[{"id":1}]`)
+	// Plans are each engine's own text.
+	p.same("explainPlan", `"string"`)
+	p.same("analyzePlan", `"string"`)
+	p.same("column", `[2,1]`)
+	p.same("distanceType", `[{"id":2,"_distance":0},{"id":3,"_distance":0.00041765}]`)
+	p.same("postfilter", `[]`)
+	p.same("bypassVectorIndex", `[5,4]`)
+	p.same("ef", `[5,4]`)
+	p.same("nprobesRange", `[5,4]`)
+	p.same("distanceRange", `[{"id":4,"_distance":8},{"id":2,"_distance":8}]`)
+	p.same("distanceRangeEmpty", `[]`)
+	p.same("addQueryVector", `[{"query_index":0,"id":1,"_distance":0},{"query_index":1,"id":5,"_distance":0}]`)
+	p.same("mergeOptions", `{"inserted":1,"updated":1,"deleted":0,"rows":2}`)
+	p.same("tags", `{"b":3,"list":["b"]}`)
+	p.same("branchCreate", `{"dev":9,"main":8,"branch":"dev"}`)
+	p.same("branchCheckout", `{"rows":9,"branch":"dev"}`)
+	p.same("branchList", `["dev"]`)
+	p.same("branchDelete", `[]`)
+	p.same("job", `{"status":"string","id":"object","state":"string","jobType":null,"creationMs":"object","spec":"object","result":"object","failure":null,"string":"string","indices":["id_idx"]}`)
+	p.same("jobCancel", `null`)
+	p.same("blobCreate", `["data"]`)
+	p.same("fetchBlobs", `["xy","hello blob",null]`)
+	// An embedding function the client computes: its config round-trips
+	// in the schema metadata, added rows and string queries are embedded.
+	p.same("embCreate", `["text:Utf8","vector:FixedSizeList[2]<Float32>"]`)
+	p.same("embMetadata", `[{"sourceColumn":"text","vectorColumn":"vector","name":"parity-toy","model":{}}]`)
+	p.same("embAdd", `[{"text":"a","vector":[1,97]},{"text":"bbb","vector":[3,98]},{"text":"cc","vector":[2,99]},{"text":"dddd","vector":[4,100]}]`)
+	p.same("embSearch", `[{"text":"cc","_distance":0}]`)
+	p.same("embSearchVector", `[{"text":"dddd","_distance":0}]`)
+	p.bothFail("badReadRange", "invalid blob range: start (8) > end (2)")
+	p.bothFail("badReadRangePastEnd", "exceeds blob size 10")
+	p.bothFail("badDropTableAsync", "404", "not found")
+	p.bothFail("badListTables", "404", "Namespace not found")
+	p.bothFail("badTableNames", "404", "Namespace not found")
+	// The client sends limit -1 as 4294967295: a page of at most 10,000
+	// names, here all of them, as Lance lists them all.
+	p.same("badListTablesLimit", `{"tables":["bl","mt"]}`)
+	p.same("badTableNamesLimit", `["bl","mt"]`)
+	p.bothFail("badAddColumn", "Found field not in schema: nope")
+	// Both take the string as a float: NaN.
+	p.same("badAddType", `{"version":9}`)
+	p.bothFail("badCountRows", "400", "no column nope")
+	p.bothFail("badCreateIndex", "Field path `nope` not found")
+	p.bothFail("badCreateIndexType", "400", `column \"v\" is utf8, not a vector`)
+	// No index is named "": none, as for any missing index.
+	p.same("badIndexStats", `null`)
+	p.differs("badSearchFts", "a full-text search of a column without an FTS index: Lance searches it flat, lancer needs the index (flat search is the issue \"Scalar indices and full-text search\")",
+		`1`, `{"error":true}`)
+	// The query type is ignored for a vector.
+	p.same("badSearchType", `[1]`)
+	// Offsets past the end take nothing.
+	p.same("badTakeOffsets", `[]`)
+	p.bothFail("badTakeOffsetsNegative", "Failed to convert offset to u64")
+	p.same("badTakeRowIds", `[]`)
+	p.bothFail("badMergeWhere", "400", "no column nope")
+	p.bothFail("badMergeDeleteWhere", "400", "unexpected end of input")
+	p.bothFail("badMergeUseIndex", "400", `key column \"nope\"`)
+	p.bothFail("badMergeSingleShard", "400", `key column \"nope\"`)
+	const noLSM = "use_lsm(true) was set but the table has no MemWAL write spec"
+	p.bothFail("badMergeLsm", "400", noLSM)
+	p.bothFail("badQueryLsm", "400", noLSM)
+	p.bothFail("badTakeLsm", "400", noLSM)
+	// The remote client itself fails on a string query vector (a panic
+	// it reports as "called Option::unwrap() on a None value").
+	p.bothFail("badNearestTo")
+	p.bothFail("badNearestToDim", "400", "query vector at index 0 has dimension 3, expected 8")
+	p.bothFail("badAnalyzePlan", "400", "no column nope")
+	p.same("badOffset", `[]`)
+	p.bothFail("badTagUpdate", "no such tag")
+	p.same("badDistanceRange", `[]`)
+	p.same("badNprobesZero", `[3,4]`)
+	// The client does not check the reranker of a vector-only query.
+	p.same("badRerank", `[3,4]`)
+	bounded := "the client sends -1 as 4294967295; lancer bounds nprobes, ef and refine_factor (limits.go) and refuses it, Lance takes it as all partitions, beam, candidates"
+	p.differs("badEf", bounded, `[3,4]`, `{"error":true}`)
+	p.differs("badNprobes", bounded, `[3,4]`, `{"error":true}`)
+	p.differs("badRefineFactor", bounded, `[3,4]`, `{"error":true}`)
+	p.same("fetchBlobFiles", `{"nulls":[false,true,false],"size":10,"whole":"hello blob","range":"blob","second":"xy"}`)
+
+	p.bothFail("deleteBad", "400", "no column nope")
+	p.bothFail("addColumnsBad", "400", "no column nope")
+	// Lance refuses a second v for its type, lancer for its name.
+	p.bothFail("addColumnsExisting", "400", `column \"v\" exists already`)
+	p.bothFail("dropColumnsMissing", "400", `no column \"nope\"`)
+	p.bothFail("filterBad", "400", "unexpected end of input")
+	p.bothFail("explainPlanBad", "400", "no column nope")
+	p.bothFail("columnMissing", "400", `no column \"nope\"`)
+	p.bothFail("distanceTypeBad", "Invalid distance type 'nope'")
+	p.bothFail("maximumNprobesBelowMinimum", "maximum_nprobes must be greater than or equal to minimum_nprobes")
+	// Refused before any result is sent, not a cut stream.
+	p.bothFail("addQueryVectorBadDim", "400", "query vector at index 1 has dimension 2, expected 8")
+	p.bothFail("mergeMissingKey", "400", `key column \"nope\"`)
+	p.bothFail("tagMissing", "no such tag")
+	p.bothFail("tagAgain", "already exists")
+	p.bothFail("tagMissingVersion", "no such version")
+	p.bothFail("tagDeleteMissing", "no such tag")
+	p.bothFail("branchCheckoutMissing", "branch 'nope' does not exist")
+	p.bothFail("branchCreateAgain", "already exists")
+	p.bothFail("branchDeleteMissing", "branch 'nope' does not exist")
+	// The client checks the column against the schema itself.
+	p.bothFail("jobBadColumn", "Field path `nope` not found")
+	// Neither has a server-side job whose events it could list.
+	p.bothFail("jobEvents", "not supported")
+	p.bothFail("fetchBlobsNotBlob", "400", "blob and binary columns only")
+	p.bothFail("fetchBlobsMissingRow", "400", "no live row 1000")
+	// A blob's bytes are a resource (blob/{col}/{row}/bytes): a missing
+	// column is a 404 there, an invalid input in Lance.
+	p.bothFail("fetchBlobFilesMissingColumn", "404", `no column \"nope\"`)
+
+	enterprise := "the client serves branch diffs and cherry-picks on remote tables only (embedded LanceDB: \"only supported on Enterprise tables\")"
+	p.notSupported("branchDiff", enterprise, `{"error":true}`, `"object"`)
+	p.notSupported("branchCherryPickDry", enterprise, `{"error":true}`, `"ready"`)
+	manifest := "the client refuses manifest-path calls on remote tables (\"This cannot be run on a remote table\"): the server owns the layout"
+	p.notSupported("usesV2ManifestPaths", manifest, `true`, `{"error":true}`)
+	p.notSupported("migrateManifestPathsV2", manifest, `null`, `{"error":true}`)
+}
+
+// TestServerParityCoverage: every public method of the pinned client's
+// classes that talk to a server is called on lancer serve by some step of
+// lancedb-parity.mjs (the script records the calls of its remote side),
+// or is listed in parityNotRemote with the reason no server sees it; and
+// each that takes arguments is also called with invalid ones (in a step
+// where a side fails, or one named bad..., ...Missing...). It runs the
+// groups no earlier test of this process ran, and logs the classification
+// of all steps checked: same, differs (with their reasons), fails (must
+// be 0: a fail is an error of the group's test), both-error of the same
+// kind or not, not-supported-by-the-client.
+func TestServerParityCoverage(t *testing.T) {
+	ref := lancereftest.ForTest(t)
+	methods, parent, takesArgs := clientSurface(t, filepath.Join(ref.Dir, "node_modules", "@lancedb", "lancedb", "dist"))
+	called := map[string]bool{}
+	// failing holds the calls made in a step of invalid input: one where
+	// a side failed, or one named for it (bad..., ...Missing...), whose
+	// invalid arguments both sides may answer without an error (none,
+	// an empty list).
+	failing := map[string]bool{}
+	for _, g := range parityGroups {
+		parityMu.Lock()
+		calls, ok := parityCalls[g]
+		steps := paritySteps[g]
+		parityMu.Unlock()
+		if !ok {
+			steps, calls = runParityScript(t, g)
+		}
+		for name, st := range steps {
+			invalid := strings.HasPrefix(name, "bad") || strings.Contains(name, "Bad") || strings.Contains(name, "Missing")
+			if invalid || errorOf(st.Local) != "" || errorOf(st.Remote) != "" {
+				for _, c := range st.Calls {
+					failing[c] = true
+				}
+			}
+		}
+		for _, c := range calls {
+			called[c] = true
+		}
+	}
+	for excluded := range parityNotRemote {
+		cls, m, _ := strings.Cut(excluded, ".")
+		if !contains(methods[cls], m) {
+			t.Errorf("parityNotRemote names %s, which the client does not declare", excluded)
+		}
+	}
+	var missing, noBadCase []string
+	total := 0
+	for cls, ms := range methods {
+		for _, m := range ms {
+			total++
+			if _, ok := parityNotRemote[cls+"."+m]; ok {
+				continue
+			}
+			found := calledIn(called, cls, m, parent)
+			if !found {
+				missing = append(missing, cls+"."+m)
+			}
+			if takesArgs[cls+"."+m] && !calledIn(failing, cls, m, parent) {
+				noBadCase = append(noBadCase, cls+"."+m)
+			}
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("%s: no step of lancedb-parity.mjs calls it on lancer serve", m)
+	}
+	t.Logf("client surface: %d public members of %d classes; %d excluded with a reason; %d not called", total, len(methods), len(parityNotRemote), len(missing))
+	sort.Strings(noBadCase)
+	for _, m := range noBadCase {
+		t.Errorf("%s takes arguments, but no step of lancedb-parity.mjs calls it with invalid ones", m)
+	}
+	parityMu.Lock()
+	defer parityMu.Unlock()
+	t.Logf("parity steps: same %d, differs %d, fails %d, both-error same kind %d, both-error other kind %d, not-supported-by-the-client %d",
+		parityTally["same"], parityTally["differs"], parityTally["fails"], parityTally["both-error same kind"], parityTally["both-error other kind"], parityTally["not-supported"])
+	for _, d := range parityDiffs {
+		t.Logf("differs: %s", d)
+	}
+}
+
+// calledIn reports whether calls holds method m of class cls or of a
+// subclass of it.
+func calledIn(calls map[string]bool, cls, m string, parent map[string]string) bool {
+	for c := range calls {
+		d, cm, _ := strings.Cut(c, ".")
+		if cm == m && descends(d, cls, parent) {
+			return true
+		}
+	}
+	return false
 }

@@ -59,6 +59,13 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A column the table lacks is the request's mistake (a 400), named
+	// here before the feed looks anything up.
+	for _, c := range body.Columns {
+		if ds.Schema().Field(c) == nil {
+			return invalidf("changes: no column %q in version %d", c, ds.Version())
+		}
+	}
 	feed, err := ds.ChangeFeed(r.Context(), &dataset.ChangeFeedOptions{Since: body.Since, Until: body.Until, Columns: body.Columns})
 	if err != nil {
 		return err

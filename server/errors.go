@@ -199,3 +199,8 @@ func shortMessage(msg string) string {
 	}
 	return fmt.Sprintf("%s… (%d more bytes)", msg[:cut], len(msg)-cut)
 }
+
+// errNoLSM answers use_lsm(true) on a query, take or merge-insert: no
+// table of lancer serve has an LSM write path (a MemWAL write spec), so
+// the request asks for what the table lacks, a 400 in Lance's words.
+var errNoLSM = invalidf("use_lsm(true) was set but the table has no MemWAL write spec (lancer serve has no LSM write path); leave use_lsm unset")

@@ -96,6 +96,22 @@ func nonNegative(field string, n json.Number, def int) (int, error) {
 // intParam parses an optional non-negative integer (a JSON number or a
 // URL parameter) of at most maxValue; empty is def. Anything else is a 400
 // naming field and, past the bound, the bound.
+// listLimit parses ?limit= of a list: a non-negative integer, where a
+// limit above maxListLimit is a page of maxListLimit names (with its page
+// token), as the namespace spec lets a server answer fewer than asked:
+// the client sends its "no limit" (-1) as 4294967295, which embedded
+// LanceDB answers with every name.
+func listLimit(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	u, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, invalidf("limit must be a non-negative integer, got %s", s)
+	}
+	return int(min(u, maxListLimit)), nil
+}
+
 func intParam(field, s string, def, maxValue int) (int, error) {
 	if s == "" {
 		return def, nil

@@ -168,14 +168,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.catalogSnapshot(r.Context())
-	if err != nil {
-		return err
-	}
-	if !namespaceExistsIn(entries, id) {
-		return namespaceNotFound(id)
-	}
-	names, token, err := page(r, children(entries, id, objectNamespace))
+	names, token, err := s.pageChildren(r, id, objectNamespace)
 	if err != nil {
 		return err
 	}
@@ -183,6 +176,20 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 		Namespaces []string `json:"namespaces"`
 		PageToken  string   `json:"page_token,omitempty"`
 	}{names, token})
+}
+
+// pageChildren answers one page (?limit=, ?page_token=) of the names of
+// namespace id's children of type kind (namespaces or tables), from one
+// snapshot of the catalog; a missing namespace is NamespaceNotFound.
+func (s *Server) pageChildren(r *http.Request, id, kind string) (names []string, token string, err error) {
+	entries, err := s.catalogSnapshot(r.Context())
+	if err != nil {
+		return nil, "", err
+	}
+	if !namespaceExistsIn(entries, id) {
+		return nil, "", namespaceNotFound(id)
+	}
+	return page(r, children(entries, id, kind))
 }
 
 // catalogSnapshot returns the catalog's latest entries.
@@ -200,7 +207,7 @@ func (s *Server) catalogSnapshot(ctx context.Context) (map[string]catalogEntry, 
 // page applies ?limit= and ?page_token= to sorted names.
 func page(r *http.Request, names []string) ([]string, string, error) {
 	q := r.URL.Query()
-	limit, err := intParam("limit", q.Get("limit"), 0, maxListLimit)
+	limit, err := listLimit(q.Get("limit"))
 	if err != nil {
 		return nil, "", err
 	}
@@ -250,6 +257,9 @@ func propertiesBody(props map[string]string) map[string]any {
 func (s *Server) namespaceExists(w http.ResponseWriter, r *http.Request) error {
 	id, err := namespaceID(r)
 	if err != nil {
+		return err
+	}
+	if err := decodeJSON(r, &struct{}{}); err != nil {
 		return err
 	}
 	entries, err := s.catalogSnapshot(r.Context())
@@ -339,14 +349,7 @@ func (s *Server) removeFolder(ctx context.Context, loc string) error {
 // listNamespaceTables answers a child namespace's table/list: the tables
 // __manifest records in it (declared ones too), paged as listNamespaces.
 func (s *Server) listNamespaceTables(w http.ResponseWriter, r *http.Request, id string) error {
-	entries, err := s.catalogSnapshot(r.Context())
-	if err != nil {
-		return err
-	}
-	if !namespaceExistsIn(entries, id) {
-		return namespaceNotFound(id)
-	}
-	names, token, err := page(r, children(entries, id, objectTable))
+	names, token, err := s.pageChildren(r, id, objectTable)
 	if err != nil {
 		return err
 	}
@@ -609,6 +612,11 @@ func (s *Server) deregisterTable(w http.ResponseWriter, r *http.Request) error {
 	if ns == "" {
 		return nsError(http.StatusNotAcceptable, specUnsupported,
 			"deregister table %q: tables of the root namespace are their folders and cannot be deregistered; drop it, or keep tables to deregister in a child namespace", key)
+	}
+	// The spec's body holds only the id the path has: still, a body
+	// that is not JSON is refused as such, before any lookup.
+	if err := decodeJSON(r, &struct{}{}); err != nil {
+		return err
 	}
 	return s.write(w, r, key, func(ctx context.Context) (any, error) {
 		c := s.catalog

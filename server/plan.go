@@ -228,6 +228,16 @@ func (s *Server) preparePlan(r *http.Request) (*preparedQuery, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	// The plan of a query whose filter cannot run is the error running
+	// it would give, as in Lance: planning the scan binds the filter to
+	// the schema and reads nothing.
+	if q.Filter != "" && p.kind != "take" {
+		if _, err := p.ds.Scan(&dataset.ScanOptions{Filter: q.Filter}); err != nil {
+			// A name the filter gets wrong is the request's fault (a 400,
+			// as a query answers it), not a missing table.
+			return nil, false, invalidf("%v", err)
+		}
+	}
 	return p, verbose, nil
 }
 

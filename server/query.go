@@ -34,6 +34,7 @@ type queryBody struct {
 	RefineFactor      json.Number     `json:"refine_factor"`
 	LowerBound        *float64        `json:"lower_bound"`
 	UpperBound        *float64        `json:"upper_bound"`
+	UseLSM            *bool           `json:"use_lsm"`
 	DistanceType      string          `json:"distance_type"`
 	VectorColumn      string          `json:"vector_column"`
 	WithRowID         bool            `json:"with_row_id"`
@@ -130,6 +131,9 @@ type preparedQuery struct {
 // prepareQuery checks a query body and opens the version it reads.
 func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*preparedQuery, error) {
 	p := &preparedQuery{q: q}
+	if q.UseLSM != nil && *q.UseLSM {
+		return nil, errNoLSM
+	}
 	var err error
 	if !isNull(q.FullTextQuery) {
 		if p.fts, err = parseFullTextQuery(q.FullTextQuery); err != nil {
@@ -185,6 +189,32 @@ func (s *Server) prepareQuery(r *http.Request, name string, q *queryBody) (*prep
 	return p, nil
 }
 
+// checkDimensions refuses a batch whose query vectors are not all as
+// long as the searched column's vectors before any result is sent: the
+// search answers each query vector in turn, and a late error could only
+// cut the stream. Lance words it the same way.
+func (p *preparedQuery) checkDimensions() error {
+	column, err := vectorColumn(p.ds.Schema(), p.q.VectorColumn, len(p.vectors[0]))
+	if err != nil {
+		return err
+	}
+	f, ok := p.ds.Schema().Arrow().FieldsByName(column)
+	if !ok {
+		return nil // the search names the missing column
+	}
+	fsl, ok := f[0].Type.(*arrow.FixedSizeListType)
+	if !ok {
+		return nil // the search refuses a column that holds no vectors
+	}
+	dim := int(fsl.Len())
+	for i, v := range p.vectors {
+		if len(v) != dim {
+			return invalidf("query vector at index %d has dimension %d, expected %d", i, len(v), dim)
+		}
+	}
+	return nil
+}
+
 // checkSearch applies limits.go to a search: k (0 is LanceDB's default
 // 10) and offset, the query vectors, nprobes, ef and refine_factor.
 func (p *preparedQuery) checkSearch() error {
@@ -204,6 +234,9 @@ func (p *preparedQuery) checkSearch() error {
 		return invalidf("vector holds %d query vectors, at most %d", n, maxQueryVectors)
 	} else if n*window > maxSearchRows {
 		return invalidf("%d query vectors × (k + offset) %d is %d rows, at most %d", n, window, n*window, maxSearchRows)
+	}
+	if err := p.checkDimensions(); err != nil {
+		return err
 	}
 	var err error
 	if p.nprobes, err = intParam("nprobes", q.NProbes.String(), 0, maxNProbes); err != nil {
@@ -410,6 +443,11 @@ func (s *Server) take(r *http.Request, ds *dataset.Dataset, offsets []uint64, co
 	}
 	if columns != nil && cols == nil {
 		return unsupportedf("selecting only _rowoffset is not supported")
+	}
+	// An offset past the last row takes nothing, as in Lance (its take
+	// answers the rows that exist), rather than failing the whole take.
+	if live := liveRows(ds); slices.ContainsFunc(offsets, func(o uint64) bool { return o >= live }) {
+		offsets = slices.DeleteFunc(slices.Clone(offsets), func(o uint64) bool { return o >= live })
 	}
 	n := takeFirstChunk
 	for first := true; first || len(offsets) > 0; first = false {

@@ -542,6 +542,18 @@ func (s *Server) routes() {
 			s.writeError(w, r, nsError(http.StatusBadRequest, specInvalidInput, "%v", CheckNamespaceName(id)))
 			return
 		}
+		if table, op, ok := emptyIndexName(r); ok {
+			// index("") is a name no index has: the client's
+			// index//stats/ path matches no route, but its answer is
+			// that of a missing index (which indexStats reports as none).
+			if err := CheckTableName(table); err != nil {
+				s.writeError(w, r, invalidf("%v", err))
+				return
+			}
+			s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
+				msg: fmt.Sprintf("index %q not found in table %q (%s)", "", table, op)})
+			return
+		}
 		if name, ok := s.slashedTable(r); ok {
 			// The client puts a table name in the path as it is: a name
 			// with a slash is more segments, but the client's mistake is
@@ -552,6 +564,26 @@ func (s *Server) routes() {
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
 			msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 	}))
+}
+
+// emptyIndexName recognizes a POST to an index endpoint with an empty
+// index name: /v1/table/t/index//stats/, which the mux cleans (a
+// redirect the client follows) to /v1/table/t/index/stats/, no route's
+// path. It returns the table and the operation.
+func emptyIndexName(r *http.Request) (table, op string, ok bool) {
+	rest, found := strings.CutPrefix(r.URL.Path, "/v1/table/")
+	if !found || r.Method != http.MethodPost {
+		return "", "", false
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	for _, op := range []string{"stats", "drop", "prewarm"} {
+		for _, sep := range []string{"/index//", "/index/"} {
+			if table, found := strings.CutSuffix(rest, sep+op); found && table != "" && !strings.Contains(table, "/") {
+				return table, op, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // slashedTable returns the table name of a POST to a table's endpoint

@@ -300,7 +300,7 @@ func (s *Server) listTables(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	q := r.URL.Query()
-	limit, err := intParam("limit", q.Get("limit"), 0, maxListLimit)
+	limit, err := listLimit(q.Get("limit"))
 	if err != nil {
 		return err
 	}
@@ -803,7 +803,7 @@ func (s *Server) mergeInsert(w http.ResponseWriter, r *http.Request) error {
 		return invalidf("merge_insert needs at least one of when_matched_update_all, when_not_matched_insert_all, when_not_matched_by_source_delete")
 	}
 	if b, _ := flag("use_lsm"); b {
-		return unsupportedf("use_lsm is not supported")
+		return errNoLSM
 	}
 	branchName := q.Get("branch")
 	return s.writeData(w, r, name, func(ctx context.Context) (any, error) {
