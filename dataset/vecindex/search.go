@@ -1,7 +1,6 @@
 package vecindex
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -389,19 +388,86 @@ type node struct {
 // maxHeap keeps the farthest node on top; minHeap the nearest.
 type maxHeap []node
 
-func (h maxHeap) Len() int           { return len(h) }
-func (h maxHeap) Less(i, j int) bool { return h[i].dist > h[j].dist }
-func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *maxHeap) Push(x any)        { *h = append(*h, x.(node)) }
-func (h *maxHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
-
 type minHeap []node
 
-func (h minHeap) Len() int           { return len(h) }
-func (h minHeap) Less(i, j int) bool { return h[i].dist < h[j].dist }
-func (h minHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *minHeap) Push(x any)        { *h = append(*h, x.(node)) }
-func (h *minHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+// push and pop are container/heap's Push and Pop on the typed heaps,
+// step for step the same (so ties come out in the same order, which
+// Lance-parity answers depend on), without boxing each node in an
+// interface: the beam search pushes and pops a node per neighbour it
+// keeps, and the boxing was a third of a search's time.
+func (h *maxHeap) push(x node) {
+	*h = append(*h, x)
+	s := *h
+	for j := len(s) - 1; ; {
+		i := (j - 1) / 2
+		if i == j || !(s[j].dist > s[i].dist) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
+}
+
+func (h *maxHeap) pop() node {
+	s := *h
+	n := len(s) - 1
+	s[0], s[n] = s[n], s[0]
+	for i := 0; ; {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 {
+			break
+		}
+		j := j1
+		if j2 := j1 + 1; j2 < n && s[j2].dist > s[j1].dist {
+			j = j2
+		}
+		if !(s[j].dist > s[i].dist) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+	x := s[n]
+	*h = s[:n]
+	return x
+}
+
+func (h *minHeap) push(x node) {
+	*h = append(*h, x)
+	s := *h
+	for j := len(s) - 1; ; {
+		i := (j - 1) / 2
+		if i == j || !(s[j].dist < s[i].dist) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
+}
+
+func (h *minHeap) pop() node {
+	s := *h
+	n := len(s) - 1
+	s[0], s[n] = s[n], s[0]
+	for i := 0; ; {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 {
+			break
+		}
+		j := j1
+		if j2 := j1 + 1; j2 < n && s[j2].dist < s[j1].dist {
+			j = j2
+		}
+		if !(s[j].dist < s[i].dist) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+	x := s[n]
+	*h = s[:n]
+	return x
+}
 
 // searchHNSW is Lance's HNSW search of one partition (S4): greedy descent
 // from the entry point through levels max_level-1 down to 0, then a beam search of
@@ -429,11 +495,11 @@ func (ix *Index) searchHNSW(part *partition, p int, dist func(uint32) float32, k
 				continue
 			}
 			d := dist(uint32(i))
-			if h.Len() < k {
-				heap.Push(h, node{uint32(i), d})
+			if len(*h) < k {
+				h.push(node{uint32(i), d})
 			} else if d < (*h)[0].dist {
-				heap.Pop(h)
-				heap.Push(h, node{uint32(i), d})
+				h.pop()
+				h.push(node{uint32(i), d})
 			}
 		}
 		res = sortedNodes(*h)
@@ -502,20 +568,23 @@ func greedy(part *partition, level int, start node, dist func(uint32) float32) n
 // neighbour is compared with is the farthest result when its node was
 // expanded, as Lance does.
 func beam(part *partition, ep node, ef int, dist func(uint32) float32, allowed []bool) []node {
-	visited := make(map[uint32]bool, min(4*ef, len(part.bottom)))
+	// Node ids index part.bottom: a slice marks them visited, which costs
+	// one byte a node of the partition rather than a map lookup a
+	// neighbour.
+	visited := make([]bool, len(part.bottom))
 	visited[ep.id] = true
 	cands := &minHeap{ep}
 	results := &maxHeap{}
 	if allowed == nil || allowed[ep.id] {
-		heap.Push(results, ep)
+		results.push(ep)
 	}
-	for cands.Len() > 0 {
-		cur := heap.Pop(cands).(node)
+	for len(*cands) > 0 {
+		cur := cands.pop()
 		furthest := float32(math.Inf(1))
-		if results.Len() > 0 {
+		if len(*results) > 0 {
 			furthest = (*results)[0].dist
 		}
-		if cur.dist > furthest && results.Len() == ef {
+		if cur.dist > furthest && len(*results) == ef {
 			break
 		}
 		for _, nb := range part.bottom[cur.id] {
@@ -524,16 +593,16 @@ func beam(part *partition, ep node, ef int, dist func(uint32) float32, allowed [
 			}
 			visited[nb] = true
 			d := dist(nb)
-			if d <= furthest || results.Len() < ef {
+			if d <= furthest || len(*results) < ef {
 				if allowed == nil || allowed[nb] {
-					if results.Len() < ef {
-						heap.Push(results, node{nb, d})
+					if len(*results) < ef {
+						results.push(node{nb, d})
 					} else if d < (*results)[0].dist {
-						heap.Pop(results)
-						heap.Push(results, node{nb, d})
+						results.pop()
+						results.push(node{nb, d})
 					}
 				}
-				heap.Push(cands, node{nb, d})
+				cands.push(node{nb, d})
 			}
 		}
 	}
