@@ -141,14 +141,16 @@ type ServerLoadReport struct {
 	// (looked at every 250 ms).
 	Fragments    int `json:"fragments"`
 	MaxFragments int `json:"maxFragments"`
-	// GroupCommits, MaintenanceRuns and MaintenanceErrors are the
-	// servers' counters (from /metrics, summed over the servers).
-	GroupCommits      uint64   `json:"groupCommits"`
-	MaintenanceRuns   uint64   `json:"maintenanceRuns"`
-	MaintenanceErrors uint64   `json:"maintenanceErrors"`
-	Errors            int      `json:"errors"`
-	ErrorSamples      []string `json:"errorSamples,omitempty"`
-	ShortResults      int      `json:"shortResults"`
+	// GroupCommits, MaintenanceRuns, MaintenanceErrors and
+	// MaintenanceConflicts (runs that yielded to a concurrent write) are
+	// the servers' counters (from /metrics, summed over the servers).
+	GroupCommits         uint64   `json:"groupCommits"`
+	MaintenanceRuns      uint64   `json:"maintenanceRuns"`
+	MaintenanceErrors    uint64   `json:"maintenanceErrors"`
+	MaintenanceConflicts uint64   `json:"maintenanceConflicts"`
+	Errors               int      `json:"errors"`
+	ErrorSamples         []string `json:"errorSamples,omitempty"`
+	ShortResults         int      `json:"shortResults"`
 	// Problems lists every failed check: errors, lost or duplicated
 	// inserts. Empty when the run passed.
 	Problems []string `json:"problems,omitempty"`
@@ -354,6 +356,7 @@ func RunServerLoad(ctx context.Context, o ServerLoadOptions) (*ServerLoadReport,
 		rep.GroupCommits += c["lancer_group_commits_total"]
 		rep.MaintenanceRuns += c["lancer_maintenance_runs_total"]
 		rep.MaintenanceErrors += c["lancer_maintenance_errors_total"]
+		rep.MaintenanceConflicts += c["lancer_maintenance_conflicts_total"]
 	}
 
 	// No lost or duplicated inserts: read every id of the latest version.
@@ -611,7 +614,7 @@ func (r *ServerLoadReport) Print(w io.Writer) error {
 	inserts := r.Ops["insert"].Count
 	fmt.Fprintf(&b, "versions: %d made during the run for %d inserts (%.3f per insert); %d group commits; fragments: %d at the end, at most %d during the run\n",
 		r.Versions-r.StartVersion, inserts, r.VersionsPerInsert, r.GroupCommits, r.Fragments, r.MaxFragments)
-	fmt.Fprintf(&b, "maintenance: %d runs, %d failed\n", r.MaintenanceRuns, r.MaintenanceErrors)
+	fmt.Fprintf(&b, "maintenance: %d runs, %d failed, %d yielded to a concurrent write\n", r.MaintenanceRuns, r.MaintenanceErrors, r.MaintenanceConflicts)
 	fmt.Fprintf(&b, "server dataset cache: %d hits, %d misses\n", r.CacheHits, r.CacheMisses)
 	if adv := r.Adversary; adv != nil {
 		fmt.Fprintf(&b, "adversary: %d hostile requests (%d kinds), %d answered wrongly; peak Go heap %.0f MiB\n",

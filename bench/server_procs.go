@@ -25,9 +25,23 @@ import (
 // that their commits to one table race across processes.
 func startLoadServers(ctx context.Context, o ServerLoadOptions, dir, key string) (urls []string, stop func(), err error) {
 	if o.Servers <= 1 {
+		// With a kept folder (Options.Dir) the server logs as lancer
+		// serve does, to serve-0.log beside it, so that what its
+		// maintenance did can be read after the run.
+		var logw io.Writer = io.Discard
+		var logf *os.File
+		if o.Dir != "" {
+			if logf, err = os.Create(filepath.Join(filepath.Dir(dir), "serve-0.log")); err != nil {
+				return nil, nil, err
+			}
+			logw = logf
+		}
 		h, err := server.New(&server.Options{DataDir: dir, APIKey: key, Addr: "127.0.0.1:0",
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Logger: slog.New(slog.NewTextHandler(logw, nil))})
 		if err != nil {
+			if logf != nil {
+				logf.Close()
+			}
 			return nil, nil, err
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -37,7 +51,13 @@ func startLoadServers(ctx context.Context, o ServerLoadOptions, dir, key string)
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
-		return []string{"http://" + ln.Addr().String()}, func() { srv.Close(); h.Close() }, nil
+		return []string{"http://" + ln.Addr().String()}, func() {
+			srv.Close()
+			h.Close()
+			if logf != nil {
+				logf.Close()
+			}
+		}, nil
 	}
 
 	bin := filepath.Join(filepath.Dir(dir), "lancer-serverload-bin")

@@ -177,6 +177,15 @@ func (d *Dataset) Compact(ctx context.Context, opts *CompactOptions) (*Dataset, 
 		stats.FragmentsAdded += len(newFrags)
 		op.groups = append(op.groups, g)
 	}
+	if !d.manifest.StableRowIDs() && remapsIndices(d.manifest, op.groups) {
+		// The remapped segments name the new fragments' ids in their row
+		// addresses, so those ids must stay the compaction's whatever is
+		// committed meanwhile: reserve them, as Lance does, or a busy
+		// table's appends take them first and the compaction never lands.
+		if err := d.reserveFragmentIDs(ctx, op, &o.CommitOptions); err != nil {
+			return nil, CompactStats{}, err
+		}
+	}
 	op = renumberRewrite(op, d.manifest)
 	if !d.manifest.StableRowIDs() {
 		rewritten, keys, msg, err := d.remapIndices(ctx, op.groups)
@@ -507,12 +516,16 @@ func (d *Dataset) lineage(ctx context.Context, fragID uint64, src *manifest.Sequ
 }
 
 // renumberRewrite returns op with its new fragments numbered after the
-// fragment ids m has used, unless they already are. Lance reserves the ids
-// of a compaction's new fragments (a ReserveFragments commit) so that its
-// Rewrite transaction records them; lancer numbers them from the version it
-// commits on instead, which needs no extra version: the transaction records
-// the ids the manifest gets.
+// fragment ids m has used, unless they already are or were reserved. Lance
+// reserves the ids of a compaction's new fragments (a ReserveFragments
+// commit) so that its Rewrite transaction records them; lancer does so only
+// when remapped index segments name them (reserveFragmentIDs), and
+// otherwise numbers them from the version it commits on, which needs no
+// extra version: the transaction records the ids the manifest gets.
 func renumberRewrite(op *operation, m *manifest.Manifest) *operation {
+	if op.reserved {
+		return op // its ids are its own (reserveFragmentIDs)
+	}
 	next := uint64(0)
 	if hwm, ok := m.FragmentHighWater(); ok {
 		next = hwm + 1
@@ -614,4 +627,64 @@ func rewriteIndexCoverage(indices []*manifest.IndexMetadata, groups []manifest.R
 		ix.FragmentBitmap = b
 	}
 	return indices, nil
+}
+
+// remapsIndices reports whether compacting groups would remap some index
+// segment (see remapIndices): a Lance-format vector segment covering a
+// rewritten fragment.
+func remapsIndices(m *manifest.Manifest, groups []manifest.RewriteGroup) bool {
+	rewritten := roaring.New()
+	for _, g := range groups {
+		for _, f := range g.OldFragments {
+			rewritten.Add(uint32(f.ID))
+		}
+	}
+	for _, seg := range m.IndexSegments() {
+		if seg.Name == manifest.FragReuseIndexName || seg.Name == manifest.MemWalIndexName || len(seg.FragmentBitmap) == 0 ||
+			seg.Details == nil || seg.Details.TypeURL != LanceVectorIndexTypeURL {
+			continue
+		}
+		if bm, err := manifest.DecodeRoaring(seg.FragmentBitmap); err == nil && bm.Intersects(rewritten) {
+			return true
+		}
+	}
+	return false
+}
+
+// reserveFragmentIDs commits a ReserveFragments transaction for the new
+// fragments of the compaction op and gives them the ids it reserved, as
+// Lance's reserve_fragment_ids: a concurrent append then takes ids after
+// them, so the compaction's remapped index segments, whose row addresses
+// name the new fragments, stay right however many appends land before the
+// compaction commits. The reservation costs a version; ids of a compaction
+// that fails afterwards are left unused, as in Lance.
+func (d *Dataset) reserveFragmentIDs(ctx context.Context, op *operation, opts *CommitOptions) error {
+	n := 0
+	for _, g := range op.groups {
+		n += len(g.NewFragments)
+	}
+	if n == 0 {
+		return nil
+	}
+	if hwm, _ := d.manifest.FragmentHighWater(); hwm+uint64(n) > manifest.MaxRowsPerFragment-1 {
+		return fmt.Errorf("dataset: compact: reserving %d fragment ids after %d exceeds 32 bits: %w", n, hwm, lancer.ErrInvalidArgument)
+	}
+	nd, err := d.commit(ctx, &operation{kind: opReserveFragments, reserve: uint32(n)}, opts)
+	if err != nil {
+		return fmt.Errorf("dataset: compact: reserving %d fragment ids: %w", n, err)
+	}
+	top, _ := nd.manifest.FragmentHighWater()
+	next := top + 1 - uint64(n)
+	for i, g := range op.groups {
+		ng := manifest.RewriteGroup{OldFragments: g.OldFragments}
+		for _, f := range g.NewFragments {
+			f = f.Clone()
+			f.ID = next
+			next++
+			ng.NewFragments = append(ng.NewFragments, f)
+		}
+		op.groups[i] = ng
+	}
+	op.reserved = true
+	return nil
 }

@@ -200,6 +200,22 @@ func rebase(ctx context.Context, op *operation, others []committed, latest *Data
 		return out, nil
 	case opCreateIndex:
 		return op, rebaseCreateIndex(op, others, latest, conflict)
+	case opReserveFragments:
+		// As Lance's check_reserve_fragments_txn: ids are reserved past
+		// whatever was committed since, except over an overwrite or a
+		// restore, which replaced the fragments they were reserved for.
+		for _, c := range others {
+			switch c.txn.Operation.(type) {
+			case *manifest.Overwrite, *manifest.Restore:
+				return nil, conflict(c, false, "it replaced the fragments these ids were reserved for")
+			case *manifest.Append, *manifest.Delete, *manifest.CreateIndex, *manifest.Rewrite,
+				*manifest.DataReplacement, *manifest.Merge, *manifest.ReserveFragments, *manifest.Update,
+				*manifest.Project, *manifest.Clone, *manifest.UpdateConfig, *manifest.UpdateBases:
+			default:
+				return nil, conflict(c, false, "cannot reserve fragment ids over it")
+			}
+		}
+		return op, nil
 	case opDataReplacement:
 		for _, c := range others {
 			switch c.txn.Operation.(type) {

@@ -455,3 +455,132 @@ func TestOptimizeExtendsLanceIndexKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactReservesRemappedIDs: a compaction that remaps a vector index
+// reserves its new fragments' ids (a ReserveFragments commit, as Lance's
+// reserve_fragment_ids), so that an append landing between the
+// reservation and the compaction's commit, which takes the next free
+// ids, conflicts with nothing: the compaction commits over it, its
+// remapped segment naming the new fragments, and the appended rows keep
+// ids of their own. Without the reservation the append took the ids the
+// remapped segment names and the compaction failed on every busy table.
+func TestCompactReservesRemappedIDs(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 16, 400
+	rng := rand.New(rand.NewPCG(7, 8))
+	vecs := clustered(rng, n+20, dim)
+	mem := checkedAlloc(t)
+	inner := blob.NewMemStore("v")
+	d := newVecDataset(t, inner, vecs, dim, n, n/4, false)
+	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: IndexIVFFlat, Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While the compaction writes its remapped segment (after the
+	// reservation, before its commit), another writer appends.
+	appended := false
+	race := &indexWriteStore{Store: inner, writing: func() {
+		if appended {
+			return
+		}
+		appended = true
+		other, err := Open(ctx, inner, &OpenOptions{Allocator: mem})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		r := vecReader(mem, vecs, dim, n, n+20)
+		defer r.Release()
+		if _, err := other.Append(ctx, r, nil); err != nil {
+			t.Error(err)
+		}
+	}}
+	if d, err = Open(ctx, race, &OpenOptions{Allocator: mem}); err != nil {
+		t.Fatal(err)
+	}
+	out, stats, err := d.Compact(ctx, nil)
+	if err != nil {
+		t.Fatalf("compaction over an append after its reservation: %v", err)
+	}
+	if !appended || stats.FragmentsRemoved != 4 || stats.IndicesRemapped != 1 {
+		t.Fatalf("appended %v, stats %+v: want the append raced and 4 fragments compacted, the index remapped", appended, stats)
+	}
+	// Versions: reservation, the append, then the Rewrite.
+	v := out.Version()
+	if op := manifest.OperationName(rawTransaction(t, inner, v-2)); op != "ReserveFragments" {
+		t.Fatalf("version %d is %s, want the reservation", v-2, op)
+	}
+	if op := manifest.OperationName(rawTransaction(t, inner, v-1)); op != "Append" {
+		t.Fatalf("version %d is %s, want the racing append", v-1, op)
+	}
+	rw := opAs[*manifest.Rewrite](rawTransaction(t, inner, v))
+	if rw == nil || len(rw.Groups) != 1 || len(rw.Groups[0].NewFragments) != 1 {
+		t.Fatalf("version %d: Rewrite %+v", v, rw)
+	}
+	reserve := opAs[*manifest.ReserveFragments](rawTransaction(t, inner, v-2))
+	if reserve == nil || reserve.NumFragments != 1 {
+		t.Fatalf("reservation %+v, want 1 fragment id", reserve)
+	}
+	// The new fragment has the reserved id (after the 4 old ones), the
+	// append the next one, and the remapped segment's rows all live in
+	// the new fragment.
+	newID := rw.Groups[0].NewFragments[0].ID
+	var ids []uint64
+	for _, f := range out.Manifest().Fragments {
+		ids = append(ids, f.ID)
+	}
+	if newID != 4 || !slices.Equal(ids, []uint64{4, 5}) {
+		t.Fatalf("new fragment %d, fragments %v: want the reserved id 4 and the append's 5", newID, ids)
+	}
+	info := out.Indices()
+	if len(info) != 1 || !slices.Equal(info[0].Fragments, []uint32{4}) {
+		t.Fatalf("index %+v, want it over the compacted fragment 4", info)
+	}
+	ix, err := vecindex.Open(ctx, inner, indicesDir+info[0].UUID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for p := range ix.Partitions() {
+		addrs, _, _, err := ix.PartitionRows(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addrs {
+			if a>>32 != 4 {
+				t.Fatalf("row address %#x outside the compacted fragment", a)
+			}
+		}
+		rows += len(addrs)
+	}
+	if rows != n {
+		t.Fatalf("remapped segment holds %d rows, want %d", rows, n)
+	}
+	if c, _ := out.CountRows(ctx); c != n+20 {
+		t.Fatalf("%d rows, want %d", c, n+20)
+	}
+	rep, err := Check(ctx, inner, nil)
+	if err != nil || !rep.OK() {
+		t.Fatalf("check: %v %+v", err, rep)
+	}
+}
+
+// indexWriteStore calls writing before each write of an index file.
+type indexWriteStore struct {
+	blob.Store
+	writing func()
+}
+
+func (s *indexWriteStore) Write(ctx context.Context, key string, data []byte) error {
+	if strings.HasPrefix(key, indicesDir) {
+		s.writing()
+	}
+	return s.Store.Write(ctx, key, data)
+}
+
+func (s *indexWriteStore) NewWriter(ctx context.Context, key string) (blob.ObjectWriter, error) {
+	if strings.HasPrefix(key, indicesDir) {
+		s.writing()
+	}
+	return s.Store.NewWriter(ctx, key)
+}

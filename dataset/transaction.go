@@ -36,6 +36,10 @@ const (
 	// opDataReplacement replaces the data file of some columns of
 	// fragments (Lance's DataReplacement; rows stay where they are).
 	opDataReplacement
+	// opReserveFragments raises the fragment id high-water mark (Lance's
+	// ReserveFragments), so that a compaction's new fragments keep ids no
+	// concurrent append can take (reserveFragmentIDs).
+	opReserveFragments
 )
 
 func (k opKind) String() string {
@@ -60,6 +64,8 @@ func (k opKind) String() string {
 		return "CreateIndex"
 	case opDataReplacement:
 		return "DataReplacement"
+	case opReserveFragments:
+		return "ReserveFragments"
 	}
 	return "?"
 }
@@ -114,6 +120,12 @@ type operation struct {
 
 	// DataReplacement: the new data file of each fragment.
 	replacements []manifest.DataReplacementGroup
+
+	// ReserveFragments: how many fragment ids to reserve. Rewrite:
+	// reserved says its new fragments have ids a ReserveFragments commit
+	// reserved, which stay as they are whatever was committed since.
+	reserve  uint32
+	reserved bool
 
 	// Merge of a version graph (merge3.go): base paths to add to the
 	// manifest, the lowest next stable row id, and transaction properties.
@@ -197,6 +209,8 @@ func (op *operation) transaction(readVersion uint64, uuid string) *manifest.Tran
 		t.Operation = &manifest.CreateIndex{NewIndices: op.newIndices, RemovedIndices: op.removedIndices}
 	case opDataReplacement:
 		t.Operation = &manifest.DataReplacement{Replacements: op.replacements}
+	case opReserveFragments:
+		t.Operation = &manifest.ReserveFragments{NumFragments: op.reserve}
 	}
 	return t
 }
@@ -382,6 +396,16 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 			return nil, fmt.Errorf("dataset: building version %d: %w", version, err)
 		}
 		indices = uncoverReplaced(indices, op.replacements)
+	case opReserveFragments:
+		// As Lance's build_manifest: the high-water mark moves past the
+		// reserved ids, so that no later commit hands them out.
+		if op.reserve > 0 {
+			hwm := uint32(op.reserve)
+			if h, ok := m.FragmentHighWater(); ok {
+				hwm += uint32(h)
+			}
+			m.MaxFragmentID = maxOptional(m.MaxFragmentID, &hwm)
+		}
 	case opUpdate:
 		var err error
 		if fragments, indices, nextRowID, err = applyUpdate(fragments, indices, op, assignIDs, stable, nextRowID, version); err != nil {
