@@ -657,16 +657,16 @@ func machine() Machine {
 // lancerCommit is the checkout's HEAD commit (12 digits), read from .git
 // without running git; "unknown" where it cannot.
 func lancerCommit() string {
-	git := filepath.Join(repoRoot(), ".git")
-	head, err := os.ReadFile(filepath.Join(git, "HEAD"))
+	gitDir, refsDir := gitDirs(repoRoot())
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "unknown"
 	}
 	h := strings.TrimSpace(string(head))
 	if ref, ok := strings.CutPrefix(h, "ref: "); ok {
-		if b, err := os.ReadFile(filepath.Join(git, ref)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(refsDir, ref)); err == nil {
 			h = strings.TrimSpace(string(b))
-		} else if b, err := os.ReadFile(filepath.Join(git, "packed-refs")); err == nil {
+		} else if b, err := os.ReadFile(filepath.Join(refsDir, "packed-refs")); err == nil {
 			h = "unknown"
 			for _, line := range strings.Split(string(b), "\n") {
 				if id, name, ok := strings.Cut(line, " "); ok && name == ref {
@@ -681,6 +681,33 @@ func lancerCommit() string {
 		h = h[:12]
 	}
 	return h
+}
+
+// gitDirs returns the checkout's git folder (its HEAD) and the folder
+// holding its refs: both .git in a plain clone; in a linked worktree .git
+// is a file naming the worktree's own folder, whose commondir names the
+// main repository's, where the refs are.
+func gitDirs(root string) (gitDir, refsDir string) {
+	gitDir = filepath.Join(root, ".git")
+	b, err := os.ReadFile(gitDir)
+	if err != nil { // a folder (or nothing): a plain clone
+		return gitDir, gitDir
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return gitDir, gitDir
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	refsDir = dir
+	if c, err := os.ReadFile(filepath.Join(dir, "commondir")); err == nil {
+		refsDir = strings.TrimSpace(string(c))
+		if !filepath.IsAbs(refsDir) {
+			refsDir = filepath.Join(dir, refsDir)
+		}
+	}
+	return dir, refsDir
 }
 
 // jsonInts decodes a JSON array of integers.

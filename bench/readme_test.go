@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,5 +88,17 @@ func TestUpdateReadme(t *testing.T) {
 		if b, _ := os.ReadFile(p); string(b) != text {
 			t.Errorf("%s: a refused rewrite changed the file", name)
 		}
+	}
+}
+
+// TestLancerCommit: the report names the checkout's commit, in a plain
+// clone and in a linked worktree (where .git is a file) alike.
+func TestLancerCommit(t *testing.T) {
+	out, err := exec.Command("git", "-C", RepoRoot(), "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse: %v", err)
+	}
+	if got, want := lancerCommit(), strings.TrimSpace(string(out))[:12]; got != want {
+		t.Errorf("lancerCommit() = %q, git says %q", got, want)
 	}
 }
