@@ -93,9 +93,6 @@ func nonNegative(field string, n json.Number, def int) (int, error) {
 	return int(u), nil
 }
 
-// intParam parses an optional non-negative integer (a JSON number or a
-// URL parameter) of at most maxValue; empty is def. Anything else is a 400
-// naming field and, past the bound, the bound.
 // listLimit parses ?limit= of a list: a non-negative integer, where a
 // limit above maxListLimit is a page of maxListLimit names (with its page
 // token), as the namespace spec lets a server answer fewer than asked:
@@ -112,6 +109,9 @@ func listLimit(s string) (int, error) {
 	return int(min(u, maxListLimit)), nil
 }
 
+// intParam parses an optional non-negative integer (a JSON number or a
+// URL parameter) of at most maxValue; empty is def. Anything else is a 400
+// naming field and, past the bound, the bound.
 func intParam(field, s string, def, maxValue int) (int, error) {
 	if s == "" {
 		return def, nil
