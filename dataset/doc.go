@@ -210,7 +210,7 @@
 // rows' new addresses (HNSW graphs rebuilt over the remapped storage, as
 // Lance's remap rebuilds them) and records it in the Rewrite
 // transaction's rewritten_indices. Vector indices lancer does not write
-// (4-bit PQ, the legacy IVF_PQ file) keep their fragments out of a
+// (the legacy IVF_PQ file, IVF_RQ) keep their fragments out of a
 // compaction; scalar and FTS
 // indices keep covering the old fragment ids (their rows are then scanned
 // without them); CompactStats.IndexMessage says which and why.

@@ -115,8 +115,8 @@ func (d *Dataset) writeLanceLike(ctx context.Context, like *manifest.IndexMetada
 // with its bounds); an HNSW index's delta gets graphs of its own rows,
 // built by lancer's builder with Lance's default HnswBuildParams (m 20,
 // ef_construction 150), as Lance's optimize_vector_indices_v2 builds
-// them. An index of a kind lancer does not write (4-bit PQ, the legacy
-// file) is an error wrapping lancer.ErrUnsupported naming its type.
+// them. An index of a kind lancer does not write (the legacy
+// file, IVF_RQ) is an error wrapping lancer.ErrUnsupported naming its type.
 func (d *Dataset) lanceDeltaSegment(ctx context.Context, segs []*manifest.IndexMetadata, column string, dim int,
 	frags []uint64, progress func(string, int, int)) (*manifest.IndexMetadata, []string, error) {
 	base, err := d.openLanceSegment(ctx, segs[0])
@@ -218,7 +218,7 @@ func (d *Dataset) addressMap(ctx context.Context, groups []manifest.RewriteGroup
 // graph rebuilt over the remapped storage (the vectors the codes stand
 // for), as Lance's HNSW remap rebuilds it rather than patch the old
 // graph. It returns the copies, the keys written, and a message naming
-// the segments it cannot remap (kinds lancer does not write: 4-bit PQ,
+// the segments it cannot remap (kinds lancer does not write: IVF_RQ,
 // the legacy file, lancer's retired format): such a segment keeps
 // covering the old fragment ids, whose rows are gone, and the rows' new
 // fragments are searched without it, as Lance leaves an index it cannot
@@ -418,8 +418,8 @@ func moveCoverage(bm *roaring.Bitmap, groups []manifest.RewriteGroup, name strin
 }
 
 // unremappableVectorCoverage returns the fragments covered by the
-// segments of Lance-format vector indices lancer cannot write again (4-bit
-// PQ, the legacy file: see vecindex.Index.Model), which compaction without
+// segments of Lance-format vector indices lancer cannot write again (IVF_RQ,
+// the legacy file: see vecindex.Index.Model), which compaction without
 // stable row ids leaves alone: rewriting them would leave such an index
 // covering only fragments that are gone, and a vector index that covers
 // nothing live is dropped (as Lance's retain_relevant_indices drops it).

@@ -91,6 +91,12 @@ type CreateIndexOptions struct {
 	// Default: the largest divisor of the dimension not above dim/8 (16 for
 	// 128 dimensions; see vector.PQOptions). Ignored by the other types.
 	SubVectors int
+	// PQBits is the code width of each IndexIVFPQ sub-vector, Lance's
+	// num_bits: 8 (the default; 0 means 8) or 4 (16 codewords a
+	// sub-vector, two sub-vectors a byte, so SubVectors must be even;
+	// half the bytes of 8-bit codes and coarser distances). Lance builds
+	// 4-bit PQ only for IVF_PQ, and so does lancer: other types refuse it.
+	PQBits int
 	// M and EfConstruction are the HNSW parameters of the *hnsw* types.
 	// Defaults: vector.HNSWOptions' M and, per partition, the vector
 	// package's default for IVF partitions.
@@ -170,7 +176,7 @@ func ivfOptions(typ string, o *CreateIndexOptions, n int) *vector.IVFOptions {
 		io.Partitions, io.Sub, io.Storage = 1, vector.SubHNSW, vector.StoreFloat32
 	case IndexIVFPQ:
 		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StorePQ
-		io.PQ = vector.PQOptions{SubVectors: o.SubVectors, Raw: o.Metric == vector.Dot}
+		io.PQ = vector.PQOptions{SubVectors: o.SubVectors, Bits: o.PQBits, Raw: o.Metric == vector.Dot}
 	case IndexIVFSQ:
 		io.Partitions, io.Sub, io.Storage = o.Partitions, vector.SubFlat, vector.StoreFloat32
 	case IndexIVFHNSWPQ:
@@ -259,6 +265,9 @@ func (d *Dataset) CreateIndex(ctx context.Context, column string, opts *CreateIn
 	field, dim, err := d.vectorColumn(column)
 	if err != nil {
 		return nil, err
+	}
+	if o.PQBits != 0 && o.PQBits != 8 && (typ != IndexIVFPQ || o.PQBits != 4) {
+		return nil, fmt.Errorf("dataset: %d-bit PQ for an index of type %s: PQBits is 8, or 4 for ivf_pq (as Lance builds them): %w", o.PQBits, typ, lancer.ErrInvalidArgument)
 	}
 	if o.Name == "" {
 		o.Name = column + "_idx"
@@ -351,7 +360,16 @@ func (d *Dataset) writeLanceSegment(ctx context.Context, ivf *vector.IVF, field 
 	}
 	switch typ {
 	case IndexIVFPQ, IndexIVFHNSWPQ:
-		spec.Quant, spec.PQSubVectors, spec.PQCodebook = vecindex.QuantPQ, ivf.PQSubVectors(), ivf.PQCodebook()
+		spec.Quant, spec.PQSubVectors, spec.PQBits, spec.PQCodebook = vecindex.QuantPQ, ivf.PQSubVectors(), ivf.PQBits(), ivf.PQCodebook()
+		if spec.PQBits == 4 {
+			// The IVF keeps a byte a sub-vector; Lance's storage packs
+			// two (I4 of vecindex).
+			m := spec.PQSubVectors
+			spec.Rows = func(ctx context.Context, p int) ([]uint64, []float32, []uint8, error) {
+				ids, vecs, codes, err := ivf.PartitionRows(ctx, p)
+				return ids, vecs, vecindex.PackPQ4(make([]uint8, 0, len(codes)/2), codes, m), err
+			}
+		}
 	case IndexIVFSQ, IndexIVFHNSWSQ, IndexHNSW:
 		spec.Quant = vecindex.QuantSQ
 	}
@@ -543,7 +561,7 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 // codebook or SQ bounds, HNSW graphs built over the delta's rows, as Lance
 // writes one; one of lancer's own indices gets a delta trained on the new
 // rows. Indices that cover every fragment, and Lance indices of kinds
-// lancer does not write (4-bit PQ, the legacy file, RQ; see
+// lancer does not write (the legacy file, RQ; see
 // OptimizableIndex), are left alone: their new rows stay searched
 // exactly. With nothing to do it returns d. opts configure the
 // commit (nil: the defaults).
@@ -661,7 +679,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 
 // OptimizableIndex reports whether OptimizeIndexes extends the index
 // segment ix: one of lancer's own vector indices, a Lance-format one of a
-// kind lancer writes (IVF_FLAT, IVF_PQ and IVF_HNSW_PQ of 8-bit codes,
+// kind lancer writes (IVF_FLAT, IVF_PQ of 8- or 4-bit codes, IVF_HNSW_PQ,
 // IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT), or a BTREE, BITMAP or LABEL_LIST index of a top-level
 // column, on a column still in the schema (a dropped one shows as
 // "#<id>").

@@ -2,10 +2,13 @@ package dataset
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/dataset/vecindex"
@@ -36,26 +39,32 @@ func TestCreateIndexWritesLanceFormat(t *testing.T) {
 		typ, lanceType    string
 		metric            vector.Metric
 		minRecall, minOwn float64
+		pqBits            int
 	}{
-		{IndexIVFFlat, "IVF_FLAT", vector.L2, 0.9, 1},
-		{IndexIVFFlat, "IVF_FLAT", vector.Cosine, 0.9, 1},
-		{IndexIVFFlat, "IVF_FLAT", vector.Dot, 0.9, 1},
-		{IndexIVFPQ, "IVF_PQ", vector.L2, 0.75, 0.95},
-		{IndexIVFPQ, "IVF_PQ", vector.Cosine, 0.75, 0.95},
-		{IndexIVFPQ, "IVF_PQ", vector.Dot, 0.5, 0.95},
-		{IndexIVFSQ, "IVF_SQ", vector.L2, 0.75, 0.75},
-		{IndexIVFSQ, "IVF_SQ", vector.Cosine, 0.75, 0.75},
-		{IndexIVFHNSWSQ, "IVF_HNSW_SQ", vector.L2, 0.75, 0.75},
-		{IndexIVFHNSWSQ, "IVF_HNSW_SQ", vector.Cosine, 0.75, 0.75},
-		{IndexIVFHNSWFlat, "IVF_HNSW_FLAT", vector.L2, 0.9, 0.9},
-		{IndexIVFHNSWPQ, "IVF_HNSW_PQ", vector.L2, 0.6, 0.6},
-		{IndexHNSW, "IVF_HNSW_SQ", vector.L2, 0.75, 0.75},
-		{IndexFlat, "IVF_FLAT", vector.L2, 1, 1},
+		{IndexIVFFlat, "IVF_FLAT", vector.L2, 0.9, 1, 0},
+		{IndexIVFFlat, "IVF_FLAT", vector.Cosine, 0.9, 1, 0},
+		{IndexIVFFlat, "IVF_FLAT", vector.Dot, 0.9, 1, 0},
+		{IndexIVFPQ, "IVF_PQ", vector.L2, 0.75, 0.95, 0},
+		{IndexIVFPQ, "IVF_PQ", vector.Cosine, 0.75, 0.95, 0},
+		{IndexIVFPQ, "IVF_PQ", vector.Dot, 0.5, 0.95, 0},
+		{IndexIVFPQ, "IVF_PQ", vector.L2, 0.4, 0.7, 4},
+		{IndexIVFPQ, "IVF_PQ", vector.Cosine, 0.4, 0.7, 4},
+		// Lance's 4-bit dot distances without a prefilter come through a
+		// byte-quantized table of negative sums (S5 of vecindex): coarse.
+		{IndexIVFPQ, "IVF_PQ", vector.Dot, 0.12, 0.4, 4},
+		{IndexIVFSQ, "IVF_SQ", vector.L2, 0.75, 0.75, 0},
+		{IndexIVFSQ, "IVF_SQ", vector.Cosine, 0.75, 0.75, 0},
+		{IndexIVFHNSWSQ, "IVF_HNSW_SQ", vector.L2, 0.75, 0.75, 0},
+		{IndexIVFHNSWSQ, "IVF_HNSW_SQ", vector.Cosine, 0.75, 0.75, 0},
+		{IndexIVFHNSWFlat, "IVF_HNSW_FLAT", vector.L2, 0.9, 0.9, 0},
+		{IndexIVFHNSWPQ, "IVF_HNSW_PQ", vector.L2, 0.6, 0.6, 0},
+		{IndexHNSW, "IVF_HNSW_SQ", vector.L2, 0.75, 0.75, 0},
+		{IndexFlat, "IVF_FLAT", vector.L2, 1, 1, 0},
 	} {
-		t.Run(tc.typ+"_"+tc.metric.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s_%v_%dbit", tc.typ, tc.metric, tc.pqBits), func(t *testing.T) {
 			store := blob.NewMemStore("v")
 			d := newVecDataset(t, store, vecs, dim, n, n, false) // one fragment: row addresses are row numbers
-			o := &CreateIndexOptions{Type: tc.typ, Metric: tc.metric, Partitions: 8, SubVectors: 8, Seed: 5}
+			o := &CreateIndexOptions{Type: tc.typ, Metric: tc.metric, Partitions: 8, SubVectors: 8, PQBits: tc.pqBits, Seed: 5}
 			parts := 8
 			if tc.typ == IndexFlat || tc.typ == IndexHNSW {
 				parts = 1
@@ -82,9 +91,13 @@ func TestCreateIndexWritesLanceFormat(t *testing.T) {
 					t.Fatalf("file %s: %v, size %v, recorded %d", f.Path, err, info, f.SizeBytes)
 				}
 			}
+			wantBits := 8
+			if tc.pqBits != 0 {
+				wantBits = tc.pqBits
+			}
 			spec, err := vecindex.ParseDetailsSpec(seg.Details.Value)
 			if err != nil || !spec.Writable || spec.Metric != tc.metric || "IVF_"+map[vecindex.SubIndex]string{vecindex.SubHNSW: "HNSW_"}[spec.Sub]+string(spec.Quant) != tc.lanceType ||
-				(spec.Quant == vecindex.QuantPQ && spec.SubVectors != 8) || (spec.Sub == vecindex.SubHNSW && (spec.M != 16 || spec.EfConstruction == 0)) {
+				(spec.Quant == vecindex.QuantPQ && (spec.SubVectors != 8 || spec.PQBits != wantBits)) || (spec.Sub == vecindex.SubHNSW && (spec.M != 16 || spec.EfConstruction == 0)) {
 				t.Fatalf("details: %+v %v", spec, err)
 			}
 			if det, ok, err := LanceDetailsType(seg.Details.Value); err != nil || !ok || (det.Type != tc.typ && tc.typ != IndexFlat && tc.typ != IndexHNSW) {
@@ -139,5 +152,35 @@ func TestCreateIndexWritesLanceFormat(t *testing.T) {
 				t.Fatalf("overlap %.3f, recall %.3f", same/20, recall/20)
 			}
 		})
+	}
+}
+
+// TestCreateIndexPQBits: 4-bit PQ is Lance's IVF_PQ option only: other
+// types and other widths are refused before anything is read or written,
+// as are odd sub-vector counts (Lance packs two codes a byte).
+func TestCreateIndexPQBits(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 16, 300
+	vecs := clustered(rand.New(rand.NewPCG(3, 4)), n, dim)
+	d := newVecDataset(t, blob.NewMemStore("v"), vecs, dim, n, n, false)
+	for _, o := range []CreateIndexOptions{
+		{Type: IndexIVFHNSWPQ, PQBits: 4},
+		{Type: IndexIVFSQ, PQBits: 4},
+		{Type: IndexIVFPQ, PQBits: 2},
+		{Type: IndexIVFPQ, PQBits: 16},
+		{Type: IndexIVFPQ, PQBits: 4, SubVectors: 1},
+	} {
+		if _, err := d.CreateIndex(ctx, "vec", &o); !errors.Is(err, lancer.ErrInvalidArgument) {
+			t.Errorf("%+v: %v, want ErrInvalidArgument", o, err)
+		}
+	}
+	if len(d.Indices()) != 0 {
+		t.Fatalf("indices %v", d.Indices())
+	}
+	for _, bits := range []int{0, 8} {
+		var err error
+		if d, err = d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: IndexIVFSQ, PQBits: bits, Partitions: 2, Replace: true}); err != nil {
+			t.Errorf("PQBits %d with ivf_sq: %v", bits, err)
+		}
 	}
 }

@@ -229,7 +229,7 @@ func liveSample(from, to, n int) []int {
 }
 
 // TestLanceMaintainsLancerIndices: lancer builds each kind it writes in
-// Lance's format (IVF_PQ, IVF_FLAT, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT,
+// Lance's format (IVF_PQ of 8- and 4-bit codes, IVF_FLAT, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT,
 // IVF_HNSW_PQ); real Lance appends two fragments, deletes rows and runs
 // its optimize (compaction, which rewrites the indexed fragments and so
 // remaps lancer's index; index optimization, which indexes the appended
@@ -245,13 +245,15 @@ func TestLanceMaintainsLancerIndices(t *testing.T) {
 	for _, tc := range []struct {
 		name, typ, lanceType string
 		hnsw                 bool
+		pqBits               int
 	}{
-		{"IVF_PQ", dataset.IndexIVFPQ, "IvfPq", false},
-		{"IVF_FLAT", dataset.IndexIVFFlat, "IvfFlat", false},
-		{"IVF_SQ", dataset.IndexIVFSQ, "IvfSq", false},
-		{"IVF_HNSW_SQ", dataset.IndexIVFHNSWSQ, "IvfHnswSq", true},
-		{"IVF_HNSW_FLAT", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", true},
-		{"IVF_HNSW_PQ", dataset.IndexIVFHNSWPQ, "IvfHnswPq", true},
+		{"IVF_PQ", dataset.IndexIVFPQ, "IvfPq", false, 0},
+		{"IVF_PQ 4-bit", dataset.IndexIVFPQ, "IvfPq", false, 4},
+		{"IVF_FLAT", dataset.IndexIVFFlat, "IvfFlat", false, 0},
+		{"IVF_SQ", dataset.IndexIVFSQ, "IvfSq", false, 0},
+		{"IVF_HNSW_SQ", dataset.IndexIVFHNSWSQ, "IvfHnswSq", true, 0},
+		{"IVF_HNSW_FLAT", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", true, 0},
+		{"IVF_HNSW_PQ", dataset.IndexIVFHNSWPQ, "IvfHnswPq", true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			uri := filepath.Join(t.TempDir(), "v.lance")
@@ -260,7 +262,7 @@ func TestLanceMaintainsLancerIndices(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := writeVecFragments(t, store, memory.NewGoAllocator(), vecs, dim, n, n/3)
-			if d, err = d.CreateIndex(ctx, "vec", &dataset.CreateIndexOptions{Type: tc.typ, Partitions: 8, SubVectors: 8}); err != nil {
+			if d, err = d.CreateIndex(ctx, "vec", &dataset.CreateIndexOptions{Type: tc.typ, Partitions: 8, SubVectors: 8, PQBits: tc.pqBits}); err != nil {
 				t.Fatal(err)
 			}
 			built := d.Indices()[0].UUID
@@ -285,7 +287,8 @@ func TestLanceMaintainsLancerIndices(t *testing.T) {
 	}
 }
 
-// TestLancerOptimizesLanceIndices: real Lance builds IVF_PQ, IVF_FLAT,
+// TestLancerOptimizesLanceIndices: real Lance builds IVF_PQ (8- and
+// 4-bit), IVF_FLAT,
 // IVF_HNSW_SQ and IVF_HNSW_PQ on a lancer table; lancer appends a
 // fragment, deletes rows and runs OptimizeIndexes, which adds a delta
 // segment in Lance's format (same name, new uuid, the appended fragment's
@@ -306,6 +309,7 @@ func TestLancerOptimizesLanceIndices(t *testing.T) {
 		hnsw                 bool
 	}{
 		{"IVF_PQ", "ivfPq", "IvfPq", map[string]any{"numPartitions": 6, "numSubVectors": 8}, false},
+		{"IVF_PQ 4-bit", "ivfPq", "IvfPq", map[string]any{"numPartitions": 6, "numSubVectors": 8, "numBits": 4}, false},
 		{"IVF_FLAT", "ivfFlat", "IvfFlat", map[string]any{"numPartitions": 6}, false},
 		{"IVF_HNSW_SQ", "hnswSq", "IvfHnswSq", map[string]any{"numPartitions": 4}, true},
 		{"IVF_HNSW_PQ", "hnswPq", "IvfHnswPq", map[string]any{"numPartitions": 4, "numSubVectors": 8}, true},

@@ -267,10 +267,10 @@ async function serve(req) {
       // (numIndexedRows, numUnindexedRows, numIndices, indexType, ...).
       return { stats: (await table.indexStats(req.name)) ?? null };
     case 'createIndex': {
-      // type: btree, bitmap, labelList, fts, or a vector index (ivfPq,
+      // type: btree, bitmap, labelList, fts, or a vector index (ivfPq, ivfRq,
       // ivfFlat, hnswPq, hnswSq) built with req.indexOptions (LanceDB's
       // options of that index); name: the index name (default Lance's).
-      const vectorIndex = { ivfPq: 1, ivfFlat: 1, hnswPq: 1, hnswSq: 1 };
+      const vectorIndex = { ivfPq: 1, ivfFlat: 1, hnswPq: 1, hnswSq: 1, ivfRq: 1 };
       const scalarIndex = { btree: 1, bitmap: 1, labelList: 1 };
       const cfg = scalarIndex[req.type] ? lancedb.Index[req.type]()
         : req.type === 'fts' ? lancedb.Index.fts(req.indexOptions || {})

@@ -70,7 +70,9 @@ func TestLancerSearchesLanceIndices(t *testing.T) {
 		searches  []search
 	}{
 		{"IVF_PQ", "ivfPq", map[string]any{"numPartitions": 6, "numSubVectors": 8}, false, []search{{10, 2, 0, 0}, {10, 6, 0, 0}, {5, 3, 0, 2}}},
-		{"IVF_PQ 4-bit", "ivfPq", map[string]any{"numPartitions": 4, "numSubVectors": 16, "numBits": 4}, false, []search{{10, 2, 0, 0}}},
+		{"IVF_PQ 4-bit", "ivfPq", map[string]any{"numPartitions": 4, "numSubVectors": 16, "numBits": 4}, false, []search{{10, 2, 0, 0}, {10, 4, 0, 0}, {5, 3, 0, 2}}},
+		{"IVF_PQ 4-bit cosine", "ivfPq", map[string]any{"numPartitions": 4, "numSubVectors": 8, "numBits": 4, "distanceType": "cosine"}, false, []search{{10, 2, 0, 0}, {5, 3, 0, 2}}},
+		{"IVF_PQ 4-bit dot", "ivfPq", map[string]any{"numPartitions": 4, "numSubVectors": 8, "numBits": 4, "distanceType": "dot"}, false, []search{{10, 2, 0, 0}, {5, 3, 0, 2}}},
 		{"IVF_PQ cosine", "ivfPq", map[string]any{"numPartitions": 4, "numSubVectors": 8, "distanceType": "cosine"}, false, []search{{10, 2, 0, 0}}},
 		{"IVF_FLAT", "ivfFlat", map[string]any{"numPartitions": 6}, false, []search{{10, 2, 0, 0}, {7, 4, 0, 0}}},
 		{"IVF_HNSW_SQ", "hnswSq", map[string]any{"numPartitions": 3}, true, []search{{10, 2, 40, 0}, {10, 3, 0, 0}}},

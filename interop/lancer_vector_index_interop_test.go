@@ -33,7 +33,7 @@ type lancerIndexReply struct {
 }
 
 // TestLanceSearchesLancerIndices: lancer's CreateIndex writes every type in
-// Lance's format (IVF_PQ, IVF_FLAT, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT,
+// Lance's format (IVF_PQ of 8- and 4-bit codes, IVF_FLAT, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT,
 // IVF_HNSW_PQ; l2,
 // cosine and dot); real Lance lists each under its type, plans its
 // searches through the index (ANN, not a flat scan) and finds what lancer
@@ -68,24 +68,28 @@ func TestLanceSearchesLancerIndices(t *testing.T) {
 		name, typ, lanceType string
 		metric               vector.Metric
 		minRecall            float64
+		pqBits               int
 	}{
-		{"IVF_PQ", dataset.IndexIVFPQ, "IvfPq", vector.L2, 0.5},
-		{"IVF_PQ cosine", dataset.IndexIVFPQ, "IvfPq", vector.Cosine, 0.5},
-		{"IVF_PQ dot", dataset.IndexIVFPQ, "IvfPq", vector.Dot, 0.3},
-		{"IVF_FLAT", dataset.IndexIVFFlat, "IvfFlat", vector.L2, 0.5},
-		{"IVF_FLAT cosine", dataset.IndexIVFFlat, "IvfFlat", vector.Cosine, 0.5},
-		{"IVF_FLAT dot", dataset.IndexIVFFlat, "IvfFlat", vector.Dot, 0.5},
-		{"IVF_SQ", dataset.IndexIVFSQ, "IvfSq", vector.L2, 0.5},
-		{"IVF_SQ cosine", dataset.IndexIVFSQ, "IvfSq", vector.Cosine, 0.5},
-		{"IVF_SQ dot", dataset.IndexIVFSQ, "IvfSq", vector.Dot, 0.5},
-		{"IVF_HNSW_SQ", dataset.IndexIVFHNSWSQ, "IvfHnswSq", vector.L2, 0.5},
-		{"IVF_HNSW_SQ cosine", dataset.IndexIVFHNSWSQ, "IvfHnswSq", vector.Cosine, 0.5},
-		{"IVF_HNSW_SQ dot", dataset.IndexIVFHNSWSQ, "IvfHnswSq", vector.Dot, 0.5},
-		{"IVF_HNSW_FLAT", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", vector.L2, 0.5},
-		{"IVF_HNSW_FLAT cosine", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", vector.Cosine, 0.5},
-		{"IVF_HNSW_PQ", dataset.IndexIVFHNSWPQ, "IvfHnswPq", vector.L2, 0.3},
-		{"IVF_HNSW_PQ cosine", dataset.IndexIVFHNSWPQ, "IvfHnswPq", vector.Cosine, 0.3},
-		{"HNSW", dataset.IndexHNSW, "IvfHnswSq", vector.L2, 0.5},
+		{"IVF_PQ", dataset.IndexIVFPQ, "IvfPq", vector.L2, 0.5, 0},
+		{"IVF_PQ cosine", dataset.IndexIVFPQ, "IvfPq", vector.Cosine, 0.5, 0},
+		{"IVF_PQ dot", dataset.IndexIVFPQ, "IvfPq", vector.Dot, 0.3, 0},
+		{"IVF_PQ 4-bit", dataset.IndexIVFPQ, "IvfPq", vector.L2, 0.3, 4},
+		{"IVF_PQ 4-bit cosine", dataset.IndexIVFPQ, "IvfPq", vector.Cosine, 0.3, 4},
+		{"IVF_PQ 4-bit dot", dataset.IndexIVFPQ, "IvfPq", vector.Dot, 0.1, 4},
+		{"IVF_FLAT", dataset.IndexIVFFlat, "IvfFlat", vector.L2, 0.5, 0},
+		{"IVF_FLAT cosine", dataset.IndexIVFFlat, "IvfFlat", vector.Cosine, 0.5, 0},
+		{"IVF_FLAT dot", dataset.IndexIVFFlat, "IvfFlat", vector.Dot, 0.5, 0},
+		{"IVF_SQ", dataset.IndexIVFSQ, "IvfSq", vector.L2, 0.5, 0},
+		{"IVF_SQ cosine", dataset.IndexIVFSQ, "IvfSq", vector.Cosine, 0.5, 0},
+		{"IVF_SQ dot", dataset.IndexIVFSQ, "IvfSq", vector.Dot, 0.5, 0},
+		{"IVF_HNSW_SQ", dataset.IndexIVFHNSWSQ, "IvfHnswSq", vector.L2, 0.5, 0},
+		{"IVF_HNSW_SQ cosine", dataset.IndexIVFHNSWSQ, "IvfHnswSq", vector.Cosine, 0.5, 0},
+		{"IVF_HNSW_SQ dot", dataset.IndexIVFHNSWSQ, "IvfHnswSq", vector.Dot, 0.5, 0},
+		{"IVF_HNSW_FLAT", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", vector.L2, 0.5, 0},
+		{"IVF_HNSW_FLAT cosine", dataset.IndexIVFHNSWFlat, "IvfHnswFlat", vector.Cosine, 0.5, 0},
+		{"IVF_HNSW_PQ", dataset.IndexIVFHNSWPQ, "IvfHnswPq", vector.L2, 0.3, 0},
+		{"IVF_HNSW_PQ cosine", dataset.IndexIVFHNSWPQ, "IvfHnswPq", vector.Cosine, 0.3, 0},
+		{"HNSW", dataset.IndexHNSW, "IvfHnswSq", vector.L2, 0.5, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			uri := filepath.Join(t.TempDir(), "v.lance")
@@ -94,7 +98,12 @@ func TestLanceSearchesLancerIndices(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := writeVecFragments(t, store, memory.NewGoAllocator(), vecs, dim, n, n/2)
-			d, err = d.CreateIndex(ctx, "vec", &dataset.CreateIndexOptions{Type: tc.typ, Metric: tc.metric, Partitions: 8, SubVectors: 8})
+			// 4-bit codes: twice the sub-vectors, the bytes of 8-bit's.
+			subVectors := 8
+			if tc.pqBits == 4 {
+				subVectors = 16
+			}
+			d, err = d.CreateIndex(ctx, "vec", &dataset.CreateIndexOptions{Type: tc.typ, Metric: tc.metric, Partitions: 8, SubVectors: subVectors, PQBits: tc.pqBits})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1189,19 +1189,30 @@ func (x *IVF) PartitionRows(ctx context.Context, p int) (ids []uint64, vecs []fl
 	return ids, nil, pt.codes, nil
 }
 
+// PQBits returns the code width of a StorePQ index's sub-vectors (8 or 4,
+// PQOptions.Bits), 0 for other storages.
+func (x *IVF) PQBits() int {
+	if x.pq == nil {
+		return 0
+	}
+	return x.pq.codeBits()
+}
+
 // PQCodebook returns the codebooks of a StorePQ index as Lance lays them
-// out: 256 codewords per sub-vector (zero beyond the ones trained, which no
-// code uses), sub-vector j's codeword c at [(j*256+c)*sub, (j*256+c+1)*sub)
-// with sub = Dim/PQSubVectors; nil for other storages. Codes are of the
-// residuals to the partition centroids (of normalized rows for Cosine).
+// out: n = 2^PQBits() codewords per sub-vector (zero beyond the ones
+// trained, which no code uses), sub-vector j's codeword c at
+// [(j*n+c)*sub, (j*n+c+1)*sub) with sub = Dim/PQSubVectors; nil for other
+// storages. Codes are of the residuals to the partition centroids (of
+// normalized rows for Cosine).
 func (x *IVF) PQCodebook() []float32 {
 	q := x.pq
 	if q == nil {
 		return nil
 	}
-	out := make([]float32, q.m*pqCodebookSize*q.sub)
+	n := 1 << q.codeBits()
+	out := make([]float32, q.m*n*q.sub)
 	for j := 0; j < q.m; j++ {
-		copy(out[j*pqCodebookSize*q.sub:], q.books[j*q.k*q.sub:(j+1)*q.k*q.sub])
+		copy(out[j*n*q.sub:], q.books[j*q.k*q.sub:(j+1)*q.k*q.sub])
 	}
 	return out
 }

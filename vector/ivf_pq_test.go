@@ -145,3 +145,46 @@ func TestIVFPQRoundTripAndFilters(t *testing.T) {
 		t.Fatalf("tiny: %v", res)
 	}
 }
+
+// 4-bit PQ (Lance's num_bits=4): 16 codewords a sub-space, every code
+// below 16, the codebook laid out 16 codewords a sub-vector, recall below
+// 8-bit's but well above chance; odd sub-vectors and other widths refused.
+func TestIVFPQ4Bit(t *testing.T) {
+	s := ivfTestData()
+	for _, m := range []Metric{L2, Cosine, Dot} {
+		x, err := BuildIVF(s.vecs, s.dim, s.ids, &IVFOptions{Metric: m, Storage: StorePQ, Partitions: 8, PQ: PQOptions{SubVectors: 8, Bits: 4, Raw: m == Dot}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.PQBits() != 4 || x.PQSubVectors() != 8 || len(x.PQCodebook()) != 16*s.dim {
+			t.Fatalf("%v: %d bits, %d sub-vectors, codebook of %d values", m, x.PQBits(), x.PQSubVectors(), len(x.PQCodebook()))
+		}
+		for p := range x.Partitions() {
+			_, _, codes, err := x.PartitionRows(t.Context(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := slices.IndexFunc(codes, func(c uint8) bool { return c >= 16 }); i >= 0 {
+				t.Fatalf("%v: partition %d code byte %d is %d", m, p, i, codes[i])
+			}
+		}
+		raw := 0.0
+		for q := 0; q < 40; q++ {
+			query := s.query(q)
+			raw += recallAt(searchIVF(x, query, 10, &IVFSearchOptions{NProbes: 8}, nil), s.truth(query, 10, m, nil))
+		}
+		t.Logf("%v: 4-bit PQ recall@10 %.3f", m, raw/40)
+		if raw/40 < 0.2 {
+			t.Errorf("%v: 4-bit PQ recall@10 %.3f", m, raw/40)
+		}
+	}
+	for _, o := range []PQOptions{{SubVectors: 5, Bits: 4}, {SubVectors: 8, Bits: 6}, {SubVectors: 8, Bits: 2}} {
+		if _, err := BuildIVF(s.vecs, s.dim, s.ids, &IVFOptions{Storage: StorePQ, Partitions: 4, PQ: o}); err == nil {
+			t.Errorf("PQ %+v accepted", o)
+		}
+	}
+	x, _ := BuildIVF(s.vecs, s.dim, s.ids, &IVFOptions{Storage: StorePQ, Partitions: 4, PQ: PQOptions{SubVectors: 8}})
+	if x.PQBits() != 8 || len(x.PQCodebook()) != 256*s.dim {
+		t.Errorf("8-bit PQ: %d bits, codebook of %d values", x.PQBits(), len(x.PQCodebook()))
+	}
+}

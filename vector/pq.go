@@ -18,8 +18,11 @@ type PQOptions struct {
 	// not above max(1, dim/8), i.e. dim/8 when 8 divides dim (sub-vectors
 	// of 8 dimensions, 32× smaller than float32; 16 for 128 dimensions).
 	SubVectors int
-	// Bits is the code width per sub-vector. Only 8 (256 centroids per
-	// sub-space, Lance's default) is supported; 0 means 8.
+	// Bits is the code width per sub-vector: 8 (256 codewords per
+	// sub-space, Lance's default; 0 means 8) or 4 (16 codewords, Lance's
+	// num_bits=4: written to Lance's format two sub-vectors a byte, and
+	// then SubVectors must be even). Codes are one byte a sub-vector in
+	// the IVF either way.
 	Bits int
 	// SampleSize is how many rows train the codebooks. Default
 	// min(n, 65536), Lance's 256 rows per codeword. Training costs about
@@ -47,8 +50,8 @@ func (o PQOptions) resolve(dim int) (PQOptions, error) {
 	if o.Bits == 0 {
 		o.Bits = 8
 	}
-	if o.Bits != 8 {
-		return o, fmt.Errorf("vector: PQ with %d bits per code (only 8 is supported): %w", o.Bits, lancer.ErrInvalidArgument)
+	if o.Bits != 8 && o.Bits != 4 {
+		return o, fmt.Errorf("vector: PQ with %d bits per code (4 or 8): %w", o.Bits, lancer.ErrInvalidArgument)
 	}
 	if o.SubVectors < 0 || o.SampleSize < 0 || o.MaxIters < 0 {
 		return o, fmt.Errorf("vector: PQ SubVectors %d, SampleSize %d, MaxIters %d must not be negative: %w", o.SubVectors, o.SampleSize, o.MaxIters, lancer.ErrInvalidArgument)
@@ -58,6 +61,10 @@ func (o PQOptions) resolve(dim int) (PQOptions, error) {
 	}
 	if o.SubVectors > dim || dim%o.SubVectors != 0 {
 		return o, fmt.Errorf("vector: PQ with %d sub-vectors does not divide dimension %d: %w", o.SubVectors, dim, lancer.ErrInvalidArgument)
+	}
+	if o.Bits == 4 && o.SubVectors%2 != 0 {
+		// Lance packs two 4-bit codes a byte and refuses an odd count.
+		return o, fmt.Errorf("vector: 4-bit PQ with %d sub-vectors (must be even): %w", o.SubVectors, lancer.ErrInvalidArgument)
 	}
 	if o.SubVectors > math.MaxUint16 {
 		return o, fmt.Errorf("vector: PQ with %d sub-vectors, at most %d: %w", o.SubVectors, math.MaxUint16, lancer.ErrInvalidArgument)
@@ -80,15 +87,26 @@ func DefaultPQSubVectors(dim int) int {
 }
 
 // pqCodebook is a product quantizer: m sub-spaces of sub = dim/m
-// dimensions, each with k ≤ 256 codewords. A code is m bytes. It is
+// dimensions, each with k ≤ 2^bits codewords. A code is m bytes. It is
 // immutable once built.
 type pqCodebook struct {
 	dim, m, sub, k int
+	// bits is the code width it was trained for (8, or 4: k ≤ 16); 8 in an
+	// index decoded from lancer's own format.
+	bits int
 	// books holds sub-space s's codeword j at [(s*k+j)*sub, (s*k+j+1)*sub).
 	books []float32
 	// bt is books by dimension for encoding (see transpose); nil in a
 	// decoded index, which encodes nothing.
 	bt []float32
+}
+
+// codeBits is the code width q was trained for: 8 unless 4.
+func (q *pqCodebook) codeBits() int {
+	if q.bits == 4 {
+		return 4
+	}
+	return 8
 }
 
 // trainPQ trains the codebooks on a deterministic sample of the residuals
@@ -121,8 +139,8 @@ func trainPQ(vectors []float32, dim int, cent []float32, assign []uint32, metric
 		r++
 		need--
 	}
-	k := min(pqCodebookSize, s)
-	q := &pqCodebook{dim: dim, m: m, sub: sub, k: k, books: make([]float32, m*k*sub)}
+	k := min(1<<o.Bits, s)
+	q := &pqCodebook{dim: dim, m: m, sub: sub, k: k, bits: o.Bits, books: make([]float32, m*k*sub)}
 	var next atomic.Int64
 	runWorkers(min(workers, m), func() {
 		for {

@@ -38,12 +38,12 @@ func newIndexCommand() *cobra.Command {
 
 func newIndexCreateCommand() *cobra.Command {
 	var (
-		column, typ, metric, name string
-		partitions, m, efc, pqSub int
-		replace                   bool
-		progress                  string
-		fts                       = ftsindex.DefaultParams()
-		ftsMaxLen, ftsPartitionMB int
+		column, typ, metric, name         string
+		partitions, m, efc, pqSub, pqBits int
+		replace                           bool
+		progress                          string
+		fts                               = ftsindex.DefaultParams()
+		ftsMaxLen, ftsPartitionMB         int
 	)
 	cmd := &cobra.Command{
 		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|ivf_hnsw_pq|flat|btree|bitmap|label_list|fts] [--metric l2|cosine|dot]",
@@ -57,8 +57,8 @@ engines built on it) lists and uses it. Vector types, for a fixed-size list of
 floats: ivf_hnsw_sq (default; k-means partitions, each an HNSW graph over 8-bit
 quantized vectors: Lance's IVF_HNSW_SQ), hnsw (one graph: an IVF_HNSW_SQ of one
 partition), ivf_flat (partitions scanned exactly: IVF_FLAT), ivf_pq (partitions
-of product-quantized codes, dim/8 bytes a row: IVF_PQ; search it with
---refine-factor for exact distances), ivf_sq (partitions of 8-bit quantized
+of product-quantized codes, dim/8 bytes a row, half that with --num-bits 4:
+IVF_PQ; search it with --refine-factor for exact distances), ivf_sq (partitions of 8-bit quantized
 vectors scanned: IVF_SQ), ivf_hnsw_flat (an HNSW graph per partition over the
 exact vectors: IVF_HNSW_FLAT), ivf_hnsw_pq (an HNSW graph per partition over
 product-quantized codes: IVF_HNSW_PQ) and flat (exact search: an IVF_FLAT of
@@ -106,7 +106,7 @@ word positions for phrase queries.`,
 			}
 			out, err := ds.CreateIndex(ctx, column, &dataset.CreateIndexOptions{
 				Type: typ, Name: name, Metric: met, Partitions: partitions, M: m, EfConstruction: efc,
-				Replace: replace, Progress: bar.update, SubVectors: pqSub, FTS: &fts,
+				Replace: replace, Progress: bar.update, SubVectors: pqSub, PQBits: pqBits, FTS: &fts,
 				FTSPartitionBytes: ftsPartitionMB << 20,
 			})
 			bar.done()
@@ -139,6 +139,7 @@ word positions for phrase queries.`,
 	f.IntVar(&m, "m", 0, "HNSW neighbours per node (default 16)")
 	f.IntVar(&efc, "ef-construction", 0, "HNSW beam width while building (default: the vector package's)")
 	f.IntVar(&pqSub, "sub-vectors", 0, "ivf_pq: sub-vectors per row, each one byte (default: dim/8, or the largest divisor of dim below it)")
+	f.IntVar(&pqBits, "num-bits", 8, "ivf_pq: bits per sub-vector code, 8 or 4 (Lance's num_bits; 4 needs even --sub-vectors)")
 	f.BoolVar(&replace, "replace", false, "replace an index of the same name")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
 	return cmd
@@ -254,7 +255,7 @@ IVF_HNSW_SQ, IVF_HNSW_FLAT, IVF_HNSW_PQ), get a delta segment over the new
 fragments with the index's own centroids and quantizer, as Lance's optimize
 adds one; BTREE, BITMAP and LABEL_LIST indices, whoever built them, are
 rebuilt over every fragment, as Lance's optimize_indices updates them. Kinds
-lancer does not write (4-bit PQ, the legacy IVF_PQ file, IVF_RQ) are named
+lancer does not write (the legacy IVF_PQ file, IVF_RQ) are named
 and left as they are.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -274,7 +275,7 @@ and left as they are.`,
 			for _, ix := range staleIndices(out) {
 				behind = append(behind, fmt.Sprintf("%s (%s)", ix.Name, out.IndexTypeName(cmd.Context(), ix)))
 			}
-			const why = ": lancer does not write these kinds (4-bit PQ, the legacy IVF_PQ file, IVF_RQ); the rows added since they were built are searched exactly (rebuild with index create --replace)"
+			const why = ": lancer does not write these kinds (the legacy IVF_PQ file, IVF_RQ); the rows added since they were built are searched exactly (rebuild with index create --replace)"
 			unchanged := out.Version() == ds.Version()
 			var msg string
 			switch {

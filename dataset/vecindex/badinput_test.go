@@ -232,7 +232,7 @@ func TestRandomCorruption(t *testing.T) {
 	if testing.Short() {
 		n = 30
 	}
-	for _, name := range []string{"ivf_pq", "ivf_hnsw_sq"} {
+	for _, name := range fuzzSeeds {
 		orig := loadSegment(t, name)
 		for i := range n {
 			s := orig.clone()
@@ -262,19 +262,24 @@ func checkClassified(t testing.TB, err error) {
 	t.Errorf("unclassified error: %v", err)
 }
 
-// FuzzSegment replaces one file of a fixture segment with the fuzzer's
-// bytes; seeded with the real files.
+// fuzzSeeds are the Lance-built segments in testdata: the indexed_v2_2
+// fixture's IVF_PQ and IVF_HNSW_SQ, and those client 0.39 builds on a
+// small table (interop TestLanceIndexSeeds checks them against fresh
+// builds): IVF_FLAT, 4-bit IVF_PQ, IVF_PQ over dot, IVF_HNSW_PQ and
+// IVF_RQ (ErrUnsupported, its files never decoded past the type).
+var fuzzSeeds = []string{"ivf_pq", "ivf_hnsw_sq", "ivf_flat", "ivf_pq_4bit", "ivf_pq_dot", "ivf_hnsw_pq", "ivf_rq"}
+
+// FuzzSegment replaces one file of a Lance-built segment (fuzzSeeds,
+// chosen by seed) with the fuzzer's bytes; seeded with the real files.
 func FuzzSegment(f *testing.F) {
-	segs := map[string]segment{"ivf_pq": loadSegment(f, "ivf_pq"), "ivf_hnsw_sq": loadSegment(f, "ivf_hnsw_sq")}
-	for _, name := range []string{"ivf_pq", "ivf_hnsw_sq"} {
-		f.Add(name == "ivf_pq", false, segs[name][IndexFile])
-		f.Add(name == "ivf_pq", true, segs[name][AuxiliaryFile])
+	segs := make([]segment, len(fuzzSeeds))
+	for i, name := range fuzzSeeds {
+		segs[i] = loadSegment(f, name)
+		f.Add(uint8(i), false, segs[i][IndexFile])
+		f.Add(uint8(i), true, segs[i][AuxiliaryFile])
 	}
-	f.Fuzz(func(t *testing.T, pq, aux bool, data []byte) {
-		s := segs["ivf_hnsw_sq"].clone()
-		if pq {
-			s = segs["ivf_pq"].clone()
-		}
+	f.Fuzz(func(t *testing.T, seed uint8, aux bool, data []byte) {
+		s := segs[int(seed)%len(segs)].clone()
 		file := IndexFile
 		if aux {
 			file = AuxiliaryFile
@@ -282,4 +287,20 @@ func FuzzSegment(f *testing.F) {
 		s[file] = data
 		checkClassified(t, openAndSearch(t, s))
 	})
+}
+
+// TestSeedsOpen: every fuzz seed but IVF_RQ opens and searches (a seed
+// that fails to decode would fuzz only the error paths), IVF_RQ is
+// ErrUnsupported.
+func TestSeedsOpen(t *testing.T) {
+	for _, name := range fuzzSeeds {
+		err := openAndSearch(t, loadSegment(t, name))
+		if name == "ivf_rq" {
+			if !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "IVF_RQ") {
+				t.Errorf("%s: %v, want ErrUnsupported naming IVF_RQ", name, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }

@@ -108,7 +108,10 @@
 // W1. Write lays the files out as I1-I5 read them, with Lance's choices
 // where the reader accepts several: PQ codes transposed, the codebook in
 // global buffer 2, offsets recorded, empty partitions with an empty
-// sub-index string.
+// sub-index string. 4-bit PQ (WriteSpec.PQBits 4, Lance's num_bits=4) is
+// given its codes packed as I4 says (PackPQ4) and written with a codebook
+// of 16 codewords a sub-vector and nbits 4 (interop:
+// TestLanceSearchesLancerIndices, TestLanceMaintainsLancerIndices).
 //
 // W2. SQ is Lance's: one range [start, end] over every value of every
 // vector (normalized for cosine), the least and greatest, and the codes
@@ -166,7 +169,8 @@
 // prefilter computes distances as Lance's compute_pq_distance_4bit: the
 // first max(200, k) rows and the last partial block of 16 exactly, the
 // others through the distance table quantized to bytes (saturating sums,
-// mapped back with one offset), so distances repeat as Lance's do.
+// mapped back with one offset), so distances repeat as Lance's do; for dot
+// less m-1, as Lance's distance_all (TestWritePQ4 found it missing).
 //
 // S6. Distances are those of the quantized vectors; Search returns the k
 // nearest of all probed partitions. Re-scoring with exact vectors

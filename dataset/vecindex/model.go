@@ -185,7 +185,7 @@ func (w *segWriter) decode(p int, codes []uint8, n int) []float32 {
 	case QuantPQ:
 		m := s.PQSubVectors
 		sub := dim / m
-		nc, w := s.pqCentroids(), s.CodeWidth()
+		nc, cw := s.pqCentroids(), s.CodeWidth()
 		var cent []float32
 		if s.Metric != vector.Dot {
 			cent = s.Centroids[p*dim : (p+1)*dim]
@@ -195,9 +195,9 @@ func (w *segWriter) decode(p int, codes []uint8, n int) []float32 {
 			for j := range m {
 				var e int
 				if nc == 16 {
-					e = int(codes[r*w+j/2]>>(4*(j%2))) & 0x0f
+					e = int(codes[r*cw+j/2]>>(4*(j%2))) & 0x0f
 				} else {
-					e = int(codes[r*w+j])
+					e = int(codes[r*cw+j])
 				}
 				copy(v[j*sub:(j+1)*sub], s.PQCodebook[(j*nc+e)*sub:(j*nc+e+1)*sub])
 			}

@@ -370,6 +370,13 @@ func (ix *Index) searchPartition(part *partition, p int, q []float32, k, ef int,
 	if ix.Quant == QuantPQ && ix.pq.nbits == 4 && allow == nil {
 		table, _ := ix.pqTable(p, q)
 		dists = pq4DistanceAll(table, ix.pq.m, part.codes, len(part.rowIDs), k)
+		if ix.Metric == vector.Dot {
+			// Lance's distance_all subtracts m-1 from the dot sums too (S2).
+			bias := float32(ix.pq.m) - 1
+			for i := range dists {
+				dists[i] -= bias
+			}
+		}
 	}
 	dist := ix.distFunc(part, p, q)
 	// Lance keeps a partition's k nearest in a Rust BinaryHeap ordered by

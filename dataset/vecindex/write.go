@@ -118,6 +118,19 @@ func (s *WriteSpec) CodeWidth() int {
 	return 0
 }
 
+// PackPQ4 appends to dst the 4-bit PQ codes of rows given one byte a
+// sub-vector (m bytes a row, each below 16), packed as Lance stores them
+// (I4): sub-vector 2i in the low nibble of byte i, 2i+1 in the high, m/2
+// bytes a row. m must be even and divide len(codes).
+func PackPQ4(dst, codes []uint8, m int) []uint8 {
+	for r := 0; r+m <= len(codes); r += m {
+		for j := 0; j < m; j += 2 {
+			dst = append(dst, codes[r+j]&0x0f|codes[r+j+1]<<4)
+		}
+	}
+	return dst
+}
+
 func (s *WriteSpec) sub() SubIndex {
 	if s.Sub == "" {
 		return SubFlat
@@ -728,6 +741,9 @@ type DetailsSpec struct {
 	// SubVectors is PQ's; M and EfConstruction HNSW's (0 when the
 	// details do not say).
 	SubVectors, M, EfConstruction int
+	// PQBits is PQ's code width (Lance's num_bits: 8 or 4), 0 for the
+	// other quantizations.
+	PQBits int
 	// Writable says Write writes segments of this kind (not RQ, nor PQ
 	// other than 8- and 4-bit, nor SQ other than 8-bit).
 	Writable bool
@@ -757,7 +773,7 @@ func ParseDetailsSpec(b []byte) (DetailsSpec, error) {
 	case *indexpb.VectorIndexDetails_Flat:
 		out.Quant, out.Writable = QuantFlat, true
 	case *indexpb.VectorIndexDetails_Pq:
-		out.Quant, out.SubVectors = QuantPQ, int(c.Pq.GetNumSubVectors())
+		out.Quant, out.SubVectors, out.PQBits = QuantPQ, int(c.Pq.GetNumSubVectors()), int(c.Pq.GetNumBits())
 		out.Writable = c.Pq.GetNumBits() == 8 || c.Pq.GetNumBits() == 4
 	case *indexpb.VectorIndexDetails_Sq:
 		out.Quant = QuantSQ
