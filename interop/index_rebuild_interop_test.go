@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -257,4 +259,206 @@ func TestLancerOptimizesFTSIndices(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestScalarAndFTSIndicesAcrossCompaction: lancer builds BTREE (id),
+// BITMAP (cat), LABEL_LIST (tags) and FTS (text, positions) indices over
+// six fragments and deletes rows; lancer's compaction (no stable row ids:
+// rows move) rewrites them into one fragment and rebuilds all four
+// indices over it. Real Lance counts no unindexed row in any of them,
+// plans its filters through them and returns lancer's rows, and its
+// fullTextSearch returns on lancer's index the rows and scores it returns
+// on a twin table of the live rows indexed by itself. Then lancer appends
+// and OptimizeIndexes extends its indices, and Lance optimizes: its
+// compaction merges the two fragments and remaps lancer's indices; lancer
+// reads the indices Lance wrote, each covering every fragment, serves its
+// filters through them with the rows of a scan without indices, and
+// answers full-text queries as Lance does. The same after Lance appends
+// and optimizes again (its index update of the indices it remapped).
+func TestScalarAndFTSIndicesAcrossCompaction(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	co := dataset.CommitOptions{Allocator: mem}
+	dir := t.TempDir()
+	uri, twinURI := filepath.Join(dir, "t.lance"), filepath.Join(dir, "twin.lance")
+	store, err := blob.NewLocalStore(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := docRows(mem, idRange(0, 3000))
+	d, err := dataset.Write(ctx, store, r, &dataset.WriteOptions{MaxRowsPerFile: 500, CommitOptions: co})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := ftsindex.DefaultParams()
+	params.WithPosition = true
+	for _, ix := range []struct{ col, typ string }{{"id", dataset.IndexBTree}, {"cat", dataset.IndexBitmap}, {"tags", dataset.IndexLabelList}, {"text", dataset.IndexFTS}} {
+		o := &dataset.CreateIndexOptions{Type: ix.typ, CommitOptions: co}
+		if ix.typ == dataset.IndexFTS {
+			o.FTS = &params
+		}
+		if d, err = d.CreateIndex(ctx, ix.col, o); err != nil {
+			t.Fatalf("%s on %s: %v", ix.typ, ix.col, err)
+		}
+	}
+	deleted := func(id int) bool { return id < 3000 && (id%7 == 3 || (id >= 1200 && id < 1300)) }
+	if d, err = d.Delete(ctx, "id % 7 = 3 OR (id >= 1200 AND id < 1300)", &co); err != nil {
+		t.Fatal(err)
+	}
+	d, stats, err := d.Compact(ctx, &dataset.CompactOptions{CommitOptions: co})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lancer's compaction: %+v", stats)
+	if stats.FragmentsRemoved != 6 || stats.IndicesRemapped != 4 || stats.IndexMessage != "" {
+		t.Fatalf("compaction %+v: want 6 fragments rewritten and the four indices remapped", stats)
+	}
+	for _, ix := range d.Indices() {
+		if len(ix.Fragments) != len(d.Manifest().Fragments) {
+			t.Errorf("after lancer's compaction %s covers %v of %d fragments", ix.Name, ix.Fragments, len(d.Manifest().Fragments))
+		}
+	}
+
+	filters := []string{"id >= 1100 AND id < 1400", "id = 77", "cat = 'c3'", "cat IN ('c1', 'c6')", "array_has_any(tags, ['t2'])", "array_has_all(tags, ['t1', 'u2'])"}
+	var reqs []maintRequest
+	for _, f := range filters {
+		reqs = append(reqs, maintRequest{vecRequest: vecRequest{URI: uri, Op: "query", Filter: f}},
+			maintRequest{vecRequest: vecRequest{URI: uri, Op: "query", Filter: f}, Explain: true})
+	}
+	for _, name := range []string{"id_idx", "cat_idx", "tags_idx", "text_idx"} {
+		reqs = append(reqs, maintRequest{vecRequest: vecRequest{URI: uri, Op: "indexStats"}, Name: name})
+	}
+	replies := maintAsk(t, node, ref, reqs...)
+	compareFilters := func(stage string, d *dataset.Dataset, lance []maintReply) {
+		t.Helper()
+		for i, f := range filters {
+			got, uses := scalarScan(t, d, f, dataset.ScanOptions{})
+			plain, _ := scalarScan(t, d, f, dataset.ScanOptions{NoScalarIndex: true})
+			slices.Sort(got)
+			slices.Sort(plain)
+			if !slices.Equal(got, plain) || len(uses) == 0 {
+				t.Errorf("%s: %s: lancer with indices %d rows (indices %v), without %d", stage, f, len(got), uses, len(plain))
+			}
+			for _, id := range plain {
+				if deleted(int(id)) {
+					t.Fatalf("%s: %s: deleted row %d", stage, f, id)
+				}
+			}
+			if lance == nil {
+				continue
+			}
+			var ids []int64
+			for _, raw := range lance[2*i].Rows {
+				var row struct {
+					ID int64 `json:"id"`
+				}
+				if err := json.Unmarshal(raw, &row); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, row.ID)
+			}
+			slices.Sort(ids)
+			if !slices.Equal(ids, plain) {
+				t.Errorf("%s: %s: Lance %d rows, lancer %d", stage, f, len(ids), len(plain))
+			}
+			if plan := lance[2*i+1].Plan; !strings.Contains(plan, "ScalarIndexQuery") {
+				t.Errorf("%s: Lance's plan of %s uses no scalar index:\n%s", stage, f, plan)
+			}
+		}
+	}
+	compareFilters("after lancer's compaction", d, replies)
+	for i, r := range replies[2*len(filters):] {
+		if r.Stats == nil || r.Stats.NumUnindexedRows != 0 || r.Stats.NumIndices != 1 {
+			t.Errorf("after lancer's compaction: Lance's stats of index %d: %+v", i, r.Stats)
+		}
+	}
+
+	// Lance on lancer's remapped FTS index gives the rows and scores of
+	// its own index over the live rows.
+	var live []int
+	for i := range 3000 {
+		if !deleted(i) {
+			live = append(live, i)
+		}
+	}
+	twinStore, err := blob.NewLocalStore(twinURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = docRows(mem, live)
+	_, err = dataset.Write(ctx, twinStore, r, &dataset.WriteOptions{CommitOptions: co})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	maintAsk(t, node, ref, maintRequest{vecRequest: vecRequest{URI: twinURI, Op: "createIndex", Column: "text", Type: "fts"}, IndexOptions: map[string]any{"withPosition": true}})
+	compareFTS := func(stage string, d *dataset.Dataset, onTwin [][]ftsIDHit) {
+		t.Helper()
+		onTable := ftsAskAll(t, node, ref, uri)
+		for i, q := range rebuildQueries {
+			if onTwin != nil && !sameIDHits(onTable[i], onTwin[i]) {
+				t.Errorf("%s: %q: Lance on lancer's index %v, on its own %v", stage, q, onTable[i], onTwin[i])
+			}
+			got, err := d.FullTextSearch(ctx, q, &dataset.FullTextSearchOptions{Column: "text", Limit: 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameFTS(got, asLanceHits(onTable[i])) {
+				t.Errorf("%s: %q: lancer %v, Lance %v", stage, q, got, onTable[i])
+			}
+		}
+	}
+	compareFTS("after lancer's compaction", d, ftsAskAll(t, node, ref, twinURI))
+
+	// lancer appends and extends its indices over the new fragment; Lance
+	// optimizes: its compaction merges the two fragments, remapping
+	// lancer's indices.
+	r = docRows(mem, idRange(5000, 5400))
+	d, err = d.Append(ctx, r, &dataset.AppendOptions{CommitOptions: co})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = d.OptimizeIndexes(ctx, &co); err != nil {
+		t.Fatal(err)
+	}
+	lancerBuilt := map[string]string{}
+	for _, ix := range d.Indices() {
+		lancerBuilt[ix.Name] = ix.UUID
+		if len(ix.Fragments) != 2 {
+			t.Errorf("after lancer's OptimizeIndexes %s covers %v", ix.Name, ix.Fragments)
+		}
+	}
+	maintAsk(t, node, ref, maintRequest{vecRequest: vecRequest{URI: uri, Op: "optimize"}})
+	lanceDid := func(stage string, fragments int) {
+		t.Helper()
+		if d, err = openDir(ctx, uri, &dataset.OpenOptions{Allocator: mem}); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(d.Manifest().Fragments); n != fragments {
+			t.Errorf("%s: %d fragments, want %d", stage, n, fragments)
+		}
+		for _, ix := range d.Indices() {
+			t.Logf("%s: %s (%s) covers %v", stage, ix.Name, ix.Type, ix.Fragments)
+			if len(ix.Fragments) != len(d.Manifest().Fragments) || ix.UUID == lancerBuilt[ix.Name] {
+				t.Errorf("%s: %s (%s) covers %v of %d fragments", stage, ix.Name, ix.UUID, ix.Fragments, len(d.Manifest().Fragments))
+			}
+		}
+	}
+	lanceDid("after Lance's compaction", 1)
+	filters = append(filters, "id >= 5100 AND id < 5150", "cat = 'c5' AND id > 4000")
+	compareFilters("after Lance's compaction", d, nil)
+	compareFTS("after Lance's compaction", d, nil)
+
+	// Lance appends and updates the indices it remapped.
+	maintAsk(t, node, ref,
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "append", Rows: docJSON(idRange(6000, 6300))}},
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "optimize"}})
+	lanceDid("after Lance's append and optimize", 2)
+	filters = append(filters, "id >= 6100 AND id < 6120", "array_has_any(tags, ['u1']) AND id >= 6000")
+	compareFilters("after Lance's append and optimize", d, nil)
+	compareFTS("after Lance's append and optimize", d, nil)
 }
