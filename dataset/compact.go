@@ -96,11 +96,14 @@ type compactTask struct {
 // rows, under the new fragment ids. Without stable row ids, rows get new
 // addresses, and the indices over rewritten fragments are remapped as
 // Lance's compaction remaps them: each such segment of a Lance-format
-// IVF_FLAT or IVF_PQ index is written again under a new uuid with the rows'
+// vector index is written again under a new uuid with the rows'
 // new addresses (deleted rows dropped), covering the new fragments, and
-// the Rewrite transaction records it (rewritten_indices). A segment lancer
-// cannot write (scalar and full-text indices, HNSW and SQ vector indices,
-// lancer's own vector format) keeps covering only the old fragment ids,
+// the Rewrite transaction records it (rewritten_indices); a BTREE,
+// BITMAP, LABEL_LIST or FTS segment is built again from its column over
+// the fragments it covers after the rewrite (the same rows as Lance's
+// remap, at the cost of reading the column). A segment lancer
+// cannot write (IVF_RQ and the legacy vector file, an FTS analyzer
+// lancer lacks, lancer's own vector format) keeps covering only the old fragment ids,
 // whose rows are gone, as Lance leaves an index it cannot remap: queries
 // stay correct and scan the rewritten rows; CompactStats.IndexMessage names
 // those indices and why.

@@ -211,9 +211,13 @@
 // Lance's remap rebuilds them) and records it in the Rewrite
 // transaction's rewritten_indices. Vector indices lancer does not write
 // (the legacy IVF_PQ file, IVF_RQ) keep their fragments out of a
-// compaction; scalar and FTS
-// indices keep covering the old fragment ids (their rows are then scanned
-// without them); CompactStats.IndexMessage says which and why.
+// compaction. BTREE, BITMAP, LABEL_LIST and FTS indices (Lance's single
+// replaced segment) are built again from their column, with the old
+// segment's name and analyzer, over every fragment by OptimizeIndexes and
+// over the fragments they cover after the rewrite by Compact
+// (index_rebuild.go); one lancer cannot build again (an analyzer it lacks)
+// keeps covering the old fragment ids, its rows then scanned without it,
+// and CompactStats.IndexMessage says which and why.
 //
 // # Concurrency
 //

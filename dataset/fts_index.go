@@ -64,26 +64,8 @@ func (d *Dataset) buildFTSSegment(ctx context.Context, field *schema.Field, para
 	if err != nil {
 		return nil, nil, fmt.Errorf("dataset: index %q: %w", name, err)
 	}
-	view := d.withFragments(frags)
-	total := 0
-	for _, f := range view.manifest.Fragments {
-		total += int(f.PhysicalRows)
-	}
-	s, err := view.Scan(&ScanOptions{Columns: []string{field.Name}, WithRowID: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	done := 0
-	for rec, err := range s.Batches(ctx) {
-		if err != nil {
-			return nil, nil, err
-		}
-		ids, ok := rec.Column(1).(*array.Uint64)
-		if !ok {
-			return nil, nil, fmt.Errorf("dataset: index %q: row ids read as %s: %w", name, rec.Column(1).DataType(), lancer.ErrCorrupt)
-		}
-		col := rec.Column(0)
-		for i := range int(rec.NumRows()) {
+	err = d.scanIndexedColumn(ctx, field, name, frags, progress, func(col arrow.Array, ids *array.Uint64) error {
+		for i := range col.Len() {
 			if col.IsNull(i) {
 				continue
 			}
@@ -94,16 +76,16 @@ func (d *Dataset) buildFTSSegment(ctx context.Context, field *schema.Field, para
 			case *array.LargeString:
 				text = c.Value(i)
 			default:
-				return nil, nil, fmt.Errorf("dataset: index %q: column read as %s: %w", name, col.DataType(), lancer.ErrCorrupt)
+				return fmt.Errorf("dataset: index %q: column read as %s: %w", name, col.DataType(), lancer.ErrCorrupt)
 			}
 			if err := b.Add(ctx, ids.Value(i), text); err != nil {
-				return nil, nil, fmt.Errorf("dataset: index %q: row %d: %w", name, ids.Value(i), err)
+				return fmt.Errorf("dataset: index %q: row %d: %w", name, ids.Value(i), err)
 			}
 		}
-		done += int(rec.NumRows())
-		if progress != nil {
-			progress("read", done, total)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	if progress != nil {
 		progress("write", 0, 1)

@@ -7,9 +7,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/dataset/ftsindex"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
 
@@ -69,5 +71,59 @@ func TestFullTextSearchFixture(t *testing.T) {
 	}
 	if _, err := d.FullTextSearch(ctx, "the", nil); !errors.Is(err, lancer.ErrInvalidArgument) {
 		t.Fatalf("a query of stop words only: %v", err)
+	}
+}
+
+// TestFullTextSearchBounds: match and phrase queries of the SDK outside
+// ftsindex's bounds (no words, text past MaxTextBytes, a phrase of more
+// than MaxQueryTokens words, slop past MaxSlop, a negative limit) and
+// structured ones (nested past MaxQueryDepth, absurd fuzziness and
+// expansions) are lancer.ErrInvalidArgument naming the bound, and a
+// query just inside the bounds runs.
+func TestFullTextSearchBounds(t *testing.T) {
+	dir := fixturetest.DatasetPath(t, "indexed_v2_2")
+	d, _ := openFixture(t, dir, 0)
+	ctx := context.Background()
+	words := func(n int) string { return strings.TrimSpace(strings.Repeat("alpha ", n)) }
+	for _, tc := range []struct {
+		name, text string
+		o          FullTextSearchOptions
+		want       string
+	}{
+		{"empty", "", FullTextSearchOptions{}, "empty query text"},
+		{"punctuation only", " ,;!? ", FullTextSearchOptions{}, "no tokens"},
+		{"huge text", strings.Repeat("a", ftsindex.MaxTextBytes+1), FullTextSearchOptions{}, "at most 65536"},
+		{"huge phrase", words(ftsindex.MaxQueryTokens + 1), FullTextSearchOptions{Phrase: true}, "at most 1024"},
+		{"absurd slop", "alpha bravo", FullTextSearchOptions{Phrase: true, Slop: ftsindex.MaxSlop + 1}, "slop at most"},
+		{"negative slop", "alpha bravo", FullTextSearchOptions{Phrase: true, Slop: -1}, "slop -1"},
+		{"negative limit", "alpha", FullTextSearchOptions{Limit: -3}, "limit -3"},
+	} {
+		_, err := d.FullTextSearch(ctx, tc.text, &tc.o)
+		if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalidArgument with %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := d.FullTextSearch(ctx, words(ftsindex.MaxQueryTokens), &FullTextSearchOptions{Phrase: true, Slop: ftsindex.MaxSlop, Limit: 5}); err != nil {
+		t.Errorf("a phrase at the bounds: %v", err)
+	}
+	deep := &ftsindex.FTSQuery{Match: &ftsindex.MatchQuery{Column: "text", Terms: "alpha", Boost: 1}}
+	for range ftsindex.MaxQueryDepth {
+		deep = &ftsindex.FTSQuery{Boolean: &ftsindex.BooleanQuery{Must: []ftsindex.FTSQuery{*deep}}}
+	}
+	for _, tc := range []struct {
+		name string
+		q    *ftsindex.FTSQuery
+		want string
+	}{
+		{"deep", deep, "nests deeper than 16"},
+		{"fuzziness", &ftsindex.FTSQuery{Match: &ftsindex.MatchQuery{Column: "text", Terms: "alpha", Boost: 1, Fuzziness: 40}}, "fuzziness 40, at most 3"},
+		{"expansions", &ftsindex.FTSQuery{Match: &ftsindex.MatchQuery{Column: "text", Terms: "alpha", Boost: 1, Fuzziness: 1, MaxExpansions: 1 << 30}}, "max_expansions"},
+		{"empty terms", &ftsindex.FTSQuery{Match: &ftsindex.MatchQuery{Column: "text", Terms: "  ", Boost: 1}}, "empty terms"},
+		{"nil", nil, "is missing"},
+	} {
+		_, err := d.FullTextQuery(ctx, tc.q, nil)
+		if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalidArgument with %q", tc.name, err, tc.want)
+		}
 	}
 }

@@ -213,7 +213,9 @@ func (d *Dataset) addressMap(ctx context.Context, groups []manifest.RewriteGroup
 // remapIndices writes, for each index segment of d covering fragments the
 // groups rewrite (ids assigned), a copy whose row addresses are the rows'
 // new ones, deleted rows dropped, as Lance's compaction remaps indices
-// without stable row ids (remap_index_file_v3): the same centroids and
+// without stable row ids. A scalar or FTS segment is built again over the
+// fragments it covers as the compaction leaves them (rebuildSegment); a
+// vector segment is remapped as Lance's remap_index_file_v3: the same centroids and
 // quantizer, the storage's codes or vectors as they were, and for HNSW a
 // graph rebuilt over the remapped storage (the vectors the codes stand
 // for), as Lance's HNSW remap rebuilds it rather than patch the old
@@ -235,6 +237,7 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 		keys  []string
 		notes []string
 		amap  *addressMap
+		after *Dataset // d as the compaction leaves it, for rebuilding indices
 	)
 	fail := func(err error) ([]rewrittenIndex, []string, string, error) {
 		for _, k := range keys {
@@ -251,6 +254,35 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 			continue // planCompaction refused unreadable bitmaps
 		}
 		what := indexKind(seg)
+		if rebuildableSegment(seg) {
+			// A scalar or FTS index: built again over its fragments as
+			// the compaction leaves them (see rebuildSegment).
+			nb, err := moveCoverage(bm, groups, seg.Name, d.manifest.Version)
+			if err != nil {
+				return fail(err)
+			}
+			if after == nil {
+				after = d.withRewrite(groups)
+			}
+			var frags []uint64
+			for _, f := range after.manifest.Fragments {
+				if nb.Contains(uint32(f.ID)) {
+					frags = append(frags, f.ID)
+				}
+			}
+			nseg, written, why, err := after.rebuildSegment(ctx, seg, frags)
+			keys = append(keys, written...)
+			if err != nil {
+				return fail(err)
+			}
+			if why != "" {
+				notes = append(notes, fmt.Sprintf("%s (%s: %s)", seg.Name, what, why))
+				continue
+			}
+			nseg.DatasetVersion = seg.DatasetVersion
+			out = append(out, rewrittenIndex{old: seg.UUID, seg: nseg})
+			continue
+		}
 		if seg.Details == nil || seg.Details.TypeURL != LanceVectorIndexTypeURL {
 			notes = append(notes, fmt.Sprintf("%s (%s)", seg.Name, what))
 			continue
@@ -321,7 +353,7 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 	}
 	msg := ""
 	if len(notes) > 0 {
-		msg = fmt.Sprintf("indices not remapped, as lancer does not write their types: %s; they no longer cover the rewritten rows, which queries scan without them until the indices are rebuilt or optimized",
+		msg = fmt.Sprintf("indices not remapped, as lancer does not write them: %s; they no longer cover the rewritten rows, which queries scan without them until the indices are rebuilt or optimized",
 			strings.Join(slices.Compact(notes), ", "))
 	}
 	return out, keys, msg, nil

@@ -167,13 +167,13 @@ func TestCompactNamesIndicesNotRemapped(t *testing.T) {
 // a delta to each vector index over the appended fragment with Lance's
 // centroids and quantizer (codebook, SQ bounds), the IVF_HNSW_SQ one with
 // graphs of its own; each appended row is found through them by its own
-// vector. Then, after a delete, compaction rewrites both fragments,
-// remapping all four vector segments (HNSW graphs rebuilt) and naming the
-// scalar and FTS indices it leaves as they are; every filter and IVF_PQ
-// query answers as before (same rows, same distances), the IVF_HNSW_SQ
-// ones return no deleted row and nearly the same rows. (The fixture's FTS
-// index stems, which lancer's search refuses; TestLanceUsesIndicesAfter
-// LancerCompact in interop covers full-text search after compaction.)
+// vector; the BTREE, BITMAP, LABEL_LIST and FTS indices are replaced by
+// one segment each over every fragment. Then, after a delete, compaction
+// rewrites both fragments, remapping all four vector segments (HNSW graphs
+// rebuilt) and the four scalar and FTS ones, each covering every fragment
+// after it; every filter, full-text and IVF_PQ query answers as before
+// (same rows, same scores and distances), through the indices, and the
+// IVF_HNSW_SQ ones return no deleted row and nearly the same rows.
 func TestMaintainLanceBuiltIndices(t *testing.T) {
 	ctx := context.Background()
 	_, store := copyFixture(t, "indexed_v2_2")
@@ -215,6 +215,13 @@ func TestMaintainLanceBuiltIndices(t *testing.T) {
 		}
 		if base.Sub == vecindex.SubHNSW && (dm.HNSWM != vecindex.LanceDefaultHNSWM || dm.HNSWEfConstruction != vecindex.LanceDefaultHNSWEfConstruction) {
 			t.Errorf("%s: the delta's graphs have m %d, ef_construction %d, not Lance's defaults", name, dm.HNSWM, dm.HNSWEfConstruction)
+		}
+	}
+	for _, ix := range d.Indices() {
+		if name := ix.Name; name == "id_idx" || name == "category_idx" || name == "tags_idx" || name == "text_idx" {
+			if len(ix.Fragments) != len(d.manifest.Fragments) || slices.Contains(before[name], ix.UUID) {
+				t.Errorf("%s after OptimizeIndexes: %+v (before %v)", name, ix, before[name])
+			}
 		}
 	}
 	// Each appended row is found by its own vector through the delta.
@@ -294,21 +301,53 @@ func TestMaintainLanceBuiltIndices(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("compaction: %+v", stats)
-	if stats.FragmentsRemoved != 2 || stats.IndicesRemapped != 4 || strings.Contains(stats.IndexMessage, "not compacted") {
-		t.Fatalf("compaction %+v: want both fragments rewritten and the four vector segments remapped", stats)
+	if stats.FragmentsRemoved != 2 || stats.IndicesRemapped != 8 || stats.IndexMessage != "" {
+		t.Fatalf("compaction %+v: want both fragments rewritten and the four vector and four scalar/FTS segments remapped", stats)
 	}
-	for _, name := range []string{"id_idx", "category_idx", "tags_idx", "text_idx"} {
-		if !strings.Contains(stats.IndexMessage, name+" (") {
-			t.Errorf("the compaction's message does not name %s: %q", name, stats.IndexMessage)
+	for _, ix := range out.Indices() {
+		if len(ix.Fragments) == 0 {
+			t.Errorf("%s covers no fragment after compaction", ix.Name)
 		}
-	}
-	if strings.Contains(stats.IndexMessage, "vec_idx (") || strings.Contains(stats.IndexMessage, "vec2_idx (") {
-		t.Errorf("the message names a vector index, which was remapped: %q", stats.IndexMessage)
+		if name := ix.Name; (name == "id_idx" || name == "category_idx" || name == "tags_idx" || name == "text_idx") && len(ix.Fragments) != len(out.manifest.Fragments) {
+			t.Errorf("%s after compaction covers %v of %d fragments", name, ix.Fragments, len(out.manifest.Fragments))
+		}
 	}
 	for _, column := range []string{"vec", "vec2"} {
 		if plan, err := out.ExplainSearch(ctx, column, vecOf(out, column, 7), &SearchOptions{K: 3}); err != nil || len(plan.UnindexedFragments) != 0 {
 			t.Fatalf("%s plan after compaction: %+v %v", column, plan, err)
 		}
+	}
+	// The remapped FTS index answers as one built afresh on the compacted
+	// rows (deleted rows are gone from both, and from their statistics,
+	// as from Lance's remapped index).
+	ftsAnswers := func(d *Dataset) []string {
+		var out []string
+		for _, q := range []string{"alpha", "bravo charlie", "delta echo foxtrot"} {
+			hits, err := d.FullTextSearch(ctx, q, &FullTextSearchOptions{Column: "text", Limit: 30})
+			if err != nil || len(hits) != 30 {
+				t.Fatalf("%q: %d hits, %v", q, len(hits), err)
+			}
+			out = append(out, fmt.Sprint(q, hits))
+		}
+		return out
+	}
+	remapped := ftsAnswers(out)
+	var textSeg *manifest.IndexMetadata
+	for _, seg := range out.manifest.IndexSegments() {
+		if seg.Name == "text_idx" {
+			textSeg = seg
+		}
+	}
+	params, err := out.ftsSegmentParams(ctx, textSeg)
+	if err != nil || !params.Stem || !params.WithPosition {
+		t.Fatalf("the fixture's FTS parameters: %+v %v", params, err)
+	}
+	fresh, err := out.CreateIndex(ctx, "text", &CreateIndexOptions{Type: IndexFTS, Name: "text_idx", Replace: true, FTS: &params, CommitOptions: CommitOptions{Allocator: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ftsAnswers(fresh); !slices.Equal(remapped, want) {
+		t.Errorf("full-text search on the remapped index:\n%v\non a fresh one:\n%v", remapped, want)
 	}
 	got, gotHNSW := answers(out)
 	for i, g := range got {

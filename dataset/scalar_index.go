@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer"
@@ -91,31 +92,14 @@ func (d *Dataset) buildScalarSegment(ctx context.Context, field *schema.Field, k
 		return nil, nil, fmt.Errorf("dataset: index %q: %w", name, err)
 	}
 	defer b.Release()
-	view := d.withFragments(frags)
-	total := 0
-	for _, f := range view.manifest.Fragments {
-		total += int(f.PhysicalRows)
-	}
-	s, err := view.Scan(&ScanOptions{Columns: []string{field.Name}, WithRowID: true})
+	err = d.scanIndexedColumn(ctx, field, name, frags, progress, func(col arrow.Array, ids *array.Uint64) error {
+		if err := b.Add(col, ids.Values()); err != nil {
+			return fmt.Errorf("dataset: index %q: %w", name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	done := 0
-	for rec, err := range s.Batches(ctx) {
-		if err != nil {
-			return nil, nil, err
-		}
-		ids, ok := rec.Column(1).(*array.Uint64)
-		if !ok {
-			return nil, nil, fmt.Errorf("dataset: index %q: row ids read as %s: %w", name, rec.Column(1).DataType(), lancer.ErrCorrupt)
-		}
-		if err := b.Add(rec.Column(0), ids.Values()); err != nil {
-			return nil, nil, fmt.Errorf("dataset: index %q: %w", name, err)
-		}
-		done += int(rec.NumRows())
-		if progress != nil {
-			progress("read", done, total)
-		}
 	}
 	u := newUUID()
 	dir := indicesDir + manifest.FormatUUID(u[:])
@@ -164,6 +148,42 @@ func (d *Dataset) scalarSegmentColumn(seg *manifest.IndexMetadata) *schema.Field
 	for _, f := range d.manifest.Schema.Fields {
 		if f.ID == seg.Fields[0] {
 			return f
+		}
+	}
+	return nil
+}
+
+// scanIndexedColumn reads field's values with their row ids (stable row
+// ids, or row addresses without them, as Lance's indices hold them) from
+// the live rows of fragments frags, a batch at a time, for an index build
+// of the index named name: fn gets each batch's column and ids, progress
+// (if not nil) the rows read of the fragments' physical rows.
+func (d *Dataset) scanIndexedColumn(ctx context.Context, field *schema.Field, name string, frags []uint64,
+	progress func(string, int, int), fn func(col arrow.Array, ids *array.Uint64) error) error {
+	view := d.withFragments(frags)
+	total := 0
+	for _, f := range view.manifest.Fragments {
+		total += int(f.PhysicalRows)
+	}
+	s, err := view.Scan(&ScanOptions{Columns: []string{field.Name}, WithRowID: true})
+	if err != nil {
+		return err
+	}
+	done := 0
+	for rec, err := range s.Batches(ctx) {
+		if err != nil {
+			return err
+		}
+		ids, ok := rec.Column(1).(*array.Uint64)
+		if !ok {
+			return fmt.Errorf("dataset: index %q: row ids read as %s: %w", name, rec.Column(1).DataType(), lancer.ErrCorrupt)
+		}
+		if err := fn(rec.Column(0), ids); err != nil {
+			return err
+		}
+		done += int(rec.NumRows())
+		if progress != nil {
+			progress("read", done, total)
 		}
 	}
 	return nil

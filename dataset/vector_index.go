@@ -566,10 +566,13 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 // exactly. With nothing to do it returns d. opts configure the
 // commit (nil: the defaults).
 //
-// A scalar index (BTREE, BITMAP, LABEL_LIST, whoever built it) that misses
-// fragments is replaced, as Lance's optimize_indices updates one: a new
-// segment over every fragment of the version takes the place of its
-// segments, in the same commit.
+// A scalar index (BTREE, BITMAP, LABEL_LIST) or full-text index (FTS,
+// Lance's INVERTED), whoever built it, that misses fragments is replaced,
+// as Lance's optimize_indices updates one: a new segment over every
+// fragment of the version, built from the column with the index's own
+// parameters (an FTS index's analyzer), takes the place of its segments,
+// in the same commit (see rebuildSegment). One whose column or analyzer
+// lancer does not index is left alone.
 func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Dataset, error) {
 	orig := d
 	d = d.using(opts)
@@ -582,7 +585,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 		if ix.Details == nil {
 			continue
 		}
-		if _, scalar := scalarindex.KindOf(ix.Details.TypeURL); !scalar && ix.Details.TypeURL != manifest.VectorIndexTypeURL && ix.Details.TypeURL != LanceVectorIndexTypeURL {
+		if !rebuildableSegment(ix) && ix.Details.TypeURL != manifest.VectorIndexTypeURL && ix.Details.TypeURL != LanceVectorIndexTypeURL {
 			continue
 		}
 		if len(ix.CoveringFields) > 0 {
@@ -608,17 +611,17 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 			continue
 		}
 		last := segs[len(segs)-1]
-		if kind, ok := scalarindex.KindOf(last.Details.TypeURL); ok {
-			// As Lance updates a scalar index: one new segment over the
-			// old ones' rows and the new fragments' replaces them.
-			field := d.scalarSegmentColumn(last)
-			if field == nil || scalarindex.CheckType(kind, field.Type) != nil {
-				continue // a column lancer does not index
-			}
-			seg, files, err := d.buildScalarSegment(ctx, field, kind, name, d.fragmentIDs(), nil)
+		if rebuildableSegment(last) {
+			// As Lance updates a scalar or FTS index: one new segment
+			// over the old ones' rows and the new fragments' replaces
+			// them (see rebuildSegment).
+			seg, files, why, err := d.rebuildSegment(ctx, last, d.fragmentIDs())
 			op.indexFiles = append(op.indexFiles, files...)
 			if err != nil {
 				return nil, err
+			}
+			if why != "" {
+				continue // a column or analyzer lancer does not index: see OptimizableIndex
 			}
 			op.newIndices = append(op.newIndices, seg)
 			op.removedIndices = append(op.removedIndices, segs...)
@@ -680,14 +683,14 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 // OptimizableIndex reports whether OptimizeIndexes extends the index
 // segment ix: one of lancer's own vector indices, a Lance-format one of a
 // kind lancer writes (IVF_FLAT, IVF_PQ of 8- or 4-bit codes, IVF_HNSW_PQ,
-// IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT), or a BTREE, BITMAP or LABEL_LIST index of a top-level
-// column, on a column still in the schema (a dropped one shows as
+// IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_FLAT), or a BTREE, BITMAP, LABEL_LIST or
+// FTS index of a top-level column, on a column still in the schema (a dropped one shows as
 // "#<id>").
 func OptimizableIndex(ix manifest.IndexInfo) bool {
 	if len(ix.Fields) != 1 || strings.HasPrefix(ix.Fields[0], "#") {
 		return false
 	}
-	if _, ok := scalarindex.KindOf(ix.TypeURL); ok {
+	if _, ok := scalarindex.KindOf(ix.TypeURL); ok || strings.HasSuffix(ix.TypeURL, "InvertedIndexDetails") {
 		return len(ix.FieldIDs) == 1 && !strings.Contains(ix.Fields[0], ".")
 	}
 	if ix.TypeURL == manifest.VectorIndexTypeURL {

@@ -364,11 +364,12 @@ func TestLancerOptimizesLanceIndices(t *testing.T) {
 // BTREE on id and FTS on category over a lancer table of small fragments,
 // and deletes rows; lancer compacts (without stable row ids, so rows move):
 // it remaps the IVF_PQ index (a new segment with the rows' new addresses,
-// recorded as Lance records it) and says why it leaves the BTREE and FTS
-// indices as they are. Real Lance then still searches every row through
-// the vector index with lancer's results, and its filter and full-text
-// queries (the scalar indices covering no live row now) return the rows
-// lancer returns.
+// recorded as Lance records it) and the BTREE and FTS indices (built again
+// over the compacted rows). Real Lance then still searches every row
+// through the vector index with lancer's results, counts no unindexed row
+// in the BTREE and FTS indices, plans its filter through the BTREE, and
+// its filter and full-text queries return the rows (and scores) lancer
+// returns.
 func TestLanceUsesIndicesAfterLancerCompact(t *testing.T) {
 	node, ref := lanceRef(t)
 	ctx := context.Background()
@@ -397,13 +398,8 @@ func TestLanceUsesIndicesAfterLancerCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("lancer's compaction: %+v", stats)
-	if stats.FragmentsRemoved != 6 || stats.IndicesRemapped != 1 {
-		t.Errorf("compaction %+v: want 6 fragments rewritten and the vector index remapped", stats)
-	}
-	for _, name := range []string{"id_idx", "category_idx"} {
-		if !strings.Contains(stats.IndexMessage, name) {
-			t.Errorf("compaction message %q does not name %s", stats.IndexMessage, name)
-		}
+	if stats.FragmentsRemoved != 6 || stats.IndicesRemapped != 3 || stats.IndexMessage != "" {
+		t.Errorf("compaction %+v: want 6 fragments rewritten and the vector, BTREE and FTS indices remapped", stats)
 	}
 	checkIndexUse(t, node, ref, uri, "after lancer's compaction", "IvfPq", vecs, dim, queries, liveSample(0, n, 10), false)
 
@@ -411,7 +407,18 @@ func TestLanceUsesIndicesAfterLancerCompact(t *testing.T) {
 	const filter = "id >= 100 AND id < 160"
 	replies := maintAsk(t, node, ref,
 		maintRequest{vecRequest: vecRequest{URI: uri, Op: "query", Filter: filter}},
-		maintRequest{vecRequest: vecRequest{URI: uri, Op: "ftsSearch", Column: "category", K: 40, Select: []string{"id"}}, Text: "c3"})
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "ftsSearch", Column: "category", K: 40, Select: []string{"id"}}, Text: "c3"},
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "query", Filter: filter}, Explain: true},
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "indexStats"}, Name: "id_idx"},
+		maintRequest{vecRequest: vecRequest{URI: uri, Op: "indexStats"}, Name: "category_idx"})
+	if !strings.Contains(replies[2].Plan, "ScalarIndexQuery") {
+		t.Errorf("Lance's plan of %q after lancer's compaction does not use the BTREE:\n%s", filter, replies[2].Plan)
+	}
+	for _, r := range replies[3:] {
+		if r.Stats == nil || r.Stats.NumUnindexedRows != 0 || r.Stats.NumIndices != 1 {
+			t.Errorf("Lance's stats after lancer's compaction: %+v", r.Stats)
+		}
+	}
 	var lanceIDs []int64
 	for _, raw := range replies[0].Rows {
 		var row struct {

@@ -340,10 +340,11 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 // foreignIndex reports whether compacting m would leave rows without an
 // index for good: without stable row ids a compaction moves rows to new
 // addresses, which an index keeps covering only if lancer can build its
-// next segment (its own vector indices). Another index (one real Lance
-// built, a scalar one) would stop covering the rewritten rows until real
-// Lance rebuilds it, and searches would scan them; such tables are left
-// to an explicit lancer optimize.
+// next segment (dataset.OptimizableIndex: its own vector indices, the
+// Lance vector kinds it writes, scalar and FTS indices). Another index
+// would stop covering the rewritten rows until real Lance rebuilds it,
+// and searches would scan them; such tables are left to an explicit
+// lancer optimize.
 func foreignIndex(m *manifest.Manifest) bool {
 	if m.StableRowIDs() {
 		return false

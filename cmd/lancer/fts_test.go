@@ -39,8 +39,9 @@ func TestSearchTextErrors(t *testing.T) {
 
 // TestIndexCreateFTS: index create --type fts builds Lance's FTS index
 // (stemmed, with positions when asked), index list names it FTS, and
-// search --text finds rows through it, phrase-free; an FTS index on a
-// number column is refused.
+// search --text finds rows through it, phrase-free; index optimize
+// extends it over appended rows; an FTS index on a number column is
+// refused.
 func TestIndexCreateFTS(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "rows.jsonl")
@@ -68,6 +69,25 @@ func TestIndexCreateFTS(t *testing.T) {
 	mustRun(t, "index", "create", ds, "--column", "text", "--type", "fts", "--replace", "--fts-partition-mb", "1")
 	if out := mustRun(t, "search", ds, "--text", "run", "-k", "1000", "--format", "jsonl"); strings.Count(out, "\n") != 80 {
 		t.Errorf("search --text run after --fts-partition-mb 1: %d rows", strings.Count(out, "\n"))
+	}
+	// index optimize extends it over appended rows.
+	b.Reset()
+	for i := 200; i < 300; i++ {
+		fmt.Fprintf(&b, `{"id": %d, "text": %q}`+"\n", i, words[i%len(words)])
+	}
+	more := filepath.Join(dir, "more.jsonl")
+	if err := os.WriteFile(more, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "import", more, ds, "--mode", "append")
+	if out := mustRun(t, "index", "optimize", ds); !strings.HasPrefix(out, "indexed the new fragments") {
+		t.Errorf("index optimize: %q", out)
+	}
+	if out := mustRun(t, "index", "optimize", ds); !strings.HasPrefix(out, "indices are up to date") {
+		t.Errorf("a second index optimize: %q", out)
+	}
+	if out := mustRun(t, "search", ds, "--text", "run", "-k", "1000", "--format", "jsonl"); strings.Count(out, "\n") != 120 {
+		t.Errorf("search --text run after optimize: %d rows", strings.Count(out, "\n"))
 	}
 	if code, _, errOut := runLancer(t, "index", "create", ds, "--column", "text", "--type", "fts", "--replace", "--fts-partition-mb", "-1"); code == 0 || !strings.Contains(errOut, "negative") {
 		t.Errorf("--fts-partition-mb -1: exit %d, %q", code, errOut)

@@ -253,8 +253,9 @@ func newIndexOptimizeCommand() *cobra.Command {
 vector indices in Lance's format, whoever built them (IVF_FLAT, IVF_PQ, IVF_SQ,
 IVF_HNSW_SQ, IVF_HNSW_FLAT, IVF_HNSW_PQ), get a delta segment over the new
 fragments with the index's own centroids and quantizer, as Lance's optimize
-adds one; BTREE, BITMAP and LABEL_LIST indices, whoever built them, are
-rebuilt over every fragment, as Lance's optimize_indices updates them. Kinds
+adds one; BTREE, BITMAP, LABEL_LIST and FTS indices, whoever built them, are
+rebuilt over every fragment (an FTS index with its own analyzer), as Lance's
+optimize_indices replaces them. Kinds
 lancer does not write (the legacy IVF_PQ file, IVF_RQ) are named
 and left as they are.`,
 		Args: cobra.ExactArgs(1),

@@ -1,10 +1,13 @@
 package ftsindex
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lancerdb/lancer"
@@ -55,6 +58,17 @@ func openAndSearchFiles(t testing.TB, files map[string][]byte) error {
 	if _, err := ix.Search(ctx, &Query{Tokens: toks[:min(2, len(toks))], Phrase: true, Slop: 1}, nil); err != nil {
 		return err
 	}
+	// a fuzzy match walks the sorted vocabulary of every partition
+	if _, err := ix.Search(ctx, &Query{Tokens: FuzzyTokens(toks[0].Text + "x alpha"), Fuzzy: true, Fuzziness: 2, Limit: 10}, nil); err != nil {
+		return err
+	}
+	for p := range ix.NumPartitions() {
+		for _, id := range ix.Tokens(p) {
+			if _, err := ix.RawPosting(ctx, p, id); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -63,12 +77,103 @@ func checkClassified(t testing.TB, err error) {
 	if err == nil {
 		return
 	}
+	if errors.Is(err, lancer.ErrCorrupt) && !strings.Contains(err.Error(), "ix/") && !strings.Contains(err.Error(), "index ix") {
+		t.Errorf("a corrupt index's error names no file of it: %v", err)
+	}
 	for _, want := range []error{lancer.ErrCorrupt, lancer.ErrUnsupported, lancer.ErrInvalidArgument, lancer.ErrNotFound} {
 		if errors.Is(err, want) {
 			return
 		}
 	}
 	t.Errorf("unclassified error: %v", err)
+}
+
+// FuzzParseQuery parses fuzzed structured queries (Lance's JSON form, as
+// LanceDB's clients send full_text_query.query), seeded with the forms the
+// client's query classes produce: an error wrapping ErrInvalidArgument, or
+// a query within the bounds whose JSON parses back to the same query.
+func FuzzParseQuery(f *testing.F) {
+	for _, seed := range []string{
+		`{"match":{"column":"text","terms":"apple banana","boost":1.0,"fuzziness":0,"max_expansions":50,"operator":"Or","prefix_length":0}}`,
+		`{"match":{"column":"text","terms":"aple","fuzziness":null,"operator":"AND"}}`,
+		`{"phrase":{"column":"text","terms":"apple banana","slop":2}}`,
+		`{"boost":{"positive":{"match":{"column":"text","terms":"apple"}},"negative":{"match":{"column":"text","terms":"banana"}},"negative_boost":0.3}}`,
+		`{"multi_match":{"query":"apple","columns":["text","title"],"boost":[1.0,2.0],"operator":"Or"}}`,
+		`{"boolean":{"should":[{"match":{"column":"text","terms":"apple"}}],"must":[{"phrase":{"column":"text","terms":"cherry date"}}],"must_not":[{"match":{"column":"text","terms":"fig"}}]}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q, err := ParseQuery(data)
+		if err != nil {
+			if !errors.Is(err, lancer.ErrInvalidArgument) {
+				t.Fatalf("error does not wrap ErrInvalidArgument: %v", err)
+			}
+			return
+		}
+		b, err := json.Marshal(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseQuery(b)
+		if err != nil {
+			t.Fatalf("%s parses, its JSON %s does not: %v", data, b, err)
+		}
+		if b2, _ := json.Marshal(again); !bytes.Equal(b, b2) {
+			t.Fatalf("round trip: %s, then %s", b, b2)
+		}
+	})
+}
+
+// FuzzAnalyzer tokenizes fuzzed text with each base tokenizer and filter
+// Lance names (seeded with the texts the tokenizer interop test compares
+// with Lance's): an error wrapping ErrUnsupported or ErrInvalidArgument, or
+// tokens that are non-empty, within the maximum length, at positions that
+// never decrease.
+func FuzzAnalyzer(f *testing.F) {
+	for _, seed := range []string{"Café, naïve-Über x2 ok", "The quick brown foxes are running", "a–b  c\td\n", "日本語のテキスト", "ÆØÅ straße ﬁ", ""} {
+		f.Add(seed)
+	}
+	forty := 40
+	params := []Params{
+		{BaseTokenizer: "simple", LowerCase: true, Stem: true, RemoveStopWords: true, ASCIIFolding: true, Language: "English", MaxTokenLength: &forty},
+		{BaseTokenizer: "whitespace", LowerCase: true},
+		{BaseTokenizer: "raw"},
+		{BaseTokenizer: "ngram", MinNgramLength: 2, MaxNgramLength: 3, LowerCase: true},
+		{BaseTokenizer: "ngram", MinNgramLength: 1, MaxNgramLength: 4, PrefixOnly: true},
+	}
+	var ans []*Analyzer
+	for _, p := range params {
+		a, err := NewAnalyzer(p)
+		if err != nil {
+			f.Fatalf("%+v: %v", p, err)
+		}
+		ans = append(ans, a)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for i, a := range ans {
+			toks, err := a.Tokens(text)
+			if err != nil {
+				if !errors.Is(err, lancer.ErrUnsupported) && !errors.Is(err, lancer.ErrInvalidArgument) {
+					t.Fatalf("%+v: unclassified error: %v", params[i], err)
+				}
+				continue
+			}
+			last := -1
+			for _, tok := range toks {
+				if tok.Text == "" && params[i].BaseTokenizer != "raw" {
+					t.Fatalf("%+v: an empty token of %q", params[i], text)
+				}
+				if params[i].MaxTokenLength != nil && len(tok.Text) > *params[i].MaxTokenLength {
+					t.Fatalf("%+v: token %q longer than %d", params[i], tok.Text, *params[i].MaxTokenLength)
+				}
+				if tok.Position < last {
+					t.Fatalf("%+v: positions decrease in %v", params[i], toks)
+				}
+				last = tok.Position
+			}
+		}
+	})
 }
 
 func TestTestdataOpens(t *testing.T) {

@@ -13,10 +13,16 @@ import (
 	"github.com/lancerdb/lancer"
 )
 
-// Bounds of a structured query: every size a caller controls is checked
-// against these by Check before any work, so that a query's cost is
-// bounded by them and the index, never by the request alone.
+// Bounds of a query: every size a caller controls is checked against
+// these before any index is read (Check for a structured query,
+// CheckQuery and Analyzer.QueryTokens for a match or phrase), so that a
+// query's cost is bounded by them and the index, never by the request
+// alone. They are all here.
 const (
+	// MaxTextBytes bounds a query's text (terms).
+	MaxTextBytes = 1 << 16
+	// MaxQueryTokens bounds the tokens of one match or phrase query.
+	MaxQueryTokens = 1024
 	// MaxQueryDepth bounds the nesting of boolean and boost queries.
 	MaxQueryDepth = 16
 	// MaxQueryLeaves bounds the match and phrase queries of one tree

@@ -13,9 +13,6 @@ import (
 const (
 	K1 float32 = 1.2
 	B  float32 = 0.75
-
-	// MaxQueryTokens bounds a query's tokens.
-	MaxQueryTokens = 1024
 )
 
 // Operator joins a match query's tokens.
@@ -104,7 +101,8 @@ func DocWeight(freq, docLen uint32, avgdl float32) float32 {
 // AvgDocLen is total / N in f32.
 func (s Stats) AvgDocLen() float32 { return float32(s.TotalTokens) / float32(s.NumDocs) }
 
-// CheckQuery validates q's size.
+// CheckQuery validates q's size against the bounds of query.go: its
+// tokens (MaxQueryTokens), slop (MaxSlop) and limit.
 func CheckQuery(q *Query) error {
 	if len(q.Tokens) == 0 {
 		return fmt.Errorf("ftsindex: the query has no tokens: %w", lancer.ErrInvalidArgument)
@@ -112,8 +110,8 @@ func CheckQuery(q *Query) error {
 	if len(q.Tokens) > MaxQueryTokens {
 		return fmt.Errorf("ftsindex: a query of %d tokens (at most %d): %w", len(q.Tokens), MaxQueryTokens, lancer.ErrInvalidArgument)
 	}
-	if q.Limit < 0 || q.Slop < 0 {
-		return fmt.Errorf("ftsindex: limit %d, slop %d: %w", q.Limit, q.Slop, lancer.ErrInvalidArgument)
+	if q.Limit < 0 || q.Slop < 0 || q.Slop > MaxSlop {
+		return fmt.Errorf("ftsindex: limit %d, slop %d (slop at most %d): %w", q.Limit, q.Slop, MaxSlop, lancer.ErrInvalidArgument)
 	}
 	return nil
 }

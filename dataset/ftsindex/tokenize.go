@@ -23,9 +23,6 @@ type Analyzer struct {
 	stopWords map[string]bool
 }
 
-// MaxTextBytes bounds a query's text.
-const MaxTextBytes = 1 << 16
-
 // maxNgramLength bounds an ngram tokenizer's gram length, so that a
 // document's grams stay linear in its length.
 const maxNgramLength = 255

@@ -15,8 +15,8 @@ import (
 	"github.com/lancerdb/lancer/dataset/filter"
 )
 
-// The index files of the indexed_v2_2 fixture, in testdata/, and the
-// directory and kind each is opened as.
+// The index files of the indexed_v2_2 fixture and of an older Lance's
+// BTREE, in testdata/, and the directory and kind each is opened as.
 var fuzzFiles = []struct {
 	testdata, dir, name string
 	kind                Kind
@@ -25,6 +25,9 @@ var fuzzFiles = []struct {
 	{"btree_page_data.lance", "btree", BTreePagesFile, BTree},
 	{"bitmap_page_lookup.lance", "bitmap", BitmapFile, Bitmap},
 	{"label_list_page_lookup.lance", "labels", BitmapFile, LabelList},
+	// Lance 0.32's BTREE, whose data file names its id column row_ids.
+	{"btree_row_ids_page_lookup.lance", "oldbtree", BTreeLookupFile, BTree},
+	{"btree_row_ids_page_data.lance", "oldbtree", BTreePagesFile, BTree},
 }
 
 // fuzzTerms are searched on every index that supports them.
