@@ -472,3 +472,47 @@ func TestMergeKeyNotUnique(t *testing.T) {
 		t.Fatalf("merge on a missing column: %v", err)
 	}
 }
+
+// Rows that reached two lines through merges of a branch since discarded
+// are in neither line's merge base (the discard took the branch's history
+// with it): a row one line then updated once came out of a merge without
+// stable row ids or a key twice, the updated copy beside the other line's.
+// Now such a row is one row on both lines: changed on one, it is a
+// conflict (the base cannot say which side changed it), resolved into one
+// row; unchanged on both, it merges as it is.
+func TestMergeAfterDiscardedBranch(t *testing.T) {
+	ctx := context.Background()
+	root, main := newFamily(t, false, span(0, 20))
+	b := main.branch("b")
+	c := main.branch("c")
+	b.add(100, 101, 102)
+	for _, into := range []string{"", "c"} {
+		if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "b"}, &branch.MergeOptions{Into: into}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maps.Copy(main.m, b.m)
+	maps.Copy(c.m, b.m)
+	if _, err := branch.DeleteBranch(ctx, root, "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	main.set(100, "main")
+	c.set(101, "c")
+	_, err := branch.Merge(ctx, root, branch.Ref{}, &branch.MergeOptions{Into: "c"})
+	var mc *dataset.MergeConflictError
+	if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 2 {
+		t.Fatalf("merge main into c: %v %+v", err, mc)
+	}
+	for _, cf := range mc.Report.Conflicts {
+		if cf.Kind != dataset.ConflictBothInserted {
+			t.Errorf("conflict %+v: want %q", cf, dataset.ConflictBothInserted)
+		}
+	}
+	sameModel(t, "c after the refused merge", contents(t, root, branch.Ref{Branch: "c"}), c.m)
+	if _, err := branch.Merge(ctx, root, branch.Ref{}, &branch.MergeOptions{Into: "c", Strategy: dataset.MergeTheirs}); err != nil {
+		t.Fatal(err)
+	}
+	want := c.m.clone()
+	want[100], want[101] = "main", "v101"
+	sameModel(t, "c after theirs", contents(t, root, branch.Ref{Branch: "c"}), want)
+}
