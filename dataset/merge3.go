@@ -146,6 +146,10 @@ type MergeReport struct {
 	// the column rules (ThreeWayOptions.Ours, Theirs; counted in
 	// RowsUpdated and Conflicts too).
 	CellsResolved uint64
+	// CellsTaken counts the cells of the rows merged cell by cell
+	// (CellsMerged and CellsResolved) that took the source's value; the
+	// others kept the target's.
+	CellsTaken uint64
 }
 
 // Unresolved returns the conflicts nothing resolved.

@@ -212,7 +212,7 @@ func TestMergeCells(t *testing.T) {
 				strings.Contains(errOut, "row 0 ") {
 				t.Fatalf("merge: exit %d, %q", code, errOut)
 			}
-			if got := mustRun(t, "merge", ds, "exp", "--strategy", "theirs"); !strings.Contains(got, "2 updated (1 merged cell by cell)") {
+			if got := mustRun(t, "merge", ds, "exp", "--strategy", "theirs"); !strings.Contains(got, "2 updated (1 merged cell by cell), 1 cells taken from exp@") {
 				t.Fatalf("merge --strategy theirs: %q", got)
 			}
 			if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,name,score", "--filter", "id = 1 OR id = 3"); got != "id,name,score\n1,Ada L,1\n3,Chen,2\n" &&
