@@ -472,3 +472,109 @@ func TestMergeKeyNotUnique(t *testing.T) {
 		t.Fatalf("merge on a missing column: %v", err)
 	}
 }
+
+// TestMergeConflictsByKey names each kind of conflict a merge by key
+// reports, with and without stable row ids: a key inserted on both sides
+// with different values (the same values are one row), a row updated on
+// both sides, and a row updated on one side and deleted on the other, in
+// both directions. Theirs then resolves them into one row per key.
+func TestMergeConflictsByKey(t *testing.T) {
+	ctx := context.Background()
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stable=%v", stable), func(t *testing.T) {
+			root, main := newFamily(t, stable, span(0, 50))
+			exp := main.branch("exp")
+			insert := func(l *line, vals map[int64]string) {
+				t.Helper()
+				r := kv(slices.Sorted(maps.Keys(vals)), vals)
+				defer r.Release()
+				if _, err := l.open().Append(ctx, r, nil); err != nil {
+					t.Fatal(err)
+				}
+				maps.Copy(l.m, vals)
+			}
+			exp.set(40, "exp")
+			main.set(40, "main")
+			exp.set(41, "exp")
+			main.del("id = 41", 41)
+			exp.del("id = 42", 42)
+			main.set(42, "main")
+			insert(exp, map[int64]string{60: "exp", 61: "same"})
+			insert(main, map[int64]string{60: "main", 61: "same"})
+
+			opts := &branch.MergeOptions{On: []string{"id"}}
+			_, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, opts)
+			var mc *dataset.MergeConflictError
+			if !errors.As(err, &mc) || !errors.Is(err, lancer.ErrConflict) {
+				t.Fatalf("conflicting merge: %v", err)
+			}
+			got := map[string]string{}
+			for _, c := range mc.Report.Conflicts {
+				got[c.Key] = c.Kind + fmt.Sprint(c.Columns)
+			}
+			want := map[string]string{
+				"id=40": dataset.ConflictBothUpdated + "[val]",
+				"id=41": dataset.ConflictUpdatedDeleted + "[]",
+				"id=42": dataset.ConflictDeletedUpdated + "[]",
+				"id=60": dataset.ConflictBothInserted + "[]",
+			}
+			if !maps.Equal(got, want) {
+				t.Fatalf("conflicts %v, want %v", got, want)
+			}
+			sameModel(t, "main after the refused merge", contents(t, root, branch.Ref{}), main.m)
+
+			opts.Strategy = dataset.MergeTheirs
+			if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, opts); err != nil {
+				t.Fatal(err)
+			}
+			theirs := main.m.clone()
+			theirs[40], theirs[41], theirs[60] = "exp", "exp", "exp"
+			delete(theirs, 42)
+			sameModel(t, "main after theirs", contents(t, root, branch.Ref{}), theirs)
+		})
+	}
+}
+
+// Rows that reached two lines through merges of a branch since discarded
+// are in neither line's merge base (the discard took the branch's history
+// with it): a row one line then updated once came out of a merge without
+// stable row ids or a key twice, the updated copy beside the other line's.
+// Now such a row is one row on both lines: changed on one, it is a
+// conflict (the base cannot say which side changed it), resolved into one
+// row; unchanged on both, it merges as it is.
+func TestMergeAfterDiscardedBranch(t *testing.T) {
+	ctx := context.Background()
+	root, main := newFamily(t, false, span(0, 20))
+	b := main.branch("b")
+	c := main.branch("c")
+	b.add(100, 101, 102)
+	for _, into := range []string{"", "c"} {
+		if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "b"}, &branch.MergeOptions{Into: into}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maps.Copy(main.m, b.m)
+	maps.Copy(c.m, b.m)
+	if _, err := branch.DeleteBranch(ctx, root, "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	main.set(100, "main")
+	c.set(101, "c")
+	_, err := branch.Merge(ctx, root, branch.Ref{}, &branch.MergeOptions{Into: "c"})
+	var mc *dataset.MergeConflictError
+	if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 2 {
+		t.Fatalf("merge main into c: %v %+v", err, mc)
+	}
+	for _, cf := range mc.Report.Conflicts {
+		if cf.Kind != dataset.ConflictBothInserted {
+			t.Errorf("conflict %+v: want %q", cf, dataset.ConflictBothInserted)
+		}
+	}
+	sameModel(t, "c after the refused merge", contents(t, root, branch.Ref{Branch: "c"}), c.m)
+	if _, err := branch.Merge(ctx, root, branch.Ref{}, &branch.MergeOptions{Into: "c", Strategy: dataset.MergeTheirs}); err != nil {
+		t.Fatal(err)
+	}
+	want := c.m.clone()
+	want[100], want[101] = "main", "v101"
+	sameModel(t, "c after theirs", contents(t, root, branch.Ref{Branch: "c"}), want)
+}

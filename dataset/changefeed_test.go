@@ -273,11 +273,18 @@ func runChangeFeedModel(t *testing.T, seed uint64, stable bool) {
 		b := a + uint64(rng.IntN(int(latest.Version()-a)+1))
 		check(a, b)
 	}
+	// CI's seeds must reach both kinds of rewrite; a seed of a sweep
+	// (LANCER_CHANGEFEED_SEEDS) that happens to reach neither only says so
+	// (seed 37 draws no data replacement in its 36 steps).
+	missing := t.Errorf
+	if os.Getenv("LANCER_CHANGEFEED_SEEDS") != "" {
+		missing = t.Logf
+	}
 	if compactions == 0 {
-		t.Errorf("seed %d: no compaction rewrote a fragment", seed)
+		missing("seed %d: no compaction rewrote a fragment", seed)
 	}
 	if replacements == 0 {
-		t.Errorf("seed %d: no data replacement", seed)
+		missing("seed %d: no data replacement", seed)
 	}
 	if _, err := latest.ChangeFeed(ctx, &ChangeFeedOptions{Since: 5, Until: 3}); err == nil {
 		t.Error("since after until: no error")

@@ -146,6 +146,10 @@ type MergeReport struct {
 	// the column rules (ThreeWayOptions.Ours, Theirs; counted in
 	// RowsUpdated and Conflicts too).
 	CellsResolved uint64
+	// CellsTaken counts the cells of the rows merged cell by cell
+	// (CellsMerged and CellsResolved) that took the source's value; the
+	// others kept the target's.
+	CellsTaken uint64
 }
 
 // Unresolved returns the conflicts nothing resolved.
@@ -846,11 +850,15 @@ func (m *merger) classify(ctx context.Context) error {
 		m.addedByTheirs = append(m.addedByTheirs, id)
 	}
 	slices.Sort(m.addedByTheirs)
-	if m.stable {
+	if m.stable || len(m.key) == 0 {
 		// A row both sides have under one stable row id the base lacks,
 		// with the same values, is one row that reached both lines (a
 		// lancer line hands out ids from a range of its own), moved on one
-		// of them: not a row to add.
+		// of them: not a row to add. Without stable row ids and a key the
+		// same holds for a row of one identity (one physical row, or an
+		// updated copy identify matched to it); with different values it
+		// is a row both sides hold that one changed, which the base
+		// cannot tell: a conflict.
 		var both []uint64
 		for _, id := range m.addedByTheirs {
 			if _, ok := m.live[1][id]; ok {
@@ -872,6 +880,17 @@ func (m *merger) classify(ctx context.Context) error {
 				same[id] = o[i] == t[i]
 			}
 			m.addedByTheirs = slices.DeleteFunc(m.addedByTheirs, func(id uint64) bool { return same[id] })
+			if !m.stable {
+				for _, id := range both {
+					if same[id] {
+						continue
+					}
+					if m.insertedBoth == nil {
+						m.insertedBoth = map[uint64]insertPair{}
+					}
+					m.insertedBoth[id] = insertPair{ours: id}
+				}
+			}
 		}
 	}
 

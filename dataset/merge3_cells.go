@@ -165,6 +165,11 @@ func (m *merger) mergeCells(ctx context.Context) error {
 		} else {
 			m.report.CellsMerged++
 		}
+		for _, taken := range c.fromTheirs {
+			if taken {
+				m.report.CellsTaken++
+			}
+		}
 	}
 	return nil
 }

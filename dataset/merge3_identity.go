@@ -120,12 +120,31 @@ func (m *merger) identify(ctx context.Context) error {
 	if m.stable {
 		return nil
 	}
+	var origins [3]map[uint64]uint64
+	var uncertains [3]map[uint64]bool
 	for side := 1; side <= 2; side++ {
-		origin, uncertain, err := m.lineage(ctx, side)
-		if err != nil {
+		if origins[side], uncertains[side], err = m.lineage(ctx, side); err != nil {
 			return err
 		}
-		m.remap(side, origin)
+	}
+	// A row the base lacks that both sides hold or held (it reached both
+	// through merges of a line whose history is gone, as after a discard,
+	// or of a criss-cross the base does not cover) is one row on both:
+	// a side's updated copy of it is matched to it as a base row's is,
+	// else the merge would keep the other side's copy beside it.
+	var known [3]map[uint64]bool
+	for side := 1; side <= 2; side++ {
+		known[side] = make(map[uint64]bool, len(m.live[side]))
+		for id := range m.live[side] {
+			known[side][id] = true
+		}
+		for _, o := range origins[side] {
+			known[side][o] = true
+		}
+	}
+	for side := 1; side <= 2; side++ {
+		m.remap(side, origins[side], known[3-side])
+		uncertain := uncertains[side]
 		for id := range uncertain {
 			if _, inBase := m.live[0][id]; !inBase {
 				continue
@@ -139,16 +158,18 @@ func (m *merger) identify(ctx context.Context) error {
 	return nil
 }
 
-// remap re-keys the rows of a side that are copies of base rows: origin
-// maps a row's identity in the side to the base identity.
-func (m *merger) remap(side int, origin map[uint64]uint64) {
+// remap re-keys the rows of a side that are copies of base rows, or of
+// rows the base lacks that the other side knows (otherKnown: rows it
+// holds or held): origin maps a row's identity in the side to the
+// identity it is a copy of.
+func (m *merger) remap(side int, origin map[uint64]uint64, otherKnown map[uint64]bool) {
 	live := m.live[side]
 	for id, o := range origin {
 		at, ok := live[id]
 		if !ok {
 			continue
 		}
-		if _, inBase := m.live[0][o]; !inBase {
+		if _, inBase := m.live[0][o]; !inBase && !otherKnown[o] {
 			continue
 		}
 		if _, taken := live[o]; taken {
@@ -277,12 +298,15 @@ func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[
 				written = append(written, id)
 			}
 		}
+		// A row's origin: the base row or earlier row it is a copy of,
+		// else itself (a row the base lacks is kept as its own origin for
+		// remap, which matches such rows only when the other side knows
+		// them).
 		originOf := func(id uint64) (uint64, bool) {
-			if _, ok := base[id]; ok {
-				return id, true
+			if o, ok := origin[id]; ok {
+				return o, true
 			}
-			o, ok := origin[id]
-			return o, ok
+			return id, true
 		}
 		switch op.(type) {
 		case *manifest.Delete, *manifest.Append:

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/lancereftest"
 )
@@ -240,5 +241,67 @@ func TestRowLineageLancerWritesLanceReads(t *testing.T) {
 		if got := last[id]; got.created != want[0] || got.updated != want[1] {
 			t.Errorf("lancer's lineage of id %d: %+v, want created %d, last updated %d", id, got, want[0], want[1])
 		}
+	}
+}
+
+// TestRowLineageOfMergesLanceReads: on a dataset with stable row ids lancer
+// updates and appends rows on a branch and on main, merges the branch into
+// main (rows updated on one side, on the other, and cell by cell on both),
+// and real Lance reads, at every version of main, the lineage lancer reads.
+func TestRowLineageOfMergesLanceReads(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	uri := filepath.Join(t.TempDir(), "lm.lance")
+	store, err := blob.NewLocalStore(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := idVal(ids(0, 20), "v")
+	_, err = dataset.Write(ctx, store, r, &dataset.WriteOptions{EnableStableRowIDs: true, MaxRowsPerFile: 8})
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := branch.CreateBranch(ctx, store, "exp", branch.Ref{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	open := func(b string) *dataset.Dataset {
+		t.Helper()
+		d, err := branch.Open(ctx, store, branch.Ref{Branch: b}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if _, _, err := open("exp").Update(ctx, map[string]string{"val": "'exp'"}, "id IN (5, 15)", nil); err != nil {
+		t.Fatal(err)
+	}
+	r = idVal(ids(100, 104), "e")
+	_, err = open("exp").Append(ctx, r, nil)
+	r.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := open("").Update(ctx, map[string]string{"val": "'main'"}, "id = 7", nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := branch.Merge(ctx, store, branch.Ref{Branch: "exp"}, nil)
+	if err != nil || res.FastForward {
+		t.Fatalf("merge: %+v %v", res, err)
+	}
+	var versions []uint64
+	for v := uint64(1); v <= res.Version; v++ {
+		versions = append(versions, v)
+	}
+	lancer := lancerLineage(t, uri, versions)
+	sameLineage(t, "lancer's merges", lanceLineage(t, node, ref, uri, versions), lancer)
+	last := lancer[res.Version]
+	for _, id := range []int64{5, 15, 7, 100} {
+		if got := last[id]; got.updated <= 1 {
+			t.Errorf("lineage of id %d after the merge: %+v, want it updated (or created) after version 1", id, got)
+		}
+	}
+	if got := last[0]; got.created != 1 || got.updated != 1 {
+		t.Errorf("lineage of id 0, changed nowhere: %+v", got)
 	}
 }

@@ -126,10 +126,32 @@ func TestServerChanges(t *testing.T) {
 	if strings.Join(got, ",") != want {
 		t.Fatalf("changes: %v, want %s", got, want)
 	}
+	// A consumer resumes: a later write neither shifts the pages of the
+	// range it was reading (until pinned) nor is lost, since the next read
+	// starts at the last version it saw.
+	if rec := do(t, s, "POST", "/v1/table/t/delete/", []byte(`{"predicate":"id = 0"}`), nil); rec.Code != http.StatusOK {
+		t.Fatalf("delete: %d %s", rec.Code, rec.Body.String())
+	}
+	changes := func(out map[string]any) string {
+		var rows []string
+		for _, r := range out["rows"].([]any) {
+			m := r.(map[string]any)
+			rows = append(rows, fmt.Sprintf("%v %v %v", m["_commit_version"], m["_change_type"], m["id"]))
+		}
+		return strings.Join(rows, ",")
+	}
+	if code, out := page(`{"since":0,"until":2,"columns":["id"],"limit":2,"offset":4}`); code != http.StatusOK || out["until"] != 2.0 ||
+		changes(out) != "1 insert 4,2 update_preimage 4" {
+		t.Fatalf("a page of the pinned range after a write: %d %v", code, out)
+	}
+	if code, out := page(`{"since":2,"columns":["id"]}`); code != http.StatusOK || out["until"] != 3.0 || out["next_offset"] != nil ||
+		changes(out) != "3 delete 0" {
+		t.Fatalf("resume after version 2: %d %v", code, out)
+	}
 	if code, _ := page(`{"since":0,"limit":100000}`); code != http.StatusBadRequest {
 		t.Fatalf("limit too large: %d", code)
 	}
-	if code, _ := page(`{"since":3}`); code != http.StatusBadRequest {
+	if code, _ := page(`{"since":4}`); code != http.StatusBadRequest {
 		t.Fatalf("since after the latest version: %d", code)
 	}
 }

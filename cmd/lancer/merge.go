@@ -168,6 +168,9 @@ update against a delete, has no column) and then one result object
 			if r.CellsMerged > 0 {
 				cells = fmt.Sprintf(" (%d merged cell by cell)", r.CellsMerged)
 			}
+			if r.CellsMerged+r.CellsResolved > 0 {
+				cells += fmt.Sprintf(", %d cells taken from %s", r.CellsTaken, res.Source)
+			}
 			return report(cmd, "%s %s into %s (base %s): %d inserted, %d updated%s, %d deleted, %d conflicts resolved by %s; version %d",
 				what, res.Source, orMain(res.Target.Branch), res.Base, r.RowsAdded, r.RowsUpdated, cells, r.RowsDeleted,
 				len(r.Conflicts), resolvedBy(r, strat), res.Version)
@@ -301,6 +304,7 @@ type resultLine struct {
 	RowsDeleted    uint64   `json:"rows_deleted"`
 	CellsMerged    uint64   `json:"cells_merged"`
 	CellsResolved  uint64   `json:"cells_resolved"`
+	CellsTaken     uint64   `json:"cells_taken"`
 	ColumnsAdded   []string `json:"columns_added,omitempty"`
 	ColumnsDropped []string `json:"columns_dropped,omitempty"`
 	Conflicts      int      `json:"conflicts"`
@@ -343,7 +347,7 @@ func writeMergeJSONL(w io.Writer, res *branch.MergeResult, r *dataset.MergeRepor
 		}
 	}
 	out := resultLine{Type: "result", RowsAdded: r.RowsAdded, RowsUpdated: r.RowsUpdated, RowsDeleted: r.RowsDeleted,
-		CellsMerged: r.CellsMerged, CellsResolved: r.CellsResolved, ColumnsAdded: r.ColumnsAdded, ColumnsDropped: r.ColumnsDropped,
+		CellsMerged: r.CellsMerged, CellsResolved: r.CellsResolved, CellsTaken: r.CellsTaken, ColumnsAdded: r.ColumnsAdded, ColumnsDropped: r.ColumnsDropped,
 		Conflicts: len(r.Conflicts), Strategy: string(strat)}
 	if res != nil {
 		out.Source, out.Target, out.Base, out.Version = res.Source.String(), res.Target.String(), res.Base.String(), res.Version

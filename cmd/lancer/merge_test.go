@@ -157,6 +157,40 @@ func TestMergeUpdatedOnBothSidesWithoutStableRowIDs(t *testing.T) {
 	}
 }
 
+// The same scenario on a dataset created with --stable-row-ids: the row
+// keeps its id on both lines, so the merge stops on it as well, and
+// either strategy leaves one row.
+func TestMergeUpdatedOnBothSidesWithStableRowIDs(t *testing.T) {
+	dir := t.TempDir()
+	rows := filepath.Join(dir, "rows.jsonl")
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, "{\"id\": %d, \"name\": \"n%d\"}\n", i, i)
+	}
+	if err := os.WriteFile(rows, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "s.lance")
+	mustRun(t, "import", rows, ds, "--stable-row-ids")
+	mustRun(t, "branch", "create", ds, "exp2")
+	mustRun(t, "update", ds, "--branch", "exp2", "--set", "name = 'ours'", "--filter", "id = 200")
+	mustRun(t, "update", ds, "--set", "name = 'theirs'", "--filter", "id = 200")
+	code, _, errOut := runLancer(t, "merge", ds, "exp2", "--into", "main")
+	if code != 1 || !strings.Contains(errOut, "row 200 updated on both sides (columns name)") {
+		t.Fatalf("merge: exit %d, %q", code, errOut)
+	}
+	if got := mustRun(t, "count", ds); got != "300\n" {
+		t.Fatalf("count after the refused merge: %q", got)
+	}
+	mustRun(t, "merge", ds, "exp2", "--strategy", "theirs")
+	if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,name", "--filter", "id = 200"); got != "id,name\n200,ours\n" {
+		t.Fatalf("after theirs: %q", got)
+	}
+	if got := mustRun(t, "count", ds); got != "300\n" {
+		t.Fatalf("count after the merge: %q", got)
+	}
+}
+
 // A row updated on both lines in different columns merges both changes;
 // the same cell changed to different values is a conflict listing both.
 func TestMergeCells(t *testing.T) {
@@ -178,7 +212,7 @@ func TestMergeCells(t *testing.T) {
 				strings.Contains(errOut, "row 0 ") {
 				t.Fatalf("merge: exit %d, %q", code, errOut)
 			}
-			if got := mustRun(t, "merge", ds, "exp", "--strategy", "theirs"); !strings.Contains(got, "2 updated (1 merged cell by cell)") {
+			if got := mustRun(t, "merge", ds, "exp", "--strategy", "theirs"); !strings.Contains(got, "2 updated (1 merged cell by cell), 1 cells taken from exp@") {
 				t.Fatalf("merge --strategy theirs: %q", got)
 			}
 			if got := mustRun(t, "scan", ds, "--format", "csv", "--columns", "id,name,score", "--filter", "id = 1 OR id = 3"); got != "id,name,score\n1,Ada L,1\n3,Chen,2\n" &&
