@@ -91,6 +91,13 @@ class ToyEmbedding extends lancedb.embedding.EmbeddingFunction {
 }
 lancedb.embedding.getRegistry().register('parity-toy')(ToyEmbedding);
 
+// permRows describes a permutation table the client built: its schema
+// and its rows, in the order the client gives them.
+async function permRows(p) {
+  const r = await p.query().toArrow();
+  return { schema: fields(r.schema), rows: norm(r.toArray()) };
+}
+
 const groups = {
   // Array literals and array functions in filters and SET.
   arrays: [
@@ -600,6 +607,58 @@ const groups = {
     ['fetchBlobFilesMissingColumn', async ({ t }) => t('bl').fetchBlobFiles('nope', [0])],
   ],
 
+  // PermutationBuilder (lancedb.permutationBuilder(table)): the client
+  // reads the source table through the server (count_rows, query) and
+  // builds the permutation itself, in memory or persisted into a
+  // connection; and MaterializedView, whose handle the client builds on
+  // any table (new MaterializedView(table)): definition reads the view's
+  // schema metadata through the server. The view is written by embedded
+  // Lance into each side's folder (the client refuses to create views on
+  // remote databases).
+  perm: [
+    ['create', async ({ db }) => {
+      await db.createTable('src', Array.from({ length: 20 }, (_, i) => ({ id: i, grp: i % 4, name: `n${i}` })));
+      return 'ok';
+    }],
+    ['execute', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).execute())],
+    ['splitRandom', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitRandom({ ratios: [0.5, 0.5], seed: 42 }).execute())],
+    ['splitRandomCounts', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitRandom({ counts: [5, 3], seed: 7 }).execute())],
+    ['splitHash', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitHash({ columns: ['id'], splitWeights: [70, 30], discardWeight: 0 }).execute())],
+    ['splitSequential', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitSequential({ counts: [8, 4] }).execute())],
+    ['splitCalculated', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitCalculated({ calculation: 'grp % 2' }).execute())],
+    ['shuffle', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).shuffle({ seed: 42 }).execute())],
+    ['shuffleClump', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).shuffle({ seed: 42, clumpSize: 4 }).execute())],
+    ['filter', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).filter('grp = 1').execute())],
+    ['persist', async ({ db, t, wrap }) => {
+      const p = await wrap(lancedb.permutationBuilder(unwrap(t('src')))).filter('id < 6').persist(db, 'perm').execute();
+      return { name: p.name, rows: await permRows(p), listed: (await db.tableNames()).includes('perm') };
+    }],
+    ['badFilter', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).filter('nope = 1').execute())],
+    ['badSplitRandom', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitRandom({ ratios: [0.7, 0.7], seed: 1 }).execute())],
+    ['badSplitHash', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitHash({ columns: ['nope'], splitWeights: [1, 1] }).execute())],
+    ['badSplitSequential', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitSequential({ counts: [30, 30] }).execute())],
+    ['badSplitCalculated', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).splitCalculated({ calculation: 'nope % 2' }).execute())],
+    ['badShuffle', async ({ t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).shuffle({ seed: 1, clumpSize: 0 }).execute())],
+    ['badPersist', async ({ db, t, wrap }) => permRows(await wrap(lancedb.permutationBuilder(unwrap(t('src')))).persist(db, 'src').execute())],
+    // Views need stable row ids on their source.
+    ['mvCreate', async ({ backing }) => {
+      await backing.createTable('mvsrc', Array.from({ length: 8 }, (_, i) => ({ id: i, grp: i % 2 })),
+        { storageOptions: { new_table_enable_stable_row_ids: 'true' } });
+      const v = await backing.createMaterializedView('mv', 'mvsrc', { select: ['id', ['twice', 'id * 2']], where: 'grp = 0' });
+      await v.refresh();
+      return v.name;
+    }],
+    ['mvName', async ({ db, wrap }) => wrap(new lancedb.MaterializedView(await db.openTable('mv'))).name],
+    ['mvTable', async ({ db, wrap }) => rows(wrap(new lancedb.MaterializedView(await db.openTable('mv'))).table().query().select(['id', 'twice']))],
+    ['mvDefinition', async ({ db, wrap }) => wrap(new lancedb.MaterializedView(await db.openTable('mv'))).definition()],
+    ['mvDefinitionNotView', async ({ t, wrap }) => wrap(new lancedb.MaterializedView(t('src'))).definition()],
+    ['mvRefresh', async ({ db, wrap }) => {
+      const r = await wrap(new lancedb.MaterializedView(await db.openTable('mv'))).refresh();
+      return typeof r;
+    }],
+    ['mvRefreshBadVersion', async ({ db, wrap }) => wrap(new lancedb.MaterializedView(await db.openTable('mv'))).refresh({ sourceVersion: -1 })],
+  ],
+
   // The remaining public methods of Connection and Table.
   surface: [
     ['create', async ({ db }) => {
@@ -724,7 +783,7 @@ async function runSide(side, db, backing) {
   for (const [name, fn] of groups[group]) {
     currentStep = name;
     try {
-      out[name] = norm(await fn({ side, db, backing, t }));
+      out[name] = norm(await fn({ side, db, backing, t, wrap: side === 'remote' ? wrapValue : (x) => x }));
     } catch (e) {
       out[name] = { error: String(e && e.message ? e.message : e) };
     }

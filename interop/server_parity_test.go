@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -670,10 +671,14 @@ func TestServerParityMethods(t *testing.T) {
 	p.same("badNprobesZero", `[3,4]`)
 	// The client does not check the reranker of a vector-only query.
 	p.same("badRerank", `[3,4]`)
-	bounded := "the client sends -1 as 4294967295; lancer bounds nprobes, ef and refine_factor (limits.go) and refuses it, Lance takes it as all partitions, beam, candidates"
-	p.differs("badEf", bounded, `[3,4]`, `{"error":true}`)
-	p.differs("badNprobes", bounded, `[3,4]`, `{"error":true}`)
-	p.differs("badRefineFactor", bounded, `[3,4]`, `{"error":true}`)
+	// The client sends -1 as 4294967295: Lance probes min(nprobes,
+	// partitions) and walks at most a whole partition, so lancer clamps
+	// both to their bounds (limits.go), which mean the same.
+	p.same("badEf", `[3,4]`)
+	p.same("badNprobes", `[3,4]`)
+	p.differs("badRefineFactor", "the client sends -1 as 4294967295, which Lance takes as re-ranking every row the probed partitions hold; "+
+		"lancer bounds (k + offset) × refine_factor at 100,000 candidates (limits.go) and refuses more, since clamping would re-rank fewer rows than Lance on a table whose probed partitions hold more",
+		`[3,4]`, `{"error":true}`)
 	p.same("fetchBlobFiles", `{"nulls":[false,true,false],"size":10,"whole":"hello blob","range":"blob","second":"xy"}`)
 
 	p.bothFail("deleteBad", "400", "no column nope")
@@ -713,6 +718,61 @@ func TestServerParityMethods(t *testing.T) {
 	p.notSupported("usesV2ManifestPaths", manifest, `true`, `{"error":true}`)
 	p.notSupported("migrateManifestPathsV2", manifest, `null`, `{"error":true}`)
 }
+
+// TestServerParityPermutation: lancedb.permutationBuilder on a table of
+// lancer serve (the client reads the source through the server and builds
+// the permutation itself: splits, shuffles, filters, persisted into the
+// remote database) answers as on embedded LanceDB; and a MaterializedView
+// handle on a view embedded Lance wrote in the served folder reads its
+// name, rows and definition (schema metadata) through lancer serve.
+func TestServerParityPermutation(t *testing.T) {
+	p := runParity(t, "perm")
+	p.same("create", `"ok"`)
+	// Seeded shuffles and splits: the same rows in the same order.
+	for _, step := range []string{"execute", "splitRandom", "splitRandomCounts", "splitHash", "splitSequential", "shuffle", "shuffleClump"} {
+		p.same(step, "")
+	}
+	p.same("filter", `{"schema":["row_id:Uint64","split_id:Uint64"],"rows":[{"row_id":1,"split_id":0},{"row_id":5,"split_id":0},{"row_id":9,"split_id":0},{"row_id":13,"split_id":0},{"row_id":17,"split_id":0}]}`)
+	p.same("persist", `{"name":"perm","rows":{"schema":["row_id:Uint64","split_id:Uint64"],"rows":[{"row_id":0,"split_id":0},{"row_id":1,"split_id":0},{"row_id":2,"split_id":0},{"row_id":3,"split_id":0},{"row_id":4,"split_id":0},{"row_id":5,"split_id":0}]},"listed":true}`)
+	// The client reads row_id and the calculated split_id with a select
+	// whose keys it sorts (as in TestServerParitySelect): the columns
+	// come in another order, the rows are the same.
+	p.differs("splitCalculated", "the client sorts the keys of the select it sends, so split_id follows row_id",
+		`{"schema":["split_id:Float64","row_id:Uint64"],"rows":`+calculatedSplits+`}`,
+		`{"schema":["row_id:Uint64","split_id:Float64"],"rows":`+calculatedSplits+`}`)
+	p.bothFail("badFilter", "400", "no column nope")
+	p.bothFail("badSplitHash", "400", `no column \"nope\"`)
+	p.bothFail("badSplitCalculated", "400", `no column \"nope\"`)
+	// Checked by the client before any request.
+	p.bothFail("badSplitRandom", "Split percentages must sum to 1.0 or less")
+	p.bothFail("badSplitSequential", "Split counts specified 60 rows but only 20 are available")
+	p.bothFail("badShuffle", "attempt to divide by zero")
+	p.bothFail("badPersist", "already exists")
+
+	p.same("mvCreate", `"mv"`)
+	p.same("mvName", `"mv"`)
+	p.same("mvTable", `[{"id":0,"twice":0},{"id":2,"twice":4},{"id":4,"twice":8},{"id":6,"twice":12}]`)
+	p.same("mvDefinition", `{"sourceTable":"mvsrc","projections":[["id","`+"`id`"+`"],["twice","id * 2"]],"filter":"grp = 0","limit":null,"inputs":["grp","id"],"sourceNamespace":[]}`)
+	p.bothFail("mvDefinitionNotView", "Table 'src' is not a materialized view")
+	p.bothFail("mvRefreshBadVersion", "sourceVersion must be a non-negative integer")
+	p.notSupported("mvRefresh", "the client itself serves this call differently on remote tables: materialized views are local only (\"supported only on local databases\")",
+		`"object"`, `{"error":true}`)
+}
+
+// calculatedSplits are the rows of splitCalculated ("grp % 2" of the
+// twenty rows, grp = id % 4).
+var calculatedSplits = func() string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := 0; i < 20; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"row_id":` + strconv.Itoa(i) + `,"split_id":` + strconv.Itoa(i%4%2) + `}`)
+	}
+	b.WriteByte(']')
+	return b.String()
+}()
 
 // TestServerParityCoverage: every public method of the pinned client's
 // classes that talk to a server is called on lancer serve by some step of

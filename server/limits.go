@@ -48,11 +48,17 @@ const (
 	maxRefineCandidates = 10 * maxSearchK
 	// maxNProbes bounds nprobes. A search probes at most the partitions an
 	// index has (lancer's default is √rows), so a larger nprobes means
-	// "all"; 2^20 partitions is an index of 10^12 rows.
+	// "all"; 2^20 partitions is an index of 10^12 rows, and the most an
+	// index dataset/vecindex opens may have. A larger nprobes is clamped
+	// to it, not refused (clampParam): Lance probes min(nprobes,
+	// partitions), the same partitions, and the client sends its "all"
+	// (-1) as 4294967295.
 	maxNProbes = 1 << 20
 	// maxEf bounds ef, the HNSW beam width, as vector.BuildHNSW bounds its
 	// build-time twin EfConstruction. A beam wider than a partition walks
-	// the whole partition.
+	// the whole partition, so a larger ef is clamped to it, as nprobes is:
+	// the same answer for every partition of up to 2^20 rows (a √rows
+	// partitioning of 10^12 rows), and the work of a 2^20 beam.
 	maxEf = 1 << 20
 	// maxListLimit bounds ?limit= of the table list: each name listed
 	// costs a lookup of the table's versions (a request on object storage).
@@ -107,6 +113,21 @@ func listLimit(s string) (int, error) {
 		return 0, invalidf("limit must be a non-negative integer, got %s", s)
 	}
 	return int(min(u, maxListLimit)), nil
+}
+
+// clampParam parses an optional non-negative integer as intParam does,
+// but a value past maxValue is maxValue: for the numbers whose bound
+// already means "all" (nprobes, ef), where refusing what Lance answers
+// would only break the client's -1.
+func clampParam(field, s string, def, maxValue int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	u, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, invalidf("%s must be a non-negative integer, got %s", field, s)
+	}
+	return int(min(u, uint64(maxValue))), nil
 }
 
 // intParam parses an optional non-negative integer (a JSON number or a

@@ -24,3 +24,30 @@ func TestCommittedTablesHugeLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestClampParam: nprobes and ef past their bounds are the bound (their
+// "all"), up to the largest u64; what is not a non-negative integer is
+// still refused.
+func TestClampParam(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{"", 7, false},
+		{"0", 0, false},
+		{"5", 5, false},
+		{"1048576", 1 << 20, false},
+		{"1048577", 1 << 20, false},
+		{"4294967295", 1 << 20, false},
+		{"18446744073709551615", 1 << 20, false},
+		{"18446744073709551616", 0, true},
+		{"-1", 0, true},
+		{"1.5", 0, true},
+	} {
+		got, err := clampParam("nprobes", tc.in, 7, 1<<20)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%q: %d, %v; want %d (error %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}

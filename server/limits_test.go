@@ -43,9 +43,8 @@ func TestServerRequestBounds(t *testing.T) {
 		{"POST", "/v1/table/t/query/", `{"vector":[1,1],"k":2,"refine_factor":4611686018427387904}`, "refine_factor"},
 		{"POST", "/v1/table/t/query/", `{"vector":[1,1],"k":2147483647,"refine_factor":1000000000}`, "k + offset"},
 		{"POST", "/v1/table/t/query/", `{"vector":[1,1],"k":10000,"refine_factor":11}`, "refine_factor"},
-		{"POST", "/v1/table/t/query/", `{"vector":[1,1],"k":2,"nprobes":9223372036854775807}`, "nprobes"},
 		{"POST", "/v1/table/t/query/", `{"vector":[1,1],"k":2,"nprobes":-3}`, "nprobes"},
-		{"POST", "/v1/table/t/query/", `{"vector":[1,1],"k":2,"ef":2147483647}`, "ef"},
+		{"POST", "/v1/table/t/query/", `{"vector":[1,1],"k":2,"ef":-1}`, "ef"},
 		{"POST", "/v1/table/t/query/", `{"vector":[` + strings.Repeat("[1,1],", 10) + `[1,1]],"k":10000}`, "rows"},
 		{"POST", "/v1/table/t/query/", `{"vector":[` + strings.Repeat("[1,1],", 1000) + `[1,1]],"k":1}`, "query vectors"},
 		{"POST", "/v1/table/t/explain_plan/", `{"query":{"vector":[1,1],"k":2,"refine_factor":1000000000}}`, "refine_factor"},
@@ -84,6 +83,11 @@ func TestServerRequestBounds(t *testing.T) {
 	}{
 		{`{"vector":[1,1],"k":10000}`, 5},
 		{`{"vector":[1,1],"k":10000,"refine_factor":10,"nprobes":1048576,"ef":1048576}`, 5},
+		// Past their bounds nprobes and ef are clamped to them ("all"
+		// partitions, a beam wider than any partition), as Lance takes
+		// the client's -1 (sent as 4294967295).
+		{`{"vector":[1,1],"k":2,"nprobes":4294967295,"ef":4294967295}`, 2},
+		{`{"vector":[1,1],"k":2,"nprobes":18446744073709551615,"ef":9223372036854775807}`, 2},
 		{`{"vector":[1,1],"k":3,"offset":9997}`, 0},
 		{`{"vector":[1,1],"k":2,"offset":1}`, 2},
 		{`{"vector":[[1,1],[2,1]],"k":5000,"refine_factor":10}`, 10},

@@ -239,10 +239,10 @@ func (p *preparedQuery) checkSearch() error {
 		return err
 	}
 	var err error
-	if p.nprobes, err = intParam("nprobes", q.NProbes.String(), 0, maxNProbes); err != nil {
+	if p.nprobes, err = clampParam("nprobes", q.NProbes.String(), 0, maxNProbes); err != nil {
 		return err
 	}
-	if p.ef, err = intParam("ef", q.Ef.String(), 0, maxEf); err != nil {
+	if p.ef, err = clampParam("ef", q.Ef.String(), 0, maxEf); err != nil {
 		return err
 	}
 	if p.refine, err = intParam("refine_factor", q.RefineFactor.String(), 0, maxRefineCandidates); err != nil {
