@@ -317,7 +317,7 @@ func (d *Dataset) writeFragmentColumns(ctx context.Context, read *projection, sc
 		return nil, "", err
 	}
 	key = dataDir + newDataFileName()
-	w, err := format.NewWriter(ctx, d.store, key, schema, &format.WriterOptions{Version: version, Allocator: mem})
+	w, err := format.NewWriter(ctx, d.store, key, schema, &format.WriterOptions{Version: version, Allocator: mem, LegacyDictionaries: d.manifest.Dictionaries()})
 	if err != nil {
 		return nil, "", fmt.Errorf("dataset: add columns: fragment %d: %w", f.ID, err)
 	}

@@ -233,7 +233,8 @@ func Write(ctx context.Context, store blob.Store, data array.RecordReader, opts 
 // restore). The data's columns must be columns of the dataset with the same
 // types, in any order; nullable columns may be missing and read as nulls.
 // The new files are written in the dataset's data file version (a legacy
-// dataset, which lancer does not write, is an error wrapping
+// dataset gets legacy files, whose dictionary columns key into the
+// dataset's dictionary: a value it lacks is an error wrapping
 // lancer.ErrUnsupported), with stable row ids if the dataset has them;
 // the returned Dataset shares d's cache.
 func (d *Dataset) Append(ctx context.Context, data array.RecordReader, opts *AppendOptions) (*Dataset, error) {
@@ -265,7 +266,7 @@ func create(ctx context.Context, store blob.Store, oo OpenOptions, bases *baseSt
 	if err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, store, schema, data, version, o.MaxRowsPerFile, o.Allocator)
+	frags, err := writeFragments(ctx, store, schema, nil, data, version, o.MaxRowsPerFile, o.Allocator)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +321,7 @@ func (d *Dataset) overwrite(ctx context.Context, data array.RecordReader, o Writ
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, d.store, schema, data, version, o.MaxRowsPerFile, o.Allocator)
+	frags, err := writeFragments(ctx, d.store, schema, nil, data, version, o.MaxRowsPerFile, o.Allocator)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +346,7 @@ func (d *Dataset) append(ctx context.Context, data array.RecordReader, maxRows i
 	if err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, d.store, schema, data, version, maxRows, d.opts.Allocator)
+	frags, err := writeFragments(ctx, d.store, schema, d.manifest.Dictionaries(), data, version, maxRows, d.opts.Allocator)
 	if err != nil {
 		return nil, err
 	}
@@ -396,15 +397,6 @@ func checkWritableManifest(m *manifest.Manifest, where string) error {
 		return fmt.Errorf("dataset: manifest %s: writer feature flags %s: lancer cannot write %s: %w",
 			where, m.WriterFeatureFlags, unknown, lancer.ErrUnsupported)
 	}
-	if m.DataFormat.IsLegacy() {
-		// Legacy manifests hold dictionary values in the manifest file
-		// itself, which lancer does not rewrite.
-		hasDict := false
-		m.Schema.Walk(func(f *schema.Field) { hasDict = hasDict || f.Dictionary != nil })
-		if hasDict {
-			return fmt.Errorf("dataset: manifest %s: a legacy dataset with dictionary columns: %w", where, lancer.ErrUnsupported)
-		}
-	}
 	return nil
 }
 
@@ -413,7 +405,7 @@ func checkWritableManifest(m *manifest.Manifest, where string) error {
 // rows each, and returns one fragment per file, ids unassigned (0) as a
 // transaction records them. On error the files already written are
 // removed.
-func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema, data array.RecordReader,
+func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema, dicts map[int32]*schema.DictionaryValues, data array.RecordReader,
 	version format.Version, maxRowsPerFile int, mem memory.Allocator) (frags []*manifest.Fragment, err error) {
 	// cols[i] is the data column holding schema.Fields[i].
 	cols := make([]int, len(schema.Fields))
@@ -480,7 +472,7 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 			for start := int64(0); start < batch.NumRows(); {
 				if w == nil {
 					key := dataDir + newDataFileName()
-					nw, err := format.NewWriter(ctx, store, key, schema, &format.WriterOptions{Version: version, Allocator: mem})
+					nw, err := format.NewWriter(ctx, store, key, schema, &format.WriterOptions{Version: version, Allocator: mem, LegacyDictionaries: dicts})
 					if err != nil {
 						return fmt.Errorf("dataset: write: %w", err)
 					}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -42,10 +43,11 @@ func legacyWrite(t testing.TB, sch *schema.Schema, minor uint16, batches ...arro
 	return store, wf
 }
 
-// TestLegacyWriteFixture: every column of Lance's legacy types fixture but
-// the dictionary ones, read, written again by lancer and read back, is the
-// same: the writer lays pages out as the reader (and so Lance) reads them.
-// Dictionary columns are refused with ErrUnsupported.
+// TestLegacyWriteFixture: every column of Lance's legacy types fixture,
+// read, written again by lancer and read back, is the same: the writer
+// lays pages out as the reader (and so Lance) reads them. The dictionary
+// column's keys point into the values it is given (a dataset's); without
+// them, or when a value is missing from them, it is refused.
 func TestLegacyWriteFixture(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -105,11 +107,60 @@ func TestLegacyWriteFixture(t *testing.T) {
 		got.Release()
 	}
 
-	// The dictionary column alone is refused.
-	_, err = NewWriter(context.Background(), blob.NewMemStore("dict"), "data/d.lance", &schema.Schema{Fields: []*schema.Field{dict}}, &WriterOptions{Version: VersionLegacy})
-	if !errors.Is(err, lancer.ErrUnsupported) {
-		t.Errorf("a legacy dictionary column: %v, want ErrUnsupported", err)
+	// The dictionary column: keyed into the dataset's values (here the
+	// file's own, as a dataset's manifest holds them) it reads back the
+	// same; without them, or with a value they lack, it is refused.
+	dictSchema := &schema.Schema{Fields: []*schema.Field{dict}}
+	dcur, err := r.NewCursor(r.FileProjection([]*schema.Field{dict}))
+	if err != nil {
+		t.Fatal(err)
 	}
+	darrs, err := dcur.ReadRange(context.Background(), 0, r.NumRows())
+	dcur.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dwant := record(t, dictSchema.Arrow(), darrs, int64(r.NumRows()))
+	defer dwant.Release()
+	values := dwant.Column(0).(*array.Dictionary).Dictionary().(*array.String)
+	var raw [][]byte
+	for i := range values.Len() {
+		raw = append(raw, []byte(values.Value(i)))
+	}
+	dicts := map[int32]*schema.DictionaryValues{dict.ID: schema.NewDictionaryValues(raw)}
+	store := blob.NewMemStore("dict")
+	w, err := NewWriter(context.Background(), store, "data/d.lance", dictSchema, &WriterOptions{Version: VersionLegacy, LegacyDictionaries: dicts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(context.Background(), dwant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Finish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Open(context.Background(), store, "data/d.lance", &OpenOptions{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAllRows(t, back)
+	if !array.Equal(dwant.Column(0), got.Column(0)) {
+		t.Errorf("dictionary column %q differs after lancer wrote it:\n got %v\nwant %v", dict.Name, got.Column(0), dwant.Column(0))
+	}
+	got.Release()
+	_, err = NewWriter(context.Background(), blob.NewMemStore("dict"), "data/d.lance", dictSchema, &WriterOptions{Version: VersionLegacy})
+	if !errors.Is(err, lancer.ErrUnsupported) {
+		t.Errorf("a legacy dictionary column without the dataset's values: %v, want ErrUnsupported", err)
+	}
+	short := map[int32]*schema.DictionaryValues{dict.ID: schema.NewDictionaryValues(raw[:1])}
+	w, err = NewWriter(context.Background(), blob.NewMemStore("dict"), "data/d.lance", dictSchema, &WriterOptions{Version: VersionLegacy, LegacyDictionaries: short})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(context.Background(), dwant); !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "not in the dataset's dictionary") {
+		t.Errorf("a value the dictionary lacks: %v, want ErrUnsupported naming it", err)
+	}
+	w.Abort(context.Background())
 }
 
 // TestLegacyWriteBatches: rows written in calls of any size land in batches

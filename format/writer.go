@@ -39,6 +39,11 @@ type WriterOptions struct {
 	// Allocator allocates scratch Arrow arrays. Default
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// LegacyDictionaries are, by field id, the values of the dictionary
+	// fields of a legacy file's dataset (its manifest's), which the file's
+	// keys point into. Legacy files with dictionary fields need them;
+	// other files ignore them.
+	LegacyDictionaries map[int32]*schema.DictionaryValues
 }
 
 // WrittenFile describes a finished data file: what a manifest's DataFile
@@ -104,7 +109,7 @@ func NewWriter(ctx context.Context, store blob.Store, key string, schema *schema
 	}
 	w.sink = &fileio.Sink{Store: store, Key: key, Version: fileio.Version(w.version), PageSize: w.opts.PageSize, Mem: w.opts.Allocator}
 	if w.version.IsLegacy() {
-		lw, err := legacy.NewWriter(w.sink, schema, w.version.Minor)
+		lw, err := legacy.NewWriter(w.sink, schema, w.version.Minor, w.opts.LegacyDictionaries)
 		if err != nil {
 			return nil, err
 		}

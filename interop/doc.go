@@ -13,7 +13,9 @@
 // operation it has (lance-release-history.mjs); lancer reads every version
 // as Lance 12 and the release read it, then writes on it (append, delete,
 // update, compaction), and Lance 12 and the release read that and keep
-// writing on it.
+// writing on it. TestReleasesLegacyDictionaryColumns does it for tables
+// with an Arrow dictionary column, whose values legacy (and early 2.0)
+// datasets keep in the manifest file.
 //
 // The tests need node, the installed reference and the installed releases
 // (.cache/lance-releases, or $LANCER_LANCE_RELEASES); scripts/test.sh

@@ -15,6 +15,16 @@
 // {"release", "before": read, "after": read}: the release reads lancer's
 // writes and keeps writing on them.
 //
+// With argv[3] "dict" it writes the table "d" instead: {id, cat, vector}
+// where cat is an Arrow dictionary<int32, utf8> column (red, green, blue,
+// yellow: what users got by handing LanceDB an Arrow table with a
+// dictionary column, and what a legacy file stores as keys plus one copy of
+// the values), 100 rows, an append of 40 more with the same values, and a
+// delete; it prints {"release", "uri", "steps", "skipped", "reads"} as
+// below, with "texts" holding cat by id. "dictreread" reads "d" after
+// lancer wrote on it, appends the rows 5000..5003 (cat red, green, blue,
+// yellow) and reads again, printing {"release", "before", "after"}.
+//
 // Otherwise it prints one JSON object: {"release", "uri", "steps": [{"op",
 // "version"}], "skipped": [op...], "reads": [{"version", "count", "ids",
 // "texts"}]}. reads holds what the release reads at every version it can
@@ -90,6 +100,10 @@ async function readAll(t, textCol) {
 // default is the legacy format).
 const createOptions = process.env.LANCE_RELEASE_CREATE_OPTIONS ? JSON.parse(process.env.LANCE_RELEASE_CREATE_OPTIONS) : undefined;
 const db = await lancedb.connect(out);
+if (process.argv[3] === 'dict' || process.argv[3] === 'dictreread') {
+  await dictionaryTable(process.argv[3] === 'dictreread');
+  process.exit(0);
+}
 if (process.argv[3] === 'reread') {
   const t = await db.openTable('t');
   // schema is a call in @lancedb/lancedb, a getter in vectordb.
@@ -172,3 +186,51 @@ if (has(t, 'checkout')) {
   reads.push({ version: await tableVersion(t), ...(await readAll(t, textCol)) });
 }
 console.log(JSON.stringify({ release: flavor + '@' + version, uri: path.join(out, 't.lance'), steps, skipped, reads }));
+
+// dictionaryTable writes (or, with reread, reads and appends to) the table
+// "d" of dictionary-encoded strings; see the header.
+async function dictionaryTable(reread) {
+  const arrow = require('apache-arrow');
+  const cats = ['red', 'green', 'blue', 'yellow'];
+  const dictRows = (ids) => new arrow.Table({
+    id: arrow.vectorFromArray(ids, new arrow.Float64()),
+    // Values in order of first appearance: every batch gets the same
+    // dictionary, as the table's first one.
+    cat: arrow.vectorFromArray(ids.map((_, i) => cats[i % cats.length]), new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32())),
+    vector: arrow.vectorFromArray(ids.map(() => Array.from({ length: dim }, () => Math.fround(rnd()))),
+      new arrow.FixedSizeList(dim, new arrow.Field('item', new arrow.Float32(), true))),
+  });
+  const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);
+  if (reread) {
+    const t = await db.openTable('d');
+    const before = await readAll(t, 'cat');
+    await t.add(dictRows(range(5000, 5004)));
+    const after = await readAll(t, 'cat');
+    console.log(JSON.stringify({ release: flavor + '@' + version, before, after }));
+    return;
+  }
+  let t;
+  try {
+    t = createOptions ? await db.createTable('d', dictRows(range(0, 100)), createOptions) : await db.createTable('d', dictRows(range(0, 100)));
+  } catch (e) {
+    // The oldest releases take rows as objects only.
+    skipped.push('create: ' + String(e && e.message || e).split('\n')[0]);
+    console.log(JSON.stringify({ release: flavor + '@' + version, uri: path.join(out, 'd.lance'), steps, skipped, reads: [] }));
+    return;
+  }
+  steps.push({ op: 'create', version: await tableVersion(t) });
+  await step(t, 'append', () => t.add(dictRows(range(100, 140))));
+  await step(t, 'delete', () => t.delete('id = 7 OR id = 120'));
+  const reads = [];
+  if (has(t, 'checkout')) {
+    const latest = await tableVersion(t);
+    for (let v = 1; v <= latest; v++) {
+      await t.checkout(v);
+      reads.push({ version: v, ...(await readAll(t, 'cat')) });
+    }
+    await t.checkoutLatest();
+  } else {
+    reads.push({ version: await tableVersion(t), ...(await readAll(t, 'cat')) });
+  }
+  console.log(JSON.stringify({ release: flavor + '@' + version, uri: path.join(out, 'd.lance'), steps, skipped, reads }));
+}

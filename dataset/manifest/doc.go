@@ -28,10 +28,12 @@
 //
 // A manifest file is
 //
-//	[u32 len | IndexSection]  [u32 len | Transaction]  u32 len | Manifest
+//	[dictionary values]  [u32 len | IndexSection]  [u32 len | Transaction]  u32 len | Manifest
 //	footer (16 B): u64 manifest_pos | u16 0 | u16 2 | "LANC"
 //
-// with the Manifest ending exactly at the footer; the sections are located
+// with the Manifest ending exactly at the footer; the dictionary values of
+// legacy dictionary fields (dictionary.go) come first, where their fields
+// say; the sections are located
 // by the positions the Manifest records. All integers are little-endian;
 // the messages are lance.table protobufs, written deterministically.
 //

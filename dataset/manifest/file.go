@@ -164,6 +164,9 @@ func ReadFile(ctx context.Context, store blob.Store, key string, size int64, wit
 	if err := m.Validate(f.where()); err != nil {
 		return nil, err
 	}
+	if err := f.loadDictionaries(ctx, m, footerStart); err != nil {
+		return nil, err
+	}
 	c := &File{Manifest: m}
 	if withTxn {
 		if c.Transaction, err = f.transaction(ctx, &pm, footerStart); err != nil {
@@ -214,7 +217,10 @@ func (f *manifestFile) transaction(ctx context.Context, pm *tablepb.Manifest, fo
 // positions. A nil txn writes no transaction section (as Lance versions
 // before inline transactions did: readers then use TransactionFile).
 func EncodeFile(m *Manifest, txn []byte) ([]byte, error) {
-	var buf []byte
+	buf, dicts, err := appendDictionaries(m, nil)
+	if err != nil {
+		return nil, err
+	}
 	appendSection := func(b []byte) (uint64, error) {
 		if len(b) > math.MaxUint32 {
 			return 0, fmt.Errorf("dataset: manifest section of %d bytes exceeds 4 GiB: %w", len(b), lancer.ErrInvalidArgument)
@@ -225,6 +231,11 @@ func EncodeFile(m *Manifest, txn []byte) ([]byte, error) {
 		return pos, nil
 	}
 	p := manifestToPB(m)
+	for _, pf := range p.Fields {
+		if d, ok := dicts[pf.GetId()]; ok && pf.Dictionary != nil {
+			pf.Dictionary.Offset, pf.Dictionary.Length = d.Offset, d.Length
+		}
+	}
 	if len(m.segments) > 0 {
 		sec, err := marshalOpts.Marshal(&tablepb.IndexSection{Indices: indicesToPB(m.segments)})
 		if err != nil {

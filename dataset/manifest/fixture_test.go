@@ -81,6 +81,18 @@ func FuzzManifest(f *testing.F) {
 	for _, data := range fixturetest.Files(f, ".manifest") {
 		f.Add(data)
 	}
+	// Old releases' legacy manifests, which hold dictionary values.
+	releases, err := filepath.Glob("testdata/releases/*.manifest")
+	if err != nil || len(releases) == 0 {
+		f.Fatalf("testdata/releases: %v", err)
+	}
+	for _, p := range releases {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const key = "_versions/18446744073709551614.manifest"
 		s := blob.NewMemStore("fuzz")

@@ -82,6 +82,9 @@ type Manifest struct {
 	timestampSet bool
 	// unknown holds the protobuf fields of newer writers, written back.
 	unknown []byte
+	// dictionaries are the values of the legacy dictionary fields, by
+	// field id, which a legacy manifest file holds itself (dictionary.go).
+	dictionaries map[int32]*schema.DictionaryValues
 }
 
 type storageFormat struct{ fileFormat, version string }
@@ -159,6 +162,7 @@ func (m *Manifest) Clone() *Manifest {
 		out.storage = &s
 	}
 	out.unknown = slices.Clone(m.unknown)
+	out.dictionaries = cloneDictionaries(m.dictionaries)
 	return &out
 }
 

@@ -27,9 +27,11 @@ const MaxRowsPerGroup = 1024
 // Layout): one page per field and batch, then the page table, the schema
 // (as a manifest message holding fields and schema metadata), the file
 // metadata and the footer. It writes no statistics pages (they are
-// optional: readers that find none scan) and no dictionaries: dictionary
-// fields are refused, as lancer refuses writes to legacy datasets with
-// dictionary columns.
+// optional: readers that find none scan). A dictionary field's pages hold
+// keys into the dataset's dictionary (NewWriter's dicts), which the file
+// stores as its own copy: Lance 12 decodes every file's keys with the
+// manifest's values, so a file keyed into its own values would read
+// wrong in Lance as soon as they differ from the dataset's.
 type Writer struct {
 	sink   *fileio.Sink
 	schema *schema.Schema
@@ -40,20 +42,27 @@ type Writer struct {
 	pages        [][]pageEntry
 	minID, maxID int32
 	offsets      []int32 // cumulative rows: batch_offsets
+	// dicts are the values each dictionary field's keys point into.
+	dicts map[int32]*schema.DictionaryValues
 }
 
 // NewWriter starts a v1 file for rows of s on sink (whose Out is open).
-func NewWriter(sink *fileio.Sink, s *schema.Schema, minor uint16) (*Writer, error) {
+// dicts holds, by field id, the values of every dictionary field of s (the
+// dataset's, from its manifest).
+func NewWriter(sink *fileio.Sink, s *schema.Schema, minor uint16, dicts map[int32]*schema.DictionaryValues) (*Writer, error) {
 	if minor != 1 && minor != 2 {
 		return nil, fmt.Errorf("format: write %s: legacy footer version 0.%d: %w", sink.Key, minor, lancer.ErrUnsupported)
 	}
-	w := &Writer{sink: sink, schema: s, minor: minor, minID: math.MaxInt32, maxID: -1, offsets: []int32{0}}
+	w := &Writer{sink: sink, schema: s, minor: minor, minID: math.MaxInt32, maxID: -1, offsets: []int32{0}, dicts: dicts}
 	var err error
 	s.Walk(func(f *schema.Field) {
 		w.minID = min(w.minID, f.ID)
 		w.maxID = max(w.maxID, f.ID)
 		if err == nil {
 			err = writable(f)
+		}
+		if err == nil && f.Type.ID() == arrow.DICTIONARY && dicts[f.ID] == nil {
+			err = fmt.Errorf("field %q: a legacy dictionary column without the dataset's dictionary: %w", f.Name, lancer.ErrUnsupported)
 		}
 	})
 	if err != nil {
@@ -77,7 +86,12 @@ func writable(f *schema.Field) error {
 		}
 		return nil
 	case *arrow.DictionaryType:
-		return fmt.Errorf("field %q: legacy dictionary columns: %w", f.Name, lancer.ErrUnsupported)
+		_, binaryValues := arrays.BinaryType(t.ValueType)
+		if !arrow.IsInteger(t.IndexType.ID()) || !(binaryValues || arrow.IsInteger(t.ValueType.ID())) {
+			// What Lance's legacy reader and writer take.
+			return fmt.Errorf("field %q: a legacy dictionary of %s keyed by %s: %w", f.Name, t.ValueType, t.IndexType, lancer.ErrUnsupported)
+		}
+		return nil
 	}
 	if _, ok := arrays.BinaryType(f.Type); ok {
 		return nil
@@ -145,6 +159,8 @@ func (w *Writer) writeArray(f *schema.Field, a arrow.Array, batch int) error {
 		return nil // structs have no page of their own
 	case *arrow.ListType, *arrow.LargeListType:
 		return w.writeList(f, a, batch, t.ID() == arrow.LARGE_LIST)
+	case *arrow.DictionaryType:
+		return w.writeDictionaryKeys(f, t, a, batch)
 	}
 	if _, ok := arrays.BinaryType(f.Type); ok {
 		return w.writeBinary(f, a, batch)
@@ -234,6 +250,109 @@ func (w *Writer) writeBinary(f *schema.Field, a arrow.Array, batch int) error {
 	return nil
 }
 
+// writeDictionaryKeys writes the keys of a's values in the dataset's
+// dictionary as a plain page of the index type; a null's slot holds key 0
+// (v1 stores no validity). A value the dictionary lacks is refused: Lance
+// commits keep the manifest's values as they are, so a key past them would
+// be out of range for Lance.
+func (w *Writer) writeDictionaryKeys(f *schema.Field, t *arrow.DictionaryType, a arrow.Array, batch int) error {
+	da, ok := a.(*array.Dictionary)
+	if !ok {
+		return fmt.Errorf("a %s array for a dictionary field: %w", a.DataType(), lancer.ErrInvalidArgument)
+	}
+	dict := w.dicts[f.ID]
+	values := da.Dictionary()
+	width := t.IndexType.(arrow.FixedWidthDataType).BitWidth() / 8
+	out := make([]byte, 0, a.Len()*width)
+	var key [8]byte
+	for i := range a.Len() {
+		k := 0
+		if da.IsValid(i) {
+			v, err := dictionaryValueBytes(values, da.GetValueIndex(i))
+			if err != nil {
+				return err
+			}
+			var found bool
+			if k, found = dict.Key(v); !found {
+				return fmt.Errorf("row %d: value %q is not in the dataset's dictionary of %d values (lancer writes no new dictionary values into a legacy dataset): %w",
+					i, v, len(dict.Values), lancer.ErrUnsupported)
+			}
+		}
+		binary.LittleEndian.PutUint64(key[:], uint64(k))
+		out = append(out, key[:width]...)
+	}
+	pos := w.sink.Pos
+	if err := w.sink.WriteRaw(out); err != nil {
+		return err
+	}
+	w.setPage(f.ID, batch, pageEntry{pos, uint64(a.Len())})
+	return nil
+}
+
+// dictionaryValueBytes returns value i of a dictionary's values as
+// DictionaryValues hold it.
+func dictionaryValueBytes(values arrow.Array, i int) ([]byte, error) {
+	switch v := values.(type) {
+	case *array.String:
+		return []byte(v.Value(i)), nil
+	case *array.LargeString:
+		return []byte(v.Value(i)), nil
+	case *array.Binary:
+		return v.Value(i), nil
+	case *array.LargeBinary:
+		return v.Value(i), nil
+	}
+	if t, ok := values.DataType().(arrow.FixedWidthDataType); ok && arrow.IsInteger(values.DataType().ID()) {
+		width := t.BitWidth() / 8
+		buf, off := arrays.FixedBuffer(values)
+		return buf[(off+i)*width : (off+i+1)*width], nil
+	}
+	return nil, fmt.Errorf("dictionary values of %s: %w", values.DataType(), lancer.ErrUnsupported)
+}
+
+// writeDictionaries writes the values of every dictionary field as a
+// legacy page of the value type (the layout readLegacyDictionaries reads)
+// and returns the schema with each field's Dictionary pointing at them.
+func (w *Writer) writeDictionaries() (*schema.Schema, error) {
+	has := false
+	w.schema.Walk(func(f *schema.Field) { has = has || f.Type.ID() == arrow.DICTIONARY })
+	if !has {
+		return w.schema, nil
+	}
+	out := &schema.Schema{Fields: make([]*schema.Field, len(w.schema.Fields)), Metadata: w.schema.Metadata}
+	for i, f := range w.schema.Fields {
+		out.Fields[i] = f.Clone()
+	}
+	var err error
+	out.Walk(func(f *schema.Field) {
+		if err != nil || f.Type.ID() != arrow.DICTIONARY {
+			return
+		}
+		dict := w.dicts[f.ID]
+		_, binaryValues := arrays.BinaryType(f.Type.(*arrow.DictionaryType).ValueType)
+		var page []byte
+		at := w.sink.Pos
+		if binaryValues {
+			positions := binary.LittleEndian.AppendUint64(nil, at)
+			for _, v := range dict.Values {
+				page = append(page, v...)
+				positions = binary.LittleEndian.AppendUint64(positions, at+uint64(len(page)))
+			}
+			at += uint64(len(page))
+			page = append(page, positions...)
+		} else {
+			for _, v := range dict.Values {
+				page = append(page, v...)
+			}
+		}
+		if err = w.sink.WriteRaw(page); err == nil {
+			f.Dictionary = &schema.Dictionary{Offset: int64(at), Length: int64(len(dict.Values))}
+			f.Encoding = schema.EncodingDictionary
+		}
+	})
+	return out, err
+}
+
 // writeList writes the rows+1 offsets (i32, or i64 for large lists) rebased
 // to start at 0 as a plain page, then the items the batch's lists span as
 // the child's page of the same batch.
@@ -300,9 +419,14 @@ func (w *Writer) Finish() (uint64, error) {
 	if err := w.sink.WriteRaw(table); err != nil {
 		return 0, err
 	}
+	// The dictionaries follow the page table, as in Lance's files.
+	withDicts, err := w.writeDictionaries()
+	if err != nil {
+		return 0, err
+	}
 	// The schema goes in a lance.table.Manifest, of which it fills fields
 	// 1 and 5: the wire layout of a lance.file.Schema.
-	fields, md := schemaproto.Encode(withEncodings(w.schema))
+	fields, md := schemaproto.Encode(withEncodings(withDicts))
 	manifestPos, err := w.writeMessage(&filepb.Schema{Fields: fields, Metadata: md})
 	if err != nil {
 		return 0, err
