@@ -599,7 +599,10 @@ func (c *coreRun) vectors(ctx context.Context, d *dataset.Dataset, queries []flo
 			return L, nil
 		}
 	}
-	search := func(spec stepSpec, so *dataset.SearchOptions, req lanceCoreRequest, setting string) error {
+	// search times one step; files says whose index files both engines
+	// search ("" each its own, "lance" Lance's, "lancer" lancer's), and
+	// d is the dataset lancer searches.
+	search := func(spec stepSpec, d *dataset.Dataset, so *dataset.SearchOptions, req lanceCoreRequest, setting, files string) error {
 		var lids, Lids [][]uint64
 		req.Op, req.Name, req.K = "search", "a0", o.K
 		if err := c.run(spec, pass(d, so, &lids), lancePass(req, &Lids)); err != nil {
@@ -613,13 +616,13 @@ func (c *coreRun) vectors(ctx context.Context, d *dataset.Dataset, queries []flo
 			return float64(nq) / (msPerPass / 1000)
 		}
 		c.rep.RecallQPS = append(c.rep.RecallQPS,
-			RecallQPS{Engine: "lancer", Setting: setting, Recall: Recall(lids, truth), QPS: qps(st.Lancer.MedianMS)},
-			RecallQPS{Engine: "lance", Setting: setting, Recall: Recall(Lids, truth), QPS: qps(st.Lance.MedianMS),
+			RecallQPS{Engine: "lancer", Setting: setting, Index: files, Recall: Recall(lids, truth), QPS: qps(st.Lancer.MedianMS)},
+			RecallQPS{Engine: "lance", Setting: setting, Index: files, Recall: Recall(Lids, truth), QPS: qps(st.Lance.MedianMS),
 				QPSJS: qps(st.LanceJS.MedianMS)})
 		return nil
 	}
-	if err := search(stepSearch("flat_search", "exact (flat) search, no index", nq, o.K),
-		&dataset.SearchOptions{K: o.K, Exact: true}, lanceCoreRequest{Flat: true}, "flat"); err != nil {
+	if err := search(stepSearch("flat_search", "exact (flat) search, no index", nq, o.K), d,
+		&dataset.SearchOptions{K: o.K, Exact: true}, lanceCoreRequest{Flat: true}, "flat", ""); err != nil {
 		return err
 	}
 
@@ -676,10 +679,32 @@ func (c *coreRun) vectors(ctx context.Context, d *dataset.Dataset, queries []flo
 		return err
 	}
 	for _, s := range o.Settings {
-		if err := search(stepSearch("search_"+settingSlug(s), "IVF_HNSW_SQ search, "+s.String(), nq, o.K),
+		if err := search(stepSearch("search_"+settingSlug(s), "IVF_HNSW_SQ search, "+s.String()+", each engine on the index it built", nq, o.K), d,
 			&dataset.SearchOptions{K: o.K, NProbes: s.NProbes, Ef: s.Ef, Index: "vector_idx"},
-			lanceCoreRequest{NProbes: s.NProbes, Ef: s.Ef}, s.String()); err != nil {
+			lanceCoreRequest{NProbes: s.NProbes, Ef: s.Ef}, s.String(), ""); err != nil {
 			return err
+		}
+	}
+	// Issue #17: the same index files searched by both engines, Lance's
+	// (lancer opens Lance's table) and lancer's (Lance opens lancer's),
+	// so that the QPS ratio is the engines' and not the builders'.
+	ld, err := openLocal(ctx, c.lancePath("a0"))
+	if err != nil {
+		return fmt.Errorf("bench: lancer opening Lance's table: %w", err)
+	}
+	for _, files := range []string{"lance", "lancer"} {
+		req := lanceCoreRequest{}
+		sd, whose := ld, "Lance's"
+		if files == "lancer" {
+			req.Dir, sd, whose = filepath.Dir(c.lancerPath("a0")), d, "lancer's"
+		}
+		for _, s := range o.Settings {
+			req.NProbes, req.Ef = s.NProbes, s.Ef
+			if err := search(stepSearch("search_"+files+"idx_"+settingSlug(s), "IVF_HNSW_SQ search, "+s.String()+", both engines on "+whose+" index files", nq, o.K), sd,
+				&dataset.SearchOptions{K: o.K, NProbes: s.NProbes, Ef: s.Ef, Index: "vector_idx"},
+				req, s.String(), files); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -58,7 +58,7 @@ func (r *CoreReport) PlotRecallQPS(path string) error {
 		var xys plotter.XYs
 		var labels []string
 		for _, x := range r.RecallQPS {
-			if x.Engine == e.engine && x.Setting != "flat" && x.QPS > 0 {
+			if x.Engine == e.engine && x.Index == "" && x.Setting != "flat" && x.QPS > 0 {
 				xys = append(xys, plotter.XY{X: x.Recall, Y: x.QPS})
 				labels = append(labels, shortSetting(x.Setting))
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,7 +65,8 @@ func TestCoreSmall(t *testing.T) {
 	}
 
 	wantSteps := []string{"write_oneshot", "write_appends", "scan_full", "scan_full_1file", "scan_id", "scan_vector", "scan_text",
-		"take_offsets", "take_rowids", "filter_1pct", "count_rows", "flat_search", "index_build", "search_np10_efdef", "search_np20_ef100"}
+		"take_offsets", "take_rowids", "filter_1pct", "count_rows", "flat_search", "index_build", "search_np10_efdef", "search_np20_ef100",
+		"search_lanceidx_np10_efdef", "search_lanceidx_np20_ef100", "search_lanceridx_np10_efdef", "search_lanceridx_np20_ef100"}
 	var names []string
 	for _, s := range rep.Steps {
 		names = append(names, s.Name)
@@ -97,8 +99,34 @@ func TestCoreSmall(t *testing.T) {
 	if !rep.Workload.Warmup {
 		t.Error("the report says the steps had no warm-up run")
 	}
-	if len(rep.RecallQPS) != 2*3 {
-		t.Errorf("%d recall_qps entries, want 6 (flat and 2 settings, both engines)", len(rep.RecallQPS))
+	if len(rep.RecallQPS) != 2*7 {
+		t.Errorf("%d recall_qps entries, want 14 (flat and 2 settings on each engine's own index, on Lance's and on lancer's; both engines)", len(rep.RecallQPS))
+	}
+	// On the same index files both engines find the same rows (#17's
+	// parity: the same top k on at least 99% of HNSW queries), so their
+	// recall differs by little; which files they searched is recorded.
+	files := map[string]int{}
+	for i := 0; i+1 < len(rep.RecallQPS); i += 2 {
+		a, L := rep.RecallQPS[i], rep.RecallQPS[i+1]
+		if a.Engine != "lancer" || L.Engine != "lance" || a.Index != L.Index || a.Setting != L.Setting {
+			t.Errorf("recall_qps pair %+v, %+v: want lancer then Lance at one setting on the same files", a, L)
+		}
+		files[a.Index]++
+		if a.Index != "" && math.Abs(a.Recall-L.Recall) > 0.05 {
+			t.Errorf("on %s's index files at %s: lancer's recall %.3f, Lance's %.3f", a.Index, a.Setting, a.Recall, L.Recall)
+		}
+	}
+	if files[""] != 3 || files["lance"] != 2 || files["lancer"] != 2 {
+		t.Errorf("searches by index files %v, want 3 on each engine's own, 2 on Lance's and 2 on lancer's", files)
+	}
+	var t17 int
+	for _, x := range rep.Targets {
+		if x.Issue == "#17" {
+			t17++
+		}
+	}
+	if t17 != 2 {
+		t.Errorf("%d #17 targets, want QPS at the recall target on Lance's and on lancer's index files", t17)
 	}
 	for _, x := range rep.RecallQPS {
 		if x.QPS <= 0 || x.Recall < 0 || x.Recall > 1 {

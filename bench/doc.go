@@ -138,7 +138,13 @@
 // write (one call; a create and 19 appends), full scans (the 20-fragment
 // and the one-file table), one-column scans, take of 1,000 rows by offset
 // and by row id, a 1% filter, count, flat search, the IVF_HNSW_SQ build,
-// and the indexed searches at each (nprobes, ef) setting, with recall@10;
+// and the indexed searches at each (nprobes, ef) setting, with recall@10,
+// each engine on the index it built; then, for issue #17, the same
+// settings with both engines on the same index files, Lance's (lancer
+// opens Lance's table: search_lanceidx_*) and lancer's (Lance opens
+// lancer's: search_lanceridx_*), so that a QPS ratio at a recall is the
+// engines' and not the builders' (RecallQPS.Index says whose files, and
+// the #17 targets compare QPS at recall 0.95 on each);
 // then data and index bytes on disk and each process's resident memory.
 // Lance's query figures are analyzePlan() wall times: the engine runs the
 // query to the end in Rust and no Arrow data crosses into JavaScript; the

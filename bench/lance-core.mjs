@@ -15,8 +15,8 @@
 //   {"op": "query", "name": "a0", "columns": ["id"] | null, "filter": "id > 5",
 //    "offsets": [...], "rowIds": [...]}      a scan (filtered), takeOffsets or takeRowIds
 //   {"op": "count", "name": "a0"}
-//   {"op": "search", "name": "a0", "k": 10, "flat": true, "nprobes": 0, "ef": 0}
-//      one pass over every query
+//   {"op": "search", "name": "a0", "k": 10, "flat": true, "nprobes": 0, "ef": 0, "dir": "…"}
+//      one pass over every query (of the table in folder dir when set: lancer's)
 //   {"op": "build", "name": "a0", "partitions": 447}   createIndex IVF_HNSW_SQ (replace)
 //   {"op": "mem"}
 // Replies: {"ms": …, "engineMs": …, "jsMs": …, "rows": …, …} or {"error": "…"}.
@@ -72,7 +72,18 @@ function resetPeakRss() {
 }
 
 
-const S = { db: null, whole: null, chunks: [], queries: [], tables: new Map() };
+const S = { db: null, whole: null, chunks: [], queries: [], tables: new Map(), others: new Map() };
+
+// tableIn opens (once) table name of the database in folder dir.
+async function tableIn(dir, name) {
+  const key = dir + '\0' + name;
+  let t = S.others.get(key);
+  if (!t) {
+    t = await (await lancedb.connect(dir)).openTable(name);
+    S.others.set(key, t);
+  }
+  return t;
+}
 
 const ops = {
   async init(req) {
@@ -142,7 +153,9 @@ const ops = {
   },
 
   async search(req) {
-    const t = await table(S, req.name);
+    // dir: search the table of that folder (lancer's, for issue #17's
+    // searches of the same index files by both engines).
+    const t = req.dir ? await tableIn(req.dir, req.name) : await table(S, req.name);
     const build = (q) => {
       let b = t.vectorSearch(q).distanceType('l2');
       if (req.flat) b = b.bypassVectorIndex();

@@ -62,7 +62,7 @@ func (r *CoreReport) ReadmeSection() string {
 	p("\n| search | lancer recall@%d | lancer QPS | Lance recall@%d | Lance QPS |\n|---|---:|---:|---:|---:|\n", w.K, w.K)
 	for i := 0; i+1 < len(r.RecallQPS); i += 2 {
 		a, L := r.RecallQPS[i], r.RecallQPS[i+1]
-		p("| %s | %.3f | %s | %.3f | %s |\n", a.Setting, a.Recall, fmtQPS(a.QPS), L.Recall, fmtQPS(L.QPS))
+		p("| %s%s | %.3f | %s | %.3f | %s |\n", a.Setting, indexLabel(a.Index), a.Recall, fmtQPS(a.QPS), L.Recall, fmtQPS(L.QPS))
 	}
 	if len(r.Limits) > 0 {
 		p("\nThe machine's limits, measured in the same run:\n\n")
