@@ -63,6 +63,7 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 		Name           string      `json:"name"`
 		NumPartitions  json.Number `json:"num_partitions"`
 		NumSubVectors  json.Number `json:"num_sub_vectors"`
+		NumBits        json.Number `json:"num_bits"`
 		M              json.Number `json:"m"`
 		EfConstruction json.Number `json:"ef_construction"`
 		Branch         string      `json:"branch"`
@@ -101,6 +102,9 @@ func (s *Server) createIndex(w http.ResponseWriter, r *http.Request) error {
 	}{
 		{"num_partitions", body.NumPartitions, &opts.Partitions},
 		{"num_sub_vectors", body.NumSubVectors, &opts.SubVectors},
+		// Index.ivfPq({numBits: 4}) sends num_bits (4 or 8; CreateIndex
+		// refuses others, and 4 for any type but IVF_PQ, as Lance does).
+		{"num_bits", body.NumBits, &opts.PQBits},
 		{"m", body.M, &opts.M},
 		{"ef_construction", body.EfConstruction, &opts.EfConstruction},
 	} {
