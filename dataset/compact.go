@@ -349,11 +349,11 @@ func (f compactCandidate) live() uint64 { return f.physical - f.deleted }
 //
 //   - A fragment is a candidate on its own (CompactItself) when the
 //     fraction of its rows deleted is above the threshold (lines 506-509;
-//     computed in float32, as Lance's deletion_percentage, lines 262-268,
-//     so that the same fragments cross
-//     it), else a candidate with neighbours (CompactWithNeighbors) when it
-//     has fewer physical rows than the target (lines 510-513), else no
-//     candidate: fragments already big enough are left alone.
+//     in float32, as Lance's deletion_percentage, lines 262-268, so that
+//     the same fragments cross it), else a candidate with neighbours
+//     (CompactWithNeighbors) when it has fewer physical rows than the
+//     target (lines 510-513), else no candidate: fragments already big
+//     enough are left alone.
 //   - Consecutive candidates covered by the same index segments form a
 //     bin; a fragment that is no candidate, or whose indices differ, ends
 //     it (lines 521-566).
