@@ -274,6 +274,30 @@ func TestCompactPlan(t *testing.T) {
 	if got := taskIDs(tasks); fmt.Sprint(got) != "[[0 1 2] [3 4 5 6 7]]" {
 		t.Errorf("plan %v, want [[0 1 2] [3 4 5 6 7]]", got)
 	}
+	// SizeRatio through Compact: a 500-row fragment and five of 10 rows,
+	// all below the target; Lance's plan rewrites all six, SizeRatio 1
+	// only the five.
+	store3 := blob.NewMemStore(t.Name() + "3")
+	d3, err := Write(ctx, store3, idRows(t, mem, 0, 500), &WriteOptions{CommitOptions: CommitOptions{Allocator: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if d3, err = d3.Append(ctx, idRows(t, mem, 1000+10*i, 10), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, lance, err := d3.Compact(ctx, &CompactOptions{DryRun: true, CommitOptions: CommitOptions{Allocator: mem}})
+	if err != nil || lance.FragmentsRemoved != 6 {
+		t.Errorf("Lance's plan: %+v, %v; want 6 fragments rewritten", lance, err)
+	}
+	out, st, err := d3.Compact(ctx, &CompactOptions{SizeRatio: 1, CommitOptions: CommitOptions{Allocator: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := out.Manifest().Fragments; st.FragmentsRemoved != 5 || len(fs) != 2 || fs[0].ID != 0 || fs[1].PhysicalRows != 50 {
+		t.Errorf("SizeRatio 1: %+v, %d fragments", st, len(fs))
+	}
 }
 
 func taskIDs(tasks []compactTask) [][]uint64 {
