@@ -15,28 +15,57 @@ import (
 	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
-// Defaults of CompactOptions, Lance's (CompactionOptions::default).
+// Defaults of CompactOptions, Lance's (CompactionOptions::default in
+// rust/lance/src/dataset/optimize.rs).
 const (
-	// DefaultTargetRowsPerFragment is the row count compaction aims for.
+	// DefaultTargetRowsPerFragment is the row count compaction aims for
+	// (Lance's target_rows_per_fragment, 1Mi).
 	DefaultTargetRowsPerFragment = 1 << 20
 	// DefaultMaterializeDeletionsThreshold is the fraction of deleted rows
-	// above which a fragment is rewritten on its own.
+	// above which a fragment is rewritten on its own (Lance's
+	// materialize_deletions_threshold, 10%).
 	DefaultMaterializeDeletionsThreshold = 0.1
 )
 
 // CompactOptions configures Compact. A nil *CompactOptions means all
-// defaults.
+// defaults, which plan as Lance's compact_files with its default
+// CompactionOptions does. Of Lance's options, target_rows_per_fragment
+// (default 1Mi), materialize_deletions and
+// materialize_deletions_threshold (default true and 10%) are here; the
+// others do not choose fragments (optimize.rs says so of the first two)
+// and lancer has no counterpart for them: max_rows_per_group (Lance's
+// default 1024) and max_bytes_per_file, because lancer's writer lays out
+// pages and files itself; num_threads (Lance's default: the compute
+// CPUs), because lancer rewrites the tasks one after the other;
+// batch_size, because the scan's batches are the reader's; and
+// defer_index_remap, because lancer remaps indices in the compaction and
+// writes no fragment reuse index.
 type CompactOptions struct {
 	// TargetRowsPerFragment is the number of rows compaction aims for: a
 	// fragment with fewer physical rows is merged with its small neighbours,
 	// and no new fragment gets more. Default DefaultTargetRowsPerFragment.
 	TargetRowsPerFragment int
-	// MaterializeDeletionsThreshold is the fraction of deleted rows above
-	// which a fragment is rewritten even without neighbours, dropping its
-	// deleted rows (Lance's materialize_deletions). Default 0 means
+	// MaterializeDeletionsThreshold is the fraction of deleted rows
+	// above which a fragment is rewritten even without neighbours, dropping its
+	// deleted rows (Lance's materialize_deletions_threshold, compared in
+	// float32 as Lance does). Default 0 means
 	// DefaultMaterializeDeletionsThreshold; a value of 1 or more turns it
-	// off (Lance's materialize_deletions = false).
+	// off (Lance's materialize_deletions = false); a negative value
+	// rewrites every fragment with a deleted row (Lance's threshold of 0).
 	MaterializeDeletionsThreshold float64
+	// SizeRatio, when above 0, leaves out of the plan a fragment with
+	// more than SizeRatio times the live rows of the small fragments
+	// after it that it would be merged with (unless it has deletions to
+	// materialize), and merges those without it. Lance has no such
+	// option: with its rules a table below the target, 1Mi rows, is
+	// rewritten whole each time a few small appends gather after it, so
+	// the cost of keeping the fragment count down grows with the table.
+	// With SizeRatio r each row is rewritten O(log n) times, the merged
+	// fragments grow geometrically (each more than r times the rows of
+	// those after it), and their count stays about log_{1+1/r} of the
+	// rows over the smallest append. The background maintenance of
+	// lancer serve uses 1. Default 0: Lance's plan.
+	SizeRatio float64
 	// DryRun plans the compaction and writes nothing: Compact returns d
 	// and the stats of what it would change. FragmentsAdded is then
 	// computed from the live rows and the target (exact, as the rewrite
@@ -56,7 +85,7 @@ func (o *CompactOptions) withDefaults() CompactOptions {
 	if out.TargetRowsPerFragment <= 0 {
 		out.TargetRowsPerFragment = DefaultTargetRowsPerFragment
 	}
-	if out.MaterializeDeletionsThreshold <= 0 {
+	if out.MaterializeDeletionsThreshold == 0 {
 		out.MaterializeDeletionsThreshold = DefaultMaterializeDeletionsThreshold
 	}
 	return out
@@ -82,13 +111,15 @@ type compactTask struct {
 
 // Compact rewrites the dataset's small and heavily deleted fragments into
 // fewer, larger ones and commits the result as a Rewrite transaction, as
-// Lance's compact_files does. The plan follows Lance's plan_compaction:
-// walking the fragments in order, a fragment is a candidate if more than
-// MaterializeDeletionsThreshold of its rows are deleted, or if it has fewer
-// physical rows than TargetRowsPerFragment; maximal runs of candidates
-// covered by the same indices form bins (a lone small fragment is left
-// alone), and bins are split so that each holds about the target number of
-// live rows. Each bin's live rows are written, in order, as new fragments
+// Lance's compact_files does. The plan follows Lance's plan_compaction
+// (see planRuns): walking the fragments in order, a fragment is a
+// candidate if more than MaterializeDeletionsThreshold of its rows are
+// deleted, or if it has fewer physical rows than TargetRowsPerFragment;
+// fragments already that big are left alone; maximal runs of candidates
+// covered by the same indices form bins (a lone small fragment without
+// deletions to materialize is left alone), and bins are split so that each
+// holds about the target number of live rows. SizeRatio adds a rule of
+// lancer's own. Each bin's live rows are written, in order, as new fragments
 // of at most TargetRowsPerFragment rows without deletion files.
 //
 // With stable row ids every row keeps its id and its created/last-updated
@@ -276,17 +307,8 @@ func (d *Dataset) planCompactionSkipping(ctx context.Context, o CompactOptions) 
 		return b.String()
 	}
 
-	type bin struct {
-		task   compactTask
-		itself []bool // candidate on its own (deletions to materialize)
-		rows   []uint64
-		key    string
-	}
-	var (
-		bins []*bin
-		cur  *bin
-	)
-	for _, f := range d.manifest.Fragments {
+	infos := make([]compactCandidate, len(d.manifest.Fragments))
+	for i, f := range d.manifest.Fragments {
 		physical, err := d.physicalRows(ctx, f)
 		if err != nil {
 			return nil, "", err
@@ -295,56 +317,144 @@ func (d *Dataset) planCompactionSkipping(ctx context.Context, o CompactOptions) 
 		if err != nil {
 			return nil, "", err
 		}
-		itself := physical > 0 && float64(physical-live)/float64(physical) > o.MaterializeDeletionsThreshold
-		candidate := (itself || physical < uint64(o.TargetRowsPerFragment)) && !blocked.Contains(uint32(f.ID))
-		if !candidate {
-			if cur != nil {
-				bins, cur = append(bins, cur), nil
-			}
-			continue
-		}
-		key := indexKey(f.ID)
-		if cur != nil && cur.key != key {
-			bins, cur = append(bins, cur), nil
-		}
-		if cur == nil {
-			cur = &bin{key: key}
-		}
-		cur.task.frags = append(cur.task.frags, f)
-		cur.itself = append(cur.itself, itself)
-		cur.rows = append(cur.rows, live)
+		infos[i] = compactCandidate{physical: physical, deleted: physical - live, indices: indexKey(f.ID), blocked: blocked.Contains(uint32(f.ID))}
 	}
-	if cur != nil {
+	var tasks []compactTask
+	for _, run := range planRuns(infos, o) {
+		t := compactTask{frags: make([]*manifest.Fragment, len(run))}
+		for i, at := range run {
+			t.frags[i] = d.manifest.Fragments[at]
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, skipMsg, nil
+}
+
+// compactCandidate is what the compaction plan knows of a fragment.
+type compactCandidate struct {
+	physical, deleted uint64
+	// indices names the index segments covering the fragment: fragments
+	// are only grouped with fragments of the same indices.
+	indices string
+	// blocked: covered by an index lancer cannot remap (see Compact).
+	blocked bool
+}
+
+func (f compactCandidate) live() uint64 { return f.physical - f.deleted }
+
+// planRuns is Lance's plan_compaction (rust/lance/src/dataset/optimize.rs,
+// lancedb/lance d2039d7, lines 469-579) over the fragments of a version in
+// order, plus lancer's SizeRatio: it returns the tasks as runs of positions
+// in frags, each rewritten into new fragments.
+//
+//   - A fragment is a candidate on its own (CompactItself) when the
+//     fraction of its rows deleted is above the threshold (lines 506-509;
+//     in float32, as Lance's deletion_percentage, lines 262-268, so that
+//     the same fragments cross it), else a candidate with neighbours
+//     (CompactWithNeighbors) when it has fewer physical rows than the
+//     target (lines 510-513), else no candidate: fragments already big
+//     enough are left alone.
+//   - Consecutive candidates covered by the same index segments form a
+//     bin; a fragment that is no candidate, or whose indices differ, ends
+//     it (lines 521-566).
+//   - A bin of one fragment that is not CompactItself is dropped: a lone
+//     small fragment has nothing to merge with (is_noop, lines 398-408;
+//     line 570).
+//   - A bin is cut once it holds the target's live rows if what remains
+//     could fill another (split_for_size, lines 410-442; line 571).
+func planRuns(frags []compactCandidate, o CompactOptions) [][]int {
+	target := uint64(o.TargetRowsPerFragment)
+	// Lance's materialize_deletions = false is a threshold of 1 or more
+	// (CompactionOptions::validate); a negative threshold materializes the
+	// deletions of every fragment that has some, as Lance's threshold of 0
+	// or less does.
+	threshold := float32(o.MaterializeDeletionsThreshold)
+	if threshold < 0 {
+		threshold = 0
+	}
+	itself := func(f compactCandidate) bool {
+		if threshold >= 1 || f.physical == 0 {
+			return false
+		}
+		return float32(f.deleted)/float32(f.physical) > threshold
+	}
+	var bins [][]int
+	var cur []int
+	for i, f := range frags {
+		candidate := !f.blocked && (itself(f) || f.physical < target)
+		if !candidate || (len(cur) > 0 && frags[cur[0]].indices != f.indices) {
+			if len(cur) > 0 {
+				bins = append(bins, cur)
+			}
+			cur = nil
+		}
+		if candidate {
+			cur = append(cur, i)
+		}
+	}
+	if len(cur) > 0 {
 		bins = append(bins, cur)
 	}
-
-	target := uint64(o.TargetRowsPerFragment)
-	var tasks []compactTask
+	if o.SizeRatio > 0 {
+		var split [][]int
+		for _, b := range bins {
+			split = append(split, splitForRatio(frags, b, o.SizeRatio, itself)...)
+		}
+		bins = split
+	}
+	var runs [][]int
 	for _, b := range bins {
-		if len(b.task.frags) == 1 && !b.itself[0] {
+		if len(b) == 1 && !itself(frags[b[0]]) {
 			continue // a lone small fragment: nothing to merge it with
 		}
-		// Lance's split_for_size: cut a bin once it holds the target rows,
-		// if what remains could fill another.
-		frags, rows := b.task.frags, b.rows
-		for len(frags) > 0 {
+		// split_for_size: cut a bin once it holds the target rows, if
+		// what remains could fill another.
+		for len(b) > 0 {
 			n, sum := 0, uint64(0)
-			for sum < target && n < len(rows) {
-				sum += rows[n]
+			for sum < target && n < len(b) {
+				sum += frags[b[n]].live()
 				n++
 			}
 			var rest uint64
-			for _, r := range rows[n:] {
-				rest += r
+			for _, at := range b[n:] {
+				rest += frags[at].live()
 			}
 			if rest < target {
-				n = len(frags)
+				n = len(b)
 			}
-			tasks = append(tasks, compactTask{frags: frags[:n:n]})
-			frags, rows = frags[n:], rows[n:]
+			runs = append(runs, b[:n:n])
+			b = b[n:]
 		}
 	}
-	return tasks, skipMsg, nil
+	return runs
+}
+
+// splitForRatio takes out of a bin the fragments that hold more than ratio
+// times the live rows of the fragments after them in their part of the bin
+// (and have no deletions to materialize), splitting it around them (see
+// CompactOptions.SizeRatio). The bin is walked from its newest fragment
+// back, so that each fragment is weighed against what it would be merged
+// with.
+func splitForRatio(frags []compactCandidate, bin []int, ratio float64, itself func(compactCandidate) bool) [][]int {
+	var parts [][]int
+	end := len(bin) // the current part is bin[i+1:end]
+	var tail uint64 // live rows of bin[i+1:end]
+	for i := len(bin) - 1; i >= 0; i-- {
+		f := frags[bin[i]]
+		if tail > 0 && !itself(f) && float64(f.live()) > ratio*float64(tail) {
+			if i+1 < end {
+				parts = append(parts, bin[i+1:end])
+			}
+			end, tail = i, 0
+			continue
+		}
+		tail += f.live()
+	}
+	if end > 0 {
+		parts = append(parts, bin[:end])
+	}
+	slices.Reverse(parts)
+	return parts
 }
 
 // rewriteTask writes the live rows of a task's fragments, in order, as new

@@ -274,6 +274,30 @@ func TestCompactPlan(t *testing.T) {
 	if got := taskIDs(tasks); fmt.Sprint(got) != "[[0 1 2] [3 4 5 6 7]]" {
 		t.Errorf("plan %v, want [[0 1 2] [3 4 5 6 7]]", got)
 	}
+	// SizeRatio through Compact: a 500-row fragment and five of 10 rows,
+	// all below the target; Lance's plan rewrites all six, SizeRatio 1
+	// only the five.
+	store3 := blob.NewMemStore(t.Name() + "3")
+	d3, err := Write(ctx, store3, idRows(t, mem, 0, 500), &WriteOptions{CommitOptions: CommitOptions{Allocator: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if d3, err = d3.Append(ctx, idRows(t, mem, 1000+10*i, 10), &AppendOptions{CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, lance, err := d3.Compact(ctx, &CompactOptions{DryRun: true, CommitOptions: CommitOptions{Allocator: mem}})
+	if err != nil || lance.FragmentsRemoved != 6 {
+		t.Errorf("Lance's plan: %+v, %v; want 6 fragments rewritten", lance, err)
+	}
+	out, st, err := d3.Compact(ctx, &CompactOptions{SizeRatio: 1, CommitOptions: CommitOptions{Allocator: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := out.Manifest().Fragments; st.FragmentsRemoved != 5 || len(fs) != 2 || fs[0].ID != 0 || fs[1].PhysicalRows != 50 {
+		t.Errorf("SizeRatio 1: %+v, %d fragments", st, len(fs))
+	}
 }
 
 func taskIDs(tasks []compactTask) [][]uint64 {
@@ -443,3 +467,87 @@ func withFakeIndex(t *testing.T, store blob.Store, d *Dataset, frags []uint32) *
 // fakeIndexFile is the one (empty) file of withFakeIndex's segment, there
 // because a segment's directory holds its files (D4).
 const fakeIndexFile = "fake.idx"
+
+// TestPlanRuns: which fragments the plan picks for given sizes, deletions
+// and index coverage. The expectations are Lance's plan_compaction
+// (rust/lance/src/dataset/optimize.rs in lancedb/lance at d2039d7; the
+// lines are cited per case), then lancer's SizeRatio.
+func TestPlanRuns(t *testing.T) {
+	f := func(physical, deleted uint64) compactCandidate {
+		return compactCandidate{physical: physical, deleted: deleted}
+	}
+	ix := func(c compactCandidate, key string) compactCandidate { c.indices = key; return c }
+	blocked := func(c compactCandidate) compactCandidate { c.blocked = true; return c }
+	smalls := func(n int, rows uint64) []compactCandidate {
+		var out []compactCandidate
+		for range n {
+			out = append(out, f(rows, 0))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		frags []compactCandidate
+		opts  CompactOptions // TargetRowsPerFragment 100 unless set
+		want  string
+	}{
+		// Lines 510-517: a fragment of target rows or more is no
+		// candidate (physical_rows < target), one row fewer is.
+		{"big enough left alone", []compactCandidate{f(100, 0), f(200, 0)}, CompactOptions{}, "[]"},
+		{"below the target merged", []compactCandidate{f(99, 0), f(99, 0)}, CompactOptions{}, "[[0 1]]"},
+		// Lines 398-408 (is_noop): one CompactWithNeighbors fragment
+		// alone is not rewritten.
+		{"lone small", []compactCandidate{f(200, 0), f(5, 0), f(200, 0)}, CompactOptions{}, "[]"},
+		{"lone empty", []compactCandidate{f(0, 0)}, CompactOptions{}, "[]"},
+		// Lines 506-509: deletion_percentage > threshold makes a
+		// fragment CompactItself, rewritten even alone; exactly the
+		// threshold does not.
+		{"lone small with deletions", []compactCandidate{f(200, 0), f(10, 2), f(200, 0)}, CompactOptions{}, "[[1]]"},
+		{"big at the threshold", []compactCandidate{f(200, 20)}, CompactOptions{}, "[]"},
+		{"big above the threshold", []compactCandidate{f(200, 21)}, CompactOptions{}, "[[0]]"},
+		{"big with deletions joins its small neighbours", []compactCandidate{f(200, 30), f(5, 0), f(5, 0), f(300, 0), f(5, 0)}, CompactOptions{}, "[[0 1 2]]"},
+		// CompactionOptions::validate (lines 178-183): a threshold of 1
+		// or more is materialize_deletions = false.
+		{"threshold 1 is off", []compactCandidate{f(200, 100), f(10, 9)}, CompactOptions{MaterializeDeletionsThreshold: 1}, "[]"},
+		// A threshold of 0 in Lance (negative here, 0 being the default)
+		// materializes any deletion.
+		{"negative threshold", []compactCandidate{f(200, 1), f(300, 0)}, CompactOptions{MaterializeDeletionsThreshold: -1}, "[[0]]"},
+		// Lines 262-268 and 506-509: the fraction and the threshold are
+		// f32: 100,000,001 of 1e9 rows is above 0.1 in float64 but equal
+		// to it in float32, so Lance leaves the fragment alone.
+		{"deletions compared in float32", []compactCandidate{f(1_000_000_000, 100_000_001)}, CompactOptions{}, "[]"},
+		{"deletions clearly above in float32", []compactCandidate{f(1_000_000_000, 100_000_100)}, CompactOptions{}, "[[0]]"},
+		// Lines 533-553 (bin.indices == indices, line 536): a bin holds fragments covered by the same
+		// indices only; a different set ends it.
+		{"index coverage splits", []compactCandidate{ix(f(5, 0), "0,"), ix(f(5, 0), "0,"), f(5, 0), f(5, 0), ix(f(5, 0), "1,")}, CompactOptions{}, "[[0 1] [2 3]]"},
+		// Lancer's own: fragments under an index it cannot remap.
+		{"blocked", []compactCandidate{f(5, 0), blocked(f(5, 0)), f(5, 0)}, CompactOptions{}, "[]"},
+		// Lines 410-442 (split_for_size): cut at the target's live rows
+		// when the rest could fill another bin, else keep the rest.
+		{"split for size", smalls(8, 30), CompactOptions{}, "[[0 1 2 3] [4 5 6 7]]"},
+		{"split for size, short rest joins", smalls(7, 30), CompactOptions{}, "[[0 1 2 3 4 5 6]]"},
+		{"split counts live rows", []compactCandidate{f(90, 45), f(90, 45), f(90, 0), f(50, 0), f(60, 0)}, CompactOptions{}, "[[0 1 2] [3 4]]"},
+		// Lance's rules rewrite a table below the target whole.
+		{"Lance rewrites the base", append([]compactCandidate{f(500, 0)}, smalls(3, 10)...), CompactOptions{TargetRowsPerFragment: 1000}, "[[0 1 2 3]]"},
+		// SizeRatio: a fragment heavier than ratio × the rows after it
+		// is left alone, and the run split around it.
+		{"ratio leaves the base", append([]compactCandidate{f(500, 0)}, smalls(3, 10)...), CompactOptions{TargetRowsPerFragment: 1000, SizeRatio: 1}, "[[1 2 3]]"},
+		{"ratio merges comparable sizes", []compactCandidate{f(500, 0), f(300, 0), f(300, 0)}, CompactOptions{TargetRowsPerFragment: 1000, SizeRatio: 1}, "[[0 1 2]]"},
+		{"ratio splits around a big middle", []compactCandidate{f(10, 0), f(10, 0), f(500, 0), f(10, 0), f(10, 0)}, CompactOptions{TargetRowsPerFragment: 1000, SizeRatio: 1}, "[[0 1] [3 4]]"},
+		{"ratio weighs the whole tail", []compactCandidate{f(500, 0), f(24, 0), f(21, 0), f(10, 0), f(10, 0), f(10, 0)}, CompactOptions{TargetRowsPerFragment: 1000, SizeRatio: 1}, "[[1 2 3 4 5]]"},
+		{"ratio leaves every step", []compactCandidate{f(500, 0), f(24, 0), f(21, 0), f(10, 0)}, CompactOptions{TargetRowsPerFragment: 1000, SizeRatio: 1}, "[]"},
+		{"ratio keeps deletions to materialize", []compactCandidate{f(500, 100), f(10, 0), f(10, 0)}, CompactOptions{TargetRowsPerFragment: 1000, SizeRatio: 1}, "[[0 1 2]]"},
+		{"larger ratio merges the base", append([]compactCandidate{f(500, 0)}, smalls(3, 10)...), CompactOptions{TargetRowsPerFragment: 1000, SizeRatio: 20}, "[[0 1 2 3]]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opts
+			if o.TargetRowsPerFragment == 0 {
+				o.TargetRowsPerFragment = 100
+			}
+			got := planRuns(tc.frags, o.withDefaults())
+			if s := fmt.Sprint(got); s != tc.want && !(tc.want == "[]" && len(got) == 0) {
+				t.Errorf("plan %s, want %s", s, tc.want)
+			}
+		})
+	}
+}

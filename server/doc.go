@@ -333,7 +333,14 @@
 //
 //   - more than Fragments fragments smaller than the compaction's target,
 //     or an index missing more than Fragments fragments: compact, then
-//     give the indices a segment over what they miss;
+//     give the indices a segment over what they miss. The compaction plans
+//     as Lance's does, except that a fragment holding more rows than
+//     SizeRatio (1) times the small fragments after it is left alone
+//     (dataset.CompactOptions.SizeRatio): a stream of small inserts is
+//     merged among itself, each pass costs about what was inserted since
+//     the last rather than the table's size, and a table below the 1Mi-row
+//     target is not rewritten whole each time (lancer optimize, asked by
+//     hand, uses Lance's plan);
 //   - an index missing more than UnindexedRows rows (10,000), however few
 //     fragments hold them: give the indices a segment over them
 //     (dataset.OptimizeIndexes), so that rows inserted through the

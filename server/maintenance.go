@@ -38,6 +38,11 @@ const (
 	// DefaultMaintenanceMaxDelay bounds how long a table that is written
 	// all the time is put off.
 	DefaultMaintenanceMaxDelay = 5 * time.Second
+	// DefaultMaintenanceSizeRatio is the compaction's SizeRatio: a
+	// fragment holding more rows than the small ones gathered after it is
+	// left alone, so that a stream of small inserts is merged among
+	// itself and a table's large fragments are not rewritten each pass.
+	DefaultMaintenanceSizeRatio = 1.0
 )
 
 // MaintenanceOptions configures the background maintenance of the tables
@@ -76,6 +81,15 @@ type MaintenanceOptions struct {
 	// TargetRowsPerFragment is the compaction's target. Default
 	// dataset.DefaultTargetRowsPerFragment.
 	TargetRowsPerFragment int
+	// SizeRatio is the compaction's dataset.CompactOptions.SizeRatio
+	// (Lance's plan, plus: a fragment of more than SizeRatio times the
+	// rows of the small fragments after it is not rewritten with them).
+	// Each pass then costs about the rows inserted since the last, not
+	// the table's size, and the fragment count stays logarithmic in the
+	// rows. Default DefaultMaintenanceSizeRatio; negative plans as Lance
+	// does, which rewrites a table of fewer rows than the target whole
+	// whenever small fragments gather.
+	SizeRatio float64
 	// NoCompact, NoIndex and NoCleanup turn a step off. Default: all on.
 	NoCompact, NoIndex, NoCleanup bool
 	// Quiet: a table with a commit in the last Quiet is put off, and
@@ -105,6 +119,9 @@ func (o MaintenanceOptions) withDefaults() MaintenanceOptions {
 	}
 	if o.TargetRowsPerFragment <= 0 {
 		o.TargetRowsPerFragment = dataset.DefaultTargetRowsPerFragment
+	}
+	if o.SizeRatio == 0 {
+		o.SizeRatio = DefaultMaintenanceSizeRatio
 	}
 	o.Quiet = withDefault(o.Quiet, DefaultMaintenanceQuiet)
 	o.MaxDelay = withDefault(o.MaxDelay, DefaultMaintenanceMaxDelay)
@@ -286,7 +303,7 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 		// the indices' next segment: index after every compaction.
 		SkipIndex:   o.NoIndex || (!index && !compact),
 		SkipCleanup: !cleanup,
-		Compact:     &dataset.CompactOptions{TargetRowsPerFragment: o.TargetRowsPerFragment},
+		Compact:     &dataset.CompactOptions{TargetRowsPerFragment: o.TargetRowsPerFragment, SizeRatio: max(o.SizeRatio, 0)},
 		Cleanup:     &dataset.CleanupOptions{OlderThan: o.OlderThan},
 		Open:        m.s.openOptions(),
 	})

@@ -69,7 +69,9 @@ server after the requests in flight (at most 30s).
 
 In the background the server keeps its tables healthy, one table at a time,
 as "lancer optimize" does: a table with more than --maintenance-fragments
-small (or unindexed) fragments is compacted and its indices updated, and one
+small (or unindexed) fragments is compacted (leaving alone a fragment of more
+than --maintenance-size-ratio times the rows of the small ones after it) and
+its indices updated, and one
 that gained more than --maintenance-versions versions since its last cleanup
 has the versions older than --retention removed (tagged versions and what
 branches need stay). A table with a commit in the last second waits for a
@@ -140,6 +142,7 @@ type maintenanceFlags struct {
 	interval                      time.Duration
 	fragments, versions           int
 	unindexedRows                 int64
+	sizeRatio                     float64
 	retention                     string
 	noCompact, noIndex, noCleanup bool
 }
@@ -150,6 +153,8 @@ func (m *maintenanceFlags) flags(cmd *cobra.Command) {
 	f.DurationVar(&m.interval, "maintenance-interval", server.DefaultMaintenanceInterval, "how often the tables are looked at")
 	f.IntVar(&m.fragments, "maintenance-fragments", server.DefaultMaintenanceFragments, "compact a table with more small or unindexed fragments than this")
 	f.Int64Var(&m.unindexedRows, "maintenance-unindexed-rows", server.DefaultMaintenanceUnindexedRows, "update the indices of a table whose index misses more rows than this")
+	f.Float64Var(&m.sizeRatio, "maintenance-size-ratio", server.DefaultMaintenanceSizeRatio,
+		"compaction leaves a fragment holding more than this many times the rows of the small fragments after it; 0: Lance's plan, which rewrites a table below 1Mi rows whole with them")
 	f.IntVar(&m.versions, "maintenance-versions", server.DefaultMaintenanceVersions, "clean up a table that gained more versions than this since its last cleanup")
 	f.StringVar(&m.retention, "retention", "168h", "background cleanup removes versions older than this: a Go duration (36h) or days (7d); 0: all but the latest")
 	f.BoolVar(&m.noCompact, "no-compact", false, "no background compaction")
@@ -168,8 +173,15 @@ func (m maintenanceFlags) options() (server.MaintenanceOptions, error) {
 	if m.interval <= 0 || m.fragments <= 0 || m.versions <= 0 || m.unindexedRows <= 0 {
 		return server.MaintenanceOptions{}, fmt.Errorf("--maintenance-interval, --maintenance-fragments, --maintenance-unindexed-rows and --maintenance-versions must be positive: %w", lancer.ErrInvalidArgument)
 	}
+	if !(m.sizeRatio >= 0) || math.IsInf(m.sizeRatio, 1) { // NaN too
+		return server.MaintenanceOptions{}, fmt.Errorf("--maintenance-size-ratio %v: want a finite number, 0 or more: %w", m.sizeRatio, lancer.ErrInvalidArgument)
+	}
+	ratio := m.sizeRatio
+	if ratio == 0 {
+		ratio = -1 // the flag's 0 is Lance's plan; a zero SizeRatio the default
+	}
 	return server.MaintenanceOptions{Disabled: m.off, Interval: m.interval, Fragments: m.fragments, Versions: m.versions, UnindexedRows: m.unindexedRows,
-		OlderThan: age, NoCompact: m.noCompact, NoIndex: m.noIndex, NoCleanup: m.noCleanup}, nil
+		SizeRatio: ratio, OlderThan: age, NoCompact: m.noCompact, NoIndex: m.noIndex, NoCleanup: m.noCleanup}, nil
 }
 
 // connTimeouts are the --read-header-timeout, --body-read-timeout and

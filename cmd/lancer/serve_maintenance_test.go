@@ -20,6 +20,8 @@ func TestServeMaintenance(t *testing.T) {
 		{"--retention soon", "--retention"},
 		{"--maintenance-fragments 0", "--maintenance-fragments"},
 		{"--maintenance-unindexed-rows -1", "--maintenance-unindexed-rows"},
+		{"--maintenance-size-ratio -1", "--maintenance-size-ratio"},
+		{"--maintenance-size-ratio NaN", "--maintenance-size-ratio"},
 	} {
 		args := append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0"}, strings.Fields(c.args)...)
 		if code, _, errOut := runLancer(t, args...); code != 1 || !strings.Contains(errOut, c.want) {
