@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -198,7 +200,9 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 			// it wrote, and the release keeps writing on it.
 			legacyMinor := newestFooterMinor(t, ctx, h.URI)
 			addsColumns := !slices.ContainsFunc(h.Skipped, func(s string) bool { return strings.HasPrefix(s, "add_column:") })
+			before := root.Manifest()
 			latest := lancerWrites(t, ctx, h.URI, addsColumns)
+			introducesNothingNewer(t, ctx, r.Name, h.URI, before)
 			if legacyMinor != 0 {
 				if got := newestFooterMinor(t, ctx, h.URI); got != legacyMinor {
 					t.Errorf("%s: lancer's legacy files have footer version 0.%d, the release's 0.%d", r.Name, got, legacyMinor)
@@ -232,6 +236,43 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 				fixturetest.CompareRows(t, name+" after the release's append (lancer vs Lance 12)", after.rows, reply.Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}})
 			}
 		})
+	}
+}
+
+// introducesNothingNewer checks that lancer's writes on the dataset at uri,
+// whose latest version was before, used no file version and no feature
+// flag the release had not used itself: every data file is in the
+// release's own file version and the reader and writer flags are the
+// release's, save deletion files (lancer deletes where the release had
+// not yet), which every release of the matrix reads.
+func introducesNothingNewer(t *testing.T, ctx context.Context, name, uri string, before *manifest.Manifest) {
+	t.Helper()
+	d, err := openDirAt(ctx, uri, branch.Ref{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := d.Manifest()
+	versions := map[format.Version]bool{}
+	for _, f := range before.Fragments {
+		for _, df := range f.Files {
+			if v, err := df.Version(); err == nil {
+				versions[v] = true
+			}
+		}
+	}
+	for _, f := range after.Fragments {
+		for _, df := range f.Files {
+			if v, err := df.Version(); err != nil || !versions[v] {
+				t.Errorf("%s: lancer wrote data file %s of version %v (%v); the release wrote only %v", name, df.Path, v, err, slices.Collect(maps.Keys(versions)))
+			}
+		}
+	}
+	allowed := before.ReaderFeatureFlags | manifest.FlagDeletionFiles
+	if extra := after.ReaderFeatureFlags &^ allowed; extra != 0 {
+		t.Errorf("%s: lancer's writes set reader flags %v the release never set", name, extra)
+	}
+	if extra := after.WriterFeatureFlags &^ (before.WriterFeatureFlags | manifest.FlagDeletionFiles); extra != 0 {
+		t.Errorf("%s: lancer's writes set writer flags %v the release never set", name, extra)
 	}
 }
 
