@@ -71,19 +71,27 @@ func installedReleases(t *testing.T) (string, []release) {
 
 // releaseHistory is what lance-release-history.mjs prints.
 type releaseHistory struct {
-	Release string `json:"release"`
-	URI     string `json:"uri"`
-	Steps   []struct {
-		Op      string `json:"op"`
-		Version uint64 `json:"version"`
-	} `json:"steps"`
-	Skipped []string `json:"skipped"`
+	Release string        `json:"release"`
+	URI     string        `json:"uri"`
+	Steps   []releaseStep `json:"steps"`
+	Skipped []string      `json:"skipped"`
 	Reads   []struct {
 		Version uint64            `json:"version"`
 		Count   int               `json:"count"`
 		IDs     []float64         `json:"ids"`
 		Texts   map[string]string `json:"texts"`
 	} `json:"reads"`
+	Tags []struct {
+		Name    string `json:"name"`
+		Version uint64 `json:"version"`
+	} `json:"tags"`
+}
+
+// releaseStep is one operation of a release's history and the version
+// it made.
+type releaseStep struct {
+	Op      string `json:"op"`
+	Version uint64 `json:"version"`
 }
 
 // writeHistory has release r write its history dataset under dir.
@@ -169,6 +177,26 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 					return
 				}
 				t.Errorf(format, args...)
+			}
+			// The release's tags name the versions it tagged, and lancer
+			// reads a tag as the version it names.
+			lancerTags, err := branch.ListTags(ctx, root.Store())
+			if err != nil {
+				t.Fatalf("tags: %v", err)
+			}
+			for _, tag := range h.Tags {
+				i := slices.IndexFunc(lancerTags, func(lt branch.Tag) bool { return lt.Name == tag.Name })
+				if i < 0 || lancerTags[i].Version != tag.Version {
+					t.Errorf("%s: the release tagged %s at version %d; lancer lists %+v", r.Name, tag.Name, tag.Version, lancerTags)
+					continue
+				}
+				d, err := openDirAt(ctx, h.URI, branch.Ref{Tag: tag.Name}, nil)
+				if err != nil || d.Version() != tag.Version {
+					t.Errorf("%s: opening tag %s: %v (version %v)", r.Name, tag.Name, err, d)
+				}
+			}
+			if !slices.ContainsFunc(h.Steps, func(s releaseStep) bool { return s.Op == "overwrite" }) {
+				t.Errorf("%s did not overwrite (skipped %v)", r.Package, h.Skipped)
 			}
 			// What the release itself read back (at the latest version
 			// only when it cannot check out).
