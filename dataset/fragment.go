@@ -128,6 +128,13 @@ type fragmentReader struct {
 // several data files (possible after adding a member to a struct) is refused
 // with lancer.ErrUnsupported: reading it would mean merging struct arrays
 // from different files.
+//
+// A field id listed by two data files of the fragment is read from the
+// first of them, as Lance reads it: Lance 0.10 reused the ids of dropped
+// columns for added ones (Lance's test dataset v0.10.5/corrupt_schema), so
+// such a fragment holds the dropped column's file first and the added
+// column's after it, and every Lance since reads the dropped column's values
+// until its next commit renumbers the added fields (fixDuplicateFieldIDs).
 func planFragment(sch *schema.Schema, f *manifest.Fragment) ([]*fileRead, error) {
 	var files []*fileRead
 	byFile := map[int]*fileRead{}
@@ -137,11 +144,9 @@ func planFragment(sch *schema.Schema, f *manifest.Fragment) ([]*fileRead, error)
 			if id == manifest.Tombstone || id < 0 {
 				continue
 			}
-			if j, dup := holder[id]; dup {
-				return nil, fmt.Errorf("field id %d is stored in data files %s and %s: %w",
-					id, f.Files[j].Path, f.Files[i].Path, lancer.ErrCorrupt)
+			if _, dup := holder[id]; !dup {
+				holder[id] = i
 			}
-			holder[id] = i
 		}
 	}
 	for out, field := range sch.Fields {
@@ -192,6 +197,49 @@ func columnMap(df *manifest.DataFile) func(int32) (int, bool) {
 		c, ok := cols[id]
 		return c, ok
 	}
+}
+
+// legacyFileIDs returns fields with the ids the legacy data file df uses
+// for them. Lance keys a legacy file's page table by the manifest's ids,
+// its first row being the field df lists first (FileFragment's
+// field_id_offset), not by the ids in the file's own schema: a file that
+// Lance's schema repair (fixDuplicateFieldIDs) renumbered lists ids 4 and
+// 5 while its own schema says 2 and 3. The page table's rows are the
+// file's ids from its smallest one, so a manifest id maps to
+// id − df.Fields[0] + that smallest id. Files whose first listed id is
+// their smallest one, every file but such repaired ones, keep their ids.
+func legacyFileIDs(fields []*schema.Field, df *manifest.DataFile, file *schema.Schema) []*schema.Field {
+	if len(df.Fields) == 0 || len(df.ColumnIndices) > 0 {
+		return fields // columns named by column indices (columnMap), not by id
+	}
+	fileMin := int32(-1)
+	file.Walk(func(f *schema.Field) {
+		if fileMin < 0 || f.ID < fileMin {
+			fileMin = f.ID
+		}
+	})
+	shift := df.Fields[0] - fileMin
+	if fileMin < 0 || shift == 0 {
+		return fields
+	}
+	var renumber func(f *schema.Field) *schema.Field
+	renumber = func(f *schema.Field) *schema.Field {
+		cp := *f
+		cp.ID -= shift
+		if cp.ParentID >= 0 {
+			cp.ParentID -= shift
+		}
+		cp.Children = make([]*schema.Field, len(f.Children))
+		for i, c := range f.Children {
+			cp.Children[i] = renumber(c)
+		}
+		return &cp
+	}
+	out := make([]*schema.Field, len(fields))
+	for i, f := range fields {
+		out[i] = renumber(f)
+	}
+	return out
 }
 
 // withFileDictionaries returns copies of fields whose legacy dictionary
@@ -266,7 +314,7 @@ func (fr *fragmentReader) openFile(ctx context.Context, file *fileRead) error {
 	}
 	fields := file.fields
 	if r.Version().IsLegacy() {
-		fields = withFileDictionaries(fields, r.Schema())
+		fields = withFileDictionaries(legacyFileIDs(fields, file.file, r.Schema()), r.Schema())
 	}
 	c, err := r.NewCursor(format.Projection{Fields: fields, Column: columnMap(file.file)})
 	if err != nil {

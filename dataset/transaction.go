@@ -475,11 +475,85 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 		m.NextRowID = nextRowID
 	}
 	repairDataFormat(m)
+	fixDuplicateFieldIDs(m)
 	m.SetIndexSegments(indices)
 	if err := applyFeatureFlags(m, prev, stable); err != nil {
 		return nil, fmt.Errorf("dataset: building version %d: %w", version, err)
 	}
 	return m, nil
+}
+
+// fixDuplicateFieldIDs renumbers the field ids that two data files of one
+// fragment both list, as Lance's commit does (fix_schema in its
+// io/commit.rs): Lance 0.10 gave columns it added the ids of columns
+// dropped before, so a fragment could hold the dropped column's file and
+// the added one's under the same id (Lance's test dataset
+// v0.10.5/corrupt_schema). Readers take the first file's values
+// (planFragment); the commit gives each such id a new one above every id
+// in use, in the schema and in each fragment's last file listing it, and
+// drops the files left holding no field of the schema. Every later version
+// then reads the added columns' own values, as Lance's next commit makes
+// them read.
+func fixDuplicateFieldIDs(m *manifest.Manifest) {
+	dups := map[int32]bool{}
+	maxID := int32(-1)
+	for _, f := range m.Fields() {
+		maxID = max(maxID, f.ID)
+	}
+	for _, fr := range m.Fragments {
+		seen := map[int32]bool{}
+		for _, df := range fr.Files {
+			for _, id := range df.Fields {
+				maxID = max(maxID, id)
+				if id >= 0 && seen[id] {
+					dups[id] = true
+				}
+				seen[id] = true
+			}
+		}
+	}
+	if len(dups) == 0 {
+		return
+	}
+	// New ids in the order of the old ones, as Lance assigns them.
+	old := slices.Sorted(maps.Keys(dups))
+	renumber := make(map[int32]int32, len(old))
+	for i, id := range old {
+		renumber[id] = maxID + 1 + int32(i)
+	}
+	fields := make([]*schema.Field, len(m.Fields()))
+	live := map[int32]bool{}
+	for i, f := range m.Fields() {
+		f = f.Clone()
+		if n, ok := renumber[f.ID]; ok {
+			f.ID = n
+		}
+		if n, ok := renumber[f.ParentID]; ok {
+			f.ParentID = n
+		}
+		fields[i] = f
+		live[f.ID] = true
+	}
+	m.SetFields(fields)
+	m.Fragments = slices.Clone(m.Fragments) // the fragments may be the previous version's
+	for i, fr := range m.Fragments {
+		fr = fr.Clone()
+		// From the last file back: only the last file listing an id gets
+		// the new one, the others keep the old (now unused) id.
+		done := map[int32]bool{}
+		for j := len(fr.Files) - 1; j >= 0; j-- {
+			for k, id := range fr.Files[j].Fields {
+				if n, ok := renumber[id]; ok && !done[id] {
+					fr.Files[j].Fields[k] = n
+					done[id] = true
+				}
+			}
+		}
+		fr.Files = slices.DeleteFunc(fr.Files, func(df manifest.DataFile) bool {
+			return !slices.ContainsFunc(df.Fields, func(id int32) bool { return live[id] })
+		})
+		m.Fragments[i] = fr
+	}
 }
 
 // repairDataFormat records the version of the data files when the

@@ -4,9 +4,10 @@
 // LANCE_RELEASE_DIR names a folder whose node_modules holds the release:
 // vectordb (the API of 2023-24) or @lancedb/lancedb. argv[2] is the folder
 // to write the database in. The table "t" gets, as far as the release has
-// the calls: a create of 300 rows {id, s, vector[8]}, an append, a delete,
-// an update, an added column, a renamed column, a dropped column, a
-// compaction, an IVF_PQ vector index and a scalar index.
+// the calls: a create of 300 rows {id, s, vector[8]}, an append, an
+// overwrite, a delete, an update, an added column, a renamed column, a
+// dropped column, a compaction, an IVF_PQ vector index, a scalar index, an
+// append and a tag "nightly" on the version of the delete.
 //
 // With argv[3] "reread" it writes nothing new first: it opens the table "t"
 // of the database at argv[2] (which lancer wrote on), reads it, appends one
@@ -27,9 +28,10 @@
 //
 // Otherwise it prints one JSON object: {"release", "uri", "steps": [{"op",
 // "version"}], "skipped": [op...], "reads": [{"version", "count", "ids",
-// "texts"}]}. reads holds what the release reads at every version it can
-// check out (only the latest where it cannot): the row count, the ids in
-// order and the text column's values by id. Values are plain JSON.
+// "texts"}], "tags": [{"name", "version"}]}. reads holds what the release
+// reads at every version it can check out (only the latest where it
+// cannot): the row count, the ids in order and the text column's values by
+// id; tags the tags it made. Values are plain JSON.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import fs from 'node:fs';
@@ -120,9 +122,30 @@ if (process.argv[3] === 'reread') {
   console.log(JSON.stringify({ release: flavor + '@' + version, before, after }));
   process.exit(0);
 }
-const t = createOptions ? await db.createTable('t', rows(0, 300), createOptions) : await db.createTable('t', rows(0, 300));
+let t = createOptions ? await db.createTable('t', rows(0, 300), createOptions) : await db.createTable('t', rows(0, 300));
 steps.push({ op: 'create', version: await tableVersion(t) });
 await step(t, 'append', () => t.add(rows(300, 340)));
+// An overwrite with the same ids (new vectors): a version that replaces
+// every fragment. vectordb overwrites through createTable, whose options
+// changed shape; a call that appended instead is an error.
+await step(t, 'overwrite', async () => {
+  const data = rows(0, 340);
+  if (flavor === 'vectordb') {
+    const tries = [
+      () => db.createTable('t', data, { writeMode: lancedb.WriteMode.Overwrite }),
+      () => db.createTable({ name: 't', data, writeMode: lancedb.WriteMode.Overwrite }),
+    ];
+    let last;
+    for (const f of tries) {
+      try { t = await f(); last = undefined; break; } catch (e) { last = e; }
+    }
+    if (last) throw last;
+  } else {
+    await t.add(data, { mode: 'overwrite' });
+  }
+  const n = await t.countRows();
+  if (n !== 340) throw new Error(`overwrite left ${n} rows, want 340`);
+});
 await step(t, 'delete', () => t.delete('id < 5 OR id = 150'));
 if (has(t, 'update')) {
   // The call's shape changed over the releases: try each.
@@ -170,6 +193,12 @@ if (flavor === 'vectordb') {
   await step(t, 'scalar_index', () => t.createIndex('id', { config: lancedb.Index.btree() }));
 }
 await step(t, 'append2', () => t.add(rows(340, 350)));
+// A tag on the version after the delete, where the release has tags.
+const tags = [];
+if (has(t, 'tags')) {
+  const tagged = (steps.find((s) => s.op === 'delete') || steps[0]).version;
+  await step(t, 'tag', async () => { await (await t.tags()).create('nightly', tagged); tags.push({ name: 'nightly', version: tagged }); });
+} else skipped.push('tag: no such call');
 
 const reads = [];
 if (has(t, 'checkout')) {
@@ -185,7 +214,7 @@ if (has(t, 'checkout')) {
 } else {
   reads.push({ version: await tableVersion(t), ...(await readAll(t, textCol)) });
 }
-console.log(JSON.stringify({ release: flavor + '@' + version, uri: path.join(out, 't.lance'), steps, skipped, reads }));
+console.log(JSON.stringify({ release: flavor + '@' + version, uri: path.join(out, 't.lance'), steps, skipped, reads, tags }));
 
 // dictionaryTable writes (or, with reread, reads and appends to) the table
 // "d" of dictionary-encoded strings; see the header.

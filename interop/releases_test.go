@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
 )
@@ -69,19 +71,27 @@ func installedReleases(t *testing.T) (string, []release) {
 
 // releaseHistory is what lance-release-history.mjs prints.
 type releaseHistory struct {
-	Release string `json:"release"`
-	URI     string `json:"uri"`
-	Steps   []struct {
-		Op      string `json:"op"`
-		Version uint64 `json:"version"`
-	} `json:"steps"`
-	Skipped []string `json:"skipped"`
+	Release string        `json:"release"`
+	URI     string        `json:"uri"`
+	Steps   []releaseStep `json:"steps"`
+	Skipped []string      `json:"skipped"`
 	Reads   []struct {
 		Version uint64            `json:"version"`
 		Count   int               `json:"count"`
 		IDs     []float64         `json:"ids"`
 		Texts   map[string]string `json:"texts"`
 	} `json:"reads"`
+	Tags []struct {
+		Name    string `json:"name"`
+		Version uint64 `json:"version"`
+	} `json:"tags"`
+}
+
+// releaseStep is one operation of a release's history and the version
+// it made.
+type releaseStep struct {
+	Op      string `json:"op"`
+	Version uint64 `json:"version"`
 }
 
 // writeHistory has release r write its history dataset under dir.
@@ -168,6 +178,26 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 				}
 				t.Errorf(format, args...)
 			}
+			// The release's tags name the versions it tagged, and lancer
+			// reads a tag as the version it names.
+			lancerTags, err := branch.ListTags(ctx, root.Store())
+			if err != nil {
+				t.Fatalf("tags: %v", err)
+			}
+			for _, tag := range h.Tags {
+				i := slices.IndexFunc(lancerTags, func(lt branch.Tag) bool { return lt.Name == tag.Name })
+				if i < 0 || lancerTags[i].Version != tag.Version {
+					t.Errorf("%s: the release tagged %s at version %d; lancer lists %+v", r.Name, tag.Name, tag.Version, lancerTags)
+					continue
+				}
+				d, err := openDirAt(ctx, h.URI, branch.Ref{Tag: tag.Name}, nil)
+				if err != nil || d.Version() != tag.Version {
+					t.Errorf("%s: opening tag %s: %v (version %v)", r.Name, tag.Name, err, d)
+				}
+			}
+			if !slices.ContainsFunc(h.Steps, func(s releaseStep) bool { return s.Op == "overwrite" }) {
+				t.Errorf("%s did not overwrite (skipped %v)", r.Package, h.Skipped)
+			}
 			// What the release itself read back (at the latest version
 			// only when it cannot check out).
 			for _, rd := range h.Reads {
@@ -198,7 +228,9 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 			// it wrote, and the release keeps writing on it.
 			legacyMinor := newestFooterMinor(t, ctx, h.URI)
 			addsColumns := !slices.ContainsFunc(h.Skipped, func(s string) bool { return strings.HasPrefix(s, "add_column:") })
+			before := root.Manifest()
 			latest := lancerWrites(t, ctx, h.URI, addsColumns)
+			introducesNothingNewer(t, ctx, r.Name, h.URI, before)
 			if legacyMinor != 0 {
 				if got := newestFooterMinor(t, ctx, h.URI); got != legacyMinor {
 					t.Errorf("%s: lancer's legacy files have footer version 0.%d, the release's 0.%d", r.Name, got, legacyMinor)
@@ -232,6 +264,43 @@ func TestReleasesWriteLancerReads(t *testing.T) {
 				fixturetest.CompareRows(t, name+" after the release's append (lancer vs Lance 12)", after.rows, reply.Rows, fixturetest.CompareOptions{IgnoreKeys: []string{"_rowid"}})
 			}
 		})
+	}
+}
+
+// introducesNothingNewer checks that lancer's writes on the dataset at uri,
+// whose latest version was before, used no file version and no feature
+// flag the release had not used itself: every data file is in the
+// release's own file version and the reader and writer flags are the
+// release's, save deletion files (lancer deletes where the release had
+// not yet), which every release of the matrix reads.
+func introducesNothingNewer(t *testing.T, ctx context.Context, name, uri string, before *manifest.Manifest) {
+	t.Helper()
+	d, err := openDirAt(ctx, uri, branch.Ref{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := d.Manifest()
+	versions := map[format.Version]bool{}
+	for _, f := range before.Fragments {
+		for _, df := range f.Files {
+			if v, err := df.Version(); err == nil {
+				versions[v] = true
+			}
+		}
+	}
+	for _, f := range after.Fragments {
+		for _, df := range f.Files {
+			if v, err := df.Version(); err != nil || !versions[v] {
+				t.Errorf("%s: lancer wrote data file %s of version %v (%v); the release wrote only %v", name, df.Path, v, err, slices.Collect(maps.Keys(versions)))
+			}
+		}
+	}
+	allowed := before.ReaderFeatureFlags | manifest.FlagDeletionFiles
+	if extra := after.ReaderFeatureFlags &^ allowed; extra != 0 {
+		t.Errorf("%s: lancer's writes set reader flags %v the release never set", name, extra)
+	}
+	if extra := after.WriterFeatureFlags &^ (before.WriterFeatureFlags | manifest.FlagDeletionFiles); extra != 0 {
+		t.Errorf("%s: lancer's writes set writer flags %v the release never set", name, extra)
 	}
 }
 

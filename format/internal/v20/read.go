@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lancerdb/lancer/format/internal/arrays"
@@ -65,8 +66,11 @@ type v20Node struct {
 	// whole struct, of which pick keeps some members).
 	decodeType arrow.DataType
 	pick       []int
-	col        *v20Column // leaf: values; list: offsets
-	children   []*v20Node
+	// bytesList marks a utf8 or binary field stored as a list of uint8
+	// (isListOfBytes): read as a list, returned as dt.
+	bytesList bool
+	col       *v20Column // leaf: values; list: offsets
+	children  []*v20Node
 }
 
 // v20Column is one column read by the cursor, with its cached page.
@@ -203,8 +207,71 @@ func (c *v20Cursor) plan(f *schema.Field, total uint64, proj fileio.Projection) 
 	if !hasCol {
 		return n, nil
 	}
+	if c.isListOfBytes(n.dt, colIdx) {
+		return n, c.planListOfBytes(n, colIdx, total)
+	}
 	n.kind = v20Leaf
 	return n, c.useColumn(n, colIdx, total, false)
+}
+
+// isListOfBytes reports whether the utf8 or binary field of type dt is
+// stored in column colIdx in the layout Lance 0.12 and 0.13 wrote: an
+// offsets column of List pages followed by a column of its bytes as uint8
+// values (@lancedb/lancedb 0.5 with 2.0 files; Lance 12 still reads it,
+// telling it by the first page's encoding).
+func (c *v20Cursor) isListOfBytes(dt arrow.DataType, colIdx int) bool {
+	if _, ok := arrays.BinaryType(dt); !ok {
+		return false
+	}
+	pages := c.r.Columns[colIdx].GetPages()
+	if len(pages) == 0 {
+		return false
+	}
+	var enc encpb.ArrayEncoding
+	if err := v20ParseEncoding(pages[0].GetEncoding(), ArrayEncodingName, &enc); err != nil {
+		return false // the leaf's own decoding reports it
+	}
+	return enc.GetList() != nil
+}
+
+// planListOfBytes plans n (a utf8 or binary field) as a list of uint8
+// items in the column after colIdx; read turns the lists into values.
+func (c *v20Cursor) planListOfBytes(n *v20Node, colIdx int, total uint64) error {
+	if colIdx+1 >= len(c.r.Columns) {
+		return v20Corruptf("column %d holds the offsets of %s values, and no column of their bytes follows", colIdx, n.dt)
+	}
+	n.kind, n.bytesList = v20List, true
+	if err := c.useColumn(n, colIdx, total, false); err != nil {
+		return err
+	}
+	items, err := c.planLists(n.col)
+	if err != nil {
+		return fmt.Errorf("column %d: %w", colIdx, err)
+	}
+	bytes := &v20Node{field: &schema.Field{ID: -1, ParentID: n.field.ID, Name: "item", Type: arrow.PrimitiveTypes.Uint8}, kind: v20Leaf, dt: arrow.PrimitiveTypes.Uint8}
+	bytes.decodeType = bytes.dt
+	if err := c.useColumn(bytes, colIdx+1, items, false); err != nil {
+		return fmt.Errorf("the bytes of %s values: %w", n.dt, err)
+	}
+	n.children = []*v20Node{bytes}
+	return nil
+}
+
+// bytesOfLists returns the list<uint8> array lists as values of the utf8
+// or binary type dt: the same validity, offsets and bytes. It releases
+// lists.
+func bytesOfLists(dt arrow.DataType, lists arrow.Array) arrow.Array {
+	defer lists.Release()
+	ld := lists.Data()
+	items := ld.Children()[0]
+	values := items.Buffers()[1]
+	if values != nil {
+		values = memory.SliceBuffer(values, items.Offset(), items.Len())
+		defer values.Release()
+	}
+	data := array.NewData(dt, ld.Len(), []*memory.Buffer{ld.Buffers()[0], ld.Buffers()[1], values}, nil, ld.NullN(), ld.Offset())
+	defer data.Release()
+	return array.MakeFromData(data)
 }
 
 // useColumn attaches column colIdx to n after checking its column encoding
@@ -238,7 +305,10 @@ func (c *v20Cursor) useColumn(n *v20Node, colIdx int, total uint64, blob bool) e
 // a legacy blob field, blob descriptors).
 func v20CheckColumnEncoding(cm *file2pb.ColumnMetadata, blob bool) error {
 	var ce encpb.ColumnEncoding
-	if cm.GetEncoding().GetLocation() != nil {
+	switch cm.GetEncoding().GetLocation().(type) {
+	case nil, *file2pb.Encoding_None:
+		// Lance 0.12 and 0.13 recorded "none" for columns of plain values.
+	default:
 		if err := v20ParseEncoding(cm.GetEncoding(), ColumnEncodingName, &ce); err != nil {
 			return fmt.Errorf("column encoding: %w", err)
 		}
@@ -364,6 +434,13 @@ func (c *v20Cursor) read(ctx context.Context, n *v20Node, a, b uint64) (arrow.Ar
 	case v20Leaf:
 		return c.readLeaf(ctx, n, a, b)
 	case v20List:
+		if n.bytesList {
+			lists, err := c.readList(ctx, n, a, b)
+			if err != nil {
+				return nil, err
+			}
+			return bytesOfLists(n.dt, lists), nil
+		}
 		return c.readList(ctx, n, a, b)
 	case v20Struct:
 		members := make([]arrow.Array, 0, len(n.children))
@@ -477,7 +554,14 @@ func v20PickMembers(dt *arrow.StructType, whole *array.Struct, pick []int) arrow
 // pages, then the items those lists cover from the item field.
 func (c *v20Cursor) readList(ctx context.Context, n *v20Node, a, b uint64) (arrow.Array, error) {
 	count := v20Count(b - a)
-	large := n.dt.ID() == arrow.LARGE_LIST
+	dt := n.dt
+	if n.bytesList {
+		dt = arrow.ListOf(arrow.PrimitiveTypes.Uint8)
+		if large, _ := arrays.BinaryType(n.dt); large {
+			dt = arrow.LargeListOf(arrow.PrimitiveTypes.Uint8)
+		}
+	}
+	large := dt.ID() == arrow.LARGE_LIST
 	offsets := arrays.NewOffsetWriter(large, count)
 	validity := arrays.NullBitmap{N: count}
 	type itemRange struct{ start, end uint64 }
@@ -549,7 +633,7 @@ func (c *v20Cursor) readList(ctx context.Context, n *v20Node, a, b uint64) (arro
 		return nil, err
 	}
 	defer items.Release()
-	return arrays.ListArray(n.dt, count, offsets.Buf, items, validity.Finish()), nil
+	return arrays.ListArray(dt, count, offsets.Buf, items, validity.Finish()), nil
 }
 
 // leafPage returns page p of a leaf's column, decoding it unless cached.
