@@ -404,7 +404,7 @@ const (
 	// goroutine once it has been given that much (smallChunk before, so
 	// that small objects cost small buffers); localChunks of them are in
 	// flight at most.
-	localChunk  = 4 << 20
+	localChunk  = 1 << 20
 	smallChunk  = 64 << 10
 	localChunks = 4
 	// writebackEvery is how many bytes a localWriter lets pile up in the

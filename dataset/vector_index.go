@@ -1,10 +1,12 @@
 package dataset
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -118,6 +120,15 @@ type CreateIndexOptions struct {
 	// (ftsindex.BuildOptions.PartitionBytes). Default 0:
 	// ftsindex.DefaultPartitionBytes.
 	FTSPartitionBytes int
+	// VectorBufferBytes bounds the rows a vector index build holds in
+	// memory at once: the build spills the column's vectors (as float32)
+	// to a temporary file in os.TempDir and builds a group of partitions
+	// of up to this many bytes of rows per pass over it
+	// (vector.IVFOptions.BufferBytes). Default 0:
+	// vector.DefaultIVFBufferBytes. The k-means sample (64 rows a
+	// partition) and IVF_PQ's codebook sample (up to 65536 rows) come on
+	// top, while they train.
+	VectorBufferBytes int
 	// Progress, if set, is called as the build goes on: stage is "read"
 	// (rows read of the total), then the vector package's stages
 	// ("kmeans", "assign", "partitions"), then "write". It may be called
@@ -316,19 +327,55 @@ func (d *Dataset) fragmentIDs() []uint64 {
 // the segment's metadata and the files written.
 func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *schema.Field, dim int, typ string,
 	o *CreateIndexOptions, frags []uint64) (*manifest.IndexMetadata, []string, error) {
-	vecs, ids, err := d.readVectors(ctx, column, dim, frags, o.Progress)
+	if o.VectorBufferBytes < 0 {
+		return nil, nil, fmt.Errorf("dataset: VectorBufferBytes %d: %w", o.VectorBufferBytes, lancer.ErrInvalidArgument)
+	}
+	var sq *vecindex.SQRange
+	switch typ {
+	case IndexIVFSQ, IndexIVFHNSWSQ, IndexHNSW:
+		// The SQ bounds are over every vector: taken while the column
+		// streams past, they spare the writer a pass over the partitions.
+		sq = vecindex.NewSQRange(o.Metric)
+	}
+	// The column goes to a temporary file rather than memory, and the
+	// build reads it in passes: the k-means sample, the assignment, a
+	// group of partitions at a time (vector.TrainIVF). Holding it made the
+	// build's memory grow by several times the column (issue #17).
+	spill, ids, err := d.spillVectors(ctx, column, dim, frags, o.Progress, sq)
 	if err != nil {
 		return nil, nil, err
 	}
-	n := len(ids)
-	io := ivfOptions(typ, o, n)
-	ivf, err := vector.BuildIVF(vecs, dim, ids, io)
-	vecs, ids = nil, nil // the index holds what it needs: let the GC have them
+	defer spill.Close()
+	io := ivfOptions(typ, o, len(ids))
+	io.BufferBytes = o.VectorBufferBytes
+	b, err := vector.TrainIVF(ctx, spill, dim, ids, io)
+	ids = nil // the build holds them in partition order
 	if err != nil {
 		return nil, nil, fmt.Errorf("dataset: build index on %q: %w", column, err)
 	}
+	var bounds *vecindex.SQBounds
+	if sq != nil {
+		bb := sq.Bounds()
+		bounds = &bb
+	}
 	u := newUUID()
-	return d.writeLanceSegment(ctx, ivf, field, typ, o, frags, u)
+	return d.writeLanceSegment(ctx, b, field, typ, o, frags, u, bounds)
+}
+
+// segmentSource is what writeLanceSegment writes: a built vector.IVF, or
+// a vector.IVFBuild that builds its partitions as they are written.
+type segmentSource interface {
+	Metric() vector.Metric
+	Dim() int
+	Centroids() []float32
+	Partitions() int
+	Sub() vector.SubIndex
+	PartitionRows(ctx context.Context, p int) ([]uint64, []float32, []uint8, error)
+	PartitionGraph(ctx context.Context, p int) (*vector.HNSW, error)
+	PQSubVectors() int
+	PQBits() int
+	PQCodebook() []float32
+	HNSWParams() (m, efConstruction int)
 }
 
 // fragmentBitmap encodes the fragment ids frags as a roaring bitmap, as the
@@ -346,8 +393,11 @@ func fragmentBitmap(frags []uint64) ([]byte, error) {
 // auxiliary.idx, package vecindex) in _indices/<u>/ and returns its
 // metadata as Lance records it: VectorIndexDetails, index version 1, the
 // fragments and the files with their sizes.
-func (d *Dataset) writeLanceSegment(ctx context.Context, ivf *vector.IVF, field *schema.Field, typ string,
-	o *CreateIndexOptions, frags []uint64, u [16]byte) (*manifest.IndexMetadata, []string, error) {
+//
+// sqBounds, if set, are the SQ types' bounds, taken from every vector
+// already (else Write computes them, a pass over the partitions).
+func (d *Dataset) writeLanceSegment(ctx context.Context, ivf segmentSource, field *schema.Field, typ string,
+	o *CreateIndexOptions, frags []uint64, u [16]byte, sqBounds *vecindex.SQBounds) (*manifest.IndexMetadata, []string, error) {
 	dir := indicesDir + manifest.FormatUUID(u[:])
 	spec := &vecindex.WriteSpec{
 		Quant:      vecindex.QuantFlat,
@@ -371,7 +421,7 @@ func (d *Dataset) writeLanceSegment(ctx context.Context, ivf *vector.IVF, field 
 			}
 		}
 	case IndexIVFSQ, IndexIVFHNSWSQ, IndexHNSW:
-		spec.Quant = vecindex.QuantSQ
+		spec.Quant, spec.SQBounds = vecindex.QuantSQ, sqBounds
 	}
 	if ivf.Sub() == vector.SubHNSW {
 		spec.Sub, spec.Graph = vecindex.SubHNSW, ivf.PartitionGraph
@@ -476,6 +526,113 @@ func appendVectors(vecs []float32, ids []uint64, col *array.FixedSizeList, rowID
 		ids = append(ids, rowIDs[i])
 	}
 	return vecs, ids
+}
+
+// spillVectors reads column from the fragments frags (in their scan
+// order) as readVectors does, but writes the vectors to a temporary file
+// instead of holding them, and returns it (a vector.RowSource; Close
+// removes it) with their row ids. sq, if set, takes in every vector.
+func (d *Dataset) spillVectors(ctx context.Context, column string, dim int, frags []uint64,
+	progress func(string, int, int), sq *vecindex.SQRange) (_ *vectorSpill, _ []uint64, err error) {
+	view := d.withFragments(frags)
+	total := 0
+	for _, f := range view.manifest.Fragments {
+		total += int(f.PhysicalRows)
+	}
+	s, err := view.Scan(&ScanOptions{Columns: []string{column}, WithRowID: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	spill, err := newVectorSpill(dim)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			spill.Close()
+		}
+	}()
+	w := bufio.NewWriterSize(spill.f, 1<<20)
+	ids := make([]uint64, 0, total)
+	var rows []float32
+	done := 0
+	for rec, err := range s.Batches(ctx) {
+		if err != nil {
+			return nil, nil, err
+		}
+		col, ok := rec.Column(0).(*array.FixedSizeList)
+		if !ok {
+			return nil, nil, fmt.Errorf("dataset: column %q read as %s: %w", column, rec.Column(0).DataType(), lancer.ErrCorrupt)
+		}
+		rowIDs := rec.Column(1).(*array.Uint64).Values()
+		rows, ids = appendVectors(rows[:0], ids, col, rowIDs, dim)
+		if sq != nil {
+			for i := 0; i < len(rows); i += dim {
+				sq.Add(rows[i : i+dim])
+			}
+		}
+		if _, err := w.Write(arrow.Float32Traits.CastToBytes(rows)); err != nil {
+			return nil, nil, fmt.Errorf("dataset: spill the vectors of %q: %w", column, err)
+		}
+		done += int(rec.NumRows())
+		if progress != nil {
+			progress("read", done, total)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nil, nil, fmt.Errorf("dataset: spill the vectors of %q: %w", column, err)
+	}
+	spill.n = len(ids)
+	return spill, ids, nil
+}
+
+// vectorSpill is an index build's copy of a column's vectors, float32 in
+// native byte order, in a temporary file: the build reads it in passes
+// (vector.RowSource) instead of holding the column.
+type vectorSpill struct {
+	f      *os.File
+	name   string // still to remove on Close; "" once unlinked
+	dim, n int
+}
+
+func newVectorSpill(dim int) (*vectorSpill, error) {
+	f, err := os.CreateTemp("", "lancer-index-*.f32")
+	if err != nil {
+		return nil, fmt.Errorf("dataset: a temporary file for the index build: %w", err)
+	}
+	s := &vectorSpill{f: f, name: f.Name(), dim: dim}
+	// Unlinked at once where the system allows it (the open file stays
+	// readable), so that not even a crash leaves it behind.
+	if os.Remove(s.name) == nil {
+		s.name = ""
+	}
+	return s, nil
+}
+
+// Rows returns the number of vectors spilled.
+func (s *vectorSpill) Rows() int { return s.n }
+
+// ReadRows reads the vectors from row lo on into dst.
+func (s *vectorSpill) ReadRows(ctx context.Context, lo int, dst []float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if lo < 0 || len(dst)%s.dim != 0 || lo+len(dst)/s.dim > s.n {
+		return fmt.Errorf("dataset: spilled rows from %d (%d floats) of %d: %w", lo, len(dst), s.n, lancer.ErrInvalidArgument)
+	}
+	if _, err := s.f.ReadAt(arrow.Float32Traits.CastToBytes(dst), int64(lo)*int64(s.dim)*4); err != nil {
+		return fmt.Errorf("dataset: read back the spilled vectors: %w", err)
+	}
+	return nil
+}
+
+// Close closes and removes the file.
+func (s *vectorSpill) Close() error {
+	err := s.f.Close()
+	if s.name != "" {
+		err = errors.Join(err, os.Remove(s.name))
+	}
+	return err
 }
 
 // vectorAt appends values[start:start+dim] to dst as float32; nil if a

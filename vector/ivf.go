@@ -114,6 +114,12 @@ type IVFOptions struct {
 	Workers int
 	// Seed seeds k-means and the graphs. Zero is a valid seed.
 	Seed uint64
+	// BufferBytes bounds the rows TrainIVF's partitions hold at once: its
+	// IVFBuild loads consecutive partitions of up to this many bytes of
+	// float32 rows (a larger partition alone) per pass over the source.
+	// Default DefaultIVFBufferBytes. BuildIVF, which has every row in
+	// memory, ignores it.
+	BufferBytes int
 	// Progress, if not nil, is told about the build's stages: "kmeans"
 	// (iterations), "assign" (rows) and "partitions" (partitions built),
 	// each as done out of total. It is called from any goroutine,
@@ -245,6 +251,91 @@ func (x *IVF) part(ctx context.Context, p int) (*ivfPart, error) {
 	return x.lazy.get(ctx, x, p)
 }
 
+// ivfPrep is what BuildIVF and TrainIVF settle before reading a row: the
+// options with their defaults, the IVF's fields, and the partitions.
+type ivfPrep struct {
+	x     *IVF
+	o     IVFOptions
+	hopts HNSWOptions
+	pqo   PQOptions
+	parts int
+	km    KMeansOptions
+}
+
+// progress returns the reporter of one stage, nil without Progress.
+func (pb *ivfPrep) progress(stage string) func(done, total int) {
+	if pb.o.Progress == nil {
+		return nil
+	}
+	return func(done, total int) { pb.o.Progress(stage, done, total) }
+}
+
+// prepareIVF checks the options of an IVF over n rows of dim and fills
+// their defaults.
+func prepareIVF(n, dim int, opts *IVFOptions) (*ivfPrep, error) {
+	var o IVFOptions
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case dim < 1:
+		return nil, fmt.Errorf("vector: IVF of dimension %d: %w", dim, lancer.ErrInvalidArgument)
+	case n == 0:
+		return nil, fmt.Errorf("vector: IVF over no vectors: %w", lancer.ErrInvalidArgument)
+	case uint64(n) >= math.MaxUint32:
+		return nil, fmt.Errorf("vector: IVF of %d vectors, at most %d: %w", n, uint32(math.MaxUint32-1), lancer.ErrInvalidArgument)
+	case o.Metric > Dot:
+		return nil, fmt.Errorf("vector: IVF metric %v: %w", o.Metric, lancer.ErrInvalidArgument)
+	case o.Sub > SubHNSW:
+		return nil, fmt.Errorf("vector: IVF sub-index %v: %w", o.Sub, lancer.ErrInvalidArgument)
+	case o.Storage > StorePQ:
+		return nil, fmt.Errorf("vector: IVF storage %v: %w", o.Storage, lancer.ErrInvalidArgument)
+	case o.Storage == StorePQ && o.PQ.Raw && o.Metric != Dot:
+		return nil, fmt.Errorf("vector: IVF of raw PQ codes for %v (only dot): %w", o.Metric, lancer.ErrInvalidArgument)
+	case o.Partitions < 0 || o.Workers < 0 || o.BufferBytes < 0:
+		return nil, fmt.Errorf("vector: IVF Partitions %d, Workers %d, BufferBytes %d must not be negative: %w", o.Partitions, o.Workers, o.BufferBytes, lancer.ErrInvalidArgument)
+	}
+	pb := &ivfPrep{}
+	if o.Storage == StorePQ {
+		var err error
+		if pb.pqo, err = o.PQ.resolve(dim); err != nil {
+			return nil, err
+		}
+	}
+	if o.Workers == 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	x := &IVF{dim: dim, metric: o.Metric, sub: o.Sub, storage: o.Storage, pqRaw: o.Storage == StorePQ && o.PQ.Raw}
+	if o.Sub == SubHNSW {
+		pb.hopts = HNSWOptions{M: o.HNSW.M, EfConstruction: o.HNSW.EfConstruction, Metric: o.Metric, Workers: 1}
+		if pb.hopts.M == 0 {
+			pb.hopts.M = defaultHNSWM
+		}
+		if pb.hopts.EfConstruction == 0 {
+			pb.hopts.EfConstruction = defaultIVFEfConstruction
+		}
+		if err := pb.hopts.Validate(); err != nil {
+			return nil, err
+		}
+		x.m, x.efc = pb.hopts.M, pb.hopts.EfConstruction
+	}
+	parts := o.Partitions
+	if parts == 0 {
+		parts = int(math.Round(math.Sqrt(float64(n))))
+	}
+	parts = min(max(parts, 1), n)
+	km := o.KMeans
+	km.Metric, km.Seed, km.Workers = o.Metric, o.Seed, o.Workers
+	if km.SampleSize == 0 {
+		km.SampleSize = min(n, ivfKMeansSamplePerPartition*parts)
+	}
+	if km.MaxIters == 0 {
+		km.MaxIters = ivfKMeansIters
+	}
+	pb.x, pb.o, pb.parts, pb.km = x, o, parts, km
+	return pb, nil
+}
+
 // BuildIVF builds an index over n = len(ids) vectors: vectors holds n rows
 // of dim float32s, and ids[i] is the caller's id of row i (a Lance row id),
 // which results report and filters are asked about. Ids must be distinct.
@@ -263,77 +354,19 @@ func (x *IVF) part(ctx context.Context, p int) (*ivfPart, error) {
 // Bad arguments (no rows, a non-finite value, duplicate ids, bad options)
 // are errors wrapping lancer.ErrInvalidArgument.
 func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF, error) {
-	var o IVFOptions
-	if opts != nil {
-		o = *opts
-	}
 	n := len(ids)
-	switch {
-	case dim < 1 || len(vectors) != n*dim:
+	if dim < 1 || len(vectors) != n*dim {
 		return nil, fmt.Errorf("vector: IVF of %d floats, %d ids and dimension %d: %w", len(vectors), n, dim, lancer.ErrInvalidArgument)
-	case n == 0:
-		return nil, fmt.Errorf("vector: IVF over no vectors: %w", lancer.ErrInvalidArgument)
-	case uint64(n) >= math.MaxUint32:
-		return nil, fmt.Errorf("vector: IVF of %d vectors, at most %d: %w", n, uint32(math.MaxUint32-1), lancer.ErrInvalidArgument)
-	case o.Metric > Dot:
-		return nil, fmt.Errorf("vector: IVF metric %v: %w", o.Metric, lancer.ErrInvalidArgument)
-	case o.Sub > SubHNSW:
-		return nil, fmt.Errorf("vector: IVF sub-index %v: %w", o.Sub, lancer.ErrInvalidArgument)
-	case o.Storage > StorePQ:
-		return nil, fmt.Errorf("vector: IVF storage %v: %w", o.Storage, lancer.ErrInvalidArgument)
-	case o.Storage == StorePQ && o.PQ.Raw && o.Metric != Dot:
-		return nil, fmt.Errorf("vector: IVF of raw PQ codes for %v (only dot): %w", o.Metric, lancer.ErrInvalidArgument)
-	case o.Partitions < 0 || o.Workers < 0:
-		return nil, fmt.Errorf("vector: IVF Partitions %d, Workers %d must not be negative: %w", o.Partitions, o.Workers, lancer.ErrInvalidArgument)
 	}
-	var pqo PQOptions
-	if o.Storage == StorePQ {
-		var err error
-		if pqo, err = o.PQ.resolve(dim); err != nil {
-			return nil, err
-		}
+	pb, err := prepareIVF(n, dim, opts)
+	if err != nil {
+		return nil, err
 	}
-	if o.Workers == 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
-	}
-	x := &IVF{dim: dim, metric: o.Metric, sub: o.Sub, storage: o.Storage, pqRaw: o.Storage == StorePQ && o.PQ.Raw}
-	var hopts HNSWOptions
-	if o.Sub == SubHNSW {
-		hopts = HNSWOptions{M: o.HNSW.M, EfConstruction: o.HNSW.EfConstruction, Metric: o.Metric, Workers: 1}
-		if hopts.M == 0 {
-			hopts.M = defaultHNSWM
-		}
-		if hopts.EfConstruction == 0 {
-			hopts.EfConstruction = defaultIVFEfConstruction
-		}
-		if err := hopts.Validate(); err != nil {
-			return nil, err
-		}
-		x.m, x.efc = hopts.M, hopts.EfConstruction
-	}
+	x, o, hopts, pqo, parts, km := pb.x, pb.o, pb.hopts, pb.pqo, pb.parts, pb.km
 	if err := checkFinite(vectors, dim, o.Workers); err != nil {
 		return nil, err
 	}
-	progress := func(stage string) func(done, total int) {
-		if o.Progress == nil {
-			return nil
-		}
-		return func(done, total int) { o.Progress(stage, done, total) }
-	}
-
-	parts := o.Partitions
-	if parts == 0 {
-		parts = int(math.Round(math.Sqrt(float64(n))))
-	}
-	parts = min(max(parts, 1), n)
-	km := o.KMeans
-	km.Metric, km.Seed, km.Workers = o.Metric, o.Seed, o.Workers
-	if km.SampleSize == 0 {
-		km.SampleSize = min(n, ivfKMeansSamplePerPartition*parts)
-	}
-	if km.MaxIters == 0 {
-		km.MaxIters = ivfKMeansIters
-	}
+	progress := pb.progress
 	cent, err := trainKMeans(vectors, dim, parts, km, progress("kmeans"))
 	if err != nil {
 		return nil, err
@@ -406,9 +439,15 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 					return
 				}
 				p := order[j]
-				if err := x.buildPartition(p, vectors, perm, hopts, o.Seed); err != nil {
+				row := func(pos int) []float32 {
+					i := int(perm[pos])
+					return vectors[i*dim : (i+1)*dim]
+				}
+				pt, err := x.buildPartition(p, row, nil, hopts, o.Seed)
+				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 				}
+				x.parts[p] = pt
 				if prog != nil {
 					prog(int(done.Add(1)), parts)
 				}
@@ -423,18 +462,18 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 	return x, nil
 }
 
-// buildPartition fills partition p's rows from vectors (perm maps
-// positions to input rows), encodes them, and builds its graph.
-func (x *IVF) buildPartition(p int, vectors []float32, perm []uint32, hopts HNSWOptions, seed uint64) error {
+// buildPartition returns partition p: its rows (row(pos) is the row at
+// position pos, offsets[p] ≤ pos < offsets[p+1]) copied, encoded, and its
+// graph built. rows, if not nil, holds those rows packed in order, and the
+// partition keeps it instead of a copy (a streaming build's buffer).
+func (x *IVF) buildPartition(p int, row func(pos int) []float32, rows []float32, hopts HNSWOptions, seed uint64) (*ivfPart, error) {
 	dim := x.dim
 	lo, hi := int(x.offsets[p]), int(x.offsets[p+1])
 	c := hi - lo
 	pt := &ivfPart{}
-	row := func(pos int) []float32 {
-		i := int(perm[pos])
-		return vectors[i*dim : (i+1)*dim]
-	}
-	if x.storage == StoreFloat32 || x.sub == SubHNSW {
+	if rows != nil && x.storage != StoreSQ8 && (x.storage == StoreFloat32 || x.sub == SubHNSW) {
+		pt.vecs = rows[: c*dim : c*dim]
+	} else if x.storage == StoreFloat32 || x.sub == SubHNSW {
 		pt.vecs = make([]float32, c*dim)
 		for pos := lo; pos < hi; pos++ {
 			copy(pt.vecs[(pos-lo)*dim:(pos-lo+1)*dim], row(pos))
@@ -463,7 +502,7 @@ func (x *IVF) buildPartition(p int, vectors []float32, perm []uint32, hopts HNSW
 		hopts.Seed = seed ^ (uint64(p)+1)*0x9e3779b97f4a7c15
 		g, err := buildPartitionGraph(pt.vecs[:c*dim:c*dim], dim, hopts)
 		if err != nil {
-			return fmt.Errorf("vector: IVF partition %d: %w", p, err)
+			return nil, fmt.Errorf("vector: IVF partition %d: %w", p, err)
 		}
 		pt.graph = g
 		if x.sq != nil {
@@ -475,8 +514,7 @@ func (x *IVF) buildPartition(p int, vectors []float32, perm []uint32, hopts HNSW
 			}
 		}
 	}
-	x.parts[p] = pt
-	return nil
+	return pt, nil
 }
 
 // checkFinite reports the first row of vectors with a NaN or infinite value.

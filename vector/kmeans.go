@@ -88,27 +88,54 @@ func trainKMeans(vectors []float32, dim, k int, o KMeansOptions, progress func(d
 	if o.Workers == 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
+	rng, rows := kmeansSample(n, k, o)
+	s := len(rows)
+	sample := make([]float32, 0, s*dim)
+	for _, i := range rows {
+		row := vectors[int(i)*dim : int(i+1)*dim]
+		for _, x := range row {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, fmt.Errorf("vector: k-means: vector %d has the value %v: %w", i, x, lancer.ErrInvalidArgument)
+			}
+		}
+		sample = append(sample, row...)
+	}
+	return trainKMeansSample(sample, dim, k, o, rng, progress), nil
+}
+
+// kmeansSample returns the rows (of n) trainKMeans trains k centroids on,
+// in their order, and the generator it goes on with: the sample is a
+// function of n, k and o alone, so that a build streaming its rows draws
+// the very sample an in-memory one does. o's defaults must be filled.
+func kmeansSample(n, k int, o KMeansOptions) (*rand.Rand, []uint32) {
 	s := o.SampleSize
 	if s == 0 {
 		s = min(n, defaultKMeansSamplePerCenter*k)
 	}
 	s = min(max(s, k), n)
-
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6b6d65616e73)) // "kmeans"
-	// Selection sampling (Knuth's Algorithm S): s rows in their order.
-	sample := make([]float32, 0, s*dim)
+	return rng, selectRows(rng, n, s)
+}
+
+// selectRows draws s of n rows by selection sampling (Knuth's Algorithm
+// S): each row in turn is taken with probability need/(n-i), so the rows
+// come out in order.
+func selectRows(rng *rand.Rand, n, s int) []uint32 {
+	rows := make([]uint32, 0, s)
 	for i, need := 0, s; need > 0; i++ {
 		if rng.Uint64N(uint64(n-i)) < uint64(need) {
-			row := vectors[i*dim : (i+1)*dim]
-			for _, x := range row {
-				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-					return nil, fmt.Errorf("vector: k-means: vector %d has the value %v: %w", i, x, lancer.ErrInvalidArgument)
-				}
-			}
-			sample = append(sample, row...)
+			rows = append(rows, uint32(i))
 			need--
 		}
 	}
+	return rows
+}
+
+// trainKMeansSample runs trainKMeans' k-means++ and Lloyd iterations over
+// sample (the rows kmeansSample chose, in order, finite), rng going on
+// from the sampling. It normalizes sample in place for Cosine.
+func trainKMeansSample(sample []float32, dim, k int, o KMeansOptions, rng *rand.Rand, progress func(done, total int)) []float32 {
+	s := len(sample) / dim
 	spherical := o.Metric == Cosine
 	if spherical {
 		for r := 0; r < s; r++ {
@@ -157,7 +184,7 @@ func trainKMeans(vectors []float32, dim, k int, o KMeansOptions, progress func(d
 			break
 		}
 	}
-	return cent, nil
+	return cent
 }
 
 // normalize scales v to unit length; a zero vector stays zero.
@@ -413,10 +440,31 @@ func assignPartitions(vectors []float32, dim int, centroids []float32, m Metric,
 	if dim < 1 || len(vectors)%dim != 0 || len(centroids)%dim != 0 || len(centroids) == 0 {
 		return nil
 	}
+	n := len(vectors) / dim
+	out := make([]uint32, n)
+	var done atomic.Int64
+	var report func(int)
+	if progress != nil {
+		report = func(rows int) { progress(int(done.Add(int64(rows))), n) }
+	}
+	newAssigner(dim, centroids, m, workers).assign(vectors, out, report)
+	return out
+}
+
+// assigner assigns rows to their nearest centroids, chunk after chunk of
+// rows (a streaming build's), each row's answer its own.
+type assigner struct {
+	dim, k, pd, workers int
+	m                   Metric
+	cent, prefix        []float32
+	cs                  *centroidSet
+	useGuess            bool
+}
+
+func newAssigner(dim int, centroids []float32, m Metric, workers int) *assigner {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	n := len(vectors) / dim
 	k := len(centroids) / dim
 	cent := centroids
 	if m == Cosine {
@@ -426,24 +474,28 @@ func assignPartitions(vectors []float32, dim int, centroids []float32, m Metric,
 			normalize(cent[c*dim : (c+1)*dim])
 		}
 	}
-	cs := newCentroidSet(cent, dim, workers)
+	a := &assigner{dim: dim, k: k, workers: workers, m: m, cent: cent, cs: newCentroidSet(cent, dim, workers)}
 	// The centroid nearest on the first guessDims dimensions is a cheap
 	// first guess, which nearestFrom confirms or corrects exactly.
-	pd := min(dim, guessDims)
-	useGuess := k >= 32 && dim >= 2*guessDims
-	var prefix []float32
-	if useGuess {
-		prefix = make([]float32, k*pd)
+	a.pd = min(dim, guessDims)
+	a.useGuess = k >= 32 && dim >= 2*guessDims
+	if a.useGuess {
+		a.prefix = make([]float32, k*a.pd)
 		for c := 0; c < k; c++ {
-			copy(prefix[c*pd:(c+1)*pd], cent[c*dim:c*dim+pd])
+			copy(a.prefix[c*a.pd:(c+1)*a.pd], cent[c*dim:c*dim+a.pd])
 		}
 	}
-	out := make([]uint32, n)
-	var done atomic.Int64
-	runChunks(n, kmeansChunk*4, workers, func() func(lo, hi int) {
+	return a
+}
+
+// assign sets out[r] to the partition of row r of vectors; report, if
+// not nil, is told of the rows done, chunk by chunk.
+func (a *assigner) assign(vectors []float32, out []uint32, report func(rows int)) {
+	dim, k, pd := a.dim, a.k, a.pd
+	runChunks(len(vectors)/dim, kmeansChunk*4, a.workers, func() func(lo, hi int) {
 		buf := make([]float32, k)
 		var unit []float32
-		if m == Cosine {
+		if a.m == Cosine {
 			unit = make([]float32, dim)
 		}
 		return func(lo, hi int) {
@@ -454,19 +506,18 @@ func assignPartitions(vectors []float32, dim int, centroids []float32, m Metric,
 					normalize(unit)
 					x = unit
 				}
-				if useGuess {
-					guess, _ := nearest(L2, x[:pd], prefix, pd, buf)
-					out[r], _ = cs.nearestFrom(x, guess, buf)
+				if a.useGuess {
+					guess, _ := nearest(L2, x[:pd], a.prefix, pd, buf)
+					out[r], _ = a.cs.nearestFrom(x, guess, buf)
 				} else {
-					out[r], _ = nearest(L2, x, cent, dim, buf)
+					out[r], _ = nearest(L2, x, a.cent, dim, buf)
 				}
 			}
-			if progress != nil {
-				progress(int(done.Add(int64(hi-lo))), n)
+			if report != nil {
+				report(hi - lo)
 			}
 		}
 	})
-	return out
 }
 
 // runChunks calls, on up to workers goroutines, a function made by

@@ -114,31 +114,51 @@ func (q *pqCodebook) codeBits() int {
 // first for Cosine), one k-means per sub-space, the sub-spaces spread over
 // workers goroutines.
 func trainPQ(vectors []float32, dim int, cent []float32, assign []uint32, metric Metric, o PQOptions, seed uint64, workers int) (*pqCodebook, error) {
-	n := len(vectors) / dim
-	m := o.SubVectors
-	sub := dim / m
+	rows := pqSample(len(vectors)/dim, o, seed)
+	split := newPQSplit(len(rows), dim, o)
+	for r, i := range rows {
+		split.add(r, vectors[int(i)*dim:int(i+1)*dim], cent[int(assign[i])*dim:(int(assign[i])+1)*dim], metric)
+	}
+	return split.train(o, seed, workers), nil
+}
+
+// pqSample returns the rows (of n) trainPQ trains on, in order: a
+// function of n, o and seed alone, so that a streaming build draws the
+// sample an in-memory one does.
+func pqSample(n int, o PQOptions, seed uint64) []uint32 {
 	s := o.SampleSize
 	if s == 0 {
 		s = defaultPQSample
 	}
 	s = min(max(s, 1), n)
 	rng := rand.New(rand.NewPCG(seed, 0x7071747261696e)) // "pqtrain"
-	// Selection sampling: s rows in their order; residuals split by
-	// sub-space, sub-space j's rows packed at [j*s*sub, (j+1)*s*sub).
-	split := make([]float32, s*dim)
-	row := make([]float32, dim)
-	r := 0
-	for i, need := 0, s; need > 0; i++ {
-		if rng.Uint64N(uint64(n-i)) >= uint64(need) {
-			continue
-		}
-		residual(row, vectors[i*dim:(i+1)*dim], cent[int(assign[i])*dim:(int(assign[i])+1)*dim], metric)
-		for j := 0; j < m; j++ {
-			copy(split[(j*s+r)*sub:(j*s+r+1)*sub], row[j*sub:(j+1)*sub])
-		}
-		r++
-		need--
+	return selectRows(rng, n, s)
+}
+
+// pqSplit is trainPQ's sample of s residuals split by sub-space:
+// sub-space j's rows packed at [j*s*sub, (j+1)*s*sub).
+type pqSplit struct {
+	s, dim, m, sub int
+	rows           []float32
+	row            []float32
+}
+
+func newPQSplit(s, dim int, o PQOptions) *pqSplit {
+	m := o.SubVectors
+	return &pqSplit{s: s, dim: dim, m: m, sub: dim / m, rows: make([]float32, s*dim), row: make([]float32, dim)}
+}
+
+// add sets sample row r to the residual of v to its centroid c.
+func (q *pqSplit) add(r int, v, c []float32, metric Metric) {
+	residual(q.row, v, c, metric)
+	for j := 0; j < q.m; j++ {
+		copy(q.rows[(j*q.s+r)*q.sub:(j*q.s+r+1)*q.sub], q.row[j*q.sub:(j+1)*q.sub])
 	}
+}
+
+// train trains one codebook per sub-space over the sample.
+func (ps *pqSplit) train(o PQOptions, seed uint64, workers int) *pqCodebook {
+	s, dim, m, sub, split := ps.s, ps.dim, ps.m, ps.sub, ps.rows
 	k := min(1<<o.Bits, s)
 	q := &pqCodebook{dim: dim, m: m, sub: sub, k: k, bits: o.Bits, books: make([]float32, m*k*sub)}
 	var next atomic.Int64
@@ -154,7 +174,7 @@ func trainPQ(vectors []float32, dim int, cent []float32, assign []uint32, metric
 		}
 	})
 	q.transpose()
-	return q, nil
+	return q
 }
 
 // transpose fills bt, the codebooks by dimension: bt[(j*sub+i)*256 + c]

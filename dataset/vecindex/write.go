@@ -309,27 +309,65 @@ func (w *segWriter) rows(ctx context.Context, p int) ([]uint64, []float32, []uin
 // sqBounds is Lance's SQ training: the least and greatest value of any
 // vector (normalized for cosine).
 func (w *segWriter) sqBounds(ctx context.Context) (lo, hi float64, err error) {
-	lo, hi = math.Inf(1), math.Inf(-1)
+	r := NewSQRange(w.s.Metric)
 	dim := w.s.Dim
 	for p := range w.s.Partitions {
 		_, vecs, _, err := w.rows(ctx, p)
 		if err != nil {
 			return 0, 0, fmt.Errorf("partition %d: %w", p, err)
 		}
-		for r := 0; r < len(vecs); r += dim {
-			v := vecs[r : r+dim]
-			if w.s.Metric == vector.Cosine {
-				v = normalize(v)
-			}
-			for _, x := range v {
-				lo, hi = min(lo, float64(x)), max(hi, float64(x))
-			}
+		for i := 0; i < len(vecs); i += dim {
+			r.Add(vecs[i : i+dim])
 		}
 	}
-	if lo > hi {
-		return 0, 0, nil
+	b := r.Bounds()
+	return b.Start, b.End, nil
+}
+
+// SQRange is Lance's SQ training over vectors seen one at a time: the
+// bounds Write computes itself without WriteSpec.SQBounds, for a caller
+// that sees every vector before it writes (a build streaming its column)
+// and so spares Write its pass over the partitions.
+type SQRange struct {
+	cosine bool
+	lo, hi float64
+	seen   bool
+}
+
+// NewSQRange starts the bounds of an index of metric m.
+func NewSQRange(m vector.Metric) *SQRange {
+	return &SQRange{cosine: m == vector.Cosine, lo: math.Inf(1), hi: math.Inf(-1)}
+}
+
+// Add takes in one vector (normalized first for cosine, as the codes are
+// of the normalized vectors).
+func (r *SQRange) Add(v []float32) {
+	r.seen = true
+	var n float32 = 1
+	if r.cosine {
+		// normalize's arithmetic, without its copy.
+		var s float32
+		for _, x := range v {
+			s += x * x
+		}
+		if s != 0 {
+			n = float32(math.Sqrt(float64(s)))
+		}
 	}
-	return lo, hi, nil
+	for _, x := range v {
+		if r.cosine {
+			x /= n
+		}
+		r.lo, r.hi = min(r.lo, float64(x)), max(r.hi, float64(x))
+	}
+}
+
+// Bounds returns the bounds of the vectors added: [0, 0] for none.
+func (r *SQRange) Bounds() SQBounds {
+	if !r.seen || r.lo > r.hi {
+		return SQBounds{}
+	}
+	return SQBounds{Start: r.lo, End: r.hi}
 }
 
 func (w *segWriter) open(ctx context.Context, store blob.Store, auxKey, idxKey string) error {
