@@ -26,6 +26,9 @@ const tmpPrefix = ".lancer-tmp-"
 // temporary file in the destination directory, are synced, and are then
 // renamed (Write) or hard-linked (CreateIfAbsent) into place, so readers never
 // see a partial object and exclusive creation is atomic across processes.
+// It is a DeferredSyncer: its unsynced writes skip the syncs, which
+// CreateIfAbsentAfter then does for many files at once (see the package
+// doc's Durability).
 type LocalStore struct {
 	root string // absolute, cleaned
 }
