@@ -52,6 +52,11 @@ type CoreOptions struct {
 	// so that the first timed run does not pay for cold caches, page
 	// faults and lazily built state that later runs reuse.
 	NoWarmup bool
+	// WritesOnly stops after the write steps (the one-shot write and the
+	// create + appends) and their sizes: a run that measures a change to
+	// the write or commit path in a minute rather than the whole suite's
+	// quarter hour, the reads and index builds skipped.
+	WritesOnly bool
 	// ProfileDir, if set, receives lancer's profiles of each step:
 	// <step>.cpu.pprof (a CPU profile over the step's timed runs) and
 	// <step>.allocs.pprof (the allocation profile after them; cumulative,
@@ -185,6 +190,14 @@ func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 
 	if err := c.writes(ctx, schema, chunks); err != nil {
 		return nil, err
+	}
+	if o.WritesOnly {
+		if err := c.lance.close(); err != nil {
+			return nil, err
+		}
+		c.lance = nil
+		c.rep.finish(began)
+		return c.rep, nil
 	}
 	d, err := openLocal(ctx, c.lancerPath("a0"))
 	if err != nil {

@@ -28,8 +28,12 @@ func (r *CoreReport) Write(dir string) error {
 	if err := r.WriteJSON(filepath.Join(dir, "report.json")); err != nil {
 		return err
 	}
-	if err := r.PlotRecallQPS(filepath.Join(dir, "recall_qps.png")); err != nil {
-		return err
+	// A writes-only run has no searches to plot (and gonum's log axis
+	// panics on an empty plot).
+	if len(r.RecallQPS) > 0 {
+		if err := r.PlotRecallQPS(filepath.Join(dir, "recall_qps.png")); err != nil {
+			return err
+		}
 	}
 	if err := r.PlotSteps(filepath.Join(dir, "steps.png")); err != nil {
 		return err

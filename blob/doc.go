@@ -19,6 +19,31 @@
 // across processes; memory with a mutex; CloudStore with the backend's
 // conditional write (S3 If-None-Match: *, GCS and Azure preconditions).
 //
+// # Durability
+//
+// A write that returned nil survives a crash of the machine, not only of
+// the process: LocalStore syncs each file and the folder holding its new
+// name before it returns (object stores are durable once a PUT returns).
+// Stores whose syncs are worth deferring implement DeferredSyncer: the
+// helpers WriteUnsynced and NewWriterUnsynced (and the Unsynced view of
+// one key) publish an object without waiting for the disk, and
+// CreateIfAbsentAfter syncs a list of such objects, all at once, before it
+// creates its key durably. Two rules keep that safe:
+//
+//   - D1. An object written unsynced may be lost or torn by a crash until a
+//     CreateIfAbsentAfter naming it in synced has returned nil; nothing
+//     durable may refer to it before then.
+//   - D2. CreateIfAbsentAfter links its key only once every object in
+//     synced, its folder and the folders above it (to the root) are synced,
+//     and syncs the key's folder before it returns: the key is never
+//     durable without them, and once it returns, neither is lost.
+//
+// A dataset commit (package dataset) writes its data and transaction files
+// unsynced and publishes its manifest with CreateIfAbsentAfter, so it
+// waits for the disk twice (the files together, then the manifest's name)
+// instead of twice per file. On stores that do not defer syncs the helpers
+// are the plain Write, NewWriter and CreateIfAbsent.
+//
 // Errors wrap lancer.ErrNotFound for missing keys, lancer.ErrInvalidArgument
 // for malformed keys and ranges, and lancer.ErrConflict as above.
 //

@@ -26,6 +26,9 @@ const tmpPrefix = ".lancer-tmp-"
 // temporary file in the destination directory, are synced, and are then
 // renamed (Write) or hard-linked (CreateIfAbsent) into place, so readers never
 // see a partial object and exclusive creation is atomic across processes.
+// It is a DeferredSyncer: its unsynced writes skip the syncs, which
+// CreateIfAbsentAfter then does for many files at once (see the package
+// doc's Durability).
 type LocalStore struct {
 	root string // absolute, cleaned
 }
@@ -264,6 +267,7 @@ func writeTempFile(final string, data []byte, sync bool) (string, error) {
 	_, werr := f.Write(data)
 	var serr error
 	if sync {
+		trace("fsync", tmp)
 		serr = f.Sync()
 	}
 	cerr := f.Close()
@@ -277,6 +281,7 @@ func writeTempFile(final string, data []byte, sync bool) (string, error) {
 // syncDir makes a rename or link in dir durable.
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
+		trace("fsync", dir)
 		_ = d.Sync()
 		d.Close()
 	}
@@ -295,6 +300,7 @@ func (s *LocalStore) Write(ctx context.Context, key string, data []byte) error {
 	if err != nil {
 		return mapOSError("write", key, err)
 	}
+	trace("rename", p)
 	if err := os.Rename(tmp, p); err != nil {
 		os.Remove(tmp)
 		return mapOSError("write", key, err)
@@ -308,7 +314,8 @@ func (s *LocalStore) Write(ctx context.Context, key string, data []byte) error {
 // for either to reach the disk: after a crash key may hold its old bytes,
 // the new ones, or nothing at all. It is for files that are hints only,
 // never trusted (a dataset's latest_version_hint.json), whose two fsyncs
-// would otherwise delay every commit.
+// would otherwise delay every commit, and for files a later
+// CreateIfAbsentAfter syncs (a commit's transaction file).
 func (s *LocalStore) WriteUnsynced(ctx context.Context, key string, data []byte) error {
 	p, err := s.path(key)
 	if err != nil {
@@ -321,6 +328,7 @@ func (s *LocalStore) WriteUnsynced(ctx context.Context, key string, data []byte)
 	if err != nil {
 		return mapOSError("write", key, err)
 	}
+	trace("rename", p)
 	if err := os.Rename(tmp, p); err != nil {
 		os.Remove(tmp)
 		return mapOSError("write", key, err)
@@ -344,6 +352,7 @@ func (s *LocalStore) CreateIfAbsent(ctx context.Context, key string, data []byte
 		return mapOSError("create", key, err)
 	}
 	defer os.Remove(tmp)
+	trace("link", p)
 	if err := os.Link(tmp, p); err != nil {
 		return mapOSError("create", key, err)
 	}
@@ -390,6 +399,9 @@ type localWriter struct {
 	final string
 	key   string
 	done  bool
+	// unsynced publishes the file without syncing it or its folder
+	// (NewWriterUnsynced): a later CreateIfAbsentAfter syncs it.
+	unsynced bool
 
 	cur     []byte                // the chunk being filled
 	total   int64                 // bytes accepted by Write
@@ -501,7 +513,8 @@ func (w *localWriter) Close() error {
 	w.done = true
 	werr := w.drain()
 	var serr error
-	if werr == nil {
+	if werr == nil && !w.unsynced {
+		trace("fsync", w.f.Name())
 		serr = w.f.Sync()
 	}
 	if err := errors.Join(werr, serr); err != nil {
@@ -520,6 +533,7 @@ func (w *localWriter) Close() error {
 			return mapOSError("write", w.key, err)
 		}
 	}
+	trace("rename", w.final)
 	if err := os.Rename(w.f.Name(), w.final); err != nil {
 		if renameOpen {
 			w.f.Close()
@@ -530,7 +544,9 @@ func (w *localWriter) Close() error {
 	if renameOpen {
 		_ = w.f.Close()
 	}
-	syncDir(filepath.Dir(w.final))
+	if !w.unsynced {
+		syncDir(filepath.Dir(w.final))
+	}
 	return nil
 }
 

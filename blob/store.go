@@ -133,24 +133,6 @@ func Sub(s Store, prefix string) Store {
 	return &subStore{parent: s, prefix: prefix}
 }
 
-// WriteUnsynced writes key as s.Write does, except that where s is a local
-// folder (a *LocalStore, or a Sub of one) it does not wait for the bytes
-// to reach the disk (see LocalStore.WriteUnsynced): for hints that a crash
-// may lose or leave stale. Other stores write as Write does.
-func WriteUnsynced(ctx context.Context, s Store, key string, data []byte) error {
-	switch st := s.(type) {
-	case *subStore:
-		k, err := st.key(key)
-		if err != nil {
-			return err
-		}
-		return WriteUnsynced(ctx, st.parent, k, data)
-	case *LocalStore:
-		return st.WriteUnsynced(ctx, key, data)
-	}
-	return s.Write(ctx, key, data)
-}
-
 type subStore struct {
 	parent Store
 	prefix string

@@ -356,7 +356,7 @@ func replaceDataFile(t *testing.T, d *Dataset, rng *rand.Rand, val string) (*Dat
 	if err != nil {
 		t.Fatal(err)
 	}
-	written, err := writeFragments(ctx, d.store, proj.schema, nil, r, d.manifest.DataFormat, int(fr.physical)+1, mem)
+	written, err := writeFragments(ctx, d.store, proj.schema, nil, r, d.manifest.DataFormat, int(fr.physical)+1, mem, false)
 	r.Release()
 	if err != nil {
 		t.Fatal(err)

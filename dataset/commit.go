@@ -152,7 +152,9 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 		txnName := fmt.Sprintf("%d-%s.txn", readVersion, uuid)
 		txnKey := manifest.TransactionsDir + txnName
 		written = append(written, txnKey)
-		if err := store.Write(ctx, txnKey, txnBytes); err != nil {
+		// Unsynced: CreateIfAbsentAfter syncs it with the data files,
+		// before the manifest that names it exists (C6).
+		if err := blob.WriteUnsynced(ctx, store, txnKey, txnBytes); err != nil {
 			return fail(fmt.Errorf("dataset: write transaction %s: %w", manifest.Location(store, txnKey), err))
 		}
 
@@ -165,7 +167,7 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 			return fail(err)
 		}
 		key := manifest.Key(scheme, target)
-		err = store.CreateIfAbsent(ctx, key, file)
+		err = blob.CreateIfAbsentAfter(ctx, store, key, file, cur.syncedAtCommit(txnKey))
 		if err == nil {
 			removeSuperseded(ctx, store, written, cur, txnKey)
 			written = nil
@@ -321,6 +323,23 @@ func writeLegacyLatest(ctx context.Context, store blob.Store, file []byte) {
 		return
 	}
 	_ = store.Write(ctx, legacyLatestKey, file)
+}
+
+// syncedAtCommit lists what commit must make durable before the manifest
+// naming it may exist (C6): op's new data files, which writeFragments may
+// have published unsynced, and the transaction file txnKey. Deletion and
+// index files are written synced, as are data files of other bases (their
+// stores sync each write); syncing a file already synced costs little.
+func (op *operation) syncedAtCommit(txnKey string) []string {
+	var out []string
+	for _, f := range op.fragments {
+		for _, df := range f.Files {
+			if df.BaseID == nil {
+				out = append(out, dataDir+df.Path)
+			}
+		}
+	}
+	return append(out, txnKey)
 }
 
 // writtenFiles lists the files written for op before its commit: its data

@@ -505,7 +505,7 @@ func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptio
 	if err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, err)
 	}
-	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), rows, version, o.TargetRowsPerFragment, o.Allocator)
+	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), rows, version, o.TargetRowsPerFragment, o.Allocator, false)
 	if rowErr != nil && err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, rowErr)
 	}

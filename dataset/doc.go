@@ -167,6 +167,18 @@
 //     or _refs/ entry) it deletes nothing and fails with
 //     lancer.ErrInvalidArgument unless CleanupOptions.RefFiles says
 //     what they keep, as branch.Cleanup does.
+//   - C6. A manifest is durable only after everything it names is: on
+//     local disk the data files of an append (or create, overwrite, group
+//     commit) and the transaction file are written without waiting for
+//     the disk, and the manifest is created with blob.CreateIfAbsentAfter,
+//     which syncs them all at once (with their folders), links the
+//     manifest, and syncs its folder; so a crash of the machine leaves
+//     either the previous version or the new one whole, and a commit that
+//     returned survives it. Other files (deletion and index files, blob
+//     sidecars, data files of compaction and updates) are synced as they
+//     are written. Lance 12 syncs nothing on local disk (object_store's
+//     LocalFileSystem without fsync: its writes survive a process crash,
+//     not a machine's), so this is stronger than what Lance gives.
 //
 // # Vector indices
 //

@@ -237,7 +237,7 @@ func (c *GroupCommitter) Append(ctx context.Context, d *Dataset, data array.Reco
 	c.mu.Lock()
 	c.writing++
 	c.mu.Unlock()
-	frags, err := writeFragments(ctx, d.store, schema, d.manifest.Dictionaries(), data, version, o.MaxRowsPerFile, d.opts.Allocator)
+	frags, err := writeFragments(ctx, d.store, schema, d.manifest.Dictionaries(), data, version, o.MaxRowsPerFile, d.opts.Allocator, true)
 	if err != nil {
 		c.mu.Lock()
 		c.writing--

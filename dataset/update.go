@@ -567,7 +567,7 @@ func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func
 	if err != nil {
 		return nil, err
 	}
-	return writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), r, version, DefaultMaxRowsPerFile, d.opts.Allocator)
+	return writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), r, version, DefaultMaxRowsPerFile, d.opts.Allocator, false)
 }
 
 // removeFragments deletes the data files (and blob sidecars) of fragments

@@ -266,7 +266,7 @@ func create(ctx context.Context, store blob.Store, oo OpenOptions, bases *baseSt
 	if err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, store, schema, nil, data, version, o.MaxRowsPerFile, o.Allocator)
+	frags, err := writeFragments(ctx, store, schema, nil, data, version, o.MaxRowsPerFile, o.Allocator, true)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func (d *Dataset) overwrite(ctx context.Context, data array.RecordReader, o Writ
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, d.store, schema, nil, data, version, o.MaxRowsPerFile, o.Allocator)
+	frags, err := writeFragments(ctx, d.store, schema, nil, data, version, o.MaxRowsPerFile, o.Allocator, true)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (d *Dataset) append(ctx context.Context, data array.RecordReader, maxRows i
 	if err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, d.store, schema, d.manifest.Dictionaries(), data, version, maxRows, d.opts.Allocator)
+	frags, err := writeFragments(ctx, d.store, schema, d.manifest.Dictionaries(), data, version, maxRows, d.opts.Allocator, true)
 	if err != nil {
 		return nil, err
 	}
@@ -405,8 +405,14 @@ func checkWritableManifest(m *manifest.Manifest, where string) error {
 // rows each, and returns one fragment per file, ids unassigned (0) as a
 // transaction records them. On error the files already written are
 // removed.
+//
+// With unsynced the data files are published without waiting for the
+// disk (blob.Unsynced; their blob sidecars are synced as usual): only for
+// a caller that commits the fragments as its operation's fragments at
+// once, since commit syncs those files before it creates the manifest
+// (syncedAtCommit) and nothing else may refer to them before.
 func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema, dicts map[int32]*schema.DictionaryValues, data array.RecordReader,
-	version format.Version, maxRowsPerFile int, mem memory.Allocator) (frags []*manifest.Fragment, err error) {
+	version format.Version, maxRowsPerFile int, mem memory.Allocator, unsynced bool) (frags []*manifest.Fragment, err error) {
 	// cols[i] is the data column holding schema.Fields[i].
 	cols := make([]int, len(schema.Fields))
 	for i, f := range schema.Fields {
@@ -472,7 +478,11 @@ func writeFragments(ctx context.Context, store blob.Store, schema *schema.Schema
 			for start := int64(0); start < batch.NumRows(); {
 				if w == nil {
 					key := dataDir + newDataFileName()
-					nw, err := format.NewWriter(ctx, store, key, schema, &format.WriterOptions{Version: version, Allocator: mem, LegacyDictionaries: dicts})
+					fileStore := store
+					if unsynced {
+						fileStore = blob.Unsynced(store, key)
+					}
+					nw, err := format.NewWriter(ctx, fileStore, key, schema, &format.WriterOptions{Version: version, Allocator: mem, LegacyDictionaries: dicts})
 					if err != nil {
 						return fmt.Errorf("dataset: write: %w", err)
 					}

@@ -41,6 +41,7 @@ func main() {
 	flag.IntVar(&o.Rows, "n", bench.DefaultVectorRows, "rows of the table (core suite)")
 	flag.IntVar(&o.Dim, "dim", bench.DefaultVectorDim, "vector dimension (core suite)")
 	flag.IntVar(&o.Runs, "runs", 5, "timed runs of each step per side (alternating lancer, Lance), after one warm-up run each")
+	flag.BoolVar(&o.WritesOnly, "writes-only", false, "core suite: run only the write steps (one-shot write, create + appends) and their sizes")
 	flag.BoolVar(&o.NoWarmup, "no-warmup", false, "time every run, without the untimed warm-up run per step and side")
 	flag.BoolVar(&profileSteps, "profiles", false, "core and scale suites: write lancer's CPU and allocation profiles of each step to <out>/profiles/<step>.{cpu,allocs}.pprof")
 	flag.UintVar(&seed, "seed", bench.DefaultVectorSeed, "generator seed")
@@ -56,6 +57,9 @@ func main() {
 	flag.Parse()
 	if readme && suite != "core" {
 		fail(fmt.Errorf("bench: -readme rewrites the README's core-suite figures: it needs -suite=core"))
+	}
+	if readme && o.WritesOnly {
+		fail(fmt.Errorf("bench: -readme needs every step's figures: it cannot be combined with -writes-only"))
 	}
 	if profileSteps && *cpuProfile != "" {
 		fail(fmt.Errorf("bench: -profiles and -cpuprofile cannot be combined: Go runs one CPU profile at a time"))
