@@ -220,7 +220,31 @@ func (m *merger) liveRows(ctx context.Context, d *Dataset) ([]uint64, error) {
 // is an updated copy of) and uncertain (base rows removed in a way that may
 // have written a copy the replay cannot find).
 func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[uint64]bool, error) {
-	d := m.sides[side].d
+	return m.lineageOf(ctx, m.sides[side].d, 0)
+}
+
+// maxTraceDepth bounds how many merges deep lineageOf follows a merge's
+// source (a merge of a line that merged another line ...); deeper merges
+// count as untraceable.
+const maxTraceDepth = 8
+
+// lineageResult is the lineage of one state, cached by traceKey.
+type lineageResult struct {
+	origin    map[uint64]uint64
+	uncertain map[uint64]bool
+	live      map[uint64]bool
+}
+
+func traceKey(d *Dataset) string {
+	return fmt.Sprintf("%s@%d", strings.TrimSuffix(d.store.URI(), "/"), d.Version())
+}
+
+// lineageOf is lineage for any state d of the family (a side, or the
+// source of a merge on a side's line, depth merges deep).
+func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint64]uint64, map[uint64]bool, error) {
+	if r, ok := m.traced[traceKey(d)]; ok {
+		return r.origin, r.uncertain, nil
+	}
 	base := m.live[0]
 	sameLine := strings.TrimSuffix(d.store.URI(), "/") == strings.TrimSuffix(m.base.store.URI(), "/")
 	// Walk back to where the replay starts: the base on its own line, else
@@ -283,8 +307,10 @@ func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[
 			return nil, nil, err
 		}
 		var op manifest.Operation
+		var txn *manifest.Transaction
 		if t, err := loadTransactions(ctx, d.store, v, v, cache); err == nil {
-			op = t[0].txn.Operation
+			txn = t[0].txn
+			op = txn.Operation
 		}
 		prevSet, curSet := setOf(prev), setOf(cur)
 		var removed, written []uint64
@@ -346,13 +372,76 @@ func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[
 					uncertain[o] = true
 				}
 			}
+			// The rows written are not only copies of the rows removed
+			// here: a merge brings over the source line's rows, among them
+			// copies of base rows this line deleted or updated long
+			// before (a row deleted here, updated there and brought back
+			// by strategy theirs). Left as rows of their own they would be
+			// inserted beside the other side's copy. Rows found in the
+			// merge's source take their origin there; any other row
+			// written (a row merged cell by cell, a commit whose source
+			// cannot be opened) may be a copy of any base row this line
+			// no longer holds, which are then uncertain.
+			traced, err := m.traceWritten(ctx, txn, written, origin, uncertain, depth)
+			if err != nil {
+				return nil, nil, err
+			}
+			if traced < len(written) {
+				for id := range base {
+					if !curSet[id] {
+						uncertain[id] = true
+					}
+				}
+			}
 		}
 		for _, id := range removed {
 			delete(origin, id)
 		}
 		prev = cur
 	}
+	if m.traced == nil {
+		m.traced = map[string]lineageResult{}
+	}
+	m.traced[traceKey(d)] = lineageResult{origin: origin, uncertain: uncertain, live: setOf(prev)}
 	return origin, uncertain, nil
+}
+
+// traceWritten gives the rows a commit on a line wrote (written), where
+// that commit is a merge whose source ThreeWayOptions.TraceMerge opens, the
+// origins they have on the source's line, and adds the base rows uncertain
+// there to uncertain. It returns how many of the written rows it traced
+// (rows of the source's state; the others, such as rows the merge wrote
+// cell by cell, are not).
+func (m *merger) traceWritten(ctx context.Context, txn *manifest.Transaction, written []uint64,
+	origin map[uint64]uint64, uncertain map[uint64]bool, depth int) (int, error) {
+	if txn == nil || m.o.TraceMerge == nil || depth >= maxTraceDepth || len(txn.Properties) == 0 {
+		return 0, nil
+	}
+	src, err := m.o.TraceMerge(ctx, txn.Properties)
+	if err != nil || src == nil {
+		// The source is gone (a discarded branch) or was never a line's
+		// state: its rows cannot be traced.
+		return 0, nil
+	}
+	so, su, err := m.lineageOf(ctx, src, depth+1)
+	if err != nil {
+		return 0, err
+	}
+	live := m.traced[traceKey(src)].live
+	traced := 0
+	for _, id := range written {
+		if !live[id] {
+			continue
+		}
+		traced++
+		if o, ok := so[id]; ok {
+			origin[id] = o
+		}
+	}
+	for id := range su {
+		uncertain[id] = true
+	}
+	return traced, nil
 }
 
 func setOf(ids []uint64) map[uint64]bool {
