@@ -668,3 +668,59 @@ func TestMergeUntraceableMergeStops(t *testing.T) {
 	want[1], want[7] = "b", "b7"
 	sameModel(t, "main after merging by key", contents(t, root, branch.Ref{}), want)
 }
+
+// TestMergeTracesRowsMergedCellByCell: without stable row ids or a key, a
+// row a merge wrote cell by cell on c (b changed one column, c another)
+// is a copy of the base row, recorded on the merge's commit
+// (dataset.PropCellOrigins). A later merge of c into main, which changed
+// the row too, matches it: a conflict on the one column both changed,
+// which the column rules resolve, where it once stopped as rows that
+// cannot be matched.
+func TestMergeTracesRowsMergedCellByCell(t *testing.T) {
+	ctx := context.Background()
+	root, err := blob.NewLocalStore(filepath.Join(t.TempDir(), "t.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checktest.CleanRootWhenDone(t, root)
+	sch := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "val", Type: arrow.BinaryTypes.String, Nullable: true}, {Name: "n", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	main := &idLine{t: t, root: root, schema: sch, m: model{}}
+	init := map[int64]string{}
+	for id := range int64(20) {
+		init[id] = fmt.Sprintf("v%d|n%d", id, id)
+	}
+	r := main.rows(init)
+	if _, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{MaxRowsPerFile: 12}); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	main.m = model(init).clone()
+	fork := func(name string) *idLine {
+		if _, err := branch.CreateBranch(ctx, root, name, branch.Ref{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return &idLine{t: t, root: root, branch: name, schema: sch, m: main.m.clone()}
+	}
+	b, c := fork("b"), fork("c")
+	b.set([]int64{1}, "n", "b")
+	c.set([]int64{1}, "val", "c")
+	res, err := branch.Merge(ctx, root, branch.Ref{Branch: "b"}, &branch.MergeOptions{Into: "c"})
+	if err != nil || res.Report.CellsMerged != 1 {
+		t.Fatalf("merge b into c: %v %+v, want one row merged cell by cell", err, res)
+	}
+	c.m[1] = "c|b"
+	sameModel(t, "c", idContents(t, root, branch.Ref{Branch: "c"}), c.m)
+	main.set([]int64{1}, "val", "main")
+	_, err = branch.Merge(ctx, root, branch.Ref{Branch: "c"}, nil)
+	var mc *dataset.MergeConflictError
+	if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 1 || mc.Report.Conflicts[0].Kind != dataset.ConflictBothUpdated ||
+		!slices.Equal(mc.Report.Conflicts[0].Columns, []string{"val"}) {
+		t.Fatalf("merge c into main: %v, want row 1 %q on val (report %+v)", err, dataset.ConflictBothUpdated, mc)
+	}
+	if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "c"}, &branch.MergeOptions{Ours: []string{"val"}}); err != nil {
+		t.Fatal(err)
+	}
+	main.m[1] = "main|b"
+	sameModel(t, "main", idContents(t, root, branch.Ref{}), main.m)
+}

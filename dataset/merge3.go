@@ -318,6 +318,12 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 		return ours, m.report, nil
 	}
 	props := maps.Clone(o.Properties)
+	if c := m.cellOrigins(); c != "" {
+		if props == nil {
+			props = map[string]string{}
+		}
+		props[PropCellOrigins] = c
+	}
 	op := &operation{
 		kind:         opMerge,
 		fields:       fields,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -386,7 +387,12 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 			if err != nil {
 				return nil, nil, err
 			}
-			if traced < len(written) {
+			if len(traced) < len(written) {
+				if err := m.traceCells(ctx, txn, prevDS, prevSet, written, traced, origin); err != nil {
+					return nil, nil, err
+				}
+			}
+			if len(traced) < len(written) {
 				for id := range base {
 					if !curSet[id] {
 						uncertain[id] = true
@@ -397,7 +403,7 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 		for _, id := range removed {
 			delete(origin, id)
 		}
-		prev = cur
+		prev, prevDS = cur, curDS
 	}
 	if m.traced == nil {
 		m.traced = map[string]lineageResult{}
@@ -409,31 +415,31 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 // traceWritten gives the rows a commit on a line wrote (written), where
 // that commit is a merge whose source ThreeWayOptions.TraceMerge opens, the
 // origins they have on the source's line, and adds the base rows uncertain
-// there to uncertain. It returns how many of the written rows it traced
-// (rows of the source's state; the others, such as rows the merge wrote
-// cell by cell, are not).
+// there to uncertain. It returns the written rows it traced (rows of the
+// source's state; the others, such as rows the merge wrote cell by cell,
+// are not).
 func (m *merger) traceWritten(ctx context.Context, txn *manifest.Transaction, written []uint64,
-	origin map[uint64]uint64, uncertain map[uint64]bool, depth int) (int, error) {
+	origin map[uint64]uint64, uncertain map[uint64]bool, depth int) (map[uint64]bool, error) {
+	traced := map[uint64]bool{}
 	if txn == nil || m.o.TraceMerge == nil || depth >= maxTraceDepth || len(txn.Properties) == 0 {
-		return 0, nil
+		return traced, nil
 	}
 	src, err := m.o.TraceMerge(ctx, txn.Properties)
 	if err != nil || src == nil {
 		// The source is gone (a discarded branch) or was never a line's
 		// state: its rows cannot be traced.
-		return 0, nil
+		return traced, nil
 	}
 	so, su, err := m.lineageOf(ctx, src, depth+1)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	live := m.traced[traceKey(src)].live
-	traced := 0
 	for _, id := range written {
 		if !live[id] {
 			continue
 		}
-		traced++
+		traced[id] = true
 		if o, ok := so[id]; ok {
 			origin[id] = o
 		}
@@ -442,6 +448,104 @@ func (m *merger) traceWritten(ctx context.Context, txn *manifest.Transaction, wr
 		uncertain[id] = true
 	}
 	return traced, nil
+}
+
+// PropCellOrigins records, on a merge's commit, which row of the version
+// it merged into each row it wrote cell by cell is a copy of:
+// "VERSION:FRAG.OFFSET,FRAG.OFFSET,..." in the order the rows were written
+// (fragment ids of that version). A later merge replaying the line follows
+// those rows through it (traceCells).
+const PropCellOrigins = "lancer.merge.cell_origins"
+
+// maxCellOrigins bounds the rows PropCellOrigins lists; a merge that
+// wrote more rows cell by cell records none (those rows are untraceable).
+const maxCellOrigins = 4096
+
+// cellOrigins is PropCellOrigins's value for the rows m wrote cell by cell
+// (in writeCells's order), "" when there are none or too many.
+func (m *merger) cellOrigins() string {
+	if len(m.cells) == 0 || len(m.cells) > maxCellOrigins {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d:", m.ours.Version())
+	for i, c := range m.cells {
+		at, ok := m.live[1][c.ident]
+		if !ok {
+			return ""
+		}
+		f, ok := m.sides[1].frags[at.key]
+		if !ok {
+			return ""
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d.%d", f.frag.ID, at.offset)
+	}
+	return b.String()
+}
+
+// traceCells gives the rows a merge wrote cell by cell (the rows of
+// written that traceWritten did not trace, in order) the origins of the
+// rows of the version before (prevDS, live rows prevSet) that
+// PropCellOrigins says they are copies of, and adds them to traced. It
+// traces none unless the record fits exactly.
+func (m *merger) traceCells(ctx context.Context, txn *manifest.Transaction, prevDS *Dataset, prevSet map[uint64]bool,
+	written []uint64, traced map[uint64]bool, origin map[uint64]uint64) error {
+	rec := ""
+	if txn != nil {
+		rec = txn.Properties[PropCellOrigins]
+	}
+	vs, list, ok := strings.Cut(rec, ":")
+	if !ok || vs != strconv.FormatUint(prevDS.Version(), 10) {
+		return nil
+	}
+	var rest []uint64
+	for _, id := range written {
+		if !traced[id] {
+			rest = append(rest, id)
+		}
+	}
+	parts := strings.Split(list, ",")
+	if len(parts) != len(rest) || len(parts) > maxCellOrigins {
+		return nil
+	}
+	byID := make(map[uint64]*manifest.Fragment, len(prevDS.manifest.Fragments))
+	for _, f := range prevDS.manifest.Fragments {
+		byID[f.ID] = f
+	}
+	from := make([]uint64, len(parts))
+	for i, p := range parts {
+		fs, offs, ok := strings.Cut(p, ".")
+		fid, err1 := strconv.ParseUint(fs, 10, 64)
+		off, err2 := strconv.ParseUint(offs, 10, 32)
+		if !ok || err1 != nil || err2 != nil {
+			return nil
+		}
+		f, ok := byID[fid]
+		if !ok || len(f.Files) == 0 {
+			return nil
+		}
+		k, err := prevDS.fileKey(ctx, &f.Files[0])
+		if err != nil {
+			return err
+		}
+		id := uint64(m.intern(k))<<32 | off
+		if !prevSet[id] {
+			return nil
+		}
+		from[i] = id
+	}
+	for i, id := range rest {
+		o := from[i]
+		if oo, ok := origin[o]; ok {
+			o = oo
+		}
+		origin[id] = o
+		traced[id] = true
+	}
+	return nil
 }
 
 func setOf(ids []uint64) map[uint64]bool {
