@@ -28,11 +28,16 @@ import (
 //   - the transactions of each side since the base: an Update transaction
 //     that removed N rows and wrote N rows wrote them in the order it read
 //     them (lancer's and Lance's update scan the fragments in order), so the
-//     k-th removed row's new copy is the k-th written row.
+//     k-th removed row's new copy is the k-th written row; a merge lancer
+//     committed on the side's line brought over rows of its source, whose
+//     origins are found by replaying the source's line the same way
+//     (ThreeWayOptions.TraceMerge), and records which row each row it
+//     merged cell by cell is a copy of (PropCellOrigins).
 //
 // What neither settles (a merge-insert's rewrite, a history the walk cannot
-// follow) is uncertain: a base row a side removed whose new copy, if any,
-// cannot be found. When the other side changed such a row too the merge
+// follow, a merge whose source is gone) is uncertain: a base row a side
+// removed whose new copy, if any, cannot be found; after rows written that
+// cannot be traced, every base row the side no longer holds. When the other side changed such a row too the merge
 // stops with ConflictUnmatched, which no strategy resolves: naming a key
 // does.
 
