@@ -197,6 +197,7 @@ func mergeOnce(ctx context.Context, root blob.Store, sc *callScope, srcLine stri
 		On:            o.On,
 		Ours:          o.Ours,
 		Theirs:        o.Theirs,
+		TraceMerge:    sc.traceMerge,
 	})
 	res.Report = report
 	if err != nil {
@@ -406,6 +407,7 @@ func CherryPick(ctx context.Context, root blob.Store, commit Ref, opts *MergeOpt
 		out, report, err := dataset.ThreeWayMerge(ctx, base, ours, theirs, &dataset.ThreeWayOptions{
 			CommitOptions: withProperties(co, map[string]string{PropCherryPick: res.Source.String()}),
 			Strategy:      o.Strategy, TheirsName: name, DryRun: o.DryRun, On: o.On,
+			TraceMerge: sc.traceMerge,
 		})
 		res.Report = report
 		if err != nil {
@@ -427,4 +429,36 @@ func withProperties(co *dataset.CommitOptions, props map[string]string) dataset.
 	}
 	maps.Copy(out.Properties, props)
 	return out
+}
+
+// traceMerge is the dataset.ThreeWayOptions.TraceMerge of Merge and
+// CherryPick: it opens the state an earlier merge (PropMergeSource at
+// PropMergeSourceVersion) or cherry-pick (PropCherryPick) took its rows
+// from, so that the merge can follow rows brought over from another line
+// to the rows they are copies of. It returns nil when the properties name
+// no such state or the state cannot be opened (a discarded branch): the
+// merge then takes the rows brought over for untraceable.
+func (s *callScope) traceMerge(ctx context.Context, props map[string]string) (*dataset.Dataset, error) {
+	var ref Ref
+	switch {
+	case props[PropMergeSource] != "":
+		v, err := strconv.ParseUint(props[PropMergeSourceVersion], 10, 64)
+		if err != nil || v == 0 {
+			return nil, nil
+		}
+		ref = refOf(props[PropMergeSource], v)
+	case props[PropCherryPick] != "":
+		r, err := ParseRef(props[PropCherryPick])
+		if err != nil || r.Version == 0 || r.Tag != "" {
+			return nil, nil
+		}
+		ref = r
+	default:
+		return nil, nil
+	}
+	ds, err := s.open(ctx, ref)
+	if err != nil {
+		return nil, nil
+	}
+	return ds, nil
 }

@@ -98,6 +98,13 @@ func TestMergeIdentityModel(t *testing.T) {
 	// to a row the base lacks that the other side holds, and classify
 	// reports such a row changed on one side as inserted on both).
 	t.Run("stable=false/key=/seed=37/steps=70", func(t *testing.T) { runIdentityModel(t, 37, false, "", 70) })
+	// Without stable row ids, seed 73, step 15: c0 deleted row 1, b0
+	// updated it, and merging b0 into c0 with strategy theirs brought b0's
+	// copy back; the merge of c0 into main, which had updated row 1 too,
+	// took that copy for a new row and kept both (rows a merge brought
+	// over are now traced on its source's line;
+	// TestMergeTracesRowsBroughtBackByAMerge is the small case).
+	t.Run("stable=false/key=/seed=73/steps=16", func(t *testing.T) { runIdentityModel(t, 73, false, "", 16) })
 }
 
 // idLine writes to one line of a dataset whose schema may carry a primary

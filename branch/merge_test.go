@@ -578,3 +578,149 @@ func TestMergeAfterDiscardedBranch(t *testing.T) {
 	want[100], want[101] = "main", "v101"
 	sameModel(t, "c after theirs", contents(t, root, branch.Ref{Branch: "c"}), want)
 }
+
+// mergeBroughtBack builds issue 19's seed 73 (no stable row ids, no key):
+// main, b forked from main and c forked from b; main updates row 1, c
+// deletes it, b updates it, and b is merged into c with strategy theirs,
+// which brings b's updated copy of row 1 back into c. Relative to main's
+// state both lines started from, row 1 is now updated on main and on c.
+func mergeBroughtBack(t *testing.T) (blob.Store, *line, *line, *line) {
+	t.Helper()
+	root, main := newFamily(t, false, span(0, 20))
+	b := main.branch("b")
+	c := b.branch("c")
+	main.set(1, "main")
+	c.del("id = 1", 1)
+	b.set(1, "b")
+	b.set(7, "b7") // an update of b that reaches c with no conflict
+	res := merge(t, root, "b", "c", dataset.MergeTheirs)
+	if len(res.Report.Conflicts) != 1 || res.Report.Conflicts[0].Kind != dataset.ConflictUpdatedDeleted {
+		t.Fatalf("merge b into c: conflicts %+v, want row 1 %q", res.Report.Conflicts, dataset.ConflictUpdatedDeleted)
+	}
+	c.m[1], c.m[7] = "b", "b7"
+	sameModel(t, "c after merging b", contents(t, root, branch.Ref{Branch: "c"}), c.m)
+	return root, main, b, c
+}
+
+// TestMergeTracesRowsBroughtBackByAMerge is seed 73 of the identity model
+// (step 15) made small: c's copy of row 1 came from b through a merge,
+// after c had deleted row 1, and the merge of c into main took it for a
+// new row, so strategy ours kept main's row 1 and inserted c's: id 1
+// twice. The merge now follows rows an earlier merge brought over to their
+// origin on the source's line (b's update of row 1), so row 1 is one row
+// updated on both sides: a conflict, which a strategy resolves to one row.
+func TestMergeTracesRowsBroughtBackByAMerge(t *testing.T) {
+	ctx := context.Background()
+	for _, strategy := range []dataset.MergeStrategy{dataset.MergeOurs, dataset.MergeTheirs} {
+		t.Run(string(strategy), func(t *testing.T) {
+			root, main, _, _ := mergeBroughtBack(t)
+			_, err := branch.Merge(ctx, root, branch.Ref{Branch: "c"}, nil)
+			var mc *dataset.MergeConflictError
+			if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 1 || mc.Report.Conflicts[0].Kind != dataset.ConflictBothUpdated {
+				t.Fatalf("merge c into main: %v, want one conflict %q (report %+v)", err, dataset.ConflictBothUpdated, mc)
+			}
+			if got := mc.Report.Conflicts[0].RowID; got != 1 {
+				t.Errorf("conflict on row %d, want base row 1 (fragment 0, offset 1)", got)
+			}
+			sameModel(t, "main after the refused merge", contents(t, root, branch.Ref{}), main.m)
+			res := merge(t, root, "c", "", strategy)
+			want := main.m.clone()
+			want[7] = "b7"
+			if strategy == dataset.MergeTheirs {
+				want[1] = "b"
+			}
+			sameModel(t, "main after "+string(strategy), contents(t, root, branch.Ref{}), want)
+			if res.Report.RowsAdded != 0 {
+				t.Errorf("report %+v: rows added, want none", res.Report)
+			}
+		})
+	}
+}
+
+// TestMergeUntraceableMergeStops is the same history with the merge's
+// source gone: b is discarded after c merged it, so nothing says which
+// base row c's copy of row 1 is, and the merge of c into main must stop
+// with ConflictUnmatched (naming a key resolves it), not insert it beside
+// main's row 1.
+func TestMergeUntraceableMergeStops(t *testing.T) {
+	ctx := context.Background()
+	root, main, _, c := mergeBroughtBack(t)
+	if _, err := branch.DeleteBranch(ctx, root, "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	sameModel(t, "c after discarding b", contents(t, root, branch.Ref{Branch: "c"}), c.m)
+	for _, strategy := range []dataset.MergeStrategy{dataset.MergeFail, dataset.MergeOurs, dataset.MergeTheirs} {
+		_, err := branch.Merge(ctx, root, branch.Ref{Branch: "c"}, &branch.MergeOptions{Strategy: strategy})
+		var mc *dataset.MergeConflictError
+		if !errors.As(err, &mc) || !strings.Contains(mc.Reason, "cannot be matched") {
+			t.Fatalf("merge c into main, strategy %s: %v, want rows that cannot be matched", strategy, err)
+		}
+		if u := mc.Report.Unresolved(); len(u) != 1 || u[0].Kind != dataset.ConflictUnmatched || u[0].RowID != 1 {
+			t.Errorf("strategy %s: unresolved %+v, want row 1 %q", strategy, u, dataset.ConflictUnmatched)
+		}
+		sameModel(t, "main after the refused merge", contents(t, root, branch.Ref{}), main.m)
+	}
+	// A key makes the merge exact.
+	if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "c"}, &branch.MergeOptions{Strategy: dataset.MergeTheirs, On: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := main.m.clone()
+	want[1], want[7] = "b", "b7"
+	sameModel(t, "main after merging by key", contents(t, root, branch.Ref{}), want)
+}
+
+// TestMergeTracesRowsMergedCellByCell: without stable row ids or a key, a
+// row a merge wrote cell by cell on c (b changed one column, c another)
+// is a copy of the base row, recorded on the merge's commit
+// (dataset.PropCellOrigins). A later merge of c into main, which changed
+// the row too, matches it: a conflict on the one column both changed,
+// which the column rules resolve, where it once stopped as rows that
+// cannot be matched.
+func TestMergeTracesRowsMergedCellByCell(t *testing.T) {
+	ctx := context.Background()
+	root, err := blob.NewLocalStore(filepath.Join(t.TempDir(), "t.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checktest.CleanRootWhenDone(t, root)
+	sch := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "val", Type: arrow.BinaryTypes.String, Nullable: true}, {Name: "n", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	main := &idLine{t: t, root: root, schema: sch, m: model{}}
+	init := map[int64]string{}
+	for id := range int64(20) {
+		init[id] = fmt.Sprintf("v%d|n%d", id, id)
+	}
+	r := main.rows(init)
+	if _, err := dataset.Write(ctx, root, r, &dataset.WriteOptions{MaxRowsPerFile: 12}); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	main.m = model(init).clone()
+	fork := func(name string) *idLine {
+		if _, err := branch.CreateBranch(ctx, root, name, branch.Ref{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return &idLine{t: t, root: root, branch: name, schema: sch, m: main.m.clone()}
+	}
+	b, c := fork("b"), fork("c")
+	b.set([]int64{1}, "n", "b")
+	c.set([]int64{1}, "val", "c")
+	res, err := branch.Merge(ctx, root, branch.Ref{Branch: "b"}, &branch.MergeOptions{Into: "c"})
+	if err != nil || res.Report.CellsMerged != 1 {
+		t.Fatalf("merge b into c: %v %+v, want one row merged cell by cell", err, res)
+	}
+	c.m[1] = "c|b"
+	sameModel(t, "c", idContents(t, root, branch.Ref{Branch: "c"}), c.m)
+	main.set([]int64{1}, "val", "main")
+	_, err = branch.Merge(ctx, root, branch.Ref{Branch: "c"}, nil)
+	var mc *dataset.MergeConflictError
+	if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 1 || mc.Report.Conflicts[0].Kind != dataset.ConflictBothUpdated ||
+		!slices.Equal(mc.Report.Conflicts[0].Columns, []string{"val"}) {
+		t.Fatalf("merge c into main: %v, want row 1 %q on val (report %+v)", err, dataset.ConflictBothUpdated, mc)
+	}
+	if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "c"}, &branch.MergeOptions{Ours: []string{"val"}}); err != nil {
+		t.Fatal(err)
+	}
+	main.m[1] = "main|b"
+	sameModel(t, "main", idContents(t, root, branch.Ref{}), main.m)
+}

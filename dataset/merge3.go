@@ -76,6 +76,15 @@ type ThreeWayOptions struct {
 	// the per-column rules first, then the per-row strategy. The columns
 	// must be top-level columns of the target, none in both lists.
 	Ours, Theirs []string
+	// TraceMerge opens the state an earlier merge (or cherry-pick)
+	// committed on a side's line took its rows from, given that commit's
+	// transaction properties; nil and no error when they name none.
+	// Without stable row ids and a key, the merge follows a row such a
+	// commit brought over to the base row it is a copy of there
+	// (branch.Merge sets it). Rows a merge it cannot trace brought over
+	// may be copies of any base row that side no longer holds: such rows
+	// changed on the other side stop the merge with ConflictUnmatched.
+	TraceMerge func(ctx context.Context, properties map[string]string) (*Dataset, error)
 }
 
 // Resolutions of RowConflict and CellConflict.
@@ -309,6 +318,12 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 		return ours, m.report, nil
 	}
 	props := maps.Clone(o.Properties)
+	if c := m.cellOrigins(); c != "" {
+		if props == nil {
+			props = map[string]string{}
+		}
+		props[PropCellOrigins] = c
+	}
 	op := &operation{
 		kind:         opMerge,
 		fields:       fields,
@@ -405,6 +420,8 @@ type merger struct {
 	toOurs map[uint64]uint64
 	// idFloor is above the ids alignRenumbered made up.
 	idFloor uint64
+	// traced caches lineageOf by state.
+	traced map[string]lineageResult
 }
 
 type rowAt struct {

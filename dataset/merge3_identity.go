@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -27,11 +28,16 @@ import (
 //   - the transactions of each side since the base: an Update transaction
 //     that removed N rows and wrote N rows wrote them in the order it read
 //     them (lancer's and Lance's update scan the fragments in order), so the
-//     k-th removed row's new copy is the k-th written row.
+//     k-th removed row's new copy is the k-th written row; a merge lancer
+//     committed on the side's line brought over rows of its source, whose
+//     origins are found by replaying the source's line the same way
+//     (ThreeWayOptions.TraceMerge), and records which row each row it
+//     merged cell by cell is a copy of (PropCellOrigins).
 //
 // What neither settles (a merge-insert's rewrite, a history the walk cannot
-// follow) is uncertain: a base row a side removed whose new copy, if any,
-// cannot be found. When the other side changed such a row too the merge
+// follow, a merge whose source is gone) is uncertain: a base row a side
+// removed whose new copy, if any, cannot be found; after rows written that
+// cannot be traced, every base row the side no longer holds. When the other side changed such a row too the merge
 // stops with ConflictUnmatched, which no strategy resolves: naming a key
 // does.
 
@@ -220,7 +226,31 @@ func (m *merger) liveRows(ctx context.Context, d *Dataset) ([]uint64, error) {
 // is an updated copy of) and uncertain (base rows removed in a way that may
 // have written a copy the replay cannot find).
 func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[uint64]bool, error) {
-	d := m.sides[side].d
+	return m.lineageOf(ctx, m.sides[side].d, 0)
+}
+
+// maxTraceDepth bounds how many merges deep lineageOf follows a merge's
+// source (a merge of a line that merged another line ...); deeper merges
+// count as untraceable.
+const maxTraceDepth = 8
+
+// lineageResult is the lineage of one state, cached by traceKey.
+type lineageResult struct {
+	origin    map[uint64]uint64
+	uncertain map[uint64]bool
+	live      map[uint64]bool
+}
+
+func traceKey(d *Dataset) string {
+	return fmt.Sprintf("%s@%d", strings.TrimSuffix(d.store.URI(), "/"), d.Version())
+}
+
+// lineageOf is lineage for any state d of the family (a side, or the
+// source of a merge on a side's line, depth merges deep).
+func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint64]uint64, map[uint64]bool, error) {
+	if r, ok := m.traced[traceKey(d)]; ok {
+		return r.origin, r.uncertain, nil
+	}
 	base := m.live[0]
 	sameLine := strings.TrimSuffix(d.store.URI(), "/") == strings.TrimSuffix(m.base.store.URI(), "/")
 	// Walk back to where the replay starts: the base on its own line, else
@@ -283,8 +313,10 @@ func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[
 			return nil, nil, err
 		}
 		var op manifest.Operation
+		var txn *manifest.Transaction
 		if t, err := loadTransactions(ctx, d.store, v, v, cache); err == nil {
-			op = t[0].txn.Operation
+			txn = t[0].txn
+			op = txn.Operation
 		}
 		prevSet, curSet := setOf(prev), setOf(cur)
 		var removed, written []uint64
@@ -346,13 +378,179 @@ func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[
 					uncertain[o] = true
 				}
 			}
+			// The rows written are not only copies of the rows removed
+			// here: a merge brings over the source line's rows, among them
+			// copies of base rows this line deleted or updated long
+			// before (a row deleted here, updated there and brought back
+			// by strategy theirs). Left as rows of their own they would be
+			// inserted beside the other side's copy. Rows found in the
+			// merge's source take their origin there; any other row
+			// written (a row merged cell by cell, a commit whose source
+			// cannot be opened) may be a copy of any base row this line
+			// no longer holds, which are then uncertain.
+			traced, err := m.traceWritten(ctx, txn, written, origin, uncertain, depth)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(traced) < len(written) {
+				if err := m.traceCells(ctx, txn, prevDS, prevSet, written, traced, origin); err != nil {
+					return nil, nil, err
+				}
+			}
+			if len(traced) < len(written) {
+				for id := range base {
+					if !curSet[id] {
+						uncertain[id] = true
+					}
+				}
+			}
 		}
 		for _, id := range removed {
 			delete(origin, id)
 		}
-		prev = cur
+		prev, prevDS = cur, curDS
 	}
+	if m.traced == nil {
+		m.traced = map[string]lineageResult{}
+	}
+	m.traced[traceKey(d)] = lineageResult{origin: origin, uncertain: uncertain, live: setOf(prev)}
 	return origin, uncertain, nil
+}
+
+// traceWritten gives the rows a commit on a line wrote (written), where
+// that commit is a merge whose source ThreeWayOptions.TraceMerge opens, the
+// origins they have on the source's line, and adds the base rows uncertain
+// there to uncertain. It returns the written rows it traced (rows of the
+// source's state; the others, such as rows the merge wrote cell by cell,
+// are not).
+func (m *merger) traceWritten(ctx context.Context, txn *manifest.Transaction, written []uint64,
+	origin map[uint64]uint64, uncertain map[uint64]bool, depth int) (map[uint64]bool, error) {
+	traced := map[uint64]bool{}
+	if txn == nil || m.o.TraceMerge == nil || depth >= maxTraceDepth || len(txn.Properties) == 0 {
+		return traced, nil
+	}
+	src, err := m.o.TraceMerge(ctx, txn.Properties)
+	if err != nil || src == nil {
+		// The source is gone (a discarded branch) or was never a line's
+		// state: its rows cannot be traced.
+		return traced, nil
+	}
+	so, su, err := m.lineageOf(ctx, src, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	live := m.traced[traceKey(src)].live
+	for _, id := range written {
+		if !live[id] {
+			continue
+		}
+		traced[id] = true
+		if o, ok := so[id]; ok {
+			origin[id] = o
+		}
+	}
+	for id := range su {
+		uncertain[id] = true
+	}
+	return traced, nil
+}
+
+// PropCellOrigins records, on a merge's commit, which row of the version
+// it merged into each row it wrote cell by cell is a copy of:
+// "VERSION:FRAG.OFFSET,FRAG.OFFSET,..." in the order the rows were written
+// (fragment ids of that version). A later merge replaying the line follows
+// those rows through it (traceCells).
+const PropCellOrigins = "lancer.merge.cell_origins"
+
+// maxCellOrigins bounds the rows PropCellOrigins lists; a merge that
+// wrote more rows cell by cell records none (those rows are untraceable).
+const maxCellOrigins = 4096
+
+// cellOrigins is PropCellOrigins's value for the rows m wrote cell by cell
+// (in writeCells's order), "" when there are none or too many.
+func (m *merger) cellOrigins() string {
+	if len(m.cells) == 0 || len(m.cells) > maxCellOrigins {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d:", m.ours.Version())
+	for i, c := range m.cells {
+		at, ok := m.live[1][c.ident]
+		if !ok {
+			return ""
+		}
+		f, ok := m.sides[1].frags[at.key]
+		if !ok {
+			return ""
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d.%d", f.frag.ID, at.offset)
+	}
+	return b.String()
+}
+
+// traceCells gives the rows a merge wrote cell by cell (the rows of
+// written that traceWritten did not trace, in order) the origins of the
+// rows of the version before (prevDS, live rows prevSet) that
+// PropCellOrigins says they are copies of, and adds them to traced. It
+// traces none unless the record fits exactly.
+func (m *merger) traceCells(ctx context.Context, txn *manifest.Transaction, prevDS *Dataset, prevSet map[uint64]bool,
+	written []uint64, traced map[uint64]bool, origin map[uint64]uint64) error {
+	rec := ""
+	if txn != nil {
+		rec = txn.Properties[PropCellOrigins]
+	}
+	vs, list, ok := strings.Cut(rec, ":")
+	if !ok || vs != strconv.FormatUint(prevDS.Version(), 10) {
+		return nil
+	}
+	var rest []uint64
+	for _, id := range written {
+		if !traced[id] {
+			rest = append(rest, id)
+		}
+	}
+	parts := strings.Split(list, ",")
+	if len(parts) != len(rest) || len(parts) > maxCellOrigins {
+		return nil
+	}
+	byID := make(map[uint64]*manifest.Fragment, len(prevDS.manifest.Fragments))
+	for _, f := range prevDS.manifest.Fragments {
+		byID[f.ID] = f
+	}
+	from := make([]uint64, len(parts))
+	for i, p := range parts {
+		fs, offs, ok := strings.Cut(p, ".")
+		fid, err1 := strconv.ParseUint(fs, 10, 64)
+		off, err2 := strconv.ParseUint(offs, 10, 32)
+		if !ok || err1 != nil || err2 != nil {
+			return nil
+		}
+		f, ok := byID[fid]
+		if !ok || len(f.Files) == 0 {
+			return nil
+		}
+		k, err := prevDS.fileKey(ctx, &f.Files[0])
+		if err != nil {
+			return err
+		}
+		id := uint64(m.intern(k))<<32 | off
+		if !prevSet[id] {
+			return nil
+		}
+		from[i] = id
+	}
+	for i, id := range rest {
+		o := from[i]
+		if oo, ok := origin[o]; ok {
+			o = oo
+		}
+		origin[id] = o
+		traced[id] = true
+	}
+	return nil
 }
 
 func setOf(ids []uint64) map[uint64]bool {
