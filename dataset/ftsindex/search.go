@@ -414,6 +414,36 @@ func phraseAt(terms []term, d uint32, slop int) bool {
 	return PhraseMatch(pos, qpos, slop)
 }
 
+// exactPhrase says whether some base b has every term t at position
+// b + qpos[t]: each position of the term with the fewest is tried as its
+// place in the phrase.
+func exactPhrase(pos [][]uint32, qpos []int) bool {
+	lead := 0
+	for t := range pos {
+		if len(pos[t]) < len(pos[lead]) {
+			lead = t
+		}
+	}
+next:
+	for _, p := range pos[lead] {
+		base := int(p) - qpos[lead]
+		if base < 0 {
+			continue
+		}
+		for t := range pos {
+			want := base + qpos[t]
+			if want < 0 || want > math.MaxUint32 {
+				continue next
+			}
+			if _, ok := slices.BinarySearch(pos[t], uint32(want)); !ok {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // blockBounds returns, per block of 128 documents, the largest document
 // weight (DocWeight, without the idf) in it, computed once per posting
 // list and average document length and kept: a term's block can offer no
@@ -442,9 +472,17 @@ func (pl *posting) blockBounds(numTokens []uint32, avgdl float32) []float32 {
 // r = position - query position, every term's r lies in [r of the term
 // before, that + slop]; the candidates advance greedily to the furthest
 // lower bound a pair asks for.
+//
+// With slop 0 the phrase is exact, and Lance checks it exactly: some base
+// b has every term at b + its query position. (The greedy walk would miss
+// a match after a term's earlier occurrence, as in "x y y" for "x y" at
+// positions 9, 10 with y also at 6: it moves x past 9.)
 func PhraseMatch(pos [][]uint32, qpos []int, slop int) bool {
 	if len(pos) == 0 || len(pos) != len(qpos) {
 		return false
+	}
+	if slop == 0 {
+		return exactPhrase(pos, qpos)
 	}
 	order := make([]int, len(pos))
 	for i := range order {
