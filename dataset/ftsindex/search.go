@@ -284,12 +284,18 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 	if len(terms) == 0 || (all && len(terms) < len(tokens)) {
 		return nil
 	}
+	// The phrase check's buffers, reused document after document.
+	var posBuf [][]uint32
+	var qposBuf []int
+	if q.Phrase {
+		posBuf, qposBuf = make([][]uint32, len(terms)), make([]int, len(terms))
+	}
 	offer := func(d uint32, score float32) {
 		rid := p.rowIDs[d]
 		if !top.wants(score, rid) {
 			return
 		}
-		if q.Phrase && !phraseAt(terms, d, q.Slop) {
+		if q.Phrase && !phraseAt(terms, d, q.Slop, posBuf, qposBuf) {
 			return
 		}
 		if ix.DeletedFragments.Contains(uint32(rid >> 32)) {
@@ -332,10 +338,7 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 		for _, d := range terms[lead].pl.docs {
 			for i, tm := range terms {
 				docs := tm.pl.docs
-				j := at[i]
-				for j < len(docs) && docs[j] < d {
-					j++
-				}
+				j := seek(docs, at[i], d)
 				at[i] = j
 				if j == len(docs) {
 					break docs
@@ -350,6 +353,8 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 			}
 			offer(d, score)
 		}
+	case top.limit > 0:
+		ix.searchMaxScore(p, terms, avgdl, top, offer)
 	default:
 		// Any list: merge them, the smallest next document first.
 		at := make([]int, len(terms))
@@ -381,6 +386,91 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 	return nil
 }
 
+// searchMaxScore offers the documents holding any of the terms that can
+// still enter top, as MaxScore does: with the terms ordered by their
+// largest possible score, the cheapest ones whose bounds together cannot
+// reach top's floor are "non-essential", and only documents of the other
+// terms are visited, the non-essential lists only sought for them. A
+// document's score is still the sum over the terms in query order.
+func (ix *Index) searchMaxScore(p *partition, terms []term, avgdl float32, top *topHits, offer func(uint32, float32)) {
+	n := len(terms)
+	ub := make([]float64, n)
+	for i, tm := range terms {
+		var m float32
+		for _, b := range tm.pl.blockBounds(p.numTokens, avgdl) {
+			m = max(m, b)
+		}
+		ub[i] = float64(float32(tm.idf * m))
+	}
+	order := make([]int, n) // by bound, ascending
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case ub[a] < ub[b]:
+			return -1
+		case ub[a] > ub[b]:
+			return 1
+		}
+		return 0
+	})
+	// prefix[k] bounds the score of a document holding only order[:k]'s
+	// terms, with a margin for f32 rounding of the real sums.
+	prefix := make([]float64, n+1)
+	for k, i := range order {
+		prefix[k+1] = prefix[k] + ub[i]
+	}
+	at := make([]int, n)
+	essential := 0 // order[:essential] are non-essential
+	for {
+		for essential < n && prefix[essential+1]*(1+1e-5) < float64(top.floor()) {
+			essential++
+		}
+		d, any := uint32(math.MaxUint32), false
+		for _, i := range order[essential:] {
+			if docs := terms[i].pl.docs; at[i] < len(docs) && docs[at[i]] <= d {
+				d, any = docs[at[i]], true
+			}
+		}
+		if !any {
+			return
+		}
+		var score float32
+		for i, tm := range terms {
+			docs := tm.pl.docs
+			j := seek(docs, at[i], d)
+			at[i] = j
+			if j < len(docs) && docs[j] == d {
+				score = score + float32(tm.idf*DocWeight(tm.pl.freqs[j], p.numTokens[d], avgdl))
+			}
+		}
+		for i, tm := range terms {
+			if j := at[i]; j < len(tm.pl.docs) && tm.pl.docs[j] == d {
+				at[i]++
+			}
+		}
+		offer(d, score)
+	}
+}
+
+// seek returns the first index at or after j of a document at or after
+// d in the ascending docs: galloping, so that a long list skipped over
+// costs its jumps' logarithm, not its length.
+func seek(docs []uint32, j int, d uint32) int {
+	if j >= len(docs) || docs[j] >= d {
+		return j
+	}
+	step := 1
+	for j+step < len(docs) && docs[j+step] < d {
+		j += step
+		step *= 2
+	}
+	hi := min(len(docs), j+step+1)
+	k, _ := slices.BinarySearch(docs[j+1:hi], d)
+	return j + 1 + k
+}
+
 // searchDense sums the terms' scores in per-document arrays, in query
 // order, and offers the documents in order; with all, only those holding
 // every term.
@@ -402,10 +492,9 @@ func (ix *Index) searchDense(p *partition, terms []term, tokens []Token, all boo
 }
 
 // phraseAt says whether document d holds the terms as a phrase within
-// slop (every term's list holds d).
-func phraseAt(terms []term, d uint32, slop int) bool {
-	pos := make([][]uint32, len(terms))
-	qpos := make([]int, len(terms))
+// slop (every term's list holds d); pos and qpos are buffers of
+// len(terms).
+func phraseAt(terms []term, d uint32, slop int, pos [][]uint32, qpos []int) bool {
 	for i, tm := range terms {
 		j, _ := slices.BinarySearch(tm.pl.docs, d)
 		pos[i] = tm.pl.pos[j]
