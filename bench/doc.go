@@ -185,6 +185,40 @@
 // suite at 5,000 rows with real Lance and checks properties only; like the
 // other suites' tests it fails when node or the reference is missing.
 //
+// # The text suite: full-text search, issue #18
+//
+// RunText (bench -suite=text) is issue #18's text workload: TextGen draws
+// 1M rows (-n) of id int64 and text, English-like sentences of 6-18 words
+// (30% stop words, the rest Zipf-distributed over a 30,000-word
+// vocabulary of syllable words with English suffixes, so that stemming
+// and stop words have work), from a fixed seed and one 65,536-row batch
+// at a time: the batches go straight into lancer's dataset (dataset.Write)
+// and an Arrow IPC file from which LanceDB creates its table
+// (lance-text.mjs), so both engines index the same rows and neither side
+// holds the table in memory twice. Then, alternating run by run:
+//
+//   - fts_build and fts_build_positions: the FTS (INVERTED) index on text
+//     with Lance's default analyzer, without and with positions
+//     (Dataset.CreateIndex type fts; createIndex(Index.fts({withPosition}))),
+//     with CPU time, index bytes and the peak resident set of each build;
+//   - fts_term, fts_or, fts_and, fts_phrase: -text-queries (50) queries of
+//     each kind one after another, limit 10, on the index with positions:
+//     single words of log-uniform frequency rank, 2-3 words OR, 2 frequent
+//     words AND, and 2-3 consecutive words sampled from the rows as
+//     phrases. lancer's figure is Dataset.FullTextQuery plus TakeRowIDs of
+//     the hits' id column; Lance's the sum of analyzePlan() wall times of
+//     fullTextSearch(q).select(['id']).limit(10).
+//
+// The first timed run's results are compared query by query (TextCheck):
+// the same f32 scores and the same rows, rows tied at the last score
+// excepted. Targets: every step at least 2x Lance, every query's results
+// identical. TestTextSmall runs the suite at 3,000 rows and checks that
+// every step has both sides' runs and that every query agrees with Lance;
+// TestTextGenDeterministic that the rows are a function of the seed.
+//
+//	go run ./bench/cmd/bench -suite=text                       # 1M rows, 3 runs, bench/results/text
+//	go run ./bench/cmd/bench -suite=text -n 200000 -profiles   # lancer's profiles of each step
+//
 // # The build suite: how long a new user waits
 //
 // RunBuild (bench -suite=build, -cold-modules to start from an empty module

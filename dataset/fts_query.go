@@ -323,7 +323,7 @@ func (ev *ftsEval) leaf(ctx context.Context, column, text string, q *ftsindex.Qu
 	if q.Phrase && !ix.HasPositions() {
 		return nil, fmt.Errorf("dataset: a phrase query on %s needs an FTS index built with positions (index %s has none): %w", column, seg.Name, lancer.ErrInvalidArgument)
 	}
-	an, err := ftsindex.NewAnalyzer(ix.Params)
+	an, err := ix.Analyzer()
 	if err != nil {
 		return nil, fmt.Errorf("dataset: full-text search on %s (index %s): %w", column, seg.Name, err)
 	}

@@ -73,6 +73,7 @@ type Index struct {
 	DeletedFragments *roaring.Bitmap
 
 	location    string
+	analyzer    func() (*Analyzer, error)
 	parts       []*partition
 	numDocs     int
 	totalTokens uint64
@@ -100,6 +101,12 @@ type posting struct {
 	docs  []uint32
 	freqs []uint32
 	pos   [][]uint32
+
+	// bounds are blockBounds' per-block best document weights for
+	// boundsAvgdl.
+	mu          sync.Mutex
+	bounds      []float32
+	boundsAvgdl float32
 }
 
 // OpenOptions configures Open; nil is valid.
@@ -134,6 +141,7 @@ func Open(ctx context.Context, store blob.Store, dir string, _ *OpenOptions) (*I
 	if err := json.Unmarshal([]byte(meta["params"]), &ix.Params); err != nil {
 		return nil, ix.corrupt(MetadataFile, "params: %v", err)
 	}
+	ix.analyzer = sync.OnceValues(func() (*Analyzer, error) { return NewAnalyzer(ix.Params) })
 	var ids []uint64
 	if err := json.Unmarshal([]byte(meta["partitions"]), &ids); err != nil {
 		return nil, ix.corrupt(MetadataFile, "partitions: %v", err)
@@ -398,6 +406,10 @@ func (ix *Index) Docs(part int) (rowIDs []uint64, numTokens []uint32) {
 	}
 	return ix.parts[part].rowIDs, ix.parts[part].numTokens
 }
+
+// Analyzer returns the analyzer of the index's params (NewAnalyzer's),
+// made once: queries analyze their text with it.
+func (ix *Index) Analyzer() (*Analyzer, error) { return ix.analyzer() }
 
 // NumPartitions is the number of partitions.
 func (ix *Index) NumPartitions() int { return len(ix.parts) }

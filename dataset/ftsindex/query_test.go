@@ -3,6 +3,7 @@ package ftsindex
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,5 +117,47 @@ func TestFuzzyTokens(t *testing.T) {
 	got := FuzzyTokens("Aple, bañana!x")
 	if len(got) != 3 || got[0].Text != "Aple" || got[1].Text != "bañana" || got[2].Text != "x" || got[2].Position != 2 {
 		t.Fatalf("%v", got)
+	}
+}
+
+// TestExactPhraseModel: with slop 0 PhraseMatch is exactly "some base has
+// every term at base + its query position", checked by brute force over
+// random position lists, including the case a greedy walk misses (a later
+// term occurring before the phrase as well as in it), which real Lance
+// matched in the text bench ("doneness poba merukagition").
+func TestExactPhraseModel(t *testing.T) {
+	if !PhraseMatch([][]uint32{{9}, {10}, {6, 11, 12, 14}}, []int{0, 1, 2}, 0) {
+		t.Fatal("positions 9, 10, 11 do not match the phrase at 0, 1, 2")
+	}
+	rng := rand.New(rand.NewPCG(8, 9))
+	for range 20000 {
+		n := 1 + rng.IntN(3)
+		pos := make([][]uint32, n)
+		qpos := make([]int, n)
+		for i := range pos {
+			qpos[i] = i + rng.IntN(2) // a dropped stop word leaves a gap
+			if i > 0 {
+				qpos[i] = max(qpos[i], qpos[i-1]+1)
+			}
+			seen := map[uint32]bool{}
+			for range 1 + rng.IntN(4) {
+				seen[uint32(rng.IntN(12))] = true
+			}
+			for p := range seen {
+				pos[i] = append(pos[i], p)
+			}
+			slices.Sort(pos[i])
+		}
+		want := false
+		for base := 0; base < 12 && !want; base++ {
+			all := true
+			for i := range pos {
+				all = all && slices.Contains(pos[i], uint32(base+qpos[i]))
+			}
+			want = all
+		}
+		if got := PhraseMatch(pos, qpos, 0); got != want {
+			t.Fatalf("PhraseMatch(%v, %v, 0) = %v, want %v", pos, qpos, got, want)
+		}
 	}
 }

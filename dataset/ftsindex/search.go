@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/lancerdb/lancer"
@@ -121,6 +122,13 @@ func CheckQuery(q *Query) error {
 // rows of DeletedFragments never are. Hits come best first, equal scores by
 // row id.
 func (ix *Index) Search(ctx context.Context, q *Query, allow func(rowID uint64) bool) ([]Hit, error) {
+	return ix.search(ctx, q, allow, false)
+}
+
+// search is Search; dense forces the scoring of every partition over
+// dense per-document arrays (searchDense), the oracle the tests compare
+// the merging path with.
+func (ix *Index) search(ctx context.Context, q *Query, allow func(rowID uint64) bool, dense bool) ([]Hit, error) {
 	if err := CheckQuery(q); err != nil {
 		return nil, err
 	}
@@ -141,124 +149,410 @@ func (ix *Index) Search(ctx context.Context, q *Query, allow func(rowID uint64) 
 		return nil, nil
 	}
 	avgdl := st.AvgDocLen()
-	var hits []Hit
+	top := newTopHits(q.Limit)
 	for i, p := range ix.parts {
 		if len(per[i]) == 0 {
 			continue
 		}
-		h, err := ix.searchPartition(ctx, p, q, per[i], st, avgdl, allow)
-		if err != nil {
+		if err := ix.searchPartition(ctx, p, q, per[i], st, avgdl, allow, top, dense); err != nil {
 			return nil, err
 		}
-		hits = append(hits, h...)
 	}
-	SortHits(hits)
-	if q.Limit > 0 && len(hits) > q.Limit {
-		hits = hits[:q.Limit]
-	}
-	return hits, nil
+	return top.sorted(), nil
 }
 
 // SortHits orders hits best first, equal scores by row id.
 func SortHits(h []Hit) {
-	sort.Slice(h, func(i, j int) bool {
-		if h[i].Score != h[j].Score {
-			return h[i].Score > h[j].Score
+	slices.SortFunc(h, func(a, b Hit) int {
+		if a.better(b) {
+			return -1
 		}
-		return h[i].RowID < h[j].RowID
+		if b.better(a) {
+			return 1
+		}
+		return 0
 	})
 }
 
-func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, tokens []Token, st Stats, avgdl float32, allow func(uint64) bool) ([]Hit, error) {
-	type term struct {
-		pl  *posting
-		idf float32
-		pos int
+// better is the order of hits: the higher score first, equal scores by
+// row id.
+func (h Hit) better(o Hit) bool {
+	return h.Score > o.Score || h.Score == o.Score && h.RowID < o.RowID
+}
+
+// topHits keeps the best limit hits offered (every hit when limit is 0)
+// in a heap whose root is the worst kept, so that a query with a limit
+// never sorts, nor even allocates for, every matching row: the result is
+// exactly the first limit hits of all of them sorted.
+type topHits struct {
+	limit int
+	h     []Hit
+}
+
+func newTopHits(limit int) *topHits { return &topHits{limit: limit} }
+
+// full says whether a hit must beat the worst kept one to be kept.
+func (t *topHits) full() bool { return t.limit > 0 && len(t.h) >= t.limit }
+
+// wants says whether a hit of score and row id would be kept.
+func (t *topHits) wants(score float32, rowID uint64) bool {
+	return !t.full() || (Hit{RowID: rowID, Score: score}).better(t.h[0])
+}
+
+// floor is the score a hit must reach to be kept: -Inf until full.
+func (t *topHits) floor() float32 {
+	if !t.full() {
+		return float32(math.Inf(-1))
 	}
+	return t.h[0].Score
+}
+
+func (t *topHits) push(x Hit) {
+	if t.limit == 0 {
+		t.h = append(t.h, x)
+		return
+	}
+	if len(t.h) < t.limit {
+		t.h = append(t.h, x)
+		for i := len(t.h) - 1; i > 0; {
+			up := (i - 1) / 2
+			if !t.h[up].better(t.h[i]) {
+				break
+			}
+			t.h[up], t.h[i] = t.h[i], t.h[up]
+			i = up
+		}
+		return
+	}
+	if !x.better(t.h[0]) {
+		return
+	}
+	t.h[0] = x
+	for i := 0; ; {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(t.h) && t.h[w].better(t.h[l]) {
+			w = l
+		}
+		if r < len(t.h) && t.h[w].better(t.h[r]) {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		t.h[i], t.h[w] = t.h[w], t.h[i]
+		i = w
+	}
+}
+
+func (t *topHits) sorted() []Hit {
+	SortHits(t.h)
+	return t.h
+}
+
+// term is one query token in a partition: its posting list, its idf and
+// its query position.
+type term struct {
+	pl  *posting
+	idf float32
+	pos int
+}
+
+// maxMergeTerms bounds the posting lists searchPartition merges document
+// by document; past it (a fuzzy query's expansions) the scores are summed
+// in dense per-document arrays instead.
+const maxMergeTerms = 16
+
+// searchPartition offers partition p's matching rows to top. The terms'
+// posting lists are merged in document order, each document's score summed
+// over the query's tokens in query order (repeats included), as Lance
+// sums them; a document that cannot beat the worst of a full top is
+// neither checked against allow nor, for a phrase, against its positions.
+func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, tokens []Token, st Stats, avgdl float32, allow func(uint64) bool, top *topHits, dense bool) error {
 	terms := make([]term, 0, len(tokens))
-	distinct := map[string]bool{}
 	for _, t := range tokens {
-		distinct[t.Text] = true
 		id, ok := p.tokens[t.Text]
 		if !ok {
 			continue
 		}
 		pl, err := ix.readPosting(ctx, p, id, q.Phrase)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		terms = append(terms, term{pl: pl, idf: IDF(st.DocFreq[t.Text], st.NumDocs), pos: t.Position})
 	}
-	if len(terms) == 0 || ((q.Operator == And || q.Phrase) && len(terms) < len(tokens)) {
-		return nil, nil
+	all := q.Operator == And || q.Phrase
+	if len(terms) == 0 || (all && len(terms) < len(tokens)) {
+		return nil
 	}
-	scores := make([]float32, len(p.rowIDs))
-	seen := make([]uint16, len(p.rowIDs))
-	// which distinct tokens each doc holds, for AND
-	tokenIdx := map[string]uint16{}
-	for _, t := range tokens {
-		if _, ok := tokenIdx[t.Text]; !ok {
-			tokenIdx[t.Text] = uint16(len(tokenIdx))
-		}
+	// The phrase check's buffers, reused document after document.
+	var posBuf [][]uint32
+	var qposBuf []int
+	if q.Phrase {
+		posBuf, qposBuf = make([][]uint32, len(terms)), make([]int, len(terms))
 	}
-	var have [][]bool
-	if q.Operator == And || q.Phrase {
-		have = make([][]bool, len(tokenIdx))
-		for i := range have {
-			have[i] = make([]bool, len(p.rowIDs))
-		}
-	}
-	ti := 0
-	for _, t := range tokens {
-		if _, ok := p.tokens[t.Text]; !ok {
-			continue
-		}
-		tm := terms[ti]
-		ti++
-		for i, d := range tm.pl.docs {
-			scores[d] = scores[d] + float32(tm.idf*DocWeight(tm.pl.freqs[i], p.numTokens[d], avgdl))
-			seen[d] = 1
-			if have != nil {
-				have[tokenIdx[t.Text]][d] = true
-			}
-		}
-	}
-	var out []Hit
-	for d, ok := range seen {
-		if ok == 0 {
-			continue
-		}
-		if have != nil {
-			all := true
-			for i := range have {
-				all = all && have[i][d]
-			}
-			if !all {
-				continue
-			}
-		}
-		if q.Phrase {
-			pos := make([][]uint32, len(terms))
-			qpos := make([]int, len(terms))
-			for i, tm := range terms {
-				j := sort.Search(len(tm.pl.docs), func(k int) bool { return tm.pl.docs[k] >= uint32(d) })
-				pos[i] = tm.pl.pos[j]
-				qpos[i] = tm.pos
-			}
-			if !PhraseMatch(pos, qpos, q.Slop) {
-				continue
-			}
-		}
+	offer := func(d uint32, score float32) {
 		rid := p.rowIDs[d]
+		if !top.wants(score, rid) {
+			return
+		}
+		if q.Phrase && !phraseAt(terms, d, q.Slop, posBuf, qposBuf) {
+			return
+		}
 		if ix.DeletedFragments.Contains(uint32(rid >> 32)) {
-			continue
+			return
 		}
 		if allow != nil && !allow(rid) {
+			return
+		}
+		top.push(Hit{RowID: rid, Score: score})
+	}
+	switch {
+	case dense || (len(terms) > maxMergeTerms && !all):
+		ix.searchDense(p, terms, tokens, all, avgdl, offer)
+	case len(terms) == 1:
+		// One list: its blocks' best scores bound what they can offer.
+		tm := terms[0]
+		pl := tm.pl
+		bounds := pl.blockBounds(p.numTokens, avgdl)
+		for b, bound := range bounds {
+			lo, hi := b*blockSize, min(len(pl.docs), (b+1)*blockSize)
+			if float32(tm.idf*bound) < top.floor() {
+				continue
+			}
+			for i := lo; i < hi; i++ {
+				d := pl.docs[i]
+				offer(d, float32(tm.idf*DocWeight(pl.freqs[i], p.numTokens[d], avgdl)))
+			}
+		}
+	case all:
+		// Every list holds the document: lead with the shortest, seek the
+		// others forward.
+		lead := 0
+		for i, tm := range terms {
+			if len(tm.pl.docs) < len(terms[lead].pl.docs) {
+				lead = i
+			}
+		}
+		at := make([]int, len(terms))
+	docs:
+		for _, d := range terms[lead].pl.docs {
+			for i, tm := range terms {
+				docs := tm.pl.docs
+				j := seek(docs, at[i], d)
+				at[i] = j
+				if j == len(docs) {
+					break docs
+				}
+				if docs[j] != d {
+					continue docs
+				}
+			}
+			var score float32
+			for i, tm := range terms {
+				score = score + float32(tm.idf*DocWeight(tm.pl.freqs[at[i]], p.numTokens[d], avgdl))
+			}
+			offer(d, score)
+		}
+	case top.limit > 0:
+		ix.searchMaxScore(p, terms, avgdl, top, offer)
+	default:
+		// Any list: merge them, the smallest next document first.
+		at := make([]int, len(terms))
+		for {
+			d, any := uint32(math.MaxUint32), false
+			for i, tm := range terms {
+				if at[i] < len(tm.pl.docs) && tm.pl.docs[at[i]] <= d {
+					d, any = tm.pl.docs[at[i]], true
+				}
+			}
+			if !any {
+				break
+			}
+			var score float32
+			for i, tm := range terms {
+				if j := at[i]; j < len(tm.pl.docs) && tm.pl.docs[j] == d {
+					score = score + float32(tm.idf*DocWeight(tm.pl.freqs[j], p.numTokens[d], avgdl))
+				}
+			}
+			// Advance after scoring: a repeated token shares its list.
+			for i, tm := range terms {
+				if j := at[i]; j < len(tm.pl.docs) && tm.pl.docs[j] == d {
+					at[i]++
+				}
+			}
+			offer(d, score)
+		}
+	}
+	return nil
+}
+
+// searchMaxScore offers the documents holding any of the terms that can
+// still enter top, as MaxScore does: with the terms ordered by their
+// largest possible score, the cheapest ones whose bounds together cannot
+// reach top's floor are "non-essential", and only documents of the other
+// terms are visited, the non-essential lists only sought for them. A
+// document's score is still the sum over the terms in query order.
+func (ix *Index) searchMaxScore(p *partition, terms []term, avgdl float32, top *topHits, offer func(uint32, float32)) {
+	n := len(terms)
+	ub := make([]float64, n)
+	for i, tm := range terms {
+		var m float32
+		for _, b := range tm.pl.blockBounds(p.numTokens, avgdl) {
+			m = max(m, b)
+		}
+		ub[i] = float64(float32(tm.idf * m))
+	}
+	order := make([]int, n) // by bound, ascending
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case ub[a] < ub[b]:
+			return -1
+		case ub[a] > ub[b]:
+			return 1
+		}
+		return 0
+	})
+	// prefix[k] bounds the score of a document holding only order[:k]'s
+	// terms, with a margin for f32 rounding of the real sums.
+	prefix := make([]float64, n+1)
+	for k, i := range order {
+		prefix[k+1] = prefix[k] + ub[i]
+	}
+	at := make([]int, n)
+	essential := 0 // order[:essential] are non-essential
+	for {
+		for essential < n && prefix[essential+1]*(1+1e-5) < float64(top.floor()) {
+			essential++
+		}
+		d, any := uint32(math.MaxUint32), false
+		for _, i := range order[essential:] {
+			if docs := terms[i].pl.docs; at[i] < len(docs) && docs[at[i]] <= d {
+				d, any = docs[at[i]], true
+			}
+		}
+		if !any {
+			return
+		}
+		var score float32
+		for i, tm := range terms {
+			docs := tm.pl.docs
+			j := seek(docs, at[i], d)
+			at[i] = j
+			if j < len(docs) && docs[j] == d {
+				score = score + float32(tm.idf*DocWeight(tm.pl.freqs[j], p.numTokens[d], avgdl))
+			}
+		}
+		for i, tm := range terms {
+			if j := at[i]; j < len(tm.pl.docs) && tm.pl.docs[j] == d {
+				at[i]++
+			}
+		}
+		offer(d, score)
+	}
+}
+
+// seek returns the first index at or after j of a document at or after
+// d in the ascending docs: galloping, so that a long list skipped over
+// costs its jumps' logarithm, not its length.
+func seek(docs []uint32, j int, d uint32) int {
+	if j >= len(docs) || docs[j] >= d {
+		return j
+	}
+	step := 1
+	for j+step < len(docs) && docs[j+step] < d {
+		j += step
+		step *= 2
+	}
+	hi := min(len(docs), j+step+1)
+	k, _ := slices.BinarySearch(docs[j+1:hi], d)
+	return j + 1 + k
+}
+
+// searchDense sums the terms' scores in per-document arrays, in query
+// order, and offers the documents in order; with all, only those holding
+// every term.
+func (ix *Index) searchDense(p *partition, terms []term, tokens []Token, all bool, avgdl float32, offer func(uint32, float32)) {
+	scores := make([]float32, len(p.rowIDs))
+	hits := make([]uint16, len(p.rowIDs))
+	for _, tm := range terms {
+		for i, d := range tm.pl.docs {
+			scores[d] = scores[d] + float32(tm.idf*DocWeight(tm.pl.freqs[i], p.numTokens[d], avgdl))
+			hits[d]++
+		}
+	}
+	for d, n := range hits {
+		if n == 0 || all && int(n) < len(terms) {
 			continue
 		}
-		out = append(out, Hit{RowID: rid, Score: scores[d]})
+		offer(uint32(d), scores[d])
 	}
-	return out, nil
+}
+
+// phraseAt says whether document d holds the terms as a phrase within
+// slop (every term's list holds d); pos and qpos are buffers of
+// len(terms).
+func phraseAt(terms []term, d uint32, slop int, pos [][]uint32, qpos []int) bool {
+	for i, tm := range terms {
+		j, _ := slices.BinarySearch(tm.pl.docs, d)
+		pos[i] = tm.pl.pos[j]
+		qpos[i] = tm.pos
+	}
+	return PhraseMatch(pos, qpos, slop)
+}
+
+// exactPhrase says whether some base b has every term t at position
+// b + qpos[t]: each position of the term with the fewest is tried as its
+// place in the phrase.
+func exactPhrase(pos [][]uint32, qpos []int) bool {
+	lead := 0
+	for t := range pos {
+		if len(pos[t]) < len(pos[lead]) {
+			lead = t
+		}
+	}
+next:
+	for _, p := range pos[lead] {
+		base := int(p) - qpos[lead]
+		if base < 0 {
+			continue
+		}
+		for t := range pos {
+			want := base + qpos[t]
+			if want < 0 || want > math.MaxUint32 {
+				continue next
+			}
+			if _, ok := slices.BinarySearch(pos[t], uint32(want)); !ok {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// blockBounds returns, per block of 128 documents, the largest document
+// weight (DocWeight, without the idf) in it, computed once per posting
+// list and average document length and kept: a term's block can offer no
+// score above idf times its bound.
+func (pl *posting) blockBounds(numTokens []uint32, avgdl float32) []float32 {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.bounds != nil && pl.boundsAvgdl == avgdl {
+		return pl.bounds
+	}
+	out := make([]float32, 0, (len(pl.docs)+blockSize-1)/blockSize)
+	for lo := 0; lo < len(pl.docs); lo += blockSize {
+		best := float32(0)
+		for i := lo; i < min(len(pl.docs), lo+blockSize); i++ {
+			best = max(best, DocWeight(pl.freqs[i], numTokens[pl.docs[i]], avgdl))
+		}
+		out = append(out, best)
+	}
+	pl.bounds, pl.boundsAvgdl = out, avgdl
+	return out
 }
 
 // PhraseMatch says whether a document with term positions pos (one sorted
@@ -267,9 +561,17 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 // r = position - query position, every term's r lies in [r of the term
 // before, that + slop]; the candidates advance greedily to the furthest
 // lower bound a pair asks for.
+//
+// With slop 0 the phrase is exact, and Lance checks it exactly: some base
+// b has every term at b + its query position. (The greedy walk would miss
+// a match after a term's earlier occurrence, as in "x y y" for "x y" at
+// positions 9, 10 with y also at 6: it moves x past 9.)
 func PhraseMatch(pos [][]uint32, qpos []int, slop int) bool {
 	if len(pos) == 0 || len(pos) != len(qpos) {
 		return false
+	}
+	if slop == 0 {
+		return exactPhrase(pos, qpos)
 	}
 	order := make([]int, len(pos))
 	for i := range order {

@@ -97,27 +97,14 @@ func (a *Analyzer) Tokens(text string) ([]Token, error) {
 	var out []Token
 	var err error
 	emit := func(w string, pos int) bool {
-		if a.maxLen >= 0 && len(w) >= a.maxLen {
-			return true
+		t, keep, ferr := a.filter(w)
+		if ferr != nil {
+			err = ferr
+			return false
 		}
-		if a.p.LowerCase {
-			w = lowerCase(w)
+		if keep {
+			out = append(out, Token{Text: t, Position: pos})
 		}
-		if a.p.Stem {
-			w = stemEnglish(w)
-		}
-		if a.stopWords[w] {
-			return true
-		}
-		if a.p.ASCIIFolding {
-			f, ok := fold(w)
-			if !ok {
-				err = fmt.Errorf("ftsindex: ASCII folding of %q: %w", w, lancer.ErrUnsupported)
-				return false
-			}
-			w = f
-		}
-		out = append(out, Token{Text: w, Position: pos})
 		return true
 	}
 	switch a.p.BaseTokenizer {
@@ -126,16 +113,53 @@ func (a *Analyzer) Tokens(text string) ([]Token, error) {
 	case "ngram":
 		ngrams(text, a.p.MinNgramLength, a.p.MaxNgramLength, a.p.PrefixOnly, func(g string) bool { return emit(g, 0) })
 	default:
-		isWord := isAlphanumeric
-		if a.p.BaseTokenizer == "whitespace" {
-			isWord = func(r rune) bool { return !isASCIIWhitespace(r) }
-		}
-		words(text, isWord, emit)
+		words(text, a.isWord(), emit)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// splitsWords says whether the base tokenizer splits text into words
+// (simple, whitespace), each filtered on its own: then a word's token is a
+// function of the word alone, which Builder memoizes.
+func (a *Analyzer) splitsWords() bool {
+	return a.p.BaseTokenizer != "raw" && a.p.BaseTokenizer != "ngram"
+}
+
+// isWord is the word splitter's rune class.
+func (a *Analyzer) isWord() func(rune) bool {
+	if a.p.BaseTokenizer == "whitespace" {
+		return func(r rune) bool { return !isASCIIWhitespace(r) }
+	}
+	return isAlphanumeric
+}
+
+// filter runs the token filters on one base token w in Lance's order:
+// the length limit, lower-casing, stemming, stop words, ASCII folding. keep
+// is false when a filter drops it.
+func (a *Analyzer) filter(w string) (_ string, keep bool, _ error) {
+	if a.maxLen >= 0 && len(w) >= a.maxLen {
+		return "", false, nil
+	}
+	if a.p.LowerCase {
+		w = lowerCase(w)
+	}
+	if a.p.Stem {
+		w = stemEnglish(w)
+	}
+	if a.stopWords[w] {
+		return "", false, nil
+	}
+	if a.p.ASCIIFolding {
+		f, ok := fold(w)
+		if !ok {
+			return "", false, fmt.Errorf("ftsindex: ASCII folding of %q: %w", w, lancer.ErrUnsupported)
+		}
+		w = f
+	}
+	return w, true, nil
 }
 
 // words calls emit with the maximal runs of runes satisfying isWord and

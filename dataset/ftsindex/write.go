@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -77,10 +78,32 @@ type Builder struct {
 	cur     *partBuilder
 	parts   []uint64
 	written []WrittenFile
+
+	// memo maps a word as the tokenizer split it to its index in terms
+	// (the word's token after the filters), or -1 when the filters drop
+	// it: the filters (lower-casing, stemming above all) are a function
+	// of the word alone, and text repeats its words, so each distinct word
+	// is filtered once. It is cleared past maxMemoWords, so its memory
+	// stays bounded whatever the vocabulary.
+	memo  map[string]int32
+	terms []string
+	// scratch holds one document's tokens (term index and position).
+	scratch []docToken
 }
 
+type docToken struct {
+	term int32
+	pos  int32
+}
+
+// maxMemoWords bounds Builder.memo (and terms): about 64 bytes a word.
+const maxMemoWords = 1 << 18
+
 type partBuilder struct {
-	tokens    map[string]uint32
+	tokens map[string]uint32
+	// termTok maps an index of Builder.terms to its token id in this
+	// partition plus one (0: not seen here yet).
+	termTok   []uint32
 	rowIDs    []uint64
 	numTokens []uint32
 	lists     []*postingBuilder
@@ -128,6 +151,9 @@ func NewBuilder(store blob.Store, dir string, p Params, opts *BuildOptions) (*Bu
 // Add indexes one document: text of the row rowID. A document without
 // tokens is not indexed (as Lance does); NULLs are not to be added.
 func (b *Builder) Add(ctx context.Context, rowID uint64, text string) error {
+	if b.an.splitsWords() {
+		return b.addWords(ctx, rowID, text)
+	}
 	toks, err := b.an.Tokens(text)
 	if err != nil {
 		return err
@@ -167,6 +193,100 @@ func (b *Builder) Add(ctx context.Context, rowID uint64, text string) error {
 		}
 		if b.params.WithPosition {
 			pl.pos = append(pl.pos, uint32(t.Position))
+			p.bytes += 4
+		}
+	}
+	if p.bytes >= b.maxBytes {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+// addWords is Add for the tokenizers that split words (simple,
+// whitespace): the same tokens as Analyzer.Tokens, each distinct word
+// filtered once (memo) and its token id in the partition found without
+// hashing its text again (termTok).
+func (b *Builder) addWords(ctx context.Context, rowID uint64, text string) error {
+	if len(b.memo) >= maxMemoWords || b.memo == nil {
+		b.memo, b.terms = make(map[string]int32, 1024), b.terms[:0]
+		if b.cur != nil {
+			b.cur.termTok = b.cur.termTok[:0]
+		}
+	}
+	toks := b.scratch[:0]
+	var err error
+	words(text, b.an.isWord(), func(w string, pos int) bool {
+		ti, ok := b.memo[w]
+		if !ok {
+			t, keep, ferr := b.an.filter(w)
+			if ferr != nil {
+				err = ferr
+				return false
+			}
+			ti = -1
+			if keep {
+				ti = int32(len(b.terms))
+				b.terms = append(b.terms, strings.Clone(t))
+			}
+			// The word (and a token the filters left as it was) may
+			// point into a batch's buffer that is reused once the batch
+			// is released: memo and terms keep copies.
+			b.memo[strings.Clone(w)] = ti
+		}
+		if ti >= 0 {
+			toks = append(toks, docToken{term: ti, pos: int32(pos)})
+		}
+		return true
+	})
+	b.scratch = toks
+	if err != nil {
+		return err
+	}
+	if len(toks) == 0 {
+		return nil
+	}
+	if b.cur == nil {
+		b.cur = &partBuilder{tokens: map[string]uint32{}}
+	}
+	p := b.cur
+	if len(p.rowIDs) >= maxDocs {
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+		return b.addWords(ctx, rowID, text)
+	}
+	if n := len(b.terms); len(p.termTok) < n {
+		p.bytes += 4 * (n - len(p.termTok))
+		p.termTok = append(p.termTok, make([]uint32, n-len(p.termTok))...)
+	}
+	doc := uint32(len(p.rowIDs))
+	p.rowIDs = append(p.rowIDs, rowID)
+	p.numTokens = append(p.numTokens, uint32(len(toks)))
+	p.bytes += 12
+	for _, t := range toks {
+		id1 := p.termTok[t.term]
+		if id1 == 0 {
+			text := b.terms[t.term]
+			id, ok := p.tokens[text]
+			if !ok {
+				id = uint32(len(p.lists))
+				p.tokens[text] = id
+				p.lists = append(p.lists, &postingBuilder{})
+				p.bytes += len(text) + 64
+			}
+			id1 = id + 1
+			p.termTok[t.term] = id1
+		}
+		pl := p.lists[id1-1]
+		if n := len(pl.docs); n > 0 && pl.docs[n-1] == doc {
+			pl.freqs[n-1]++
+		} else {
+			pl.docs = append(pl.docs, doc)
+			pl.freqs = append(pl.freqs, 1)
+			p.bytes += 8
+		}
+		if b.params.WithPosition {
+			pl.pos = append(pl.pos, uint32(t.pos))
 			p.bytes += 4
 		}
 	}

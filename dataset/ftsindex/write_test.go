@@ -134,3 +134,100 @@ func TestBuilderRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchMatchesDense: the merging search (one list with block
+// bounds, AND by seeking, OR by merging, a limit kept in a heap) returns
+// exactly what scoring every document in dense arrays and sorting returns,
+// for term, OR, AND and phrase queries with repeated tokens, limits and an
+// allow filter, over indices of one and of several partitions. The oracle
+// is searchDense with every hit sorted and cut.
+func TestSearchMatchesDense(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 6))
+	vocab := make([]string, 300)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%dx", i)
+	}
+	// Zipf-like: low indices far more often, so that lists span many blocks.
+	word := func() string {
+		return vocab[min(len(vocab)-1, int(float64(len(vocab))*rng.Float64()*rng.Float64()*rng.Float64()))]
+	}
+	for _, partBytes := range []int{0, 64 << 10} {
+		p := DefaultParams()
+		p.WithPosition = true
+		store := blob.NewMemStore("mem")
+		b, err := NewBuilder(store, "idx", p, &BuildOptions{PartitionBytes: partBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6000 {
+			var sb strings.Builder
+			for range 1 + rng.IntN(15) {
+				sb.WriteString(word() + " ")
+			}
+			if err := b.Add(ctx, uint64(i/1000)<<32|uint64(i%1000), sb.String()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := Open(ctx, store, "idx", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if partBytes > 0 && ix.NumPartitions() < 2 {
+			t.Fatalf("%d partitions", ix.NumPartitions())
+		}
+		an, err := NewAnalyzer(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := 0
+		for qi := range 400 {
+			var words []string
+			for range 1 + rng.IntN(3) {
+				words = append(words, word())
+			}
+			if qi%7 == 0 {
+				words = append(words, words[0]) // a repeated token
+			}
+			toks, err := an.QueryTokens(strings.Join(words, " "))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &Query{Tokens: toks, Limit: []int{0, 1, 3, 10}[rng.IntN(4)]}
+			switch qi % 3 {
+			case 1:
+				q.Operator = And
+			case 2:
+				q.Phrase, q.Slop = true, rng.IntN(2)
+			}
+			var allow func(uint64) bool
+			if qi%5 == 0 {
+				allow = func(id uint64) bool { return id%3 != 0 }
+			}
+			got, err := ix.search(ctx, q, allow, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := ix.search(ctx, &Query{Tokens: q.Tokens, Operator: q.Operator, Phrase: q.Phrase, Slop: q.Slop}, allow, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := all
+			if q.Limit > 0 && len(want) > q.Limit {
+				want = want[:q.Limit]
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("partBytes %d, query %+v: got %v, want %v", partBytes, q, got, want)
+			}
+			if len(want) > 0 {
+				checked++
+			}
+		}
+		if checked < 200 {
+			t.Fatalf("only %d of 400 queries matched anything", checked)
+		}
+	}
+}

@@ -7,6 +7,7 @@
 //	go run ./bench/cmd/bench -suite=core -n 20000 -out /tmp/core
 //	go run ./bench/cmd/bench -suite=scale                # 1M x 128 and 100k x 768, one folder each
 //	go run ./bench/cmd/bench -suite=server               # 32 official clients against lancer serve, 60 s
+//	go run ./bench/cmd/bench -suite=text                 # FTS build and queries on 1M sentences, bench/results/text
 //	go run ./bench/cmd/bench -suite=s3 -n 20000          # lancer and Lance on a local S3 server (versitygw)
 //	go run ./bench/cmd/bench -n 20000 -cpuprofile cpu.out && go tool pprof -tagfocus step=flat_search cpu.out
 //
@@ -37,7 +38,7 @@ func main() {
 		settings string
 		seed     uint
 	)
-	flag.StringVar(&suite, "suite", "core", "suite to run: core, scale (1M x 128 and 100k x 768), server (the load test of lancer serve), s3 (core reads and writes on a local S3 server) or build (the CLI's cold build time and size)")
+	flag.StringVar(&suite, "suite", "core", "suite to run: core, scale (1M x 128 and 100k x 768), server (the load test of lancer serve), s3 (core reads and writes on a local S3 server) build (the CLI's cold build time and size) or text (FTS index build and queries, 1M sentences)")
 	flag.IntVar(&o.Rows, "n", bench.DefaultVectorRows, "rows of the table (core suite)")
 	flag.IntVar(&o.Dim, "dim", bench.DefaultVectorDim, "vector dimension (core suite)")
 	flag.IntVar(&o.Runs, "runs", 5, "timed runs of each step per side (alternating lancer, Lance), after one warm-up run each")
@@ -54,7 +55,12 @@ func main() {
 	servers := flag.Int("servers", 1, "server suite: servers on the one data folder (more than 1: lancer serve processes, clients round-robin)")
 	flag.BoolVar(&readme, "readme", false, "core suite: rewrite README.md's core-suite figures (between its generated-section markers) from this run's report")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of lancer's side of the suite to this file; samples carry the step's name (go tool pprof -tagfocus step=flat_search)")
+	textRuns := flag.Int("text-runs", 3, "text suite: timed runs of each step per side")
+	textQueries := flag.Int("text-queries", bench.DefaultTextQueries, "text suite: queries of each kind (term, or, and, phrase)")
 	flag.Parse()
+	// -n's default is the core suite's; the text suite has its own (1M).
+	rowsSet := false
+	flag.Visit(func(f *flag.Flag) { rowsSet = rowsSet || f.Name == "n" })
 	if readme && suite != "core" {
 		fail(fmt.Errorf("bench: -readme rewrites the README's core-suite figures: it needs -suite=core"))
 	}
@@ -150,6 +156,27 @@ func main() {
 			fail(err)
 		}
 		fmt.Print(rep.Markdown())
+	case "text":
+		// Issue #18's text workload: FTS index builds and queries on
+		// generated sentences (-n rows, default 1M).
+		if out == "" {
+			out = filepath.Join(bench.RepoRoot(), "bench", "results", "text")
+		}
+		to := bench.TextOptions{Runs: *textRuns, NoWarmup: o.NoWarmup, Dir: o.Dir, Log: o.Log, Queries: *textQueries}
+		if rowsSet {
+			to.Rows = o.Rows
+		}
+		if profileSteps {
+			to.ProfileDir = filepath.Join(out, "profiles")
+		}
+		rep, err := bench.RunText(ctx, to)
+		if err != nil {
+			fail(err)
+		}
+		if err := rep.Write(out); err != nil {
+			fail(err)
+		}
+		fmt.Print(rep.Markdown())
 	case "build":
 		// Issue #23's "fast to start": the CLI's cold build, a warm
 		// rebuild, its size and the modules behind it.
@@ -172,7 +199,7 @@ func main() {
 		}
 		fmt.Print(md)
 	default:
-		fail(fmt.Errorf("unknown suite %q (core, scale, server, s3, build)", suite))
+		fail(fmt.Errorf("unknown suite %q (core, scale, server, s3, build, text)", suite))
 	}
 }
 
