@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lancerdb/lancer/internal/baselinetest"
 )
@@ -229,5 +230,47 @@ func TestCoreSmall(t *testing.T) {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("report.md lacks %q", s)
 		}
+	}
+}
+
+// TestSameFilesQPSTarget: #17's targets compare the engines on the same
+// index files at the recall target, or, when one of them reaches it at no
+// setting, at the best recall both reach, each at its fastest setting.
+func TestSameFilesQPSTarget(t *testing.T) {
+	rq := func(engine, setting, files string, recall, qps float64) RecallQPS {
+		return RecallQPS{Engine: engine, Setting: setting, Index: files, Recall: recall, QPS: qps}
+	}
+	for _, tc := range []struct {
+		name  string
+		rqs   []RecallQPS
+		ratio float64
+		note  string
+	}{
+		{"both reach the target", []RecallQPS{
+			rq("lancer", "a", "lance", 0.90, 3000), rq("lance", "a", "lance", 0.90, 400),
+			rq("lancer", "b", "lance", 0.96, 1000), rq("lance", "b", "lance", 0.955, 200),
+			rq("lancer", "c", "lance", 0.97, 500), rq("lance", "c", "lance", 0.97, 100),
+		}, 5, "lancer b, Lance b"},
+		{"neither reaches it", []RecallQPS{
+			rq("lancer", "a", "lance", 0.69, 2333), rq("lance", "a", "lance", 0.717, 303),
+			rq("lancer", "b", "lance", 0.949, 1618), rq("lance", "b", "lance", 0.944, 271),
+			rq("lancer", "c", "lance", 0.949, 2067), rq("lance", "c", "lance", 0.949, 285),
+			rq("lancer", "d", "lance", 0.949, 462), rq("lance", "d", "lance", 0.949, 122),
+		}, 2067.0 / 285, "best recall both engines reach is 0.949"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &CoreReport{RecallQPS: tc.rqs}
+			r.Workload.K = 10
+			r.finish(time.Now())
+			var got *Target
+			for i, x := range r.Targets {
+				if x.Issue == "#17" && strings.Contains(x.Name, "Lance's index files") {
+					got = &r.Targets[i]
+				}
+			}
+			if got == nil || math.Abs(got.Ratio-tc.ratio) > 1e-9 || !strings.Contains(got.Note, tc.note) {
+				t.Fatalf("target %+v, want ratio %v and a note saying %q", got, tc.ratio, tc.note)
+			}
+		})
 	}
 }
