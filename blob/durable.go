@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // DeferredSyncer is implemented by stores whose writes reach stable
@@ -230,9 +232,16 @@ func (s *LocalStore) addDirs(set map[string]bool, dir string) {
 // syncPaths fsyncs every file and directory named, up to syncParallel at
 // a time, and returns the errors joined.
 func syncPaths(files []string, dirs map[string]bool) error {
-	paths := files
+	type path struct {
+		p   string
+		dir bool
+	}
+	var paths []path
+	for _, f := range files {
+		paths = append(paths, path{f, false})
+	}
 	for d := range dirs {
-		paths = append(paths, d)
+		paths = append(paths, path{d, true})
 	}
 	var (
 		wg   sync.WaitGroup
@@ -245,7 +254,11 @@ func syncPaths(files []string, dirs map[string]bool) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := syncPath(p); err != nil {
+			do := syncFile
+			if p.dir {
+				do = syncDirErr
+			}
+			if err := do(p.p); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -256,11 +269,12 @@ func syncPaths(files []string, dirs map[string]bool) error {
 	return errors.Join(errs...)
 }
 
-// syncPath opens the file or directory at p and fsyncs it: fsync applies
+// syncFile opens the file at p for writing and fsyncs it: fsync applies
 // to the file, whichever descriptor asks, so a file closed (and renamed)
-// unsynced is synced this way after the fact.
-func syncPath(p string) error {
-	f, err := os.Open(p)
+// unsynced is synced this way after the fact. Writing, because Windows
+// flushes a file's buffers only through a handle that may write.
+func syncFile(p string) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -272,9 +286,29 @@ func syncPath(p string) error {
 	return err
 }
 
-// syncDirErr is syncDir, reporting a failure.
+// syncDirErr fsyncs the folder dir, making the names linked or renamed
+// into it durable. Where a file system cannot sync a folder (EINVAL or
+// ENOTSUP on some FUSE, 9p and network mounts; Windows, which has no
+// folder handles to flush) its names are as durable as it makes them,
+// and that is no failure, as syncDir has always taken it.
 func syncDirErr(dir string) error {
-	return syncPath(dir)
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	trace("fsync", dir)
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && dirSyncUnsupported(err) {
+		return nil
+	}
+	return err
+}
+
+func dirSyncUnsupported(err error) bool {
+	return runtime.GOOS == "windows" || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, errors.ErrUnsupported)
 }
 
 // traceFS, when set (by tests only, before any store is used), is told of

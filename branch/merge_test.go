@@ -341,6 +341,44 @@ func TestMergeAddedColumns(t *testing.T) {
 	}
 }
 
+// TestMergeColumnAddedOnBothSides: both lines add a column of the same
+// name (lancer gives each the same next field id), with other values. The
+// merge must not silently keep one side's values: it fails naming the
+// cause, and main is left as it was.
+func TestMergeColumnAddedOnBothSides(t *testing.T) {
+	ctx := context.Background()
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stable=%v", stable), func(t *testing.T) {
+			root, main := newFamily(t, stable, span(0, 30))
+			exp := main.branch("exp")
+			if _, err := exp.open().AddColumns(ctx, []dataset.NewColumn{{Name: "b", Expr: "id * 3"}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := main.open().AddColumns(ctx, []dataset.NewColumn{{Name: "b", Expr: "id * 2"}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			before, err := branch.Open(ctx, root, branch.Ref{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = branch.Merge(ctx, root, branch.Ref{Branch: "exp"}, nil)
+			if err == nil || !strings.Contains(err.Error(), "two data files") {
+				t.Fatalf("merge of a column both sides added: %v, want a refusal naming the cause", err)
+			}
+			after, err := branch.Open(ctx, root, branch.Ref{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Version() != before.Version() {
+				t.Errorf("main moved from version %d to %d", before.Version(), after.Version())
+			}
+			if n, err := after.Count(ctx, "b = id * 2"); err != nil || n != 30 {
+				t.Errorf("main's own column after the refused merge: %d rows %v, want 30", n, err)
+			}
+		})
+	}
+}
+
 func TestMergeErrors(t *testing.T) {
 	root, _ := newFamily(t, false, span(0, 5))
 	if _, err := branch.Merge(context.Background(), root, branch.Ref{}, nil); !errors.Is(err, lancer.ErrInvalidArgument) {

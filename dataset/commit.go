@@ -327,9 +327,13 @@ func writeLegacyLatest(ctx context.Context, store blob.Store, file []byte) {
 
 // syncedAtCommit lists what commit must make durable before the manifest
 // naming it may exist (C6): op's new data files, which writeFragments may
-// have published unsynced, and the transaction file txnKey. Deletion and
-// index files are written synced, as are data files of other bases (their
-// stores sync each write); syncing a file already synced costs little.
+// have published unsynced, its index files and the transaction file
+// txnKey. Index files are written synced, but only the folder holding
+// each is: _indices/ itself, which holds the segment's new folder, is
+// synced when the files are named here (a local store syncs their
+// folders up to the root). Deletion files are written synced, with
+// their folder, as are data files of other bases (their stores sync
+// each write); syncing a file already synced costs little.
 func (op *operation) syncedAtCommit(txnKey string) []string {
 	var out []string
 	for _, f := range op.fragments {
@@ -339,6 +343,7 @@ func (op *operation) syncedAtCommit(txnKey string) []string {
 			}
 		}
 	}
+	out = append(out, op.indexFiles...)
 	return append(out, txnKey)
 }
 

@@ -475,12 +475,57 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 		m.NextRowID = nextRowID
 	}
 	repairDataFormat(m)
+	if frag, id, ok := newDuplicateFieldID(m, prev); ok {
+		// fixDuplicateFieldIDs repairs what old Lance releases left; a
+		// duplicate this version would introduce (two sides of a merge
+		// that both added or replaced the column) it would silently
+		// resolve to one file's values, so it is refused instead.
+		return nil, fmt.Errorf("dataset: building version %d: fragment %d would list field id %d in two data files, as when both sides of a merge add or replace the same column; add it on one side only, or rename one: %w",
+			version, frag, id, lancer.ErrInvalidArgument)
+	}
 	fixDuplicateFieldIDs(m)
 	m.SetIndexSegments(indices)
 	if err := applyFeatureFlags(m, prev, stable); err != nil {
 		return nil, fmt.Errorf("dataset: building version %d: %w", version, err)
 	}
 	return m, nil
+}
+
+// duplicateFieldIDs returns the field ids that two data files of one
+// fragment of m both list.
+func duplicateFieldIDs(m *manifest.Manifest) map[int32]uint64 {
+	dups := map[int32]uint64{}
+	if m == nil {
+		return dups
+	}
+	for _, fr := range m.Fragments {
+		seen := map[int32]bool{}
+		for _, df := range fr.Files {
+			for _, id := range df.Fields {
+				if id >= 0 && seen[id] {
+					dups[id] = fr.ID
+				}
+				seen[id] = true
+			}
+		}
+	}
+	return dups
+}
+
+// newDuplicateFieldID reports a field id listed twice in a fragment of m
+// (and that fragment) that prev listed twice nowhere.
+func newDuplicateFieldID(m, prev *manifest.Manifest) (frag uint64, id int32, ok bool) {
+	dups := duplicateFieldIDs(m)
+	if len(dups) == 0 {
+		return 0, 0, false
+	}
+	old := duplicateFieldIDs(prev)
+	for _, id := range slices.Sorted(maps.Keys(dups)) {
+		if _, was := old[id]; !was {
+			return dups[id], id, true
+		}
+	}
+	return 0, 0, false
 }
 
 // fixDuplicateFieldIDs renumbers the field ids that two data files of one

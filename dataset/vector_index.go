@@ -487,8 +487,8 @@ func (d *Dataset) readVectors(ctx context.Context, column string, dim int, frags
 	if err != nil {
 		return nil, nil, err
 	}
-	vecs := make([]float32, 0, total*dim)
-	ids := make([]uint64, 0, total)
+	vecs := make([]float32, 0, preallocRows(total, dim)*dim)
+	ids := make([]uint64, 0, preallocRows(total, 1))
 	done := 0
 	for rec, err := range s.Batches(ctx) {
 		if err != nil {
@@ -528,6 +528,18 @@ func appendVectors(vecs []float32, ids []uint64, col *array.FixedSizeList, rowID
 	return vecs, ids
 }
 
+// preallocRows is how many rows of width values to allocate room for
+// ahead of reading total rows: the row counts come from the manifest,
+// which a damaged or hostile file can set to billions, so at most 16 Mi
+// values are reserved and the slices grow with the rows actually read.
+func preallocRows(total, width int) int {
+	const maxValues = 1 << 24
+	if width <= 0 || total <= 0 {
+		return 0
+	}
+	return min(total, maxValues/width)
+}
+
 // spillVectors reads column from the fragments frags (in their scan
 // order) as readVectors does, but writes the vectors to a temporary file
 // instead of holding them, and returns it (a vector.RowSource; Close
@@ -553,7 +565,7 @@ func (d *Dataset) spillVectors(ctx context.Context, column string, dim int, frag
 		}
 	}()
 	w := bufio.NewWriterSize(spill.f, 1<<20)
-	ids := make([]uint64, 0, total)
+	ids := make([]uint64, 0, preallocRows(total, 1))
 	var rows []float32
 	done := 0
 	for rec, err := range s.Batches(ctx) {

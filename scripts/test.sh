@@ -66,7 +66,7 @@ printf '{"private": true, "dependencies": {"azurite": "3.37.0"}}\n' > "$azurite/
 export LANCER_AZURITE=$azurite/node_modules/.bin/azurite-blob
 
 echo "== go test"
-go test -count=1 ./...
+go test -count=1 -timeout 30m ./...
 
 # The packages where goroutines share state (stores and their retries and
 # read-ahead, parallel search (vector and the probed partitions of Lance-format
