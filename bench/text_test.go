@@ -109,7 +109,13 @@ func TestTextSmall(t *testing.T) {
 		}
 	}
 	for _, s := range append(slices.Clone(rep.Sizes), rep.Memory...) {
-		if s.LancerBytes <= 0 || s.LanceBytes <= 0 {
+		// A build of 3,000 rows can stay within the pages already
+		// resident: a growth of 0 is a measurement, a negative one is not.
+		least := int64(1)
+		if strings.HasSuffix(s.Name, "_rss_growth") {
+			least = 0
+		}
+		if s.LancerBytes < least || s.LanceBytes < least {
 			t.Errorf("%s: lancer %d B, Lance %d B: want both measured", s.Name, s.LancerBytes, s.LanceBytes)
 		}
 	}
