@@ -478,6 +478,27 @@ const indicesDir = "_indices/"
 // ids (stable row ids, or row addresses without them).
 func (d *Dataset) readVectors(ctx context.Context, column string, dim int, frags []uint64,
 	progress func(string, int, int)) ([]float32, []uint64, error) {
+	var vecs []float32
+	var ids []uint64
+	err := d.scanVectors(ctx, column, frags, progress, func(total int) {
+		vecs = make([]float32, 0, preallocRows(total, dim)*dim)
+		ids = make([]uint64, 0, preallocRows(total, 1))
+	}, func(col *array.FixedSizeList, rowIDs []uint64) error {
+		vecs, ids = appendVectors(vecs, ids, col, rowIDs, dim)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return vecs, ids, nil
+}
+
+// scanVectors scans column of the fragments frags with the row ids and
+// hands each batch to batch, after start is told the rows the manifest
+// counts (the room to reserve; it may be damaged); progress, if set, is
+// told of the rows read.
+func (d *Dataset) scanVectors(ctx context.Context, column string, frags []uint64, progress func(string, int, int),
+	start func(total int), batch func(col *array.FixedSizeList, rowIDs []uint64) error) error {
 	view := d.withFragments(frags)
 	total := 0
 	for _, f := range view.manifest.Fragments {
@@ -485,27 +506,27 @@ func (d *Dataset) readVectors(ctx context.Context, column string, dim int, frags
 	}
 	s, err := view.Scan(&ScanOptions{Columns: []string{column}, WithRowID: true})
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	vecs := make([]float32, 0, preallocRows(total, dim)*dim)
-	ids := make([]uint64, 0, preallocRows(total, 1))
+	start(total)
 	done := 0
 	for rec, err := range s.Batches(ctx) {
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		col, ok := rec.Column(0).(*array.FixedSizeList)
 		if !ok {
-			return nil, nil, fmt.Errorf("dataset: column %q read as %s: %w", column, rec.Column(0).DataType(), lancer.ErrCorrupt)
+			return fmt.Errorf("dataset: column %q read as %s: %w", column, rec.Column(0).DataType(), lancer.ErrCorrupt)
 		}
-		rowIDs := rec.Column(1).(*array.Uint64).Values()
-		vecs, ids = appendVectors(vecs, ids, col, rowIDs, dim)
+		if err := batch(col, rec.Column(1).(*array.Uint64).Values()); err != nil {
+			return err
+		}
 		done += int(rec.NumRows())
 		if progress != nil {
 			progress("read", done, total)
 		}
 	}
-	return vecs, ids, nil
+	return nil
 }
 
 // appendVectors appends the finite, non-null vectors of col (and their ids)
@@ -546,15 +567,6 @@ func preallocRows(total, width int) int {
 // removes it) with their row ids. sq, if set, takes in every vector.
 func (d *Dataset) spillVectors(ctx context.Context, column string, dim int, frags []uint64,
 	progress func(string, int, int), sq *vecindex.SQRange) (_ *vectorSpill, _ []uint64, err error) {
-	view := d.withFragments(frags)
-	total := 0
-	for _, f := range view.manifest.Fragments {
-		total += int(f.PhysicalRows)
-	}
-	s, err := view.Scan(&ScanOptions{Columns: []string{column}, WithRowID: true})
-	if err != nil {
-		return nil, nil, err
-	}
 	spill, err := newVectorSpill(dim)
 	if err != nil {
 		return nil, nil, err
@@ -565,18 +577,11 @@ func (d *Dataset) spillVectors(ctx context.Context, column string, dim int, frag
 		}
 	}()
 	w := bufio.NewWriterSize(spill.f, 1<<20)
-	ids := make([]uint64, 0, preallocRows(total, 1))
+	var ids []uint64
 	var rows []float32
-	done := 0
-	for rec, err := range s.Batches(ctx) {
-		if err != nil {
-			return nil, nil, err
-		}
-		col, ok := rec.Column(0).(*array.FixedSizeList)
-		if !ok {
-			return nil, nil, fmt.Errorf("dataset: column %q read as %s: %w", column, rec.Column(0).DataType(), lancer.ErrCorrupt)
-		}
-		rowIDs := rec.Column(1).(*array.Uint64).Values()
+	err = d.scanVectors(ctx, column, frags, progress, func(total int) {
+		ids = make([]uint64, 0, preallocRows(total, 1))
+	}, func(col *array.FixedSizeList, rowIDs []uint64) error {
 		rows, ids = appendVectors(rows[:0], ids, col, rowIDs, dim)
 		if sq != nil {
 			for i := 0; i < len(rows); i += dim {
@@ -584,12 +589,12 @@ func (d *Dataset) spillVectors(ctx context.Context, column string, dim int, frag
 			}
 		}
 		if _, err := w.Write(arrow.Float32Traits.CastToBytes(rows)); err != nil {
-			return nil, nil, fmt.Errorf("dataset: spill the vectors of %q: %w", column, err)
+			return fmt.Errorf("dataset: spill the vectors of %q: %w", column, err)
 		}
-		done += int(rec.NumRows())
-		if progress != nil {
-			progress("read", done, total)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := w.Flush(); err != nil {
 		return nil, nil, fmt.Errorf("dataset: spill the vectors of %q: %w", column, err)
