@@ -76,3 +76,27 @@ export async function serve(ops) {
     process.stdout.write(JSON.stringify(reply) + '\n');
   }
 }
+
+// cpuSince is the CPU time (user and system, ms) since process.cpuUsage() gave c0.
+export const cpuSince = (c0) => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
+
+// procStatus reads a size field (VmRSS, VmHWM) of /proc/self/status in bytes, 0 where there is none.
+export function procStatus(field) {
+  try {
+    const m = fs.readFileSync('/proc/self/status', 'utf8').match(new RegExp(`^${field}:\\s*(\\d+) kB`, 'm'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch { return 0; }
+}
+let hwmMax = 0;
+// hwm is the peak resident set seen so far, kept as a running maximum
+// across resetPeakRss.
+export function hwm() {
+  hwmMax = Math.max(hwmMax, procStatus('VmHWM') || process.resourceUsage().maxRSS * 1024);
+  return hwmMax;
+}
+// resetPeakRss resets the kernel's VmHWM (after folding it into hwm) and
+// says whether it could.
+export function resetPeakRss() {
+  hwm();
+  try { fs.writeFileSync('/proc/self/clear_refs', '5'); return true; } catch { return false; }
+}

@@ -51,25 +51,8 @@
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
-import { buildQuery, elapsedMs, lancedb, serve, table, versions } from './lance-common.mjs';
+import { buildQuery, cpuSince, elapsedMs, hwm, lancedb, procStatus, resetPeakRss, serve, table, versions } from './lance-common.mjs';
 
-const cpuSince = (c0) => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
-
-function procStatus(field) {
-  try {
-    const m = fs.readFileSync('/proc/self/status', 'utf8').match(new RegExp(`^${field}:\\s*(\\d+) kB`, 'm'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch { return 0; }
-}
-let hwmMax = 0;
-function hwm() {
-  hwmMax = Math.max(hwmMax, procStatus('VmHWM') || process.resourceUsage().maxRSS * 1024);
-  return hwmMax;
-}
-function resetPeakRss() {
-  hwm();
-  try { fs.writeFileSync('/proc/self/clear_refs', '5'); return true; } catch { return false; }
-}
 
 
 const S = { db: null, whole: null, chunks: [], queries: [], tables: new Map(), others: new Map() };
