@@ -36,7 +36,10 @@
 //   - D2. CreateIfAbsentAfter links its key only once every object in
 //     synced, its folder and the folders above it (to the root) are synced,
 //     and syncs the key's folder before it returns: the key is never
-//     durable without them, and once it returns, neither is lost.
+//     durable without them, and once it returns, neither is lost. On a
+//     LocalStore whose root did not exist when it was made, the first such
+//     create also syncs the root's name and those of the new folders
+//     above it, up to the folder that existed.
 //
 // A dataset commit (package dataset) writes its data and transaction files
 // unsynced and publishes its manifest with CreateIfAbsentAfter, so it

@@ -194,10 +194,13 @@ func (s *LocalStore) CreateIfAbsentAfter(ctx context.Context, key string, data [
 		// The folders above key's own: key's folder is synced after the
 		// link, when it holds the new name.
 		s.addDirs(dirs, filepath.Dir(keyDir))
+	} else if !s.rootDurable.Load() && s.anchor != s.root {
+		s.addDirs(dirs, filepath.Dir(s.root))
 	}
 	if err := syncPaths(files, dirs); err != nil {
 		return mapOSError("create", key, err)
 	}
+	s.rootDurable.Store(true)
 	trace("link", p)
 	if err := os.Link(tmp, p); err != nil {
 		return mapOSError("create", key, err)
@@ -211,14 +214,21 @@ func (s *LocalStore) CreateIfAbsentAfter(ctx context.Context, key string, data [
 }
 
 // addDirs adds dir and the folders above it, up to the store's root, to
-// set.
+// set; until the root's own name is known to be durable (rootDurable),
+// also the folders above the root up to the one that existed before the
+// store did (anchor), so that the names the first write created are
+// synced with it.
 func (s *LocalStore) addDirs(set map[string]bool, dir string) {
+	top := s.root
+	if !s.rootDurable.Load() {
+		top = s.anchor
+	}
 	for {
 		if set[dir] {
 			return
 		}
 		set[dir] = true
-		if dir == s.root || !strings.HasPrefix(dir, s.root) {
+		if dir == top || !strings.HasPrefix(dir, top) {
 			return
 		}
 		up := filepath.Dir(dir)

@@ -173,3 +173,49 @@ func TestUnsyncedViewKeyOnly(t *testing.T) {
 		t.Error("Unsynced wrapped a store that does not defer syncs")
 	}
 }
+
+// TestCreateIfAbsentAfterSyncsNewRoot: a store whose root (and a folder
+// above it) did not exist when it was made has their names synced into
+// the folder that did, before the first manifest is linked; later
+// commits sync only up to the root. Without it a crash right after a
+// dataset's first commit could lose the dataset's folder.
+func TestCreateIfAbsentAfterSyncsNewRoot(t *testing.T) {
+	ctx := context.Background()
+	parent := t.TempDir()
+	root := filepath.Join(parent, "new", "t.lance")
+	s, err := NewLocalStore(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := recordFS(t)
+	if err := WriteUnsynced(ctx, s, "data/a.lance", []byte("rows")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateIfAbsentAfter(ctx, s, "_versions/1.manifest", []byte("m1"), []string{"data/a.lance"}); err != nil {
+		t.Fatal(err)
+	}
+	link := log.index(0, "link", filepath.Join(root, "_versions", "1.manifest"))
+	if link < 0 {
+		t.Fatalf("no link: %v", log.steps)
+	}
+	for _, p := range []string{root, filepath.Dir(root), parent} {
+		if i := log.index(0, "fsync", p); i < 0 || i > link {
+			t.Errorf("%s synced at step %d, the manifest linked at %d: %v", p, i, link, log.steps)
+		}
+	}
+	from := len(log.steps)
+	if err := WriteUnsynced(ctx, s, "data/b.lance", []byte("rows")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateIfAbsentAfter(ctx, s, "_versions/2.manifest", []byte("m2"), []string{"data/b.lance"}); err != nil {
+		t.Fatal(err)
+	}
+	if i := log.index(from, "fsync", root); i < 0 {
+		t.Errorf("the root was not synced on the second commit: %v", log.steps[from:])
+	}
+	for _, p := range []string{filepath.Dir(root), parent} {
+		if i := log.index(from, "fsync", p); i >= 0 {
+			t.Errorf("%s synced again on the second commit: %v", p, log.steps[from:])
+		}
+	}
+}

@@ -31,6 +31,15 @@ const tmpPrefix = ".lancer-tmp-"
 // doc's Durability).
 type LocalStore struct {
 	root string // absolute, cleaned
+	// anchor is root's deepest ancestor that existed when the store was
+	// made (root itself if it did). Folders between anchor and root are
+	// created by the first write, and their names in their parents are
+	// synced by the first CreateIfAbsentAfter, after which rootDurable
+	// is set: without that, a crash after a dataset's first commit could
+	// lose the dataset's folder itself, however well its files were
+	// synced.
+	anchor      string
+	rootDurable atomic.Bool
 }
 
 // NewLocalStore returns a store rooted at dir. The directory need not exist
@@ -40,7 +49,23 @@ func NewLocalStore(dir string) (*LocalStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blob: local root %q: %w", dir, lancer.ErrInvalidArgument)
 	}
-	return &LocalStore{root: filepath.Clean(abs)}, nil
+	root := filepath.Clean(abs)
+	return &LocalStore{root: root, anchor: existingAncestor(root)}, nil
+}
+
+// existingAncestor returns dir if it exists, else its deepest ancestor
+// that does (the file system's root at worst).
+func existingAncestor(dir string) string {
+	for {
+		if _, err := os.Stat(dir); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return dir
+		}
+		dir = up
+	}
 }
 
 // Root returns the absolute directory the store keeps its objects in.
