@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -237,7 +238,14 @@ func (c *GroupCommitter) Append(ctx context.Context, d *Dataset, data array.Reco
 	c.mu.Lock()
 	c.writing++
 	c.mu.Unlock()
-	frags, err := writeFragments(ctx, d.store, schema, d.manifest.Dictionaries(), data, version, o.MaxRowsPerFile, d.opts.Allocator, true)
+	// The group commits through the committer's store, which syncs the
+	// files of every member (blob D2): a member may leave its files
+	// unsynced only when it wrote them through that very store. A member
+	// whose store is another handle on the same root (a wrapper, a second
+	// open) writes them synced, since the committer's store may not sync
+	// what that one deferred.
+	unsynced := sameStore(d.store, c.store)
+	frags, err := writeFragments(ctx, d.store, schema, d.manifest.Dictionaries(), data, version, o.MaxRowsPerFile, d.opts.Allocator, unsynced)
 	if err != nil {
 		c.mu.Lock()
 		c.writing--
@@ -458,7 +466,7 @@ func (c *GroupCommitter) commitGroup(ctx context.Context, members []*groupReques
 		readVersion := read.d.manifest.Version
 		op := &operation{kind: opAppend, fragments: frags}
 		var definite bool
-		ds, err := commit(ctx, read.d.store, read.d.opts, read.d.bases, op, commitOptions{
+		ds, err := commit(ctx, c.store, read.d.opts, read.d.bases, op, commitOptions{
 			readVersion: readVersion,
 			opts:        &CommitOptions{Retries: read.retries, Properties: read.props},
 			read:        read.d,
@@ -550,4 +558,12 @@ func removeFiles(ctx context.Context, store blob.Store, frags []*manifest.Fragme
 	for _, key := range (&operation{kind: opAppend, fragments: frags}).writtenFiles() {
 		removeDataFile(ctx, store, key)
 	}
+}
+
+// sameStore reports whether a and b are one store value, and not merely
+// two handles on one root; a store type that cannot be compared is never
+// the same.
+func sameStore(a, b blob.Store) bool {
+	ta := reflect.TypeOf(a)
+	return ta != nil && ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }

@@ -668,3 +668,52 @@ func TestGroupCommitRetriesUntilDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupCommitMembersOfOtherHandles: a group whose members reached the
+// table through different handles on one root (one that defers syncs,
+// one that does not) commits only once every member's files are durable:
+// the commit goes through the committer's store, and a member whose store
+// is not that one writes its files synced. Before, the group committed
+// through its oldest member's plain handle, which synced nothing, while
+// another member had deferred its syncs to that commit (C6).
+func TestGroupCommitMembersOfOtherHandles(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	rec := newSyncRecorder("group-handles")
+	createIDs(t, rec, []int64{-1})
+	// A plain handle on the same root: it hides rec's DeferredSyncer.
+	gs := &gateStore{Store: rec, entered: make(chan struct{}), gate: make(chan struct{})}
+	plain := openStore(t, gs, 1, mem)
+	deferring := openStore(t, rec, 1, mem)
+	c := NewGroupCommitter(gs, nil)
+	appendAt := func(d *Dataset, ids []int64) error {
+		r := idsReader(mem, ids)
+		defer r.Release()
+		_, err := c.Append(ctx, d, r, nil)
+		return err
+	}
+	errs := make(chan error, 3)
+	go func() { errs <- appendAt(plain, []int64{1}) }()
+	<-gs.entered // the first commit is in flight; the next two group
+	go func() { errs <- appendAt(plain, []int64{2}) }()
+	queued(t, c, 1)
+	go func() { errs <- appendAt(deferring, []int64{3}) }()
+	queued(t, c, 2)
+	close(gs.gate)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := c.Stats(); st.Groups != 2 {
+		t.Fatalf("stats %+v: want the first commit and one group of two", st)
+	}
+	if v, _, _ := rec.result(); len(v) > 0 {
+		t.Errorf("manifests named files not yet durable:\n%s", strings.Join(v, "\n"))
+	}
+	got := idsAt(t, rec, 0)
+	slices.Sort(got)
+	if !slices.Equal(got, []int64{-1, 1, 2, 3}) {
+		t.Errorf("latest holds %v", got)
+	}
+}
