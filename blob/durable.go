@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -70,6 +71,22 @@ func CreateIfAbsentAfter(ctx context.Context, s Store, key string, data []byte, 
 		return d.CreateIfAbsentAfter(ctx, key, data, synced)
 	}
 	return s.CreateIfAbsent(ctx, key, data)
+}
+
+// SharesSyncs reports whether a CreateIfAbsentAfter through b syncs the
+// objects written unsynced through a under the same keys: a and b are one
+// store, or Subs at one prefix of one store. Two handles on one folder
+// that are otherwise unrelated (a wrapper and what it wraps) do not: the
+// wrapper may not defer syncs, and then its CreateIfAbsentAfter syncs
+// nothing. A store type that cannot be compared shares with nothing.
+func SharesSyncs(a, b Store) bool {
+	sa, aSub := a.(*subStore)
+	sb, bSub := b.(*subStore)
+	if aSub || bSub {
+		return aSub && bSub && sa.prefix == sb.prefix && SharesSyncs(sa.parent, sb.parent)
+	}
+	ta := reflect.TypeOf(a)
+	return ta != nil && ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // Unsynced returns a view of s in which the object under key, and only

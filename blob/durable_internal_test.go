@@ -219,3 +219,39 @@ func TestCreateIfAbsentAfterSyncsNewRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestSharesSyncs: a store shares its syncs with itself and with Subs of
+// it at one prefix however they were made; not with another prefix, a
+// wrapper, or another store.
+func TestSharesSyncs(t *testing.T) {
+	local, err := NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type wrapper struct{ Store }
+	for _, tc := range []struct {
+		name string
+		a, b Store
+		want bool
+	}{
+		{"itself", local, local, true},
+		{"two Subs at one prefix", Sub(local, "t.lance"), Sub(local, "t.lance"), true},
+		{"a Sub of a Sub", Sub(Sub(local, "t.lance"), "tree/b"), Sub(local, "t.lance/tree/b"), true},
+		{"other prefixes", Sub(local, "t.lance"), Sub(local, "u.lance"), false},
+		{"a Sub and its parent", Sub(local, "t.lance"), local, false},
+		{"a wrapper", wrapper{local}, local, false},
+		{"Subs of other stores", Sub(local, "t.lance"), Sub(other, "t.lance"), false},
+		{"Subs of a wrapper and of what it wraps", Sub(wrapper{local}, "t.lance"), Sub(local, "t.lance"), false},
+	} {
+		if got := SharesSyncs(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: SharesSyncs = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := SharesSyncs(tc.b, tc.a); got != tc.want {
+			t.Errorf("%s, swapped: SharesSyncs = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -240,11 +239,11 @@ func (c *GroupCommitter) Append(ctx context.Context, d *Dataset, data array.Reco
 	c.mu.Unlock()
 	// The group commits through the committer's store, which syncs the
 	// files of every member (blob D2): a member may leave its files
-	// unsynced only when it wrote them through that very store. A member
-	// whose store is another handle on the same root (a wrapper, a second
-	// open) writes them synced, since the committer's store may not sync
-	// what that one deferred.
-	unsynced := sameStore(d.store, c.store)
+	// unsynced only when a commit through that store syncs them
+	// (blob.SharesSyncs: the same store, or Subs of it at one prefix, as
+	// the server opens a table afresh per request). A member that reached
+	// the table through another handle (a wrapper) writes them synced.
+	unsynced := blob.SharesSyncs(d.store, c.store)
 	frags, err := writeFragments(ctx, d.store, schema, d.manifest.Dictionaries(), data, version, o.MaxRowsPerFile, d.opts.Allocator, unsynced)
 	if err != nil {
 		c.mu.Lock()
@@ -558,12 +557,4 @@ func removeFiles(ctx context.Context, store blob.Store, frags []*manifest.Fragme
 	for _, key := range (&operation{kind: opAppend, fragments: frags}).writtenFiles() {
 		removeDataFile(ctx, store, key)
 	}
-}
-
-// sameStore reports whether a and b are one store value, and not merely
-// two handles on one root; a store type that cannot be compared is never
-// the same.
-func sameStore(a, b blob.Store) bool {
-	ta := reflect.TypeOf(a)
-	return ta != nil && ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }

@@ -716,4 +716,29 @@ func TestGroupCommitMembersOfOtherHandles(t *testing.T) {
 	if !slices.Equal(got, []int64{-1, 1, 2, 3}) {
 		t.Errorf("latest holds %v", got)
 	}
+
+	// Handles that share the committer's syncs still defer theirs: the
+	// server opens a table through a new Sub of its root per request.
+	rec2 := newSyncRecorder("group-subs")
+	createIDs(t, blob.Sub(rec2, "t.lance"), []int64{-1})
+	c2 := NewGroupCommitter(blob.Sub(rec2, "t.lance"), nil)
+	_, before, _ := rec2.result()
+	for i := range 3 {
+		d := openStore(t, blob.Sub(rec2, "t.lance"), 0, mem)
+		r := idsReader(mem, []int64{int64(i)})
+		_, err := c2.Append(ctx, d, r, nil)
+		r.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, after, _ := rec2.result()
+	if len(v) > 0 {
+		t.Errorf("manifests named files not yet durable:\n%s", strings.Join(v, "\n"))
+	}
+	// Each append defers its data file, its transaction and the version
+	// hint (6 if the data files were written synced).
+	if after-before < 9 {
+		t.Errorf("%d objects written unsynced by 3 appends through Subs of the committer's store: they did not defer their syncs", after-before)
+	}
 }
