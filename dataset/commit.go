@@ -326,8 +326,9 @@ func writeLegacyLatest(ctx context.Context, store blob.Store, file []byte) {
 }
 
 // syncedAtCommit lists what commit must make durable before the manifest
-// naming it may exist (C6): op's new data files, which writeFragments may
-// have published unsynced, its index files and the transaction file
+// naming it may exist (C6): op's new data files (its fragments', its
+// merge's and its data replacements'), which writeFragments may have
+// published unsynced, its index files and the transaction file
 // txnKey. Index files are written synced, but only the folder holding
 // each is: _indices/ itself, which holds the segment's new folder, is
 // synced when the files are named here (a local store syncs their
@@ -344,6 +345,14 @@ func (op *operation) syncedAtCommit(txnKey string) []string {
 		}
 	}
 	out = append(out, op.indexFiles...)
+	for _, g := range op.replacements {
+		if g.NewFile != nil && g.NewFile.BaseID == nil {
+			out = append(out, dataDir+g.NewFile.Path)
+		}
+	}
+	if op.merge != nil {
+		out = append(out, op.merge.written...)
+	}
 	return append(out, txnKey)
 }
 

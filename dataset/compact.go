@@ -505,7 +505,8 @@ func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptio
 	if err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, err)
 	}
-	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), rows, version, o.TargetRowsPerFragment, o.Allocator, false)
+	// Unsynced: the Rewrite's commit syncs them with the rest (C6).
+	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), rows, version, o.TargetRowsPerFragment, o.Allocator, true)
 	if rowErr != nil && err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, rowErr)
 	}

@@ -560,6 +560,9 @@ func (u *updateSpec) apply(ctx context.Context, mem memory.Allocator, rec arrow.
 
 // writeRows writes the batches rows yields (in schema, each released after
 // use) as new fragments of the dataset's schema and data file version.
+// The files are written unsynced: the commit that names them must list
+// them in its operation's fragments or merge files, which syncs them
+// before the manifest exists (syncedAtCommit, C6).
 func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func(func(arrow.RecordBatch, error) bool)) ([]*manifest.Fragment, error) {
 	r := array.ReaderFromIter(schema, rows)
 	defer r.Release()
@@ -567,7 +570,7 @@ func (d *Dataset) writeRows(ctx context.Context, schema *arrow.Schema, rows func
 	if err != nil {
 		return nil, err
 	}
-	return writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), r, version, DefaultMaxRowsPerFile, d.opts.Allocator, false)
+	return writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), r, version, DefaultMaxRowsPerFile, d.opts.Allocator, true)
 }
 
 // removeFragments deletes the data files (and blob sidecars) of fragments
