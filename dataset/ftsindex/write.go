@@ -161,45 +161,79 @@ func (b *Builder) Add(ctx context.Context, rowID uint64, text string) error {
 	if len(toks) == 0 {
 		return nil
 	}
-	if b.cur == nil {
-		b.cur = &partBuilder{tokens: map[string]uint32{}}
+	p, err := b.partition(ctx)
+	if err != nil {
+		return err
 	}
-	p := b.cur
-	if len(p.rowIDs) >= maxDocs {
-		if err := b.flush(ctx); err != nil {
-			return err
-		}
-		return b.Add(ctx, rowID, text)
-	}
-	doc := uint32(len(p.rowIDs))
-	p.rowIDs = append(p.rowIDs, rowID)
-	p.numTokens = append(p.numTokens, uint32(len(toks)))
-	p.bytes += 12
+	doc := p.addDoc(rowID, len(toks))
 	for _, t := range toks {
 		id, ok := p.tokens[t.Text]
 		if !ok {
-			id = uint32(len(p.lists))
-			p.tokens[t.Text] = id
-			p.lists = append(p.lists, &postingBuilder{})
-			p.bytes += len(t.Text) + 64
+			id = p.newToken(t.Text)
 		}
-		pl := p.lists[id]
-		if n := len(pl.docs); n > 0 && pl.docs[n-1] == doc {
-			pl.freqs[n-1]++
-		} else {
-			pl.docs = append(pl.docs, doc)
-			pl.freqs = append(pl.freqs, 1)
-			p.bytes += 8
-		}
-		if b.params.WithPosition {
-			pl.pos = append(pl.pos, uint32(t.Position))
-			p.bytes += 4
+		p.occur(id, doc, t.Position, b.params.WithPosition)
+	}
+	return b.flushIfFull(ctx)
+}
+
+// partition returns the partition the next document goes into: the
+// current one, or a new one when there is none or the current one holds
+// maxDocs documents (it is flushed first).
+func (b *Builder) partition(ctx context.Context) (*partBuilder, error) {
+	if b.cur != nil && len(b.cur.rowIDs) >= maxDocs {
+		if err := b.flush(ctx); err != nil {
+			return nil, err
 		}
 	}
-	if p.bytes >= b.maxBytes {
+	if b.cur == nil {
+		b.cur = &partBuilder{tokens: map[string]uint32{}}
+	}
+	return b.cur, nil
+}
+
+// flushIfFull flushes the current partition once it has grown to the
+// builder's bound of bytes.
+func (b *Builder) flushIfFull(ctx context.Context) error {
+	if b.cur != nil && b.cur.bytes >= b.maxBytes {
 		return b.flush(ctx)
 	}
 	return nil
+}
+
+// addDoc adds a document of n tokens and returns its number in p.
+func (p *partBuilder) addDoc(rowID uint64, n int) uint32 {
+	doc := uint32(len(p.rowIDs))
+	p.rowIDs = append(p.rowIDs, rowID)
+	p.numTokens = append(p.numTokens, uint32(n))
+	p.bytes += 12
+	return doc
+}
+
+// newToken adds text, not yet in p, as a token with no postings and
+// returns its id.
+func (p *partBuilder) newToken(text string) uint32 {
+	id := uint32(len(p.lists))
+	p.tokens[text] = id
+	p.lists = append(p.lists, &postingBuilder{})
+	p.bytes += len(text) + 64
+	return id
+}
+
+// occur records an occurrence of token id in document doc, the newest
+// document of p, at position pos (kept when withPos is set).
+func (p *partBuilder) occur(id, doc uint32, pos int, withPos bool) {
+	pl := p.lists[id]
+	if n := len(pl.docs); n > 0 && pl.docs[n-1] == doc {
+		pl.freqs[n-1]++
+	} else {
+		pl.docs = append(pl.docs, doc)
+		pl.freqs = append(pl.freqs, 1)
+		p.bytes += 8
+	}
+	if withPos {
+		pl.pos = append(pl.pos, uint32(pos))
+		p.bytes += 4
+	}
 }
 
 // addWords is Add for the tokenizers that split words (simple,
@@ -245,55 +279,29 @@ func (b *Builder) addWords(ctx context.Context, rowID uint64, text string) error
 	if len(toks) == 0 {
 		return nil
 	}
-	if b.cur == nil {
-		b.cur = &partBuilder{tokens: map[string]uint32{}}
-	}
-	p := b.cur
-	if len(p.rowIDs) >= maxDocs {
-		if err := b.flush(ctx); err != nil {
-			return err
-		}
-		return b.addWords(ctx, rowID, text)
+	p, err := b.partition(ctx)
+	if err != nil {
+		return err
 	}
 	if n := len(b.terms); len(p.termTok) < n {
 		p.bytes += 4 * (n - len(p.termTok))
 		p.termTok = append(p.termTok, make([]uint32, n-len(p.termTok))...)
 	}
-	doc := uint32(len(p.rowIDs))
-	p.rowIDs = append(p.rowIDs, rowID)
-	p.numTokens = append(p.numTokens, uint32(len(toks)))
-	p.bytes += 12
+	doc := p.addDoc(rowID, len(toks))
 	for _, t := range toks {
 		id1 := p.termTok[t.term]
 		if id1 == 0 {
 			text := b.terms[t.term]
 			id, ok := p.tokens[text]
 			if !ok {
-				id = uint32(len(p.lists))
-				p.tokens[text] = id
-				p.lists = append(p.lists, &postingBuilder{})
-				p.bytes += len(text) + 64
+				id = p.newToken(text)
 			}
 			id1 = id + 1
 			p.termTok[t.term] = id1
 		}
-		pl := p.lists[id1-1]
-		if n := len(pl.docs); n > 0 && pl.docs[n-1] == doc {
-			pl.freqs[n-1]++
-		} else {
-			pl.docs = append(pl.docs, doc)
-			pl.freqs = append(pl.freqs, 1)
-			p.bytes += 8
-		}
-		if b.params.WithPosition {
-			pl.pos = append(pl.pos, uint32(t.pos))
-			p.bytes += 4
-		}
+		p.occur(id1-1, doc, int(t.pos), b.params.WithPosition)
 	}
-	if p.bytes >= b.maxBytes {
-		return b.flush(ctx)
-	}
-	return nil
+	return b.flushIfFull(ctx)
 }
 
 // Finish writes the last partition and metadata.lance and returns the
