@@ -27,9 +27,10 @@ type OptimizeOptions struct {
 	// deleted fraction that forces a rewrite, its commit). Its DryRun is
 	// ignored (see DryRun). Default nil: dataset's defaults.
 	Compact *dataset.CompactOptions
-	// Index configures the commit of the index update
-	// (dataset.Dataset.OptimizeIndexes). Default nil: dataset's defaults.
-	Index *dataset.CommitOptions
+	// Index configures the index update (dataset.Dataset.OptimizeIndexes:
+	// how many segments to merge, its commit). Default nil: dataset's
+	// defaults (a delta segment, as Lance's optimize_indices adds).
+	Index *dataset.OptimizeIndexesOptions
 	// Cleanup configures the cleanup (Cleanup): OlderThan is the
 	// retention, default dataset.DefaultCleanupOlderThan; negative keeps
 	// only the latest version besides the tagged and needed ones. Its

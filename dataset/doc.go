@@ -217,7 +217,12 @@
 // index_maintain.go): OptimizeIndexes gives an IVF_FLAT, IVF_PQ, IVF_SQ,
 // IVF_HNSW_FLAT, IVF_HNSW_SQ or IVF_HNSW_PQ index a delta segment with the
 // IVF model and quantizer (PQ codebook, SQ bounds) of its first segment,
-// HNSW graphs built over the delta's rows; Compact without stable row ids
+// HNSW graphs built over the delta's rows, or, with
+// OptimizeIndexesOptions.NumIndicesToMerge (Lance's num_indices_to_merge)
+// or MergeSizeRatio, one segment with that model over the rows of its
+// newest segments and the new ones, replacing them, so that Compact, which
+// never gathers fragments different segments cover, can merge their
+// fragments; Compact without stable row ids
 // writes each such segment over the fragments it rewrites again with the
 // rows' new addresses (HNSW graphs rebuilt over the remapped storage, as
 // Lance's remap rebuilds them) and records it in the Rewrite

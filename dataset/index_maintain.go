@@ -489,3 +489,63 @@ func (d *Dataset) unremappableVectorCoverage(ctx context.Context) (*roaring.Bitm
 	return blocked, fmt.Sprintf("fragments %v not compacted: lancer cannot remap vector index %s, which covers them (it does not write that type)",
 		live, strings.Join(slices.Compact(names), ", ")), nil
 }
+
+// indicesToMerge returns how many of the newest of segs (one index's
+// segments, in manifest order) OptimizeIndexes merges with the rows of
+// the fragments missing: at least n (Lance's num_indices_to_merge), and
+// with a positive ratio every newer segment while the next older one
+// covers no more than ratio times the rows gathered (see
+// OptimizeIndexesOptions.MergeSizeRatio); at most len(segs).
+func (d *Dataset) indicesToMerge(segs []*manifest.IndexMetadata, missing []uint64, n int, ratio float64) int {
+	k := min(n, len(segs))
+	if ratio <= 0 {
+		return k
+	}
+	rows := map[uint64]uint64{}
+	for _, f := range d.manifest.Fragments {
+		rows[f.ID] = f.PhysicalRows
+	}
+	var gathered uint64
+	for _, id := range missing {
+		gathered += rows[id]
+	}
+	t := 0
+	for i := len(segs) - 1; i >= 0; i-- {
+		var covers uint64
+		if bm, err := manifest.DecodeRoaring(segs[i].FragmentBitmap); err == nil {
+			for id, r := range rows {
+				if bm.Contains(uint32(id)) {
+					covers += r
+				}
+			}
+		}
+		if (t > 0 || gathered > 0) && float64(covers) > ratio*float64(gathered) {
+			break
+		}
+		gathered += covers
+		t++
+	}
+	return max(k, t)
+}
+
+// mergedFragments returns, in d's fragment order, the fragments of d that
+// the segments merged cover or that are in missing: what a segment that
+// replaces merged and indexes missing covers.
+func (d *Dataset) mergedFragments(merged []*manifest.IndexMetadata, missing []uint64) []uint64 {
+	cover := roaring.New()
+	for _, id := range missing {
+		cover.Add(uint32(id))
+	}
+	for _, seg := range merged {
+		if bm, err := manifest.DecodeRoaring(seg.FragmentBitmap); err == nil {
+			cover.Or(bm)
+		}
+	}
+	var out []uint64
+	for _, f := range d.manifest.Fragments {
+		if cover.Contains(uint32(f.ID)) {
+			out = append(out, f.ID)
+		}
+	}
+	return out
+}

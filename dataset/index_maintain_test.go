@@ -183,7 +183,7 @@ func TestMaintainLanceBuiltIndices(t *testing.T) {
 	for _, ix := range d.Indices() {
 		before[ix.Name] = append(before[ix.Name], ix.UUID)
 	}
-	d, err := d.OptimizeIndexes(ctx, &CommitOptions{Allocator: mem})
+	d, err := d.OptimizeIndexes(ctx, &OptimizeIndexesOptions{CommitOptions: CommitOptions{Allocator: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -547,7 +547,7 @@ func testScalarIndexRandomized(t *testing.T, stable bool) {
 			})
 		case 6:
 			name += ": optimize indices"
-			if d, err = d.OptimizeIndexes(ctx, &co); err != nil {
+			if d, err = d.OptimizeIndexes(ctx, &OptimizeIndexesOptions{CommitOptions: co}); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 			for _, ix := range d.Indices() {

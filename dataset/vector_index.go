@@ -723,6 +723,38 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 	return d.commit(ctx, &operation{kind: opCreateIndex, removedIndices: removed}, opts)
 }
 
+// OptimizeIndexesOptions configures OptimizeIndexes. A nil
+// *OptimizeIndexesOptions means all defaults: Lance's optimize_indices
+// with its default OptimizeOptions, one new delta segment per vector
+// index over the fragments it misses.
+type OptimizeIndexesOptions struct {
+	// NumIndicesToMerge is Lance's OptimizeOptions.num_indices_to_merge:
+	// how many of a vector index's newest segments are merged, with the
+	// rows of the fragments the index misses, into one new segment that
+	// replaces them. 0 (Lance's default, None, which Lance's v3 indices
+	// treat as 0 unless their optimize splits a partition, which lancer's
+	// never does) writes a delta segment beside the old ones; more than
+	// the index has merges them all. Merging lets Compact rewrite the
+	// fragments the merged segments covered together: a compaction never
+	// gathers fragments that different segments cover. Scalar and FTS
+	// indices are always rebuilt into one segment (see OptimizeIndexes),
+	// whatever this says. Negative is an error.
+	NumIndicesToMerge int
+	// MergeSizeRatio, when positive, merges more of each vector index's
+	// newest segments than NumIndicesToMerge when they are small (a
+	// lancer policy, not Lance's): starting from the rows the index
+	// misses, the next older segment joins the merge while it covers no
+	// more than MergeSizeRatio times the rows gathered so far (the newest
+	// segment joins unconditionally when no rows are missing, and a
+	// merge of a single segment with nothing new is skipped). Under a
+	// stream of small appends the segments then grow like a binary
+	// counter: their number stays logarithmic in the rows, and each row
+	// is rewritten a logarithmic number of times. Default 0: off.
+	MergeSizeRatio float64
+	// CommitOptions configure the commit.
+	CommitOptions
+}
+
 // OptimizeIndexes brings the vector indices up to date with the rows
 // appended since they were built: for each index, one new segment (same
 // name, type and parameters, a new uuid) over the fragments no segment
@@ -737,8 +769,18 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 // rows. Indices that cover every fragment, and Lance indices of kinds
 // lancer does not write (the legacy file, RQ; see
 // OptimizableIndex), are left alone: their new rows stay searched
-// exactly. With nothing to do it returns d. opts configure the
-// commit (nil: the defaults).
+// exactly. With nothing to do it returns d.
+//
+// With opts.NumIndicesToMerge (or MergeSizeRatio) the new segment also
+// takes the rows of the index's newest segments and replaces them, as
+// Lance's optimize with num_indices_to_merge merges delta indices: one
+// segment with the first segment's IVF model and quantizer (lancer's own
+// indices: trained again) over the merged segments' fragments and the
+// missing ones. Lance takes the merged rows from the old segments'
+// storage; lancer reads them from the column again and codes them with
+// the same model, which gives the same codes (and leaves out the rows
+// deleted since, which Lance keeps in the index and filters at query
+// time).
 //
 // A scalar index (BTREE, BITMAP, LABEL_LIST) or full-text index (FTS,
 // Lance's INVERTED), whoever built it, that misses fragments is replaced,
@@ -747,9 +789,18 @@ func (d *Dataset) DropIndex(ctx context.Context, name string, opts *CommitOption
 // parameters (an FTS index's analyzer), takes the place of its segments,
 // in the same commit (see rebuildSegment). One whose column or analyzer
 // lancer does not index is left alone.
-func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Dataset, error) {
+func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *OptimizeIndexesOptions) (*Dataset, error) {
+	var o OptimizeIndexesOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.NumIndicesToMerge < 0 || math.IsNaN(o.MergeSizeRatio) || math.IsInf(o.MergeSizeRatio, 0) || o.MergeSizeRatio < 0 {
+		return nil, fmt.Errorf("dataset: optimize indices: NumIndicesToMerge %d, MergeSizeRatio %v: want 0 or more, finite: %w",
+			o.NumIndicesToMerge, o.MergeSizeRatio, lancer.ErrInvalidArgument)
+	}
+	copts := &o.CommitOptions
 	orig := d
-	d = d.using(opts)
+	d = d.using(copts)
 	if err := d.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -781,10 +832,16 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 	for _, name := range names {
 		segs := groups[name]
 		missing := d.IndexMissingFragments(name)
-		if len(missing) == 0 {
-			continue
-		}
 		last := segs[len(segs)-1]
+		// merge is how many of the newest segments the new one replaces
+		// (vector indices; scalar and FTS ones are rebuilt whole).
+		merge := 0
+		if !rebuildableSegment(last) {
+			merge = d.indicesToMerge(segs, missing, o.NumIndicesToMerge, o.MergeSizeRatio)
+		}
+		if len(missing) == 0 && merge < 2 {
+			continue // up to date, and nothing to merge
+		}
 		if rebuildableSegment(last) {
 			// As Lance updates a scalar or FTS index: one new segment
 			// over the old ones' rows and the new fragments' replaces
@@ -812,10 +869,15 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 		if err != nil {
 			return nil, err
 		}
+		merged := segs[len(segs)-merge:]
+		frags := d.mergedFragments(merged, missing)
+		if len(frags) == 0 {
+			continue // the merged segments cover no live fragment: retainIndices drops them
+		}
 		if last.Details.TypeURL == LanceVectorIndexTypeURL {
 			// Lance's format: a delta with the index's own IVF model and
 			// quantizer, as Lance's optimize writes one.
-			seg, files, err := d.lanceDeltaSegment(ctx, segs, column, dim, missing, nil)
+			seg, files, err := d.lanceDeltaSegment(ctx, segs, column, dim, frags, nil)
 			op.indexFiles = append(op.indexFiles, files...)
 			if errors.Is(err, lancer.ErrUnsupported) {
 				continue // a kind lancer does not write: see OptimizableIndex
@@ -824,6 +886,7 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 				return nil, err
 			}
 			op.newIndices = append(op.newIndices, seg)
+			op.removedIndices = append(op.removedIndices, merged...)
 			continue
 		}
 		det, metric, ok, err := segmentBuildParams(last)
@@ -833,23 +896,24 @@ func (d *Dataset) OptimizeIndexes(ctx context.Context, opts *CommitOptions) (*Da
 		if !ok {
 			continue
 		}
-		o := &CreateIndexOptions{Name: name, Metric: metric, M: int(det.M), EfConstruction: int(det.EfConstruction), Seed: det.Seed, SubVectors: int(det.SubVectors)}
+		co := &CreateIndexOptions{Name: name, Metric: metric, M: int(det.M), EfConstruction: int(det.EfConstruction), Seed: det.Seed, SubVectors: int(det.SubVectors)}
 		if det.Type != IndexFlat && det.Type != IndexHNSW {
 			// A delta gets partitions in proportion to its rows.
-			o.Partitions = 0
+			co.Partitions = 0
 		}
-		seg, files, err := d.buildVectorSegment(ctx, column, field, dim, det.Type, o, missing)
+		seg, files, err := d.buildVectorSegment(ctx, column, field, dim, det.Type, co, frags)
 		if err != nil {
 			return nil, err
 		}
 		op.newIndices = append(op.newIndices, seg)
+		op.removedIndices = append(op.removedIndices, merged...)
 		op.indexFiles = append(op.indexFiles, files...)
 	}
 	if len(op.newIndices) == 0 {
 		op = nil
 		return orig, nil
 	}
-	out, err := d.commit(ctx, op, opts)
+	out, err := d.commit(ctx, op, copts)
 	op = nil // commit removes the files itself when it definitely failed
 	return out, err
 }

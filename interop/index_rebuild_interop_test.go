@@ -215,7 +215,7 @@ func TestLancerOptimizesFTSIndices(t *testing.T) {
 				}
 				before := d.Indices()
 				d = appendRows(d, idRange(900, 1200))
-				if d, err = d.OptimizeIndexes(ctx, &co); err != nil {
+				if d, err = d.OptimizeIndexes(ctx, &dataset.OptimizeIndexesOptions{CommitOptions: co}); err != nil {
 					t.Fatal(err)
 				}
 				after := d.Indices()
@@ -223,7 +223,7 @@ func TestLancerOptimizesFTSIndices(t *testing.T) {
 					len(after[0].Fragments) != 2 || after[0].Type != "Inverted" {
 					t.Fatalf("after OptimizeIndexes: %+v (before %+v)", after, before)
 				}
-				if again, err := d.OptimizeIndexes(ctx, &co); err != nil || again.Version() != d.Version() {
+				if again, err := d.OptimizeIndexes(ctx, &dataset.OptimizeIndexesOptions{CommitOptions: co}); err != nil || again.Version() != d.Version() {
 					t.Errorf("a second OptimizeIndexes: version %d (was %d), %v", again.Version(), d.Version(), err)
 				}
 
@@ -422,7 +422,7 @@ func TestScalarAndFTSIndicesAcrossCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.OptimizeIndexes(ctx, &co); err != nil {
+	if d, err = d.OptimizeIndexes(ctx, &dataset.OptimizeIndexesOptions{CommitOptions: co}); err != nil {
 		t.Fatal(err)
 	}
 	lancerBuilt := map[string]string{}

@@ -233,7 +233,7 @@ func testLanceUsesLancerScalarIndices(t *testing.T, stable bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err = d.OptimizeIndexes(ctx, &co); err != nil {
+	if d, err = d.OptimizeIndexes(ctx, &dataset.OptimizeIndexesOptions{CommitOptions: co}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ix := range d.Indices() {

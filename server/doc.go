@@ -340,7 +340,14 @@
 //     merged among itself, each pass costs about what was inserted since
 //     the last rather than the table's size, and a table below the 1Mi-row
 //     target is not rewritten whole each time (lancer optimize, asked by
-//     hand, uses Lance's plan);
+//     hand, uses Lance's plan). A compaction never gathers fragments that
+//     different segments of an index cover, so the index update merges a
+//     vector index's newest segments into its delta while they hold no
+//     more than SizeRatio times the rows gathered
+//     (dataset.OptimizeIndexesOptions.MergeSizeRatio; a negative
+//     SizeRatio merges them all, Lance's num_indices_to_merge): an indexed
+//     table under a stream of inserts keeps a logarithmic number of
+//     segments, and the next pass can merge the fragments they covered;
 //   - an index missing more than UnindexedRows rows (10,000), however few
 //     fragments hold them: give the indices a segment over them
 //     (dataset.OptimizeIndexes), so that rows inserted through the

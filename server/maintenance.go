@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -83,12 +84,18 @@ type MaintenanceOptions struct {
 	TargetRowsPerFragment int
 	// SizeRatio is the compaction's dataset.CompactOptions.SizeRatio
 	// (Lance's plan, plus: a fragment of more than SizeRatio times the
-	// rows of the small fragments after it is not rewritten with them).
-	// Each pass then costs about the rows inserted since the last, not
-	// the table's size, and the fragment count stays logarithmic in the
-	// rows. Default DefaultMaintenanceSizeRatio; negative plans as Lance
-	// does, which rewrites a table of fewer rows than the target whole
-	// whenever small fragments gather.
+	// rows of the small fragments after it is not rewritten with them),
+	// and the index update's dataset.OptimizeIndexesOptions.MergeSizeRatio
+	// (a vector index's newest segments are merged with its new delta
+	// while they are small next to it). A compaction never gathers
+	// fragments that different index segments cover, so a delta segment
+	// a pass would keep an indexed table's fragments from ever being
+	// merged; with both, each pass costs about the rows inserted since
+	// the last, not the table's size, and the fragments and segments
+	// stay logarithmic in the rows. Default DefaultMaintenanceSizeRatio;
+	// negative plans as Lance does, which rewrites a table of fewer rows
+	// than the target whole whenever small fragments gather, and merges
+	// all of a vector index's segments each pass.
 	SizeRatio float64
 	// NoCompact, NoIndex and NoCleanup turn a step off. Default: all on.
 	NoCompact, NoIndex, NoCleanup bool
@@ -304,6 +311,7 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 		SkipIndex:   o.NoIndex || (!index && !compact),
 		SkipCleanup: !cleanup,
 		Compact:     &dataset.CompactOptions{TargetRowsPerFragment: o.TargetRowsPerFragment, SizeRatio: max(o.SizeRatio, 0)},
+		Index:       indexMerge(o.SizeRatio),
 		Cleanup:     &dataset.CleanupOptions{OlderThan: o.OlderThan},
 		Open:        m.s.openOptions(),
 	})
@@ -352,6 +360,16 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 		m.s.log.Error("maintenance failed", append(attrs, "error", err)...)
 	}
 	return false
+}
+
+// indexMerge returns the index update's options for a SizeRatio (see
+// MaintenanceOptions.SizeRatio): small segments merged into the new one,
+// or with a negative ratio all of them.
+func indexMerge(ratio float64) *dataset.OptimizeIndexesOptions {
+	if ratio < 0 {
+		return &dataset.OptimizeIndexesOptions{NumIndicesToMerge: math.MaxInt32}
+	}
+	return &dataset.OptimizeIndexesOptions{MergeSizeRatio: ratio}
 }
 
 // foreignIndex reports whether compacting m would leave rows without an

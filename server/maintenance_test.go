@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -374,5 +375,96 @@ func TestServerMaintenanceIndexesNewRows(t *testing.T) {
 				t.Errorf("%v segments added; the %d fragments are indexed: %v (covered %v)", segments, len(ds.Manifest().Fragments), all, covered)
 			}
 		})
+	}
+}
+
+// TestServerMaintenanceKeepsIndexedTableCompact: a table with a vector
+// index under a stream of small inserts keeps a bounded number of
+// fragments and index segments: each pass's index update merges the
+// small newest segments with its delta (MergeSizeRatio), so that the
+// next pass's compaction, which never gathers fragments different
+// segments cover, can merge the fragments they covered. Without the
+// merge each pass adds a segment and the fragments under them stay
+// apart. Searches through the index (every partition probed) give the
+// exact search's rows, and every fragment is indexed.
+func TestServerMaintenanceKeepsIndexedTableCompact(t *testing.T) {
+	const inserts, bound = 80, 12
+	opts := server.MaintenanceOptions{Interval: 20 * time.Millisecond, Fragments: 4, UnindexedRows: 20, Quiet: 5 * time.Millisecond,
+		MaxDelay: 50 * time.Millisecond, NoCleanup: true}
+	s, dir := newServer(t, server.Options{Maintenance: opts})
+	defer s.Close()
+	if rec := do(t, s, "POST", "/v1/table/t/create/", vectorRows(t, 300, 8, 1), arrowBody); rec.Code != http.StatusOK {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, s, "POST", "/v1/table/t/create_index/", []byte(`{"column":"vector","index_type":"IVF_FLAT","num_partitions":2}`), nil); rec.Code != http.StatusOK {
+		t.Fatalf("create_index: %d %s", rec.Code, rec.Body)
+	}
+	latest := func() *dataset.Dataset {
+		t.Helper()
+		store, err := blob.NewLocalStore(dir + "/t.lance")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := dataset.Open(context.Background(), store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	shape := func(ds *dataset.Dataset) (frags, segs int) { return len(ds.Manifest().Fragments), len(ds.Indices()) }
+	maxFrags, maxSegs := 0, 0
+	for i := range inserts {
+		if rec := do(t, s, "POST", "/v1/table/t/insert/", vectorRows(t, 5, 8, uint64(10+i)), arrowBody); rec.Code != http.StatusOK {
+			t.Fatalf("insert %d: %d %s", i, rec.Code, rec.Body)
+		}
+		time.Sleep(10 * time.Millisecond)
+		f, g := shape(latest())
+		maxFrags, maxSegs = max(maxFrags, f), max(maxSegs, g)
+	}
+	// Let the last inserts be maintained (a deadline, not a timing).
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ds := latest()
+		if f, g := shape(ds); f <= bound && g <= bound && len(ds.IndexMissingFragments("vector_idx")) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ds := latest()
+	f, g := shape(ds)
+	t.Logf("%d inserts of 5 rows: at most %d fragments and %d segments during them, %d and %d after; %d versions", inserts, maxFrags, maxSegs, f, g, ds.Version())
+	if f > bound || g > bound {
+		t.Fatalf("%d fragments, %d index segments after the inserts: want at most %d", f, g, bound)
+	}
+	if missing := ds.IndexMissingFragments("vector_idx"); len(missing) != 0 {
+		t.Fatalf("fragments %v not indexed", missing)
+	}
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for qi := range 10 {
+		q := make([]float32, 8)
+		for j := range q {
+			q[j] = rng.Float32()
+		}
+		ids := func(o *dataset.SearchOptions) []int64 {
+			o.K, o.Columns = 10, []string{"id", "vector"}
+			rec, err := ds.Search(ctx, "vector", q, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rec.Release()
+			d := slices.Clone(rec.Column(int(rec.NumCols()) - 1).(*array.Float32).Float32Values())
+			out := make([]int64, len(d))
+			for i := range d {
+				out[i] = int64(d[i] * 1e6) // rows share ids: compare distances
+			}
+			return out
+		}
+		if got, want := ids(&dataset.SearchOptions{NProbes: 2}), ids(&dataset.SearchOptions{Exact: true}); !slices.Equal(got, want) {
+			t.Fatalf("query %d through the index: distances %v, exact %v", qi, got, want)
+		}
 	}
 }

@@ -148,7 +148,7 @@ func (t *Table) DropIndex(ctx context.Context, name string, opts *dataset.Commit
 
 // OptimizeIndexes brings the indices up to date with rows added since they
 // were built (dataset.Dataset.OptimizeIndexes).
-func (t *Table) OptimizeIndexes(ctx context.Context, opts *dataset.CommitOptions) error {
+func (t *Table) OptimizeIndexes(ctx context.Context, opts *dataset.OptimizeIndexesOptions) error {
 	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.OptimizeIndexes(ctx, opts) })
 }
 

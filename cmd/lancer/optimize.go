@@ -24,6 +24,7 @@ func newOptimizeCommand() *cobra.Command {
 		onBranch                      string
 		noCompact, noIndex, noCleanup bool
 		dryRun                        bool
+		merge                         int
 	)
 	cmd := &cobra.Command{
 		Use:   "optimize URI [--older-than 168h] [--no-compact] [--no-index] [--no-cleanup] [--dry-run]",
@@ -35,6 +36,10 @@ background (branch.Optimize):
            (--target-rows, as lancer compact);
   index    give every vector index a segment over the fragments it does not
            cover yet (as lancer index optimize), such as the rewritten ones;
+           with --num-indices-to-merge N, the segment also replaces the
+           index's N newest segments (Lance's num_indices_to_merge), so that a
+           later compaction can merge the fragments they cover: compaction
+           never gathers fragments that different segments cover;
   cleanup  remove the versions older than --older-than (a Go duration such as
            36h, or days such as 7d; 0 keeps only the latest) and the files only
            they use (as lancer cleanup). Tagged versions, what branches and
@@ -48,6 +53,9 @@ table as it is now.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if targetRows < 0 {
 				return fmt.Errorf("--target-rows must not be negative: %w", lancer.ErrInvalidArgument)
+			}
+			if merge < 0 {
+				return fmt.Errorf("--num-indices-to-merge must not be negative: %w", lancer.ErrInvalidArgument)
 			}
 			age, err := parseAge(olderThan)
 			if err != nil {
@@ -65,6 +73,7 @@ table as it is now.`,
 			opts := &table.OptimizeOptions{
 				SkipCompact: noCompact, SkipIndex: noIndex, SkipCleanup: noCleanup, DryRun: dryRun,
 				Compact: &dataset.CompactOptions{TargetRowsPerFragment: targetRows},
+				Index:   &dataset.OptimizeIndexesOptions{NumIndicesToMerge: merge},
 				Cleanup: &dataset.CleanupOptions{OlderThan: age, Now: optimizeNow},
 			}
 			rep, err := tbl.Optimize(ctx, opts)
@@ -77,6 +86,7 @@ table as it is now.`,
 	cmd.Flags().StringVar(&olderThan, "older-than", "168h", "remove versions older than this: a Go duration (36h) or days (7d); 0: all but the latest")
 	cmd.Flags().IntVar(&targetRows, "target-rows", 0,
 		"rows per fragment compaction aims for (default: "+strconv.Itoa(dataset.DefaultTargetRowsPerFragment)+")")
+	numIndicesToMergeFlag(cmd, &merge)
 	cmd.Flags().BoolVar(&noCompact, "no-compact", false, "skip compaction")
 	cmd.Flags().BoolVar(&noIndex, "no-index", false, "skip the index update")
 	cmd.Flags().BoolVar(&noCleanup, "no-cleanup", false, "skip the cleanup of old versions")
@@ -140,4 +150,11 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// numIndicesToMergeFlag registers --num-indices-to-merge, Lance's
+// OptimizeOptions.num_indices_to_merge (dataset.OptimizeIndexesOptions).
+func numIndicesToMergeFlag(cmd *cobra.Command, n *int) {
+	cmd.Flags().IntVar(n, "num-indices-to-merge", 0,
+		"merge a vector index's newest N segments into the new one (Lance's num_indices_to_merge; 0: add a delta segment, Lance's default)")
 }

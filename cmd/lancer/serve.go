@@ -71,7 +71,9 @@ In the background the server keeps its tables healthy, one table at a time,
 as "lancer optimize" does: a table with more than --maintenance-fragments
 small (or unindexed) fragments is compacted (leaving alone a fragment of more
 than --maintenance-size-ratio times the rows of the small ones after it) and
-its indices updated, and one
+its indices updated, a vector index's newest segments merged into the new one
+while they hold no more than --maintenance-size-ratio times the rows gathered
+(compaction never merges fragments that different segments cover), and one
 that gained more than --maintenance-versions versions since its last cleanup
 has the versions older than --retention removed (tagged versions and what
 branches need stay). A table with a commit in the last second waits for a
@@ -154,7 +156,7 @@ func (m *maintenanceFlags) flags(cmd *cobra.Command) {
 	f.IntVar(&m.fragments, "maintenance-fragments", server.DefaultMaintenanceFragments, "compact a table with more small or unindexed fragments than this")
 	f.Int64Var(&m.unindexedRows, "maintenance-unindexed-rows", server.DefaultMaintenanceUnindexedRows, "update the indices of a table whose index misses more rows than this")
 	f.Float64Var(&m.sizeRatio, "maintenance-size-ratio", server.DefaultMaintenanceSizeRatio,
-		"compaction leaves a fragment holding more than this many times the rows of the small fragments after it; 0: Lance's plan, which rewrites a table below 1Mi rows whole with them")
+		"compaction leaves a fragment holding more than this many times the rows of the small fragments after it, and the index update merges a vector index's newest segments while they hold no more than this many times the rows gathered; 0: Lance's plan, which rewrites a table below 1Mi rows whole with them, and every segment merged each pass")
 	f.IntVar(&m.versions, "maintenance-versions", server.DefaultMaintenanceVersions, "clean up a table that gained more versions than this since its last cleanup")
 	f.StringVar(&m.retention, "retention", "168h", "background cleanup removes versions older than this: a Go duration (36h) or days (7d); 0: all but the latest")
 	f.BoolVar(&m.noCompact, "no-compact", false, "no background compaction")

@@ -246,7 +246,8 @@ func newIndexDropCommand() *cobra.Command {
 }
 
 func newIndexOptimizeCommand() *cobra.Command {
-	return &cobra.Command{
+	var merge int
+	cmd := &cobra.Command{
 		Use:   "optimize URI",
 		Short: "Index the rows appended since the indices were built",
 		Long: `Bring the indices up to date with the fragments added since they were built:
@@ -257,7 +258,13 @@ adds one; BTREE, BITMAP, LABEL_LIST and FTS indices, whoever built them, are
 rebuilt over every fragment (an FTS index with its own analyzer), as Lance's
 optimize_indices replaces them. Kinds
 lancer does not write (the legacy IVF_PQ file, IVF_RQ) are named
-and left as they are.`,
+and left as they are.
+
+--num-indices-to-merge N (Lance's num_indices_to_merge; default 0, a delta
+segment) has a vector index's new segment replace its N newest segments too
+(all of them when N is at least their number): one segment over their
+fragments and the new ones, with the index's centroids and quantizer. Compaction
+never gathers fragments different segments cover, so merging them lets it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tbl, err := openLatest(cmd, args)
@@ -266,7 +273,10 @@ and left as they are.`,
 			}
 			defer tbl.Close()
 			ds := tbl.Dataset()
-			out, err := ds.OptimizeIndexes(cmd.Context(), nil)
+			if merge < 0 {
+				return fmt.Errorf("--num-indices-to-merge must not be negative: %w", lancer.ErrInvalidArgument)
+			}
+			out, err := ds.OptimizeIndexes(cmd.Context(), &dataset.OptimizeIndexesOptions{NumIndicesToMerge: merge})
 			if err != nil {
 				return err
 			}
@@ -292,6 +302,8 @@ and left as they are.`,
 			return report(cmd, "%s; version %d", msg, out.Version())
 		},
 	}
+	numIndicesToMergeFlag(cmd, &merge)
+	return cmd
 }
 
 func newSearchCommand() *cobra.Command {

@@ -205,3 +205,61 @@ func seqIDs(n int) []int64 {
 	}
 	return out
 }
+
+// TestIndexOptimizeMergesSegments: index optimize adds a delta segment by
+// default; --num-indices-to-merge 2 replaces the two newest segments with
+// one over their fragments and the new one, after which compact merges
+// the fragments that segment covers (it never gathers fragments different
+// segments cover); lancer optimize takes the flag too; a negative count
+// is refused.
+func TestIndexOptimizeMergesSegments(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "v.lance")
+	mustRun(t, "import", writeVectors(t, dir, 0, 40), ds)
+	mustRun(t, "index", "create", ds, "--column", "vector", "--type", "ivf_flat", "--partitions", "2")
+	segments := func() (n int, frags [][]uint32) {
+		t.Helper()
+		var list []struct {
+			Name      string   `json:"name"`
+			Fragments []uint32 `json:"fragments"`
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, "index", "list", ds, "--format", "json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, ix := range list {
+			frags = append(frags, ix.Fragments)
+		}
+		return len(list), frags
+	}
+	for i := range 3 {
+		mustRun(t, "import", writeVectors(t, dir, 40+10*i, 50+10*i), ds, "--mode", "append")
+		mustRun(t, "index", "optimize", ds)
+	}
+	if n, frags := segments(); n != 4 {
+		t.Fatalf("after three default optimizes: %d segments %v, want 4", n, frags)
+	}
+	mustRun(t, "import", writeVectors(t, dir, 70, 80), ds, "--mode", "append")
+	mustRun(t, "index", "optimize", ds, "--num-indices-to-merge", "2")
+	n, frags := segments()
+	if n != 3 || len(frags[2]) != 3 {
+		t.Fatalf("after --num-indices-to-merge 2: %d segments %v, want 3, the last over 3 fragments", n, frags)
+	}
+	mustRun(t, "compact", ds)
+	if n, frags := segments(); n != 3 || len(frags[2]) != 1 {
+		t.Fatalf("after compact: %d segments %v, want the merged segment's 3 fragments compacted into 1", n, frags)
+	}
+	mustRun(t, "import", writeVectors(t, dir, 80, 90), ds, "--mode", "append")
+	mustRun(t, "optimize", ds, "--no-compact", "--no-cleanup", "--num-indices-to-merge", "99")
+	if n, frags := segments(); n != 1 {
+		t.Fatalf("after optimize --num-indices-to-merge 99: %d segments %v, want 1", n, frags)
+	}
+	got := mustRun(t, "search", ds, "--column", "vector", "--vector", "[85,85,85,1]", "-k", "1", "--format", "jsonl")
+	if hs := hits(t, got); len(hs) != 1 || hs[0].ID != 85 {
+		t.Fatalf("search after the merge: %q", got)
+	}
+	for _, args := range [][]string{{"index", "optimize", ds, "--num-indices-to-merge", "-1"}, {"optimize", ds, "--num-indices-to-merge", "-1"}} {
+		if code, _, errOut := runLancer(t, args...); code == 0 || !strings.Contains(errOut, "--num-indices-to-merge") {
+			t.Errorf("%v: exit %d, %q, want an error naming the flag", args, code, errOut)
+		}
+	}
+}
