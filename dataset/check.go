@@ -231,6 +231,11 @@ func (c *checker) checkVersion(ctx context.Context, e manifestEntry) error {
 	}
 	d := &Dataset{store: c.store, opts: c.open, manifest: m, manifestKey: e.key, bases: c.bases}
 	c.checkFlags(at, where, m)
+	// Open reads a manifest that lists a fragment id twice, as Lance does,
+	// but nothing can be committed on it (checkBuildable).
+	for _, id := range m.DuplicateFragmentIDs() {
+		at.add("D1", where, nil, "fragment id %d is listed twice: readers scan each entry (their row addresses collide) and commits on this version are refused; restore an earlier version", id)
+	}
 	if m.TransactionFile != "" {
 		if err := c.checkExists(ctx, at, c.store, manifest.TransactionsDir+m.TransactionFile, 0, "transaction file"); err != nil {
 			return err

@@ -129,6 +129,13 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 			if err := checkWritableManifest(prev, manifest.Location(store, latest.manifestKey)); err != nil {
 				return fail(err)
 			}
+			if op.kind != opRestore && op.kind != opOverwrite {
+				// Only a restore or an overwrite replaces the fragments
+				// of a version nothing may build on.
+				if err := checkBuildable(prev, manifest.Location(store, latest.manifestKey)); err != nil {
+					return fail(err)
+				}
+			}
 			if prev.Version > co.readVersion {
 				others, err := loadTransactions(ctx, store, co.readVersion+1, prev.Version, txns)
 				if err != nil {
@@ -160,6 +167,9 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 
 		m, err := buildManifest(prev, cur, target, txnName, time.Now())
 		if err != nil {
+			return fail(err)
+		}
+		if err := checkBuildable(m, fmt.Sprintf("version %d as built", target)); err != nil {
 			return fail(err)
 		}
 		file, err := manifest.EncodeFile(m, txnBytes)

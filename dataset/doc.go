@@ -68,9 +68,11 @@
 //
 // Every committed version, Lance's or lancer's, satisfies the following;
 // Check verifies them (lancer check URI on the command line) and names a
-// violation by its number. D1 is what every Open enforces; the others need
-// more reads than opening does, or are rules readers rely on without
-// checking.
+// violation by its number. D1 is what every Open enforces but unique
+// fragment ids, which Open leaves to Check as Lance does: it reads a
+// version that lists an id twice entry by entry, and only commits on it
+// are refused. The others need more reads than opening does, or are rules
+// readers rely on without checking.
 //
 //   - D1. The manifest file decodes (I1, I2; manifest's M2, M3): footer and sections within
 //     the file, valid protobufs and schema, reader feature flags lancer

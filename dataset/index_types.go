@@ -3,6 +3,9 @@ package dataset
 import (
 	"context"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/dataset/vecindex"
 )
@@ -38,6 +41,11 @@ func (d *Dataset) IndexTypeName(ctx context.Context, ix manifest.IndexInfo) stri
 			if typ, _, err := vecindex.ReadType(ctx, store, indicesDir+ix.UUID); err == nil {
 				return vecindex.LanceTypeName(typ)
 			}
+			if ix.TypeURL == "" {
+				if n := d.detaillessScalarType(ctx, store, ix); n != "" {
+					return n
+				}
+			}
 		}
 		if n := vecindex.DetailsTypeName(ix.DetailsValue()); n != "" {
 			return n
@@ -50,4 +58,46 @@ func (d *Dataset) IndexTypeName(ctx context.Context, ix manifest.IndexInfo) stri
 		return "Vector"
 	}
 	return ix.Type
+}
+
+// detaillessScalarType names a segment without index details that is not
+// a vector index, as Lance tells them apart (fetch_index_details and
+// infer_scalar_index_details in rust/lance/src/index/scalar.rs, and
+// open_generic_index in rust/lance/src/index.rs): only vector indices have
+// an index.idx; of the rest, an index of a list column is a LabelList, one
+// with bitmap_page_lookup.lance a Bitmap, one with metadata.lance or the
+// legacy invert.lance an FTS (Inverted) index, and anything else a BTree,
+// which old Lance wrote without details. "" when index.idx exists or the
+// directory cannot be read (the caller then names it by its details).
+func (d *Dataset) detaillessScalarType(ctx context.Context, store blob.Store, ix manifest.IndexInfo) string {
+	dir := indicesDir + ix.UUID + "/"
+	exists := func(name string) (bool, error) {
+		_, err := store.Stat(ctx, dir+name)
+		if isNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if ok, err := exists("index.idx"); ok || err != nil {
+		return ""
+	}
+	if f := d.manifest.Schema.FieldByID(ix.FieldIDs[0]); f != nil {
+		if _, isList := f.ArrowField().Type.(*arrow.ListType); isList {
+			return "LabelList"
+		}
+	}
+	for _, c := range []struct{ file, name string }{
+		{"bitmap_page_lookup.lance", "Bitmap"},
+		{"metadata.lance", "FTS"},
+		{"invert.lance", "FTS"},
+	} {
+		ok, err := exists(c.file)
+		if err != nil {
+			return ""
+		}
+		if ok {
+			return c.name
+		}
+	}
+	return "BTree"
 }

@@ -1,13 +1,18 @@
 package dataset
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lancerdb/lancer"
 )
 
 // lanceTestData is where the historical datasets that old Lance releases
@@ -153,5 +158,112 @@ func TestLanceV0160WrongDataVersion(t *testing.T) {
 	}
 	if got := scanJSON(t, d); got != `{"foo":1} {"foo":2} {"foo":3} {"foo":7}` {
 		t.Errorf("after the append reads %s", got)
+	}
+}
+
+// TestLanceV0160DuplicateFragment: version 2 of Lance 0.16's
+// wrong_data_version_no_fix lists fragment id 1 twice, once over a 2.0
+// file and once over a 0.1 file, and records storage version 0.1. Lance 12
+// reads it as it is (each entry with its own file, the row addresses of
+// fragment 1 colliding) and refuses every commit on it ("The dataset
+// contains a mixture of file versions. You will need to rollback to an
+// earlier version", or for a filtered delete or update "Cannot open file
+// ... with the v1 reader"), while a restore of version 1 succeeds. lancer
+// reads what Lance 12 reads (recorded from Lance 12 through the interop
+// scripts), lists the version, refuses the same commits and restores
+// version 1; Check reports the duplicate id without failing the read.
+func TestLanceV0160DuplicateFragment(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join(lanceTestData, "v0.16.0-wrong_data_version_no_fix.lance")
+	dir := filepath.Join(t.TempDir(), "t.lance")
+	copyTree(t, src, dir)
+	d, mem := openFixture(t, dir, 2)
+	if got := d.Manifest().DuplicateFragmentIDs(); !slices.Equal(got, []uint64{1}) {
+		t.Fatalf("duplicate fragment ids %v; the case is fragment 1 listed twice", got)
+	}
+	if n, err := d.CountRows(ctx); err != nil || n != 4 {
+		t.Errorf("count %d (%v), want 4 as Lance 12 counts", n, err)
+	}
+	rows, _, err := scanRows(t, d, &ScanOptions{WithRowID: true})
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	const lance12 = `{"foo":1,"_rowid":0} {"foo":2,"_rowid":4294967296} {"foo":1,"_rowid":4294967296} {"foo":3,"_rowid":8589934592}`
+	if got := string(bytes.Join(rows, []byte(" "))); got != lance12 {
+		t.Errorf("scan reads\n%s\nLance 12 reads\n%s", got, lance12)
+	}
+	for _, tc := range []struct {
+		filter string
+		want   uint64
+	}{{"foo = 1", 2}, {"foo = 2", 1}, {"foo > 0", 4}} {
+		if n, err := d.Count(ctx, tc.filter); err != nil || n != tc.want {
+			t.Errorf("count %q: %d (%v), want %d as Lance 12 filters", tc.filter, n, err, tc.want)
+		}
+	}
+
+	hist, err := History(ctx, d.Store())
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("history: %+v, %v", hist, err)
+	}
+	for _, h := range hist {
+		if h.Err != nil {
+			t.Errorf("history lists version %d as damaged: %v", h.Version, h.Err)
+		}
+	}
+	if m := hist[1].Metadata; m["total_rows"] != "4" || m["total_fragments"] != "4" || m["total_data_files"] != "4" {
+		t.Errorf("version 2 summary %v, want 4 rows, fragments and data files as Lance 12 lists it", m)
+	}
+
+	// Every commit on it is refused, as Lance 12 refuses it; nothing is
+	// committed.
+	ib := array.NewInt64Builder(mem)
+	ib.Append(7)
+	rec := recordReader(t, []arrow.Field{{Name: "foo", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, ib.NewArray())
+	ib.Release()
+	defer rec.Release()
+	for _, w := range []struct {
+		name string
+		do   func() error
+	}{
+		{"append", func() error { _, err := d.Append(ctx, rec, nil); return err }},
+		{"delete nothing", func() error { _, err := d.Delete(ctx, "false", nil); return err }},
+		{"delete", func() error { _, err := d.Delete(ctx, "foo = 2", nil); return err }},
+		{"update", func() error { _, _, err := d.Update(ctx, map[string]string{"foo": "9"}, "foo = 3", nil); return err }},
+		{"restore version 2", func() error { _, err := d.Restore(ctx, nil); return err }},
+	} {
+		err := w.do()
+		if !errors.Is(err, lancer.ErrCorrupt) || !strings.Contains(err.Error(), "restore an earlier version") {
+			t.Errorf("%s on version 2: %v, want a refusal wrapping ErrCorrupt that says to restore an earlier version", w.name, err)
+		}
+	}
+	if l, err := d.Checkout(ctx, 0); err != nil || l.Version() != 2 {
+		t.Fatalf("after the refused commits the latest is %v (%v), want 2", l, err)
+	}
+
+	rep, err := Check(ctx, d.Store(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, v := range rep.Violations {
+		if v.Version == 2 && v.Invariant == "D1" && strings.Contains(v.Message, "fragment id 1") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("check does not report version 2's duplicate fragment id: %v", rep.Violations)
+	}
+
+	// Restoring version 1 is what Lance tells users to do, and commits.
+	v1, _ := openFixture(t, dir, 1)
+	r, err := v1.Restore(ctx, nil)
+	if err != nil {
+		t.Fatalf("restore version 1: %v", err)
+	}
+	if r.Version() != 3 || len(r.Manifest().Fragments) != 0 {
+		t.Errorf("restore made version %d with %d fragments, want 3 with none", r.Version(), len(r.Manifest().Fragments))
+	}
+	if n, err := r.CountRows(ctx); err != nil || n != 0 {
+		t.Errorf("restored version counts %d (%v), want 0", n, err)
 	}
 }

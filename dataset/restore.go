@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"context"
+
+	"github.com/lancerdb/lancer/dataset/manifest"
 )
 
 // Restore commits this version's state (schema, fragments, indices, config)
@@ -16,6 +18,11 @@ import (
 func (d *Dataset) Restore(ctx context.Context, opts *CommitOptions) (*Dataset, error) {
 	d = d.using(opts)
 	if err := d.checkWritable(); err != nil {
+		return nil, err
+	}
+	// A version Lance cannot commit on cannot be restored either: its
+	// restore publishes the same fragments.
+	if err := checkBuildable(d.manifest, manifest.Location(d.store, d.manifestKey)); err != nil {
 		return nil, err
 	}
 	latest, err := LatestVersion(ctx, d.store)

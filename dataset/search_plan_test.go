@@ -147,3 +147,40 @@ func TestSearchUnsupportedLanceIndex(t *testing.T) {
 		t.Errorf("IndexTypeName: %q", n)
 	}
 }
+
+// TestIndexTypeNameWithoutDetails: old Lance wrote index segments without
+// index_details (scalar ones as well as vector ones). Lance then tells the
+// type by the segment's files and column (infer_scalar_index_details):
+// index.idx means a vector index, a list column a LabelList, bitmap and
+// inverted lookup files a Bitmap or FTS index, and the rest a BTree. With
+// every segment's details removed, lancer names the fixture's indices as
+// Lance lists them; without the inference the BTree (and the others) came
+// out as "Vector".
+func TestIndexTypeNameWithoutDetails(t *testing.T) {
+	path, _ := lanceFixtureQueries(t)
+	dir := filepath.Join(t.TempDir(), "t.lance")
+	copyTree(t, path, dir)
+	d, _ := openFixture(t, dir, 0)
+	editLatest(t, d.Store(), func(m *manifest.Manifest) {
+		segs := m.IndexSegments()
+		for _, s := range segs {
+			s.Details = nil
+		}
+		m.SetIndexSegments(segs)
+	})
+	d, _ = openFixture(t, dir, 0)
+	want := map[string]string{"vec_idx": "IvfPq", "vec2_idx": "IvfHnswSq", "id_idx": "BTree",
+		"category_idx": "Bitmap", "tags_idx": "LabelList", "text_idx": "FTS"}
+	got := map[string]string{}
+	for _, ix := range d.Indices() {
+		if ix.TypeURL != "" {
+			t.Fatalf("index %s still has details %q", ix.Name, ix.TypeURL)
+		}
+		got[ix.Name] = d.IndexTypeName(context.Background(), ix)
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("index %s without details: type %q, Lance %q (all: %v)", name, got[name], w, got)
+		}
+	}
+}

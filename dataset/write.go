@@ -400,6 +400,44 @@ func checkWritableManifest(m *manifest.Manifest, where string) error {
 	return nil
 }
 
+// checkBuildable refuses a version that no commit may build on or
+// publish, as Lance's commit refuses it (check_storage_version in
+// rust/lance/src/io/commit.rs): one that records storage version 0.1 over
+// data files of more than one version, which Lance 0.16 wrote, or that
+// lists a fragment id twice (the same Lance 0.16 version does; Lance reads
+// it entry by entry but a deletion or a rewrite of that fragment could not
+// say which entry it means). Lance's answer, and lancer's, is to restore
+// an earlier version.
+func checkBuildable(m *manifest.Manifest, where string) error {
+	if dups := m.DuplicateFragmentIDs(); len(dups) > 0 {
+		return fmt.Errorf("dataset: manifest %s lists fragment id %d twice (as Lance 0.16 wrote some versions); Lance refuses to commit on it too: restore an earlier version: %w",
+			where, dups[0], lancer.ErrCorrupt)
+	}
+	if !m.DataFormat.IsLegacy() {
+		return nil
+	}
+	var (
+		first format.Version
+		seen  bool
+	)
+	for _, f := range m.Fragments {
+		for i := range f.Files {
+			v, err := f.Files[i].Version()
+			if err != nil {
+				return fmt.Errorf("dataset: manifest %s: fragment %d data file %s: %w", where, f.ID, f.Files[i].Path, err)
+			}
+			if !seen {
+				first, seen = v, true
+			}
+			if v != first {
+				return fmt.Errorf("dataset: manifest %s records storage version %s over data files of versions %s and %s (as Lance 0.16 wrote some versions); Lance refuses to commit on it too: restore an earlier version: %w",
+					where, m.DataFormat, first, v, lancer.ErrCorrupt)
+			}
+		}
+	}
+	return nil
+}
+
 // writeFragments writes the rows of data as data files of schema (whose
 // top-level fields are named by data's columns), at most maxRowsPerFile
 // rows each, and returns one fragment per file, ids unassigned (0) as a

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -15,15 +17,26 @@ import (
 	"github.com/lancerdb/lancer/branch"
 	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/internal/fixturetest"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // lanceTestData holds the datasets old Lance releases wrote, each one
 // defect class of issue #20 (its README says which release wrote which).
 var lanceTestData = filepath.Join("..", "dataset", "testdata", "lance-test-data")
 
+// versionsReply is lance-ops.mjs's answer to listVersions and countRows.
+type versionsReply struct {
+	Versions []struct {
+		Version  uint64            `json:"version"`
+		Metadata map[string]string `json:"metadata"`
+	} `json:"versions"`
+	Count uint64 `json:"count"`
+	Error string `json:"error"`
+}
+
 // historicalRows scans version (0 = latest) of the dataset at uri with lancer,
-// every row in the fixture encoding.
-func historicalRows(t *testing.T, ctx context.Context, uri string, version uint64) ([][]byte, error) {
+// every row in the fixture encoding (with _rowid last if withRowID).
+func historicalRows(t *testing.T, ctx context.Context, uri string, version uint64, withRowID bool) ([][]byte, error) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -31,7 +44,7 @@ func historicalRows(t *testing.T, ctx context.Context, uri string, version uint6
 	if err != nil {
 		return nil, err
 	}
-	sc, err := d.Scan(nil)
+	sc, err := d.Scan(&dataset.ScanOptions{WithRowID: withRowID})
 	if err != nil {
 		return nil, err
 	}
@@ -62,15 +75,13 @@ func TestLanceHistoricalDatasets(t *testing.T) {
 		// release is what the writing release read at the latest version,
 		// where its script asserted it; nil otherwise.
 		release []string
-		// write is lancer's commit on the dataset; it returns the version
-		// committed.
-		write func(t *testing.T, d *dataset.Dataset) *dataset.Dataset
-		// damaged lists the versions lancer refuses as corrupt.
-		damaged map[uint64]bool
+		// write is lancer's commit on the latest version of the dataset
+		// at uri; it returns the version committed.
+		write func(t *testing.T, d *dataset.Dataset, uri string) *dataset.Dataset
 	}{
 		{
 			name: "v0.8.0-migrated_from_v0.7.5.lance",
-			write: func(t *testing.T, d *dataset.Dataset) *dataset.Dataset {
+			write: func(t *testing.T, d *dataset.Dataset, uri string) *dataset.Dataset {
 				d, err := d.Delete(ctx, "x = 50", nil)
 				if err != nil {
 					t.Fatalf("lancer delete: %v", err)
@@ -82,7 +93,7 @@ func TestLanceHistoricalDatasets(t *testing.T) {
 			name: "v0.10.5-corrupt_schema.lance",
 			// datagen.py of Lance 0.10.5 asserts this table.
 			release: []string{`{"x":0,"y":0,"b":0,"c":0}`, `{"x":1,"y":2,"b":3,"c":-1}`, `{"x":2,"y":4,"b":6,"c":-2}`, `{"x":3,"y":6,"b":9,"c":-3}`},
-			write: func(t *testing.T, d *dataset.Dataset) *dataset.Dataset {
+			write: func(t *testing.T, d *dataset.Dataset, uri string) *dataset.Dataset {
 				d, err := d.Delete(ctx, "x = 1", nil)
 				if err != nil {
 					t.Fatalf("lancer delete: %v", err)
@@ -92,7 +103,7 @@ func TestLanceHistoricalDatasets(t *testing.T) {
 		},
 		{
 			name: "v0.16.0-wrong_data_version_can_fix.lance",
-			write: func(t *testing.T, d *dataset.Dataset) *dataset.Dataset {
+			write: func(t *testing.T, d *dataset.Dataset, uri string) *dataset.Dataset {
 				rr := readerLike(t, d.Schema().Arrow(), 7, 2)
 				defer rr.Release()
 				d, err := d.Append(ctx, rr, nil)
@@ -107,22 +118,36 @@ func TestLanceHistoricalDatasets(t *testing.T) {
 		},
 		{
 			// Version 2 lists fragment 1 twice over files of two
-			// versions; Lance 12 still reads it but refuses to write on
-			// it ("rollback to an earlier version"). lancer refuses to
-			// read it (its rows' addresses collide), lists it as damaged
-			// and rolls back past it.
-			name:    "v0.16.0-wrong_data_version_no_fix.lance",
-			damaged: map[uint64]bool{2: true},
-			write: func(t *testing.T, d *dataset.Dataset) *dataset.Dataset {
-				hist, err := dataset.History(ctx, d.Store())
-				if err != nil || len(hist) != 2 || !errors.Is(hist[1].Err, lancer.ErrCorrupt) {
-					t.Fatalf("history past the damaged version: %+v, %v", hist, err)
+			// versions and records storage version 0.1; Lance 12 reads
+			// it as it is (the loop below compares rows, row ids, counts
+			// and the version listing) but refuses to commit on it
+			// ("rollback to an earlier version"). So does lancer, and
+			// its restore of version 1 is the way out Lance names.
+			name: "v0.16.0-wrong_data_version_no_fix.lance",
+			write: func(t *testing.T, d *dataset.Dataset, uri string) *dataset.Dataset {
+				if d.Version() != 2 {
+					t.Fatalf("the latest is version %d, want 2", d.Version())
 				}
-				log, err := branch.Log(ctx, d.Store())
-				if err != nil || len(log) != 2 {
-					t.Fatalf("log past the damaged version: %d commits, %v", len(log), err)
+				rr := readerLike(t, d.Schema().Arrow(), 7, 1)
+				defer rr.Release()
+				if _, err := d.Append(ctx, rr, nil); !errors.Is(err, lancer.ErrCorrupt) {
+					t.Errorf("lancer appends on version 2 (%v); Lance 12 refuses to", err)
 				}
-				d, err = d.Restore(ctx, nil)
+				replies, err := lancereftest.Ask[refRequest, versionsReply](script(node, ref), "lance-ops.mjs",
+					[]refRequest{{URI: uri, Op: "append", Rows: []map[string]any{{"foo": 7}}}, {URI: uri, Op: "delete", Filter: "false"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range replies {
+					if !strings.Contains(r.Error, "rollback to an earlier version") {
+						t.Errorf("Lance 12's write #%d on version 2: %q, want its refusal to write on it", i, r.Error)
+					}
+				}
+				v1, err := openDirAt(ctx, uri, branch.Ref{Version: 1}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err = v1.Restore(ctx, nil)
 				if err != nil {
 					t.Fatalf("restore version 1: %v", err)
 				}
@@ -143,22 +168,44 @@ func TestLanceHistoricalDatasets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("history: %v", err)
 			}
-			var reqs []request
+			var (
+				reqs   []request
+				counts = []refRequest{{URI: uri, Op: "listVersions"}}
+			)
 			for _, h := range hist {
-				reqs = append(reqs, request{URI: uri, Version: h.Version})
+				reqs = append(reqs, request{URI: uri, Version: h.Version, WithRowID: true})
+				counts = append(counts, refRequest{URI: uri, Op: "countRows", Version: h.Version})
 			}
 			replies := lanceRows(t, node, ref, reqs)
-			var latest [][]byte
-			for i, req := range reqs {
-				name := fmt.Sprintf("%s@%d", tc.name, req.Version)
-				got, err := historicalRows(t, ctx, uri, req.Version)
-				if tc.damaged[req.Version] {
-					if !errors.Is(err, lancer.ErrCorrupt) {
-						t.Errorf("%s: lancer reads it (%v), want ErrCorrupt", name, err)
+			meta, err := lancereftest.Ask[refRequest, versionsReply](script(node, ref), "lance-ops.mjs", counts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(meta[0].Versions) != len(hist) {
+				t.Errorf("Lance 12 lists %d versions, lancer %d", len(meta[0].Versions), len(hist))
+			}
+			for i, h := range hist {
+				if h.Err != nil {
+					t.Errorf("%s@%d: lancer's history calls it damaged: %v", tc.name, h.Version, h.Err)
+				}
+				if i < len(meta[0].Versions) {
+					lv := meta[0].Versions[i]
+					if lv.Version != h.Version || !maps.Equal(lv.Metadata, h.Metadata) {
+						t.Errorf("%s@%d: lancer lists %v, Lance 12 lists version %d with %v", tc.name, h.Version, h.Metadata, lv.Version, lv.Metadata)
 					}
-					t.Logf("%s: lancer refuses it (%v); Lance 12 reads %d rows (error %q)", name, err, len(replies[i].Rows), replies[i].Error)
+				}
+				d, err := openDirAt(ctx, uri, branch.Ref{Version: h.Version}, nil)
+				if err != nil {
+					t.Errorf("%s@%d: %v", tc.name, h.Version, err)
 					continue
 				}
+				if n, err := d.CountRows(ctx); err != nil || meta[i+1].Error != "" || n != meta[i+1].Count {
+					t.Errorf("%s@%d: lancer counts %d (%v), Lance 12 %d (%s)", tc.name, h.Version, n, err, meta[i+1].Count, meta[i+1].Error)
+				}
+			}
+			for i, req := range reqs {
+				name := fmt.Sprintf("%s@%d", tc.name, req.Version)
+				got, err := historicalRows(t, ctx, uri, req.Version, true)
 				if err != nil {
 					t.Errorf("%s: lancer: %v", name, err)
 					continue
@@ -168,24 +215,22 @@ func TestLanceHistoricalDatasets(t *testing.T) {
 					continue
 				}
 				fixturetest.CompareRows(t, name+" (lancer vs Lance 12)", got, replies[i].Rows, fixturetest.CompareOptions{})
-				latest = got
 			}
 			if tc.release != nil {
+				latest, err := historicalRows(t, ctx, uri, 0, false)
+				if err != nil {
+					t.Fatal(err)
+				}
 				fixturetest.CompareRows(t, tc.name+" latest (lancer vs the writing release)", latest, byteRows(tc.release), fixturetest.CompareOptions{})
 			}
 
 			// lancer writes; Lance 12 reads lancer's version as lancer does.
-			d, err := openDirAt(ctx, uri, branch.Ref{Version: hist[0].Version}, nil)
+			d, err := openDirAt(ctx, uri, branch.Ref{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tc.damaged) == 0 {
-				if d, err = openDirAt(ctx, uri, branch.Ref{}, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			v := tc.write(t, d).Version()
-			got, err := historicalRows(t, ctx, uri, v)
+			v := tc.write(t, d, uri).Version()
+			got, err := historicalRows(t, ctx, uri, v, false)
 			if err != nil {
 				t.Fatalf("lancer reads its own version %d: %v", v, err)
 			}
@@ -198,7 +243,7 @@ func TestLanceHistoricalDatasets(t *testing.T) {
 			// Lance 12 writes on lancer's version (a delete of nothing:
 			// Lance's commit repairs what it repairs); lancer reads it.
 			after := lanceRefOps(t, node, ref, refRequest{URI: uri, Op: "delete", Filter: "false"})[0].Version
-			got, err = historicalRows(t, ctx, uri, after)
+			got, err = historicalRows(t, ctx, uri, after, false)
 			if err != nil {
 				t.Fatalf("lancer reads Lance 12's version %d: %v", after, err)
 			}
@@ -225,7 +270,7 @@ func TestLanceRepairsCorruptSchemaLancerReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := lanceRefOps(t, node, ref, refRequest{URI: uri, Op: "delete", Filter: "false"})[0].Version
-	got, err := historicalRows(t, ctx, uri, v)
+	got, err := historicalRows(t, ctx, uri, v, false)
 	if err != nil {
 		t.Fatalf("lancer reads Lance 12's repaired version %d: %v", v, err)
 	}

@@ -144,7 +144,7 @@ type indexSummary struct {
 
 // summarizeIndices groups a version's index segments by name, in the
 // order the names first appear.
-func summarizeIndices(ds *dataset.Dataset) []*indexSummary {
+func summarizeIndices(ctx context.Context, ds *dataset.Dataset) []*indexSummary {
 	live := map[uint32]uint64{}
 	var total uint64
 	for _, f := range ds.Manifest().Fragments {
@@ -162,7 +162,7 @@ func summarizeIndices(ds *dataset.Dataset) []*indexSummary {
 		sum := byName[ix.Name]
 		if sum == nil {
 			sum = &indexSummary{Name: ix.Name, Columns: ix.Fields, UUID: ix.UUID, Version: ix.IndexVersion,
-				TypeURL: ix.TypeURL, Type: indexTypeName(ix)}
+				TypeURL: ix.TypeURL, Type: listedIndexTypeName(ctx, ds, ix)}
 			if !ix.CreatedAt.IsZero() {
 				sum.CreatedAt = ix.CreatedAt.Format(time.RFC3339Nano)
 			}
@@ -206,6 +206,25 @@ func lancerDetails(ix manifest.IndexInfo) (*manifest.VectorIndexDetails, bool) {
 	return det, true
 }
 
+// listedIndexTypeName is indexTypeName for list_indices, which also names
+// the segments old Lance wrote without details: the dataset tells their
+// type from the segment's files, as Lance does.
+func listedIndexTypeName(ctx context.Context, ds *dataset.Dataset, ix manifest.IndexInfo) string {
+	if ix.TypeURL == "" {
+		switch ds.IndexTypeName(ctx, ix) {
+		case "BTree":
+			return "BTREE"
+		case "Bitmap":
+			return "BITMAP"
+		case "LabelList":
+			return "LABEL_LIST"
+		case "FTS":
+			return "INVERTED"
+		}
+	}
+	return indexTypeName(ix)
+}
+
 // indexTypeName names an index segment's type as the client does.
 func indexTypeName(ix manifest.IndexInfo) string {
 	if det, ok := lancerDetails(ix); ok {
@@ -234,7 +253,7 @@ func (s *Server) listIndices(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := summarizeIndices(ds)
+	out := summarizeIndices(r.Context(), ds)
 	if out == nil {
 		out = []*indexSummary{}
 	}
@@ -249,7 +268,7 @@ func (s *Server) indexStats(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	index := r.PathValue("name")
-	for _, sum := range summarizeIndices(ds) {
+	for _, sum := range summarizeIndices(r.Context(), ds) {
 		if sum.Name != index {
 			continue
 		}

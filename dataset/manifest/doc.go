@@ -60,8 +60,10 @@
 //   - M2. Bytes read are never trusted (dataset's I1): ReadFile and the
 //     Decode functions check every position, length and count and fail
 //     with an error wrapping lancer.ErrCorrupt; nothing panics.
-//   - M3. A validated Manifest (Validate, which ReadFile runs) has unique
-//     fragment ids below 2^32, plain data file names, base ids that name a
+//   - M3. A validated Manifest (Validate, which ReadFile runs) has
+//     fragment ids below 2^32 (unique but where DuplicateFragmentIDs
+//     names them: Lance reads such a manifest, and dataset refuses to
+//     commit on it), plain data file names, base ids that name a
 //     listed base path, row ids on every fragment when FlagStableRowIDs is
 //     set, index segments with 16-byte uuids and readable fragment bitmaps,
 //     and no reader feature flag lancer does not implement (ErrUnsupported).

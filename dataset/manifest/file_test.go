@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,9 +192,6 @@ func TestMalformedManifest(t *testing.T) {
 		{"column indices mismatch", withManifest(func(m *tablepb.Manifest) {
 			m.Fragments = []*tablepb.DataFragment{{PhysicalRows: 1, Files: []*tablepb.DataFile{{Path: "a.lance", Fields: []int32{0, 1}, ColumnIndices: []int32{0}, FileMajorVersion: 2}}}}
 		}), lancer.ErrCorrupt},
-		{"duplicate fragment id", withManifest(func(m *tablepb.Manifest) {
-			m.Fragments = []*tablepb.DataFragment{{Id: 4, PhysicalRows: 1}, {Id: 4, PhysicalRows: 1}}
-		}), lancer.ErrCorrupt},
 		{"fragment id beyond 32 bits", withManifest(func(m *tablepb.Manifest) {
 			m.Fragments = []*tablepb.DataFragment{{Id: 1 << 32, PhysicalRows: 1}}
 		}), lancer.ErrCorrupt},
@@ -216,6 +214,16 @@ func TestMalformedManifest(t *testing.T) {
 				t.Errorf("error %q does not name %s", err, key)
 			}
 		})
+	}
+	// A fragment id listed twice opens, as Lance opens the version Lance
+	// 0.16 wrote so, and is named for the writers that must refuse it.
+	dup := withManifest(func(m *tablepb.Manifest) {
+		m.Fragments = []*tablepb.DataFragment{{Id: 4, PhysicalRows: 1}, {Id: 5, PhysicalRows: 1}, {Id: 4, PhysicalRows: 1}, {Id: 5, PhysicalRows: 1}, {Id: 4, PhysicalRows: 1}}
+	})
+	if c, err := openOne(fixturetest.MemStore(t, map[string][]byte{Key(ManifestNamingV2, 1): dup}), Key(ManifestNamingV2, 1)); err != nil {
+		t.Errorf("manifest listing fragment 4 twice: %v, want it read as Lance reads it", err)
+	} else if got := c.Manifest.DuplicateFragmentIDs(); !slices.Equal(got, []uint64{4, 5}) || len(c.Manifest.Fragments) != 5 {
+		t.Errorf("duplicates %v of %d fragments, want [4 5] of 5 kept in order", got, len(c.Manifest.Fragments))
 	}
 	// The valid base case opens: the table above fails for its reasons only.
 	if _, err := openOne(fixturetest.MemStore(t, map[string][]byte{Key(ManifestNamingV2, 1): valid}), Key(ManifestNamingV2, 1)); err != nil {

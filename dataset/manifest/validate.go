@@ -73,15 +73,15 @@ func (m *Manifest) Validate(where string) error {
 		return nil
 	}
 
-	seen := make(map[uint64]bool, len(m.Fragments))
+	// A fragment id listed twice is not refused here: Lance reads such a
+	// manifest as it is (pylance 0.16 wrote one, dataset/testdata/
+	// lance-test-data), every entry scanned with its own files, and only
+	// refuses to commit on it. DuplicateFragmentIDs names them for the
+	// writers and for Check.
 	for i, f := range m.Fragments {
 		if err := f.validate(); err != nil {
 			return corrupt("fragment %d (#%d): %v", f.ID, i, err)
 		}
-		if seen[f.ID] {
-			return corrupt("fragment id %d appears twice", f.ID)
-		}
-		seen[f.ID] = true
 		for j := range f.Files {
 			if err := checkBase(f.Files[j].BaseID, fmt.Sprintf("fragment %d data file %s", f.ID, f.Files[j].Path)); err != nil {
 				return err
@@ -109,6 +109,23 @@ func (m *Manifest) Validate(where string) error {
 		return fmt.Errorf("dataset: manifest %s: %w", where, err)
 	}
 	return nil
+}
+
+// DuplicateFragmentIDs returns the fragment ids the manifest lists more
+// than once, ascending (nil for a well-formed manifest). Lance reads such a
+// version entry by entry, the row addresses of the repeated id colliding;
+// nothing may be committed on top of it but a restore of another version.
+func (m *Manifest) DuplicateFragmentIDs() []uint64 {
+	var dups []uint64
+	seen := make(map[uint64]int, len(m.Fragments))
+	for _, f := range m.Fragments {
+		seen[f.ID]++
+		if seen[f.ID] == 2 {
+			dups = append(dups, f.ID)
+		}
+	}
+	slices.Sort(dups)
+	return dups
 }
 
 // dataFormat returns the manifest's data file version, inferring it from the
