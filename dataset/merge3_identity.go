@@ -512,10 +512,13 @@ func (m *merger) traceCells(ctx context.Context, txn *manifest.Transaction, prev
 			rest = append(rest, id)
 		}
 	}
-	parts := strings.Split(list, ",")
-	if len(parts) != len(rest) || len(parts) > maxCellOrigins {
+	// Count before splitting: the record is input (a transaction file
+	// anyone could have written), and a split of a huge one would
+	// allocate a part per comma before any bound was checked.
+	if n := strings.Count(list, ",") + 1; n != len(rest) || n > maxCellOrigins {
 		return nil
 	}
+	parts := strings.Split(list, ",")
 	byID := make(map[uint64]*manifest.Fragment, len(prevDS.manifest.Fragments))
 	for _, f := range prevDS.manifest.Fragments {
 		byID[f.ID] = f
