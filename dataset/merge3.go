@@ -426,6 +426,9 @@ type merger struct {
 	idFloor uint64
 	// traced caches lineageOf by state.
 	traced map[string]lineageResult
+	// replayed counts the versions this merge has replayed, on every
+	// line and merge depth (maxMergeReplay).
+	replayed int
 }
 
 type rowAt struct {
