@@ -762,3 +762,46 @@ func TestMergeTracesRowsMergedCellByCell(t *testing.T) {
 	main.m[1] = "main|b"
 	sameModel(t, "main", idContents(t, root, branch.Ref{}), main.m)
 }
+
+// TestMergeDropsCallersCellOrigins: a merge that wrote no row cell by cell
+// records no dataset.PropCellOrigins, even when the caller's Properties
+// hold one: a forged record would let a later merge's replay match rows
+// to rows they are not copies of.
+func TestMergeDropsCallersCellOrigins(t *testing.T) {
+	ctx := context.Background()
+	root, err := blob.NewLocalStore(filepath.Join(t.TempDir(), "t.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checktest.CleanRootWhenDone(t, root)
+	sch := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "val", Type: arrow.BinaryTypes.String, Nullable: true}, {Name: "n", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	main := &idLine{t: t, root: root, schema: sch, m: model{}}
+	r := main.rows(map[int64]string{0: "a|a", 1: "b|b"})
+	if _, err := dataset.Write(ctx, root, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	if _, err := branch.CreateBranch(ctx, root, "b", branch.Ref{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := &idLine{t: t, root: root, branch: "b", schema: sch, m: model{0: "a|a", 1: "b|b"}}
+	b.add(map[int64]string{2: "c|c"})
+	forged := "1:0.0"
+	if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "b"}, &branch.MergeOptions{
+		CommitOptions: dataset.CommitOptions{Properties: map[string]string{dataset.PropCellOrigins: forged, "note": "kept"}}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(ctx, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := d.Versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := versions[len(versions)-1]
+	if got, ok := last.Properties[dataset.PropCellOrigins]; ok || last.Properties["note"] != "kept" {
+		t.Fatalf("merge commit properties %v: cell origins %q (present %v), want none and the caller's note kept", last.Properties, got, ok)
+	}
+}

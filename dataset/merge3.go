@@ -318,6 +318,10 @@ func ThreeWayMerge(ctx context.Context, base, ours, theirs *Dataset, opts *Three
 		return ours, m.report, nil
 	}
 	props := maps.Clone(o.Properties)
+	// A caller's PropCellOrigins would tell a later merge's replay that
+	// rows this merge wrote are copies of rows they are not: the merge's
+	// own record, or none, is the only one its commit may carry.
+	delete(props, PropCellOrigins)
 	if c := m.cellOrigins(); c != "" {
 		if props == nil {
 			props = map[string]string{}
@@ -422,6 +426,9 @@ type merger struct {
 	idFloor uint64
 	// traced caches lineageOf by state.
 	traced map[string]lineageResult
+	// replayed counts the versions this merge has replayed, on every
+	// line and merge depth (maxMergeReplay).
+	replayed int
 }
 
 type rowAt struct {

@@ -50,6 +50,12 @@ const PrimaryKeyMetadata = "lance-schema:unenforced-primary-key"
 // updated rows; older changes count as uncertain.
 const maxReplay = 512
 
+// maxMergeReplay bounds the versions one merge replays in all, over both
+// sides and every merge it traces (maxReplay bounds one replay only: a
+// long-lived branch merged many times would otherwise replay thousands).
+// A var so tests can lower it.
+var maxMergeReplay = 4096
+
 // PrimaryKey returns the names of the top-level columns of s marked as the
 // unenforced primary key, in key order (their recorded positions, then field
 // ids); nil when there is none.
@@ -302,6 +308,10 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 		}
 	}
 	for v := start + 1; v <= d.Version(); v++ {
+		if m.replayed++; m.replayed > maxMergeReplay {
+			return nil, nil, fmt.Errorf("%w: merge: matching rows without stable row ids or a key replays more than %d versions of the merged lines (at %s); name a key (On) or merge from a nearer base",
+				lancer.ErrUnsupported, maxMergeReplay, traceKey(d))
+		}
 		curDS := d
 		if v != d.Version() {
 			if curDS, err = d.Checkout(ctx, v); err != nil {
@@ -512,10 +522,13 @@ func (m *merger) traceCells(ctx context.Context, txn *manifest.Transaction, prev
 			rest = append(rest, id)
 		}
 	}
-	parts := strings.Split(list, ",")
-	if len(parts) != len(rest) || len(parts) > maxCellOrigins {
+	// Count before splitting: the record is input (a transaction file
+	// anyone could have written), and a split of a huge one would
+	// allocate a part per comma before any bound was checked.
+	if n := strings.Count(list, ",") + 1; n != len(rest) || n > maxCellOrigins {
 		return nil
 	}
+	parts := strings.Split(list, ",")
 	byID := make(map[uint64]*manifest.Fragment, len(prevDS.manifest.Fragments))
 	for _, f := range prevDS.manifest.Fragments {
 		byID[f.ID] = f
