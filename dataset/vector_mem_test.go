@@ -108,7 +108,7 @@ func TestCreateIndexMemoryBound(t *testing.T) {
 		metrics.Read(s)
 		return s[0].Value.Uint64()
 	}
-	for _, typ := range []string{IndexIVFSQ, IndexIVFFlat} {
+	for _, typ := range []string{IndexIVFSQ, IndexIVFFlat, IndexIVFPQ} {
 		t.Run(typ, func(t *testing.T) {
 			runtime.GC()
 			base := heap()
