@@ -1,13 +1,10 @@
 package server_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/lancerdb/lancer/blob"
-	"github.com/lancerdb/lancer/dataset"
 	"github.com/lancerdb/lancer/dataset/vecindex"
 	"github.com/lancerdb/lancer/server"
 )
@@ -43,14 +40,7 @@ func TestServerCreateIndexNumBits(t *testing.T) {
 		if tc.status != 200 {
 			continue
 		}
-		store, err := blob.NewLocalStore(dir + "/t.lance")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := dataset.Open(context.Background(), store, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ds := openLatest(t, dir)
 		ixs := ds.Indices()
 		if len(ixs) != 1 {
 			t.Fatalf("create_index %s: %d segments, want the one replacing the last", tc.body, len(ixs))

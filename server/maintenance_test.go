@@ -102,18 +102,7 @@ func TestServerMaintenanceCompacts(t *testing.T) {
 	if rec := do(t, s, "POST", "/v1/table/t/create/", rows(t, base, true), arrowBody); rec.Code != http.StatusOK {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
 	}
-	latest := func() *dataset.Dataset {
-		t.Helper()
-		store, err := blob.NewLocalStore(dir + "/t.lance")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := dataset.Open(context.Background(), store, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ds
-	}
+	latest := func() *dataset.Dataset { return openLatest(t, dir) }
 	created := latest().Manifest().Fragments
 	if len(created) != 1 {
 		t.Fatalf("created with %d fragments, want 1", len(created))
@@ -200,14 +189,7 @@ func TestServerMaintenanceCompacts(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	store, err := blob.NewLocalStore(dir + "/t.lance")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := dataset.Open(context.Background(), store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := openLatest(t, dir)
 	if n := len(ds.Manifest().Fragments); n > 9 {
 		t.Errorf("%d fragments after maintenance, want at most 9 (the threshold and one)", n)
 	}
@@ -350,14 +332,7 @@ func TestServerMaintenanceIndexesNewRows(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			store, err := blob.NewLocalStore(dir + "/t.lance")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ds, err := dataset.Open(context.Background(), store, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ds := openLatest(t, dir)
 			covered := map[uint32]bool{}
 			for _, ix := range ds.Manifest().Indices {
 				for _, id := range ix.Fragments {
@@ -399,18 +374,7 @@ func TestServerMaintenanceKeepsIndexedTableCompact(t *testing.T) {
 	if rec := do(t, s, "POST", "/v1/table/t/create_index/", []byte(`{"column":"vector","index_type":"IVF_FLAT","num_partitions":2}`), nil); rec.Code != http.StatusOK {
 		t.Fatalf("create_index: %d %s", rec.Code, rec.Body)
 	}
-	latest := func() *dataset.Dataset {
-		t.Helper()
-		store, err := blob.NewLocalStore(dir + "/t.lance")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := dataset.Open(context.Background(), store, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ds
-	}
+	latest := func() *dataset.Dataset { return openLatest(t, dir) }
 	shape := func(ds *dataset.Dataset) (frags, segs int) { return len(ds.Manifest().Fragments), len(ds.Indices()) }
 	maxFrags, maxSegs := 0, 0
 	for i := range inserts {
@@ -467,4 +431,19 @@ func TestServerMaintenanceKeepsIndexedTableCompact(t *testing.T) {
 			t.Fatalf("query %d through the index: distances %v, exact %v", qi, got, want)
 		}
 	}
+}
+
+// openLatest opens the latest version of table t in the server's data
+// folder dir, as a reader outside the server would.
+func openLatest(t *testing.T, dir string) *dataset.Dataset {
+	t.Helper()
+	store, err := blob.NewLocalStore(dir + "/t.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Open(context.Background(), store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
 }
