@@ -156,6 +156,7 @@ type maintainer struct {
 // tableUpkeep is what the maintainer remembers of a table between passes.
 type tableUpkeep struct {
 	nothingAt  uint64    // the version at which compaction last found nothing to do
+	mergedAt   uint64    // the version at which every index's segments were last merged to unblock compaction
 	indexedAt  uint64    // the version at which the index update last found nothing to do
 	cleanedAt  uint64    // the latest version when its last cleanup ran; 0 before
 	putOff     time.Time // when it was first put off for a recent commit; zero if not
@@ -288,7 +289,14 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 	// Versions are numbered in commit order, so the versions committed
 	// since the last cleanup are counted without listing them.
 	cleanup := !o.NoCleanup && ds.Version()-st.cleanedAt > uint64(o.Versions)
-	if !compact && !index && !cleanup {
+	// A compaction never gathers fragments that different segments of an
+	// index cover, and the index update merges only segments of similar
+	// size: when compaction found nothing to do at this version, and an
+	// index is split, its segments are merged into one, once per version,
+	// so that the next pass can gather their fragments.
+	unblock := !o.NoCompact && !o.NoIndex && fix.small > o.Fragments && st.nothingAt == ds.Version() &&
+		st.mergedAt != ds.Version() && splitIndex(ds.Manifest())
+	if !compact && !index && !cleanup && !unblock {
 		st.putOff = time.Time{}
 		return false
 	}
@@ -308,10 +316,10 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 		SkipCompact: !compact,
 		// Compaction without stable row ids leaves the rewritten rows to
 		// the indices' next segment: index after every compaction.
-		SkipIndex:   o.NoIndex || (!index && !compact),
+		SkipIndex:   o.NoIndex || (!index && !compact && !unblock),
 		SkipCleanup: !cleanup,
 		Compact:     &dataset.CompactOptions{TargetRowsPerFragment: o.TargetRowsPerFragment, SizeRatio: max(o.SizeRatio, 0)},
-		Index:       indexMerge(o.SizeRatio),
+		Index:       indexMerge(o.SizeRatio, unblock),
 		Cleanup:     &dataset.CleanupOptions{OlderThan: o.OlderThan},
 		Open:        m.s.openOptions(),
 	})
@@ -337,14 +345,21 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 		"duration_ms", time.Since(start).Milliseconds()}
 	switch {
 	case err == nil:
-		if compact && rep.Compact.FragmentsRemoved == 0 {
-			st.nothingAt = rep.Version // small fragments that cannot be merged (a lone one between large ones)
+		if compact && rep.Compact.FragmentsRemoved == 0 && len(rep.Indices) == 0 {
+			// Small fragments that cannot be merged (a lone one between
+			// large ones, or ones under different index segments). Not
+			// when the same pass changed the index: a merge of segments
+			// lets the next compaction gather what this one could not.
+			st.nothingAt = rep.Version
 		}
 		if index && len(rep.Indices) == 0 {
 			st.indexedAt = rep.Version // fragments the index update leaves (rows it cannot index)
 		}
 		if cleanup {
 			st.cleanedAt = rep.Version
+		}
+		if unblock {
+			st.mergedAt = rep.Version
 		}
 		m.s.log.Info("maintenance", attrs...)
 	case ctx.Err() != nil:
@@ -364,12 +379,24 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 
 // indexMerge returns the index update's options for a SizeRatio (see
 // MaintenanceOptions.SizeRatio): small segments merged into the new one,
-// or with a negative ratio all of them.
-func indexMerge(ratio float64) *dataset.OptimizeIndexesOptions {
-	if ratio < 0 {
+// or with a negative ratio (or all, to unblock compaction) all of them.
+func indexMerge(ratio float64, all bool) *dataset.OptimizeIndexesOptions {
+	if ratio < 0 || all {
 		return &dataset.OptimizeIndexesOptions{NumIndicesToMerge: math.MaxInt32}
 	}
 	return &dataset.OptimizeIndexesOptions{MergeSizeRatio: ratio}
+}
+
+// splitIndex reports whether some index of m has more than one segment.
+func splitIndex(m *manifest.Manifest) bool {
+	seen := map[string]bool{}
+	for _, ix := range m.Indices {
+		if seen[ix.Name] {
+			return true
+		}
+		seen[ix.Name] = true
+	}
+	return false
 }
 
 // foreignIndex reports whether compacting m would leave rows without an
