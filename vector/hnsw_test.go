@@ -571,3 +571,50 @@ func TestHNSWDistanceSymmetric(t *testing.T) {
 		}
 	}
 }
+
+// TestHNSWRelinkOrphans: a node that no list names, as a delayed insert of
+// a parallel build leaves it (its one link the entry point, every list that
+// named it since shrunk), is unreachable; relinkOrphans makes it
+// reachable again and leaves a well-formed graph.
+func TestHNSWRelinkOrphans(t *testing.T) {
+	vecs, _ := clusteredData(2000, 0, 16, 8, 3)
+	h, err := BuildHNSW(vecs, 16, &HNSWOptions{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &builder{h: h, d0: make([]float32, len(h.layer0)), dU: make([]float32, len(h.upper))}
+	const orphan = 1
+	for id := range h.n {
+		for l := 0; l <= int(h.levels[id]); l++ {
+			blk, ds := h.links(uint32(id), l), b.linkDists(uint32(id), l)
+			kept := 0
+			for _, x := range blk[1 : 1+blk[0]] {
+				if x == orphan {
+					continue
+				}
+				blk[1+kept], ds[1+kept] = x, h.dist(h.vec(uint32(id)), h.vec(x))
+				kept++
+			}
+			blk[0] = uint32(kept)
+		}
+	}
+	if h.entry == orphan {
+		t.Fatal("the orphan is the entry point")
+	}
+	for l := 0; l <= int(h.levels[orphan]); l++ {
+		blk := h.links(orphan, l)
+		blk[0], blk[1] = 1, h.entry
+		if int(h.levels[h.entry]) < l {
+			blk[0] = 0
+		}
+	}
+	q := h.vec(orphan)
+	if got := h.Search(q, 1, 64, nil); len(got) == 1 && got[0].ID == orphan {
+		t.Fatal("the orphan is reachable before relinking: the test shows nothing")
+	}
+	b.relinkOrphans(&buildWorker{s: newSearcher(h.n)})
+	checkGraph(t, h)
+	if got := h.Search(q, 1, 64, nil); len(got) != 1 || got[0].ID != orphan || got[0].Distance != 0 {
+		t.Fatalf("after relinking, the orphan's own vector finds %v", got)
+	}
+}
