@@ -122,13 +122,19 @@ type CreateIndexOptions struct {
 	FTSPartitionBytes int
 	// VectorBufferBytes bounds the rows a vector index build holds in
 	// memory at once: the build spills the column's vectors (as float32)
-	// to a temporary file in os.TempDir and builds a group of partitions
+	// to a temporary file in SpillDir and builds a group of partitions
 	// of up to this many bytes of rows per pass over it
 	// (vector.IVFOptions.BufferBytes). Default 0:
 	// vector.DefaultIVFBufferBytes. The k-means sample (64 rows a
 	// partition) and IVF_PQ's codebook sample (up to 65536 rows) come on
 	// top, while they train.
 	VectorBufferBytes int
+	// SpillDir is the directory of the vector build's temporary file
+	// (VectorBufferBytes): as large as the column's vectors as float32, so
+	// it belongs on a disk with room (the system's /tmp is often a small
+	// tmpfs, that is memory). The file is unlinked as soon as it is
+	// created where the system allows it. Default "": os.TempDir().
+	SpillDir string
 	// Progress, if set, is called as the build goes on: stage is "read"
 	// (rows read of the total), then the vector package's stages
 	// ("kmeans", "assign", "partitions"), then "write". It may be called
@@ -341,7 +347,7 @@ func (d *Dataset) buildVectorSegment(ctx context.Context, column string, field *
 	// build reads it in passes: the k-means sample, the assignment, a
 	// group of partitions at a time (vector.TrainIVF). Holding it made the
 	// build's memory grow by several times the column (issue #17).
-	spill, ids, err := d.spillVectors(ctx, column, dim, frags, o.Progress, sq)
+	spill, ids, err := d.spillVectors(ctx, column, dim, frags, o.SpillDir, o.Progress, sq)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -565,9 +571,9 @@ func preallocRows(total, width int) int {
 // order) as readVectors does, but writes the vectors to a temporary file
 // instead of holding them, and returns it (a vector.RowSource; Close
 // removes it) with their row ids. sq, if set, takes in every vector.
-func (d *Dataset) spillVectors(ctx context.Context, column string, dim int, frags []uint64,
+func (d *Dataset) spillVectors(ctx context.Context, column string, dim int, frags []uint64, dir string,
 	progress func(string, int, int), sq *vecindex.SQRange) (_ *vectorSpill, _ []uint64, err error) {
-	spill, err := newVectorSpill(dim)
+	spill, err := newVectorSpill(dir, dim)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -612,10 +618,10 @@ type vectorSpill struct {
 	dim, n int
 }
 
-func newVectorSpill(dim int) (*vectorSpill, error) {
-	f, err := os.CreateTemp("", "lancer-index-*.f32")
+func newVectorSpill(dir string, dim int) (*vectorSpill, error) {
+	f, err := os.CreateTemp(dir, "lancer-index-*.f32")
 	if err != nil {
-		return nil, fmt.Errorf("dataset: a temporary file for the index build: %w", err)
+		return nil, fmt.Errorf("dataset: a temporary file for the index build (SpillDir %q): %w", dir, err)
 	}
 	s := &vectorSpill{f: f, name: f.Name(), dim: dim}
 	// Unlinked at once where the system allows it (the open file stays

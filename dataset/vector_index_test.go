@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -371,7 +373,12 @@ func TestVectorIndexErrors(t *testing.T) {
 			t.Errorf("CreateIndex(%q, %+v) = %v, want %v", tc.column, tc.opts, err, tc.want)
 		}
 	}
-	d, err := d.CreateIndex(ctx, "vec", nil)
+	// The build's temporary copy of the vectors goes to SpillDir.
+	missing := filepath.Join(t.TempDir(), "nosuch")
+	if _, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{SpillDir: missing}); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("CreateIndex with SpillDir %s: %v", missing, err)
+	}
+	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{SpillDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

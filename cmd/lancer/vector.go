@@ -38,12 +38,12 @@ func newIndexCommand() *cobra.Command {
 
 func newIndexCreateCommand() *cobra.Command {
 	var (
-		column, typ, metric, name         string
-		partitions, m, efc, pqSub, pqBits int
-		replace                           bool
-		progress                          string
-		fts                               = ftsindex.DefaultParams()
-		ftsMaxLen, ftsPartitionMB         int
+		column, typ, metric, name, spillDir string
+		partitions, m, efc, pqSub, pqBits   int
+		replace                             bool
+		progress                            string
+		fts                                 = ftsindex.DefaultParams()
+		ftsMaxLen, ftsPartitionMB           int
 	)
 	cmd := &cobra.Command{
 		Use:   "create URI --column C [--type ivf_hnsw_sq|hnsw|ivf_flat|ivf_pq|ivf_sq|ivf_hnsw_flat|ivf_hnsw_pq|flat|btree|bitmap|label_list|fts] [--metric l2|cosine|dot]",
@@ -107,7 +107,7 @@ word positions for phrase queries.`,
 			out, err := ds.CreateIndex(ctx, column, &dataset.CreateIndexOptions{
 				Type: typ, Name: name, Metric: met, Partitions: partitions, M: m, EfConstruction: efc,
 				Replace: replace, Progress: bar.update, SubVectors: pqSub, PQBits: pqBits, FTS: &fts,
-				FTSPartitionBytes: ftsPartitionMB << 20,
+				FTSPartitionBytes: ftsPartitionMB << 20, SpillDir: spillDir,
 			})
 			bar.done()
 			if err != nil {
@@ -120,6 +120,7 @@ word positions for phrase queries.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&column, "column", "", "the column to index (required)")
+	f.StringVar(&spillDir, "spill-dir", "", "vector indices: the directory of the build's temporary copy of the vectors (as large as the column as float32; default the system's temporary directory)")
 	f.StringVar(&typ, "type", "ivf_hnsw_sq", "index type: ivf_hnsw_sq, hnsw, ivf_flat, ivf_pq, ivf_sq, ivf_hnsw_flat, ivf_hnsw_pq, flat, btree, bitmap, label_list or fts")
 	f.BoolVar(&fts.WithPosition, "with-position", false, "fts: keep word positions (phrase queries)")
 	f.StringVar(&fts.BaseTokenizer, "tokenizer", fts.BaseTokenizer, "fts: simple (words), whitespace, raw (the whole text) or ngram")
