@@ -163,9 +163,11 @@
 // one leaving fewer than a tenth of the nodes is searched exactly.
 //
 // S5. A flat sub-index scores every allowed row of the partition and keeps
-// the k nearest as Lance's Rust BinaryHeap does (ordered by distance
-// alone, its top replaced only by a strictly nearer row), so that of
-// equally distant rows the ones Lance keeps are kept. 4-bit PQ without a
+// the k nearest as Lance 12's Rust BinaryHeap does: one heap for the
+// whole search, offered the rows of the probed partitions in probe order
+// (then those of the late search, S7), ordered by distance alone, its top
+// replaced only by a strictly nearer row; so that of equally distant rows
+// the ones Lance keeps are kept, and come out by distance, then row id. 4-bit PQ without a
 // prefilter computes distances as Lance's compute_pq_distance_4bit: the
 // first max(200, k) rows and the last partial block of 16 exactly, the
 // others through the distance table quantized to bytes (saturating sums,

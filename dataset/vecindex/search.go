@@ -84,6 +84,9 @@ func (ix *Index) Search(ctx context.Context, query []float32, k int, opts *Searc
 	// Lance 12's beam (S4): ef times the probes asked for, even beyond
 	// the partitions there are; no wider than any partition can use.
 	ef = min(ef, 1<<24) * max(len(probes), min(o.NProbes, 1<<10))
+	if ix.Sub != SubHNSW {
+		return ix.searchFlat(ctx, ranked, nprobes, q, k, o)
+	}
 	top := vector.NewTopK(k)
 	found := 0
 	probed, err := ix.searchProbes(ctx, probes, q, k, ef, o)
@@ -133,14 +136,24 @@ func (ix *Index) searchProbes(ctx context.Context, probes []int, q []float32, k,
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = min(workers, len(probes))
+	if err := parallel(ctx, len(probes), workers, one); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// parallel runs f(0) … f(n-1), workers at a time (in order on the calling
+// goroutine when workers is 1), and returns their errors joined, or the
+// context's.
+func parallel(ctx context.Context, n, workers int, f func(i int) error) error {
+	workers = min(workers, n)
 	if workers <= 1 {
-		for i := range probes {
-			if err := one(i); err != nil {
-				return nil, err
+		for i := range n {
+			if err := f(i); err != nil {
+				return err
 			}
 		}
-		return out, nil
+		return nil
 	}
 	var (
 		next atomic.Int64
@@ -151,10 +164,10 @@ func (ix *Index) searchProbes(ctx context.Context, probes []int, q []float32, k,
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(probes) || ctx.Err() != nil {
+				if i >= n || ctx.Err() != nil {
 					return
 				}
-				if err := one(i); err != nil {
+				if err := f(i); err != nil {
 					errs[w] = err
 					return
 				}
@@ -163,12 +176,9 @@ func (ix *Index) searchProbes(ctx context.Context, probes []int, q []float32, k,
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return ctx.Err()
 }
 
 // normalize returns v / |v| (v itself when zero), as Lance's
@@ -361,15 +371,93 @@ func appendSQ(dst []uint8, v []float32, lo, hi float64) []uint8 {
 	return dst
 }
 
-// searchPartition returns partition p's k nearest rows (row ids) to q.
+// searchPartition returns partition p's k nearest rows (row ids) to q,
+// by its HNSW graph; flat sub-indices are searched by searchFlat.
 func (ix *Index) searchPartition(part *partition, p int, q []float32, k, ef int, allow vector.Filter) []vector.Neighbor {
-	if ix.Sub == SubHNSW {
-		return ix.searchHNSW(part, p, ix.distFunc(part, p, q), k, ef, allow)
+	return ix.searchHNSW(part, p, ix.distFunc(part, p, q), k, ef, allow)
+}
+
+// searchFlat is the search of a flat sub-index (S5, S6, S7): Lance 12
+// keeps one Rust BinaryHeap of the k nearest for the whole search (its
+// flat sub-index accumulates every partition into a heap the caller
+// owns), offers it the rows of each probed partition in probe order, and
+// replaces its top only by a strictly nearer row; so of rows as far as
+// the k-th, which ones survive depends on that heap's moves across
+// partitions, and they are replayed (rustHeap) to keep the rows Lance
+// keeps (a heap per partition, merged after, kept others: the interop
+// test found 1 search in 200 differing on 4-bit PQ, whose quantized
+// distances tie often). The kept rows come out by distance, then row id,
+// as Lance's sort of the results does. The partitions' distances are
+// computed o.Workers at a time; only the offering to the heap is one
+// partition after another.
+func (ix *Index) searchFlat(ctx context.Context, ranked []int, nprobes int, q []float32, k int, o SearchOptions) ([]vector.Neighbor, error) {
+	h := rustHeap{}
+	offer := func(part *partition, dists []float32) {
+		for i, d := range dists {
+			if d != d { // NaN: not allowed, or no distance
+				continue
+			}
+			if len(h) < k {
+				h.push(vector.Neighbor{ID: part.rowIDs[i], Distance: d})
+			} else if h[0].Distance > d {
+				h.pop()
+				h.push(vector.Neighbor{ID: part.rowIDs[i], Distance: d})
+			}
+		}
 	}
-	var dists []float32
+	probes := ranked[:nprobes]
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	// A window of workers partitions at a time: their distances are held
+	// until offered, so at most that many partitions' worth.
+	for from := 0; from < len(probes); from += workers {
+		window := probes[from:min(from+workers, len(probes))]
+		parts := make([]*partition, len(window))
+		dists := make([][]float32, len(window))
+		err := parallel(ctx, len(window), workers, func(i int) error {
+			part, err := ix.loadPartition(ctx, window[i])
+			if err != nil {
+				return err
+			}
+			parts[i], dists[i] = part, ix.flatDistances(part, window[i], q, k, o.Allow)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := range window {
+			offer(parts[i], dists[i])
+		}
+	}
+	// Lance's late search (S7): past nprobes, partitions are searched
+	// one after another only while fewer than k rows are found.
+	for _, p := range ranked[nprobes:] {
+		if len(h) >= k {
+			break
+		}
+		part, err := ix.loadPartition(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		offer(part, ix.flatDistances(part, p, q, k, o.Allow))
+	}
+	top := vector.NewTopK(k)
+	for _, n := range h {
+		top.Push(n.ID, n.Distance)
+	}
+	return top.Sorted(), nil
+}
+
+// flatDistances returns the distance from q to every row of partition p,
+// NaN for rows allow excludes. 4-bit PQ without a prefilter is scored as
+// Lance's distance_all (quantized distances, S5); every other row as
+// Lance's per-row distance.
+func (ix *Index) flatDistances(part *partition, p int, q []float32, k int, allow vector.Filter) []float32 {
 	if ix.Quant == QuantPQ && ix.pq.nbits == 4 && allow == nil {
 		table, _ := ix.pqTable(p, q)
-		dists = pq4DistanceAll(table, ix.pq.m, part.codes, len(part.rowIDs), k)
+		dists := pq4DistanceAll(table, ix.pq.m, part.codes, len(part.rowIDs), k)
 		if ix.Metric == vector.Dot {
 			// Lance's distance_all subtracts m-1 from the dot sums too (S2).
 			bias := float32(ix.pq.m) - 1
@@ -377,46 +465,27 @@ func (ix *Index) searchPartition(part *partition, p int, q []float32, k, ef int,
 				dists[i] -= bias
 			}
 		}
+		return dists
 	}
 	dist := ix.distFunc(part, p, q)
-	// Lance keeps a partition's k nearest in a Rust BinaryHeap ordered by
-	// distance alone, replacing its top only by a strictly nearer row: which
-	// of equally distant rows survive depends on that heap's moves, so
-	// they are replayed (rustHeap) to keep the rows Lance keeps.
-	h := rustHeap{}
+	dists := make([]float32, len(part.rowIDs))
+	nan := float32(math.NaN())
 	for i, id := range part.rowIDs {
 		if allow != nil && !allow.Contains(id) {
+			dists[i] = nan
 			continue
 		}
-		var d float32
-		if dists != nil {
-			d = dists[i]
-		} else {
-			d = dist(uint32(i))
-		}
-		if d != d {
-			continue
-		}
-		if len(h) < k {
-			h.push(node{uint32(i), d})
-		} else if h[0].dist > d {
-			h.pop()
-			h.push(node{uint32(i), d})
-		}
+		dists[i] = dist(uint32(i))
 	}
-	out := make([]vector.Neighbor, len(h))
-	for i, nd := range h {
-		out[i] = vector.Neighbor{ID: part.rowIDs[nd.id], Distance: nd.dist}
-	}
-	return out
+	return dists
 }
 
 // rustHeap is a max-heap by distance that moves elements exactly as Rust's
 // std BinaryHeap does (sift_up on push; sift_down_to_bottom then sift_up on
 // pop), so that ties end where they end in Lance.
-type rustHeap []node
+type rustHeap []vector.Neighbor
 
-func (h *rustHeap) push(x node) {
+func (h *rustHeap) push(x vector.Neighbor) {
 	*h = append(*h, x)
 	h.siftUp(0, len(*h)-1)
 }
@@ -426,7 +495,7 @@ func (h *rustHeap) siftUp(start, pos int) {
 	elem := d[pos]
 	for pos > start {
 		parent := (pos - 1) / 2
-		if elem.dist <= d[parent].dist {
+		if elem.Distance <= d[parent].Distance {
 			break
 		}
 		d[pos] = d[parent]
@@ -449,7 +518,7 @@ func (h *rustHeap) pop() {
 	elem := d[0]
 	child := 1
 	for end >= 2 && child <= end-2 {
-		if d[child].dist <= d[child+1].dist {
+		if d[child].Distance <= d[child+1].Distance {
 			child++
 		}
 		d[pos] = d[child]
