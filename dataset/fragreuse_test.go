@@ -38,6 +38,7 @@ type friLayout struct {
 	tagged   bool                                  // a tagged transition (index_version 1, flag 1024)
 	flags    manifest.FeatureFlags                 // extra reader and writer flags
 	external bool                                  // content in _indices/<uuid>/details.binpb
+	stable   bool                                  // a table with stable row ids
 	edit     func(recs []manifest.FragReuseRecord) // changes the records before encoding
 }
 
@@ -48,7 +49,7 @@ func newFRIState(t *testing.T, lay friLayout) *friState {
 	rng := rand.New(rand.NewPCG(7, 9))
 	vecs := clustered(rng, n, dim)
 	store := blob.NewMemStore("fri")
-	d := newVecDataset(t, store, vecs, dim, n, per, false)
+	d := newVecDataset(t, store, vecs, dim, n, per, lay.stable)
 	d, err := d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: IndexIVFFlat, Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -166,11 +167,14 @@ func TestFragReuseSearch(t *testing.T) {
 		{"legacy", friLayout{}},
 		{"tagged", friLayout{tagged: true, flags: manifest.FlagFragmentReuseIndex}},
 		{"external", friLayout{tagged: true, flags: manifest.FlagFragmentReuseIndex, external: true}},
+		// Stable row ids: the index holds row ids the rewrite kept, only
+		// its coverage moves.
+		{"stable row ids", friLayout{stable: true, flags: manifest.FlagFragReuseWithStableRowIDs}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newFRIState(t, tc.lay)
 			d := s.d
-			if d.Manifest().FragReuse() == nil || !d.Manifest().TranslatesRowAddrs() {
+			if d.Manifest().FragReuse() == nil || d.Manifest().TranslatesRowAddrs() == tc.lay.stable {
 				t.Fatal("the FRI was not decoded")
 			}
 			var vec manifest.IndexInfo
@@ -205,6 +209,18 @@ func TestFragReuseSearch(t *testing.T) {
 			}
 			if got, _ := s.searchAll(t, d, 60, ""); len(got) != 58 {
 				t.Errorf("%d rows found, want the 58 live ones", len(got))
+			}
+			// A commit keeps the fragment reuse bits it was given.
+			nd, err := d.Delete(context.Background(), "id = 40", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := nd.Manifest()
+			if m.ReaderFeatureFlags&m.WriterFeatureFlags&tc.lay.flags != tc.lay.flags {
+				t.Errorf("after a delete: flags %s/%s, want %s kept", m.ReaderFeatureFlags, m.WriterFeatureFlags, tc.lay.flags)
+			}
+			if got, exact := s.searchAll(t, nd, 60, ""); !slices.Equal(got, exact) || len(got) != 57 {
+				t.Errorf("after a delete: index search %v, exact %v", got, exact)
 			}
 		})
 	}
