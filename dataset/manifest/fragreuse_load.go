@@ -50,10 +50,11 @@ func (m *Manifest) fragReuseSegment() (*IndexMetadata, error) {
 	return found, nil
 }
 
-// resolveFragReuse decodes the version's fragment reuse index (FR1-FR3 of
-// docs/spec/fragment-reuse.md) when it is inline, or records the external
-// file ReadFile must read, and checks it against the feature flags. It is
-// called by Validate before the index infos are derived.
+// resolveFragReuse decodes the version's fragment reuse index
+// (docs/spec/fragment-reuse.md §2) when it is inline, or records the
+// external file ReadFile must read, and checks it against the feature
+// flags (§4). It is called by Validate before the index infos are
+// derived.
 func (m *Manifest) resolveFragReuse() error {
 	seg, err := m.fragReuseSegment()
 	if err != nil {
