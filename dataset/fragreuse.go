@@ -6,6 +6,7 @@ import (
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset/ftsindex"
 	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/dataset/scalarindex"
 	"github.com/lancerdb/lancer/vector"
 )
 
@@ -89,4 +90,47 @@ func (d *Dataset) ftsTranslatable(seg manifest.IndexInfo, ix *ftsindex.Index) er
 		}
 	}
 	return nil
+}
+
+// indexRowSet translates the row addresses a scalar index returned into
+// this version's, as Lance's BTree, Bitmap and LabelList indices translate
+// theirs at load: addresses of fragments a rewrite consumed move to the
+// rewrite's destinations, those it did not keep are dropped, the others
+// stay. rows is not changed.
+func (d *Dataset) indexRowSet(rows *scalarindex.RowSet) *scalarindex.RowSet {
+	fri := d.rowRemap()
+	if fri == nil {
+		return rows
+	}
+	var out *scalarindex.RowSet
+	for _, hi := range rows.His() {
+		if !fri.Consumed(uint64(hi)) {
+			continue
+		}
+		if out == nil {
+			out = rows.Clone()
+		}
+		out.DropHi(hi)
+		add := func(off uint32) {
+			if id, ok := fri.RemapAddr(uint64(hi)<<32 | uint64(off)); ok {
+				out.Add(id)
+			}
+		}
+		switch part, full := rows.Part(hi); {
+		case full:
+			// Every row of the fragment: the rows it had when rewritten.
+			n, _ := fri.SourceRows(uint64(hi))
+			for off := range n {
+				add(uint32(off))
+			}
+		case part != nil:
+			for it := part.Iterator(); it.HasNext(); {
+				add(it.Next())
+			}
+		}
+	}
+	if out == nil {
+		return rows
+	}
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset/manifest"
@@ -39,6 +41,7 @@ type friLayout struct {
 	flags    manifest.FeatureFlags                 // extra reader and writer flags
 	external bool                                  // content in _indices/<uuid>/details.binpb
 	stable   bool                                  // a table with stable row ids
+	scalar   bool                                  // BTree on id and Bitmap on category too
 	edit     func(recs []manifest.FragReuseRecord) // changes the records before encoding
 }
 
@@ -54,13 +57,21 @@ func newFRIState(t *testing.T, lay friLayout) *friState {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if lay.scalar {
+		if d, err = d.CreateIndex(ctx, "id", &CreateIndexOptions{Type: IndexBTree}); err != nil {
+			t.Fatal(err)
+		}
+		if d, err = d.CreateIndex(ctx, "category", &CreateIndexOptions{Type: IndexBitmap}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if d, err = d.Delete(ctx, "id = 3 OR id = 25", nil); err != nil {
 		t.Fatal(err)
 	}
 	before := d
 	stale := before.Manifest().IndexSegments()
-	if len(stale) != 1 {
-		t.Fatalf("segments %d", len(stale))
+	if want := map[bool]int{false: 1, true: 3}[lay.scalar]; len(stale) != want {
+		t.Fatalf("segments %d, want %d", len(stale), want)
 	}
 	// The surviving old addresses, ascending: every live row of 0-2.
 	var survivors []uint64
@@ -118,7 +129,10 @@ func newFRIState(t *testing.T, lay friLayout) *friState {
 		IndexVersion:   &version,
 	}
 	m := after.Manifest().Clone()
-	segs := []*manifest.IndexMetadata{stale[0].Clone(), fri}
+	segs := []*manifest.IndexMetadata{fri}
+	for _, seg := range stale {
+		segs = append(segs, seg.Clone())
+	}
 	m.SetIndexSegments(segs)
 	m.Version = after.Version() + 1
 	m.ReaderFeatureFlags |= lay.flags
@@ -443,6 +457,55 @@ func TestFragReuseRefused(t *testing.T) {
 			_, err := Open(ctx, s.store, &OpenOptions{Version: latest})
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("open: %v, want %v saying %q", err, tc.want, tc.says)
+			}
+		})
+	}
+}
+
+// TestFragReuseScalarIndex: BTree and Bitmap indices whose row addresses
+// predate a deferred compaction answer filters with the rows' new
+// addresses (as Lance's loaders translate them), rows deleted before the
+// rewrite never among them, and the scan uses them.
+func TestFragReuseScalarIndex(t *testing.T) {
+	s := newFRIState(t, friLayout{scalar: true})
+	deleted := func(id int) bool { return slices.Contains(s.deleted, id) }
+	for _, tc := range []struct {
+		filter string
+		keep   func(id int) bool
+	}{
+		{"id = 30", func(id int) bool { return id == 30 }},
+		{"id = 3", func(id int) bool { return false }},
+		{"id < 10", func(id int) bool { return id < 10 }},
+		{"id >= 18 AND id < 42", func(id int) bool { return id >= 18 && id < 42 }},
+		{"category = 'c4'", func(id int) bool { return id%7 == 4 }},
+		{"category = 'c3' OR id = 59", func(id int) bool { return id%7 == 3 || id == 59 }},
+	} {
+		t.Run(tc.filter, func(t *testing.T) {
+			sc, err := s.d.Scan(&ScanOptions{Columns: []string{"id"}, Filter: tc.filter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sc.FilterIndices()) == 0 {
+				t.Errorf("no index used")
+			}
+			var got []int
+			for rec, err := range sc.Batches(context.Background()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range rec.Column(0).(*array.Int64).Int64Values() {
+					got = append(got, int(v))
+				}
+			}
+			slices.Sort(got)
+			var want []int
+			for id := range 60 {
+				if tc.keep(id) && !deleted(id) {
+					want = append(want, id)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("rows %v, want %v", got, want)
 			}
 		})
 	}
