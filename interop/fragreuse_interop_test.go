@@ -1,8 +1,10 @@
 package interop_test
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -82,7 +84,9 @@ func TestFragReuseAgreesWithLance(t *testing.T) {
 				}
 				return replies
 			}
-			ask(lanceIndexRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "vec", Type: tc.typ}, IndexOptions: tc.opts})
+			ask(lanceIndexRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "vec", Type: tc.typ}, IndexOptions: tc.opts},
+				lanceIndexRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "id", Type: "btree"}},
+				lanceIndexRequest{vecRequest: vecRequest{URI: uri, Op: "createIndex", Column: "category", Type: "bitmap"}})
 			if d, err = openDir(ctx, uri, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -132,6 +136,33 @@ func TestFragReuseAgreesWithLance(t *testing.T) {
 				}
 				if mismatched > 0 {
 					t.Errorf("%s: %d of %d searches differ from Lance's", stage, mismatched, len(reqs))
+				}
+				// Filters the scalar indices answer: the same rows, at the
+				// same addresses.
+				for _, filter := range []string{"id < 150", "id >= 290 AND id < 310", "category = 'c2'"} {
+					want := lanceRowPairs(t, ask(lanceIndexRequest{vecRequest: vecRequest{URI: uri, Op: "query", Filter: filter, Select: []string{"id"}}})[0])
+					sc, err := d.Scan(&dataset.ScanOptions{Columns: []string{"id"}, Filter: filter, WithRowID: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(sc.FilterIndices()) == 0 {
+						t.Errorf("%s: %q: lancer used no index", stage, filter)
+					}
+					var got [][2]int64
+					for rec, err := range sc.Batches(ctx) {
+						if err != nil {
+							t.Fatal(err)
+						}
+						ids := rec.Column(0).(*array.Int64).Int64Values()
+						rids := rec.Column(1).(*array.Uint64).Uint64Values()
+						for i := range ids {
+							got = append(got, [2]int64{ids[i], int64(rids[i])})
+						}
+					}
+					slices.SortFunc(got, func(a, b [2]int64) int { return cmp.Compare(a[1], b[1]) })
+					if !slices.Equal(got, want) {
+						t.Errorf("%s: %q: lancer %v, Lance %v", stage, filter, got, want)
+					}
 				}
 				rep, err := dataset.Check(ctx, store, nil)
 				if err != nil {
@@ -247,4 +278,25 @@ func openLatestKey(ctx context.Context, store blob.Store) (string, error) {
 		}
 	}
 	return best, nil
+}
+
+// lanceRowPairs returns the (id, _rowid) pairs of a query reply, by row id.
+func lanceRowPairs(t *testing.T, r vecReply) [][2]int64 {
+	t.Helper()
+	if r.Error != "" {
+		t.Fatalf("real Lance: %s", r.Error)
+	}
+	out := make([][2]int64, len(r.Rows))
+	for i, raw := range r.Rows {
+		var row struct {
+			ID    int64  `json:"id"`
+			RowID uint64 `json:"_rowid"`
+		}
+		if err := json.Unmarshal(raw, &row); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = [2]int64{row.ID, int64(row.RowID)}
+	}
+	slices.SortFunc(out, func(a, b [2]int64) int { return cmp.Compare(a[1], b[1]) })
+	return out
 }
