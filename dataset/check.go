@@ -89,7 +89,7 @@ type CheckReport struct {
 // OK reports whether the check found no violation.
 func (r *CheckReport) OK() bool { return len(r.Violations) == 0 }
 
-// Check verifies the invariants D1-D10 of the package doc on one version of
+// Check verifies the invariants D1-D11 of the package doc on one version of
 // the dataset rooted at store (opts.Version, default the latest) or on every
 // version (opts.AllVersions), and reports each violation with its
 // invariant's number and the file, fragment or field at fault. It reads
@@ -247,7 +247,61 @@ func (c *checker) checkVersion(ctx context.Context, e manifestEntry) error {
 			return err
 		}
 	}
+	c.checkFragReuse(at, where, m)
 	return c.checkIndices(ctx, at, d)
+}
+
+// checkFragReuse checks D11: the fragment reuse index agrees with the
+// version's fragments and feature flags.
+func (c *checker) checkFragReuse(at site, where string, m *manifest.Manifest) {
+	present, tagged := m.FragReuseEntry()
+	if !present {
+		return
+	}
+	dir := indicesDir
+	for _, ix := range m.Indices {
+		if ix.Name == manifest.FragReuseIndexName {
+			dir = indicesDir + ix.UUID + "/"
+		}
+	}
+	both := m.ReaderFeatureFlags & m.WriterFeatureFlags
+	if tagged && both&manifest.FlagFragmentReuseIndex == 0 {
+		at.add("D11", where, nil, "the fragment reuse index is tagged (index_version 1) but the reader (%s) and writer (%s) feature flags do not both hold %s",
+			m.ReaderFeatureFlags, m.WriterFeatureFlags, manifest.FlagFragmentReuseIndex)
+	}
+	fri := m.FragReuse()
+	if fri == nil {
+		return
+	}
+	frags := map[uint64]*manifest.Fragment{}
+	highest := uint64(0)
+	for _, f := range m.Fragments {
+		frags[f.ID] = f
+		highest = max(highest, f.ID)
+	}
+	if m.MaxFragmentID != nil {
+		highest = max(highest, uint64(*m.MaxFragmentID))
+	}
+	for i, t := range fri.Transitions {
+		for _, s := range t.Sources {
+			if _, ok := frags[s.ID]; ok {
+				at.inFragment(s.ID).add("D11", dir, nil, "rewrite %d of the fragment reuse index consumed fragment %d, which is still in the version", i, s.ID)
+			}
+		}
+		for _, ds := range [][]manifest.FragDigest{t.Sources, t.Destinations} {
+			for _, g := range ds {
+				if g.ID > highest {
+					at.inFragment(g.ID).add("D11", dir, nil, "rewrite %d of the fragment reuse index names fragment %d, an id the dataset never handed out (highest %d)", i, g.ID, highest)
+				}
+			}
+		}
+		for _, g := range t.Destinations {
+			if f, ok := frags[g.ID]; ok && f.PhysicalRows != g.PhysicalRows {
+				at.inFragment(g.ID).add("D11", dir, nil, "rewrite %d of the fragment reuse index produced fragment %d with %d rows, the version's fragment %d has %d",
+					i, g.ID, g.PhysicalRows, g.ID, f.PhysicalRows)
+			}
+		}
+	}
 }
 
 // checkFlags checks D10: the reader feature flags announce what the

@@ -3,7 +3,7 @@
 // (create, append, overwrite, delete, update, merge-insert, add, drop and
 // rename columns, compact, restore, indices) and commits them as real
 // Lance does, rebasing over concurrent writers by Lance's conflict rules;
-// Cleanup removes old versions and Check verifies a version (D1-D10).
+// Cleanup removes old versions and Check verifies a version (D1-D11).
 //
 // Programs should start at package table: table.Open(ctx, uri, opts)
 // opens a table at a ref, owns its store and is closed when done, and its
@@ -117,6 +117,16 @@
 //   - D10. The reader feature flags announce what the manifest uses:
 //     deletion_files when a fragment has a deletion file, base_paths when
 //     the manifest lists base paths.
+//   - D11. A fragment reuse index (docs/spec/fragment-reuse.md; its
+//     decoding, and the translation of every index's fragment bitmap
+//     through it without splitting a rewrite, are D1) agrees with the
+//     version: no fragment a rewrite consumed is in the version (ids are
+//     never reused, so an index address in it would be translated away),
+//     each destination still in the version has the physical rows its
+//     digest records (else translated addresses land on other rows), every
+//     fragment id it names was handed out (as D9), and a tagged history
+//     (index_version 1) has fragment_reuse_index in both the reader and
+//     the writer feature flags, so that no reader ignores its transitions.
 //
 // # Commits
 //

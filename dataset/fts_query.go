@@ -340,6 +340,9 @@ func (ev *ftsEval) leaf(ctx context.Context, column, text string, q *ftsindex.Qu
 	if err := ftsindex.CheckQuery(q); err != nil {
 		return nil, err
 	}
+	if err := d.ftsTranslatable(seg, ix); err != nil {
+		return nil, err
+	}
 	live, err := d.lanceLiveRows(ctx, seg)
 	if err != nil {
 		return nil, err

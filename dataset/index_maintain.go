@@ -309,6 +309,7 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 		// Write over the remapped rows, as Lance's remap rebuilds it
 		// (the deleted rows gone from it).
 		vw, cw := spec.Dim, spec.CodeWidth()
+		fri := d.rowRemap()
 		spec.Allocator = d.opts.Allocator
 		spec.HNSWSeed = uint64(len(out))
 		spec.Rows = func(ctx context.Context, p int) ([]uint64, []float32, []uint8, error) {
@@ -318,6 +319,16 @@ func (d *Dataset) remapIndices(ctx context.Context, groups []manifest.RewriteGro
 			}
 			k := 0
 			for i, id := range ids {
+				if fri != nil {
+					// The stored address predates a deferred remap:
+					// first the row's address in d, then the
+					// compaction's (which the FRI leaves alone: it
+					// consumed none of d's fragments).
+					var kept bool
+					if id, kept = fri.RemapAddr(id); !kept {
+						continue
+					}
+				}
 				if amap.gone.Contains(uint32(id >> 32)) {
 					to, ok := amap.to[id]
 					if !ok {

@@ -58,13 +58,6 @@ func (d *Dataset) planIndex(expr *filter.Expr) *indexPlan {
 	if len(d.manifest.Indices) == 0 {
 		return nil
 	}
-	for _, ix := range d.manifest.Indices {
-		if ix.Name == manifest.FragReuseIndexName {
-			// Indices then hold the row addresses of fragments compaction
-			// has since rewritten, for a map lancer does not read.
-			return nil
-		}
-	}
 	x := expr.IndexExpr(d.manifest.Schema.Arrow())
 	if x == nil {
 		return nil
@@ -232,6 +225,9 @@ func (p *indexPlan) evalTerm(ctx context.Context, d *Dataset, t *filter.IndexTer
 		if err != nil {
 			return nil, false, fmt.Errorf("dataset: scan: index %s: %w", seg.Name, err)
 		}
+		// Addresses that predate a deferred compaction's rewrite are
+		// translated (docs/spec/fragment-reuse.md §3).
+		rows = d.indexRowSet(rows)
 		for _, id := range seg.Fragments {
 			f := d.fragment(uint64(id))
 			if f == nil {

@@ -356,11 +356,11 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 		if fragments, err = applyDelete(fragments, op.del); err != nil {
 			return nil, err
 		}
-		indices = retainIndices(indices, m.Fields(), fragments)
+		indices = retainIndices(indices, m.Fields(), fragments, m.FragReuse())
 	case opProject:
 		m.SetFields(op.fields)
 		fragments = projectFragments(fragments, m.Fields())
-		indices = retainIndices(indices, m.Fields(), fragments)
+		indices = retainIndices(indices, m.Fields(), fragments, m.FragReuse())
 	case opRewrite:
 		// New fragments carry their row ids already (compact.go).
 		var (
@@ -378,18 +378,18 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 				return nil, err
 			}
 		}
-		indices = retainIndices(indices, m.Fields(), fragments)
+		indices = retainIndices(indices, m.Fields(), fragments, m.FragReuse())
 	case opMerge:
 		// The fragments replace the version's, ids and row ids kept, as
 		// Lance's Merge does.
 		m.SetFields(op.fields)
 		fragments = manifest.CloneFragments(op.merge.fragments)
-		indices = retainIndices(indices, m.Fields(), fragments)
+		indices = retainIndices(indices, m.Fields(), fragments, m.FragReuse())
 		m.BasePaths = append(m.BasePaths, op.addBasePaths...)
 		nextRowID = max(nextRowID, op.minNextRowID)
 	case opCreateIndex:
 		indices = applyCreateIndex(indices, op)
-		indices = retainIndices(indices, m.Fields(), fragments)
+		indices = retainIndices(indices, m.Fields(), fragments, m.FragReuse())
 	case opDataReplacement:
 		var err error
 		if fragments, err = applyDataReplacement(fragments, op.replacements); err != nil {
@@ -411,7 +411,7 @@ func buildManifest(prev *manifest.Manifest, op *operation, version uint64, txnFi
 		if fragments, indices, nextRowID, err = applyUpdate(fragments, indices, op, assignIDs, stable, nextRowID, version); err != nil {
 			return nil, err
 		}
-		indices = retainIndices(indices, m.Fields(), fragments)
+		indices = retainIndices(indices, m.Fields(), fragments, m.FragReuse())
 	case opRestore:
 		stable = m.StableRowIDs()
 		if prev != nil {
@@ -680,6 +680,20 @@ func applyFeatureFlags(m, prev *manifest.Manifest, stable bool) error {
 		reader |= manifest.FlagBasePaths
 		writer |= manifest.FlagBasePaths
 	}
+	// A tagged fragment reuse index needs readers and writers that
+	// translate through it (the bit then stays, StickyFlags). Bit 512
+	// (an index in a table with stable row ids) is kept while the index
+	// is, never introduced: it would shut out readers that need not be.
+	if present, tagged := m.FragReuseEntry(); present {
+		if tagged {
+			reader |= manifest.FlagFragmentReuseIndex
+			writer |= manifest.FlagFragmentReuseIndex
+		}
+		if stable && sticky&manifest.FlagFragReuseWithStableRowIDs != 0 {
+			reader |= manifest.FlagFragReuseWithStableRowIDs
+			writer |= manifest.FlagFragReuseWithStableRowIDs
+		}
+	}
 	m.ReaderFeatureFlags = reader
 	m.WriterFeatureFlags = writer
 	return nil
@@ -765,7 +779,13 @@ func projectFragments(frags []*manifest.Fragment, fields []*schema.Field) []*man
 // schema, and segments covering none of the remaining fragments when their
 // index has other segments that do (or when they are vector indices);
 // system indices stay.
-func retainIndices(indices []*manifest.IndexMetadata, fields []*schema.Field, frags []*manifest.Fragment) []*manifest.IndexMetadata {
+//
+// A segment's coverage is judged after translation through fri, the
+// fragment reuse index of the version built on (nil: none), as Lance
+// judges the bitmaps its load_indices translated: a vector index whose
+// recorded fragments a deferred compaction rewrote covers their
+// successors and stays.
+func retainIndices(indices []*manifest.IndexMetadata, fields []*schema.Field, frags []*manifest.Fragment, fri *manifest.FragReuse) []*manifest.IndexMetadata {
 	if len(indices) == 0 {
 		return indices
 	}
@@ -797,6 +817,11 @@ func retainIndices(indices []*manifest.IndexMetadata, fields []*schema.Field, fr
 		bm, err := manifest.DecodeRoaring(ix.FragmentBitmap)
 		if err != nil {
 			return false // keep what cannot be judged
+		}
+		if fri != nil {
+			if bm, err = fri.RemapFragments(bm); err != nil {
+				return false
+			}
 		}
 		return !bm.Intersects(live)
 	}

@@ -239,11 +239,15 @@ func (d *Dataset) searchRowIDs(ctx context.Context, column string, query []float
 		default:
 			f = vector.AllowBitmap(roaring64.And(live, pre))
 		}
+		// Tested on the stored addresses' translations; with a fragment
+		// reuse index and no filter it still drops the rows the deferred
+		// rewrites did not keep.
+		f = d.indexFilter(f)
 		found, err := ivf.index.Search(ctx, query, want, &vector.IVFSearchOptions{NProbes: o.NProbes, Ef: o.Ef}, f)
 		if err != nil {
 			return nil, fmt.Errorf("dataset: search index %s: %w", ivf.location, err)
 		}
-		for _, n := range found {
+		for _, n := range d.indexHits(found) {
 			top.Push(n.ID, n.Distance)
 		}
 	}

@@ -138,6 +138,9 @@ func (d *Dataset) searchLance(ctx context.Context, segs []lanceIndex, column str
 		// of fragments no longer in the version make Lance's prefilter
 		// non-empty: a search that returns one is done again with the
 		// live rows as its filter.
+		// With a fragment reuse index the filter is tested on the stored
+		// addresses' translations, and without one it still drops the
+		// rows the deferred rewrites did not keep (indexFilter).
 		var allow vector.Filter
 		switch {
 		case pre != nil:
@@ -145,11 +148,13 @@ func (d *Dataset) searchLance(ctx context.Context, segs []lanceIndex, column str
 		case d.anyDeletions(s.seg.Fragments):
 			allow = vector.AllowBitmap(live)
 		}
-		so := &vecindex.SearchOptions{NProbes: o.NProbes, Ef: o.Ef, Allow: allow}
+		so := &vecindex.SearchOptions{NProbes: o.NProbes, Ef: o.Ef, Allow: d.indexFilter(allow)}
 		found, err := s.ix.Search(ctx, query, want, so)
+		found = d.indexHits(found)
 		if err == nil && allow == nil && slices.ContainsFunc(found, func(n vector.Neighbor) bool { return !live.Contains(n.ID) }) {
-			so.Allow = vector.AllowBitmap(live)
+			so.Allow = d.indexFilter(vector.AllowBitmap(live))
 			found, err = s.ix.Search(ctx, query, want, so)
+			found = d.indexHits(found)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("dataset: search index %q: %w", s.seg.Name, err)

@@ -167,6 +167,9 @@ func ReadFile(ctx context.Context, store blob.Store, key string, size int64, wit
 	if err := f.loadDictionaries(ctx, m, footerStart); err != nil {
 		return nil, err
 	}
+	if err := f.loadFragReuse(ctx, m); err != nil {
+		return nil, err
+	}
 	c := &File{Manifest: m}
 	if withTxn {
 		if c.Transaction, err = f.transaction(ctx, &pm, footerStart); err != nil {

@@ -3,9 +3,11 @@ package manifest_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -93,6 +95,15 @@ func FuzzManifest(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// A fixture's manifest with a fragment reuse index (tagged, inline)
+	// and an index segment whose bitmap it translates.
+	files := fixturetest.Files(f, ".manifest")
+	first := slices.Min(slices.Collect(maps.Keys(files)))
+	seed := withFragReuse(f, files[first])
+	if _, err := manifest.ReadFile(context.Background(), memStoreWith(f, seed), "_versions/18446744073709551614.manifest", 0, true); err != nil {
+		f.Fatalf("the fragment reuse seed does not read: %v", err)
+	}
+	f.Add(seed)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const key = "_versions/18446744073709551614.manifest"
 		s := blob.NewMemStore("fuzz")
@@ -217,4 +228,55 @@ func FuzzDeletionFile(f *testing.F) {
 			t.Errorf("accepted offset %d of %d rows", dv.Maximum(), rows)
 		}
 	})
+}
+
+// withFragReuse returns the manifest file data with its index segments
+// replaced by a tagged fragment reuse index that rewrote fragments 1000
+// and 1001 into 1002, and a segment covering 1000 and 1001.
+func withFragReuse(f *testing.F, data []byte) []byte {
+	const key = "_versions/18446744073709551614.manifest"
+	s := blob.NewMemStore("seed")
+	ctx := context.Background()
+	if err := s.Write(ctx, key, data); err != nil {
+		f.Fatal(err)
+	}
+	c, err := manifest.ReadFile(ctx, s, key, 0, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	content, err := manifest.EncodeFragReuseContent([]manifest.FragReuseRecord{{
+		Tagged:       true,
+		Sources:      []manifest.FragDigest{{ID: 1000, PhysicalRows: 2, NumDeletedRows: 1}, {ID: 1001, PhysicalRows: 1}},
+		Destinations: []manifest.FragDigest{{ID: 1002, PhysicalRows: 2}},
+		Survivors:    []uint64{1000<<32 | 1, 1001 << 32},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	bm, err := roaring.BitmapOf(1000, 1001).ToBytes()
+	if err != nil {
+		f.Fatal(err)
+	}
+	one := int32(1)
+	m := c.Manifest.Clone()
+	m.ReaderFeatureFlags |= manifest.FlagFragmentReuseIndex
+	m.WriterFeatureFlags |= manifest.FlagFragmentReuseIndex
+	m.SetIndexSegments([]*manifest.IndexMetadata{
+		{UUID: make([]byte, 16), Name: manifest.FragReuseIndexName, IndexVersion: &one,
+			Details: &manifest.IndexDetails{TypeURL: manifest.FragReuseDetailsTypeURL, Value: manifest.EncodeFragReuseDetails(content, nil)}},
+		{UUID: append(make([]byte, 15), 1), Name: "stale", FragmentBitmap: bm},
+	})
+	out, err := manifest.EncodeFile(m, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return out
+}
+
+func memStoreWith(f *testing.F, data []byte) blob.Store {
+	s := blob.NewMemStore("seed")
+	if err := s.Write(context.Background(), "_versions/18446744073709551614.manifest", data); err != nil {
+		f.Fatal(err)
+	}
+	return s
 }

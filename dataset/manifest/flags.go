@@ -43,11 +43,13 @@ const (
 	// versions.
 	FlagMixedDataFileVersions FeatureFlags = 1 << 8
 	// FlagFragReuseWithStableRowIDs: the table has stable row ids and a
-	// fragment reuse index. Refused.
+	// fragment reuse index, whose rewrites only move index coverage (the
+	// indices hold stable row ids). Requires FlagStableRowIDs.
 	FlagFragReuseWithStableRowIDs FeatureFlags = 1 << 9
 	// FlagFragmentReuseIndex: the fragment reuse index records tagged
-	// transitions that readers must translate row addresses through.
-	// Refused.
+	// transitions that readers must translate row addresses through
+	// (docs/spec/fragment-reuse.md §4). Reader and writer bits are set
+	// together and stay set once set, also after the index is gone.
 	FlagFragmentReuseIndex FeatureFlags = 1 << 10
 	// FlagSpilledRowLineage: row ids or row version sequences stored as
 	// hidden columns of a data file (unstable in Lance). Refused.
@@ -68,14 +70,15 @@ const (
 // (docs/spec/lance-format.md §3.5). Bits 9 to 14 are newer than every
 // released LanceDB client (Lance 12 refuses anything from 256 up); their
 // assignments are those of the newest format document and lancer refuses
-// them by name.
+// by name those it does not implement.
 
 // readableFlags are the reader flags lancer implements. Bits 4, 8 and 32 are
-// writer-only and harmless to a reader; overlays (64) and anything from
-// bit 9 up but independent covering fields are refused.
+// writer-only and harmless to a reader; the fragment reuse bits (512, 1024)
+// are read with the index they announce (Manifest.FragReuse); overlays (64)
+// and bits 11, 12 and 14 are refused.
 const readableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig |
 	FlagBasePaths | FlagDisableTransactionFile | FlagCoveringIndexFields | FlagMixedDataFileVersions |
-	FlagIndependentCoveringFields
+	FlagIndependentCoveringFields | FlagFragReuseWithStableRowIDs | FlagFragmentReuseIndex
 
 // WritableFlags are the writer flags lancer honours when it commits on a
 // version. lancer keeps covering declarations and mixed file versions as
@@ -85,8 +88,9 @@ const WritableFlags = readableFlags
 // StickyFlags are the flags a commit carries over from the version it
 // builds on whatever the new manifest holds: Lance keeps the mixed-version
 // bits set once set, and the independent covering contract with the
-// covering flag.
-const StickyFlags = FlagMixedDataFileVersions
+// covering flag, and the tagged fragment reuse bit once set (Lance's gate:
+// the record form stays tagged even after the entry is trimmed away).
+const StickyFlags = FlagMixedDataFileVersions | FlagFragmentReuseIndex
 
 var flagNames = []struct {
 	flag FeatureFlags

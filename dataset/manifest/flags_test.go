@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/anypb"
+
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/fixturetest"
@@ -22,8 +24,6 @@ func TestNewerFlagsRefusedByName(t *testing.T) {
 		name string
 	}{
 		{FlagDataOverlays, "data_overlays"},
-		{FlagFragReuseWithStableRowIDs, "frag_reuse_with_stable_row_ids"},
-		{FlagFragmentReuseIndex, "fragment_reuse_index"},
 		{FlagSpilledRowLineage, "spilled_row_lineage"},
 		{FlagFragmentTree, "fragment_tree"},
 		{FlagManagedBlobs, "managed_blobs"},
@@ -41,6 +41,66 @@ func TestNewerFlagsRefusedByName(t *testing.T) {
 		if !strings.Contains(err.Error(), "cannot read "+tc.name) {
 			t.Errorf("flag %d: error %q does not name %s", uint64(tc.flag), err, tc.name)
 		}
+	}
+}
+
+// TestFragReuseFlags: the fragment reuse bits open with what they
+// announce (docs/spec/fragment-reuse.md §4): 1024 with a tagged index, or
+// with none (the bit stays once set, after the index is trimmed away);
+// 512 only with stable row ids. A tagged index's transitions are read.
+func TestFragReuseFlags(t *testing.T) {
+	tagged := encodeHistory(t, friHistory())
+	one := int32(1)
+	friSeg := func(content []byte, version *int32) *tablepb.IndexMetadata {
+		return &tablepb.IndexMetadata{
+			Uuid: &tablepb.UUID{Uuid: make([]byte, 16)}, Name: FragReuseIndexName, DatasetVersion: 1,
+			IndexDetails: &anypb.Any{TypeUrl: FragReuseDetailsTypeURL, Value: EncodeFragReuseDetails(content, nil)},
+			IndexVersion: version,
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		flags   FeatureFlags
+		stable  bool
+		segs    []*tablepb.IndexMetadata
+		wantErr error
+		says    string
+		fri     bool
+	}{
+		{"1024 with a tagged index", FlagFragmentReuseIndex, false, []*tablepb.IndexMetadata{friSeg(tagged, &one)}, nil, "", true},
+		{"1024 after the index was trimmed", FlagFragmentReuseIndex, false, nil, nil, "", false},
+		{"512 without stable row ids", FlagFragReuseWithStableRowIDs, false, nil, lancer.ErrCorrupt, "frag_reuse_with_stable_row_ids without stable_row_ids", false},
+		{"512 with stable row ids", FlagFragReuseWithStableRowIDs | FlagStableRowIDs, true, []*tablepb.IndexMetadata{friSeg(tagged, &one)}, nil, "", true},
+		{"tagged content in index_version 0", FlagFragmentReuseIndex, false, []*tablepb.IndexMetadata{friSeg(tagged, nil)}, lancer.ErrCorrupt, "index_version 0", false},
+		{"details that do not decode", 0, false, []*tablepb.IndexMetadata{{
+			Uuid: &tablepb.UUID{Uuid: make([]byte, 16)}, Name: FragReuseIndexName,
+			IndexDetails: &anypb.Any{TypeUrl: FragReuseDetailsTypeURL, Value: []byte{0x0a, 0x05, 1}},
+		}}, lancer.ErrCorrupt, "fragment reuse index", false},
+		{"two entries", 0, false, []*tablepb.IndexMetadata{friSeg(tagged, &one), friSeg(tagged, &one)}, lancer.ErrCorrupt, "two fragment reuse index segments", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := emptyManifest(1)
+			m.ReaderFeatureFlags, m.WriterFeatureFlags = uint64(tc.flags), uint64(tc.flags)
+			if tc.stable {
+				m.NextRowId = 1
+			}
+			got, err := openManifestWithIndices(t, m, tc.segs)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.says) {
+					t.Fatalf("open: %v, want %v saying %q", err, tc.wantErr, tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fri := got.FragReuse(); (fri != nil) != tc.fri || (fri != nil && len(fri.Transitions) != 2) {
+				t.Errorf("FragReuse %+v, want decoded: %v", fri, tc.fri)
+			}
+			if got.TranslatesRowAddrs() != (tc.fri && !tc.stable) {
+				t.Errorf("TranslatesRowAddrs %v", got.TranslatesRowAddrs())
+			}
+		})
 	}
 }
 

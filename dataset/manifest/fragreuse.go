@@ -645,6 +645,20 @@ func (r *FragReuse) Consumed(id uint64) bool {
 	return ok
 }
 
+// SourceRows returns the physical rows fragment id had when a rewrite
+// recorded in r consumed it; ok is false when none did.
+func (r *FragReuse) SourceRows(id uint64) (rows uint64, ok bool) {
+	if !r.Consumed(id) {
+		return 0, false
+	}
+	for _, s := range r.Transitions[r.consumer[uint32(id)]].Sources {
+		if s.ID == id {
+			return s.PhysicalRows, true
+		}
+	}
+	return 0, false
+}
+
 // RemapAddr translates an index's row address through every rewrite that
 // followed it: ok is false when the row was deleted at rewrite time.
 // Addresses of fragments no rewrite consumed come back unchanged.

@@ -96,6 +96,12 @@ func TestFragReuseRemap(t *testing.T) {
 		if !r.Consumed(2) || r.Consumed(4) {
 			t.Error("Consumed")
 		}
+		if n, ok := r.SourceRows(2); !ok || n != 6 {
+			t.Errorf("SourceRows(2) = %d %v, want 6", n, ok)
+		}
+		if _, ok := r.SourceRows(4); ok {
+			t.Error("SourceRows(4) of a fragment no rewrite consumed")
+		}
 	}
 }
 

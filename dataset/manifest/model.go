@@ -75,6 +75,8 @@ type Manifest struct {
 	// storage is the recorded data storage format; nil when the manifest
 	// predates it (then DataFormat is inferred and nothing is written).
 	storage *storageFormat
+	// friState is the decoded fragment reuse index (FragReuse).
+	friState fragReuseState
 	// branchSet records a branch field present but empty.
 	branchSet bool
 	// timestampSet records that the manifest has a timestamp (Timestamp is

@@ -105,6 +105,9 @@ func (m *Manifest) Validate(where string) error {
 			return corrupt("index %q: %v", ix.Name, err)
 		}
 	}
+	if err := m.resolveFragReuse(); err != nil {
+		return fmt.Errorf("dataset: manifest %s: %w", where, err)
+	}
 	if m.Indices, err = indexInfos(m.segments, m); err != nil {
 		return fmt.Errorf("dataset: manifest %s: %w", where, err)
 	}

@@ -80,6 +80,12 @@ func (s *RowSet) His() []uint32 {
 	return his
 }
 
+// DropHi removes the values whose high 32 bits are hi.
+func (s *RowSet) DropHi(hi uint32) {
+	delete(s.parts, hi)
+	delete(s.full, hi)
+}
+
 // Len returns the number of values.
 func (s *RowSet) Len() uint64 {
 	if s == nil {
