@@ -28,7 +28,8 @@ const (
 	FlagDisableTransactionFile FeatureFlags = 32
 	// FlagDataOverlays: fragments carry cell-level overlay files (Lance's
 	// FLAG_UNSTABLE_DATA_OVERLAY_FILES; release builds of Lance refuse it
-	// too). lancer refuses it: ignoring an overlay returns stale values.
+	// too). lancer reads them (overlay.go, docs/spec/data-overlays.md):
+	// ignoring an overlay would return stale values.
 	FlagDataOverlays FeatureFlags = 1 << 6
 	// FlagCoveringIndexFields: some index declares covering fields
 	// (IndexMetadata.covering_fields, Lance's FLAG_COVERED_INDEX_METADATA).
@@ -71,11 +72,11 @@ const (
 // them by name.
 
 // readableFlags are the reader flags lancer implements. Bits 4, 8 and 32 are
-// writer-only and harmless to a reader; overlays (64) and anything from
-// bit 9 up but independent covering fields are refused.
+// writer-only and harmless to a reader; anything from bit 9 up but
+// independent covering fields is refused.
 const readableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig |
-	FlagBasePaths | FlagDisableTransactionFile | FlagCoveringIndexFields | FlagMixedDataFileVersions |
-	FlagIndependentCoveringFields
+	FlagBasePaths | FlagDisableTransactionFile | FlagDataOverlays | FlagCoveringIndexFields |
+	FlagMixedDataFileVersions | FlagIndependentCoveringFields
 
 // WritableFlags are the writer flags lancer honours when it commits on a
 // version. lancer keeps covering declarations and mixed file versions as

@@ -21,7 +21,6 @@ func TestNewerFlagsRefusedByName(t *testing.T) {
 		flag FeatureFlags
 		name string
 	}{
-		{FlagDataOverlays, "data_overlays"},
 		{FlagFragReuseWithStableRowIDs, "frag_reuse_with_stable_row_ids"},
 		{FlagFragmentReuseIndex, "fragment_reuse_index"},
 		{FlagSpilledRowLineage, "spilled_row_lineage"},

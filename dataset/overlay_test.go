@@ -1,0 +1,376 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
+	"github.com/lancerdb/lancer/format"
+	"github.com/lancerdb/lancer/internal/fixturetest"
+)
+
+// overlayValues is the content of an overlay file of the idRows schema:
+// the value columns, by field name, of the covered offsets in rank order
+// (nil = NULL). Values of "id" are int64, of "s" strings.
+type overlayValues map[string][]any
+
+// writeOverlayFile writes an overlay data file as the spec lays it out
+// (docs/spec/data-overlays.md): one value column per field, no key
+// column, the values in rank order. It returns the DataFile to record.
+func writeOverlayFile(t *testing.T, store blob.Store, d *Dataset, mem memory.Allocator, v format.Version, names []string, vals overlayValues) manifest.DataFile {
+	t.Helper()
+	ctx := context.Background()
+	sch, err := d.manifest.Schema.Project(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arrs []arrow.Array
+	var fields []arrow.Field
+	for _, name := range names {
+		var a arrow.Array
+		switch name {
+		case "id":
+			b := array.NewInt64Builder(mem)
+			for _, x := range vals[name] {
+				if x == nil {
+					b.AppendNull()
+				} else {
+					b.Append(int64(x.(int)))
+				}
+			}
+			a = b.NewArray()
+			b.Release()
+		case "s":
+			b := array.NewStringBuilder(mem)
+			for _, x := range vals[name] {
+				if x == nil {
+					b.AppendNull()
+				} else {
+					b.Append(x.(string))
+				}
+			}
+			a = b.NewArray()
+			b.Release()
+		default:
+			t.Fatalf("no column %q", name)
+		}
+		arrs = append(arrs, a)
+		fields = append(fields, sch.Field(name).ArrowField())
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(arrs[0].Len()))
+	releaseArrays(arrs)
+	defer rec.Release()
+	w, err := format.NewWriter(ctx, store, dataDir+"overlay-"+newDataFileName(), sch, &format.WriterOptions{Version: v, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(ctx, rec); err != nil {
+		w.Abort(ctx)
+		t.Fatal(err)
+	}
+	wf, err := w.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dataFileOf(wf)
+}
+
+// overlaySpec is one overlay of a test: its fields and values, which
+// offsets it covers (one bitmap shared, or one per field), and its
+// committed version (0: the manifest's).
+type overlaySpec struct {
+	frag    int // index into the fragments
+	fields  []string
+	vals    overlayValues
+	shared  []uint32
+	sparse  [][]uint32
+	version uint64
+}
+
+// addOverlays writes the overlays' files and records them in the latest
+// manifest with flag 64, in order.
+func addOverlays(t *testing.T, store blob.Store, mem memory.Allocator, v format.Version, specs []overlaySpec) {
+	t.Helper()
+	d := openStore(t, store, 0, mem)
+	var ovs []manifest.Overlay
+	var frags []int
+	for _, sp := range specs {
+		file := writeOverlayFile(t, store, d, mem, v, sp.fields, sp.vals)
+		version := sp.version
+		if version == 0 {
+			version = d.Version()
+		}
+		var o manifest.Overlay
+		var err error
+		if sp.sparse != nil {
+			bms := make([]*roaring.Bitmap, len(sp.sparse))
+			for i, offs := range sp.sparse {
+				bms[i] = roaring.BitmapOf(offs...)
+			}
+			o, err = manifest.NewSparseOverlay(file, bms, version)
+		} else {
+			o, err = manifest.NewDenseOverlay(file, roaring.BitmapOf(sp.shared...), version)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ovs = append(ovs, o)
+		frags = append(frags, sp.frag)
+	}
+	editLatest(t, store, func(m *manifest.Manifest) {
+		for i, o := range ovs {
+			f := m.Fragments[frags[i]]
+			f.Overlays = append(f.Overlays, o)
+		}
+		m.ReaderFeatureFlags |= manifest.FlagDataOverlays
+		m.WriterFeatureFlags |= manifest.FlagDataOverlays
+	})
+}
+
+// columnStrings returns column name of rows as JSON texts.
+func columnStrings(rows []row, name string) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = string(r.cols[name])
+	}
+	return out
+}
+
+// baseS is the base value of column s for id i in idRows, as JSON.
+func baseS(i int) string {
+	if i%7 == 3 {
+		return "null"
+	}
+	return fmt.Sprintf("%q", fmt.Sprintf("s%d", i))
+}
+
+// TestOverlayScan: scans see each cell's newest overlay value, in the
+// cases of the spec's resolution rules (docs/spec/data-overlays.md): a
+// dense overlay, newest committed_version winning, position breaking a
+// tie, a covered NULL overriding to NULL, a sparse overlay covering
+// different offsets per field, and fields an overlay does not cover
+// falling through to the base. Without the overlay read (e.g. ignoring
+// DataFragment.overlays) every case but "none" fails.
+func TestOverlayScan(t *testing.T) {
+	type cell struct {
+		row int
+		col string
+		val string // JSON
+	}
+	cases := []struct {
+		name  string
+		specs []overlaySpec
+		want  []cell // cells that differ from the base
+	}{
+		{name: "none"},
+		{
+			name:  "dense",
+			specs: []overlaySpec{{fields: []string{"s"}, vals: overlayValues{"s": {"X1", "X4"}}, shared: []uint32{1, 4}}},
+			want:  []cell{{1, "s", `"X1"`}, {4, "s", `"X4"`}},
+		},
+		{
+			name: "dense two fields",
+			specs: []overlaySpec{{fields: []string{"id", "s"}, vals: overlayValues{"id": {100, 109}, "s": {"a", nil}},
+				shared: []uint32{0, 9}}},
+			want: []cell{{0, "id", "100"}, {0, "s", `"a"`}, {9, "id", "109"}, {9, "s", "null"}},
+		},
+		{
+			name: "newer version wins over a later entry",
+			specs: []overlaySpec{
+				{fields: []string{"s"}, vals: overlayValues{"s": {"new2", "new5"}}, shared: []uint32{2, 5}, version: 2},
+				{fields: []string{"s"}, vals: overlayValues{"s": {"old2", "old3"}}, shared: []uint32{2, 3}, version: 1},
+			},
+			want: []cell{{2, "s", `"new2"`}, {3, "s", `"old3"`}, {5, "s", `"new5"`}},
+		},
+		{
+			name: "later entry wins a tie",
+			specs: []overlaySpec{
+				{fields: []string{"s"}, vals: overlayValues{"s": {"first"}}, shared: []uint32{6}, version: 2},
+				{fields: []string{"s"}, vals: overlayValues{"s": {"second"}}, shared: []uint32{6}, version: 2},
+			},
+			want: []cell{{6, "s", `"second"`}},
+		},
+		{
+			name:  "covered null overrides",
+			specs: []overlaySpec{{fields: []string{"s"}, vals: overlayValues{"s": {nil}}, shared: []uint32{8}}},
+			want:  []cell{{8, "s", "null"}},
+		},
+		{
+			name: "sparse",
+			specs: []overlaySpec{{fields: []string{"id", "s"}, vals: overlayValues{"id": {-1, -7}, "s": {"z2", "z3"}},
+				sparse: [][]uint32{{1, 7}, {2, 3}}}},
+			want: []cell{{1, "id", "-1"}, {7, "id", "-7"}, {2, "s", `"z2"`}, {3, "s", `"z3"`}},
+		},
+		{
+			name:  "second fragment",
+			specs: []overlaySpec{{frag: 1, fields: []string{"s"}, vals: overlayValues{"s": {"f1"}}, shared: []uint32{0}}},
+			want:  []cell{{10, "s", `"f1"`}},
+		},
+	}
+	for _, v := range []format.Version{format.Version2_0, format.Version2_1} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/%s", v, tc.name), func(t *testing.T) {
+				mem := checkedAlloc(t)
+				store := blob.NewMemStore("overlay")
+				smallFragments(t, store, mem, v, false, 2, 10)
+				if len(tc.specs) > 0 {
+					addOverlays(t, store, mem, v, tc.specs)
+				}
+				d := openStore(t, store, 0, mem)
+				var wantID, wantS []string
+				for i := range 20 {
+					wantID = append(wantID, fmt.Sprint(i))
+					wantS = append(wantS, baseS(i))
+				}
+				for _, c := range tc.want {
+					map[string][]string{"id": wantID, "s": wantS}[c.col][c.row] = c.val
+				}
+				rows := scanAll(t, d)
+				if got := columnStrings(rows, "id"); !slices.Equal(got, wantID) {
+					t.Errorf("scan id = %v, want %v", got, wantID)
+				}
+				if got := columnStrings(rows, "s"); !slices.Equal(got, wantS) {
+					t.Errorf("scan s = %v, want %v", got, wantS)
+				}
+				// Take sees the same cells, in any order.
+				positions := []uint64{19, 0, 6, 2, 10, 3, 1, 9, 7, 8, 5, 4}
+				rec, err := d.Take(context.Background(), positions, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, b := range fixturetest.EncodeRows(t, rec) {
+					p := positions[i]
+					want := fmt.Sprintf(`{"id":%s,"s":%s}`, wantID[p], wantS[p])
+					if string(b) != want {
+						t.Errorf("take position %d = %s, want %s", p, b, want)
+					}
+				}
+				rec.Release()
+				// Filters and counts evaluate the overlaid values.
+				for _, c := range tc.want {
+					pred := fmt.Sprintf("%s = %s", c.col, strings.ReplaceAll(c.val, `"`, `'`))
+					if c.val == "null" {
+						pred = c.col + " IS NULL"
+					}
+					n, err := d.Count(context.Background(), pred)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := 0
+					for i := range 20 {
+						col := map[string][]string{"id": wantID, "s": wantS}[c.col]
+						if col[i] == c.val {
+							want++
+						}
+					}
+					if int(n) != want {
+						t.Errorf("count %q = %d, want %d", pred, n, want)
+					}
+				}
+				if n, err := d.CountRows(context.Background()); err != nil || n != 20 {
+					t.Errorf("count rows %d (%v), want 20", n, err)
+				}
+			})
+		}
+	}
+}
+
+// TestOverlayRefusals: overlays lancer cannot read exactly are refused
+// with lancer.ErrUnsupported naming the flag, and malformed ones with
+// lancer.ErrCorrupt, never read as the base values.
+func TestOverlayRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		spec overlaySpec
+		want error
+	}{
+		// A sparse overlay whose value columns have different lengths:
+		// lancer's file reader holds one row count per file.
+		{"sparse columns of different lengths", overlaySpec{fields: []string{"id", "s"}, vals: overlayValues{"id": {1, 2}, "s": {"a", "b"}},
+			sparse: [][]uint32{{1, 2}, {3}}}, lancer.ErrUnsupported},
+		// A dense overlay covering more offsets than its file has values.
+		{"dense coverage beyond the values", overlaySpec{fields: []string{"s"}, vals: overlayValues{"s": {"a"}},
+			shared: []uint32{1, 2}}, lancer.ErrCorrupt},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := checkedAlloc(t)
+			store := blob.NewMemStore("overlay")
+			smallFragments(t, store, mem, format.Version2_1, false, 1, 10)
+			addOverlays(t, store, mem, format.Version2_1, []overlaySpec{tc.spec})
+			d := openStore(t, store, 0, mem)
+			s, err := d.Scan(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got error
+			for rec, err := range s.Batches(context.Background()) {
+				if err != nil {
+					got = err
+					break
+				}
+				_ = rec
+			}
+			if !errors.Is(got, tc.want) {
+				t.Fatalf("scan: %v, want %v", got, tc.want)
+			}
+			if tc.want == lancer.ErrUnsupported && !strings.Contains(got.Error(), "data_overlays") {
+				t.Errorf("error %q does not name the flag", got)
+			}
+		})
+	}
+}
+
+// TestOverlayFlagRequired: a manifest whose fragments carry overlays
+// without flag 64, or an overlay whose coverage reaches past the
+// fragment, is corrupt; Open says so.
+func TestOverlayFlagRequired(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(m *manifest.Manifest)
+	}{
+		{"no flag", func(m *manifest.Manifest) {
+			m.ReaderFeatureFlags &^= manifest.FlagDataOverlays
+			m.WriterFeatureFlags &^= manifest.FlagDataOverlays
+		}},
+		{"offset past the fragment", func(m *manifest.Manifest) {
+			o := &m.Fragments[0].Overlays[0]
+			o.SharedOffsetBitmap, _ = roaring.BitmapOf(10).ToBytes()
+		}},
+		{"committed after the version", func(m *manifest.Manifest) { m.Fragments[0].Overlays[0].CommittedVersion = m.Version + 1 }},
+		{"bitmap count", func(m *manifest.Manifest) {
+			o := &m.Fragments[0].Overlays[0]
+			o.FieldOffsetBitmaps = [][]byte{o.SharedOffsetBitmap, o.SharedOffsetBitmap}
+			o.SharedOffsetBitmap = nil
+		}},
+		{"bad bitmap bytes", func(m *manifest.Manifest) { m.Fragments[0].Overlays[0].SharedOffsetBitmap = []byte{1, 2, 3} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := checkedAlloc(t)
+			store := blob.NewMemStore("overlay")
+			// Not smallFragments: its check at the end would find the
+			// corruption this test makes.
+			if _, err := Write(context.Background(), store, idRows(t, mem, 0, 10), &WriteOptions{FileVersion: format.Version2_1, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
+				t.Fatal(err)
+			}
+			addOverlays(t, store, mem, format.Version2_1, []overlaySpec{{fields: []string{"s"}, vals: overlayValues{"s": {"a"}}, shared: []uint32{1}}})
+			editLatest(t, store, tc.edit)
+			_, err := Open(context.Background(), store, &OpenOptions{Allocator: mem})
+			if !errors.Is(err, lancer.ErrCorrupt) {
+				t.Fatalf("open: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
