@@ -114,6 +114,12 @@ func (r cleanupRefs) add(m *manifest.Manifest) {
 				r.files[dataDir+df.Path] = true
 			}
 		}
+		for i := range f.Overlays {
+			// An overlay's data file holds the cells' current values.
+			if df := &f.Overlays[i].File; df.BaseID == nil {
+				r.files[dataDir+df.Path] = true
+			}
+		}
 		if f.DeletionFile != nil && f.DeletionFile.BaseID == nil {
 			r.files[f.DeletionFile.Key(f.ID)] = true
 		}

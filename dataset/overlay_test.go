@@ -307,7 +307,11 @@ func TestOverlayRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := checkedAlloc(t)
 			store := blob.NewMemStore("overlay")
-			smallFragments(t, store, mem, format.Version2_1, false, 1, 10)
+			// Not smallFragments: its check at the end would report the
+			// malformed overlay (TestOverlayCheck).
+			if _, err := Write(context.Background(), store, idRows(t, mem, 0, 10), &WriteOptions{FileVersion: format.Version2_1, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
+				t.Fatal(err)
+			}
 			addOverlays(t, store, mem, format.Version2_1, []overlaySpec{tc.spec})
 			d := openStore(t, store, 0, mem)
 			s, err := d.Scan(nil)
@@ -370,6 +374,179 @@ func TestOverlayFlagRequired(t *testing.T) {
 			_, err := Open(context.Background(), store, &OpenOptions{Allocator: mem})
 			if !errors.Is(err, lancer.ErrCorrupt) {
 				t.Fatalf("open: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestOverlayWrites: lancer's writes on a dataset with overlays keep them
+// consistent: append and delete carry them (and flag 64), an update reads
+// the overlaid values it rewrites, cleanup keeps the overlay files, and
+// compaction folds the overlays into its new fragments (values kept, flag
+// cleared once none is left). The checker (D4, D10, D11) passes after each
+// step.
+func TestOverlayWrites(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := blob.NewMemStore("overlay")
+	smallFragments(t, store, mem, format.Version2_1, false, 2, 10)
+	addOverlays(t, store, mem, format.Version2_1, []overlaySpec{{fields: []string{"s"}, vals: overlayValues{"s": {"X1", "X4"}}, shared: []uint32{1, 4}}})
+	d := openStore(t, store, 0, mem)
+	wantS := func(d *Dataset) map[string]string {
+		out := map[string]string{}
+		for _, r := range scanAll(t, d) {
+			out[string(r.cols["id"])] = string(r.cols["s"])
+		}
+		return out
+	}
+	steps := []struct {
+		name     string
+		do       func(d *Dataset) (*Dataset, error)
+		overlays bool
+		rows     uint64
+		want     map[string]string // s by id, for the ids named
+	}{
+		{"append", func(d *Dataset) (*Dataset, error) {
+			r := idRows(t, mem, 20, 5)
+			defer r.Release()
+			return d.Append(ctx, r, nil)
+		}, true, 25, map[string]string{"1": `"X1"`, "4": `"X4"`, "22": `"s22"`}},
+		{"delete an overlaid row", func(d *Dataset) (*Dataset, error) { return d.Delete(ctx, "id = 4", nil) }, true, 24, map[string]string{"1": `"X1"`}},
+		{"delete by an overlaid value", func(d *Dataset) (*Dataset, error) { return d.Delete(ctx, "s = 's1'", nil) }, true, 24, map[string]string{"1": `"X1"`}},
+		{"update reads overlaid values", func(d *Dataset) (*Dataset, error) {
+			d, _, err := d.Update(ctx, map[string]string{"s": "s || '!'"}, "s = 'X1' OR id = 2", nil)
+			return d, err
+		}, true, 24, map[string]string{"1": `"X1!"`, "2": `"s2!"`}},
+		{"cleanup", func(d *Dataset) (*Dataset, error) {
+			if _, err := Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, DeleteUnverified: true}); err != nil {
+				return nil, err
+			}
+			return openStore(t, store, 0, mem), nil
+		}, true, 24, map[string]string{"1": `"X1!"`, "5": `"s5"`}},
+		{"compact folds", func(d *Dataset) (*Dataset, error) {
+			d, _, err := d.Compact(ctx, nil)
+			return d, err
+		}, false, 24, map[string]string{"1": `"X1!"`, "2": `"s2!"`, "5": `"s5"`, "22": `"s22"`}},
+	}
+	for _, s := range steps {
+		var err error
+		if d, err = s.do(d); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		has := d.manifest.HasOverlays()
+		flagged := d.manifest.ReaderFeatureFlags&manifest.FlagDataOverlays != 0 && d.manifest.WriterFeatureFlags&manifest.FlagDataOverlays != 0
+		if has != s.overlays || flagged != s.overlays {
+			t.Fatalf("after %s: overlays %t, flags %s / %s; want overlays and flag %t", s.name, has, d.manifest.ReaderFeatureFlags, d.manifest.WriterFeatureFlags, s.overlays)
+		}
+		if n, err := d.CountRows(ctx); err != nil || n != s.rows {
+			t.Fatalf("after %s: %d rows (%v), want %d", s.name, n, err, s.rows)
+		}
+		got := wantS(d)
+		for id, v := range s.want {
+			if got[id] != v {
+				t.Errorf("after %s: s of id %s = %s, want %s", s.name, id, got[id], v)
+			}
+		}
+		if _, ok := got["4"]; ok && s.rows < 25 {
+			t.Errorf("after %s: deleted row 4 is back", s.name)
+		}
+		rep, err := Check(ctx, store, &CheckOptions{Deep: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() {
+			t.Fatalf("after %s: check: %+v", s.name, rep.Violations)
+		}
+	}
+}
+
+// TestOverlayIndexExclusion: a scalar index built before an overlay does
+// not answer for the overlaid fragment (the spec's exclusion set): the
+// new value is found and the old one is not, and compaction leaves the
+// fragment alone, naming the index, until the index is rebuilt.
+func TestOverlayIndexExclusion(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	store := blob.NewMemStore("overlay")
+	d := smallFragments(t, store, mem, format.Version2_1, false, 2, 10)
+	if _, err := d.CreateIndex(ctx, "s", &CreateIndexOptions{Type: IndexBTree, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
+		t.Fatal(err)
+	}
+	// Committed at the index's version + 1: an overlay the index has not
+	// seen. Recording it in the latest manifest keeps committed_version
+	// within the manifest's version.
+	d = openStore(t, store, 0, mem)
+	r := idRows(t, mem, 20, 1)
+	if d, err := d.Append(ctx, r, nil); err != nil {
+		t.Fatal(err)
+	} else {
+		_ = d
+	}
+	r.Release()
+	ix := openStore(t, store, 0, mem).manifest.IndexSegments()[0]
+	addOverlays(t, store, mem, format.Version2_1, []overlaySpec{{fields: []string{"s"}, vals: overlayValues{"s": {"X1"}}, shared: []uint32{1}, version: ix.DatasetVersion + 1}})
+	d = openStore(t, store, 0, mem)
+	if frags := d.Indices()[0].Fragments; slices.Contains(frags, 0) || !slices.Contains(frags, 1) {
+		t.Errorf("index covers fragments %v: want 1 and not the overlaid 0", frags)
+	}
+	for pred, want := range map[string]uint64{"s = 'X1'": 1, "s = 's1'": 0, "s = 's12'": 1, "s >= 's'": 17} {
+		if n, err := d.Count(ctx, pred); err != nil || n != want {
+			t.Errorf("count %q = %d (%v), want %d", pred, n, err, want)
+		}
+	}
+	_, stats, err := d.Compact(ctx, &CompactOptions{TargetRowsPerFragment: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stats.IndexMessage, "s_idx") || !strings.Contains(stats.IndexMessage, "overlays") {
+		t.Errorf("compaction message %q does not name the index the overlays are newer than", stats.IndexMessage)
+	}
+	d = openStore(t, store, 0, mem)
+	if !d.manifest.HasOverlays() || d.manifest.Fragments[0].ID != 0 {
+		t.Errorf("compaction rewrote the fragment whose overlay the index has not seen")
+	}
+	if n, err := d.Count(ctx, "s = 'X1'"); err != nil || n != 1 {
+		t.Errorf("after compaction: count = %d (%v), want 1", n, err)
+	}
+}
+
+// TestOverlayCheck: the checker reports an overlay file that is missing
+// (D4) or holds fewer values than it covers (D11), and an overlay the
+// flags do not announce (D10) is refused at open (D1).
+func TestOverlayCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		spec overlaySpec
+		edit func(t *testing.T, store blob.Store, m *manifest.Manifest)
+		want string
+	}{
+		{"missing file", overlaySpec{fields: []string{"s"}, vals: overlayValues{"s": {"a"}}, shared: []uint32{1}},
+			func(t *testing.T, store blob.Store, m *manifest.Manifest) {
+				if err := store.Delete(context.Background(), dataDir+m.Fragments[0].Overlays[0].File.Path); err != nil {
+					t.Fatal(err)
+				}
+			}, "D4"},
+		{"too few values", overlaySpec{fields: []string{"s"}, vals: overlayValues{"s": {"a"}}, shared: []uint32{1, 2}}, nil, "D11"},
+		{"sparse too few values", overlaySpec{fields: []string{"id", "s"}, vals: overlayValues{"id": {1}, "s": {"a"}}, sparse: [][]uint32{{1}, {2, 3}}}, nil, "D11"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			mem := checkedAlloc(t)
+			store := blob.NewMemStore("overlay")
+			if _, err := Write(ctx, store, idRows(t, mem, 0, 10), &WriteOptions{FileVersion: format.Version2_1, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
+				t.Fatal(err)
+			}
+			addOverlays(t, store, mem, format.Version2_1, []overlaySpec{tc.spec})
+			if tc.edit != nil {
+				editLatest(t, store, func(m *manifest.Manifest) { tc.edit(t, store, m) })
+			}
+			rep, err := Check(ctx, store, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(rep.Violations, func(v Violation) bool { return v.Invariant == tc.want }) {
+				t.Fatalf("violations %+v, want %s", rep.Violations, tc.want)
 			}
 		})
 	}
