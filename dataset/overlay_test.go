@@ -551,3 +551,44 @@ func TestOverlayCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestOverlayCloneAndMerge: a shallow clone reads its source's overlays
+// through the base path (the overlay files stay in the source), and a
+// diff, which tells changed cells by changed data files, refuses versions
+// with overlays rather than miss their changes.
+func TestOverlayCloneAndMerge(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedAlloc(t)
+	dir := t.TempDir()
+	src, err := blob.NewLocalStore(dir + "/src.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smallFragments(t, src, mem, format.Version2_1, false, 1, 10)
+	addOverlays(t, src, mem, format.Version2_1, []overlaySpec{{fields: []string{"s"}, vals: overlayValues{"s": {"X1"}}, shared: []uint32{1}}})
+	d := openStore(t, src, 0, mem)
+	dst, err := blob.NewLocalStore(dir + "/dst.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Clone(ctx, d, dst, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.manifest.Fragments[0].Overlays; len(o) != 1 || o[0].File.BaseID == nil {
+		t.Fatalf("clone's overlays %+v do not point at the source", o)
+	}
+	for _, ds := range []*Dataset{c, openStore(t, dst, 0, mem)} {
+		if n, err := ds.Count(ctx, "s = 'X1'"); err != nil || n != 1 {
+			t.Errorf("clone: count = %d (%v), want 1", n, err)
+		}
+	}
+	rep, err := Check(ctx, dst, nil)
+	if err != nil || !rep.OK() {
+		t.Errorf("check of the clone: %+v %v", rep, err)
+	}
+	base := openStore(t, src, 1, mem)
+	if _, err := Diff(ctx, base, d, nil); !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "data_overlays") {
+		t.Errorf("diff over overlays: %v, want ErrUnsupported naming data_overlays", err)
+	}
+}
