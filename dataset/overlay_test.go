@@ -386,10 +386,16 @@ func TestOverlayFlagRequired(t *testing.T) {
 // cleared once none is left). The checker (D4, D10, D11) passes after each
 // step.
 func TestOverlayWrites(t *testing.T) {
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stable=%t", stable), func(t *testing.T) { testOverlayWrites(t, stable) })
+	}
+}
+
+func testOverlayWrites(t *testing.T, stable bool) {
 	ctx := context.Background()
 	mem := checkedAlloc(t)
 	store := blob.NewMemStore("overlay")
-	smallFragments(t, store, mem, format.Version2_1, false, 2, 10)
+	smallFragments(t, store, mem, format.Version2_1, stable, 2, 10)
 	addOverlays(t, store, mem, format.Version2_1, []overlaySpec{{fields: []string{"s"}, vals: overlayValues{"s": {"X1", "X4"}}, shared: []uint32{1, 4}}})
 	d := openStore(t, store, 0, mem)
 	wantS := func(d *Dataset) map[string]string {
@@ -465,10 +471,16 @@ func TestOverlayWrites(t *testing.T) {
 // new value is found and the old one is not, and compaction leaves the
 // fragment alone, naming the index, until the index is rebuilt.
 func TestOverlayIndexExclusion(t *testing.T) {
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stable=%t", stable), func(t *testing.T) { testOverlayIndexExclusion(t, stable) })
+	}
+}
+
+func testOverlayIndexExclusion(t *testing.T, stable bool) {
 	ctx := context.Background()
 	mem := checkedAlloc(t)
 	store := blob.NewMemStore("overlay")
-	d := smallFragments(t, store, mem, format.Version2_1, false, 2, 10)
+	d := smallFragments(t, store, mem, format.Version2_1, stable, 2, 10)
 	if _, err := d.CreateIndex(ctx, "s", &CreateIndexOptions{Type: IndexBTree, CommitOptions: CommitOptions{Allocator: mem}}); err != nil {
 		t.Fatal(err)
 	}
