@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -602,5 +603,96 @@ func TestOverlayCloneAndMerge(t *testing.T) {
 	base := openStore(t, src, 1, mem)
 	if _, err := Diff(ctx, base, d, nil); !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "data_overlays") {
 		t.Errorf("diff over overlays: %v, want ErrUnsupported naming data_overlays", err)
+	}
+}
+
+// writeOverlayArrays writes an overlay data file of the named fields
+// holding arrs (one per field, in rank order) and returns its DataFile.
+func writeOverlayArrays(t *testing.T, store blob.Store, d *Dataset, mem memory.Allocator, names []string, arrs []arrow.Array) manifest.DataFile {
+	t.Helper()
+	ctx := context.Background()
+	sch, err := d.manifest.Schema.Project(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []arrow.Field
+	for _, name := range names {
+		fields = append(fields, sch.Field(name).ArrowField())
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(arrs[0].Len()))
+	defer rec.Release()
+	w, err := format.NewWriter(ctx, store, dataDir+"overlay-"+newDataFileName(), sch, &format.WriterOptions{Version: d.manifest.DataFormat, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(ctx, rec); err != nil {
+		w.Abort(ctx)
+		t.Fatal(err)
+	}
+	wf, err := w.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dataFileOf(wf)
+}
+
+// TestOverlayVectorSearch: a vector overlaid after the index was built is
+// searched on its new value, with and without the index: the row is found
+// at distance 0 from its new vector, and not at distance 0 from its old one.
+func TestOverlayVectorSearch(t *testing.T) {
+	ctx := context.Background()
+	const dim, n = 8, 400
+	rng := rand.New(rand.NewPCG(7, 7))
+	vecs := clustered(rng, n, dim)
+	for _, indexed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("indexed=%t", indexed), func(t *testing.T) {
+			mem := checkedAlloc(t)
+			store := blob.NewMemStore("overlay")
+			d := newVecDataset(t, store, vecs, dim, n, 200, false)
+			if indexed {
+				var err error
+				if d, err = d.CreateIndex(ctx, "vec", &CreateIndexOptions{Type: IndexIVFFlat, Partitions: 4}); err != nil {
+					t.Fatal(err)
+				}
+				r := vecReader(mem, vecs, dim, 0, 1)
+				d, err = d.Append(ctx, r, nil) // a version after the index's
+				r.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			d = openStore(t, store, 0, mem)
+			q := make([]float32, dim)
+			for i := range q {
+				q[i] = 100 + float32(i)
+			}
+			vb := array.NewFixedSizeListBuilder(mem, dim, arrow.PrimitiveTypes.Float32)
+			vb.Append(true)
+			vb.ValueBuilder().(*array.Float32Builder).AppendValues(q, nil)
+			arr := vb.NewArray()
+			vb.Release()
+			file := writeOverlayArrays(t, store, d, mem, []string{"vec"}, []arrow.Array{arr})
+			arr.Release()
+			o, err := manifest.NewDenseOverlay(file, roaring.BitmapOf(5), d.Version())
+			if err != nil {
+				t.Fatal(err)
+			}
+			editLatest(t, store, func(m *manifest.Manifest) {
+				m.Fragments[0].Overlays = append(m.Fragments[0].Overlays, o)
+				m.ReaderFeatureFlags |= manifest.FlagDataOverlays
+				m.WriterFeatureFlags |= manifest.FlagDataOverlays
+			})
+			d = openStore(t, store, 0, mem)
+			ids, dists := searchIDs(t, d, q, &SearchOptions{K: 1})
+			if !slices.Equal(ids, []uint64{5}) || dists[0] != 0 {
+				t.Errorf("search for the new vector: ids %v distances %v, want row 5 at 0", ids, dists)
+			}
+			ids, dists = searchIDs(t, d, vecs[5*dim:6*dim], &SearchOptions{K: 3})
+			for i, id := range ids {
+				if id == 5 {
+					t.Errorf("search for the old vector finds row 5 at %v", dists[i])
+				}
+			}
+		})
 	}
 }
