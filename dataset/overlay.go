@@ -122,32 +122,53 @@ func (d *Dataset) openOverlays(ctx context.Context, proj *projection, f *manifes
 
 // overlayCoverageOf returns the offsets overlay o covers of top-level
 // field full (the schema's field, unpruned), nil when it covers none of
-// it.
+// it. An overlay holds a field whole: the members it lists (the field
+// itself, its members or both, as 2.0 and 2.1+ files list them) share one
+// coverage, and it lists every member stored as a column of its own
+// (schema.Field.StoredAsLeaf), so that the values it holds are whole
+// values of the field.
 func overlayCoverageOf(frag uint64, o *manifest.Overlay, cov *manifest.OverlayCoverage, full *schema.Field) (*roaring.Bitmap, error) {
 	if full == nil {
 		return nil, nil
 	}
-	top := cov.For(full.ID)
-	var err error
-	full.Walk(func(c *schema.Field) {
-		if err != nil || c.ID == full.ID {
+	var (
+		first   *roaring.Bitmap
+		missing *schema.Field
+		err     error
+	)
+	var visit func(c *schema.Field, whole bool)
+	visit = func(c *schema.Field, whole bool) {
+		if err != nil {
 			return
 		}
 		bm := cov.For(c.ID)
 		switch {
-		case bm == nil && top == nil:
-		case top == nil:
-			err = unsupportedOverlay(frag, o, "it covers member %q of field %q but not the field", c.Name, full.Name)
 		case bm == nil:
-			err = unsupportedOverlay(frag, o, "it covers field %q but not its member %q", full.Name, c.Name)
-		case !bm.Equals(top):
+		case first == nil:
+			first = bm
+		case !bm.Equals(first):
 			err = unsupportedOverlay(frag, o, "members of field %q have different coverage", full.Name)
+			return
 		}
-	})
-	if err != nil {
-		return nil, err
+		// A leaf column must be listed, unless it lives inside a field
+		// stored whole (a packed struct), whose id stands for it.
+		if bm == nil && c.StoredAsLeaf() && !whole && missing == nil {
+			missing = c
+		}
+		for _, ch := range c.Children {
+			visit(ch, whole || (c.StoredWhole() && bm != nil))
+		}
 	}
-	return top, nil
+	visit(full, false)
+	switch {
+	case err != nil:
+		return nil, err
+	case first == nil:
+		return nil, nil
+	case missing != nil:
+		return nil, unsupportedOverlay(frag, o, "it covers part of field %q but not its member %q", full.Name, missing.Name)
+	}
+	return first, nil
 }
 
 // apply replaces the cells of cols (rows at the physical offsets

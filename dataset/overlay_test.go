@@ -696,3 +696,94 @@ func TestOverlayVectorSearch(t *testing.T) {
 		})
 	}
 }
+
+// structArray returns a struct{a int64, b utf8} array of the given values.
+func structArray(t *testing.T, mem memory.Allocator, as []int64, bs []string) arrow.Array {
+	t.Helper()
+	st := arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true})
+	b := array.NewStructBuilder(mem, st)
+	defer b.Release()
+	for i := range as {
+		b.Append(true)
+		b.FieldBuilder(0).(*array.Int64Builder).Append(as[i])
+		b.FieldBuilder(1).(*array.StringBuilder).Append(bs[i])
+	}
+	return b.NewArray()
+}
+
+// TestOverlayStruct: an overlay of a struct column that holds the whole
+// struct replaces it; one that lists only some of its members is refused
+// with lancer.ErrUnsupported naming the flag (lancer resolves top-level
+// fields whole).
+func TestOverlayStruct(t *testing.T) {
+	for _, v := range []format.Version{format.Version2_0, format.Version2_1} {
+		t.Run(v.String(), func(t *testing.T) {
+			ctx := context.Background()
+			mem := checkedAlloc(t)
+			store := blob.NewMemStore("overlay")
+			ib := array.NewInt64Builder(mem)
+			var as []int64
+			var bs []string
+			for i := range 6 {
+				ib.Append(int64(i))
+				as = append(as, int64(10*i))
+				bs = append(bs, fmt.Sprintf("b%d", i))
+			}
+			ids := ib.NewArray()
+			ib.Release()
+			meta := structArray(t, mem, as, bs)
+			r := recordReader(t, []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "meta", Type: meta.DataType(), Nullable: true}}, ids, meta)
+			d, err := Write(ctx, store, r, &WriteOptions{FileVersion: v, CommitOptions: CommitOptions{Allocator: mem}})
+			r.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = openStore(t, store, 0, mem)
+			val := structArray(t, mem, []int64{-1}, []string{"new"})
+			file := writeOverlayArrays(t, store, d, mem, []string{"meta"}, []arrow.Array{val})
+			val.Release()
+			whole, err := manifest.NewDenseOverlay(file, roaring.BitmapOf(2), d.Version())
+			if err != nil {
+				t.Fatal(err)
+			}
+			editLatest(t, store, func(m *manifest.Manifest) {
+				m.Fragments[0].Overlays = []manifest.Overlay{whole}
+				m.ReaderFeatureFlags |= manifest.FlagDataOverlays
+				m.WriterFeatureFlags |= manifest.FlagDataOverlays
+			})
+			d = openStore(t, store, 0, mem)
+			rows := scanAll(t, d)
+			if got := string(rows[2].cols["meta"]); got != `{"a":-1,"b":"new"}` {
+				t.Errorf("overlaid struct = %s", got)
+			}
+			if got := string(rows[3].cols["meta"]); got != `{"a":30,"b":"b3"}` {
+				t.Errorf("struct not covered = %s", got)
+			}
+			if n, err := d.Count(ctx, "meta.a = -1"); err != nil || n != 1 {
+				t.Errorf("count meta.a = -1: %d (%v)", n, err)
+			}
+			// The same file listed as holding only member b.
+			part := whole
+			part.File = whole.File
+			b := d.manifest.Schema.Field("meta").Children[1].ID
+			k := slices.Index(whole.File.Fields, b)
+			part.File.Fields, part.File.ColumnIndices = []int32{b}, []int32{whole.File.ColumnIndices[k]}
+			editLatest(t, store, func(m *manifest.Manifest) { m.Fragments[0].Overlays = []manifest.Overlay{part} })
+			d = openStore(t, store, 0, mem)
+			s, err := d.Scan(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got error
+			for _, err := range s.Batches(ctx) {
+				if err != nil {
+					got = err
+					break
+				}
+			}
+			if !errors.Is(got, lancer.ErrUnsupported) || !strings.Contains(got.Error(), "data_overlays") {
+				t.Fatalf("member-only overlay: %v, want ErrUnsupported naming data_overlays", got)
+			}
+		})
+	}
+}
