@@ -430,6 +430,9 @@ func testOverlayWrites(t *testing.T, stable bool) {
 			}
 			return openStore(t, store, 0, mem), nil
 		}, true, 24, map[string]string{"1": `"X1!"`, "5": `"s5"`}},
+		{"add a column computed from an overlaid one", func(d *Dataset) (*Dataset, error) {
+			return d.AddColumns(ctx, []NewColumn{{Name: "t", Expr: "s || '?'"}}, nil)
+		}, true, 24, map[string]string{"1": `"X1!"`}},
 		{"compact folds", func(d *Dataset) (*Dataset, error) {
 			d, _, err := d.Compact(ctx, nil)
 			return d, err
@@ -452,6 +455,13 @@ func testOverlayWrites(t *testing.T, stable bool) {
 		for id, v := range s.want {
 			if got[id] != v {
 				t.Errorf("after %s: s of id %s = %s, want %s", s.name, id, got[id], v)
+			}
+		}
+		if d.manifest.Schema.Field("t") != nil {
+			for _, r := range scanAll(t, d) {
+				if id := string(r.cols["id"]); id == "1" && string(r.cols["t"]) != `"X1!?"` {
+					t.Errorf("after %s: t of id 1 = %s, want the overlaid s with '?'", s.name, r.cols["t"])
+				}
 			}
 		}
 		if _, ok := got["4"]; ok && s.rows < 25 {
