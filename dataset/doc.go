@@ -181,7 +181,10 @@
 //     see what branches and tags keep, so on a root holding refs (a tree/
 //     or _refs/ entry) it deletes nothing and fails with
 //     lancer.ErrInvalidArgument unless CleanupOptions.RefFiles says
-//     what they keep, as branch.Cleanup does.
+//     what they keep, as branch.Cleanup does. It refuses (ErrUnsupported)
+//     a dataset whose latest version sets a writer feature flag lancer does
+//     not honour, and any version it cannot read (I2), before deleting
+//     anything.
 //   - C6. A manifest is durable only after everything it names is: on
 //     local disk the data files of an append (or create, overwrite, group
 //     commit) and the transaction file are written without waiting for
