@@ -89,7 +89,7 @@ type CheckReport struct {
 // OK reports whether the check found no violation.
 func (r *CheckReport) OK() bool { return len(r.Violations) == 0 }
 
-// Check verifies the invariants D1-D11 of the package doc on one version of
+// Check verifies the invariants D1-D12 of the package doc on one version of
 // the dataset rooted at store (opts.Version, default the latest) or on every
 // version (opts.AllVersions), and reports each violation with its
 // invariant's number and the file, fragment or field at fault. It reads
@@ -319,6 +319,9 @@ func (c *checker) checkFlags(at site, where string, m *manifest.Manifest) {
 	if len(m.BasePaths) > 0 {
 		need(manifest.FlagBasePaths, "the manifest lists base paths")
 	}
+	if i := slices.IndexFunc(m.Fragments, func(f *manifest.Fragment) bool { return len(f.Overlays) > 0 }); i >= 0 {
+		need(manifest.FlagDataOverlays, fmt.Sprintf("fragment %d has data overlay files", m.Fragments[i].ID))
+	}
 }
 
 // checkExists checks D4 for one referenced file: it exists and, when size
@@ -387,6 +390,9 @@ func (c *checker) checkFragment(ctx context.Context, at site, d *Dataset, f *man
 			owner[id] = where
 		}
 	}
+	if err := c.checkOverlays(ctx, at, d, f, physical); err != nil {
+		return err
+	}
 	dv, err := c.checkDeletions(ctx, at, d, f, physical)
 	if err != nil {
 		return err
@@ -398,6 +404,40 @@ func (c *checker) checkFragment(ctx context.Context, at site, d *Dataset, f *man
 	}
 	if c.deep {
 		return c.scanFragment(ctx, at, d, f)
+	}
+	return nil
+}
+
+// checkOverlays checks D12 for the fragment's data overlay files: each
+// exists with its recorded size (D4) and decodes as a data file of its
+// recorded version, its coverage decodes within the fragment, and it holds
+// one value per covered offset: a dense overlay's file as many rows as its
+// bitmap has offsets, a sparse one's as many as its largest bitmap.
+func (c *checker) checkOverlays(ctx context.Context, at site, d *Dataset, f *manifest.Fragment, physical uint64) error {
+	for i := range f.Overlays {
+		o := &f.Overlays[i]
+		where, rows, ok, err := c.checkDataFile(ctx, at, d, &o.File)
+		if err != nil {
+			return err
+		}
+		cov, err := o.DecodeCoverage(physical)
+		if err != nil {
+			at.add("D12", where, nil, "%v", err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var most uint64
+		for _, bm := range cov.Offsets {
+			most = max(most, bm.GetCardinality())
+		}
+		switch {
+		case cov.Dense && rows != most:
+			at.add("D12", where, nil, "overlay %s holds %d rows for %d covered offsets", where, rows, most)
+		case !cov.Dense && rows != most:
+			at.add("D12", where, nil, "sparse overlay %s holds %d rows, its largest coverage %d offsets", where, rows, most)
+		}
 	}
 	return nil
 }

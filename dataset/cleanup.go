@@ -114,6 +114,12 @@ func (r cleanupRefs) add(m *manifest.Manifest) {
 				r.files[dataDir+df.Path] = true
 			}
 		}
+		for i := range f.Overlays {
+			// An overlay's data file holds the cells' current values.
+			if df := &f.Overlays[i].File; df.BaseID == nil {
+				r.files[dataDir+df.Path] = true
+			}
+		}
 		if f.DeletionFile != nil && f.DeletionFile.BaseID == nil {
 			r.files[f.DeletionFile.Key(f.ID)] = true
 		}
@@ -198,6 +204,15 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 			return CleanupStats{}, fmt.Errorf("dataset: cleanup: %w", err)
 		}
 		m := c.Manifest
+		if e.version == latest {
+			// Removing files is a write: a writer flag lancer does not
+			// know may mean files it cannot see the references to (the
+			// spec's rule: refuse any write). ReadFile refused the
+			// reader flags already.
+			if err := checkWritableManifest(m, manifest.Location(store, e.key)); err != nil {
+				return CleanupStats{}, fmt.Errorf("dataset: cleanup: %w", err)
+			}
+		}
 		keep := e.version == latest || slices.Contains(o.KeepVersions, e.version) || !m.Timestamp.Before(cutoff)
 		if keep {
 			referenced.add(m)

@@ -139,6 +139,12 @@ func cloneManifest(src *manifest.Manifest, o CloneOptions, txnFile string, now t
 				f.Files[i].BaseID = &id
 			}
 		}
+		for i := range f.Overlays {
+			if f.Overlays[i].File.BaseID == nil {
+				id := baseID
+				f.Overlays[i].File.BaseID = &id
+			}
+		}
 		if f.DeletionFile != nil && f.DeletionFile.BaseID == nil {
 			id := baseID
 			f.DeletionFile.BaseID = &id

@@ -281,6 +281,19 @@ func (d *Dataset) planCompactionSkipping(ctx context.Context, o CompactOptions) 
 			return nil, "", err
 		}
 	}
+	// A fragment whose overlays an index covering it has not seen is
+	// excluded from that index at query time (manifest.StaleOverlay).
+	// Compaction would fold the overlays into new fragments the index
+	// then covers (or is remapped onto) with no overlay left to exclude
+	// its stale entries; the spec asks such a fold to rebuild the index or
+	// drop the fragment from its coverage, which lancer's compaction does
+	// not, so it leaves the fragment alone.
+	if msg := d.blockStaleOverlays(blocked); msg != "" {
+		if skipMsg != "" {
+			skipMsg += "; "
+		}
+		skipMsg += msg
+	}
 	// The indices covering each fragment: bins never mix fragments covered
 	// by different indices, so that an index covers all or none of a
 	// rewritten group (the invariant Lance's fragment bitmap rewrite needs).
@@ -328,6 +341,43 @@ func (d *Dataset) planCompactionSkipping(ctx context.Context, o CompactOptions) 
 		tasks = append(tasks, t)
 	}
 	return tasks, skipMsg, nil
+}
+
+// blockStaleOverlays adds to blocked the fragments with an overlay newer
+// than an index segment covering them, and says which, "" when none.
+func (d *Dataset) blockStaleOverlays(blocked *roaring.Bitmap) string {
+	if !d.manifest.HasOverlays() {
+		return ""
+	}
+	var names []string
+	n := 0
+	for _, ix := range d.manifest.IndexSegments() {
+		var bm *roaring.Bitmap
+		if len(ix.FragmentBitmap) > 0 {
+			var err error
+			if bm, err = manifest.DecodeRoaring(ix.FragmentBitmap); err != nil {
+				continue // Validate decoded it; nothing to exclude by
+			}
+		}
+		hit := false
+		for _, f := range d.manifest.Fragments {
+			if (bm == nil || bm.Contains(uint32(f.ID))) && d.manifest.StaleOverlay(ix, f) {
+				if !blocked.Contains(uint32(f.ID)) {
+					n++
+				}
+				blocked.Add(uint32(f.ID))
+				hit = true
+			}
+		}
+		if hit && !slices.Contains(names, ix.Name) {
+			names = append(names, ix.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d fragments with data overlays newer than index %s were not compacted: rebuild the index (or drop it) to compact them",
+		n, strings.Join(names, ", "))
 }
 
 // compactCandidate is what the compaction plan knows of a fragment.

@@ -3,7 +3,7 @@
 // (create, append, overwrite, delete, update, merge-insert, add, drop and
 // rename columns, compact, restore, indices) and commits them as real
 // Lance does, rebasing over concurrent writers by Lance's conflict rules;
-// Cleanup removes old versions and Check verifies a version (D1-D11).
+// Cleanup removes old versions and Check verifies a version (D1-D12).
 //
 // Programs should start at package table: table.Open(ctx, uri, opts)
 // opens a table at a ref, owns its store and is closed when done, and its
@@ -53,8 +53,14 @@
 //     allocation is sized by the input beyond what the input's own size or
 //     the fragment's row count bounds.
 //   - I2. A manifest whose reader feature flags include a feature lancer does
-//     not implement (data overlays, covering index fields, anything newer) is
-//     refused with lancer.ErrUnsupported, never half-read.
+//     not implement (the fragment reuse index flags, spilled row lineage,
+//     fragment trees, managed blobs, anything newer) is refused with
+//     lancer.ErrUnsupported naming the flag, never half-read. Data overlay
+//     files (flag 64) are read: a cell takes the value of the newest overlay
+//     covering it (docs/spec/data-overlays.md); an overlay lancer cannot
+//     resolve exactly fails the read with lancer.ErrUnsupported naming the
+//     flag, and an index leaves out the fragments whose overlays it has not
+//     seen.
 //   - I3. A scan holds the fragment it is on and at most
 //     ScanOptions.ReadAhead more (within ReadAheadBytes), reads BatchSize
 //     physical rows at a time, and skips whole fragments for Offset from
@@ -87,9 +93,9 @@
 //   - D3. No fragment id exceeds max_fragment_id (C3).
 //   - D4. Every file a version references exists, with the size the
 //     manifest records when it records one: data files, deletion files,
-//     external row id files, the transaction file, and files in each index
-//     segment's directory (system indices such as FragmentReuse keep their
-//     state in the manifest and have none).
+//     external row id files, data overlay files, the transaction file, and
+//     files in each index segment's directory (system indices such as
+//     FragmentReuse keep their state in the manifest and have none).
 //   - D5. Each fragment has a data file, and each data file holds
 //     physical_rows rows (the first file's count when the manifest records
 //     none), has the file version its DataFile records, and maps fields
@@ -116,7 +122,8 @@
 //     is the bitmap intersected with the version's fragments.
 //   - D10. The reader feature flags announce what the manifest uses:
 //     deletion_files when a fragment has a deletion file, base_paths when
-//     the manifest lists base paths.
+//     the manifest lists base paths, data_overlays when a fragment has
+//     overlay files.
 //   - D11. A fragment reuse index (docs/spec/fragment-reuse.md; its
 //     decoding, and the translation of every index's fragment bitmap
 //     through it without splitting a rewrite, are D1) agrees with the
@@ -127,6 +134,12 @@
 //     fragment id it names was handed out (as D9), and a tagged history
 //     (index_version 1) has fragment_reuse_index in both the reader and
 //     the writer feature flags, so that no reader ignores its transitions.
+//   - D12. Each data overlay file of a fragment decodes as a data file of
+//     the version it records, its coverage bitmaps (one shared, or one per
+//     field it lists) decode and name only offsets below physical_rows,
+//     and it holds one value per covered offset: as many rows as its
+//     (largest) bitmap has offsets. Its committed version is not after the
+//     manifest's (D1).
 //
 // # Commits
 //
@@ -178,7 +191,10 @@
 //     see what branches and tags keep, so on a root holding refs (a tree/
 //     or _refs/ entry) it deletes nothing and fails with
 //     lancer.ErrInvalidArgument unless CleanupOptions.RefFiles says
-//     what they keep, as branch.Cleanup does.
+//     what they keep, as branch.Cleanup does. It refuses (ErrUnsupported)
+//     a dataset whose latest version sets a writer feature flag lancer does
+//     not honour, and any version it cannot read (I2), before deleting
+//     anything.
 //   - C6. A manifest is durable only after everything it names is: on
 //     local disk the data files of an append (or create, overwrite, group
 //     commit) and the transaction file are written without waiting for

@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"context"
+	"errors"
+	"github.com/lancerdb/lancer"
 	"slices"
 	"testing"
 
@@ -230,4 +232,52 @@ func appendIDs(t *testing.T, d *Dataset, mem memory.Allocator, start, n int) *Da
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestCleanupRefusesUnknownFlags: cleanup removes files, so it refuses a
+// dataset whose latest version sets a writer flag lancer does not know,
+// or a reader flag it cannot read (managed blobs: objects Lance owns
+// independently of any data file, which lancer's cleanup cannot see the
+// references to), and removes nothing.
+func TestCleanupRefusesUnknownFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		reader, writer manifest.FeatureFlags
+	}{
+		{"unknown writer flag", 0, 1 << 15},
+		{"managed blobs", manifest.FlagManagedBlobs, manifest.FlagManagedBlobs},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			mem := checkedAlloc(t)
+			store := blob.NewMemStore("flags")
+			d, err := Write(ctx, store, idRows(t, mem, 0, 10), &WriteOptions{CommitOptions: CommitOptions{Allocator: mem}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = appendIDs(t, d, mem, 10, 10)
+			if _, err := d.Delete(ctx, "id >= 0", nil); err != nil { // version 1's files are now unreferenced
+				t.Fatal(err)
+			}
+			editLatest(t, store, func(m *manifest.Manifest) {
+				m.ReaderFeatureFlags |= tc.reader
+				m.WriterFeatureFlags |= tc.writer
+			})
+			before := 0
+			for range store.List(ctx, "") {
+				before++
+			}
+			_, err = Cleanup(ctx, store, &CleanupOptions{OlderThan: -1, DeleteUnverified: true})
+			if !errors.Is(err, lancer.ErrUnsupported) {
+				t.Fatalf("cleanup: %v, want ErrUnsupported", err)
+			}
+			after := 0
+			for range store.List(ctx, "") {
+				after++
+			}
+			if after != before {
+				t.Errorf("cleanup removed %d files", before-after)
+			}
+		})
+	}
 }

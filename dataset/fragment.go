@@ -120,6 +120,9 @@ type fragmentReader struct {
 	// updatedAt and createdAt are the rows' lineage versions by physical
 	// offset, when the projection asks for them.
 	updatedAt, createdAt *manifest.VersionSequence
+	// overlays supply newer values of some cells (flag 64); nil when
+	// none covers a projected field.
+	overlays *fragmentOverlays
 }
 
 // planFragment assigns each projected top-level field to the data file that
@@ -300,6 +303,10 @@ func (d *Dataset) openFragment(ctx context.Context, proj *projection, f *manifes
 			return nil, err
 		}
 	}
+	if fr.overlays, err = d.openOverlays(ctx, proj, f, fr.physical); err != nil {
+		fr.close()
+		return nil, err
+	}
 	return fr, nil
 }
 
@@ -326,6 +333,8 @@ func (fr *fragmentReader) openFile(ctx context.Context, file *fileRead) error {
 
 // close releases the cursors.
 func (fr *fragmentReader) close() {
+	fr.overlays.close()
+	fr.overlays = nil
 	for _, file := range fr.files {
 		if file.cursor != nil {
 			file.cursor.Close()
@@ -369,16 +378,24 @@ func (fr *fragmentReader) gather(n int, read func(c *format.Cursor) ([]arrow.Arr
 // readRange returns rows [start, end) of the fragment (deleted ones
 // included), one array per projected field, nil for fields no file holds.
 func (fr *fragmentReader) readRange(ctx context.Context, start, end uint64) ([]arrow.Array, error) {
-	return fr.gather(int(end-start), func(c *format.Cursor) ([]arrow.Array, error) {
+	cols, err := fr.gather(int(end-start), func(c *format.Cursor) ([]arrow.Array, error) {
 		return c.ReadRange(ctx, start, end)
 	})
+	if err != nil || fr.overlays == nil {
+		return cols, err
+	}
+	return fr.overlays.apply(ctx, fr.d.opts.Allocator, fr.proj, fr.frag.ID, cols, int(end-start), func(i int) uint64 { return start + uint64(i) })
 }
 
 // take returns the given rows of the fragment, in the given order.
 func (fr *fragmentReader) take(ctx context.Context, rows []uint64) ([]arrow.Array, error) {
-	return fr.gather(len(rows), func(c *format.Cursor) ([]arrow.Array, error) {
+	cols, err := fr.gather(len(rows), func(c *format.Cursor) ([]arrow.Array, error) {
 		return c.Take(ctx, rows)
 	})
+	if err != nil || fr.overlays == nil {
+		return cols, err
+	}
+	return fr.overlays.apply(ctx, fr.d.opts.Allocator, fr.proj, fr.frag.ID, cols, len(rows), func(i int) uint64 { return rows[i] })
 }
 
 // fillNulls replaces the nil entries of cols (fields no data file holds)

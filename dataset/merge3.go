@@ -502,6 +502,12 @@ func (m *merger) load(ctx context.Context) error {
 			if len(f.Files) == 0 {
 				return fmt.Errorf("dataset: merge: fragment %d of version %d has no data file: %w", f.ID, d.Version(), lancer.ErrUnsupported)
 			}
+			if len(f.Overlays) > 0 {
+				// The merger tells changed cells by changed data files;
+				// an overlay changes cells under the same files.
+				return fmt.Errorf("dataset: merge: fragment %d of version %d has data overlay files (feature flag 64, data_overlays), which diffs and merges do not read: %w",
+					f.ID, d.Version(), lancer.ErrUnsupported)
+			}
 			k, err := d.fileKey(ctx, &f.Files[0])
 			if err != nil {
 				return err

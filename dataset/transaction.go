@@ -673,6 +673,12 @@ func applyFeatureFlags(m, prev *manifest.Manifest, stable bool) error {
 		reader |= manifest.FlagStableRowIDs
 		writer |= manifest.FlagStableRowIDs
 	}
+	if m.HasOverlays() {
+		// Fragments a commit keeps keep their overlays (their cells'
+		// values), so the flag stays while any is left.
+		reader |= manifest.FlagDataOverlays
+		writer |= manifest.FlagDataOverlays
+	}
 	if len(m.Config) > 0 {
 		writer |= manifest.FlagTableConfig
 	}
@@ -897,6 +903,15 @@ func applyDataReplacement(frags []*manifest.Fragment, groups []manifest.DataRepl
 			return nil, fmt.Errorf("data replacement of fragment %d: no such fragment: %w", g.FragmentID, lancer.ErrNotFound)
 		}
 		f := out[i].Clone()
+		for k := range f.Overlays {
+			// The overlay's values would still win over the replaced
+			// column (they are newer by position); folding them into the
+			// replacement is not what the replacement's writer computed.
+			if slices.ContainsFunc(f.Overlays[k].File.Fields, func(id int32) bool { return slices.Contains(g.NewFile.Fields, id) }) {
+				return nil, fmt.Errorf("data replacement of fragment %d: data overlay file %s (feature flag 64, data_overlays) covers replaced fields %v: %w",
+					g.FragmentID, f.Overlays[k].File.Path, g.NewFile.Fields, lancer.ErrUnsupported)
+			}
+		}
 		replaced, covered := false, false
 		for k := range f.Files {
 			df := &f.Files[k]

@@ -118,6 +118,20 @@ func (d *Dataset) buildFragmentKey(f *manifest.Fragment) string {
 			b = fmt.Appendf(b, "|rowids %x", sha256.Sum256(r.Inline))
 		}
 	}
+	// Overlays change the rows' values without changing any data file:
+	// the same files with other overlays hold other values.
+	for i := range f.Overlays {
+		o := &f.Overlays[i]
+		b = fmt.Appendf(b, "|overlay %q %v %v v%d.%d %s v%d", o.File.Path, o.File.Fields, o.File.ColumnIndices,
+			o.File.MajorVersion, o.File.MinorVersion, d.baseKey(o.File.BaseID), o.CommittedVersion)
+		if o.FieldOffsetBitmaps != nil {
+			for _, bm := range o.FieldOffsetBitmaps {
+				b = fmt.Appendf(b, " %x", sha256.Sum256(bm))
+			}
+		} else {
+			b = fmt.Appendf(b, " shared %x", sha256.Sum256(o.SharedOffsetBitmap))
+		}
+	}
 	return string(b)
 }
 

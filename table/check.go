@@ -8,7 +8,7 @@ import (
 )
 
 // Check verifies the table's invariants (branch.Check): the versions of
-// main and of every branch (dataset's D1-D10: referenced files there with
+// main and of every branch (dataset's D1-D12: referenced files there with
 // their sizes, row counts, deletions, row ids, indices) and the refs
 // (branch's B1-B2). A nil opts checks the latest version of each line from
 // metadata; base paths are reached with the handle's storage options

@@ -22,7 +22,7 @@ func newCheckCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check [URI]",
 		Short: "Verify a dataset's invariants (files, row counts, deletions, row ids, indices, refs) on main and every branch",
-		Long: "check verifies the numbered invariants of a dataset family: D1-D10 (package dataset) on the latest\n" +
+		Long: "check verifies the numbered invariants of a dataset family: D1-D12 (package dataset) on the latest\n" +
 			"version of main and of every branch (or on every version with --all-versions), and B1-B2 (package\n" +
 			"branch) on its tags and branches. It reads manifests, data file footers, deletion files and row id\n" +
 			"sequences; --deep also reads every row. It prints a clean bill or one line per violation, naming\n" +

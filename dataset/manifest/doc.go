@@ -46,6 +46,13 @@
 // 5000 rows), or a portable 32-bit Roaring bitmap without run containers
 // (.bin).
 //
+// A fragment may carry data overlay files (flag 64,
+// docs/spec/data-overlays.md): data files holding new values of some
+// (physical offset, field) cells, one column per field and no key column,
+// the value of a covered offset at its rank in the field's coverage, a
+// portable 32-bit Roaring bitmap shared by all fields (dense) or one per
+// field (sparse).
+//
 // A fragment of a dataset with stable row ids records a RowIdSequence (the
 // id of each row, as segments: ranges, ranges with holes or a bitmap,
 // sorted or unsorted arrays of u16/u32 offsets from a base or plain u64s)
@@ -66,7 +73,11 @@
 //     commit on it), plain data file names, base ids that name a
 //     listed base path, row ids on every fragment when FlagStableRowIDs is
 //     set, index segments with 16-byte uuids and readable fragment bitmaps,
-//     and no reader feature flag lancer does not implement (ErrUnsupported).
+//     overlay files only with FlagDataOverlays, each a 2.x data file with
+//     a column index per field, committed at a version from 1 to the
+//     manifest's, whose coverage decodes (Overlay.DecodeCoverage: one
+//     shared bitmap or one per field, offsets below physical_rows), and no
+//     reader feature flag lancer does not implement (ErrUnsupported).
 //   - M4. Decoding and encoding are exact: every field a manifest or
 //     transaction carries, including fields of newer writers that lancer
 //     does not know, is written back byte for byte by a writer that builds

@@ -174,7 +174,12 @@ func TestMalformedManifest(t *testing.T) {
 		{"unknown reader flag", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 1 << 20 }), lancer.ErrUnsupported},
 		{"mixed versions flag for readers alone", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 256 | 1 }), lancer.ErrCorrupt},
 		{"mixed versions flag for writers alone", withManifest(func(m *tablepb.Manifest) { m.WriterFeatureFlags = 256 }), lancer.ErrCorrupt},
-		{"overlay flag", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 64 }), lancer.ErrUnsupported},
+		{"overlays without the flag", withManifest(func(m *tablepb.Manifest) {
+			o := specDenseOverlay(t)
+			o.CommittedVersion = 1
+			o.Coverage = &tablepb.DataOverlayFile_SharedOffsetBitmap{SharedOffsetBitmap: offsetBitmap(t, 0)}
+			m.Fragments = []*tablepb.DataFragment{{Id: 0, PhysicalRows: 1, Overlays: []*tablepb.DataOverlayFile{o}}}
+		}), lancer.ErrCorrupt},
 		{"independent covering without covering", withManifest(func(m *tablepb.Manifest) { m.ReaderFeatureFlags = 1 << 13 }), lancer.ErrCorrupt},
 		{"unknown data version", withManifest(func(m *tablepb.Manifest) { m.DataFormat.Version = "9.9" }), lancer.ErrUnsupported},
 		{"version mismatch", withManifest(func(m *tablepb.Manifest) { m.Version = 2 }), lancer.ErrCorrupt},

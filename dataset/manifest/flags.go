@@ -28,7 +28,8 @@ const (
 	FlagDisableTransactionFile FeatureFlags = 32
 	// FlagDataOverlays: fragments carry cell-level overlay files (Lance's
 	// FLAG_UNSTABLE_DATA_OVERLAY_FILES; release builds of Lance refuse it
-	// too). lancer refuses it: ignoring an overlay returns stale values.
+	// too). lancer reads them (overlay.go, docs/spec/data-overlays.md):
+	// ignoring an overlay would return stale values.
 	FlagDataOverlays FeatureFlags = 1 << 6
 	// FlagCoveringIndexFields: some index declares covering fields
 	// (IndexMetadata.covering_fields, Lance's FLAG_COVERED_INDEX_METADATA).
@@ -74,11 +75,11 @@ const (
 
 // readableFlags are the reader flags lancer implements. Bits 4, 8 and 32 are
 // writer-only and harmless to a reader; the fragment reuse bits (512, 1024)
-// are read with the index they announce (Manifest.FragReuse); overlays (64)
-// and bits 11, 12 and 14 are refused.
+// are read with the index they announce (Manifest.FragReuse); bits 11, 12
+// and 14 are refused.
 const readableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig |
-	FlagBasePaths | FlagDisableTransactionFile | FlagCoveringIndexFields | FlagMixedDataFileVersions |
-	FlagIndependentCoveringFields | FlagFragReuseWithStableRowIDs | FlagFragmentReuseIndex
+	FlagBasePaths | FlagDisableTransactionFile | FlagDataOverlays | FlagCoveringIndexFields |
+	FlagMixedDataFileVersions | FlagIndependentCoveringFields | FlagFragReuseWithStableRowIDs | FlagFragmentReuseIndex
 
 // WritableFlags are the writer flags lancer honours when it commits on a
 // version. lancer keeps covering declarations and mixed file versions as

@@ -23,7 +23,6 @@ func TestNewerFlagsRefusedByName(t *testing.T) {
 		flag FeatureFlags
 		name string
 	}{
-		{FlagDataOverlays, "data_overlays"},
 		{FlagSpilledRowLineage, "spilled_row_lineage"},
 		{FlagFragmentTree, "fragment_tree"},
 		{FlagManagedBlobs, "managed_blobs"},

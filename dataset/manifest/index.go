@@ -275,6 +275,7 @@ func indexInfos(segs []*IndexMetadata, m *Manifest) ([]IndexInfo, error) {
 			// Intersect first: the recorded bitmap may be large, the
 			// version's fragment list bounds the result.
 			info.Fragments = roaring.And(covered, live).ToArray()
+			info.Fragments = withoutStaleOverlays(info.Fragments, p, m)
 		}
 		out = append(out, info)
 	}

@@ -205,8 +205,9 @@ type Fragment struct {
 	// LastUpdatedAtVersions and CreatedAtVersions locate the fragment's
 	// RowDatasetVersionSequences; nil when it records none.
 	LastUpdatedAtVersions, CreatedAtVersions *Sequence
-	// Overlays are cell-level overlay files (FlagDataOverlays, which
-	// lancer does not read; carried for transactions of other writers).
+	// Overlays are cell-level overlay files (FlagDataOverlays), in
+	// DataFragment.overlays order: a later entry is newer among equal
+	// committed versions (OverlaysNewestFirst).
 	Overlays []Overlay
 
 	unknown []byte

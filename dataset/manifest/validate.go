@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -87,6 +88,21 @@ func (m *Manifest) Validate(where string) error {
 				return err
 			}
 		}
+		if err := f.validateOverlays(flags); err != nil {
+			if errors.Is(err, lancer.ErrCorrupt) {
+				return fmt.Errorf("dataset: manifest %s: fragment %d (#%d): %w", where, f.ID, i, err)
+			}
+			return corrupt("fragment %d (#%d): %v", f.ID, i, err)
+		}
+		for j := range f.Overlays {
+			o := &f.Overlays[j]
+			if o.CommittedVersion > m.Version {
+				return corrupt("fragment %d overlay %s was committed at version %d, after this version %d", f.ID, o.File.Path, o.CommittedVersion, m.Version)
+			}
+			if err := checkBase(o.File.BaseID, fmt.Sprintf("fragment %d overlay file %s", f.ID, o.File.Path)); err != nil {
+				return err
+			}
+		}
 		if f.DeletionFile != nil {
 			if err := checkBase(f.DeletionFile.BaseID, fmt.Sprintf("fragment %d deletion file", f.ID)); err != nil {
 				return err
@@ -158,11 +174,6 @@ func (f *Fragment) validate() error {
 	}
 	if f.PhysicalRows > MaxRowsPerFragment {
 		return fmt.Errorf("%d physical rows exceed the 2^32 a fragment can address", f.PhysicalRows)
-	}
-	if len(f.Overlays) > 0 {
-		// Only reachable with flag 64, which Validate refuses; an overlay
-		// without the flag is a malformed manifest.
-		return fmt.Errorf("overlay files without the data overlay feature flag")
 	}
 	for i := range f.Files {
 		df := &f.Files[i]
