@@ -395,8 +395,13 @@ type merger struct {
 	// choose maps each identity of the result to the side and location
 	// its row comes from.
 	choose map[uint64]choice
-	// rewritten[side] holds the base fragment keys a side compacted.
+	// rewritten[side] holds the base fragment keys a side compacted (read
+	// only for merges by key; without one compactions are traced).
 	rewritten [2]map[uint32]bool
+	// moved[side] holds the base rows (0 ours, 1 theirs) the side's
+	// compactions moved and nothing changed (without stable row ids and a
+	// key; identify).
+	moved [2]map[uint64]bool
 	// key is the key rows are matched by (nil: none); baseKey the key
 	// value of each base row.
 	key     []string
@@ -425,7 +430,7 @@ type merger struct {
 	// idFloor is above the ids alignRenumbered made up.
 	idFloor uint64
 	// traced caches lineageOf by state.
-	traced map[string]lineageResult
+	traced map[string]*lineageResult
 	// replayed counts the versions this merge has replayed, on every
 	// line and merge depth (maxMergeReplay).
 	replayed int
@@ -494,6 +499,7 @@ func (d *Dataset) fileKey(ctx context.Context, df *manifest.DataFile) (string, e
 func (m *merger) load(ctx context.Context) error {
 	m.keys = map[string]uint32{}
 	m.uncertain = [2]map[uint64]bool{{}, {}}
+	m.moved = [2]map[uint64]bool{{}, {}}
 	m.rekeyed = [3]map[uint64]bool{{}, {}, {}}
 	for i, d := range []*Dataset{m.base, m.ours, m.theirs} {
 		s := &mergeSide{d: d, frags: map[uint32]*sideFrag{}}
@@ -564,21 +570,7 @@ func (m *merger) load(ctx context.Context) error {
 		}
 		m.sides[i], m.live[i] = s, live
 	}
-	if err := m.alignRenumbered(); err != nil {
-		return err
-	}
-	for side := range 2 {
-		if m.stable || !m.mayHaveRewritten(side) {
-			m.rewritten[side] = map[uint32]bool{}
-			continue
-		}
-		rw, err := m.rewrittenSince(ctx, m.sides[side+1].d)
-		if err != nil {
-			return err
-		}
-		m.rewritten[side] = rw
-	}
-	return nil
+	return m.alignRenumbered()
 }
 
 // alignRenumbered maps the stable row ids of each side into the base's
@@ -848,9 +840,12 @@ func (m *merger) classify(ctx context.Context) error {
 			case !ok:
 				del[id] = true
 			case now.key != at.key:
-				if m.stable && now.updated == at.updated && !m.rekeyed[side+1][id] {
+				switch {
+				case m.stable && now.updated == at.updated && !m.rekeyed[side+1][id]:
 					rel[id] = true // compaction moved it
-				} else {
+				case !m.stable && m.moved[side][id]:
+					rel[id] = true // the side's compactions moved it (traced)
+				default:
 					upd[id] = true
 				}
 			}
@@ -918,9 +913,23 @@ func (m *merger) classify(ctx context.Context) error {
 		}
 	}
 
-	// Without stable row ids a compaction on one side hides which rows the
-	// other side's changes to the same fragment refer to.
-	if !m.stable {
+	// Without stable row ids a merge by key matches rows by their keys
+	// and does not replay the lines, so a compaction on one side hides
+	// which rows the other side's changes to the same fragment refer to.
+	// (Without a key identify traced the compactions: a row a compaction
+	// moved is relocated, one whose move it could not trace uncertain.)
+	if !m.stable && len(m.key) > 0 {
+		for side := range 2 {
+			m.rewritten[side] = map[uint32]bool{}
+			if !m.mayHaveRewritten(side) {
+				continue
+			}
+			rw, err := m.rewrittenSince(ctx, m.sides[side+1].d)
+			if err != nil {
+				return err
+			}
+			m.rewritten[side] = rw
+		}
 		for side := range 2 {
 			other := 1 - side
 			for key := range m.rewritten[side] {
