@@ -395,9 +395,6 @@ type merger struct {
 	// choose maps each identity of the result to the side and location
 	// its row comes from.
 	choose map[uint64]choice
-	// rewritten[side] holds the base fragment keys a side compacted (read
-	// only for merges by key; without one compactions are traced).
-	rewritten [2]map[uint32]bool
 	// moved[side] holds the base rows (0 ours, 1 theirs) the side's
 	// compactions moved and nothing changed (without stable row ids and a
 	// key; identify).
@@ -700,75 +697,6 @@ func (m *merger) oursID(id uint64) uint64 {
 	return id
 }
 
-// mayHaveRewritten says whether side (0 ours, 1 theirs) lacks a base
-// fragment the other side changed (or lacks too): only then can a
-// compaction of it matter (see classify), and the side's history is read.
-func (m *merger) mayHaveRewritten(side int) bool {
-	mine, other := m.sides[side+1], m.sides[2-side]
-	for key, bf := range m.sides[0].frags {
-		if _, ok := mine.frags[key]; ok {
-			continue
-		}
-		if of, ok := other.frags[key]; !ok || !of.deleted.Equals(bf.deleted) {
-			return true
-		}
-	}
-	return false
-}
-
-// rewrittenSince returns the keys of the base fragments that compactions
-// on d's line replaced after the base state: the Rewrite transactions of
-// d's line back to the base when it is on d's line, else back to the line's
-// first version (a branch's Clone) or the oldest one it can read. A
-// rewritten fragment is known by its first data file, which is the same on
-// every line (fragment ids are not: a merge renumbers the source's).
-func (m *merger) rewrittenSince(ctx context.Context, d *Dataset) (map[uint32]bool, error) {
-	out := map[uint32]bool{}
-	sameLine := strings.TrimSuffix(d.store.URI(), "/") == strings.TrimSuffix(m.base.store.URI(), "/")
-	base := m.sides[0]
-	byID := map[uint64]uint32{}
-	for key, f := range base.frags {
-		byID[f.frag.ID] = key
-	}
-	cache := map[uint64]*manifest.Transaction{}
-	for v, n := d.Version(), 0; v >= 1 && n < maxReplay; v, n = v-1, n+1 {
-		if sameLine && v <= m.base.Version() {
-			break
-		}
-		t, err := loadTransactions(ctx, d.store, v, v, cache)
-		if err != nil {
-			break // not in this line's store: before the branch
-		}
-		switch op := t[0].txn.Operation.(type) {
-		case *manifest.Clone:
-			return out, nil
-		case *manifest.Rewrite:
-			olds := slices.Clone(op.OldFragments)
-			for _, g := range op.Groups {
-				olds = append(olds, g.OldFragments...)
-			}
-			for _, f := range olds {
-				if len(f.Files) == 0 {
-					if key, ok := byID[f.ID]; ok && sameLine {
-						out[key] = true
-					}
-					continue
-				}
-				k, err := d.fileKey(ctx, &f.Files[0])
-				if err != nil {
-					return nil, err
-				}
-				if key, ok := m.keys[k]; ok {
-					if _, inBase := base.frags[key]; inBase {
-						out[key] = true
-					}
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
 // checkRelocated moves to the updates the rows classify took for moved
 // (stored elsewhere, last-updated version unchanged) whose values differ
 // from the base's. A version number names a commit only within one line's
@@ -908,37 +836,6 @@ func (m *merger) classify(ctx context.Context) error {
 						m.insertedBoth = map[uint64]insertPair{}
 					}
 					m.insertedBoth[id] = insertPair{ours: id}
-				}
-			}
-		}
-	}
-
-	// Without stable row ids a merge by key matches rows by their keys
-	// and does not replay the lines, so a compaction on one side hides
-	// which rows the other side's changes to the same fragment refer to.
-	// (Without a key identify traced the compactions: a row a compaction
-	// moved is relocated, one whose move it could not trace uncertain.)
-	if !m.stable && len(m.key) > 0 {
-		for side := range 2 {
-			m.rewritten[side] = map[uint32]bool{}
-			if !m.mayHaveRewritten(side) {
-				continue
-			}
-			rw, err := m.rewrittenSince(ctx, m.sides[side+1].d)
-			if err != nil {
-				return err
-			}
-			m.rewritten[side] = rw
-		}
-		for side := range 2 {
-			other := 1 - side
-			for key := range m.rewritten[side] {
-				bf := m.sides[0].frags[key]
-				of, ok := m.sides[other+1].frags[key]
-				if !ok || !of.deleted.Equals(bf.deleted) {
-					return &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
-						"base fragment %d was compacted on one side and changed on the other; without stable row ids its rows cannot be matched",
-						bf.frag.ID)}
 				}
 			}
 		}
