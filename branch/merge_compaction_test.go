@@ -289,3 +289,35 @@ func TestMergeUntraceableRewriteStops(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeAgainAfterMergingACompactedBranch: b compacts and is merged
+// into main, which had updated a row; the next merge's base is b's
+// compacted version, whose rows main's line knows only by where they were
+// before the compaction (main took them through the merge, except the row
+// it had updated). b then updates that row: one conflict on it, matched
+// through the compaction on the base's line, where it stopped as rows
+// that cannot be matched.
+func TestMergeAgainAfterMergingACompactedBranch(t *testing.T) {
+	ctx := context.Background()
+	root, main, b := compactionLines(t)
+	base := main.m.clone()
+	b.del([]int64{3})
+	b.compact()
+	main.set([]int64{25}, "val", "main")
+	want, _ := oracle(base, main.m, b.m, dataset.MergeFail, nil)
+	if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "b"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	main.m = want
+	sameModel(t, "main", idContents(t, root, branch.Ref{}), main.m)
+	base = b.m.clone()
+	b.set([]int64{25, 12}, "val", "b")
+	_, err := branch.Merge(ctx, root, branch.Ref{Branch: "b"}, nil)
+	var mc *dataset.MergeConflictError
+	if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 1 || mc.Report.Conflicts[0].Kind != dataset.ConflictBothUpdated {
+		t.Fatalf("second merge: %v, want one conflict %q (report %+v)", err, dataset.ConflictBothUpdated, mc)
+	}
+	merge(t, root, "b", "", dataset.MergeTheirs)
+	want, _ = oracle(base, main.m, b.m, dataset.MergeTheirs, nil)
+	sameModel(t, "main after strategy theirs", idContents(t, root, branch.Ref{}), want)
+}

@@ -428,6 +428,9 @@ type merger struct {
 	idFloor uint64
 	// traced caches lineageOf by state.
 	traced map[string]*lineageResult
+	// baseLine caches baseMoves (nil: nothing learned).
+	baseLine     *baseLine
+	baseLineDone bool
 	// replayed counts the versions this merge has replayed, on every
 	// line and merge depth (maxMergeReplay).
 	replayed int

@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -272,21 +273,8 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (*lineage
 	// Walk back to where the replay starts: the base on its own line, else
 	// the oldest version of the line there is (a branch's first version is
 	// its fork point's state).
-	start := d.Version()
 	cache := map[uint64]*manifest.Transaction{}
-	for n := 0; start > 1 && n < maxReplay; n++ {
-		if sameLine && start <= m.base.Version() {
-			break
-		}
-		t, err := loadTransactions(ctx, d.store, start, start, cache)
-		if err != nil {
-			break // the version is not in this line's store
-		}
-		if _, clone := t[0].txn.Operation.(*manifest.Clone); clone {
-			break
-		}
-		start--
-	}
+	start := replayStart(ctx, d, sameLine, m.base.Version(), cache)
 	origin := map[uint64]uint64{}
 	copied := map[uint64]bool{}
 	uncertain := map[uint64]bool{}
@@ -312,10 +300,35 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (*lineage
 				break
 			}
 		}
+		var fromStart []uint64
 		for id := range base {
 			if !in[id] && wrote {
-				uncertain[id] = true
+				fromStart = append(fromStart, id)
 			}
+		}
+		// The base's own line may say what the start state's rows became
+		// there: a base row only compactions on the base's line moved from
+		// a row the start state holds is that row (the start is the base
+		// line's start too, as where a branch forked from the other line,
+		// was compacted, and was merged into it).
+		var moved map[uint64]uint64
+		if len(fromStart) > 0 {
+			bl, err := m.baseMoves(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if bl != nil && maps.Equal(bl.start, in) {
+				moved = bl.moved
+			}
+		}
+		for _, id := range fromStart {
+			if s, ok := moved[id]; ok && in[s] {
+				if _, taken := origin[s]; !taken {
+					origin[s] = id
+					continue
+				}
+			}
+			uncertain[id] = true
 		}
 	}
 	for v := start + 1; v <= d.Version(); v++ {
@@ -571,6 +584,113 @@ func (m *merger) rewriteMoves(ctx context.Context, op *manifest.Rewrite, prevDS,
 		}
 	}
 	return moves, nil
+}
+
+// replayStart walks d's line back to where a replay of it starts: the base
+// (version baseVersion) when the line is the base's (sameLine), else the
+// line's oldest version there is (a branch's first version is its fork
+// point's state; a Clone starts a line), at most maxReplay back.
+func replayStart(ctx context.Context, d *Dataset, sameLine bool, baseVersion uint64, cache map[uint64]*manifest.Transaction) uint64 {
+	start := d.Version()
+	for n := 0; start > 1 && n < maxReplay; n++ {
+		if sameLine && start <= baseVersion {
+			break
+		}
+		t, err := loadTransactions(ctx, d.store, start, start, cache)
+		if err != nil {
+			break // the version is not in this line's store
+		}
+		if _, clone := t[0].txn.Operation.(*manifest.Clone); clone {
+			break
+		}
+		start--
+	}
+	return start
+}
+
+// baseLine is what the base's own line did since its start state.
+type baseLine struct {
+	start map[uint64]bool   // the start state's rows
+	moved map[uint64]uint64 // base row → the start row it is, moved by compactions only
+}
+
+// baseMoves replays the base's line from its start state (replayStart) to
+// the base and returns which base rows are start rows that compactions
+// moved (a row another commit wrote, such as an update's copy, is not: its
+// values may differ), nil when the start cannot be read. A row a commit
+// leaves in place stays what it was, so any commit may come between. It
+// is computed once per merge and counts against maxMergeReplay.
+func (m *merger) baseMoves(ctx context.Context) (*baseLine, error) {
+	if m.baseLineDone {
+		return m.baseLine, nil
+	}
+	m.baseLineDone = true
+	d := m.base
+	cache := map[uint64]*manifest.Transaction{}
+	start := replayStart(ctx, d, false, 0, cache)
+	prevDS := d
+	if start != d.Version() {
+		var err error
+		if prevDS, err = d.Checkout(ctx, start); err != nil {
+			return nil, nil // an unreadable start: nothing to learn
+		}
+	}
+	prev, err := m.liveRows(ctx, prevDS)
+	if err != nil {
+		return nil, err
+	}
+	out := &baseLine{start: setOf(prev), moved: map[uint64]uint64{}}
+	for v := start + 1; v <= d.Version(); v++ {
+		if m.replayed++; m.replayed > maxMergeReplay {
+			return nil, fmt.Errorf("%w: merge: matching rows without stable row ids or a key replays more than %d versions of the merged lines (at %s); name a key (On) or merge from a nearer base",
+				lancer.ErrUnsupported, maxMergeReplay, traceKey(d))
+		}
+		curDS := d
+		if v != d.Version() {
+			if curDS, err = d.Checkout(ctx, v); err != nil {
+				return nil, err
+			}
+		}
+		cur, err := m.liveRows(ctx, curDS)
+		if err != nil {
+			return nil, err
+		}
+		var op manifest.Operation
+		if t, err := loadTransactions(ctx, d.store, v, v, cache); err == nil {
+			op = t[0].txn.Operation
+		}
+		prevSet, curSet := setOf(prev), setOf(cur)
+		var removed, written []uint64
+		for _, id := range prev {
+			if !curSet[id] {
+				removed = append(removed, id)
+			}
+		}
+		for _, id := range cur {
+			if !prevSet[id] {
+				written = append(written, id)
+			}
+		}
+		if rw, ok := op.(*manifest.Rewrite); ok {
+			moves, err := m.rewriteMoves(ctx, rw, prevDS, curDS, prev, removed, written)
+			if err != nil {
+				return nil, err
+			}
+			for to, from := range moves {
+				if s, ok := out.moved[from]; ok {
+					out.moved[to] = s
+				} else if out.start[from] {
+					out.moved[to] = from
+				}
+			}
+		}
+		for _, id := range removed {
+			delete(out.moved, id)
+		}
+		prev, prevDS = cur, curDS
+	}
+	m.baseLine = out
+	return out, nil
 }
 
 // traceWritten gives the rows a commit on a line wrote (written), where

@@ -305,8 +305,10 @@ func TestLanceReadsMergedUpdates(t *testing.T) {
 // fragments become one, deleted rows dropped), while lancer changes rows
 // of those fragments on main. Without stable row ids the merge matches the
 // rows through the compaction's Rewrite groups (which row went where is
-// the order Lance wrote them in): it merges without a conflict, and real
-// Lance reads the merged version with the rows lancer computed.
+// the order Lance wrote them in): it merges without a conflict. A row Lance
+// then updates on the compacted branch that main updated too is one
+// conflict on that row. Real Lance reads every merged version with the
+// rows lancer computed.
 func TestLanceReadsMergeAfterLanceCompaction(t *testing.T) {
 	node, ref := lanceRef(t)
 	ctx := context.Background()
@@ -361,6 +363,25 @@ func TestLanceReadsMergeAfterLanceCompaction(t *testing.T) {
 				}
 			}
 			counts("merging Lance's compacted branch")
+
+			// Lance updates, on the compacted branch, a row main updated
+			// too and one main left alone: one conflict on that row, not
+			// rows that cannot be matched (the merge's base is now the
+			// branch's compacted version, whose rows main's line knows by
+			// where they were before the compaction).
+			graphOps(t, node, ref, graphRequest{URI: uri, Op: "branchUpdate", Branch: "lb", Filter: "id IN (25, 12)", ValuesSQL: map[string]string{"val": "'lance'"}})
+			_, err = branch.Merge(ctx, root, branch.Ref{Branch: "lb"}, nil)
+			var mc *dataset.MergeConflictError
+			if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 1 || mc.Report.Conflicts[0].Kind != dataset.ConflictBothUpdated {
+				t.Fatalf("second merge of Lance's branch: %v, want one conflict %q", err, dataset.ConflictBothUpdated)
+			}
+			if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "lb"}, &branch.MergeOptions{Strategy: dataset.MergeTheirs}); err != nil {
+				t.Fatal(err)
+			}
+			agree(t, node, ref, uri)
+			want["val = 'main'"], want["id = 25 AND val = 'main'"] = 1, 0
+			want["val = 'lance'"], want["id = 25 AND val = 'lance'"], want["id = 12 AND val = 'lance'"] = 2, 1, 1
+			counts("merging Lance's update of compacted rows")
 
 		})
 	}
