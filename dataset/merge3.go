@@ -96,9 +96,13 @@ const (
 
 // Conflict kinds of RowConflict.
 const (
-	ConflictBothUpdated      = "updated on both sides"
-	ConflictUpdatedDeleted   = "updated by the source, deleted by the target"
-	ConflictDeletedUpdated   = "deleted by the source, updated by the target"
+	ConflictBothUpdated    = "updated on both sides"
+	ConflictUpdatedDeleted = "updated by the source, deleted by the target"
+	ConflictDeletedUpdated = "deleted by the source, updated by the target"
+	// ConflictRewrittenChanged is no longer reported: compactions are
+	// traced through their Rewrite groups (merge3_identity.go).
+	//
+	// Deprecated: kept for callers that compare kinds.
 	ConflictRewrittenChanged = "fragment compacted on one side and changed on the other"
 	// ConflictBothInserted is a key both sides inserted with different
 	// values (merges by key only).
@@ -226,9 +230,11 @@ func (e *MergeConflictError) Unwrap() error { return lancer.ErrConflict }
 // through the side's Update transactions since the base (see
 // merge3_identity.go). A row rewritten on one side and changed on the other
 // that nothing matches is ConflictUnmatched, which no strategy resolves (a
-// key does): the merge never keeps two copies of a row silently. Without
-// stable row ids a fragment compacted on one side and changed on the other
-// is a conflict no strategy resolves either. Schemas: columns added, dropped
+// key does): the merge never keeps two copies of a row silently. A row a
+// compaction moved is the same row (with stable row ids by its id, with a
+// key by its key, else through the compaction's Rewrite groups); a
+// compaction whose groups do not say where its rows went makes them
+// uncertain as above. Schemas: columns added, dropped
 // or renamed on one side apply; a column changed on both sides differently
 // is a conflict.
 //

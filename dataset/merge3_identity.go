@@ -33,10 +33,18 @@ import (
 //     committed on the side's line brought over rows of its source, whose
 //     origins are found by replaying the source's line the same way
 //     (ThreeWayOptions.TraceMerge), and records which row each row it
-//     merged cell by cell is a copy of (PropCellOrigins).
+//     merged cell by cell is a copy of (PropCellOrigins). A compaction
+//     (Rewrite) moves rows without changing them: each group's new
+//     fragments hold its old fragments' live rows in the order the group
+//     lists them (rewriteMoves), so a moved row keeps its origin and one
+//     only compactions moved is relocated, not updated. When the base is
+//     on another line than the side's start, the base's own line is
+//     replayed too (baseMoves): a base row compactions there moved from a
+//     row the side's start holds is that row.
 //
 // What neither settles (a merge-insert's rewrite, a history the walk cannot
-// follow, a merge whose source is gone) is uncertain: a base row a side
+// follow, a merge whose source is gone, a rewrite whose groups do not
+// account for its rows) is uncertain: a base row a side
 // removed whose new copy, if any, cannot be found; after rows written that
 // cannot be traced, every base row the side no longer holds. When the other side changed such a row too the merge
 // stops with ConflictUnmatched, which no strategy resolves: naming a key
