@@ -96,9 +96,13 @@ const (
 
 // Conflict kinds of RowConflict.
 const (
-	ConflictBothUpdated      = "updated on both sides"
-	ConflictUpdatedDeleted   = "updated by the source, deleted by the target"
-	ConflictDeletedUpdated   = "deleted by the source, updated by the target"
+	ConflictBothUpdated    = "updated on both sides"
+	ConflictUpdatedDeleted = "updated by the source, deleted by the target"
+	ConflictDeletedUpdated = "deleted by the source, updated by the target"
+	// ConflictRewrittenChanged is no longer reported: compactions are
+	// traced through their Rewrite groups (merge3_identity.go).
+	//
+	// Deprecated: kept for callers that compare kinds.
 	ConflictRewrittenChanged = "fragment compacted on one side and changed on the other"
 	// ConflictBothInserted is a key both sides inserted with different
 	// values (merges by key only).
@@ -226,9 +230,11 @@ func (e *MergeConflictError) Unwrap() error { return lancer.ErrConflict }
 // through the side's Update transactions since the base (see
 // merge3_identity.go). A row rewritten on one side and changed on the other
 // that nothing matches is ConflictUnmatched, which no strategy resolves (a
-// key does): the merge never keeps two copies of a row silently. Without
-// stable row ids a fragment compacted on one side and changed on the other
-// is a conflict no strategy resolves either. Schemas: columns added, dropped
+// key does): the merge never keeps two copies of a row silently. A row a
+// compaction moved is the same row (with stable row ids by its id, with a
+// key by its key, else through the compaction's Rewrite groups); a
+// compaction whose groups do not say where its rows went makes them
+// uncertain as above. Schemas: columns added, dropped
 // or renamed on one side apply; a column changed on both sides differently
 // is a conflict.
 //
@@ -395,8 +401,10 @@ type merger struct {
 	// choose maps each identity of the result to the side and location
 	// its row comes from.
 	choose map[uint64]choice
-	// rewritten[side] holds the base fragment keys a side compacted.
-	rewritten [2]map[uint32]bool
+	// moved[side] holds the base rows (0 ours, 1 theirs) the side's
+	// compactions moved and nothing changed (without stable row ids and a
+	// key; identify).
+	moved [2]map[uint64]bool
 	// key is the key rows are matched by (nil: none); baseKey the key
 	// value of each base row.
 	key     []string
@@ -425,7 +433,10 @@ type merger struct {
 	// idFloor is above the ids alignRenumbered made up.
 	idFloor uint64
 	// traced caches lineageOf by state.
-	traced map[string]lineageResult
+	traced map[string]*lineageResult
+	// baseLine caches baseMoves (nil: nothing learned).
+	baseLine     *baseLine
+	baseLineDone bool
 	// replayed counts the versions this merge has replayed, on every
 	// line and merge depth (maxMergeReplay).
 	replayed int
@@ -494,6 +505,7 @@ func (d *Dataset) fileKey(ctx context.Context, df *manifest.DataFile) (string, e
 func (m *merger) load(ctx context.Context) error {
 	m.keys = map[string]uint32{}
 	m.uncertain = [2]map[uint64]bool{{}, {}}
+	m.moved = [2]map[uint64]bool{{}, {}}
 	m.rekeyed = [3]map[uint64]bool{{}, {}, {}}
 	for i, d := range []*Dataset{m.base, m.ours, m.theirs} {
 		s := &mergeSide{d: d, frags: map[uint32]*sideFrag{}}
@@ -570,21 +582,7 @@ func (m *merger) load(ctx context.Context) error {
 		}
 		m.sides[i], m.live[i] = s, live
 	}
-	if err := m.alignRenumbered(); err != nil {
-		return err
-	}
-	for side := range 2 {
-		if m.stable || !m.mayHaveRewritten(side) {
-			m.rewritten[side] = map[uint32]bool{}
-			continue
-		}
-		rw, err := m.rewrittenSince(ctx, m.sides[side+1].d)
-		if err != nil {
-			return err
-		}
-		m.rewritten[side] = rw
-	}
-	return nil
+	return m.alignRenumbered()
 }
 
 // alignRenumbered maps the stable row ids of each side into the base's
@@ -714,75 +712,6 @@ func (m *merger) oursID(id uint64) uint64 {
 	return id
 }
 
-// mayHaveRewritten says whether side (0 ours, 1 theirs) lacks a base
-// fragment the other side changed (or lacks too): only then can a
-// compaction of it matter (see classify), and the side's history is read.
-func (m *merger) mayHaveRewritten(side int) bool {
-	mine, other := m.sides[side+1], m.sides[2-side]
-	for key, bf := range m.sides[0].frags {
-		if _, ok := mine.frags[key]; ok {
-			continue
-		}
-		if of, ok := other.frags[key]; !ok || !of.deleted.Equals(bf.deleted) {
-			return true
-		}
-	}
-	return false
-}
-
-// rewrittenSince returns the keys of the base fragments that compactions
-// on d's line replaced after the base state: the Rewrite transactions of
-// d's line back to the base when it is on d's line, else back to the line's
-// first version (a branch's Clone) or the oldest one it can read. A
-// rewritten fragment is known by its first data file, which is the same on
-// every line (fragment ids are not: a merge renumbers the source's).
-func (m *merger) rewrittenSince(ctx context.Context, d *Dataset) (map[uint32]bool, error) {
-	out := map[uint32]bool{}
-	sameLine := strings.TrimSuffix(d.store.URI(), "/") == strings.TrimSuffix(m.base.store.URI(), "/")
-	base := m.sides[0]
-	byID := map[uint64]uint32{}
-	for key, f := range base.frags {
-		byID[f.frag.ID] = key
-	}
-	cache := map[uint64]*manifest.Transaction{}
-	for v, n := d.Version(), 0; v >= 1 && n < maxReplay; v, n = v-1, n+1 {
-		if sameLine && v <= m.base.Version() {
-			break
-		}
-		t, err := loadTransactions(ctx, d.store, v, v, cache)
-		if err != nil {
-			break // not in this line's store: before the branch
-		}
-		switch op := t[0].txn.Operation.(type) {
-		case *manifest.Clone:
-			return out, nil
-		case *manifest.Rewrite:
-			olds := slices.Clone(op.OldFragments)
-			for _, g := range op.Groups {
-				olds = append(olds, g.OldFragments...)
-			}
-			for _, f := range olds {
-				if len(f.Files) == 0 {
-					if key, ok := byID[f.ID]; ok && sameLine {
-						out[key] = true
-					}
-					continue
-				}
-				k, err := d.fileKey(ctx, &f.Files[0])
-				if err != nil {
-					return nil, err
-				}
-				if key, ok := m.keys[k]; ok {
-					if _, inBase := base.frags[key]; inBase {
-						out[key] = true
-					}
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
 // checkRelocated moves to the updates the rows classify took for moved
 // (stored elsewhere, last-updated version unchanged) whose values differ
 // from the base's. A version number names a commit only within one line's
@@ -854,9 +783,12 @@ func (m *merger) classify(ctx context.Context) error {
 			case !ok:
 				del[id] = true
 			case now.key != at.key:
-				if m.stable && now.updated == at.updated && !m.rekeyed[side+1][id] {
+				switch {
+				case m.stable && now.updated == at.updated && !m.rekeyed[side+1][id]:
 					rel[id] = true // compaction moved it
-				} else {
+				case !m.stable && m.moved[side][id]:
+					rel[id] = true // the side's compactions moved it (traced)
+				default:
 					upd[id] = true
 				}
 			}
@@ -919,23 +851,6 @@ func (m *merger) classify(ctx context.Context) error {
 						m.insertedBoth = map[uint64]insertPair{}
 					}
 					m.insertedBoth[id] = insertPair{ours: id}
-				}
-			}
-		}
-	}
-
-	// Without stable row ids a compaction on one side hides which rows the
-	// other side's changes to the same fragment refer to.
-	if !m.stable {
-		for side := range 2 {
-			other := 1 - side
-			for key := range m.rewritten[side] {
-				bf := m.sides[0].frags[key]
-				of, ok := m.sides[other+1].frags[key]
-				if !ok || !of.deleted.Equals(bf.deleted) {
-					return &MergeConflictError{Report: m.report, Reason: fmt.Sprintf(
-						"base fragment %d was compacted on one side and changed on the other; without stable row ids its rows cannot be matched",
-						bf.frag.ID)}
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,10 +33,18 @@ import (
 //     committed on the side's line brought over rows of its source, whose
 //     origins are found by replaying the source's line the same way
 //     (ThreeWayOptions.TraceMerge), and records which row each row it
-//     merged cell by cell is a copy of (PropCellOrigins).
+//     merged cell by cell is a copy of (PropCellOrigins). A compaction
+//     (Rewrite) moves rows without changing them: each group's new
+//     fragments hold its old fragments' live rows in the order the group
+//     lists them (rewriteMoves), so a moved row keeps its origin and one
+//     only compactions moved is relocated, not updated. When the base is
+//     on another line than the side's start, the base's own line is
+//     replayed too (baseMoves): a base row compactions there moved from a
+//     row the side's start holds is that row.
 //
 // What neither settles (a merge-insert's rewrite, a history the walk cannot
-// follow, a merge whose source is gone) is uncertain: a base row a side
+// follow, a merge whose source is gone, a rewrite whose groups do not
+// account for its rows) is uncertain: a base row a side
 // removed whose new copy, if any, cannot be found; after rows written that
 // cannot be traced, every base row the side no longer holds. When the other side changed such a row too the merge
 // stops with ConflictUnmatched, which no strategy resolves: naming a key
@@ -132,10 +141,9 @@ func (m *merger) identify(ctx context.Context) error {
 	if m.stable {
 		return nil
 	}
-	var origins [3]map[uint64]uint64
-	var uncertains [3]map[uint64]bool
+	var lines [3]*lineageResult
 	for side := 1; side <= 2; side++ {
-		if origins[side], uncertains[side], err = m.lineage(ctx, side); err != nil {
+		if lines[side], err = m.lineage(ctx, side); err != nil {
 			return err
 		}
 	}
@@ -150,13 +158,13 @@ func (m *merger) identify(ctx context.Context) error {
 		for id := range m.live[side] {
 			known[side][id] = true
 		}
-		for _, o := range origins[side] {
+		for _, o := range lines[side].origin {
 			known[side][o] = true
 		}
 	}
 	for side := 1; side <= 2; side++ {
-		m.remap(side, origins[side], known[3-side])
-		uncertain := uncertains[side]
+		m.remap(side, lines[side], known[3-side])
+		uncertain := lines[side].uncertain
 		for id := range uncertain {
 			if _, inBase := m.live[0][id]; !inBase {
 				continue
@@ -172,11 +180,13 @@ func (m *merger) identify(ctx context.Context) error {
 
 // remap re-keys the rows of a side that are copies of base rows, or of
 // rows the base lacks that the other side knows (otherKnown: rows it
-// holds or held): origin maps a row's identity in the side to the
-// identity it is a copy of.
-func (m *merger) remap(side int, origin map[uint64]uint64, otherKnown map[uint64]bool) {
+// holds or held): line.origin maps a row's identity in the side to the
+// identity it is a copy of. A row only compactions moved there (not in
+// line.copied) is recorded in m.moved: the side relocated it, it did not
+// change it.
+func (m *merger) remap(side int, line *lineageResult, otherKnown map[uint64]bool) {
 	live := m.live[side]
-	for id, o := range origin {
+	for id, o := range line.origin {
 		at, ok := live[id]
 		if !ok {
 			continue
@@ -189,6 +199,9 @@ func (m *merger) remap(side int, origin map[uint64]uint64, otherKnown map[uint64
 		}
 		delete(live, id)
 		live[o] = at
+		if !line.copied[id] {
+			m.moved[side-1][o] = true
+		}
 	}
 }
 
@@ -231,7 +244,7 @@ func (m *merger) liveRows(ctx context.Context, d *Dataset) ([]uint64, error) {
 // origin (identity of a row of the side's latest version → the base row it
 // is an updated copy of) and uncertain (base rows removed in a way that may
 // have written a copy the replay cannot find).
-func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[uint64]bool, error) {
+func (m *merger) lineage(ctx context.Context, side int) (*lineageResult, error) {
 	return m.lineageOf(ctx, m.sides[side].d, 0)
 }
 
@@ -240,9 +253,15 @@ func (m *merger) lineage(ctx context.Context, side int) (map[uint64]uint64, map[
 // count as untraceable.
 const maxTraceDepth = 8
 
-// lineageResult is the lineage of one state, cached by traceKey.
+// lineageResult is the lineage of one state, cached by traceKey: origin
+// maps a row of the state to the row it is a copy of, copied holds the
+// rows of origin that a commit wrote with values of its own (an update, a
+// merge), as opposed to rows only compactions moved, uncertain holds the
+// base rows whose copies, if any, are not known, and live the state's
+// rows.
 type lineageResult struct {
 	origin    map[uint64]uint64
+	copied    map[uint64]bool
 	uncertain map[uint64]bool
 	live      map[uint64]bool
 }
@@ -253,42 +272,30 @@ func traceKey(d *Dataset) string {
 
 // lineageOf is lineage for any state d of the family (a side, or the
 // source of a merge on a side's line, depth merges deep).
-func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint64]uint64, map[uint64]bool, error) {
+func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (*lineageResult, error) {
 	if r, ok := m.traced[traceKey(d)]; ok {
-		return r.origin, r.uncertain, nil
+		return r, nil
 	}
 	base := m.live[0]
 	sameLine := strings.TrimSuffix(d.store.URI(), "/") == strings.TrimSuffix(m.base.store.URI(), "/")
 	// Walk back to where the replay starts: the base on its own line, else
 	// the oldest version of the line there is (a branch's first version is
 	// its fork point's state).
-	start := d.Version()
 	cache := map[uint64]*manifest.Transaction{}
-	for n := 0; start > 1 && n < maxReplay; n++ {
-		if sameLine && start <= m.base.Version() {
-			break
-		}
-		t, err := loadTransactions(ctx, d.store, start, start, cache)
-		if err != nil {
-			break // the version is not in this line's store
-		}
-		if _, clone := t[0].txn.Operation.(*manifest.Clone); clone {
-			break
-		}
-		start--
-	}
+	start := replayStart(ctx, d, sameLine, m.base.Version(), cache)
 	origin := map[uint64]uint64{}
+	copied := map[uint64]bool{}
 	uncertain := map[uint64]bool{}
 	prevDS := d
 	if start != d.Version() {
 		var err error
 		if prevDS, err = d.Checkout(ctx, start); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	prev, err := m.liveRows(ctx, prevDS)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !sameLine || start != m.base.Version() {
 		// How the start state lost a base row is not known; unless it
@@ -301,26 +308,51 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 				break
 			}
 		}
+		var fromStart []uint64
 		for id := range base {
 			if !in[id] && wrote {
-				uncertain[id] = true
+				fromStart = append(fromStart, id)
 			}
+		}
+		// The base's own line may say what the start state's rows became
+		// there: a base row only compactions on the base's line moved from
+		// a row the start state holds is that row (the start is the base
+		// line's start too, as where a branch forked from the other line,
+		// was compacted, and was merged into it).
+		var moved map[uint64]uint64
+		if len(fromStart) > 0 {
+			bl, err := m.baseMoves(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if bl != nil && maps.Equal(bl.start, in) {
+				moved = bl.moved
+			}
+		}
+		for _, id := range fromStart {
+			if s, ok := moved[id]; ok && in[s] {
+				if _, taken := origin[s]; !taken {
+					origin[s] = id
+					continue
+				}
+			}
+			uncertain[id] = true
 		}
 	}
 	for v := start + 1; v <= d.Version(); v++ {
 		if m.replayed++; m.replayed > maxMergeReplay {
-			return nil, nil, fmt.Errorf("%w: merge: matching rows without stable row ids or a key replays more than %d versions of the merged lines (at %s); name a key (On) or merge from a nearer base",
+			return nil, fmt.Errorf("%w: merge: matching rows without stable row ids or a key replays more than %d versions of the merged lines (at %s); name a key (On) or merge from a nearer base",
 				lancer.ErrUnsupported, maxMergeReplay, traceKey(d))
 		}
 		curDS := d
 		if v != d.Version() {
 			if curDS, err = d.Checkout(ctx, v); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		cur, err := m.liveRows(ctx, curDS)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		var op manifest.Operation
 		var txn *manifest.Transaction
@@ -350,7 +382,7 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 			}
 			return id, true
 		}
-		switch op.(type) {
+		switch op := op.(type) {
 		case *manifest.Delete, *manifest.Append:
 			// Removed rows are deleted, written rows new.
 		case *manifest.Update:
@@ -358,6 +390,7 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 				for i, id := range removed {
 					if o, ok := originOf(id); ok {
 						origin[written[i]] = o
+						copied[written[i]] = true
 					}
 				}
 				break
@@ -370,11 +403,27 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 				}
 			}
 		case *manifest.Rewrite:
-			// Compaction moves rows: base rows moved are handled as
-			// compacted (m.rewritten); copies moved lose their origin.
-			for _, id := range removed {
-				if o, ok := origin[id]; ok {
-					uncertain[o] = true
+			// Compaction moves rows without changing them: a group's
+			// new rows are its old fragments' live rows in order.
+			moves, err := m.rewriteMoves(ctx, op, prevDS, curDS, prev, removed, written)
+			if err != nil {
+				return nil, err
+			}
+			if moves == nil {
+				// The groups do not account for the rows: which row
+				// went where is not known.
+				for _, id := range removed {
+					if o, ok := originOf(id); ok {
+						uncertain[o] = true
+					}
+				}
+				break
+			}
+			for to, from := range moves {
+				o, _ := originOf(from)
+				origin[to] = o
+				if copied[from] {
+					copied[to] = true
 				}
 			}
 		default:
@@ -382,11 +431,6 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 			// removed rows and wrote none deleted them.
 			if len(written) == 0 {
 				break
-			}
-			for _, id := range removed {
-				if o, ok := originOf(id); ok {
-					uncertain[o] = true
-				}
 			}
 			// The rows written are not only copies of the rows removed
 			// here: a merge brings over the source line's rows, among them
@@ -397,14 +441,17 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 			// merge's source take their origin there; any other row
 			// written (a row merged cell by cell, a commit whose source
 			// cannot be opened) may be a copy of any base row this line
-			// no longer holds, which are then uncertain.
-			traced, err := m.traceWritten(ctx, txn, written, origin, uncertain, depth)
+			// no longer holds, which are then uncertain. When every row
+			// written is traced, a row removed whose origin no row
+			// written took was deleted: the source deleted it, or the
+			// merge kept the source's copy of it, which is traced.
+			traced, err := m.traceWritten(ctx, txn, written, origin, copied, uncertain, depth)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if len(traced) < len(written) {
-				if err := m.traceCells(ctx, txn, prevDS, prevSet, written, traced, origin); err != nil {
-					return nil, nil, err
+				if err := m.traceCells(ctx, txn, prevDS, prevSet, written, traced, origin, copied); err != nil {
+					return nil, err
 				}
 			}
 			if len(traced) < len(written) {
@@ -417,14 +464,241 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 		}
 		for _, id := range removed {
 			delete(origin, id)
+			delete(copied, id)
 		}
 		prev, prevDS = cur, curDS
 	}
-	if m.traced == nil {
-		m.traced = map[string]lineageResult{}
+	// A base row the state holds has no other copy there (every commit
+	// that writes a copy of a row removes the row): whatever made it
+	// uncertain on the way (the start state, a merge of a line where it
+	// was), it is not now. A merge of this state traced on another line
+	// takes the rest (traceWritten).
+	live := setOf(prev)
+	for id := range uncertain {
+		if live[id] {
+			delete(uncertain, id)
+		}
 	}
-	m.traced[traceKey(d)] = lineageResult{origin: origin, uncertain: uncertain, live: setOf(prev)}
-	return origin, uncertain, nil
+	if m.traced == nil {
+		m.traced = map[string]*lineageResult{}
+	}
+	r := &lineageResult{origin: origin, copied: copied, uncertain: uncertain, live: live}
+	m.traced[traceKey(d)] = r
+	return r, nil
+}
+
+// rewriteMoves pairs the rows a compaction (op, committed as curDS over
+// prevDS, whose live rows are prev in scan order) moved: it maps each row
+// it wrote to the row it is. Lance's compaction (rewrite_files: a scan in
+// order of the group's fragments, in the order the group lists them) and
+// lancer's (rewriteTask) write a group's old fragments' live rows in that
+// order, deleted rows dropped, into its new fragments in the order listed,
+// so the k-th live old row is the k-th new row. Fragments are found by
+// their first data file (the ids a transaction records for new fragments
+// may be placeholders the commit replaced). It returns nil, and no error,
+// when the groups do not account for exactly the rows the commit removed
+// and wrote (a rewrite without groups, as very old Lance wrote, or counts
+// that differ): then no row can be paired.
+func (m *merger) rewriteMoves(ctx context.Context, op *manifest.Rewrite, prevDS, curDS *Dataset,
+	prev, removed, written []uint64) (map[uint64]uint64, error) {
+	if len(op.Groups) == 0 || len(op.OldFragments) > 0 || len(op.NewFragments) > 0 {
+		return nil, nil
+	}
+	oldRows := map[uint32][]uint64{}
+	for _, id := range prev {
+		k := uint32(id >> 32)
+		oldRows[k] = append(oldRows[k], id)
+	}
+	physical := map[uint32]uint64{}
+	for _, f := range curDS.manifest.Fragments {
+		if len(f.Files) == 0 {
+			continue
+		}
+		k, err := curDS.fileKey(ctx, &f.Files[0])
+		if err != nil {
+			return nil, err
+		}
+		n, err := curDS.physicalRows(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		physical[m.intern(k)] = n
+	}
+	wrote := setOf(written)
+	oldKeys, newKeys := map[uint32]bool{}, map[uint32]bool{}
+	moves := make(map[uint64]uint64, len(written))
+	for _, g := range op.Groups {
+		var from []uint64
+		for _, f := range g.OldFragments {
+			if len(f.Files) == 0 {
+				return nil, nil
+			}
+			k, err := prevDS.fileKey(ctx, &f.Files[0])
+			if err != nil {
+				return nil, err
+			}
+			key := m.intern(k)
+			if _, was := oldRows[key]; !was {
+				return nil, nil // not in the previous version
+			}
+			if _, still := physical[key]; still || oldKeys[key] {
+				return nil, nil // not removed, or in two groups
+			}
+			oldKeys[key] = true
+			from = append(from, oldRows[key]...)
+		}
+		// Count before listing: a new fragment's row count is input, and
+		// must match rows the previous version holds.
+		var total uint64
+		var keys []uint32
+		for _, f := range g.NewFragments {
+			if len(f.Files) == 0 {
+				return nil, nil
+			}
+			k, err := curDS.fileKey(ctx, &f.Files[0])
+			if err != nil {
+				return nil, err
+			}
+			key := m.intern(k)
+			n, ok := physical[key]
+			if !ok || newKeys[key] || len(oldRows[key]) > 0 {
+				return nil, nil // not in the version, listed twice, or not new
+			}
+			newKeys[key] = true
+			keys = append(keys, key)
+			total += n
+		}
+		if total != uint64(len(from)) {
+			return nil, nil
+		}
+		i := 0
+		for _, key := range keys {
+			for j := range physical[key] {
+				if id := uint64(key)<<32 | j; wrote[id] {
+					moves[id] = from[i]
+				}
+				i++
+			}
+		}
+	}
+	for _, id := range removed {
+		if !oldKeys[uint32(id>>32)] {
+			return nil, nil
+		}
+	}
+	for _, id := range written {
+		if !newKeys[uint32(id>>32)] {
+			return nil, nil
+		}
+	}
+	return moves, nil
+}
+
+// replayStart walks d's line back to where a replay of it starts: the base
+// (version baseVersion) when the line is the base's (sameLine), else the
+// line's oldest version there is (a branch's first version is its fork
+// point's state; a Clone starts a line), at most maxReplay back.
+func replayStart(ctx context.Context, d *Dataset, sameLine bool, baseVersion uint64, cache map[uint64]*manifest.Transaction) uint64 {
+	start := d.Version()
+	for n := 0; start > 1 && n < maxReplay; n++ {
+		if sameLine && start <= baseVersion {
+			break
+		}
+		t, err := loadTransactions(ctx, d.store, start, start, cache)
+		if err != nil {
+			break // the version is not in this line's store
+		}
+		if _, clone := t[0].txn.Operation.(*manifest.Clone); clone {
+			break
+		}
+		start--
+	}
+	return start
+}
+
+// baseLine is what the base's own line did since its start state.
+type baseLine struct {
+	start map[uint64]bool   // the start state's rows
+	moved map[uint64]uint64 // base row → the start row it is, moved by compactions only
+}
+
+// baseMoves replays the base's line from its start state (replayStart) to
+// the base and returns which base rows are start rows that compactions
+// moved (a row another commit wrote, such as an update's copy, is not: its
+// values may differ), nil when the start cannot be read. A row a commit
+// leaves in place stays what it was, so any commit may come between. It
+// is computed once per merge and counts against maxMergeReplay.
+func (m *merger) baseMoves(ctx context.Context) (*baseLine, error) {
+	if m.baseLineDone {
+		return m.baseLine, nil
+	}
+	m.baseLineDone = true
+	d := m.base
+	cache := map[uint64]*manifest.Transaction{}
+	start := replayStart(ctx, d, false, 0, cache)
+	prevDS := d
+	if start != d.Version() {
+		var err error
+		if prevDS, err = d.Checkout(ctx, start); err != nil {
+			return nil, nil // an unreadable start: nothing to learn
+		}
+	}
+	prev, err := m.liveRows(ctx, prevDS)
+	if err != nil {
+		return nil, err
+	}
+	out := &baseLine{start: setOf(prev), moved: map[uint64]uint64{}}
+	for v := start + 1; v <= d.Version(); v++ {
+		if m.replayed++; m.replayed > maxMergeReplay {
+			return nil, fmt.Errorf("%w: merge: matching rows without stable row ids or a key replays more than %d versions of the merged lines (at %s); name a key (On) or merge from a nearer base",
+				lancer.ErrUnsupported, maxMergeReplay, traceKey(d))
+		}
+		curDS := d
+		if v != d.Version() {
+			if curDS, err = d.Checkout(ctx, v); err != nil {
+				return nil, err
+			}
+		}
+		cur, err := m.liveRows(ctx, curDS)
+		if err != nil {
+			return nil, err
+		}
+		var op manifest.Operation
+		if t, err := loadTransactions(ctx, d.store, v, v, cache); err == nil {
+			op = t[0].txn.Operation
+		}
+		prevSet, curSet := setOf(prev), setOf(cur)
+		var removed, written []uint64
+		for _, id := range prev {
+			if !curSet[id] {
+				removed = append(removed, id)
+			}
+		}
+		for _, id := range cur {
+			if !prevSet[id] {
+				written = append(written, id)
+			}
+		}
+		if rw, ok := op.(*manifest.Rewrite); ok {
+			moves, err := m.rewriteMoves(ctx, rw, prevDS, curDS, prev, removed, written)
+			if err != nil {
+				return nil, err
+			}
+			for to, from := range moves {
+				if s, ok := out.moved[from]; ok {
+					out.moved[to] = s
+				} else if out.start[from] {
+					out.moved[to] = from
+				}
+			}
+		}
+		for _, id := range removed {
+			delete(out.moved, id)
+		}
+		prev, prevDS = cur, curDS
+	}
+	m.baseLine = out
+	return out, nil
 }
 
 // traceWritten gives the rows a commit on a line wrote (written), where
@@ -434,7 +708,7 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (map[uint
 // source's state; the others, such as rows the merge wrote cell by cell,
 // are not).
 func (m *merger) traceWritten(ctx context.Context, txn *manifest.Transaction, written []uint64,
-	origin map[uint64]uint64, uncertain map[uint64]bool, depth int) (map[uint64]bool, error) {
+	origin map[uint64]uint64, copied, uncertain map[uint64]bool, depth int) (map[uint64]bool, error) {
 	traced := map[uint64]bool{}
 	if txn == nil || m.o.TraceMerge == nil || depth >= maxTraceDepth || len(txn.Properties) == 0 {
 		return traced, nil
@@ -445,21 +719,23 @@ func (m *merger) traceWritten(ctx context.Context, txn *manifest.Transaction, wr
 		// state: its rows cannot be traced.
 		return traced, nil
 	}
-	so, su, err := m.lineageOf(ctx, src, depth+1)
+	sl, err := m.lineageOf(ctx, src, depth+1)
 	if err != nil {
 		return nil, err
 	}
-	live := m.traced[traceKey(src)].live
 	for _, id := range written {
-		if !live[id] {
+		if !sl.live[id] {
 			continue
 		}
 		traced[id] = true
-		if o, ok := so[id]; ok {
+		if o, ok := sl.origin[id]; ok {
 			origin[id] = o
+			if sl.copied[id] {
+				copied[id] = true
+			}
 		}
 	}
-	for id := range su {
+	for id := range sl.uncertain {
 		uncertain[id] = true
 	}
 	return traced, nil
@@ -507,7 +783,7 @@ func (m *merger) cellOrigins() string {
 // PropCellOrigins says they are copies of, and adds them to traced. It
 // traces none unless the record fits exactly.
 func (m *merger) traceCells(ctx context.Context, txn *manifest.Transaction, prevDS *Dataset, prevSet map[uint64]bool,
-	written []uint64, traced map[uint64]bool, origin map[uint64]uint64) error {
+	written []uint64, traced map[uint64]bool, origin map[uint64]uint64, copied map[uint64]bool) error {
 	rec := ""
 	if txn != nil {
 		rec = txn.Properties[PropCellOrigins]
@@ -561,6 +837,7 @@ func (m *merger) traceCells(ctx context.Context, txn *manifest.Transaction, prev
 			o = oo
 		}
 		origin[id] = o
+		copied[id] = true
 		traced[id] = true
 	}
 	return nil

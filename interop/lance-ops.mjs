@@ -297,6 +297,7 @@ async function serve(req) {
     //   {"op": "deleteBranch", "name": "b"}, {"op": "createTag", "tag": "t", "version": 2} → {}
     //   {"op": "branchAppend", "branch": "b", "rows": [...]}, {"op": "branchDelete", "branch": "b", "filter": "..."},
     //   {"op": "branchUpdate", "branch": "b", "filter": "...", "valuesSql": {...}} → {"version"}
+    //   {"op": "branchOptimize", "branch": "b"} → {"version", "optimize"}: compaction with Lance's defaults (and index optimization) on the branch
     case 'listBranches': {
       const out = {};
       for (const [name, b] of Object.entries(await (await table.branches()).list())) {
@@ -337,6 +338,11 @@ async function serve(req) {
       const b = await (await table.branches()).checkout(req.branch);
       await b.delete(req.filter);
       return { version: await b.version() };
+    }
+    case 'branchOptimize': {
+      const b = await (await table.branches()).checkout(req.branch);
+      const stats = await b.optimize({});
+      return { version: await b.version(), optimize: stats };
     }
     case 'branchUpdate': {
       const b = await (await table.branches()).checkout(req.branch);

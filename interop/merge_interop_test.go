@@ -299,3 +299,90 @@ func TestLanceReadsMergedUpdates(t *testing.T) {
 		})
 	}
 }
+
+// TestLanceReadsMergeAfterLanceCompaction: real Lance deletes rows on its
+// branch and compacts it (its optimize, Lance's defaults: the three small
+// fragments become one, deleted rows dropped), while lancer changes rows
+// of those fragments on main. Without stable row ids the merge matches the
+// rows through the compaction's Rewrite groups (which row went where is
+// the order Lance wrote them in): it merges without a conflict. A row Lance
+// then updates on the compacted branch that main updated too is one
+// conflict on that row. Real Lance reads every merged version with the
+// rows lancer computed.
+func TestLanceReadsMergeAfterLanceCompaction(t *testing.T) {
+	node, ref := lanceRef(t)
+	ctx := context.Background()
+	for _, stable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stable=%v", stable), func(t *testing.T) {
+			uri, root, _, _ := branchedIDs(t, "c.lance", stable)
+			graphOps(t, node, ref,
+				graphRequest{URI: uri, Op: "createBranch", Name: "lb", FromRef: "main"},
+				graphRequest{URI: uri, Op: "branchDelete", Branch: "lb", Filter: "id IN (5, 33)"},
+			)
+			before, err := openDirAt(ctx, uri, branch.Ref{Branch: "lb"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			graphOps(t, node, ref, graphRequest{URI: uri, Op: "branchOptimize", Branch: "lb"})
+			after, err := openDirAt(ctx, uri, branch.Ref{Branch: "lb"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(before.Manifest().Fragments) < 3 || len(after.Manifest().Fragments) != 1 {
+				t.Fatalf("Lance's compaction left %d fragments of %d, want them rewritten into one", len(after.Manifest().Fragments), len(before.Manifest().Fragments))
+			}
+			main, err := openDir(ctx, uri, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if main, _, err = main.Update(ctx, map[string]string{"val": "'main'"}, "id = 25 OR id = 41", nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err = main.Delete(ctx, "id = 45", nil); err != nil {
+				t.Fatal(err)
+			}
+			res, err := branch.Merge(ctx, root, branch.Ref{Branch: "lb"}, nil)
+			if err != nil {
+				t.Fatalf("merge of Lance's compacted branch: %v", err)
+			}
+			if res.Report.RowsAdded != 0 {
+				t.Errorf("report %+v: rows added, want none (compacted rows are not new)", res.Report)
+			}
+			agree(t, node, ref, uri)
+			want := map[string]uint64{"": 47, "id IN (5, 33, 45)": 0, "val = 'main'": 2, "id = 25 AND val = 'main'": 1, "id = 41 AND val = 'main'": 1}
+			counts := func(what string) {
+				t.Helper()
+				d, err := openDir(ctx, uri, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for pred, n := range want {
+					if got, err := d.Count(ctx, pred); err != nil || got != n {
+						t.Errorf("main after %s: %q: %d rows, want %d (%v)", what, pred, got, n, err)
+					}
+				}
+			}
+			counts("merging Lance's compacted branch")
+
+			// Lance updates, on the compacted branch, a row main updated
+			// too and one main left alone: one conflict on that row, not
+			// rows that cannot be matched (the merge's base is now the
+			// branch's compacted version, whose rows main's line knows by
+			// where they were before the compaction).
+			graphOps(t, node, ref, graphRequest{URI: uri, Op: "branchUpdate", Branch: "lb", Filter: "id IN (25, 12)", ValuesSQL: map[string]string{"val": "'lance'"}})
+			_, err = branch.Merge(ctx, root, branch.Ref{Branch: "lb"}, nil)
+			var mc *dataset.MergeConflictError
+			if !errors.As(err, &mc) || len(mc.Report.Conflicts) != 1 || mc.Report.Conflicts[0].Kind != dataset.ConflictBothUpdated {
+				t.Fatalf("second merge of Lance's branch: %v, want one conflict %q", err, dataset.ConflictBothUpdated)
+			}
+			if _, err := branch.Merge(ctx, root, branch.Ref{Branch: "lb"}, &branch.MergeOptions{Strategy: dataset.MergeTheirs}); err != nil {
+				t.Fatal(err)
+			}
+			agree(t, node, ref, uri)
+			want["val = 'main'"], want["id = 25 AND val = 'main'"] = 1, 0
+			want["val = 'lance'"], want["id = 25 AND val = 'lance'"], want["id = 12 AND val = 'lance'"] = 2, 1, 1
+			counts("merging Lance's update of compacted rows")
+
+		})
+	}
+}
