@@ -173,7 +173,11 @@ func (ix *Index) searchProbes(ctx context.Context, probes []int, q []float32, k,
 
 // normalize returns v / |v| (v itself when zero), as Lance's
 // normalize_arrow.
-func normalize(v []float32) []float32 {
+func normalize(v []float32) []float32 { return normalizeTo(nil, v) }
+
+// normalizeTo is normalize writing into dst when it has room (a writer
+// normalizing row after row reuses one), else into a new slice.
+func normalizeTo(dst, v []float32) []float32 {
 	var s float32
 	for _, x := range v {
 		s += x * x
@@ -182,7 +186,11 @@ func normalize(v []float32) []float32 {
 		return v
 	}
 	n := float32(math.Sqrt(float64(s)))
-	out := make([]float32, len(v))
+	out := dst[:0:cap(dst)]
+	if cap(out) < len(v) {
+		out = make([]float32, len(v))
+	}
+	out = out[:len(v)]
 	for i, x := range v {
 		out[i] = x / n
 	}
