@@ -551,8 +551,14 @@ func encodeMiniBlock(pg *writePage, enc miniEncoder, dict *encodedDict) ([][]byt
 			if pos == 0 && !last {
 				// The chunks are alike: reserve the page's bytes from
 				// the first (one chunk over) rather than grow by
-				// doubling, which allocated twice them.
-				grown = slices.Grow(grown, len(grown)*((total+n-1)/n))
+				// doubling, which allocated twice them. A first chunk
+				// unlike the rest (one long value) must not reserve
+				// more than the page's input holds.
+				in := 0
+				for _, p := range pg.pieces {
+					in += p.bytes
+				}
+				grown = slices.Grow(grown, min(len(grown)*((total+n-1)/n), max(in, len(grown))))
 			}
 			data = grown
 			if pg.rep != nil {
