@@ -15,9 +15,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
 	"github.com/lancerdb/lancer/dataset"
-	"github.com/lancerdb/lancer/vector"
+	"github.com/lancerdb/lancer/internal/lancereftest"
 )
 
 // CoreSettings are the (nprobes, ef) settings the core suite searches the
@@ -52,6 +53,11 @@ type CoreOptions struct {
 	// so that the first timed run does not pay for cold caches, page
 	// faults and lazily built state that later runs reuse.
 	NoWarmup bool
+	// BuildOnly runs the write steps (they make the tables) and then only
+	// the index builds: in this process (index_build) and in a fresh one
+	// per side (index_build_fresh), with their memory; no reads, no
+	// searches. It cannot be combined with WritesOnly.
+	BuildOnly bool
 	// WritesOnly stops after the write steps (the one-shot write and the
 	// create + appends) and their sizes: a run that measures a change to
 	// the write or commit path in a minute rather than the whole suite's
@@ -109,6 +115,7 @@ type coreRun struct {
 	o     CoreOptions
 	rep   *CoreReport
 	lance *lanceProc
+	ref   lancereftest.Ref
 	logf  func(string, ...any)
 	// peakRSS is lancer's running maximum of VmHWM, which the index build
 	// resets.
@@ -133,10 +140,14 @@ func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	o := opts.withDefaults()
 	began := time.Now()
 	c := &coreRun{o: o, logf: stepLogger(o.Log)}
+	if o.BuildOnly && o.WritesOnly {
+		return nil, fmt.Errorf("bench: BuildOnly and WritesOnly together would run no build: %w", lancer.ErrInvalidArgument)
+	}
 	ref, err := findRef()
 	if err != nil {
 		return nil, err
 	}
+	c.ref = ref
 	dir, cleanup, err := scratchDir(o.Dir, "lancer-core-", "lancer", "lance", "input")
 	if err != nil {
 		return nil, err
@@ -203,17 +214,35 @@ func RunCore(ctx context.Context, opts CoreOptions) (*CoreReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.reads(ctx, d, chunk); err != nil {
+	if o.BuildOnly {
+		if _, err := c.buildIndex(ctx, d); err != nil {
+			return nil, err
+		}
+		if err := c.freshBuilds(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := c.allReads(ctx, d, chunk, queries, truth); err != nil {
 		return nil, err
+	}
+	return c.finishMemory(began, lancerLoaded, loaded)
+}
+
+// allReads runs the read steps, the machine limits and the vector steps.
+func (c *coreRun) allReads(ctx context.Context, d *dataset.Dataset, chunk int, queries []float32, truth [][]uint64) error {
+	o := c.o
+	if err := c.reads(ctx, d, chunk); err != nil {
+		return err
 	}
 	c.logf("machine limits: page-cache read and memory sum of the full scan's bytes")
+	var err error
 	if c.rep.Limits, err = measureLimits(c.lancerPath("a0"), o.Runs); err != nil {
-		return nil, err
+		return err
 	}
-	if err := c.vectors(ctx, d, queries, truth); err != nil {
-		return nil, err
-	}
+	return c.vectors(ctx, d, queries, truth)
+}
 
+// finishMemory closes Lance's process and records each side's memory.
+func (c *coreRun) finishMemory(began time.Time, lancerLoaded int64, loaded *lanceCoreReply) (*CoreReport, error) {
 	m, err := c.lance.ask(lanceCoreRequest{Op: "mem"})
 	if err != nil {
 		return nil, err
@@ -639,7 +668,54 @@ func (c *coreRun) vectors(ctx context.Context, d *dataset.Dataset, queries []flo
 		return err
 	}
 
-	// The index: IVF_HNSW_SQ on both sides, rebuilt (replaced) each run.
+	if _, err := c.buildIndex(ctx, d); err != nil {
+		return err
+	}
+
+	// Search a freshly opened dataset, as a reader would.
+	d, err := openLocal(ctx, c.lancerPath("a0"))
+	if err != nil {
+		return err
+	}
+	for _, s := range o.Settings {
+		if err := search(stepSearch("search_"+settingSlug(s), "IVF_HNSW_SQ search, "+s.String()+", each engine on the index it built", nq, o.K), d,
+			&dataset.SearchOptions{K: o.K, NProbes: s.NProbes, Ef: s.Ef, Index: "vector_idx"},
+			lanceCoreRequest{NProbes: s.NProbes, Ef: s.Ef}, s.String(), ""); err != nil {
+			return err
+		}
+	}
+	// Issue #17: the same index files searched by both engines, Lance's
+	// (lancer opens Lance's table) and lancer's (Lance opens lancer's),
+	// so that the QPS ratio is the engines' and not the builders'.
+	ld, err := openLocal(ctx, c.lancePath("a0"))
+	if err != nil {
+		return fmt.Errorf("bench: lancer opening Lance's table: %w", err)
+	}
+	for _, files := range []string{"lance", "lancer"} {
+		req := lanceCoreRequest{}
+		sd, whose := ld, "Lance's"
+		if files == "lancer" {
+			req.Dir, sd, whose = filepath.Dir(c.lancerPath("a0")), d, "lancer's"
+		}
+		for _, s := range o.Settings {
+			req.NProbes, req.Ef = s.NProbes, s.Ef
+			if err := search(stepSearch("search_"+files+"idx_"+settingSlug(s), "IVF_HNSW_SQ search, "+s.String()+", both engines on "+whose+" index files", nq, o.K), sd,
+				&dataset.SearchOptions{K: o.K, NProbes: s.NProbes, Ef: s.Ef, Index: "vector_idx"},
+				req, s.String(), files); err != nil {
+				return err
+			}
+		}
+	}
+	// Last, the build in a fresh process per side (issue #17): its index
+	// replaces the one the searches above used.
+	return c.freshBuilds(ctx)
+}
+
+// buildIndex runs index_build: IVF_HNSW_SQ on both sides, in this
+// process and in lance-core.mjs's, rebuilt (replaced) each run. It returns
+// lancer's dataset with the index.
+func (c *coreRun) buildIndex(ctx context.Context, d *dataset.Dataset) (*dataset.Dataset, error) {
+	o := c.o
 	b := &c.build
 	err := c.run(stepBuild(o.Partitions), func(r int) (time.Duration, time.Duration, error) {
 		runtime.GC()
@@ -647,9 +723,7 @@ func (c *coreRun) vectors(ctx context.Context, d *dataset.Dataset, queries []flo
 		before := procStatus("VmRSS")
 		resetPeakRSS()
 		wall, cpu, err := timed(func() error {
-			nd, err := d.CreateIndex(ctx, "vector", &dataset.CreateIndexOptions{
-				Type: dataset.IndexIVFHNSWSQ, Name: "vector_idx", Metric: vector.L2, Partitions: o.Partitions, Replace: true,
-			})
+			nd, err := d.CreateIndex(ctx, "vector", coreIndexOptions(o.Partitions))
 			if err == nil {
 				d = nd
 			}
@@ -683,44 +757,7 @@ func (c *coreRun) vectors(ctx context.Context, d *dataset.Dataset, queries []flo
 		}
 		return L, nil
 	})
-	if err != nil {
-		return err
-	}
-
-	// Search a freshly opened dataset, as a reader would.
-	if d, err = openLocal(ctx, c.lancerPath("a0")); err != nil {
-		return err
-	}
-	for _, s := range o.Settings {
-		if err := search(stepSearch("search_"+settingSlug(s), "IVF_HNSW_SQ search, "+s.String()+", each engine on the index it built", nq, o.K), d,
-			&dataset.SearchOptions{K: o.K, NProbes: s.NProbes, Ef: s.Ef, Index: "vector_idx"},
-			lanceCoreRequest{NProbes: s.NProbes, Ef: s.Ef}, s.String(), ""); err != nil {
-			return err
-		}
-	}
-	// Issue #17: the same index files searched by both engines, Lance's
-	// (lancer opens Lance's table) and lancer's (Lance opens lancer's),
-	// so that the QPS ratio is the engines' and not the builders'.
-	ld, err := openLocal(ctx, c.lancePath("a0"))
-	if err != nil {
-		return fmt.Errorf("bench: lancer opening Lance's table: %w", err)
-	}
-	for _, files := range []string{"lance", "lancer"} {
-		req := lanceCoreRequest{}
-		sd, whose := ld, "Lance's"
-		if files == "lancer" {
-			req.Dir, sd, whose = filepath.Dir(c.lancerPath("a0")), d, "lancer's"
-		}
-		for _, s := range o.Settings {
-			req.NProbes, req.Ef = s.NProbes, s.Ef
-			if err := search(stepSearch("search_"+files+"idx_"+settingSlug(s), "IVF_HNSW_SQ search, "+s.String()+", both engines on "+whose+" index files", nq, o.K), sd,
-				&dataset.SearchOptions{K: o.K, NProbes: s.NProbes, Ef: s.Ef, Index: "vector_idx"},
-				req, s.String(), files); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return d, err
 }
 
 // settingSlug names a setting in step names: "np10_ef100", "np10_efdef".

@@ -371,6 +371,15 @@ func (r *CoreReport) step(name string) *StepDetail {
 	return nil
 }
 
+func (r *CoreReport) memory(name string) *ByteRatio {
+	for i := range r.Memory {
+		if r.Memory[i].Name == name {
+			return &r.Memory[i]
+		}
+	}
+	return nil
+}
+
 func (r *CoreReport) size(name string) *ByteRatio {
 	for i := range r.Sizes {
 		if r.Sizes[i].Name == name {
@@ -409,6 +418,9 @@ func (r *CoreReport) finish(began time.Time) {
 		return b
 	}
 	qpsTarget := func(issue, files, suffix string) {
+		if len(r.RecallQPS) == 0 {
+			return // no searches ran (a build-only run)
+		}
 		if files != "" && !r.hasIndex(files) {
 			return // a report from before the suite searched both engines' files
 		}
@@ -478,6 +490,14 @@ func (r *CoreReport) finish(began time.Time) {
 	qpsTarget("#17", "lancer", " on lancer's index files")
 	if s := r.step("index_build"); s != nil {
 		add("#6", "index build time", s.Ratio, 1/TargetBuild, "lancer at most half of Lance's time")
+	}
+	// Issue #17: the build's memory growth at most 1.5x Lance's, each in a
+	// process of its own (index_build_fresh), and its time there.
+	if m := r.memory("peak_rss_build_fresh_growth"); m != nil {
+		add("#17", "index build memory growth (fresh process)", m.Ratio, 1/TargetBuildMemory, "lancer's growth at most 1.5x Lance's")
+	}
+	if s := r.step("index_build_fresh"); s != nil {
+		add("#17", "index build time (fresh process)", s.Ratio, 1/TargetBuild, "lancer at most half of Lance's time")
 	}
 	if s := r.size("index"); s != nil {
 		add("#6", "index size", s.Ratio, 1/TargetIndexSize, "lancer's index no larger than Lance's")

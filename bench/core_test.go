@@ -67,7 +67,8 @@ func TestCoreSmall(t *testing.T) {
 
 	wantSteps := []string{"write_oneshot", "write_appends", "scan_full", "scan_full_1file", "scan_id", "scan_vector", "scan_text",
 		"take_offsets", "take_rowids", "filter_1pct", "count_rows", "flat_search", "index_build", "search_np10_efdef", "search_np20_ef100",
-		"search_lanceidx_np10_efdef", "search_lanceidx_np20_ef100", "search_lanceridx_np10_efdef", "search_lanceridx_np20_ef100"}
+		"search_lanceidx_np10_efdef", "search_lanceidx_np20_ef100", "search_lanceridx_np10_efdef", "search_lanceridx_np20_ef100",
+		"index_build_fresh"}
 	var names []string
 	for _, s := range rep.Steps {
 		names = append(names, s.Name)
@@ -126,8 +127,19 @@ func TestCoreSmall(t *testing.T) {
 			t17++
 		}
 	}
-	if t17 != 2 {
-		t.Errorf("%d #17 targets, want QPS at the recall target on Lance's and on lancer's index files", t17)
+	if t17 != 4 {
+		t.Errorf("%d #17 targets, want QPS at the recall target on Lance's and on lancer's index files, and the fresh build's memory and time", t17)
+	}
+	// The fresh-process build: both halves measured in processes of their
+	// own, which open only the table (far below this process, which holds
+	// the suite's input and Lance's replies).
+	for _, name := range []string{"peak_rss_build_fresh", "peak_rss_build_fresh_growth"} {
+		if rep.memory(name) == nil {
+			t.Errorf("no %s memory figure", name)
+		}
+	}
+	if f, in := rep.memory("peak_rss_build_fresh"), rep.memory("peak_rss"); f != nil && in != nil && f.LancerBytes >= in.LancerBytes {
+		t.Errorf("the fresh process peaked at %d bytes, not below this one's %d: was it this process?", f.LancerBytes, in.LancerBytes)
 	}
 	for _, x := range rep.RecallQPS {
 		if x.QPS <= 0 || x.Recall < 0 || x.Recall > 1 {

@@ -144,8 +144,16 @@
 // opens Lance's table: search_lanceidx_*) and lancer's (Lance opens
 // lancer's: search_lanceridx_*), so that a QPS ratio at a recall is the
 // engines' and not the builders' (RecallQPS.Index says whose files, and
-// the #17 targets compare QPS at recall 0.95 on each);
+// the #17 targets compare QPS at recall 0.95 on each); then
+// index_build_fresh, the same build in a fresh process per side holding
+// nothing else (lancer: a child of the bench binary, see MaybeBuildChild;
+// Lance: lance-build.mjs), whose peak resident set and its growth over the
+// set after opening the table are the fair build-memory figures
+// (peak_rss_build_fresh*, and a #17 target: lancer's growth at most 1.5x
+// Lance's), where index_build's process still holds the suite's input;
 // then data and index bytes on disk and each process's resident memory.
+// -build-only (CoreOptions.BuildOnly) runs the writes, which make the
+// tables, then only the two builds.
 // Lance's query figures are analyzePlan() wall times: the engine runs the
 // query to the end in Rust and no Arrow data crosses into JavaScript; the
 // report also gives the engine's own elapsed and the toArrow() time, and

@@ -73,5 +73,5 @@ func BuildPartitionHNSW(vecs []float32, dim int, opts *HNSWOptions) (*HNSW, erro
 	if dim < 1 || len(vecs)%dim != 0 {
 		return nil, fmt.Errorf("vector: HNSW of %d floats with dimension %d: %w", len(vecs), dim, lancer.ErrInvalidArgument)
 	}
-	return buildPartitionGraph(vecs[:len(vecs):len(vecs)], dim, o)
+	return buildPartitionGraph(vecs[:len(vecs):len(vecs)], dim, o, nil)
 }

@@ -433,6 +433,7 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 	var wg sync.WaitGroup
 	for range min(o.Workers, parts) {
 		wg.Go(func() {
+			var scratch graphScratch
 			for {
 				j := int(next.Add(1) - 1)
 				if j >= parts {
@@ -443,7 +444,7 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 					i := int(perm[pos])
 					return vectors[i*dim : (i+1)*dim]
 				}
-				pt, err := x.buildPartition(p, row, nil, hopts, o.Seed)
+				pt, err := x.buildPartition(p, row, nil, hopts, o.Seed, &scratch)
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 				}
@@ -466,7 +467,9 @@ func BuildIVF(vectors []float32, dim int, ids []uint64, opts *IVFOptions) (*IVF,
 // position pos, offsets[p] ≤ pos < offsets[p+1]) copied, encoded, and its
 // graph built. rows, if not nil, holds those rows packed in order, and the
 // partition keeps it instead of a copy (a streaming build's buffer).
-func (x *IVF) buildPartition(p int, row func(pos int) []float32, rows []float32, hopts HNSWOptions, seed uint64) (*ivfPart, error) {
+//
+// scratch is the calling worker's (see buildPartitionGraph), or nil.
+func (x *IVF) buildPartition(p int, row func(pos int) []float32, rows []float32, hopts HNSWOptions, seed uint64, scratch *graphScratch) (*ivfPart, error) {
 	dim := x.dim
 	lo, hi := int(x.offsets[p]), int(x.offsets[p+1])
 	c := hi - lo
@@ -500,7 +503,7 @@ func (x *IVF) buildPartition(p int, row func(pos int) []float32, rows []float32,
 	}
 	if x.sub == SubHNSW && c > 0 {
 		hopts.Seed = seed ^ (uint64(p)+1)*0x9e3779b97f4a7c15
-		g, err := buildPartitionGraph(pt.vecs[:c*dim:c*dim], dim, hopts)
+		g, err := buildPartitionGraph(pt.vecs[:c*dim:c*dim], dim, hopts, scratch)
 		if err != nil {
 			return nil, fmt.Errorf("vector: IVF partition %d: %w", p, err)
 		}
@@ -881,7 +884,12 @@ const exactGraphMax = 2048
 // ordinary HNSW (Search, MarshalBinary), built with about n²/2 distances:
 // on partitions of a few hundred rows, a fifth of the time of incremental
 // insertion for the same recall.
-func buildPartitionGraph(vecs []float32, dim int, o HNSWOptions) (*HNSW, error) {
+//
+// scratch, if not nil, lends the distance matrix: a worker building
+// partition after partition reuses one instead of allocating up to 16 MiB
+// for each (those matrices were most of an IVF_HNSW build's allocations,
+// and the garbage between collections most of its peak heap, issue #17).
+func buildPartitionGraph(vecs []float32, dim int, o HNSWOptions, scratch *graphScratch) (*HNSW, error) {
 	n := len(vecs) / dim
 	if n > exactGraphMax {
 		return BuildHNSW(vecs, dim, &o)
@@ -901,9 +909,10 @@ func buildPartitionGraph(vecs []float32, dim int, o HNSWOptions) (*HNSW, error) 
 		return h, nil
 	}
 	// D is symmetric: the kernels give d(a, b) == d(b, a) bit for bit.
-	D := make([]float32, n*n)
+	D := scratch.matrix(n)
 	buf := make([]float32, n)
 	for i := 0; i < n; i++ {
+		D[i*n+i] = 0 // a reused matrix holds the last partition's values
 		d := Distances(o.Metric, vecs[i*dim:(i+1)*dim], vecs[(i+1)*dim:], dim, buf)
 		for j, v := range d {
 			D[i*n+i+1+j] = v
@@ -943,6 +952,26 @@ func buildPartitionGraph(vecs []float32, dim int, o HNSWOptions) (*HNSW, error) 
 	}
 	linkUnreachable(h, D)
 	return h, nil
+}
+
+// graphScratch is what a worker building partition graphs one after
+// another reuses: the n×n distance matrix of the largest partition so far
+// (at most exactGraphMax² floats).
+type graphScratch struct {
+	d []float32
+}
+
+// matrix returns an n×n matrix whose values are left over from earlier
+// use: the caller writes every cell it reads.
+func (s *graphScratch) matrix(n int) []float32 {
+	if s == nil {
+		return make([]float32, n*n)
+	}
+	if cap(s.d) < n*n {
+		s.d = nil // before the new one, so both are never held
+		s.d = make([]float32, n*n)
+	}
+	return s.d[:n*n]
 }
 
 // layerBuilder links the layers of buildPartitionGraph.

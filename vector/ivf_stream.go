@@ -276,6 +276,9 @@ func (b *IVFBuild) load(ctx context.Context, p int) error {
 	var wg sync.WaitGroup
 	for range min(b.workers, len(order)) {
 		wg.Go(func() {
+			// The matrix goes with the worker when the group is built:
+			// held across groups it would add to the writer's peak.
+			var scratch graphScratch
 			for {
 				j := int(next.Add(1) - 1)
 				if j >= len(order) || ctx.Err() != nil {
@@ -283,7 +286,7 @@ func (b *IVFBuild) load(ctx context.Context, p int) error {
 				}
 				q := order[j]
 				rows := buf[(int(x.offsets[q])-lo)*dim : (int(x.offsets[q+1])-lo)*dim]
-				pt, err := x.buildPartition(q, row, rows, b.hopts, b.seed)
+				pt, err := x.buildPartition(q, row, rows, b.hopts, b.seed, &scratch)
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return

@@ -564,9 +564,49 @@ func TestIVFLargePartitions(t *testing.T) {
 	}
 }
 
+// TestPartitionGraphScratch: a graph built on a reused distance matrix is
+// the one built on a fresh matrix, bit for bit, whatever the matrix held:
+// the scratch is poisoned with -1, a distance nearer than any real one, so
+// a cell read before it is written would change the links.
+func TestPartitionGraphScratch(t *testing.T) {
+	scratch := &graphScratch{d: make([]float32, 700*700)}
+	for i := range scratch.d {
+		scratch.d[i] = -1
+	}
+	for _, c := range []struct {
+		n      int
+		metric Metric
+	}{{600, L2}, {300, Cosine}, {650, Dot}, {1, L2}, {2, L2}} {
+		vecs, _ := clusteredData(c.n, 0, 16, 3, uint32(c.n))
+		o := HNSWOptions{M: 4, EfConstruction: 20, Metric: c.metric, Seed: 7}
+		want, err := buildPartitionGraph(vecs, 16, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := buildPartitionGraph(vecs, 16, o, scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wb, err := want.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gb, err := got.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(wb, gb) {
+			t.Fatalf("%d rows, %v: the graph built on the reused matrix differs", c.n, c.metric)
+		}
+	}
+	if cap(scratch.d) != 700*700 {
+		t.Fatalf("the scratch was reallocated to %d floats", cap(scratch.d))
+	}
+}
+
 func TestPartitionGraph(t *testing.T) {
 	vecs, _ := clusteredData(600, 0, 16, 3, 8)
-	g, err := buildPartitionGraph(vecs, 16, HNSWOptions{M: 4, EfConstruction: 20, Metric: L2})
+	g, err := buildPartitionGraph(vecs, 16, HNSWOptions{M: 4, EfConstruction: 20, Metric: L2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

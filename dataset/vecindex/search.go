@@ -183,7 +183,11 @@ func parallel(ctx context.Context, n, workers int, f func(i int) error) error {
 
 // normalize returns v / |v| (v itself when zero), as Lance's
 // normalize_arrow.
-func normalize(v []float32) []float32 {
+func normalize(v []float32) []float32 { return normalizeTo(nil, v) }
+
+// normalizeTo is normalize writing into dst when it has room (a writer
+// normalizing row after row reuses one), else into a new slice.
+func normalizeTo(dst, v []float32) []float32 {
 	var s float32
 	for _, x := range v {
 		s += x * x
@@ -192,7 +196,11 @@ func normalize(v []float32) []float32 {
 		return v
 	}
 	n := float32(math.Sqrt(float64(s)))
-	out := make([]float32, len(v))
+	out := dst[:0:cap(dst)]
+	if cap(out) < len(v) {
+		out = make([]float32, len(v))
+	}
+	out = out[:len(v)]
 	for i, x := range v {
 		out[i] = x / n
 	}

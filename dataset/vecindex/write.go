@@ -278,7 +278,7 @@ type segWriter struct {
 	subMeta            []string
 	maxLevel           int
 
-	tr []uint8
+	norm []float32 // a row normalized (cosine SQ)
 }
 
 func (w *segWriter) rows(ctx context.Context, p int) ([]uint64, []float32, []uint8, error) {
@@ -478,6 +478,33 @@ func graphLen(g *vector.HNSW) any {
 	return g.Len()
 }
 
+// fixedBuffer allocates exactly size bytes for an array's values, filled
+// by the caller. The writer's arrays were built with Arrow builders, which
+// reserve the next power of two and copy into an exact buffer at the end:
+// three to four times the bytes allocated, and a copy (issue #17).
+func (w *segWriter) fixedBuffer(size int) *memory.Buffer {
+	b := memory.NewResizableBuffer(w.mem)
+	b.Resize(size)
+	return b
+}
+
+// fixedArray returns an array of n values of type dt over vals (no
+// validity bitmap: every value is valid), or a list over offsets and
+// child when child is set. It takes over the buffers' references.
+func fixedArray(dt arrow.DataType, n int, vals *memory.Buffer, child arrow.ArrayData) arrow.Array {
+	var d arrow.ArrayData
+	if child != nil {
+		d = array.NewData(dt, n, []*memory.Buffer{nil, vals}, []arrow.ArrayData{child}, 0, 0)
+	} else {
+		d = array.NewData(dt, n, []*memory.Buffer{nil, vals}, nil, 0, 0)
+	}
+	if vals != nil {
+		vals.Release() // the data holds it
+	}
+	defer d.Release()
+	return array.MakeFromData(d)
+}
+
 func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float32, codes []uint8, order []uint32) error {
 	s := w.s
 	n, dim := len(ids), s.Dim
@@ -487,13 +514,12 @@ func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float
 		}
 		return int(order[j])
 	}
-	ib := array.NewUint64Builder(w.mem)
-	defer ib.Release()
-	ib.Reserve(n)
+	ib := w.fixedBuffer(8 * n)
+	idv := arrow.Uint64Traits.CastFromBytes(ib.Bytes())
 	for j := range n {
-		ib.UnsafeAppend(ids[row(j)])
+		idv[j] = ids[row(j)]
 	}
-	idArr := ib.NewArray()
+	idArr := fixedArray(arrow.PrimitiveTypes.Uint64, n, ib, nil)
 	defer idArr.Release()
 	var vals arrow.Array
 	switch s.Quant {
@@ -501,41 +527,42 @@ func (w *segWriter) writeStorage(ctx context.Context, ids []uint64, vecs []float
 		// Transposed, as Lance writes PQ storage (I4): byte j of every
 		// row, then byte j+1.
 		width := s.CodeWidth()
-		w.tr = slicesGrow(w.tr, len(codes))
+		b := w.fixedBuffer(len(codes))
+		tr := b.Bytes()
 		for i := range n {
 			for j := range width {
-				w.tr[j*n+i] = codes[row(i)*width+j]
+				tr[j*n+i] = codes[row(i)*width+j]
 			}
 		}
-		b := array.NewUint8Builder(w.mem)
-		b.AppendValues(w.tr, nil)
-		vals = b.NewArray()
-		b.Release()
+		vals = fixedArray(arrow.PrimitiveTypes.Uint8, len(codes), b, nil)
 	case QuantSQ:
-		w.tr = w.tr[:0]
+		b := w.fixedBuffer(n * dim)
+		out := b.Bytes()[:0]
 		for j := range n {
 			if len(vecs) != n*dim { // codes given (rows checked them)
-				w.tr = append(w.tr, codes[row(j)*dim:(row(j)+1)*dim]...)
+				out = append(out, codes[row(j)*dim:(row(j)+1)*dim]...)
 				continue
 			}
 			v := vecs[row(j)*dim : (row(j)+1)*dim]
 			if s.Metric == vector.Cosine {
-				v = normalize(v)
+				if nv := normalizeTo(w.norm, v); len(nv) > 0 && &nv[0] != &v[0] {
+					w.norm, v = nv, nv
+				}
 			}
-			w.tr = appendSQ(w.tr, v, w.lo, w.hi)
+			out = appendSQ(out, v, w.lo, w.hi)
 		}
-		b := array.NewUint8Builder(w.mem)
-		b.AppendValues(w.tr, nil)
-		vals = b.NewArray()
-		b.Release()
+		if len(out) != n*dim || (n > 0 && &out[0] != &b.Bytes()[0]) {
+			b.Release()
+			return fmt.Errorf("%d SQ codes for %d rows of %d: %w", len(out), n, dim, lancer.ErrInvalidArgument)
+		}
+		vals = fixedArray(arrow.PrimitiveTypes.Uint8, n*dim, b, nil)
 	default:
-		b := array.NewFloat32Builder(w.mem)
-		b.Reserve(n * dim)
+		b := w.fixedBuffer(4 * n * dim)
+		f := arrow.Float32Traits.CastFromBytes(b.Bytes())
 		for j := range n {
-			b.AppendValues(vecs[row(j)*dim:(row(j)+1)*dim], nil)
+			copy(f[j*dim:(j+1)*dim], vecs[row(j)*dim:(row(j)+1)*dim])
 		}
-		vals = b.NewArray()
-		b.Release()
+		vals = fixedArray(arrow.PrimitiveTypes.Float32, n*dim, b, nil)
 	}
 	ld := array.NewData(w.codeType, n, []*memory.Buffer{nil}, []arrow.ArrayData{vals.Data()}, 0, 0)
 	list := array.NewFixedSizeListData(ld)
@@ -581,46 +608,63 @@ func (w *segWriter) writeGraph(ctx context.Context, p int, g *vector.HNSW, vecs 
 	vec := func(r uint32) []float32 { return vecs[int(r)*dim : int(r+1)*dim] }
 	// Lance 12 writes max_level (7 by default) levels, the top ones empty.
 	levels := max(g.MaxLevel()+1, lanceDefaultMaxLevel)
-	idb := array.NewUint32Builder(w.mem)
-	defer idb.Release()
-	nb := array.NewListBuilder(w.mem, arrow.PrimitiveTypes.Uint32)
-	defer nb.Release()
-	nbv := nb.ValueBuilder().(*array.Uint32Builder)
-	db := array.NewListBuilder(w.mem, arrow.PrimitiveTypes.Float32)
-	defer db.Release()
-	dbv := db.ValueBuilder().(*array.Float32Builder)
-	offsets := make([]int, 0, levels+1)
-	rows := 0
+	// Counted first, so that each column's buffer is allocated once at
+	// its size (the neighbour and distance lists share their offsets).
+	rows, vals := 0, 0
 	for l := range levels {
-		offsets = append(offsets, rows)
+		for _, r := range order {
+			if g.Level(r) >= l {
+				rows++
+				vals += len(g.Neighbors(r, l))
+			}
+		}
+	}
+	if vals > math.MaxInt32 {
+		return fmt.Errorf("HNSW graph of %d links, more than a list holds: %w", vals, lancer.ErrInvalidArgument)
+	}
+	idBuf, offBuf := w.fixedBuffer(4*rows), w.fixedBuffer(4*(rows+1))
+	nbBuf, dBuf := w.fixedBuffer(4*vals), w.fixedBuffer(4*vals)
+	idv, offv := arrow.Uint32Traits.CastFromBytes(idBuf.Bytes()), arrow.Int32Traits.CastFromBytes(offBuf.Bytes())
+	nbv, dv := arrow.Uint32Traits.CastFromBytes(nbBuf.Bytes()), arrow.Float32Traits.CastFromBytes(dBuf.Bytes())
+	offsets := make([]int, 0, levels+1)
+	k, v := 0, 0
+	for l := range levels {
+		offsets = append(offsets, k)
 		for j, r := range order {
 			if g.Level(r) < l {
 				continue
 			}
-			idb.Append(uint32(j))
-			nb.Append(true)
-			db.Append(true)
+			idv[k], offv[k] = uint32(j), int32(v)
 			for _, x := range g.Neighbors(r, l) {
-				nbv.Append(pos[x])
-				dbv.Append(dist(vec(r), vec(x)))
+				nbv[v], dv[v] = pos[x], dist(vec(r), vec(x))
+				v++
 			}
-			rows++
+			k++
 		}
 	}
+	offv[rows] = int32(v)
 	offsets = append(offsets, rows)
 	m, efc := g.M()
 	meta, err := json.Marshal(hnswMeta{EntryPoint: 0, Params: hnswParams{MaxLevel: levels, M: m, EfConstruction: efc, PrefetchDistance: 2}, LevelOffsets: offsets})
 	if err != nil {
+		for _, b := range []*memory.Buffer{idBuf, offBuf, nbBuf, dBuf} {
+			b.Release()
+		}
 		return err
 	}
 	w.subMeta[p] = string(meta)
 	w.idxLens[p] = uint32(rows)
 	w.maxLevel = max(w.maxLevel, levels)
-	ids := idb.NewArray()
+	ids := fixedArray(arrow.PrimitiveTypes.Uint32, rows, idBuf, nil)
 	defer ids.Release()
-	nbs := nb.NewArray()
+	nbItems := fixedArray(arrow.PrimitiveTypes.Uint32, vals, nbBuf, nil)
+	defer nbItems.Release()
+	dItems := fixedArray(arrow.PrimitiveTypes.Float32, vals, dBuf, nil)
+	defer dItems.Release()
+	offBuf.Retain() // one reference for each list
+	nbs := fixedArray(w.idxArrow.Field(1).Type, rows, offBuf, nbItems.Data())
 	defer nbs.Release()
-	ds := db.NewArray()
+	ds := fixedArray(w.idxArrow.Field(2).Type, rows, offBuf, dItems.Data())
 	defer ds.Release()
 	rec := array.NewRecordBatch(w.idxArrow, []arrow.Array{ids, nbs, ds}, int64(rows))
 	defer rec.Release()
@@ -691,13 +735,6 @@ func (w *segWriter) finishAux(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return wf.Size, nil
-}
-
-func slicesGrow(b []uint8, n int) []uint8 {
-	if cap(b) < n {
-		return make([]uint8, n)
-	}
-	return b[:n]
 }
 
 func (w *segWriter) finishIndex(ctx context.Context) (uint64, error) {

@@ -9,6 +9,7 @@
 //	go run ./bench/cmd/bench -suite=server               # 32 official clients against lancer serve, 60 s
 //	go run ./bench/cmd/bench -suite=text                 # FTS build and queries on 1M sentences, bench/results/text
 //	go run ./bench/cmd/bench -suite=s3 -n 20000          # lancer and Lance on a local S3 server (versitygw)
+//	nice go run ./bench/cmd/bench -n 100000 -build-only -out /tmp/build   # index builds only, fresh-process memory
 //	go run ./bench/cmd/bench -n 20000 -cpuprofile cpu.out && go tool pprof -tagfocus step=flat_search cpu.out
 //
 // Each step runs -runs times per side, alternating lancer and Lance; the
@@ -31,6 +32,9 @@ import (
 )
 
 func main() {
+	// The core suite starts this binary again for its fresh-process index
+	// build: then it builds, reports and exits here.
+	bench.MaybeBuildChild()
 	var (
 		o        bench.CoreOptions
 		suite    string
@@ -42,6 +46,7 @@ func main() {
 	flag.IntVar(&o.Rows, "n", bench.DefaultVectorRows, "rows of the table (core suite)")
 	flag.IntVar(&o.Dim, "dim", bench.DefaultVectorDim, "vector dimension (core suite)")
 	flag.IntVar(&o.Runs, "runs", 5, "timed runs of each step per side (alternating lancer, Lance), after one warm-up run each")
+	flag.BoolVar(&o.BuildOnly, "build-only", false, "core and scale suites: run the writes (they make the tables) and then only the index builds, in the suite's process and in a fresh process per side, with their memory")
 	flag.BoolVar(&o.WritesOnly, "writes-only", false, "core suite: run only the write steps (one-shot write, create + appends) and their sizes")
 	flag.BoolVar(&o.NoWarmup, "no-warmup", false, "time every run, without the untimed warm-up run per step and side")
 	flag.BoolVar(&profileSteps, "profiles", false, "core and scale suites: write lancer's CPU and allocation profiles of each step to <out>/profiles/<step>.{cpu,allocs}.pprof")
@@ -64,8 +69,8 @@ func main() {
 	if readme && suite != "core" {
 		fail(fmt.Errorf("bench: -readme rewrites the README's core-suite figures: it needs -suite=core"))
 	}
-	if readme && o.WritesOnly {
-		fail(fmt.Errorf("bench: -readme needs every step's figures: it cannot be combined with -writes-only"))
+	if readme && (o.WritesOnly || o.BuildOnly) {
+		fail(fmt.Errorf("bench: -readme needs every step's figures: it cannot be combined with -writes-only or -build-only"))
 	}
 	if profileSteps && *cpuProfile != "" {
 		fail(fmt.Errorf("bench: -profiles and -cpuprofile cannot be combined: Go runs one CPU profile at a time"))

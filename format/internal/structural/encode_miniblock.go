@@ -496,23 +496,27 @@ func encodeMiniBlock(pg *writePage, enc miniEncoder, dict *encodedDict) ([][]byt
 	if pg.def != nil {
 		defEnc = chooseLevelEncoding(pg.def, pg.v22)
 	}
-	// visItem[v] is the item of visible value v (when items and values
-	// differ).
-	var visItem []int
-	if pg.def != nil && pg.items != pg.values {
-		visItem = make([]int, 0, pg.values)
-		for i, d := range pg.def {
-			if d <= pg.maxVisible {
-				visItem = append(visItem, i)
-			}
-		}
-	}
+	// itemEnd is the item after the one of visible value valueEnd-1 (when
+	// items and values differ), found by walking the definition levels
+	// from the chunk's first item: a table of every value's item cost 8
+	// bytes a value, twice the values of a page of 32-bit ones (issue #17).
+	// pos and item (below) are the chunk's first value and item.
+	var pos, item int
+	sparse := pg.def != nil && pg.items != pg.values
 	itemEnd := func(valueEnd int, last bool) int {
 		switch {
 		case last:
 			return pg.items
-		case visItem != nil:
-			return visItem[valueEnd-1] + 1
+		case sparse:
+			v := pos
+			for i := item; i < pg.items; i++ {
+				if pg.def[i] <= pg.maxVisible {
+					if v++; v == valueEnd {
+						return i + 1
+					}
+				}
+			}
+			return pg.items
 		}
 		return valueEnd
 	}
@@ -522,7 +526,6 @@ func encodeMiniBlock(pg *writePage, enc miniEncoder, dict *encodedDict) ([][]byt
 	}
 	var meta, data []byte
 	var repIndex []uint64
-	pos, item := 0, 0
 	for pos < total {
 		n := min(enc.chunkCap(pos), total-pos)
 		for {
@@ -544,6 +547,18 @@ func encodeMiniBlock(pg *writePage, enc miniEncoder, dict *encodedDict) ([][]byt
 				meta = binary.LittleEndian.AppendUint32(meta, word)
 			} else {
 				meta = binary.LittleEndian.AppendUint16(meta, uint16(word))
+			}
+			if pos == 0 && !last {
+				// The chunks are alike: reserve the page's bytes from
+				// the first (one chunk over) rather than grow by
+				// doubling, which allocated twice them. A first chunk
+				// unlike the rest (one long value) must not reserve
+				// more than the page's input holds.
+				in := 0
+				for _, p := range pg.pieces {
+					in += p.bytes
+				}
+				grown = slices.Grow(grown, min(len(grown)*((total+n-1)/n), max(in, len(grown))))
 			}
 			data = grown
 			if pg.rep != nil {
