@@ -144,13 +144,45 @@ type GroupCommitter struct {
 	writing int             // appends writing their files
 	kick    chan struct{}   // wakes a waiting leader; capacity 1
 	stats   GroupCommitStats
+
+	// turn is held (a value sent) by whoever is committing to the
+	// dataset through the committer: a group commit, or an attempt of a
+	// commit made with CommitOptions.Group set to it (see takeTurn).
+	// Capacity 1. A channel rather than a mutex so that waiting for it
+	// ends with the waiter's ctx; blocked senders are served in order.
+	turn chan struct{}
 }
+
+// turnWaitHook, if set (by tests), is called when a commit must wait for
+// its turn, before it blocks.
+var turnWaitHook func()
 
 // NewGroupCommitter returns a GroupCommitter for the dataset rooted at
 // store.
 func NewGroupCommitter(store blob.Store, opts *GroupCommitOptions) *GroupCommitter {
-	return &GroupCommitter{store: store, opts: opts.withDefaults(), kick: make(chan struct{}, 1)}
+	return &GroupCommitter{store: store, opts: opts.withDefaults(), kick: make(chan struct{}, 1), turn: make(chan struct{}, 1)}
 }
+
+// takeTurn waits until no one commits through c, then holds the turn
+// until releaseTurn; it fails with ctx's error if ctx ends first.
+func (c *GroupCommitter) takeTurn(ctx context.Context) error {
+	select {
+	case c.turn <- struct{}{}:
+		return nil
+	default:
+	}
+	if turnWaitHook != nil {
+		turnWaitHook()
+	}
+	select {
+	case c.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *GroupCommitter) releaseTurn() { <-c.turn }
 
 // Stats returns the committer's totals.
 func (c *GroupCommitter) Stats() GroupCommitStats {
@@ -464,14 +496,20 @@ func (c *GroupCommitter) commitGroup(ctx context.Context, members []*groupReques
 		}
 		readVersion := read.d.manifest.Version
 		op := &operation{kind: opAppend, fragments: frags}
-		var definite bool
-		ds, err := commit(ctx, c.store, read.d.opts, read.d.bases, op, commitOptions{
-			readVersion: readVersion,
-			opts:        &CommitOptions{Retries: read.retries, Properties: read.props},
-			read:        read.d,
-			keepData:    true,
-			definite:    &definite,
-		})
+		definite := true
+		ds, err := (*Dataset)(nil), c.takeTurn(ctx)
+		if err == nil {
+			ds, err = commit(ctx, c.store, read.d.opts, read.d.bases, op, commitOptions{
+				readVersion: readVersion,
+				opts:        &CommitOptions{Retries: read.retries, Properties: read.props},
+				read:        read.d,
+				keepData:    true,
+				definite:    &definite,
+			})
+			c.releaseTurn()
+		} else {
+			err = fmt.Errorf("dataset: waiting for a commit in turn: %w", err)
+		}
 		info := GroupCommitInfo{Requests: len(pending), Rows: rows, Bytes: bytes, Err: err}
 		if err == nil {
 			info.Version = ds.manifest.Version
