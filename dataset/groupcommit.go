@@ -61,6 +61,11 @@ type GroupCommitOptions struct {
 	// OnGroup, if set, is called after each group commit, successful or
 	// not, from the goroutine that committed it (for metrics).
 	OnGroup func(GroupCommitInfo)
+	// OnTurnWait, if set, is called each time a commit through the
+	// committer (a group commit, or a commit in turn with it:
+	// CommitOptions.Group) finds another one holding the turn, before
+	// it waits (for metrics: how often appends wait behind maintenance).
+	OnTurnWait func()
 }
 
 // GroupCommitInfo describes one group commit (GroupCommitOptions.OnGroup).
@@ -153,10 +158,6 @@ type GroupCommitter struct {
 	turn chan struct{}
 }
 
-// turnWaitHook, if set (by tests), is called when a commit must wait for
-// its turn, before it blocks.
-var turnWaitHook func()
-
 // NewGroupCommitter returns a GroupCommitter for the dataset rooted at
 // store.
 func NewGroupCommitter(store blob.Store, opts *GroupCommitOptions) *GroupCommitter {
@@ -171,8 +172,8 @@ func (c *GroupCommitter) takeTurn(ctx context.Context) error {
 		return nil
 	default:
 	}
-	if turnWaitHook != nil {
-		turnWaitHook()
+	if c.opts.OnTurnWait != nil {
+		c.opts.OnTurnWait()
 	}
 	select {
 	case c.turn <- struct{}{}:

@@ -42,7 +42,9 @@ func (s *racingStore) CreateIfAbsent(ctx context.Context, key string, data []byt
 		return s.Store.CreateIfAbsent(ctx, key, data)
 	}
 	if ctx.Value(maintenanceKey{}) == nil {
-		s.let()
+		// Let the maintenance commit go on once this one created its
+		// manifest: the version is then taken.
+		defer s.let()
 		return s.Store.CreateIfAbsent(ctx, key, data)
 	}
 	s.mu.Lock()
@@ -92,9 +94,8 @@ func TestCommitInTurnWithGroupCommits(t *testing.T) {
 	ctx := context.Background()
 	inner := blob.NewMemStore("commit-in-turn")
 	s := &racingStore{Store: inner, t: t, next: 1000}
-	s.c = NewGroupCommitter(s, nil)
-	turnWaitHook = s.let
-	t.Cleanup(func() { turnWaitHook = nil })
+	waits := 0
+	s.c = NewGroupCommitter(s, &GroupCommitOptions{OnTurnWait: func() { waits++; s.let() }})
 
 	var want []int64
 	d := createIDs(t, s, []int64{0, 1, 2, 3})
@@ -119,6 +120,9 @@ func TestCommitInTurnWithGroupCommits(t *testing.T) {
 	}
 	if s.creates != 1 {
 		t.Errorf("the compaction took %d attempts, want 1: it lost races to the appends it commits in turn with", s.creates)
+	}
+	if waits != 1 {
+		t.Errorf("OnTurnWait called %d times, want 1 (the append racing the one attempt)", waits)
 	}
 	if stats.FragmentsRemoved != before || stats.FragmentsAdded != 1 {
 		t.Errorf("compaction stats %+v, want %d fragments merged into 1", stats, before)
