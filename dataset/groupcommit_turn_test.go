@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
@@ -157,4 +158,116 @@ func TestCommitInTurnWithGroupCommits(t *testing.T) {
 	if _, err := latest.Append(ctx, r, &AppendOptions{CommitOptions: CommitOptions{Group: other}}); !errors.Is(err, lancer.ErrInvalidArgument) {
 		t.Errorf("append in turn with another dataset's committer: %v, want ErrInvalidArgument", err)
 	}
+}
+
+// TestGroupCommitPacing: with MinInterval (an hour here, so that a wait
+// for it would hang the test rather than pass it) appends arriving while
+// a commit is in flight gather for the next commit until it is full, or
+// until the leader gives up; appends arriving when no commit is in flight
+// are never held.
+func TestGroupCommitPacing(t *testing.T) {
+	ctx := context.Background()
+	const hour = time.Hour
+	t.Run("a sequential writer is not held", func(t *testing.T) {
+		mem := checkedAlloc(t)
+		store := blob.NewMemStore("pacing-sequential")
+		createIDs(t, store, []int64{-1})
+		c := NewGroupCommitter(store, &GroupCommitOptions{MinInterval: hour})
+		var versions []uint64
+		for i := range int64(4) {
+			d, err := groupAppend(ctx, c, store, mem, []int64{i}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions = append(versions, d.Version())
+		}
+		if !slices.Equal(versions, []uint64{2, 3, 4, 5}) {
+			t.Errorf("sequential appends committed versions %v, want one each", versions)
+		}
+	})
+
+	// inFlight starts an append whose commit is held at its manifest
+	// creation and queues n more behind it, with ctxs[i] each.
+	type outcome struct {
+		version uint64
+		err     error
+	}
+	inFlight := func(t *testing.T, name string, opts *GroupCommitOptions, ctxs []context.Context) (c *GroupCommitter, gs *gateStore, first chan error, rest []chan outcome, inner *blob.MemStore) {
+		mem := checkedAlloc(t)
+		gs, inner = newGateStore(name)
+		createIDs(t, inner, []int64{-1})
+		c = NewGroupCommitter(gs, opts)
+		first = make(chan error, 1)
+		go func() {
+			_, err := groupAppend(ctx, c, gs, mem, []int64{0}, false)
+			first <- err
+		}()
+		<-gs.entered
+		for i, cx := range ctxs {
+			ch := make(chan outcome, 1)
+			rest = append(rest, ch)
+			go func() {
+				d, err := groupAppend(cx, c, gs, mem, []int64{int64(10 + i)}, false)
+				o := outcome{err: err}
+				if d != nil {
+					o.version = d.Version()
+				}
+				ch <- o
+			}()
+			queued(t, c, i+1)
+		}
+		return c, gs, first, rest, inner
+	}
+
+	t.Run("a full group goes at once", func(t *testing.T) {
+		ctxs := []context.Context{ctx, ctx, ctx}
+		_, gs, first, rest, inner := inFlight(t, "pacing-full", &GroupCommitOptions{MinInterval: hour, MaxRequests: 3}, ctxs)
+		close(gs.gate)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		for i, ch := range rest {
+			if o := <-ch; o.err != nil || o.version != 3 {
+				t.Errorf("queued append %d: version %d, %v; want 3 (one group after the held commit)", i, o.version, o.err)
+			}
+		}
+		if got := idsAt(t, inner, 0); !slices.Equal(got, []int64{-1, 0, 10, 11, 12}) {
+			t.Errorf("latest holds %v", got)
+		}
+	})
+
+	t.Run("appends gather until the leader gives up", func(t *testing.T) {
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		c, gs, first, rest, inner := inFlight(t, "pacing-cancel", &GroupCommitOptions{MinInterval: hour}, []context.Context{lctx})
+		close(gs.gate)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		// The queued append leads the next commit, which waits for an
+		// hour after the first's start: an append arriving now joins it
+		// (without pacing the queued one would have gone alone).
+		late := make(chan outcome, 1)
+		go func() {
+			d, err := groupAppend(ctx, c, gs, checkedAlloc(t), []int64{20}, false)
+			o := outcome{err: err}
+			if d != nil {
+				o.version = d.Version()
+			}
+			late <- o
+		}()
+		queued(t, c, 2)
+		cancel() // the leader gives up: the group commits
+		for i, ch := range append(rest, late) {
+			if o := <-ch; o.err != nil || o.version != 3 {
+				t.Errorf("append %d: version %d, %v; want 3 (the group its leader committed on giving up)", i, o.version, o.err)
+			}
+		}
+		if got := idsAt(t, inner, 0); !slices.Equal(got, []int64{-1, 0, 10, 20}) {
+			t.Errorf("latest holds %v", got)
+		}
+		if st := c.Stats(); st.Groups != 2 || st.Largest != 2 {
+			t.Errorf("stats %+v, want 2 groups, the largest of 2", st)
+		}
+	})
 }
