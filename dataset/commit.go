@@ -113,6 +113,18 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
+		if g := co.group(); g != nil {
+			if g.store.URI() != store.URI() {
+				return fail(fmt.Errorf("dataset: commit to %s in turn with the group committer of %s: %w", store.URI(), g.store.URI(), lancer.ErrInvalidArgument))
+			}
+			// What the attempt rebases over is read first, outside the
+			// turn: under it only the versions committed meanwhile are.
+			preloadTransactions(ctx, store, co.readVersion, txns)
+			if err := g.takeTurn(ctx); err != nil {
+				return fail(fmt.Errorf("dataset: waiting for a commit in turn: %w", err))
+			}
+			defer g.releaseTurn()
+		}
 		latest, scheme, err := latestForCommit(ctx, store, o, bases, co)
 		if err != nil {
 			return fail(err)
@@ -211,6 +223,27 @@ func commit(ctx context.Context, store blob.Store, o OpenOptions, bases *baseSto
 		return nil, err
 	}
 	return ds, nil
+}
+
+// group returns the group committer a commit takes turns with
+// (CommitOptions.Group), nil for none.
+func (co commitOptions) group() *GroupCommitter {
+	if co.opts == nil {
+		return nil
+	}
+	return co.opts.Group
+}
+
+// preloadTransactions reads into cache the transactions of the versions
+// committed after readVersion, so that the attempt that follows, which
+// reads them again from the cache, need not. Errors are left to that
+// attempt, which meets them again and reports them.
+func preloadTransactions(ctx context.Context, store blob.Store, readVersion uint64, cache map[uint64]*manifest.Transaction) {
+	e, err := latestManifest(ctx, store)
+	if err != nil || readVersion == 0 || e.version <= readVersion {
+		return
+	}
+	_, _ = loadTransactions(ctx, store, readVersion+1, e.version, cache)
 }
 
 // latestForCommit opens the latest version, or returns nil when the store

@@ -555,8 +555,12 @@ func (d *Dataset) rewriteTask(ctx context.Context, t compactTask, o CompactOptio
 	if err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, err)
 	}
-	// Unsynced: the Rewrite's commit syncs them with the rest (C6).
-	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), rows, version, o.TargetRowsPerFragment, o.Allocator, true)
+	// Unsynced: the Rewrite's commit syncs them with the rest (C6),
+	// except when it commits in turn with a group committer: then
+	// they are synced now, so that the appends waiting for the turn do
+	// not wait for the rewritten data to reach the disk too (the
+	// commit's sync of a file already synced costs little).
+	frags, err := writeFragments(ctx, d.store, d.manifest.Schema, d.manifest.Dictionaries(), rows, version, o.TargetRowsPerFragment, o.Allocator, o.Group == nil)
 	if rowErr != nil && err != nil {
 		return nil, fmt.Errorf("dataset: compact version %d: %w", d.manifest.Version, rowErr)
 	}

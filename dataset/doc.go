@@ -171,7 +171,14 @@
 // version landed. Each is still checked against what was committed since
 // the version it read, as if alone; a failed group commit fails all of
 // its appends with one error. Groups are bounded by rows, bytes, requests
-// and a short wait for appends still writing (GroupCommitOptions).
+// and a short wait for appends still writing, and paced: while appends
+// arrive faster than commits, group commits start at most every
+// MinInterval (100 ms), so a stream of them makes at most about ten
+// versions a second (GroupCommitOptions). Another
+// commit of the same process (a background compaction or index update)
+// can take turns with the group commits (CommitOptions.Group) instead of
+// racing them, which a commit that rebases over many would lose again and
+// again.
 //
 //   - C1. A version, once its manifest exists, never changes; no commit
 //     overwrites or deletes a manifest (only Cleanup removes old ones).

@@ -43,6 +43,19 @@ type CommitOptions struct {
 	// (Lance's transaction properties; VersionInfo.Properties reads them
 	// back). Default none.
 	Properties map[string]string
+	// Group, if set, is the GroupCommitter of the appends this process
+	// makes to the dataset (one made for the same root): the commit
+	// takes its turn with the committer's group commits, each attempt
+	// (rebase, transaction, manifest) running while no group commit is
+	// in flight and holding the next one back, so that it never loses
+	// the race for a version to this process's own appends. Without it a
+	// commit that rebases over a stream of small group commits, as a
+	// background compaction does, loses to one after another and may
+	// never land. The transactions committed since the read version are
+	// read before the turn is taken, so the appends wait only for the
+	// attempt itself. Commits of other processes are still raced and
+	// rebased over as always. Default nil: no turn.
+	Group *GroupCommitter
 
 	// budget is the retries left to this write, shared by the nested
 	// retry loops of one call (see RetryCommit); nil until resolved.
@@ -106,9 +119,14 @@ func (d *Dataset) using(opts *CommitOptions) *Dataset {
 // retry loop: every write verb's commit runs in it, and so do the verbs
 // that compute their operation again after a conflict, and branch.Merge.
 //
-// The backoff is Lance's SlotBackoff: a slot is the duration of the first
-// attempt plus 10%, and retry n waits a random number of slots below
-// 2^(n+1) (at most 5 s). attempt gets the options to pass on to the write
+// The backoff is Lance's SlotBackoff, but for its slot: Lance's is the
+// duration of the first attempt plus 10%; lancer's is that of the
+// quickest attempt so far plus 10%, and retry n waits a random number of
+// slots below 2^(n+1) (at most 5 s). The first attempt of a commit that
+// read an old version rebases over everything committed since, which
+// later attempts find cached: a slot measured on it would make a commit
+// that lost once wait seconds while the writers it raced commit again and
+// again, so that it loses again, each time further behind. attempt gets the options to pass on to the write
 // verbs it calls: loops nested in one call (a merge that recomputes around
 // a commit that rebases) draw on one budget of retries, so Retries bounds
 // the whole call.
@@ -141,8 +159,8 @@ func retry(ctx context.Context, opts *CommitOptions, attempt func(ctx context.Co
 		if b.left <= 0 && !byDeadline {
 			return &retriesExhausted{err: err, retries: b.retries}
 		}
-		if b.backoff.unit == 0 {
-			b.backoff.unit = time.Since(start) * 11 / 10
+		if took := time.Since(start) * 11 / 10; b.backoff.unit == 0 || took < b.backoff.unit {
+			b.backoff.unit = took
 		}
 		wait := b.backoff.next()
 		if byDeadline && time.Until(deadline) <= wait {
@@ -194,8 +212,9 @@ func (e *retriesExhausted) Error() string {
 func (e *retriesExhausted) Unwrap() error { return e.err }
 
 // slotBackoff spreads retries of commits that lost a race over random
-// slots, as Lance's SlotBackoff does: the slot is the duration of the first
-// attempt (plus 10%), and attempt n waits a random number of slots below
+// slots, as Lance's SlotBackoff does: the slot is the duration of the
+// quickest attempt so far (plus 10%; Lance's is the first's, see
+// RetryCommit), and attempt n waits a random number of slots below
 // 2^(n+1).
 type slotBackoff struct {
 	unit    time.Duration

@@ -312,14 +312,23 @@ func (m *maintainer) table(ctx context.Context, name string) (putOff bool) {
 	st.putOff = time.Time{}
 
 	start := time.Now()
+	// The compaction's and the index update's commits take turns with
+	// this server's group commits of inserts to the table rather than
+	// racing them: under a stream of inserts a commit that rebases over
+	// hundreds of them would lose the race for the next version to one
+	// small group commit after another and never land. Inserts wait
+	// only for the commit attempt itself, not the rewrite before it.
+	turn := dataset.CommitOptions{Group: m.s.committer(m.s.table(name), "", ds)}
+	ix := indexMerge(o.SizeRatio, unblock)
+	ix.CommitOptions = turn
 	rep, err := branch.Optimize(ctx, store, &branch.OptimizeOptions{
 		SkipCompact: !compact,
 		// Compaction without stable row ids leaves the rewritten rows to
 		// the indices' next segment: index after every compaction.
 		SkipIndex:   o.NoIndex || (!index && !compact && !unblock),
 		SkipCleanup: !cleanup,
-		Compact:     &dataset.CompactOptions{TargetRowsPerFragment: o.TargetRowsPerFragment, SizeRatio: max(o.SizeRatio, 0)},
-		Index:       indexMerge(o.SizeRatio, unblock),
+		Compact:     &dataset.CompactOptions{TargetRowsPerFragment: o.TargetRowsPerFragment, SizeRatio: max(o.SizeRatio, 0), CommitOptions: turn},
+		Index:       ix,
 		Cleanup:     &dataset.CleanupOptions{OlderThan: o.OlderThan},
 		Open:        m.s.openOptions(),
 	})

@@ -27,6 +27,8 @@ import (
 //	lancer_group_commits_total{result}                   counter: group commits of inserts (ok, failed)
 //	lancer_group_commit_requests                         histogram: inserts per group commit
 //	lancer_group_commit_rows_total                       counter: rows the group commits held
+//	lancer_commit_turn_waits_total                       counter: commits that waited for another's turn
+//	                                                     (inserts behind a maintenance commit, or the reverse)
 //	lancer_dataset_cache_hits_total, _misses_total       counters
 //	lancer_dataset_cache_entries                         gauge
 //	lancer_read_cache_hits_total, _misses_total,         counters: the byte-bounded cache
@@ -58,6 +60,7 @@ type metrics struct {
 	groups     map[string]uint64 // group commits by result
 	groupSizes *histogram        // requests per group, over groupBuckets
 	groupRows  uint64
+	turnWaits  uint64 // commits that waited for the turn of a table's committer
 }
 
 // groupBuckets are the upper bounds of the group commit size histogram.
@@ -100,6 +103,14 @@ func (m *metrics) group(info dataset.GroupCommitInfo) {
 	m.groupSizes.sum += n
 	m.groupSizes.count++
 	m.groupRows += uint64(info.Rows)
+}
+
+// turnWait records a commit that waited for its turn with a table's
+// group committer (dataset.GroupCommitOptions.OnTurnWait).
+func (m *metrics) turnWait() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.turnWaits++
 }
 
 // endpointLabel names a request's route: the pattern it matched, without
@@ -232,6 +243,8 @@ func (m *metrics) write(w *bufio.Writer, cache *datasetCache, rc lcache.Stats) {
 	fmt.Fprintf(w, "lancer_group_commit_requests_count %d\n", m.groupSizes.count)
 	header("lancer_group_commit_rows_total", "counter", "Rows written by group commits.")
 	fmt.Fprintf(w, "lancer_group_commit_rows_total %d\n", m.groupRows)
+	header("lancer_commit_turn_waits_total", "counter", "Commits to a table that waited for another commit of this server to it: inserts behind a maintenance commit, or the reverse.")
+	fmt.Fprintf(w, "lancer_commit_turn_waits_total %d\n", m.turnWaits)
 
 	var hits, misses uint64
 	if cache != nil {

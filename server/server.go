@@ -251,7 +251,7 @@ func (s *Server) committer(t *tableState, branchName string, ds *dataset.Dataset
 		if t.groups == nil {
 			t.groups = map[string]*dataset.GroupCommitter{}
 		}
-		c = dataset.NewGroupCommitter(ds.Store(), &dataset.GroupCommitOptions{OnGroup: s.metrics.group})
+		c = dataset.NewGroupCommitter(ds.Store(), &dataset.GroupCommitOptions{OnGroup: s.metrics.group, OnTurnWait: s.metrics.turnWait})
 		t.groups[branchName] = c
 	}
 	return c

@@ -44,7 +44,10 @@
 //     Concurrent Appends through one handle are group committed
 //     (dataset.GroupCommitter with its default bounds): appends ready
 //     while another commit of the handle is in flight share the next
-//     commit, one version for all of them.
+//     commit, one version for all of them. Compact, OptimizeIndexes and
+//     Optimize commit in turn with those group commits
+//     (dataset.CommitOptions.Group, unless the caller names a committer),
+//     so a stream of Appends through the handle cannot starve them.
 //  3. The handle from Open (or Create) owns its store: Close closes it (a
 //     cloud store's connections), and with it, once, every store a handle
 //     on it opened for a base path outside the table's family (the source

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lancerdb/lancer/branch"
+	"github.com/lancerdb/lancer/dataset"
 )
 
 // OptimizeOptions configures Optimize (branch.OptimizeOptions; nil: the
@@ -37,6 +38,20 @@ func (t *Table) Optimize(ctx context.Context, opts *OptimizeOptions) (OptimizeRe
 		oo := t.opts
 		o.Open = &oo
 	}
+	// The compaction's and the index update's commits take turns with
+	// the handle's appends (see inTurn).
+	var co dataset.CompactOptions
+	if o.Compact != nil {
+		co = *o.Compact
+	}
+	t.inTurn(ds, &co.CommitOptions)
+	o.Compact = &co
+	var io dataset.OptimizeIndexesOptions
+	if o.Index != nil {
+		io = *o.Index
+	}
+	t.inTurn(ds, &io.CommitOptions)
+	o.Index = &io
 	rep, err := branch.Optimize(ctx, t.root.store, &o)
 	if rep.Version > ds.Version() {
 		// Reopen what was committed with the handle's options; a failure

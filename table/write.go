@@ -128,7 +128,12 @@ func (t *Table) RenameColumn(ctx context.Context, path, newName string, opts *da
 func (t *Table) Compact(ctx context.Context, opts *dataset.CompactOptions) (dataset.CompactStats, error) {
 	var stats dataset.CompactStats
 	err := t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) {
-		out, s, err := ds.Compact(ctx, opts)
+		var o dataset.CompactOptions
+		if opts != nil {
+			o = *opts
+		}
+		t.inTurn(ds, &o.CommitOptions)
+		out, s, err := ds.Compact(ctx, &o)
 		stats = s
 		return out, err
 	})
@@ -149,7 +154,25 @@ func (t *Table) DropIndex(ctx context.Context, name string, opts *dataset.Commit
 // OptimizeIndexes brings the indices up to date with rows added since they
 // were built (dataset.Dataset.OptimizeIndexes).
 func (t *Table) OptimizeIndexes(ctx context.Context, opts *dataset.OptimizeIndexesOptions) error {
-	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) { return ds.OptimizeIndexes(ctx, opts) })
+	return t.commit(func(ds *dataset.Dataset) (*dataset.Dataset, error) {
+		var o dataset.OptimizeIndexesOptions
+		if opts != nil {
+			o = *opts
+		}
+		t.inTurn(ds, &o.CommitOptions)
+		return ds.OptimizeIndexes(ctx, &o)
+	})
+}
+
+// inTurn makes a commit of the handle that rebases over what it read
+// take turns with the handle's group commits of appends (unless co names
+// a committer already): a compaction or index update among a stream of
+// Appends through the handle would otherwise lose the race for each next
+// version to them (dataset.CommitOptions.Group).
+func (t *Table) inTurn(ds *dataset.Dataset, co *dataset.CommitOptions) {
+	if co.Group == nil {
+		co.Group = t.committer(ds)
+	}
 }
 
 // Restore makes the handle's version the line's latest, as a new version
