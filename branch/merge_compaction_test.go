@@ -321,3 +321,80 @@ func TestMergeAgainAfterMergingACompactedBranch(t *testing.T) {
 	want, _ = oracle(base, main.m, b.m, dataset.MergeTheirs, nil)
 	sameModel(t, "main after strategy theirs", idContents(t, root, branch.Ref{}), want)
 }
+
+// TestMergeByKeyCountsCompactionAsNoChange: with a key and no stable row
+// ids, rows a compaction only moved (same values, new fragment) are not
+// changes: the report counts exactly the rows users updated, inserted and
+// deleted, and a row one side moved and the other updated is no conflict.
+// Before, every row a compaction moved counted as updated (the key
+// matched it, and nothing said it was only moved), and a row the target
+// compacted that the source updated was a conflict on both sides'
+// updates. "untraceable compaction" forges the Rewrite so that its groups
+// do not say where rows went: then the merge compares the moved rows'
+// values with the base's (only those rows).
+func TestMergeByKeyCountsCompactionAsNoChange(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		steps         func(t *testing.T, main, b *idLine)
+		upd, add, del uint64
+	}{
+		{"source compacts and updates, target updates another", func(t *testing.T, main, b *idLine) {
+			b.compact()
+			b.set([]int64{4}, "val", "b")
+			main.set([]int64{20}, "val", "main")
+		}, 1, 0, 0},
+		{"source updates, then compacts", func(t *testing.T, main, b *idLine) {
+			b.set([]int64{12, 27}, "n", "b")
+			b.del([]int64{3})
+			b.compact()
+			main.set([]int64{5}, "val", "main")
+		}, 2, 0, 1},
+		{"target compacts, source updates a moved row", func(t *testing.T, main, b *idLine) {
+			main.compact()
+			main.set([]int64{20}, "val", "main")
+			b.set([]int64{5, 25}, "n", "b")
+			b.del([]int64{8})
+			b.add(map[int64]string{100: "new|new"})
+		}, 2, 1, 1},
+		{"both compact", func(t *testing.T, main, b *idLine) {
+			main.set([]int64{4}, "val", "main")
+			main.compact()
+			b.del([]int64{1})
+			b.compact()
+			b.set([]int64{10}, "n", "b")
+		}, 1, 0, 1},
+		{"untraceable compaction", func(t *testing.T, main, b *idLine) {
+			b.set([]int64{7}, "n", "b")
+			b.compact()
+			forgeRewrite(t, b, func(rw *manifest.Rewrite) {
+				for _, g := range rw.Groups {
+					rw.OldFragments = append(rw.OldFragments, g.OldFragments...)
+					rw.NewFragments = append(rw.NewFragments, g.NewFragments...)
+				}
+				rw.Groups = nil
+			})
+			main.set([]int64{20}, "val", "main")
+		}, 1, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			root, main, b := compactionLines(t)
+			base := main.m.clone()
+			tc.steps(t, main, b)
+			want, wantConflicts := oracle(base, main.m, b.m, dataset.MergeFail, nil)
+			if len(wantConflicts) != 0 {
+				t.Fatalf("the oracle expects conflicts on %v: not a case of this test", wantConflicts)
+			}
+			res, err := branch.Merge(ctx, root, branch.Ref{Branch: "b"}, &branch.MergeOptions{On: []string{"id"}})
+			if err != nil {
+				t.Fatalf("merge b into main by key: %v, want it merged", err)
+			}
+			sameModel(t, "main", idContents(t, root, branch.Ref{}), want)
+			r := res.Report
+			if r.RowsUpdated != tc.upd || r.RowsAdded != tc.add || r.RowsDeleted != tc.del || len(r.Conflicts) != 0 {
+				t.Errorf("report %d updated, %d added, %d deleted, conflicts %+v; want %d, %d, %d and none (a row a compaction moved is not changed)",
+					r.RowsUpdated, r.RowsAdded, r.RowsDeleted, r.Conflicts, tc.upd, tc.add, tc.del)
+			}
+		})
+	}
+}

@@ -140,7 +140,8 @@ type RowConflict struct {
 // MergeReport says what ThreeWayMerge did (or would do, with DryRun).
 type MergeReport struct {
 	// RowsAdded, RowsDeleted and RowsUpdated count the source's changes
-	// applied to the target.
+	// applied to the target; a row a compaction only moved is not one
+	// (with or without a key or stable row ids).
 	RowsAdded, RowsDeleted, RowsUpdated uint64
 	// ColumnsAdded, ColumnsDropped name the source's schema changes
 	// applied.
@@ -232,11 +233,13 @@ func (e *MergeConflictError) Unwrap() error { return lancer.ErrConflict }
 // that nothing matches is ConflictUnmatched, which no strategy resolves (a
 // key does): the merge never keeps two copies of a row silently. A row a
 // compaction moved is the same row (with stable row ids by its id, with a
-// key by its key, else through the compaction's Rewrite groups); a
+// key by its key, else through the compaction's Rewrite groups) and not
+// a changed one (with stable row ids its last-updated version says so,
+// without them the side's transactions, and with a key the values of the
+// moved rows they do not account for; keyedMoves); without a key a
 // compaction whose groups do not say where its rows went makes them
-// uncertain as above. Schemas: columns added, dropped
-// or renamed on one side apply; a column changed on both sides differently
-// is a conflict.
+// uncertain as above. Schemas: columns added, dropped or renamed on one
+// side apply; a column changed on both sides differently is a conflict.
 //
 // Nothing of the source is copied: the result's new fragments reference the
 // source's data and deletion files where they are, through a base path to
@@ -402,9 +405,12 @@ type merger struct {
 	// its row comes from.
 	choose map[uint64]choice
 	// moved[side] holds the base rows (0 ours, 1 theirs) the side's
-	// compactions moved and nothing changed (without stable row ids and a
-	// key; identify).
+	// compactions moved and nothing changed (without stable row ids;
+	// identify, keyedMoves with a key).
 	moved [2]map[uint64]bool
+	// keyCopy[side] maps the base rows a key matched to a copy on the side
+	// (1 ours, 2 theirs) to the copy's identity there (identifyByKey).
+	keyCopy [3]map[uint64]uint64
 	// key is the key rows are matched by (nil: none); baseKey the key
 	// value of each base row.
 	key     []string

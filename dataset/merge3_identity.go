@@ -25,7 +25,8 @@ import (
 //
 //   - a key (ThreeWayOptions.On, or the schema's unenforced primary key):
 //     a new row of a side whose key a base row that side removed had is that
-//     row's new copy;
+//     row's new copy (whether the side changed it or only moved it, the
+//     transactions below say, else its values: keyedMoves);
 //   - the transactions of each side since the base: an Update transaction
 //     that removed N rows and wrote N rows wrote them in the order it read
 //     them (lancer's and Lance's update scan the fragments in order), so the
@@ -136,7 +137,13 @@ func (m *merger) identify(ctx context.Context) error {
 	}
 	m.key = key
 	if len(key) > 0 {
-		return m.identifyByKey(ctx)
+		if err := m.identifyByKey(ctx); err != nil {
+			return err
+		}
+		if m.stable {
+			return nil // last-updated versions tell moves (classify)
+		}
+		return m.keyedMoves(ctx)
 	}
 	if m.stable {
 		return nil
@@ -990,6 +997,10 @@ func (m *merger) identifyByKey(ctx context.Context) error {
 				// copy).
 				m.live[side][b] = m.live[side][id]
 				delete(m.live[side], id)
+				if m.keyCopy[side] == nil {
+					m.keyCopy[side] = map[uint64]uint64{}
+				}
+				m.keyCopy[side][b] = id
 				if m.stable && b != id {
 					// Its last-updated version is of another row: not
 					// comparable with the base row's.
@@ -1028,6 +1039,70 @@ func (m *merger) identifyByKey(ctx context.Context) error {
 	m.insertedBoth = map[uint64]insertPair{}
 	for i, p := range pairs {
 		m.insertedBoth[p[1]] = insertPair{ours: p[0], same: ov[i] == tv[i], key: keyText(m.key, keys[i])}
+	}
+	return nil
+}
+
+// keyedMoves records in m.moved the base rows a key matched to a copy on a
+// side (without stable row ids) that the side only moved, as a compaction
+// does, so that classify counts them relocated, not updated: the report
+// counts what users changed, and a row one side only moved and the other
+// updated is no conflict. The key has settled identity; this only tells a
+// move from a change. The side's transactions say it first, reading no
+// values (lineage: the row's copy is the base row through compactions
+// only); a copy they do not account for (a rewrite whose groups do not say
+// where rows went, a history the replay cannot follow, a row deleted and
+// inserted again under its key) is compared with the base row by value,
+// so only rows whose location changed and the transactions do not explain
+// are read. A copy the transactions say an update or a merge wrote is
+// updated without a read, even if it holds the base's values.
+func (m *merger) keyedMoves(ctx context.Context) error {
+	cols := commonColumns(m.base, m.ours, m.theirs)
+	for side := 1; side <= 2; side++ {
+		copies := m.keyCopy[side]
+		if len(copies) == 0 {
+			continue // nothing moved: no replay
+		}
+		line, err := m.lineage(ctx, side)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			// The replay is only a shortcut here (over budget, a version
+			// that cannot be read): the values decide instead, and a
+			// read that fails for the same reason reports it.
+			line = nil
+		}
+		var compare []uint64
+		for _, b := range sortedKeys(copies) {
+			id := copies[b]
+			if line != nil {
+				if o, ok := line.origin[id]; ok && o == b {
+					if !line.copied[id] {
+						m.moved[side-1][b] = true
+					}
+					continue
+				}
+			}
+			compare = append(compare, b)
+		}
+		const chunk = 8192
+		for lo := 0; lo < len(compare); lo += chunk {
+			part := compare[lo:min(lo+chunk, len(compare))]
+			was, err := m.rowStrings(ctx, 0, part, cols)
+			if err != nil {
+				return err
+			}
+			now, err := m.rowStrings(ctx, side, part, cols)
+			if err != nil {
+				return err
+			}
+			for i, b := range part {
+				if was[i] == now[i] {
+					m.moved[side-1][b] = true
+				}
+			}
+		}
 	}
 	return nil
 }
