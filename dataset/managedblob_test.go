@@ -14,6 +14,7 @@ import (
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/dataset"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/managedtest"
 )
@@ -253,5 +254,48 @@ func TestManagedBlobsWritesRefused(t *testing.T) {
 				t.Errorf("after the refusal: %q, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestCleanupRefusesManagedBlobsInOldVersions: cleanup refuses, removing
+// nothing, when a version other than the latest sets managed_blobs: an old
+// retained version may be the last to reference a managed object, which
+// lancer's cleanup would delete with its data file. Without the rule the
+// latest's writer flags pass and cleanup removes version 1's files.
+func TestCleanupRefusesManagedBlobsInOldVersions(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	md := managedtest.Build(t, dir)
+	d := openManaged(t, md)
+	first := d.ManifestKey()
+	// A second version lancer could write on: the flag cleared, the
+	// value deleted (so version 1's data file is unreferenced).
+	md.ClearFlag(t)
+	d = openManaged(t, md)
+	d, err := d.Delete(ctx, "id >= 0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	managedtest.EditManifestAt(t, md.Store, first, func(m *manifest.Manifest) {
+		m.ReaderFeatureFlags |= manifest.FlagManagedBlobs
+		m.WriterFeatureFlags |= manifest.FlagManagedBlobs
+	})
+	count := func() int {
+		n := 0
+		for _, err := range md.Store.List(ctx, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	before := count()
+	_, err = dataset.Cleanup(ctx, md.Store, &dataset.CleanupOptions{OlderThan: -1, DeleteUnverified: true})
+	if !errors.Is(err, lancer.ErrUnsupported) || !strings.Contains(err.Error(), "managed_blobs") {
+		t.Fatalf("cleanup: %v, want ErrUnsupported naming managed_blobs", err)
+	}
+	if after := count(); after != before {
+		t.Errorf("cleanup removed %d files", before-after)
 	}
 }

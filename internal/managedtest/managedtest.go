@@ -159,12 +159,19 @@ func (md *Dataset) SetDescriptor(t testing.TB, d format.BlobDescriptor) {
 // EditManifest rewrites the dataset's manifest in place with edit applied.
 func (md *Dataset) EditManifest(t testing.TB, edit func(m *manifest.Manifest)) {
 	t.Helper()
+	EditManifestAt(t, md.Store, md.key, edit)
+}
+
+// EditManifestAt rewrites the manifest at key in store with edit applied,
+// keeping its transaction.
+func EditManifestAt(t testing.TB, store blob.Store, key string, edit func(m *manifest.Manifest)) {
+	t.Helper()
 	ctx := context.Background()
-	info, err := md.Store.Stat(ctx, md.key)
+	info, err := store.Stat(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := manifest.ReadFile(ctx, md.Store, md.key, info.Size, true)
+	c, err := manifest.ReadFile(ctx, store, key, info.Size, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +187,7 @@ func (md *Dataset) EditManifest(t testing.TB, edit func(m *manifest.Manifest)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := md.Store.Write(ctx, md.key, b); err != nil {
+	if err := store.Write(ctx, key, b); err != nil {
 		t.Fatal(err)
 	}
 }
