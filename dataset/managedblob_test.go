@@ -232,6 +232,12 @@ func TestManagedBlobsWritesRefused(t *testing.T) {
 			_, err := d.Append(ctx, r, nil)
 			return err
 		}},
+		{"overwrite", func() error {
+			r := idsOnly()
+			defer r.Release()
+			_, err := dataset.Write(ctx, md.Store, r, &dataset.WriteOptions{Mode: dataset.WriteOverwrite})
+			return err
+		}},
 		{"delete", func() error { _, err := d.Delete(ctx, "id = 0", nil); return err }},
 		{"update", func() error { _, _, err := d.Update(ctx, map[string]string{"id": "id + 1"}, "", nil); return err }},
 		{"compact", func() error { _, _, err := d.Compact(ctx, nil); return err }},
