@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/lancerdb/lancer"
+	"github.com/lancerdb/lancer/blob"
+	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
 )
@@ -14,7 +16,8 @@ import (
 // blob column returns descriptors (position, size, and for blob v2 kind and
 // blob id); this reads what they point at: bytes inside the data file
 // (legacy blobs, inline blob v2 values) or in its sidecar .blob files
-// (packed and dedicated blob v2 values). Each blob is read with one ranged
+// (packed and dedicated blob v2 values), or in an object of a base path
+// (managed blob v2 values, docs/spec/managed-blobs.md). Each blob is read with one ranged
 // read. Asking for a column that is not a blob column is an error wrapping
 // lancer.ErrInvalidArgument.
 func (d *Dataset) TakeBlobs(ctx context.Context, column string, ids []uint64) ([][]byte, error) {
@@ -75,9 +78,43 @@ func (d *Dataset) takeFragmentBlobs(ctx context.Context, proj *projection, k int
 		if !ok {
 			continue
 		}
-		if out[i], err = file.reader.ReadBlob(ctx, desc); err != nil {
-			return fmt.Errorf("dataset: fragment %d row %d: %w", frag.ID, rows[j], err)
+		if desc.Kind == format.BlobManaged {
+			out[i], err = d.readManagedBlob(ctx, desc)
+		} else {
+			out[i], err = file.reader.ReadBlob(ctx, desc)
+		}
+		if err != nil {
+			return fmt.Errorf("dataset: fragment %d (%s) row %d: %w", frag.ID, file.reader.Key(), rows[j], err)
 		}
 	}
 	return nil
+}
+
+// managedBlobStore returns the store a managed (kind 4) descriptor's
+// BlobID names: a base path of this version's manifest, the dataset root
+// included only through an explicit binding (spec §2). An unknown id, or a
+// managed descriptor in a dataset that does not declare managed blobs, is
+// ErrCorrupt: reading it as some other kind would return the wrong bytes.
+func (d *Dataset) managedBlobStore(ctx context.Context, desc format.BlobDescriptor) (blob.Store, error) {
+	if d.manifest.ReaderFeatureFlags&manifest.FlagManagedBlobs == 0 {
+		return nil, fmt.Errorf("managed blob %q in a dataset without the managed_blobs reader flag: %w", desc.URI, lancer.ErrCorrupt)
+	}
+	if _, ok := d.basePath(desc.BlobID); !ok {
+		return nil, fmt.Errorf("managed blob %q names base path %d, which the manifest does not bind: %w",
+			desc.URI, desc.BlobID, lancer.ErrCorrupt)
+	}
+	s, _, err := d.baseStore(ctx, desc.BlobID)
+	if err != nil {
+		return nil, fmt.Errorf("managed blob %q: %w", desc.URI, err)
+	}
+	return s, nil
+}
+
+// readManagedBlob reads the value of a managed descriptor.
+func (d *Dataset) readManagedBlob(ctx context.Context, desc format.BlobDescriptor) ([]byte, error) {
+	s, err := d.managedBlobStore(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	return format.ReadManagedBlob(ctx, s, desc)
 }

@@ -204,6 +204,16 @@ func Cleanup(ctx context.Context, store blob.Store, opts *CleanupOptions) (Clean
 			return CleanupStats{}, fmt.Errorf("dataset: cleanup: %w", err)
 		}
 		m := c.Manifest
+		if (m.ReaderFeatureFlags|m.WriterFeatureFlags)&manifest.FlagManagedBlobs != 0 {
+			// Managed blob objects outlive the data files that name them
+			// and are live while any protected snapshot references them
+			// (docs/spec/managed-blobs.md §3); lancer's cleanup ties a
+			// sidecar to its data file and would delete live objects.
+			// Any version, not only the latest: a retained old version
+			// may be the last one referencing an object.
+			return CleanupStats{}, fmt.Errorf("dataset: cleanup: manifest %s sets managed_blobs, whose objects lancer's cleanup cannot track: %w",
+				manifest.Location(store, e.key), lancer.ErrUnsupported)
+		}
 		if e.version == latest {
 			// Removing files is a write: a writer flag lancer does not
 			// know may mean files it cannot see the references to (the

@@ -53,14 +53,17 @@
 //     allocation is sized by the input beyond what the input's own size or
 //     the fragment's row count bounds.
 //   - I2. A manifest whose reader feature flags include a feature lancer does
-//     not implement (the fragment reuse index flags, spilled row lineage,
-//     fragment trees, managed blobs, anything newer) is refused with
+//     not implement (spilled row lineage, fragment trees, anything newer)
+//     is refused with
 //     lancer.ErrUnsupported naming the flag, never half-read. Data overlay
 //     files (flag 64) are read: a cell takes the value of the newest overlay
 //     covering it (docs/spec/data-overlays.md); an overlay lancer cannot
 //     resolve exactly fails the read with lancer.ErrUnsupported naming the
 //     flag, and an index leaves out the fragments whose overlays it has not
-//     seen.
+//     seen. Managed blobs (flag 16384) are read: a kind 4 descriptor's
+//     object is blob_uri under base path blob_id of the manifest
+//     (docs/spec/managed-blobs.md); every write and cleanup on such a
+//     dataset is refused with lancer.ErrUnsupported naming managed_blobs.
 //   - I3. A scan holds the fragment it is on and at most
 //     ScanOptions.ReadAhead more (within ReadAheadBytes), reads BatchSize
 //     physical rows at a time, and skips whole fragments for Offset from
@@ -200,8 +203,9 @@
 //     lancer.ErrInvalidArgument unless CleanupOptions.RefFiles says
 //     what they keep, as branch.Cleanup does. It refuses (ErrUnsupported)
 //     a dataset whose latest version sets a writer feature flag lancer does
-//     not honour, and any version it cannot read (I2), before deleting
-//     anything.
+//     not honour, any version that sets managed_blobs (its objects outlive
+//     their data files), and any version it cannot read (I2), before
+//     deleting anything.
 //   - C6. A manifest is durable only after everything it names is: on
 //     local disk the data files of an append (or create, overwrite, group
 //     commit) and the transaction file are written without waiting for

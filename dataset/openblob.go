@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/lancerdb/lancer"
 	"github.com/lancerdb/lancer/blob"
@@ -31,7 +32,8 @@ type Blob struct {
 // _rowid is rowID (the stable row id when the dataset has them, else the
 // row address; as TakeRowIDs takes them). Nothing of the value is read
 // until the Blob is read. Legacy blobs and blob v2 values stored inline,
-// in a packed sidecar or in a dedicated sidecar are readable; an external
+// in a packed sidecar, in a dedicated sidecar or in a managed object of a
+// base path (docs/spec/managed-blobs.md) are readable; an external
 // blob v2 value is ErrUnsupported. A null value, a missing row or column is
 // an error wrapping lancer.ErrNotFound; a column that is not a blob column
 // is lancer.ErrInvalidArgument.
@@ -102,6 +104,26 @@ func (d *Dataset) OpenBlob(ctx context.Context, column string, rowID uint64) (*B
 				key, pos, desc.Size, info.Size, lancer.ErrCorrupt)
 		}
 		br.key, br.base = key, int64(pos)
+	case format.BlobManaged:
+		// Checked as ReadManagedBlob checks it, but read lazily.
+		s, err := d.managedBlobStore(ctx, desc)
+		if err == nil {
+			err = format.CheckManagedURI(desc.URI)
+		}
+		if err == nil && desc.Position > math.MaxInt64-min(desc.Size, math.MaxInt64) {
+			err = fmt.Errorf("managed blob %s: [%d, +%d) overflows: %w", desc.URI, desc.Position, desc.Size, lancer.ErrCorrupt)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dataset: open blob: %s row %d: %w", r.Key(), rowID, err)
+		}
+		info, err := s.Stat(ctx, desc.URI)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: open blob: %s row %d: managed blob %s (base %d): %w", r.Key(), rowID, desc.URI, desc.BlobID, err)
+		}
+		if err := format.CheckBlobSpan(desc.URI, desc.Position, desc.Size, info.Size); err != nil {
+			return nil, fmt.Errorf("dataset: open blob: %s row %d: %w", r.Key(), rowID, err)
+		}
+		br.store, br.key, br.base = s, desc.URI, int64(desc.Position)
 	case format.BlobExternal:
 		return nil, fmt.Errorf("dataset: open blob: row %d: external blob %q: %w", rowID, desc.URI, lancer.ErrUnsupported)
 	default:

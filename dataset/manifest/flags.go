@@ -62,8 +62,12 @@ const (
 	// index's fields are only its keyed fields and covering_fields are
 	// declared on their own (they may overlap fields).
 	FlagIndependentCoveringFields FeatureFlags = 1 << 13
-	// FlagManagedBlobs: blob v2 descriptors address objects Lance owns,
-	// which cleanup must keep. Refused.
+	// FlagManagedBlobs: blob v2 descriptors of kind 4 address objects the
+	// dataset owns under its base paths, which cleanup must keep while any
+	// protected snapshot references them (docs/spec/managed-blobs.md).
+	// Reader and writer bits are set together. lancer reads such datasets
+	// but refuses every write and cleanup on them (WritableFlags): its
+	// cleanup and compaction tie a blob object to its data file.
 	FlagManagedBlobs FeatureFlags = 1 << 14
 )
 
@@ -75,16 +79,22 @@ const (
 
 // readableFlags are the reader flags lancer implements. Bits 4, 8 and 32 are
 // writer-only and harmless to a reader; the fragment reuse bits (512, 1024)
-// are read with the index they announce (Manifest.FragReuse); bits 11, 12
-// and 14 are refused.
+// are read with the index they announce (Manifest.FragReuse); managed
+// blobs (16384) are read through the manifest's base paths; bits 11 and 12
+// are refused.
 const readableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig |
 	FlagBasePaths | FlagDisableTransactionFile | FlagDataOverlays | FlagCoveringIndexFields |
-	FlagMixedDataFileVersions | FlagIndependentCoveringFields | FlagFragReuseWithStableRowIDs | FlagFragmentReuseIndex
+	FlagMixedDataFileVersions | FlagIndependentCoveringFields | FlagFragReuseWithStableRowIDs | FlagFragmentReuseIndex |
+	FlagManagedBlobs
 
 // WritableFlags are the writer flags lancer honours when it commits on a
 // version. lancer keeps covering declarations and mixed file versions as
-// they are; it writes no covering index itself.
-const WritableFlags = readableFlags
+// they are; it writes no covering index itself. Managed blobs are not
+// writable: a commit would have to keep every managed descriptor's object
+// alive and compaction rewrite descriptors without copying payloads
+// (docs/spec/managed-blobs.md §3), and lancer's cleanup would delete
+// objects live rows still reference.
+const WritableFlags = readableFlags &^ FlagManagedBlobs
 
 // StickyFlags are the flags a commit carries over from the version it
 // builds on whatever the new manifest holds: Lance keeps the mixed-version

@@ -25,7 +25,6 @@ func TestNewerFlagsRefusedByName(t *testing.T) {
 	}{
 		{FlagSpilledRowLineage, "spilled_row_lineage"},
 		{FlagFragmentTree, "fragment_tree"},
-		{FlagManagedBlobs, "managed_blobs"},
 		{1 << 15, "0x8000"},
 		{1 << 40, "0x10000000000"},
 	} {
@@ -40,6 +39,39 @@ func TestNewerFlagsRefusedByName(t *testing.T) {
 		if !strings.Contains(err.Error(), "cannot read "+tc.name) {
 			t.Errorf("flag %d: error %q does not name %s", uint64(tc.flag), err, tc.name)
 		}
+	}
+}
+
+// TestManagedBlobsFlag: a manifest setting managed_blobs (16384) for
+// readers and writers opens (docs/spec/managed-blobs.md §4); one setting
+// it for one side alone is corrupt (§1), and the bit is not writable.
+func TestManagedBlobsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		reader, writer FeatureFlags
+		want           error
+	}{
+		{"both", FlagManagedBlobs, FlagManagedBlobs, nil},
+		{"reader alone", FlagManagedBlobs, 0, lancer.ErrCorrupt},
+		{"writer alone", 0, FlagManagedBlobs, lancer.ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := emptyManifest(1)
+			m.ReaderFeatureFlags = uint64(tc.reader)
+			m.WriterFeatureFlags = uint64(tc.writer)
+			_, err := openManifest(t, m)
+			switch {
+			case tc.want == nil && err != nil:
+				t.Fatalf("open: %v", err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("open: %v, want %v", err, tc.want)
+			case tc.want != nil && !strings.Contains(err.Error(), "managed_blobs"):
+				t.Errorf("error %q does not name managed_blobs", err)
+			}
+		})
+	}
+	if WritableFlags&FlagManagedBlobs != 0 {
+		t.Error("managed_blobs is writable")
 	}
 }
 

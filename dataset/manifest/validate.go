@@ -41,6 +41,10 @@ func (m *Manifest) Validate(where string) error {
 		return fmt.Errorf("dataset: manifest %s: reader feature flags %s: lancer cannot read %s: %w",
 			where, flags, unknown, lancer.ErrUnsupported)
 	}
+	if (m.ReaderFeatureFlags^m.WriterFeatureFlags)&FlagManagedBlobs != 0 {
+		return corrupt("the managed_blobs flag is set for readers (%s) or writers (%s) alone",
+			m.ReaderFeatureFlags, m.WriterFeatureFlags)
+	}
 	if (m.ReaderFeatureFlags^m.WriterFeatureFlags)&FlagMixedDataFileVersions != 0 {
 		return corrupt("the mixed data file versions flag is set for readers (%s) or writers (%s) alone",
 			m.ReaderFeatureFlags, m.WriterFeatureFlags)
