@@ -34,6 +34,7 @@ var layers = map[string]int{
 	"dataset":               3,
 	"branch":                4,
 	"internal/checktest":    4, // runs dataset.Check and branch.Check on what tests wrote
+	"internal/managedtest":  4, // lays out a managed-blob dataset (flag 1<<14) for dataset and CLI tests
 	"server":                6,
 	"bench":                 7,
 	"cmd":                   7, // cmd/lancer/internal: what only the CLI uses (demo, importer, sample)
