@@ -3,6 +3,7 @@ package structural
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -129,18 +130,57 @@ func (p *leafPiece) split(spec *leafSpec, r int) (*leafPiece, *leafPiece) {
 }
 
 // stream is the entries of one node of the walk.
+//
+// Slots are kept as runs, not one int per entry: below a list layer the
+// entries of consecutive valid lists are consecutive child slots, so a
+// column of n list items costs a few runs rather than 8n bytes (issue #17:
+// that table was the largest allocation of an HNSW index's write).
 type stream struct {
-	n   int
-	idx []int    // slot per entry, -1 for none; nil: entry i is slot i
-	ord []uint16 // list ordinal starting at each entry; nil: all 0
-	key []uint16 // null key per entry; nil: all 0
+	n    int
+	runs []slotRun // the entries' slots in order; nil: entry i is slot i
+	ord  []uint16  // list ordinal starting at each entry; nil: all 0
+	key  []uint16  // null key per entry; nil: all 0
+	// ownOrd: no other stream shares ord, so the one leaf below may turn
+	// it into its repetition levels in place.
+	ownOrd bool
 }
 
-func (s *stream) slot(i int) int {
-	if s.idx == nil {
-		return i
+// slotRun is n consecutive entries: slots start, start+1, … or, with start
+// < 0, n entries without a slot.
+type slotRun struct{ start, n int }
+
+// slotRuns returns the stream's runs, one covering every entry when they
+// are the slots 0..n-1.
+func (s *stream) slotRuns() []slotRun {
+	if s.runs == nil {
+		if s.n == 0 {
+			return nil
+		}
+		return []slotRun{{0, s.n}}
 	}
-	return s.idx[i]
+	return s.runs
+}
+
+// appendRun appends n entries starting at slot start (start < 0: without
+// slots), merging with the last run when they continue it.
+func appendRun(runs []slotRun, start, n int) []slotRun {
+	if k := len(runs) - 1; k >= 0 {
+		last := &runs[k]
+		if (start < 0 && last.start < 0) || (start >= 0 && last.start >= 0 && last.start+last.n == start) {
+			last.n += n
+			return runs
+		}
+	}
+	return append(runs, slotRun{start, n})
+}
+
+// appendZeros appends n zeros to s.
+func appendZeros(s []uint16, n int) []uint16 {
+	s = slices.Grow(s, n)
+	at := len(s)
+	s = s[:at+n]
+	clear(s[at:])
+	return s
 }
 
 // shredder walks one top-level array.
@@ -186,6 +226,9 @@ func (sh *shredder) node(f *schema.Field, arr arrow.Array, depth, lists int, s s
 		if a.NullN() > 0 {
 			s = markNulls(s, depth, a.IsNull)
 		}
+		if len(f.Children) > 1 {
+			s.ownOrd = false // every member sees the same ordinals
+		}
 		for i, c := range f.Children {
 			if err := sh.node(c, a.Field(i), depth+1, lists, s); err != nil {
 				return err
@@ -213,11 +256,17 @@ func markNulls(s stream, depth int, isNull func(int) bool) stream {
 		copy(key, s.key)
 	}
 	k := uint16(2*depth + 1)
-	for i := range s.n {
-		if key[i] == 0 {
-			if slot := s.slot(i); slot >= 0 && isNull(slot) {
+	i := 0
+	for _, r := range s.slotRuns() {
+		if r.start < 0 {
+			i += r.n
+			continue
+		}
+		for slot := r.start; slot < r.start+r.n; slot++ {
+			if key[i] == 0 && isNull(slot) {
 				key[i] = k
 			}
+			i++
 		}
 	}
 	s.key = key
@@ -227,57 +276,63 @@ func markNulls(s stream, depth int, isNull func(int) bool) stream {
 // expandList expands the entries of a list layer at depth (the ord-th
 // list from the top) into entries of its children.
 func expandList(s stream, depth int, ord uint16, isNull func(int) bool, offsets func(int) (int64, int64), length int) stream {
-	out := stream{}
+	out := stream{ownOrd: true}
 	capHint := s.n
-	if s.idx == nil && s.key == nil && s.n == length && length > 0 {
+	if s.runs == nil && s.key == nil && s.n == length && length > 0 {
 		// Every row a slot: the children are the offsets' span.
 		first, _ := offsets(0)
 		_, last := offsets(length - 1)
 		capHint = max(int(last-first), 0) + s.n
 	}
-	out.idx = make([]int, 0, capHint)
 	out.ord = make([]uint16, 0, capHint)
-	key := make([]uint16, 0, capHint)
-	anyKey := false
+	// The null keys are allocated at the first null or empty entry: most
+	// list columns have none.
+	var key []uint16
 	nullKey, emptyKey := uint16(2*depth+1), uint16(2*depth+2)
-	for i := range s.n {
-		first := ord
-		if s.ord != nil && s.ord[i] != 0 {
-			first = s.ord[i]
-		}
-		var k uint16
-		if s.key != nil {
-			k = s.key[i]
-		}
-		slot := s.slot(i)
-		switch {
-		case slot < 0 || k != 0:
-		case isNull(slot):
-			k = nullKey
-		default:
-			start, end := offsets(slot)
-			if start == end {
-				k = emptyKey
-				break
+	i := 0
+	for _, r := range s.slotRuns() {
+		for j := range r.n {
+			first := ord
+			if s.ord != nil && s.ord[i] != 0 {
+				first = s.ord[i]
 			}
-			out.idx = append(out.idx, int(start))
+			var k uint16
+			if s.key != nil {
+				k = s.key[i]
+			}
+			i++
+			switch {
+			case r.start < 0 || k != 0:
+			case isNull(r.start + j):
+				k = nullKey
+			default:
+				start, end := offsets(r.start + j)
+				if start == end {
+					k = emptyKey
+					break
+				}
+				n := int(end - start)
+				out.runs = appendRun(out.runs, int(start), n)
+				out.ord = append(out.ord, first)
+				out.ord = appendZeros(out.ord, n-1)
+				if key != nil {
+					key = appendZeros(key, n)
+				}
+				continue
+			}
+			if key == nil {
+				key = appendZeros(make([]uint16, 0, capHint), len(out.ord))
+			}
+			out.runs = appendRun(out.runs, -1, 1)
 			out.ord = append(out.ord, first)
-			key = append(key, 0)
-			for j := start + 1; j < end; j++ {
-				out.idx = append(out.idx, int(j))
-				out.ord = append(out.ord, 0)
-				key = append(key, 0)
-			}
-			continue
+			key = append(key, k)
 		}
-		anyKey = true
-		out.idx = append(out.idx, -1)
-		out.ord = append(out.ord, first)
-		key = append(key, k)
 	}
-	out.n = len(out.idx)
-	if anyKey {
-		out.key = key
+	out.n = len(out.ord)
+	out.key = key
+	if out.runs == nil {
+		// No entries at all (runs nil would mean slots 0..n-1).
+		out.runs = []slotRun{}
 	}
 	return out
 }
@@ -298,7 +353,11 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 	p := &leafPiece{items: s.n, key: s.key, Src: arr}
 	arr.Retain()
 	if s.ord != nil {
-		p.rep = make([]uint16, s.n)
+		// Levels from ordinals, in place when no other leaf reads them.
+		p.rep = s.ord
+		if !s.ownOrd {
+			p.rep = make([]uint16, s.n)
+		}
 		for i, o := range s.ord {
 			if o != 0 {
 				p.rep[i] = spec.maxRep + 1 - o
@@ -318,19 +377,20 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 			}
 		}
 	}
-	if s.idx == nil {
+	if s.runs == nil {
 		p.Ranges = []valueRange{{0, s.n}}
 		p.values = s.n
 	} else {
-		for _, slot := range s.idx {
-			if slot < 0 {
+		// Slot-less entries hold no value: the ranges join across them.
+		for _, r := range s.runs {
+			if r.start < 0 {
 				continue
 			}
-			p.values++
-			if n := len(p.Ranges); n > 0 && p.Ranges[n-1].End == slot {
-				p.Ranges[n-1].End++
+			p.values += r.n
+			if n := len(p.Ranges); n > 0 && p.Ranges[n-1].End == r.start {
+				p.Ranges[n-1].End += r.n
 			} else {
-				p.Ranges = append(p.Ranges, valueRange{slot, slot + 1})
+				p.Ranges = append(p.Ranges, valueRange{r.start, r.start + r.n})
 			}
 		}
 	}
