@@ -134,42 +134,64 @@ func (p *leafPiece) split(spec *leafSpec, r int) (*leafPiece, *leafPiece) {
 // Slots are kept as runs, not one int per entry: below a list layer the
 // entries of consecutive valid lists are consecutive child slots, so a
 // column of n list items costs a few runs rather than 8n bytes (issue #17:
-// that table was the largest allocation of an HNSW index's write).
+// that table was the largest allocation of an HNSW index's write). Runs
+// hold only the entries with slots; which entries have none follows from
+// their null keys (slotless), so nulls and empty lists do not break runs.
 type stream struct {
 	n    int
-	runs []slotRun // the entries' slots in order; nil: entry i is slot i
+	runs []slotRun // the slots of the entries that have one, in order; nil: entry i is slot i
 	ord  []uint16  // list ordinal starting at each entry; nil: all 0
 	key  []uint16  // null key per entry; nil: all 0
+	// list is the layer of the innermost list above the node, -1 for none.
+	// An entry null or empty at that layer or further out has no slot:
+	// only lists turn entries into slot-less ones, and the nulls marked
+	// below them (structs, leaves) are at deeper layers and keep theirs.
+	list int
 	// ownOrd: no other stream shares ord, so the one leaf below may turn
 	// it into its repetition levels in place.
 	ownOrd bool
 }
 
-// slotRun is n consecutive entries: slots start, start+1, … or, with start
-// < 0, n entries without a slot.
-type slotRun struct{ start, n int }
-
-// slotRuns returns the stream's runs, one covering every entry when they
-// are the slots 0..n-1.
-func (s *stream) slotRuns() []slotRun {
-	if s.runs == nil {
-		if s.n == 0 {
-			return nil
-		}
-		return []slotRun{{0, s.n}}
+// slotless reports whether entry i has no slot.
+func (s *stream) slotless(i int) bool {
+	if s.key == nil || s.key[i] == 0 {
+		return false
 	}
-	return s.runs
+	j, _ := keyLayer(s.key[i])
+	return j <= s.list
 }
 
-// appendRun appends n entries starting at slot start (start < 0: without
-// slots), merging with the last run when they continue it.
+// slotRun is n consecutive slots from start.
+type slotRun struct{ start, n int }
+
+// slotCursor yields a stream's slots in order.
+type slotCursor struct {
+	runs []slotRun // nil: slots 0, 1, …
+	r, j int
+}
+
+func (s *stream) cursor() slotCursor { return slotCursor{runs: s.runs} }
+
+// next returns the next slot; the caller calls it once per entry with a
+// slot, so the runs cannot run out.
+func (c *slotCursor) next() int {
+	if c.runs == nil {
+		c.j++
+		return c.j - 1
+	}
+	for c.j == c.runs[c.r].n {
+		c.r, c.j = c.r+1, 0
+	}
+	c.j++
+	return c.runs[c.r].start + c.j - 1
+}
+
+// appendRun appends n slots from start, merging with the last run when
+// they continue it.
 func appendRun(runs []slotRun, start, n int) []slotRun {
-	if k := len(runs) - 1; k >= 0 {
-		last := &runs[k]
-		if (start < 0 && last.start < 0) || (start >= 0 && last.start >= 0 && last.start+last.n == start) {
-			last.n += n
-			return runs
-		}
+	if k := len(runs) - 1; k >= 0 && runs[k].start+runs[k].n == start {
+		runs[k].n += n
+		return runs
 	}
 	return append(runs, slotRun{start, n})
 }
@@ -201,7 +223,7 @@ func shredField(fw *structuralFieldWriter, arr arrow.Array) (pieces []*leafPiece
 			pieces, err = nil, fmt.Errorf("malformed %s array: %v: %w", arr.DataType(), r, lancer.ErrInvalidArgument)
 		}
 	}()
-	if err := sh.node(fw.field, arr, 0, 0, stream{n: arr.Len()}); err != nil {
+	if err := sh.node(fw.field, arr, 0, 0, stream{n: arr.Len(), list: -1}); err != nil {
 		releasePieces(sh.pieces)
 		return nil, err
 	}
@@ -236,13 +258,22 @@ func (sh *shredder) node(f *schema.Field, arr arrow.Array, depth, lists int, s s
 		}
 		return nil
 	case *array.List:
-		out := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len())
+		out, err := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len(), a.ListValues().Len())
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.Name, err)
+		}
 		return sh.node(f.Children[0], a.ListValues(), depth+1, lists+1, out)
 	case *array.LargeList:
-		out := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len())
+		out, err := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len(), a.ListValues().Len())
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.Name, err)
+		}
 		return sh.node(f.Children[0], a.ListValues(), depth+1, lists+1, out)
 	case *array.Map:
-		out := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len())
+		out, err := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len(), a.ListValues().Len())
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.Name, err)
+		}
 		return sh.node(f.Children[0], a.ListValues(), depth+1, lists+1, out)
 	}
 	return fmt.Errorf("field %q: array of type %s: %w", f.Name, arr.DataType(), lancer.ErrInvalidArgument)
@@ -256,17 +287,13 @@ func markNulls(s stream, depth int, isNull func(int) bool) stream {
 		copy(key, s.key)
 	}
 	k := uint16(2*depth + 1)
-	i := 0
-	for _, r := range s.slotRuns() {
-		if r.start < 0 {
-			i += r.n
+	cur := s.cursor()
+	for i := range s.n {
+		if s.slotless(i) {
 			continue
 		}
-		for slot := r.start; slot < r.start+r.n; slot++ {
-			if key[i] == 0 && isNull(slot) {
-				key[i] = k
-			}
-			i++
+		if slot := cur.next(); key[i] == 0 && isNull(slot) {
+			key[i] = k
 		}
 	}
 	s.key = key
@@ -274,9 +301,11 @@ func markNulls(s stream, depth int, isNull func(int) bool) stream {
 }
 
 // expandList expands the entries of a list layer at depth (the ord-th
-// list from the top) into entries of its children.
-func expandList(s stream, depth int, ord uint16, isNull func(int) bool, offsets func(int) (int64, int64), length int) stream {
-	out := stream{ownOrd: true}
+// list from the top) into entries of its children, of which there are
+// children: offsets outside them are an error, not entries to make.
+func expandList(s stream, depth int, ord uint16, isNull func(int) bool, offsets func(int) (int64, int64), length, children int) (stream, error) {
+	// runs is never nil below a list: nil means every entry is its slot.
+	out := stream{runs: []slotRun{}, list: depth, ownOrd: true}
 	capHint := s.n
 	if s.runs == nil && s.key == nil && s.n == length && length > 0 {
 		// Every row a slot: the children are the offsets' span.
@@ -289,52 +318,51 @@ func expandList(s stream, depth int, ord uint16, isNull func(int) bool, offsets 
 	// list columns have none.
 	var key []uint16
 	nullKey, emptyKey := uint16(2*depth+1), uint16(2*depth+2)
-	i := 0
-	for _, r := range s.slotRuns() {
-		for j := range r.n {
-			first := ord
-			if s.ord != nil && s.ord[i] != 0 {
-				first = s.ord[i]
-			}
-			var k uint16
-			if s.key != nil {
-				k = s.key[i]
-			}
-			i++
-			switch {
-			case r.start < 0 || k != 0:
-			case isNull(r.start + j):
-				k = nullKey
-			default:
-				start, end := offsets(r.start + j)
-				if start == end {
-					k = emptyKey
-					break
-				}
-				n := int(end - start)
-				out.runs = appendRun(out.runs, int(start), n)
-				out.ord = append(out.ord, first)
-				out.ord = appendZeros(out.ord, n-1)
-				if key != nil {
-					key = appendZeros(key, n)
-				}
-				continue
-			}
-			if key == nil {
-				key = appendZeros(make([]uint16, 0, capHint), len(out.ord))
-			}
-			out.runs = appendRun(out.runs, -1, 1)
-			out.ord = append(out.ord, first)
-			key = append(key, k)
+	cur := s.cursor()
+	for i := range s.n {
+		first := ord
+		if s.ord != nil && s.ord[i] != 0 {
+			first = s.ord[i]
 		}
+		var k uint16
+		if s.key != nil {
+			k = s.key[i]
+		}
+		slot := -1
+		if !s.slotless(i) {
+			slot = cur.next()
+		}
+		switch {
+		case slot < 0 || k != 0:
+		case isNull(slot):
+			k = nullKey
+		default:
+			start, end := offsets(slot)
+			if start == end {
+				k = emptyKey
+				break
+			}
+			if start < 0 || end < start || end > int64(children) {
+				return stream{}, fmt.Errorf("list %d spans values %d to %d of %d: %w", slot, start, end, children, lancer.ErrInvalidArgument)
+			}
+			n := int(end - start)
+			out.runs = appendRun(out.runs, int(start), n)
+			out.ord = append(out.ord, first)
+			out.ord = appendZeros(out.ord, n-1)
+			if key != nil {
+				key = appendZeros(key, n)
+			}
+			continue
+		}
+		if key == nil {
+			key = appendZeros(make([]uint16, 0, capHint), len(out.ord))
+		}
+		out.ord = append(out.ord, first)
+		key = append(key, k)
 	}
 	out.n = len(out.ord)
 	out.key = key
-	if out.runs == nil {
-		// No entries at all (runs nil would mean slots 0..n-1).
-		out.runs = []slotRun{}
-	}
-	return out
+	return out, nil
 }
 
 // leaf finishes the piece of the next leaf from its array and entries.
@@ -383,9 +411,6 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 	} else {
 		// Slot-less entries hold no value: the ranges join across them.
 		for _, r := range s.runs {
-			if r.start < 0 {
-				continue
-			}
 			p.values += r.n
 			if n := len(p.Ranges); n > 0 && p.Ranges[n-1].End == r.start {
 				p.Ranges[n-1].End += r.n
