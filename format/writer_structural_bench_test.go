@@ -118,3 +118,73 @@ func BenchmarkWrite2_2(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteLists writes 120 Ki rows of list<uint32> (an HNSW level's
+// neighbour lists: 1 to 32 ids a row, some empty or null) and a nested
+// list<list<int32>> with nulls to a 2.2 file in memory; -benchmem gives the
+// shredder's allocations (issue #17: per-item slot tables once dominated
+// them).
+func BenchmarkWriteLists(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "neighbors", Type: arrow.ListOf(arrow.PrimitiveTypes.Uint32), Nullable: true},
+		{Name: "nested", Type: arrow.ListOf(arrow.ListOf(arrow.PrimitiveTypes.Int32)), Nullable: true},
+	}, nil)
+	s, err := schema.FromArrow(as, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const rows = 120 << 10
+	rng := rand.New(rand.NewPCG(3, 4))
+	rb := array.NewRecordBuilder(mem, as)
+	defer rb.Release()
+	nb := rb.Field(0).(*array.ListBuilder)
+	nbv := nb.ValueBuilder().(*array.Uint32Builder)
+	nn := rb.Field(1).(*array.ListBuilder)
+	nni := nn.ValueBuilder().(*array.ListBuilder)
+	nnv := nni.ValueBuilder().(*array.Int32Builder)
+	for range rows {
+		switch r := rng.IntN(50); {
+		case r == 0:
+			nb.AppendNull()
+		case r == 1:
+			nb.Append(true)
+		default:
+			nb.Append(true)
+			for range rng.IntN(32) + 1 {
+				nbv.Append(uint32(rng.IntN(rows)))
+			}
+		}
+		if rng.IntN(20) == 0 {
+			nn.AppendNull()
+			continue
+		}
+		nn.Append(true)
+		for range rng.IntN(3) {
+			nni.Append(true)
+			for range rng.IntN(4) {
+				nnv.Append(int32(rng.IntN(1000)))
+			}
+		}
+	}
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	var size int64
+	for _, c := range rec.Columns() {
+		size += arraySize(c.Data())
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		w, err := NewWriter(context.Background(), discardStore{}, "data/l.lance", s, &WriterOptions{Version: Version2_2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Write(context.Background(), rec); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Finish(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -162,4 +163,53 @@ func hasBlobField(f *schema.Field) bool {
 	found := false
 	f.Walk(func(c *schema.Field) { found = found || c.Blob != schema.NotBlob })
 	return found
+}
+
+// TestStructuralWriterBadListOffsets: a list array whose offsets leave its
+// child array or run backwards is refused with an error naming the field
+// and the list, before the shredder makes entries for the span (an input
+// that could otherwise ask for any number of them).
+func TestStructuralWriterBadListOffsets(t *testing.T) {
+	s, err := schema.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true}}, nil), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		offsets []int32
+		want    string
+	}{
+		{"past the end", []int32{0, 2, 1 << 30}, "list 1 spans values 2 to 1073741824 of 3"},
+		{"backwards", []int32{0, 3, 1}, "list 1 spans values 3 to 1 of 3"},
+		{"negative", []int32{-2, 1, 3}, "list 0 spans values -2 to 1 of 3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			cb := array.NewInt32Builder(mem)
+			cb.AppendValues([]int32{1, 2, 3}, nil)
+			child := cb.NewArray()
+			cb.Release()
+			offs := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offsets))
+			data := array.NewData(arrow.ListOf(arrow.PrimitiveTypes.Int32), len(c.offsets)-1, []*memory.Buffer{nil, offs}, []arrow.ArrayData{child.Data()}, 0, 0)
+			child.Release()
+			list := array.NewListData(data)
+			data.Release()
+			rec := array.NewRecordBatch(s.LogicalArrow(), []arrow.Array{list}, int64(list.Len()))
+			list.Release()
+			defer rec.Release()
+			w, err := NewWriter(context.Background(), blob.NewMemStore("bad"), "data/l.lance", s, &WriterOptions{Allocator: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Abort(context.Background())
+			err = w.Write(context.Background(), rec)
+			if err == nil {
+				_, err = w.Finish(context.Background())
+			}
+			if !errors.Is(err, lancer.ErrInvalidArgument) || !strings.Contains(err.Error(), `field "l"`) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrInvalidArgument naming field \"l\" and %q", err, c.want)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -404,7 +405,7 @@ func chooseWordEncoding(vals *fixedVals) (miniEncoder, error) {
 }
 
 func chooseWords[T codec.Word](vals *fixedVals) (miniEncoder, error) {
-	words, err := codec.DecodeFlat[T](nil, vals.data[:vals.n*vals.bits/8], vals.n)
+	words, err := pageWords[T](vals)
 	if err != nil {
 		return nil, err
 	}
@@ -422,6 +423,20 @@ func chooseWords[T codec.Word](vals *fixedVals) (miniEncoder, error) {
 		return &inlineMini[T]{vals: words}, nil
 	}
 	return newFlatMini(vals), nil
+}
+
+// pageWords returns the page's values as words: a view of vals.data when
+// it is aligned for T (the page's own gathered buffer, which nothing
+// writes once the encoder is chosen), else a copy. The copy was a second
+// page-sized buffer for every fixed-width page written (issue #17). Like
+// wordsAsBytes it assumes a little-endian host.
+func pageWords[T codec.Word](vals *fixedVals) ([]T, error) {
+	size := int(unsafe.Sizeof(T(0)))
+	src := vals.data[:vals.n*size]
+	if vals.n > 0 && uintptr(unsafe.Pointer(&src[0]))%uintptr(size) == 0 {
+		return unsafe.Slice((*T)(unsafe.Pointer(&src[0])), vals.n), nil
+	}
+	return codec.DecodeFlat[T](nil, src, vals.n)
 }
 
 // bitpackEstimate is the size of words inline bit-packed (whole blocks).

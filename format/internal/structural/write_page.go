@@ -99,7 +99,12 @@ func newWritePage(spec *leafSpec, v22 bool, pieces []*leafPiece) *writePage {
 	if spec.innerList < 0 {
 		pg.maxVisible = cur
 	}
-	if spec.maxRep > 0 {
+	switch {
+	case spec.maxRep > 0 && len(pieces) == 1 && pieces[0].rep != nil:
+		// Levels are only read from here on, and the page holds its
+		// pieces until it is written: no copy (issue #17).
+		pg.rep = pieces[0].rep
+	case spec.maxRep > 0:
 		pg.rep = make([]uint16, 0, pg.items)
 		for _, p := range pieces {
 			pg.rep = append(pg.rep, p.rep...)

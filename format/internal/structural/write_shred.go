@@ -3,6 +3,7 @@ package structural
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -129,18 +130,79 @@ func (p *leafPiece) split(spec *leafSpec, r int) (*leafPiece, *leafPiece) {
 }
 
 // stream is the entries of one node of the walk.
+//
+// Slots are kept as runs, not one int per entry: below a list layer the
+// entries of consecutive valid lists are consecutive child slots, so a
+// column of n list items costs a few runs rather than 8n bytes (issue #17:
+// that table was the largest allocation of an HNSW index's write). Runs
+// hold only the entries with slots; which entries have none follows from
+// their null keys (slotless), so nulls and empty lists do not break runs.
 type stream struct {
-	n   int
-	idx []int    // slot per entry, -1 for none; nil: entry i is slot i
-	ord []uint16 // list ordinal starting at each entry; nil: all 0
-	key []uint16 // null key per entry; nil: all 0
+	n    int
+	runs []slotRun // the slots of the entries that have one, in order; nil: entry i is slot i
+	ord  []uint16  // list ordinal starting at each entry; nil: all 0
+	key  []uint16  // null key per entry; nil: all 0
+	// list is the layer of the innermost list above the node, -1 for none.
+	// An entry null or empty at that layer or further out has no slot:
+	// only lists turn entries into slot-less ones, and the nulls marked
+	// below them (structs, leaves) are at deeper layers and keep theirs.
+	list int
+	// ownOrd: no other stream shares ord, so the one leaf below may turn
+	// it into its repetition levels in place.
+	ownOrd bool
 }
 
-func (s *stream) slot(i int) int {
-	if s.idx == nil {
-		return i
+// slotless reports whether entry i has no slot.
+func (s *stream) slotless(i int) bool {
+	if s.key == nil || s.key[i] == 0 {
+		return false
 	}
-	return s.idx[i]
+	j, _ := keyLayer(s.key[i])
+	return j <= s.list
+}
+
+// slotRun is n consecutive slots from start.
+type slotRun struct{ start, n int }
+
+// slotCursor yields a stream's slots in order.
+type slotCursor struct {
+	runs []slotRun // nil: slots 0, 1, …
+	r, j int
+}
+
+func (s *stream) cursor() slotCursor { return slotCursor{runs: s.runs} }
+
+// next returns the next slot; the caller calls it once per entry with a
+// slot, so the runs cannot run out.
+func (c *slotCursor) next() int {
+	if c.runs == nil {
+		c.j++
+		return c.j - 1
+	}
+	for c.j == c.runs[c.r].n {
+		c.r, c.j = c.r+1, 0
+	}
+	c.j++
+	return c.runs[c.r].start + c.j - 1
+}
+
+// appendRun appends n slots from start, merging with the last run when
+// they continue it.
+func appendRun(runs []slotRun, start, n int) []slotRun {
+	if k := len(runs) - 1; k >= 0 && runs[k].start+runs[k].n == start {
+		runs[k].n += n
+		return runs
+	}
+	return append(runs, slotRun{start, n})
+}
+
+// appendZeros appends n zeros to s.
+func appendZeros(s []uint16, n int) []uint16 {
+	s = slices.Grow(s, n)
+	at := len(s)
+	s = s[:at+n]
+	clear(s[at:])
+	return s
 }
 
 // shredder walks one top-level array.
@@ -161,7 +223,7 @@ func shredField(fw *structuralFieldWriter, arr arrow.Array) (pieces []*leafPiece
 			pieces, err = nil, fmt.Errorf("malformed %s array: %v: %w", arr.DataType(), r, lancer.ErrInvalidArgument)
 		}
 	}()
-	if err := sh.node(fw.field, arr, 0, 0, stream{n: arr.Len()}); err != nil {
+	if err := sh.node(fw.field, arr, 0, 0, stream{n: arr.Len(), list: -1}); err != nil {
 		releasePieces(sh.pieces)
 		return nil, err
 	}
@@ -186,6 +248,9 @@ func (sh *shredder) node(f *schema.Field, arr arrow.Array, depth, lists int, s s
 		if a.NullN() > 0 {
 			s = markNulls(s, depth, a.IsNull)
 		}
+		if len(f.Children) > 1 {
+			s.ownOrd = false // every member sees the same ordinals
+		}
 		for i, c := range f.Children {
 			if err := sh.node(c, a.Field(i), depth+1, lists, s); err != nil {
 				return err
@@ -193,13 +258,22 @@ func (sh *shredder) node(f *schema.Field, arr arrow.Array, depth, lists int, s s
 		}
 		return nil
 	case *array.List:
-		out := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len())
+		out, err := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len(), a.ListValues().Len())
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.Name, err)
+		}
 		return sh.node(f.Children[0], a.ListValues(), depth+1, lists+1, out)
 	case *array.LargeList:
-		out := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len())
+		out, err := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len(), a.ListValues().Len())
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.Name, err)
+		}
 		return sh.node(f.Children[0], a.ListValues(), depth+1, lists+1, out)
 	case *array.Map:
-		out := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len())
+		out, err := expandList(s, depth, uint16(lists+1), a.IsNull, a.ValueOffsets, a.Len(), a.ListValues().Len())
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.Name, err)
+		}
 		return sh.node(f.Children[0], a.ListValues(), depth+1, lists+1, out)
 	}
 	return fmt.Errorf("field %q: array of type %s: %w", f.Name, arr.DataType(), lancer.ErrInvalidArgument)
@@ -213,11 +287,13 @@ func markNulls(s stream, depth int, isNull func(int) bool) stream {
 		copy(key, s.key)
 	}
 	k := uint16(2*depth + 1)
+	cur := s.cursor()
 	for i := range s.n {
-		if key[i] == 0 {
-			if slot := s.slot(i); slot >= 0 && isNull(slot) {
-				key[i] = k
-			}
+		if s.slotless(i) {
+			continue
+		}
+		if slot := cur.next(); key[i] == 0 && isNull(slot) {
+			key[i] = k
 		}
 	}
 	s.key = key
@@ -225,21 +301,24 @@ func markNulls(s stream, depth int, isNull func(int) bool) stream {
 }
 
 // expandList expands the entries of a list layer at depth (the ord-th
-// list from the top) into entries of its children.
-func expandList(s stream, depth int, ord uint16, isNull func(int) bool, offsets func(int) (int64, int64), length int) stream {
-	out := stream{}
+// list from the top) into entries of its children, of which there are
+// children: offsets outside them are an error, not entries to make.
+func expandList(s stream, depth int, ord uint16, isNull func(int) bool, offsets func(int) (int64, int64), length, children int) (stream, error) {
+	// runs is never nil below a list: nil means every entry is its slot.
+	out := stream{runs: []slotRun{}, list: depth, ownOrd: true}
 	capHint := s.n
-	if s.idx == nil && s.key == nil && s.n == length && length > 0 {
+	if s.runs == nil && s.key == nil && s.n == length && length > 0 {
 		// Every row a slot: the children are the offsets' span.
 		first, _ := offsets(0)
 		_, last := offsets(length - 1)
 		capHint = max(int(last-first), 0) + s.n
 	}
-	out.idx = make([]int, 0, capHint)
 	out.ord = make([]uint16, 0, capHint)
-	key := make([]uint16, 0, capHint)
-	anyKey := false
+	// The null keys are allocated at the first null or empty entry: most
+	// list columns have none.
+	var key []uint16
 	nullKey, emptyKey := uint16(2*depth+1), uint16(2*depth+2)
+	cur := s.cursor()
 	for i := range s.n {
 		first := ord
 		if s.ord != nil && s.ord[i] != 0 {
@@ -249,7 +328,10 @@ func expandList(s stream, depth int, ord uint16, isNull func(int) bool, offsets 
 		if s.key != nil {
 			k = s.key[i]
 		}
-		slot := s.slot(i)
+		slot := -1
+		if !s.slotless(i) {
+			slot = cur.next()
+		}
 		switch {
 		case slot < 0 || k != 0:
 		case isNull(slot):
@@ -260,26 +342,27 @@ func expandList(s stream, depth int, ord uint16, isNull func(int) bool, offsets 
 				k = emptyKey
 				break
 			}
-			out.idx = append(out.idx, int(start))
+			if start < 0 || end < start || end > int64(children) {
+				return stream{}, fmt.Errorf("list %d spans values %d to %d of %d: %w", slot, start, end, children, lancer.ErrInvalidArgument)
+			}
+			n := int(end - start)
+			out.runs = appendRun(out.runs, int(start), n)
 			out.ord = append(out.ord, first)
-			key = append(key, 0)
-			for j := start + 1; j < end; j++ {
-				out.idx = append(out.idx, int(j))
-				out.ord = append(out.ord, 0)
-				key = append(key, 0)
+			out.ord = appendZeros(out.ord, n-1)
+			if key != nil {
+				key = appendZeros(key, n)
 			}
 			continue
 		}
-		anyKey = true
-		out.idx = append(out.idx, -1)
+		if key == nil {
+			key = appendZeros(make([]uint16, 0, capHint), len(out.ord))
+		}
 		out.ord = append(out.ord, first)
 		key = append(key, k)
 	}
-	out.n = len(out.idx)
-	if anyKey {
-		out.key = key
-	}
-	return out
+	out.n = len(out.ord)
+	out.key = key
+	return out, nil
 }
 
 // leaf finishes the piece of the next leaf from its array and entries.
@@ -298,7 +381,11 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 	p := &leafPiece{items: s.n, key: s.key, Src: arr}
 	arr.Retain()
 	if s.ord != nil {
-		p.rep = make([]uint16, s.n)
+		// Levels from ordinals, in place when no other leaf reads them.
+		p.rep = s.ord
+		if !s.ownOrd {
+			p.rep = make([]uint16, s.n)
+		}
 		for i, o := range s.ord {
 			if o != 0 {
 				p.rep[i] = spec.maxRep + 1 - o
@@ -318,19 +405,17 @@ func (sh *shredder) leaf(arr arrow.Array, depth int, s stream) error {
 			}
 		}
 	}
-	if s.idx == nil {
+	if s.runs == nil {
 		p.Ranges = []valueRange{{0, s.n}}
 		p.values = s.n
 	} else {
-		for _, slot := range s.idx {
-			if slot < 0 {
-				continue
-			}
-			p.values++
-			if n := len(p.Ranges); n > 0 && p.Ranges[n-1].End == slot {
-				p.Ranges[n-1].End++
+		// Slot-less entries hold no value: the ranges join across them.
+		for _, r := range s.runs {
+			p.values += r.n
+			if n := len(p.Ranges); n > 0 && p.Ranges[n-1].End == r.start {
+				p.Ranges[n-1].End += r.n
 			} else {
-				p.Ranges = append(p.Ranges, valueRange{slot, slot + 1})
+				p.Ranges = append(p.Ranges, valueRange{r.start, r.start + r.n})
 			}
 		}
 	}
