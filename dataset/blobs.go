@@ -93,8 +93,9 @@ func (d *Dataset) takeFragmentBlobs(ctx context.Context, proj *projection, k int
 // managedBlobStore returns the store a managed (kind 4) descriptor's
 // BlobID names: a base path of this version's manifest, the dataset root
 // included only through an explicit binding (docs/spec/managed-blobs.md
-// §2). An unknown id, or a managed descriptor in a dataset that does not declare managed blobs, is
-// ErrCorrupt: reading it as some other kind would return the wrong bytes.
+// §2). An unknown id, or a managed descriptor in a dataset that does not
+// declare managed blobs, is ErrCorrupt: reading it as some other kind
+// would return the wrong bytes.
 func (d *Dataset) managedBlobStore(ctx context.Context, desc format.BlobDescriptor) (blob.Store, error) {
 	if d.manifest.ReaderFeatureFlags&manifest.FlagManagedBlobs == 0 {
 		return nil, fmt.Errorf("managed blob %q in a dataset without the managed_blobs reader flag: %w", desc.URI, lancer.ErrCorrupt)

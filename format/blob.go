@@ -238,8 +238,8 @@ func (r *Reader) ReadBlob(ctx context.Context, d BlobDescriptor) ([]byte, error)
 	case BlobExternal:
 		return nil, fmt.Errorf("format: %s: external blob %q: %w", r.f.Key, d.URI, lancer.ErrUnsupported)
 	case BlobManaged:
-		// Never read as a legacy kind (docs/spec/managed-blobs.md §2): without the manifest's
-		// base paths the object cannot be located.
+		// Never read as a legacy kind (docs/spec/managed-blobs.md §2):
+		// without the manifest's base paths the object cannot be located.
 		return nil, fmt.Errorf("format: %s: managed blob %q of base %d needs the dataset's base paths (ReadManagedBlob): %w",
 			r.f.Key, d.URI, d.BlobID, lancer.ErrUnsupported)
 	}
