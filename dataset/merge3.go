@@ -733,7 +733,6 @@ func (m *merger) oursID(id uint64) uint64 {
 // its rows (the report may then count such an update as a move).
 func (m *merger) checkRelocated(ctx context.Context) error {
 	cols := commonColumns(m.base, m.ours, m.theirs)
-	const chunk = 8192
 	for side := range 2 {
 		other := 1 - side
 		var ids []uint64
@@ -742,22 +741,36 @@ func (m *merger) checkRelocated(ctx context.Context) error {
 				ids = append(ids, id)
 			}
 		}
-		for lo := 0; lo < len(ids); lo += chunk {
-			part := ids[lo:min(lo+chunk, len(ids))]
-			b, err := m.rowStrings(ctx, 0, part, cols)
-			if err != nil {
-				return err
+		err := m.sameAsBase(ctx, side+1, ids, cols, func(id uint64, same bool) {
+			if !same {
+				delete(m.relocatedBy[side], id)
+				m.updatedBy[side][id] = true
 			}
-			now, err := m.rowStrings(ctx, side+1, part, cols)
-			if err != nil {
-				return err
-			}
-			for i, id := range part {
-				if b[i] != now[i] {
-					delete(m.relocatedBy[side], id)
-					m.updatedBy[side][id] = true
-				}
-			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameAsBase calls f with each of ids (rows the base and side, 1 or 2,
+// both hold) and whether the side's row holds the base's values in cols,
+// reading the rows a chunk at a time.
+func (m *merger) sameAsBase(ctx context.Context, side int, ids []uint64, cols []string, f func(id uint64, same bool)) error {
+	const chunk = 8192
+	for lo := 0; lo < len(ids); lo += chunk {
+		part := ids[lo:min(lo+chunk, len(ids))]
+		was, err := m.rowStrings(ctx, 0, part, cols)
+		if err != nil {
+			return err
+		}
+		now, err := m.rowStrings(ctx, side, part, cols)
+		if err != nil {
+			return err
+		}
+		for i, id := range part {
+			f(id, was[i] == now[i])
 		}
 	}
 	return nil

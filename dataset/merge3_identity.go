@@ -347,38 +347,16 @@ func (m *merger) lineageOf(ctx context.Context, d *Dataset, depth int) (*lineage
 		}
 	}
 	for v := start + 1; v <= d.Version(); v++ {
-		if m.replayed++; m.replayed > maxMergeReplay {
-			return nil, fmt.Errorf("%w: merge: matching rows without stable row ids or a key replays more than %d versions of the merged lines (at %s); name a key (On) or merge from a nearer base",
-				lancer.ErrUnsupported, maxMergeReplay, traceKey(d))
-		}
-		curDS := d
-		if v != d.Version() {
-			if curDS, err = d.Checkout(ctx, v); err != nil {
-				return nil, err
-			}
-		}
-		cur, err := m.liveRows(ctx, curDS)
+		step, err := m.replayVersion(ctx, d, v, prev, cache)
 		if err != nil {
 			return nil, err
 		}
+		curDS, cur, txn := step.ds, step.rows, step.txn
 		var op manifest.Operation
-		var txn *manifest.Transaction
-		if t, err := loadTransactions(ctx, d.store, v, v, cache); err == nil {
-			txn = t[0].txn
+		if txn != nil {
 			op = txn.Operation
 		}
-		prevSet, curSet := setOf(prev), setOf(cur)
-		var removed, written []uint64
-		for _, id := range prev {
-			if !curSet[id] {
-				removed = append(removed, id)
-			}
-		}
-		for _, id := range cur {
-			if !prevSet[id] {
-				written = append(written, id)
-			}
-		}
+		prevSet, curSet, removed, written := step.prevSet, step.curSet, step.removed, step.written
 		// A row's origin: the base row or earlier row it is a copy of,
 		// else itself (a row the base lacks is kept as its own origin for
 		// remap, which matches such rows only when the other side knows
@@ -656,38 +634,17 @@ func (m *merger) baseMoves(ctx context.Context) (*baseLine, error) {
 	}
 	out := &baseLine{start: setOf(prev), moved: map[uint64]uint64{}}
 	for v := start + 1; v <= d.Version(); v++ {
-		if m.replayed++; m.replayed > maxMergeReplay {
-			return nil, fmt.Errorf("%w: merge: matching rows without stable row ids or a key replays more than %d versions of the merged lines (at %s); name a key (On) or merge from a nearer base",
-				lancer.ErrUnsupported, maxMergeReplay, traceKey(d))
-		}
-		curDS := d
-		if v != d.Version() {
-			if curDS, err = d.Checkout(ctx, v); err != nil {
-				return nil, err
-			}
-		}
-		cur, err := m.liveRows(ctx, curDS)
+		step, err := m.replayVersion(ctx, d, v, prev, cache)
 		if err != nil {
 			return nil, err
 		}
-		var op manifest.Operation
-		if t, err := loadTransactions(ctx, d.store, v, v, cache); err == nil {
-			op = t[0].txn.Operation
+		curDS, cur, removed := step.ds, step.rows, step.removed
+		var rw *manifest.Rewrite
+		if step.txn != nil {
+			rw, _ = step.txn.Operation.(*manifest.Rewrite)
 		}
-		prevSet, curSet := setOf(prev), setOf(cur)
-		var removed, written []uint64
-		for _, id := range prev {
-			if !curSet[id] {
-				removed = append(removed, id)
-			}
-		}
-		for _, id := range cur {
-			if !prevSet[id] {
-				written = append(written, id)
-			}
-		}
-		if rw, ok := op.(*manifest.Rewrite); ok {
-			moves, err := m.rewriteMoves(ctx, rw, prevDS, curDS, prev, removed, written)
+		if rw != nil {
+			moves, err := m.rewriteMoves(ctx, rw, prevDS, curDS, prev, removed, step.written)
 			if err != nil {
 				return nil, err
 			}
@@ -706,6 +663,54 @@ func (m *merger) baseMoves(ctx context.Context) (*baseLine, error) {
 	}
 	m.baseLine = out
 	return out, nil
+}
+
+// replayStep is one version of a line's replay (lineageOf, baseMoves):
+// its state and live rows (curSet their set), its transaction (nil when it
+// cannot be read), and what it changed since the version before, whose
+// live rows are prevSet: the rows it removed and those it wrote, in scan
+// order.
+type replayStep struct {
+	ds               *Dataset
+	rows             []uint64
+	txn              *manifest.Transaction
+	prevSet, curSet  map[uint64]bool
+	removed, written []uint64
+}
+
+// replayVersion opens version v of d's line (d itself at its own
+// version), counting it against maxMergeReplay, and compares its live
+// rows with prev, the version before's.
+func (m *merger) replayVersion(ctx context.Context, d *Dataset, v uint64, prev []uint64, cache map[uint64]*manifest.Transaction) (*replayStep, error) {
+	if m.replayed++; m.replayed > maxMergeReplay {
+		return nil, fmt.Errorf("%w: merge: matching rows without stable row ids or a key replays more than %d versions of the merged lines (at %s); name a key (On) or merge from a nearer base",
+			lancer.ErrUnsupported, maxMergeReplay, traceKey(d))
+	}
+	st := &replayStep{ds: d}
+	var err error
+	if v != d.Version() {
+		if st.ds, err = d.Checkout(ctx, v); err != nil {
+			return nil, err
+		}
+	}
+	if st.rows, err = m.liveRows(ctx, st.ds); err != nil {
+		return nil, err
+	}
+	if t, err := loadTransactions(ctx, d.store, v, v, cache); err == nil {
+		st.txn = t[0].txn
+	}
+	st.prevSet, st.curSet = setOf(prev), setOf(st.rows)
+	for _, id := range prev {
+		if !st.curSet[id] {
+			st.removed = append(st.removed, id)
+		}
+	}
+	for _, id := range st.rows {
+		if !st.prevSet[id] {
+			st.written = append(st.written, id)
+		}
+	}
+	return st, nil
 }
 
 // traceWritten gives the rows a commit on a line wrote (written), where
@@ -1086,22 +1091,13 @@ func (m *merger) keyedMoves(ctx context.Context) error {
 			}
 			compare = append(compare, b)
 		}
-		const chunk = 8192
-		for lo := 0; lo < len(compare); lo += chunk {
-			part := compare[lo:min(lo+chunk, len(compare))]
-			was, err := m.rowStrings(ctx, 0, part, cols)
-			if err != nil {
-				return err
+		err = m.sameAsBase(ctx, side, compare, cols, func(b uint64, same bool) {
+			if same {
+				m.moved[side-1][b] = true
 			}
-			now, err := m.rowStrings(ctx, side, part, cols)
-			if err != nil {
-				return err
-			}
-			for i, b := range part {
-				if was[i] == now[i] {
-					m.moved[side-1][b] = true
-				}
-			}
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
