@@ -17,6 +17,7 @@ import (
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/internal/managedtest"
+	"github.com/lancerdb/lancer/internal/manifesttest"
 )
 
 // openManaged opens md with a checked allocator.
@@ -282,7 +283,7 @@ func TestCleanupRefusesManagedBlobsInOldVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	managedtest.EditManifestAt(t, md.Store, first, func(m *manifest.Manifest) {
+	manifesttest.EditAt(t, md.Store, first, func(m *manifest.Manifest) {
 		m.ReaderFeatureFlags |= manifest.FlagManagedBlobs
 		m.WriterFeatureFlags |= manifest.FlagManagedBlobs
 	})

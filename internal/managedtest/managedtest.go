@@ -21,6 +21,7 @@ import (
 	"github.com/lancerdb/lancer/dataset/manifest"
 	"github.com/lancerdb/lancer/format"
 	"github.com/lancerdb/lancer/format/schema"
+	"github.com/lancerdb/lancer/internal/manifesttest"
 )
 
 // Placeholder is the URI the external blob of row 1 is written with; its
@@ -159,37 +160,7 @@ func (md *Dataset) SetDescriptor(t testing.TB, d format.BlobDescriptor) {
 // EditManifest rewrites the dataset's manifest in place with edit applied.
 func (md *Dataset) EditManifest(t testing.TB, edit func(m *manifest.Manifest)) {
 	t.Helper()
-	EditManifestAt(t, md.Store, md.key, edit)
-}
-
-// EditManifestAt rewrites the manifest at key in store with edit applied,
-// keeping its transaction.
-func EditManifestAt(t testing.TB, store blob.Store, key string, edit func(m *manifest.Manifest)) {
-	t.Helper()
-	ctx := context.Background()
-	info, err := store.Stat(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := manifest.ReadFile(ctx, store, key, info.Size, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := c.Manifest.Clone()
-	edit(m)
-	var txn []byte
-	if c.Transaction != nil {
-		if txn, err = manifest.EncodeTransaction(c.Transaction); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := manifest.EncodeFile(m, txn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Write(ctx, key, b); err != nil {
-		t.Fatal(err)
-	}
+	manifesttest.EditAt(t, md.Store, md.key, edit)
 }
 
 // ClearFlag clears the managed_blobs bits, leaving the kind 4 descriptor.

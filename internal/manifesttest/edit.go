@@ -19,13 +19,19 @@ import (
 // transaction.
 func Edit(t testing.TB, path string, edit func(m *manifest.Manifest)) {
 	t.Helper()
-	ctx := context.Background()
 	dir, name := filepath.Split(path)
 	store, err := blob.NewLocalStore(filepath.Dir(filepath.Clean(dir)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := manifest.VersionsDir + name
+	EditAt(t, store, manifest.VersionsDir+name, edit)
+}
+
+// EditAt rewrites the manifest at key in store with edit applied, keeping
+// its transaction.
+func EditAt(t testing.TB, store blob.Store, key string, edit func(m *manifest.Manifest)) {
+	t.Helper()
+	ctx := context.Background()
 	c, err := manifest.ReadFile(ctx, store, key, 0, true)
 	if err != nil {
 		t.Fatal(err)
