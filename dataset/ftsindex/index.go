@@ -102,11 +102,12 @@ type posting struct {
 	freqs []uint32
 	pos   [][]uint32
 
-	// bounds are blockBounds' per-block best document weights for
-	// boundsAvgdl.
+	// weights and bounds are scored's document weights and per-block
+	// best weights for scoredAvgdl.
 	mu          sync.Mutex
+	weights     []float32
 	bounds      []float32
-	boundsAvgdl float32
+	scoredAvgdl float32
 }
 
 // OpenOptions configures Open; nil is valid.

@@ -249,12 +249,15 @@ func (t *topHits) sorted() []Hit {
 	return t.h
 }
 
-// term is one query token in a partition: its posting list, its idf and
-// its query position.
+// term is one query token in a partition: its posting list, its idf, its
+// query position, and the list's document weights and block bounds
+// (scored) for the search's average length.
 type term struct {
-	pl  *posting
-	idf float32
-	pos int
+	pl     *posting
+	idf    float32
+	pos    int
+	w      []float32
+	bounds []float32
 }
 
 // maxMergeTerms bounds the posting lists searchPartition merges document
@@ -278,7 +281,8 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 		if err != nil {
 			return err
 		}
-		terms = append(terms, term{pl: pl, idf: IDF(st.DocFreq[t.Text], st.NumDocs), pos: t.Position})
+		w, bounds := pl.scored(p.numTokens, avgdl)
+		terms = append(terms, term{pl: pl, idf: IDF(st.DocFreq[t.Text], st.NumDocs), pos: t.Position, w: w, bounds: bounds})
 	}
 	all := q.Operator == And || q.Phrase
 	if len(terms) == 0 || (all && len(terms) < len(tokens)) {
@@ -291,6 +295,13 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 		posBuf, qposBuf = make([][]uint32, len(terms)), make([]int, len(terms))
 	}
 	offer := func(d uint32, score float32) {
+		// The score alone rules most documents out: a full top's worst
+		// score is its floor, and only a tie needs the row id, whose load
+		// (a random read of a list as long as the partition) would cost
+		// more than the scoring.
+		if top.full() && score < top.h[0].Score {
+			return
+		}
 		rid := p.rowIDs[d]
 		if !top.wants(score, rid) {
 			return
@@ -313,48 +324,19 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 		// One list: its blocks' best scores bound what they can offer.
 		tm := terms[0]
 		pl := tm.pl
-		bounds := pl.blockBounds(p.numTokens, avgdl)
-		for b, bound := range bounds {
+		for b, bound := range tm.bounds {
 			lo, hi := b*blockSize, min(len(pl.docs), (b+1)*blockSize)
 			if float32(tm.idf*bound) < top.floor() {
 				continue
 			}
 			for i := lo; i < hi; i++ {
-				d := pl.docs[i]
-				offer(d, float32(tm.idf*DocWeight(pl.freqs[i], p.numTokens[d], avgdl)))
+				offer(pl.docs[i], float32(tm.idf*tm.w[i]))
 			}
 		}
 	case all:
-		// Every list holds the document: lead with the shortest, seek the
-		// others forward.
-		lead := 0
-		for i, tm := range terms {
-			if len(tm.pl.docs) < len(terms[lead].pl.docs) {
-				lead = i
-			}
-		}
-		at := make([]int, len(terms))
-	docs:
-		for _, d := range terms[lead].pl.docs {
-			for i, tm := range terms {
-				docs := tm.pl.docs
-				j := seek(docs, at[i], d)
-				at[i] = j
-				if j == len(docs) {
-					break docs
-				}
-				if docs[j] != d {
-					continue docs
-				}
-			}
-			var score float32
-			for i, tm := range terms {
-				score = score + float32(tm.idf*DocWeight(tm.pl.freqs[at[i]], p.numTokens[d], avgdl))
-			}
-			offer(d, score)
-		}
+		searchAll(terms, top, offer)
 	case top.limit > 0:
-		ix.searchMaxScore(p, terms, avgdl, top, offer)
+		searchMaxScore(terms, top, offer)
 	default:
 		// Any list: merge them, the smallest next document first.
 		at := make([]int, len(terms))
@@ -371,7 +353,7 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 			var score float32
 			for i, tm := range terms {
 				if j := at[i]; j < len(tm.pl.docs) && tm.pl.docs[j] == d {
-					score = score + float32(tm.idf*DocWeight(tm.pl.freqs[j], p.numTokens[d], avgdl))
+					score = score + float32(tm.idf*tm.w[j])
 				}
 			}
 			// Advance after scoring: a repeated token shares its list.
@@ -392,16 +374,14 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 // reach top's floor are "non-essential", and only documents of the other
 // terms are visited, the non-essential lists only sought for them. A
 // document's score is still the sum over the terms in query order.
-func (ix *Index) searchMaxScore(p *partition, terms []term, avgdl float32, top *topHits, offer func(uint32, float32)) {
+//
+// A candidate is scored only when the blocks holding it can together
+// reach the floor (block-max MaxScore): first with the non-essential
+// terms at their lists' bounds, then, sought, at their blocks' bounds;
+// the rest are passed over unscored.
+func searchMaxScore(terms []term, top *topHits, offer func(uint32, float32)) {
 	n := len(terms)
-	ub := make([]float64, n)
-	for i, tm := range terms {
-		var m float32
-		for _, b := range tm.pl.blockBounds(p.numTokens, avgdl) {
-			m = max(m, b)
-		}
-		ub[i] = float64(float32(tm.idf * m))
-	}
+	ub := termBounds(terms)
 	order := make([]int, n) // by bound, ascending
 	for i := range order {
 		order[i] = i
@@ -424,7 +404,7 @@ func (ix *Index) searchMaxScore(p *partition, terms []term, avgdl float32, top *
 	at := make([]int, n)
 	essential := 0 // order[:essential] are non-essential
 	for {
-		for essential < n && prefix[essential+1]*(1+1e-5) < float64(top.floor()) {
+		for essential < n && !reaches(prefix[essential+1], n, top.floor()) {
 			essential++
 		}
 		d, any := uint32(math.MaxUint32), false
@@ -436,13 +416,36 @@ func (ix *Index) searchMaxScore(p *partition, terms []term, avgdl float32, top *
 		if !any {
 			return
 		}
+		if top.full() {
+			floor := top.floor()
+			bound := prefix[essential]
+			for _, i := range order[essential:] {
+				if j := at[i]; j < len(terms[i].pl.docs) && terms[i].pl.docs[j] == d {
+					bound += float64(float32(terms[i].idf * terms[i].bounds[j/blockSize]))
+				}
+			}
+			if reaches(bound, n, floor) && essential > 0 {
+				for _, i := range order[:essential] {
+					at[i] = seek(terms[i].pl.docs, at[i], d)
+				}
+				bound = blockBound(terms, at)
+			}
+			if !reaches(bound, n, floor) {
+				for _, i := range order[essential:] {
+					if j := at[i]; j < len(terms[i].pl.docs) && terms[i].pl.docs[j] == d {
+						at[i]++
+					}
+				}
+				continue
+			}
+		}
 		var score float32
 		for i, tm := range terms {
 			docs := tm.pl.docs
 			j := seek(docs, at[i], d)
 			at[i] = j
 			if j < len(docs) && docs[j] == d {
-				score = score + float32(tm.idf*DocWeight(tm.pl.freqs[j], p.numTokens[d], avgdl))
+				score = score + float32(tm.idf*tm.w[j])
 			}
 		}
 		for i, tm := range terms {
@@ -454,12 +457,190 @@ func (ix *Index) searchMaxScore(p *partition, terms []term, avgdl float32, top *
 	}
 }
 
+// termBounds returns the largest score each term's list can offer, idf
+// times its best block.
+func termBounds(terms []term) []float64 {
+	ub := make([]float64, len(terms))
+	for i, tm := range terms {
+		var m float32
+		for _, b := range tm.bounds {
+			m = max(m, b)
+		}
+		ub[i] = float64(float32(tm.idf * m))
+	}
+	return ub
+}
+
+// searchAll offers the documents every term's list holds. The shortest
+// list leads, block by block: a block whose best, with the other lists'
+// best over its documents, cannot reach a full top's floor is skipped
+// whole (block-max). The lead is merged with the next shortest list
+// step by step when their lengths are alike (a seek would cost more than
+// the step it makes) and sought into it otherwise; the further lists are
+// sought for each document the two share.
+func searchAll(terms []term, top *topHits, offer func(uint32, float32)) {
+	order := make([]int, len(terms)) // by length, ascending
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(terms[a].pl.docs) - len(terms[b].pl.docs) })
+	lead := order[0]
+	leadDocs := terms[lead].pl.docs
+	at := make([]int, len(terms))
+	// match scores leadDocs[k], which every list up to order[1] holds:
+	// false when a further list is past its end, so that no later
+	// document can be in all of them.
+	match := func(k int) bool {
+		d := leadDocs[k]
+		for _, i := range order[2:] {
+			docs := terms[i].pl.docs
+			j := seek(docs, at[i], d)
+			at[i] = j
+			if j == len(docs) {
+				return false
+			}
+			if docs[j] != d {
+				return true
+			}
+		}
+		at[lead] = k
+		var score float32
+		for i := range terms {
+			score = score + float32(terms[i].idf*terms[i].w[at[i]])
+		}
+		offer(d, score)
+		return true
+	}
+	if len(terms) == 1 {
+		for k := range leadDocs {
+			match(k)
+		}
+		return
+	}
+	second := order[1]
+	other := terms[second].pl.docs
+	merge := len(other) <= 16*len(leadDocs)
+	for k := 0; k < len(leadDocs); k += blockSize {
+		bound, ok := leadBlockBound(terms, lead, at, k)
+		if !ok {
+			return
+		}
+		if bound == 0 || top.full() && !reaches(bound, len(terms), top.floor()) {
+			continue
+		}
+		end := min(len(leadDocs), k+blockSize)
+		j := at[second]
+		for i := k; i < end && j < len(other); {
+			d, o := leadDocs[i], other[j]
+			if d == o {
+				at[second] = j
+				if !match(i) {
+					return
+				}
+				i, j = i+1, j+1
+				continue
+			}
+			if merge {
+				// Branch-free: one list or the other steps on.
+				step := 0
+				if d < o {
+					step = 1
+				}
+				i, j = i+step, j+1-step
+				continue
+			}
+			if d < o {
+				i++
+				continue
+			}
+			j = seek(other, j, d)
+		}
+		if at[second] = j; j == len(other) {
+			return
+		}
+	}
+}
+
+// leadBlockBound bounds the score of any document of the lead term's
+// block starting at index k that every term's list holds: the lead block's
+// bound plus, per other term, the largest bound of its blocks over the
+// lead block's documents; 0 when some list holds none of them. It seeks
+// the other lists (at) to the block's first document, and says false when
+// one of them is past its end, so that no further document can be in all
+// of them.
+func leadBlockBound(terms []term, lead int, at []int, k int) (float64, bool) {
+	leadDocs := terms[lead].pl.docs
+	lo, hi := leadDocs[k], leadDocs[min(len(leadDocs), k+blockSize)-1]
+	bound := float64(float32(terms[lead].idf * terms[lead].bounds[k/blockSize]))
+	for i, tm := range terms {
+		if i == lead {
+			continue
+		}
+		docs := tm.pl.docs
+		j := seek(docs, at[i], lo)
+		at[i] = j
+		if j == len(docs) {
+			return 0, false
+		}
+		// The blocks from j's to that of the last document at or before hi.
+		last := len(docs) - 1
+		if hi < math.MaxUint32 {
+			last = seek(docs, j, hi+1) - 1
+		}
+		if last < j {
+			return 0, true
+		}
+		var m float32
+		for b := j / blockSize; b <= last/blockSize; b++ {
+			m = max(m, tm.bounds[b])
+		}
+		bound += float64(float32(tm.idf * m))
+	}
+	return bound, true
+}
+
+// blockBound bounds the score of the document the terms' lists are at
+// (at[i] indexes term i's list): the sum of the bounds of the blocks of
+// the lists that hold it there. Every list not past its end at at[i]
+// must have been sought to that document.
+func blockBound(terms []term, at []int) float64 {
+	d := uint32(math.MaxUint32)
+	for i, tm := range terms {
+		if j := at[i]; j < len(tm.pl.docs) {
+			d = min(d, tm.pl.docs[j])
+		}
+	}
+	var sum float64
+	for i, tm := range terms {
+		if j := at[i]; j < len(tm.pl.docs) && tm.pl.docs[j] == d {
+			sum += float64(float32(tm.idf * tm.bounds[j/blockSize]))
+		}
+	}
+	return sum
+}
+
+// reaches says whether a bound, summed in float64 from the f32 bounds of
+// n terms, may reach floor once a real score is summed in f32: each f32
+// addition rounds by at most 2^-24 of the sum, so a margin of n 2^-22
+// (and never under 1e-5) covers the rounding, and no document that could
+// enter the top is ever passed over.
+func reaches(bound float64, n int, floor float32) bool {
+	return bound*(1+max(1e-5, float64(n)*0x1p-22)) >= float64(floor)
+}
+
 // seek returns the first index at or after j of a document at or after
 // d in the ascending docs: galloping, so that a long list skipped over
 // costs its jumps' logarithm, not its length.
 func seek(docs []uint32, j int, d uint32) int {
 	if j >= len(docs) || docs[j] >= d {
 		return j
+	}
+	// Lists of like lengths meet a few documents apart: look there first.
+	for end := min(len(docs), j+4); j+1 < end; {
+		j++
+		if docs[j] >= d {
+			return j
+		}
 	}
 	step := 1
 	for j+step < len(docs) && docs[j+step] < d {
@@ -533,26 +714,31 @@ next:
 	return false
 }
 
-// blockBounds returns, per block of 128 documents, the largest document
-// weight (DocWeight, without the idf) in it, computed once per posting
-// list and average document length and kept: a term's block can offer no
-// score above idf times its bound.
-func (pl *posting) blockBounds(numTokens []uint32, avgdl float32) []float32 {
+// scored returns the list's document weights (DocWeight, without the
+// idf, per document in list order) and, per block of 128 documents, the
+// largest of them, computed once per posting list and average document
+// length and kept: a search then reads its lists in order instead of the
+// partition's document lengths at random, and a term's block can offer no
+// score above idf times its bound. The weights cost 4 bytes a posting,
+// as much as the documents.
+func (pl *posting) scored(numTokens []uint32, avgdl float32) (w, bounds []float32) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if pl.bounds != nil && pl.boundsAvgdl == avgdl {
-		return pl.bounds
+	if pl.weights != nil && pl.scoredAvgdl == avgdl {
+		return pl.weights, pl.bounds
 	}
-	out := make([]float32, 0, (len(pl.docs)+blockSize-1)/blockSize)
+	w = make([]float32, len(pl.docs))
+	bounds = make([]float32, 0, (len(pl.docs)+blockSize-1)/blockSize)
 	for lo := 0; lo < len(pl.docs); lo += blockSize {
 		best := float32(0)
 		for i := lo; i < min(len(pl.docs), lo+blockSize); i++ {
-			best = max(best, DocWeight(pl.freqs[i], numTokens[pl.docs[i]], avgdl))
+			w[i] = DocWeight(pl.freqs[i], numTokens[pl.docs[i]], avgdl)
+			best = max(best, w[i])
 		}
-		out = append(out, best)
+		bounds = append(bounds, best)
 	}
-	pl.bounds, pl.boundsAvgdl = out, avgdl
-	return out
+	pl.weights, pl.bounds, pl.scoredAvgdl = w, bounds, avgdl
+	return w, bounds
 }
 
 // PhraseMatch says whether a document with term positions pos (one sorted

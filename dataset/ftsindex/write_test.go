@@ -184,9 +184,9 @@ func TestSearchMatchesDense(t *testing.T) {
 			t.Fatal(err)
 		}
 		checked := 0
-		for qi := range 400 {
+		for qi := range 800 {
 			var words []string
-			for range 1 + rng.IntN(3) {
+			for range 1 + rng.IntN(5) {
 				words = append(words, word())
 			}
 			if qi%7 == 0 {
@@ -226,8 +226,32 @@ func TestSearchMatchesDense(t *testing.T) {
 				checked++
 			}
 		}
-		if checked < 200 {
-			t.Fatalf("only %d of 400 queries matched anything", checked)
+		if checked < 400 {
+			t.Fatalf("only %d of 800 queries matched anything", checked)
+		}
+	}
+}
+
+// TestSeek: seek returns the first index at or after j whose document is
+// at or after d, for lists and targets of every spacing (a linear scan is
+// the oracle), including j past the end and d beyond the last document.
+func TestSeek(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 2000 {
+		docs := make([]uint32, rng.IntN(40))
+		next := uint32(rng.IntN(3))
+		for i := range docs {
+			docs[i] = next
+			next += 1 + uint32(rng.IntN([]int{1, 3, 50}[rng.IntN(3)]))
+		}
+		j := rng.IntN(len(docs) + 2)
+		d := uint32(rng.IntN(int(next) + 5))
+		want := j
+		for want < len(docs) && docs[want] < d {
+			want++
+		}
+		if got := seek(docs, j, d); got != want {
+			t.Fatalf("seek(%v, %d, %d) = %d, want %d", docs, j, d, got, want)
 		}
 	}
 }
