@@ -375,10 +375,9 @@ func (ix *Index) searchPartition(ctx context.Context, p *partition, q *Query, to
 // terms are visited, the non-essential lists only sought for them. A
 // document's score is still the sum over the terms in query order.
 //
-// A candidate is scored only when the blocks holding it can together
-// reach the floor (block-max MaxScore): first with the non-essential
-// terms at their lists' bounds, then, sought, at their blocks' bounds;
-// the rest are passed over unscored.
+// A candidate is scored only when its essential terms' weights, with the
+// non-essential lists at their bounds, can reach the floor; the rest are
+// passed over without seeking the non-essential lists.
 func searchMaxScore(terms []term, top *topHits, offer func(uint32, float32)) {
 	n := len(terms)
 	ub := termBounds(terms)
@@ -403,8 +402,12 @@ func searchMaxScore(terms []term, top *topHits, offer func(uint32, float32)) {
 	}
 	at := make([]int, n)
 	essential := 0 // order[:essential] are non-essential
+	// reaches' margin, and the floor, which changes only when a hit is
+	// offered.
+	margin := 1 + max(1e-5, float64(n)*0x1p-22)
+	floor := float64(top.floor())
 	for {
-		for essential < n && !reaches(prefix[essential+1], n, top.floor()) {
+		for essential < n && prefix[essential+1]*margin < floor {
 			essential++
 		}
 		d, any := uint32(math.MaxUint32), false
@@ -417,20 +420,13 @@ func searchMaxScore(terms []term, top *topHits, offer func(uint32, float32)) {
 			return
 		}
 		if top.full() {
-			floor := top.floor()
 			bound := prefix[essential]
 			for _, i := range order[essential:] {
 				if j := at[i]; j < len(terms[i].pl.docs) && terms[i].pl.docs[j] == d {
-					bound += float64(float32(terms[i].idf * terms[i].bounds[j/blockSize]))
+					bound += float64(float32(terms[i].idf * terms[i].w[j]))
 				}
 			}
-			if reaches(bound, n, floor) && essential > 0 {
-				for _, i := range order[:essential] {
-					at[i] = seek(terms[i].pl.docs, at[i], d)
-				}
-				bound = blockBound(terms, at)
-			}
-			if !reaches(bound, n, floor) {
+			if bound*margin < floor {
 				for _, i := range order[essential:] {
 					if j := at[i]; j < len(terms[i].pl.docs) && terms[i].pl.docs[j] == d {
 						at[i]++
@@ -440,20 +436,21 @@ func searchMaxScore(terms []term, top *topHits, offer func(uint32, float32)) {
 			}
 		}
 		var score float32
-		for i, tm := range terms {
-			docs := tm.pl.docs
+		for i := range terms {
+			docs := terms[i].pl.docs
 			j := seek(docs, at[i], d)
 			at[i] = j
 			if j < len(docs) && docs[j] == d {
-				score = score + float32(tm.idf*tm.w[j])
+				score = score + float32(terms[i].idf*terms[i].w[j])
 			}
 		}
-		for i, tm := range terms {
-			if j := at[i]; j < len(tm.pl.docs) && tm.pl.docs[j] == d {
+		for i := range terms {
+			if j := at[i]; j < len(terms[i].pl.docs) && terms[i].pl.docs[j] == d {
 				at[i]++
 			}
 		}
 		offer(d, score)
+		floor = float64(top.floor())
 	}
 }
 
@@ -597,26 +594,6 @@ func leadBlockBound(terms []term, lead int, at []int, k int) (float64, bool) {
 		bound += float64(float32(tm.idf * m))
 	}
 	return bound, true
-}
-
-// blockBound bounds the score of the document the terms' lists are at
-// (at[i] indexes term i's list): the sum of the bounds of the blocks of
-// the lists that hold it there. Every list not past its end at at[i]
-// must have been sought to that document.
-func blockBound(terms []term, at []int) float64 {
-	d := uint32(math.MaxUint32)
-	for i, tm := range terms {
-		if j := at[i]; j < len(tm.pl.docs) {
-			d = min(d, tm.pl.docs[j])
-		}
-	}
-	var sum float64
-	for i, tm := range terms {
-		if j := at[i]; j < len(tm.pl.docs) && tm.pl.docs[j] == d {
-			sum += float64(float32(tm.idf * tm.bounds[j/blockSize]))
-		}
-	}
-	return sum
 }
 
 // reaches says whether a bound, summed in float64 from the f32 bounds of
