@@ -64,7 +64,12 @@ func (d *Dataset) buildFTSSegment(ctx context.Context, field *schema.Field, para
 	if err != nil {
 		return nil, nil, fmt.Errorf("dataset: index %q: %w", name, err)
 	}
+	// One batch's non-null rows, handed to the builder at once so that
+	// its workers split them in parallel.
+	var rowIDs []uint64
+	var texts []string
 	err = d.scanIndexedColumn(ctx, field, name, frags, progress, func(col arrow.Array, ids *array.Uint64) error {
+		rowIDs, texts = rowIDs[:0], texts[:0]
 		for i := range col.Len() {
 			if col.IsNull(i) {
 				continue
@@ -78,13 +83,15 @@ func (d *Dataset) buildFTSSegment(ctx context.Context, field *schema.Field, para
 			default:
 				return fmt.Errorf("dataset: index %q: column read as %s: %w", name, col.DataType(), lancer.ErrCorrupt)
 			}
-			if err := b.Add(ctx, ids.Value(i), text); err != nil {
-				return fmt.Errorf("dataset: index %q: row %d: %w", name, ids.Value(i), err)
-			}
+			rowIDs, texts = append(rowIDs, ids.Value(i)), append(texts, text)
+		}
+		if err := b.AddBatch(ctx, rowIDs, texts); err != nil {
+			return fmt.Errorf("dataset: index %q: %w", name, err)
 		}
 		return nil
 	})
 	if err != nil {
+		b.Abandon()
 		return nil, nil, err
 	}
 	if progress != nil {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -56,7 +58,14 @@ type BuildOptions struct {
 	// dropped (Lance's index is a set of partitions; queries sum their
 	// statistics). Default DefaultPartitionBytes.
 	PartitionBytes int
+	// Workers is the number of goroutines AddBatch splits a batch's
+	// words among. Default runtime.GOMAXPROCS(0), at most maxWorkers.
+	Workers int
 }
+
+// maxWorkers bounds BuildOptions.Workers: each worker keeps its own memo
+// of up to maxMemoWords words.
+const maxWorkers = 16
 
 // WrittenFile is one file of an index directory, as the manifest lists it.
 type WrittenFile struct {
@@ -65,8 +74,17 @@ type WrittenFile struct {
 }
 
 // Builder writes a Lance 12 INVERTED index (format 2, see doc.go W1-W4)
-// from documents added one by one. It holds one partition in memory at a
-// time. It is not safe for concurrent use.
+// from documents added one by one (Add) or a batch at a time (AddBatch).
+// It holds one partition in memory at a time. It is not safe for
+// concurrent use.
+//
+// AddBatch works in two stages: its workers split and filter the batch's
+// words (each distinct word once, in its own memo), then one goroutine
+// adds the tokens to the partition, in the documents' order, and writes
+// each partition once full. The second stage of a batch runs while the
+// next batch's words are split, so that a build keeps every core busy;
+// its error is returned by the next call. The index written is the same
+// whichever way and in whatever batches the documents were added.
 type Builder struct {
 	an       *Analyzer
 	params   Params
@@ -79,16 +97,16 @@ type Builder struct {
 	parts   []uint64
 	written []WrittenFile
 
-	// memo maps a word as the tokenizer split it to its index in terms
-	// (the word's token after the filters), or -1 when the filters drop
-	// it: the filters (lower-casing, stemming above all) are a function
-	// of the word alone, and text repeats its words, so each distinct word
-	// is filtered once. It is cleared past maxMemoWords, so its memory
-	// stays bounded whatever the vocabulary.
-	memo  map[string]int32
-	terms []string
-	// scratch holds one document's tokens (term index and position).
-	scratch []docToken
+	// tk are the workers' tokenizers; Add uses the first.
+	tk []*wordTokenizer
+	// batches counts the batches tokenized: its parity picks each
+	// tokenizer's result buffer, so that a batch's second stage reads one
+	// while the next batch fills the other.
+	batches int
+	// pending, when not nil, is closed once the second stage of the last
+	// batch is done; its error is then in err.
+	pending chan struct{}
+	err     error
 }
 
 type docToken struct {
@@ -96,14 +114,46 @@ type docToken struct {
 	pos  int32
 }
 
-// maxMemoWords bounds Builder.memo (and terms): about 64 bytes a word.
-const maxMemoWords = 1 << 18
+// maxMemoWords bounds a wordTokenizer's memo (and terms), checked before
+// each batch: about 64 bytes a word, past which the memo starts anew. A
+// variable so that a test can make the memo start anew often.
+var maxMemoWords = 1 << 18
+
+// wordTokenizer is one worker's first stage of AddBatch for the
+// tokenizers that split words (simple, whitespace).
+type wordTokenizer struct {
+	an *Analyzer
+	// memo maps a word as the tokenizer split it to its index in terms
+	// (the word's token after the filters), or -1 when the filters drop
+	// it: the filters (lower-casing, stemming above all) are a function
+	// of the word alone, and text repeats its words, so each distinct word
+	// is filtered once. Past maxMemoWords it starts anew (with a new terms
+	// and the next gen), so its memory stays bounded whatever the
+	// vocabulary; a batch tokenized before still reads its own terms.
+	memo  map[string]int32
+	terms []string
+	gen   uint64
+	res   [2]tokenized
+}
+
+// tokenized is one worker's part of a batch: its documents' row ids, their
+// tokens (toks[ends[i-1]:ends[i]] for document i) as indices of terms,
+// and the generation of terms.
+type tokenized struct {
+	rowIDs []uint64
+	toks   []docToken
+	ends   []int
+	terms  []string
+	gen    uint64
+}
 
 type partBuilder struct {
 	tokens map[string]uint32
-	// termTok maps an index of Builder.terms to its token id in this
-	// partition plus one (0: not seen here yet).
-	termTok   []uint32
+	// termTok maps, per worker, an index of its terms to its token id in
+	// this partition plus one (0: not seen here yet), for the generation
+	// termGen of its terms.
+	termTok   [][]uint32
+	termGen   []uint64
 	rowIDs    []uint64
 	numTokens []uint32
 	lists     []*postingBuilder
@@ -145,12 +195,22 @@ func NewBuilder(store blob.Store, dir string, p Params, opts *BuildOptions) (*Bu
 	if opts != nil && opts.PartitionBytes > 0 {
 		b.maxBytes = opts.PartitionBytes
 	}
+	workers := runtime.GOMAXPROCS(0)
+	if opts != nil && opts.Workers > 0 {
+		workers = opts.Workers
+	}
+	for range min(workers, maxWorkers) {
+		b.tk = append(b.tk, &wordTokenizer{an: an})
+	}
 	return b, nil
 }
 
 // Add indexes one document: text of the row rowID. A document without
 // tokens is not indexed (as Lance does); NULLs are not to be added.
 func (b *Builder) Add(ctx context.Context, rowID uint64, text string) error {
+	if err := b.wait(); err != nil {
+		return err
+	}
 	if b.an.splitsWords() {
 		return b.addWords(ctx, rowID, text)
 	}
@@ -237,76 +297,196 @@ func (p *partBuilder) occur(id, doc uint32, pos int, withPos bool) {
 }
 
 // addWords is Add for the tokenizers that split words (simple,
-// whitespace): the same tokens as Analyzer.Tokens, each distinct word
-// filtered once (memo) and its token id in the partition found without
-// hashing its text again (termTok).
+// whitespace): both stages of AddBatch for one document, on the first
+// worker's tokenizer.
 func (b *Builder) addWords(ctx context.Context, rowID uint64, text string) error {
-	if len(b.memo) >= maxMemoWords || b.memo == nil {
-		b.memo, b.terms = make(map[string]int32, 1024), b.terms[:0]
-		if b.cur != nil {
-			b.cur.termTok = b.cur.termTok[:0]
-		}
+	res := b.tk[0].tokenize([]uint64{rowID}, []string{text}, b.batches%2)
+	b.batches++
+	if res.err != nil {
+		return res.err
 	}
-	toks := b.scratch[:0]
-	var err error
-	words(text, b.an.isWord(), func(w string, pos int) bool {
-		ti, ok := b.memo[w]
-		if !ok {
-			t, keep, ferr := b.an.filter(w)
-			if ferr != nil {
-				err = ferr
-				return false
-			}
-			ti = -1
-			if keep {
-				ti = int32(len(b.terms))
-				b.terms = append(b.terms, strings.Clone(t))
-			}
-			// The word (and a token the filters left as it was) may
-			// point into a batch's buffer that is reused once the batch
-			// is released: memo and terms keep copies.
-			b.memo[strings.Clone(w)] = ti
-		}
-		if ti >= 0 {
-			toks = append(toks, docToken{term: ti, pos: int32(pos)})
-		}
-		return true
-	})
-	b.scratch = toks
-	if err != nil {
-		return err
+	return b.index(ctx, 0, res.tokenized)
+}
+
+// AddBatch indexes documents: texts[i] of the row rowIDs[i], as Add does
+// one by one, in order. It is done with both slices on return.
+func (b *Builder) AddBatch(ctx context.Context, rowIDs []uint64, texts []string) error {
+	if len(rowIDs) != len(texts) {
+		return fmt.Errorf("ftsindex: a batch of %d row ids and %d texts: %w", len(rowIDs), len(texts), lancer.ErrInvalidArgument)
 	}
-	if len(toks) == 0 {
+	if !b.an.splitsWords() {
+		for i, text := range texts {
+			if err := b.Add(ctx, rowIDs[i], text); err != nil {
+				return fmt.Errorf("ftsindex: row %d: %w", rowIDs[i], err)
+			}
+		}
 		return nil
 	}
-	p, err := b.partition(ctx)
-	if err != nil {
+	// First stage: the workers split a share of the documents each (a
+	// small batch goes to fewer of them); the previous batch's second
+	// stage may still run meanwhile.
+	n := min(len(b.tk), max(1, len(texts)/256))
+	parity := b.batches % 2
+	b.batches++
+	results := make([]tokenizeResult, n)
+	var wg sync.WaitGroup
+	for w := range n {
+		lo, hi := w*len(texts)/n, (w+1)*len(texts)/n
+		wg.Go(func() { results[w] = b.tk[w].tokenize(rowIDs[lo:hi], texts[lo:hi], parity) })
+	}
+	wg.Wait()
+	if err := b.wait(); err != nil {
 		return err
 	}
-	if n := len(b.terms); len(p.termTok) < n {
-		p.bytes += 4 * (n - len(p.termTok))
-		p.termTok = append(p.termTok, make([]uint32, n-len(p.termTok))...)
-	}
-	doc := p.addDoc(rowID, len(toks))
-	for _, t := range toks {
-		id1 := p.termTok[t.term]
-		if id1 == 0 {
-			text := b.terms[t.term]
-			id, ok := p.tokens[text]
-			if !ok {
-				id = p.newToken(text)
-			}
-			id1 = id + 1
-			p.termTok[t.term] = id1
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
 		}
-		p.occur(id1-1, doc, int(t.pos), b.params.WithPosition)
 	}
-	return b.flushIfFull(ctx)
+	// Second stage, in the background until the next call.
+	done := make(chan struct{})
+	b.pending = done
+	go func() {
+		defer close(done)
+		for w, r := range results {
+			if err := b.index(ctx, w, r.tokenized); err != nil {
+				b.err = err
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// wait waits for the last batch's second stage and returns its error,
+// which stays the builder's: a builder that failed is not to be used on.
+func (b *Builder) wait() error {
+	if b.pending != nil {
+		<-b.pending
+		b.pending = nil
+	}
+	return b.err
+}
+
+// Abandon waits for the work a failed or cancelled build has in flight,
+// so that nothing is written after it returns. The files already written
+// stay; the builder is not to be used after.
+func (b *Builder) Abandon() {
+	_ = b.wait()
+}
+
+type tokenizeResult struct {
+	*tokenized
+	err error
+}
+
+// tokenize splits and filters texts (of rows rowIDs) into the result
+// buffer parity, which the second stage of the batch two before has
+// released.
+func (w *wordTokenizer) tokenize(rowIDs []uint64, texts []string, parity int) tokenizeResult {
+	if len(w.memo) >= maxMemoWords || w.memo == nil {
+		w.memo, w.terms = make(map[string]int32, 1024), nil
+		w.gen++
+	}
+	r := &w.res[parity]
+	r.rowIDs = append(r.rowIDs[:0], rowIDs...)
+	r.toks, r.ends = r.toks[:0], r.ends[:0]
+	isWord := w.an.isWord()
+	var err error
+	for _, text := range texts {
+		words(text, isWord, func(s string, pos int) bool {
+			ti, ok := w.memo[s]
+			if !ok {
+				t, keep, ferr := w.an.filter(s)
+				if ferr != nil {
+					err = ferr
+					return false
+				}
+				ti = -1
+				if keep {
+					ti = int32(len(w.terms))
+					w.terms = append(w.terms, strings.Clone(t))
+				}
+				// The word (and a token the filters left as it was) may
+				// point into a batch's buffer that is reused once the
+				// batch is released: memo and terms keep copies.
+				w.memo[strings.Clone(s)] = ti
+			}
+			if ti >= 0 {
+				r.toks = append(r.toks, docToken{term: ti, pos: int32(pos)})
+			}
+			return true
+		})
+		if err != nil {
+			return tokenizeResult{err: fmt.Errorf("ftsindex: row %d: %w", rowIDs[len(r.ends)], err)}
+		}
+		r.ends = append(r.ends, len(r.toks))
+	}
+	r.terms, r.gen = w.terms, w.gen
+	return tokenizeResult{tokenized: r}
+}
+
+// index is the second stage: it adds worker w's tokenized documents to
+// the partition, flushing it when full. A document without tokens is not
+// indexed.
+func (b *Builder) index(ctx context.Context, w int, t *tokenized) error {
+	start := 0
+	for d, end := range t.ends {
+		toks := t.toks[start:end]
+		start = end
+		if len(toks) == 0 {
+			continue
+		}
+		p, err := b.partition(ctx)
+		if err != nil {
+			return err
+		}
+		termTok := p.termTokens(w, t.gen, len(t.terms))
+		doc := p.addDoc(t.rowIDs[d], len(toks))
+		for _, tok := range toks {
+			id1 := termTok[tok.term]
+			if id1 == 0 {
+				text := t.terms[tok.term]
+				id, ok := p.tokens[text]
+				if !ok {
+					id = p.newToken(text)
+				}
+				id1 = id + 1
+				termTok[tok.term] = id1
+			}
+			p.occur(id1-1, doc, int(tok.pos), b.params.WithPosition)
+		}
+		if err := b.flushIfFull(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// termTokens returns worker w's term-to-token map in p for its terms of
+// generation gen, n long: a map of an older generation starts anew. Its
+// memory is the tokenizer's, bounded by maxMemoWords, and not counted in
+// the partition's bytes, so that where partitions end does not depend on
+// how the documents were split among workers.
+func (p *partBuilder) termTokens(w int, gen uint64, n int) []uint32 {
+	for len(p.termTok) <= w {
+		p.termTok, p.termGen = append(p.termTok, nil), append(p.termGen, 0)
+	}
+	if p.termGen[w] != gen {
+		p.termTok[w], p.termGen[w] = p.termTok[w][:0], gen
+	}
+	if tt := p.termTok[w]; len(tt) < n {
+		p.termTok[w] = append(tt, make([]uint32, n-len(tt))...)
+	}
+	return p.termTok[w]
 }
 
 // Finish writes the last partition and metadata.lance and returns the
 // files written. An index of no documents has one empty partition.
 func (b *Builder) Finish(ctx context.Context) ([]WrittenFile, error) {
+	if err := b.wait(); err != nil {
+		return nil, err
+	}
 	if b.cur != nil || len(b.parts) == 0 {
 		if b.cur == nil {
 			b.cur = &partBuilder{tokens: map[string]uint32{}}

@@ -255,3 +255,84 @@ func TestSeek(t *testing.T) {
 		}
 	}
 }
+
+// TestAddBatchMatchesAdd: an index built a batch at a time (AddBatch, by
+// 1 to 5 workers, batches of random sizes, the memo starting anew every
+// few dozen words, partitions a few KiB) is byte for byte the index Add
+// builds from the same documents one by one, for the simple tokenizer with
+// and without positions and for the ngram tokenizer (which AddBatch hands
+// to Add). Documents without tokens (empty, only stop words) are in it.
+func TestAddBatchMatchesAdd(t *testing.T) {
+	ctx := context.Background()
+	defer func(n int) { maxMemoWords = n }(maxMemoWords)
+	maxMemoWords = 40
+	rng := rand.New(rand.NewPCG(9, 10))
+	vocab := make([]string, 400)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("Word%ding", i)
+	}
+	vocab = append(vocab, "the", "a", "of", "Café", "naïve")
+	var ids []uint64
+	var texts []string
+	for i := range 3000 {
+		var sb strings.Builder
+		for range rng.IntN(10) {
+			sb.WriteString(vocab[min(len(vocab)-1, int(float64(len(vocab))*rng.Float64()*rng.Float64()))] + " ")
+		}
+		ids, texts = append(ids, uint64(i/700)<<32|uint64(i%700)), append(texts, sb.String())
+	}
+	build := func(p Params, workers int, batched bool) map[string][]byte {
+		t.Helper()
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		store := blob.NewMemStore("mem")
+		b, err := NewBuilder(store, "idx", p, &BuildOptions{Allocator: mem, PartitionBytes: 8 << 10, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for lo := 0; lo < len(texts); {
+			hi := lo + 1
+			if batched {
+				hi = min(len(texts), lo+[]int{1, 7, 300, 900}[rng.IntN(4)])
+				err = b.AddBatch(ctx, ids[lo:hi], texts[lo:hi])
+			} else {
+				err = b.Add(ctx, ids[lo], texts[lo])
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo = hi
+		}
+		written, err := b.Finish(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string][]byte{}
+		for _, f := range written {
+			if files[f.Name], err = store.ReadAll(ctx, "idx/"+f.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return files
+	}
+	simple, positions, ngram := DefaultParams(), DefaultParams(), DefaultParams()
+	positions.WithPosition = true
+	ngram.BaseTokenizer = "ngram"
+	for name, p := range map[string]Params{"simple": simple, "positions": positions, "ngram": ngram} {
+		want := build(p, 1, false)
+		if name != "ngram" && len(want) < 3*3+1 {
+			t.Fatalf("%s: %d files: want several partitions", name, len(want))
+		}
+		for _, workers := range []int{1, 2, 3, 5} {
+			got := build(p, workers, true)
+			if len(got) != len(want) {
+				t.Fatalf("%s, %d workers: %d files, want %d", name, workers, len(got), len(want))
+			}
+			for f, data := range want {
+				if !slices.Equal(got[f], data) {
+					t.Fatalf("%s, %d workers: %s differs from Add's", name, workers, f)
+				}
+			}
+		}
+	}
+}
