@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -537,55 +538,63 @@ func (b *Builder) writeMetadata(ctx context.Context) error {
 	bld.Release()
 	defer col.Release()
 	as := arrow.NewSchema([]arrow.Field{{Name: colDeletedFragments, Type: arrow.BinaryTypes.Binary}}, nil)
-	return b.writeFile(ctx, MetadataFile, as, meta, col)
+	f, err := b.writeFile(ctx, MetadataFile, as, meta, col)
+	if err != nil {
+		return err
+	}
+	b.written = append(b.written, f)
+	return nil
 }
 
 // writeFile writes one file of the index: one batch of cols.
-func (b *Builder) writeFile(ctx context.Context, name string, as *arrow.Schema, meta map[string]string, cols ...arrow.Array) error {
+func (b *Builder) writeFile(ctx context.Context, name string, as *arrow.Schema, meta map[string]string, cols ...arrow.Array) (WrittenFile, error) {
 	key := b.dir + "/" + name
 	sch, err := schema.FromArrow(as, 0)
 	if err != nil {
-		return fmt.Errorf("ftsindex: write %s: %w", key, err)
+		return WrittenFile{}, fmt.Errorf("ftsindex: write %s: %w", key, err)
 	}
 	sch.Metadata = meta
 	w, err := format.NewWriter(ctx, b.store, key, sch, &format.WriterOptions{Allocator: b.mem})
 	if err != nil {
-		return fmt.Errorf("ftsindex: write %s: %w", key, err)
+		return WrittenFile{}, fmt.Errorf("ftsindex: write %s: %w", key, err)
 	}
 	rec := array.NewRecordBatch(as, cols, int64(cols[0].Len()))
 	err = w.Write(ctx, rec)
 	rec.Release()
 	if err != nil {
 		w.Abort(ctx)
-		return fmt.Errorf("ftsindex: write %s: %w", key, err)
+		return WrittenFile{}, fmt.Errorf("ftsindex: write %s: %w", key, err)
 	}
 	wf, err := w.Finish(ctx)
 	if err != nil {
-		return fmt.Errorf("ftsindex: write %s: %w", key, err)
+		return WrittenFile{}, fmt.Errorf("ftsindex: write %s: %w", key, err)
 	}
-	b.written = append(b.written, WrittenFile{Name: name, Size: wf.Size})
-	return nil
+	return WrittenFile{Name: name, Size: wf.Size}, nil
 }
 
-// flush writes the current partition's three files.
+// flush writes the current partition's three files, at once: they are
+// independent, and the last partition's are written after every document
+// is in, when nothing else is left to run beside them.
 func (b *Builder) flush(ctx context.Context) error {
 	p := b.cur
 	b.cur = nil
 	id := uint64(len(b.parts))
-	if err := b.writeTokens(ctx, id, p); err != nil {
+	var files [3]WrittenFile
+	var errs [3]error
+	var wg sync.WaitGroup
+	for i, write := range []func(context.Context, uint64, *partBuilder) (WrittenFile, error){b.writeTokens, b.writeDocs, b.writeInvert} {
+		wg.Go(func() { files[i], errs[i] = write(ctx, id, p) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
 		return err
 	}
-	if err := b.writeDocs(ctx, id, p); err != nil {
-		return err
-	}
-	if err := b.writeInvert(ctx, id, p); err != nil {
-		return err
-	}
+	b.written = append(b.written, files[:]...)
 	b.parts = append(b.parts, id)
 	return nil
 }
 
-func (b *Builder) writeTokens(ctx context.Context, id uint64, p *partBuilder) error {
+func (b *Builder) writeTokens(ctx context.Context, id uint64, p *partBuilder) (WrittenFile, error) {
 	// Lance builds its FST from these rows in order: they are sorted by
 	// the tokens' bytes; ids stay in order of first occurrence.
 	texts := make([]string, 0, len(p.tokens))
@@ -608,7 +617,7 @@ func (b *Builder) writeTokens(ctx context.Context, id uint64, p *partBuilder) er
 	return b.writeFile(ctx, fmt.Sprintf("part_%d_tokens.lance", id), as, nil, s, ids)
 }
 
-func (b *Builder) writeDocs(ctx context.Context, id uint64, p *partBuilder) error {
+func (b *Builder) writeDocs(ctx context.Context, id uint64, p *partBuilder) (WrittenFile, error) {
 	rb := array.NewUint64Builder(b.mem)
 	rb.AppendValues(p.rowIDs, nil)
 	nb := array.NewUint32Builder(b.mem)
@@ -626,7 +635,7 @@ func (b *Builder) writeDocs(ctx context.Context, id uint64, p *partBuilder) erro
 	return b.writeFile(ctx, fmt.Sprintf("part_%d_docs.lance", id), as, map[string]string{"total_tokens": strconv.FormatUint(total, 10)}, r, n)
 }
 
-func (b *Builder) writeInvert(ctx context.Context, id uint64, p *partBuilder) error {
+func (b *Builder) writeInvert(ctx context.Context, id uint64, p *partBuilder) (WrittenFile, error) {
 	binList := arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.BinaryTypes.LargeBinary, Nullable: true})
 	fields := []arrow.Field{
 		{Name: colPosting, Type: binList},
