@@ -131,7 +131,7 @@ type wordTokenizer struct {
 	// is filtered once. Past maxMemoWords it starts anew (with a new terms
 	// and the next gen), so its memory stays bounded whatever the
 	// vocabulary; a batch tokenized before still reads its own terms.
-	memo  map[string]int32
+	memo  *wordMemo
 	terms []string
 	gen   uint64
 	res   [2]tokenized
@@ -385,8 +385,8 @@ type tokenizeResult struct {
 // buffer parity, which the second stage of the batch two before has
 // released.
 func (w *wordTokenizer) tokenize(rowIDs []uint64, texts []string, parity int) tokenizeResult {
-	if len(w.memo) >= maxMemoWords || w.memo == nil {
-		w.memo, w.terms = make(map[string]int32, 1024), nil
+	if w.memo == nil || w.memo.Len() >= maxMemoWords {
+		w.memo, w.terms = newWordMemo(), nil
 		w.gen++
 	}
 	r := &w.res[parity]
@@ -396,7 +396,7 @@ func (w *wordTokenizer) tokenize(rowIDs []uint64, texts []string, parity int) to
 	var err error
 	for _, text := range texts {
 		words(text, isWord, func(s string, pos int) bool {
-			ti, ok := w.memo[s]
+			ti, ok := w.memo.Get(s)
 			if !ok {
 				t, keep, ferr := w.an.filter(s)
 				if ferr != nil {
@@ -411,7 +411,7 @@ func (w *wordTokenizer) tokenize(rowIDs []uint64, texts []string, parity int) to
 				// The word (and a token the filters left as it was) may
 				// point into a batch's buffer that is reused once the
 				// batch is released: memo and terms keep copies.
-				w.memo[strings.Clone(s)] = ti
+				w.memo.Put(s, ti)
 			}
 			if ti >= 0 {
 				r.toks = append(r.toks, docToken{term: ti, pos: int32(pos)})
